@@ -1,0 +1,41 @@
+// The flamingo-train subcommands. Each lives in its own cmd_*.cpp and is
+// listed in commands.cpp. Exit codes: 0 success, 1 the input was read but
+// is wrong (invalid config, failed run), 2 usage error (bad options).
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace fs::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+struct Io {
+  std::ostream& out;
+  std::ostream& err;
+  std::istream& in;
+};
+
+struct Command {
+  std::string name;
+  std::string summary;  // one line for the command list
+  std::function<int(const std::vector<std::string>& args, Io& io)> run;
+};
+
+const std::vector<Command>& commands();
+
+// Dispatches argv[1] to a command; handles --help / --version / help <cmd>.
+int runMain(const std::vector<std::string>& argv, Io& io);
+
+// Per-command entry points (cmd_*.cpp).
+int runValidate(const std::vector<std::string>& args, Io& io);
+int runShowDefaults(const std::vector<std::string>& args, Io& io);
+int runImportCmdline(const std::vector<std::string>& args, Io& io);
+int runExportCmdline(const std::vector<std::string>& args, Io& io);
+int runVersion(const std::vector<std::string>& args, Io& io);
+
+}  // namespace fs::cli

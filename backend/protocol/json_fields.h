@@ -1,0 +1,343 @@
+// Internal: declare a record's JSON fields once, use the list to both write and read.
+//
+// Each record type gets one `describe(V& v, T& rec)` function listing its fields:
+//
+//   template <class V> void describe(V& v, CheckpointEvent& e) {
+//     v.req("step", e.step);        // required: absent -> error naming the field
+//     v.opt("duration_s", e.dur);   // optional: absent -> T{} (or nullopt); T{} is not written
+//   }
+//
+// JsonWriter turns the record into a JSON object; JsonReader fills it from one and
+// stops at the first problem, recording a message that names the field path
+// ("units[3].param_count") and the offending value. Not part of the public API:
+// only the protocol's .cpp files include this header.
+//
+// NOTE [Non-finite doubles]
+// JSON has no NaN or infinity, yet a diverging loss is exactly what a user must see.
+// Doubles that are not finite are written as the strings "nan", "inf" and "-inf";
+// readers accept those strings (any case), plain numbers, and null (read as NaN, for
+// writers such as Python's or nlohmann's that turn NaN into null).
+//
+// Thread-safety: stateless functions; a JsonReader/JsonWriter is used by one thread.
+#pragma once
+
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "backend/protocol/status.h"
+
+namespace fs::protocol::json_fields {
+
+using Json = nlohmann::json;
+
+// A short rendering of a JSON value for error messages (at most ~60 characters).
+inline std::string brief(const Json& j) {
+  std::string s = j.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+// Enum codecs: a type opts in by providing, in namespace fs::protocol,
+//   std::string_view toString(E) and bool parseEnum(std::string_view, E*) and
+//   std::string_view enumChoices(E)  (e.g. "epoch|step|final").
+template <class T>
+concept ProtocolEnum = std::is_enum_v<T>;
+
+// Records opt in by providing describe(V&, T&); detected through the writer.
+class JsonWriter;
+template <class T>
+concept Record = requires(JsonWriter& w, T& t) {
+  describe(w, t);
+};
+
+// ---- writing -----------------------------------------------------------------------
+
+Json toJson(const std::string& v);
+Json toJson(bool v);
+Json toJson(double v);
+template <class T>
+requires std::is_integral_v<T> &&(!std::is_same_v<T, bool>)Json toJson(T v) {
+  return Json(v);
+}
+template <ProtocolEnum E>
+Json toJson(E v) {
+  return Json(std::string(toString(v)));
+}
+template <Record R>
+Json toJson(const R& r);
+template <class T>
+Json toJson(const std::vector<T>& v);
+template <class T>
+Json toJson(const std::map<std::string, T>& m);
+inline Json toJson(const Json& v) {
+  return v;
+}
+
+inline Json toJson(const std::string& v) {
+  return Json(v);
+}
+inline Json toJson(bool v) {
+  return Json(v);
+}
+inline Json toJson(double v) {
+  if (std::isnan(v)) return Json("nan");
+  if (std::isinf(v)) return Json(v > 0 ? "inf" : "-inf");
+  return Json(v);
+}
+template <class T>
+Json toJson(const std::vector<T>& v) {
+  Json out = Json::array();
+  for (const auto& e : v) out.push_back(toJson(e));
+  return out;
+}
+template <class T>
+Json toJson(const std::map<std::string, T>& m) {
+  Json out = Json::object();
+  for (const auto& [k, e] : m) out[k] = toJson(e);
+  return out;
+}
+
+// Writes every required field and every optional field that differs from its default.
+class JsonWriter {
+ public:
+  explicit JsonWriter(Json* out) : out_(out) {}
+  template <class T>
+  void req(const char* key, const T& v) {
+    (*out_)[key] = toJson(v);
+  }
+  template <class T>
+  void opt(const char* key, const T& v) {
+    if (!(v == T{})) (*out_)[key] = toJson(v);
+  }
+  template <class T>
+  void opt(const char* key, const std::optional<T>& v) {
+    if (v) (*out_)[key] = toJson(*v);
+  }
+
+ private:
+  Json* out_;
+};
+
+template <Record R>
+Json toJson(const R& r) {
+  Json out = Json::object();
+  JsonWriter w(&out);
+  // describe() takes a mutable reference so one list serves reading too; the writer
+  // only reads through it.
+  describe(w, const_cast<R&>(r));
+  return out;
+}
+
+// ---- reading -----------------------------------------------------------------------
+
+// Each fromJson returns "" on success, else "expected ..." for the caller to prefix.
+std::string fromJson(const Json& j, std::string& out);
+std::string fromJson(const Json& j, bool& out);
+std::string fromJson(const Json& j, double& out);
+template <class T>
+requires std::is_integral_v<T> &&(!std::is_same_v<T, bool>)std::string fromJson(const Json& j, T& out);
+template <ProtocolEnum E>
+std::string fromJson(const Json& j, E& out);
+inline std::string fromJson(const Json& j, Json& out) {
+  out = j;
+  return "";
+}
+
+inline std::string kindOf(const Json& j) {
+  if (j.is_null()) return "null";
+  if (j.is_string()) return "a string";
+  if (j.is_boolean()) return "a boolean";
+  if (j.is_number()) return "a number";
+  if (j.is_array()) return "an array";
+  return "an object";
+}
+
+inline std::string fromJson(const Json& j, std::string& out) {
+  if (!j.is_string()) return "expected a string";
+  out = j.get<std::string>();
+  return "";
+}
+inline std::string fromJson(const Json& j, bool& out) {
+  if (!j.is_boolean()) return "expected true or false";
+  out = j.get<bool>();
+  return "";
+}
+inline std::string fromJson(const Json& j, double& out) {
+  if (j.is_number()) {
+    out = j.get<double>();
+    return "";
+  }
+  if (j.is_null()) {  // NOTE [Non-finite doubles]
+    out = std::numeric_limits<double>::quiet_NaN();
+    return "";
+  }
+  if (j.is_string()) {
+    std::string s = j.get<std::string>();
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (s == "nan")
+      out = std::numeric_limits<double>::quiet_NaN();
+    else if (s == "inf" || s == "infinity" || s == "+inf")
+      out = std::numeric_limits<double>::infinity();
+    else if (s == "-inf" || s == "-infinity")
+      out = -std::numeric_limits<double>::infinity();
+    else
+      return "expected a number (or \"nan\", \"inf\", \"-inf\")";
+    return "";
+  }
+  return "expected a number";
+}
+template <class T>
+requires std::is_integral_v<T> &&(!std::is_same_v<T, bool>)std::string fromJson(const Json& j, T& out) {
+  const char* expected = std::is_signed_v<T> ? "expected an integer" : "expected a non-negative integer";
+  if (j.is_number_unsigned()) {
+    auto u = j.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+      return std::string(expected) + " in range";
+    out = static_cast<T>(u);
+    return "";
+  }
+  if (j.is_number_integer()) {
+    auto i = j.get<std::int64_t>();
+    if (i < 0 && !std::is_signed_v<T>) return expected;
+    if (std::is_signed_v<T> && (i < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+                                i > static_cast<std::int64_t>(std::numeric_limits<T>::max())))
+      return std::string(expected) + " in range";
+    out = static_cast<T>(i);
+    return "";
+  }
+  if (j.is_number_float()) {  // 3.0 from a lenient writer; 2^53 bounds exact doubles
+    double d = j.get<double>();
+    if (std::trunc(d) != d || std::fabs(d) > 9007199254740992.0 || (d < 0 && !std::is_signed_v<T>))
+      return expected;
+    if (d < static_cast<double>(std::numeric_limits<T>::min()) ||
+        d > static_cast<double>(std::numeric_limits<T>::max()))
+      return std::string(expected) + " in range";
+    out = static_cast<T>(d);
+    return "";
+  }
+  return expected;
+}
+template <ProtocolEnum E>
+std::string fromJson(const Json& j, E& out) {
+  std::string expected = "expected one of " + std::string(enumChoices(E{}));
+  if (!j.is_string()) return expected;
+  if (!parseEnum(j.get_ref<const std::string&>(), &out)) return expected;
+  return "";
+}
+
+class JsonReader;
+// Reads any supported value at `path`; on failure sets *error (if empty) and returns false.
+template <class T>
+bool readValue(const Json& j, const std::string& path, T& out, std::string* error);
+
+// Fills a record from a JSON object, remembering the first problem only.
+class JsonReader {
+ public:
+  JsonReader(const Json& obj, std::string prefix, std::string* error)
+      : obj_(obj), prefix_(std::move(prefix)), error_(error) {}
+  template <class T>
+  void req(const char* key, T& out) {
+    if (!error_->empty()) return;
+    auto it = obj_.find(key);
+    if (it == obj_.end()) {
+      *error_ = "missing required field '" + prefix_ + key + "'";
+      return;
+    }
+    readValue(*it, prefix_ + key, out, error_);
+  }
+  template <class T>
+  void opt(const char* key, T& out) {
+    if (!error_->empty()) return;
+    auto it = obj_.find(key);
+    if (it == obj_.end() || (it->is_null() && !std::is_same_v<T, double>)) return;
+    readValue(*it, prefix_ + key, out, error_);
+  }
+  template <class T>
+  void opt(const char* key, std::optional<T>& out) {
+    if (!error_->empty()) return;
+    auto it = obj_.find(key);
+    if (it == obj_.end() || it->is_null()) return;  // null means absent for optionals
+    T v{};
+    if (readValue(*it, prefix_ + key, v, error_)) out = std::move(v);
+  }
+
+ private:
+  const Json& obj_;
+  std::string prefix_;
+  std::string* error_;
+};
+
+template <class T>
+bool readValue(const Json& j, const std::string& path, T& out, std::string* error) {
+  auto fail = [&](const std::string& what) {
+    if (error->empty()) *error = "field '" + path + "' is " + brief(j) + ", " + what;
+    return false;
+  };
+  if constexpr (Record<T>) {
+    if (!j.is_object()) return fail("expected an object");
+    JsonReader r(j, path + ".", error);
+    describe(r, out);
+    return error->empty();
+  } else if constexpr (requires { typename T::value_type; } && !std::is_same_v<T, std::string> &&
+                       !std::is_same_v<T, Json>) {
+    if constexpr (requires { typename T::mapped_type; }) {  // std::map<std::string, V>
+      if (!j.is_object()) return fail("expected an object");
+      out.clear();
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        typename T::mapped_type v{};
+        if (!readValue(it.value(), path + "." + it.key(), v, error)) return false;
+        out.emplace(it.key(), std::move(v));
+      }
+      return true;
+    } else {  // std::vector<V>
+      if (!j.is_array()) return fail("expected an array");
+      out.clear();
+      out.reserve(j.size());
+      for (std::size_t i = 0; i < j.size(); ++i) {
+        typename T::value_type v{};
+        if (!readValue(j[i], path + "[" + std::to_string(i) + "]", v, error)) return false;
+        out.push_back(std::move(v));
+      }
+      return true;
+    }
+  } else {
+    std::string why = fromJson(j, out);
+    if (!why.empty()) return fail(why);
+    return true;
+  }
+}
+
+// Reads a whole record from a top-level object; returns "" or the first problem.
+template <Record R>
+std::string readRecord(const Json& obj, R& out) {
+  std::string error;
+  JsonReader r(obj, "", &error);
+  describe(r, out);
+  return error;
+}
+
+// Parses a whole document that must be one JSON object; errors name `src`.
+inline StatusOr<Json> parseObject(std::string_view text, const std::string& src) {
+  Json obj;
+  try {
+    obj = Json::parse(text.begin(), text.end());
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    auto close = what.find("] ");
+    if (close != std::string::npos) what = what.substr(close + 2);
+    return Status::corruption(src + ": malformed JSON: " + what);
+  }
+  if (!obj.is_object()) return Status::corruption(src + ": expected a JSON object, found " + kindOf(obj));
+  return obj;
+}
+
+}  // namespace fs::protocol::json_fields

@@ -1,0 +1,25 @@
+// Shard lists as users write them: brace patterns in the manner of
+// webdataset's braceexpand ("/d/{00000..09999}.tar", "{a,b}", steps
+// "{0..100..10}", zero padding kept), several patterns joined with "::",
+// and "pipe:<command>" sources (the pattern is expanded inside the command).
+//
+// Counting never materialises the list, so a 10^7-shard pattern validates
+// instantly. Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/protocol/status.h"
+
+namespace fs::protocol {
+
+// Number of shards the spec names. Errors name the pattern and the position.
+StatusOr<uint64_t> countShards(const std::string& spec);
+
+// The expanded list, in order. REQUIRES: the count is at most `limit`
+// (an error says so otherwise).
+StatusOr<std::vector<std::string>> expandShards(const std::string& spec, uint64_t limit = 10'000'000);
+
+}  // namespace fs::protocol

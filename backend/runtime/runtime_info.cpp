@@ -1,0 +1,42 @@
+#include "backend/runtime/runtime_info.h"
+
+#include <torch/torch.h>
+
+#include <sstream>
+
+#ifndef FS_VERSION
+#define FS_VERSION "unknown"
+#endif
+
+namespace fs::runtime {
+
+std::string engineVersion() { return FS_VERSION; }
+
+std::string libtorchVersion() {
+  std::ostringstream os;
+  os << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << "." << TORCH_VERSION_PATCH;
+  return os.str();
+}
+
+bool builtWithCuda() {
+#ifdef FS_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool cudaAvailable() { return torch::cuda::is_available(); }
+
+int intraOpThreads() { return torch::get_num_threads(); }
+
+std::string blasDescription() {
+  // The first lines of ATen's build config name the BLAS it was built against;
+  // the library actually loaded is whatever libblas.so.3 resolves to.
+  const std::string cfg = at::show_config();
+  const auto pos = cfg.find("BLAS_INFO=");
+  if (pos == std::string::npos) return "unknown";
+  return cfg.substr(pos + 10, cfg.find_first_of(",\n", pos) - pos - 10);
+}
+
+}  // namespace fs::runtime

@@ -1,0 +1,97 @@
+# Helpers shared by every CMakeLists.txt in the tree.
+include_guard(GLOBAL)
+
+# ccache for every target. PCH files need the sloppiness below or ccache never hits.
+function(fs_setup_ccache)
+  if(NOT FS_USE_CCACHE)
+    return()
+  endif()
+  find_program(FS_CCACHE_PROGRAM ccache)
+  if(FS_CCACHE_PROGRAM)
+    set(CMAKE_CXX_COMPILER_LAUNCHER
+        ${CMAKE_COMMAND} -E env "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime"
+        ${FS_CCACHE_PROGRAM} PARENT_SCOPE)
+    message(STATUS "Flamingo Studio: using ccache at ${FS_CCACHE_PROGRAM}")
+  endif()
+endfunction()
+
+function(fs_setup_sanitizers)
+  if(FS_ENABLE_ASAN)
+    add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
+    add_link_options(-fsanitize=address,undefined)
+  endif()
+endfunction()
+
+# Warnings for our own code only (third-party headers come in as SYSTEM).
+function(fs_target_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wno-unused-parameter -Wno-missing-field-initializers)
+endfunction()
+
+# fs_add_library(name SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...] [TORCH])
+# One STATIC library per layer; public headers sit beside the sources and are
+# included as "<folder>/<header>.h" from the repository root.
+# TORCH: the library links LibTorch and compiles with its precompiled header.
+function(fs_add_library name)
+  cmake_parse_arguments(ARG "TORCH" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  fs_target_warnings(${name})
+  if(ARG_TORCH)
+    fs_use_torch(${name})
+  endif()
+endfunction()
+
+# Link LibTorch (+ c10d Gloo) and reuse one precompiled header across every
+# LibTorch translation unit: torch/torch.h costs ~20 s per file otherwise.
+function(fs_use_torch target)
+  target_link_libraries(${target} PUBLIC torch gloo)
+  target_include_directories(${target} SYSTEM PUBLIC ${TORCH_INCLUDE_DIRS})
+  target_compile_definitions(${target} PUBLIC USE_C10D_GLOO $<$<BOOL:${FS_WITH_CUDA}>:FS_WITH_CUDA USE_C10D_NCCL>)
+  if(NOT TARGET fs_torch_pch)
+    add_library(fs_torch_pch STATIC ${PROJECT_SOURCE_DIR}/cmake/torch_pch.cpp)
+    target_link_libraries(fs_torch_pch PUBLIC torch)
+    target_include_directories(fs_torch_pch SYSTEM PUBLIC ${TORCH_INCLUDE_DIRS})
+    target_compile_definitions(fs_torch_pch PUBLIC USE_C10D_GLOO $<$<BOOL:${FS_WITH_CUDA}>:FS_WITH_CUDA USE_C10D_NCCL>)
+    target_precompile_headers(fs_torch_pch PRIVATE <torch/torch.h>)
+    # A reused PCH is only valid when the flags match the users' exactly.
+    fs_target_warnings(fs_torch_pch)
+  endif()
+  target_precompile_headers(${target} REUSE_FROM fs_torch_pch)
+endfunction()
+
+# fs_add_executable(name SOURCES ... DEPS ...)
+function(fs_add_executable name)
+  cmake_parse_arguments(ARG "" "OUTPUT_NAME" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  fs_target_warnings(${name})
+  if(ARG_OUTPUT_NAME)
+    set_target_properties(${name} PROPERTIES OUTPUT_NAME ${ARG_OUTPUT_NAME})
+  endif()
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+endfunction()
+
+# fs_add_test(name SOURCES ... DEPS ... [LABELS unit|integration|gpu ...] [TIMEOUT s])
+# A GoogleTest executable registered with CTest as one test per binary so the
+# labels and the working directory are uniform.
+function(fs_add_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    FS_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    FS_BINARY_DIR="${PROJECT_BINARY_DIR}"
+    FS_PYTHON="${FS_TEST_PYTHON}")
+  fs_target_warnings(${name})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  add_test(NAME ${name} COMMAND ${name} --gtest_color=no)
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+    ENVIRONMENT "FS_BIN_DIR=${PROJECT_BINARY_DIR}/bin;QT_QPA_PLATFORM=offscreen")
+endfunction()

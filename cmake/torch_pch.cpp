@@ -1,0 +1,1 @@
+// Anchor for the shared LibTorch precompiled header (see fs_use_torch).

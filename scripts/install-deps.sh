@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian bookworm package Flamingo Studio needs to build, run
+# and test. Idempotent; needs root (or sudo). No other network access.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git clang-format
+  # engine: LibTorch 1.13 + c10d Gloo, optimised BLAS (the reference BLAS is ~10x slower)
+  libtorch-dev libgloo-dev libopenblas0-pthread
+  # protocol and tools
+  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libarchive-dev libsentencepiece-dev libsqlite3-dev
+  libopencv-dev libssh-dev
+  # desktop app
+  qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqt6svg6-dev libqcustomplot-dev
+  # tests: GoogleTest, Python oracles (Debian's python3-torch etc. at /usr/bin/python3),
+  # a real sshd, network namespaces, a virtual display for screenshots
+  libgtest-dev python3 python3-torch python3-pil python3-scipy python3-sentencepiece python3-yaml
+  openssh-server iproute2 xvfb xauth binutils
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then SUDO="sudo"; else
+    echo "install-deps: run as root (or install sudo)" >&2; exit 1
+  fi
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${#missing[@]} package(s): ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null

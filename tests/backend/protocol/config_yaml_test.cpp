@@ -1,0 +1,145 @@
+#include "backend/protocol/config_yaml.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "random_config.h"
+#include "test_util.h"
+
+namespace fs::protocol {
+namespace {
+
+std::string errorsOf(const ConfigLoad& load) {
+  return formatProblems(load.problems);
+}
+
+TEST(ConfigYaml, DefaultsRoundTrip) {
+  const RunConfig c = defaultRunConfig();
+  for (bool comments : {false, true}) {
+    ConfigLoad back = loadConfigYaml(dumpConfigYaml(c, {.comments = comments}), "dump");
+    ASSERT_TRUE(back.ok()) << errorsOf(back);
+    EXPECT_EQ(back.config, c);
+  }
+}
+
+TEST(ConfigYaml, EveryPresetLoadsAndRoundTrips) {
+  int presets = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::sourcePath("resources/presets"))) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++presets;
+    ConfigLoad load = loadConfigFile(entry.path().string());
+    ASSERT_TRUE(load.ok()) << entry.path() << "\n" << errorsOf(load);
+    ConfigLoad back = loadConfigYaml(dumpConfigYaml(load.config), "dump");
+    ASSERT_TRUE(back.ok()) << errorsOf(back);
+    EXPECT_EQ(back.config, load.config) << entry.path();
+  }
+  EXPECT_GE(presets, 5);
+}
+
+TEST(ConfigYaml, RandomConfigsRoundTripLosslessly) {
+  test::RandomConfig gen(1234);
+  for (int i = 0; i < 300; ++i) {
+    const RunConfig c = gen.next();
+    const std::string yaml = dumpConfigYaml(c, {.comments = i % 2 == 0});
+    ConfigLoad back = loadConfigYaml(yaml, "random");
+    ASSERT_TRUE(back.ok()) << errorsOf(back) << yaml;
+    ASSERT_EQ(back.config, c) << "iteration " << i << "\n" << yaml;
+  }
+}
+
+TEST(ConfigYaml, PartialDocumentChangesOnlyWhatItNames) {
+  ConfigLoad load = loadConfigYaml("optim:\n  lr: 3e-4\n", "partial.yaml");
+  ASSERT_TRUE(load.ok()) << errorsOf(load);
+  RunConfig expected = defaultRunConfig();
+  expected.optim.lr = 3e-4;
+  EXPECT_EQ(load.config, expected);
+}
+
+TEST(ConfigYaml, EmptyDocumentIsDefaults) {
+  ConfigLoad load = loadConfigYaml("", "empty.yaml");
+  ASSERT_TRUE(load.ok());
+  EXPECT_EQ(load.config, defaultRunConfig());
+}
+
+TEST(ConfigYaml, UnknownKeysAreErrorsWithSuggestion) {
+  ConfigLoad load = loadConfigYaml("optim:\n  learning_rate: 1\n  warmup_step: 3\nmodle: {}\n", "c.yaml");
+  ASSERT_FALSE(load.ok());
+  ASSERT_EQ(load.problems.size(), 3u) << errorsOf(load);
+  EXPECT_EQ(load.problems[0].path, "optim.learning_rate");
+  EXPECT_NE(load.problems[0].message.find("c.yaml:2: unknown key 'learning_rate'"), std::string::npos)
+      << load.problems[0].message;
+  EXPECT_NE(load.problems[1].message.find("did you mean 'warmup_steps'?"), std::string::npos);
+  EXPECT_NE(load.problems[2].message.find("did you mean 'model'?"), std::string::npos);
+}
+
+TEST(ConfigYaml, TypeErrorsNameLineFieldAndExpectation) {
+  ConfigLoad load = loadConfigYaml(
+      "seed: many\noptim:\n  epochs: 1.5\n  precision: [a]\ndata:\n  datasets:\n    - name: x\n      "
+      "batch_size: big\n",
+      "t.yaml");
+  ASSERT_EQ(load.problems.size(), 4u) << errorsOf(load);
+  EXPECT_EQ(load.problems[0].path, "seed");
+  EXPECT_NE(load.problems[0].message.find("t.yaml:1: 'many' is not an integer"), std::string::npos)
+      << load.problems[0].message;
+  EXPECT_EQ(load.problems[1].path, "optim.epochs");
+  EXPECT_NE(load.problems[2].message.find("found a list"), std::string::npos);
+  EXPECT_EQ(load.problems[3].path, "data.datasets[0].batch_size");
+  EXPECT_NE(load.problems[3].message.find("t.yaml:8"), std::string::npos);
+}
+
+TEST(ConfigYaml, SyntaxErrorHasPosition) {
+  ConfigLoad load = loadConfigYaml("optim:\n  lr: [1, 2\n", "s.yaml");
+  ASSERT_EQ(load.problems.size(), 1u);
+  EXPECT_NE(load.problems[0].message.find("s.yaml:"), std::string::npos);
+  EXPECT_NE(load.problems[0].message.find("not valid YAML"), std::string::npos);
+}
+
+TEST(ConfigYaml, NewerMajorSchemaIsRejectedClearly) {
+  ConfigLoad load = loadConfigYaml("schema_version: \"2.0\"\nfuture_section: {}\n", "new.yaml");
+  ASSERT_EQ(load.problems.size(), 1u) << errorsOf(load);
+  EXPECT_NE(load.problems[0].message.find("config schema 2.0 is newer than this build reads (1.x)"),
+            std::string::npos);
+  EXPECT_NE(load.problems[0].fix.find("update Flamingo Studio"), std::string::npos);
+  EXPECT_TRUE(loadConfigYaml("schema_version: \"1.7\"\n", "minor.yaml").ok());
+}
+
+TEST(ConfigYaml, DatasetListReplacesDefaultsAndFillsElementDefaults) {
+  ConfigLoad load =
+      loadConfigYaml("data:\n  datasets:\n    - {name: cc3m, type: laion, batch_size: 8}\n", "d.yaml");
+  ASSERT_TRUE(load.ok()) << errorsOf(load);
+  ASSERT_EQ(load.config.data.datasets.size(), 1u);
+  DatasetConfig expected = defaultDataset("cc3m", "laion");
+  expected.batch_size = 8;
+  EXPECT_EQ(load.config.data.datasets[0], expected);
+}
+
+TEST(ConfigYaml, NullStringIsEmpty) {
+  ConfigLoad load = loadConfigYaml("model:\n  lm:\n    path:\n", "n.yaml");
+  ASSERT_TRUE(load.ok()) << errorsOf(load);
+  EXPECT_EQ(load.config.model.lm.path, "");
+}
+
+TEST(ConfigYaml, MissingFileIsOneClearProblem) {
+  ConfigLoad load = loadConfigFile("/nonexistent/run.yaml");
+  ASSERT_EQ(load.problems.size(), 1u);
+  EXPECT_EQ(load.problems[0].message, "/nonexistent/run.yaml: cannot open config file");
+}
+
+TEST(ConfigYaml, SaveIsAtomicAndReadable) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fs_cfg_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  RunConfig c = defaultRunConfig();
+  c.name = "saved run";
+  ASSERT_TRUE(saveConfigFile(c, (dir / "config.yaml").string()).isOk());
+  ConfigLoad back = loadConfigFile((dir / "config.yaml").string());
+  ASSERT_TRUE(back.ok()) << errorsOf(back);
+  EXPECT_EQ(back.config, c);
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1u) << "a temporary file was left behind";
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fs::protocol

@@ -1,0 +1,220 @@
+// run.json and the run directory helpers it is written with (run_dir.h).
+#include "backend/protocol/run_manifest.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "backend/protocol/run_dir.h"
+
+namespace fs::protocol {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+class RunManifestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = stdfs::temp_directory_path() / ("fs_manifest_test_" + std::to_string(::getpid()) + "_" +
+                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    stdfs::remove_all(dir_);
+    ASSERT_TRUE(RunDir(dir_).create().isOk());
+  }
+  void TearDown() override { stdfs::remove_all(dir_); }
+
+  static RunManifest sample() {
+    RunManifest m;
+    m.run_id = "run-20240601-abc";
+    m.engine_version = "0.1.0+g1234";
+    m.created = 1717000000000;
+    m.world_size = 8;
+    m.nnodes = 2;
+    m.nproc_per_node = 4;
+    m.hosts = {"node-a", "node-b"};
+    m.launcher = LauncherKind::kSsh;
+    m.state = RunState::kRunning;
+    m.pid = 4242;
+    m.agent_pid = 4200;
+    m.updated = 1717000005000;
+    m.config_file = "config.yaml";
+    return m;
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& e : stdfs::directory_iterator(dir_)) {
+      if (e.is_regular_file()) out.push_back(e.path().filename().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  void writeRaw(const std::string& text) { std::ofstream(dir_ / "run.json") << text; }
+
+  stdfs::path dir_;
+};
+
+TEST_F(RunManifestTest, RoundTrip) {
+  RunManifest m = sample();
+  ASSERT_TRUE(writeManifest(dir_, m).isOk());
+  auto back = readManifest(dir_);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(back.value(), m);
+  RunManifest minimal;
+  minimal.run_id = "r";
+  auto decoded = decodeManifest(encodeManifest(minimal));
+  ASSERT_TRUE(decoded.isOk()) << decoded.status().message();
+  EXPECT_EQ(decoded.value(), minimal);
+}
+
+TEST_F(RunManifestTest, EncodingIsReadableJson) {
+  std::string text = encodeManifest(sample());
+  EXPECT_EQ(text.back(), '\n');
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["schema_version"], "1.0");
+  EXPECT_EQ(j["launcher"], "ssh");
+  EXPECT_EQ(j["state"], "running");
+  EXPECT_EQ(j["created"], 1717000000000);
+  EXPECT_EQ(j["pid"], 4242);
+  RunManifest no_pid = sample();
+  no_pid.pid.reset();
+  EXPECT_FALSE(nlohmann::json::parse(encodeManifest(no_pid)).contains("pid"));
+}
+
+TEST_F(RunManifestTest, NewerMajorRejectedNewerMinorAccepted) {
+  auto j = nlohmann::json::parse(encodeManifest(sample()));
+  j["schema_version"] = "2.0";
+  writeRaw(j.dump());
+  auto r = readManifest(dir_);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().message(),
+            (dir_ / "run.json").string() +
+                ": schema version 2.0 is newer than this reader (1.x); update Flamingo Studio");
+  j["schema_version"] = "1.4";
+  j["gpu_model"] = "H100";  // a field a newer minor added
+  writeRaw(j.dump());
+  r = readManifest(dir_);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(r->schema_version, "1.4");
+  EXPECT_EQ(r->run_id, "run-20240601-abc");
+}
+
+TEST_F(RunManifestTest, MissingAndBadFieldsAreNamed) {
+  auto j = nlohmann::json::parse(encodeManifest(sample()));
+  j.erase("world_size");
+  auto r = decodeManifest(j.dump());
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().message(), "run.json: missing required field 'world_size'");
+  j = nlohmann::json::parse(encodeManifest(sample()));
+  j["launcher"] = "pbs";
+  EXPECT_EQ(decodeManifest(j.dump()).status().message(),
+            "run.json: field 'launcher' is \"pbs\", expected one of local|ssh|slurm");
+  j = nlohmann::json::parse(encodeManifest(sample()));
+  j["world_size"] = 6;
+  EXPECT_EQ(decodeManifest(j.dump()).status().message(),
+            "run.json: world_size is 6 but nnodes x nproc_per_node is 2 x 4; expected them equal");
+  EXPECT_NE(decodeManifest("{\"schema_version\": ").status().message().find("run.json: malformed JSON"),
+            std::string::npos);
+  EXPECT_EQ(readManifest(dir_ / "nope").status().code(), Status::Code::kNotFound);
+}
+
+TEST_F(RunManifestTest, WriteValidatesFirst) {
+  RunManifest m = sample();
+  m.hosts = {"node-a"};
+  Status s = writeManifest(dir_, m);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("hosts lists 1 hosts but nnodes is 2"), std::string::npos) << s.message();
+  EXPECT_FALSE(stdfs::exists(dir_ / "run.json"));
+}
+
+TEST_F(RunManifestTest, AtomicWriteLeavesNoTempFiles) {
+  for (int i = 0; i < 20; ++i) {
+    RunManifest m = sample();
+    m.updated += i;
+    ASSERT_TRUE(writeManifest(dir_, m).isOk());
+  }
+  EXPECT_EQ(names(), (std::vector<std::string>{"run.json"}));
+  EXPECT_EQ(readManifest(dir_)->updated, sample().updated + 19);
+}
+
+TEST_F(RunManifestTest, CrashAtAnyStageLeavesOldOrNewNeverTorn) {
+  RunManifest old_m = sample();
+  ASSERT_TRUE(writeManifest(dir_, old_m).isOk());
+  for (WriteStage stage : {WriteStage::kTempWritten, WriteStage::kTempSynced, WriteStage::kRenamed}) {
+    RunManifest new_m = sample();
+    new_m.state = RunState::kFinished;
+    AtomicWriteOptions crash;
+    crash.crash_after = [stage](WriteStage s) { return s == stage; };
+    Status s = writeManifest(dir_, new_m, crash);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("simulated crash"), std::string::npos);
+    auto now = readManifest(dir_);
+    ASSERT_TRUE(now.isOk()) << now.status().message();
+    EXPECT_EQ(now.value(), stage == WriteStage::kRenamed ? new_m : old_m);
+    std::vector<stdfs::path> removed;
+    ASSERT_TRUE(removeStaleTempFiles(dir_, &removed).isOk());
+    EXPECT_EQ(removed.size(), stage == WriteStage::kRenamed ? 0u : 1u);
+    EXPECT_EQ(names(), (std::vector<std::string>{"run.json"}));
+    ASSERT_TRUE(writeManifest(dir_, old_m).isOk());
+  }
+}
+
+TEST_F(RunManifestTest, UpdateState) {
+  ASSERT_TRUE(writeManifest(dir_, sample()).isOk());
+  auto m = updateManifestState(dir_, RunState::kPaused, 1717000009999);
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  EXPECT_EQ(readManifest(dir_)->state, RunState::kPaused);
+  EXPECT_EQ(readManifest(dir_)->updated, 1717000009999);
+  EXPECT_FALSE(updateManifestState(dir_ / "missing", RunState::kPaused, 1).isOk());
+}
+
+// ---- run_dir.h -------------------------------------------------------------------------
+
+TEST_F(RunManifestTest, RunDirLayout) {
+  RunDir d(dir_);
+  EXPECT_EQ(d.configFile(), dir_ / "config.yaml");
+  EXPECT_EQ(d.manifestFile(), dir_ / "run.json");
+  EXPECT_EQ(d.eventsFile(), dir_ / "events.jsonl");
+  EXPECT_EQ(d.agentEventsFile("node-a.cluster"), dir_ / "agent-node-a.cluster.jsonl");
+  EXPECT_EQ(agentEventsFileName("../etc/x y"), "agent-_._etc_x_y.jsonl");
+  EXPECT_EQ(d.controlDir(), dir_ / "control");
+  EXPECT_EQ(d.controlDoneDir(), dir_ / "control" / "done");
+  EXPECT_EQ(d.rankLogFile(3), dir_ / "logs" / "rank-3.log");
+  EXPECT_TRUE(stdfs::is_directory(d.controlDoneDir()));
+  EXPECT_TRUE(stdfs::is_directory(d.logsDir()));
+  EXPECT_TRUE(d.create().isOk()) << "idempotent";
+}
+
+TEST_F(RunManifestTest, CheckpointNames) {
+  EXPECT_EQ(checkpointFileName(CheckpointKind::kEpoch, 3, 0), "checkpoint_3.pt");
+  EXPECT_EQ(checkpointFileName(CheckpointKind::kStep, 0, 1500), "checkpoint_step1500.pt");
+  EXPECT_EQ(checkpointFileName(CheckpointKind::kFinal, 9, 9), "checkpoint_final.pt");
+  EXPECT_EQ(parseCheckpointFileName("checkpoint_3.pt"), (CheckpointName{CheckpointKind::kEpoch, 3, 0}));
+  EXPECT_EQ(parseCheckpointFileName("checkpoint_step1500.pt"),
+            (CheckpointName{CheckpointKind::kStep, 0, 1500}));
+  EXPECT_EQ(parseCheckpointFileName("checkpoint_final.pt"), (CheckpointName{CheckpointKind::kFinal, 0, 0}));
+  for (const char* bad : {"checkpoint_.pt", "checkpoint_x.pt", "checkpoint_step.pt", "checkpoint_-1.pt",
+                          ".checkpoint_3.pt.tmp-1-0", "checkpoint_3.pth", "final_weights.pt"}) {
+    EXPECT_FALSE(parseCheckpointFileName(bad).has_value()) << bad;
+  }
+}
+
+TEST_F(RunManifestTest, AtomicCreateNeverReplaces) {
+  stdfs::path target = dir_ / "x.json";
+  auto first = atomicCreateFile(target, "one");
+  ASSERT_TRUE(first.isOk() && first.value());
+  auto second = atomicCreateFile(target, "two");
+  ASSERT_TRUE(second.isOk());
+  EXPECT_FALSE(second.value());
+  EXPECT_EQ(readSmallFile(target).value(), "one");
+  EXPECT_EQ(names(), (std::vector<std::string>{"x.json"}));
+  EXPECT_TRUE(isTempFileName(tempFileName("run.json")));
+  EXPECT_FALSE(isTempFileName("run.json"));
+  Status s = atomicWriteFile(dir_ / "no_such_dir" / "f", "x");
+  EXPECT_EQ(s.code(), Status::Code::kIOError);
+  EXPECT_NE(s.message().find("no_such_dir"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace fs::protocol

@@ -1,0 +1,55 @@
+#include "backend/protocol/shard_pattern.h"
+
+#include <gtest/gtest.h>
+
+namespace fs::protocol {
+namespace {
+
+using V = std::vector<std::string>;
+
+TEST(ShardPattern, ZeroPaddedRange) {
+  auto v = expandShards("/d/{000..003}.tar");
+  ASSERT_TRUE(v.isOk());
+  EXPECT_EQ(v.value(), (V{"/d/000.tar", "/d/001.tar", "/d/002.tar", "/d/003.tar"}));
+  EXPECT_EQ(countShards("/data/laion/{00000..09999}.tar").value(), 10000u);
+}
+
+TEST(ShardPattern, AlternativesStepsDescendingAndNesting) {
+  EXPECT_EQ(expandShards("{a,b}-{1..2}").value(), (V{"a-1", "a-2", "b-1", "b-2"}));
+  EXPECT_EQ(expandShards("x{0..10..5}").value(), (V{"x0", "x5", "x10"}));
+  EXPECT_EQ(expandShards("{3..1}").value(), (V{"3", "2", "1"}));
+  EXPECT_EQ(expandShards("{a,b{1..2}}z").value(), (V{"az", "b1z", "b2z"}));
+  EXPECT_EQ(expandShards("plain.tar").value(), (V{"plain.tar"}));
+}
+
+TEST(ShardPattern, SeveralPatternsAndPipes) {
+  EXPECT_EQ(countShards("/a/{0..9}.tar::/b/{00..19}.tar").value(), 30u);
+  auto v = expandShards("pipe:aws s3 cp s3://b/{0..1}.tar -");
+  ASSERT_TRUE(v.isOk());
+  EXPECT_EQ(v.value(), (V{"pipe:aws s3 cp s3://b/0.tar -", "pipe:aws s3 cp s3://b/1.tar -"}));
+}
+
+TEST(ShardPattern, HugeCountsWithoutExpanding) {
+  EXPECT_EQ(countShards("{0..99999}/{0..99999}/{0..99}").value(), 1000000000000ull);
+  auto v = expandShards("{0..99999}/{0..99}", 1000);
+  ASSERT_FALSE(v.isOk());
+  EXPECT_NE(v.status().message().find("more than the limit of 1000"), std::string::npos);
+}
+
+TEST(ShardPattern, ErrorsNameThePattern) {
+  for (const auto& [spec, expected] :
+       std::vector<std::pair<std::string, std::string>>{{"/d/{000..009.tar", "is never closed"},
+                                                        {"/d/000..009}.tar", "'}' without a matching '{'"},
+                                                        {"/d/{0..x}.tar", "is not a range"},
+                                                        {"/d/{0..9..0}.tar", "is not a range"},
+                                                        {"", "shard list is empty"},
+                                                        {"/a/x.tar::", "empty part"}}) {
+    auto n = countShards(spec);
+    ASSERT_FALSE(n.isOk()) << spec;
+    EXPECT_NE(n.status().message().find(expected), std::string::npos)
+        << spec << " -> " << n.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace fs::protocol

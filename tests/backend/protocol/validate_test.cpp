@@ -1,0 +1,236 @@
+#include "backend/protocol/validate.h"
+
+#include <gtest/gtest.h>
+
+#include "backend/protocol/config_override.h"
+#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/derived.h"
+#include "test_util.h"
+
+namespace fs::protocol {
+namespace {
+
+// A valid starting point: the tiny preset.
+RunConfig tiny() {
+  ConfigLoad load = loadConfigFile(test::sourcePath("resources/presets/tiny.yaml"));
+  EXPECT_TRUE(load.ok()) << formatProblems(load.problems);
+  return load.config;
+}
+
+RunConfig with(RunConfig c, const std::vector<std::string>& sets) {
+  auto problems = applyOverrides(&c, sets);
+  EXPECT_TRUE(problems.empty()) << formatProblems(problems);
+  return c;
+}
+
+// The single problem at `path` (fails when there is none).
+Problem problemAt(const std::vector<Problem>& problems, const std::string& path) {
+  for (const auto& p : problems) {
+    if (p.path == path) return p;
+  }
+  ADD_FAILURE() << "no problem at " << path << "; got:\n" << formatProblems(problems);
+  return {};
+}
+
+TEST(Validate, TinyPresetIsClean) {
+  auto problems = validateConfig(tiny());
+  EXPECT_TRUE(problems.empty()) << formatProblems(problems);
+}
+
+TEST(Validate, EveryPresetHasNoErrors) {
+  for (const char* name :
+       {"small", "openflamingo-3b-vitl-mpt1b", "openflamingo-4b-vitl-rpj3b", "openflamingo-9b-vitl-mpt7b"}) {
+    ConfigLoad load = loadConfigFile(test::sourcePath(std::string("resources/presets/") + name + ".yaml"));
+    ASSERT_TRUE(load.ok());
+    EXPECT_FALSE(hasErrors(validateConfig(load.config))) << name << "\n"
+                                                         << formatProblems(validateConfig(load.config));
+  }
+}
+
+TEST(Validate, ReturnsEveryProblemAtOnce) {
+  RunConfig c = tiny();
+  c.optim.lr = -1;
+  c.data.datasets[0].batch_size = 0;
+  c.optim.precision = "fp8";
+  c.model.lm.heads = 3;
+  auto problems = validateConfig(c);
+  EXPECT_GE(problems.size(), 4u);
+  EXPECT_NE(
+      problemAt(problems, "optim.lr").message.find("-1.0 is out of range; expected a number in [0.0, 10.0]"),
+      std::string::npos);
+  EXPECT_NE(problemAt(problems, "data.datasets[0].batch_size").message.find("0 is out of range"),
+            std::string::npos);
+  EXPECT_NE(problemAt(problems, "optim.precision").message.find("'fp8' is not allowed"), std::string::npos);
+  EXPECT_NE(problemAt(problems, "model.lm.heads").message.find("width 32 is not divisible by 3 heads"),
+            std::string::npos);
+}
+
+TEST(Validate, ShardCountVersusWorkersTimesWorld) {
+  RunConfig c = with(tiny(), {"data.source=shards", "data.datasets.laion.shards=/d/{00..11}.tar",
+                              "data.datasets.mmc4.shards=/m/{0000..0999}.tar",
+                              "data.datasets.laion.workers=4", "launch.nproc_per_node=4"});
+  Problem p = problemAt(validateConfig(c), "data.datasets[0].shards");
+  EXPECT_TRUE(p.isError());
+  EXPECT_EQ(p.message, "12 shards < 4 workers x 4 ranks: some workers would get no shard");
+  EXPECT_EQ(p.fix, "enable data.resampled, use 3 workers, or reshard into at least 16 shards");
+  c.data.resampled = true;
+  EXPECT_FALSE(hasErrors(validateConfig(c))) << formatProblems(validateConfig(c));
+}
+
+TEST(Validate, ShardsRequiredForShardSource) {
+  RunConfig c = with(tiny(), {"data.source=shards"});
+  Problem p = problemAt(validateConfig(c), "data.datasets[0].shards");
+  EXPECT_NE(p.message.find("data.source is 'shards' but dataset 'laion' names none"), std::string::npos);
+  EXPECT_NE(p.fix.find("data.source=synthetic"), std::string::npos);
+  c = with(c, {"data.datasets.laion.shards=/d/{00..11.tar"});
+  EXPECT_NE(problemAt(validateConfig(c), "data.datasets[0].shards").message.find("is never closed"),
+            std::string::npos);
+}
+
+TEST(Validate, EqualBatchesPerEpochAcrossDatasets) {
+  RunConfig c = with(tiny(), {"data.datasets.mmc4.samples_per_epoch=40"});
+  Problem p = problemAt(validateConfig(c), "data.datasets[1].samples_per_epoch");
+  EXPECT_EQ(p.message,
+            "gives 20 batches per epoch (40 / 2) but 'laion' gives 16 (64 / 4); every dataset must give the "
+            "same number");
+  EXPECT_EQ(p.fix, "set samples_per_epoch to 32 or change the batch sizes");
+}
+
+TEST(Validate, SingleDatasetAndThreeDatasetsAreFine) {
+  EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"data.datasets=laion"}))));
+  RunConfig three = with(tiny(), {"data.datasets[2].name=cc3m", "data.datasets.cc3m.batch_size=8",
+                                  "data.datasets.cc3m.samples_per_epoch=128"});
+  EXPECT_FALSE(hasErrors(validateConfig(three))) << formatProblems(validateConfig(three));
+  RunConfig none = tiny();
+  none.data.datasets.clear();
+  EXPECT_TRUE(problemAt(validateConfig(none), "data.datasets").isError());
+}
+
+TEST(Validate, DuplicateDatasetNames) {
+  RunConfig c = with(tiny(), {"data.datasets.mmc4.name=laion"});
+  EXPECT_NE(problemAt(validateConfig(c), "data.datasets[1].name").message.find("used by two datasets"),
+            std::string::npos);
+}
+
+TEST(Validate, HybridNeedsMoreThanOneNode) {
+  RunConfig c = with(tiny(), {"parallel.mode=fsdp", "parallel.sharding_strategy=hybrid_shard"});
+  Problem p = problemAt(validateConfig(c), "parallel.sharding_strategy");
+  EXPECT_TRUE(p.isError());
+  EXPECT_NE(p.message.find("launch.nnodes is 1"), std::string::npos);
+}
+
+TEST(Validate, StrategyWithoutFsdpIsAWarning) {
+  RunConfig c = with(tiny(), {"parallel.sharding_strategy=shard_grad_op"});
+  EXPECT_FALSE(problemAt(validateConfig(c), "parallel.sharding_strategy").isError());
+}
+
+TEST(Validate, TrainPyThresholdDefaultWarnsWithRecipeValue) {
+  RunConfig c = with(tiny(), {"data.datasets.mmc4.textsim_threshold=30"});
+  Problem p = problemAt(validateConfig(c), "data.datasets[1].textsim_threshold");
+  EXPECT_FALSE(p.isError());
+  EXPECT_NE(p.message.find("rejects every real MMC4 document"), std::string::npos);
+  EXPECT_NE(p.fix.find("0.24"), std::string::npos);
+}
+
+TEST(Validate, Mmc4OnlyFieldsAreIgnoredOnLaion) {
+  RunConfig c = tiny();
+  c.data.datasets[0].max_num_images = 0;  // out of range, but laion has no images-per-document
+  EXPECT_FALSE(hasErrors(validateConfig(c))) << formatProblems(validateConfig(c));
+  c.data.datasets[1].min_num_images = 5;
+  EXPECT_NE(problemAt(validateConfig(c), "data.datasets[1].min_num_images")
+                .message.find("more than max_num_images 2"),
+            std::string::npos);
+}
+
+TEST(Validate, ModelShapeRules) {
+  EXPECT_NE(problemAt(validateConfig(with(tiny(), {"model.vision.patch_size=7"})), "model.vision.patch_size")
+                .message.find("image_size 32 is not a multiple of patch_size 7"),
+            std::string::npos);
+  EXPECT_NE(problemAt(validateConfig(with(tiny(), {"model.cross_attn.every_n_layers=3"})),
+                      "model.cross_attn.every_n_layers")
+                .message.find("no cross-attention"),
+            std::string::npos);
+  EXPECT_NE(problemAt(validateConfig(with(tiny(), {"data.datasets.mmc4.max_tokens=512"})),
+                      "data.datasets[1].max_tokens")
+                .message.find("do not fit model.lm.max_positions 128"),
+            std::string::npos);
+}
+
+TEST(Validate, TokenIdRules) {
+  EXPECT_NE(problemAt(validateConfig(with(tiny(), {"model.tokens.image_id=130"})), "model.tokens.image_id")
+                .message.find("130 is not below model.tokens.vocab_size 130"),
+            std::string::npos);
+  EXPECT_NE(problemAt(validateConfig(with(tiny(), {"model.tokens.image_id=128"})), "model.tokens.image_id")
+                .message.find("share id 128"),
+            std::string::npos);
+  EXPECT_TRUE(
+      problemAt(validateConfig(with(tiny(), {"model.tokens.eos_id=129"})), "model.tokens.eos_id").isError());
+}
+
+TEST(Validate, KnownModelWithWrongShapeWarns) {
+  RunConfig c = defaultRunConfig();
+  c.model.lm.width = 1024;
+  Problem p = problemAt(validateConfig(c), "model.lm");
+  EXPECT_FALSE(p.isError());
+  EXPECT_NE(p.message.find("differ from facebook/opt-1.3b"), std::string::npos);
+}
+
+TEST(Validate, LaunchRules) {
+  EXPECT_TRUE(problemAt(validateConfig(with(tiny(), {"launch.nnodes=2"})), "launch.nnodes").isError());
+  RunConfig ssh = with(tiny(), {"launch.kind=ssh", "launch.nnodes=2", "launch.hosts=[node0]"});
+  auto problems = validateConfig(ssh);
+  EXPECT_NE(problemAt(problems, "launch.hosts").message.find("1 host(s) listed for 2 node(s)"),
+            std::string::npos);
+  EXPECT_NE(problemAt(problems, "launch.master_addr").fix.find("node0"), std::string::npos);
+}
+
+TEST(Validate, ReferenceFsdpCannotTrainTiedEmbeddings) {
+  RunConfig c = with(tiny(), {"parallel.mode=fsdp", "compat=openflamingo"});
+  EXPECT_TRUE(problemAt(validateConfig(c), "model.freeze_lm_embeddings").isError());
+  EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"parallel.mode=fsdp"}))));
+}
+
+TEST(Validate, CustomWrapNeedsPatterns) {
+  RunConfig c = with(tiny(), {"parallel.mode=fsdp", "parallel.wrap_policy=custom"});
+  EXPECT_TRUE(problemAt(validateConfig(c), "parallel.wrap_patterns").isError());
+}
+
+TEST(Validate, WarmupLongerThanRunWarns) {
+  RunConfig c = with(tiny(), {"optim.warmup_steps=1000", "optim.scheduler=constant"});
+  Problem p = problemAt(validateConfig(c), "optim.warmup_steps");
+  EXPECT_FALSE(p.isError());
+  EXPECT_NE(p.message.find("never reaches optim.lr"), std::string::npos);
+}
+
+TEST(Derived, FiguresAsTheReferenceRoundsThem) {
+  RunConfig c =
+      with(tiny(), {"launch.nproc_per_node=3", "data.datasets.laion.workers=2", "optim.grad_accum_steps=2"});
+  const DerivedFigures f = deriveFigures(c);
+  EXPECT_EQ(f.worldSize, 3);
+  // laion: ceil(64 / 12) = 6 batches, rounded up to a multiple of 2 workers = 6
+  EXPECT_EQ(f.datasets[0].globalBatch, 12);
+  EXPECT_EQ(f.datasets[0].samplesPerOptimizerStep, 24);
+  EXPECT_EQ(f.datasets[0].batchesPerEpoch, 6);
+  EXPECT_EQ(f.datasets[0].samplesPerEpoch, 72);
+  // mmc4: ceil(32 / 6) = 6
+  EXPECT_EQ(f.datasets[1].batchesPerEpoch, 6);
+  EXPECT_EQ(f.stepsPerEpoch, 6);
+  EXPECT_EQ(f.optimizerStepsPerEpoch, 3);
+  EXPECT_EQ(f.totalSteps, 12);
+  EXPECT_EQ(f.totalOptimizerSteps, 6);
+  EXPECT_EQ(f.schedulerSteps, 6);
+  c.compat = "openflamingo";  // T = (32 // (2 * 3)) * 2 epochs, ignoring accumulation
+  EXPECT_EQ(deriveFigures(c).schedulerSteps, 10);
+}
+
+TEST(Derived, PassesOverTheData) {
+  RunConfig c = with(tiny(), {"data.datasets.laion.total_samples=32"});
+  const DerivedFigures f = deriveFigures(c);
+  ASSERT_TRUE(f.datasets[0].passes.has_value());
+  EXPECT_DOUBLE_EQ(*f.datasets[0].passes, 4.0);  // 64 samples x 2 epochs / 32
+  EXPECT_FALSE(f.datasets[1].passes.has_value());
+  EXPECT_NE(formatFigures(f).find("passes over the data:     4.000"), std::string::npos) << formatFigures(f);
+}
+
+}  // namespace
+}  // namespace fs::protocol
