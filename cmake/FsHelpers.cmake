@@ -95,3 +95,25 @@ function(fs_add_test name)
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
     ENVIRONMENT "FS_BIN_DIR=${PROJECT_BINARY_DIR}/bin;QT_QPA_PLATFORM=offscreen")
 endfunction()
+
+# fs_add_qt_test(name SOURCES ... DEPS ... [LABELS ...] [TIMEOUT s]): a Qt Test executable
+# registered with CTest on the offscreen platform, so it needs no display.
+function(fs_add_qt_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  set_target_properties(${name} PROPERTIES AUTOMOC ON RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} Qt6::Test)
+  target_compile_definitions(${name} PRIVATE
+    FS_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    FS_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  fs_target_warnings(${name})
+  add_test(NAME ${name} COMMAND ${name})
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+    ENVIRONMENT "QT_QPA_PLATFORM=offscreen")
+endfunction()
