@@ -8,6 +8,10 @@ namespace fs::cli {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
+#ifdef FS_HAVE_ENGINE
+      {"train", "Train one rank on a run config, writing a run directory", runTrain},
+      {"demo", "Train the tiny preset on synthetic data here, with a live progress line", runDemo},
+#endif
       {"validate", "Check a run config: every problem at once, plus the derived figures", runValidate},
       {"show-defaults", "Print the default run config as YAML (with help comments)", runShowDefaults},
       {"import-cmdline", "Turn an OpenFlamingo torchrun/train.py command line into a run config", runImportCmdline},

@@ -1,0 +1,42 @@
+// Where a data stream stands, so a resumed run continues with exactly the
+// batches an uninterrupted run would have seen.
+//
+// NOTE [Data position]: a position is (epoch, batches consumed per dataset)
+// plus whatever random state the source carries beyond that (`rngState`,
+// opaque bytes owned by the source kind). The synthetic source is a pure
+// function of (seed, epoch, rank, dataset, batch index), so its rngState is
+// empty; the shard pipeline will store its shuffle buffers' seeds there.
+// Rank and world are recorded because a position is per rank: restoring it on
+// a different rank or world size cannot reproduce the stream and is refused.
+//
+// Thread-safety: plain value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/protocol/status.h"
+
+namespace fs::data {
+
+struct DataPosition {
+  static constexpr int kFormatVersion = 1;
+
+  std::string source;  // "synthetic" | "shards": the kind that wrote it
+  int64_t epoch = 0;
+  int64_t rank = 0;
+  int64_t world = 1;
+  std::vector<std::string> datasets;     // names, config order
+  std::vector<int64_t> batchesConsumed;  // per dataset, within `epoch`
+  std::vector<uint8_t> rngState;         // source-specific, may be empty
+
+  bool operator==(const DataPosition&) const = default;
+};
+
+// A compact JSON object (rngState as hex), for step checkpoints.
+std::string encodeDataPosition(const DataPosition& position);
+// Rejects malformed JSON, missing fields and a newer format version.
+protocol::StatusOr<DataPosition> decodeDataPosition(const std::string& json);
+
+}  // namespace fs::data

@@ -1,0 +1,58 @@
+// The interface the trainer pulls batches from. The synthetic source
+// implements it now; the WebDataset shard pipeline will implement it later.
+//
+// Contract:
+//   - A source is built for one rank of `world`; ranks get different data.
+//   - next() returns the next StepBatches of the current epoch, or nullopt at
+//     the end of the epoch (and keeps returning nullopt until setEpoch()).
+//     Every epoch has stepsPerEpoch() steps: derived.h's batches per epoch,
+//     the shortest dataset's when they differ (the reference zips loaders).
+//   - setEpoch(e) starts epoch e from its first batch.
+//   - position() after k calls of next() in epoch e, handed to restore() on a
+//     fresh source of the same config, rank and world, makes that source
+//     return exactly the batches the first would have returned next.
+//   - Errors (I/O, too many bad samples) come back as a Status; a source
+//     never throws for expected failures.
+//
+// Thread-safety: a source is used by one thread (the rank's training loop);
+// implementations may run workers of their own behind it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/data/batch.h"
+#include "backend/data/data_position.h"
+#include "backend/protocol/status.h"
+
+namespace fs::data {
+
+struct DatasetInfo {
+  std::string name;
+  DatasetKind kind = DatasetKind::kLaion;
+  int64_t batchSize = 0;        // per rank
+  int64_t maxTokens = 0;        // resolved (laion 32, mmc4 256 by default)
+  int64_t imagesPerSample = 0;  // T_img
+  int64_t batchesPerEpoch = 0;  // derived.h's figure for this dataset
+};
+
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+
+  // nullopt = end of epoch.
+  virtual protocol::StatusOr<std::optional<StepBatches>> next() = 0;
+  virtual void setEpoch(int64_t epoch) = 0;
+  virtual int64_t epoch() const = 0;
+  virtual int64_t stepsPerEpoch() const = 0;
+  virtual const std::vector<DatasetInfo>& datasets() const = 0;
+
+  virtual DataPosition position() const = 0;
+  // REQUIRES: a position from a source of the same kind, datasets, rank and
+  // world; anything else is InvalidArgument and leaves the source unchanged.
+  virtual protocol::Status restore(const DataPosition& position) = 0;
+};
+
+}  // namespace fs::data

@@ -1,0 +1,64 @@
+// Checkpoint files in OpenFlamingo's layout, readable by Python's torch.load:
+//   {"epoch": int, "model_state_dict": {name: tensor}, "optimizer_state_dict":
+//    {"state": {int: {...}}, "param_groups": [...]}, "lr_scheduler_state_dict": {...},
+//    "flamingo_studio": {...}}
+// The last key is ours (OpenFlamingo's loader reads only the first four): the
+// run manifest, the global step, the data-stream position and RNG states, so
+// a resumed run continues exactly where the checkpoint was taken.
+//
+// Writes are crash-safe: temp name, fsync, rename, fsync dir (run_dir.h).
+// Thread-safety: free functions; the tensors must not change while writing.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "backend/data/data_position.h"
+#include "backend/model/state_dict.h"
+#include "backend/protocol/status.h"
+#include "backend/train/optimizer.h"
+#include "backend/train/schedule.h"
+#include "backend/train/seeding.h"
+
+namespace fs::engine {
+
+struct ResumeState {
+  int64_t step = 0;        // optimizer steps taken
+  int64_t iteration = 0;   // training iterations (micro-steps) taken
+  int64_t epoch = 0;       // epoch to continue in
+  data::DataPosition data;
+  train::RngSnapshot rng;
+  std::string kind;      // "epoch" | "step" | "final"
+  std::string manifest;  // JSON: engine version, model shape, parameter names/shapes
+};
+
+struct CheckpointContents {
+  int64_t epoch = 0;  // OpenFlamingo's "epoch": the last finished epoch
+  model::NamedTensors modelState;
+  train::OptimizerStateDict optimizer;
+  train::LrSchedulerStateDict scheduler;
+  ResumeState resume;
+};
+
+// OpenFlamingo's filter: from the named parameters, keep those that require
+// grad or whose name contains "embed" or "fsdp"; buffers except those under
+// vision_encoder.
+model::NamedTensors checkpointModelState(const model::NamedTensors& parameters, const model::NamedTensors& buffers);
+
+protocol::Status writeCheckpoint(const std::filesystem::path& path, const CheckpointContents& contents);
+
+// Reads a checkpoint this engine wrote (the flamingo_studio key present).
+protocol::StatusOr<CheckpointContents> readCheckpoint(const std::filesystem::path& path);
+
+// The newest checkpoint in `dir` that reads back completely, by resume step;
+// nullopt when there is none. Torn or unreadable files are skipped and named
+// in `skipped` (never picked up).
+std::optional<std::filesystem::path> newestCompleteCheckpoint(const std::filesystem::path& dir,
+                                                              std::vector<std::string>* skipped);
+
+}  // namespace fs::engine

@@ -1,0 +1,271 @@
+// The training loop: epochs of iterations, control between iterations,
+// checkpoints, telemetry, and a clean finish on every path.
+#include "backend/engine/trainer.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "backend/engine/trainer_impl.h"
+#include "backend/protocol/run_manifest.h"
+#include "backend/telemetry/memory_tracker.h"
+#include "backend/telemetry/stop_signals.h"
+
+namespace fs::engine {
+
+using protocol::Status;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+protocol::StatusOr<TrainOutcome> runTraining(const protocol::RunConfig& config, const std::filesystem::path& runDir,
+                                             const TrainerOptions& options) {
+  Trainer trainer(config, runDir, options);
+  return trainer.run();
+}
+
+protocol::StatusOr<TrainOutcome> Trainer::run() {
+  started_ = Clock::now();
+  try {
+    if (Status s = setUp(); !s) {
+      if (emitter_) {
+        emitter_->emit(protocol::ErrorEvent{s.message(), static_cast<int>(options_.rank), "setup"});
+        finish(protocol::FinishStatus::kFailed);
+      }
+      return s;
+    }
+    emitStartEvents();
+    emitter_->emit(protocol::StateEvent{protocol::RunState::kRunning, ""});
+    emitter_->setProgress(step_, protocol::RunState::kRunning);
+    (void)protocol::updateManifestState(dir_.root(), protocol::RunState::kRunning, protocol::unixMillisNow());
+    bool stop = false, kill = false;
+    std::map<std::string, double> windowLoss;
+    std::map<std::string, int64_t> windowSamples;
+    int windowIterations = 0;
+    double windowData = 0;
+    auto windowStart = Clock::now();
+    while (epoch_ < config_.optim.epochs && !stop && !kill) {
+      if (stepInEpoch_ == 0) source_->setEpoch(epoch_);
+      while (true) {
+        bool checkpointNow = false;
+        if (Status s = handleControl(&stop, &kill, &checkpointNow); !s) return s;
+        while (paused_ && !stop && !kill) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          if (Status s = handleControl(&stop, &kill, &checkpointNow); !s) return s;
+        }
+        if (stop || kill) break;
+        const auto t0 = Clock::now();
+        auto next = source_->next();
+        if (!next) throw std::runtime_error("data: " + next.status().message());
+        if (!next.value()) break;  // end of epoch
+        const double dataTime = secondsSince(t0);
+        const double lr = schedule_->lr();
+        auto result = trainIteration(*next.value());
+        if (!result) throw std::runtime_error(result.status().message());
+        ++stepInEpoch_;
+        ++iteration_;
+        ++windowIterations;
+        windowData += dataTime;
+        for (const auto& [name, l] : result->loss) windowLoss[name] += l;
+        for (const auto& [name, n] : result->samples) windowSamples[name] += n;
+        if (result->optimizerStepped || result->skipped) {
+          StepResult mean = result.value();
+          for (auto& [name, l] : mean.loss) l = windowLoss[name] / windowIterations;
+          mean.samples = windowSamples;
+          lastLoss_ = mean.loss;
+          emitter_->setStep(step_);
+          const double stepTime = secondsSince(windowStart);
+          (void)lr;
+          emitStep(mean, stepTime, windowData);
+          windowLoss.clear();
+          windowSamples.clear();
+          windowIterations = 0;
+          windowData = 0;
+          windowStart = Clock::now();
+          if (result->optimizerStepped && config_.checkpoint.every_steps > 0 &&
+              step_ % config_.checkpoint.every_steps == 0) {
+            if (Status s = saveCheckpoint(protocol::CheckpointKind::kStep); !s) throw std::runtime_error(s.message());
+          }
+        }
+        if (checkpointNow) {
+          if (Status s = saveCheckpoint(protocol::CheckpointKind::kStep); !s) throw std::runtime_error(s.message());
+        }
+      }
+      if (stop || kill) break;
+      ++epoch_;
+      stepInEpoch_ = 0;
+      source_->setEpoch(epoch_);
+      if (Status s = saveCheckpoint(protocol::CheckpointKind::kEpoch); !s) throw std::runtime_error(s.message());
+    }
+    if (kill) {
+      finish(protocol::FinishStatus::kStopped);
+      return TrainOutcome::kKilled;
+    }
+    if (stop) {
+      if (Status s = saveCheckpoint(protocol::CheckpointKind::kStep); !s) throw std::runtime_error(s.message());
+      finish(protocol::FinishStatus::kStopped);
+      return TrainOutcome::kStopped;
+    }
+    finish(protocol::FinishStatus::kOk);
+    return TrainOutcome::kFinished;
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find("\nException raised from"));
+    if (log_) log_->error("{}", what);
+    if (emitter_) {
+      emitter_->emit(protocol::ErrorEvent{what, static_cast<int>(options_.rank), "train"});
+      finish(protocol::FinishStatus::kFailed);
+    }
+    return Status::invalidArgument("training failed: " + what);
+  }
+}
+
+Status Trainer::handleControl(bool* stop, bool* kill, bool* checkpointNow) {
+  if (telemetry::killRequested()) *kill = true;
+  if (telemetry::stopRequested()) *stop = true;
+  auto commands = inbox_->poll(step_);
+  if (!commands) {
+    log_->warn("control: {}", commands.status().message());
+    return Status::ok();
+  }
+  for (const auto& c : commands.value()) {
+    using protocol::ControlVerb;
+    std::string message;
+    switch (c.verb) {
+      case ControlVerb::kStop:
+        *stop = true;
+        message = "stopping: checkpoint, then exit";
+        break;
+      case ControlVerb::kKill:
+        *kill = true;
+        message = "stopping now without a checkpoint";
+        break;
+      case ControlVerb::kPause:
+        paused_ = true;
+        message = "paused after step " + std::to_string(step_);
+        emitter_->emit(protocol::StateEvent{protocol::RunState::kPaused, "control " + std::to_string(c.seq)});
+        emitter_->setState(protocol::RunState::kPaused);
+        (void)protocol::updateManifestState(dir_.root(), protocol::RunState::kPaused, protocol::unixMillisNow());
+        break;
+      case ControlVerb::kResume:
+        message = paused_ ? "resumed" : "was not paused";
+        if (paused_) {
+          paused_ = false;
+          emitter_->emit(protocol::StateEvent{protocol::RunState::kRunning, "control " + std::to_string(c.seq)});
+          emitter_->setState(protocol::RunState::kRunning);
+          (void)protocol::updateManifestState(dir_.root(), protocol::RunState::kRunning, protocol::unixMillisNow());
+        }
+        break;
+      case ControlVerb::kCheckpoint: {
+        Status s = saveCheckpoint(protocol::CheckpointKind::kStep);
+        inbox_->ack(c, s.isOk(), s.isOk() ? "checkpoint written" : s.message(), step_);
+        continue;
+      }
+    }
+    log_->info("control {} {}: {}", c.seq, std::string(protocol::toString(c.verb)), message);
+    inbox_->ack(c, true, message, step_);
+  }
+  (void)checkpointNow;
+  return Status::ok();
+}
+
+Status Trainer::saveCheckpoint(protocol::CheckpointKind kind) {
+  const auto t0 = Clock::now();
+  CheckpointContents c;
+  c.epoch = kind == protocol::CheckpointKind::kEpoch ? epoch_ - 1 : epoch_;
+  model::NamedTensors buffers;
+  for (const auto& b : model_->named_buffers()) buffers.emplace_back(b.key(), b.value());
+  c.modelState = checkpointModelState(model_->namedParameters(), buffers);
+  c.optimizer = optimizer_->stateDict(schedule_->baseLrs());
+  c.scheduler = schedule_->stateDict();
+  c.resume.kind = kind == protocol::CheckpointKind::kEpoch ? "epoch" : "step";
+  c.resume.step = step_;
+  c.resume.iteration = iteration_;
+  c.resume.epoch = epoch_;
+  c.resume.data = source_->position();
+  c.resume.rng = train::captureRng();
+  c.resume.manifest = manifestJson();
+  const auto path = dir_.checkpointFile(kind, static_cast<int>(c.epoch), step_);
+  if (Status s = writeCheckpoint(path, c); !s) return s;
+  std::error_code ec;
+  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  // Only after the new file is durable: prune step checkpoints, delete the previous epoch's.
+  if (kind == protocol::CheckpointKind::kStep) {
+    std::vector<std::pair<int64_t, std::filesystem::path>> steps;
+    for (const auto& e : std::filesystem::directory_iterator(dir_.root(), ec)) {
+      auto name = protocol::parseCheckpointFileName(e.path().filename().string());
+      if (name && name->kind == protocol::CheckpointKind::kStep) steps.emplace_back(name->step, e.path());
+    }
+    std::sort(steps.begin(), steps.end());
+    while (static_cast<int64_t>(steps.size()) > config_.checkpoint.keep_last) {
+      std::filesystem::remove(steps.front().second, ec);
+      steps.erase(steps.begin());
+    }
+  } else if (config_.checkpoint.delete_previous && c.epoch > 0) {
+    std::filesystem::remove(dir_.checkpointFile(kind, static_cast<int>(c.epoch - 1), 0), ec);
+  }
+  const std::string rel = path.filename().string();
+  log_->info("checkpoint {} ({} bytes)", rel, bytes);
+  emitter_->emit(protocol::CheckpointEvent{step_, static_cast<int>(c.epoch), rel, bytes, kind, secondsSince(t0)});
+  return Status::ok();
+}
+
+void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
+  protocol::StepEvent e;
+  e.step = step_;
+  e.epoch = static_cast<int>(epoch_);
+  for (const auto& [name, n] : r.samples) e.samples[name] = (samplesSeen_[name] += n * options_.world);
+  for (const auto& [name, n] : r.tokens) e.tokens[name] = (tokensSeen_[name] += n * options_.world);
+  e.loss = r.loss;
+  for (const auto& [name, l] : r.loss) e.rank_loss[name] = {l};
+  e.lr = optimizer_->adamw().param_groups().front().options().get_lr();
+  e.grad_norm = r.gradNorm;
+  e.step_time_s = stepTime;
+  e.data_time_s = dataTime;
+  for (const auto& [name, n] : r.samples) e.samples_per_s[name] = stepTime > 0 ? n * options_.world / stepTime : 0;
+  for (const auto& g : model_->gateValues()) e.gates.push_back({static_cast<int>(g.layer), g.attn, g.ff});
+  e.skipped = r.skipped;
+  e.skip_reason = r.skipReason;
+  if (step_ % std::max<int64_t>(1, config_.telemetry.interval_steps) == 0 || r.skipped) emitter_->emit(e);
+  if (step_ % std::max<int64_t>(1, config_.telemetry.memory_every_steps) == 0) emitMemory();
+  if (step_ % std::max<int64_t>(1, config_.telemetry.logging_steps) == 0) {
+    std::string losses;
+    for (const auto& [name, l] : r.loss) losses += " loss_" + name + "=" + std::to_string(l);
+    log_->info("step {}/{} epoch {}{} lr={} grad_norm={}", step_, figures_.totalOptimizerSteps, epoch_, losses, e.lr,
+               r.gradNorm.value_or(-1.0));
+  }
+  if (options_.onProgress) {
+    Progress p;
+    p.step = step_;
+    p.totalSteps = figures_.totalOptimizerSteps;
+    p.epoch = epoch_;
+    p.loss = r.loss;
+    p.lr = e.lr;
+    p.stepTimeS = stepTime;
+    for (const auto& [name, v] : e.samples_per_s) p.samplesPerS += v;
+    options_.onProgress(p);
+  }
+}
+
+void Trainer::emitMemory() {
+  protocol::MemoryEvent m;
+  m.step = step_;
+  m.ranks.push_back(telemetry::memorySnapshot().toRankMemory(static_cast<int>(options_.rank)));
+  emitter_->emit(m);
+}
+
+void Trainer::finish(protocol::FinishStatus status) {
+  const auto state = status == protocol::FinishStatus::kFailed ? protocol::RunState::kFailed
+                                                               : protocol::RunState::kFinished;
+  emitter_->emit(protocol::RunFinishedEvent{status, step_, lastLoss_, secondsSince(started_)});
+  emitter_->emit(protocol::StateEvent{state, ""});
+  emitter_->setState(state);
+  (void)protocol::updateManifestState(dir_.root(), state, protocol::unixMillisNow());
+  if (Status s = emitter_->close(); !s && log_) log_->error("telemetry: {}", s.message());
+  if (log_) log_->flush();
+}
+
+}  // namespace fs::engine

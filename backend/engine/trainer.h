@@ -1,0 +1,51 @@
+// One rank's training run: builds the model, data source, optimizer and
+// schedule from a RunConfig, resumes from the newest complete checkpoint in
+// the run directory, trains with OpenFlamingo's step semantics, writes
+// telemetry / logs / checkpoints into the run directory and obeys control
+// commands (stop, kill, pause, resume, checkpoint) and SIGTERM / SIGINT.
+//
+// Single process for now (rank 0 of 1); the distributed issue adds the
+// process group. LibTorch exceptions are caught here, turned into an `error`
+// event and a failed Status: nothing escapes to the CLI.
+//
+// Thread-safety: one Trainer per process; run() blocks until the run ends.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "backend/protocol/config_types.h"
+#include "backend/protocol/status.h"
+
+namespace fs::engine {
+
+struct Progress {
+  int64_t step = 0;        // optimizer steps done
+  int64_t totalSteps = 0;  // optimizer steps in the run
+  int64_t epoch = 0;
+  std::map<std::string, double> loss;
+  double lr = 0;
+  double stepTimeS = 0;
+  double samplesPerS = 0;
+  bool paused = false;
+};
+
+struct TrainerOptions {
+  int64_t rank = 0;
+  int64_t world = 1;
+  bool strict = false;  // a gradient-flow problem after the first step is an error, not a warning
+  bool installSignalHandlers = true;
+  bool logInfoToStderr = false;  // mirror the rank log's info lines to stderr (warnings always are)
+  std::function<void(const Progress&)> onProgress;  // called on the training thread after each step
+};
+
+enum class TrainOutcome { kFinished, kStopped, kKilled };
+
+// REQUIRES: validateConfig(config) has no errors.
+protocol::StatusOr<TrainOutcome> runTraining(const protocol::RunConfig& config, const std::filesystem::path& runDir,
+                                             const TrainerOptions& options);
+
+}  // namespace fs::engine

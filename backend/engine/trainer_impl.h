@@ -1,0 +1,95 @@
+// Internal: the Trainer's state, shared by trainer_setup.cpp (build, resume),
+// trainer_step.cpp (one step) and trainer.cpp (the loop and control).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "backend/data/data_source.h"
+#include "backend/data/special_tokens.h"
+#include "backend/engine/checkpoint_io.h"
+#include "backend/engine/trainer.h"
+#include "backend/model/flamingo.h"
+#include "backend/protocol/derived.h"
+#include "backend/protocol/run_dir.h"
+#include "backend/telemetry/control_inbox.h"
+#include "backend/telemetry/emitter.h"
+#include "backend/train/optimizer.h"
+#include "backend/train/precision.h"
+#include "backend/train/schedule.h"
+#include "backend/train/step_plan.h"
+
+namespace fs::engine {
+
+// What one training iteration produced.
+struct StepResult {
+  std::map<std::string, double> loss;  // per dataset (the unscaled loss)
+  std::map<std::string, int64_t> samples, tokens;
+  bool skipped = false;
+  std::string skipReason;
+  std::optional<double> gradNorm;  // set when the optimizer stepped
+  bool optimizerStepped = false;
+};
+
+class Trainer {
+ public:
+  Trainer(const protocol::RunConfig& config, std::filesystem::path runDir, const TrainerOptions& options);
+  protocol::StatusOr<TrainOutcome> run();
+
+ private:
+  // trainer_setup.cpp
+  protocol::Status setUp();
+  protocol::Status prepareRunDirectory();
+  protocol::Status buildModelAndOptimizer();
+  protocol::Status resumeIfPossible();
+  void emitStartEvents();
+  std::string manifestJson() const;
+
+  // trainer_step.cpp
+  protocol::StatusOr<StepResult> trainIteration(const data::StepBatches& batches);
+  void optimizerStep(StepResult* result);
+  void checkGradientFlow();
+
+  // trainer.cpp
+  protocol::Status handleControl(bool* stop, bool* kill, bool* checkpointNow);
+  protocol::Status saveCheckpoint(protocol::CheckpointKind kind);
+  void emitStep(const StepResult& r, double stepTime, double dataTime);
+  void emitMemory();
+  void finish(protocol::FinishStatus status);
+
+  protocol::RunConfig config_;
+  protocol::RunDir dir_;
+  TrainerOptions options_;
+  protocol::DerivedFigures figures_;
+  data::SpecialTokenIds tokens_;
+  torch::Device device_{torch::kCPU};
+  train::PrecisionPolicy precision_;
+
+  std::unique_ptr<telemetry::TelemetryEmitter> emitter_;
+  std::unique_ptr<telemetry::ControlInbox> inbox_;
+  std::shared_ptr<spdlog::logger> log_;
+
+  model::Flamingo model_{nullptr};
+  std::vector<train::NamedParameter> trainable_;
+  std::unique_ptr<train::GroupedAdamW> optimizer_;
+  std::unique_ptr<train::LrSchedule> schedule_;
+  std::unique_ptr<data::DataSource> source_;
+  std::unique_ptr<train::StepPlan> plan_;
+
+  int64_t epoch_ = 0;       // current epoch
+  int64_t iteration_ = 0;   // iterations done over the run
+  int64_t step_ = 0;        // optimizer steps done over the run
+  int64_t stepInEpoch_ = 0; // iterations done in the current epoch
+  bool paused_ = false;
+  bool gradientFlowChecked_ = false;  // NOTE [Gradient-flow check] in trainer_step.cpp
+  bool structureChecked_ = false;
+  std::map<std::string, double> lastLoss_;
+  std::map<std::string, int64_t> samplesSeen_, tokensSeen_;  // cumulative, all ranks
+  std::chrono::steady_clock::time_point started_;
+  std::string runId_;
+};
+
+}  // namespace fs::engine

@@ -1,0 +1,240 @@
+// Trainer set-up: run directory, telemetry, model, optimizer, data, resume.
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <random>
+#include <unistd.h>
+
+#include "backend/data/synthetic_source.h"
+#include "backend/engine/trainer_impl.h"
+#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/run_manifest.h"
+#include "backend/runtime/runtime_info.h"
+#include "backend/telemetry/memory_tracker.h"
+#include "backend/telemetry/rank_log.h"
+#include "backend/telemetry/stop_signals.h"
+#include "backend/train/seeding.h"
+
+namespace fs::engine {
+
+using protocol::Status;
+
+namespace {
+
+std::string fnv1aHex(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// torch's Python spelling ("float32"), as the telemetry schema documents.
+std::string dtypeName(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::Double: return "float64";
+    default: return c10::toString(t);
+  }
+}
+
+std::string newRunId(const std::string& name) {
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&now));
+  std::random_device rd;
+  char suffix[8];
+  std::snprintf(suffix, sizeof suffix, "%04x", rd() & 0xffff);
+  return name + "-" + stamp + "-" + suffix;
+}
+
+}  // namespace
+
+Trainer::Trainer(const protocol::RunConfig& config, std::filesystem::path runDir, const TrainerOptions& options)
+    : config_(config), dir_(std::move(runDir)), options_(options) {}
+
+Status Trainer::setUp() {
+  figures_ = protocol::deriveFigures(config_);
+  tokens_ = data::specialTokensFromConfig(config_.model.tokens);
+  if (Status s = prepareRunDirectory(); !s) return s;
+  if (Status s = telemetry::installCpuMemoryTracker(); !s) log_->warn("memory tracking off: {}", s.message());
+  if (options_.installSignalHandlers) {
+    if (Status s = telemetry::installStopSignals(); !s) return s;
+  }
+  auto policy = train::precisionPolicy(config_.optim.precision, device_);
+  if (!policy) return policy.status();
+  precision_ = policy.value();
+  if (Status s = buildModelAndOptimizer(); !s) return s;
+  train::seedForRank(config_, options_.rank);
+  if (config_.data.source != "synthetic") {
+    return Status::unsupported("data.source '" + config_.data.source +
+                               "': the shard pipeline is not built yet; use data.source=synthetic");
+  }
+  auto source = data::SyntheticSource::create(config_, options_.rank, options_.world);
+  if (!source) return source.status();
+  source_ = std::move(source.value());
+  plan_ = std::make_unique<train::StepPlan>(std::max<int64_t>(1, source_->stepsPerEpoch()),
+                                            config_.optim.grad_accum_steps);
+  return resumeIfPossible();
+}
+
+Status Trainer::prepareRunDirectory() {
+  if (Status s = dir_.create(); !s) return s;
+  telemetry::RankLogOptions logOptions;
+  logOptions.stderr_level = options_.logInfoToStderr ? spdlog::level::info : spdlog::level::warn;
+  auto log = telemetry::openRankLog(dir_, static_cast<int>(options_.rank), logOptions);
+  if (!log) return log.status();
+  log_ = log.value();
+  const auto configPath = dir_.root() / protocol::kConfigFileName;
+  if (std::filesystem::exists(configPath)) {
+    auto existing = protocol::loadConfigFile(configPath.string());
+    if (!existing.ok()) return Status::invalidArgument(protocol::formatProblems(existing.problems));
+    if (existing.config != config_) {
+      return Status::invalidArgument(configPath.string() +
+                                     ": the run directory holds a different config; resume with that config or "
+                                     "use a new run directory");
+    }
+  } else if (Status s = protocol::saveConfigFile(config_, configPath.string()); !s) {
+    return s;
+  }
+  protocol::RunManifest m;
+  if (auto old = protocol::readManifest(dir_.root())) {
+    m = old.value();
+  } else {
+    m.run_id = newRunId(config_.name);
+    m.created = protocol::unixMillisNow();
+  }
+  runId_ = m.run_id;
+  m.engine_version = runtime::engineVersion();
+  m.world_size = static_cast<int>(options_.world);
+  m.nnodes = static_cast<int>(config_.launch.nnodes);
+  m.nproc_per_node = static_cast<int>(options_.world / std::max<int64_t>(1, config_.launch.nnodes));
+  m.hosts.clear();
+  m.state = protocol::RunState::kStarting;
+  m.pid = static_cast<int64_t>(::getpid());
+  m.updated = protocol::unixMillisNow();
+  if (Status s = protocol::writeManifest(dir_.root(), m); !s) return s;
+  auto emitter = telemetry::TelemetryEmitter::open(dir_, telemetry::EmitterOptions::fromConfig(config_.telemetry));
+  if (!emitter) return emitter.status();
+  emitter_ = std::move(emitter.value());
+  inbox_ = std::make_unique<telemetry::ControlInbox>(dir_, *emitter_, protocol::unixMillisNow());
+  return Status::ok();
+}
+
+Status Trainer::buildModelAndOptimizer() {
+  if (!config_.model.lm.path.empty() || !config_.model.vision.pretrained.empty()) {
+    // Pretrained weights arrive with the checkpoint readers; until then say so plainly.
+    return Status::unsupported(
+        "model.lm.path / model.vision.pretrained: loading pretrained weights is not built yet; clear both for a "
+        "random init (e.g. the tiny or small preset)");
+  }
+  train::seedForModelInit(config_);
+  model_ = model::Flamingo(model::FlamingoOptions::fromConfig(config_.model));
+  model_->freezeAsOpenFlamingo();
+  model_->train();
+  for (const auto& [name, t] : model_->namedParameters()) {
+    if (t.requires_grad()) trainable_.push_back({name, t});
+  }
+  optimizer_ = std::make_unique<train::GroupedAdamW>(trainable_, config_.optim);
+  std::vector<double> baseLrs(optimizer_->groups().size(), config_.optim.lr);
+  schedule_ = std::make_unique<train::LrSchedule>(train::scheduleKindFromName(config_.optim.scheduler), baseLrs,
+                                                  config_.optim.warmup_steps, figures_.schedulerSteps);
+  schedule_->apply(optimizer_->adamw());
+  log_->info("model built: {} parameters, {} trainable tensors", model_->namedParameters().size(), trainable_.size());
+  return Status::ok();
+}
+
+Status Trainer::resumeIfPossible() {
+  std::vector<std::string> skipped;
+  std::optional<std::filesystem::path> path;
+  if (!config_.checkpoint.resume_from.empty()) {
+    path = config_.checkpoint.resume_from;
+  } else {
+    path = newestCompleteCheckpoint(dir_.root(), &skipped);
+  }
+  for (const auto& s : skipped) {
+    log_->warn("skipping checkpoint: {}", s);
+    emitter_->emit(protocol::WarningEvent{"checkpoint_skipped", s, static_cast<int>(options_.rank)});
+  }
+  if (!path) return Status::ok();
+  auto ck = readCheckpoint(*path);
+  if (!ck) return ck.status();
+  std::map<std::string, torch::Tensor> state(ck->modelState.begin(), ck->modelState.end());
+  const model::LoadReport report = model_->loadStateDict(state);
+  // Frozen weights are not in the checkpoint (OpenFlamingo's filter): only trainable ones count as missing.
+  for (const auto& name : report.missing) {
+    for (const auto& p : trainable_) {
+      if (p.name == name) return Status::invalidArgument(path->string() + ": " + report.summary());
+    }
+  }
+  if (!report.unexpected.empty() || !report.mismatched.empty()) {
+    return Status::invalidArgument(path->string() + ": " + report.summary());
+  }
+  if (Status s = optimizer_->loadStateDict(ck->optimizer); !s) return s;
+  if (Status s = schedule_->loadStateDict(ck->scheduler); !s) return s;
+  schedule_->apply(optimizer_->adamw());
+  if (Status s = source_->restore(ck->resume.data); !s) return s;
+  if (Status s = train::restoreRng(ck->resume.rng); !s) return s;
+  step_ = ck->resume.step;
+  iteration_ = ck->resume.iteration;
+  epoch_ = ck->resume.data.epoch;
+  stepInEpoch_ = iteration_ - epoch_ * source_->stepsPerEpoch();
+  gradientFlowChecked_ = true;
+  structureChecked_ = true;
+  for (const auto& d : config_.data.datasets) samplesSeen_[d.name] = iteration_ * d.batch_size * options_.world;
+  log_->info("resumed from {} at epoch {}, iteration {}, optimizer step {}", path->string(), epoch_, iteration_, step_);
+  return Status::ok();
+}
+
+std::string Trainer::manifestJson() const {
+  nlohmann::json j;
+  j["engine_version"] = runtime::engineVersion();
+  j["lm"] = {{"family", config_.model.lm.family},
+             {"width", config_.model.lm.width},
+             {"layers", config_.model.lm.layers},
+             {"heads", config_.model.lm.heads},
+             {"vocab_size", config_.model.lm.vocab_size},
+             {"tied_head", config_.model.lm.tied_head}};
+  j["vision"] = {{"path", config_.model.vision.path},
+                 {"width", config_.model.vision.width},
+                 {"layers", config_.model.vision.layers},
+                 {"patch_size", config_.model.vision.patch_size},
+                 {"image_size", config_.model.vision.image_size}};
+  j["cross_attn_every_n_layers"] = config_.model.cross_attn.every_n_layers;
+  j["added_tokens"] = {{"<|endofchunk|>", tokens_.endofchunk}, {"<image>", tokens_.image}};
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& [name, t] : model_->namedParameters()) {
+    params.push_back({{"name", name}, {"shape", t.sizes().vec()}, {"trainable", t.requires_grad()}});
+  }
+  j["parameters"] = params;
+  return j.dump();
+}
+
+void Trainer::emitStartEvents() {
+  protocol::RunStartedEvent started;
+  started.run_id = runId_;
+  started.engine_version = runtime::engineVersion();
+  started.world_size = static_cast<int>(options_.world);
+  started.nnodes = static_cast<int>(config_.launch.nnodes);
+  started.config_hash = fnv1aHex(protocol::dumpConfigYaml(config_));
+  started.total_steps = figures_.totalOptimizerSteps;
+  started.steps_per_epoch = figures_.optimizerStepsPerEpoch;
+  for (const auto& d : config_.data.datasets) started.datasets.push_back(d.name);
+  emitter_->emit(started);
+  // One unit until FSDP arrives: the whole model on every rank.
+  protocol::LayoutUnit unit;
+  unit.path = "";
+  for (const auto& [name, t] : model_->namedParameters()) {
+    unit.param_count += t.numel();
+    if (!t.requires_grad()) unit.frozen_params += t.numel();
+    unit.dtype = dtypeName(t.scalar_type());
+  }
+  unit.trainable = unit.frozen_params < unit.param_count;
+  unit.shard_bytes.assign(static_cast<size_t>(options_.world), unit.param_count * 4);
+  emitter_->emit(protocol::LayoutEvent{{unit}, 0});
+}
+
+}  // namespace fs::engine

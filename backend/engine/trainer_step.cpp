@@ -1,0 +1,139 @@
+// One training iteration with OpenFlamingo's semantics (spec section 4):
+// a micro-batch of every dataset, forward / loss / backward each, and on the
+// last micro-step of an accumulation window the embedding row mask, global
+// clipping, AdamW and the lr schedule.
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "backend/engine/trainer_impl.h"
+#include "backend/telemetry/memory_tracker.h"
+#include "backend/train/grad_clip.h"
+#include "backend/train/labels.h"
+#include "backend/train/loss.h"
+
+namespace fs::engine {
+
+using protocol::Status;
+using telemetry::MemoryPhase;
+using telemetry::Phase;
+
+protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& batches) {
+  StepResult r;
+  const bool compat = config_.compat == "openflamingo";
+  // The reference divides by grad_accum_steps even in a short last window; we
+  // divide by the window's real size so every window averages its micro-steps.
+  const double window = compat ? static_cast<double>(config_.optim.grad_accum_steps)
+                               : static_cast<double>(plan_->windowSize(stepInEpoch_));
+  for (size_t i = 0; i < batches.batches.size(); ++i) {
+    const data::Batch& b = batches.batches[i];
+    const protocol::DatasetConfig& cfg = config_.data.datasets.at(i);
+    const torch::Tensor labels = train::makeLabels(b.kind, b.inputIds, tokens_);
+    train::LmLoss loss;
+    {
+      MemoryPhase phase(Phase::kActivations);
+      train::AutocastScope autocast(precision_, device_);
+      const torch::Tensor logits =
+          model_->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask);
+      loss = train::causalLmLoss(logits, labels, train::LossOptions{compat});
+    }
+    r.samples[b.dataset] = b.samples;
+    r.tokens[b.dataset] = b.tokens;
+    if (loss.noTargets) {
+      // OpenFlamingo's usual NaN source: nothing to learn from, so no backward.
+      emitter_->emit(protocol::WarningEvent{"no_supervised_tokens",
+                                            "dataset '" + b.dataset + "' batch " + std::to_string(b.index) +
+                                                " has no supervised token; its loss is skipped",
+                                            static_cast<int>(options_.rank)});
+      r.loss[b.dataset] = 0.0;
+      continue;
+    }
+    const double value = loss.loss.item<double>();
+    r.loss[b.dataset] = value;
+    if (!std::isfinite(value)) {
+      // Skip only this iteration's update; the reference also drops the whole window.
+      optimizer_->zeroGrad(true);
+      r.skipped = true;
+      r.skipReason = "non-finite loss on dataset '" + b.dataset + "'";
+      return r;
+    }
+    MemoryPhase phase(Phase::kGradients);
+    (loss.loss * (cfg.loss_multiplier / window)).backward();
+  }
+  if (plan_->endsWindow(stepInEpoch_)) optimizerStep(&r);
+  return r;
+}
+
+void Trainer::optimizerStep(StepResult* r) {
+  MemoryPhase phase(Phase::kOptimizer);
+  if (!config_.model.freeze_lm_embeddings) model_->maskEmbeddingGradient();
+  if (!gradientFlowChecked_) checkGradientFlow();
+  const train::ClipResult clip =
+      train::clipGradNorm(optimizer_->parameters(), train::ClipOptions{config_.optim.max_grad_norm});
+  if (!clip.finite) {
+    optimizer_->zeroGrad(true);
+    r->skipped = true;
+    r->skipReason = "non-finite gradient norm";
+    return;
+  }
+  r->gradNorm = clip.norm;
+  schedule_->apply(optimizer_->adamw());
+  optimizer_->step();
+  schedule_->step();
+  optimizer_->zeroGrad(true);
+  r->optimizerStepped = true;
+  ++step_;
+}
+
+// NOTE [Gradient-flow check]: every trainable tensor should get a non-zero
+// gradient and no frozen one any gradient. Gates start at 0, so while every
+// gate is still 0 the cross-attention and Perceiver weights get exactly zero
+// gradients by construction (only the gates and the new embedding rows see a
+// signal); and with warmup the first steps run at lr 0, so gates stay 0.
+// Missing and frozen-with-gradient tensors are checked at the first step;
+// all-zero gradients at the first step where every gate is open.
+void Trainer::checkGradientFlow() {
+  const bool gatesOpen = [&] {
+    for (const auto& g : model_->gateValues()) {
+      if (g.attn == 0.0 || g.ff == 0.0) return false;
+    }
+    return true;
+  }();
+  if (structureChecked_ && !gatesOpen) return;
+  std::vector<std::string> missing, zero, frozenWithGrad;
+  for (const auto& p : trainable_) {
+    const torch::Tensor g = p.tensor.grad();
+    if (!g.defined()) {
+      missing.push_back(p.name);
+    } else if (gatesOpen && g.abs().sum().item<double>() == 0.0) {
+      zero.push_back(p.name);
+    }
+  }
+  const bool firstCall = !structureChecked_;
+  structureChecked_ = true;
+  gradientFlowChecked_ = gatesOpen;
+  for (const auto& [name, t] : model_->namedParameters()) {
+    if (!t.requires_grad() && t.grad().defined()) frozenWithGrad.push_back(name);
+  }
+  if (!firstCall) {  // reported at the first step already
+    missing.clear();
+    frozenWithGrad.clear();
+  }
+  auto report = [&](const char* code, const std::string& what, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    std::string list;
+    for (size_t i = 0; i < names.size() && i < 8; ++i) list += (i ? ", " : "") + names[i];
+    if (names.size() > 8) list += ", and " + std::to_string(names.size() - 8) + " more";
+    const std::string message = std::to_string(names.size()) + " " + what + ": " + list;
+    log_->warn("gradient flow: {}", message);
+    emitter_->emit(protocol::WarningEvent{code, message, static_cast<int>(options_.rank)});
+  };
+  report("grad_missing", "trainable tensor(s) got no gradient", missing);
+  report("grad_zero", "trainable tensor(s) got an all-zero gradient", zero);
+  report("grad_on_frozen", "frozen tensor(s) got a gradient", frozenWithGrad);
+  if (options_.strict && (!missing.empty() || !zero.empty() || !frozenWithGrad.empty())) {
+    throw std::runtime_error("gradient-flow check failed (strict mode); see the warnings above");
+  }
+}
+
+}  // namespace fs::engine

@@ -1,0 +1,122 @@
+// Building blocks shared by the vision tower, the resampler, the gated
+// cross-attention and the LM families: norms, Flamingo's feed-forward,
+// multi-head attention arithmetic, attention masks, rotary embeddings, init.
+//
+// Thread-safety: modules follow LibTorch (one forward at a time per module
+// instance); the free functions are pure.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/arg.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <string>
+
+namespace fs::model {
+
+// ---------------------------------------------------------------- norms
+
+struct NormOptions {
+  explicit NormOptions(int64_t dim) : dim_(dim) {}
+  TORCH_ARG(int64_t, dim);
+  TORCH_ARG(double, eps) = 1e-5;
+  // LayerNorm with a bias parameter (MPT's LayerNorms have none: `no_bias`).
+  TORCH_ARG(bool, bias) = true;
+  // RMSNorm as LLaMA: x * rsqrt(mean(x^2) + eps) * weight, computed in fp32; no bias.
+  TORCH_ARG(bool, rms) = false;
+};
+
+// LayerNorm / RMSNorm registering `weight` and (LayerNorm with bias) `bias`,
+// the names every checkpoint uses. weight = 1, bias = 0 at construction.
+// An input whose dtype differs from the weight's (autocast) is normalised in
+// fp32 and the result stays fp32, as under CUDA autocast.
+class NormImpl : public torch::nn::Module {
+ public:
+  explicit NormImpl(NormOptions options);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  NormOptions options;
+  torch::Tensor weight;
+  torch::Tensor bias;  // undefined without bias
+};
+TORCH_MODULE(Norm);
+
+// ---------------------------------------------------------------- feed-forward
+
+// Flamingo's FeedForward (perceiver and gated cross-attention):
+// Sequential(LayerNorm(dim), Linear(dim, mult*dim, no bias), GELU (erf),
+// Linear(mult*dim, dim, no bias)), parameters `0.weight`, `0.bias`,
+// `1.weight`, `3.weight` (index 2 is the parameterless GELU).
+// Init: LayerNorm (1, 0), Linear as PyTorch's default (kaiming-uniform).
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  FeedForwardImpl(int64_t dim, int64_t mult);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  Norm norm{nullptr};
+  torch::nn::Linear up{nullptr};
+  torch::nn::Linear down{nullptr};
+};
+TORCH_MODULE(FeedForward);
+
+// ---------------------------------------------------------------- attention arithmetic
+
+// (B, L, H*D) -> (B, H, L, D).
+torch::Tensor splitHeads(const torch::Tensor& x, int64_t heads);
+// (B, H, L, D) -> (B, L, H*D).
+torch::Tensor mergeHeads(const torch::Tensor& x);
+
+// softmax(q k^T * scale + bias) v, dropout on the probabilities when training.
+// q (B, H, Lq, D), k and v (B, H, Lk, D); bias additive, broadcastable to
+// (B, H, Lq, Lk), or undefined. The softmax runs in fp32 for half inputs.
+torch::Tensor scaledDotAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                 double scale, const torch::Tensor& bias, double dropout, bool training);
+
+// The most negative finite value of a floating dtype (-finfo(dtype).max):
+// the value masked logits get, so a fully masked row stays finite (uniform).
+double lowestFinite(c10::ScalarType dtype);
+
+// NOTE [Causal mask]: every LM family masks attention the same way for
+// training: query i sees key j iff j <= i and attention_mask[b, j] != 0
+// (right padding). Masked logits are set to lowestFinite(dtype), as Hugging
+// Face's additive masks do after their clamp, so softmax gives them exactly 0
+// and a row with no visible key (an all-padding sequence) is uniform, not NaN.
+//
+// Returns the additive bias (B, 1, L, L) in `dtype`: `allowed` (0 or a
+// per-head bias such as ALiBi, broadcastable to (1, H, 1|L, L)) where visible,
+// lowestFinite(dtype) elsewhere (then (B, H|1, L, L)).
+torch::Tensor causalAttentionBias(const torch::Tensor& attention_mask, c10::ScalarType dtype,
+                                  const torch::Tensor& allowed = {});
+
+// ---------------------------------------------------------------- rotary
+
+// Rotary tables in Hugging Face's rotate-half layout (GPT-NeoX, LLaMA):
+// inv_freq = base^(-arange(0, rot_dim, 2) / rot_dim), angles = position *
+// inv_freq (fp32), cos/sin of cat(angles, angles); shapes (B, 1, L, rot_dim).
+struct RotaryTables {
+  torch::Tensor cos;
+  torch::Tensor sin;
+};
+RotaryTables rotaryTables(const torch::Tensor& positions, int64_t rot_dim, double base,
+                          c10::ScalarType dtype);
+
+// Rotates the first rot_dim channels of x (B, H, L, D) by the tables; the
+// other D - rot_dim channels pass through (GPT-NeoX rotary_pct < 1).
+torch::Tensor applyRotary(const torch::Tensor& x, const RotaryTables& tables);
+
+// ---------------------------------------------------------------- init
+
+// In place, without autograd: N(0, std) / zero / ones, on defined tensors only.
+void initNormal(torch::Tensor& t, double std);
+void initZeros(torch::Tensor& t);
+
+// Registers `module` under a dotted path, creating plain container modules for
+// the intermediate names ("model.decoder.layers" -> model -> decoder ->
+// layers), so a family can reproduce Hugging Face's nesting with flat
+// members. Registration order decides named_parameters() order.
+torch::nn::Module& containerAt(torch::nn::Module& root, const std::string& dotted_path);
+
+}  // namespace fs::model

@@ -1,0 +1,246 @@
+#include "backend/model/flamingo.h"
+
+#include <torch/torch.h>
+
+#include <optional>
+
+#include "backend/model/activation_checkpoint.h"
+#include "backend/protocol/config_types.h"
+
+namespace fs::model {
+namespace {
+
+bool startsWith(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+bool endsWithComponent(const std::string& s, const std::string& suffix) {
+  if (s == suffix) return true;
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+         s[s.size() - suffix.size() - 1] == '.';
+}
+
+// "3.self_attn.q_proj.weight" -> {"3", "self_attn.q_proj.weight"}
+std::optional<std::pair<std::string, std::string>> splitIndex(const std::string& rest) {
+  const auto dot = rest.find('.');
+  if (dot == std::string::npos || dot == 0) return std::nullopt;
+  const auto index = rest.substr(0, dot);
+  if (index.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::make_pair(index, rest.substr(dot + 1));
+}
+
+}  // namespace
+
+FlamingoOptions FlamingoOptions::fromConfig(const protocol::ModelConfig& c) {
+  FlamingoOptions o(VisionEncoderOptions::fromConfig(c.vision),
+                    PerceiverOptions::fromConfig(c.vision.width, c.perceiver),
+                    GatedCrossAttentionOptions::fromConfig(c.lm.width, c.vision.width, c.cross_attn),
+                    LmOptions::fromConfig(c.lm));
+  o.cross_attn_every_n_layers(c.cross_attn.every_n_layers)
+      .vocab_size(c.tokens.vocab_size)
+      .image_id(c.tokens.image_id)
+      .endofchunk_id(c.tokens.endofchunk_id)
+      .freeze_lm_embeddings(c.freeze_lm_embeddings)
+      .gradient_checkpointing(c.gradient_checkpointing);
+  return o;
+}
+
+FlamingoImpl::FlamingoImpl(FlamingoOptions opts) : options_(std::move(opts)) {
+  const auto& o = options_;
+  TORCH_CHECK(o.perceiver().dim() == o.vision().width(), "model.perceiver: dim ", o.perceiver().dim(),
+              " must equal the vision width ", o.vision().width());
+  TORCH_CHECK(o.cross_attn().dim() == o.lm().width() && o.cross_attn().dim_visual() == o.vision().width(),
+              "model.cross_attn: dims (", o.cross_attn().dim(), ", ", o.cross_attn().dim_visual(),
+              ") must equal (lm.width, vision.width) = (", o.lm().width(), ", ", o.vision().width(), ")");
+  TORCH_CHECK(o.cross_attn_every_n_layers() >= 1, "model.cross_attn.every_n_layers must be >= 1, got ",
+              o.cross_attn_every_n_layers());
+
+  // OpenFlamingo's attribute order: vision_encoder, perceiver, lang_encoder.
+  vision_encoder_ = register_module("vision_encoder", VisionEncoder(o.vision()));
+  perceiver_ = register_module("perceiver", PerceiverResampler(o.perceiver()));
+  lang_encoder_ = makeCausalLm(o.lm());
+  if (o.vocab_size() > 0 && o.vocab_size() != lang_encoder_->vocabRows()) {
+    lang_encoder_->resizeTokenEmbeddings(o.vocab_size());
+  }
+  register_module("lang_encoder", lang_encoder_);
+  lang_encoder_->wrapDecoderLayers([&](int64_t i, DecoderLayerPtr layer) {
+    GatedCrossAttentionBlock block{nullptr};
+    if (hasCrossAttentionAt(i, o.cross_attn_every_n_layers()))
+      block = GatedCrossAttentionBlock(o.cross_attn());
+    auto wrapped = std::make_shared<FlamingoLayerImpl>(block, std::move(layer));
+    wrapped->gradient_checkpointing = o.gradient_checkpointing();
+    flamingo_layers_.push_back(wrapped);
+    return wrapped;
+  });
+}
+
+// ---------------------------------------------------------------- forward
+
+torch::Tensor FlamingoImpl::encodeVision(const torch::Tensor& vision_x) {
+  TORCH_CHECK(vision_x.dim() == 6, "Flamingo: vision_x must be (B, T_img, F, C, H, W), got ",
+              vision_x.sizes());
+  const auto s = vision_x.sizes();
+  TORCH_CHECK(s[2] == 1, "Flamingo: only single-frame media (F = 1) is supported, got F = ", s[2]);
+  torch::Tensor features;
+  {
+    torch::NoGradGuard no_grad;
+    features = vision_encoder_->forward(vision_x.reshape({s[0] * s[1] * s[2], s[3], s[4], s[5]}));
+  }
+  features = features.view({s[0], s[1], s[2], features.size(1), features.size(2)});
+  if (!options_.gradient_checkpointing()) return perceiver_->forward(features);
+  auto resampler = perceiver_.ptr();
+  return checkpointed([resampler](const std::vector<torch::Tensor>& in) { return resampler->forward(in[0]); },
+                      {features}, trainableParameters(*perceiver_));
+}
+
+torch::Tensor FlamingoImpl::forwardWithMedia(const torch::Tensor& media, const torch::Tensor& input_ids,
+                                             const torch::Tensor& attention_mask) {
+  TORCH_CHECK(media.size(0) == input_ids.size(0), "Flamingo: media batch ", media.size(0),
+              " does not match input_ids batch ", input_ids.size(0));
+  const auto text_time = mediaTextTime(input_ids, options_.image_id());
+  return lang_encoder_->forward(input_ids, attention_mask, media, text_time);
+}
+
+torch::Tensor FlamingoImpl::forward(const torch::Tensor& vision_x, const torch::Tensor& input_ids,
+                                    const torch::Tensor& attention_mask) {
+  return forwardWithMedia(encodeVision(vision_x), input_ids, attention_mask);
+}
+
+// ---------------------------------------------------------------- structure and training
+
+std::vector<GatedCrossAttentionBlock> FlamingoImpl::gatedCrossAttentionBlocks() const {
+  std::vector<GatedCrossAttentionBlock> blocks;
+  for (const auto& layer : flamingo_layers_) {
+    if (layer->hasCrossAttention()) blocks.push_back(layer->gated_cross_attn_layer);
+  }
+  return blocks;
+}
+
+void FlamingoImpl::freezeAsOpenFlamingo() {
+  for (auto& p : parameters()) p.set_requires_grad(false);
+  for (auto& p : perceiver_->parameters()) p.set_requires_grad(true);
+  for (const auto& block : gatedCrossAttentionBlocks()) {
+    for (auto& p : block->parameters()) p.set_requires_grad(true);
+  }
+  if (!options_.freeze_lm_embeddings()) inputEmbedding()->weight.set_requires_grad(true);
+}
+
+torch::Tensor FlamingoImpl::embeddingGradientRowMask() const {
+  const auto& weight = inputEmbedding()->weight;
+  const auto rows = weight.size(0);
+  for (const auto id : {options_.image_id(), options_.endofchunk_id()}) {
+    TORCH_CHECK(id >= 0 && id < rows, "model.tokens: special token id ", id, " is outside the embedding's ",
+                rows, " rows");
+  }
+  auto mask = torch::zeros({rows, 1}, torch::TensorOptions().dtype(weight.dtype()).device(weight.device()));
+  mask[options_.image_id()] = 1;
+  mask[options_.endofchunk_id()] = 1;
+  return mask;
+}
+
+void FlamingoImpl::maskEmbeddingGradient() {
+  auto grad = inputEmbedding()->weight.grad();
+  if (!grad.defined()) return;
+  torch::NoGradGuard no_grad;
+  grad.mul_(embeddingGradientRowMask().to(grad.dtype()));
+}
+
+std::vector<GateValues> FlamingoImpl::gateValues() const {
+  torch::NoGradGuard no_grad;
+  std::vector<GateValues> values;
+  for (size_t i = 0; i < flamingo_layers_.size(); ++i) {
+    const auto& layer = flamingo_layers_[i];
+    if (!layer->hasCrossAttention()) continue;
+    const auto& block = layer->gated_cross_attn_layer;
+    values.push_back({static_cast<int64_t>(i), block->attn_gate.tanh().item<double>(),
+                      block->ff_gate.tanh().item<double>()});
+  }
+  return values;
+}
+
+void FlamingoImpl::setGradientCheckpointing(bool enabled) {
+  options_.gradient_checkpointing(enabled);
+  for (auto& layer : flamingo_layers_) layer->gradient_checkpointing = enabled;
+}
+
+// ---------------------------------------------------------------- state dict
+
+NamedTensors FlamingoImpl::namedParameters() const {
+  NamedTensors out;
+  for (const auto& item : named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+LoadReport FlamingoImpl::loadStateDict(const std::map<std::string, torch::Tensor>& state_dict) {
+  const std::string lm = "lang_encoder.";
+  const std::string layers = lm + lang_encoder_->decoderLayersPath() + ".";
+  const auto recomputed = lang_encoder_->recomputedBufferSuffixes();
+  const bool tied = lang_encoder_->tiedHead();
+  const std::string head = lm + lang_encoder_->outputHeadPath() + ".weight";
+  KeyMapper map = [&](const std::string& source_key) -> std::optional<KeyTarget> {
+    std::string key = source_key;
+    if (startsWith(key, "module.")) key = key.substr(7);
+    if (tied && key == head) return KeyTarget{KeyTarget::Kind::kIgnored, "", false};
+    for (const auto& suffix : recomputed) {
+      if (startsWith(key, lm) && endsWithComponent(key, suffix))
+        return KeyTarget{KeyTarget::Kind::kIgnored, "", false};
+    }
+    // The reference keeps duplicate references to the same tensors.
+    for (const auto& [prefix, slot] :
+         {std::pair<std::string, std::string>{lm + "old_decoder_blocks.", "decoder_layer."},
+          {lm + "gated_cross_attn_layers.", "gated_cross_attn_layer."}}) {
+      if (!startsWith(key, prefix)) continue;
+      const auto parts = splitIndex(key.substr(prefix.size()));
+      if (!parts) return std::nullopt;
+      return KeyTarget{KeyTarget::Kind::kParameter, layers + parts->first + "." + slot + parts->second, true};
+    }
+    return KeyTarget{KeyTarget::Kind::kParameter, key, false};
+  };
+  return loadNamedTensors(namedParameters(), state_dict, map);
+}
+
+LoadReport FlamingoImpl::loadLanguageModelStateDict(const std::map<std::string, torch::Tensor>& state_dict) {
+  const std::string lm = "lang_encoder.";
+  const std::string layers_path = lang_encoder_->decoderLayersPath() + ".";
+  const auto recomputed = lang_encoder_->recomputedBufferSuffixes();
+  const bool tied = lang_encoder_->tiedHead();
+  const std::string head = lang_encoder_->outputHeadPath() + ".weight";
+  KeyMapper map = [&](const std::string& key) -> std::optional<KeyTarget> {
+    if (tied && key == head) return KeyTarget{KeyTarget::Kind::kIgnored, "", false};
+    for (const auto& suffix : recomputed) {
+      if (endsWithComponent(key, suffix)) return KeyTarget{KeyTarget::Kind::kIgnored, "", false};
+    }
+    if (startsWith(key, layers_path)) {
+      const auto parts = splitIndex(key.substr(layers_path.size()));
+      if (!parts) return std::nullopt;
+      return KeyTarget{KeyTarget::Kind::kParameter,
+                       lm + layers_path + parts->first + ".decoder_layer." + parts->second, false};
+    }
+    return KeyTarget{KeyTarget::Kind::kParameter, lm + key, false};
+  };
+  NamedTensors scope;
+  for (const auto& [name, tensor] : namedParameters()) {
+    if (startsWith(name, lm) && name.find(".gated_cross_attn_layer.") == std::string::npos) {
+      scope.emplace_back(name, tensor);
+    }
+  }
+  return loadNamedTensors(scope, state_dict, map);
+}
+
+LoadReport FlamingoImpl::loadVisionStateDict(const std::map<std::string, torch::Tensor>& state_dict) {
+  bool full_clip = false;
+  for (const auto& item : state_dict) full_clip = full_clip || startsWith(item.first, "visual.");
+  KeyMapper map = [&](const std::string& key) -> std::optional<KeyTarget> {
+    if (!full_clip) return KeyTarget{KeyTarget::Kind::kParameter, "vision_encoder." + key, false};
+    if (startsWith(key, "visual."))
+      return KeyTarget{KeyTarget::Kind::kParameter, "vision_encoder." + key.substr(7), false};
+    return KeyTarget{KeyTarget::Kind::kIgnored, "", false};  // the text tower
+  };
+  NamedTensors scope;
+  for (const auto& [name, tensor] : namedParameters()) {
+    if (startsWith(name, "vision_encoder.")) scope.emplace_back(name, tensor);
+  }
+  return loadNamedTensors(scope, state_dict, map);
+}
+
+}  // namespace fs::model

@@ -1,0 +1,89 @@
+#include "backend/model/gated_cross_attention.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "backend/protocol/config_types.h"
+
+namespace fs::model {
+
+GatedCrossAttentionOptions GatedCrossAttentionOptions::fromConfig(int64_t lm_width, int64_t vision_width,
+                                                                  const protocol::CrossAttnConfig& c) {
+  return GatedCrossAttentionOptions(lm_width, vision_width)
+      .heads(c.heads)
+      .head_dim(c.head_dim)
+      .ff_mult(c.ff_mult);
+}
+
+torch::Tensor mediaTextTime(const torch::Tensor& input_ids, int64_t image_id) {
+  return input_ids.eq(image_id).to(torch::kLong).cumsum(-1);
+}
+
+// ---------------------------------------------------------------- masked cross-attention
+
+MaskedCrossAttentionImpl::MaskedCrossAttentionImpl(const GatedCrossAttentionOptions& o)
+    : heads(o.heads()), head_dim(o.head_dim()) {
+  const int64_t inner = heads * head_dim;
+  norm = register_module("norm", Norm(NormOptions(o.dim())));
+  to_q = register_module("to_q", torch::nn::Linear(torch::nn::LinearOptions(o.dim(), inner).bias(false)));
+  to_kv = register_module("to_kv",
+                          torch::nn::Linear(torch::nn::LinearOptions(o.dim_visual(), 2 * inner).bias(false)));
+  to_out = register_module("to_out", torch::nn::Linear(torch::nn::LinearOptions(inner, o.dim()).bias(false)));
+}
+
+torch::Tensor MaskedCrossAttentionImpl::probabilities(const torch::Tensor& x, const torch::Tensor& media,
+                                                      const torch::Tensor& text_time, torch::Tensor* v_out) {
+  TORCH_CHECK(media.dim() == 4, "MaskedCrossAttention: expected media (B, T_img, n, D), got ", media.sizes());
+  TORCH_CHECK(text_time.dim() == 2 && text_time.size(1) == x.size(1), "MaskedCrossAttention: text_time ",
+              text_time.sizes(), " does not match the text ", x.sizes());
+  const auto b = x.size(0);
+  const auto l = x.size(1);
+  const auto t_img = media.size(1);
+  const auto n = media.size(2);
+
+  const auto q = splitHeads(to_q->forward(norm->forward(x)), heads) * (1.0 / std::sqrt(double(head_dim)));
+  const auto kv = to_kv->forward(media.reshape({b, t_img * n, media.size(3)})).chunk(2, -1);
+  const auto k = splitHeads(kv[0], heads);
+  if (v_out != nullptr) *v_out = splitHeads(kv[1], heads);
+
+  auto sim = torch::matmul(q, k.transpose(-2, -1));  // (B, H, L, T_img * n)
+  const auto media_time =
+      torch::arange(1, t_img + 1, torch::TensorOptions().dtype(torch::kLong).device(x.device()))
+          .repeat_interleave(n);
+  const auto allowed = text_time.view({b, 1, l, 1}).eq(media_time.view({1, 1, 1, t_img * n}));
+  sim = sim.masked_fill(allowed.logical_not(), lowestFinite(sim.scalar_type()));
+  sim = sim - std::get<0>(sim.max(-1, /*keepdim=*/true)).detach();
+  auto attn = sim.softmax(-1);
+  return attn.masked_fill(text_time.eq(0).view({b, 1, l, 1}), 0.0);
+}
+
+torch::Tensor MaskedCrossAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& media,
+                                                const torch::Tensor& text_time) {
+  torch::Tensor v;
+  const auto attn = probabilities(x, media, text_time, &v);
+  return to_out->forward(mergeHeads(torch::matmul(attn, v)));
+}
+
+torch::Tensor MaskedCrossAttentionImpl::attentionWeights(const torch::Tensor& x, const torch::Tensor& media,
+                                                         const torch::Tensor& text_time) {
+  return probabilities(x, media, text_time, nullptr);
+}
+
+// ---------------------------------------------------------------- gated block
+
+GatedCrossAttentionBlockImpl::GatedCrossAttentionBlockImpl(GatedCrossAttentionOptions opts)
+    : options(std::move(opts)) {
+  attn_gate = register_parameter("attn_gate", torch::zeros({1}));
+  ff_gate = register_parameter("ff_gate", torch::zeros({1}));
+  attn = register_module("attn", MaskedCrossAttention(options));
+  ff = register_module("ff", FeedForward(options.dim(), options.ff_mult()));
+}
+
+torch::Tensor GatedCrossAttentionBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& media,
+                                                    const torch::Tensor& text_time) {
+  const auto h = attn->forward(x, media, text_time) * attn_gate.tanh() + x;
+  return ff->forward(h) * ff_gate.tanh() + h;
+}
+
+}  // namespace fs::model

@@ -1,0 +1,91 @@
+// Flamingo's gated cross-attention: text tokens attend to the resampled
+// visual tokens of "their" image, through tanh gates that start at 0.
+//
+// Parameters (under `...layers.{i}.gated_cross_attn_layer.`): attn_gate,
+// ff_gate (own parameters first), attn.{norm, to_q, to_kv, to_out},
+// ff.{0, 1, 3}.
+//
+// NOTE [Media masking]: text_time = cumsum(input_ids == <image>) along the
+// sequence, so the <image> token itself has the time of its own image. Text
+// position i may attend the latents of image j (1-based) iff
+// text_time[i] == j ("only the immediately preceding image"). Masked logits
+// are filled with lowestFinite(dtype) (-finfo.max, not -inf), the row max is
+// subtracted (detached), softmax; then rows with text_time == 0 (no image yet)
+// are set to zero, so those positions get no visual signal at all. A row whose
+// text_time exceeds the number of images is fully masked and so attends
+// uniformly to every latent of every image (the reference's behaviour). The
+// text attention mask is not used here.
+//
+// Thread-safety: one forward at a time per instance (LibTorch modules).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/arg.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include "backend/model/common.h"
+
+namespace fs::protocol {
+struct CrossAttnConfig;
+}
+
+namespace fs::model {
+
+struct GatedCrossAttentionOptions {
+  GatedCrossAttentionOptions(int64_t dim, int64_t dim_visual) : dim_(dim), dim_visual_(dim_visual) {}
+  TORCH_ARG(int64_t, dim);         // LM width
+  TORCH_ARG(int64_t, dim_visual);  // vision width (the resampler's dim)
+  TORCH_ARG(int64_t, heads) = 8;
+  TORCH_ARG(int64_t, head_dim) = 64;
+  TORCH_ARG(int64_t, ff_mult) = 4;
+
+ public:
+  static GatedCrossAttentionOptions fromConfig(int64_t lm_width, int64_t vision_width,
+                                               const protocol::CrossAttnConfig& config);
+};
+
+// text_time (B, L) int64 from input ids: cumsum(input_ids == image_id).
+torch::Tensor mediaTextTime(const torch::Tensor& input_ids, int64_t image_id);
+
+class MaskedCrossAttentionImpl : public torch::nn::Module {
+ public:
+  explicit MaskedCrossAttentionImpl(const GatedCrossAttentionOptions& options);
+
+  // x (B, L, dim), media (B, T_img, n, dim_visual), text_time (B, L) ->
+  // (B, L, dim). See NOTE [Media masking].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& media, const torch::Tensor& text_time);
+  // The attention probabilities (B, heads, L, T_img * n) the forward uses (tests, inspection).
+  torch::Tensor attentionWeights(const torch::Tensor& x, const torch::Tensor& media,
+                                 const torch::Tensor& text_time);
+
+  int64_t heads;
+  int64_t head_dim;
+  Norm norm{nullptr};
+  torch::nn::Linear to_q{nullptr};
+  torch::nn::Linear to_kv{nullptr};
+  torch::nn::Linear to_out{nullptr};
+
+ private:
+  torch::Tensor probabilities(const torch::Tensor& x, const torch::Tensor& media,
+                              const torch::Tensor& text_time, torch::Tensor* v_out);
+};
+TORCH_MODULE(MaskedCrossAttention);
+
+// x + tanh(attn_gate) * attn(x), then + tanh(ff_gate) * ff(x). Both gates
+// have shape [1] and start at 0, so a new block is the identity.
+class GatedCrossAttentionBlockImpl : public torch::nn::Module {
+ public:
+  explicit GatedCrossAttentionBlockImpl(GatedCrossAttentionOptions options);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& media, const torch::Tensor& text_time);
+
+  GatedCrossAttentionOptions options;
+  torch::Tensor attn_gate;
+  torch::Tensor ff_gate;
+  MaskedCrossAttention attn{nullptr};
+  FeedForward ff{nullptr};
+};
+TORCH_MODULE(GatedCrossAttentionBlock);
+
+}  // namespace fs::model

@@ -1,0 +1,93 @@
+#include "backend/model/llama.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace fs::model {
+namespace {
+constexpr double kEps = 1e-6;  // LLaMA-1's rms_norm_eps
+
+torch::nn::Linear noBiasLinear(int64_t in, int64_t out) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+}
+NormOptions rmsNorm(const LmOptions& o) {
+  return NormOptions(o.width()).eps(o.normEpsOr(kEps)).rms(true);
+}
+}  // namespace
+
+LlamaAttentionImpl::LlamaAttentionImpl(const LmOptions& o)
+    : heads(o.heads()), attention_dropout(o.attentionDropoutOr(0.0)) {
+  q_proj = register_module("q_proj", noBiasLinear(o.width(), o.width()));
+  k_proj = register_module("k_proj", noBiasLinear(o.width(), o.width()));
+  v_proj = register_module("v_proj", noBiasLinear(o.width(), o.width()));
+  o_proj = register_module("o_proj", noBiasLinear(o.width(), o.width()));
+}
+
+torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LayerContext& ctx) {
+  const RotaryTables tables{ctx.rope_cos, ctx.rope_sin};
+  const auto q = applyRotary(splitHeads(q_proj->forward(x), heads), tables);
+  const auto k = applyRotary(splitHeads(k_proj->forward(x), heads), tables);
+  const auto v = splitHeads(v_proj->forward(x), heads);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  const auto out = scaledDotAttention(q, k, v, scale, ctx.attn_bias, attention_dropout, is_training());
+  return o_proj->forward(mergeHeads(out));
+}
+
+LlamaMlpImpl::LlamaMlpImpl(int64_t width, int64_t hidden) {
+  gate_proj = register_module("gate_proj", noBiasLinear(width, hidden));
+  down_proj = register_module("down_proj", noBiasLinear(hidden, width));
+  up_proj = register_module("up_proj", noBiasLinear(width, hidden));
+}
+
+torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x) {
+  return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
+}
+
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LmOptions& o) : dropout(o.dropoutOr(0.0)) {
+  self_attn = register_module("self_attn", LlamaAttention(o));
+  mlp = register_module("mlp", LlamaMlp(o.width(), o.ffn_dim()));
+  input_layernorm = register_module("input_layernorm", Norm(rmsNorm(o)));
+  post_attention_layernorm = register_module("post_attention_layernorm", Norm(rmsNorm(o)));
+}
+
+torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
+  const auto h = hidden + torch::dropout(self_attn->forward(input_layernorm->forward(hidden), ctx), dropout,
+                                         is_training());
+  return h + torch::dropout(mlp->forward(post_attention_layernorm->forward(h)), dropout, is_training());
+}
+
+LlamaLmImpl::LlamaLmImpl(LmOptions opts) : CausalLmImpl(std::move(opts)) {
+  const auto& o = options_;
+  registerInputEmbedding();
+  std::vector<DecoderLayerPtr> layers;
+  for (int64_t i = 0; i < o.layers(); ++i) layers.push_back(std::make_shared<LlamaDecoderLayerImpl>(o));
+  registerDecoderLayers(std::move(layers));
+  norm = containerAt(*this, "model").register_module("norm", Norm(rmsNorm(o)));
+  registerOutputHeadIfUntied();
+  initWeights();
+}
+
+torch::Tensor LlamaLmImpl::embed(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
+  return torch::dropout(embed_tokens_->forward(input_ids), options_.embeddingDropoutOr(0.0), is_training());
+}
+
+LayerContext LlamaLmImpl::layerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                       c10::ScalarType dtype) {
+  const auto l = input_ids.size(1);
+  const auto positions =
+      torch::arange(l, torch::TensorOptions().dtype(torch::kLong).device(input_ids.device())).unsqueeze(0);
+  const auto tables =
+      rotaryTables(positions, options_.width() / options_.heads(), options_.rotary_base(), dtype);
+  LayerContext ctx;
+  ctx.attn_bias = causalAttentionBias(attention_mask, dtype);
+  ctx.rope_cos = tables.cos;
+  ctx.rope_sin = tables.sin;
+  return ctx;
+}
+
+torch::Tensor LlamaLmImpl::finalNorm(const torch::Tensor& hidden) {
+  return norm->forward(hidden);
+}
+
+}  // namespace fs::model

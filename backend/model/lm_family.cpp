@@ -1,0 +1,187 @@
+#include "backend/model/lm_family.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "backend/model/common.h"
+#include "backend/model/gpt_neox.h"
+#include "backend/model/llama.h"
+#include "backend/model/mpt.h"
+#include "backend/model/opt.h"
+#include "backend/protocol/config_types.h"
+
+namespace fs::model {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// "a.b.c" -> {"a.b", "c"}
+std::pair<std::string, std::string> splitPath(const std::string& path) {
+  const auto dot = path.rfind('.');
+  if (dot == std::string::npos) return {"", path};
+  return {path.substr(0, dot), path.substr(dot + 1)};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- options
+
+LmOptions LmOptions::fromConfig(const protocol::LmConfig& c) {
+  LmOptions o;
+  o.family(c.family)
+      .vocab_size(c.vocab_size)
+      .width(c.width)
+      .layers(c.layers)
+      .heads(c.heads)
+      .ffn_dim(c.ffn_dim)
+      .max_positions(c.max_positions)
+      .tied_head(c.tied_head);
+  // Knobs the config has no field for, keyed on the Hugging Face id the way
+  // OpenFlamingo's factory keys its MPT-1B hack on it.
+  const std::string id = lower(c.path);
+  if (c.family == "mpt" && id.find("mpt-1b-redpajama-200b") != std::string::npos) {
+    o.qk_ln(true).mosaic_gpt_names(true);  // MosaicGPT class: QK LayerNorm, ln_1 / mlp / ln_f names
+  }
+  if (c.family == "gpt_neox" && id.find("pythia") != std::string::npos) {
+    o.rotary_pct(0.25).parallel_residual(true);
+  }
+  if (c.family == "llama" && id.find("llama-2") != std::string::npos) o.norm_eps(1e-5);
+  return o;
+}
+
+LmOptions& LmOptions::noDropout() {
+  dropout_ = 0.0;
+  attention_dropout_ = 0.0;
+  embedding_dropout_ = 0.0;
+  return *this;
+}
+
+// ---------------------------------------------------------------- shared machinery
+
+CausalLmImpl::CausalLmImpl(LmOptions options) : options_(std::move(options)) {
+  const auto& o = options_;
+  TORCH_CHECK(o.width() % o.heads() == 0, "lm.width ", o.width(), " is not divisible by lm.heads ",
+              o.heads());
+  TORCH_CHECK(o.vocab_size() > 0 && o.layers() > 0, "lm.vocab_size and lm.layers must be positive");
+}
+
+void CausalLmImpl::registerInputEmbedding() {
+  embed_tokens_ = torch::nn::Embedding(options_.vocab_size(), options_.width());
+  const auto [parent, leaf] = splitPath(inputEmbeddingPath());
+  containerAt(*this, parent).register_module(leaf, embed_tokens_);
+}
+
+void CausalLmImpl::registerDecoderLayers(std::vector<DecoderLayerPtr> layers) {
+  layer_list_ = torch::nn::ModuleList();
+  for (const auto& layer : layers) layer_list_->push_back(layer);
+  layers_ = std::move(layers);
+  const auto [parent, leaf] = splitPath(decoderLayersPath());
+  containerAt(*this, parent).register_module(leaf, layer_list_);
+}
+
+void CausalLmImpl::registerOutputHeadIfUntied() {
+  if (options_.tied_head()) return;
+  lm_head_ = torch::nn::Linear(torch::nn::LinearOptions(options_.width(), options_.vocab_size()).bias(false));
+  const auto [parent, leaf] = splitPath(outputHeadPath());
+  containerAt(*this, parent).register_module(leaf, lm_head_);
+}
+
+void CausalLmImpl::initWeights() {
+  for (const auto& m : modules(/*include_self=*/false)) {
+    if (auto* linear = m->as<torch::nn::LinearImpl>()) {
+      initNormal(linear->weight, options_.init_std());
+      initZeros(linear->bias);
+    } else if (auto* emb = m->as<torch::nn::EmbeddingImpl>()) {
+      initNormal(emb->weight, options_.init_std());
+    }
+  }
+}
+
+void CausalLmImpl::wrapDecoderLayers(const std::function<DecoderLayerPtr(int64_t, DecoderLayerPtr)>& wrap) {
+  auto list = torch::nn::ModuleList();
+  std::vector<DecoderLayerPtr> wrapped;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    auto layer = wrap(static_cast<int64_t>(i), layers_[i]);
+    TORCH_CHECK(layer != nullptr, "wrapDecoderLayers: the wrapper returned no layer for index ", i);
+    list->push_back(layer);
+    wrapped.push_back(std::move(layer));
+  }
+  const auto [parent, leaf] = splitPath(decoderLayersPath());
+  layer_list_ = containerAt(*this, parent).replace_module(leaf, list);
+  layers_ = std::move(wrapped);
+}
+
+torch::Tensor CausalLmImpl::outputHeadWeight() const {
+  return lm_head_ ? lm_head_->weight : embed_tokens_->weight;
+}
+
+int64_t CausalLmImpl::vocabRows() const {
+  return embed_tokens_->weight.size(0);
+}
+
+void CausalLmImpl::resizeTokenEmbeddings(int64_t rows) {
+  TORCH_CHECK(rows > 0, "resizeTokenEmbeddings: rows must be positive, got ", rows);
+  torch::NoGradGuard no_grad;
+  auto resized = [&](const torch::Tensor& old) {
+    auto fresh = torch::empty({rows, old.size(1)}, old.options());
+    initNormal(fresh, options_.init_std());
+    const auto keep = std::min<int64_t>(rows, old.size(0));
+    fresh.narrow(0, 0, keep).copy_(old.narrow(0, 0, keep));
+    return fresh;
+  };
+  embed_tokens_->weight.set_data(resized(embed_tokens_->weight));
+  embed_tokens_->options.num_embeddings(rows);
+  if (lm_head_) {
+    lm_head_->weight.set_data(resized(lm_head_->weight));
+    lm_head_->options.out_features(rows);
+  }
+}
+
+torch::Tensor CausalLmImpl::defaultMask(const torch::Tensor& input_ids,
+                                        const torch::Tensor& attention_mask) const {
+  TORCH_CHECK(input_ids.dim() == 2, "CausalLm: input_ids must be (B, L), got ", input_ids.sizes());
+  if (!attention_mask.defined()) return torch::ones_like(input_ids);
+  TORCH_CHECK(attention_mask.sizes() == input_ids.sizes(), "CausalLm: attention_mask ",
+              attention_mask.sizes(), " does not match input_ids ", input_ids.sizes());
+  return attention_mask;
+}
+
+torch::Tensor CausalLmImpl::hiddenStates(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                         const torch::Tensor& media, const torch::Tensor& text_time) {
+  const auto mask = defaultMask(input_ids, attention_mask);
+  auto hidden = embed(input_ids, mask);
+  auto ctx = layerContext(input_ids, mask, hidden.scalar_type());
+  ctx.media = media;
+  ctx.text_time = text_time;
+  for (const auto& layer : layers_) hidden = layer->forward(hidden, ctx);
+  return finalNorm(hidden);
+}
+
+torch::Tensor CausalLmImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                    const torch::Tensor& media, const torch::Tensor& text_time) {
+  const auto hidden = hiddenStates(input_ids, attention_mask, media, text_time);
+  return torch::linear(hidden, outputHeadWeight().to(hidden.scalar_type()));
+}
+
+// ---------------------------------------------------------------- factory
+
+const std::vector<std::string>& lmFamilies() {
+  static const std::vector<std::string> families = {"opt", "mpt", "gpt_neox", "llama"};
+  return families;
+}
+
+std::shared_ptr<CausalLmImpl> makeCausalLm(const LmOptions& options) {
+  const auto& f = options.family();
+  if (f == "opt") return std::make_shared<OptLmImpl>(options);
+  if (f == "mpt") return std::make_shared<MptLmImpl>(options);
+  if (f == "gpt_neox") return std::make_shared<GptNeoxLmImpl>(options);
+  if (f == "llama") return std::make_shared<LlamaLmImpl>(options);
+  TORCH_CHECK(false, "model.lm.family: unknown LM family '", f, "' (known: opt, mpt, gpt_neox, llama)");
+}
+
+}  // namespace fs::model

@@ -1,0 +1,103 @@
+// Exact CPU tensor memory by phase, plus the process's resident set.
+//
+// installCpuMemoryTracker() puts a counting wrapper in front of LibTorch's CPU
+// allocator (c10::SetCPUAllocator). Every CPU storage allocated afterwards is counted
+// under the *phase* tagged on the allocating thread when it is allocated (MemoryPhase,
+// an RAII scope the trainer opens around parameter creation, backward, the optimizer
+// step, ...), and the same phase is decremented when that storage is freed, whichever
+// thread frees it and whatever phase is current then.
+//
+// NOTE [What the memory counters guarantee]
+//  - live(phase) is exactly the sum of the byte sizes requested from the CPU allocator
+//    by storages allocated under `phase` after installation and not yet freed. For a
+//    fresh tensor that is storage().nbytes() = numel * element size; a view adds
+//    nothing; resizing a storage counts the new request. Allocator overhead (alignment,
+//    malloc metadata, the wrapper's 64-byte header per allocation) is not included.
+//  - peak(phase) is exactly the highest value live(phase) reached since the last
+//    resetMemoryPeaks() (or installation); total.peak likewise for the sum of phases.
+//    (A reset racing with allocations on other threads may miss a peak reached during
+//    the reset itself; call it between steps.)
+//    The sum of the per-phase peaks may exceed total.peak: they peak at different times.
+//  - Not counted: storages that existed before installation (also not when freed),
+//    zero-byte storages, memory LibTorch does not take from the CPU allocator
+//    (from_blob, mmap'ed files, pinned memory, GPU memory, oneDNN scratch pads), and
+//    every non-tensor allocation. RSS covers all of it, coarsely.
+//  - Phases are per thread: tensors allocated by a data loader thread count as kOther
+//    even while the training thread is in kActivations.
+// The counters are relaxed atomics: an allocation costs a few atomic adds.
+//
+// Thread-safety: everything here may be used from any thread. Ownership: the wrapper
+// lives for the rest of the process (storages it allocated may outlive any owner).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "backend/protocol/events.h"
+#include "backend/protocol/status.h"
+
+namespace fs::telemetry {
+
+enum class Phase : std::uint8_t { kParameters, kGradients, kOptimizer, kGathered, kActivations, kOther };
+inline constexpr std::size_t kPhaseCount = 6;
+std::string_view phaseName(Phase phase);  // "parameters", "gradients", ...
+
+// Tags this thread's CPU allocations with `phase` until destroyed, then restores the
+// previous tag (scopes nest). The tag of a thread that never opened one is kOther.
+class MemoryPhase {
+ public:
+  explicit MemoryPhase(Phase phase);
+  ~MemoryPhase();
+  MemoryPhase(const MemoryPhase&) = delete;
+  MemoryPhase& operator=(const MemoryPhase&) = delete;
+
+ private:
+  Phase previous_;
+};
+// This thread's current tag.
+Phase currentMemoryPhase();
+
+struct PhaseBytes {
+  std::int64_t live = 0;  // bytes allocated and not yet freed
+  std::int64_t peak = 0;  // highest `live` since the last resetMemoryPeaks()
+};
+
+struct ProcessMemory {
+  std::int64_t rss_bytes = 0;       // VmRSS: resident now
+  std::int64_t peak_rss_bytes = 0;  // VmHWM: highest resident set since the process started
+};
+
+struct MemorySnapshot {
+  bool tracking = false;  // installCpuMemoryTracker() succeeded; else all counters are 0
+  std::array<PhaseBytes, kPhaseCount> phases{};
+  PhaseBytes total;              // all phases together
+  std::int64_t allocations = 0;  // live tracked allocations
+  ProcessMemory process;
+
+  const PhaseBytes& operator[](Phase p) const { return phases[static_cast<std::size_t>(p)]; }
+  // This rank's entry of a `memory` event: rss and peak RSS, and for params, grads,
+  // optimizer, gathered and activations the *peak* of the phase since the last reset
+  // (for parameters and optimizer state peak and live agree between steps; gradients,
+  // gathered parameters and activations are gone by the time a step ends).
+  protocol::RankMemory toRankMemory(int rank) const;
+};
+
+// The priority given to c10::SetCPUAllocator (LibTorch registers its own at 0).
+inline constexpr std::uint8_t kMemoryTrackerPriority = 100;
+
+// Wraps the current CPU allocator (LibTorch's default unless something replaced it)
+// and installs the wrapper. Idempotent. Unsupported when an allocator of higher
+// priority keeps the wrapper out. Call it early: earlier storages are not counted.
+protocol::Status installCpuMemoryTracker(std::uint8_t priority = kMemoryTrackerPriority);
+bool cpuMemoryTrackerInstalled();
+
+// The counters now, and the process's RSS (readProcessMemory()).
+MemorySnapshot memorySnapshot();
+// Starts a new peak interval: every peak becomes the current live value.
+void resetMemoryPeaks();
+// VmRSS and VmHWM from /proc/self/status; zeros where that cannot be read.
+ProcessMemory readProcessMemory();
+
+}  // namespace fs::telemetry

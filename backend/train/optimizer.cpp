@@ -1,0 +1,163 @@
+#include "backend/train/optimizer.h"
+
+#include <torch/torch.h>
+
+namespace fs::train {
+namespace {
+std::string stateKey(const torch::Tensor& p) {
+  return c10::guts::to_string(p.unsafeGetTensorImpl());
+}
+
+std::string shapeString(torch::IntArrayRef s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+}  // namespace
+
+bool decaysWeight(const std::string& name) {
+  return name.find("gated_cross_attn") != std::string::npos;
+}
+
+std::vector<ParamGroup> groupParameters(const std::vector<NamedParameter>& params, double weightDecay) {
+  std::vector<ParamGroup> groups(2);
+  groups[0].weightDecay = weightDecay;
+  groups[1].weightDecay = 0.0;
+  for (const auto& p : params) {
+    if (!p.tensor.requires_grad()) continue;
+    auto& g = groups[decaysWeight(p.name) ? 0 : 1];
+    g.names.push_back(p.name);
+    g.params.push_back(p.tensor);
+  }
+  return groups;
+}
+
+GroupedAdamW::GroupedAdamW(const std::vector<NamedParameter>& params, const protocol::OptimConfig& optim)
+    : groups_(groupParameters(params, optim.weight_decay)) {
+  const auto defaults = torch::optim::AdamWOptions(optim.lr)
+                            .betas(std::make_tuple(optim.beta1, optim.beta2))
+                            .eps(optim.eps)
+                            .weight_decay(optim.weight_decay);
+  std::vector<torch::optim::OptimizerParamGroup> pg;
+  for (const auto& g : groups_) {
+    auto options = std::make_unique<torch::optim::AdamWOptions>(defaults);
+    options->weight_decay(g.weightDecay);
+    pg.emplace_back(g.params, std::move(options));
+  }
+  adamw_ = std::make_unique<torch::optim::AdamW>(std::move(pg), defaults);
+}
+
+std::vector<torch::Tensor> GroupedAdamW::parameters() const {
+  std::vector<torch::Tensor> all;
+  for (const auto& g : groups_) all.insert(all.end(), g.params.begin(), g.params.end());
+  return all;
+}
+
+void GroupedAdamW::zeroGrad(bool setToNone) {
+  for (const auto& g : groups_) {
+    for (const auto& p : g.params) {
+      if (!p.grad().defined()) continue;
+      if (setToNone) {
+        p.mutable_grad() = torch::Tensor();
+      } else {
+        p.mutable_grad().detach_();
+        p.mutable_grad().zero_();
+      }
+    }
+  }
+}
+
+OptimizerStateDict GroupedAdamW::stateDict(const std::vector<double>& initialLrs) const {
+  OptimizerStateDict out;
+  const auto& state = adamw_->state();
+  int64_t index = 0;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const auto& g = groups_[gi];
+    const auto& opt = static_cast<const torch::optim::AdamWOptions&>(adamw_->param_groups()[gi].options());
+    AdamWGroupStateDict gs;
+    gs.weightDecay = opt.weight_decay();
+    gs.lr = opt.lr();
+    gs.beta1 = std::get<0>(opt.betas());
+    gs.beta2 = std::get<1>(opt.betas());
+    gs.eps = opt.eps();
+    gs.amsgrad = opt.amsgrad();
+    if (gi < initialLrs.size()) gs.initialLr = initialLrs[gi];
+    for (size_t k = 0; k < g.params.size(); ++k, ++index) {
+      gs.params.push_back(index);
+      gs.paramNames.push_back(g.names[k]);
+      const auto it = state.find(stateKey(g.params[k]));
+      if (it == state.end()) continue;
+      const auto& ps = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+      out.state.push_back(AdamWParamStateDict{index, g.names[k],
+                                              torch::tensor(static_cast<float>(ps.step()), torch::kFloat32),
+                                              ps.exp_avg(), ps.exp_avg_sq()});
+    }
+    out.paramGroups.push_back(std::move(gs));
+  }
+  return out;
+}
+
+protocol::Status GroupedAdamW::loadStateDict(const OptimizerStateDict& sd) {
+  using protocol::Status;
+  if (sd.paramGroups.size() != groups_.size()) {
+    return Status::invalidArgument("optimizer state: " + std::to_string(sd.paramGroups.size()) +
+                                   " param groups saved, expected " + std::to_string(groups_.size()));
+  }
+  std::vector<const torch::Tensor*> flat;
+  std::vector<const std::string*> names;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const auto& g = groups_[gi];
+    const auto& saved = sd.paramGroups[gi];
+    if (saved.params.size() != g.params.size()) {
+      return Status::invalidArgument("optimizer state: group " + std::to_string(gi) + " holds " +
+                                     std::to_string(saved.params.size()) + " parameters, this model has " +
+                                     std::to_string(g.params.size()) + " (wrong model or freezing?)");
+    }
+    for (size_t k = 0; k < g.params.size(); ++k) {
+      flat.push_back(&g.params[k]);
+      names.push_back(&g.names[k]);
+    }
+  }
+  for (const auto& e : sd.state) {
+    if (e.index < 0 || e.index >= static_cast<int64_t>(flat.size())) {
+      return Status::invalidArgument("optimizer state: entry " + std::to_string(e.index) +
+                                     " has no parameter");
+    }
+    const auto& p = *flat[static_cast<size_t>(e.index)];
+    for (const auto* t : {&e.expAvg, &e.expAvgSq}) {
+      if (!t->defined() || t->sizes() != p.sizes()) {
+        return Status::invalidArgument("optimizer state of '" + *names[static_cast<size_t>(e.index)] +
+                                       "': moment shape " +
+                                       (t->defined() ? shapeString(t->sizes()) : "none") +
+                                       ", parameter shape " + shapeString(p.sizes()));
+      }
+    }
+    if (!e.step.defined() || e.step.numel() != 1) {
+      return Status::invalidArgument("optimizer state of '" + *names[static_cast<size_t>(e.index)] +
+                                     "': step is not a scalar");
+    }
+  }
+
+  auto& state = adamw_->state();
+  for (const auto* p : flat) state.erase(stateKey(*p));
+  for (const auto& e : sd.state) {
+    const auto& p = *flat[static_cast<size_t>(e.index)];
+    auto ps = std::make_unique<torch::optim::AdamWParamState>();
+    ps->step(static_cast<int64_t>(std::llround(e.step.item<double>())));
+    ps->exp_avg(e.expAvg.detach().to(p.device(), p.scalar_type()).clone());
+    ps->exp_avg_sq(e.expAvgSq.detach().to(p.device(), p.scalar_type()).clone());
+    state[stateKey(p)] = std::move(ps);
+  }
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const auto& saved = sd.paramGroups[gi];
+    auto& opt = static_cast<torch::optim::AdamWOptions&>(adamw_->param_groups()[gi].options());
+    opt.lr(saved.lr)
+        .betas(std::make_tuple(saved.beta1, saved.beta2))
+        .eps(saved.eps)
+        .weight_decay(saved.weightDecay);
+    opt.amsgrad(saved.amsgrad);
+  }
+  return Status::ok();
+}
+
+}  // namespace fs::train

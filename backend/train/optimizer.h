@@ -1,0 +1,110 @@
+// AdamW with OpenFlamingo's two parameter groups, and its state in PyTorch's
+// state_dict layout.
+//
+// NOTE [Weight-decay groups]: the released OpenFlamingo (v2 train.py) builds
+// the optimizer from the parameters with requires_grad only; a parameter
+// whose name contains "gated_cross_attn" goes to group 0 with weight_decay,
+// every other to group 1 with 0. No exception for norms, gates or biases
+// (the pre-v2 rule, "gated_cross_attn_layer" minus ff_gate / attn_gate /
+// norm / bias, was dropped), and the input embedding is never decayed (its
+// masked gradient relies on that). Groups keep the parameters' order.
+//
+// NOTE [AdamW]: torch::optim::AdamW (LibTorch 1.13) performs exactly Python's
+// torch.optim.AdamW single-tensor step: p *= 1 - lr wd; m = b1 m + (1 - b1) g;
+// v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t)
+// + eps). A parameter without a gradient is skipped entirely (no decay, no
+// moment update), which is why zeroGrad() sets gradients to none as the
+// reference's zero_grad(set_to_none=True) does.
+//
+// Thread-safety: a GroupedAdamW is used by one thread.
+#pragma once
+
+#include <torch/optim/adamw.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/protocol/config_types.h"
+#include "backend/protocol/status.h"
+
+namespace fs::train {
+
+struct NamedParameter {
+  std::string name;  // OpenFlamingo state-dict name
+  torch::Tensor tensor;
+};
+
+// True for a parameter that gets weight decay.
+bool decaysWeight(const std::string& name);
+
+struct ParamGroup {
+  double weightDecay = 0;
+  std::vector<std::string> names;
+  std::vector<torch::Tensor> params;
+};
+
+// Always two groups: [0] decayed (weightDecay), [1] not (0). Frozen
+// parameters (requires_grad false) are left out.
+std::vector<ParamGroup> groupParameters(const std::vector<NamedParameter>& params, double weightDecay);
+
+// One entry of state_dict()["state"]: {step, exp_avg, exp_avg_sq}.
+struct AdamWParamStateDict {
+  int64_t index = 0;   // the key: position over all groups' params, in order
+  std::string name;    // ours, for messages and the manifest (not pickled)
+  torch::Tensor step;  // float32 scalar, as PyTorch >= 1.12 keeps it
+  torch::Tensor expAvg;
+  torch::Tensor expAvgSq;
+};
+
+// One entry of state_dict()["param_groups"]. Python 1.13 pickles the keys in
+// this order: weight_decay, lr, betas, eps, amsgrad, foreach (None), maximize,
+// capturable, initial_lr (added by the LR scheduler), params.
+struct AdamWGroupStateDict {
+  double weightDecay = 0;
+  double lr = 0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  bool amsgrad = false;
+  bool maximize = false;
+  bool capturable = false;
+  std::optional<double> initialLr;      // present when a scheduler is attached
+  std::vector<int64_t> params;          // indices into the flat parameter list
+  std::vector<std::string> paramNames;  // ours, same order (not pickled)
+};
+
+struct OptimizerStateDict {
+  std::vector<AdamWParamStateDict> state;  // ascending index; only parameters stepped so far
+  std::vector<AdamWGroupStateDict> paramGroups;
+};
+
+class GroupedAdamW {
+ public:
+  // lr, betas, eps and weight_decay from `optim`.
+  GroupedAdamW(const std::vector<NamedParameter>& params, const protocol::OptimConfig& optim);
+
+  torch::optim::AdamW& adamw() { return *adamw_; }
+  const std::vector<ParamGroup>& groups() const { return groups_; }
+  // Every optimized parameter in state-dict index order.
+  std::vector<torch::Tensor> parameters() const;
+
+  void step() { adamw_->step(); }
+  // setToNone: drop the gradients (the reference); else zero them in place.
+  void zeroGrad(bool setToNone = true);
+
+  // `initialLrs`: one per group to record initial_lr (the scheduler's base
+  // lrs), empty for none.
+  OptimizerStateDict stateDict(const std::vector<double>& initialLrs = {}) const;
+  // Checks group count, parameter counts and every tensor's shape, naming the
+  // parameter; on success replaces the state and each group's hyperparameters
+  // (as torch's load_state_dict does). On failure nothing changes.
+  protocol::Status loadStateDict(const OptimizerStateDict& state);
+
+ private:
+  std::vector<ParamGroup> groups_;
+  std::unique_ptr<torch::optim::AdamW> adamw_;
+};
+
+}  // namespace fs::train

@@ -1,0 +1,18 @@
+// The tiny preset as a RunConfig, for data and train tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "backend/protocol/config_yaml.h"
+
+namespace fs::test {
+
+inline protocol::RunConfig tinyConfig() {
+  const auto load = protocol::loadConfigFile(std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml");
+  EXPECT_TRUE(load.ok()) << "tiny preset does not load";
+  return load.config;
+}
+
+}  // namespace fs::test

@@ -1,0 +1,179 @@
+// A real flamingo-train process controlled as the GUI will: control files in
+// the run directory (pause, resume, checkpoint, stop) and signals (SIGTERM).
+// Waits are on events in events.jsonl, never on wall-clock thresholds; the
+// generous deadline only turns a hang into a failure.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "backend/protocol/control_file.h"
+#include "backend/protocol/event_codec.h"
+#include "backend/protocol/run_manifest.h"
+
+namespace {
+
+namespace fsys = std::filesystem;
+using namespace fs::protocol;
+
+class Process {
+ public:
+  explicit Process(const std::vector<std::string>& argv) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      wait();
+    }
+  }
+  pid_t pid() const { return pid_; }
+  int wait() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    reaped_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+std::vector<Event> readEvents(const fsys::path& dir) {
+  std::ifstream in(dir / "events.jsonl", std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EventDecoder decoder;
+  std::vector<Event> out;
+  for (const auto& line : decoder.feed(ss.str())) {
+    if (line.kind == DecodedLine::Kind::kEvent) out.push_back(line.event);
+  }
+  return out;
+}
+
+// Polls events.jsonl until `pred` holds for some event; fails after a deadline.
+const Event waitFor(const fsys::path& dir, const std::function<bool(const Event&)>& pred, const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const auto& e : readEvents(dir)) {
+      if (pred(e)) return e;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ADD_FAILURE() << "timed out waiting for " << what;
+  return Event{};
+}
+
+bool isAck(const Event& e, uint64_t seq) {
+  const auto* a = std::get_if<ControlAckEvent>(&e.body);
+  return a && a->control_seq == seq;
+}
+
+class ControlE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fsys::temp_directory_path() /
+           ("fs_control_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fsys::remove_all(dir_);
+  }
+  void TearDown() override { fsys::remove_all(dir_); }
+
+  Process start() {
+    // Long enough that it cannot finish while the test drives it.
+    return Process({std::string(FS_BINARY_DIR) + "/bin/flamingo-train", "demo", "--run-dir", dir_.string(), "--set",
+                    "optim.epochs=100000"});
+  }
+  fsys::path dir_;
+};
+
+TEST_F(ControlE2e, PauseCheckpointResumeStop) {
+  Process p = start();
+  waitFor(dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
+
+  auto pause = issueControl(dir_, ControlVerb::kPause);
+  ASSERT_TRUE(pause.isOk()) << pause.status().message();
+  Event ack = waitFor(dir_, [&](const Event& e) { return isAck(e, pause->seq); }, "the pause ack");
+  EXPECT_TRUE(std::get<ControlAckEvent>(ack.body).ok);
+  auto manifest = readManifest(dir_);
+  ASSERT_TRUE(manifest.isOk());
+  EXPECT_EQ(manifest->state, RunState::kPaused);
+
+  auto checkpoint = issueControl(dir_, ControlVerb::kCheckpoint);
+  ASSERT_TRUE(checkpoint.isOk());
+  ack = waitFor(dir_, [&](const Event& e) { return isAck(e, checkpoint->seq); }, "the checkpoint ack");
+  EXPECT_TRUE(std::get<ControlAckEvent>(ack.body).ok) << std::get<ControlAckEvent>(ack.body).message;
+  // While paused no step runs: the checkpoint's step is the pause step.
+  const int64_t pausedAt = std::get<ControlAckEvent>(ack.body).step;
+
+  auto resume = issueControl(dir_, ControlVerb::kResume);
+  ASSERT_TRUE(resume.isOk());
+  waitFor(dir_, [&](const Event& e) { return isAck(e, resume->seq); }, "the resume ack");
+  waitFor(
+      dir_,
+      [&](const Event& e) {
+        const auto* s = std::get_if<StepEvent>(&e.body);
+        return s && s->step > pausedAt;
+      },
+      "a step after resuming");
+
+  auto stop = issueControl(dir_, ControlVerb::kStop);
+  ASSERT_TRUE(stop.isOk());
+  EXPECT_EQ(p.wait(), 0);
+  const auto events = readEvents(dir_);
+  bool acked = false, finished = false, stepCheckpoint = false;
+  for (const auto& e : events) {
+    acked |= isAck(e, stop->seq);
+    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body)) finished = f->status == FinishStatus::kStopped;
+    if (const auto* c = std::get_if<CheckpointEvent>(&e.body)) stepCheckpoint |= c->kind == CheckpointKind::kStep;
+  }
+  EXPECT_TRUE(acked && finished && stepCheckpoint);
+  EXPECT_TRUE(fsys::is_empty(dir_ / "control" / "done") == false);
+}
+
+TEST_F(ControlE2e, SigtermStopsGracefullyWithACheckpoint) {
+  Process p = start();
+  waitFor(dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
+  ASSERT_EQ(::kill(p.pid(), SIGTERM), 0);
+  EXPECT_EQ(p.wait(), 0);
+  bool checkpoint = false, stopped = false;
+  for (const auto& e : readEvents(dir_)) {
+    checkpoint |= std::holds_alternative<CheckpointEvent>(e.body);
+    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body)) stopped = f->status == FinishStatus::kStopped;
+  }
+  EXPECT_TRUE(checkpoint);
+  EXPECT_TRUE(stopped);
+  auto m = readManifest(dir_);
+  ASSERT_TRUE(m.isOk());
+  EXPECT_EQ(m->state, RunState::kFinished);
+}
+
+TEST_F(ControlE2e, KillVerbExitsWithoutCheckpoint) {
+  Process p = start();
+  waitFor(dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
+  auto kill = issueControl(dir_, ControlVerb::kKill);
+  ASSERT_TRUE(kill.isOk());
+  EXPECT_EQ(p.wait(), 1);
+  for (const auto& e : readEvents(dir_)) {
+    const auto* c = std::get_if<CheckpointEvent>(&e.body);
+    EXPECT_TRUE(c == nullptr || c->kind != CheckpointKind::kStep || c->step % 8 == 0)
+        << "kill must not write a checkpoint of its own";
+  }
+}
+
+}  // namespace
