@@ -71,7 +71,9 @@ TEST_P(PerFamily, FreezingAsOpenFlamingo) {
     EXPECT_EQ(p.requires_grad(), trainable) << name;
   }
   // An untied head stays frozen.
-  if (!model->languageModel()->tiedHead()) EXPECT_FALSE(model->outputHeadWeight().requires_grad());
+  if (!model->languageModel()->tiedHead()) {
+    EXPECT_FALSE(model->outputHeadWeight().requires_grad());
+  }
 
   auto frozen_embeddings = tinyOptions(GetParam());
   frozen_embeddings.freeze_lm_embeddings(true);

@@ -139,8 +139,9 @@ TEST_P(ParameterNames, ShapesFollowTheTinyPreset) {
     EXPECT_EQ(shapes.at("lang_encoder.model.decoder.embed_positions.weight"),
               (std::vector<int64_t>{130, 32}));
   }
-  if (GetParam() == "gpt_neox")
+  if (GetParam() == "gpt_neox") {
     EXPECT_EQ(shapes.at("lang_encoder.embed_out.weight"), (std::vector<int64_t>{130, 32}));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ParameterNames, ::testing::ValuesIn(testing::variants()),
