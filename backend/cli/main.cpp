@@ -5,7 +5,12 @@
 
 #include "backend/cli/commands.h"
 
+#include <cstdlib>
+
 int main(int argc, char** argv) {
+  // OpenMP's default spin-waiting made 2-thread steps 10-100x slower on a
+  // shared 2-core machine (docs/benchmarks.md); a user's setting still wins.
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
   std::vector<std::string> args(argv, argv + argc);
   fs::cli::Io io{std::cout, std::cerr, std::cin};
   try {

@@ -4,10 +4,12 @@
 #include <nlohmann/json.hpp>
 
 #include <random>
+#include <thread>
 #include <unistd.h>
 
 #include "backend/data/synthetic_source.h"
 #include "backend/engine/trainer_impl.h"
+#include "backend/engine/weights.h"
 #include "backend/protocol/config_yaml.h"
 #include "backend/protocol/run_manifest.h"
 #include "backend/runtime/runtime_info.h"
@@ -61,6 +63,14 @@ Status Trainer::setUp() {
   tokens_ = data::specialTokensFromConfig(config_.model.tokens);
   if (Status s = prepareRunDirectory(); !s) return s;
   if (Status s = telemetry::installCpuMemoryTracker(); !s) log_->warn("memory tracking off: {}", s.message());
+  if (config_.launch.threads_per_rank > 0) {
+    at::set_num_threads(static_cast<int>(config_.launch.threads_per_rank));
+  } else {
+    const int cores = static_cast<int>(std::max<unsigned>(1, std::thread::hardware_concurrency()));
+    const int ranksHere = static_cast<int>(std::max<int64_t>(1, config_.launch.nproc_per_node));
+    at::set_num_threads(std::max(1, cores / ranksHere));
+  }
+  log_->info("{} intra-op threads", at::get_num_threads());
   if (options_.installSignalHandlers) {
     if (Status s = telemetry::installStopSignals(); !s) return s;
   }
@@ -125,14 +135,17 @@ Status Trainer::prepareRunDirectory() {
 }
 
 Status Trainer::buildModelAndOptimizer() {
-  if (!config_.model.lm.path.empty() || !config_.model.vision.pretrained.empty()) {
-    // Pretrained weights arrive with the checkpoint readers; until then say so plainly.
-    return Status::unsupported(
-        "model.lm.path / model.vision.pretrained: loading pretrained weights is not built yet; clear both for a "
-        "random init (e.g. the tiny or small preset)");
-  }
   train::seedForModelInit(config_);
   model_ = model::Flamingo(model::FlamingoOptions::fromConfig(config_.model));
+  if (!config_.model.lm.path.empty() || !config_.model.vision.pretrained.empty()) {
+    auto loaded = loadPretrained(*model_, config_.model);
+    if (!loaded) return loaded.status();
+    for (const auto& line : loaded->info) log_->info("{}", line);
+    for (const auto& w : loaded->warnings) {
+      log_->warn("{}", w);
+      emitter_->emit(protocol::WarningEvent{"pretrained_unexpected_keys", w, static_cast<int>(options_.rank)});
+    }
+  }
   model_->freezeAsOpenFlamingo();
   model_->train();
   for (const auto& [name, t] : model_->namedParameters()) {
@@ -161,6 +174,77 @@ Status Trainer::resumeIfPossible() {
   }
   if (!path) return Status::ok();
   auto ck = readCheckpoint(*path);
+  if (!ck && !config_.checkpoint.resume_from.empty()) {
+    // Not ours (no 'flamingo_studio' key, or a plain Python torch.save dict
+    // LibTorch cannot read): try it as an OpenFlamingo checkpoint.
+    auto foreign = readForeignCheckpoint(path->string());
+    if (foreign && !foreign->hasFlamingoStudioKey) {
+      const std::string where = path->string();
+      const model::LoadReport report = model_->loadStateDict(foreign->model);
+      // OpenFlamingo's filter drops frozen weights: only trainable ones count as missing.
+      for (const auto& name : report.missing) {
+        for (const auto& p : trainable_) {
+          if (p.name == name) return Status::invalidArgument(where + ": " + report.summary());
+        }
+      }
+      if (!report.unexpected.empty() || !report.mismatched.empty()) {
+        return Status::invalidArgument(where + ": " + report.summary() +
+                                       (report.mismatched.empty() ? "" : " (wrong base model or model shape?)"));
+      }
+      auto warn = [&](const std::string& code, const std::string& message) {
+        log_->warn("{}", message);
+        emitter_->emit(protocol::WarningEvent{code, message, static_cast<int>(options_.rank)});
+      };
+      for (const auto& note : foreign->notes) warn("openflamingo_resume_state", where + ": " + note);
+      epoch_ = foreign->epoch ? *foreign->epoch + 1 : 0;  // OpenFlamingo continues after the saved epoch
+      stepInEpoch_ = 0;
+      iteration_ = epoch_ * source_->stepsPerEpoch();
+      step_ = epoch_ * figures_.optimizerStepsPerEpoch;
+      bool optimizerLoaded = false;
+      if (foreign->optimizer) {
+        if (Status s = optimizer_->loadStateDict(*foreign->optimizer); s) {
+          optimizerLoaded = true;
+        } else {
+          warn("openflamingo_optimizer_state",
+               where + ": optimizer state not loaded (" + s.message() + "); starting with a fresh optimizer");
+          optimizer_ = std::make_unique<train::GroupedAdamW>(trainable_, config_.optim);
+        }
+      } else {
+        warn("openflamingo_optimizer_state", where + ": no optimizer state in it; starting with a fresh optimizer");
+      }
+      bool schedulerLoaded = false;
+      if (optimizerLoaded && foreign->scheduler) {
+        if (Status s = schedule_->loadStateDict(*foreign->scheduler); s) {
+          schedulerLoaded = true;
+          step_ = foreign->scheduler->lastEpoch;  // LambdaLR's last_epoch counts optimizer steps
+        } else {
+          warn("openflamingo_scheduler_state", where + ": lr scheduler state not loaded (" + s.message() + ")");
+        }
+      }
+      if (!schedulerLoaded) {
+        // Continue the schedule where epoch+1 starts.
+        std::vector<double> baseLrs(optimizer_->groups().size(), config_.optim.lr);
+        schedule_ = std::make_unique<train::LrSchedule>(train::scheduleKindFromName(config_.optim.scheduler), baseLrs,
+                                                        config_.optim.warmup_steps, figures_.schedulerSteps);
+        train::LrSchedulerStateDict at;
+        at.baseLrs = baseLrs;
+        at.lastEpoch = step_;
+        (void)schedule_->loadStateDict(at);
+      }
+      schedule_->apply(optimizer_->adamw());
+      for (const auto& d : config_.data.datasets) samplesSeen_[d.name] = iteration_ * d.batch_size * options_.world;
+      warn("openflamingo_resume",
+           "resumed from an OpenFlamingo checkpoint: data position and RNG state are not in it (" + where +
+               ", continuing at epoch " + std::to_string(epoch_) + ")");
+      log_->info("resumed from OpenFlamingo checkpoint {} at epoch {}, optimizer step {}: {}", where, epoch_, step_,
+                 report.summary());
+      return Status::ok();
+    }
+    if (!foreign && foreign.status().code() != Status::Code::kCorruption &&
+        foreign.status().code() != Status::Code::kUnsupported) {
+      return foreign.status();
+    }
+  }
   if (!ck) return ck.status();
   std::map<std::string, torch::Tensor> state(ck->modelState.begin(), ck->modelState.end());
   const model::LoadReport report = model_->loadStateDict(state);

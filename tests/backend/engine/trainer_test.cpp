@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "backend/engine/checkpoint_io.h"
+#include "engine_test_util.h"
 #include "backend/protocol/config_override.h"
 #include "backend/protocol/config_yaml.h"
 #include "backend/protocol/event_codec.h"
@@ -23,13 +24,7 @@ namespace {
 
 namespace fsys = std::filesystem;
 
-protocol::RunConfig tiny(const std::vector<std::string>& sets = {}) {
-  auto load = protocol::loadConfigFile(std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml");
-  EXPECT_TRUE(load.ok()) << protocol::formatProblems(load.problems);
-  auto problems = protocol::applyOverrides(&load.config, sets);
-  EXPECT_TRUE(problems.empty()) << protocol::formatProblems(problems);
-  return load.config;
-}
+protocol::RunConfig tiny(const std::vector<std::string>& sets = {}) { return test::tinyConfig(sets); }
 
 std::vector<protocol::Event> readEvents(const fsys::path& dir) {
   std::ifstream in(dir / "events.jsonl", std::ios::binary);

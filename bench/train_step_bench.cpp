@@ -1,0 +1,272 @@
+// bench_train_step: median time of one training iteration of our engine on a
+// preset (tiny | small), one process, N intra-op threads. The iteration is
+// exactly Trainer::trainIteration + Trainer::optimizerStep
+// (backend/engine/trainer_step.cpp), built from the same library calls:
+//   per dataset: labels, forward (memory phase + autocast scope), causalLmLoss,
+//   loss.item(), backward of loss * loss_multiplier / window;
+//   then embedding-gradient row mask, clipGradNorm, schedule.apply, AdamW step,
+//   schedule.step, zero_grad(set_to_none).
+// Batches come from the SyntheticSource, generated before the timed loop (the
+// engine's data_time_s is reported separately by the trainer; here we time the
+// compute only). The CPU memory tracker is installed as the trainer does
+// (--no-memory-tracker to measure its cost).
+// Telemetry: per step a StepEvent is built as Trainer::emitStep does and
+// emitted on a TelemetryEmitter over a temporary run directory; both the build
+// (gate values included) and the emit() call are timed.
+//
+// Usage: bench_train_step PRESET|CONFIG.yaml [THREADS=1] [WARMUP=5] [ITERS=30] [--no-memory-tracker]
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+#include <map>
+#include <optional>
+
+#include <unistd.h>
+
+#include "backend/data/special_tokens.h"
+#include "backend/data/synthetic_source.h"
+#include "backend/model/flamingo.h"
+#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/derived.h"
+#include "backend/protocol/events.h"
+#include "backend/protocol/problem.h"
+#include "backend/protocol/run_dir.h"
+#include "backend/telemetry/emitter.h"
+#include "backend/telemetry/memory_tracker.h"
+#include "backend/train/grad_clip.h"
+#include "backend/train/labels.h"
+#include "backend/train/loss.h"
+#include "backend/train/optimizer.h"
+#include "backend/train/precision.h"
+#include "backend/train/schedule.h"
+#include "backend/train/seeding.h"
+
+#ifndef FS_SOURCE_DIR
+#define FS_SOURCE_DIR "."
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+[[noreturn]] void die(const std::string& message) {
+  std::fprintf(stderr, "bench_train_step: %s\n", message.c_str());
+  std::exit(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace fs;
+  std::vector<std::string> args;
+  bool memoryTracker = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--no-memory-tracker") {
+      memoryTracker = false;
+    } else {
+      args.push_back(a);
+    }
+  }
+  const std::string preset = args.size() > 0 ? args[0] : "tiny";
+  const int threads = args.size() > 1 ? std::atoi(args[1].c_str()) : 1;
+  const int warmup = args.size() > 2 ? std::atoi(args[2].c_str()) : 5;
+  const int iters = args.size() > 3 ? std::atoi(args[3].c_str()) : 30;
+  if (threads < 1 || warmup < 0 || iters < 1) die("bad THREADS / WARMUP / ITERS");
+
+  // Before any torch work.
+  at::set_num_interop_threads(1);
+  at::set_num_threads(threads);
+
+  const std::string path = preset.find(".yaml") != std::string::npos
+                               ? preset
+                               : std::string(FS_SOURCE_DIR) + "/resources/presets/" + preset + ".yaml";
+  auto load = protocol::loadConfigFile(path);
+  if (!load.ok()) die(path + ": " + protocol::formatProblems(load.problems));
+  protocol::RunConfig config = load.config;
+  if (config.data.datasets.empty()) die("no datasets in " + path);
+
+  if (memoryTracker) {
+    if (auto s = telemetry::installCpuMemoryTracker(); !s) die("memory tracker: " + s.message());
+  }
+  const torch::Device device(torch::kCPU);
+  auto policy = train::precisionPolicy(config.optim.precision, device);
+  if (!policy) die(policy.status().message());
+  const train::PrecisionPolicy precision = policy.value();
+  const bool compat = config.compat == "openflamingo";
+  const auto figures = protocol::deriveFigures(config);
+  const data::SpecialTokenIds tokens = data::specialTokensFromConfig(config.model.tokens);
+
+  // ---- model, optimizer, schedule: Trainer::buildModelAndOptimizer
+  train::seedForModelInit(config);
+  model::Flamingo model(model::FlamingoOptions::fromConfig(config.model));
+  model->freezeAsOpenFlamingo();
+  model->train();
+  std::vector<train::NamedParameter> trainable;
+  int64_t trainableCount = 0, totalCount = 0;
+  for (const auto& [name, t] : model->namedParameters()) {
+    totalCount += t.numel();
+    if (t.requires_grad()) {
+      trainable.push_back({name, t});
+      trainableCount += t.numel();
+    }
+  }
+  train::GroupedAdamW optimizer(trainable, config.optim);
+  std::vector<double> baseLrs(optimizer.groups().size(), config.optim.lr);
+  train::LrSchedule schedule(train::scheduleKindFromName(config.optim.scheduler), baseLrs,
+                             config.optim.warmup_steps, figures.schedulerSteps);
+  schedule.apply(optimizer.adamw());
+
+  // ---- data: Trainer::setUp
+  train::seedForRank(config, 0);
+  auto created = data::SyntheticSource::create(config, 0, 1);
+  if (!created) die(created.status().message());
+  auto source = std::move(created.value());
+  std::vector<data::StepBatches> pool;
+  const int64_t poolSize = std::min<int64_t>(16, std::max<int64_t>(1, source->stepsPerEpoch()));
+  while (static_cast<int64_t>(pool.size()) < poolSize) {
+    auto next = source->next();
+    if (!next) die(next.status().message());
+    if (!next.value()) {
+      source->setEpoch(source->epoch() + 1);
+      continue;
+    }
+    pool.push_back(std::move(*next.value()));
+  }
+  int64_t samplesPerStep = 0;
+  std::string shapes;
+  for (const auto& b : pool.front().batches) {
+    samplesPerStep += b.samples;
+    shapes += " " + b.dataset + ":ids" + c10::str(b.inputIds.sizes()) + ",images" + c10::str(b.images.sizes());
+  }
+
+  // ---- telemetry: an emitter over a temporary run directory
+  const auto tmp = std::filesystem::temp_directory_path() /
+                   ("fs-bench-train-step-" + std::to_string(static_cast<long>(::getpid())));
+  std::filesystem::remove_all(tmp);
+  protocol::RunDir runDir(tmp);
+  if (auto s = runDir.create(); !s) die(s.message());
+  auto opened = telemetry::TelemetryEmitter::open(runDir, telemetry::EmitterOptions::fromConfig(config.telemetry));
+  if (!opened) die(opened.status().message());
+  auto emitter = std::move(opened.value());
+
+  std::vector<double> stepT, fwdT, bwdT, optT, buildT, emitT;
+  std::map<std::string, int64_t> samplesSeen, tokensSeen;
+  int64_t step = 0;
+  double lastLoss = 0;
+  const double window = static_cast<double>(std::max<int64_t>(1, config.optim.grad_accum_steps));
+  for (int it = 0; it < warmup + iters; ++it) {
+    const data::StepBatches& batches = pool[static_cast<size_t>(it) % pool.size()];
+    double fwd = 0, bwd = 0, opt = 0;
+    std::map<std::string, double> losses;
+    std::optional<double> gradNorm;
+    const auto t0 = Clock::now();
+    // ---- Trainer::trainIteration
+    for (size_t i = 0; i < batches.batches.size(); ++i) {
+      const data::Batch& b = batches.batches[i];
+      const protocol::DatasetConfig& cfg = config.data.datasets.at(i);
+      const auto tf = Clock::now();
+      const torch::Tensor labels = train::makeLabels(b.kind, b.inputIds, tokens);
+      train::LmLoss loss;
+      {
+        telemetry::MemoryPhase phase(telemetry::Phase::kActivations);
+        train::AutocastScope autocast(precision, device);
+        const torch::Tensor logits = model->forward(b.images.to(precision.inputDtype), b.inputIds, b.attentionMask);
+        loss = train::causalLmLoss(logits, labels, train::LossOptions{compat});
+      }
+      if (loss.noTargets) die("a batch without supervised tokens");
+      const double value = loss.loss.item<double>();
+      if (!std::isfinite(value)) die("non-finite loss");
+      losses[b.dataset] = value;
+      lastLoss = value;
+      fwd += since(tf);
+      const auto tb = Clock::now();
+      telemetry::MemoryPhase phase(telemetry::Phase::kGradients);
+      (loss.loss * (cfg.loss_multiplier / window)).backward();
+      bwd += since(tb);
+    }
+    // ---- Trainer::optimizerStep (gradient-flow check aside: a first-step diagnostic)
+    {
+      const auto to = Clock::now();
+      telemetry::MemoryPhase phase(telemetry::Phase::kOptimizer);
+      if (!config.model.freeze_lm_embeddings) model->maskEmbeddingGradient();
+      const train::ClipResult clip =
+          train::clipGradNorm(optimizer.parameters(), train::ClipOptions{config.optim.max_grad_norm});
+      if (!clip.finite) die("non-finite gradient norm");
+      gradNorm = clip.norm;
+      schedule.apply(optimizer.adamw());
+      optimizer.step();
+      schedule.step();
+      optimizer.zeroGrad(true);
+      ++step;
+      opt = since(to);
+    }
+    const double stepTime = since(t0);
+
+    // ---- Trainer::emitStep's StepEvent
+    const auto te = Clock::now();
+    protocol::StepEvent e;
+    e.step = step;
+    e.epoch = 0;
+    for (const auto& b : batches.batches) {
+      e.samples[b.dataset] = (samplesSeen[b.dataset] += b.samples);
+      e.tokens[b.dataset] = (tokensSeen[b.dataset] += b.tokens);
+      e.samples_per_s[b.dataset] = b.samples / stepTime;
+    }
+    e.loss = losses;
+    for (const auto& [name, l] : losses) e.rank_loss[name] = {l};
+    e.lr = optimizer.adamw().param_groups().front().options().get_lr();
+    e.grad_norm = gradNorm;
+    e.step_time_s = stepTime;
+    for (const auto& g : model->gateValues()) e.gates.push_back({static_cast<int>(g.layer), g.attn, g.ff});
+    const double build = since(te);
+    const auto tq = Clock::now();
+    emitter->emit(e);
+    const double emit = since(tq);
+
+    if (it >= warmup) {
+      stepT.push_back(stepTime);
+      fwdT.push_back(fwd);
+      bwdT.push_back(bwd);
+      optT.push_back(opt);
+      buildT.push_back(build);
+      emitT.push_back(emit);
+    }
+  }
+  if (auto s = emitter->close(); !s) die("emitter close: " + s.message());
+  const auto written = emitter->stats().written;
+  emitter.reset();
+  std::filesystem::remove_all(tmp);
+
+  const double med = median(stepT);
+  const double telem = median(buildT) + median(emitT);
+  std::printf("config %s: params %lld (trainable %lld), samples/step %lld,%s\n", path.c_str(),
+              static_cast<long long>(totalCount), static_cast<long long>(trainableCount),
+              static_cast<long long>(samplesPerStep), shapes.c_str());
+  std::printf("breakdown median ms: forward+loss %.3f  backward %.3f  optimizer %.3f  (memory tracker %s)\n",
+              median(fwdT) * 1e3, median(bwdT) * 1e3, median(optT) * 1e3, memoryTracker ? "on" : "off");
+  std::printf("telemetry median us: build StepEvent %.1f  emit() %.1f  (%llu lines written)\n",
+              median(buildT) * 1e6, median(emitT) * 1e6, static_cast<unsigned long long>(written));
+  std::printf(
+      "ours preset=%s threads=%d warmup=%d iters=%d median_step_ms=%.3f min_step_ms=%.3f max_step_ms=%.3f "
+      "samples_per_s=%.2f telemetry_us=%.1f telemetry_pct=%.4f last_loss=%.4f\n",
+      preset.c_str(), threads, warmup, iters, med * 1e3, *std::min_element(stepT.begin(), stepT.end()) * 1e3,
+      *std::max_element(stepT.begin(), stepT.end()) * 1e3, samplesPerStep / med, telem * 1e6,
+      100.0 * telem / med, lastLoss);
+  return 0;
+}
