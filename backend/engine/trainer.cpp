@@ -105,7 +105,9 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
       return TrainOutcome::kKilled;
     }
     if (stop) {
-      if (Status s = saveCheckpoint(protocol::CheckpointKind::kStep); !s) throw std::runtime_error(s.message());
+      if (stopCheckpoint_) {
+        if (Status s = saveCheckpoint(protocol::CheckpointKind::kStep); !s) throw std::runtime_error(s.message());
+      }
       finish(protocol::FinishStatus::kStopped);
       return TrainOutcome::kStopped;
     }
@@ -137,7 +139,8 @@ Status Trainer::handleControl(bool* stop, bool* kill, bool* checkpointNow) {
     switch (c.verb) {
       case ControlVerb::kStop:
         *stop = true;
-        message = "stopping: checkpoint, then exit";
+        stopCheckpoint_ = !c.args.is_object() || c.args.value("checkpoint", true);
+        message = stopCheckpoint_ ? "stopping: checkpoint, then exit" : "stopping without a checkpoint (args.checkpoint=false)";
         break;
       case ControlVerb::kKill:
         *kill = true;

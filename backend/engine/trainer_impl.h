@@ -84,6 +84,7 @@ class Trainer {
   int64_t step_ = 0;        // optimizer steps done over the run
   int64_t stepInEpoch_ = 0; // iterations done in the current epoch
   bool paused_ = false;
+  bool stopCheckpoint_ = true;  // a stop command may say args.checkpoint=false
   bool gradientFlowChecked_ = false;  // NOTE [Gradient-flow check] in trainer_step.cpp
   bool structureChecked_ = false;
   std::map<std::string, double> lastLoss_;

@@ -177,3 +177,23 @@ TEST_F(ControlE2e, KillVerbExitsWithoutCheckpoint) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(ControlE2e, StopWithoutCheckpointWhenAsked) {
+  Process p = start();
+  waitFor(dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
+  auto stop = issueControl(dir_, ControlVerb::kStop, nlohmann::json{{"checkpoint", false}});
+  ASSERT_TRUE(stop.isOk());
+  EXPECT_EQ(p.wait(), 0);
+  bool finished = false;
+  for (const auto& e : readEvents(dir_)) {
+    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body)) finished = f->status == FinishStatus::kStopped;
+    if (const auto* c = std::get_if<CheckpointEvent>(&e.body)) {
+      EXPECT_EQ(c->step % 8, 0) << "only the periodic checkpoints (every 8 steps) may exist";
+    }
+  }
+  EXPECT_TRUE(finished);
+}
+
+}  // namespace
