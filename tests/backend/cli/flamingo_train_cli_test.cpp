@@ -62,8 +62,12 @@ TEST_F(Cli, HelpAndUsageCodes) {
   Result typo = run("valdate x.yaml");
   EXPECT_EQ(typo.code, 2);
   EXPECT_NE(typo.err.find("unknown command 'valdate' (did you mean 'validate'?)"), std::string::npos);
-  for (const char* cmd : {"validate", "show-defaults", "import-cmdline", "export-cmdline", "version"}) {
-    Result r = run(std::string(cmd) + " --help");
+  std::vector<std::string> commands = {"validate", "show-defaults", "import-cmdline", "export-cmdline", "version"};
+#ifdef FS_TEST_ENGINE
+  commands.insert(commands.end(), {"train", "demo"});
+#endif
+  for (const auto& cmd : commands) {
+    Result r = run(cmd + " --help");
     EXPECT_EQ(r.code, 0) << cmd;
     EXPECT_NE(r.out.find("usage: flamingo-train"), std::string::npos) << cmd;
   }
