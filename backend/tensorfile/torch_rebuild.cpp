@@ -80,6 +80,13 @@ StatusOr<PyValuePtr> callKnown(PickleHeap& heap, const std::string& fn, const Py
     }
     return value;
   }
+  // LibTorch's pickle_save (our own checkpoints) tags typed containers:
+  // restore_type_tag(value, "Dict[str, Any]") and build_*list(list) return
+  // their first argument unchanged, as Python's torch.load does.
+  if (fn == "torch.jit._pickle.restore_type_tag" || fn.rfind("torch.jit._pickle.build_", 0) == 0) {
+    if (!args.isSequence() || args.items.empty()) return heap.corrupt(fn + " takes (value, ...)");
+    return args.items[0];
+  }
   if (fn == "collections.OrderedDict" || fn == "builtins.dict") {
     auto d = heap.node(PyKind::kDict);
     d->ordered = fn == "collections.OrderedDict";
