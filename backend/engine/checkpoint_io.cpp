@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "backend/protocol/run_dir.h"
+#include "backend/tensorfile/torch_file.h"
 
 namespace fs::engine {
 namespace {
@@ -229,27 +230,36 @@ protocol::StatusOr<CheckpointContents> readCheckpoint(const std::filesystem::pat
   }
 }
 
-std::optional<std::filesystem::path> newestCompleteCheckpoint(const std::filesystem::path& dir,
-                                                              std::vector<std::string>* skipped) {
-  struct Candidate {
-    std::filesystem::path path;
-    int64_t iteration;
-  };
-  std::vector<Candidate> found;
+std::vector<std::filesystem::path> checkpointCandidates(const std::filesystem::path& dir,
+                                                       std::vector<std::string>* skipped) {
+  std::vector<std::pair<int64_t, std::filesystem::path>> found;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     if (!entry.is_regular_file() || !protocol::parseCheckpointFileName(entry.path().filename().string())) continue;
-    auto c = readCheckpoint(entry.path());
-    if (!c) {
-      if (skipped) skipped->push_back(c.status().message());
+    // A torn file has no zip central directory, so opening it already fails.
+    auto file = tensorfile::openTorchFile(entry.path().string());
+    const tensorfile::PyValue* ours = file ? file->root().find("flamingo_studio") : nullptr;
+    const tensorfile::PyValue* iteration = ours ? ours->find("iteration") : nullptr;
+    if (!iteration || !iteration->asInt()) {
+      if (skipped) {
+        skipped->push_back(file ? entry.path().string() + ": no flamingo_studio.iteration: not a resumable checkpoint"
+                                : entry.path().string() + ": unreadable or torn checkpoint: " + file.status().message());
+      }
       continue;
     }
-    found.push_back({entry.path(), c->resume.iteration});
+    found.emplace_back(*iteration->asInt(), entry.path());
   }
-  if (found.empty()) return std::nullopt;
-  return std::max_element(found.begin(), found.end(),
-                          [](const Candidate& a, const Candidate& b) { return a.iteration < b.iteration; })
-      ->path;
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::filesystem::path> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+std::optional<std::filesystem::path> newestCompleteCheckpoint(const std::filesystem::path& dir,
+                                                              std::vector<std::string>* skipped) {
+  auto candidates = checkpointCandidates(dir, skipped);
+  if (candidates.empty()) return std::nullopt;
+  return candidates.front();
 }
 
 }  // namespace fs::engine

@@ -55,9 +55,13 @@ protocol::Status writeCheckpoint(const std::filesystem::path& path, const Checkp
 // Reads a checkpoint this engine wrote (the flamingo_studio key present).
 protocol::StatusOr<CheckpointContents> readCheckpoint(const std::filesystem::path& path);
 
-// The newest checkpoint in `dir` that reads back completely, by resume step;
-// nullopt when there is none. Torn or unreadable files are skipped and named
-// in `skipped` (never picked up).
+// Checkpoints in `dir` newest first (by resume iteration). Only each file's
+// small pickle is read (tensors stay on disk), so scanning costs little at
+// start-up; torn or unreadable files are skipped and named in `skipped`.
+std::vector<std::filesystem::path> checkpointCandidates(const std::filesystem::path& dir,
+                                                       std::vector<std::string>* skipped);
+
+// The first of checkpointCandidates(); nullopt when there is none.
 std::optional<std::filesystem::path> newestCompleteCheckpoint(const std::filesystem::path& dir,
                                                               std::vector<std::string>* skipped);
 

@@ -50,11 +50,10 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
     while (epoch_ < config_.optim.epochs && !stop && !kill) {
       if (stepInEpoch_ == 0) source_->setEpoch(epoch_);
       while (true) {
-        bool checkpointNow = false;
-        if (Status s = handleControl(&stop, &kill, &checkpointNow); !s) return s;
+        if (Status s = handleControl(&stop, &kill); !s) return s;
         while (paused_ && !stop && !kill) {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
-          if (Status s = handleControl(&stop, &kill, &checkpointNow); !s) return s;
+          if (Status s = handleControl(&stop, &kill); !s) return s;
         }
         if (stop || kill) break;
         const auto t0 = Clock::now();
@@ -62,7 +61,6 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
         if (!next) throw std::runtime_error("data: " + next.status().message());
         if (!next.value()) break;  // end of epoch
         const double dataTime = secondsSince(t0);
-        const double lr = schedule_->lr();
         auto result = trainIteration(*next.value());
         if (!result) throw std::runtime_error(result.status().message());
         ++stepInEpoch_;
@@ -78,7 +76,6 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
           lastLoss_ = mean.loss;
           emitter_->setStep(step_);
           const double stepTime = secondsSince(windowStart);
-          (void)lr;
           emitStep(mean, stepTime, windowData);
           windowLoss.clear();
           windowSamples.clear();
@@ -89,9 +86,6 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
               step_ % config_.checkpoint.every_steps == 0) {
             if (Status s = saveCheckpoint(protocol::CheckpointKind::kStep); !s) throw std::runtime_error(s.message());
           }
-        }
-        if (checkpointNow) {
-          if (Status s = saveCheckpoint(protocol::CheckpointKind::kStep); !s) throw std::runtime_error(s.message());
         }
       }
       if (stop || kill) break;
@@ -125,7 +119,7 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
   }
 }
 
-Status Trainer::handleControl(bool* stop, bool* kill, bool* checkpointNow) {
+Status Trainer::handleControl(bool* stop, bool* kill) {
   if (telemetry::killRequested()) *kill = true;
   if (telemetry::stopRequested()) *stop = true;
   auto commands = inbox_->poll(step_);
@@ -171,7 +165,6 @@ Status Trainer::handleControl(bool* stop, bool* kill, bool* checkpointNow) {
     log_->info("control {} {}: {}", c.seq, std::string(protocol::toString(c.verb)), message);
     inbox_->ack(c, true, message, step_);
   }
-  (void)checkpointNow;
   return Status::ok();
 }
 
@@ -217,27 +210,41 @@ Status Trainer::saveCheckpoint(protocol::CheckpointKind kind) {
 }
 
 void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
-  protocol::StepEvent e;
-  e.step = step_;
-  e.epoch = static_cast<int>(epoch_);
-  for (const auto& [name, n] : r.samples) e.samples[name] = (samplesSeen_[name] += n * options_.world);
-  for (const auto& [name, n] : r.tokens) e.tokens[name] = (tokensSeen_[name] += n * options_.world);
-  e.loss = r.loss;
-  for (const auto& [name, l] : r.loss) e.rank_loss[name] = {l};
-  e.lr = optimizer_->adamw().param_groups().front().options().get_lr();
-  e.grad_norm = r.gradNorm;
-  e.step_time_s = stepTime;
-  e.data_time_s = dataTime;
-  for (const auto& [name, n] : r.samples) e.samples_per_s[name] = stepTime > 0 ? n * options_.world / stepTime : 0;
-  for (const auto& g : model_->gateValues()) e.gates.push_back({static_cast<int>(g.layer), g.attn, g.ff});
-  e.skipped = r.skipped;
-  e.skip_reason = r.skipReason;
-  if (step_ % std::max<int64_t>(1, config_.telemetry.interval_steps) == 0 || r.skipped) emitter_->emit(e);
+  // Cumulative counts advance every step; the event (gate reads included) is
+  // only built when it is written.
+  std::map<std::string, int64_t> samples, tokens;
+  std::map<std::string, double> perSecond;
+  double samplesPerS = 0;
+  for (const auto& [name, n] : r.samples) {
+    samples[name] = (samplesSeen_[name] += n * options_.world);
+    perSecond[name] = stepTime > 0 ? n * options_.world / stepTime : 0;
+    samplesPerS += perSecond[name];
+  }
+  for (const auto& [name, n] : r.tokens) tokens[name] = (tokensSeen_[name] += n * options_.world);
+  const double lr = optimizer_->adamw().param_groups().front().options().get_lr();
+  if (step_ % std::max<int64_t>(1, config_.telemetry.interval_steps) == 0 || r.skipped) {
+    protocol::StepEvent e;
+    e.step = step_;
+    e.epoch = static_cast<int>(epoch_);
+    e.samples = std::move(samples);
+    e.tokens = std::move(tokens);
+    e.loss = r.loss;
+    for (const auto& [name, l] : r.loss) e.rank_loss[name] = {l};
+    e.lr = lr;
+    e.grad_norm = r.gradNorm;
+    e.step_time_s = stepTime;
+    e.data_time_s = dataTime;
+    e.samples_per_s = perSecond;
+    for (const auto& g : model_->gateValues()) e.gates.push_back({static_cast<int>(g.layer), g.attn, g.ff});
+    e.skipped = r.skipped;
+    e.skip_reason = r.skipReason;
+    emitter_->emit(std::move(e));
+  }
   if (step_ % std::max<int64_t>(1, config_.telemetry.memory_every_steps) == 0) emitMemory();
   if (step_ % std::max<int64_t>(1, config_.telemetry.logging_steps) == 0) {
     std::string losses;
     for (const auto& [name, l] : r.loss) losses += " loss_" + name + "=" + std::to_string(l);
-    log_->info("step {}/{} epoch {}{} lr={} grad_norm={}", step_, figures_.totalOptimizerSteps, epoch_, losses, e.lr,
+    log_->info("step {}/{} epoch {}{} lr={} grad_norm={}", step_, figures_.totalOptimizerSteps, epoch_, losses, lr,
                r.gradNorm.value_or(-1.0));
   }
   if (options_.onProgress) {
@@ -246,9 +253,9 @@ void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
     p.totalSteps = figures_.totalOptimizerSteps;
     p.epoch = epoch_;
     p.loss = r.loss;
-    p.lr = e.lr;
+    p.lr = lr;
     p.stepTimeS = stepTime;
-    for (const auto& [name, v] : e.samples_per_s) p.samplesPerS += v;
+    p.samplesPerS = samplesPerS;
     options_.onProgress(p);
   }
 }

@@ -30,7 +30,6 @@ struct Progress {
   double lr = 0;
   double stepTimeS = 0;
   double samplesPerS = 0;
-  bool paused = false;
 };
 
 struct TrainerOptions {

@@ -12,6 +12,7 @@
 #include "backend/data/special_tokens.h"
 #include "backend/engine/checkpoint_io.h"
 #include "backend/engine/trainer.h"
+#include "backend/engine/weights.h"
 #include "backend/model/flamingo.h"
 #include "backend/protocol/derived.h"
 #include "backend/protocol/run_dir.h"
@@ -45,6 +46,9 @@ class Trainer {
   protocol::Status prepareRunDirectory();
   protocol::Status buildModelAndOptimizer();
   protocol::Status resumeIfPossible();
+  protocol::Status resumeFrom(const CheckpointContents& ck, const std::filesystem::path& path);
+  protocol::Status resumeFromOpenFlamingo(const ForeignCheckpoint& foreign, const std::filesystem::path& path);
+  protocol::Status checkResumeLoad(const model::LoadReport& report, const std::string& where) const;
   void emitStartEvents();
   std::string manifestJson() const;
 
@@ -54,7 +58,7 @@ class Trainer {
   void checkGradientFlow();
 
   // trainer.cpp
-  protocol::Status handleControl(bool* stop, bool* kill, bool* checkpointNow);
+  protocol::Status handleControl(bool* stop, bool* kill);
   protocol::Status saveCheckpoint(protocol::CheckpointKind kind);
   void emitStep(const StepResult& r, double stepTime, double dataTime);
   void emitMemory();

@@ -160,116 +160,126 @@ Status Trainer::buildModelAndOptimizer() {
   return Status::ok();
 }
 
+// Frozen weights are not in a checkpoint (OpenFlamingo's filter): only
+// trainable ones count as missing; unexpected or mis-shaped keys are errors.
+Status Trainer::checkResumeLoad(const model::LoadReport& report, const std::string& where) const {
+  for (const auto& name : report.missing) {
+    for (const auto& p : trainable_) {
+      if (p.name == name) return Status::invalidArgument(where + ": " + report.summary());
+    }
+  }
+  if (!report.unexpected.empty() || !report.mismatched.empty()) {
+    return Status::invalidArgument(where + ": " + report.summary() +
+                                   (report.mismatched.empty() ? "" : " (wrong base model or model shape?)"));
+  }
+  return Status::ok();
+}
+
 Status Trainer::resumeIfPossible() {
-  std::vector<std::string> skipped;
-  std::optional<std::filesystem::path> path;
   if (!config_.checkpoint.resume_from.empty()) {
-    path = config_.checkpoint.resume_from;
-  } else {
-    path = newestCompleteCheckpoint(dir_.root(), &skipped);
+    const std::filesystem::path path = config_.checkpoint.resume_from;
+    auto ck = readCheckpoint(path);
+    if (ck) return resumeFrom(ck.value(), path);
+    // Not ours (no 'flamingo_studio' key, or a plain Python torch.save dict
+    // LibTorch cannot read): try it as an OpenFlamingo checkpoint.
+    auto foreign = readForeignCheckpoint(path.string());
+    if (foreign && !foreign->hasFlamingoStudioKey) return resumeFromOpenFlamingo(foreign.value(), path);
+    if (!foreign && foreign.status().code() != Status::Code::kCorruption &&
+        foreign.status().code() != Status::Code::kUnsupported) {
+      return foreign.status();
+    }
+    return ck.status();
+  }
+  // Newest first; only the checkpoint actually used is read in full.
+  std::vector<std::string> skipped;
+  std::optional<CheckpointContents> chosen;
+  std::filesystem::path chosenPath;
+  for (const auto& candidate : checkpointCandidates(dir_.root(), &skipped)) {
+    auto ck = readCheckpoint(candidate);
+    if (ck) {
+      chosen = std::move(ck.value());
+      chosenPath = candidate;
+      break;
+    }
+    skipped.push_back(ck.status().message());
   }
   for (const auto& s : skipped) {
     log_->warn("skipping checkpoint: {}", s);
     emitter_->emit(protocol::WarningEvent{"checkpoint_skipped", s, static_cast<int>(options_.rank)});
   }
-  if (!path) return Status::ok();
-  auto ck = readCheckpoint(*path);
-  if (!ck && !config_.checkpoint.resume_from.empty()) {
-    // Not ours (no 'flamingo_studio' key, or a plain Python torch.save dict
-    // LibTorch cannot read): try it as an OpenFlamingo checkpoint.
-    auto foreign = readForeignCheckpoint(path->string());
-    if (foreign && !foreign->hasFlamingoStudioKey) {
-      const std::string where = path->string();
-      const model::LoadReport report = model_->loadStateDict(foreign->model);
-      // OpenFlamingo's filter drops frozen weights: only trainable ones count as missing.
-      for (const auto& name : report.missing) {
-        for (const auto& p : trainable_) {
-          if (p.name == name) return Status::invalidArgument(where + ": " + report.summary());
-        }
-      }
-      if (!report.unexpected.empty() || !report.mismatched.empty()) {
-        return Status::invalidArgument(where + ": " + report.summary() +
-                                       (report.mismatched.empty() ? "" : " (wrong base model or model shape?)"));
-      }
-      auto warn = [&](const std::string& code, const std::string& message) {
-        log_->warn("{}", message);
-        emitter_->emit(protocol::WarningEvent{code, message, static_cast<int>(options_.rank)});
-      };
-      for (const auto& note : foreign->notes) warn("openflamingo_resume_state", where + ": " + note);
-      epoch_ = foreign->epoch ? *foreign->epoch + 1 : 0;  // OpenFlamingo continues after the saved epoch
-      stepInEpoch_ = 0;
-      iteration_ = epoch_ * source_->stepsPerEpoch();
-      step_ = epoch_ * figures_.optimizerStepsPerEpoch;
-      bool optimizerLoaded = false;
-      if (foreign->optimizer) {
-        if (Status s = optimizer_->loadStateDict(*foreign->optimizer); s) {
-          optimizerLoaded = true;
-        } else {
-          warn("openflamingo_optimizer_state",
-               where + ": optimizer state not loaded (" + s.message() + "); starting with a fresh optimizer");
-          optimizer_ = std::make_unique<train::GroupedAdamW>(trainable_, config_.optim);
-        }
-      } else {
-        warn("openflamingo_optimizer_state", where + ": no optimizer state in it; starting with a fresh optimizer");
-      }
-      bool schedulerLoaded = false;
-      if (optimizerLoaded && foreign->scheduler) {
-        if (Status s = schedule_->loadStateDict(*foreign->scheduler); s) {
-          schedulerLoaded = true;
-          step_ = foreign->scheduler->lastEpoch;  // LambdaLR's last_epoch counts optimizer steps
-        } else {
-          warn("openflamingo_scheduler_state", where + ": lr scheduler state not loaded (" + s.message() + ")");
-        }
-      }
-      if (!schedulerLoaded) {
-        // Continue the schedule where epoch+1 starts.
-        std::vector<double> baseLrs(optimizer_->groups().size(), config_.optim.lr);
-        schedule_ = std::make_unique<train::LrSchedule>(train::scheduleKindFromName(config_.optim.scheduler), baseLrs,
-                                                        config_.optim.warmup_steps, figures_.schedulerSteps);
-        train::LrSchedulerStateDict at;
-        at.baseLrs = baseLrs;
-        at.lastEpoch = step_;
-        (void)schedule_->loadStateDict(at);
-      }
-      schedule_->apply(optimizer_->adamw());
-      for (const auto& d : config_.data.datasets) samplesSeen_[d.name] = iteration_ * d.batch_size * options_.world;
-      warn("openflamingo_resume",
-           "resumed from an OpenFlamingo checkpoint: data position and RNG state are not in it (" + where +
-               ", continuing at epoch " + std::to_string(epoch_) + ")");
-      log_->info("resumed from OpenFlamingo checkpoint {} at epoch {}, optimizer step {}: {}", where, epoch_, step_,
-                 report.summary());
-      return Status::ok();
+  return chosen ? resumeFrom(*chosen, chosenPath) : Status::ok();
+}
+
+Status Trainer::resumeFromOpenFlamingo(const ForeignCheckpoint& foreign, const std::filesystem::path& path) {
+  const std::string where = path.string();
+  const model::LoadReport report = model_->loadStateDict(foreign.model);
+  if (Status s = checkResumeLoad(report, where); !s) return s;
+  auto warn = [&](const std::string& code, const std::string& message) {
+    log_->warn("{}", message);
+    emitter_->emit(protocol::WarningEvent{code, message, static_cast<int>(options_.rank)});
+  };
+  for (const auto& note : foreign.notes) warn("openflamingo_resume_state", where + ": " + note);
+  epoch_ = foreign.epoch ? *foreign.epoch + 1 : 0;  // OpenFlamingo continues after the saved epoch
+  stepInEpoch_ = 0;
+  iteration_ = epoch_ * source_->stepsPerEpoch();
+  step_ = epoch_ * figures_.optimizerStepsPerEpoch;
+  bool optimizerLoaded = false;
+  if (foreign.optimizer) {
+    if (Status s = optimizer_->loadStateDict(*foreign.optimizer); s) {
+      optimizerLoaded = true;
+    } else {
+      warn("openflamingo_optimizer_state",
+           where + ": optimizer state not loaded (" + s.message() + "); starting with a fresh optimizer");
+      optimizer_ = std::make_unique<train::GroupedAdamW>(trainable_, config_.optim);
     }
-    if (!foreign && foreign.status().code() != Status::Code::kCorruption &&
-        foreign.status().code() != Status::Code::kUnsupported) {
-      return foreign.status();
+  } else {
+    warn("openflamingo_optimizer_state", where + ": no optimizer state in it; starting with a fresh optimizer");
+  }
+  bool schedulerLoaded = false;
+  if (optimizerLoaded && foreign.scheduler) {
+    if (Status s = schedule_->loadStateDict(*foreign.scheduler); s) {
+      schedulerLoaded = true;
+      step_ = foreign.scheduler->lastEpoch;  // LambdaLR's last_epoch counts optimizer steps
+    } else {
+      warn("openflamingo_scheduler_state", where + ": lr scheduler state not loaded (" + s.message() + ")");
     }
   }
-  if (!ck) return ck.status();
-  std::map<std::string, torch::Tensor> state(ck->modelState.begin(), ck->modelState.end());
-  const model::LoadReport report = model_->loadStateDict(state);
-  // Frozen weights are not in the checkpoint (OpenFlamingo's filter): only trainable ones count as missing.
-  for (const auto& name : report.missing) {
-    for (const auto& p : trainable_) {
-      if (p.name == name) return Status::invalidArgument(path->string() + ": " + report.summary());
-    }
+  if (!schedulerLoaded) {
+    // Continue the schedule where epoch+1 starts.
+    std::vector<double> baseLrs(optimizer_->groups().size(), config_.optim.lr);
+    schedule_ = std::make_unique<train::LrSchedule>(train::scheduleKindFromName(config_.optim.scheduler), baseLrs,
+                                                    config_.optim.warmup_steps, figures_.schedulerSteps);
+    train::LrSchedulerStateDict at;
+    at.baseLrs = baseLrs;
+    at.lastEpoch = step_;
+    (void)schedule_->loadStateDict(at);
   }
-  if (!report.unexpected.empty() || !report.mismatched.empty()) {
-    return Status::invalidArgument(path->string() + ": " + report.summary());
-  }
-  if (Status s = optimizer_->loadStateDict(ck->optimizer); !s) return s;
-  if (Status s = schedule_->loadStateDict(ck->scheduler); !s) return s;
   schedule_->apply(optimizer_->adamw());
-  if (Status s = source_->restore(ck->resume.data); !s) return s;
-  if (Status s = train::restoreRng(ck->resume.rng); !s) return s;
-  step_ = ck->resume.step;
-  iteration_ = ck->resume.iteration;
-  epoch_ = ck->resume.data.epoch;
+  for (const auto& d : config_.data.datasets) samplesSeen_[d.name] = iteration_ * d.batch_size * options_.world;
+  warn("openflamingo_resume",
+       "resumed from an OpenFlamingo checkpoint: data position and RNG state are not in it (" + where +
+           ", continuing at epoch " + std::to_string(epoch_) + ")");
+  log_->info("resumed from OpenFlamingo checkpoint {} at epoch {}, optimizer step {}: {}", where, epoch_, step_,
+             report.summary());
+  return Status::ok();
+}
+
+Status Trainer::resumeFrom(const CheckpointContents& ck, const std::filesystem::path& path) {
+  std::map<std::string, torch::Tensor> state(ck.modelState.begin(), ck.modelState.end());
+  if (Status s = checkResumeLoad(model_->loadStateDict(state), path.string()); !s) return s;
+  if (Status s = optimizer_->loadStateDict(ck.optimizer); !s) return s;
+  if (Status s = schedule_->loadStateDict(ck.scheduler); !s) return s;
+  schedule_->apply(optimizer_->adamw());
+  if (Status s = source_->restore(ck.resume.data); !s) return s;
+  if (Status s = train::restoreRng(ck.resume.rng); !s) return s;
+  step_ = ck.resume.step;
+  iteration_ = ck.resume.iteration;
+  epoch_ = ck.resume.data.epoch;
   stepInEpoch_ = iteration_ - epoch_ * source_->stepsPerEpoch();
   gradientFlowChecked_ = true;
   structureChecked_ = true;
   for (const auto& d : config_.data.datasets) samplesSeen_[d.name] = iteration_ * d.batch_size * options_.world;
-  log_->info("resumed from {} at epoch {}, iteration {}, optimizer step {}", path->string(), epoch_, iteration_, step_);
+  log_->info("resumed from {} at epoch {}, iteration {}, optimizer step {}", path.string(), epoch_, iteration_, step_);
   return Status::ok();
 }
 

@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "backend/engine/checkpoint_io.h"
+#include "backend/tensorfile/torch_file.h"
+#include "backend/tensorfile/state_dict.h"
 #include "engine_test_util.h"
 #include "backend/protocol/config_override.h"
 #include "backend/protocol/config_yaml.h"
@@ -106,10 +108,16 @@ TEST_F(TrainerTest, CheckpointIsReadByPythonTorchLoadInOpenFlamingoLayout) {
   EXPECT_TRUE(j["optimizer_loaded"].get<bool>());
   EXPECT_EQ(j["param_groups"].size(), 2u);
   EXPECT_EQ(j["scheduler"]["last_epoch"], 16);
+  // Our torch-free reader (the GUI's inspector) reads our own files too.
+  auto file = tensorfile::openTorchFile(ckpt.string());
+  ASSERT_TRUE(file.isOk()) << file.status().message();
+  const tensorfile::PyValue* msd = file->root().find("model_state_dict");
+  ASSERT_NE(msd, nullptr);
   // Every tensor as we wrote it, and OpenFlamingo's key filter.
   auto ours = readCheckpoint(ckpt);
   ASSERT_TRUE(ours.isOk()) << ours.status().message();
   ASSERT_EQ(j["model"].size(), ours->modelState.size());
+  EXPECT_EQ(msd->entries.size(), ours->modelState.size());
   bool sawPerceiver = false, sawGate = false, sawEmbedding = false;
   for (const auto& [name, t] : ours->modelState) {
     ASSERT_TRUE(j["model"].contains(name)) << name;
@@ -168,7 +176,7 @@ TEST_F(TrainerTest, TornCheckpointIsNeverPickedUp) {
   fsys::remove(dir / "checkpoint_0.pt");
   std::vector<std::string> skipped;
   auto picked = newestCompleteCheckpoint(dir, &skipped);
-  ASSERT_TRUE(picked.has_value());
+  ASSERT_TRUE(picked.has_value()) << (skipped.empty() ? "" : skipped[0]);
   EXPECT_EQ(picked->filename(), "checkpoint_step12.pt");
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped[0].find("checkpoint_step16.pt"), std::string::npos) << skipped[0];
