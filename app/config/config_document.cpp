@@ -123,15 +123,7 @@ std::string ConfigDocument::checkFieldText(const std::string& path, const std::s
 bool ConfigDocument::fieldApplies(const std::string& path) const {
   auto ref =
       protocol::resolvePath(protocol::runConfigSchema(), const_cast<protocol::RunConfig*>(&config_), path);
-  if (!ref.isOk() || ref->spec->appliesWhen.empty()) return true;
-  const std::string& cond = ref->spec->appliesWhen;  // "key=value", key a sibling
-  const size_t eq = cond.find('=');
-  const size_t dot = ref->path.rfind('.');
-  const std::string parent = dot == std::string::npos ? std::string() : ref->path.substr(0, dot + 1);
-  auto sibling = protocol::resolvePath(
-      protocol::runConfigSchema(), const_cast<protocol::RunConfig*>(&config_), parent + cond.substr(0, eq));
-  if (!sibling.isOk() || eq == std::string::npos) return true;
-  return protocol::valueToText(*sibling->spec, sibling->spec->get(sibling->owner)) == cond.substr(eq + 1);
+  return !ref.isOk() || protocol::fieldApplies(*ref->section, *ref->spec, ref->owner);
 }
 
 int ConfigDocument::listSize(const std::string& listPath) const {

@@ -101,7 +101,7 @@ StatusOr<FieldRef> resolvePath(const SectionSpec& root, void* obj, const std::st
         return Status::invalidArgument("'" + canonical + "' is a " + fieldTypeName(e->type) +
                                        " field and has no sub-key '" + parts[i + 1] + "'");
       }
-      return FieldRef{e, obj, canonical};
+      return FieldRef{e, obj, section, canonical};
     }
     if (last) {
       return Status::invalidArgument("'" + canonical + "' is a section; name one of its keys: " +
@@ -145,6 +145,14 @@ StatusOr<FieldRef> resolvePath(const SectionSpec& root, void* obj, const std::st
     section = e->section;
   }
   return Status::invalidArgument("config path '" + path + "' does not name a field");
+}
+
+bool fieldApplies(const SectionSpec& section, const EntrySpec& spec, const void* owner) {
+  if (spec.appliesWhen.empty()) return true;
+  const auto eq = spec.appliesWhen.find('=');
+  const EntrySpec* key = section.find(spec.appliesWhen.substr(0, eq));
+  if (key == nullptr || eq == std::string::npos) return true;
+  return valueToText(*key, key->get(owner)) == spec.appliesWhen.substr(eq + 1);
 }
 
 namespace {

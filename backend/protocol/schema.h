@@ -77,8 +77,13 @@ const SectionSpec& runConfigSchema();
 struct FieldRef {
   const EntrySpec* spec = nullptr;
   void* owner = nullptr;
+  const SectionSpec* section = nullptr;  // the section that declares `spec`
   std::string path;  // canonical, e.g. data.datasets[1].batch_size
 };
+
+// Whether a field means something for `owner`: true unless its appliesWhen
+// condition ("key=value", key a field of the same section) does not hold.
+bool fieldApplies(const SectionSpec& section, const EntrySpec& spec, const void* owner);
 
 // Resolve "a.b.c", "data.datasets[1].batch_size", "data.datasets.1.batch_size"
 // or "data.datasets.mmc4.batch_size" (list elements by their `name`).

@@ -35,19 +35,13 @@ class Checker {
     problems_.push_back({Problem::Severity::kWarning, std::move(path), std::move(message), std::move(fix)});
   }
 
-  // Whether an "key=value" condition holds for the struct that owns the field.
-  static bool applies(const EntrySpec& e, const void* owner, const SectionSpec& section) {
-    if (e.appliesWhen.empty()) return true;
-    const auto eq = e.appliesWhen.find('=');
-    const EntrySpec* key = section.find(e.appliesWhen.substr(0, eq));
-    return key == nullptr || valueToText(*key, key->get(owner)) == e.appliesWhen.substr(eq + 1);
-  }
-
   void fieldRules() {
-    const SectionSpec& dataset = *runConfigSchema().find("data")->section->find("datasets")->section;
+    RunConfig& config = const_cast<RunConfig&>(c_);  // resolvePath takes a mutable object; nothing is written
     forEachField(runConfigSchema(), &c_, [&](const std::string& path, const EntrySpec& e, const void* owner) {
-      const bool inDataset = path.rfind("data.datasets[", 0) == 0;
-      if (inDataset && !applies(e, owner, dataset)) return;
+      if (!e.appliesWhen.empty()) {
+        auto ref = resolvePath(runConfigSchema(), &config, path);
+        if (ref && !fieldApplies(*ref->section, e, owner)) return;
+      }
       const std::string why = checkValue(e, e.get(owner));
       if (!why.empty()) error(path, why);
     });
