@@ -90,15 +90,7 @@ torch::Tensor GptNeoxLmImpl::embed(const torch::Tensor& input_ids, const torch::
 
 LayerContext GptNeoxLmImpl::layerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                          c10::ScalarType dtype) {
-  const auto l = input_ids.size(1);
-  const auto positions =
-      torch::arange(l, torch::TensorOptions().dtype(torch::kLong).device(input_ids.device())).unsqueeze(0);
-  const auto tables = rotaryTables(positions, rotaryDims(), options_.rotary_base(), dtype);
-  LayerContext ctx;
-  ctx.attn_bias = causalAttentionBias(attention_mask, dtype);
-  ctx.rope_cos = tables.cos;
-  ctx.rope_sin = tables.sin;
-  return ctx;
+  return rotaryLayerContext(input_ids, attention_mask, rotaryDims(), options_.rotary_base(), dtype);
 }
 
 torch::Tensor GptNeoxLmImpl::finalNorm(const torch::Tensor& hidden) {

@@ -74,16 +74,7 @@ torch::Tensor LlamaLmImpl::embed(const torch::Tensor& input_ids, const torch::Te
 
 LayerContext LlamaLmImpl::layerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                        c10::ScalarType dtype) {
-  const auto l = input_ids.size(1);
-  const auto positions =
-      torch::arange(l, torch::TensorOptions().dtype(torch::kLong).device(input_ids.device())).unsqueeze(0);
-  const auto tables =
-      rotaryTables(positions, options_.width() / options_.heads(), options_.rotary_base(), dtype);
-  LayerContext ctx;
-  ctx.attn_bias = causalAttentionBias(attention_mask, dtype);
-  ctx.rope_cos = tables.cos;
-  ctx.rope_sin = tables.sin;
-  return ctx;
+  return rotaryLayerContext(input_ids, attention_mask, options_.width() / options_.heads(), options_.rotary_base(), dtype);
 }
 
 torch::Tensor LlamaLmImpl::finalNorm(const torch::Tensor& hidden) {

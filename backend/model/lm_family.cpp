@@ -184,4 +184,17 @@ std::shared_ptr<CausalLmImpl> makeCausalLm(const LmOptions& options) {
   TORCH_CHECK(false, "model.lm.family: unknown LM family '", f, "' (known: opt, mpt, gpt_neox, llama)");
 }
 
+LayerContext rotaryLayerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t rot_dim,
+                                double base, c10::ScalarType dtype) {
+  const auto l = input_ids.size(1);
+  const auto positions =
+      torch::arange(l, torch::TensorOptions().dtype(torch::kLong).device(input_ids.device())).unsqueeze(0);
+  const auto tables = rotaryTables(positions, rot_dim, base, dtype);
+  LayerContext ctx;
+  ctx.attn_bias = causalAttentionBias(attention_mask, dtype);
+  ctx.rope_cos = tables.cos;
+  ctx.rope_sin = tables.sin;
+  return ctx;
+}
+
 }  // namespace fs::model

@@ -90,6 +90,11 @@ struct LayerContext {
   torch::Tensor text_time;  // Flamingo only: (B, L), NOTE [Media masking]
 };
 
+// The context of the rotary families (GPT-NeoX, LLaMA): causal padding bias
+// and rotate-half tables for positions 0..L-1 over the first `rot_dim` channels.
+LayerContext rotaryLayerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t rot_dim,
+                                double base, c10::ScalarType dtype);
+
 // One entry of an LM's decoder-layer list (a family's own block, or a
 // FlamingoLayer wrapping one).
 class DecoderLayerImpl : public torch::nn::Module {

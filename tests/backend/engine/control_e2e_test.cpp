@@ -17,6 +17,7 @@
 #include "backend/protocol/control_file.h"
 #include "backend/protocol/event_codec.h"
 #include "backend/protocol/run_manifest.h"
+#include "engine_test_util.h"
 
 namespace {
 
@@ -54,17 +55,7 @@ class Process {
   bool reaped_ = false;
 };
 
-std::vector<Event> readEvents(const fsys::path& dir) {
-  std::ifstream in(dir / "events.jsonl", std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EventDecoder decoder;
-  std::vector<Event> out;
-  for (const auto& line : decoder.feed(ss.str())) {
-    if (line.kind == DecodedLine::Kind::kEvent) out.push_back(line.event);
-  }
-  return out;
-}
+std::vector<Event> readEvents(const fsys::path& dir) { return fs::engine::test::readEvents(dir, /*finished=*/false); }
 
 // Polls events.jsonl until `pred` holds for some event; fails after a deadline.
 const Event waitFor(const fsys::path& dir, const std::function<bool(const Event&)>& pred, const char* what) {

@@ -28,19 +28,7 @@ namespace fsys = std::filesystem;
 
 protocol::RunConfig tiny(const std::vector<std::string>& sets = {}) { return test::tinyConfig(sets); }
 
-std::vector<protocol::Event> readEvents(const fsys::path& dir) {
-  std::ifstream in(dir / "events.jsonl", std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  protocol::EventDecoder decoder;
-  std::vector<protocol::Event> out;
-  for (const auto& line : decoder.feed(ss.str())) {
-    EXPECT_EQ(line.kind, protocol::DecodedLine::Kind::kEvent) << line.error.message();
-    if (line.kind == protocol::DecodedLine::Kind::kEvent) out.push_back(line.event);
-  }
-  EXPECT_FALSE(decoder.hasPartialLine());
-  return out;
-}
+std::vector<protocol::Event> readEvents(const fsys::path& dir) { return test::readEvents(dir, /*finished=*/true); }
 
 // step -> per-dataset loss, from the step events of a run directory.
 std::map<int64_t, std::map<std::string, double>> stepLosses(const fsys::path& dir) {
