@@ -13,10 +13,10 @@ PACKAGES=(
   libopencv-dev libssh-dev
   # desktop app
   qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqt6svg6-dev libqcustomplot-dev
-  # tests: GoogleTest, Python oracles (Debian's python3-torch etc. at /usr/bin/python3),
+  # tests: GoogleTest, oracles (Debian's python3-torch etc. at /usr/bin/python3, xxhsum),
   # a real sshd, network namespaces, a virtual display for screenshots
   libgtest-dev python3 python3-torch python3-pil python3-scipy python3-sentencepiece python3-yaml
-  openssh-server iproute2 xvfb xauth binutils
+  xxhash openssh-server iproute2 xvfb xauth binutils
 )
 
 SUDO=""

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "backend/engine/checkpoint_manifest.h"
 #include "backend/engine/trainer_impl.h"
 #include "backend/protocol/run_manifest.h"
 #include "backend/telemetry/memory_tracker.h"
@@ -183,7 +184,7 @@ Status Trainer::saveCheckpoint(protocol::CheckpointKind kind) {
   c.resume.epoch = epoch_;
   c.resume.data = source_->position();
   c.resume.rng = train::captureRng();
-  c.resume.manifest = manifestJson();
+  c.resume.manifest = buildCheckpointManifest(config_, tokens_, model_->namedParameters(), c.modelState);
   const auto path = dir_.checkpointFile(kind, static_cast<int>(c.epoch), step_);
   if (Status s = writeCheckpoint(path, c); !s) return s;
   std::error_code ec;

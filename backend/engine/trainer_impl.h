@@ -48,9 +48,8 @@ class Trainer {
   protocol::Status resumeIfPossible();
   protocol::Status resumeFrom(const CheckpointContents& ck, const std::filesystem::path& path);
   protocol::Status resumeFromOpenFlamingo(const ForeignCheckpoint& foreign, const std::filesystem::path& path);
-  protocol::Status checkResumeLoad(const model::LoadReport& report, const std::string& where) const;
+  protocol::Status checkResumeLoad(model::LoadReport report, const std::string& where) const;
   void emitStartEvents();
-  std::string manifestJson() const;
 
   // trainer_step.cpp
   protocol::StatusOr<StepResult> trainIteration(const data::StepBatches& batches);

@@ -1,13 +1,14 @@
 // Trainer set-up: run directory, telemetry, model, optimizer, data, resume.
 #include <torch/torch.h>
 
-#include <nlohmann/json.hpp>
 
 #include <random>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
 #include "backend/data/synthetic_source.h"
+#include "backend/engine/checkpoint_manifest.h"
 #include "backend/engine/trainer_impl.h"
 #include "backend/engine/weights.h"
 #include "backend/protocol/config_yaml.h"
@@ -160,18 +161,18 @@ Status Trainer::buildModelAndOptimizer() {
   return Status::ok();
 }
 
-// Frozen weights are not in a checkpoint (OpenFlamingo's filter): only
-// trainable ones count as missing; unexpected or mis-shaped keys are errors.
-Status Trainer::checkResumeLoad(const model::LoadReport& report, const std::string& where) const {
-  for (const auto& name : report.missing) {
-    for (const auto& p : trainable_) {
-      if (p.name == name) return Status::invalidArgument(where + ": " + report.summary());
-    }
-  }
-  if (!report.unexpected.empty() || !report.mismatched.empty()) {
+// Frozen weights are not in a checkpoint (OpenFlamingo's filter): they are
+// expected-frozen; a missing trainable one, an unexpected or a mis-shaped key
+// is an error.
+Status Trainer::checkResumeLoad(model::LoadReport report, const std::string& where) const {
+  std::set<std::string> trainable;
+  for (const auto& p : trainable_) trainable.insert(p.name);
+  report.markExpectedFrozen([&](const std::string& name) { return trainable.count(name) == 0; });
+  if (!report.ok()) {
     return Status::invalidArgument(where + ": " + report.summary() +
                                    (report.mismatched.empty() ? "" : " (wrong base model or model shape?)"));
   }
+  log_->info("{}: {}", where, report.summary());
   return Status::ok();
 }
 
@@ -179,7 +180,10 @@ Status Trainer::resumeIfPossible() {
   if (!config_.checkpoint.resume_from.empty()) {
     const std::filesystem::path path = config_.checkpoint.resume_from;
     auto ck = readCheckpoint(path);
-    if (ck) return resumeFrom(ck.value(), path);
+    if (ck) {
+      if (Status s = verifyCheckpointManifest(ck->resume.manifest, ck->modelState, path); !s) return s;
+      return resumeFrom(ck.value(), path);
+    }
     // Not ours (no 'flamingo_studio' key, or a plain Python torch.save dict
     // LibTorch cannot read): try it as an OpenFlamingo checkpoint.
     auto foreign = readForeignCheckpoint(path.string());
@@ -197,6 +201,10 @@ Status Trainer::resumeIfPossible() {
   for (const auto& candidate : checkpointCandidates(dir_.root(), &skipped)) {
     auto ck = readCheckpoint(candidate);
     if (ck) {
+      if (Status s = verifyCheckpointManifest(ck->resume.manifest, ck->modelState, candidate); !s) {
+        skipped.push_back(s.message());
+        continue;
+      }
       chosen = std::move(ck.value());
       chosenPath = candidate;
       break;
@@ -212,8 +220,7 @@ Status Trainer::resumeIfPossible() {
 
 Status Trainer::resumeFromOpenFlamingo(const ForeignCheckpoint& foreign, const std::filesystem::path& path) {
   const std::string where = path.string();
-  const model::LoadReport report = model_->loadStateDict(foreign.model);
-  if (Status s = checkResumeLoad(report, where); !s) return s;
+  if (Status s = checkResumeLoad(model_->loadStateDict(foreign.model), where); !s) return s;
   auto warn = [&](const std::string& code, const std::string& message) {
     log_->warn("{}", message);
     emitter_->emit(protocol::WarningEvent{code, message, static_cast<int>(options_.rank)});
@@ -259,8 +266,7 @@ Status Trainer::resumeFromOpenFlamingo(const ForeignCheckpoint& foreign, const s
   warn("openflamingo_resume",
        "resumed from an OpenFlamingo checkpoint: data position and RNG state are not in it (" + where +
            ", continuing at epoch " + std::to_string(epoch_) + ")");
-  log_->info("resumed from OpenFlamingo checkpoint {} at epoch {}, optimizer step {}: {}", where, epoch_, step_,
-             report.summary());
+  log_->info("resumed from OpenFlamingo checkpoint {} at epoch {}, optimizer step {}", where, epoch_, step_);
   return Status::ok();
 }
 
@@ -281,30 +287,6 @@ Status Trainer::resumeFrom(const CheckpointContents& ck, const std::filesystem::
   for (const auto& d : config_.data.datasets) samplesSeen_[d.name] = iteration_ * d.batch_size * options_.world;
   log_->info("resumed from {} at epoch {}, iteration {}, optimizer step {}", path.string(), epoch_, iteration_, step_);
   return Status::ok();
-}
-
-std::string Trainer::manifestJson() const {
-  nlohmann::json j;
-  j["engine_version"] = runtime::engineVersion();
-  j["lm"] = {{"family", config_.model.lm.family},
-             {"width", config_.model.lm.width},
-             {"layers", config_.model.lm.layers},
-             {"heads", config_.model.lm.heads},
-             {"vocab_size", config_.model.lm.vocab_size},
-             {"tied_head", config_.model.lm.tied_head}};
-  j["vision"] = {{"path", config_.model.vision.path},
-                 {"width", config_.model.vision.width},
-                 {"layers", config_.model.vision.layers},
-                 {"patch_size", config_.model.vision.patch_size},
-                 {"image_size", config_.model.vision.image_size}};
-  j["cross_attn_every_n_layers"] = config_.model.cross_attn.every_n_layers;
-  j["added_tokens"] = {{"<|endofchunk|>", tokens_.endofchunk}, {"<image>", tokens_.image}};
-  nlohmann::json params = nlohmann::json::array();
-  for (const auto& [name, t] : model_->namedParameters()) {
-    params.push_back({{"name", name}, {"shape", t.sizes().vec()}, {"trainable", t.requires_grad()}});
-  }
-  j["parameters"] = params;
-  return j.dump();
 }
 
 void Trainer::emitStartEvents() {

@@ -27,8 +27,9 @@ void listNames(std::ostringstream& out, const std::vector<std::string>& names, s
 
 std::string LoadReport::summary(size_t max_names) const {
   std::ostringstream out;
-  const size_t total = loaded.size() + missing.size() + mismatched.size();
+  const size_t total = loaded.size() + missing.size() + mismatched.size() + expectedFrozen.size();
   out << "loaded " << loaded.size() << " of " << total << " parameters";
+  if (!expectedFrozen.empty()) out << "; " << expectedFrozen.size() << " frozen kept from the base weights";
   if (!missing.empty()) {
     out << "; missing " << missing.size();
     listNames(out, missing, max_names);
@@ -49,6 +50,12 @@ std::string LoadReport::summary(size_t max_names) const {
   }
   if (!ignored.empty()) out << "; ignored " << ignored.size() << " duplicate or recomputed keys";
   return out.str();
+}
+
+void LoadReport::markExpectedFrozen(const std::function<bool(const std::string&)>& frozen) {
+  std::vector<std::string> still;
+  for (auto& name : missing) (frozen(name) ? expectedFrozen : still).push_back(std::move(name));
+  missing = std::move(still);
 }
 
 LoadReport loadNamedTensors(const NamedTensors& params, const std::map<std::string, torch::Tensor>& source,

@@ -1,6 +1,7 @@
 // Loading named tensors into a model, with one report instead of a wall of
-// text: which parameters were loaded, missing, unexpected, mis-shaped, or
-// deliberately skipped (duplicate aliases, buffers we recompute).
+// text: which parameters were loaded, missing, expected-frozen (absent from a
+// training checkpoint by design: they come from the base weights), unexpected,
+// mis-shaped, or deliberately skipped (duplicate aliases, recomputed buffers).
 //
 // Thread-safety: plain values and free functions. Loading writes the
 // parameters in place under no-grad; the caller must not run the model
@@ -33,8 +34,13 @@ struct LoadReport {
   std::vector<std::string> unexpected;    // source keys we do not know
   std::vector<ShapeMismatch> mismatched;  // same name, other shape: not copied ("wrong base model?")
   std::vector<std::string> ignored;  // source keys known and skipped: duplicate aliases, recomputed buffers
+  // Frozen parameters the source lacks, moved out of `missing` by
+  // markExpectedFrozen(): a checkpoint keeps only what training changes.
+  std::vector<std::string> expectedFrozen;
 
   bool ok() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
+  // Moves every missing name for which `frozen(name)` holds to expectedFrozen.
+  void markExpectedFrozen(const std::function<bool(const std::string&)>& frozen);
   // One short paragraph: the count of each class and up to `max_names` names
   // of each problem class ("..., and 37 more"), mis-shaped with both shapes.
   std::string summary(size_t max_names = 5) const;

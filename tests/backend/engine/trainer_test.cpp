@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "backend/engine/checkpoint_io.h"
+#include "backend/engine/checkpoint_manifest.h"
 #include "backend/tensorfile/torch_file.h"
 #include "backend/tensorfile/state_dict.h"
 #include "engine_test_util.h"
@@ -168,6 +169,58 @@ TEST_F(TrainerTest, TornCheckpointIsNeverPickedUp) {
   EXPECT_EQ(picked->filename(), "checkpoint_step12.pt");
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped[0].find("checkpoint_step16.pt"), std::string::npos) << skipped[0];
+}
+
+TEST_F(TrainerTest, ManifestHashesEveryTensorAndADamagedCheckpointIsRefused) {
+  const auto dir = root_ / "run";
+  ASSERT_TRUE(runTraining(tiny({"optim.epochs=1", "checkpoint.every_steps=4", "checkpoint.keep_last=3"}), dir,
+                          TrainerOptions{})
+                  .isOk());
+  fsys::remove(dir / "checkpoint_0.pt");
+  const auto newest = dir / "checkpoint_step16.pt";
+  auto ck = readCheckpoint(newest);
+  ASSERT_TRUE(ck.isOk()) << ck.status().message();
+  const auto manifest = nlohmann::json::parse(ck->resume.manifest);
+  ASSERT_EQ(manifest.at("tensors").size(), ck->modelState.size());
+  for (const auto& t : manifest.at("tensors")) {
+    EXPECT_EQ(t.at("hash").get<std::string>().rfind("xxh64:", 0), 0u) << t.dump();
+  }
+  EXPECT_TRUE(verifyCheckpointManifest(ck->resume.manifest, ck->modelState, newest).isOk());
+
+  // One weight changed under an unchanged manifest: what a damaged or hand-edited file looks like.
+  for (auto& [name, t] : ck->modelState) {
+    if (name == "perceiver.latents") t = t.clone().add_(1e-3);
+  }
+  ASSERT_TRUE(writeCheckpoint(newest, ck.value()).isOk());
+  const auto refused = verifyCheckpointManifest(ck->resume.manifest, ck->modelState, newest);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.message().find("'perceiver.latents' does not match its manifest hash"), std::string::npos)
+      << refused.message();
+
+  // An explicit resume refuses it by name ...
+  auto explicitResume = runTraining(tiny({"optim.epochs=1", "checkpoint.resume_from=" + newest.string()}),
+                                    root_ / "other", TrainerOptions{});
+  ASSERT_FALSE(explicitResume.isOk());
+  EXPECT_NE(explicitResume.status().message().find("perceiver.latents"), std::string::npos)
+      << explicitResume.status().message();
+  // ... and the automatic one falls back to the previous checkpoint with a warning.
+  auto resumed = runTraining(tiny({"optim.epochs=1", "checkpoint.every_steps=4", "checkpoint.keep_last=3"}), dir,
+                             TrainerOptions{});
+  ASSERT_TRUE(resumed.isOk()) << resumed.status().message();
+  bool warned = false;
+  int starts = 0;
+  int64_t firstStep = -1;  // of the second run
+  for (const auto& e : test::readEvents(dir, /*finished=*/true)) {
+    if (std::holds_alternative<protocol::RunStartedEvent>(e.body)) ++starts;
+    if (const auto* w = std::get_if<protocol::WarningEvent>(&e.body)) {
+      warned = warned || (w->code == "checkpoint_skipped" && w->message.find("perceiver.latents") != std::string::npos);
+    }
+    if (const auto* s = std::get_if<protocol::StepEvent>(&e.body); s && starts == 2 && firstStep < 0) {
+      firstStep = s->step;
+    }
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_EQ(firstStep, 13);  // continued after checkpoint_step12.pt
 }
 
 TEST_F(TrainerTest, BadSetupIsAClearErrorNotACrash) {

@@ -200,6 +200,30 @@ TEST(Flamingo, LoadReportClassifiesKeys) {
   EXPECT_NE(summary.find("unexpected 1 (lang_encoder.something_else)"), std::string::npos) << summary;
 }
 
+TEST(Flamingo, CheckpointWithoutFrozenWeightsReportsThemAsExpectedFrozen) {
+  auto source = buildTiny("opt", 1);
+  auto target = buildTiny("opt", 2);
+  source->freezeAsOpenFlamingo();
+  std::map<std::string, torch::Tensor> state;
+  std::set<std::string> frozen;
+  for (const auto& [name, t] : source->namedParameters()) {
+    if (t.requires_grad()) state[name] = t;
+    else frozen.insert(name);
+  }
+  ASSERT_FALSE(frozen.empty());
+  state.erase("perceiver.latents");  // a trainable one: really missing
+  auto report = target->loadStateDict(state);
+  EXPECT_EQ(report.missing.size(), frozen.size() + 1);
+  report.markExpectedFrozen([&](const std::string& name) { return frozen.count(name) != 0; });
+  EXPECT_EQ(report.missing, std::vector<std::string>{"perceiver.latents"});
+  EXPECT_EQ(std::set<std::string>(report.expectedFrozen.begin(), report.expectedFrozen.end()), frozen);
+  EXPECT_FALSE(report.ok());
+  const auto summary = report.summary();
+  EXPECT_NE(summary.find(std::to_string(frozen.size()) + " frozen kept from the base weights"), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("missing 1 (perceiver.latents)"), std::string::npos) << summary;
+}
+
 TEST(Flamingo, LoadVisionFromAnOpenClipStateDict) {
   auto source = buildTiny("opt", 1);
   auto target = buildTiny("opt", 2);

@@ -1,0 +1,38 @@
+// The manifest every checkpoint carries (ResumeState::manifest, JSON): what
+// model it belongs to (LM family and dims, vision tower, cross-attention
+// interval, added tokens), every parameter's name, shape and trainability,
+// and a content hash of each tensor saved in model_state_dict. Resuming
+// checks the hashes, so a damaged file is refused by name instead of
+// training on silently corrupted weights.
+//
+//   auto manifest = buildCheckpointManifest(config, tokens, model->namedParameters(), saved);
+//   if (Status s = verifyCheckpointManifest(manifest, saved, path); !s) ...
+//
+// Thread-safety: free functions; the tensors must not change while hashing.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "backend/data/special_tokens.h"
+#include "backend/model/state_dict.h"
+#include "backend/protocol/config_types.h"
+#include "backend/protocol/status.h"
+
+namespace fs::engine {
+
+// A 64-bit hash of the tensor's elements in row-major order (its dtype's
+// bytes), as 16 hex digits. Equal values of one dtype and shape hash equal,
+// whatever the strides.
+std::string tensorDigest(const torch::Tensor& tensor);
+
+std::string buildCheckpointManifest(const protocol::RunConfig& config, const data::SpecialTokenIds& tokens,
+                                    const model::NamedTensors& parameters, const model::NamedTensors& saved);
+
+// Every tensor in `saved` against the manifest's record of it: same shape,
+// dtype and hash, and every recorded tensor present. A manifest without
+// tensor records (engines before 0.2) passes. Errors name `path` and the tensor.
+protocol::Status verifyCheckpointManifest(const std::string& manifest, const model::NamedTensors& saved,
+                                          const std::filesystem::path& path);
+
+}  // namespace fs::engine
