@@ -2,7 +2,6 @@
 // synthetic data in a fresh run directory, with a live progress line).
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ostream>
@@ -10,12 +9,9 @@
 #include "backend/cli/args.h"
 #include "backend/cli/commands.h"
 #include "backend/cli/config_input.h"
+#include "backend/cli/paths.h"
 #include "backend/engine/trainer.h"
 #include "backend/protocol/validate.h"
-
-#ifndef FS_RESOURCES_DIR
-#define FS_RESOURCES_DIR ""
-#endif
 
 namespace fs::cli {
 namespace {
@@ -58,23 +54,6 @@ int runEngine(const protocol::RunConfig& config, const std::filesystem::path& ru
     case engine::TrainOutcome::kKilled: io.err << "killed: no checkpoint written\n"; return kExitFailure;
   }
   return kExitFailure;
-}
-
-std::string presetPath(const std::string& name) {
-  char exe[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = '\0';
-    const auto installed = std::filesystem::path(exe).parent_path() / "../share/flamingo-studio/presets" / (name + ".yaml");
-    if (std::filesystem::exists(installed)) return installed.string();
-  }
-  return std::string(FS_RESOURCES_DIR) + "/presets/" + name + ".yaml";
-}
-
-std::filesystem::path userDataDir() {
-  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "flamingo-studio";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".local/share/flamingo-studio";
-  return std::filesystem::temp_directory_path() / "flamingo-studio";
 }
 
 }  // namespace
@@ -138,10 +117,7 @@ int runDemo(const std::vector<std::string>& args, Io& io) {
   if (parsed->has("run-dir")) {
     runDir = parsed->get("run-dir");
   } else {
-    const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-    runDir = userDataDir() / "runs" / (std::string("demo-") + stamp);
+    runDir = timestampedRunDir("demo");
   }
   config->run_root = runDir.parent_path().string();
   return runEngine(*config, runDir, false, true, io);

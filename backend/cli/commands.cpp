@@ -11,6 +11,7 @@ const std::vector<Command>& commands() {
 #ifdef FS_HAVE_ENGINE
       {"train", "Train one rank on a run config, writing a run directory", runTrain},
       {"demo", "Train the tiny preset on synthetic data here, with a live progress line", runDemo},
+      {"replay", "Replay a Python run's initial weights and batches; print losses, write final weights", runReplay},
 #endif
       {"validate", "Check a run config: every problem at once, plus the derived figures", runValidate},
       {"show-defaults", "Print the default run config as YAML (with help comments)", runShowDefaults},

@@ -40,6 +40,7 @@ int runVersion(const std::vector<std::string>& args, Io& io);
 #ifdef FS_HAVE_ENGINE
 int runTrain(const std::vector<std::string>& args, Io& io);
 int runDemo(const std::vector<std::string>& args, Io& io);
+int runReplay(const std::vector<std::string>& args, Io& io);
 #endif
 
 }  // namespace fs::cli

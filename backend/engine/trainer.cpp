@@ -48,9 +48,10 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
     int windowIterations = 0;
     double windowData = 0;
     auto windowStart = Clock::now();
-    while (epoch_ < config_.optim.epochs && !stop && !kill) {
+    const auto limitReached = [&] { return options_.maxIterations > 0 && iteration_ >= options_.maxIterations; };
+    while (epoch_ < config_.optim.epochs && !stop && !kill && !limitReached()) {
       if (stepInEpoch_ == 0) source_->setEpoch(epoch_);
-      while (true) {
+      while (!limitReached()) {
         if (Status s = handleControl(&stop, &kill); !s) return s;
         while (paused_ && !stop && !kill) {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -69,6 +70,7 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
         ++windowIterations;
         windowData += dataTime;
         for (const auto& [name, l] : result->loss) windowLoss[name] += l;
+        if (options_.onIteration) options_.onIteration(iteration_, result->loss);
         for (const auto& [name, n] : result->samples) windowSamples[name] += n;
         if (result->optimizerStepped || result->skipped) {
           StepResult mean = result.value();
@@ -89,7 +91,7 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
           }
         }
       }
-      if (stop || kill) break;
+      if (stop || kill || limitReached()) break;
       ++epoch_;
       stepInEpoch_ = 0;
       source_->setEpoch(epoch_);
@@ -105,6 +107,9 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
       }
       finish(protocol::FinishStatus::kStopped);
       return TrainOutcome::kStopped;
+    }
+    if (options_.onFinished) {
+      if (Status s = options_.onFinished(*model_); !s) throw std::runtime_error(s.message());
     }
     finish(protocol::FinishStatus::kOk);
     return TrainOutcome::kFinished;

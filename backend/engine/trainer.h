@@ -15,10 +15,18 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "backend/protocol/config_types.h"
 #include "backend/protocol/status.h"
+
+namespace fs::data {
+class DataSource;
+}
+namespace fs::model {
+class FlamingoImpl;
+}
 
 namespace fs::engine {
 
@@ -39,6 +47,20 @@ struct TrainerOptions {
   bool installSignalHandlers = true;
   bool logInfoToStderr = false;  // mirror the rank log's info lines to stderr (warnings always are)
   std::function<void(const Progress&)> onProgress;  // called on the training thread after each step
+
+  // Hooks for tools that drive the same loop on other inputs (replay.h). All
+  // optional; called on the training thread.
+  // Per iteration (micro-step), each dataset's unscaled loss.
+  std::function<void(int64_t iteration, const std::map<std::string, double>& loss)> onIteration;
+  // Replaces the config's data source (data.source is then not consulted).
+  std::function<protocol::StatusOr<std::unique_ptr<data::DataSource>>()> makeSource;
+  // After the model is built, loaded and frozen, before resuming: e.g. load
+  // an exact initial state. An error fails the set-up.
+  std::function<protocol::Status(model::FlamingoImpl&)> initModel;
+  // After the last iteration of a finished run, before run_finished.
+  std::function<protocol::Status(model::FlamingoImpl&)> onFinished;
+  int64_t maxIterations = 0;    // > 0: finish after this many iterations (no checkpoint)
+  bool disableDropout = false;  // a stochastic mask cannot be replayed
 };
 
 enum class TrainOutcome { kFinished, kStopped, kKilled };

@@ -80,13 +80,18 @@ Status Trainer::setUp() {
   precision_ = policy.value();
   if (Status s = buildModelAndOptimizer(); !s) return s;
   train::seedForRank(config_, options_.rank);
-  if (config_.data.source != "synthetic") {
+  if (options_.makeSource) {
+    auto source = options_.makeSource();
+    if (!source) return source.status();
+    source_ = std::move(source.value());
+  } else if (config_.data.source != "synthetic") {
     return Status::unsupported("data.source '" + config_.data.source +
                                "': the shard pipeline is not built yet; use data.source=synthetic");
+  } else {
+    auto source = data::SyntheticSource::create(config_, options_.rank, options_.world);
+    if (!source) return source.status();
+    source_ = std::move(source.value());
   }
-  auto source = data::SyntheticSource::create(config_, options_.rank, options_.world);
-  if (!source) return source.status();
-  source_ = std::move(source.value());
   plan_ = std::make_unique<train::StepPlan>(std::max<int64_t>(1, source_->stepsPerEpoch()),
                                             config_.optim.grad_accum_steps);
   return resumeIfPossible();
@@ -137,7 +142,9 @@ Status Trainer::prepareRunDirectory() {
 
 Status Trainer::buildModelAndOptimizer() {
   train::seedForModelInit(config_);
-  model_ = model::Flamingo(model::FlamingoOptions::fromConfig(config_.model));
+  auto modelOptions = model::FlamingoOptions::fromConfig(config_.model);
+  if (options_.disableDropout) modelOptions.lm().noDropout();
+  model_ = model::Flamingo(modelOptions);
   if (!config_.model.lm.path.empty() || !config_.model.vision.pretrained.empty()) {
     auto loaded = loadPretrained(*model_, config_.model);
     if (!loaded) return loaded.status();
@@ -149,6 +156,9 @@ Status Trainer::buildModelAndOptimizer() {
   }
   model_->freezeAsOpenFlamingo();
   model_->train();
+  if (options_.initModel) {
+    if (Status s = options_.initModel(*model_); !s) return s;
+  }
   for (const auto& [name, t] : model_->namedParameters()) {
     if (t.requires_grad()) trainable_.push_back({name, t});
   }

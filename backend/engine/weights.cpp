@@ -54,7 +54,9 @@ void stripModulePrefix(StateDict* sd) {
   *sd = std::move(out);
 }
 
-StatusOr<torch::Tensor> refToTorch(const tf::TorchFile& file, const tf::TensorRef& ref, const std::string& name) {
+}  // namespace
+
+StatusOr<torch::Tensor> tensorFromFile(const tf::TorchFile& file, const tf::TensorRef& ref, const std::string& name) {
   if (ref.isMeta) return Status::unsupported(file.path() + ": '" + name + "' is a meta tensor (no data)");
   auto view = file.view(ref);
   if (!view) return withPrefix(view.status(), file.path() + ": '" + name + "': ");
@@ -63,19 +65,21 @@ StatusOr<torch::Tensor> refToTorch(const tf::TorchFile& file, const tf::TensorRe
   return t;
 }
 
-StatusOr<StateDict> flattenToTorch(const tf::TorchFile& file, const tf::PyValue& section) {
+StatusOr<StateDict> stateDictFromSection(const tf::TorchFile& file, const tf::PyValue& section) {
   tf::FlattenOptions options;
   options.includeSequences = false;
   auto named = tf::flattenTensors(section, options);
   if (!named) return withPrefix(named.status(), file.path() + ": ");
   StateDict out;
   for (const auto& nt : named.value()) {
-    auto t = refToTorch(file, *nt.tensor, nt.name);
+    auto t = tensorFromFile(file, *nt.tensor, nt.name);
     if (!t) return t.status();
     out.emplace(nt.name, std::move(t.value()));
   }
   return out;
 }
+
+namespace {
 
 std::optional<double> number(const tf::PyValue* v) { return v ? v->asDouble() : std::nullopt; }
 
@@ -106,7 +110,7 @@ std::optional<train::OptimizerStateDict> parseOptimizer(const tf::TorchFile& fil
       return std::nullopt;
     }
     if (step->isTensor()) {
-      auto t = refToTorch(file, *step->tensor, "step");
+      auto t = tensorFromFile(file, *step->tensor, "step");
       if (!t) {
         *note = t.status().message();
         return std::nullopt;
@@ -118,8 +122,8 @@ std::optional<train::OptimizerStateDict> parseOptimizer(const tf::TorchFile& fil
       *note = "optimizer state " + std::to_string(*index) + ": step is not a number";
       return std::nullopt;
     }
-    auto tm = refToTorch(file, *m->tensor, "exp_avg");
-    auto tv = refToTorch(file, *v->tensor, "exp_avg_sq");
+    auto tm = tensorFromFile(file, *m->tensor, "exp_avg");
+    auto tv = tensorFromFile(file, *v->tensor, "exp_avg_sq");
     if (!tm || !tv) {
       *note = (!tm ? tm.status() : tv.status()).message();
       return std::nullopt;
@@ -288,7 +292,7 @@ StatusOr<StateDict> loadStateDictFile(const std::string& path) {
     if (!file) return file.status();
     const auto sections = tf::checkpointSections(file->root());
     if (!sections.model) return Status::invalidArgument(path + ": no state dict in it (not a checkpoint?)");
-    auto sd = flattenToTorch(file.value(), *sections.model);
+    auto sd = stateDictFromSection(file.value(), *sections.model);
     if (!sd) return sd.status();
     out = std::move(sd.value());
   } else {
@@ -336,7 +340,7 @@ StatusOr<ForeignCheckpoint> readForeignCheckpoint(const std::string& path) {
   out.hasFlamingoStudioKey = root.find("flamingo_studio") != nullptr;
   const auto sections = tf::checkpointSections(root);
   if (!sections.model) return Status::invalidArgument(path + ": no model state dict in it");
-  auto sd = flattenToTorch(file.value(), *sections.model);
+  auto sd = stateDictFromSection(file.value(), *sections.model);
   if (!sd) return sd.status();
   out.model = std::move(sd.value());
   out.epoch = sections.epoch;

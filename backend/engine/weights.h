@@ -27,6 +27,7 @@
 #include "backend/model/flamingo.h"
 #include "backend/protocol/status.h"
 #include "backend/tensorfile/tensor_view.h"
+#include "backend/tensorfile/torch_file.h"
 #include "backend/train/optimizer.h"
 #include "backend/train/schedule.h"
 
@@ -43,6 +44,14 @@ using StateDict = std::map<std::string, torch::Tensor>;
 protocol::StatusOr<c10::ScalarType> torchDtype(tensorfile::DType dtype);
 // A packed, owning copy of `view` (its strides honoured).
 protocol::StatusOr<torch::Tensor> toTorch(const tensorfile::TensorView& view);
+
+// One tensor of an open torch.save file as an owning torch::Tensor; errors
+// name the file and `name`.
+protocol::StatusOr<torch::Tensor> tensorFromFile(const tensorfile::TorchFile& file, const tensorfile::TensorRef& ref,
+                                                 const std::string& name);
+// Every tensor under `section` of an open torch.save file, nested names joined with '.'.
+protocol::StatusOr<StateDict> stateDictFromSection(const tensorfile::TorchFile& file,
+                                                   const tensorfile::PyValue& section);
 
 // A torch.save file (a bare state dict, or a checkpoint dict whose model
 // section is model_state_dict / state_dict / ...) or a .safetensors file.
