@@ -9,12 +9,14 @@
 // Batches come from the SyntheticSource, generated before the timed loop (the
 // engine's data_time_s is reported separately by the trainer; here we time the
 // compute only). The CPU memory tracker is installed as the trainer does
-// (--no-memory-tracker to measure its cost).
+// (--no-memory-tracker to measure its cost). Padding is skipped as the trainer
+// skips it (NOTE [Skipped padding] in backend/model/common.h);
+// --compute-padding computes it, as the reference does.
 // Telemetry: per step a StepEvent is built as Trainer::emitStep does and
 // emitted on a TelemetryEmitter over a temporary run directory; both the build
 // (gate values included) and the emit() call are timed.
 //
-// Usage: bench_train_step PRESET|CONFIG.yaml [THREADS=1] [WARMUP=5] [ITERS=30] [--no-memory-tracker]
+// Usage: bench_train_step PRESET|CONFIG.yaml [THREADS=1] [WARMUP=5] [ITERS=30] [--no-memory-tracker] [--compute-padding]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -75,10 +77,13 @@ int main(int argc, char** argv) {
   using namespace fs;
   std::vector<std::string> args;
   bool memoryTracker = true;
+  bool skipPadding = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-memory-tracker") {
       memoryTracker = false;
+    } else if (a == "--compute-padding") {
+      skipPadding = false;
     } else {
       args.push_back(a);
     }
@@ -186,7 +191,11 @@ int main(int argc, char** argv) {
       {
         telemetry::MemoryPhase phase(telemetry::Phase::kActivations);
         train::AutocastScope autocast(precision, device);
-        const torch::Tensor logits = model->forward(b.images.to(precision.inputDtype), b.inputIds, b.attentionMask);
+        const auto padding = skipPadding && train::maskedPositionsArePadding(b.inputIds, b.attentionMask, tokens)
+                                 ? model::Padding::kSkip
+                                 : model::Padding::kCompute;
+        const torch::Tensor logits =
+            model->forward(b.images.to(precision.inputDtype), b.inputIds, b.attentionMask, padding);
         loss = train::causalLmLoss(logits, labels, train::LossOptions{compat});
       }
       if (loss.noTargets) die("a batch without supervised tokens");

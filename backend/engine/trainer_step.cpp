@@ -33,8 +33,11 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     {
       MemoryPhase phase(Phase::kActivations);
       train::AutocastScope autocast(precision_, device_);
+      const auto padding = train::maskedPositionsArePadding(b.inputIds, b.attentionMask, tokens_)
+                               ? model::Padding::kSkip
+                               : model::Padding::kCompute;
       const torch::Tensor logits =
-          model_->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask);
+          model_->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding);
       loss = train::causalLmLoss(logits, labels, train::LossOptions{compat});
     }
     r.samples[b.dataset] = b.samples;

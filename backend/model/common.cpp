@@ -72,6 +72,35 @@ torch::Tensor scaledDotAttention(const torch::Tensor& q, const torch::Tensor& k,
   return torch::matmul(probs, v);
 }
 
+torch::Tensor realTokenIndex(const torch::Tensor& attention_mask) {
+  const auto flat = attention_mask.reshape({-1});
+  const auto index = flat.ne(0).nonzero().squeeze(1);
+  if (index.size(0) == flat.size(0)) return torch::Tensor();
+  return index;
+}
+
+torch::Tensor gatherTokens(const torch::Tensor& x, const torch::Tensor& real_tokens) {
+  if (!real_tokens.defined()) return x;
+  std::vector<int64_t> shape{x.size(0) * x.size(1)};
+  for (int64_t d = 2; d < x.dim(); ++d) shape.push_back(x.size(d));
+  return x.reshape(shape).index_select(0, real_tokens);
+}
+
+torch::Tensor scatterTokens(const torch::Tensor& y, const torch::Tensor& real_tokens, int64_t b, int64_t l) {
+  if (!real_tokens.defined()) return y;
+  std::vector<int64_t> flat{b * l}, shape{b, l};
+  for (int64_t d = 1; d < y.dim(); ++d) {
+    flat.push_back(y.size(d));
+    shape.push_back(y.size(d));
+  }
+  return torch::zeros(flat, y.options()).index_copy(0, real_tokens, y).view(shape);
+}
+
+torch::Tensor onRealTokens(const torch::Tensor& x, const torch::Tensor& real_tokens,
+                           const std::function<torch::Tensor(const torch::Tensor&)>& f) {
+  return scatterTokens(f(gatherTokens(x, real_tokens)), real_tokens, x.size(0), x.size(1));
+}
+
 double lowestFinite(c10::ScalarType dtype) {
   switch (dtype) {
     case torch::kDouble:

@@ -13,6 +13,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace fs::model {
@@ -74,6 +75,28 @@ torch::Tensor mergeHeads(const torch::Tensor& x);
 // (B, H, Lq, Lk), or undefined. The softmax runs in fp32 for half inputs.
 torch::Tensor scaledDotAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                  double scale, const torch::Tensor& bias, double dropout, bool training);
+
+// NOTE [Skipped padding]: a position whose attention_mask is 0 is never a key
+// of a real position (the bias masks it; attention is causal) and, when it
+// holds the pad id, its label is -100, so nothing it computes reaches a real
+// position or the loss. Token-wise work (MLPs, their norms, the head) may
+// then run on the real tokens only: `real_tokens` lists them as flat indices
+// into the leading (B, L) positions, and skipped positions get zeros. Only the
+// values at padding differ from computing everything; real positions get the
+// same numbers up to float summation order. Right-padded OpenFlamingo batches
+// are ~35 % padding.
+//
+// The flat indices of the positions where attention_mask is 1; undefined when
+// there is no padding (nothing to skip).
+torch::Tensor realTokenIndex(const torch::Tensor& attention_mask);
+// (B, L, ...) -> (N, ...): the real tokens; x itself when real_tokens is undefined.
+torch::Tensor gatherTokens(const torch::Tensor& x, const torch::Tensor& real_tokens);
+// (N, ...) -> (B, L, ...) with zeros at the skipped positions; y itself when
+// real_tokens is undefined.
+torch::Tensor scatterTokens(const torch::Tensor& y, const torch::Tensor& real_tokens, int64_t b, int64_t l);
+// scatterTokens(f(gatherTokens(x))): f over the real tokens only. f must be token-wise.
+torch::Tensor onRealTokens(const torch::Tensor& x, const torch::Tensor& real_tokens,
+                           const std::function<torch::Tensor(const torch::Tensor&)>& f);
 
 // The most negative finite value of a floating dtype (-finfo(dtype).max):
 // the value masked logits get, so a fully masked row stays finite (uniform).

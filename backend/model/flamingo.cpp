@@ -94,16 +94,16 @@ torch::Tensor FlamingoImpl::encodeVision(const torch::Tensor& vision_x) {
 }
 
 torch::Tensor FlamingoImpl::forwardWithMedia(const torch::Tensor& media, const torch::Tensor& input_ids,
-                                             const torch::Tensor& attention_mask) {
+                                             const torch::Tensor& attention_mask, Padding padding) {
   TORCH_CHECK(media.size(0) == input_ids.size(0), "Flamingo: media batch ", media.size(0),
               " does not match input_ids batch ", input_ids.size(0));
   const auto text_time = mediaTextTime(input_ids, options_.image_id());
-  return lang_encoder_->forward(input_ids, attention_mask, media, text_time);
+  return lang_encoder_->forward(input_ids, attention_mask, media, text_time, padding);
 }
 
 torch::Tensor FlamingoImpl::forward(const torch::Tensor& vision_x, const torch::Tensor& input_ids,
-                                    const torch::Tensor& attention_mask) {
-  return forwardWithMedia(encodeVision(vision_x), input_ids, attention_mask);
+                                    const torch::Tensor& attention_mask, Padding padding) {
+  return forwardWithMedia(encodeVision(vision_x), input_ids, attention_mask, padding);
 }
 
 // ---------------------------------------------------------------- structure and training

@@ -79,14 +79,15 @@ class FlamingoImpl : public torch::nn::Module {
 
   // vision_x (B, T_img, F, C, H, W), input_ids (B, L), attention_mask (B, L)
   // (1 = token, 0 = right padding) -> logits (B, L, vocab).
+  // Padding::kSkip: NOTE [Skipped padding] in common.h.
   torch::Tensor forward(const torch::Tensor& vision_x, const torch::Tensor& input_ids,
-                        const torch::Tensor& attention_mask);
+                        const torch::Tensor& attention_mask, Padding padding = Padding::kCompute);
   // vision_x -> media (B, T_img, num_latents, d_vis): the tower under no-grad,
   // then the resampler (checkpointed when gradient checkpointing is on).
   torch::Tensor encodeVision(const torch::Tensor& vision_x);
   // The LM conditioned on precomputed media.
   torch::Tensor forwardWithMedia(const torch::Tensor& media, const torch::Tensor& input_ids,
-                                 const torch::Tensor& attention_mask);
+                                 const torch::Tensor& attention_mask, Padding padding = Padding::kCompute);
 
   // ---- structure (wrap units for FSDP and checkpoint policies)
   const FlamingoOptions& options() const { return options_; }

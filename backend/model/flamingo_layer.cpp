@@ -22,13 +22,14 @@ torch::Tensor FlamingoLayerImpl::forward(const torch::Tensor& hidden, const Laye
     if (gradient_checkpointing) {
       auto block = gated_cross_attn_layer.ptr();
       const auto text_time = ctx.text_time;
+      const auto real_tokens = ctx.real_tokens;
       x = checkpointed(
-          [block, text_time](const std::vector<torch::Tensor>& in) {
-            return block->forward(in[0], in[1], text_time);
+          [block, text_time, real_tokens](const std::vector<torch::Tensor>& in) {
+            return block->forward(in[0], in[1], text_time, real_tokens);
           },
           {x, ctx.media}, trainableParameters(*block));
     } else {
-      x = gated_cross_attn_layer->forward(x, ctx.media, ctx.text_time);
+      x = gated_cross_attn_layer->forward(x, ctx.media, ctx.text_time, ctx.real_tokens);
     }
   }
   if (!gradient_checkpointing) return decoder_layer->forward(x, ctx);

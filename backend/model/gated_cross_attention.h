@@ -78,7 +78,9 @@ TORCH_MODULE(MaskedCrossAttention);
 class GatedCrossAttentionBlockImpl : public torch::nn::Module {
  public:
   explicit GatedCrossAttentionBlockImpl(GatedCrossAttentionOptions options);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& media, const torch::Tensor& text_time);
+  // real_tokens: NOTE [Skipped padding] in common.h (the feed-forward part).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& media, const torch::Tensor& text_time,
+                        const torch::Tensor& real_tokens = {});
 
   GatedCrossAttentionOptions options;
   torch::Tensor attn_gate;

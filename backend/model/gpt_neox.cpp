@@ -20,7 +20,9 @@ torch::Tensor GptNeoxAttentionImpl::forward(const torch::Tensor& x, const LayerC
   const auto l = x.size(1);
   const auto head_dim = x.size(2) / heads;
   // Interleaved per head: (B, L, H, 3 * d) -> (B, H, L, 3 * d), then q | k | v.
-  const auto qkv = query_key_value->forward(x).view({b, l, heads, 3 * head_dim}).permute({0, 2, 1, 3});
+  const auto qkv = onRealTokens(x, ctx.real_tokens, [this](const torch::Tensor& t) { return query_key_value->forward(t); })
+                       .view({b, l, heads, 3 * head_dim})
+                       .permute({0, 2, 1, 3});
   auto q = qkv.narrow(-1, 0, head_dim);
   auto k = qkv.narrow(-1, head_dim, head_dim);
   const auto v = qkv.narrow(-1, 2 * head_dim, head_dim);
@@ -29,7 +31,7 @@ torch::Tensor GptNeoxAttentionImpl::forward(const torch::Tensor& x, const LayerC
   k = applyRotary(k, tables);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
   const auto out = scaledDotAttention(q, k, v, scale, ctx.attn_bias, attention_dropout, is_training());
-  return dense->forward(mergeHeads(out));
+  return onRealTokens(mergeHeads(out), ctx.real_tokens, [this](const torch::Tensor& t) { return dense->forward(t); });
 }
 
 GptNeoxMlpImpl::GptNeoxMlpImpl(int64_t width, int64_t hidden) {
@@ -55,13 +57,13 @@ GptNeoxLayerImpl::GptNeoxLayerImpl(const LmOptions& o)
 torch::Tensor GptNeoxLayerImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
   const auto attn_out =
       torch::dropout(attention->forward(input_layernorm->forward(hidden), ctx), dropout, is_training());
-  if (parallel_residual) {
-    const auto mlp_out =
-        torch::dropout(mlp->forward(post_attention_layernorm->forward(hidden)), dropout, is_training());
-    return mlp_out + attn_out + hidden;
-  }
+  const auto mlpOf = [&](const torch::Tensor& in) {
+    return onRealTokens(in, ctx.real_tokens,
+                        [this](const torch::Tensor& x) { return mlp->forward(post_attention_layernorm->forward(x)); });
+  };
+  if (parallel_residual) return torch::dropout(mlpOf(hidden), dropout, is_training()) + attn_out + hidden;
   const auto h = attn_out + hidden;
-  return torch::dropout(mlp->forward(post_attention_layernorm->forward(h)), dropout, is_training()) + h;
+  return torch::dropout(mlpOf(h), dropout, is_training()) + h;
 }
 
 GptNeoxLmImpl::GptNeoxLmImpl(LmOptions opts) : CausalLmImpl(std::move(opts)) {

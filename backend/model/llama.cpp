@@ -26,12 +26,14 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LmOptions& o)
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LayerContext& ctx) {
   const RotaryTables tables{ctx.rope_cos, ctx.rope_sin};
-  const auto q = applyRotary(splitHeads(q_proj->forward(x), heads), tables);
-  const auto k = applyRotary(splitHeads(k_proj->forward(x), heads), tables);
-  const auto v = splitHeads(v_proj->forward(x), heads);
+  const int64_t b = x.size(0), l = x.size(1);
+  const auto xr = gatherTokens(x, ctx.real_tokens);
+  const auto q = applyRotary(splitHeads(scatterTokens(q_proj->forward(xr), ctx.real_tokens, b, l), heads), tables);
+  const auto k = applyRotary(splitHeads(scatterTokens(k_proj->forward(xr), ctx.real_tokens, b, l), heads), tables);
+  const auto v = splitHeads(scatterTokens(v_proj->forward(xr), ctx.real_tokens, b, l), heads);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   const auto out = scaledDotAttention(q, k, v, scale, ctx.attn_bias, attention_dropout, is_training());
-  return o_proj->forward(mergeHeads(out));
+  return onRealTokens(mergeHeads(out), ctx.real_tokens, [this](const torch::Tensor& t) { return o_proj->forward(t); });
 }
 
 LlamaMlpImpl::LlamaMlpImpl(int64_t width, int64_t hidden) {
@@ -54,7 +56,10 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LmOptions& o) : dropout(o.dro
 torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
   const auto h = hidden + torch::dropout(self_attn->forward(input_layernorm->forward(hidden), ctx), dropout,
                                          is_training());
-  return h + torch::dropout(mlp->forward(post_attention_layernorm->forward(h)), dropout, is_training());
+  const auto f = onRealTokens(h, ctx.real_tokens, [this](const torch::Tensor& x) {
+    return mlp->forward(post_attention_layernorm->forward(x));
+  });
+  return h + torch::dropout(f, dropout, is_training());
 }
 
 LlamaLmImpl::LlamaLmImpl(LmOptions opts) : CausalLmImpl(std::move(opts)) {

@@ -152,20 +152,24 @@ torch::Tensor CausalLmImpl::defaultMask(const torch::Tensor& input_ids,
 }
 
 torch::Tensor CausalLmImpl::hiddenStates(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                                         const torch::Tensor& media, const torch::Tensor& text_time) {
+                                         const torch::Tensor& media, const torch::Tensor& text_time,
+                                         Padding padding) {
   const auto mask = defaultMask(input_ids, attention_mask);
   auto hidden = embed(input_ids, mask);
   auto ctx = layerContext(input_ids, mask, hidden.scalar_type());
   ctx.media = media;
   ctx.text_time = text_time;
+  if (padding == Padding::kSkip) ctx.real_tokens = realTokenIndex(mask);
   for (const auto& layer : layers_) hidden = layer->forward(hidden, ctx);
-  return finalNorm(hidden);
+  return onRealTokens(hidden, ctx.real_tokens, [this](const torch::Tensor& h) { return finalNorm(h); });
 }
 
 torch::Tensor CausalLmImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                                    const torch::Tensor& media, const torch::Tensor& text_time) {
-  const auto hidden = hiddenStates(input_ids, attention_mask, media, text_time);
-  return torch::linear(hidden, outputHeadWeight().to(hidden.scalar_type()));
+                                    const torch::Tensor& media, const torch::Tensor& text_time, Padding padding) {
+  const auto hidden = hiddenStates(input_ids, attention_mask, media, text_time, padding);
+  const auto weight = outputHeadWeight().to(hidden.scalar_type());
+  const auto real = padding == Padding::kSkip ? realTokenIndex(defaultMask(input_ids, attention_mask)) : torch::Tensor();
+  return onRealTokens(hidden, real, [&](const torch::Tensor& h) { return torch::linear(h, weight); });
 }
 
 // ---------------------------------------------------------------- factory

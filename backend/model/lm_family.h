@@ -88,7 +88,12 @@ struct LayerContext {
   torch::Tensor rope_sin;
   torch::Tensor media;      // Flamingo only: (B, T_img, n_latents, d_vis)
   torch::Tensor text_time;  // Flamingo only: (B, L), NOTE [Media masking]
+  torch::Tensor real_tokens;  // NOTE [Skipped padding] in common.h; undefined = every position
 };
+
+// Whether a forward may skip the work on padding (NOTE [Skipped padding]).
+// The caller vouches that every masked position holds the pad id.
+enum class Padding { kCompute, kSkip };
 
 // The context of the rotary families (GPT-NeoX, LLaMA): causal padding bias
 // and rotate-half tables for positions 0..L-1 over the first `rot_dim` channels.
@@ -150,10 +155,12 @@ class CausalLmImpl : public torch::nn::Module {
   // input ids (B, L), attention mask (B, L) (1 = token, 0 = right padding;
   // undefined = all ones), optional Flamingo conditioning -> logits (B, L, V).
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                        const torch::Tensor& media = {}, const torch::Tensor& text_time = {});
+                        const torch::Tensor& media = {}, const torch::Tensor& text_time = {},
+                        Padding padding = Padding::kCompute);
   // The same up to and including the final norm (B, L, width).
   torch::Tensor hiddenStates(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                             const torch::Tensor& media = {}, const torch::Tensor& text_time = {});
+                             const torch::Tensor& media = {}, const torch::Tensor& text_time = {},
+                             Padding padding = Padding::kCompute);
 
  protected:
   // For family constructors, in Hugging Face's registration order.

@@ -41,8 +41,9 @@ MptAttentionImpl::MptAttentionImpl(const LmOptions& o)
   out_proj = register_module("out_proj", noBiasLinear(o.width(), o.width()));
 }
 
-torch::Tensor MptAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& attn_bias) {
-  const auto qkv = Wqkv->forward(x).chunk(3, -1);
+torch::Tensor MptAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& attn_bias,
+                                        const torch::Tensor& real_tokens) {
+  const auto qkv = onRealTokens(x, real_tokens, [this](const torch::Tensor& t) { return Wqkv->forward(t); }).chunk(3, -1);
   auto q = qkv[0];
   auto k = qkv[1];
   if (q_ln) {
@@ -52,7 +53,7 @@ torch::Tensor MptAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
   const double scale = 1.0 / std::sqrt(static_cast<double>(x.size(-1) / heads));
   const auto out = scaledDotAttention(splitHeads(q, heads), splitHeads(k, heads), splitHeads(qkv[2], heads),
                                       scale, attn_bias, attention_dropout, is_training());
-  return out_proj->forward(mergeHeads(out));
+  return onRealTokens(mergeHeads(out), real_tokens, [this](const torch::Tensor& t) { return out_proj->forward(t); });
 }
 
 // ---------------------------------------------------------------- mlp / block
@@ -76,8 +77,9 @@ MptBlockImpl::MptBlockImpl(const LmOptions& o) : dropout(o.dropoutOr(0.0)) {
 
 torch::Tensor MptBlockImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
   auto h =
-      hidden + torch::dropout(attn->forward(norm_1->forward(hidden), ctx.attn_bias), dropout, is_training());
-  return h + torch::dropout(ffn->forward(norm_2->forward(h)), dropout, is_training());
+      hidden + torch::dropout(attn->forward(norm_1->forward(hidden), ctx.attn_bias, ctx.real_tokens), dropout, is_training());
+  const auto f = onRealTokens(h, ctx.real_tokens, [this](const torch::Tensor& x) { return ffn->forward(norm_2->forward(x)); });
+  return h + torch::dropout(f, dropout, is_training());
 }
 
 // ---------------------------------------------------------------- model

@@ -25,7 +25,8 @@ namespace fs::model {
 class MptAttentionImpl : public torch::nn::Module {
  public:
   explicit MptAttentionImpl(const LmOptions& options);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& attn_bias);
+  // real_tokens: NOTE [Skipped padding] in common.h (the projections).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& attn_bias, const torch::Tensor& real_tokens = {});
 
   int64_t heads;
   double attention_dropout;

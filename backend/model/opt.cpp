@@ -20,13 +20,16 @@ OptAttentionImpl::OptAttentionImpl(int64_t width, int64_t heads_, double attenti
   out_proj = register_module("out_proj", torch::nn::Linear(width, width));
 }
 
-torch::Tensor OptAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& attn_bias) {
+torch::Tensor OptAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& attn_bias,
+                                        const torch::Tensor& real_tokens) {
+  const int64_t b = x.size(0), l = x.size(1);
   const double scaling = 1.0 / std::sqrt(static_cast<double>(x.size(-1) / heads));
-  const auto q = splitHeads(q_proj->forward(x) * scaling, heads);
-  const auto k = splitHeads(k_proj->forward(x), heads);
-  const auto v = splitHeads(v_proj->forward(x), heads);
+  const auto xr = gatherTokens(x, real_tokens);
+  const auto q = splitHeads(scatterTokens(q_proj->forward(xr) * scaling, real_tokens, b, l), heads);
+  const auto k = splitHeads(scatterTokens(k_proj->forward(xr), real_tokens, b, l), heads);
+  const auto v = splitHeads(scatterTokens(v_proj->forward(xr), real_tokens, b, l), heads);
   const auto out = scaledDotAttention(q, k, v, 1.0, attn_bias, attention_dropout, is_training());
-  return out_proj->forward(mergeHeads(out));
+  return onRealTokens(mergeHeads(out), real_tokens, [this](const torch::Tensor& t) { return out_proj->forward(t); });
 }
 
 OptDecoderLayerImpl::OptDecoderLayerImpl(const LmOptions& o)
@@ -42,12 +45,13 @@ OptDecoderLayerImpl::OptDecoderLayerImpl(const LmOptions& o)
 
 torch::Tensor OptDecoderLayerImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
   auto h = layer_norm_before ? self_attn_layer_norm->forward(hidden) : hidden;
-  h = torch::dropout(self_attn->forward(h, ctx.attn_bias), dropout, is_training());
+  h = torch::dropout(self_attn->forward(h, ctx.attn_bias, ctx.real_tokens), dropout, is_training());
   h = hidden + h;
   if (!layer_norm_before) h = self_attn_layer_norm->forward(h);
 
-  auto f = layer_norm_before ? final_layer_norm->forward(h) : h;
-  f = fc2->forward(torch::relu(fc1->forward(f)));
+  auto f = onRealTokens(h, ctx.real_tokens, [this](const torch::Tensor& x) {
+    return fc2->forward(torch::relu(fc1->forward(layer_norm_before ? final_layer_norm->forward(x) : x)));
+  });
   f = torch::dropout(f, dropout, is_training());
   h = h + f;
   if (!layer_norm_before) h = final_layer_norm->forward(h);

@@ -23,7 +23,8 @@ namespace fs::model {
 class OptAttentionImpl : public torch::nn::Module {
  public:
   OptAttentionImpl(int64_t width, int64_t heads, double attention_dropout);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& attn_bias);
+  // real_tokens: NOTE [Skipped padding] in common.h (the projections).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& attn_bias, const torch::Tensor& real_tokens = {});
 
   int64_t heads;
   double attention_dropout;
