@@ -77,7 +77,7 @@ TelemetryEmitter::~TelemetryEmitter() {
 bool TelemetryEmitter::emit(EventBody body) {
   // Allocate before locking; `item` outlives the lock, so a dropped event is freed after it.
   auto item = std::make_unique<Queued>(Queued{std::move(body), options_.clock()});
-  bool was_empty = false;
+  bool half_full = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_ || queue_.size() >= options_.queue_capacity) {
@@ -85,12 +85,12 @@ bool TelemetryEmitter::emit(EventBody body) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
-    was_empty = queue_.empty();
     queue_.push_back(std::move(item));
+    // Exactly at the threshold, so a burst wakes the writer once, not per event.
+    half_full = queue_.size() == std::max<std::size_t>(1, options_.queue_capacity / 2);
   }
   emitted_.fetch_add(1, std::memory_order_relaxed);
-  // A non-empty queue means the writer was already woken for it.
-  if (was_empty) wake_.notify_one();
+  if (half_full) wake_.notify_one();
   return true;
 }
 
@@ -193,20 +193,17 @@ void TelemetryEmitter::writerLoop() {
     bool closing = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      auto ready = [&] {
-        return !queue_.empty() || dropped_unreported_ > 0 || closing_ || flush_requested_ > flush_done_;
-      };
-      std::optional<Clock::time_point> deadline;
-      if (heartbeats) deadline = next_heartbeat;
+      // The writer wakes by itself every batch_interval (see EmitterOptions).
+      std::optional<Clock::time_point> deadline = Clock::now() + options_.batch_interval;
+      if (heartbeats) deadline = std::min(*deadline, next_heartbeat);
       if (unsynced_lines_ > 0) {
         Clock::time_point sync_at = first_unsynced_ + options_.sync_interval;
-        deadline = deadline ? std::min(*deadline, sync_at) : sync_at;
+        deadline = std::min(*deadline, sync_at);
       }
-      if (deadline) {
-        wake_.wait_until(lock, *deadline, ready);
-      } else {
-        wake_.wait(lock, ready);
-      }
+      const std::size_t half = std::max<std::size_t>(1, options_.queue_capacity / 2);
+      wake_.wait_until(lock, *deadline, [&] {
+        return closing_ || flush_requested_ > flush_done_ || queue_.size() >= half;
+      });
       batch.swap(queue_);
       // Every drop counted here happened after every event in `batch` was queued:
       // events are only dropped while the queue is full.
