@@ -1,0 +1,79 @@
+// HistoryStore: every run ever seen, in one SQLite file.
+//
+// One row per run id (history_record.h). Rows come in three ways: from a run
+// directory on disk (readRunDirectory, then upsert), from a live monitor's
+// reports (recordStarted / Progress / Checkpoint / Finished), or as a whole
+// record. Listings filter and sort in SQL (query()).
+//
+// NOTE [History crash safety]
+// The file runs in WAL journal mode with synchronous=NORMAL and foreign keys
+// on. Every write is one transaction (BEGIN IMMEDIATE ... COMMIT), so an app
+// killed at any instant leaves a database that reopens consistent with every
+// transaction that returned OK; a power loss may lose the last few commits
+// but never corrupts the file. Several processes may share the file
+// (busy_timeout waits for the write lock). Opening migrates older schema
+// versions in place (history_schema.h).
+//
+// Thread-safety: none. QtSql connections belong to the thread that opened
+// them: construct, open, use and destroy a store on one thread (HistoryWorker
+// does this on its worker thread). Ownership: owns its connection.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+class QSqlDatabase;
+
+#include "app/history/history_record.h"
+#include "backend/protocol/status.h"
+
+namespace fs::app {
+
+// <user data dir>/history.sqlite (QStandardPaths::AppDataLocation).
+QString defaultHistoryPath();
+
+// "sha256:<hex>" of the UTF-8 text; empty for empty text.
+QString configHash(const QString& configYaml);
+
+class HistoryStore {
+ public:
+  HistoryStore();
+  ~HistoryStore();
+  HistoryStore(const HistoryStore&) = delete;
+  HistoryStore& operator=(const HistoryStore&) = delete;
+
+  // Opens (creating the file and its folder when needed) and migrates to the
+  // current schema. Closes a database opened before.
+  protocol::Status open(const QString& path);
+  void close();
+  bool isOpen() const;
+  QString path() const { return path_; }
+
+  // Inserts the record or replaces every field of the row with the same
+  // run id, checkpoints included. REQUIRES: isOpen(), !record.runId.isEmpty().
+  protocol::Status upsert(const RunRecord& record);
+
+  // Live updates. recordStarted creates the row (or restarts it: a resumed
+  // run); the others need it to exist and return NotFound otherwise.
+  protocol::Status recordStarted(const LiveRunStarted& started);
+  protocol::Status recordProgress(const LiveStepProgress& progress);
+  protocol::Status recordCheckpoint(const LiveCheckpoint& checkpoint);
+  protocol::Status recordFinished(const LiveRunFinished& finished);
+
+  // A page of runs matching query.search, sorted as asked (ties by run id).
+  protocol::StatusOr<HistoryPage> query(const HistoryQuery& query);
+  // The whole record; NotFound when there is no such run.
+  protocol::StatusOr<RunRecord> find(const QString& runId);
+  protocol::Status remove(const QString& runId);
+
+ private:
+  protocol::Status ensureOpen() const;
+  // WAL, synchronous, foreign keys, then the schema migration.
+  protocol::Status configure(QSqlDatabase& db) const;
+  protocol::Status loadCheckpoints(RunRecord* record);
+
+  QString connection_;  // unique per store
+  QString path_;
+};
+
+}  // namespace fs::app

@@ -1,0 +1,46 @@
+// What a launcher is asked to start, and the words it reports back in.
+//
+// Transport-neutral on purpose: the local launcher (QProcess), and later the
+// SSH and SLURM launchers, take the same request and report with the same
+// states and exit kinds (launcher.h).
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+
+#include "backend/protocol/config_types.h"
+
+namespace fs::app {
+
+struct LaunchRequest {
+  protocol::RunConfig config;  // as edited; the overrides below are applied on top
+  QString runRoot;             // the new run directory is created under it (created if missing)
+  QString name;                // run name; empty = config.name; the directory is <name>-<time>
+  QStringList overrides;       // "path=value", as `flamingo-train --set` takes them
+};
+
+// Where a launch stands. kFailed: it never got a process (preparation or start
+// failed); a process that ran and ended, with any exit code, is kExited.
+enum class LaunchState { kIdle, kPreparing, kStarting, kRunning, kExited, kFailed };
+QString launchStateName(LaunchState state);  // "idle", "preparing", ...
+// True while preparing, starting or running: terminate() and kill() act.
+bool isActive(LaunchState state);
+
+// How a process ended: by itself (exit code) or by a signal (the code is the
+// signal number), e.g. SIGKILL or a segfault.
+enum class ExitKind { kExited, kCrashed };
+// "exited with code 0", "killed by signal 9 (Killed)".
+QString describeExit(int exitCode, ExitKind how);
+
+// Which stream an output line came from.
+enum class OutputChannel { kStdout, kStderr };
+
+}  // namespace fs::app
+
+Q_DECLARE_METATYPE(fs::app::LaunchRequest)
+Q_DECLARE_METATYPE(fs::app::LaunchState)
+Q_DECLARE_METATYPE(fs::app::ExitKind)
+Q_DECLARE_METATYPE(fs::app::OutputChannel)

@@ -1,0 +1,75 @@
+// LocalLauncher: runs `flamingo-train train` on this machine as a child
+// process (QProcess), in a new run directory.
+//
+// launch(): on the file worker, find the engine (engine_locator.h), create
+// <run_root>/<name>-<time> with config.yaml (run_preparation.h) and open
+// logs/launcher.log; then, back on the GUI thread, start
+//   flamingo-train train --config <run>/config.yaml --run-dir <run>
+// as an argument vector (no shell) with the run directory as working
+// directory. QProcess starts asynchronously: `started` carries the pid as soon
+// as it reports one. Every stdout / stderr line is emitted and appended to
+// launcher.log ("[out] ", "[err] ", and "[launcher] " for our own notes).
+//
+// Destroying a LocalLauncher whose process still runs kills it (SIGKILL, as
+// QProcess does): call terminate() and wait for finished() to stop gracefully.
+//
+// Thread-safety: a QObject of the GUI thread; use it from that thread only.
+#pragma once
+
+#include <QDateTime>
+#include <QProcess>
+#include <functional>
+#include <memory>
+
+#include "app/launch/engine_locator.h"
+#include "app/launch/launcher.h"
+#include "app/launch/output_lines.h"
+
+namespace fs::app {
+
+class LaunchFileWorker;
+template <class Worker>
+class WorkerThread;
+
+class LocalLauncher : public Launcher {
+  Q_OBJECT
+ public:
+  using WallClock = std::function<QDateTime()>;  // names run directories
+
+  // `search` says where flamingo-train is looked for (default: next to the app,
+  // then PATH). `now` defaults to QDateTime::currentDateTime.
+  explicit LocalLauncher(EngineSearch search = EngineSearch::fromEnvironment(), QObject* parent = nullptr,
+                         WallClock now = {});
+  ~LocalLauncher() override;
+
+  QString kind() const override { return QStringLiteral("local"); }
+  const EngineSearch& engineSearch() const { return search_; }
+  void setEngineSearch(const EngineSearch& search) { search_ = search; }
+
+ public slots:
+  void launch(const fs::app::LaunchRequest& request) override;
+  void terminate() override;
+  void kill() override;
+
+ private:
+  void onPrepared(quint64 ticket, const QString& runDir, const QString& configFile, const QString& enginePath,
+                  const QString& error);
+  void onProcessStarted();
+  void onProcessError(QProcess::ProcessError error);
+  void onProcessFinished(int exitCode, QProcess::ExitStatus status);
+  void readChannel(OutputChannel channel);
+  void emitLines(const QStringList& lines, OutputChannel channel);
+  void log(const QString& note);  // a "[launcher] " line
+  void fail(const QString& message);
+
+  EngineSearch search_;
+  WallClock now_;
+  std::unique_ptr<WorkerThread<LaunchFileWorker>> files_;
+  QProcess* process_ = nullptr;  // the current launch's; replaced by the next launch
+  quint64 ticket_ = 0;           // of the preparation in flight; older results are dropped
+  bool cancelled_ = false;       // terminate() during preparation
+  OutputLines stdout_;
+  OutputLines stderr_;
+};
+
+}  // namespace fs::app

@@ -1,0 +1,96 @@
+// Helpers shared by the launch and control tests: the run directory read the
+// way every client reads it (protocol::EventDecoder), and a follower that
+// passes acks and state events to a ControlClient, as the live monitor will.
+// Reading happens on the test's thread: fine in a test, never in the app.
+#pragma once
+
+#include <QFile>
+#include <QObject>
+#include <QString>
+#include <QTimer>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "app/launch/control_client.h"
+#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/event_codec.h"
+#include "backend/protocol/run_dir.h"
+
+namespace fs::app::test {
+
+inline std::filesystem::path fsPath(const QString& p) {
+  return std::filesystem::path(QFile::encodeName(p).toStdString());
+}
+
+// Every complete event in <runDir>/events.jsonl (none when it does not exist yet).
+inline std::vector<protocol::Event> readEvents(const QString& runDir) {
+  std::vector<protocol::Event> events;
+  QFile file(QString::fromStdString(protocol::RunDir(fsPath(runDir)).eventsFile().string()));
+  if (!file.open(QIODevice::ReadOnly)) return events;
+  protocol::EventDecoder decoder;
+  for (const auto& line : decoder.feed(file.readAll().toStdString())) {
+    if (line.kind == protocol::DecodedLine::Kind::kEvent) events.push_back(line.event);
+  }
+  return events;
+}
+
+template <class Body>
+std::vector<Body> eventsOf(const std::vector<protocol::Event>& events) {
+  std::vector<Body> out;
+  for (const auto& e : events) {
+    if (const auto* b = std::get_if<Body>(&e.body)) out.push_back(*b);
+  }
+  return out;
+}
+
+// The tiny preset, loaded as the app's config form would hand it over.
+inline protocol::RunConfig tinyConfig() {
+  const auto load = protocol::loadConfigFile(std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml");
+  if (!load.ok()) qFatal("tiny preset: %s", protocol::formatProblems(load.problems).c_str());
+  return load.config;
+}
+
+// Follows events.jsonl by byte offset on a timer and hands each new
+// control_ack and state event to `client`.
+class EventFollower {
+ public:
+  EventFollower(QString runDir, ControlClient* client) : runDir_(std::move(runDir)), client_(client) {
+    timer_.setInterval(50);
+    QObject::connect(&timer_, &QTimer::timeout, [this] { poll(); });
+    timer_.start();
+  }
+  const std::vector<protocol::Event>& events() const { return events_; }
+  void poll() {
+    QFile file(QString::fromStdString(protocol::RunDir(fsPath(runDir_)).eventsFile().string()));
+    if (!file.open(QIODevice::ReadOnly) || !file.seek(static_cast<qint64>(offset_))) return;
+    const QByteArray bytes = file.readAll();
+    offset_ += static_cast<std::uint64_t>(bytes.size());
+    for (const auto& line : decoder_.feed(bytes.toStdString())) {
+      if (line.kind != protocol::DecodedLine::Kind::kEvent) continue;
+      events_.push_back(line.event);
+      if (const auto* ack = std::get_if<protocol::ControlAckEvent>(&line.event.body)) client_->onAck(*ack);
+      if (const auto* state = std::get_if<protocol::StateEvent>(&line.event.body))
+        client_->setRunState(state->state);
+    }
+  }
+  template <class Body>
+  bool has(const std::function<bool(const Body&)>& pred = [](const Body&) { return true; }) const {
+    for (const auto& e : events_) {
+      if (const auto* b = std::get_if<Body>(&e.body); b && pred(*b)) return true;
+    }
+    return false;
+  }
+
+ private:
+  QString runDir_;
+  ControlClient* client_;
+  QTimer timer_;
+  protocol::EventDecoder decoder_;
+  std::uint64_t offset_ = 0;
+  std::vector<protocol::Event> events_;
+};
+
+}  // namespace fs::app::test

@@ -1,0 +1,190 @@
+// The local launcher without an engine run: where flamingo-train is looked
+// for, run directory names, config problems reported before anything starts,
+// and output split into lines.
+#include "app/launch/local_launcher.h"
+
+#include <QDir>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "app/launch/engine_locator.h"
+#include "app/launch/output_lines.h"
+#include "app/launch/run_preparation.h"
+#include "launch_test_util.h"
+
+namespace fs::app {
+namespace {
+
+// An executable file named flamingo-train in `dir`. Only located, never run.
+QString placeEngine(const QString& dir) {
+  QDir().mkpath(dir);
+  const QString path = QDir(dir).filePath(QLatin1String(kEngineExecutableName));
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write %s", qPrintable(path));
+  f.write("#!/bin/sh\nexit 3\n");
+  f.close();
+  f.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+  return path;
+}
+
+LaunchRequest tinyRequest(const QString& root) {
+  LaunchRequest r;
+  r.config = test::tinyConfig();
+  r.runRoot = root;
+  return r;
+}
+
+}  // namespace
+
+class LocalLauncherTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void init() {
+    tmp_ = std::make_unique<QTemporaryDir>();
+    QVERIFY(tmp_->isValid());
+  }
+
+  void outputLinesJoinChunksAndSplitLongLines() {
+    OutputLines lines(8);
+    QCOMPARE(lines.feed("ab"), QStringList());
+    QCOMPARE(lines.feed("c\r\nd\n\n"), (QStringList{"abc", "d", ""}));
+    // "é" split across chunks decodes once whole.
+    QCOMPARE(lines.feed("\xc3"), QStringList());
+    QCOMPARE(lines.feed("\xa9\n"), QStringList{QStringLiteral("\u00e9")});
+    QCOMPARE(lines.feed("0123456789abcdefXY"), (QStringList{"01234567", "89abcdef"}));
+    QCOMPARE(lines.flush(), QStringList{"XY"});
+    QCOMPARE(lines.flush(), QStringList());
+  }
+
+  void sanitizedRunNames() {
+    QCOMPARE(sanitizeRunName(QStringLiteral("tiny")), QStringLiteral("tiny"));
+    QCOMPARE(sanitizeRunName(QStringLiteral("my run/../x")), QStringLiteral("my_run_.._x"));
+    QCOMPARE(sanitizeRunName(QStringLiteral(".hidden")), QStringLiteral("_hidden"));
+    QCOMPARE(sanitizeRunName(QString()), QStringLiteral("run"));
+  }
+
+  void runDirectoriesAreNeverReused() {
+    const QString root = tmp_->filePath(QStringLiteral("runs"));
+    const CreatedDir a = createUniqueRunDirectory(root, QStringLiteral("tiny-20260101-000000"));
+    const CreatedDir b = createUniqueRunDirectory(root, QStringLiteral("tiny-20260101-000000"));
+    QVERIFY2(a.error.isEmpty(), qPrintable(a.error));
+    QVERIFY2(b.error.isEmpty(), qPrintable(b.error));
+    QCOMPARE(QFileInfo(a.path).fileName(), QStringLiteral("tiny-20260101-000000"));
+    QCOMPARE(QFileInfo(b.path).fileName(), QStringLiteral("tiny-20260101-000000-2"));
+    for (const QString& sub :
+         {QStringLiteral("control"), QStringLiteral("control/done"), QStringLiteral("logs")}) {
+      QVERIFY2(QFileInfo(QDir(b.path).filePath(sub)).isDir(), qPrintable(sub));
+    }
+  }
+
+  void runRootThatIsAFileIsNamed() {
+    const QString file = tmp_->filePath(QStringLiteral("not-a-dir"));
+    QFile f(file);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.close();
+    const CreatedDir d = createUniqueRunDirectory(file, QStringLiteral("x"));
+    QVERIFY(d.path.isEmpty());
+    QVERIFY2(d.error.contains(file), qPrintable(d.error));
+  }
+
+  void engineNextToTheAppComesFirst() {
+    const QString app = placeEngine(tmp_->filePath(QStringLiteral("app")));
+    const QString other = placeEngine(tmp_->filePath(QStringLiteral("other")));
+    EngineLocation found = locateEngine({tmp_->filePath(QStringLiteral("app")), other, {}});
+    QCOMPARE(found.path, app);
+    found = locateEngine({tmp_->filePath(QStringLiteral("empty")), other, {}});
+    QCOMPARE(found.path, other);
+    found = locateEngine({{}, {}, QStringLiteral("/nonexistent:") + tmp_->filePath(QStringLiteral("other"))});
+    QCOMPARE(found.path, other);
+  }
+
+  void aSetPathThatIsMissingIsNotReplacedByPath() {
+    placeEngine(tmp_->filePath(QStringLiteral("onpath")));
+    const QString missing = tmp_->filePath(QStringLiteral("nowhere/flamingo-train"));
+    const EngineLocation found = locateEngine({{}, missing, tmp_->filePath(QStringLiteral("onpath"))});
+    QVERIFY(!found.found());
+    QVERIFY2(found.error.contains(missing) && found.error.contains(QStringLiteral("does not exist")),
+             qPrintable(found.error));
+  }
+
+  void missingEngineGivesAClearError() {
+    const QString appDir = tmp_->filePath(QStringLiteral("app"));
+    const QString pathDir = tmp_->filePath(QStringLiteral("bin"));
+    QDir().mkpath(appDir);
+    QDir().mkpath(pathDir);
+    LocalLauncher launcher({appDir, {}, pathDir});
+    QSignalSpy failed(&launcher, &Launcher::failed);
+    QSignalSpy started(&launcher, &Launcher::started);
+    const QString root = tmp_->filePath(QStringLiteral("runs"));
+    launcher.launch(tinyRequest(root));
+    QCOMPARE(launcher.state(), LaunchState::kPreparing);
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 30000);
+    const QString message = failed.at(0).at(0).toString();
+    QVERIFY2(message.startsWith(QStringLiteral("flamingo-train not found")), qPrintable(message));
+    QVERIFY2(message.contains(appDir + QStringLiteral("/flamingo-train")), qPrintable(message));
+    QVERIFY2(message.contains(QStringLiteral("path setting (not set)")), qPrintable(message));
+    QVERIFY2(message.contains(QStringLiteral("in PATH (") + pathDir + QLatin1Char(')')), qPrintable(message));
+    QCOMPARE(launcher.state(), LaunchState::kFailed);
+    QCOMPARE(started.count(), 0);
+    QVERIFY2(!QFileInfo::exists(root), "no run directory for a launch that cannot start");
+  }
+
+  void badOverrideIsNamedBeforeAnythingIsCreated() {
+    LocalLauncher launcher({{}, placeEngine(tmp_->filePath(QStringLiteral("bin"))), {}});
+    QSignalSpy failed(&launcher, &Launcher::failed);
+    LaunchRequest request = tinyRequest(tmp_->filePath(QStringLiteral("runs")));
+    request.overrides = {QStringLiteral("optim.epochs=0")};
+    launcher.launch(request);
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 30000);
+    const QString message = failed.at(0).at(0).toString();
+    QVERIFY2(message.contains(QStringLiteral("optim.epochs")), qPrintable(message));
+    QVERIFY(!QFileInfo::exists(request.runRoot));
+  }
+
+  void invalidConfigIsNamed() {
+    LocalLauncher launcher({{}, placeEngine(tmp_->filePath(QStringLiteral("bin"))), {}});
+    QSignalSpy failed(&launcher, &Launcher::failed);
+    LaunchRequest request = tinyRequest(tmp_->filePath(QStringLiteral("runs")));
+    request.config.data.datasets.at(0).batch_size = 0;
+    launcher.launch(request);
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 30000);
+    const QString message = failed.at(0).at(0).toString();
+    QVERIFY2(message.contains(QStringLiteral("data.datasets[0].batch_size")), qPrintable(message));
+  }
+
+  void preparedRunHoldsTheResolvedConfig() {
+    const QString engine = placeEngine(tmp_->filePath(QStringLiteral("bin")));
+    LaunchRequest request = tinyRequest(tmp_->filePath(QStringLiteral("runs")));
+    request.name = QStringLiteral("my run");
+    request.overrides = {QStringLiteral("optim.epochs=3"),
+                         QStringLiteral("data.datasets.laion.samples_per_epoch=32"),
+                         QStringLiteral("data.datasets[1].samples_per_epoch=16")};
+    const QDateTime when(QDate(2026, 1, 2), QTime(3, 4, 5));
+    const PreparedRun run = prepareRun(request, {{}, engine, {}}, when);
+    QVERIFY2(run.isOk(), qPrintable(run.error));
+    QCOMPARE(run.enginePath, engine);
+    QCOMPARE(run.runDir, QDir(request.runRoot).filePath(QStringLiteral("my_run-20260102-030405")));
+    const auto load = protocol::loadConfigFile(test::fsPath(run.configFile).string());
+    QVERIFY2(load.ok(), protocol::formatProblems(load.problems).c_str());
+    QCOMPARE(load.config.optim.epochs, int64_t{3});
+    QCOMPARE(load.config.data.datasets.at(0).samples_per_epoch, int64_t{32});
+    QCOMPARE(load.config.data.datasets.at(1).samples_per_epoch, int64_t{16});
+    QCOMPARE(QString::fromStdString(load.config.name), QStringLiteral("my run"));
+    QCOMPARE(QString::fromStdString(load.config.run_root), QDir(request.runRoot).absolutePath());
+    // The same second again: a new directory, never the first one.
+    const PreparedRun again = prepareRun(request, {{}, engine, {}}, when);
+    QVERIFY2(again.isOk(), qPrintable(again.error));
+    QCOMPARE(again.runDir, run.runDir + QStringLiteral("-2"));
+  }
+
+ private:
+  std::unique_ptr<QTemporaryDir> tmp_;
+};
+
+}  // namespace fs::app
+
+QTEST_GUILESS_MAIN(fs::app::LocalLauncherTest)
+#include "local_launcher_test.moc"

@@ -1,0 +1,223 @@
+#include "ui/history/history_view.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTableView>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "app/history/history_worker.h"
+#include "ui/history/config_diff_table.h"
+#include "ui/history/history_table_model.h"
+
+namespace fs::ui {
+
+HistoryView::HistoryView(QWidget* parent)
+    : QWidget(parent),
+      search_(new QLineEdit),
+      searchTimer_(new QTimer(this)),
+      table_(new QTableView),
+      model_(new HistoryTableModel(this)),
+      overlay_(new QPushButton(tr("Overlay curves"))),
+      diff_(new ConfigDiffTable),
+      status_(new QLabel) {
+  setObjectName(QStringLiteral("historyView"));
+  search_->setObjectName(QStringLiteral("historySearch"));
+  search_->setPlaceholderText(tr("Search runs by name, run id, status, host or folder"));
+  search_->setClearButtonEnabled(true);
+  searchTimer_->setSingleShot(true);
+  searchTimer_->setInterval(250);
+  // Typing restarts the timer: one query when the text settles, not one per key.
+  connect(search_, &QLineEdit::textChanged, searchTimer_, qOverload<>(&QTimer::start));
+  connect(searchTimer_, &QTimer::timeout, this, &HistoryView::refresh);
+  connect(search_, &QLineEdit::returnPressed, this, [this] {
+    searchTimer_->stop();
+    refresh();
+  });
+
+  overlay_->setObjectName(QStringLiteral("historyOverlay"));
+  overlay_->setEnabled(false);
+  overlay_->setToolTip(tr("Overlay the curves of the selected runs (select two or more)"));
+  connect(overlay_, &QPushButton::clicked, this, [this] {
+    const QStringList dirs = selectedRunDirs();
+    if (dirs.size() >= 2) emit overlayRuns(dirs);
+  });
+
+  table_->setObjectName(QStringLiteral("historyTable"));
+  table_->setModel(model_);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->setAlternatingRowColors(true);
+  table_->setWordWrap(false);
+  table_->verticalHeader()->setVisible(false);
+  QHeaderView* header = table_->horizontalHeader();
+  header->setStretchLastSection(true);
+  // The view does not sort (sortingEnabled stays off): a header click only
+  // moves the indicator, and the indicator drives the query's ORDER BY.
+  header->setSectionsClickable(true);
+  header->setSortIndicatorShown(true);
+  header->setSortIndicator(HistoryTableModel::columnFor(sort_), order_);
+  connect(header, &QHeaderView::sortIndicatorChanged, this, &HistoryView::onSortIndicatorChanged);
+  // activated: double click, or Enter / Return on the current row.
+  connect(table_, &QTableView::activated, this, [this](const QModelIndex& index) {
+    if (index.isValid()) emit openRun(model_->run(index.row()).runDir);
+  });
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+          &HistoryView::onSelectionChanged);
+
+  status_->setObjectName(QStringLiteral("historyStatus"));
+  status_->setWordWrap(true);
+
+  auto* top = new QHBoxLayout;
+  top->addWidget(search_, 1);
+  top->addWidget(overlay_);
+  auto* splitter = new QSplitter(Qt::Vertical);
+  splitter->addWidget(table_);
+  splitter->addWidget(diff_);
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(top);
+  layout->addWidget(splitter, 1);
+  layout->addWidget(status_);
+}
+
+void HistoryView::setSearchDelayMs(int ms) {
+  searchTimer_->setInterval(qMax(0, ms));
+}
+
+void HistoryView::setPageSize(int rows) {
+  pageSize_ = rows;
+}
+
+app::HistoryQuery HistoryView::currentQuery() const {
+  app::HistoryQuery q;
+  q.search = search_->text().trimmed();
+  q.sort = sort_;
+  q.order = order_;
+  q.limit = pageSize_;
+  q.requestId = lastQuery_;
+  return q;
+}
+
+QList<int> HistoryView::selectedRows() const {
+  QList<int> rows;
+  for (const QModelIndex& index : table_->selectionModel()->selectedRows()) rows << index.row();
+  std::sort(rows.begin(), rows.end());  // selectedRows() is in the order the user clicked
+  return rows;
+}
+
+QStringList HistoryView::selectedRunIds() const {
+  QStringList ids;
+  for (int row : selectedRows()) ids << model_->run(row).runId;
+  return ids;
+}
+
+QStringList HistoryView::selectedRunDirs() const {
+  QStringList dirs;
+  for (int row : selectedRows()) dirs << model_->run(row).runDir;
+  return dirs;
+}
+
+void HistoryView::refresh() {
+  ++lastQuery_;
+  emit queryRequested(currentQuery());
+}
+
+void HistoryView::setPage(const app::HistoryPage& page) {
+  if (page.query.requestId != lastQuery_) return;  // an older request's answer
+  if (!page.error.isEmpty()) {
+    status_->setText(page.error);
+    return;
+  }
+  // Keep the selection across refreshes (a live run's row updates under it).
+  QStringList selected = selectedRunIds();
+  restoringSelection_ = true;
+  model_->setRuns(page.runs);
+  QItemSelection selection;
+  for (const QString& id : selected) {
+    const int row = model_->rowOf(id);
+    if (row >= 0)
+      selection.select(model_->index(row, 0), model_->index(row, HistoryTableModel::kColumnCount - 1));
+  }
+  table_->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
+  restoringSelection_ = false;
+  onSelectionChanged();
+  // Once: later refreshes (every write) must not undo the user's column widths.
+  if (!columnsSized_ && !page.runs.isEmpty()) {
+    table_->resizeColumnsToContents();
+    columnsSized_ = true;
+  }
+  const int shown = static_cast<int>(page.runs.size());
+  if (page.total == 0)
+    status_->setText(page.query.search.isEmpty() ? tr("No runs recorded yet.")
+                                                 : tr("No run matches the search."));
+  else if (shown < page.total)
+    status_->setText(tr("Showing %1 of %n run(s)", nullptr, page.total).arg(shown));
+  else
+    status_->setText(tr("%n run(s)", nullptr, page.total));
+}
+
+void HistoryView::setConfigDiff(const app::RunConfigDiff& diff) {
+  if (diff.requestId != lastDiff_) return;
+  diff_->showDiff(diff);
+}
+
+void HistoryView::showError(const QString& operation, const QString& message) {
+  status_->setText(tr("History (%1): %2").arg(operation, message));
+}
+
+void HistoryView::onSelectionChanged() {
+  if (restoringSelection_) return;
+  const QStringList ids = selectedRunIds();
+  overlay_->setEnabled(ids.size() >= 2);
+  if (ids.size() < 2) {
+    diffRunIds_.clear();
+    ++lastDiff_;  // drop a diff still on its way
+    diff_->showNote(tr("Select two or more runs to compare their configs."));
+    return;
+  }
+  if (diffRunIds_ == ids) return;  // same runs: the diff shown (or on its way) still holds
+  diffRunIds_ = ids;
+  diff_->showNote(tr("Comparing %n config(s)\u2026", nullptr, static_cast<int>(ids.size())));
+  emit configDiffRequested(ids, ++lastDiff_);
+}
+
+void HistoryView::onSortIndicatorChanged(int column, Qt::SortOrder order) {
+  const auto sort = HistoryTableModel::sortFor(column);
+  if (!sort) {
+    // Not sortable: put the indicator back where the query's order is.
+    QHeaderView* header = table_->horizontalHeader();
+    const QSignalBlocker block(header);
+    header->setSortIndicator(HistoryTableModel::columnFor(sort_), order_);
+    return;
+  }
+  sort_ = *sort;
+  order_ = order;
+  refresh();
+}
+
+void connectHistoryView(HistoryView* view, app::HistoryWorker* worker) {
+  QObject::connect(view, &HistoryView::queryRequested, worker, &app::HistoryWorker::query,
+                   Qt::QueuedConnection);
+  QObject::connect(view, &HistoryView::configDiffRequested, worker, &app::HistoryWorker::diffConfigs,
+                   Qt::QueuedConnection);
+  QObject::connect(worker, &app::HistoryWorker::queried, view, &HistoryView::setPage);
+  QObject::connect(worker, &app::HistoryWorker::configDiff, view, &HistoryView::setConfigDiff);
+  QObject::connect(worker, &app::HistoryWorker::failed, view, &HistoryView::showError);
+  QObject::connect(worker, &app::HistoryWorker::importFailed, view,
+                   [view](const QString&, const QString& message, bool) {
+                     view->showError(QStringLiteral("import"), message);
+                   });
+  QObject::connect(worker, &app::HistoryWorker::changed, view, &HistoryView::refresh);
+}
+
+}  // namespace fs::ui

@@ -1,0 +1,102 @@
+// HistoryView: the runs table of the history, with search, sort, selection
+// actions and a config diff of the selected runs.
+//
+// It never touches the database: it asks through queryRequested() (when the
+// search text settles, on a header click, on refresh()) and
+// configDiffRequested() (when 2+ runs are selected), and shows what it is
+// given through setPage() / setConfigDiff(). Answers to older requests than
+// the latest are dropped, so a slow query cannot overwrite a newer one.
+// Sorting is the query's: a header click changes the ORDER BY, not the rows
+// on screen. connectHistoryView() wires it to a HistoryWorker.
+//
+// Thread-safety: GUI thread only.
+#pragma once
+
+#include <QStringList>
+#include <QWidget>
+
+#include "app/history/config_diff.h"
+#include "app/history/history_record.h"
+
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QTableView;
+class QTimer;
+
+namespace fs::app {
+class HistoryWorker;
+}
+
+namespace fs::ui {
+
+class ConfigDiffTable;
+class HistoryTableModel;
+
+class HistoryView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit HistoryView(QWidget* parent = nullptr);
+
+  // How long the search text must stay unchanged before it is queried.
+  void setSearchDelayMs(int ms);
+  // Rows asked for per query.
+  void setPageSize(int rows);
+  // The query as the view would send it now (search, sort, order, page
+  // size); its requestId is that of the last request sent.
+  fs::app::HistoryQuery currentQuery() const;
+
+  QStringList selectedRunIds() const;   // in table order
+  QStringList selectedRunDirs() const;  // in table order
+
+  QLineEdit* searchBox() const { return search_; }
+  QTableView* table() const { return table_; }
+  HistoryTableModel* model() const { return model_; }
+  QPushButton* overlayButton() const { return overlay_; }
+  ConfigDiffTable* diffTable() const { return diff_; }
+  QLabel* statusLabel() const { return status_; }
+
+ public slots:
+  // Asks for the current query now.
+  void refresh();
+  // Shows a page; pages answering an older request than the latest are dropped.
+  void setPage(const fs::app::HistoryPage& page);
+  // Shows a diff; diffs answering an older selection are dropped.
+  void setConfigDiff(const fs::app::RunConfigDiff& diff);
+  // Shows a worker's error in the status line.
+  void showError(const QString& operation, const QString& message);
+
+ signals:
+  void queryRequested(const fs::app::HistoryQuery& query);
+  void configDiffRequested(const QStringList& runIds, quint64 requestId);
+  void openRun(const QString& runDir);
+  void overlayRuns(const QStringList& runDirs);
+
+ private:
+  QList<int> selectedRows() const;  // ascending
+  void onSelectionChanged();
+  void onSortIndicatorChanged(int column, Qt::SortOrder order);
+
+  QLineEdit* search_;
+  QTimer* searchTimer_;
+  QTableView* table_;
+  HistoryTableModel* model_;
+  QPushButton* overlay_;
+  ConfigDiffTable* diff_;
+  QLabel* status_;
+  fs::app::HistorySort sort_ = fs::app::HistorySort::kStarted;
+  Qt::SortOrder order_ = Qt::DescendingOrder;
+  int pageSize_ = 1000;
+  quint64 lastQuery_ = 0;
+  quint64 lastDiff_ = 0;
+  QStringList diffRunIds_;  // the runs of the diff shown or asked for
+  bool restoringSelection_ = false;
+  bool columnsSized_ = false;
+};
+
+// Requests of `view` go to `worker` as queued calls; its answers come back to
+// `view`, and every write it reports (changed()) makes the view refresh.
+// REQUIRES: both outlive the connections (or are disconnected first).
+void connectHistoryView(HistoryView* view, fs::app::HistoryWorker* worker);
+
+}  // namespace fs::ui
