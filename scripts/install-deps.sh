@@ -9,7 +9,7 @@ PACKAGES=(
   # engine: LibTorch 1.13 + c10d Gloo, optimised BLAS (the reference BLAS is ~10x slower)
   libtorch-dev libgloo-dev libopenblas0-pthread
   # protocol and tools
-  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libarchive-dev libsentencepiece-dev libsqlite3-dev
+  libyaml-cpp-dev libsimdjson-dev nlohmann-json3-dev libspdlog-dev libarchive-dev libsentencepiece-dev libsqlite3-dev
   libopencv-dev libssh-dev
   # desktop app
   qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqt6svg6-dev libqcustomplot-dev

@@ -1,0 +1,572 @@
+#include "app/monitor/event_tail.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <QString>
+#include <QThread>
+#include <QThreadPool>
+#include <cerrno>
+#include <cstring>
+#include <latch>
+#include <variant>
+
+#include "backend/protocol/event_codec.h"
+#include "backend/protocol/run_dir.h"
+
+namespace fs::app {
+namespace {
+
+// Past this many line-level problems in one chunk, the rest are counted, not listed:
+// a file of garbage must not flood the GUI thread with a signal per line.
+constexpr int kMaxIssuesPerChunk = 50;
+
+QString fileName(const std::filesystem::path& p) {
+  return QString::fromStdString(p.filename().string());
+}
+
+QString errnoText() {
+  return QString::fromLocal8Bit(std::strerror(errno));
+}
+
+}  // namespace
+
+// Bytes with FastEventDecoder::padding() readable after the end, as simdjson needs.
+struct EventTail::Buffer {
+  std::unique_ptr<char[]> data;
+  std::size_t size = 0;
+  std::size_t capacity = 0;  // usable bytes, padding not included
+
+  void reserve(std::size_t n) {
+    if (n <= capacity) return;
+    const std::size_t cap = std::max(n, capacity * 2);
+    auto fresh = std::make_unique<char[]>(cap + FastEventDecoder::padding());
+    if (size > 0) std::memcpy(fresh.get(), data.get(), size);
+    data = std::move(fresh);
+    capacity = cap;
+  }
+};
+
+// One slice of a chunk, decoded by one helper (NOTE [Parallel backlog]).
+struct EventTail::Piece {
+  struct Line {
+    std::size_t begin = 0;   // in the buffer
+    std::size_t length = 0;  // without '\n'
+    int record = -1;         // index into records when the fast path took it as a step
+    int memory = -1;         // index into memories when it took it as a memory event
+  };
+  std::size_t begin = 0;
+  std::size_t end = 0;  // just after a '\n'
+  std::vector<Line> lines;
+  std::vector<StepRecord> records;  // kept between chunks for their capacity
+  std::vector<protocol::Event> memories;
+  FastEventDecoder decoder;
+
+  void decode(const char* data, std::size_t max_line_bytes) {
+    lines.clear();
+    memories.clear();
+    std::size_t used = 0;
+    protocol::Event memory;
+    for (std::size_t pos = begin; pos < end;) {
+      const auto* nl = static_cast<const char*>(std::memchr(data + pos, '\n', end - pos));
+      Line line{pos, static_cast<std::size_t>(nl - data) - pos, -1, -1};
+      if (line.length <= max_line_bytes) {
+        if (used == records.size()) records.emplace_back();
+        switch (decoder.decodePadded({data + pos, line.length}, &records[used], &memory)) {
+          case FastEventDecoder::Result::kStep:
+            line.record = static_cast<int>(used++);
+            break;
+          case FastEventDecoder::Result::kMemory:
+            line.memory = static_cast<int>(memories.size());
+            memories.push_back(std::move(memory));
+            break;
+          case FastEventDecoder::Result::kNotHandled:
+            break;
+        }
+      }
+      lines.push_back(line);
+      pos += line.length + 1;
+    }
+  }
+};
+
+EventTail::EventTail(std::filesystem::path events_file, const FollowPosition& start,
+                     std::size_t max_read_bytes, std::size_t max_line_bytes, const std::atomic<bool>* cancel)
+    : path_(std::move(events_file)),
+      max_read_bytes_(max_read_bytes),
+      max_line_bytes_(max_line_bytes),
+      cancel_(cancel),
+      expected_inode_(start.inode),
+      buf_(std::make_unique<Buffer>()),
+      line_start_(start.offset),
+      next_line_(start.next_line),
+      last_seq_(start.last_seq),
+      batch_start_offset_(start.offset) {
+  const int helpers = std::min(QThread::idealThreadCount(), 8) - 1;
+  if (helpers > 0) {
+    pool_ = std::make_unique<QThreadPool>();
+    pool_->setMaxThreadCount(helpers);
+    pool_->setObjectName(QStringLiteral("event-decode"));
+  }
+}
+
+EventTail::~EventTail() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+FollowPosition EventTail::position() const {
+  FollowPosition p;
+  p.offset = skipping_ ? skip_start_ : line_start_;
+  p.next_line = next_line_;
+  p.last_seq = last_seq_;
+  p.inode = inode_ != 0 ? inode_ : expected_inode_;
+  return p;
+}
+
+void EventTail::report(std::vector<FollowIssue>* issues, FollowIssue issue) {
+  const bool per_line =
+      issue.kind == FollowIssue::Kind::kUndecodable || issue.kind == FollowIssue::Kind::kDuplicate;
+  if (per_line && ++reported_this_chunk_ > kMaxIssuesPerChunk) {
+    ++suppressed_this_chunk_;
+    return;
+  }
+  issues->push_back(std::move(issue));
+}
+
+void EventTail::reportReadError(std::vector<FollowIssue>* issues, const QString& message) {
+  // Polls repeat every few ms; a lasting failure is said once, until reading works again.
+  const std::string key = message.toStdString();
+  if (key == last_read_error_) return;
+  last_read_error_ = key;
+  issues->push_back({FollowIssue::Kind::kReadError, message});
+}
+
+void EventTail::restartFromBeginning() {
+  batch_start_offset_ = 0;
+  line_start_ = 0;
+  next_line_ = 1;
+  buf_->size = 0;
+  skipping_ = false;
+  recovering_ = true;
+}
+
+bool EventTail::open(std::vector<FollowIssue>* issues) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) {
+    if (errno != ENOENT) {
+      const std::string why = std::strerror(errno);
+      if (why != last_read_error_) {
+        last_read_error_ = why;
+        issues->push_back(
+            {FollowIssue::Kind::kReadError,
+             QStringLiteral("cannot open %1: %2").arg(QString::fromStdString(path_.string()), errnoText())});
+      }
+    }
+    // Not created yet: the run has not started writing. A missing run directory,
+    // though, will not fill itself: say so once.
+    std::error_code ec;
+    if (errno == ENOENT && !std::filesystem::is_directory(path_.parent_path(), ec)) {
+      const std::string why = "no run directory";
+      if (why != last_read_error_) {
+        last_read_error_ = why;
+        issues->push_back(
+            {FollowIssue::Kind::kReadError,
+             QStringLiteral("run directory %1 does not exist (or is not a folder); waiting for it")
+                 .arg(QString::fromStdString(path_.parent_path().string()))});
+      }
+    }
+    return false;
+  }
+  struct stat st {};
+  ::fstat(fd_, &st);
+  inode_ = st.st_ino;
+  dev_ = st.st_dev;
+  last_read_error_.clear();
+  if (expected_inode_ != 0 && expected_inode_ != inode_) {
+    const QString seqs = last_seq_
+                             ? QStringLiteral(", skipping events up to seq %1 already shown").arg(*last_seq_)
+                             : QString();
+    issues->push_back({FollowIssue::Kind::kReplaced,
+                       QStringLiteral("%1 is not the file read before (inode %2, now %3): it was replaced; "
+                                      "reading the new file from the start%4")
+                           .arg(fileName(path_))
+                           .arg(expected_inode_)
+                           .arg(inode_)
+                           .arg(seqs)});
+    restartFromBeginning();
+  }
+  expected_inode_ = inode_;
+  return true;
+}
+
+bool EventTail::poll(std::vector<FollowIssue>* issues) {
+  reported_this_chunk_ = 0;
+  suppressed_this_chunk_ = 0;
+  if (fd_ < 0 && !open(issues)) return false;
+
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    reportReadError(
+        issues,
+        QStringLiteral("cannot stat %1: %2").arg(QString::fromStdString(path_.string()), errnoText()));
+    return false;
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  file_size_ = size;
+  std::uint64_t read_pos = line_start_ + buf_->size;
+  // A file truncated and rewritten past our position between two polls does not
+  // shrink; the byte before a line start that is no longer '\n' gives it away.
+  bool rewritten = false;
+  if (size > read_pos && buf_->size == 0 && line_start_ > 0 && !skipping_) {
+    char before = '\n';
+    rewritten = ::pread(fd_, &before, 1, static_cast<off_t>(line_start_ - 1)) == 1 && before != '\n';
+  }
+  if (size < read_pos || rewritten) {
+    const QString seqs = last_seq_
+                             ? QStringLiteral(", skipping events up to seq %1 already shown").arg(*last_seq_)
+                             : QString();
+    const QString what = rewritten
+                             ? QStringLiteral("%1 was rewritten: byte offset %2 no longer starts a line")
+                                   .arg(fileName(path_))
+                                   .arg(read_pos)
+                             : QStringLiteral("%1 shrank to %2 bytes, below the read position %3")
+                                   .arg(fileName(path_))
+                                   .arg(size)
+                                   .arg(read_pos);
+    issues->push_back({FollowIssue::Kind::kTruncated,
+                       what + QStringLiteral(": it was truncated; reading it again from the start") + seqs,
+                       next_line_, read_pos});
+    restartFromBeginning();
+    read_pos = 0;
+  }
+
+  if (size > read_pos) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(size - read_pos, max_read_bytes_));
+    buf_->reserve(buf_->size + want);
+    std::size_t got = 0;
+    while (got < want) {
+      const ssize_t n =
+          ::pread(fd_, buf_->data.get() + buf_->size + got, want - got, static_cast<off_t>(read_pos + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        reportReadError(issues, QStringLiteral("cannot read %1 at byte offset %2: %3")
+                                    .arg(QString::fromStdString(path_.string()))
+                                    .arg(read_pos + got)
+                                    .arg(errnoText()));
+        break;
+      }
+      if (n == 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    buf_->size += got;
+    if (got == want) last_read_error_.clear();
+    processLines(issues);
+    if (suppressed_this_chunk_ > 0) {
+      issues->push_back(
+          {FollowIssue::Kind::kUndecodable,
+           QStringLiteral("%1: %2 more undecodable or duplicate lines in this read were skipped")
+               .arg(fileName(path_))
+               .arg(suppressed_this_chunk_)});
+    }
+    const bool cancelled = cancel_ != nullptr && cancel_->load(std::memory_order_relaxed);
+    if (cancelled) return false;
+    if (got == want && read_pos + got < size) return true;
+  }
+
+  // Everything in the open file is read: has another file taken its name?
+  struct stat at_path {};
+  if (::stat(path_.c_str(), &at_path) != 0) {
+    if (errno == ENOENT && !removed_reported_) {
+      removed_reported_ = true;
+      issues->push_back({FollowIssue::Kind::kRemoved,
+                         QStringLiteral("%1 was removed; waiting for it to come back").arg(fileName(path_))});
+    }
+    return false;
+  }
+  removed_reported_ = false;
+  if (at_path.st_ino != inode_ || at_path.st_dev != dev_) {
+    ::close(fd_);
+    fd_ = -1;
+    const QString seqs = last_seq_
+                             ? QStringLiteral(", skipping events up to seq %1 already shown").arg(*last_seq_)
+                             : QString();
+    issues->push_back(
+        {FollowIssue::Kind::kReplaced,
+         QStringLiteral("%1 was replaced by another file (inode %2, now %3); reading the new file "
+                        "from the start%4")
+             .arg(fileName(path_))
+             .arg(inode_)
+             .arg(static_cast<std::uint64_t>(at_path.st_ino))
+             .arg(seqs)});
+    expected_inode_ = 0;
+    restartFromBeginning();
+    return true;  // read the new file at once
+  }
+  return false;
+}
+
+void EventTail::drain(std::vector<FollowIssue>* issues) {
+  while (poll(issues)) {
+  }
+}
+
+std::size_t EventTail::processInParallel(std::vector<FollowIssue>* issues) {
+  const char* const data = buf_->data.get();
+  const std::size_t size = buf_->size;
+  const void* last = memrchr(data, '\n', size);
+  if (last == nullptr) return 0;
+  const std::size_t end = static_cast<std::size_t>(static_cast<const char*>(last) - data) + 1;
+
+  // Pieces of about equal size, each ending just after a '\n'; more pieces than threads,
+  // taken in turn by whichever thread is free, so a busy core does not hold the rest up.
+  const auto threads = static_cast<std::size_t>(pool_->maxThreadCount()) + 1;
+  const std::size_t count = std::min<std::size_t>(4 * threads, end / (kParallelMinBytes / 16) + 1);
+  while (pieces_.size() < count) pieces_.push_back(std::make_unique<Piece>());
+  std::size_t begin = 0;
+  std::size_t used = 0;
+  for (; used < count && begin < end; ++used) {
+    Piece& piece = *pieces_[used];
+    std::size_t cut = used + 1 == count ? end : std::max(begin, end * (used + 1) / count);
+    if (cut < end) {
+      const auto* nl = static_cast<const char*>(std::memchr(data + cut, '\n', end - cut));
+      cut = static_cast<std::size_t>(nl - data) + 1;
+    }
+    piece.begin = begin;
+    piece.end = cut;
+    begin = cut;
+  }
+  std::atomic<std::size_t> next{0};
+  auto work = [&, max = max_line_bytes_] {
+    for (std::size_t i = next++; i < used; i = next++) pieces_[i]->decode(data, max);
+  };
+  const std::size_t helpers = std::min(threads - 1, used - 1);
+  std::latch helpers_done(static_cast<std::ptrdiff_t>(helpers));
+  for (std::size_t h = 0; h < helpers; ++h) {
+    pool_->start([&] {
+      work();
+      helpers_done.count_down();
+    });
+  }
+  work();  // this thread decodes too
+  helpers_done.wait();
+
+  // In file order: seqs, the slow path, the series.
+  std::size_t pos = 0;
+  const StepRecord* last_step = nullptr;
+  std::size_t since_check = 0;
+  bool cancelled = false;
+  for (std::size_t i = 0; i < used && !cancelled; ++i) {
+    Piece& piece = *pieces_[i];
+    for (const Piece::Line& line : piece.lines) {
+      if (cancel_ != nullptr && ++since_check == 1024) {
+        since_check = 0;
+        cancelled = cancel_->load(std::memory_order_relaxed);
+        if (cancelled) break;
+      }
+      const std::uint64_t offset = line_start_ + line.begin;
+      if (reportIfTooLong(line.length, offset, next_line_, issues)) {
+      } else if (line.record >= 0) {
+        if (deliverStep(piece.records[line.record], offset, next_line_, issues))
+          last_step = &piece.records[line.record];
+      } else if (line.memory >= 0) {
+        deliverOther(std::move(piece.memories[line.memory]), offset, next_line_, issues);
+      } else {
+        handleSlowLine({data + line.begin, line.length}, offset, next_line_, issues);
+      }
+      ++next_line_;
+      pos = line.begin + line.length + 1;
+    }
+  }
+  // deliverStep() marked the last step as held by the caller (-2) unless a slow-path
+  // step came after it; keep a copy, the pieces are reused by the next chunk.
+  if (last_step != nullptr && last_fast_step_ == -2) {
+    records_[decode_into_] = *last_step;
+    last_fast_step_ = decode_into_;
+    decode_into_ ^= 1;
+  }
+  return pos;
+}
+
+void EventTail::processLines(std::vector<FollowIssue>* issues) {
+  char* const data = buf_->data.get();
+  const std::size_t size = buf_->size;
+  std::size_t pos = 0;
+  if (pool_ && !skipping_ && size >= kParallelMinBytes) pos = processInParallel(issues);
+  std::size_t since_check = 0;
+  const bool cancelled = cancel_ != nullptr && cancel_->load(std::memory_order_relaxed);
+  while (pos < size && !cancelled) {
+    if (cancel_ != nullptr && ++since_check == 1024) {
+      since_check = 0;
+      if (cancel_->load(std::memory_order_relaxed)) break;
+    }
+    const void* nl = std::memchr(data + pos, '\n', size - pos);
+    if (nl == nullptr) {
+      if (!skipping_ && reportIfTooLong(size - pos, line_start_ + pos, next_line_, issues)) {
+        skipping_ = true;
+        skip_start_ = line_start_ + pos;
+      }
+      if (skipping_) pos = size;  // drop what there is of it; the rest goes at its newline
+      break;
+    }
+    const std::size_t end = static_cast<std::size_t>(static_cast<const char*>(nl) - data);
+    if (skipping_) {
+      skipping_ = false;
+    } else {
+      handleLine(std::string_view(data + pos, end - pos), line_start_ + pos, next_line_, issues);
+    }
+    ++next_line_;
+    pos = end + 1;
+  }
+  std::memmove(data, data + pos, size - pos);
+  buf_->size = size - pos;
+  line_start_ += pos;
+}
+
+bool EventTail::accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t line_no,
+                       std::vector<FollowIssue>* issues) {
+  const std::uint64_t expected = last_seq_ ? *last_seq_ + 1 : 0;
+  if (seq >= expected) {
+    if (seq > expected) {
+      FollowIssue gap{
+          FollowIssue::Kind::kSeqGap,
+          QStringLiteral("%1 line %2 (byte offset %3): seq %4 follows %5: events %6..%7 are missing")
+              .arg(fileName(path_))
+              .arg(line_no)
+              .arg(offset)
+              .arg(seq)
+              .arg(last_seq_ ? QString::number(*last_seq_) : QStringLiteral("the start"))
+              .arg(expected)
+              .arg(seq - 1),
+          line_no, offset};
+      gap.first_missing = expected;
+      gap.last_missing = seq - 1;
+      issues->push_back(std::move(gap));
+    }
+    last_seq_ = seq;
+    recovering_ = false;
+    return true;
+  }
+  if (recovering_) return false;  // shown before the file was truncated or replaced
+  report(issues,
+         {FollowIssue::Kind::kDuplicate,
+          QStringLiteral("%1 line %2 (byte offset %3): seq %4 was already delivered (expected %5); dropped")
+              .arg(fileName(path_))
+              .arg(line_no)
+              .arg(offset)
+              .arg(seq)
+              .arg(expected),
+          line_no, offset});
+  return false;
+}
+
+bool EventTail::reportIfTooLong(std::size_t length, std::uint64_t offset, std::uint64_t line_no,
+                                std::vector<FollowIssue>* issues) {
+  if (length <= max_line_bytes_) return false;
+  report(issues, {FollowIssue::Kind::kUndecodable,
+                  QStringLiteral("%1 line %2 (byte offset %3): line longer than %4 bytes; skipped")
+                      .arg(fileName(path_))
+                      .arg(line_no)
+                      .arg(offset)
+                      .arg(max_line_bytes_),
+                  line_no, offset});
+  return true;
+}
+
+bool EventTail::deliverStep(const StepRecord& rec, std::uint64_t offset, std::uint64_t line_no,
+                            std::vector<FollowIssue>* issues) {
+  if (!accept(rec.seq, offset, line_no, issues)) return false;
+  builder_.addStep(rec);
+  seqs_.push_back(rec.seq);
+  last_fast_step_ = -2;  // the caller knows where the record is and keeps it
+  last_slow_step_.reset();
+  return true;
+}
+
+void EventTail::deliverOther(protocol::Event&& e, std::uint64_t offset, std::uint64_t line_no,
+                             std::vector<FollowIssue>* issues) {
+  if (!accept(e.seq, offset, line_no, issues)) return;
+  builder_.addEvent(e);
+  seqs_.push_back(e.seq);
+  events_.push_back(std::move(e));
+}
+
+void EventTail::handleLine(std::string_view line, std::uint64_t offset, std::uint64_t line_no,
+                           std::vector<FollowIssue>* issues) {
+  if (reportIfTooLong(line.size(), offset, line_no, issues)) return;
+  StepRecord& rec = records_[decode_into_];
+  protocol::Event memory;
+  switch (fast_.decodePadded(line, &rec, &memory)) {
+    case FastEventDecoder::Result::kStep:
+      if (deliverStep(rec, offset, line_no, issues)) {
+        last_fast_step_ = decode_into_;  // keep this one; decode the next line into the other
+        decode_into_ ^= 1;
+      }
+      return;
+    case FastEventDecoder::Result::kMemory:
+      deliverOther(std::move(memory), offset, line_no, issues);
+      return;
+    case FastEventDecoder::Result::kNotHandled:
+      handleSlowLine(line, offset, line_no, issues);
+      return;
+  }
+}
+
+void EventTail::handleSlowLine(std::string_view line, std::uint64_t offset, std::uint64_t line_no,
+                               std::vector<FollowIssue>* issues) {
+  auto decoded = protocol::decodeEventLine(line, line_no, offset, protocol::kEventsFileName);
+  if (!decoded) return;  // blank line
+  switch (decoded->kind) {
+    case protocol::DecodedLine::Kind::kEvent:
+      if (std::holds_alternative<protocol::StepEvent>(decoded->event.body)) {
+        protocol::Event& e = decoded->event;
+        if (!accept(e.seq, offset, line_no, issues)) return;
+        builder_.addEvent(e);
+        seqs_.push_back(e.seq);
+        last_slow_step_ = std::move(e);
+        last_fast_step_ = -1;
+      } else {
+        deliverOther(std::move(decoded->event), offset, line_no, issues);
+      }
+      return;
+    case protocol::DecodedLine::Kind::kSkipped:
+      if (decoded->seq) accept(*decoded->seq, offset, line_no, issues);  // a newer type: its seq still counts
+      return;
+    case protocol::DecodedLine::Kind::kError:
+      report(issues, {FollowIssue::Kind::kUndecodable,
+                      QString::fromStdString(decoded->error.message()) + QStringLiteral("; skipped"), line_no,
+                      offset});
+      if (decoded->seq && *decoded->seq == (last_seq_ ? *last_seq_ + 1 : 0)) last_seq_ = *decoded->seq;
+      return;
+  }
+}
+
+FollowBatch EventTail::takeBatch() {
+  FollowBatch b;
+  b.series = builder_.take();
+  b.events = std::move(events_);
+  events_.clear();
+  b.seqs = std::move(seqs_);
+  seqs_.clear();
+  if (last_fast_step_ >= 0) {
+    b.last_step = toStepEvent(records_[last_fast_step_]);
+  } else if (last_slow_step_) {
+    b.last_step = std::move(*last_slow_step_);
+  }
+  last_fast_step_ = -1;
+  last_slow_step_.reset();
+  b.position = position();
+  // A backlog: as many rows per byte in the rest of the file as in this batch.
+  const std::uint64_t consumed =
+      b.position.offset > batch_start_offset_ ? b.position.offset - batch_start_offset_ : 0;
+  if (consumed > 0 && file_size_ > b.position.offset) {
+    b.series.rows_hint =
+        static_cast<std::size_t>(static_cast<double>(b.series.rows.size()) / static_cast<double>(consumed) *
+                                 static_cast<double>(file_size_ - b.position.offset));
+  }
+  batch_start_offset_ = b.position.offset;
+  return b;
+}
+
+}  // namespace fs::app

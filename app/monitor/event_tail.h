@@ -1,0 +1,122 @@
+// EventTail: reads what was appended to one events.jsonl and decodes it, keeping the
+// guarantees of NOTE [Follow guarantees] (run_follower.h): partial lines wait,
+// truncation and replacement are detected and recovered from, seqs are checked.
+//
+// RunFollower drives it from its poll timer; it has no Qt event loop of its own, so a
+// test can drive it directly, one poll() at a time.
+//
+// NOTE [Parallel backlog]
+// Opening a finished run means decoding up to millions of lines at once; parsing is
+// most of that work. A chunk of at least kParallelMinBytes is cut at line boundaries
+// into pieces that helper threads (a private QThreadPool) decode with their own fast
+// decoders, while the seq checks, the slow-path decoding and the series building stay
+// on the calling thread, in file order. A live run's few new lines per poll take the
+// plain one-thread path.
+//
+// Thread-safety: not thread-safe; one thread at a time (it uses its helpers itself).
+// Does file I/O.
+#pragma once
+
+#include <QString>
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "app/monitor/fast_event_decoder.h"
+#include "app/monitor/follow_types.h"
+#include "app/monitor/series_batch.h"
+
+class QThreadPool;
+
+namespace fs::app {
+
+class EventTail {
+ public:
+  // `cancel` (may be null) is polled while decoding a chunk.
+  EventTail(std::filesystem::path events_file, const FollowPosition& start, std::size_t max_read_bytes,
+            std::size_t max_line_bytes, const std::atomic<bool>* cancel);
+  ~EventTail();
+  EventTail(const EventTail&) = delete;
+  EventTail& operator=(const EventTail&) = delete;
+
+  // Reads and decodes at most max_read_bytes; appends problems to *issues. Returns true
+  // when more is waiting (the caller should poll again soon rather than wait).
+  bool poll(std::vector<FollowIssue>* issues);
+  static constexpr std::size_t kParallelMinBytes = 1u << 20;
+  // Reads and decodes until the end of the file (or cancellation).
+  void drain(std::vector<FollowIssue>* issues);
+
+  // Whether anything was decoded since the last takeBatch().
+  bool hasPending() const { return !seqs_.empty(); }
+  // Everything decoded since the last call, with the position after it (log offsets
+  // are the caller's to fill).
+  FollowBatch takeBatch();
+  FollowPosition position() const;
+
+ private:
+  struct Buffer;
+  struct Piece;
+  bool open(std::vector<FollowIssue>* issues);
+  void restartFromBeginning();
+  void processLines(std::vector<FollowIssue>* issues);
+  // Decodes the complete lines of the buffer with the helpers; returns the buffer
+  // position after the last line handled (0 when it did nothing).
+  std::size_t processInParallel(std::vector<FollowIssue>* issues);
+  void handleLine(std::string_view line, std::uint64_t offset, std::uint64_t line_no,
+                  std::vector<FollowIssue>* issues);
+  // A line the fast path decoded; false when it was not delivered (seq already seen).
+  bool deliverStep(const StepRecord& rec, std::uint64_t offset, std::uint64_t line_no,
+                   std::vector<FollowIssue>* issues);
+  // A decoded event of any type but step.
+  void deliverOther(protocol::Event&& e, std::uint64_t offset, std::uint64_t line_no,
+                    std::vector<FollowIssue>* issues);
+  // Any other line, through the protocol decoder.
+  void handleSlowLine(std::string_view line, std::uint64_t offset, std::uint64_t line_no,
+                      std::vector<FollowIssue>* issues);
+  bool reportIfTooLong(std::size_t length, std::uint64_t offset, std::uint64_t line_no,
+                       std::vector<FollowIssue>* issues);
+  // Seq bookkeeping for a line that carries `seq`; true when it is to be delivered.
+  bool accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t line_no,
+              std::vector<FollowIssue>* issues);
+  void report(std::vector<FollowIssue>* issues, FollowIssue issue);
+  void reportReadError(std::vector<FollowIssue>* issues, const QString& message);
+
+  std::filesystem::path path_;
+  std::size_t max_read_bytes_;
+  std::size_t max_line_bytes_;
+  const std::atomic<bool>* cancel_;
+
+  int fd_ = -1;
+  std::uint64_t inode_ = 0;
+  std::uint64_t dev_ = 0;
+  std::uint64_t expected_inode_;  // from the start position; 0 = accept any
+  std::unique_ptr<Buffer> buf_;   // bytes from line_start_ on, no complete line once processed
+  std::uint64_t line_start_;      // file offset of buf_'s first byte
+  std::uint64_t next_line_;
+  bool skipping_ = false;         // inside an over-long line, dropping bytes up to its newline
+  std::uint64_t skip_start_ = 0;  // where that line started
+  std::optional<std::uint64_t> last_seq_;
+  bool recovering_ = false;  // after truncation / replacement: drop seqs already delivered quietly
+  bool removed_reported_ = false;
+  std::string last_read_error_;
+  int reported_this_chunk_ = 0;
+  int suppressed_this_chunk_ = 0;
+
+  FastEventDecoder fast_;
+  StepRecord records_[2];  // decode into one while the other may hold the last step delivered
+  int decode_into_ = 0;
+  int last_fast_step_ = -1;  // index into records_ of the last step delivered by the fast path
+  std::optional<protocol::Event> last_slow_step_;
+  std::unique_ptr<QThreadPool> pool_;  // helpers for NOTE [Parallel backlog]; null: none
+  std::vector<std::unique_ptr<Piece>> pieces_;
+  SeriesBatchBuilder builder_;
+  std::vector<protocol::Event> events_;
+  std::vector<std::uint64_t> seqs_;
+  std::uint64_t file_size_ = 0;           // at the last poll
+  std::uint64_t batch_start_offset_ = 0;  // position().offset at the last takeBatch()
+};
+
+}  // namespace fs::app

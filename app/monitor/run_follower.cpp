@@ -1,0 +1,134 @@
+#include "app/monitor/run_follower.h"
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QMetaObject>
+#include <QThread>
+#include <QTimer>
+#include <filesystem>
+
+#include "app/monitor/event_tail.h"
+#include "app/monitor/process_probe.h"
+#include "app/monitor/rank_log_tail.h"
+#include "backend/protocol/run_dir.h"
+#include "backend/protocol/run_manifest.h"
+
+namespace fs::app {
+
+struct RunFollower::State {
+  std::filesystem::path dir;
+  std::unique_ptr<EventTail> events;
+  std::unique_ptr<RankLogTail> logs;
+  QElapsedTimer since_process_check;
+  std::optional<std::int64_t> reported_pid;  // processExited already emitted for it
+  bool running = false;
+  bool continuation_queued = false;
+};
+
+RunFollower::RunFollower(FollowOptions options, QObject* parent)
+    : QObject(parent), options_(std::move(options)), s_(std::make_unique<State>()) {
+  s_->dir = std::filesystem::path(QFile::encodeName(options_.run_dir).toStdString());
+}
+
+RunFollower::~RunFollower() = default;
+
+void RunFollower::cancel() {
+  cancel_.store(true, std::memory_order_relaxed);
+}
+
+void RunFollower::start() {
+  if (s_->running || cancel_.load(std::memory_order_relaxed)) return;
+  s_->running = true;
+  s_->events = std::make_unique<EventTail>(s_->dir / protocol::kEventsFileName, options_.start,
+                                           options_.max_read_bytes, options_.max_line_bytes, &cancel_);
+  if (options_.follow_logs)
+    s_->logs = std::make_unique<RankLogTail>(s_->dir / protocol::kLogsDirName, options_.start.log_offsets);
+  s_->since_process_check.start();
+  if (timer_ == nullptr) {
+    timer_ = new QTimer(this);
+    connect(timer_, &QTimer::timeout, this, &RunFollower::poll);
+    // The owner deletes this worker after its thread has ended; a timer must be
+    // deleted on its own thread, so it goes while the thread still runs.
+    connect(
+        QThread::currentThread(), &QThread::finished, this,
+        [this] {
+          delete timer_;
+          timer_ = nullptr;
+        },
+        Qt::DirectConnection);
+  }
+  timer_->start(options_.poll_interval_ms);
+  poll();
+}
+
+void RunFollower::stop() {
+  if (!s_->running) return;
+  s_->running = false;
+  timer_->stop();
+  // Every batch was emitted at the end of its poll, so the position after the last
+  // batch is the position now.
+  FollowPosition position = s_->events->position();
+  if (s_->logs) position.log_offsets = s_->logs->offsets();
+  s_->events.reset();
+  s_->logs.reset();
+  emit stopped(position);
+}
+
+void RunFollower::emitPending(std::vector<FollowIssue>& issues, QList<RankLogLine>& lines, bool at_end) {
+  for (const FollowIssue& i : issues) emit issue(i);
+  issues.clear();
+  if (s_->events->hasPending()) {
+    auto batch = std::make_shared<FollowBatch>(s_->events->takeBatch());
+    if (s_->logs) batch->position.log_offsets = s_->logs->offsets();
+    batch->at_end = at_end;
+    emit batchReady(std::move(batch));
+  }
+  if (!lines.isEmpty()) emit logLines(lines);
+  lines.clear();
+}
+
+void RunFollower::poll() {
+  s_->continuation_queued = false;
+  if (!s_->running || cancel_.load(std::memory_order_relaxed)) return;
+  std::vector<FollowIssue> issues;
+  QList<RankLogLine> lines;
+  const bool more = s_->events->poll(&issues);
+  if (s_->logs) s_->logs->poll(&lines, &issues);
+  emitPending(issues, lines, !more);
+  if (more) {
+    // A backlog: the next chunk right after whatever is queued (a stop(), say).
+    if (!s_->continuation_queued) {
+      s_->continuation_queued = true;
+      QMetaObject::invokeMethod(this, &RunFollower::poll, Qt::QueuedConnection);
+    }
+    return;
+  }
+  if (options_.process_check_interval_ms > 0 &&
+      s_->since_process_check.elapsed() >= options_.process_check_interval_ms) {
+    s_->since_process_check.restart();
+    checkProcess();
+  }
+}
+
+void RunFollower::checkProcess() {
+  auto manifest = protocol::readManifest(s_->dir);
+  if (!manifest.isOk()) return;  // no run.json (yet), or unreadable: nothing to check against
+  const protocol::RunManifest& m = manifest.value();
+  if (m.launcher != protocol::LauncherKind::kLocal || !m.pid || protocol::isTerminal(m.state)) return;
+  if (s_->reported_pid == m.pid || isProcessAlive(*m.pid)) return;
+  // The process is gone: whatever it wrote is complete now. Deliver it first, so the
+  // owner judges the exit knowing the run's last events (a run_finished, say).
+  std::vector<FollowIssue> issues;
+  QList<RankLogLine> lines;
+  s_->events->drain(&issues);
+  if (s_->logs) s_->logs->poll(&lines, &issues);
+  emitPending(issues, lines, true);
+  s_->reported_pid = m.pid;
+  emit processExited(*m.pid,
+                     QStringLiteral("rank 0 (process %1) is no longer running, but run.json still says "
+                                    "the run is '%2'")
+                         .arg(*m.pid)
+                         .arg(QString::fromStdString(std::string(protocol::toString(m.state)))));
+}
+
+}  // namespace fs::app

@@ -1,0 +1,140 @@
+// RunMonitor: one run directory followed live, on the GUI thread's side.
+//
+// Owns a RunFollower on its own worker thread and the SeriesStore it fills, and keeps
+// the run's current state from the events: run_started, the latest step and epoch,
+// total steps, samples/s, ETA, the run state, the latest layout, warnings, errors,
+// checkpoints; control acks are re-emitted for a control client to match. It also
+// raises two alerts:
+//  - stalled(why) once when the last step is older than max(floor, K x the median
+//    interval between step events) while the run is running and the file has been
+//    read to its end (StallDetector), recovered() when it is over. Time comes from an
+//    injectable clock, so a test drives it with checkStall().
+//  - processDied(why) when run.json's pid (local runs) is gone while the run is still
+//    live by its events.
+// Nothing here does I/O: the follower reads, the monitor applies batches.
+//
+// attach() with a position from detached() continues the same store: nothing is lost
+// or drawn twice. attach() from the start (the default position), or of another run
+// directory, clears it first.
+//
+// detach() never blocks: the follower stops at its next turn and detached() follows.
+// attach() while attached and the destructor cancel the follower and join its thread;
+// a read in progress gives up at its next line, so that wait is bounded by one read.
+//
+// Thread-safety: GUI thread only.
+#pragma once
+
+#include <QList>
+#include <QObject>
+#include <QString>
+#include <QTimer>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "app/monitor/follow_types.h"
+#include "app/monitor/series_store.h"
+#include "app/monitor/stall_detector.h"
+#include "backend/protocol/events.h"
+
+namespace fs::app {
+
+class RunFollower;
+template <class W>
+class WorkerThread;
+
+// The run as its events describe it so far.
+struct RunStatus {
+  std::optional<protocol::RunStartedEvent> started;  // the latest run_started
+  std::optional<protocol::RunState> state;           // from state, heartbeat, run_finished
+  std::int64_t step = 0;                             // latest step event's step
+  int epoch = 0;
+  std::int64_t total_steps = 0;              // from run_started
+  std::optional<std::int64_t> last_step_ms;  // time of the latest step event
+  double samples_per_s = 0;                  // latest step, all datasets
+  std::optional<double> eta_s;               // remaining steps x median s/step
+  std::optional<protocol::RunFinishedEvent> finished;
+  std::uint64_t events = 0;  // events delivered
+};
+
+class RunMonitor : public QObject {
+  Q_OBJECT
+ public:
+  using Clock = std::function<std::int64_t()>;  // unix ms
+  struct Options {
+    int poll_interval_ms = 50;
+    bool follow_logs = true;
+    int process_check_interval_ms = 1000;  // 0: no dead-process check
+    StallOptions stall;
+    int stall_check_interval_ms = 1000;  // 0: only on batches and checkStall()
+    Clock clock;                         // default: the wall clock
+  };
+
+  explicit RunMonitor(QObject* parent = nullptr);
+  explicit RunMonitor(Options options, QObject* parent = nullptr);
+  ~RunMonitor() override;
+
+  // Starts following `run_dir` from `from`; detaches first if attached.
+  void attach(const QString& run_dir, const FollowPosition& from = {});
+  // Stops following; detached() brings the position to attach() from later.
+  void detach();
+  bool isAttached() const { return follower_ != nullptr; }
+  const QString& runDir() const { return run_dir_; }
+
+  SeriesStore* store() { return &store_; }
+  const SeriesStore* store() const { return &store_; }
+  const RunStatus& status() const { return status_; }
+  const std::optional<protocol::LayoutEvent>& layout() const { return layout_; }
+  const std::vector<protocol::WarningEvent>& warnings() const { return warnings_; }
+  const std::vector<protocol::ErrorEvent>& errors() const { return errors_; }
+  const std::vector<protocol::CheckpointEvent>& checkpoints() const { return checkpoints_; }
+  bool isStalled() const { return stall_.stalled(); }
+
+ public slots:
+  // Evaluates the stall alert now (the timer calls it too).
+  void checkStall();
+
+ signals:
+  // After each batch was applied to the store and the status.
+  void delivered(const fs::app::FollowBatchPtr& batch);
+  void statusChanged();
+  void runStarted(const fs::protocol::RunStartedEvent& event);
+  void layoutChanged();
+  void warningAdded(const fs::protocol::WarningEvent& event);
+  void errorReported(const fs::protocol::ErrorEvent& event);
+  void checkpointAdded(const fs::protocol::CheckpointEvent& event);
+  void controlAcknowledged(const fs::protocol::ControlAckEvent& event);
+  void runFinished(const fs::protocol::RunFinishedEvent& event);
+  void issue(const fs::app::FollowIssue& issue);  // from the follower
+  void logLines(const QList<fs::app::RankLogLine>& lines);
+  void stalled(const QString& why);
+  void recovered();
+  void processDied(const QString& why);
+  void detached(const fs::app::FollowPosition& position);
+
+ private:
+  void apply(const FollowBatchPtr& batch);
+  void applyEvent(const protocol::Event& e);
+  void updateEta();
+  void stopFollower();
+  bool live() const;
+
+  Options options_;
+  SeriesStore store_;
+  QString run_dir_;
+  std::unique_ptr<WorkerThread<RunFollower>> thread_;
+  RunFollower* follower_ = nullptr;
+  std::uint64_t generation_ = 0;  // signals from an older follower are ignored
+  bool caught_up_ = false;
+  RunStatus status_;
+  std::optional<protocol::LayoutEvent> layout_;
+  std::vector<protocol::WarningEvent> warnings_;
+  std::vector<protocol::ErrorEvent> errors_;
+  std::vector<protocol::CheckpointEvent> checkpoints_;
+  StallDetector stall_;
+  QTimer stall_timer_;
+};
+
+}  // namespace fs::app

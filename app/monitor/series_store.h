@@ -1,0 +1,126 @@
+// SeriesStore: a run's time series, as contiguous arrays a plot reads without copies.
+//
+// Every series (named as in NOTE [Series names], series_names.h) is a list of points
+// appended in file order. y is one std::vector<double>; each point also knows its x in
+// every x-axis kind, through the row of the event it came from:
+//   kStep          the event's step
+//   kSamples       cumulative samples seen of `dataset` (empty: all datasets summed)
+//   kTokens        cumulative tokens seen of `dataset` (empty: all datasets summed)
+//   kWallTime      the event's time, unix seconds
+//   kRelativeTime  seconds since the first event the store saw (the run's start when
+//                  the file was read from its beginning)
+// An event that reports no samples (tokens) for a dataset keeps that dataset's last
+// value; before any, it is 0. x(id, axis) returns an array as long as y(id): built on
+// first request for that axis, then extended as points arrive, so asking is cheap.
+// Within a run x is non-decreasing on every axis.
+//
+// NOTE [Rewinds]
+// A run resumed from a checkpoint appends to the same events.jsonl and repeats the steps
+// after the checkpoint. When a step event arrives whose step is not above the last step
+// event's, every point at that step or later is dropped from every series before the new
+// points are appended (as TensorBoard purges orphaned steps), and reset() is emitted:
+// the curves show the attempt that counts, and x never goes backwards.
+//
+// Spans stay valid until the next append() or clear() (the next changed() or reset()):
+// read them fresh on every redraw (ui/monitor/curve_source.h).
+//
+// Thread-safety: GUI thread only (no locking). Ownership: holds every array by value.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "app/monitor/series_batch.h"
+
+namespace fs::app {
+
+enum class XKind { kStep, kSamples, kTokens, kWallTime, kRelativeTime };
+
+struct XAxis {
+  XKind kind = XKind::kStep;
+  std::string dataset;  // kSamples / kTokens only; empty = sum over datasets
+  bool operator==(const XAxis&) const = default;
+};
+
+class SeriesStore : public QObject {
+  Q_OBJECT
+ public:
+  using SeriesId = int;
+  static constexpr SeriesId kNoSeries = -1;
+
+  explicit SeriesStore(QObject* parent = nullptr);
+  ~SeriesStore() override;
+
+  // Appends a batch (see NOTE [Rewinds]); emits seriesAdded() for each new series, then
+  // changed() once when anything was appended, and reset() when a rewind happened.
+  void append(const SeriesBatch& batch);
+  // Forgets everything (another run is being opened); emits reset().
+  void clear();
+
+  // Series names in order of first appearance; ids are indices into this list and stay
+  // valid until clear().
+  const std::vector<std::string>& names() const { return names_; }
+  SeriesId find(std::string_view name) const;
+  std::size_t size(SeriesId id) const;
+  std::span<const double> y(SeriesId id) const;
+  // REQUIRES: id is valid. Same length as y(id).
+  std::span<const double> x(SeriesId id, const XAxis& axis) const;
+  // By name: empty spans for a series that does not exist (yet).
+  std::span<const double> y(std::string_view name) const;
+  std::span<const double> x(std::string_view name, const XAxis& axis) const;
+
+  // Dataset names seen in samples / tokens figures, in order of appearance.
+  const std::vector<std::string>& datasets() const { return datasets_; }
+  // Events that produced points so far (rows of the x table).
+  std::size_t rowCount() const { return row_step_.size(); }
+  // Time of the first event seen, unix ms; the origin of kRelativeTime.
+  std::optional<std::int64_t> firstEventMs() const { return first_event_ms_; }
+  // Points in every series together.
+  std::size_t totalPoints() const;
+
+ signals:
+  void seriesAdded(const QString& name);
+  void changed();
+  void reset();
+
+ private:
+  struct XCache {
+    XAxis axis;
+    std::vector<double> values;
+  };
+  struct Series {
+    std::vector<double> y;
+    std::vector<std::uint32_t> rows;  // into the row table
+    std::vector<XCache> caches;       // materialised x arrays, by axis
+  };
+
+  SeriesId findOrAdd(const std::string& name, bool* added);
+  int datasetColumn(const std::string& name);
+  void reserveFor(const SeriesBatch& batch);
+  void appendRows(const SeriesBatch::Rows& rows);
+  // Appends points of `p` whose batch row is below `row_end`, from *cursor on.
+  void appendPoints(Series& s, const SeriesBatch::Points& p, std::size_t* cursor, std::uint32_t row_end,
+                    std::uint32_t row_base);
+  void rewindTo(double step);
+  double xAt(std::uint32_t row, const XAxis& axis) const;
+
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, SeriesId> ids_;
+  mutable std::vector<Series> series_;  // mutable: x caches fill on read
+  std::vector<double> row_step_;
+  std::vector<std::int64_t> row_t_ms_;  // event time, unix ms
+  std::vector<std::string> datasets_;
+  std::vector<std::vector<double>> row_samples_;  // [dataset][row], carried forward
+  std::vector<std::vector<double>> row_tokens_;
+  std::optional<std::int64_t> first_event_ms_;
+  std::optional<double> last_step_event_step_;
+};
+
+}  // namespace fs::app
