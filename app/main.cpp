@@ -3,6 +3,7 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
+#include <QStandardPaths>
 #include <QTimer>
 #include <cstdio>
 
@@ -45,11 +46,16 @@ int main(int argc, char** argv) {
   parser.addVersionOption();
   const QCommandLineOption demo(
       QStringLiteral("demo"),
-      QStringLiteral("Open the window with the tiny CPU preset (presets/tiny.yaml) loaded."));
+      QStringLiteral("Open the window with the tiny CPU preset (presets/tiny.yaml) and start it as a local run\n"
+                     "(synthetic data; runs under the user's data directory), followed live."));
   const QCommandLineOption screenshot(
       QStringLiteral("screenshot"),
       QStringLiteral("Save a PNG of the window to <file> once the config has loaded, then exit."),
       QStringLiteral("file"));
+  const QCommandLineOption follow(QStringLiteral("follow"),
+                                  QStringLiteral("Follow the run directory <dir> live (also one started elsewhere)."),
+                                  QStringLiteral("dir"));
+  parser.addOption(follow);
   parser.addOption(demo);
   parser.addOption(screenshot);
   parser.addPositionalArgument(QStringLiteral("config"), QStringLiteral("A run config (YAML) to open."),
@@ -70,9 +76,18 @@ int main(int argc, char** argv) {
   window.show();
 
   const QString shot = parser.value(screenshot);
+  const bool launchDemo = parser.isSet(demo) && shot.isEmpty();
+  if (parser.isSet(follow)) window.followRun(QFileInfo(parser.value(follow)).absoluteFilePath());
   if (!configPath.isEmpty()) {
     QObject::connect(&document, &fs::app::ConfigDocument::loaded, &window, [&] {
       if (!shot.isEmpty()) screenshotAndQuit(&window, shot);
+      if (launchDemo) {
+        // The demo's runs go under the user's data directory, as `flamingo-train demo`'s do.
+        const QString root =
+            QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + QStringLiteral("/flamingo-studio/runs");
+        (void)document.setField("run_root", root.toStdString());
+        window.launchLocally();
+      }
     });
     QObject::connect(&document, &fs::app::ConfigDocument::loadFailed, &window,
                      [&](const QString& path, const QString& message) {

@@ -9,14 +9,25 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QCloseEvent>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QSystemTrayIcon>
+#include <QTabWidget>
+#include <QToolBar>
 
 #include "app/common/worker_thread.h"
 #include "app/config/config_document.h"
+#include "app/history/history_worker.h"
+#include "app/launch/control_client.h"
+#include "app/launch/local_launcher.h"
+#include "app/monitor/run_monitor.h"
 #include "app/runs/run_catalog.h"
 #include "ui/config/config_form.h"
 #include "ui/config/problem_label.h"
+#include "ui/control/run_control_bar.h"
+#include "ui/history/history_view.h"
+#include "ui/live/monitor_page.h"
 #include "ui/runs/runs_panel.h"
 
 namespace fs::ui {
@@ -32,9 +43,17 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
       document_(document),
       form_(new ConfigForm(document)),
       runs_(new RunsPanel),
+      monitor_(new app::RunMonitor(this)),
+      control_(new app::ControlClient(this)),
+      launcher_(new app::LocalLauncher(app::EngineSearch::fromEnvironment(), this)),
+      monitorPage_(new MonitorPage(monitor_, control_)),
+      historyView_(new HistoryView),
+      tabs_(new QTabWidget),
       problemCount_(new QLabel),
       catalog_(std::make_unique<app::WorkerThread<app::RunCatalogWorker>>(new app::RunCatalogWorker,
-                                                                          QStringLiteral("run-catalog"))) {
+                                                                          QStringLiteral("run-catalog"))),
+      history_(std::make_unique<app::WorkerThread<app::HistoryWorker>>(new app::HistoryWorker,
+                                                                       QStringLiteral("run-history"))) {
   setObjectName(QStringLiteral("mainWindow"));
   auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->addWidget(form_);
@@ -42,20 +61,31 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
   splitter->setStretchFactor(0, 3);
   splitter->setStretchFactor(1, 2);
   splitter->setSizes({760, 520});
-  setCentralWidget(splitter);
+  tabs_->addTab(splitter, tr("Configure"));
+  tabs_->addTab(monitorPage_, tr("Monitor"));
+  tabs_->addTab(historyView_, tr("History"));
+  setCentralWidget(tabs_);
   statusBar()->addPermanentWidget(problemCount_);
+  monitorPage_->controlBar()->setLauncher(launcher_);
+  if (QSystemTrayIcon::isSystemTrayAvailable()) {
+    tray_ = new QSystemTrayIcon(windowIcon(), this);
+    tray_->show();
+  }
   resize(1280, 820);
 
   createMenus();
   wireDocument();
   wireRuns();
+  wireLaunch();
+  wireHistory();
   updateTitle();
   updateProblemCount();
   followRunRoot();
 }
 
 MainWindow::~MainWindow() {
-  catalog_->worker()->cancel();  // so the thread's stop does not wait for a long scan
+  catalog_->worker()->cancel();  // so the threads' stop does not wait for a long scan or import
+  history_->worker()->cancel();
 }
 
 void MainWindow::createMenus() {
@@ -65,8 +95,16 @@ void MainWindow::createMenus() {
   file->addAction(tr("Save YAML &As\u2026"), QKeySequence::SaveAs, this, &MainWindow::saveConfigAs);
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
-  QMenu* runs = menuBar()->addMenu(tr("&Runs"));
-  runs->addAction(tr("&Refresh"), QKeySequence::Refresh, runs_, &RunsPanel::refresh);
+  QMenu* runs = menuBar()->addMenu(tr("&Run"));
+  QAction* launch = runs->addAction(tr("&Launch locally"), QKeySequence(Qt::CTRL | Qt::Key_R), this,
+                                    &MainWindow::launchLocally);
+  runs->addAction(tr("&Open run directory\u2026"), this, &MainWindow::openRunDirectory);
+  runs->addAction(tr("&Detach"), this, &MainWindow::detachRun);
+  runs->addSeparator();
+  runs->addAction(tr("&Refresh runs"), QKeySequence::Refresh, runs_, &RunsPanel::refresh);
+  QToolBar* bar = addToolBar(tr("Run"));
+  bar->setObjectName(QStringLiteral("runToolBar"));
+  bar->addAction(launch);
 }
 
 void MainWindow::wireDocument() {
@@ -102,6 +140,94 @@ void MainWindow::wireRuns() {
   // Cross-thread: the request is queued to the worker, the result queued back.
   connect(runs_, &RunsPanel::scanRequested, catalog_->worker(), &app::RunCatalogWorker::scan);
   connect(catalog_->worker(), &app::RunCatalogWorker::scanned, runs_, &RunsPanel::setScan);
+  connect(runs_, &RunsPanel::runActivated, this, &MainWindow::followRun);
+}
+
+void MainWindow::wireLaunch() {
+  using app::Launcher;
+  connect(launcher_, &Launcher::runDirectoryReady, this, &MainWindow::followRun);
+  connect(launcher_, &Launcher::started, this, [this](const QString& runDir, const QString& pid) {
+    statusBar()->showMessage(tr("Started flamingo-train (pid %1) in %2").arg(pid, runDir), kStatusMs);
+    runs_->refresh();
+  });
+  connect(launcher_, &Launcher::failed, this, [this](const QString& message) {
+    statusBar()->showMessage(tr("Launch failed"), kStatusMs);
+    notify(tr("Launch failed"), message);
+  });
+  connect(launcher_, &Launcher::finished, this, [this](int code, app::ExitKind how) {
+    statusBar()->showMessage(app::describeExit(code, how), kStatusMs);
+    importIntoHistory(monitor_->runDir());
+  });
+  connect(monitorPage_, &MonitorPage::alert, this, &MainWindow::notify);
+  connect(monitor_, &app::RunMonitor::runFinished, this, [this] {
+    importIntoHistory(monitor_->runDir());
+  });
+  connect(monitor_, &app::RunMonitor::runStarted, this, [this] {
+    importIntoHistory(monitor_->runDir());
+  });
+}
+
+void MainWindow::wireHistory() {
+  connectHistoryView(historyView_, history_->worker());
+  connect(historyView_, &HistoryView::openRun, this, &MainWindow::followRun);
+  connect(history_->worker(), &app::HistoryWorker::failed, this,
+          [this](const QString& operation, const QString& message) {
+            statusBar()->showMessage(tr("History (%1): %2").arg(operation, message), kStatusMs);
+          });
+  auto* worker = history_->worker();
+  QMetaObject::invokeMethod(worker, [worker] { worker->open(QString()); });
+}
+
+void MainWindow::launchLocally() {
+  if (document_->errorCount() > 0) {
+    tabs_->setCurrentIndex(0);
+    statusBar()->showMessage(tr("The config has errors: fix them before launching"), kStatusMs);
+    return;
+  }
+  if (launcher_->isActive()) {
+    statusBar()->showMessage(tr("A run launched from here is still running: stop it first"), kStatusMs);
+    return;
+  }
+  app::LaunchRequest request;
+  request.config = document_->config();
+  request.runRoot = runRootPath();
+  launcher_->launch(request);
+  statusBar()->showMessage(tr("Launching %1\u2026").arg(QString::fromStdString(request.config.name)), kStatusMs);
+}
+
+void MainWindow::followRun(const QString& runDir) {
+  monitor_->attach(runDir);
+  control_->setRunDir(runDir);
+  monitorPage_->runAttached(runDir);
+  tabs_->setCurrentWidget(monitorPage_);
+}
+
+void MainWindow::detachRun() {
+  monitor_->detach();
+  statusBar()->showMessage(tr("Detached; the run goes on"), kStatusMs);
+}
+
+void MainWindow::openRunDirectory() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open run directory"), runRootPath());
+  if (!dir.isEmpty()) followRun(dir);
+}
+
+void MainWindow::notify(const QString& title, const QString& message) {
+  statusBar()->showMessage(title + QStringLiteral(": ") + message, kStatusMs);
+  if (tray_) tray_->showMessage(title, message, QSystemTrayIcon::Warning);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  // A run launched from here would die with its QProcess: stop it gracefully
+  // (checkpoint first) and close once it has exited.
+  if (launcher_->isActive()) {
+    statusBar()->showMessage(tr("Stopping the run (checkpoint first) before closing\u2026"));
+    connect(launcher_, &app::Launcher::finished, this, &QWidget::close, Qt::UniqueConnection);
+    launcher_->terminate();
+    event->ignore();
+    return;
+  }
+  event->accept();
 }
 
 void MainWindow::openConfig() {
@@ -144,10 +270,17 @@ void MainWindow::updateProblemCount() {
           .arg(warnings));
 }
 
-void MainWindow::followRunRoot() {
-  // Relative run roots are relative to the working directory, as for flamingo-train.
-  runs_->setRoot(QDir::cleanPath(
-      QDir::current().absoluteFilePath(QString::fromStdString(document_->config().run_root))));
+void MainWindow::importIntoHistory(const QString& runDir) {
+  if (runDir.isEmpty()) return;
+  auto* worker = history_->worker();
+  QMetaObject::invokeMethod(worker, [worker, runDir] { worker->importRunDirs({runDir}); });
 }
+
+QString MainWindow::runRootPath() const {
+  // Relative run roots are relative to the working directory, as for flamingo-train.
+  return QDir::cleanPath(QDir::current().absoluteFilePath(QString::fromStdString(document_->config().run_root)));
+}
+
+void MainWindow::followRunRoot() { runs_->setRoot(runRootPath()); }
 
 }  // namespace fs::ui

@@ -1,12 +1,18 @@
 // MainWindow: wires the views together; holds no logic of its own.
 //
-//   config form (ConfigForm on the ConfigDocument) | runs (RunsPanel fed by a
-//   RunCatalogWorker on its own thread)
-//   File: Open..., Save YAML, Save YAML As..., Quit; Runs: Refresh
-//   status bar: file, load / save results, error and warning counts
+//   tabs: Configure (ConfigForm on the ConfigDocument | RunsPanel fed by a
+//         RunCatalogWorker) | Monitor (MonitorPage on a RunMonitor and a
+//         ControlClient) | History (HistoryView on a HistoryWorker)
+//   File: Open..., Save YAML, Save YAML As..., Quit
+//   Run:  Launch locally, Open run directory..., Detach, Refresh runs
+//   status bar: file, load / save / launch results, error and warning counts
 //
-// Every file is read and written on worker threads (ConfigDocument's, the
-// catalog's); the window only picks paths (QFileDialog) and shows results.
+// A launch (LocalLauncher) creates the run directory and the monitor follows
+// it at once; a run activated in the runs panel or the history is followed
+// the same way. Every file, process and database action runs on a worker
+// thread or asynchronously (QProcess); the window only picks paths
+// (QFileDialog) and shows results. Alerts (a stalled run, a dead process)
+// raise a desktop notification where the platform has a tray.
 //
 // Ownership: does not own the document, which must outlive the window.
 // Thread-safety: GUI thread only.
@@ -16,10 +22,16 @@
 #include <memory>
 
 class QLabel;
+class QSystemTrayIcon;
+class QTabWidget;
 
 namespace fs::app {
 class ConfigDocument;
+class ControlClient;
+class HistoryWorker;
+class LocalLauncher;
 class RunCatalogWorker;
+class RunMonitor;
 template <class Worker>
 class WorkerThread;
 }  // namespace fs::app
@@ -27,6 +39,8 @@ class WorkerThread;
 namespace fs::ui {
 
 class ConfigForm;
+class HistoryView;
+class MonitorPage;
 class RunsPanel;
 
 class MainWindow : public QMainWindow {
@@ -37,23 +51,52 @@ class MainWindow : public QMainWindow {
 
   ConfigForm* configForm() const { return form_; }
   RunsPanel* runsPanel() const { return runs_; }
+  MonitorPage* monitorPage() const { return monitorPage_; }
+  HistoryView* historyView() const { return historyView_; }
+  QTabWidget* tabs() const { return tabs_; }
+  app::LocalLauncher* launcher() const { return launcher_; }
+  app::RunMonitor* monitor() const { return monitor_; }
+
+ public slots:
+  // Starts the document's config as a local run and follows it.
+  void launchLocally();
+  // Follows an existing run directory (also one started from a terminal).
+  void followRun(const QString& runDir);
+  void detachRun();
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
 
  private:
   void createMenus();
   void wireDocument();
   void wireRuns();
+  void wireLaunch();
+  void wireHistory();
   void openConfig();
   void saveConfig();
   void saveConfigAs();
+  void openRunDirectory();
   void updateTitle();
   void updateProblemCount();
   void followRunRoot();
+  void notify(const QString& title, const QString& message);
+  QString runRootPath() const;
+  void importIntoHistory(const QString& runDir);
 
   app::ConfigDocument* document_;
   ConfigForm* form_;
   RunsPanel* runs_;
+  app::RunMonitor* monitor_;
+  app::ControlClient* control_;
+  app::LocalLauncher* launcher_;
+  MonitorPage* monitorPage_;
+  HistoryView* historyView_;
+  QTabWidget* tabs_;
   QLabel* problemCount_;
+  QSystemTrayIcon* tray_ = nullptr;
   std::unique_ptr<app::WorkerThread<app::RunCatalogWorker>> catalog_;
+  std::unique_ptr<app::WorkerThread<app::HistoryWorker>> history_;
 };
 
 }  // namespace fs::ui

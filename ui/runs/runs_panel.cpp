@@ -54,6 +54,10 @@ RunsPanel::RunsPanel(QWidget* parent)
   connect(timer_, &QTimer::timeout, this, [this] {
     if (isVisible()) refresh();
   });
+  connect(table_, &QTreeWidget::itemActivated, this, [this](QTreeWidgetItem* item) {
+    const QString dir = item->data(kName, Qt::UserRole).toString();
+    if (!dir.isEmpty()) emit runActivated(dir);
+  });
   setAutoRefreshSeconds(5);
 }
 
@@ -90,6 +94,7 @@ void RunsPanel::setScan(const fs::app::RunScan& scan) {
     auto* item = new QTreeWidgetItem(table_);
     item->setText(kName, run.name);
     item->setToolTip(kName, run.dir);
+    item->setData(kName, Qt::UserRole, run.dir);
     if (run.isOk()) {
       item->setText(kState, run.state);
       item->setText(kCreated, QLocale().toString(run.created.toLocalTime(), QLocale::ShortFormat));

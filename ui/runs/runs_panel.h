@@ -41,6 +41,8 @@ class RunsPanel : public QWidget {
 
  signals:
   void scanRequested(const QString& root);
+  // A run double-clicked (or Enter): its absolute directory, to follow it.
+  void runActivated(const QString& runDir);
 
  private:
   QString root_;
