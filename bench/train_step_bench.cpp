@@ -34,6 +34,7 @@
 
 #include "backend/data/special_tokens.h"
 #include "backend/data/synthetic_source.h"
+#include "backend/model/common.h"
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config_yaml.h"
 #include "backend/protocol/derived.h"
@@ -191,7 +192,8 @@ int main(int argc, char** argv) {
       {
         telemetry::MemoryPhase phase(telemetry::Phase::kActivations);
         train::AutocastScope autocast(precision, device);
-        const auto padding = skipPadding && train::maskedPositionsArePadding(b.inputIds, b.attentionMask, tokens)
+        const auto padding = skipPadding && train::maskedPositionsArePadding(b.inputIds, b.attentionMask, tokens) &&
+                                     model::paddingWorthSkipping(b.attentionMask, config.model.lm.width)
                                  ? model::Padding::kSkip
                                  : model::Padding::kCompute;
         const torch::Tensor logits =

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backend/engine/trainer_impl.h"
+#include "backend/model/common.h"
 #include "backend/telemetry/memory_tracker.h"
 #include "backend/train/grad_clip.h"
 #include "backend/train/labels.h"
@@ -33,7 +34,8 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     {
       MemoryPhase phase(Phase::kActivations);
       train::AutocastScope autocast(precision_, device_);
-      const auto padding = train::maskedPositionsArePadding(b.inputIds, b.attentionMask, tokens_)
+      const auto padding = train::maskedPositionsArePadding(b.inputIds, b.attentionMask, tokens_) &&
+                                   model::paddingWorthSkipping(b.attentionMask, config_.model.lm.width)
                                ? model::Padding::kSkip
                                : model::Padding::kCompute;
       const torch::Tensor logits =

@@ -72,6 +72,11 @@ torch::Tensor scaledDotAttention(const torch::Tensor& q, const torch::Tensor& k,
   return torch::matmul(probs, v);
 }
 
+bool paddingWorthSkipping(const torch::Tensor& attention_mask, int64_t width) {
+  const int64_t padded = attention_mask.numel() - attention_mask.ne(0).sum().item<int64_t>();
+  return static_cast<double>(padded) * static_cast<double>(width) * static_cast<double>(width) >= 4194304.0;
+}
+
 torch::Tensor realTokenIndex(const torch::Tensor& attention_mask) {
   const auto flat = attention_mask.reshape({-1});
   const auto index = flat.ne(0).nonzero().squeeze(1);

@@ -86,6 +86,11 @@ torch::Tensor scaledDotAttention(const torch::Tensor& q, const torch::Tensor& k,
 // same numbers up to float summation order. Right-padded OpenFlamingo batches
 // are ~35 % padding.
 //
+// Whether skipping pays: gathering and scattering cost a few extra ops per
+// layer (~0.5 ms a step on the tiny preset, 7 % slower), while the work saved
+// grows with padding x width^2 (small preset: 15 % faster). Skips when the
+// padding of the batch is worth at least 2^22 (padded positions x width^2).
+bool paddingWorthSkipping(const torch::Tensor& attention_mask, int64_t width);
 // The flat indices of the positions where attention_mask is 1; undefined when
 // there is no padding (nothing to skip).
 torch::Tensor realTokenIndex(const torch::Tensor& attention_mask);
