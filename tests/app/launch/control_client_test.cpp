@@ -16,17 +16,6 @@ namespace {
 
 namespace proto = fs::protocol;
 
-proto::ControlAckEvent ack(quint64 seq, const char* verb, bool ok = true, std::int64_t step = 7,
-                           const char* message = "") {
-  proto::ControlAckEvent a;
-  a.control_seq = seq;
-  a.verb = verb;
-  a.ok = ok;
-  a.step = step;
-  a.message = message;
-  return a;
-}
-
 }  // namespace
 
 class ControlClientTest : public QObject {
@@ -69,9 +58,9 @@ class ControlClientTest : public QObject {
     client_->pause();
     QVERIFY(client_->isPending(proto::ControlVerb::kPause));
     QTRY_COMPARE_WITH_TIMEOUT(written.count(), 1, 30000);
-    client_->onAck(ack(99, "checkpoint"));  // someone else's: ignored
+    client_->onAck(test::ack(99, "checkpoint"));  // someone else's: ignored
     QCOMPARE(acked.count(), 0);
-    client_->onAck(ack(1, "pause", true, 12));
+    client_->onAck(test::ack(1, "pause", true, 12));
     QCOMPARE(acked.count(), 1);
     QVERIFY(acked.at(0).at(0).value<ControlRequest>().verb == proto::ControlVerb::kPause);
     QCOMPARE(acked.at(0).at(1).toBool(), true);
@@ -81,7 +70,7 @@ class ControlClientTest : public QObject {
 
     client_->resume();
     QTRY_COMPARE_WITH_TIMEOUT(written.count(), 2, 30000);
-    client_->onAck(ack(2, "resume"));
+    client_->onAck(test::ack(2, "resume"));
     QVERIFY(!client_->isPaused());
     QVERIFY(client_->runState() == proto::RunState::kRunning);
   }
@@ -92,7 +81,7 @@ class ControlClientTest : public QObject {
     client_->setRunState(proto::RunState::kRunning);
     client_->pause();
     QTRY_COMPARE_WITH_TIMEOUT(written.count(), 1, 30000);
-    client_->onAck(ack(1, "pause", false, 3, "issued before this attempt started"));
+    client_->onAck(test::ack(1, "pause", false, 3, "issued before this attempt started"));
     QCOMPARE(acked.count(), 1);
     QCOMPARE(acked.at(0).at(1).toBool(), false);
     QCOMPARE(acked.at(0).at(2).toString(), QStringLiteral("issued before this attempt started"));
@@ -104,7 +93,7 @@ class ControlClientTest : public QObject {
     QSignalSpy acked(client_.get(), &ControlClient::acknowledged);
     client_->checkpoint();
     // The writer's answer is queued to this thread and cannot have arrived yet.
-    client_->onAck(ack(1, "checkpoint", true, 5));
+    client_->onAck(test::ack(1, "checkpoint", true, 5));
     QCOMPARE(acked.count(), 0);
     QTRY_COMPARE_WITH_TIMEOUT(acked.count(), 1, 30000);
     QCOMPARE(written.count(), 1);
@@ -133,7 +122,7 @@ class ControlClientTest : public QObject {
     client_->checkTimeouts();
     QCOMPARE(timedOut.count(), 1);  // once
 
-    client_->onAck(ack(1, "pause"));
+    client_->onAck(test::ack(1, "pause"));
     QCOMPARE(acked.count(), 1);
     QVERIFY(client_->isPaused());
   }
@@ -179,7 +168,7 @@ class ControlClientTest : public QObject {
   void anotherRunForgetsPendingCommands() {
     QSignalSpy written(client_.get(), &ControlClient::commandWritten);
     client_->pause();
-    client_->onAck(ack(40, "pause"));  // moves the derived state
+    client_->onAck(test::ack(40, "pause"));  // moves the derived state
     QVERIFY(client_->isPaused());
     const QString other = tmp_->filePath(QStringLiteral("other"));
     QVERIFY(proto::RunDir(test::fsPath(other)).create().isOk());

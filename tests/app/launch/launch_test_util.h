@@ -93,4 +93,16 @@ class EventFollower {
   std::vector<protocol::Event> events_;
 };
 
+// A control_ack event as the engine writes it.
+inline protocol::ControlAckEvent ack(quint64 seq, const char* verb, bool ok = true, std::int64_t step = 7,
+                                     const char* message = "") {
+  protocol::ControlAckEvent a;
+  a.control_seq = seq;
+  a.verb = verb;
+  a.ok = ok;
+  a.step = step;
+  a.message = message;
+  return a;
+}
+
 }  // namespace fs::app::test

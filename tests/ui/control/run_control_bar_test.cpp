@@ -19,17 +19,6 @@ namespace {
 namespace proto = fs::protocol;
 using app::ControlClient;
 
-proto::ControlAckEvent ack(quint64 seq, const char* verb, bool ok, std::int64_t step,
-                           const char* message = "") {
-  proto::ControlAckEvent a;
-  a.control_seq = seq;
-  a.verb = verb;
-  a.ok = ok;
-  a.step = step;
-  a.message = message;
-  return a;
-}
-
 }  // namespace
 
 class RunControlBarTest : public QObject {
@@ -71,7 +60,7 @@ class RunControlBarTest : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(written_->count(), 1, 30000);
     QVERIFY(QFileInfo::exists(runDir_ + QStringLiteral("/control/1-pause.json")));
     QCOMPARE(bar_->message(), QStringLiteral("Pause sent; waiting for the run to acknowledge it"));
-    client_->onAck(ack(1, "pause", true, 4));
+    client_->onAck(app::test::ack(1, "pause", true, 4));
     QCOMPARE(enabled(), QStringLiteral("SPCK"));
     QCOMPARE(bar_->pauseResumeButton()->text(), QStringLiteral("Resume"));
     QCOMPARE(bar_->message(), QStringLiteral("Pause done at step 4"));
@@ -81,14 +70,14 @@ class RunControlBarTest : public QObject {
     QCOMPARE(enabled(), QStringLiteral("S-CK"));
     QTRY_COMPARE_WITH_TIMEOUT(written_->count(), 2, 30000);
     QVERIFY(QFileInfo::exists(runDir_ + QStringLiteral("/control/2-resume.json")));
-    client_->onAck(ack(2, "resume", true, 4));
+    client_->onAck(app::test::ack(2, "resume", true, 4));
     QCOMPARE(bar_->pauseResumeButton()->text(), QStringLiteral("Pause"));
 
     // Checkpoint refused: said in red, and the button comes back.
     click(bar_->checkpointButton());
     QCOMPARE(enabled(), QStringLiteral("SP-K"));
     QTRY_COMPARE_WITH_TIMEOUT(written_->count(), 3, 30000);
-    client_->onAck(ack(3, "checkpoint", false, 6, "checkpoint.dir is not writable"));
+    client_->onAck(app::test::ack(3, "checkpoint", false, 6, "checkpoint.dir is not writable"));
     QCOMPARE(enabled(), QStringLiteral("SPCK"));
     QCOMPARE(bar_->message(),
              QStringLiteral("Checkpoint refused by the run: checkpoint.dir is not writable"));
@@ -112,7 +101,7 @@ class RunControlBarTest : public QObject {
     QVERIFY(listing.isOk());
     QVERIFY(listing->pending.back().command.verb == proto::ControlVerb::kStop);
     QCOMPARE(listing->pending.back().command.args.value("checkpoint", false), true);
-    client_->onAck(ack(5, "stop", true, 7));
+    client_->onAck(app::test::ack(5, "stop", true, 7));
     QCOMPARE(enabled(), QStringLiteral("---K"));
 
     // Kill while stopping; then the run is over and nothing is left to press.
