@@ -23,6 +23,7 @@
 #include "app/launch/local_launcher.h"
 #include "app/monitor/run_monitor.h"
 #include "app/runs/run_catalog.h"
+#include "ui/compare/compare_page.h"
 #include "ui/config/config_form.h"
 #include "ui/config/problem_label.h"
 #include "ui/control/run_control_bar.h"
@@ -48,6 +49,7 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
       launcher_(new app::LocalLauncher(app::EngineSearch::fromEnvironment(), this)),
       monitorPage_(new MonitorPage(monitor_, control_)),
       historyView_(new HistoryView),
+      comparePage_(new ComparePage),
       tabs_(new QTabWidget),
       problemCount_(new QLabel),
       catalog_(std::make_unique<app::WorkerThread<app::RunCatalogWorker>>(new app::RunCatalogWorker,
@@ -64,6 +66,7 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
   tabs_->addTab(splitter, tr("Configure"));
   tabs_->addTab(monitorPage_, tr("Monitor"));
   tabs_->addTab(historyView_, tr("History"));
+  tabs_->addTab(comparePage_, tr("Compare"));
   setCentralWidget(tabs_);
   statusBar()->addPermanentWidget(problemCount_);
   monitorPage_->controlBar()->setLauncher(launcher_);
@@ -170,6 +173,22 @@ void MainWindow::wireLaunch() {
 void MainWindow::wireHistory() {
   connectHistoryView(historyView_, history_->worker());
   connect(historyView_, &HistoryView::openRun, this, &MainWindow::followRun);
+  connect(historyView_, &HistoryView::overlayRuns, this, [this](const QStringList& dirs) {
+    comparePage_->setRuns(dirs);
+    tabs_->setCurrentWidget(comparePage_);
+  });
+  connect(comparePage_, &ComparePage::importReferenceRequested, this, [this](const QString& path) {
+    auto* worker = history_->worker();
+    QMetaObject::invokeMethod(worker, [worker, path] { worker->importReferenceCurves(path, {}); });
+  });
+  connect(history_->worker(), &app::HistoryWorker::referenceCurves, this,
+          [this](const app::ReferenceCurveImport& result) {
+            if (!result.error.isEmpty()) {
+              notify(tr("Could not import %1").arg(result.path), result.error);
+              return;
+            }
+            comparePage_->addReferenceCurves(result.curves);
+          });
   connect(history_->worker(), &app::HistoryWorker::failed, this,
           [this](const QString& operation, const QString& message) {
             statusBar()->showMessage(tr("History (%1): %2").arg(operation, message), kStatusMs);

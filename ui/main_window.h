@@ -2,7 +2,8 @@
 //
 //   tabs: Configure (ConfigForm on the ConfigDocument | RunsPanel fed by a
 //         RunCatalogWorker) | Monitor (MonitorPage on a RunMonitor and a
-//         ControlClient) | History (HistoryView on a HistoryWorker)
+//         ControlClient) | History (HistoryView on a HistoryWorker) |
+//         Compare (ComparePage: the runs History overlays, reference CSVs)
 //   File: Open..., Save YAML, Save YAML As..., Quit
 //   Run:  Launch locally, Open run directory..., Detach, Refresh runs
 //   status bar: file, load / save / launch results, error and warning counts
@@ -38,6 +39,7 @@ class WorkerThread;
 
 namespace fs::ui {
 
+class ComparePage;
 class ConfigForm;
 class HistoryView;
 class MonitorPage;
@@ -53,6 +55,7 @@ class MainWindow : public QMainWindow {
   RunsPanel* runsPanel() const { return runs_; }
   MonitorPage* monitorPage() const { return monitorPage_; }
   HistoryView* historyView() const { return historyView_; }
+  ComparePage* comparePage() const { return comparePage_; }
   QTabWidget* tabs() const { return tabs_; }
   app::LocalLauncher* launcher() const { return launcher_; }
   app::RunMonitor* monitor() const { return monitor_; }
@@ -92,6 +95,7 @@ class MainWindow : public QMainWindow {
   app::LocalLauncher* launcher_;
   MonitorPage* monitorPage_;
   HistoryView* historyView_;
+  ComparePage* comparePage_;
   QTabWidget* tabs_;
   QLabel* problemCount_;
   QSystemTrayIcon* tray_ = nullptr;
