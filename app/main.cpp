@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral(
       "Flamingo Studio: configure OpenFlamingo-style training runs in a form generated from the run-config\n"
-      "schema, with inline validation and YAML open / save, and list the runs under the config's run_root."));
+      "schema, launch them on this machine, follow them live (losses per dataset, lr, gradient norm, gates,\n"
+      "throughput, memory, layout, logs), control them (stop, pause, checkpoint) and compare past runs."));
   parser.addHelpOption();
   parser.addVersionOption();
   const QCommandLineOption demo(
