@@ -62,6 +62,7 @@ struct EventTail::Piece {
   std::vector<StepRecord> records;  // kept between chunks for their capacity
   std::vector<protocol::Event> memories;
   FastEventDecoder decoder;
+  std::atomic<bool> done{false};  // decoded: its lines may be delivered
 
   void decode(const char* data, std::size_t max_line_bytes) {
     lines.clear();
@@ -322,7 +323,7 @@ std::size_t EventTail::processInParallel(std::vector<FollowIssue>* issues) {
   // Pieces of about equal size, each ending just after a '\n'; more pieces than threads,
   // taken in turn by whichever thread is free, so a busy core does not hold the rest up.
   const auto threads = static_cast<std::size_t>(pool_->maxThreadCount()) + 1;
-  const std::size_t count = std::min<std::size_t>(4 * threads, end / (kParallelMinBytes / 16) + 1);
+  const std::size_t count = std::min<std::size_t>(8 * threads, end / (kParallelMinBytes / 16) + 1);
   while (pieces_.size() < count) pieces_.push_back(std::make_unique<Piece>());
   std::size_t begin = 0;
   std::size_t used = 0;
@@ -337,28 +338,38 @@ std::size_t EventTail::processInParallel(std::vector<FollowIssue>* issues) {
     piece.end = cut;
     begin = cut;
   }
+  for (std::size_t i = 0; i < used; ++i) pieces_[i]->done.store(false, std::memory_order_relaxed);
   std::atomic<std::size_t> next{0};
-  auto work = [&, max = max_line_bytes_] {
-    for (std::size_t i = next++; i < used; i = next++) pieces_[i]->decode(data, max);
+  auto decodeOne = [&, max = max_line_bytes_](std::size_t i) {
+    pieces_[i]->decode(data, max);
+    pieces_[i]->done.store(true, std::memory_order_release);
+    pieces_[i]->done.notify_all();
   };
   const std::size_t helpers = std::min(threads - 1, used - 1);
   std::latch helpers_done(static_cast<std::ptrdiff_t>(helpers));
   for (std::size_t h = 0; h < helpers; ++h) {
     pool_->start([&] {
-      work();
+      for (std::size_t i = next++; i < used; i = next++) decodeOne(i);
       helpers_done.count_down();
     });
   }
-  work();  // this thread decodes too
-  helpers_done.wait();
 
-  // In file order: seqs, the slow path, the series.
+  // In file order: seqs, the slow path, the series. A piece is delivered as
+  // soon as it is decoded, so delivering overlaps with the helpers decoding
+  // the pieces after it; this thread decodes whatever nobody has taken yet.
   std::size_t pos = 0;
   const StepRecord* last_step = nullptr;
   std::size_t since_check = 0;
   bool cancelled = false;
   for (std::size_t i = 0; i < used && !cancelled; ++i) {
     Piece& piece = *pieces_[i];
+    while (!piece.done.load(std::memory_order_acquire)) {
+      if (const std::size_t j = next++; j < used) {
+        decodeOne(j);
+      } else {
+        piece.done.wait(false, std::memory_order_acquire);  // a helper has it
+      }
+    }
     for (const Piece::Line& line : piece.lines) {
       if (cancel_ != nullptr && ++since_check == 1024) {
         since_check = 0;
@@ -379,6 +390,8 @@ std::size_t EventTail::processInParallel(std::vector<FollowIssue>* issues) {
       pos = line.begin + line.length + 1;
     }
   }
+  // The helpers reference this frame (and may still be decoding after a cancel).
+  helpers_done.wait();
   // deliverStep() marked the last step as held by the caller (-2) unless a slow-path
   // step came after it; keep a copy, the pieces are reused by the next chunk.
   if (last_step != nullptr && last_fast_step_ == -2) {

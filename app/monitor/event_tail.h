@@ -10,7 +10,8 @@
 // most of that work. A chunk of at least kParallelMinBytes is cut at line boundaries
 // into pieces that helper threads (a private QThreadPool) decode with their own fast
 // decoders, while the seq checks, the slow-path decoding and the series building stay
-// on the calling thread, in file order. A live run's few new lines per poll take the
+// on the calling thread, in file order; each piece is delivered as soon as it is
+// decoded, overlapping with the decoding of the pieces after it. A live run's few new lines per poll take the
 // plain one-thread path.
 //
 // Thread-safety: not thread-safe; one thread at a time (it uses its helpers itself).
