@@ -24,7 +24,12 @@
 #include "app/monitor/run_monitor.h"
 #include "app/runs/run_catalog.h"
 #include "ui/compare/compare_page.h"
+#include <QApplication>
+#include <QClipboard>
+
+#include "ui/config/cmdline_dialog.h"
 #include "ui/config/config_form.h"
+#include "ui/config/defaults_diff_dialog.h"
 #include "ui/config/problem_label.h"
 #include "ui/control/run_control_bar.h"
 #include "ui/history/history_view.h"
@@ -96,6 +101,18 @@ void MainWindow::createMenus() {
   file->addAction(tr("&Open\u2026"), QKeySequence::Open, this, &MainWindow::openConfig);
   file->addAction(tr("&Save YAML"), QKeySequence::Save, this, &MainWindow::saveConfig);
   file->addAction(tr("Save YAML &As\u2026"), QKeySequence::SaveAs, this, &MainWindow::saveConfigAs);
+  file->addSeparator();
+  file->addAction(tr("&Import OpenFlamingo command line\u2026"), this, [this] {
+    auto* dialog = new CmdlineDialog(document_, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->open();
+  });
+  file->addAction(tr("&Copy as OpenFlamingo command line"), this, &MainWindow::copyCommandLine);
+  file->addAction(tr("Show changes from the &defaults\u2026"), this, [this] {
+    auto* dialog = new DefaultsDiffDialog(document_, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->show();
+  });
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
   QMenu* runs = menuBar()->addMenu(tr("&Run"));
@@ -195,6 +212,16 @@ void MainWindow::wireHistory() {
           });
   auto* worker = history_->worker();
   QMetaObject::invokeMethod(worker, [worker] { worker->open(QString()); });
+}
+
+void MainWindow::copyCommandLine() {
+  const CmdlineCopy copy = commandLineFor(document_->config());
+  QApplication::clipboard()->setText(copy.line);
+  if (copy.notExpressible.isEmpty()) {
+    statusBar()->showMessage(tr("Copied the torchrun command line"), kStatusMs);
+  } else {
+    notify(tr("Copied, but the command line cannot carry everything"), copy.notExpressible);
+  }
 }
 
 void MainWindow::launchLocally() {

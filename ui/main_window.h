@@ -4,7 +4,8 @@
 //         RunCatalogWorker) | Monitor (MonitorPage on a RunMonitor and a
 //         ControlClient) | History (HistoryView on a HistoryWorker) |
 //         Compare (ComparePage: the runs History overlays, reference CSVs)
-//   File: Open..., Save YAML, Save YAML As..., Quit
+//   File: Open..., Save YAML, Save YAML As..., Import / Copy OpenFlamingo
+//         command line, Show changes from the defaults, Quit
 //   Run:  Launch locally, Open run directory..., Detach, Refresh runs
 //   status bar: file, load / save / launch results, error and warning counts
 //
@@ -63,6 +64,8 @@ class MainWindow : public QMainWindow {
  public slots:
   // Starts the document's config as a local run and follows it.
   void launchLocally();
+  // The config as an OpenFlamingo torchrun line, to the clipboard.
+  void copyCommandLine();
   // Follows an existing run directory (also one started from a terminal).
   void followRun(const QString& runDir);
   void detachRun();
