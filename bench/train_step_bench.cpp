@@ -192,9 +192,8 @@ int main(int argc, char** argv) {
       {
         telemetry::MemoryPhase phase(telemetry::Phase::kActivations);
         train::AutocastScope autocast(precision, device);
-        const auto padding = skipPadding && train::maskedPositionsArePadding(b.inputIds, b.attentionMask, tokens) &&
-                                     model::paddingWorthSkipping(b.attentionMask, config.model.lm.width)
-                                 ? model::Padding::kSkip
+        const auto padding = skipPadding
+                                 ? model::paddingFor(b.inputIds, b.attentionMask, tokens.pad, config.model.lm.width)
                                  : model::Padding::kCompute;
         const torch::Tensor logits =
             model->forward(b.images.to(precision.inputDtype), b.inputIds, b.attentionMask, padding);

@@ -34,10 +34,7 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     {
       MemoryPhase phase(Phase::kActivations);
       train::AutocastScope autocast(precision_, device_);
-      const auto padding = train::maskedPositionsArePadding(b.inputIds, b.attentionMask, tokens_) &&
-                                   model::paddingWorthSkipping(b.attentionMask, config_.model.lm.width)
-                               ? model::Padding::kSkip
-                               : model::Padding::kCompute;
+      const auto padding = model::paddingFor(b.inputIds, b.attentionMask, tokens_.pad, config_.model.lm.width);
       const torch::Tensor logits =
           model_->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding);
       loss = train::causalLmLoss(logits, labels, train::LossOptions{compat});

@@ -72,9 +72,14 @@ torch::Tensor scaledDotAttention(const torch::Tensor& q, const torch::Tensor& k,
   return torch::matmul(probs, v);
 }
 
-bool paddingWorthSkipping(const torch::Tensor& attention_mask, int64_t width) {
-  const int64_t padded = attention_mask.numel() - attention_mask.ne(0).sum().item<int64_t>();
-  return static_cast<double>(padded) * static_cast<double>(width) * static_cast<double>(width) >= 4194304.0;
+Padding paddingFor(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t pad_id,
+                   int64_t width) {
+  const auto masked = attention_mask.eq(0);
+  const auto padded = masked.sum().item<int64_t>();
+  const double saved = static_cast<double>(padded) * static_cast<double>(width) * static_cast<double>(width);
+  if (saved < 4194304.0) return Padding::kCompute;
+  if ((masked & input_ids.ne(pad_id)).any().item<bool>()) return Padding::kCompute;
+  return Padding::kSkip;
 }
 
 torch::Tensor realTokenIndex(const torch::Tensor& attention_mask) {

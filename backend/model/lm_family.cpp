@@ -155,20 +155,28 @@ torch::Tensor CausalLmImpl::hiddenStates(const torch::Tensor& input_ids, const t
                                          const torch::Tensor& media, const torch::Tensor& text_time,
                                          Padding padding) {
   const auto mask = defaultMask(input_ids, attention_mask);
+  return runLayers(input_ids, mask, media, text_time,
+                   padding == Padding::kSkip ? realTokenIndex(mask) : torch::Tensor());
+}
+
+torch::Tensor CausalLmImpl::runLayers(const torch::Tensor& input_ids, const torch::Tensor& mask,
+                                      const torch::Tensor& media, const torch::Tensor& text_time,
+                                      const torch::Tensor& real_tokens) {
   auto hidden = embed(input_ids, mask);
   auto ctx = layerContext(input_ids, mask, hidden.scalar_type());
   ctx.media = media;
   ctx.text_time = text_time;
-  if (padding == Padding::kSkip) ctx.real_tokens = realTokenIndex(mask);
+  ctx.real_tokens = real_tokens;
   for (const auto& layer : layers_) hidden = layer->forward(hidden, ctx);
-  return onRealTokens(hidden, ctx.real_tokens, [this](const torch::Tensor& h) { return finalNorm(h); });
+  return onRealTokens(hidden, real_tokens, [this](const torch::Tensor& h) { return finalNorm(h); });
 }
 
 torch::Tensor CausalLmImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                     const torch::Tensor& media, const torch::Tensor& text_time, Padding padding) {
-  const auto hidden = hiddenStates(input_ids, attention_mask, media, text_time, padding);
+  const auto mask = defaultMask(input_ids, attention_mask);
+  const auto real = padding == Padding::kSkip ? realTokenIndex(mask) : torch::Tensor();
+  const auto hidden = runLayers(input_ids, mask, media, text_time, real);
   const auto weight = outputHeadWeight().to(hidden.scalar_type());
-  const auto real = padding == Padding::kSkip ? realTokenIndex(defaultMask(input_ids, attention_mask)) : torch::Tensor();
   return onRealTokens(hidden, real, [&](const torch::Tensor& h) { return torch::linear(h, weight); });
 }
 

@@ -22,6 +22,8 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
+#include "backend/model/common.h"
+
 #include <functional>
 #include <memory>
 #include <optional>
@@ -90,10 +92,6 @@ struct LayerContext {
   torch::Tensor text_time;  // Flamingo only: (B, L), NOTE [Media masking]
   torch::Tensor real_tokens;  // NOTE [Skipped padding] in common.h; undefined = every position
 };
-
-// Whether a forward may skip the work on padding (NOTE [Skipped padding]).
-// The caller vouches that every masked position holds the pad id.
-enum class Padding { kCompute, kSkip };
 
 // The context of the rotary families (GPT-NeoX, LLaMA): causal padding bias
 // and rotate-half tables for positions 0..L-1 over the first `rot_dim` channels.
@@ -171,6 +169,10 @@ class CausalLmImpl : public torch::nn::Module {
   // N(0, init_std), biases 0 (norms are built as 1 / 0).
   void initWeights();
   torch::Tensor defaultMask(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) const;
+  // hiddenStates() with the mask defaulted and the real-token index computed
+  // once (undefined: every position), shared with forward().
+  torch::Tensor runLayers(const torch::Tensor& input_ids, const torch::Tensor& mask, const torch::Tensor& media,
+                          const torch::Tensor& text_time, const torch::Tensor& real_tokens);
 
   LmOptions options_;
   torch::nn::Embedding embed_tokens_{nullptr};

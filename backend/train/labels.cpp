@@ -67,9 +67,4 @@ LabelStats labelStats(const torch::Tensor& labels) {
   return s;
 }
 
-bool maskedPositionsArePadding(const torch::Tensor& inputIds, const torch::Tensor& attentionMask,
-                               const data::SpecialTokenIds& tokens) {
-  return !(attentionMask.eq(0) & inputIds.ne(tokens.pad)).any().item<bool>();
-}
-
 }  // namespace fs::train

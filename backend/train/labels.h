@@ -44,10 +44,4 @@ struct LabelStats {
 // REQUIRES: labels (B, L).
 LabelStats labelStats(const torch::Tensor& labels);
 
-// True when every position with attention_mask 0 holds the pad id, so both
-// label rules make it -100 and the model may skip its work
-// (model::Padding::kSkip, NOTE [Skipped padding] in backend/model/common.h).
-bool maskedPositionsArePadding(const torch::Tensor& inputIds, const torch::Tensor& attentionMask,
-                               const data::SpecialTokenIds& tokens);
-
 }  // namespace fs::train
