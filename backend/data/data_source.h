@@ -25,6 +25,7 @@
 
 #include "backend/data/batch.h"
 #include "backend/data/data_position.h"
+#include "backend/protocol/config_types.h"
 #include "backend/protocol/status.h"
 
 namespace fs::data {
@@ -37,6 +38,11 @@ struct DatasetInfo {
   int64_t imagesPerSample = 0;  // T_img
   int64_t batchesPerEpoch = 0;  // derived.h's figure for this dataset
 };
+
+// The DatasetInfo of each configured dataset, in config order, with the
+// figures (batches per epoch) of `world` ranks. REQUIRES: every type is
+// laion or mmc4 (validateConfig).
+std::vector<DatasetInfo> datasetInfos(const protocol::RunConfig& config, int64_t world);
 
 class DataSource {
  public:

@@ -207,10 +207,8 @@ protocol::StatusOr<std::unique_ptr<SyntheticSource>> SyntheticSource::create(
     if (spec.maxTokens < 4)
       return Status::invalidArgument(path + ".max_tokens: at least 4 tokens are needed");
     src->specs_.push_back(spec);
-    src->infos_.push_back(DatasetInfo{spec.name, spec.kind, spec.batchSize, spec.maxTokens,
-                                      spec.kind == DatasetKind::kLaion ? 1 : spec.maxNumImages,
-                                      figures.datasets[i].batchesPerEpoch});
   }
+  src->infos_ = datasetInfos(config, world);
   src->tokens_ = tokens;
   src->seed_ = static_cast<uint64_t>(config.seed);
   src->rank_ = rank;

@@ -140,19 +140,6 @@ protocol::StatusOr<std::vector<data::StepBatches>> stepBatches(const protocol::R
   return steps;
 }
 
-std::vector<data::DatasetInfo> datasetInfos(const protocol::RunConfig& config) {
-  const auto figures = protocol::deriveFigures(config);
-  std::vector<data::DatasetInfo> infos;
-  for (size_t i = 0; i < config.data.datasets.size(); ++i) {
-    const auto& d = config.data.datasets[i];
-    const auto kind = data::datasetKindFromString(d.type).value_or(data::DatasetKind::kLaion);
-    infos.push_back(data::DatasetInfo{d.name, kind, d.batch_size, protocol::resolvedMaxTokens(d),
-                                      kind == data::DatasetKind::kLaion ? 1 : std::max<int64_t>(1, d.max_num_images),
-                                      figures.datasets[i].batchesPerEpoch});
-  }
-  return infos;
-}
-
 Status writeTrainable(const model::FlamingoImpl& model, const std::filesystem::path& out) {
   c10::Dict<std::string, torch::Tensor> params;
   for (const auto& [name, t] : model.namedParameters()) {
@@ -221,7 +208,7 @@ Status runReplay(const protocol::RunConfig& config, const ReplayReference& refer
   t.onIteration = options.onIteration;
   t.makeSource = [&]() -> protocol::StatusOr<std::unique_ptr<data::DataSource>> {
     return std::unique_ptr<data::DataSource>(
-        std::make_unique<ReplaySource>(std::move(steps.value()), datasetInfos(c), stepsPerEpoch));
+        std::make_unique<ReplaySource>(std::move(steps.value()), data::datasetInfos(c, 1), stepsPerEpoch));
   };
   t.initModel = [&](model::FlamingoImpl& model) {
     const model::LoadReport report = model.loadStateDict(reference.init);
