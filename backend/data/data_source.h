@@ -1,5 +1,5 @@
-// The interface the trainer pulls batches from. The synthetic source
-// implements it now; the WebDataset shard pipeline will implement it later.
+// The interface the trainer pulls batches from: the synthetic source and the
+// WebDataset shard pipeline (shard_source.h) implement it.
 //
 // Contract:
 //   - A source is built for one rank of `world`; ranks get different data.
@@ -19,12 +19,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/data/batch.h"
 #include "backend/data/data_position.h"
+#include "backend/data/drop_ledger.h"
 #include "backend/protocol/config_types.h"
 #include "backend/protocol/status.h"
 
@@ -59,6 +61,12 @@ class DataSource {
   // REQUIRES: a position from a source of the same kind, datasets, rank and
   // world; anything else is InvalidArgument and leaves the source unchanged.
   virtual protocol::Status restore(const DataPosition& position) = 0;
+
+  // Samples accepted and dropped so far, per dataset name (data_stats
+  // telemetry); sources that never drop return nothing.
+  virtual std::map<std::string, DatasetDrops> dropCounts() const { return {}; }
+  // Problem lines (bad shards, bad samples) since the last call, for the log.
+  virtual std::vector<std::string> takeProblems() { return {}; }
 };
 
 }  // namespace fs::data

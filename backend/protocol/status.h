@@ -48,6 +48,8 @@ class StatusOr {
   T& value() & { return *value_; }
   const T& value() const& { return *value_; }
   T&& value() && { return std::move(*value_); }
+  T& operator*() & { return *value_; }
+  const T& operator*() const& { return *value_; }
   T* operator->() { return &*value_; }
   const T* operator->() const { return &*value_; }
 

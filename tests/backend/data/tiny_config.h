@@ -12,7 +12,9 @@ namespace fs::test {
 inline protocol::RunConfig tinyConfig() {
   const auto load = protocol::loadConfigFile(std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml");
   EXPECT_TRUE(load.ok()) << "tiny preset does not load";
-  return load.config;
+  protocol::RunConfig config = load.config;
+  config.data.source = "synthetic";  // these tests are about the in-memory source
+  return config;
 }
 
 }  // namespace fs::test

@@ -1,0 +1,44 @@
+// MMC4 interleaved documents (spec section 3, "MMC4"): the json member is
+// parsed and planned by documents/mmc4_document.h, every valid image is
+// decoded (a failure rejects the document, as in the reference), the kept
+// images are CLIP-preprocessed into the first slots of the row (the rest stay
+// zero: the reference's padding), the text is tokenised and truncated to
+// max_tokens, and the post-tokenisation rules run on the ids.
+//
+// Random draws per document, from the worker's generator, in this order: the
+// flip coin (all images of a document flip together), then the single-image
+// coin of checkMmc4Tokens when it applies.
+//
+// Thread-safety: prepare() is const; the tokenizer is shared read-only.
+#pragma once
+
+#include <memory>
+
+#include "backend/data/sample_preparer.h"
+#include "backend/data/tokenizer/tokenizer.h"
+
+namespace fs::data {
+
+struct Mmc4PrepareOptions {
+  int64_t maxTokens = 256;
+  int64_t imageSize = 224;
+  int64_t maxNumImages = 6;
+  int64_t minNumImages = 1;
+  double simThreshold = 30.0;
+};
+
+class Mmc4Preparer final : public SamplePreparer {
+ public:
+  Mmc4Preparer(std::shared_ptr<const Tokenizer> tokenizer, Mmc4PrepareOptions options);
+
+  std::optional<SampleDrop> prepare(const Sample& sample, Rng& rng, bool batchFlip,
+                                    SampleSlot& slot) const override;
+  bool padToMaxTokens() const override { return true; }
+  bool flipPerBatch() const override { return false; }
+
+ private:
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  Mmc4PrepareOptions options_;
+};
+
+}  // namespace fs::data

@@ -1,0 +1,62 @@
+#include "backend/data/shard_plan.h"
+
+#include <numeric>
+
+#include "backend/protocol/shard_pattern.h"
+
+namespace fs::data {
+
+using protocol::Status;
+
+namespace {
+constexpr uint64_t kShardShuffleTag = 0x5348415244ULL;  // "SHARD"
+constexpr uint64_t kResampleTag = 0x52455341ULL;        // "RESA"
+}  // namespace
+
+protocol::StatusOr<ShardPlan> ShardPlan::create(const std::string& dataset, const std::string& spec,
+                                                const ShardPlanOptions& options) {
+  if (options.world < 1 || options.rank < 0 || options.rank >= options.world || options.workers < 1) {
+    return Status::invalidArgument("dataset " + dataset + ": rank " + std::to_string(options.rank) + " of " +
+                                   std::to_string(options.world) + " with " + std::to_string(options.workers) +
+                                   " workers is not a valid split");
+  }
+  if (spec.empty()) return Status::invalidArgument("datasets." + dataset + ".shards: no shards given");
+  auto list = protocol::expandShards(spec);
+  if (!list) return Status::invalidArgument("datasets." + dataset + ".shards: " + list.status().message());
+  ShardPlan plan;
+  plan.shards_ = std::move(list.value());
+  plan.options_ = options;
+  const auto needed = static_cast<size_t>(options.world * options.workers);
+  if (!options.resampled && plan.shards_.size() < needed) {
+    return Status::invalidArgument("datasets." + dataset + ".shards: " + std::to_string(plan.shards_.size()) +
+                                   " shard(s) for " + std::to_string(options.world) + " rank(s) x " +
+                                   std::to_string(options.workers) + " worker(s); every worker needs one (at least " +
+                                   std::to_string(needed) + "), or set data.resampled=true");
+  }
+  return plan;
+}
+
+std::vector<std::string> ShardPlan::workerShards(int64_t epoch, int64_t pass, int64_t worker) const {
+  const auto n = shards_.size();
+  std::vector<std::string> out;
+  if (n == 0) return out;
+  const auto& o = options_;
+  if (o.resampled) {
+    Rng rng(mixKey({kResampleTag, o.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(o.rank),
+                    static_cast<uint64_t>(worker), static_cast<uint64_t>(pass)}));
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) out.push_back(shards_[rng.below(n)]);
+    return out;
+  }
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  Rng rng(mixKey({kShardShuffleTag, o.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(pass)}));
+  for (size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+  int64_t mine = 0;  // index among this rank's shards
+  for (size_t i = static_cast<size_t>(o.rank); i < n; i += static_cast<size_t>(o.world), ++mine) {
+    if (mine % o.workers == worker) out.push_back(shards_[order[i]]);
+  }
+  return out;
+}
+
+}  // namespace fs::data

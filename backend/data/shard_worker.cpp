@@ -1,0 +1,218 @@
+#include "backend/data/shard_worker.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/data/sample_shuffle.h"
+#include "backend/data/shards/tar_samples.h"
+
+namespace fs::data {
+
+using protocol::Status;
+using protocol::StatusOr;
+
+namespace {
+constexpr uint64_t kWorkerRngTag = 0x574F524BULL;  // "WORK"
+constexpr uint64_t kShuffleTag = 0x53485546ULL;    // "SHUF"
+}  // namespace
+
+// Rows of one batch under construction: pixels go straight into the images
+// tensor, ids into per-row vectors padded at finish().
+class ShardWorker::Builder {
+ public:
+  explicit Builder(const WorkerSpec& s) : spec_(s) { reset(); }
+
+  bool empty() const { return rows_ == 0; }
+  bool full() const { return rows_ == spec_.batchSize; }
+
+  SampleSlot& slot() {
+    slot_.ids.clear();
+    slot_.pixels = images_.data_ptr<float>() + rows_ * rowFloats();
+    return slot_;
+  }
+  void commit() {
+    ids_[static_cast<size_t>(rows_)] = std::move(slot_.ids);
+    ++rows_;
+  }
+  // The slot's pixels may be half written by a failed prepare.
+  void discard() { std::memset(slot_.pixels, 0, static_cast<size_t>(rowFloats()) * sizeof(float)); }
+
+  Batch finish(bool padToMax) {
+    int64_t width = spec_.maxTokens;
+    if (!padToMax) {
+      width = 1;
+      for (const auto& row : ids_) width = std::max<int64_t>(width, static_cast<int64_t>(row.size()));
+    }
+    Batch b;
+    b.dataset = spec_.dataset;
+    b.kind = spec_.kind;
+    b.images = images_;
+    b.inputIds = torch::full({spec_.batchSize, width}, spec_.padId, torch::kInt64);
+    b.attentionMask = torch::zeros({spec_.batchSize, width}, torch::kInt64);
+    auto ids = b.inputIds.accessor<int64_t, 2>();
+    auto mask = b.attentionMask.accessor<int64_t, 2>();
+    for (int64_t r = 0; r < spec_.batchSize; ++r) {
+      const auto& row = ids_[static_cast<size_t>(r)];
+      const auto n = std::min<int64_t>(width, static_cast<int64_t>(row.size()));
+      for (int64_t t = 0; t < n; ++t) {
+        ids[r][t] = row[static_cast<size_t>(t)];
+        mask[r][t] = 1;
+      }
+      b.tokens += n;
+    }
+    b.samples = spec_.batchSize;
+    reset();
+    return b;
+  }
+
+ private:
+  int64_t rowFloats() const { return spec_.imagesPerSample * 3 * spec_.imageSize * spec_.imageSize; }
+  void reset() {
+    rows_ = 0;
+    images_ = torch::zeros({spec_.batchSize, spec_.imagesPerSample, 1, 3, spec_.imageSize, spec_.imageSize});
+    ids_.assign(static_cast<size_t>(spec_.batchSize), {});
+  }
+
+  const WorkerSpec& spec_;
+  int64_t rows_ = 0;
+  torch::Tensor images_;
+  std::vector<std::vector<int64_t>> ids_;
+  SampleSlot slot_;
+};
+
+ShardWorker::ShardWorker(WorkerSpec spec, const ShardPlan& plan, const SamplePreparer& preparer, DropLedger& ledger)
+    : spec_(std::move(spec)), plan_(plan), preparer_(preparer), ledger_(ledger) {}
+
+ShardWorker::~ShardWorker() { stop(); }
+
+void ShardWorker::start(int64_t epoch, int64_t skip) {
+  stop();
+  stopping_ = false;
+  {
+    std::lock_guard lock(mu_);
+    finished_ = false;
+  }
+  thread_ = std::thread([this, epoch, skip] { run(epoch, skip); });
+}
+
+void ShardWorker::stop() {
+  stopping_ = true;
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mu_);
+  queue_.clear();
+  finished_ = true;
+}
+
+StatusOr<Batch> ShardWorker::take() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return !queue_.empty() || finished_; });
+  if (queue_.empty()) {
+    return Status::invalidArgument("dataset " + spec_.dataset + ": worker " + std::to_string(spec_.worker) +
+                                   " has no more batches this epoch");
+  }
+  StatusOr<Batch> item = std::move(queue_.front());
+  queue_.pop_front();
+  cv_.notify_all();
+  return item;
+}
+
+bool ShardWorker::deliver(StatusOr<Batch> item) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return queue_.size() < spec_.prefetch || stopping_; });
+  if (stopping_) return false;
+  queue_.push_back(std::move(item));
+  cv_.notify_all();
+  return true;
+}
+
+void ShardWorker::recordTarProblems(const TarSampleReader& reader) {
+  // Skipped directory entries and extension-less members are not samples;
+  // the rest lost (part of) a sample and count against the drop rate.
+  const DropCounts& drops = reader.drops();
+  for (DropReason r : {DropReason::kUnsafeName, DropReason::kTooLarge, DropReason::kCorruptTar,
+                       DropReason::kEmptyShard}) {
+    if (drops[r] > 0) {
+      ledger_.drop(reader.url(), std::string(dropReasonName(r)), "", static_cast<int64_t>(drops[r]));
+    }
+  }
+  for (const auto& message : reader.problems()) ledger_.note(message);
+}
+
+void ShardWorker::run(int64_t epoch, int64_t skip) {
+  const auto e = static_cast<uint64_t>(epoch);
+  const auto r = static_cast<uint64_t>(spec_.rank);
+  const auto w = static_cast<uint64_t>(spec_.worker);
+  const auto d = static_cast<uint64_t>(spec_.datasetIndex);
+  Rng rng(mixKey({kWorkerRngTag, spec_.seed, e, r, w, d}));
+  Builder builder(spec_);
+  int64_t produced = 0;
+  int64_t accepted = 0;  // this worker's, for the empty-pass check
+  bool flip = false;
+
+  // Prepares one sample into the batch; false once the quota is met or the
+  // worker is stopping.
+  const auto feed = [&](const Sample& sample) -> bool {
+    if (builder.empty() && preparer_.flipPerBatch()) flip = rng.coin(0.5);
+    SampleSlot& slot = builder.slot();
+    if (auto dropped = preparer_.prepare(sample, rng, flip, slot)) {
+      builder.discard();
+      ledger_.drop(sample.url, dropped->reason, sample.key + ": " + dropped->detail);
+      return true;
+    }
+    ledger_.accept();
+    ++accepted;
+    builder.commit();
+    if (!builder.full()) return true;
+    Batch batch = builder.finish(preparer_.padToMaxTokens());
+    if (produced++ >= skip && !deliver(std::move(batch))) return false;
+    return produced < spec_.quota && !stopping_;
+  };
+
+  bool going = spec_.quota > 0;
+  for (int64_t pass = 0; going && !stopping_; ++pass) {
+    const auto shards = plan_.workerShards(epoch, pass, spec_.worker);
+    const int64_t acceptedBefore = accepted;
+    SampleShuffle<Sample> shuffle(spec_.shuffleCapacity, spec_.shuffleInitial,
+                                     mixKey({kShuffleTag, spec_.seed, e, r, w, d, static_cast<uint64_t>(pass)}));
+    for (const auto& shard : shards) {
+      if (!going || stopping_) break;
+      auto reader = TarSampleReader::open(shard);
+      if (!reader) {
+        ledger_.drop(shard, "unreadable_shard", reader.status().message());
+        continue;
+      }
+      while (going && !stopping_) {
+        auto sample = reader->next();
+        if (!sample) {
+          ledger_.drop(shard, "unreadable_shard", sample.status().message());
+          break;
+        }
+        if (!sample->has_value()) break;
+        if (auto out = shuffle.push(std::move(**sample))) going = feed(*out);
+      }
+      reader->close();
+      recordTarProblems(*reader);
+    }
+    while (going && !stopping_) {
+      auto out = shuffle.drain();
+      if (!out) break;
+      going = feed(*out);
+    }
+    if (going && !stopping_ && accepted == acceptedBefore) {
+      deliver(Status::invalidArgument("dataset " + spec_.dataset + ": worker " + std::to_string(spec_.worker) +
+                                      " of rank " + std::to_string(spec_.rank) + " found no usable sample in " +
+                                      std::to_string(shards.size()) + " shard(s) (first: " +
+                                      (shards.empty() ? std::string("none") : shards.front()) +
+                                      "); see the data_stats counts and the rank log"));
+      break;
+    }
+  }
+  std::lock_guard lock(mu_);
+  finished_ = true;
+  cv_.notify_all();
+}
+
+}  // namespace fs::data

@@ -1,0 +1,16 @@
+// Finds and loads fs_spm_shim (NOTE [SentencePiece isolation] in
+// spm_shim/spm_api.h) once per process.
+//
+// Search order: $FS_SPM_SHIM; the build tree's copy; the installed copy
+// (<prefix>/lib/flamingo-studio); next to the running executable.
+// Thread-safety: safe from any thread; the first call loads.
+#pragma once
+
+#include "backend/data/tokenizer/spm_shim/spm_api.h"
+#include "backend/protocol/status.h"
+
+namespace fs::data::spm {
+
+protocol::StatusOr<const Api*> loadApi();
+
+}  // namespace fs::data::spm

@@ -1,0 +1,273 @@
+// The shard pipeline end to end on real tar shards written by
+// make-synthetic: batch shapes and token layout, determinism, exact resume,
+// rank/worker splits, and broken data counted, skipped and, past the
+// threshold, stopping the run.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "backend/data/sample_shuffle.h"
+#include "backend/data/shard_plan.h"
+#include "backend/data/shard_source.h"
+#include "backend/data/shardgen/synthetic_shards.h"
+#include "tests/backend/data/tiny_config.h"
+
+namespace fs::data {
+namespace {
+
+namespace fsys = std::filesystem;
+
+class ShardPipelineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fsys::path(fsys::temp_directory_path() / ("fs_shard_pipeline_" + std::to_string(::getpid())));
+    fsys::remove_all(*dir_);
+    SyntheticShardOptions o;
+    o.outDir = (*dir_ / "good").string();
+    o.laionShards = 4;
+    o.laionSamplesPerShard = 24;
+    o.mmc4Shards = 4;
+    o.mmc4DocsPerShard = 16;
+    o.imageWidth = 96;
+    o.imageHeight = 72;
+    o.maxImagesPerDoc = 2;
+    auto sum = writeSyntheticShards(o);
+    ASSERT_TRUE(sum) << sum.status().message();
+    good_ = new SyntheticShardsSummary(sum.value());
+  }
+  static void TearDownTestSuite() {
+    fsys::remove_all(*dir_);
+    delete dir_;
+    delete good_;
+  }
+
+  static std::shared_ptr<const Tokenizer> tokenizer() {
+    auto tok = loadTokenizer(good_->tokenizerDir, "opt");
+    EXPECT_TRUE(tok) << tok.status().message();
+    return std::shared_ptr<const Tokenizer>(std::move(tok.value()));
+  }
+
+  static protocol::RunConfig config() {
+    protocol::RunConfig c = test::tinyConfig();
+    c.data.source = "shards";
+    c.data.shuffle_buffer = 20;
+    c.data.datasets[0].shards = good_->laionShards;
+    c.data.datasets[1].shards = good_->mmc4Shards;
+    c.data.datasets[1].textsim_threshold = 0.24;
+    c.model.lm.tokenizer_path = good_->tokenizerDir;
+    return c;
+  }
+
+  static std::unique_ptr<ShardSource> source(const protocol::RunConfig& c, int64_t rank = 0, int64_t world = 1) {
+    auto s = ShardSource::create(c, rank, world, tokenizer());
+    EXPECT_TRUE(s) << s.status().message();
+    return s ? std::move(s.value()) : nullptr;
+  }
+
+  static std::vector<StepBatches> drain(DataSource& s, int64_t limit = 1 << 30) {
+    std::vector<StepBatches> out;
+    while (static_cast<int64_t>(out.size()) < limit) {
+      auto b = s.next();
+      EXPECT_TRUE(b) << b.status().message();
+      if (!b || !b.value()) break;
+      out.push_back(std::move(*b.value()));
+    }
+    return out;
+  }
+
+  static void expectSame(const StepBatches& a, const StepBatches& b) {
+    ASSERT_EQ(a.batches.size(), b.batches.size());
+    for (size_t i = 0; i < a.batches.size(); ++i) {
+      EXPECT_TRUE(torch::equal(a.batches[i].inputIds, b.batches[i].inputIds)) << a.batches[i].dataset;
+      EXPECT_TRUE(torch::equal(a.batches[i].images, b.batches[i].images)) << a.batches[i].dataset;
+      EXPECT_TRUE(torch::equal(a.batches[i].attentionMask, b.batches[i].attentionMask));
+    }
+  }
+
+  static fsys::path* dir_;
+  static SyntheticShardsSummary* good_;
+};
+
+fsys::path* ShardPipelineTest::dir_ = nullptr;
+SyntheticShardsSummary* ShardPipelineTest::good_ = nullptr;
+
+TEST_F(ShardPipelineTest, GeneratedTokenizerMatchesTheTinyPresetIds) {
+  auto tok = tokenizer();
+  const auto tokens = test::tinyConfig().model.tokens;
+  EXPECT_EQ(tok->size(), tokens.vocab_size);
+  EXPECT_EQ(tok->eosId(), tokens.eos_id);
+  EXPECT_EQ(tok->padId(), tokens.pad_id);
+  EXPECT_EQ(tok->imageId(), tokens.image_id);
+  EXPECT_EQ(tok->endofchunkId(), tokens.endofchunk_id);
+  EXPECT_EQ(tok->bosId(), std::optional<int64_t>(2));  // OPT prepends </s>
+}
+
+TEST_F(ShardPipelineTest, BatchesHaveOpenFlamingoShapesAndLayout) {
+  auto c = config();
+  auto s = source(c);
+  ASSERT_TRUE(s);
+  const auto steps = drain(*s);
+  ASSERT_EQ(static_cast<int64_t>(steps.size()), s->stepsPerEpoch());
+  const auto tokens = c.model.tokens;
+  for (const auto& step : steps) {
+    for (const auto& b : step.batches) {
+      ASSERT_TRUE(checkBatch(b)) << checkBatch(b).message();
+      if (b.kind == DatasetKind::kLaion) {
+        EXPECT_EQ(b.images.sizes(), torch::IntArrayRef({4, 1, 1, 3, 32, 32}));
+        EXPECT_LE(b.inputIds.size(1), 16);
+        for (int64_t r = 0; r < 4; ++r) {
+          EXPECT_EQ(b.inputIds[r][0].item<int64_t>(), tokens.eos_id);  // BOS
+          EXPECT_EQ(b.inputIds[r][1].item<int64_t>(), tokens.image_id);
+        }
+      } else {
+        EXPECT_EQ(b.images.sizes(), torch::IntArrayRef({2, 2, 1, 3, 32, 32}));
+        EXPECT_EQ(b.inputIds.size(1), 48);
+        EXPECT_GE((b.inputIds == tokens.image_id).sum().item<int64_t>(), 2);  // >= 1 image per document
+      }
+      EXPECT_TRUE(torch::isfinite(b.images).all().item<bool>());
+    }
+  }
+  const auto counts = s->dropCounts();
+  EXPECT_EQ(counts.at("laion").dropped, 0);
+  EXPECT_EQ(counts.at("mmc4").dropped, 0);
+  EXPECT_GT(counts.at("mmc4").filtered, 0);  // the single-image coin alone sees to that
+}
+
+TEST_F(ShardPipelineTest, SameSeedSameBatchesOtherEpochOtherOrder) {
+  auto c = config();
+  auto a = source(c), b = source(c);
+  const auto x = drain(*a), y = drain(*b);
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i) expectSame(x[i], y[i]);
+  a->setEpoch(1);
+  const auto z = drain(*a);
+  ASSERT_FALSE(z.empty());
+  EXPECT_FALSE(torch::equal(x[0].batches[0].inputIds, z[0].batches[0].inputIds));
+}
+
+TEST_F(ShardPipelineTest, ResumeContinuesWithTheSameBatches) {
+  auto c = config();
+  c.data.datasets[0].workers = 2;
+  c.data.datasets[1].workers = 2;
+  auto a = source(c);
+  const auto full = drain(*a);
+  ASSERT_GE(full.size(), 4u);
+  for (int64_t k : {int64_t{1}, int64_t{3}}) {
+    auto first = source(c);
+    drain(*first, k);
+    const DataPosition at = first->position();
+    auto resumed = source(c);
+    ASSERT_TRUE(resumed->restore(at));
+    const auto rest = drain(*resumed);
+    ASSERT_EQ(rest.size(), full.size() - static_cast<size_t>(k));
+    for (size_t i = 0; i < rest.size(); ++i) expectSame(rest[i], full[static_cast<size_t>(k) + i]);
+  }
+  DataPosition other = a->position();
+  other.rank = 1;
+  EXPECT_FALSE(source(c)->restore(other));
+}
+
+TEST_F(ShardPipelineTest, RanksAndWorkersReadDisjointShards) {
+  auto spec = good_->laionShards + "::" + good_->mmc4Shards;  // 8 shards
+  for (bool resampled : {false}) {
+    std::multiset<std::string> seen;
+    for (int64_t rank = 0; rank < 2; ++rank) {
+      auto plan = ShardPlan::create("laion", spec, {7, rank, 2, 2, resampled});
+      ASSERT_TRUE(plan) << plan.status().message();
+      for (int64_t w = 0; w < 2; ++w) {
+        for (const auto& s : plan->workerShards(0, 0, w)) seen.insert(s);
+      }
+    }
+    EXPECT_EQ(seen.size(), 8u);
+    EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 8u);
+  }
+  auto p0 = ShardPlan::create("laion", spec, {7, 0, 1, 1, false});
+  EXPECT_NE(p0->workerShards(0, 0, 0), p0->workerShards(1, 0, 0));  // a new order each epoch
+  auto few = ShardPlan::create("laion", good_->laionShards, {7, 0, 4, 2, false});
+  ASSERT_FALSE(few);
+  EXPECT_NE(few.status().message().find("data.resampled"), std::string::npos) << few.status().message();
+}
+
+TEST_F(ShardPipelineTest, BrokenDataIsCountedAndPastTheThresholdStopsTheRun) {
+  SyntheticShardOptions o;
+  o.outDir = (*dir_ / "bad").string();
+  o.laionShards = 4;
+  o.laionSamplesPerShard = 32;
+  o.mmc4Shards = 4;
+  o.mmc4DocsPerShard = 8;
+  o.imageWidth = 64;
+  o.imageHeight = 48;
+  o.badEvery = 6;
+  auto bad = writeSyntheticShards(o);
+  ASSERT_TRUE(bad) << bad.status().message();
+  // A truncated copy of a good shard and a file that is no tar at all.
+  const auto cut = *dir_ / "bad" / "cut.tar";
+  fsys::copy_file(*dir_ / "good" / "laion-000001.tar", cut);
+  fsys::resize_file(cut, fsys::file_size(cut) / 2 + 100);
+  std::ofstream(*dir_ / "bad" / "junk.tar") << "this is not a tar archive";
+
+  auto c = config();
+  c.data.datasets[0].shards = bad->laionShards + "::" + cut.string() + "::" + (*dir_ / "bad" / "junk.tar").string();
+  c.data.datasets[1].shards = bad->mmc4Shards;
+  c.data.max_drop_rate_pct = 100;
+  auto tolerant = source(c);
+  drain(*tolerant);
+  const auto counts = tolerant->dropCounts();
+  const auto& laion = counts.at("laion");
+  EXPECT_GT(laion.byReason.at("bad_image"), 0);
+  EXPECT_GT(laion.byReason.at("corrupt_tar"), 0);
+  EXPECT_GT(laion.byShard.at(cut.string()).at("corrupt_tar"), 0);
+  EXPECT_GT(counts.at("mmc4").byReason.at("bad_base64"), 0);
+  EXPECT_FALSE(tolerant->takeProblems().empty());
+
+  c.data.max_drop_rate_pct = 1;
+  auto strict = source(c);
+  protocol::Status failure;
+  for (int i = 0; i < 100 && failure; ++i) {
+    auto b = strict->next();
+    if (!b) failure = b.status();
+    if (b && !b.value()) break;
+  }
+  ASSERT_FALSE(failure);
+  EXPECT_NE(failure.message().find("max_drop_rate_pct"), std::string::npos) << failure.message();
+  const bool namesReason = failure.message().find("bad_image") != std::string::npos ||
+                           failure.message().find("bad_base64") != std::string::npos;
+  EXPECT_TRUE(namesReason) << failure.message();
+}
+
+TEST_F(ShardPipelineTest, AllBadShardsFailInsteadOfSpinning) {
+  const auto junk = *dir_ / "junk";
+  fsys::create_directories(junk);
+  for (int i = 0; i < 4; ++i) std::ofstream(junk / ("j" + std::to_string(i) + ".tar")) << "no tar";
+  auto c = config();
+  c.data.datasets[0].shards = (junk / "j{0..3}.tar").string();
+  c.data.max_drop_rate_pct = 100;
+  auto s = source(c);
+  auto b = s->next();
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.status().message().find("no usable sample"), std::string::npos) << b.status().message();
+}
+
+TEST(SampleShuffleTest, IsADeterministicPermutation) {
+  std::vector<int> out1, out2;
+  for (auto* out : {&out1, &out2}) {
+    SampleShuffle<int> s(50, 10, 99);
+    for (int i = 0; i < 500; ++i) {
+      if (auto x = s.push(i)) out->push_back(*x);
+    }
+    while (auto x = s.drain()) out->push_back(*x);
+  }
+  EXPECT_EQ(out1, out2);
+  std::vector<int> sorted = out1;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 500; ++i) ASSERT_EQ(sorted[static_cast<size_t>(i)], i);
+  int displaced = 0;
+  for (int i = 0; i < 500; ++i) displaced += out1[static_cast<size_t>(i)] != i;
+  EXPECT_GT(displaced, 400);
+}
+
+}  // namespace
+}  // namespace fs::data

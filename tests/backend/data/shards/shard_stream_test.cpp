@@ -1,0 +1,157 @@
+#include "backend/data/shards/shard_stream.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "tests/backend/data/shards/shard_test_util.h"
+
+namespace fs::data {
+namespace {
+
+using testing::TempDir;
+
+std::string readToEnd(ShardStream& s, protocol::Status* error, size_t chunk = 1000) {
+  std::string out;
+  std::string buf(chunk, '\0');
+  for (;;) {
+    auto n = s.read(buf.data(), buf.size());
+    if (!n.isOk()) {
+      *error = n.status();
+      return out;
+    }
+    if (n.value() == 0) return out;
+    out.append(buf.data(), n.value());
+  }
+}
+
+// True when this process has no child left, reaped or not.
+bool noChildren() {
+  int status;
+  return ::waitpid(-1, &status, WNOHANG) == -1 && errno == ECHILD;
+}
+
+// A process that is gone, or a zombie of someone else (container inits may not reap).
+bool processGone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');
+  return close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z';
+}
+
+TEST(ShardStream, FileAndPipeGiveTheSameBytes) {
+  TempDir dir;
+  std::string content;
+  for (int i = 0; i < 100000; ++i) content += static_cast<char>(i * 7);
+  std::string path = dir / "f.bin";
+  std::ofstream(path, std::ios::binary) << content;
+  for (std::string url : {path, "pipe:cat '" + path + "'"}) {
+    SCOPED_TRACE(url);
+    auto s = openShardStream(url);
+    ASSERT_TRUE(s.isOk()) << s.status().toString();
+    protocol::Status error;
+    EXPECT_EQ(readToEnd(*s.value(), &error, 333), content);
+    EXPECT_TRUE(error.isOk()) << error.toString();
+    EXPECT_EQ(s.value()->url(), url);
+  }
+  EXPECT_TRUE(noChildren());
+}
+
+TEST(ShardStream, MissingFileIsNotFound) {
+  auto s = openShardStream("/nonexistent/x.tar");
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.status().code(), protocol::Status::Code::kNotFound);
+  EXPECT_NE(s.status().message().find("/nonexistent/x.tar"), std::string::npos);
+}
+
+TEST(ShardStream, FailingCommandsNameCommandAndStderr) {
+  struct Case {
+    std::string url, mustContain1, mustContain2;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"pipe:false", "'false'", "exited with status 1"},
+           {"pipe:cat /nonexistent/x.tar", "cat /nonexistent/x.tar", "No such file or directory"},
+           {"pipe:echo partial; echo oops >&2; kill -9 $$", "killed by signal 9", "oops"},
+       }) {
+    SCOPED_TRACE(c.url);
+    auto s = openShardStream(c.url);
+    ASSERT_TRUE(s.isOk());
+    protocol::Status error;
+    readToEnd(*s.value(), &error);
+    ASSERT_FALSE(error.isOk());
+    EXPECT_NE(error.message().find(c.mustContain1), std::string::npos) << error.message();
+    EXPECT_NE(error.message().find(c.mustContain2), std::string::npos) << error.message();
+    char one;
+    auto again = s.value()->read(&one, 1);  // sticky
+    EXPECT_FALSE(again.isOk());
+  }
+  EXPECT_TRUE(noChildren());
+}
+
+TEST(ShardStream, StderrKeepsOnlyTheTail) {
+  auto s = openShardStream("pipe:i=0; while [ $i -lt 3000 ]; do echo line$i >&2; i=$((i+1)); done; exit 2");
+  ASSERT_TRUE(s.isOk());
+  protocol::Status error;
+  readToEnd(*s.value(), &error);
+  ASSERT_FALSE(error.isOk());
+  EXPECT_NE(error.message().find("line2999"), std::string::npos);
+  EXPECT_EQ(error.message().find("line0\n"), std::string::npos);
+  EXPECT_LT(error.message().size(), ShardStream::kStderrTailBytes + 200);
+}
+
+TEST(ShardStream, EarlyCloseStopsEndlessCommandAndReapsIt) {
+  for (bool explicitClose : {true, false}) {
+    auto s = openShardStream("pipe:cat /dev/zero");
+    ASSERT_TRUE(s.isOk());
+    char buf[4096];
+    ASSERT_GT(s.value()->read(buf, sizeof buf).value(), 0u);
+    if (explicitClose) s.value()->close();
+    s.value().reset();
+    EXPECT_TRUE(noChildren());
+  }
+}
+
+TEST(ShardStream, EarlyCloseStopsTheWholeProcessGroup) {
+  TempDir dir;
+  std::string pidFile = dir / "pid";
+  auto s = openShardStream("pipe:sleep 1000 & echo $! > '" + pidFile + "'; echo ready; wait");
+  ASSERT_TRUE(s.isOk());
+  char buf[6];
+  size_t got = 0;
+  while (got < sizeof buf) got += s.value()->read(buf + got, sizeof buf - got).value();
+  pid_t sleeper = 0;
+  std::ifstream(pidFile) >> sleeper;
+  ASSERT_GT(sleeper, 0);
+  s.value()->close();
+  EXPECT_TRUE(noChildren());
+  // The grandchild got SIGTERM with the group; give the kernel a moment to finish it.
+  for (int i = 0; i < 1000 && !processGone(sleeper); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(processGone(sleeper));
+}
+
+TEST(ShardStream, CommandIgnoringSigtermIsKilled) {
+  auto s = openShardStream("pipe:trap '' TERM; echo ready; while :; do sleep 0.05; done");
+  ASSERT_TRUE(s.isOk());
+  char buf[6];
+  size_t got = 0;
+  while (got < sizeof buf) got += s.value()->read(buf + got, sizeof buf - got).value();
+  s.value()->close();
+  EXPECT_TRUE(noChildren());
+}
+
+TEST(ShardStream, EmptyPipeCommandIsInvalid) {
+  auto s = openShardStream("pipe:");
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.status().code(), protocol::Status::Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace fs::data

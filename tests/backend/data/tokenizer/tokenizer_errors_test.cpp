@@ -1,0 +1,168 @@
+// Bad tokenizer files: each is rejected with a Status whose message names the
+// file and the field or line at fault; nothing crashes.
+#include "backend/data/tokenizer/tokenizer.h"
+#include "tests/backend/data/tokenizer/tokenizer_test_util.h"
+
+namespace fs::data {
+namespace {
+
+using namespace fs::data::testing;
+using nlohmann::json;
+using protocol::Status;
+
+// A complete byte-level vocabulary (the 256 byte tokens of GPT-2's table) plus a few merges' results.
+json tinyVocab() {
+  json vocab = json::object();
+  int id = 0;
+  for (int b = 0; b < 256; ++b) {
+    bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    if (printable)
+      vocab[b < 0x80 ? std::string(1, char(b))
+                     : std::string{char(0xC0 | (b >> 6)), char(0x80 | (b & 0x3F))}] = id++;
+  }
+  for (int extra = 0; extra < 68; ++extra) {  // the remapped control and space bytes: U+0100..U+0143
+    int cp = 256 + extra;
+    vocab[std::string{char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))}] = id++;
+  }
+  vocab["he"] = id++;
+  vocab["<|endoftext|>"] = id++;
+  return vocab;
+}
+
+json tokenizerJson(json model) {
+  return json{{"added_tokens", json::array()},
+              {"normalizer", nullptr},
+              {"pre_tokenizer", json{{"type", "ByteLevel"}, {"add_prefix_space", false}}},
+              {"model", std::move(model)}};
+}
+
+json bpeModel() {
+  return json{{"type", "BPE"}, {"vocab", tinyVocab()}, {"merges", json::array({"h e"})}};
+}
+
+Status loadStatus(const stdfs::path& path, const std::string& family = "gpt_neox") {
+  auto t = loadTokenizer(path.string(), family);
+  return t.isOk() ? Status::ok() : t.status();
+}
+
+#define EXPECT_MESSAGE_HAS(status, ...)                                                             \
+  do {                                                                                              \
+    Status s_ = (status);                                                                           \
+    EXPECT_FALSE(s_.isOk());                                                                        \
+    for (const char* part : {__VA_ARGS__})                                                          \
+      EXPECT_NE(s_.message().find(part), std::string::npos) << part << " not in: " << s_.message(); \
+  } while (0)
+
+TEST(TokenizerErrors, TinyValidFilesLoad) {
+  stdfs::path dir = scratchDir("err_valid");
+  writeFile(dir / "tokenizer.json", tokenizerJson(bpeModel()).dump());
+  auto t = loadTokenizer(dir.string(), "gpt_neox");
+  ASSERT_TRUE(t.isOk()) << t.status().toString();
+  EXPECT_EQ(t.value()->decode(t.value()->encode("hehe \xff")), "hehe \xff");
+}
+
+TEST(TokenizerErrors, MissingFiles) {
+  stdfs::path dir = scratchDir("err_missing");
+  EXPECT_MESSAGE_HAS(loadStatus(dir / "nowhere"), "nowhere", "no such file");
+  EXPECT_MESSAGE_HAS(loadStatus(dir), "err_missing", "no tokenizer files");
+  writeFile(dir / "vocab.json", tinyVocab().dump());
+  EXPECT_MESSAGE_HAS(loadStatus(dir), "merges.txt", "cannot open");
+  EXPECT_EQ(loadStatus(dir).code(), Status::Code::kNotFound);
+}
+
+TEST(TokenizerErrors, MalformedJson) {
+  stdfs::path dir = scratchDir("err_json");
+  writeFile(dir / "vocab.json", "{\"a\": 0, ");
+  writeFile(dir / "merges.txt", "#version: 0.2\n");
+  EXPECT_MESSAGE_HAS(loadStatus(dir), "vocab.json", "invalid JSON");
+  writeFile(dir / "vocab.json", json{{"a", "zero"}}.dump());
+  EXPECT_MESSAGE_HAS(loadStatus(dir), "vocab.json", "\"a\"", "not an integer");
+
+  stdfs::path dir2 = scratchDir("err_json2");
+  writeFile(dir2 / "tokenizer.json", "[1, 2");
+  EXPECT_MESSAGE_HAS(loadStatus(dir2), "tokenizer.json", "invalid JSON");
+  json bad = tokenizerJson(bpeModel());
+  bad["model"]["vocab"] = json::array();
+  writeFile(dir2 / "tokenizer.json", bad.dump());
+  EXPECT_MESSAGE_HAS(loadStatus(dir2), "tokenizer.json", "model.vocab");
+  bad = tokenizerJson(bpeModel());
+  bad["model"]["merges"] = json::array({"h e", "abc"});
+  writeFile(dir2 / "tokenizer.json", bad.dump());
+  EXPECT_MESSAGE_HAS(loadStatus(dir2), "tokenizer.json", "model.merges[1]", "abc");
+  bad = tokenizerJson(bpeModel());
+  bad["added_tokens"] = json::array({json{{"content", "<x>"}}});
+  writeFile(dir2 / "tokenizer.json", bad.dump());
+  EXPECT_MESSAGE_HAS(loadStatus(dir2), "tokenizer.json", "added_tokens[0].id");
+  bad = tokenizerJson(bpeModel());
+  bad["pre_tokenizer"] = "ByteLevel";  // a string where an object belongs
+  writeFile(dir2 / "tokenizer.json", bad.dump());
+  EXPECT_MESSAGE_HAS(loadStatus(dir2), "tokenizer.json");
+
+  writeFile(dir2 / "tokenizer.json", tokenizerJson(bpeModel()).dump());
+  writeFile(dir2 / "special_tokens_map.json", "{\"eos_token\": ");
+  EXPECT_MESSAGE_HAS(loadStatus(dir2), "special_tokens_map.json", "invalid JSON");
+  writeFile(dir2 / "special_tokens_map.json", json{{"eos_token", 5}}.dump());
+  EXPECT_MESSAGE_HAS(loadStatus(dir2), "special_tokens_map.json", "eos_token");
+}
+
+TEST(TokenizerErrors, UnsupportedModels) {
+  stdfs::path dir = scratchDir("err_unsupported");
+  auto check = [&](json doc, std::initializer_list<const char*> parts) {
+    writeFile(dir / "tokenizer.json", doc.dump());
+    Status s = loadStatus(dir / "tokenizer.json");
+    EXPECT_EQ(s.code(), Status::Code::kUnsupported) << s.toString();
+    EXPECT_NE(s.message().find("tokenizer.json"), std::string::npos) << s.message();
+    for (const char* part : parts)
+      EXPECT_NE(s.message().find(part), std::string::npos) << part << ": " << s.message();
+  };
+  check(tokenizerJson(json{{"type", "WordPiece"}, {"vocab", json::object()}}), {"model.type", "WordPiece"});
+  check(tokenizerJson(json{{"type", "Unigram"}, {"vocab", json::array()}}), {"model.type", "Unigram"});
+  json model = bpeModel();
+  model["byte_fallback"] = true;
+  check(tokenizerJson(model), {"byte_fallback"});
+  json doc = tokenizerJson(bpeModel());
+  doc["pre_tokenizer"] = json{{"type", "Metaspace"}, {"replacement", "▁"}};
+  check(doc, {"pre_tokenizer.type", "Metaspace"});
+  doc["pre_tokenizer"] =
+      json{{"type", "Sequence"},
+           {"pretokenizers", json::array({json{{"type", "Split"}}, json{{"type", "ByteLevel"}}})}};
+  check(doc, {"pre_tokenizer.pretokenizers[0].type", "Split"});
+  doc = tokenizerJson(bpeModel());
+  doc["normalizer"] = json{{"type", "Lowercase"}};
+  check(doc, {"normalizer.type", "Lowercase"});
+  EXPECT_MESSAGE_HAS(loadStatus(dir / "tokenizer.json", "bert"), "bert", "opt, gpt_neox, mpt, llama");
+}
+
+TEST(TokenizerErrors, VocabularyAndMergesDisagree) {
+  stdfs::path dir = scratchDir("err_merges");
+  writeFile(dir / "vocab.json", tinyVocab().dump());
+  writeFile(dir / "merges.txt", "#version: 0.2\nh e\nhe llo\n");
+  EXPECT_MESSAGE_HAS(loadStatus(dir), "merges.txt line 3", "\"llo\"", "vocab.json");
+  writeFile(dir / "merges.txt", "h e\nx y\n");  // no header; "xy" is not a token
+  EXPECT_MESSAGE_HAS(loadStatus(dir), "merges.txt line 2", "\"xy\"");
+  writeFile(dir / "merges.txt", "h e\nthree parts here\n");
+  EXPECT_MESSAGE_HAS(loadStatus(dir), "merges.txt line 2", "three parts here");
+
+  json vocab = tinyVocab();
+  vocab.erase("A");
+  writeFile(dir / "vocab.json", vocab.dump());
+  writeFile(dir / "merges.txt", "h e\n");
+  EXPECT_MESSAGE_HAS(loadStatus(dir), "vocab.json", "byte 0x41");
+  vocab = tinyVocab();
+  vocab["dup"] = 0;
+  writeFile(dir / "vocab.json", vocab.dump());
+  EXPECT_MESSAGE_HAS(loadStatus(dir), "vocab.json", "id 0");
+  vocab = tinyVocab();
+  vocab.erase("<|endoftext|>");  // gpt_neox needs it as eos
+  writeFile(dir / "vocab.json", vocab.dump());
+  EXPECT_MESSAGE_HAS(loadStatus(dir), "vocab.json", "eos", "<|endoftext|>");
+}
+
+TEST(TokenizerErrors, BadSentencePieceModel) {
+  stdfs::path dir = scratchDir("err_sp");
+  writeFile(dir / "tokenizer.model", "not a protobuf at all");
+  EXPECT_MESSAGE_HAS(loadStatus(dir, "llama"), "tokenizer.model", "SentencePiece");
+}
+
+}  // namespace
+}  // namespace fs::data
