@@ -106,7 +106,8 @@ int runDemo(const std::vector<std::string>& args, Io& io) {
   }
   if (parsed->has("help")) {
     io.out << "usage: flamingo-train demo [--set KEY=VALUE]... [--run-dir DIR]\n\n"
-              "Trains the tiny preset on synthetic data on this machine, with a live progress line.\n"
+              "Trains the tiny preset on this machine, with a live progress line, on LAION and MMC4\n"
+              "shards of generated pictures that it writes into the run directory first.\n"
               "Needs no network and no files of yours.\n\n"
            << formatOptions(options);
     return kExitOk;

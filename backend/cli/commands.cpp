@@ -10,7 +10,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
 #ifdef FS_HAVE_ENGINE
       {"train", "Train one rank on a run config, writing a run directory", runTrain},
-      {"demo", "Train the tiny preset on synthetic data here, with a live progress line", runDemo},
+      {"demo", "Train the tiny preset here on generated shards, with a live progress line", runDemo},
+      {"shards", "Shard tools: make-synthetic, inspect, validate, convert-mmc4", runShards},
       {"replay", "Replay a Python run's initial weights and batches; print losses, write final weights", runReplay},
 #endif
       {"validate", "Check a run config: every problem at once, plus the derived figures", runValidate},

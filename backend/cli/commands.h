@@ -41,6 +41,7 @@ int runVersion(const std::vector<std::string>& args, Io& io);
 int runTrain(const std::vector<std::string>& args, Io& io);
 int runDemo(const std::vector<std::string>& args, Io& io);
 int runReplay(const std::vector<std::string>& args, Io& io);
+int runShards(const std::vector<std::string>& args, Io& io);
 #endif
 
 }  // namespace fs::cli

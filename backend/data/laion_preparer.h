@@ -39,6 +39,9 @@ class LaionPreparer final : public SamplePreparer {
 // This thread's CLIP preprocessor for `imageSize` (shared by the preparers).
 ClipPreprocessor& threadClipPreprocessor(int64_t imageSize);
 
+// This thread's reusable decode target (shared by the preparers).
+RgbImage& threadDecodeBuffer();
+
 // Python's str.strip() for the whitespace that occurs in captions: ASCII
 // whitespace, NBSP and the other Unicode spaces, as UTF-8.
 std::string_view stripWhitespace(std::string_view text);

@@ -31,10 +31,12 @@ std::optional<SampleDrop> Mmc4Preparer::prepare(const Sample& sample, Rng& rng, 
   size_t slotIndex = 0;
   for (size_t index : plan.value().validImages) {
     const std::string& bytes = *doc.value().images[index];
-    auto image = decodeImage({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()});
-    if (!image) return SampleDrop{"bad_image", "image_info[" + std::to_string(index) + "]: " + image.status().message()};
+    RgbImage& image = threadDecodeBuffer();
+    if (auto s = decodeImageInto({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}, image); !s) {
+      return SampleDrop{"bad_image", "image_info[" + std::to_string(index) + "]: " + s.message()};
+    }
     if (slotIndex < kept.size() && kept[slotIndex] == index) {
-      if (auto s = clip.run(image.value(), flip, {slot.pixels + slotIndex * stride, stride}); !s) {
+      if (auto s = clip.run(image, flip, {slot.pixels + slotIndex * stride, stride}); !s) {
         return SampleDrop{"bad_image", "image_info[" + std::to_string(index) + "]: " + s.message()};
       }
       ++slotIndex;

@@ -85,6 +85,9 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
           windowIterations = 0;
           windowData = 0;
           windowStart = Clock::now();
+          if (result->optimizerStepped && valSource_ && step_ % config_.data.val_every_steps == 0) {
+            if (Status s = runValidation(); !s) throw std::runtime_error(s.message());
+          }
           if (result->optimizerStepped && config_.checkpoint.every_steps > 0 &&
               step_ % config_.checkpoint.every_steps == 0) {
             if (Status s = saveCheckpoint(protocol::CheckpointKind::kStep); !s) throw std::runtime_error(s.message());
@@ -215,6 +218,23 @@ Status Trainer::saveCheckpoint(protocol::CheckpointKind kind) {
   return Status::ok();
 }
 
+void Trainer::emitDataStats() {
+  for (const auto& line : source_->takeProblems()) log_->warn("data: {}", line);
+  const auto counts = source_->dropCounts();
+  int64_t dropped = 0;
+  for (const auto& [name, c] : counts) dropped += c.dropped + c.filtered;
+  if (dropped == lastDropped_) return;  // data_stats is sent when something new was dropped or filtered
+  lastDropped_ = dropped;
+  protocol::DataStatsEvent e;
+  e.step = step_;
+  for (const auto& [name, c] : counts) {
+    e.dropped[name] = c.byReason;
+    e.accepted[name] = c.accepted;
+    if (!c.byShard.empty()) e.shards[name] = c.byShard;
+  }
+  emitter_->emit(std::move(e));
+}
+
 void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
   // Cumulative counts advance every step; the event (gate reads included) is
   // only built when it is written.
@@ -247,6 +267,7 @@ void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
     emitter_->emit(std::move(e));
   }
   if (step_ % std::max<int64_t>(1, config_.telemetry.memory_every_steps) == 0) emitMemory();
+  emitDataStats();
   if (step_ % std::max<int64_t>(1, config_.telemetry.logging_steps) == 0) {
     std::string losses;
     for (const auto& [name, l] : r.loss) losses += " loss_" + name + "=" + std::to_string(l);

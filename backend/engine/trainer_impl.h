@@ -61,6 +61,9 @@ class Trainer {
   protocol::Status saveCheckpoint(protocol::CheckpointKind kind);
   void emitStep(const StepResult& r, double stepTime, double dataTime);
   void emitMemory();
+  void emitDataStats();
+  protocol::Status makeShardSources();  // trainer_data.cpp
+  protocol::Status runValidation();
   void finish(protocol::FinishStatus status);
 
   protocol::RunConfig config_;
@@ -80,6 +83,7 @@ class Trainer {
   std::unique_ptr<train::GroupedAdamW> optimizer_;
   std::unique_ptr<train::LrSchedule> schedule_;
   std::unique_ptr<data::DataSource> source_;
+  std::unique_ptr<data::DataSource> valSource_;  // null: no dataset has val_shards
   std::unique_ptr<train::StepPlan> plan_;
 
   int64_t epoch_ = 0;       // current epoch
@@ -91,6 +95,7 @@ class Trainer {
   bool gradientFlowChecked_ = false;  // NOTE [Gradient-flow check] in trainer_step.cpp
   bool structureChecked_ = false;
   std::map<std::string, double> lastLoss_;
+  int64_t lastDropped_ = 0;  // drops already reported in data_stats
   std::map<std::string, int64_t> samplesSeen_, tokensSeen_;  // cumulative, all ranks
   std::chrono::steady_clock::time_point started_;
   std::string runId_;

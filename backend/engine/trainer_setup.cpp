@@ -84,9 +84,8 @@ Status Trainer::setUp() {
     auto source = options_.makeSource();
     if (!source) return source.status();
     source_ = std::move(source.value());
-  } else if (config_.data.source != "synthetic") {
-    return Status::unsupported("data.source '" + config_.data.source +
-                               "': the shard pipeline is not built yet; use data.source=synthetic");
+  } else if (config_.data.source == "shards" || config_.data.source == "generated") {
+    if (Status s = makeShardSources(); !s) return s;
   } else {
     auto source = data::SyntheticSource::create(config_, options_.rank, options_.world);
     if (!source) return source.status();

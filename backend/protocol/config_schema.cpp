@@ -119,14 +119,22 @@ struct Schema {
           .range(1, 1024).when("type=mmc4");
       b.field(&DatasetConfig::min_num_images, "min_num_images", 1,
               "Reject documents with fewer <image> tokens (--mmc4_min_num_images)").range(0, 1024).when("type=mmc4");
+      b.field(&DatasetConfig::val_shards, "val_shards", "",
+              "Held-out shards for validation (same syntax as shards); empty = not validated");
     }
     SectionBuilder<DataConfig> b(data, "data", "Training data");
-    b.field(&DataConfig::source, "source", "shards", "shards: WebDataset tar files; synthetic: generated in memory")
-        .choices({"shards", "synthetic"});
+    b.field(&DataConfig::source, "source", "shards",
+            "shards: WebDataset tar files; generated: real shards of generated pictures written into the run "
+            "directory (with their tokenizer); synthetic: random batches in memory")
+        .choices({"shards", "generated", "synthetic"});
     b.field(&DataConfig::resampled, "resampled", false, "Draw shards with replacement (--dataset_resampled)");
     b.field(&DataConfig::shuffle_buffer, "shuffle_buffer", 5000, "Sample shuffle buffer").unit("samples").range(1, 1 << 24);
     b.field(&DataConfig::max_drop_rate_pct, "max_drop_rate_pct", 1.0,
             "Stop the run when more than this share of samples is dropped as bad").unit("%").range(0, 100);
+    b.field(&DataConfig::val_every_steps, "val_every_steps", 0,
+            "Validate on each dataset's val_shards every this many optimizer steps, 0 = never").unit("steps").min(0);
+    b.field(&DataConfig::val_batches, "val_batches", 8, "Batches per dataset in one validation").unit("batches")
+        .range(1, 1 << 20);
     b.list(&DataConfig::datasets, dataset, "datasets", "Datasets trained on together, one batch of each per step",
            {{{"name", Value(std::string("laion"))}, {"type", Value(std::string("laion"))}},
             {{"name", Value(std::string("mmc4"))}, {"type", Value(std::string("mmc4"))}}});

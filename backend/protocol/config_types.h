@@ -99,6 +99,7 @@ struct DatasetConfig {
   double textsim_threshold{};
   int64_t max_num_images{};
   int64_t min_num_images{};
+  std::string val_shards;  // held-out shards, "" = no validation for this dataset
   bool operator==(const DatasetConfig&) const = default;
 };
 
@@ -107,6 +108,8 @@ struct DataConfig {
   bool resampled{};
   int64_t shuffle_buffer{};
   double max_drop_rate_pct{};
+  int64_t val_every_steps{};  // 0 = never
+  int64_t val_batches{};      // per dataset per evaluation
   std::vector<DatasetConfig> datasets;
   bool operator==(const DataConfig&) const = default;
 };

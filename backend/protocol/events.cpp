@@ -184,6 +184,8 @@ template <class V>
 void describe(V& v, DataStatsEvent& e) {
   v.req("step", e.step);
   v.req("dropped", e.dropped);
+  v.opt("accepted", e.accepted);
+  v.opt("shards", e.shards);
 }
 
 template <class V>

@@ -165,6 +165,10 @@ struct DataStatsEvent {
   std::int64_t step = 0;
   // dataset -> reason -> samples dropped since start, e.g. {"mmc4": {"no_images": 12}}
   std::map<std::string, std::map<std::string, std::int64_t>> dropped;
+  // dataset -> samples accepted since start (the denominator of the drop rate)
+  std::map<std::string, std::int64_t> accepted;
+  // dataset -> shard -> reason -> samples dropped since start (shards with drops only)
+  std::map<std::string, std::map<std::string, std::map<std::string, std::int64_t>>> shards;
   bool operator==(const DataStatsEvent&) const = default;
 };
 

@@ -81,6 +81,14 @@ class Checker {
               num(resolvedMaxTokens(d)) + " tokens do not fit model.lm.max_positions " + num(c_.model.lm.max_positions),
               "lower max_tokens");
       }
+      if (!d.val_shards.empty()) {
+        if (auto vc = countShards(d.val_shards); !vc) {
+          error(p + ".val_shards", vc.status().message());
+        } else if (d.val_shards.rfind("pipe:", 0) != 0 && static_cast<int64_t>(vc.value()) < world) {
+          error(p + ".val_shards", num(static_cast<int64_t>(vc.value())) + " shards for " + num(world) + " ranks",
+                "give every rank at least one validation shard");
+        }
+      }
       if (c_.data.source != "shards") continue;
       if (d.shards.empty()) {
         error(p + ".shards", "empty: data.source is 'shards' but dataset '" + d.name + "' names none",
@@ -104,6 +112,12 @@ class Checker {
                   " ranks: some workers would get no shard",
               fix);
       }
+    }
+    if (c_.data.val_every_steps > 0 && std::none_of(ds.begin(), ds.end(), [](const DatasetConfig& d) {
+          return !d.val_shards.empty();
+        })) {
+      warning("data.val_every_steps", "is " + num(c_.data.val_every_steps) + " but no dataset has val_shards",
+              "set datasets[].val_shards, or val_every_steps=0");
     }
     // The reference asserts samples // batch is equal for every dataset it trains on.
     const auto& first = ds.front();

@@ -172,18 +172,32 @@ TEST_F(ShardPipelineTest, ResumeContinuesWithTheSameBatches) {
 
 TEST_F(ShardPipelineTest, RanksAndWorkersReadDisjointShards) {
   auto spec = good_->laionShards + "::" + good_->mmc4Shards;  // 8 shards
-  for (bool resampled : {false}) {
-    std::multiset<std::string> seen;
-    for (int64_t rank = 0; rank < 2; ++rank) {
-      auto plan = ShardPlan::create("laion", spec, {7, rank, 2, 2, resampled});
-      ASSERT_TRUE(plan) << plan.status().message();
-      for (int64_t w = 0; w < 2; ++w) {
-        for (const auto& s : plan->workerShards(0, 0, w)) seen.insert(s);
-      }
+  std::multiset<std::string> seen;
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    auto plan = ShardPlan::create("laion", spec, {7, rank, 2, 2, false});
+    ASSERT_TRUE(plan) << plan.status().message();
+    for (int64_t w = 0; w < 2; ++w) {
+      for (const auto& s : plan->workerShards(0, 0, w)) seen.insert(s);
     }
-    EXPECT_EQ(seen.size(), 8u);
-    EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 8u);
   }
+  EXPECT_EQ(seen.size(), 8u);  // every shard once per pass, to exactly one (rank, worker)
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 8u);
+
+  // Resampled: with replacement, reproducible, a different stream per worker.
+  auto r0 = ShardPlan::create("laion", spec, {7, 0, 2, 2, true});
+  auto again = ShardPlan::create("laion", spec, {7, 0, 2, 2, true});
+  ASSERT_TRUE(r0);
+  const auto draws = r0->workerShards(0, 0, 0);
+  EXPECT_EQ(draws.size(), 8u);
+  EXPECT_EQ(draws, again->workerShards(0, 0, 0));
+  EXPECT_NE(draws, r0->workerShards(0, 0, 1));
+  EXPECT_NE(draws, r0->workerShards(1, 0, 0));
+  std::multiset<std::string> many;
+  for (int64_t pass = 0; pass < 8; ++pass) {
+    for (const auto& s : r0->workerShards(0, pass, 0)) many.insert(s);
+  }
+  EXPECT_LT(std::set<std::string>(many.begin(), many.end()).size(), many.size());  // repeats
+  EXPECT_TRUE(ShardPlan::create("laion", good_->laionShards, {7, 0, 4, 2, true}));  // fewer shards than workers
   auto p0 = ShardPlan::create("laion", spec, {7, 0, 1, 1, false});
   EXPECT_NE(p0->workerShards(0, 0, 0), p0->workerShards(1, 0, 0));  // a new order each epoch
   auto few = ShardPlan::create("laion", good_->laionShards, {7, 0, 4, 2, false});

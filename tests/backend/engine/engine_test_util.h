@@ -15,10 +15,13 @@
 
 namespace fs::engine::test {
 
-// The tiny preset with `sets` applied (each a --set path=value).
+// The tiny preset on in-memory synthetic batches (the preset itself trains on
+// generated shards; shard_pipeline_test covers that), with `sets` applied
+// (each a --set path=value).
 inline protocol::RunConfig tinyConfig(const std::vector<std::string>& sets = {}) {
   auto load = protocol::loadConfigFile(std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml");
   EXPECT_TRUE(load.ok()) << protocol::formatProblems(load.problems);
+  load.config.data.source = "synthetic";
   auto problems = protocol::applyOverrides(&load.config, sets);
   EXPECT_TRUE(problems.empty()) << protocol::formatProblems(problems);
   return load.config;

@@ -1,0 +1,96 @@
+// The trainer's shard sources: the training stream and the held-out
+// validation stream (datasets[].val_shards, every data.val_every_steps).
+#include <torch/torch.h>
+
+#include <chrono>
+
+#include "backend/data/shard_source.h"
+#include "backend/engine/generated_data.h"
+#include "backend/engine/trainer_impl.h"
+#include "backend/model/common.h"
+#include "backend/train/labels.h"
+#include "backend/train/loss.h"
+
+namespace fs::engine {
+
+using protocol::Status;
+
+Status Trainer::makeShardSources() {
+  protocol::RunConfig dataConfig = config_;
+  if (config_.data.source == "generated") {
+    auto generated = prepareGeneratedData(config_, dir_.root(), options_.rank, options_.world);
+    if (!generated) return generated.status();
+    dataConfig = generated.value();
+  }
+  const auto& lm = dataConfig.model.lm;
+  if (lm.tokenizer_path.empty()) {
+    return Status::invalidArgument("model.lm.tokenizer_path: empty; data.source=shards needs a tokenizer");
+  }
+  auto loaded = data::loadTokenizer(lm.tokenizer_path, lm.family);
+  if (!loaded) return Status::invalidArgument("model.lm.tokenizer_path: " + loaded.status().message());
+  const std::shared_ptr<const data::Tokenizer> tokenizer(std::move(loaded.value()));
+  auto source = data::ShardSource::create(dataConfig, options_.rank, options_.world, tokenizer);
+  if (!source) return source.status();
+  source_ = std::move(source.value());
+
+  // Validation: the datasets with val_shards, val_batches each, read the same
+  // way every time (epoch 0, one worker) so evaluations are comparable.
+  if (config_.data.val_every_steps <= 0) return Status::ok();
+  protocol::RunConfig val = dataConfig;
+  val.data.datasets.clear();
+  for (auto d : dataConfig.data.datasets) {
+    if (d.val_shards.empty()) continue;
+    d.shards = d.val_shards;
+    d.workers = 1;
+    d.samples_per_epoch = config_.data.val_batches * d.batch_size * options_.world;
+    val.data.datasets.push_back(d);
+  }
+  if (val.data.datasets.empty()) return Status::ok();
+  val.data.resampled = false;
+  auto valSource = data::ShardSource::create(val, options_.rank, options_.world, tokenizer);
+  if (!valSource) return Status::invalidArgument("validation: " + valSource.status().message());
+  valSource_ = std::move(valSource.value());
+  return Status::ok();
+}
+
+Status Trainer::runValidation() {
+  const auto t0 = std::chrono::steady_clock::now();
+  torch::NoGradGuard noGrad;
+  model_->eval();
+  std::map<std::string, double> sum;
+  std::map<std::string, int64_t> count;
+  valSource_->setEpoch(0);
+  Status status = Status::ok();
+  while (true) {
+    auto next = valSource_->next();
+    if (!next) {
+      status = Status::invalidArgument("validation: " + next.status().message());
+      break;
+    }
+    if (!next.value()) break;
+    for (const data::Batch& b : next.value()->batches) {
+      const torch::Tensor labels = train::makeLabels(b.kind, b.inputIds, tokens_);
+      train::AutocastScope autocast(precision_, device_);
+      const auto padding = model::paddingFor(b.inputIds, b.attentionMask, tokens_.pad, config_.model.lm.width);
+      const torch::Tensor logits =
+          model_->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding);
+      const train::LmLoss loss = train::causalLmLoss(logits, labels, train::LossOptions{false});
+      if (loss.noTargets) continue;
+      sum[b.dataset] += loss.loss.item<double>();
+      ++count[b.dataset];
+    }
+  }
+  model_->train();
+  if (!status) return status;
+  protocol::ValidationEvent e;
+  e.step = step_;
+  for (const auto& [name, total] : sum) e.loss[name] = total / static_cast<double>(count[name]);
+  e.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string line;
+  for (const auto& [name, l] : e.loss) line += " val_loss_" + name + "=" + std::to_string(l);
+  log_->info("validation at step {}:{} ({:.2f} s)", step_, line, *e.duration_s);
+  emitter_->emit(std::move(e));
+  return Status::ok();
+}
+
+}  // namespace fs::engine

@@ -1,0 +1,128 @@
+// bench/data: the shard pipeline's throughput on shards written by
+// `flamingo-train shards make-synthetic`, and the raw JPEG decode rate of the
+// same images (the pipeline's limit).
+//
+//   bench_data_pipeline pipeline DIR laion|mmc4 WORKERS SAMPLES [BATCH]
+//       full pipeline (read, decode, preprocess 224, tokenize, collate):
+//       prints samples_per_s=
+//   bench_data_pipeline decode DIR laion|mmc4 SAMPLES
+//       decodeImageInto (one reused buffer) of every jpg (LAION) / every image_base64 over 10 KB
+//       (MMC4) in the shards, one thread, bytes already in memory:
+//       prints images_per_s= and samples_per_s= (MMC4: documents)
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "backend/data/documents/mmc4_document.h"
+#include "backend/data/image/image_codec.h"
+#include "backend/data/shard_source.h"
+#include "backend/protocol/config_types.h"
+#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/shard_pattern.h"
+
+namespace {
+
+using namespace fs;
+using Clock = std::chrono::steady_clock;
+
+std::string pattern(const std::string& dir, const std::string& kind) { return dir + "/" + kind + "-{000000..000003}.tar"; }
+
+int pipeline(const std::string& dir, const std::string& kind, int64_t workers, int64_t samples, int64_t batch) {
+  auto load = protocol::loadConfigFile(std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml");
+  if (!load.ok()) return 1;
+  protocol::RunConfig c = load.config;
+  c.data.source = "shards";
+  c.model.vision.image_size = 224;
+  c.data.datasets.erase(c.data.datasets.begin() + (kind == "laion" ? 1 : 0));
+  auto& d = c.data.datasets.front();
+  d.shards = pattern(dir, kind);
+  d.workers = workers;
+  d.batch_size = batch;
+  d.samples_per_epoch = samples;
+  d.max_tokens = kind == "laion" ? 32 : 256;
+  d.max_num_images = 6;
+  d.textsim_threshold = 0.24;
+  c.model.lm.max_positions = 512;
+  auto tok = data::loadTokenizer(dir + "/tokenizer", "opt");
+  if (!tok) {
+    std::fprintf(stderr, "%s\n", tok.status().message().c_str());
+    return 1;
+  }
+  auto src = data::ShardSource::create(c, 0, 1, std::shared_ptr<const data::Tokenizer>(std::move(tok.value())));
+  if (!src) {
+    std::fprintf(stderr, "%s\n", src.status().message().c_str());
+    return 1;
+  }
+  const auto t0 = Clock::now();
+  int64_t n = 0;
+  while (true) {
+    auto b = (*src)->next();
+    if (!b) {
+      std::fprintf(stderr, "%s\n", b.status().message().c_str());
+      return 1;
+    }
+    if (!b.value()) break;
+    n += b.value()->batches.front().samples;
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto drops = (*src)->dropCounts().begin()->second;
+  std::printf("kind=%s workers=%lld samples=%lld seconds=%.3f samples_per_s=%.1f filtered=%lld dropped=%lld\n",
+              kind.c_str(), static_cast<long long>(workers), static_cast<long long>(n), s, n / s,
+              static_cast<long long>(drops.filtered), static_cast<long long>(drops.dropped));
+  return 0;
+}
+
+int decode(const std::string& dir, const std::string& kind, int64_t samples) {
+  std::vector<std::vector<std::string>> images;  // per sample
+  for (const auto& url : protocol::expandShards(pattern(dir, kind)).value()) {
+    auto reader = data::TarSampleReader::open(url);
+    if (!reader) return 1;
+    while (static_cast<int64_t>(images.size()) < samples) {
+      auto s = reader->next();
+      if (!s || !s->has_value()) break;
+      std::vector<std::string> sampleImages;
+      if (kind == "laion") {
+        const auto* jpg = (**s).find("jpg");
+        if (jpg) sampleImages.emplace_back(jpg->begin(), jpg->end());
+      } else {
+        const auto* json = (**s).find("json");
+        auto doc = data::parseMmc4Document(std::string_view(reinterpret_cast<const char*>(json->data()), json->size()));
+        if (doc.isOk()) {
+          for (const auto& img : doc.value().images) {
+            if (img && data::isValidMmc4ImageSize(img->size())) sampleImages.push_back(*img);
+          }
+        }
+      }
+      images.push_back(std::move(sampleImages));
+    }
+  }
+  int64_t count = 0;
+  data::RgbImage img;  // reused, as the pipeline's workers do
+  const auto t0 = Clock::now();
+  for (const auto& sample : images) {
+    for (const auto& bytes : sample) {
+      count += data::decodeImageInto({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, img).isOk();
+    }
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("kind=%s decode images=%lld samples=%zu seconds=%.3f images_per_s=%.1f samples_per_s=%.1f\n",
+              kind.c_str(), static_cast<long long>(count), images.size(), s, count / s, images.size() / s);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  torch::set_num_threads(1);
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "pipeline" && argc >= 6) {
+    return pipeline(argv[2], argv[3], std::stoll(argv[4]), std::stoll(argv[5]), argc > 6 ? std::stoll(argv[6]) : 64);
+  }
+  if (mode == "decode" && argc >= 5) return decode(argv[2], argv[3], std::stoll(argv[4]));
+  std::fprintf(stderr,
+               "usage: bench_data_pipeline pipeline DIR laion|mmc4 WORKERS SAMPLES [BATCH]\n"
+               "       bench_data_pipeline decode DIR laion|mmc4 SAMPLES\n");
+  return 2;
+}
