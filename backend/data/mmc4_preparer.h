@@ -34,6 +34,7 @@ class Mmc4Preparer final : public SamplePreparer {
   std::optional<SampleDrop> prepare(const Sample& sample, Rng& rng, bool batchFlip,
                                     SampleSlot& slot) const override;
   bool padToMaxTokens() const override { return true; }
+  bool writesWholeRow() const override { return false; }
   bool flipPerBatch() const override { return false; }
 
  private:

@@ -22,7 +22,9 @@ struct SampleDrop {
 };
 
 struct SampleSlot {
-  float* pixels = nullptr;  // imagesPerSample x 3 x H x W floats, zero on entry
+  // imagesPerSample x 3 x H x W floats; zero on entry unless the preparer
+  // writesWholeRow() (then they hold an older batch's pixels)
+  float* pixels = nullptr;
   std::vector<int64_t> ids;
 };
 
@@ -40,6 +42,9 @@ class SamplePreparer {
   virtual bool padToMaxTokens() const = 0;
   // LAION draws one flip coin per batch before its samples are prepared.
   virtual bool flipPerBatch() const = 0;
+  // True when a successful prepare() writes every pixel of the row (LAION's
+  // one image), so the row need not be zeroed first.
+  virtual bool writesWholeRow() const = 0;
 };
 
 }  // namespace fs::data

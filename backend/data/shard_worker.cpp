@@ -27,9 +27,10 @@ class ShardWorker::Builder {
   bool empty() const { return rows_ == 0; }
   bool full() const { return rows_ == spec_.batchSize; }
 
-  SampleSlot& slot() {
+  SampleSlot& slot(bool zero) {
     slot_.ids.clear();
     slot_.pixels = images_.data_ptr<float>() + rows_ * rowFloats();
+    if (zero) std::memset(slot_.pixels, 0, static_cast<size_t>(rowFloats()) * sizeof(float));
     return slot_;
   }
   void commit() {
@@ -71,9 +72,24 @@ class ShardWorker::Builder {
   int64_t rowFloats() const { return spec_.imagesPerSample * 3 * spec_.imageSize * spec_.imageSize; }
   void reset() {
     rows_ = 0;
-    images_ = torch::zeros({spec_.batchSize, spec_.imagesPerSample, 1, 3, spec_.imageSize, spec_.imageSize});
+    images_ = acquireImages();
     ids_.assign(static_cast<size_t>(spec_.batchSize), {});
   }
+
+  // A batch's images are tens of MB; a fresh tensor per batch spent more
+  // time in page faults than in JPEG decoding. Tensors the consumer has let
+  // go of (no other handle, no view) are reused.
+  torch::Tensor acquireImages() {
+    for (const auto& t : pool_) {
+      if (t.use_count() == 1 && t.storage().use_count() == 1) return t;
+    }
+    auto t = torch::empty({spec_.batchSize, spec_.imagesPerSample, 1, 3, spec_.imageSize, spec_.imageSize});
+    if (pool_.size() < kPoolSize) pool_.push_back(t);
+    return t;
+  }
+
+  static constexpr size_t kPoolSize = 8;  // queued + being built + held by the training step, with room
+  std::vector<torch::Tensor> pool_;
 
   const WorkerSpec& spec_;
   int64_t rows_ = 0;
@@ -156,7 +172,7 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
   // worker is stopping.
   const auto feed = [&](const Sample& sample) -> bool {
     if (builder.empty() && preparer_.flipPerBatch()) flip = rng.coin(0.5);
-    SampleSlot& slot = builder.slot();
+    SampleSlot& slot = builder.slot(!preparer_.writesWholeRow());
     if (auto dropped = preparer_.prepare(sample, rng, flip, slot)) {
       builder.discard();
       ledger_.drop(sample.url, dropped->reason, sample.key + ": " + dropped->detail);

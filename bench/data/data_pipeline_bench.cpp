@@ -76,7 +76,9 @@ int pipeline(const std::string& dir, const std::string& kind, int64_t workers, i
 
 int decode(const std::string& dir, const std::string& kind, int64_t samples) {
   std::vector<std::vector<std::string>> images;  // per sample
-  for (const auto& url : protocol::expandShards(pattern(dir, kind)).value()) {
+  const auto urls = protocol::expandShards(pattern(dir, kind));
+  if (!urls) return 1;
+  for (const auto& url : *urls) {
     auto reader = data::TarSampleReader::open(url);
     if (!reader) return 1;
     while (static_cast<int64_t>(images.size()) < samples) {
