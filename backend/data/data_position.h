@@ -34,6 +34,11 @@ struct DataPosition {
   bool operator==(const DataPosition&) const = default;
 };
 
+// Why `saved` cannot resume a source that stands at `mine` (another source
+// kind, rank, world size or dataset list, a negative epoch, or more batches
+// consumed than an epoch of `stepsPerEpoch` has); ok when it can.
+protocol::Status checkResumable(const DataPosition& mine, const DataPosition& saved, int64_t stepsPerEpoch);
+
 // A compact JSON object (rngState as hex), for step checkpoints.
 std::string encodeDataPosition(const DataPosition& position);
 // Rejects malformed JSON, missing fields and a newer format version.

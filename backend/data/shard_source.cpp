@@ -158,24 +158,11 @@ DataPosition ShardSource::position() const {
 }
 
 Status ShardSource::restore(const DataPosition& p) {
-  const DataPosition mine = position();
-  if (p.source != mine.source) {
-    return Status::invalidArgument("data position from a '" + p.source + "' source cannot resume the shard pipeline");
-  }
-  if (p.rank != rank_ || p.world != world_) {
-    return Status::invalidArgument("data position of rank " + std::to_string(p.rank) + " of " +
-                                   std::to_string(p.world) + " cannot resume rank " + std::to_string(rank_) + " of " +
-                                   std::to_string(world_));
-  }
-  if (p.datasets != mine.datasets || p.batchesConsumed.size() != consumed_.size()) {
-    return Status::invalidArgument("data position names other datasets than the config");
-  }
+  if (Status s = checkResumable(position(), p, stepsPerEpoch_); !s) return s;
+  // Datasets advance together, one batch each per step.
   const int64_t step = p.batchesConsumed.empty() ? 0 : p.batchesConsumed.front();
   for (int64_t c : p.batchesConsumed) {
-    if (c != step || c < 0 || c > stepsPerEpoch_) {
-      return Status::invalidArgument("data position: batches consumed " + std::to_string(c) +
-                                     " do not match a step of this epoch (0.." + std::to_string(stepsPerEpoch_) + ")");
-    }
+    if (c != step) return Status::invalidArgument("data position: datasets at different steps of the epoch");
   }
   setEpoch(p.epoch);
   consumed_ = p.batchesConsumed;

@@ -250,30 +250,7 @@ DataPosition SyntheticSource::position() const {
 }
 
 protocol::Status SyntheticSource::restore(const DataPosition& p) {
-  if (p.source != "synthetic") {
-    return Status::invalidArgument("data position: written by a '" + p.source + "' source, not synthetic");
-  }
-  if (p.rank != rank_ || p.world != world_) {
-    return Status::invalidArgument("data position: saved on rank " + std::to_string(p.rank) + " of " +
-                                   std::to_string(p.world) + ", restoring on rank " + std::to_string(rank_) +
-                                   " of " + std::to_string(world_) + ": the data stream would differ");
-  }
-  if (p.datasets.size() != specs_.size() || p.batchesConsumed.size() != specs_.size()) {
-    return Status::invalidArgument("data position: " + std::to_string(p.datasets.size()) +
-                                   " datasets saved, the config has " + std::to_string(specs_.size()));
-  }
-  for (size_t i = 0; i < specs_.size(); ++i) {
-    if (p.datasets[i] != specs_[i].name) {
-      return Status::invalidArgument("data position: dataset " + std::to_string(i) + " was '" +
-                                     p.datasets[i] + "', the config has '" + specs_[i].name + "'");
-    }
-    if (p.batchesConsumed[i] < 0 || p.batchesConsumed[i] > stepsPerEpoch_) {
-      return Status::invalidArgument("data position: " + std::to_string(p.batchesConsumed[i]) +
-                                     " batches of '" + p.datasets[i] + "' consumed, but an epoch has " +
-                                     std::to_string(stepsPerEpoch_));
-    }
-  }
-  if (p.epoch < 0) return Status::invalidArgument("data position: negative epoch");
+  if (Status s = checkResumable(position(), p, stepsPerEpoch_); !s) return s;
   epoch_ = p.epoch;
   consumed_ = p.batchesConsumed;
   return Status::ok();
