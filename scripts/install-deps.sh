@@ -12,7 +12,7 @@ PACKAGES=(
   libyaml-cpp-dev libsimdjson-dev nlohmann-json3-dev libspdlog-dev libarchive-dev libsentencepiece-dev libpcre2-dev libsqlite3-dev
   libopencv-dev libssh-dev
   # desktop app
-  qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqt6svg6-dev libqcustomplot-dev
+  qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite qt6-svg-dev libqcustomplot-dev
   # tests: GoogleTest, oracles (Debian's python3-torch etc. at /usr/bin/python3, xxhsum),
   # a real sshd, network namespaces, a virtual display for screenshots
   # (python3-skimage ships real photographs; node + the npm package gpt-3-encoder are the BPE oracle)
