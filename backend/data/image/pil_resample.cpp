@@ -61,7 +61,9 @@ int computeCoeffs(int inSize, int outSize, int lo, int hi, std::vector<int>& bou
 
 // Two source rows per call: they share every tap position and weight, which
 // halves the bookkeeping per multiply-add. `src1`/`dst1` may repeat row 0.
-void horizontalRows(const std::uint8_t* src0, const std::uint8_t* src1, int count, const int* bounds,
+// The hot loops are built twice (AVX2 and baseline x86-64) and picked at load
+// time; integer sums make both bit-identical.
+__attribute__((target_clones("avx2", "default"))) void horizontalRows(const std::uint8_t* src0, const std::uint8_t* src1, int count, const int* bounds,
                     const std::int32_t* coeffs, int ksize, std::uint8_t* dst0, std::uint8_t* dst1) {
   for (int i = 0; i < count; ++i, dst0 += 3, dst1 += 3) {
     const int first = bounds[2 * i] * 3;
@@ -86,6 +88,20 @@ void horizontalRows(const std::uint8_t* src0, const std::uint8_t* src1, int coun
     dst1[1] = clip8(b1);
     dst1[2] = clip8(b2);
   }
+}
+
+__attribute__((target_clones("avx2", "default"))) void verticalRow(const std::uint8_t* const* rows, int taps,
+                                                                   const std::int32_t* k, int n, std::int32_t* acc,
+                                                                   std::uint8_t* out) {
+  std::fill(acc, acc + n, kHalf);
+  // Tap-major order keeps the inner loop contiguous (and vectorizable);
+  // integer sums do not depend on the order.
+  for (int t = 0; t < taps; ++t) {
+    const std::uint8_t* row = rows[t];
+    const std::int32_t kt = k[t];
+    for (int x = 0; x < n; ++x) acc[x] += row[x] * kt;
+  }
+  for (int x = 0; x < n; ++x) out[x] = clip8(acc[x]);
 }
 
 }  // namespace
@@ -140,16 +156,7 @@ void resizeBicubicWindow(const RgbImage& src, int outWidth, int outHeight, int x
     const int i = yy - yLo;
     const int ymin = s.vBounds[2 * i] - firstRow, taps = s.vBounds[2 * i + 1];
     const std::int32_t* k = s.vCoeffs.data() + static_cast<std::size_t>(i) * vksize;
-    std::int32_t* acc = s.acc.data();
-    std::fill(acc, acc + n, kHalf);
-    // Tap-major order keeps the inner loop contiguous (and vectorizable);
-    // integer sums do not depend on the order.
-    for (int t = 0; t < taps; ++t) {
-      const std::uint8_t* row = s.rowPtrs[ymin + t];
-      const std::int32_t kt = k[t];
-      for (int x = 0; x < n; ++x) acc[x] += row[x] * kt;
-    }
-    for (int x = 0; x < n; ++x) out[x] = clip8(acc[x]);
+    verticalRow(s.rowPtrs.data() + ymin, taps, k, n, s.acc.data(), out);
   }
 }
 
