@@ -65,6 +65,8 @@ class DataSource {
   // Samples accepted and dropped so far, per dataset name (data_stats
   // telemetry); sources that never drop return nothing.
   virtual std::map<std::string, DatasetDrops> dropCounts() const { return {}; }
+  // Samples dropped or filtered so far, all datasets: cheap, for "did anything change".
+  virtual int64_t notAccepted() const { return 0; }
   // Problem lines (bad shards, bad samples) since the last call, for the log.
   virtual std::vector<std::string> takeProblems() { return {}; }
 };

@@ -41,6 +41,11 @@ void DropLedger::pushProblem(std::string line) {
   problems_.push_back(dataset_ + ": " + std::move(line));
 }
 
+int64_t DropLedger::notAccepted() const {
+  std::lock_guard lock(mu_);
+  return counts_.dropped + counts_.filtered;
+}
+
 DatasetDrops DropLedger::counts() const {
   std::lock_guard lock(mu_);
   return counts_;
@@ -75,9 +80,14 @@ std::string topEntries(const std::map<std::string, int64_t>& counts, size_t limi
 }  // namespace
 
 protocol::Status DropLedger::checkRate(double maxPct, int64_t minSamples) const {
+  {
+    // Called every step: only the totals, the per-shard maps are copied on failure.
+    std::lock_guard lock(mu_);
+    const int64_t seen = counts_.accepted + counts_.dropped + counts_.filtered;
+    if (seen < minSamples || counts_.dropRatePct() <= maxPct) return protocol::Status::ok();
+  }
   const DatasetDrops c = counts();
   const int64_t seen = c.accepted + c.dropped + c.filtered;
-  if (seen < minSamples || c.dropRatePct() <= maxPct) return protocol::Status::ok();
   std::map<std::string, int64_t> perShard, bad;
   for (const auto& [shard, reasons] : c.byShard) {
     for (const auto& [reason, n] : reasons) {

@@ -55,6 +55,8 @@ class DropLedger {
   void note(const std::string& line);
 
   DatasetDrops counts() const;
+  // dropped + filtered, without copying the per-shard maps.
+  int64_t notAccepted() const;
   // Problem lines recorded since the last call (bounded: the oldest are lost
   // first, and the loss itself is reported).
   std::vector<std::string> takeProblems();

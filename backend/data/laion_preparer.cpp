@@ -43,6 +43,13 @@ ClipPreprocessor& threadClipPreprocessor(int64_t imageSize) {
   return *clip;
 }
 
+const Bytes* findLaionImage(const Sample& sample) {
+  for (const char* ext : {"jpg", "png", "jpeg"}) {
+    if (const Bytes* image = sample.find(ext)) return image;
+  }
+  return nullptr;
+}
+
 RgbImage& threadDecodeBuffer() {
   // Reused per worker thread: a fresh image per sample costs more in page
   // faults than the JPEG decode itself.
@@ -80,10 +87,7 @@ std::string LaionPreparer::captionText(std::string_view caption) const {
 
 std::optional<SampleDrop> LaionPreparer::prepare(const Sample& sample, Rng& /*rng*/, bool batchFlip,
                                                  SampleSlot& slot) const {
-  const Bytes* image = nullptr;
-  for (const char* ext : {"jpg", "png", "jpeg"}) {
-    if ((image = sample.find(ext))) break;
-  }
+  const Bytes* image = findLaionImage(sample);
   if (!image) return SampleDrop{"missing_image", "no jpg, png or jpeg member"};
   const Bytes* caption = sample.find("txt");
   if (!caption) return SampleDrop{"missing_text", "no txt member"};

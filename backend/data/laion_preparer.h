@@ -37,6 +37,10 @@ class LaionPreparer final : public SamplePreparer {
   int64_t maxTokens_;
 };
 
+// The sample's image member: the first of jpg, png, jpeg (the reference's
+// order); nullptr when it has none.
+const Bytes* findLaionImage(const Sample& sample);
+
 // This thread's CLIP preprocessor for `imageSize` (shared by the preparers).
 ClipPreprocessor& threadClipPreprocessor(int64_t imageSize);
 

@@ -53,31 +53,38 @@ SampleVerdict SampleChecker::check(const Sample& sample) {
     slot.pixels = pixels_.data();
     auto& preparer = v.kind == DatasetKind::kLaion ? *laion_ : *mmc4_;
     v.drop = preparer.prepare(sample, rng_, false, slot);
-    std::string light;
-    (void)(v.kind == DatasetKind::kLaion ? checkLaionLight(sample, light) : checkMmc4Light(sample, light));
-    v.summary = light + (v.drop ? "" : ", " + std::to_string(slot.ids.size()) + " tokens");
+    v.summary = describe(sample, v.kind) + (v.drop ? "" : ", " + std::to_string(slot.ids.size()) + " tokens");
   } else {
     v.drop = v.kind == DatasetKind::kLaion ? checkLaionLight(sample, v.summary) : checkMmc4Light(sample, v.summary);
   }
   return v;
 }
 
-std::optional<SampleDrop> SampleChecker::checkLaionLight(const Sample& sample, std::string& summary) {
-  const Bytes* caption = sample.find("txt");
-  const Bytes* image = nullptr;
-  std::string ext;
-  for (const char* e : {"jpg", "png", "jpeg"}) {
-    if ((image = sample.find(e))) {
-      ext = e;
-      break;
-    }
+// One line about the sample from its members alone (no decoding).
+std::string SampleChecker::describe(const Sample& sample, DatasetKind kind) const {
+  if (kind == DatasetKind::kMmc4) {
+    const Bytes* json = sample.find("json");
+    if (!json) return "mmc4";
+    auto doc = parseMmc4Document(text(*json));
+    if (!doc.isOk()) return "mmc4";
+    return "mmc4: " + std::to_string(doc.value().sentences.size()) + " sentences, " +
+           std::to_string(doc.value().images.size()) + " images";
   }
-  summary = "laion: \"" + (caption ? shorten(stripWhitespace(text(*caption))) : std::string()) + "\"";
+  const Bytes* caption = sample.find("txt");
+  std::string out = "laion: \"" + (caption ? shorten(stripWhitespace(text(*caption))) : std::string()) + "\"";
+  if (const Bytes* image = findLaionImage(sample)) {
+    if (auto size = decodeImageSize(*image)) out += ", " + std::to_string(size->width) + "x" + std::to_string(size->height);
+  }
+  return out;
+}
+
+std::optional<SampleDrop> SampleChecker::checkLaionLight(const Sample& sample, std::string& summary) {
+  summary = describe(sample, DatasetKind::kLaion);
+  const Bytes* image = findLaionImage(sample);
   if (!image) return SampleDrop{"missing_image", "no jpg, png or jpeg member"};
-  if (!caption) return SampleDrop{"missing_text", "no txt member"};
+  if (!sample.find("txt")) return SampleDrop{"missing_text", "no txt member"};
   auto decoded = decodeImage(*image);
   if (!decoded) return SampleDrop{"bad_image", decoded.status().message()};
-  summary += ", " + ext + " " + std::to_string(decoded->width) + "x" + std::to_string(decoded->height);
   return std::nullopt;
 }
 

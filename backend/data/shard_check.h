@@ -42,6 +42,7 @@ class SampleChecker {
   SampleVerdict check(const Sample& sample);
 
  private:
+  std::string describe(const Sample& sample, DatasetKind kind) const;
   std::optional<SampleDrop> checkLaionLight(const Sample& sample, std::string& summary);
   std::optional<SampleDrop> checkMmc4Light(const Sample& sample, std::string& summary);
 

@@ -176,6 +176,12 @@ std::map<std::string, DatasetDrops> ShardSource::dropCounts() const {
   return out;
 }
 
+int64_t ShardSource::notAccepted() const {
+  int64_t n = 0;
+  for (const auto& d : datasets_) n += d.ledger->notAccepted();
+  return n;
+}
+
 std::vector<std::string> ShardSource::takeProblems() {
   std::vector<std::string> out;
   for (auto& d : datasets_) {

@@ -48,6 +48,7 @@ class ShardSource final : public DataSource {
   DataPosition position() const override;
   protocol::Status restore(const DataPosition& position) override;
   std::map<std::string, DatasetDrops> dropCounts() const override;
+  int64_t notAccepted() const override;
   std::vector<std::string> takeProblems() override;
 
  private:

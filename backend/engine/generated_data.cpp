@@ -35,7 +35,11 @@ protocol::StatusOr<protocol::RunConfig> prepareGeneratedData(const protocol::Run
   const auto marker = std::filesystem::path(o.outDir) / "complete";
   data::SyntheticShardsSummary sum;
   std::ifstream in(marker);
-  if (!(in >> sum.laionShards >> sum.mmc4Shards >> sum.tokenizerDir)) {
+  if (in >> sum.laionShards >> sum.mmc4Shards >> sum.tokenizerDir) {
+    for (auto* pattern : {&sum.laionShards, &sum.mmc4Shards}) {
+      if (*pattern == "-") pattern->clear();  // the marker's word for "none written"
+    }
+  } else {
     auto written = data::writeSyntheticShards(o);
     if (!written) return Status::ioError("data.source generated: " + written.status().message());
     sum = written.value();

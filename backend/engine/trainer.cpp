@@ -220,11 +220,12 @@ Status Trainer::saveCheckpoint(protocol::CheckpointKind kind) {
 
 void Trainer::emitDataStats() {
   for (const auto& line : source_->takeProblems()) log_->warn("data: {}", line);
-  const auto counts = source_->dropCounts();
-  int64_t dropped = 0;
-  for (const auto& [name, c] : counts) dropped += c.dropped + c.filtered;
-  if (dropped == lastDropped_) return;  // data_stats is sent when something new was dropped or filtered
+  // data_stats is sent when something new was dropped or filtered; the full
+  // counts (per shard) are only copied then.
+  const int64_t dropped = source_->notAccepted();
+  if (dropped == lastDropped_) return;
   lastDropped_ = dropped;
+  const auto counts = source_->dropCounts();
   protocol::DataStatsEvent e;
   e.step = step_;
   for (const auto& [name, c] : counts) {

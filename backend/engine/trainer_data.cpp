@@ -7,8 +7,6 @@
 #include "backend/data/shard_source.h"
 #include "backend/engine/generated_data.h"
 #include "backend/engine/trainer_impl.h"
-#include "backend/model/common.h"
-#include "backend/train/labels.h"
 #include "backend/train/loss.h"
 
 namespace fs::engine {
@@ -69,12 +67,7 @@ Status Trainer::runValidation() {
     }
     if (!next.value()) break;
     for (const data::Batch& b : next.value()->batches) {
-      const torch::Tensor labels = train::makeLabels(b.kind, b.inputIds, tokens_);
-      train::AutocastScope autocast(precision_, device_);
-      const auto padding = model::paddingFor(b.inputIds, b.attentionMask, tokens_.pad, config_.model.lm.width);
-      const torch::Tensor logits =
-          model_->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding);
-      const train::LmLoss loss = train::causalLmLoss(logits, labels, train::LossOptions{false});
+      const train::LmLoss loss = forwardLoss(b, false);
       if (loss.noTargets) continue;
       sum[b.dataset] += loss.loss.item<double>();
       ++count[b.dataset];

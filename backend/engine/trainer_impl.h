@@ -18,6 +18,7 @@
 #include "backend/protocol/run_dir.h"
 #include "backend/telemetry/control_inbox.h"
 #include "backend/telemetry/emitter.h"
+#include "backend/train/loss.h"
 #include "backend/train/optimizer.h"
 #include "backend/train/precision.h"
 #include "backend/train/schedule.h"
@@ -53,6 +54,9 @@ class Trainer {
 
   // trainer_step.cpp
   protocol::StatusOr<StepResult> trainIteration(const data::StepBatches& batches);
+  // Forward and loss of one batch (labels, autocast, skipped padding); the
+  // caller decides about gradients. trainer_step.cpp.
+  train::LmLoss forwardLoss(const data::Batch& batch, bool compat);
   void optimizerStep(StepResult* result);
   void checkGradientFlow();
 

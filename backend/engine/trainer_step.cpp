@@ -29,15 +29,10 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   for (size_t i = 0; i < batches.batches.size(); ++i) {
     const data::Batch& b = batches.batches[i];
     const protocol::DatasetConfig& cfg = config_.data.datasets.at(i);
-    const torch::Tensor labels = train::makeLabels(b.kind, b.inputIds, tokens_);
     train::LmLoss loss;
     {
       MemoryPhase phase(Phase::kActivations);
-      train::AutocastScope autocast(precision_, device_);
-      const auto padding = model::paddingFor(b.inputIds, b.attentionMask, tokens_.pad, config_.model.lm.width);
-      const torch::Tensor logits =
-          model_->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding);
-      loss = train::causalLmLoss(logits, labels, train::LossOptions{compat});
+      loss = forwardLoss(b, compat);
     }
     r.samples[b.dataset] = b.samples;
     r.tokens[b.dataset] = b.tokens;
@@ -64,6 +59,14 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   }
   if (plan_->endsWindow(stepInEpoch_)) optimizerStep(&r);
   return r;
+}
+
+train::LmLoss Trainer::forwardLoss(const data::Batch& b, bool compat) {
+  const torch::Tensor labels = train::makeLabels(b.kind, b.inputIds, tokens_);
+  train::AutocastScope autocast(precision_, device_);
+  const auto padding = model::paddingFor(b.inputIds, b.attentionMask, tokens_.pad, config_.model.lm.width);
+  const torch::Tensor logits = model_->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding);
+  return train::causalLmLoss(logits, labels, train::LossOptions{compat});
 }
 
 void Trainer::optimizerStep(StepResult* r) {

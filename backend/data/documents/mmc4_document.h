@@ -32,7 +32,7 @@ namespace fs::data {
 enum class Mmc4Reason {
   kBadJson,          // not JSON, a missing field, a wrong type or shape
   kBadBase64,        // an image_base64 that Python's b64decode refuses
-  kGptUnsupported,   // a ChatGPT-generated document ("is_gpt"): not implemented
+  kGptUnsupported,   // an "is_gpt" document: the optional ChatGPT variant, refused and counted
   kNoValidImages,    // no image of at least 11,000 decoded bytes
   kBelowThreshold,   // no assigned image-sentence pair reaches the threshold
   kTooFewImages,     // fewer than min_num_images <image> tokens after truncation

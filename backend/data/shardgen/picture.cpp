@@ -65,7 +65,8 @@ Picture drawPicture(Rng& rng, int width, int height, int noise) {
     std::swap(positions[i], positions[pick]);
     size_t color = rng.below(kColors.size());
     if (kColors[color].name == p.background) color = (color + 1) % kColors.size();
-    p.shapes.push_back({kColors[color].name, kShapes[rng.below(kShapes.size())], kPositions[positions[i]]});
+    p.shapes.push_back(
+        {kColors[color].name, kShapes[rng.below(kShapes.size())], kPositions[positions[i]], kColors[color].rgb});
   }
   p.image.width = width;
   p.image.height = height;
@@ -79,11 +80,7 @@ Picture drawPicture(Rng& rng, int width, int height, int noise) {
       for (int k = 0; k < 3; ++k) c[k] = static_cast<int>(bg.rgb[k] * (1 - 0.3 * t) + bg2.rgb[k] * 0.3 * t);
       for (const auto& s : p.shapes) {
         auto [fx, fy] = anchor(s.position);
-        if (inside(s, x, y, fx * width, fy * height, radius)) {
-          for (const auto& named : kColors) {
-            if (s.color == named.name) c = named.rgb;
-          }
-        }
+        if (inside(s, x, y, fx * width, fy * height, radius)) c = s.rgb;
       }
       for (int k = 0; k < 3; ++k) {
         const int n = noise > 0 ? static_cast<int>(rng.below(2 * static_cast<uint64_t>(noise) + 1)) - noise : 0;

@@ -5,6 +5,7 @@
 // Thread-safety: pure functions of their arguments.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct PictureShape {
   std::string color;     // "red", ...
   std::string shape;     // "circle", "square", "bar"
   std::string position;  // "left", "right", "top", "bottom", "middle"
+  std::array<int, 3> rgb{};
 };
 
 struct Picture {
