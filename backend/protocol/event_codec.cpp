@@ -95,24 +95,8 @@ Status checkSchemaVersion(SchemaVersion theirs, SchemaVersion ours, std::string_
 }
 
 std::string encodeEventLine(const Event& event) {
-  std::string body = bodyToJson(event.body).dump(-1, ' ', false, Json::error_handler_t::replace);
-  std::string line;
-  line.reserve(body.size() + 80);
-  line += "{\"v\":\"";
-  line += kEventSchemaVersion;
-  line += "\",\"seq\":" + std::to_string(event.seq);
-  line += ",\"t\":" + std::to_string(event.t);
-  line += ",\"type\":\"";
-  line += eventType(event.body);
-  line += '"';
-  if (body.size() > 2) {  // "{...}" -> ",..."
-    line += ',';
-    line.append(body, 1, body.size() - 1);
-  } else {
-    line += '}';
-  }
-  line += '\n';
-  return line;
+  return json_fields::typedLine(kEventSchemaVersion, event.seq, event.t, eventType(event.body),
+                                bodyToJson(event.body));
 }
 
 // ---- encoder -------------------------------------------------------------------------------

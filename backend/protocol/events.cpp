@@ -233,37 +233,12 @@ void describe(V& v, ErrorEvent& e) {
 
 // ---- dispatch --------------------------------------------------------------------------
 
-namespace {
-
-template <std::size_t... I>
-std::vector<std::string_view> typeNames(std::index_sequence<I...>) {
-  return {std::variant_alternative_t<I, EventBody>::kType...};
-}
-
-// Tries alternative I, then the next; false when no alternative has this type name.
-template <std::size_t I = 0>
-bool decodeAs(std::string_view type, const nlohmann::json& obj, EventBody* out, std::string* error) {
-  if constexpr (I == std::variant_size_v<EventBody>) {
-    return false;
-  } else {
-    using T = std::variant_alternative_t<I, EventBody>;
-    if (type != T::kType) return decodeAs<I + 1>(type, obj, out, error);
-    T body;
-    *error = json_fields::readRecord(obj, body);
-    if (error->empty()) *out = std::move(body);
-    return true;
-  }
-}
-
-}  // namespace
-
 std::string_view eventType(const EventBody& body) {
   return std::visit([](const auto& b) { return std::decay_t<decltype(b)>::kType; }, body);
 }
 
 const std::vector<std::string_view>& knownEventTypes() {
-  static const std::vector<std::string_view> kTypes =
-      typeNames(std::make_index_sequence<std::variant_size_v<EventBody>>());
+  static const std::vector<std::string_view> kTypes = json_fields::variantTypeNames<EventBody>();
   return kTypes;
 }
 
@@ -275,7 +250,7 @@ StatusOr<EventBody> bodyFromJson(std::string_view type, const nlohmann::json& ob
   if (!obj.is_object()) return Status::invalidArgument("event body is not a JSON object");
   EventBody out;
   std::string error;
-  if (!decodeAs(type, obj, &out, &error)) {
+  if (!json_fields::readVariant(type, obj, &out, &error)) {
     return Status::notFound("unknown event type '" + std::string(type) + "'");
   }
   if (!error.empty()) return Status::invalidArgument(std::string(type) + " event: " + error);

@@ -31,6 +31,8 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "backend/protocol/status.h"
@@ -338,6 +340,58 @@ inline StatusOr<Json> parseObject(std::string_view text, const std::string& src)
   }
   if (!obj.is_object()) return Status::corruption(src + ": expected a JSON object, found " + kindOf(obj));
   return obj;
+}
+
+// ---- typed lines (events.jsonl, agent-<node>.jsonl) ---------------------------------
+
+template <class Variant, std::size_t... I>
+std::vector<std::string_view> variantTypeNamesOf(std::index_sequence<I...>) {
+  return {std::variant_alternative_t<I, Variant>::kType...};
+}
+// The `type` names of a variant's alternatives (each has a static kType), in order.
+template <class Variant>
+std::vector<std::string_view> variantTypeNames() {
+  return variantTypeNamesOf<Variant>(std::make_index_sequence<std::variant_size_v<Variant>>());
+}
+
+// Reads the alternative of `Variant` whose kType is `type` from `obj`. Returns false
+// when no alternative has that type; otherwise true, with *error "" or the first problem.
+template <class Variant, std::size_t I = 0>
+bool readVariant(std::string_view type, const Json& obj, Variant* out, std::string* error) {
+  if constexpr (I == std::variant_size_v<Variant>) {
+    return false;
+  } else {
+    using T = std::variant_alternative_t<I, Variant>;
+    if (type != T::kType) return readVariant<Variant, I + 1>(type, obj, out, error);
+    T body;
+    *error = readRecord(obj, body);
+    if (error->empty()) *out = std::move(body);
+    return true;
+  }
+}
+
+// One line: header first ({"v":..,"seq":..,"t":..,"type":..}), then the fields of
+// `body` (a JSON object), then '\n'. Invalid UTF-8 in strings becomes U+FFFD.
+inline std::string typedLine(std::string_view version, std::uint64_t seq, std::int64_t t,
+                             std::string_view type, const Json& body) {
+  std::string fields = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string line;
+  line.reserve(fields.size() + 80);
+  line += "{\"v\":\"";
+  line += version;
+  line += "\",\"seq\":" + std::to_string(seq);
+  line += ",\"t\":" + std::to_string(t);
+  line += ",\"type\":\"";
+  line += type;
+  line += '"';
+  if (fields.size() > 2) {  // "{...}" -> ",..."
+    line += ',';
+    line.append(fields, 1, fields.size() - 1);
+  } else {
+    line += '}';
+  }
+  line += '\n';
+  return line;
 }
 
 }  // namespace fs::protocol::json_fields
