@@ -1,0 +1,98 @@
+// The one small interface every distributed part of the engine uses (DDP
+// now, FSDP next): the collectives of a group of ranks, with the LibTorch
+// version differences hidden behind it.
+//
+// NOTE [Collectives on Debian's LibTorch 1.13]: its Gloo process group has
+// no _allgather_base and no reduce_scatter. allGather maps onto Gloo's list
+// allgather with views of the flat output; reduceScatter is an all-to-all of
+// the input chunks followed by a local reduction in rank order (every rank
+// adds the same numbers in the same order, so results are identical on all
+// ranks and equal to the naive definition up to float addition order). The
+// bandwidth is that of a ring reduce-scatter: (size-1)/size of the input.
+//
+// Errors: a collective that fails or times out throws CollectiveError whose
+// message names the operation, its sequence number, this rank and, when a
+// peer board is attached (heartbeat.h), what every peer was last doing.
+//
+// Thread-safety: one thread issues collectives on a communicator (the
+// rank's training thread); all ranks of the group must issue the same
+// collectives in the same order. tracker() may be read from any thread.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/dist/collective_tracker.h"
+
+namespace fs::dist {
+
+enum class ReduceOp { kSum, kMax, kMin };
+
+class CollectiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A collective in flight (allReduceAsync).
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  // Blocks until the collective is done. Throws CollectiveError.
+  virtual void wait() = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backendName() const = 0;  // "solo", "gloo", "nccl"
+
+  // `what` names the collective in errors and heartbeats ("ddp bucket 3").
+  // Tensors are contiguous, on the group's device.
+  virtual void allReduce(at::Tensor& t, ReduceOp op, std::string_view what) = 0;
+  // The tensor is reduced in place when wait() returns.
+  virtual std::unique_ptr<PendingCollective> allReduceAsync(at::Tensor t, ReduceOp op, std::string what) = 0;
+  virtual void broadcast(at::Tensor& t, int root, std::string_view what) = 0;
+  // out = the concatenation of every rank's `in`, in rank order.
+  // REQUIRES: out.numel() == size() * in.numel(), same dtype.
+  virtual void allGather(at::Tensor& out, const at::Tensor& in, std::string_view what) = 0;
+  // out = chunk rank() of the element-wise reduction of every rank's `in`.
+  // REQUIRES: in.numel() == size() * out.numel(), same dtype.
+  virtual void reduceScatter(at::Tensor& out, const at::Tensor& in, ReduceOp op, std::string_view what) = 0;
+  virtual void barrier(std::string_view what) = 0;
+
+  // Sub-groups. Every rank of this group calls it with the same partition
+  // of its ranks (ranks of this group); returns the group holding the
+  // caller. `name` must be unique per call site (it keys the rendezvous).
+  virtual std::shared_ptr<Communicator> split(const std::vector<std::vector<int>>& groups,
+                                              const std::string& name) = 0;
+
+  CollectiveTracker& tracker() { return tracker_; }
+  // Appended to CollectiveError messages: what the peers were doing.
+  void setFailureDescriber(std::function<std::string()> f) { describeFailure_ = std::move(f); }
+
+ protected:
+  [[noreturn]] void fail(std::string_view op, std::string_view what, int64_t seq, const std::string& cause) const;
+  CollectiveTracker tracker_;
+  std::function<std::string()> describeFailure_;
+};
+
+// The group of one process: every collective is the identity (copies where
+// input and output differ).
+std::shared_ptr<Communicator> makeSoloCommunicator();
+
+// Partitions of `world` ranks laid out node by node with `perNode` ranks
+// each: the ranks of each node, and the ranks with the same local rank.
+// REQUIRES: world % perNode == 0.
+std::vector<std::vector<int>> intraNodeGroups(int world, int perNode);
+std::vector<std::vector<int>> interNodeGroups(int world, int perNode);
+
+}  // namespace fs::dist

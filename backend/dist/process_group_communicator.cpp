@@ -1,0 +1,219 @@
+#include "backend/dist/process_group_communicator.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/torch.h>
+#ifdef FS_WITH_CUDA
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <algorithm>
+
+namespace fs::dist {
+namespace {
+
+// LibTorch's messages carry a C++ backtrace after this marker.
+std::string firstPart(const char* what) {
+  std::string s = what;
+  return s.substr(0, s.find("\nException raised from"));
+}
+
+c10d::ReduceOp toC10d(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return c10d::ReduceOp(c10d::ReduceOp::SUM);
+    case ReduceOp::kMax: return c10d::ReduceOp(c10d::ReduceOp::MAX);
+    case ReduceOp::kMin: return c10d::ReduceOp(c10d::ReduceOp::MIN);
+  }
+  return c10d::ReduceOp(c10d::ReduceOp::SUM);
+}
+
+void checkFlat(const at::Tensor& t, const char* op) {
+  TORCH_CHECK(t.is_contiguous(), op, ": the tensor must be contiguous");
+}
+
+// PG is ProcessGroupGloo or ProcessGroupNCCL: a ProcessGroup in LibTorch
+// 1.13, a Backend in 2.x; the collective methods are the same in both.
+template <class PG>
+class PgCommunicator final : public Communicator,
+                             public std::enable_shared_from_this<PgCommunicator<PG>> {
+ public:
+  PgCommunicator(c10::intrusive_ptr<c10d::Store> store, std::string prefix, c10::intrusive_ptr<PG> pg, int rank,
+                 int size, GroupOptions options)
+      : store_(std::move(store)), prefix_(std::move(prefix)), pg_(std::move(pg)), rank_(rank), size_(size),
+        options_(std::move(options)) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backendName() const override { return options_.backend; }
+
+  void allReduce(at::Tensor& t, ReduceOp op, std::string_view what) override {
+    checkFlat(t, "all_reduce");
+    run("all_reduce", what, [&] {
+      std::vector<at::Tensor> ts{t};
+      c10d::AllreduceOptions o;
+      o.reduceOp = toC10d(op);
+      return pg_->allreduce(ts, o);
+    });
+  }
+
+  std::unique_ptr<PendingCollective> allReduceAsync(at::Tensor t, ReduceOp op, std::string what) override {
+    checkFlat(t, "all_reduce");
+    const int64_t seq = tracker_.enter("all_reduce " + what);
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+      std::vector<at::Tensor> ts{t};
+      c10d::AllreduceOptions o;
+      o.reduceOp = toC10d(op);
+      work = pg_->allreduce(ts, o);
+    } catch (const std::exception& e) {
+      tracker_.leave();
+      fail("all_reduce", what, seq, firstPart(e.what()));
+    }
+    tracker_.leave();
+    return std::make_unique<Pending>(this->shared_from_this(), std::move(work), std::move(what), seq);
+  }
+
+  void broadcast(at::Tensor& t, int root, std::string_view what) override {
+    checkFlat(t, "broadcast");
+    TORCH_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " is outside a group of ", size_);
+    run("broadcast", what, [&] {
+      std::vector<at::Tensor> ts{t};
+      c10d::BroadcastOptions o;
+      o.rootRank = root;
+      return pg_->broadcast(ts, o);
+    });
+  }
+
+  void allGather(at::Tensor& out, const at::Tensor& in, std::string_view what) override {
+    checkFlat(out, "all_gather");
+    TORCH_CHECK(out.numel() == size_ * in.numel(), "all_gather: output has ", out.numel(), " elements, expected ",
+                size_, " x ", in.numel());
+    TORCH_CHECK(out.scalar_type() == in.scalar_type(), "all_gather: input and output dtypes differ");
+    const int64_t n = in.numel();
+    at::Tensor flat = out.view({-1});
+    std::vector<std::vector<at::Tensor>> outputs(1);
+    for (int r = 0; r < size_; ++r) outputs[0].push_back(flat.narrow(0, r * n, n));
+    std::vector<at::Tensor> inputs{in.contiguous().view({-1})};
+    run("all_gather", what, [&] { return pg_->allgather(outputs, inputs); });
+  }
+
+  void reduceScatter(at::Tensor& out, const at::Tensor& in, ReduceOp op, std::string_view what) override {
+    checkFlat(out, "reduce_scatter");
+    TORCH_CHECK(in.numel() == size_ * out.numel(), "reduce_scatter: input has ", in.numel(), " elements, expected ",
+                size_, " x ", out.numel());
+    TORCH_CHECK(out.scalar_type() == in.scalar_type(), "reduce_scatter: input and output dtypes differ");
+    // NOTE [Collectives on Debian's LibTorch 1.13] in communicator.h.
+    at::Tensor send = in.contiguous().view({-1});
+    at::Tensor recv = at::empty_like(send);
+    std::vector<int64_t> counts;  // empty: equal splits
+    run("reduce_scatter", what, [&] { return pg_->alltoall_base(recv, send, counts, counts); });
+    const int64_t n = out.numel();
+    at::Tensor acc = out.view({-1});
+    acc.copy_(recv.narrow(0, 0, n));
+    for (int r = 1; r < size_; ++r) {
+      const at::Tensor part = recv.narrow(0, r * n, n);
+      switch (op) {
+        case ReduceOp::kSum: acc.add_(part); break;
+        case ReduceOp::kMax: at::maximum_out(acc, acc, part); break;
+        case ReduceOp::kMin: at::minimum_out(acc, acc, part); break;
+      }
+    }
+  }
+
+  void barrier(std::string_view what) override {
+    run("barrier", what, [&] { return pg_->barrier(c10d::BarrierOptions()); });
+  }
+
+  std::shared_ptr<Communicator> split(const std::vector<std::vector<int>>& groups, const std::string& name) override {
+    const std::string key = prefix_ + "split/" + name + "#" + std::to_string(splits_++) + "/";
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const auto& members = groups[g];
+      const auto it = std::find(members.begin(), members.end(), rank_);
+      if (it == members.end()) continue;
+      const int groupRank = static_cast<int>(it - members.begin());
+      return makeProcessGroupCommunicator(store_, key + std::to_string(g) + "/", groupRank,
+                                          static_cast<int>(members.size()), options_);
+    }
+    TORCH_CHECK(false, "split '", name, "': rank ", rank_, " is in none of the ", groups.size(), " groups");
+  }
+
+ private:
+  class Pending final : public PendingCollective {
+   public:
+    Pending(std::shared_ptr<PgCommunicator> owner, c10::intrusive_ptr<c10d::Work> work, std::string what, int64_t seq)
+        : owner_(std::move(owner)), work_(std::move(work)), what_(std::move(what)), seq_(seq) {}
+    void wait() override {
+      if (!work_) return;
+      CollectiveScope scope(owner_->tracker_, "wait all_reduce " + what_);
+      try {
+        work_->wait();
+      } catch (const std::exception& e) {
+        work_.reset();
+        owner_->fail("all_reduce", what_, seq_, firstPart(e.what()));
+      }
+      work_.reset();
+    }
+
+   private:
+    std::shared_ptr<PgCommunicator> owner_;
+    c10::intrusive_ptr<c10d::Work> work_;
+    std::string what_;
+    int64_t seq_;
+  };
+
+  template <class F>
+  void run(const char* op, std::string_view what, F&& issue) {
+    const int64_t seq = tracker_.enter(std::string(op) + (what.empty() ? "" : " ") + std::string(what));
+    try {
+      auto work = issue();
+      work->wait();
+    } catch (const std::exception& e) {
+      tracker_.leave();
+      fail(op, what, seq, firstPart(e.what()));
+    }
+    tracker_.leave();
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::string prefix_;
+  c10::intrusive_ptr<PG> pg_;
+  int rank_;
+  int size_;
+  GroupOptions options_;
+  int splits_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<Communicator> makeProcessGroupCommunicator(const c10::intrusive_ptr<c10d::Store>& store,
+                                                           const std::string& prefix, int rank, int size,
+                                                           const GroupOptions& options) {
+  auto scoped = c10::make_intrusive<c10d::PrefixStore>(prefix + "pg", store);
+  try {
+    if (options.backend == "gloo") {
+      auto o = c10d::ProcessGroupGloo::Options::create(options.timeout);
+      o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options.bindAddress));
+      auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(scoped, rank, size, o);
+      return std::make_shared<PgCommunicator<c10d::ProcessGroupGloo>>(store, prefix, std::move(pg), rank, size,
+                                                                       options);
+    }
+#ifdef FS_WITH_CUDA
+    if (options.backend == "nccl") {
+      auto o = c10d::ProcessGroupNCCL::Options::create();
+      o->timeout = options.timeout;
+      auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(scoped, rank, size, o);
+      return std::make_shared<PgCommunicator<c10d::ProcessGroupNCCL>>(store, prefix, std::move(pg), rank, size,
+                                                                       options);
+    }
+#endif
+  } catch (const CollectiveError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CollectiveError("joining the " + options.backend + " process group as rank " + std::to_string(rank) +
+                          " of " + std::to_string(size) + " failed: " + firstPart(e.what()));
+  }
+  throw CollectiveError("parallel.dist_backend: '" + options.backend + "' is not available in this build" +
+                        (options.backend == "nccl" ? " (built without CUDA)" : ""));
+}
+
+}  // namespace fs::dist

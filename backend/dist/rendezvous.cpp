@@ -1,0 +1,195 @@
+#include "backend/dist/rendezvous.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/torch.h>
+
+#include <thread>
+
+#include "backend/dist/heartbeat.h"
+#include "backend/dist/process_group_communicator.h"
+
+namespace fs::dist {
+
+using protocol::Status;
+
+struct Membership::StoreHolder {
+  c10::intrusive_ptr<c10d::Store> store;
+};
+
+Membership::Membership() = default;
+Membership::~Membership() {
+  heartbeat_.reset();
+  world_.reset();
+}
+
+namespace {
+
+std::string firstPart(const std::string& s) { return s.substr(0, s.find("\nException raised from")); }
+
+std::string secondsText(std::chrono::milliseconds ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", static_cast<double>(ms.count()) / 1000.0);
+  return buf;
+}
+
+std::string bytesToString(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
+
+PeerInfo parsePeer(int rank, const std::string& text) {
+  PeerInfo p;
+  p.rank = rank;
+  const auto t1 = text.find('\t');
+  const auto t2 = text.find('\t', t1 == std::string::npos ? t1 : t1 + 1);
+  p.host = text.substr(0, t1);
+  if (t1 != std::string::npos && t2 != std::string::npos) {
+    p.pid = std::strtoll(text.substr(t1 + 1, t2 - t1 - 1).c_str(), nullptr, 10);
+    p.identity = text.substr(t2 + 1);
+  }
+  return p;
+}
+
+std::string nodeOf(int rank, int localWorld) {
+  return "node " + std::to_string(rank / std::max(1, localWorld));
+}
+
+// NOTE [Pre-flight] in rendezvous.h.
+Status preflight(c10d::Store& store, const RendezvousOptions& o, std::vector<PeerInfo>* peers) {
+  const std::string mine = o.host + "\t" + std::to_string(::getpid()) + "\t" + o.identity;
+  store.set("preflight/" + std::to_string(o.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+  std::vector<std::string> keys;
+  for (int r = 0; r < o.world; ++r) keys.push_back("preflight/" + std::to_string(r));
+  const auto deadline = std::chrono::steady_clock::now() + o.preflightTimeout;
+  while (!store.check(keys)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::string missing, joined;
+      for (int r = 0; r < o.world; ++r) {
+        const std::string k = "preflight/" + std::to_string(r);
+        if (store.check({k})) {
+          const PeerInfo p = parsePeer(r, bytesToString(store.get(k)));
+          joined += (joined.empty() ? "" : ", ") + ("rank " + std::to_string(r) + " on " + p.host);
+        } else {
+          missing += (missing.empty() ? "" : ", ") + ("rank " + std::to_string(r) + " (" + nodeOf(r, o.localWorld) + ")");
+        }
+      }
+      return Status::ioError("pre-flight: " + missing + " did not join the rendezvous at " + o.masterAddr + ":" +
+                             std::to_string(o.masterPort) + " within " + secondsText(o.preflightTimeout) +
+                             " (joined: " + joined +
+                             "); check MASTER_ADDR / MASTER_PORT on those nodes and that they started");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  peers->clear();
+  for (int r = 0; r < o.world; ++r) peers->push_back(parsePeer(r, bytesToString(store.get(keys[r]))));
+  std::string mismatch;
+  for (const auto& p : *peers) {
+    if (p.identity != o.identity) {
+      mismatch += (mismatch.empty() ? "" : "; ") + ("rank " + std::to_string(p.rank) + " on " + p.host + " has '" +
+                                                    p.identity + "'");
+    }
+  }
+  if (!mismatch.empty()) {
+    return Status::invalidArgument("pre-flight: ranks disagree on engine version / config (rank " +
+                                   std::to_string(o.rank) + " has '" + o.identity + "'): " + mismatch +
+                                   "; every rank must run the same build with the same config");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+protocol::StatusOr<std::string> localAddressToward(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  const std::string service = std::to_string(port);
+  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0 || !res) {
+    return Status::invalidArgument("MASTER_ADDR '" + host + "': cannot resolve it (" + gai_strerror(rc) + ")");
+  }
+  const auto* target = reinterpret_cast<const sockaddr_in*>(res->ai_addr);
+  if ((ntohl(target->sin_addr.s_addr) >> 24) == 127) {
+    ::freeaddrinfo(res);
+    return std::string("127.0.0.1");
+  }
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  // A UDP connect sends nothing: it only asks the kernel for the route.
+  const bool ok = fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0;
+  ::freeaddrinfo(res);
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  const bool named = ok && ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!named) return Status::ioError("MASTER_ADDR '" + host + "': no route to it from this host");
+  char buf[INET_ADDRSTRLEN];
+  ::inet_ntop(AF_INET, &local.sin_addr, buf, sizeof buf);
+  return std::string(buf);
+}
+
+protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions& o) {
+  if (o.world < 1 || o.rank < 0 || o.rank >= o.world) {
+    return Status::invalidArgument("rank " + std::to_string(o.rank) + " is outside world size " +
+                                   std::to_string(o.world));
+  }
+  if (o.masterPort < 1 || o.masterPort > 65535) {
+    return Status::invalidArgument("MASTER_PORT " + std::to_string(o.masterPort) + " is not a TCP port");
+  }
+  std::unique_ptr<Membership> m(new Membership());
+  m->store_ = std::make_unique<Membership::StoreHolder>();
+  const std::string where = o.masterAddr + ":" + std::to_string(o.masterPort);
+  auto connect = [&](bool server) -> c10::intrusive_ptr<c10d::Store> {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<uint16_t>(o.masterPort);
+    so.isServer = server;
+    so.numWorkers = static_cast<size_t>(o.world);
+    so.waitWorkers = false;  // the pre-flight waits, and names who is missing
+    so.timeout = o.preflightTimeout;
+    return c10::make_intrusive<c10d::TCPStore>(o.masterAddr, so);
+  };
+  try {
+    m->store_->store = connect(o.rank == 0);
+  } catch (const std::exception& e) {
+    if (o.rank == 0) {
+      return Status::ioError("rank 0 could not serve the rendezvous at " + where +
+                             " (is MASTER_PORT in use on this host?): " + firstPart(e.what()));
+    }
+    return Status::ioError("rank " + std::to_string(o.rank) + " on " + o.host + " could not reach the rendezvous at " +
+                           where + " within " + secondsText(o.preflightTimeout) +
+                           ": MASTER_ADDR must be the address of rank 0's host and MASTER_PORT reachable from here (" +
+                           firstPart(e.what()) + ")");
+  }
+  try {
+    if (Status s = preflight(*m->store_->store, o, &m->peers_); !s) return s;
+  } catch (const std::exception& e) {
+    return Status::ioError("pre-flight at " + where + " failed on rank " + std::to_string(o.rank) + ": " +
+                           firstPart(e.what()));
+  }
+  auto bind = localAddressToward(o.masterAddr, o.masterPort);
+  if (!bind) return bind.status();
+  GroupOptions g;
+  g.backend = o.backend;
+  g.timeout = o.collectiveTimeout;
+  g.bindAddress = bind.value();
+  try {
+    m->world_ = makeProcessGroupCommunicator(m->store_->store, "world/", o.rank, o.world, g);
+    auto heartbeatClient = connect(false);
+    m->heartbeat_ = std::make_unique<Heartbeat>(heartbeatClient, o.rank, o.world, m->world_->tracker(),
+                                                std::chrono::milliseconds(1000));
+    Heartbeat* hb = m->heartbeat_.get();
+    m->world_->setFailureDescriber([hb] { return hb->describePeers(); });
+    at::Tensor one = torch::ones({1}, torch::kInt64);
+    m->world_->allReduce(one, ReduceOp::kSum, "pre-flight confirm");
+    if (one.item<int64_t>() != o.world) {
+      return Status::ioError("pre-flight: the confirming all-reduce counted " + std::to_string(one.item<int64_t>()) +
+                             " ranks, expected " + std::to_string(o.world));
+    }
+  } catch (const std::exception& e) {
+    return Status::ioError(firstPart(e.what()));
+  }
+  return m;
+}
+
+}  // namespace fs::dist

@@ -1,0 +1,79 @@
+// Joining a run: the TCPStore at MASTER_ADDR:MASTER_PORT (served by rank
+// 0), the pre-flight check, and the world process group.
+//
+// NOTE [Pre-flight]: multi-node OpenFlamingo runs hang at start-up when one
+// node has the wrong MASTER_ADDR, with no word of which node is missing.
+// Here every rank first posts "host, pid, identity" under preflight/<rank>
+// in the store and waits, with the pre-flight timeout, until every rank has
+// posted. On timeout the error lists the ranks that never joined (with the
+// node each one belongs to by the nproc-per-node layout) and where the
+// others joined from. A rank that cannot reach the store at all says so,
+// naming MASTER_ADDR and MASTER_PORT. Identities (engine version + config
+// hash) must agree: a rank running another build or config is named. Only
+// then is the process group created and confirmed with one all-reduce.
+//
+// Thread-safety: call once per process, from the training thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/dist/communicator.h"
+#include "backend/protocol/status.h"
+
+namespace fs::dist {
+
+struct RendezvousOptions {
+  int rank = 0;
+  int world = 1;
+  int localWorld = 1;  // ranks per node (names the node of a missing rank)
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 29500;
+  std::string backend = "gloo";
+  std::chrono::milliseconds preflightTimeout{std::chrono::seconds(60)};
+  std::chrono::milliseconds collectiveTimeout{std::chrono::minutes(10)};
+  std::string identity;  // must be equal on every rank: engine version + config hash
+  std::string host;      // this host's name, for messages
+};
+
+// What a rank posted at pre-flight.
+struct PeerInfo {
+  int rank = 0;
+  std::string host;
+  int64_t pid = 0;
+  std::string identity;
+};
+
+class Heartbeat;
+
+// One rank's membership of the run. Keeps the store alive (rank 0 serves it:
+// it must outlive every peer's use, so rank 0 keeps it until the end).
+class Membership {
+ public:
+  ~Membership();
+  Communicator& world() { return *world_; }
+  std::shared_ptr<Communicator> worldPtr() { return world_; }
+  const std::vector<PeerInfo>& peers() const { return peers_; }
+  Heartbeat& heartbeat() { return *heartbeat_; }
+
+ private:
+  friend protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions& options);
+  struct StoreHolder;
+  Membership();
+  std::unique_ptr<StoreHolder> store_;
+  std::shared_ptr<Communicator> world_;
+  std::vector<PeerInfo> peers_;
+  std::unique_ptr<Heartbeat> heartbeat_;
+};
+
+// Rendezvous + pre-flight + process group + heartbeat. Errors name the
+// missing ranks, the unreachable address or the mismatching identities.
+protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions& options);
+
+// The local address of the route to `host` (what peers can reach us at);
+// "127.0.0.1" for loopback masters. Errors name the host.
+protocol::StatusOr<std::string> localAddressToward(const std::string& host, int port);
+
+}  // namespace fs::dist

@@ -1,0 +1,255 @@
+// Rendezvous and every collective with 1-4 real processes on loopback,
+// checked against the naive definition on random tensors of odd sizes; the
+// pre-flight naming a rank that never joins, a mismatching identity and an
+// unreachable address; a dead and a stalled peer turning into errors that
+// name the peer instead of a hang.
+//
+// The parent tests run this binary again as rank processes (Worker.Run,
+// selected by FS_TEST_ROLE); see rank_processes.h.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "backend/dist/communicator.h"
+#include "backend/dist/rendezvous.h"
+#include "tests/backend/dist/rank_processes.h"
+
+namespace fs::dist {
+namespace {
+
+std::string env(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+int envInt(const char* name, int fallback) { return std::atoi(env(name, std::to_string(fallback)).c_str()); }
+
+// Every rank's input of one case, identical on every rank.
+std::vector<torch::Tensor> inputsOf(int world, int caseId, int64_t n, torch::ScalarType dtype) {
+  std::vector<torch::Tensor> out;
+  for (int r = 0; r < world; ++r) {
+    torch::manual_seed(1000 * caseId + r);
+    out.push_back(dtype == torch::kInt64 ? torch::randint(-1000, 1000, {n}, torch::kInt64)
+                                         : torch::randn({n}, torch::TensorOptions().dtype(dtype)));
+  }
+  return out;
+}
+
+torch::Tensor naiveReduce(const std::vector<torch::Tensor>& xs, ReduceOp op) {
+  torch::Tensor acc = xs[0].clone();
+  for (size_t i = 1; i < xs.size(); ++i) {
+    if (op == ReduceOp::kSum) acc += xs[i];
+    if (op == ReduceOp::kMax) acc = torch::maximum(acc, xs[i]);
+    if (op == ReduceOp::kMin) acc = torch::minimum(acc, xs[i]);
+  }
+  return acc;
+}
+
+void expectClose(const torch::Tensor& got, const torch::Tensor& want, const std::string& what, bool exact) {
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  if (exact || got.scalar_type() == torch::kInt64) {
+    EXPECT_TRUE(torch::equal(got, want)) << what << ": max diff " << (got - want).abs().max().item<double>();
+  } else {
+    EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-6)) << what << ": max diff "
+                                                         << (got - want).abs().max().item<double>();
+  }
+}
+
+void runCollectives(Communicator& c, int caseBase) {
+  const int W = c.size(), r = c.rank();
+  int caseId = caseBase;
+  for (torch::ScalarType dtype : {torch::kFloat32, torch::kFloat64, torch::kInt64}) {
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{1001}}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin}) {
+        const auto xs = inputsOf(W, ++caseId, n, dtype);
+        torch::Tensor t = xs[r].clone();
+        c.allReduce(t, op, "test all_reduce");
+        expectClose(t, naiveReduce(xs, op), "all_reduce case " + std::to_string(caseId), op != ReduceOp::kSum);
+
+        const auto big = inputsOf(W, ++caseId, n * W, dtype);
+        torch::Tensor out = torch::full({n}, 77, torch::TensorOptions().dtype(dtype));
+        c.reduceScatter(out, big[r], op, "test reduce_scatter");
+        expectClose(out, naiveReduce(big, op).narrow(0, r * n, n), "reduce_scatter case " + std::to_string(caseId),
+                    true);
+      }
+      const auto xs = inputsOf(W, ++caseId, n, dtype);
+      torch::Tensor gathered = torch::zeros({n * W}, torch::TensorOptions().dtype(dtype));
+      c.allGather(gathered, xs[r], "test all_gather");
+      expectClose(gathered, torch::cat(xs), "all_gather case " + std::to_string(caseId), true);
+      for (int root = 0; root < W; ++root) {
+        torch::Tensor b = xs[r].clone();
+        c.broadcast(b, root, "test broadcast");
+        expectClose(b, xs[root], "broadcast from " + std::to_string(root), true);
+      }
+      torch::Tensor a = xs[r].clone();
+      auto pending = c.allReduceAsync(a, ReduceOp::kSum, "test async");
+      pending->wait();
+      expectClose(a, naiveReduce(xs, ReduceOp::kSum), "async all_reduce", false);
+    }
+  }
+  c.barrier("test barrier");
+}
+
+// ---- the rank side -------------------------------------------------------------------------
+
+TEST(Worker, Run) {
+  const std::string role = env("FS_TEST_ROLE");
+  if (role.empty()) GTEST_SKIP() << "only run as a rank process by the tests below";
+  RendezvousOptions o;
+  o.rank = envInt("FS_TEST_RANK", 0);
+  o.world = envInt("FS_TEST_WORLD", 1);
+  o.localWorld = envInt("FS_TEST_PER_NODE", o.world);
+  o.masterPort = envInt("FS_TEST_PORT", 29500);
+  o.identity = env("FS_TEST_IDENTITY", "v1 cafe");
+  o.host = "rank" + std::to_string(o.rank) + "-host";
+  o.preflightTimeout = std::chrono::milliseconds(envInt("FS_TEST_PREFLIGHT_MS", 30000));
+  o.collectiveTimeout = std::chrono::milliseconds(envInt("FS_TEST_TIMEOUT_MS", 60000));
+  auto joined = joinRun(o);
+  if (role == "preflight") {
+    std::cout << "JOIN " << (joined ? "ok" : joined.status().message()) << std::endl;
+    return;
+  }
+  ASSERT_TRUE(joined) << joined.status().message();
+  Communicator& world = joined.value()->world();
+  if (role == "collectives") {
+    runCollectives(world, 0);
+    const int perNode = o.localWorld;
+    auto intra = world.split(intraNodeGroups(o.world, perNode), "intra");
+    auto inter = world.split(interNodeGroups(o.world, perNode), "inter");
+    ASSERT_EQ(intra->size(), perNode);
+    ASSERT_EQ(intra->rank(), o.rank % perNode);
+    ASSERT_EQ(inter->size(), o.world / perNode);
+    ASSERT_EQ(inter->rank(), o.rank / perNode);
+    runCollectives(*intra, 100000 * (1 + o.rank / perNode));
+    runCollectives(*inter, 200000 * (1 + o.rank % perNode));
+    world.barrier("done");
+  } else if (role == "dead_peer" || role == "stalled_peer") {
+    if (o.rank == 1) {
+      if (role == "dead_peer") std::_Exit(0);  // no goodbye: the socket just closes
+      std::this_thread::sleep_for(std::chrono::milliseconds(envInt("FS_TEST_STALL_MS", 8000)));
+      std::_Exit(0);
+    }
+    torch::Tensor t = torch::ones({4});
+    try {
+      world.allReduce(t, ReduceOp::kSum, "after peer loss");
+      std::cout << "COLLECTIVE ok" << std::endl;
+    } catch (const CollectiveError& e) {
+      std::cout << "COLLECTIVE " << e.what() << std::endl;
+    }
+    std::_Exit(0);  // the store's peers are gone: skip destructors that would wait on them
+  }
+}
+
+// ---- the tests -----------------------------------------------------------------------------
+
+struct Launch {
+  std::vector<pid_t> pids;
+  std::vector<std::filesystem::path> logs;
+};
+
+class DistTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("fs-dist-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Starts `ranks` of a world of `world` (ranks not listed never start).
+  Launch start(const std::string& role, int world, const std::vector<int>& ranks,
+               std::map<int, std::map<std::string, std::string>> extra = {}, int perNode = 0) {
+    Launch l;
+    const int port = fs::testing::freePort();
+    for (int r : ranks) {
+      std::map<std::string, std::string> e = {{"FS_TEST_ROLE", role},
+                                              {"FS_TEST_RANK", std::to_string(r)},
+                                              {"FS_TEST_WORLD", std::to_string(world)},
+                                              {"FS_TEST_PER_NODE", std::to_string(perNode ? perNode : world)},
+                                              {"FS_TEST_PORT", std::to_string(port)},
+                                              {"OMP_NUM_THREADS", "1"}};
+      for (const auto& [k, v] : extra[r]) e[k] = v;
+      l.logs.push_back(dir_ / ("rank" + std::to_string(r) + ".log"));
+      l.pids.push_back(fs::testing::spawnWithEnv({"/proc/self/exe", "--gtest_filter=Worker.Run", "--gtest_color=no"},
+                                                 e, l.logs.back()));
+    }
+    return l;
+  }
+
+  std::filesystem::path dir_;
+};
+
+void expectAllPassed(const std::vector<fs::testing::RankExit>& exits) {
+  for (size_t r = 0; r < exits.size(); ++r) {
+    EXPECT_EQ(exits[r].code, 0) << "rank " << r << " (signal " << exits[r].signal << "):\n" << exits[r].output;
+  }
+}
+
+TEST_F(DistTest, EveryCollectiveMatchesTheNaiveDefinitionForWorldOneToFour) {
+  for (int world : {1, 2, 3, 4}) {
+    std::vector<int> ranks;
+    for (int r = 0; r < world; ++r) ranks.push_back(r);
+    const int perNode = world == 4 ? 2 : 1;
+    auto l = start("collectives", world, ranks, {}, perNode);
+    SCOPED_TRACE("world " + std::to_string(world));
+    expectAllPassed(fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(240)));
+  }
+}
+
+TEST_F(DistTest, PreflightNamesTheRankThatNeverJoined) {
+  std::map<int, std::map<std::string, std::string>> extra;
+  // Long enough for rank 1 to start on a loaded machine; rank 2 never does.
+  for (int r : {0, 1}) extra[r] = {{"FS_TEST_PREFLIGHT_MS", "10000"}};
+  auto l = start("preflight", 3, {0, 1}, extra, 1);
+  const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(60));
+  ASSERT_EQ(exits[0].code, 0) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("pre-flight: rank 2 (node 2) did not join"), std::string::npos) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("rank 1 on rank1-host"), std::string::npos) << exits[0].output;
+}
+
+TEST_F(DistTest, PreflightNamesARankWithAnotherIdentity) {
+  std::map<int, std::map<std::string, std::string>> extra;
+  extra[1] = {{"FS_TEST_IDENTITY", "v2 beef"}};
+  auto l = start("preflight", 2, {0, 1}, extra);
+  const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(60));
+  ASSERT_EQ(exits[0].code, 0) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("rank 1 on rank1-host has 'v2 beef'"), std::string::npos) << exits[0].output;
+}
+
+TEST_F(DistTest, ARankThatCannotReachTheStoreSaysWhere) {
+  std::map<int, std::map<std::string, std::string>> extra;
+  extra[1] = {{"FS_TEST_PORT", std::to_string(fs::testing::freePort())}, {"FS_TEST_PREFLIGHT_MS", "1500"}};
+  extra[0] = {{"FS_TEST_PREFLIGHT_MS", "1500"}};
+  auto l = start("preflight", 2, {0, 1}, extra);
+  const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(60));
+  EXPECT_NE(exits[1].output.find("rank 1 on rank1-host could not reach the rendezvous at 127.0.0.1:"),
+            std::string::npos)
+      << exits[1].output;
+  EXPECT_NE(exits[0].output.find("rank 1 (node 0) did not join"), std::string::npos) << exits[0].output;
+}
+
+TEST_F(DistTest, ADeadPeerIsAnErrorNotAHang) {
+  auto l = start("dead_peer", 2, {0, 1});
+  const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(120));
+  ASSERT_EQ(exits[0].code, 0) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("COLLECTIVE all_reduce #"), std::string::npos) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("(after peer loss) failed on rank 0 of 2"), std::string::npos) << exits[0].output;
+}
+
+TEST_F(DistTest, AStalledPeerIsNamedWithItsLastCollective) {
+  std::map<int, std::map<std::string, std::string>> extra;
+  extra[0] = {{"FS_TEST_TIMEOUT_MS", "2000"}};
+  extra[1] = {{"FS_TEST_TIMEOUT_MS", "2000"}, {"FS_TEST_STALL_MS", "10000"}};
+  auto l = start("stalled_peer", 2, {0, 1}, extra);
+  const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(120));
+  ASSERT_EQ(exits[0].code, 0) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("failed on rank 0 of 2"), std::string::npos) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("peers: rank 1: last left #1 'all_reduce pre-flight confirm'"), std::string::npos)
+      << exits[0].output;
+}
+
+}  // namespace
+}  // namespace fs::dist
