@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <ostream>
 
 #include "backend/cli/args.h"
@@ -11,18 +12,26 @@
 #include "backend/cli/config_input.h"
 #include "backend/cli/paths.h"
 #include "backend/engine/trainer.h"
+#include "backend/launch/world_env.h"
 #include "backend/protocol/validate.h"
 
 namespace fs::cli {
 namespace {
 
 int runEngine(const protocol::RunConfig& config, const std::filesystem::path& runDir, bool strict, bool progressLine,
-              Io& io) {
+              const launch::WorldInfo& world, Io& io) {
   // The progress line replaces the info log on the terminal; the log file always has it.
   const auto problems = protocol::validateConfig(config);
   printProblems("config", problems, io.err);
   if (protocol::hasErrors(problems)) return kExitFailure;
   engine::TrainerOptions options;
+  options.rank = world.rank;
+  options.world = world.worldSize;
+  options.localWorld = world.localWorldSize;
+  options.masterAddr = world.masterAddr;
+  options.masterPort = world.masterPort;
+  options.host = world.host;
+  progressLine = progressLine && world.rank == 0;
   options.strict = strict;
   options.logInfoToStderr = !progressLine;
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
@@ -41,7 +50,7 @@ int runEngine(const protocol::RunConfig& config, const std::filesystem::path& ru
       io.out << (tty ? "\r" : "") << line << (tty ? "" : "\n") << std::flush;
     };
   }
-  io.out << "run directory: " << runDir.string() << "\n" << std::flush;
+  if (world.rank == 0) io.out << "run directory: " << runDir.string() << "\n" << std::flush;
   auto outcome = engine::runTraining(config, runDir, options);
   if (progressLine && tty) io.out << "\n";
   if (!outcome) {
@@ -64,6 +73,12 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
       {"set", true, true, "KEY=VALUE", "Override a config field"},
       {"run-dir", true, false, "DIR", "Run directory (default: <run_root>/<name>); an existing one is resumed"},
       {"strict", false, false, "", "Treat gradient-flow problems after the first step as errors"},
+      {"rank", true, false, "N", "This process's rank (default: from RANK / PMI_RANK / SLURM_PROCID / ...)"},
+      {"world-size", true, false, "N", "Ranks in the run (default: from WORLD_SIZE / SLURM_NTASKS / ...)"},
+      {"local-rank", true, false, "N", "Rank on this node (default: from LOCAL_RANK / SLURM_LOCALID / ...)"},
+      {"local-world-size", true, false, "N", "Ranks per node (default: from LOCAL_WORLD_SIZE / ...)"},
+      {"master-addr", true, false, "HOST", "Rank 0's host (default: MASTER_ADDR, or SLURM's first node)"},
+      {"master-port", true, false, "PORT", "Rendezvous port (default: MASTER_PORT or 29500)"},
       {"progress", false, false, "", "Print a progress line per step"},
       {"help", false, false, "", "Show this help"},
   };
@@ -78,6 +93,9 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
            << "\nTrains one rank. Writes config.yaml, run.json, events.jsonl, logs/ and checkpoints into the run\n"
               "directory and resumes from its newest complete checkpoint. SIGTERM or a 'stop' control file:\n"
               "checkpoint, then exit 0. SIGINT: the same; a second SIGINT kills.\n\n"
+              "Several ranks: start one process per rank with torchrun's variables (RANK, WORLD_SIZE,\n"
+              "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), under SLURM (srun), PMI or Open MPI,\n"
+              "or with the flags below; `flamingo-train launch` starts them for you.\n\n"
            << formatOptions(options);
     return kExitOk;
   }
@@ -85,12 +103,33 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
     io.err << "flamingo-train train: --config FILE is required\n" << usage;
     return kExitUsage;
   }
+  launch::WorldFlags flags;
+  for (auto [name, slot] : {std::pair{"rank", &flags.rank}, std::pair{"world-size", &flags.worldSize},
+                            std::pair{"local-rank", &flags.localRank},
+                            std::pair{"local-world-size", &flags.localWorldSize},
+                            std::pair{"master-port", &flags.masterPort}}) {
+    if (!parsed->has(name)) continue;
+    const std::string text = parsed->get(name);
+    char* end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0') {
+      io.err << "flamingo-train train: --" << name << " '" << text << "' is not a whole number\n" << usage;
+      return kExitUsage;
+    }
+    *slot = v;
+  }
+  if (parsed->has("master-addr")) flags.masterAddr = parsed->get("master-addr");
+  auto world = launch::discoverWorld(launch::currentEnvironment(), flags);
+  if (!world) {
+    io.err << "flamingo-train train: " << world.status().message() << "\n";
+    return kExitFailure;
+  }
   auto config = loadRunConfig(parsed->get("config"), parsed->all("set"), io);
   if (!config) return kExitFailure;
   const std::filesystem::path runDir =
       parsed->has("run-dir") ? std::filesystem::path(parsed->get("run-dir"))
                              : std::filesystem::path(config->run_root) / config->name;
-  return runEngine(*config, runDir, parsed->has("strict"), parsed->has("progress"), io);
+  return runEngine(*config, runDir, parsed->has("strict"), parsed->has("progress"), world.value(), io);
 }
 
 int runDemo(const std::vector<std::string>& args, Io& io) {
@@ -121,7 +160,7 @@ int runDemo(const std::vector<std::string>& args, Io& io) {
     runDir = timestampedRunDir("demo");
   }
   config->run_root = runDir.parent_path().string();
-  return runEngine(*config, runDir, false, true, io);
+  return runEngine(*config, runDir, false, true, launch::WorldInfo{}, io);
 }
 
 }  // namespace fs::cli

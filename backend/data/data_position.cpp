@@ -43,6 +43,7 @@ std::string encodeDataPosition(const DataPosition& p) {
   j["world"] = p.world;
   j["datasets"] = p.datasets;
   j["batches_consumed"] = p.batchesConsumed;
+  if (!p.batchSizes.empty()) j["batch_sizes"] = p.batchSizes;
   j["rng_state"] = toHex(p.rngState);
   return j.dump();
 }
@@ -68,8 +69,12 @@ protocol::StatusOr<DataPosition> decodeDataPosition(const std::string& text) {
     if (!fromHex(j.at("rng_state").get<std::string>(), p.rngState)) {
       return Status::corruption("data position: rng_state is not a hex string");
     }
+    if (j.contains("batch_sizes")) p.batchSizes = j.at("batch_sizes").get<std::vector<int64_t>>();
     if (p.datasets.size() != p.batchesConsumed.size()) {
       return Status::corruption("data position: datasets and batches_consumed differ in length");
+    }
+    if (!p.batchSizes.empty() && p.batchSizes.size() != p.datasets.size()) {
+      return Status::corruption("data position: datasets and batch_sizes differ in length");
     }
     return p;
   } catch (const nlohmann::json::exception& e) {

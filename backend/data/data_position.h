@@ -6,8 +6,12 @@
 // opaque bytes owned by the source kind). The synthetic source is a pure
 // function of (seed, epoch, rank, dataset, batch index), so its rngState is
 // empty; the shard pipeline will store its shuffle buffers' seeds there.
-// Rank and world are recorded because a position is per rank: restoring it on
-// a different rank or world size cannot reproduce the stream and is refused.
+// Rank and world are recorded because a position is per rank: a source
+// refuses one from another rank or world size. Ranks consume in lockstep,
+// so the trainer hands rank 0's position to every rank, and across world
+// sizes it carries the position over by samples, using `batchSizes` (the
+// per-rank batch size of each dataset when it was saved; empty in files
+// written before it existed).
 //
 // Thread-safety: plain value.
 #pragma once
@@ -29,6 +33,7 @@ struct DataPosition {
   int64_t world = 1;
   std::vector<std::string> datasets;     // names, config order
   std::vector<int64_t> batchesConsumed;  // per dataset, within `epoch`
+  std::vector<int64_t> batchSizes;       // per dataset, per rank; may be empty (older files)
   std::vector<uint8_t> rngState;         // source-specific, may be empty
 
   bool operator==(const DataPosition&) const = default;

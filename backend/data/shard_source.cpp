@@ -152,7 +152,10 @@ DataPosition ShardSource::position() const {
   p.epoch = epoch_;
   p.rank = rank_;
   p.world = world_;
-  for (const auto& info : infos_) p.datasets.push_back(info.name);
+  for (const auto& info : infos_) {
+    p.datasets.push_back(info.name);
+    p.batchSizes.push_back(info.batchSize);
+  }
   p.batchesConsumed = consumed_;
   return p;
 }

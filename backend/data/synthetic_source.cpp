@@ -103,18 +103,24 @@ void fillImage(Rng& rng, float* dst, int64_t side) {
 }  // namespace
 
 Batch makeSyntheticBatch(const SyntheticDatasetSpec& spec, const SpecialTokenIds& tokens, uint64_t seed,
-                         int64_t epoch, int64_t rank, int64_t datasetIndex, int64_t batchIndex) {
+                         int64_t epoch, int64_t rank, int64_t world, int64_t datasetIndex, int64_t batchIndex) {
   const int64_t B = spec.batchSize;
   const bool laion = spec.kind == DatasetKind::kLaion;
   const int64_t T = laion ? 1 : std::max<int64_t>(1, spec.maxNumImages);
   const int64_t side = spec.imageSize;
   const TextIds text(tokens);
-  Rng rng(mixKey({seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(rank),
-                  static_cast<uint64_t>(datasetIndex), static_cast<uint64_t>(batchIndex)}));
+  // Global sample index of the batch's first sample: rank r's batch k holds
+  // slice r of the global batch k (NOTE [Synthetic layout]).
+  const int64_t first = (batchIndex * world + rank) * B;
+  auto sampleKey = [&](int64_t b, uint64_t salt) {
+    return mixKey({seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(datasetIndex),
+                   static_cast<uint64_t>(first + b), salt});
+  };
 
   std::vector<std::vector<int64_t>> seqs(static_cast<size_t>(B));
   std::vector<int64_t> realImages(static_cast<size_t>(B), 1);
   for (int64_t b = 0; b < B; ++b) {
+    Rng rng(sampleKey(b, 0x7E47ULL));
     if (laion) {
       seqs[b] = laionSample(rng, spec, tokens, text);
     } else {
@@ -144,13 +150,12 @@ Batch makeSyntheticBatch(const SyntheticDatasetSpec& spec, const SpecialTokenIds
     batch.tokens += static_cast<int64_t>(seqs[b].size());
   }
 
-  // Images after the text so a change of image size leaves the ids alone.
-  Rng imageRng(mixKey({seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(rank),
-                       static_cast<uint64_t>(datasetIndex), static_cast<uint64_t>(batchIndex), 0x1A5EULL}));
+  // Images from a generator of their own so a change of image size leaves the ids alone.
   batch.images = torch::zeros({B, T, 1, 3, side, side}, torch::kFloat32);
   float* px = batch.images.data_ptr<float>();
   const int64_t perImage = 3 * side * side;
   for (int64_t b = 0; b < B; ++b) {
+    Rng imageRng(sampleKey(b, 0x1A5EULL));
     for (int64_t k = 0; k < std::min(realImages[b], T); ++k)
       fillImage(imageRng, px + (b * T + k) * perImage, side);
   }
@@ -227,7 +232,7 @@ protocol::StatusOr<std::optional<StepBatches>> SyntheticSource::next() {
   out.batches.reserve(specs_.size());
   for (size_t i = 0; i < specs_.size(); ++i) {
     out.batches.push_back(
-        makeSyntheticBatch(specs_[i], tokens_, seed_, epoch_, rank_, static_cast<int64_t>(i), consumed_[i]));
+        makeSyntheticBatch(specs_[i], tokens_, seed_, epoch_, rank_, world_, static_cast<int64_t>(i), consumed_[i]));
     ++consumed_[i];
   }
   return std::optional<StepBatches>(std::move(out));
@@ -244,7 +249,10 @@ DataPosition SyntheticSource::position() const {
   p.epoch = epoch_;
   p.rank = rank_;
   p.world = world_;
-  for (const auto& s : specs_) p.datasets.push_back(s.name);
+  for (const auto& s : specs_) {
+    p.datasets.push_back(s.name);
+    p.batchSizes.push_back(s.batchSize);
+  }
   p.batchesConsumed = consumed_;
   return p;
 }

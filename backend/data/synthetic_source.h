@@ -18,8 +18,12 @@
 // pixels in [0, 1) normalised with the CLIP mean and std; an MMC4 document
 // with n images fills the first n of its max_num_images slots and leaves the
 // rest zero, as the reference pads.
-// A batch is a pure function of (seed, epoch, rank, dataset index, batch
-// index): no state beyond the position, so restore() is exact.
+// A sample is a pure function of (seed, epoch, dataset index, global sample
+// index), and rank r of `world` gets slice r of each global batch: batch k
+// holds global samples (k x world + r) x batch_size onwards. So N ranks x b
+// samples see exactly the samples of one rank with N x b (the DDP
+// equivalence), and a position carries over to another world size by
+// samples. No state beyond the position, so restore() is exact.
 //
 // Thread-safety: a source is used by one thread; makeSyntheticBatch is pure.
 #pragma once
@@ -42,11 +46,11 @@ struct SyntheticDatasetSpec {
   int64_t imageSize = 224;
 };
 
-// Batch `batchIndex` of dataset `datasetIndex` in `epoch` on `rank`.
+// Batch `batchIndex` of dataset `datasetIndex` in `epoch` on `rank` of `world`.
 // REQUIRES: batchSize, maxTokens, imageSize > 0; the special ids inside the
 // vocabulary and at least one other id.
 Batch makeSyntheticBatch(const SyntheticDatasetSpec& spec, const SpecialTokenIds& tokens, uint64_t seed,
-                         int64_t epoch, int64_t rank, int64_t datasetIndex, int64_t batchIndex);
+                         int64_t epoch, int64_t rank, int64_t world, int64_t datasetIndex, int64_t batchIndex);
 
 class SyntheticSource final : public DataSource {
  public:

@@ -33,20 +33,22 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
   try {
     if (Status s = setUp(); !s) {
       if (emitter_) {
-        emitter_->emit(protocol::ErrorEvent{s.message(), static_cast<int>(options_.rank), "setup"});
+        emit(protocol::ErrorEvent{s.message(), static_cast<int>(options_.rank), "setup"});
         finish(protocol::FinishStatus::kFailed);
       }
       return s;
     }
     emitStartEvents();
-    emitter_->emit(protocol::StateEvent{protocol::RunState::kRunning, ""});
-    emitter_->setProgress(step_, protocol::RunState::kRunning);
-    (void)protocol::updateManifestState(dir_.root(), protocol::RunState::kRunning, protocol::unixMillisNow());
+    emit(protocol::StateEvent{protocol::RunState::kRunning, ""});
+    if (emitter_) {
+      emitter_->setProgress(step_, protocol::RunState::kRunning);
+      (void)protocol::updateManifestState(dir_.root(), protocol::RunState::kRunning, protocol::unixMillisNow());
+    }
     bool stop = false, kill = false;
-    std::map<std::string, double> windowLoss;
+    std::map<std::string, double> windowLoss, windowLocalLoss;
     std::map<std::string, int64_t> windowSamples;
     int windowIterations = 0;
-    double windowData = 0;
+    double windowData = 0, windowWait = 0;
     auto windowStart = Clock::now();
     const auto limitReached = [&] { return options_.maxIterations > 0 && iteration_ >= options_.maxIterations; };
     while (epoch_ < config_.optim.epochs && !stop && !kill && !limitReached()) {
@@ -55,6 +57,7 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
         if (Status s = handleControl(&stop, &kill); !s) return s;
         while (paused_ && !stop && !kill) {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          emitHeartbeatIfDue();
           if (Status s = handleControl(&stop, &kill); !s) return s;
         }
         if (stop || kill) break;
@@ -70,20 +73,27 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
         ++windowIterations;
         windowData += dataTime;
         for (const auto& [name, l] : result->loss) windowLoss[name] += l;
+        for (const auto& [name, l] : result->localLoss) windowLocalLoss[name] += l;
+        windowWait += result->waitS;
         if (options_.onIteration) options_.onIteration(iteration_, result->loss);
         for (const auto& [name, n] : result->samples) windowSamples[name] += n;
         if (result->optimizerStepped || result->skipped) {
           StepResult mean = result.value();
           for (auto& [name, l] : mean.loss) l = windowLoss[name] / windowIterations;
+          for (auto& [name, l] : mean.localLoss) l = windowLocalLoss[name] / windowIterations;
           mean.samples = windowSamples;
+          mean.waitS = windowWait;
           lastLoss_ = mean.loss;
-          emitter_->setStep(step_);
+          if (emitter_) emitter_->setStep(step_);
           const double stepTime = secondsSince(windowStart);
           emitStep(mean, stepTime, windowData);
           windowLoss.clear();
+          windowLocalLoss.clear();
           windowSamples.clear();
           windowIterations = 0;
           windowData = 0;
+          windowWait = 0;
+          emitHeartbeatIfDue();
           windowStart = Clock::now();
           if (result->optimizerStepped && valSource_ && step_ % config_.data.val_every_steps == 0) {
             if (Status s = runValidation(); !s) throw std::runtime_error(s.message());
@@ -121,63 +131,87 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
     what = what.substr(0, what.find("\nException raised from"));
     if (log_) log_->error("{}", what);
     if (emitter_) {
-      emitter_->emit(protocol::ErrorEvent{what, static_cast<int>(options_.rank), "train"});
+      emit(protocol::ErrorEvent{what, static_cast<int>(options_.rank), "train"});
       finish(protocol::FinishStatus::kFailed);
     }
     return Status::invalidArgument("training failed: " + what);
   }
 }
 
+// Rank 0 reads the control files, every rank its own signals; the request
+// is agreed (trainer_dist.cpp) and every rank acts on it at this iteration.
+// Rank 0 acknowledges each command after the action.
 Status Trainer::handleControl(bool* stop, bool* kill) {
-  if (telemetry::killRequested()) *kill = true;
-  if (telemetry::stopRequested()) *stop = true;
-  auto commands = inbox_->poll(step_);
-  if (!commands) {
-    log_->warn("control: {}", commands.status().message());
-    return Status::ok();
+  ControlRequest want;
+  if (telemetry::killRequested()) want.kill = 1;
+  if (telemetry::stopRequested()) want.stop = 1;
+  std::vector<protocol::ControlCommand> commands;
+  if (inbox_) {
+    auto polled = inbox_->poll(step_);
+    if (polled) {
+      commands = std::move(polled.value());
+    } else {
+      log_->warn("control: {}", polled.status().message());
+    }
   }
-  for (const auto& c : commands.value()) {
-    using protocol::ControlVerb;
-    std::string message;
+  using protocol::ControlVerb;
+  for (const auto& c : commands) {
     switch (c.verb) {
       case ControlVerb::kStop:
-        *stop = true;
-        stopCheckpoint_ = !c.args.is_object() || c.args.value("checkpoint", true);
+        want.stop = 1;
+        if (c.args.is_object() && !c.args.value("checkpoint", true)) want.noCheckpoint = 1;
+        break;
+      case ControlVerb::kKill: want.kill = 1; break;
+      case ControlVerb::kPause: want.pause = 1, want.resume = 0; break;
+      case ControlVerb::kResume: want.resume = 1, want.pause = 0; break;
+      case ControlVerb::kCheckpoint: want.checkpoint = 1; break;
+    }
+  }
+  const ControlRequest agreed = agreeOnControl(want);
+  if (agreed.kill) *kill = true;
+  if (agreed.stop) {
+    *stop = true;
+    stopCheckpoint_ = agreed.noCheckpoint == 0;
+  }
+  const bool wasPaused = paused_;
+  if (agreed.pause && !paused_) {
+    paused_ = true;
+    emit(protocol::StateEvent{protocol::RunState::kPaused, "control"});
+    if (emitter_) emitter_->setState(protocol::RunState::kPaused);
+    if (options_.rank == 0)
+      (void)protocol::updateManifestState(dir_.root(), protocol::RunState::kPaused, protocol::unixMillisNow());
+  } else if (agreed.resume && paused_) {
+    paused_ = false;
+    emit(protocol::StateEvent{protocol::RunState::kRunning, "control"});
+    if (emitter_) emitter_->setState(protocol::RunState::kRunning);
+    if (options_.rank == 0)
+      (void)protocol::updateManifestState(dir_.root(), protocol::RunState::kRunning, protocol::unixMillisNow());
+  }
+  Status checkpointed = Status::ok();
+  if (agreed.checkpoint) checkpointed = saveCheckpoint(protocol::CheckpointKind::kStep);
+  for (const auto& c : commands) {
+    std::string message;
+    bool ok = true;
+    switch (c.verb) {
+      case ControlVerb::kStop:
         message = stopCheckpoint_ ? "stopping: checkpoint, then exit" : "stopping without a checkpoint (args.checkpoint=false)";
         break;
-      case ControlVerb::kKill:
-        *kill = true;
-        message = "stopping now without a checkpoint";
+      case ControlVerb::kKill: message = "stopping now without a checkpoint"; break;
+      case ControlVerb::kPause: message = paused_ ? "paused after step " + std::to_string(step_) : "resumed again"; break;
+      case ControlVerb::kResume: message = wasPaused ? "resumed" : "was not paused"; break;
+      case ControlVerb::kCheckpoint:
+        ok = checkpointed.isOk();
+        message = ok ? "checkpoint written" : checkpointed.message();
         break;
-      case ControlVerb::kPause:
-        paused_ = true;
-        message = "paused after step " + std::to_string(step_);
-        emitter_->emit(protocol::StateEvent{protocol::RunState::kPaused, "control " + std::to_string(c.seq)});
-        emitter_->setState(protocol::RunState::kPaused);
-        (void)protocol::updateManifestState(dir_.root(), protocol::RunState::kPaused, protocol::unixMillisNow());
-        break;
-      case ControlVerb::kResume:
-        message = paused_ ? "resumed" : "was not paused";
-        if (paused_) {
-          paused_ = false;
-          emitter_->emit(protocol::StateEvent{protocol::RunState::kRunning, "control " + std::to_string(c.seq)});
-          emitter_->setState(protocol::RunState::kRunning);
-          (void)protocol::updateManifestState(dir_.root(), protocol::RunState::kRunning, protocol::unixMillisNow());
-        }
-        break;
-      case ControlVerb::kCheckpoint: {
-        Status s = saveCheckpoint(protocol::CheckpointKind::kStep);
-        inbox_->ack(c, s.isOk(), s.isOk() ? "checkpoint written" : s.message(), step_);
-        continue;
-      }
     }
     log_->info("control {} {}: {}", c.seq, std::string(protocol::toString(c.verb)), message);
-    inbox_->ack(c, true, message, step_);
+    inbox_->ack(c, ok, message, step_);
   }
   return Status::ok();
 }
 
 Status Trainer::saveCheckpoint(protocol::CheckpointKind kind) {
+  if (options_.rank != 0) return Status::ok();  // replicas: rank 0's copy is everyone's
   const auto t0 = Clock::now();
   CheckpointContents c;
   c.epoch = kind == protocol::CheckpointKind::kEpoch ? epoch_ - 1 : epoch_;
@@ -214,7 +248,7 @@ Status Trainer::saveCheckpoint(protocol::CheckpointKind kind) {
   }
   const std::string rel = path.filename().string();
   log_->info("checkpoint {} ({} bytes)", rel, bytes);
-  emitter_->emit(protocol::CheckpointEvent{step_, static_cast<int>(c.epoch), rel, bytes, kind, secondsSince(t0)});
+  emit(protocol::CheckpointEvent{step_, static_cast<int>(c.epoch), rel, bytes, kind, secondsSince(t0)});
   return Status::ok();
 }
 
@@ -233,7 +267,7 @@ void Trainer::emitDataStats() {
     e.accepted[name] = c.accepted;
     if (!c.byShard.empty()) e.shards[name] = c.byShard;
   }
-  emitter_->emit(std::move(e));
+  emit(std::move(e));
 }
 
 void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
@@ -249,7 +283,10 @@ void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
   }
   for (const auto& [name, n] : r.tokens) tokens[name] = (tokensSeen_[name] += n * options_.world);
   const double lr = optimizer_->adamw().param_groups().front().options().get_lr();
-  if (step_ % std::max<int64_t>(1, config_.telemetry.interval_steps) == 0 || r.skipped) {
+  // Both conditions are the same on every rank: the per-rank gather below is a collective.
+  const bool stepDue = step_ % std::max<int64_t>(1, config_.telemetry.interval_steps) == 0 || r.skipped;
+  const bool memoryDue = step_ % std::max<int64_t>(1, config_.telemetry.memory_every_steps) == 0;
+  if (stepDue) {
     protocol::StepEvent e;
     e.step = step_;
     e.epoch = static_cast<int>(epoch_);
@@ -265,10 +302,14 @@ void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
     for (const auto& g : model_->gateValues()) e.gates.push_back({static_cast<int>(g.layer), g.attn, g.ff});
     e.skipped = r.skipped;
     e.skip_reason = r.skipReason;
-    emitter_->emit(std::move(e));
+    if (distributed()) reportRanks(r, stepTime, dataTime, &e, memoryDue);
+    emit(std::move(e));
+  } else if (memoryDue && distributed()) {
+    reportRanks(r, stepTime, dataTime, nullptr, true);
   }
-  if (step_ % std::max<int64_t>(1, config_.telemetry.memory_every_steps) == 0) emitMemory();
+  if (memoryDue && !distributed()) emitMemory();
   emitDataStats();
+  if (r.skipped) log_->warn("step {} skipped on every rank: {}", step_ + 1, r.skipReason);
   if (step_ % std::max<int64_t>(1, config_.telemetry.logging_steps) == 0) {
     std::string losses;
     for (const auto& [name, l] : r.loss) losses += " loss_" + name + "=" + std::to_string(l);
@@ -292,14 +333,26 @@ void Trainer::emitMemory() {
   protocol::MemoryEvent m;
   m.step = step_;
   m.ranks.push_back(telemetry::memorySnapshot().toRankMemory(static_cast<int>(options_.rank)));
-  emitter_->emit(m);
+  emit(m);
 }
 
 void Trainer::finish(protocol::FinishStatus status) {
+  if (distributed() && status != protocol::FinishStatus::kFailed) {
+    // Rank 0 serves the store: nobody leaves while a peer may still need it.
+    try {
+      comm_->barrier("finish");
+    } catch (const std::exception& e) {
+      if (log_) log_->error("{}", e.what());
+    }
+  }
+  if (!emitter_) {
+    if (log_) log_->flush();
+    return;
+  }
   const auto state = status == protocol::FinishStatus::kFailed ? protocol::RunState::kFailed
                                                                : protocol::RunState::kFinished;
-  emitter_->emit(protocol::RunFinishedEvent{status, step_, lastLoss_, secondsSince(started_)});
-  emitter_->emit(protocol::StateEvent{state, ""});
+  emit(protocol::RunFinishedEvent{status, step_, lastLoss_, secondsSince(started_)});
+  emit(protocol::StateEvent{state, ""});
   emitter_->setState(state);
   (void)protocol::updateManifestState(dir_.root(), state, protocol::unixMillisNow());
   if (Status s = emitter_->close(); !s && log_) log_->error("telemetry: {}", s.message());

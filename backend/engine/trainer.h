@@ -4,8 +4,10 @@
 // telemetry / logs / checkpoints into the run directory and obeys control
 // commands (stop, kill, pause, resume, checkpoint) and SIGTERM / SIGINT.
 //
-// Single process for now (rank 0 of 1); the distributed issue adds the
-// process group. LibTorch exceptions are caught here, turned into an `error`
+// With world > 1 every rank runs one Trainer: rank 0 writes the run
+// directory's events, manifest and checkpoints; every rank writes its own
+// log; gradients are averaged by DDP (NOTE [Distributed step] in
+// trainer_dist.cpp). LibTorch exceptions are caught here, turned into an `error`
 // event and a failed Status: nothing escapes to the CLI.
 //
 // Thread-safety: one Trainer per process; run() blocks until the run ends.
@@ -41,8 +43,14 @@ struct Progress {
 };
 
 struct TrainerOptions {
+  // This rank's place in the run (backend/launch/world_env.h discovers it).
+  // world > 1: the ranks meet at masterAddr:masterPort (dist/rendezvous.h).
   int64_t rank = 0;
   int64_t world = 1;
+  int64_t localWorld = 1;  // ranks per node
+  std::string masterAddr = "127.0.0.1";
+  int64_t masterPort = 29500;
+  std::string host;  // this host's name, for messages
   bool strict = false;  // a gradient-flow problem after the first step is an error, not a warning
   bool installSignalHandlers = true;
   bool logInfoToStderr = false;  // mirror the rank log's info lines to stderr (warnings always are)

@@ -75,6 +75,25 @@ Status Trainer::runValidation() {
   }
   model_->train();
   if (!status) return status;
+  if (distributed()) {
+    // The mean over every rank's validation batches (ranks may hold different counts).
+    const auto& ds = config_.data.datasets;
+    std::vector<double> v;
+    for (const auto& d : ds) {
+      v.push_back(sum.count(d.name) ? sum[d.name] : 0.0);
+      v.push_back(static_cast<double>(count.count(d.name) ? count[d.name] : 0));
+    }
+    torch::Tensor t = torch::tensor(v, torch::kFloat64);
+    comm_->allReduce(t, dist::ReduceOp::kSum, "validation losses");
+    sum.clear();
+    count.clear();
+    for (size_t i = 0; i < ds.size(); ++i) {
+      const auto n = static_cast<int64_t>(std::llround(t[static_cast<int64_t>(2 * i + 1)].item<double>()));
+      if (n == 0) continue;
+      sum[ds[i].name] = t[static_cast<int64_t>(2 * i)].item<double>();
+      count[ds[i].name] = n;
+    }
+  }
   protocol::ValidationEvent e;
   e.step = step_;
   for (const auto& [name, total] : sum) e.loss[name] = total / static_cast<double>(count[name]);
@@ -82,7 +101,7 @@ Status Trainer::runValidation() {
   std::string line;
   for (const auto& [name, l] : e.loss) line += " val_loss_" + name + "=" + std::to_string(l);
   log_->info("validation at step {}:{} ({:.2f} s)", step_, line, *e.duration_s);
-  emitter_->emit(std::move(e));
+  emit(std::move(e));
   return Status::ok();
 }
 

@@ -5,12 +5,17 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
 #include "backend/data/data_source.h"
 #include "backend/data/special_tokens.h"
+#include "backend/dist/communicator.h"
+#include "backend/dist/gradient_sync.h"
+#include "backend/dist/rendezvous.h"
 #include "backend/engine/checkpoint_io.h"
+#include "backend/engine/fault_injection.h"
 #include "backend/engine/trainer.h"
 #include "backend/engine/weights.h"
 #include "backend/model/flamingo.h"
@@ -26,10 +31,15 @@
 
 namespace fs::engine {
 
+// Hex digest of the config as written to config.yaml (run_started, pre-flight).
+std::string configHash(const protocol::RunConfig& config);
+
 // What one training iteration produced.
 struct StepResult {
   std::map<std::string, double> loss;  // per dataset (the unscaled loss)
   std::map<std::string, int64_t> samples, tokens;
+  std::map<std::string, double> localLoss;  // this rank's own (equal to loss with one rank)
+  double waitS = 0;  // time spent waiting on other ranks (agreements, gradient reduction)
   bool skipped = false;
   std::string skipReason;
   std::optional<double> gradNorm;  // set when the optimizer stepped
@@ -60,6 +70,27 @@ class Trainer {
   void optimizerStep(StepResult* result);
   void checkGradientFlow();
 
+  // trainer_dist.cpp: NOTE [Distributed step]
+  bool distributed() const { return options_.world > 1; }
+  protocol::Status joinWorld();
+  protocol::Status agreeAfterSetUp();
+  struct BatchAgreement {
+    bool nonFinite = false;
+    int64_t targets = 0;      // supervised tokens, all ranks
+    double loss = 0;          // the loss logged for the batch (every rank the same)
+    double backwardScale = 1; // multiplies this rank's loss before backward
+  };
+  BatchAgreement agreeOnBatch(const train::LmLoss& loss, double value, double* waitS);
+  struct ControlRequest {
+    int64_t stop = 0, kill = 0, pause = 0, resume = 0, checkpoint = 0, noCheckpoint = 0;
+  };
+  ControlRequest agreeOnControl(ControlRequest mine);
+  void synchronizeGradients(StepResult* r);
+  void reportRanks(const StepResult& r, double stepTime, double dataTime, protocol::StepEvent* step, bool memory);
+  void emitHeartbeatIfDue();
+  protocol::Status restoreDataPosition(data::DataPosition position);
+  void emit(protocol::EventBody body);
+
   // trainer.cpp
   protocol::Status handleControl(bool* stop, bool* kill);
   protocol::Status saveCheckpoint(protocol::CheckpointKind kind);
@@ -89,6 +120,13 @@ class Trainer {
   std::unique_ptr<data::DataSource> source_;
   std::unique_ptr<data::DataSource> valSource_;  // null: no dataset has val_shards
   std::unique_ptr<train::StepPlan> plan_;
+
+  std::unique_ptr<dist::Membership> membership_;  // world > 1
+  std::shared_ptr<dist::Communicator> comm_;      // solo with one rank
+  std::unique_ptr<dist::GradientSync> gradSync_;  // world > 1
+  std::chrono::steady_clock::time_point lastHeartbeat_;
+  std::set<int64_t> slowRanks_;
+  FaultPlan faults_;  // NOTE [Fault injection]  // ranks warned about and not yet recovered
 
   int64_t epoch_ = 0;       // current epoch
   int64_t iteration_ = 0;   // iterations done over the run

@@ -11,6 +11,7 @@
 #include "backend/engine/checkpoint_manifest.h"
 #include "backend/engine/trainer_impl.h"
 #include "backend/engine/weights.h"
+#include "backend/launch/world_env.h"
 #include "backend/protocol/config_yaml.h"
 #include "backend/protocol/run_manifest.h"
 #include "backend/runtime/runtime_info.h"
@@ -56,11 +57,22 @@ std::string newRunId(const std::string& name) {
 
 }  // namespace
 
+std::string configHash(const protocol::RunConfig& config) { return fnv1aHex(protocol::dumpConfigYaml(config)); }
+
 Trainer::Trainer(const protocol::RunConfig& config, std::filesystem::path runDir, const TrainerOptions& options)
     : config_(config), dir_(std::move(runDir)), options_(options) {}
 
 Status Trainer::setUp() {
-  figures_ = protocol::deriveFigures(config_);
+  // The figures of the world this run really has (the config's launch
+  // section says how it was meant to be launched; a resume may use another).
+  protocol::RunConfig sized = config_;
+  sized.launch.nproc_per_node = std::clamp<int64_t>(options_.localWorld, 1, options_.world);
+  sized.launch.nnodes = options_.world / sized.launch.nproc_per_node;
+  if (sized.worldSize() != options_.world) {
+    return Status::invalidArgument("world size " + std::to_string(options_.world) + " is not a multiple of " +
+                                   std::to_string(options_.localWorld) + " ranks per node");
+  }
+  figures_ = protocol::deriveFigures(sized);
   tokens_ = data::specialTokensFromConfig(config_.model.tokens);
   if (Status s = prepareRunDirectory(); !s) return s;
   if (Status s = telemetry::installCpuMemoryTracker(); !s) log_->warn("memory tracking off: {}", s.message());
@@ -68,7 +80,8 @@ Status Trainer::setUp() {
     at::set_num_threads(static_cast<int>(config_.launch.threads_per_rank));
   } else {
     const int cores = static_cast<int>(std::max<unsigned>(1, std::thread::hardware_concurrency()));
-    const int ranksHere = static_cast<int>(std::max<int64_t>(1, config_.launch.nproc_per_node));
+    const int ranksHere = static_cast<int>(options_.world > 1 ? std::max<int64_t>(1, options_.localWorld)
+                                                              : std::max<int64_t>(1, config_.launch.nproc_per_node));
     at::set_num_threads(std::max(1, cores / ranksHere));
   }
   log_->info("{} intra-op threads", at::get_num_threads());
@@ -78,6 +91,10 @@ Status Trainer::setUp() {
   auto policy = train::precisionPolicy(config_.optim.precision, device_);
   if (!policy) return policy.status();
   precision_ = policy.value();
+  auto faults = faultPlanFromEnvironment(launch::currentEnvironment());
+  if (!faults) return faults.status();
+  faults_ = faults.value();
+  if (Status s = joinWorld(); !s) return s;
   if (Status s = buildModelAndOptimizer(); !s) return s;
   train::seedForRank(config_, options_.rank);
   if (options_.makeSource) {
@@ -93,7 +110,8 @@ Status Trainer::setUp() {
   }
   plan_ = std::make_unique<train::StepPlan>(std::max<int64_t>(1, source_->stepsPerEpoch()),
                                             config_.optim.grad_accum_steps);
-  return resumeIfPossible();
+  if (Status s = resumeIfPossible(); !s) return s;
+  return agreeAfterSetUp();
 }
 
 Status Trainer::prepareRunDirectory() {
@@ -103,11 +121,15 @@ Status Trainer::prepareRunDirectory() {
   auto log = telemetry::openRankLog(dir_, static_cast<int>(options_.rank), logOptions);
   if (!log) return log.status();
   log_ = log.value();
+  if (options_.rank != 0) return Status::ok();  // rank 0 owns config.yaml, run.json, events and control
   const auto configPath = dir_.root() / protocol::kConfigFileName;
   if (std::filesystem::exists(configPath)) {
     auto existing = protocol::loadConfigFile(configPath.string());
     if (!existing.ok()) return Status::invalidArgument(protocol::formatProblems(existing.problems));
-    if (existing.config != config_) {
+    // The launch section may change between attempts (resume on another world size).
+    protocol::RunConfig before = existing.config;
+    before.launch = config_.launch;
+    if (before != config_) {
       return Status::invalidArgument(configPath.string() +
                                      ": the run directory holds a different config; resume with that config or "
                                      "use a new run directory");
@@ -125,8 +147,8 @@ Status Trainer::prepareRunDirectory() {
   runId_ = m.run_id;
   m.engine_version = runtime::engineVersion();
   m.world_size = static_cast<int>(options_.world);
-  m.nnodes = static_cast<int>(config_.launch.nnodes);
-  m.nproc_per_node = static_cast<int>(options_.world / std::max<int64_t>(1, config_.launch.nnodes));
+  m.nproc_per_node = static_cast<int>(std::clamp<int64_t>(options_.localWorld, 1, options_.world));
+  m.nnodes = static_cast<int>(options_.world / m.nproc_per_node);
   m.hosts.clear();
   m.state = protocol::RunState::kStarting;
   m.pid = static_cast<int64_t>(::getpid());
@@ -150,7 +172,7 @@ Status Trainer::buildModelAndOptimizer() {
     for (const auto& line : loaded->info) log_->info("{}", line);
     for (const auto& w : loaded->warnings) {
       log_->warn("{}", w);
-      emitter_->emit(protocol::WarningEvent{"pretrained_unexpected_keys", w, static_cast<int>(options_.rank)});
+      emit(protocol::WarningEvent{"pretrained_unexpected_keys", w, static_cast<int>(options_.rank)});
     }
   }
   model_->freezeAsOpenFlamingo();
@@ -222,7 +244,7 @@ Status Trainer::resumeIfPossible() {
   }
   for (const auto& s : skipped) {
     log_->warn("skipping checkpoint: {}", s);
-    emitter_->emit(protocol::WarningEvent{"checkpoint_skipped", s, static_cast<int>(options_.rank)});
+    emit(protocol::WarningEvent{"checkpoint_skipped", s, static_cast<int>(options_.rank)});
   }
   return chosen ? resumeFrom(*chosen, chosenPath) : Status::ok();
 }
@@ -232,7 +254,7 @@ Status Trainer::resumeFromOpenFlamingo(const ForeignCheckpoint& foreign, const s
   if (Status s = checkResumeLoad(model_->loadStateDict(foreign.model), where); !s) return s;
   auto warn = [&](const std::string& code, const std::string& message) {
     log_->warn("{}", message);
-    emitter_->emit(protocol::WarningEvent{code, message, static_cast<int>(options_.rank)});
+    emit(protocol::WarningEvent{code, message, static_cast<int>(options_.rank)});
   };
   for (const auto& note : foreign.notes) warn("openflamingo_resume_state", where + ": " + note);
   epoch_ = foreign.epoch ? *foreign.epoch + 1 : 0;  // OpenFlamingo continues after the saved epoch
@@ -285,12 +307,23 @@ Status Trainer::resumeFrom(const CheckpointContents& ck, const std::filesystem::
   if (Status s = optimizer_->loadStateDict(ck.optimizer); !s) return s;
   if (Status s = schedule_->loadStateDict(ck.scheduler); !s) return s;
   schedule_->apply(optimizer_->adamw());
-  if (Status s = source_->restore(ck.resume.data); !s) return s;
-  if (Status s = train::restoreRng(ck.resume.rng); !s) return s;
+  if (Status s = restoreDataPosition(ck.resume.data); !s) return s;
+  // The saved generator state is rank 0's; other ranks continue from their
+  // own seed (NOTE [Seeding]), so dropout differs per rank as it should.
+  if (options_.rank == 0) {
+    if (Status s = train::restoreRng(ck.resume.rng); !s) return s;
+  }
   step_ = ck.resume.step;
   iteration_ = ck.resume.iteration;
   epoch_ = ck.resume.data.epoch;
   stepInEpoch_ = iteration_ - epoch_ * source_->stepsPerEpoch();
+  const auto& savedSizes = ck.resume.data.batchSizes;
+  if (ck.resume.data.world != options_.world ||
+      (!savedSizes.empty() && savedSizes != source_->position().batchSizes)) {
+    const auto consumed = source_->position().batchesConsumed;
+    stepInEpoch_ = consumed.empty() ? 0 : *std::min_element(consumed.begin(), consumed.end());
+    iteration_ = epoch_ * source_->stepsPerEpoch() + stepInEpoch_;
+  }
   gradientFlowChecked_ = true;
   structureChecked_ = true;
   for (const auto& d : config_.data.datasets) samplesSeen_[d.name] = iteration_ * d.batch_size * options_.world;
@@ -303,12 +336,18 @@ void Trainer::emitStartEvents() {
   started.run_id = runId_;
   started.engine_version = runtime::engineVersion();
   started.world_size = static_cast<int>(options_.world);
-  started.nnodes = static_cast<int>(config_.launch.nnodes);
-  started.config_hash = fnv1aHex(protocol::dumpConfigYaml(config_));
+  started.nnodes = static_cast<int>(options_.world / std::clamp<int64_t>(options_.localWorld, 1, options_.world));
+  if (membership_) {
+    for (const auto& p : membership_->peers()) {
+      if (std::find(started.hosts.begin(), started.hosts.end(), p.host) == started.hosts.end())
+        started.hosts.push_back(p.host);
+    }
+  }
+  started.config_hash = configHash(config_);
   started.total_steps = figures_.totalOptimizerSteps;
   started.steps_per_epoch = figures_.optimizerStepsPerEpoch;
   for (const auto& d : config_.data.datasets) started.datasets.push_back(d.name);
-  emitter_->emit(started);
+  emit(started);
   // One unit until FSDP arrives: the whole model on every rank.
   protocol::LayoutUnit unit;
   unit.path = "";
@@ -319,7 +358,7 @@ void Trainer::emitStartEvents() {
   }
   unit.trainable = unit.frozen_params < unit.param_count;
   unit.shard_bytes.assign(static_cast<size_t>(options_.world), unit.param_count * 4);
-  emitter_->emit(protocol::LayoutEvent{{unit}, 0});
+  emit(protocol::LayoutEvent{{unit}, 0});
 }
 
 }  // namespace fs::engine

@@ -26,6 +26,10 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   // divide by the window's real size so every window averages its micro-steps.
   const double window = compat ? static_cast<double>(config_.optim.grad_accum_steps)
                                : static_cast<double>(plan_->windowSize(stepInEpoch_));
+  const bool closesWindow = plan_->endsWindow(stepInEpoch_);
+  if (faults_.throwAt(options_.rank, iteration_)) {
+    throw std::runtime_error("injected fault (FS_FAULT_THROW) at iteration " + std::to_string(iteration_));
+  }
   for (size_t i = 0; i < batches.batches.size(); ++i) {
     const data::Batch& b = batches.batches[i];
     const protocol::DatasetConfig& cfg = config_.data.datasets.at(i);
@@ -34,30 +38,35 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
       MemoryPhase phase(Phase::kActivations);
       loss = forwardLoss(b, compat);
     }
+    if (i == 0 && faults_.nanLossAt(options_.rank, iteration_)) loss.loss = loss.loss * std::nan("");
     r.samples[b.dataset] = b.samples;
     r.tokens[b.dataset] = b.tokens;
-    if (loss.noTargets) {
-      // OpenFlamingo's usual NaN source: nothing to learn from, so no backward.
-      emitter_->emit(protocol::WarningEvent{"no_supervised_tokens",
-                                            "dataset '" + b.dataset + "' batch " + std::to_string(b.index) +
-                                                " has no supervised token; its loss is skipped",
-                                            static_cast<int>(options_.rank)});
-      r.loss[b.dataset] = 0.0;
-      continue;
-    }
-    const double value = loss.loss.item<double>();
-    r.loss[b.dataset] = value;
-    if (!std::isfinite(value)) {
+    const double value = loss.noTargets ? 0.0 : loss.loss.item<double>();
+    r.localLoss[b.dataset] = value;
+    // NOTE [Distributed step] in trainer_dist.cpp: every rank takes the same decision.
+    const BatchAgreement agreed = agreeOnBatch(loss, value, &r.waitS);
+    r.loss[b.dataset] = agreed.loss;
+    if (agreed.nonFinite) {
       // Skip only this iteration's update; the reference also drops the whole window.
       optimizer_->zeroGrad(true);
       r.skipped = true;
-      r.skipReason = "non-finite loss on dataset '" + b.dataset + "'";
+      r.skipReason = "non-finite loss on dataset '" + b.dataset + "'" +
+                     (distributed() && std::isfinite(value) ? " (on another rank)" : "");
       return r;
     }
+    if (loss.noTargets) {
+      // OpenFlamingo's usual NaN source: nothing to learn from, so no backward.
+      emit(protocol::WarningEvent{"no_supervised_tokens",
+                                  "dataset '" + b.dataset + "' batch " + std::to_string(b.index) +
+                                      " has no supervised token; its loss is skipped",
+                                  static_cast<int>(options_.rank)});
+      continue;
+    }
     MemoryPhase phase(Phase::kGradients);
-    (loss.loss * (cfg.loss_multiplier / window)).backward();
+    if (gradSync_ && closesWindow && i + 1 == batches.batches.size()) gradSync_->arm();
+    (loss.loss * (cfg.loss_multiplier * agreed.backwardScale / window)).backward();
   }
-  if (plan_->endsWindow(stepInEpoch_)) optimizerStep(&r);
+  if (closesWindow) optimizerStep(&r);
   return r;
 }
 
@@ -70,6 +79,7 @@ train::LmLoss Trainer::forwardLoss(const data::Batch& b, bool compat) {
 }
 
 void Trainer::optimizerStep(StepResult* r) {
+  synchronizeGradients(r);
   MemoryPhase phase(Phase::kOptimizer);
   if (!config_.model.freeze_lm_embeddings) model_->maskEmbeddingGradient();
   if (!gradientFlowChecked_) checkGradientFlow();
@@ -131,7 +141,7 @@ void Trainer::checkGradientFlow() {
     if (names.size() > 8) list += ", and " + std::to_string(names.size() - 8) + " more";
     const std::string message = std::to_string(names.size()) + " " + what + ": " + list;
     log_->warn("gradient flow: {}", message);
-    emitter_->emit(protocol::WarningEvent{code, message, static_cast<int>(options_.rank)});
+    emit(protocol::WarningEvent{code, message, static_cast<int>(options_.rank)});
   };
   report("grad_missing", "trainable tensor(s) got no gradient", missing);
   report("grad_zero", "trainable tensor(s) got an all-zero gradient", zero);

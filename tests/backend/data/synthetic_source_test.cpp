@@ -224,6 +224,37 @@ TEST(SyntheticSource, WorldSizeShortensTheEpoch) {
   EXPECT_EQ(src->stepsPerEpoch(), 8);  // 64 / (4 x 2)
 }
 
+// The DDP equivalence rests on this: rank r of N with batch b holds slice r
+// of the global batch one process with N x b draws.
+TEST(SyntheticSource, RanksHoldSlicesOfTheGlobalBatch) {
+  auto global = fs::test::tinyConfig();
+  global.data.datasets[0].batch_size = 4;
+  global.data.datasets[1].batch_size = 4;
+  auto whole = makeSource(global, 0, 1);
+  auto split = global;
+  split.data.datasets[0].batch_size = 2;
+  split.data.datasets[1].batch_size = 2;
+  auto r0 = makeSource(split, 0, 2);
+  auto r1 = makeSource(split, 1, 2);
+  for (int step = 0; step < 3; ++step) {
+    const auto w = pull(*whole);
+    const auto parts = std::vector<StepBatches>{pull(*r0), pull(*r1)};
+    for (size_t d = 0; d < w.batches.size(); ++d) {
+      for (int64_t r = 0; r < 2; ++r) {
+        const Batch& part = parts[static_cast<size_t>(r)].batches[d];
+        for (int64_t j = 0; j < 2; ++j) {
+          const int64_t g = r * 2 + j;
+          const int64_t n = part.attentionMask[j].sum().item<int64_t>();
+          ASSERT_EQ(w.batches[d].attentionMask[g].sum().item<int64_t>(), n) << "step " << step << " sample " << g;
+          EXPECT_TRUE(torch::equal(part.inputIds[j].narrow(0, 0, n), w.batches[d].inputIds[g].narrow(0, 0, n)))
+              << "step " << step << " dataset " << d << " sample " << g;
+          EXPECT_TRUE(torch::equal(part.images[j], w.batches[d].images[g])) << "step " << step << " sample " << g;
+        }
+      }
+    }
+  }
+}
+
 TEST(SyntheticSource, DeterministicPerSeedRankAndEpoch) {
   const auto c = fs::test::tinyConfig();
   auto a = makeSource(c, 0, 2);

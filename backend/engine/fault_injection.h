@@ -1,0 +1,28 @@
+// NOTE [Fault injection]: the distributed failure paths (a NaN on one rank,
+// a rank that raises) must be tested on real processes, and real failures
+// do not come on demand. Two environment variables, read once at start,
+// make one rank misbehave at one iteration:
+//   FS_FAULT_NAN_LOSS=<rank>:<iteration>  the first dataset's loss is NaN
+//   FS_FAULT_THROW=<rank>:<iteration>     the iteration throws
+// (iteration = micro-steps done before it, over the run). Unset in normal
+// use; a malformed value is an error naming the variable.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "backend/protocol/status.h"
+
+namespace fs::engine {
+
+struct FaultPlan {
+  int64_t nanRank = -1, nanIteration = -1;
+  int64_t throwRank = -1, throwIteration = -1;
+  bool nanLossAt(int64_t rank, int64_t iteration) const { return rank == nanRank && iteration == nanIteration; }
+  bool throwAt(int64_t rank, int64_t iteration) const { return rank == throwRank && iteration == throwIteration; }
+};
+
+protocol::StatusOr<FaultPlan> faultPlanFromEnvironment(const std::map<std::string, std::string>& env);
+
+}  // namespace fs::engine

@@ -1,0 +1,280 @@
+// The Trainer's distributed side: joining the run, agreeing on every
+// control-flow decision, DDP gradient averaging and per-rank telemetry.
+//
+// NOTE [Distributed step]: every rank runs the same loop; anything that
+// decides what the loop does next is agreed through a collective so all
+// ranks take it at the same iteration:
+//  - control (stop, kill, pause, resume, checkpoint): rank 0 reads control/
+//    files, every rank its own signals; one max-all-reduce per iteration
+//    (and per poll while paused, so paused ranks keep meeting);
+//  - after each dataset's forward: one sum-all-reduce of [non-finite flag,
+//    supervised tokens, loss x tokens, loss]. Any non-finite loss skips the
+//    iteration on every rank (the reference skips on one rank only and then
+//    hangs under FSDP); a batch without supervised tokens on every rank is
+//    skipped everywhere.
+//  - the loss: by default each rank scales its mean loss by world x local
+//    tokens / all tokens before backward, so DDP's average of gradients is
+//    the gradient of the mean over every supervised token of the global
+//    batch: N ranks x b samples train exactly as one process with N x b.
+//    The logged loss is that global mean (the token-weighted mean over
+//    ranks); per-rank losses are kept in rank_loss. compat: openflamingo
+//    averages per-rank means, as the reference's DDP does, and logs their
+//    plain mean.
+// Gradients are averaged by dist::GradientSync (buckets all-reduced during
+// the backward pass that closes an accumulation window; the windows' other
+// micro-steps accumulate locally). The embedding row mask and clipping run
+// after the reduction, on identical gradients, so every rank makes the
+// same update.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/dist/heartbeat.h"
+#include "backend/engine/trainer_impl.h"
+#include "backend/protocol/config_yaml.h"
+#include "backend/runtime/runtime_info.h"
+#include "backend/telemetry/memory_tracker.h"
+
+namespace fs::engine {
+
+using protocol::Status;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string backendFor(const protocol::RunConfig& c, torch::Device device) {
+  if (c.parallel.dist_backend == "auto" || c.parallel.dist_backend.empty()) return device.is_cuda() ? "nccl" : "gloo";
+  return c.parallel.dist_backend;
+}
+}  // namespace
+
+void Trainer::emit(protocol::EventBody body) {
+  if (emitter_) emitter_->emit(std::move(body));
+}
+
+Status Trainer::joinWorld() {
+  if (!distributed()) {
+    comm_ = dist::makeSoloCommunicator();
+    return Status::ok();
+  }
+  dist::RendezvousOptions o;
+  o.rank = static_cast<int>(options_.rank);
+  o.world = static_cast<int>(options_.world);
+  o.localWorld = static_cast<int>(std::max<int64_t>(1, options_.localWorld));
+  o.masterAddr = options_.masterAddr;
+  o.masterPort = static_cast<int>(options_.masterPort);
+  o.backend = backendFor(config_, device_);
+  o.preflightTimeout = std::chrono::seconds(std::max<int64_t>(1, config_.parallel.preflight_timeout_s));
+  o.collectiveTimeout = std::chrono::seconds(std::max<int64_t>(1, config_.parallel.collective_timeout_s));
+  o.identity = "engine " + runtime::engineVersion() + " config " + configHash(config_);
+  o.host = options_.host;
+  log_->info("rank {} of {} joining the run at {}:{} ({})", o.rank, o.world, o.masterAddr, o.masterPort, o.backend);
+  auto joined = dist::joinRun(o);
+  if (!joined) return joined.status();
+  membership_ = std::move(joined.value());
+  comm_ = membership_->worldPtr();
+  for (const auto& p : membership_->peers()) log_->info("rank {}: {} pid {}", p.rank, p.host, p.pid);
+  lastHeartbeat_ = Clock::now();
+  return Status::ok();
+}
+
+Status Trainer::agreeAfterSetUp() {
+  if (!distributed()) return Status::ok();
+  // Every rank must continue from the same point of the same run.
+  torch::Tensor at = torch::tensor({step_, iteration_, epoch_}, torch::kInt64);
+  torch::Tensor lo = -at.clone();
+  torch::Tensor hi = at.clone();
+  comm_->allReduce(hi, dist::ReduceOp::kMax, "resume point max");
+  comm_->allReduce(lo, dist::ReduceOp::kMax, "resume point min");
+  if (!torch::equal(hi, -lo)) {
+    return Status::invalidArgument(
+        "ranks resumed from different points (optimizer steps " + std::to_string(-lo[0].item<int64_t>()) + " to " +
+        std::to_string(hi[0].item<int64_t>()) + "; this rank at " + std::to_string(step_) +
+        "): every rank must see the same run directory and checkpoints");
+  }
+  std::vector<torch::Tensor> state;
+  for (const auto& p : model_->parameters()) state.push_back(p);
+  for (const auto& b : model_->buffers()) state.push_back(b);
+  dist::GradientSync::broadcastFromRank0(*comm_, state, "initial weights from rank 0");
+  std::vector<torch::Tensor> params;
+  for (const auto& p : trainable_) params.push_back(p.tensor);
+  gradSync_ = std::make_unique<dist::GradientSync>(comm_, params);
+  log_->info("DDP: {} trainable tensors in {} gradient bucket(s)", params.size(), gradSync_->stats().buckets);
+  return Status::ok();
+}
+
+Trainer::BatchAgreement Trainer::agreeOnBatch(const train::LmLoss& loss, double value, double* waitS) {
+  BatchAgreement a;
+  const bool finite = std::isfinite(value);
+  const int64_t targets = loss.noTargets ? 0 : loss.targets;
+  const bool compat = config_.compat == "openflamingo";
+  if (!distributed()) {
+    a.nonFinite = !finite;
+    a.targets = targets;
+    a.loss = value;
+    return a;
+  }
+  torch::Tensor t = torch::tensor({finite ? 0.0 : 1.0, static_cast<double>(targets), finite ? value * targets : 0.0,
+                                   finite ? value : 0.0},
+                                  torch::kFloat64);
+  const auto t0 = Clock::now();
+  comm_->allReduce(t, dist::ReduceOp::kSum, "batch agreement");
+  *waitS += secondsSince(t0);
+  const auto v = t.accessor<double, 1>();
+  a.nonFinite = v[0] > 0;
+  a.targets = static_cast<int64_t>(std::llround(v[1]));
+  if (compat) {
+    a.loss = v[3] / static_cast<double>(options_.world);
+  } else {
+    a.loss = a.targets > 0 ? v[2] / v[1] : 0.0;
+    a.backwardScale =
+        a.targets > 0 ? static_cast<double>(options_.world) * static_cast<double>(targets) / v[1] : 0.0;
+  }
+  return a;
+}
+
+Trainer::ControlRequest Trainer::agreeOnControl(ControlRequest mine) {
+  if (!distributed()) return mine;
+  torch::Tensor t = torch::tensor({mine.stop, mine.kill, mine.pause, mine.resume, mine.checkpoint, mine.noCheckpoint},
+                                  torch::kInt64);
+  comm_->allReduce(t, dist::ReduceOp::kMax, "control");
+  const auto v = t.accessor<int64_t, 1>();
+  return ControlRequest{v[0], v[1], v[2], v[3], v[4], v[5]};
+}
+
+void Trainer::synchronizeGradients(StepResult* r) {
+  if (!gradSync_) return;
+  if (!gradSync_->armed()) gradSync_->arm();  // the window's last backward was skipped on this rank
+  gradSync_->finish();
+  r->waitS += gradSync_->stats().finishSeconds;
+}
+
+// Per-rank figures reach rank 0 in one all-gather: per dataset loss, step,
+// data and wait time, and the memory breakdown.
+void Trainer::reportRanks(const StepResult& r, double stepTime, double dataTime, protocol::StepEvent* step,
+                          bool memory) {
+  const auto& ds = config_.data.datasets;
+  const auto snap = telemetry::memorySnapshot().toRankMemory(static_cast<int>(options_.rank));
+  std::vector<double> mine;
+  for (const auto& d : ds) mine.push_back(r.localLoss.count(d.name) ? r.localLoss.at(d.name) : 0.0);
+  const double fields[] = {stepTime,
+                           dataTime,
+                           r.waitS,
+                           static_cast<double>(snap.rss_bytes),
+                           static_cast<double>(snap.peak_bytes),
+                           static_cast<double>(snap.params),
+                           static_cast<double>(snap.grads),
+                           static_cast<double>(snap.optimizer),
+                           static_cast<double>(snap.gathered),
+                           static_cast<double>(snap.activations)};
+  mine.insert(mine.end(), std::begin(fields), std::end(fields));
+  const int64_t K = static_cast<int64_t>(mine.size());
+  torch::Tensor in = torch::tensor(mine, torch::kFloat64);
+  torch::Tensor all = torch::empty({options_.world * K}, torch::kFloat64);
+  comm_->allGather(all, in, "rank figures");
+  if (options_.rank != 0) return;
+  const auto v = all.accessor<double, 1>();
+  const size_t D = ds.size();
+  auto field = [&](int64_t rank, size_t i) { return v[rank * K + static_cast<int64_t>(i)]; };
+  if (step) {
+    for (size_t i = 0; i < D; ++i) {
+      auto& list = step->rank_loss[ds[i].name];
+      list.clear();
+      for (int64_t q = 0; q < options_.world; ++q) list.push_back(field(q, i));
+    }
+  }
+  if (memory) {
+    protocol::MemoryEvent m;
+    m.step = step_;
+    for (int64_t q = 0; q < options_.world; ++q) {
+      protocol::RankMemory rm;
+      rm.rank = static_cast<int>(q);
+      rm.rss_bytes = static_cast<int64_t>(field(q, D + 3));
+      rm.peak_bytes = static_cast<int64_t>(field(q, D + 4));
+      rm.params = static_cast<int64_t>(field(q, D + 5));
+      rm.grads = static_cast<int64_t>(field(q, D + 6));
+      rm.optimizer = static_cast<int64_t>(field(q, D + 7));
+      rm.gathered = static_cast<int64_t>(field(q, D + 8));
+      rm.activations = static_cast<int64_t>(field(q, D + 9));
+      m.ranks.push_back(rm);
+    }
+    emit(std::move(m));
+  }
+  // A slow rank makes every other rank wait: its own work (step time less
+  // the time it waited for the others) stands out against the median.
+  std::vector<double> work;
+  for (int64_t q = 0; q < options_.world; ++q) work.push_back(std::max(0.0, field(q, D) - field(q, D + 2)));
+  std::vector<double> sorted = work;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  for (int64_t q = 0; q < options_.world; ++q) {
+    const bool slow = median > 0 && work[q] > 1.5 * median;
+    const bool known = slowRanks_.count(q) > 0;
+    if (slow && !known) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "rank %lld is slow: %.3f s of its own work per step (data %.3f s) vs a median of %.3f s; "
+                    "the other ranks wait for it",
+                    static_cast<long long>(q), work[q], field(q, D + 1), median);
+      log_->warn("{}", buf);
+      emit(protocol::WarningEvent{"slow_rank", buf, static_cast<int>(q)});
+      slowRanks_.insert(q);
+    } else if (!slow && known) {
+      slowRanks_.erase(q);
+    }
+  }
+}
+
+void Trainer::emitHeartbeatIfDue() {
+  if (!membership_ || options_.rank != 0) return;
+  if (secondsSince(lastHeartbeat_) < std::max(0.1, config_.telemetry.heartbeat_s)) return;
+  lastHeartbeat_ = Clock::now();
+  protocol::HeartbeatEvent h;
+  h.step = step_;
+  h.state = paused_ ? protocol::RunState::kPaused : protocol::RunState::kRunning;
+  try {
+    for (const auto& b : membership_->heartbeat().board()) {
+      h.ranks.push_back(protocol::RankCollective{b.rank, b.state.last, b.state.seq});
+    }
+  } catch (const std::exception& e) {
+    log_->warn("heartbeat: {}", e.what());
+  }
+  emit(std::move(h));
+}
+
+// Every rank consumes its stream in lockstep, so rank 0's position holds for
+// all ranks of the same world. For another world size the position is
+// carried over by samples: synthetic data then continues exactly where it
+// stopped when world x batch divides the samples consumed.
+Status Trainer::restoreDataPosition(data::DataPosition p) {
+  const std::vector<int64_t> nowSizes = source_->position().batchSizes;
+  if (p.batchSizes.empty()) p.batchSizes = nowSizes;  // written before batch sizes were recorded
+  if (p.world == options_.world && p.batchSizes == nowSizes) {
+    p.rank = options_.rank;
+    return source_->restore(p);
+  }
+  const int64_t savedWorld = p.world;
+  std::string lost;
+  for (size_t i = 0; i < p.batchesConsumed.size() && i < nowSizes.size() && i < p.batchSizes.size(); ++i) {
+    const int64_t samples = p.batchesConsumed[i] * savedWorld * p.batchSizes[i];
+    const int64_t global = options_.world * nowSizes[i];
+    p.batchesConsumed[i] = std::min(samples / global, source_->stepsPerEpoch());
+    if (samples % global != 0) lost += (lost.empty() ? "" : ", ") + p.datasets[i];
+  }
+  p.rank = options_.rank;
+  p.world = options_.world;
+  p.batchSizes = nowSizes;
+  if (Status s = source_->restore(p); !s) return s;
+  std::string message = "resumed a run of " + std::to_string(savedWorld) + " ranks on " +
+                        std::to_string(options_.world) +
+                        " (or with other batch sizes): the data position was carried over by samples";
+  if (!lost.empty()) message += " (rounded down for " + lost + ": world x batch does not divide it)";
+  if (p.source != "synthetic") message += "; shard streams are re-split across the new ranks";
+  log_->warn("{}", message);
+  emit(protocol::WarningEvent{"world_size_changed", message, static_cast<int>(options_.rank)});
+  return Status::ok();
+}
+
+}  // namespace fs::engine

@@ -1,0 +1,246 @@
+// DDP on real flamingo-train processes on loopback (started with torchrun's
+// variables, one process per rank):
+//  - 1 x 8 == 2 x 4 == 4 x 2: the same losses at every step and the same
+//    final trainable parameters (fp32, 10 steps, within 1e-5 relative);
+//  - gradient accumulation: 2 ranks x 2 micro-steps == 1 rank x 2 micro-steps;
+//  - a NaN on one rank only: every rank skips that step, training goes on;
+//  - a rank that raises or is killed: every rank exits, the error names it;
+//  - resume on another world size continues the same run.
+// The LM is LLaMA-shaped: OPT's dropout would make ranks differ from one
+// process by design.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <thread>
+#include <torch/torch.h>
+
+#include "backend/engine/checkpoint_io.h"
+#include "tests/backend/dist/rank_processes.h"
+#include "tests/backend/engine/engine_test_util.h"
+
+namespace fs::engine {
+namespace {
+
+using fs::testing::RankExit;
+
+struct RunOutput {
+  std::filesystem::path dir;
+  std::vector<RankExit> exits;
+  std::vector<protocol::Event> events;
+  std::vector<std::map<std::string, double>> losses;  // per step event, in order
+  std::map<std::string, torch::Tensor> state;         // final checkpoint's model state
+};
+
+class DdpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("fs-ddp-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) std::filesystem::remove_all(root_);
+  }
+
+  // Global batches of 8 LAION and 4 MMC4 samples split over `world` ranks.
+  protocol::RunConfig config(int world, std::vector<std::string> extra = {}) {
+    std::vector<std::string> sets = {"model.lm.family=llama",
+                                     "optim.epochs=1",
+                                     "optim.grad_accum_steps=1",
+                                     "data.datasets[0].batch_size=" + std::to_string(8 / world),
+                                     "data.datasets[0].samples_per_epoch=80",
+                                     "data.datasets[1].batch_size=" + std::to_string(4 / world),
+                                     "data.datasets[1].samples_per_epoch=40",
+                                     "launch.nproc_per_node=" + std::to_string(world),
+                                     "launch.threads_per_rank=1",
+                                     "checkpoint.every_steps=0",
+                                     "telemetry.interval_steps=1",
+                                     "parallel.collective_timeout_s=60",
+                                     "parallel.preflight_timeout_s=60"};
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    return test::tinyConfig(sets);
+  }
+
+  // Starts `world` ranks on `cfg` in run directory `name`; `env[r]` adds to rank r's environment.
+  RunOutput run(const std::string& name, int world, const protocol::RunConfig& cfg,
+          std::map<int, std::map<std::string, std::string>> env = {}, bool expectOk = true,
+          const std::function<void(const std::vector<pid_t>&, const std::filesystem::path&)>& during = {}) {
+    RunOutput out;
+    out.dir = root_ / name;
+    const auto cfgPath = root_ / (name + ".yaml");
+    EXPECT_TRUE(protocol::saveConfigFile(cfg, cfgPath.string()).isOk());
+    const int port = fs::testing::freePort();
+    std::vector<pid_t> pids;
+    std::vector<std::filesystem::path> logs;
+    for (int r = 0; r < world; ++r) {
+      std::map<std::string, std::string> e = {{"OMP_NUM_THREADS", "1"}};
+      if (world > 1) {
+        e = {{"RANK", std::to_string(r)},           {"WORLD_SIZE", std::to_string(world)},
+             {"LOCAL_RANK", std::to_string(r)},     {"LOCAL_WORLD_SIZE", std::to_string(world)},
+             {"MASTER_ADDR", "127.0.0.1"},          {"MASTER_PORT", std::to_string(port)},
+             {"OMP_NUM_THREADS", "1"}};
+      }
+      for (const auto& [k, v] : env[r]) e[k] = v;
+      logs.push_back(root_ / (name + ".rank" + std::to_string(r) + ".out"));
+      pids.push_back(fs::testing::spawnWithEnv({std::string(FS_BINARY_DIR) + "/bin/flamingo-train", "train",
+                                                "--config", cfgPath.string(), "--run-dir", out.dir.string()},
+                                               e, logs.back()));
+    }
+    if (during) during(pids, out.dir);
+    out.exits = fs::testing::waitAll(pids, logs, std::chrono::seconds(400));
+    if (expectOk) {
+      for (int r = 0; r < world; ++r) {
+        EXPECT_EQ(out.exits[r].code, 0) << name << " rank " << r << ":\n" << out.exits[r].output;
+      }
+    }
+    out.events = test::readEvents(out.dir, true);
+    for (const auto& e : out.events) {
+      if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) out.losses.push_back(s->loss);
+    }
+    auto ck = readCheckpoint(out.dir / "checkpoint_0.pt");
+    if (ck) out.state = std::map<std::string, torch::Tensor>(ck->modelState.begin(), ck->modelState.end());
+    return out;
+  }
+
+  std::filesystem::path root_;
+};
+
+void expectSameRun(const RunOutput& a, const RunOutput& b, const std::string& what) {
+  ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
+  ASSERT_FALSE(a.losses.empty()) << what;
+  for (size_t i = 0; i < a.losses.size(); ++i) {
+    for (const auto& [name, l] : a.losses[i]) {
+      ASSERT_TRUE(b.losses[i].count(name)) << what << " step " << i << " " << name;
+      EXPECT_NEAR(b.losses[i].at(name), l, 1e-5 * std::abs(l)) << what << " step " << i + 1 << " " << name;
+    }
+  }
+  ASSERT_FALSE(a.state.empty()) << what;
+  ASSERT_EQ(a.state.size(), b.state.size()) << what;
+  for (const auto& [name, t] : a.state) {
+    ASSERT_TRUE(b.state.count(name)) << what << " " << name;
+    const auto& u = b.state.at(name);
+    const double scale = t.abs().max().item<double>();
+    const double diff = (t - u).abs().max().item<double>();
+    EXPECT_LE(diff, 1e-5 * scale + 1e-9) << what << " " << name << " (max |a| " << scale << ")";
+  }
+}
+
+TEST_F(DdpTest, RanksTimesBatchTrainsAsOneProcess) {
+  const RunOutput one = run("w1", 1, config(1));
+  const RunOutput two = run("w2", 2, config(2));
+  const RunOutput four = run("w4", 4, config(4));
+  ASSERT_EQ(one.losses.size(), 10u);
+  expectSameRun(one, two, "1 x 8 vs 2 x 4");
+  expectSameRun(one, four, "1 x 8 vs 4 x 2");
+  // Per-rank losses and memory reach rank 0's events.
+  bool sawRankLosses = false, sawRankMemory = false;
+  for (const auto& e : four.events) {
+    if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) {
+      sawRankLosses = sawRankLosses || s->rank_loss.at("laion").size() == 4;
+    }
+    if (const auto* m = std::get_if<protocol::MemoryEvent>(&e.body)) {
+      sawRankMemory = sawRankMemory || (m->ranks.size() == 4 && m->ranks[3].rank == 3 && m->ranks[3].rss_bytes > 0);
+    }
+  }
+  EXPECT_TRUE(sawRankLosses);
+  EXPECT_TRUE(sawRankMemory);
+  EXPECT_TRUE(std::filesystem::exists(four.dir / "logs" / "rank-3.log"));
+}
+
+TEST_F(DdpTest, AccumulationOverRanksEqualsAccumulationInOneProcess) {
+  const RunOutput one = run("w1", 1, config(1, {"optim.grad_accum_steps=2"}));
+  const RunOutput two = run("w2", 2, config(2, {"optim.grad_accum_steps=2"}));
+  ASSERT_EQ(one.losses.size(), 5u);
+  expectSameRun(one, two, "accumulation 1 x 8 vs 2 x 4");
+}
+
+TEST_F(DdpTest, ANanOnOneRankSkipsTheStepOnEveryRank) {
+  std::map<int, std::map<std::string, std::string>> env;
+  env[1] = {{"FS_FAULT_NAN_LOSS", "1:3"}};
+  const RunOutput r = run("nan", 2, config(2), env);
+  int skipped = 0, finished = 0;
+  for (const auto& e : r.events) {
+    if (const auto* s = std::get_if<protocol::StepEvent>(&e.body); s && s->skipped) {
+      ++skipped;
+      EXPECT_NE(s->skip_reason.find("non-finite loss"), std::string::npos) << s->skip_reason;
+    }
+    if (std::holds_alternative<protocol::RunFinishedEvent>(e.body)) ++finished;
+  }
+  EXPECT_EQ(skipped, 1);
+  EXPECT_EQ(finished, 1);
+  // Both ranks took the same decision: each logged the skip.
+  for (int rank : {0, 1}) {
+    std::ifstream in(r.dir / "logs" / ("rank-" + std::to_string(rank) + ".log"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    EXPECT_NE(ss.str().find("skipped"), std::string::npos) << "rank " << rank << ":\n" << ss.str();
+  }
+}
+
+TEST_F(DdpTest, ARankThatRaisesStopsEveryRankAndIsNamed) {
+  std::map<int, std::map<std::string, std::string>> env;
+  env[1] = {{"FS_FAULT_THROW", "1:2"}};
+  const RunOutput r = run("throw", 2, config(2), env, false);
+  EXPECT_NE(r.exits[1].code, 0);
+  EXPECT_NE(r.exits[1].output.find("injected fault"), std::string::npos) << r.exits[1].output;
+  EXPECT_NE(r.exits[0].code, 0) << r.exits[0].output;
+  bool named = false;
+  for (const auto& e : r.events) {
+    if (const auto* err = std::get_if<protocol::ErrorEvent>(&e.body)) {
+      named = named || err->message.find("rank 1") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(named) << r.exits[0].output;
+}
+
+TEST_F(DdpTest, AKilledRankEndsTheRunWithAnErrorNamingIt) {
+  const RunOutput r = run("kill", 2, config(2, {"data.datasets[0].samples_per_epoch=800", "data.datasets[1].samples_per_epoch=400"}),
+                    {}, false, [](const std::vector<pid_t>& pids, const std::filesystem::path& dir) {
+                      // Wait until training is under way, then kill rank 1 mid-run.
+                      for (int i = 0; i < 6000; ++i) {
+                        int steps = 0;
+                        for (const auto& e : test::readEvents(dir, false)) {
+                          steps += std::holds_alternative<protocol::StepEvent>(e.body) ? 1 : 0;
+                        }
+                        if (steps >= 3) break;
+                        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                      }
+                      ::kill(pids[1], SIGKILL);
+                    });
+  EXPECT_EQ(r.exits[1].signal, SIGKILL);
+  EXPECT_NE(r.exits[0].code, 0) << r.exits[0].output;
+  bool named = false;
+  for (const auto& e : r.events) {
+    if (const auto* err = std::get_if<protocol::ErrorEvent>(&e.body)) {
+      named = named || err->message.find("rank 1") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(named) << r.exits[0].output;
+}
+
+TEST_F(DdpTest, ResumeOnAnotherWorldSizeContinuesTheRun) {
+  const RunOutput whole = run("whole", 2, config(2, {"checkpoint.every_steps=5", "checkpoint.keep_last=5"}));
+  ASSERT_EQ(whole.losses.size(), 10u);
+  // A new run directory holding the step-5 checkpoint, resumed by 4 ranks.
+  const auto resumed = root_ / "resumed";
+  std::filesystem::create_directories(resumed);
+  ASSERT_TRUE(std::filesystem::exists(whole.dir / "checkpoint_step5.pt"));
+  std::filesystem::copy_file(whole.dir / "checkpoint_step5.pt", resumed / "checkpoint_step5.pt");
+  const RunOutput r = run("resumed", 4, config(4, {"checkpoint.every_steps=5", "checkpoint.keep_last=5"}));
+  ASSERT_EQ(r.losses.size(), 5u) << r.exits[0].output;
+  for (size_t i = 0; i < 5; ++i) {
+    for (const auto& [name, l] : whole.losses[5 + i]) {
+      EXPECT_NEAR(r.losses[i].at(name), l, 1e-5 * std::abs(l)) << "step " << 6 + i << " " << name;
+    }
+  }
+  bool warned = false;
+  for (const auto& e : r.events) {
+    if (const auto* w = std::get_if<protocol::WarningEvent>(&e.body)) warned = warned || w->code == "world_size_changed";
+  }
+  EXPECT_TRUE(warned);
+}
+
+}  // namespace
+}  // namespace fs::engine
