@@ -1,12 +1,19 @@
 #include "app/launch/local_launcher.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <QMetaObject>
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "app/common/worker_thread.h"
 #include "app/launch/launch_file_worker.h"
+#include "backend/protocol/config_override.h"
 #include "backend/protocol/shell_words.h"
 
 namespace fs::app {
@@ -20,6 +27,38 @@ QString displayCommand(const QString& program, const QStringList& arguments) {
 }
 
 }  // namespace
+
+int ranksPerNode(const LaunchRequest& request) {
+  protocol::RunConfig c = request.config;
+  std::vector<std::string> sets;
+  for (const QString& o : request.overrides) sets.push_back(o.toStdString());
+  (void)protocol::applyOverrides(&c, sets);  // bad overrides are reported by the preparation
+  return static_cast<int>(std::max<int64_t>(1, c.launch.nproc_per_node));
+}
+
+QStringList engineArguments(int ranks, int masterPort, const QString& configFile, const QString& runDir) {
+  const QStringList train = {QStringLiteral("train"), QStringLiteral("--config"), configFile};
+  if (ranks <= 1) return train + QStringList{QStringLiteral("--run-dir"), runDir};
+  return QStringList{QStringLiteral("launch"),      QStringLiteral("--nproc-per-node"), QString::number(ranks),
+                     QStringLiteral("--master-port"), QString::number(masterPort),     QStringLiteral("--run-dir"),
+                     runDir,                          QStringLiteral("--")} +
+         train;
+}
+
+int freeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 29500;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
 
 LocalLauncher::LocalLauncher(EngineSearch search, QObject* parent, WallClock now)
     : Launcher(parent),
@@ -58,6 +97,7 @@ void LocalLauncher::launch(const LaunchRequest& request) {
   cancelled_ = false;
   stdout_ = OutputLines();
   stderr_ = OutputLines();
+  ranks_ = ranksPerNode(request);
   const quint64 ticket = ++ticket_;
   setState(LaunchState::kPreparing);
   LaunchFileWorker* worker = files_->worker();
@@ -103,8 +143,7 @@ void LocalLauncher::onPrepared(quint64 ticket, const QString& runDir, const QStr
   }
   process_ = new QProcess(this);
   process_->setProgram(enginePath);
-  process_->setArguments(
-      {QStringLiteral("train"), QStringLiteral("--config"), configFile, QStringLiteral("--run-dir"), runDir});
+  process_->setArguments(engineArguments(ranks_, freeLoopbackPort(), configFile, runDir));
   process_->setWorkingDirectory(runDir);
   process_->setStandardInputFile(QProcess::nullDevice());  // the engine reads control files, never stdin
   connect(process_, &QProcess::started, this, &LocalLauncher::onProcessStarted);

@@ -31,6 +31,16 @@ class LaunchFileWorker;
 template <class Worker>
 class WorkerThread;
 
+// launch.nproc_per_node of the request with its overrides applied (at least 1).
+int ranksPerNode(const LaunchRequest& request);
+// The engine's arguments for a local run of `ranks` processes: `train` for
+// one; for more, the node agent (`launch --nproc-per-node N --master-port P
+// --run-dir D -- train --config F`), which starts the ranks, forwards
+// SIGTERM to them and stops them all when one fails.
+QStringList engineArguments(int ranks, int masterPort, const QString& configFile, const QString& runDir);
+// A loopback TCP port that was free a moment ago (the ranks' rendezvous).
+int freeLoopbackPort();
+
 class LocalLauncher : public Launcher {
   Q_OBJECT
  public:
@@ -70,6 +80,7 @@ class LocalLauncher : public Launcher {
   bool cancelled_ = false;       // terminate() during preparation
   OutputLines stdout_;
   OutputLines stderr_;
+  int ranks_ = 1;  // processes of the current launch
 };
 
 }  // namespace fs::app

@@ -250,6 +250,7 @@ enum Field : std::uint32_t {
   kGates = 1u << 15,
   kSkipped = 1u << 16,
   kSkipReason = 1u << 17,
+  kCommTime = 1u << 18,
 };
 constexpr std::uint32_t kRequired = kV | kSeq | kT | kType | kStep | kEpoch | kLoss | kLr | kStepTime;
 
@@ -274,6 +275,7 @@ std::uint32_t fieldBit(std::string_view key) {
       return key[0] == 'g' ? is("grad_norm", kGradNorm) : is("rank_loss", kRankLoss);
     case 11:
       return key[0] == 'd'   ? is("data_time_s", kDataTime)
+             : key[0] == 'c' ? is("comm_time_s", kCommTime)
              : key[1] == 't' ? is("step_time_s", kStepTime)
                              : is("skip_reason", kSkipReason);
     case 13:
@@ -331,6 +333,8 @@ bool readField(std::uint32_t bit, od::value value, StepRecord* r, bool* not_step
       return readDouble(value, &r->step_time_s);
     case kDataTime:
       return readDouble(value, &r->data_time_s);  // null reads as NaN here, as in the protocol
+    case kCommTime:
+      return readDouble(value, &r->comm_time_s);
     case kSamplesPerS:
       return isNull(value) ||
              readMap(value, &r->samples_per_s, [](od::value v, double* out) { return readDouble(v, out); });

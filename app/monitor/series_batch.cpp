@@ -112,6 +112,7 @@ void SeriesBatchBuilder::addStep(const StepRecord& r) {
     grad_norm_ = slot(std::string(series::kGradNorm));
     step_time_ = slot(std::string(series::kStepTime));
     data_time_ = slot(std::string(series::kDataTime));
+    comm_time_ = slot(std::string(series::kCommTime));
   }
   noteTime(r.t_ms);
   const std::uint32_t row = newRow(static_cast<double>(r.step), r.t_ms, true);
@@ -134,6 +135,7 @@ void SeriesBatchBuilder::addStep(const StepRecord& r) {
   if (r.grad_norm) point(grad_norm_, row, *r.grad_norm);
   point(step_time_, row, r.step_time_s);
   point(data_time_, row, r.data_time_s);
+  point(comm_time_, row, r.comm_time_s);
   for (const auto& e : r.samples_per_s) {
     DatasetSlots& d = datasets_[datasetIndex(e.dataset)];
     if (d.samples_per_s < 0) d.samples_per_s = slot(series::samplesPerSecond(d.name));

@@ -99,7 +99,7 @@ class SeriesBatchBuilder {
   std::vector<std::pair<int, int>> gate_slots_;  // by layer, for layers 0..kMaxDenseLayer
   std::unordered_map<int, std::pair<int, int>> sparse_gate_slots_;
   std::vector<std::vector<int>> memory_slots_;  // [rank][category], -1 until used
-  int lr_ = -1, grad_norm_ = -1, step_time_ = -1, data_time_ = -1;
+  int lr_ = -1, grad_norm_ = -1, step_time_ = -1, data_time_ = -1, comm_time_ = -1;
   StepRecord scratch_;
 };
 

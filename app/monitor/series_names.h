@@ -13,6 +13,7 @@
 //   samples_per_s/<ds>        step.samples_per_s
 //   step_time_s               step.step_time_s
 //   data_time_s               step.data_time_s
+//   comm_time_s               step.comm_time_s (time waiting on other ranks)
 //   gate/attn/<n>             step.gates[layer n].attn (tanh of the gate)
 //   gate/ff/<n>               step.gates[layer n].ff
 //   memory/rank<r>/<what>     memory.ranks[rank r], bytes; <what> is one of
@@ -48,6 +49,7 @@ inline constexpr std::string_view kLr = "lr";
 inline constexpr std::string_view kGradNorm = "grad_norm";
 inline constexpr std::string_view kStepTime = "step_time_s";
 inline constexpr std::string_view kDataTime = "data_time_s";
+inline constexpr std::string_view kCommTime = "comm_time_s";
 inline std::string gateAttn(int layer) {
   return "gate/attn/" + std::to_string(layer);
 }

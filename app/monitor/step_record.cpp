@@ -18,6 +18,7 @@ void StepRecord::clear() {
   grad_norm.reset();
   step_time_s = 0;
   data_time_s = 0;
+  comm_time_s = 0;
   samples_per_s.clear();
   gates.clear();
   skipped = false;
@@ -39,6 +40,7 @@ protocol::Event toStepEvent(const StepRecord& r) {
   s.grad_norm = r.grad_norm;
   s.step_time_s = r.step_time_s;
   s.data_time_s = r.data_time_s;
+  s.comm_time_s = r.comm_time_s;
   for (const auto& e : r.samples_per_s) s.samples_per_s[e.dataset] = e.value;
   s.gates = r.gates;
   s.skipped = r.skipped;
@@ -65,6 +67,7 @@ void fromStepEvent(const protocol::Event& e, StepRecord* out) {
   out->grad_norm = s.grad_norm;
   out->step_time_s = s.step_time_s;
   out->data_time_s = s.data_time_s;
+  out->comm_time_s = s.comm_time_s;
   for (const auto& [name, v] : s.samples_per_s) out->samples_per_s.push_back({name, v});
   out->gates = s.gates;
   out->skipped = s.skipped;

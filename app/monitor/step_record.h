@@ -51,6 +51,7 @@ struct StepRecord {
   std::optional<double> grad_norm;
   double step_time_s = 0;
   double data_time_s = 0;
+  double comm_time_s = 0;
   std::vector<Double> samples_per_s;
   std::vector<protocol::GateValue> gates;  // in line order
   bool skipped = false;

@@ -11,6 +11,7 @@
 #include "backend/cli/commands.h"
 #include "backend/cli/config_input.h"
 #include "backend/cli/paths.h"
+#include "backend/cli/world_flags.h"
 #include "backend/engine/trainer.h"
 #include "backend/launch/world_env.h"
 #include "backend/protocol/validate.h"
@@ -68,20 +69,17 @@ int runEngine(const protocol::RunConfig& config, const std::filesystem::path& ru
 }  // namespace
 
 int runTrain(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> options = {
+  std::vector<OptionSpec> options = {
       {"config", true, false, "FILE", "Run config (YAML)", "c"},
       {"set", true, true, "KEY=VALUE", "Override a config field"},
       {"run-dir", true, false, "DIR", "Run directory (default: <run_root>/<name>); an existing one is resumed"},
       {"strict", false, false, "", "Treat gradient-flow problems after the first step as errors"},
-      {"rank", true, false, "N", "This process's rank (default: from RANK / PMI_RANK / SLURM_PROCID / ...)"},
-      {"world-size", true, false, "N", "Ranks in the run (default: from WORLD_SIZE / SLURM_NTASKS / ...)"},
-      {"local-rank", true, false, "N", "Rank on this node (default: from LOCAL_RANK / SLURM_LOCALID / ...)"},
-      {"local-world-size", true, false, "N", "Ranks per node (default: from LOCAL_WORLD_SIZE / ...)"},
       {"master-addr", true, false, "HOST", "Rank 0's host (default: MASTER_ADDR, or SLURM's first node)"},
       {"master-port", true, false, "PORT", "Rendezvous port (default: MASTER_PORT or 29500)"},
       {"progress", false, false, "", "Print a progress line per step"},
       {"help", false, false, "", "Show this help"},
   };
+  for (auto& o : worldFlagOptions()) options.push_back(o);
   const std::string usage = "usage: flamingo-train train --config FILE [--set KEY=VALUE]... [--run-dir DIR]\n";
   auto parsed = parseArgs(args, options);
   if (!parsed) {
@@ -103,23 +101,12 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
     io.err << "flamingo-train train: --config FILE is required\n" << usage;
     return kExitUsage;
   }
-  launch::WorldFlags flags;
-  for (auto [name, slot] : {std::pair{"rank", &flags.rank}, std::pair{"world-size", &flags.worldSize},
-                            std::pair{"local-rank", &flags.localRank},
-                            std::pair{"local-world-size", &flags.localWorldSize},
-                            std::pair{"master-port", &flags.masterPort}}) {
-    if (!parsed->has(name)) continue;
-    const std::string text = parsed->get(name);
-    char* end = nullptr;
-    const long long v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0') {
-      io.err << "flamingo-train train: --" << name << " '" << text << "' is not a whole number\n" << usage;
-      return kExitUsage;
-    }
-    *slot = v;
+  auto flags = worldFlagsFrom(parsed.value());
+  if (!flags) {
+    io.err << "flamingo-train train: " << flags.status().message() << "\n" << usage;
+    return kExitUsage;
   }
-  if (parsed->has("master-addr")) flags.masterAddr = parsed->get("master-addr");
-  auto world = launch::discoverWorld(launch::currentEnvironment(), flags);
+  auto world = launch::discoverWorld(launch::currentEnvironment(), flags.value());
   if (!world) {
     io.err << "flamingo-train train: " << world.status().message() << "\n";
     return kExitFailure;

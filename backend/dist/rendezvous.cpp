@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
 
@@ -140,6 +141,7 @@ protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions&
   std::unique_ptr<Membership> m(new Membership());
   m->store_ = std::make_unique<Membership::StoreHolder>();
   const std::string where = o.masterAddr + ":" + std::to_string(o.masterPort);
+  const bool serve = o.rank == 0 && !o.launcherServesStore;
   auto connect = [&](bool server) -> c10::intrusive_ptr<c10d::Store> {
     c10d::TCPStoreOptions so;
     so.port = static_cast<uint16_t>(o.masterPort);
@@ -147,12 +149,13 @@ protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions&
     so.numWorkers = static_cast<size_t>(o.world);
     so.waitWorkers = false;  // the pre-flight waits, and names who is missing
     so.timeout = o.preflightTimeout;
-    return c10::make_intrusive<c10d::TCPStore>(o.masterAddr, so);
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(o.masterAddr, so);
+    return c10::make_intrusive<c10d::PrefixStore>("fs/" + o.keyPrefix, tcp);
   };
   try {
-    m->store_->store = connect(o.rank == 0);
+    m->store_->store = connect(serve);
   } catch (const std::exception& e) {
-    if (o.rank == 0) {
+    if (serve) {
       return Status::ioError("rank 0 could not serve the rendezvous at " + where +
                              " (is MASTER_PORT in use on this host?): " + firstPart(e.what()));
     }

@@ -36,6 +36,12 @@ struct RendezvousOptions {
   std::chrono::milliseconds collectiveTimeout{std::chrono::minutes(10)};
   std::string identity;  // must be equal on every rank: engine version + config hash
   std::string host;      // this host's name, for messages
+  // torchrun already serves a TCPStore at MASTER_ADDR:MASTER_PORT
+  // (TORCHELASTIC_USE_AGENT_STORE=True): every rank, rank 0 included, is a
+  // client of it. Our keys live under "fs/<keyPrefix>/" so they never meet
+  // torchrun's, nor those of an earlier attempt (TORCHELASTIC_RESTART_COUNT).
+  bool launcherServesStore = false;
+  std::string keyPrefix = "0";
 };
 
 // What a rank posted at pre-flight.

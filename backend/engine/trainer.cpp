@@ -32,6 +32,7 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
   started_ = Clock::now();
   try {
     if (Status s = setUp(); !s) {
+      if (log_) log_->error("{}", s.message());
       if (emitter_) {
         emit(protocol::ErrorEvent{s.message(), static_cast<int>(options_.rank), "setup"});
         finish(protocol::FinishStatus::kFailed);
@@ -298,6 +299,7 @@ void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
     e.grad_norm = r.gradNorm;
     e.step_time_s = stepTime;
     e.data_time_s = dataTime;
+    e.comm_time_s = r.waitS;
     e.samples_per_s = perSecond;
     for (const auto& g : model_->gateValues()) e.gates.push_back({static_cast<int>(g.layer), g.attn, g.ff});
     e.skipped = r.skipped;

@@ -32,6 +32,7 @@
 
 #include "backend/dist/heartbeat.h"
 #include "backend/engine/trainer_impl.h"
+#include "backend/launch/world_env.h"
 #include "backend/protocol/config_yaml.h"
 #include "backend/runtime/runtime_info.h"
 #include "backend/telemetry/memory_tracker.h"
@@ -70,6 +71,9 @@ Status Trainer::joinWorld() {
   o.collectiveTimeout = std::chrono::seconds(std::max<int64_t>(1, config_.parallel.collective_timeout_s));
   o.identity = "engine " + runtime::engineVersion() + " config " + configHash(config_);
   o.host = options_.host;
+  const auto env = launch::currentEnvironment();
+  if (auto it = env.find("TORCHELASTIC_USE_AGENT_STORE"); it != env.end()) o.launcherServesStore = it->second == "True";
+  if (auto it = env.find("TORCHELASTIC_RESTART_COUNT"); it != env.end()) o.keyPrefix = it->second;
   log_->info("rank {} of {} joining the run at {}:{} ({})", o.rank, o.world, o.masterAddr, o.masterPort, o.backend);
   auto joined = dist::joinRun(o);
   if (!joined) return joined.status();

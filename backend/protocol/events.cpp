@@ -131,6 +131,7 @@ void describe(V& v, StepEvent& e) {
   v.opt("grad_norm", e.grad_norm);
   v.req("step_time_s", e.step_time_s);
   v.opt("data_time_s", e.data_time_s);
+  v.opt("comm_time_s", e.comm_time_s);
   v.opt("samples_per_s", e.samples_per_s);
   v.opt("gates", e.gates);
   v.opt("skipped", e.skipped);

@@ -106,6 +106,7 @@ struct StepEvent {
   std::optional<double> grad_norm;  // absent when not computed (e.g. skipped step)
   double step_time_s = 0;
   double data_time_s = 0;  // of step_time_s, waiting for batches
+  double comm_time_s = 0;  // of step_time_s, rank 0 waiting on other ranks (agreements, gradient all-reduce)
   std::map<std::string, double> samples_per_s;
   std::vector<GateValue> gates;
   bool skipped = false;     // update not applied (non-finite grads, ...)

@@ -106,9 +106,12 @@ void SeriesRouter::route(const QString& qname) {
     plots_.gradNorm->addCurve(qname, source, paletteColor(3));
   } else if (parts[0] == QLatin1String("samples_per_s")) {
     plots_.throughput->addCurve(qname, source, datasetColor(parts.value(1)));
-  } else if (qname == QLatin1String(app::series::kStepTime.data()) ||
-             qname == QLatin1String(app::series::kDataTime.data())) {
-    plots_.timing->addCurve(qname, source, paletteColor(qname.startsWith(QLatin1String("step")) ? 0 : 4));
+  } else if (qname == QLatin1String(app::series::kStepTime.data())) {
+    plots_.timing->addCurve(qname, source, paletteColor(0));
+  } else if (qname == QLatin1String(app::series::kDataTime.data())) {
+    plots_.timing->addCurve(qname, source, paletteColor(4));
+  } else if (qname == QLatin1String(app::series::kCommTime.data())) {
+    plots_.timing->addCurve(qname, source, paletteColor(2));
   } else if (parts[0] == QLatin1String("gate") && parts.size() == 3) {
     const int layer = parts[2].toInt();
     const QColor c = paletteColor(layer);

@@ -164,6 +164,43 @@ class LocalLauncherRunTest : public QObject {
     QCOMPARE(launcher.state(), LaunchState::kExited);
   }
 
+  // launch.nproc_per_node = 2 in the form: the node agent starts two ranks,
+  // rank 0's events carry both ranks' losses and memory, and SIGTERM from
+  // the launcher stops both after a checkpoint.
+  void twoRanksRunThroughTheNodeAgent() {
+    LocalLauncher launcher(testEngine());
+    QSignalSpy started(&launcher, &Launcher::started);
+    QSignalSpy finished(&launcher, &Launcher::finished);
+    QSignalSpy lines(&launcher, &Launcher::outputLine);
+    launcher.launch(request(tmp_->filePath(QStringLiteral("runs")),
+                            kLongRun + QStringList{QStringLiteral("launch.nproc_per_node=2"),
+                                                   QStringLiteral("launch.threads_per_rank=1")}));
+    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 1, kRunTimeoutMs);
+    const QString runDir = launcher.runDir();
+    QTRY_VERIFY_WITH_TIMEOUT(test::eventsOf<proto::StepEvent>(test::readEvents(runDir)).size() >= 2 ||
+                                 !finished.isEmpty(),
+                             kRunTimeoutMs);
+    QVERIFY2(finished.isEmpty(), joined(lines).constData());
+    launcher.terminate();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRunTimeoutMs);
+    QVERIFY2(finished.at(0).at(0).toInt() == 0, joined(lines).constData());
+    const auto events = test::readEvents(runDir);
+    const auto begun = test::eventsOf<proto::RunStartedEvent>(events);
+    QCOMPARE(begun.size(), std::size_t{1});
+    QCOMPARE(begun[0].world_size, 2);
+    const auto steps = test::eventsOf<proto::StepEvent>(events);
+    QVERIFY(!steps.empty());
+    QCOMPARE(steps.back().rank_loss.at("laion").size(), std::size_t{2});
+    const auto memory = test::eventsOf<proto::MemoryEvent>(events);
+    QVERIFY(!memory.empty());
+    QCOMPARE(memory.back().ranks.size(), std::size_t{2});
+    const auto end = test::eventsOf<proto::RunFinishedEvent>(events);
+    QCOMPARE(end.size(), std::size_t{1});
+    QVERIFY(end[0].status == proto::FinishStatus::kStopped);
+    QVERIFY(!QDir(runDir).entryList({QStringLiteral("agent-*.jsonl")}, QDir::Files).isEmpty());
+    QVERIFY(QFileInfo::exists(QDir(runDir).filePath(QStringLiteral("logs/rank-1.log"))));
+  }
+
  private:
   std::unique_ptr<QTemporaryDir> tmp_;
 };

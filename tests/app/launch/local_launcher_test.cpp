@@ -155,6 +155,21 @@ class LocalLauncherTest : public QObject {
     QVERIFY2(message.contains(QStringLiteral("data.datasets[0].batch_size")), qPrintable(message));
   }
 
+  void severalRanksGoThroughTheNodeAgent() {
+    LaunchRequest r;
+    r.config = test::tinyConfig();
+    QCOMPARE(ranksPerNode(r), 1);
+    r.overrides = {QStringLiteral("launch.nproc_per_node=3")};
+    QCOMPARE(ranksPerNode(r), 3);
+    QCOMPARE(engineArguments(1, 4000, QStringLiteral("/r/config.yaml"), QStringLiteral("/r")),
+             (QStringList{"train", "--config", "/r/config.yaml", "--run-dir", "/r"}));
+    QCOMPARE(engineArguments(3, 4000, QStringLiteral("/r/config.yaml"), QStringLiteral("/r")),
+             (QStringList{"launch", "--nproc-per-node", "3", "--master-port", "4000", "--run-dir", "/r", "--",
+                          "train", "--config", "/r/config.yaml"}));
+    const int port = freeLoopbackPort();
+    QVERIFY(port > 0 && port < 65536);
+  }
+
   void preparedRunHoldsTheResolvedConfig() {
     const QString engine = placeEngine(tmp_->filePath(QStringLiteral("bin")));
     LaunchRequest request = tinyRequest(tmp_->filePath(QStringLiteral("runs")));
