@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include "backend/engine/checkpoint_io.h"
+#include "backend/protocol/control_file.h"
 #include "tests/backend/dist/rank_processes.h"
 #include "tests/backend/engine/engine_test_util.h"
 
@@ -218,6 +219,54 @@ TEST_F(DdpTest, AKilledRankEndsTheRunWithAnErrorNamingIt) {
     }
   }
   EXPECT_TRUE(named) << r.exits[0].output;
+}
+
+// Control files reach rank 0 only; every rank acts at the same step.
+TEST_F(DdpTest, ControlCommandsActOnEveryRank) {
+  const auto cfg = config(2, {"data.datasets[0].samples_per_epoch=8000", "data.datasets[1].samples_per_epoch=4000"});
+  const RunOutput r = run("control", 2, cfg, {}, true, [](const std::vector<pid_t>&, const std::filesystem::path& dir) {
+    auto waitAck = [&](uint64_t seq) {
+      for (int i = 0; i < 6000; ++i) {
+        for (const auto& e : test::readEvents(dir, false)) {
+          const auto* a = std::get_if<protocol::ControlAckEvent>(&e.body);
+          if (a && a->control_seq == seq) return *a;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      ADD_FAILURE() << "no ack for control " << seq;
+      return protocol::ControlAckEvent{};
+    };
+    for (int i = 0; i < 6000 && !std::filesystem::exists(dir / "events.jsonl"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto pause = protocol::issueControl(dir, protocol::ControlVerb::kPause);
+    ASSERT_TRUE(pause.isOk());
+    const auto paused = waitAck(pause->seq);
+    EXPECT_TRUE(paused.ok) << paused.message;
+    auto checkpoint = protocol::issueControl(dir, protocol::ControlVerb::kCheckpoint);
+    const auto written = waitAck(checkpoint->seq);
+    EXPECT_TRUE(written.ok) << written.message;
+    EXPECT_EQ(written.step, paused.step) << "paused ranks do not step";
+    auto resume = protocol::issueControl(dir, protocol::ControlVerb::kResume);
+    EXPECT_TRUE(waitAck(resume->seq).ok);
+    auto stop = protocol::issueControl(dir, protocol::ControlVerb::kStop);
+    EXPECT_TRUE(waitAck(stop->seq).ok);
+  });
+  bool stopped = false;
+  for (const auto& e : r.events) {
+    if (const auto* f = std::get_if<protocol::RunFinishedEvent>(&e.body)) stopped = f->status == protocol::FinishStatus::kStopped;
+  }
+  EXPECT_TRUE(stopped);
+  // Both ranks logged the stop at the same step and exited 0 (checked in run()).
+  std::string step[2];
+  for (int rank : {0, 1}) {
+    std::ifstream in(r.dir / "logs" / ("rank-" + std::to_string(rank) + ".log"));
+    std::string line, last;
+    while (std::getline(in, line)) {
+      if (line.find("] step ") != std::string::npos) last = line.substr(line.find("] step ") + 2, 12);
+    }
+    step[rank] = last;
+  }
+  EXPECT_EQ(step[0], step[1]);
 }
 
 TEST_F(DdpTest, ResumeOnAnotherWorldSizeContinuesTheRun) {
