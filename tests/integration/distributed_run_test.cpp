@@ -53,14 +53,6 @@ void expectSameLosses(const std::vector<std::map<std::string, double>>& a,
   }
 }
 
-std::string errorsOf(const std::vector<protocol::Event>& events) {
-  std::string out;
-  for (const auto& e : events) {
-    if (const auto* err = std::get_if<protocol::ErrorEvent>(&e.body)) out += err->message + "\n";
-  }
-  return out;
-}
-
 protocol::AgentEventFile agentEvents(const std::filesystem::path& dir, const std::string& node) {
   return protocol::decodeAgentEvents(readFile(dir / protocol::agentEventsFileName(node)));
 }
@@ -118,16 +110,6 @@ class DistributedRunTest : public ::testing::Test {
             "--run-dir",     runDir.string(), "--",   "train",  "--config", config.string()};
   }
 
-  // Waits until rank 0 has logged `steps` step events (bounded).
-  static void waitForSteps(const std::filesystem::path& dir, int steps) {
-    for (int i = 0; i < 6000; ++i) {
-      int n = 0;
-      for (const auto& e : engine::test::readEvents(dir, false)) n += std::holds_alternative<protocol::StepEvent>(e.body);
-      if (n >= steps) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-
   std::filesystem::path root_;
   std::vector<std::filesystem::path> logs_;
 };
@@ -172,7 +154,7 @@ TEST_F(DistributedRunTest, SigtermToTheAgentStopsEveryRankAfterACheckpoint) {
                                               "data.datasets[1].samples_per_epoch=4000"});
   const auto dir = root_ / "run";
   const pid_t pid = start("agent", agent(dir, config, fs::testing::freePort(), 1, 2, 0, "n0"));
-  waitForSteps(dir, 3);
+  engine::test::waitForSteps(dir, 3);
   ::kill(pid, SIGTERM);
   auto exits = wait({pid});
   ASSERT_EQ(exits[0].code, 0) << exits[0].output;
@@ -195,7 +177,7 @@ TEST_F(DistributedRunTest, AKilledRankIsNamedByTheAgentAndEveryProcessExits) {
                                               "data.datasets[1].samples_per_epoch=4000"});
   const auto dir = root_ / "run";
   const pid_t pid = start("agent", agent(dir, config, fs::testing::freePort(), 1, 2, 0, "n0"));
-  waitForSteps(dir, 3);
+  engine::test::waitForSteps(dir, 3);
   int64_t rank1 = 0;
   for (const auto& e : agentEvents(dir, "n0").events) {
     if (const auto* s = std::get_if<protocol::RankSpawnedEvent>(&e.body); s && s->rank == 1) rank1 = s->pid;
@@ -224,7 +206,7 @@ TEST_F(DistributedRunTest, ANodeThatCannotReachTheMasterIsNamed) {
   auto exits = wait({node0, node1});
   EXPECT_NE(exits[0].code, 0);
   EXPECT_NE(exits[1].code, 0);
-  const std::string errors = errorsOf(engine::test::readEvents(dir, true));
+  const std::string errors = engine::test::errorMessages(engine::test::readEvents(dir, true));
   EXPECT_NE(errors.find("rank 2 (node 1), rank 3 (node 1) did not join the rendezvous"), std::string::npos) << errors;
   const std::string rank2 = readFile(dir / "logs" / "rank-2.log");
   EXPECT_NE(rank2.find("could not reach the rendezvous"), std::string::npos) << rank2;

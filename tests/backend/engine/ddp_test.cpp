@@ -187,38 +187,18 @@ TEST_F(DdpTest, ARankThatRaisesStopsEveryRankAndIsNamed) {
   EXPECT_NE(r.exits[1].code, 0);
   EXPECT_NE(r.exits[1].output.find("injected fault"), std::string::npos) << r.exits[1].output;
   EXPECT_NE(r.exits[0].code, 0) << r.exits[0].output;
-  bool named = false;
-  for (const auto& e : r.events) {
-    if (const auto* err = std::get_if<protocol::ErrorEvent>(&e.body)) {
-      named = named || err->message.find("rank 1") != std::string::npos;
-    }
-  }
-  EXPECT_TRUE(named) << r.exits[0].output;
+  EXPECT_NE(test::errorMessages(r.events).find("rank 1"), std::string::npos) << r.exits[0].output;
 }
 
 TEST_F(DdpTest, AKilledRankEndsTheRunWithAnErrorNamingIt) {
   const RunOutput r = run("kill", 2, config(2, {"data.datasets[0].samples_per_epoch=800", "data.datasets[1].samples_per_epoch=400"}),
                     {}, false, [](const std::vector<pid_t>& pids, const std::filesystem::path& dir) {
-                      // Wait until training is under way, then kill rank 1 mid-run.
-                      for (int i = 0; i < 6000; ++i) {
-                        int steps = 0;
-                        for (const auto& e : test::readEvents(dir, false)) {
-                          steps += std::holds_alternative<protocol::StepEvent>(e.body) ? 1 : 0;
-                        }
-                        if (steps >= 3) break;
-                        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-                      }
+                      test::waitForSteps(dir, 3);  // training is under way: kill rank 1 mid-run
                       ::kill(pids[1], SIGKILL);
                     });
   EXPECT_EQ(r.exits[1].signal, SIGKILL);
   EXPECT_NE(r.exits[0].code, 0) << r.exits[0].output;
-  bool named = false;
-  for (const auto& e : r.events) {
-    if (const auto* err = std::get_if<protocol::ErrorEvent>(&e.body)) {
-      named = named || err->message.find("rank 1") != std::string::npos;
-    }
-  }
-  EXPECT_TRUE(named) << r.exits[0].output;
+  EXPECT_NE(test::errorMessages(r.events).find("rank 1"), std::string::npos) << r.exits[0].output;
 }
 
 // Control files reach rank 0 only; every rank acts at the same step.

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/protocol/config_override.h"
@@ -46,6 +47,25 @@ inline std::vector<protocol::Event> readEvents(const std::filesystem::path& dir,
     EXPECT_FALSE(decoder.hasPartialLine());
   }
   return out;
+}
+
+// Every error event's message, one a line.
+inline std::string errorMessages(const std::vector<protocol::Event>& events) {
+  std::string out;
+  for (const auto& e : events) {
+    if (const auto* err = std::get_if<protocol::ErrorEvent>(&e.body)) out += err->message + "\n";
+  }
+  return out;
+}
+
+// Blocks until the run in `dir` has written `steps` step events (at most ~5 min).
+inline void waitForSteps(const std::filesystem::path& dir, int steps) {
+  for (int i = 0; i < 6000; ++i) {
+    int n = 0;
+    for (const auto& e : readEvents(dir, false)) n += std::holds_alternative<protocol::StepEvent>(e.body) ? 1 : 0;
+    if (n >= steps) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 }  // namespace fs::engine::test
