@@ -203,7 +203,8 @@ TEST_F(DdpTest, AKilledRankEndsTheRunWithAnErrorNamingIt) {
 
 // Control files reach rank 0 only; every rank acts at the same step.
 TEST_F(DdpTest, ControlCommandsActOnEveryRank) {
-  const auto cfg = config(2, {"data.datasets[0].samples_per_epoch=8000", "data.datasets[1].samples_per_epoch=4000"});
+  const auto cfg = config(2, {"data.datasets[0].samples_per_epoch=8000", "data.datasets[1].samples_per_epoch=4000",
+                              "telemetry.heartbeat_s=0.2"});
   const RunOutput r = run("control", 2, cfg, {}, true, [](const std::vector<pid_t>&, const std::filesystem::path& dir) {
     auto waitAck = [&](uint64_t seq) {
       for (int i = 0; i < 6000; ++i) {
@@ -222,6 +223,19 @@ TEST_F(DdpTest, ControlCommandsActOnEveryRank) {
     ASSERT_TRUE(pause.isOk());
     const auto paused = waitAck(pause->seq);
     EXPECT_TRUE(paused.ok) << paused.message;
+    // While paused, the ranks keep meeting in the control all-reduce, and rank 0
+    // reports every rank's last collective in heartbeat events.
+    bool sawBoard = false;
+    for (int i = 0; i < 6000 && !sawBoard; ++i) {
+      for (const auto& e : test::readEvents(dir, false)) {
+        const auto* h = std::get_if<protocol::HeartbeatEvent>(&e.body);
+        if (!h || h->state != protocol::RunState::kPaused || h->ranks.size() != 2) continue;
+        sawBoard = h->ranks[1].rank == 1 && h->ranks[1].collective_seq > 0 &&
+                   h->ranks[1].last_collective.find("control") != std::string::npos;
+      }
+      if (!sawBoard) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(sawBoard) << "no heartbeat event with both ranks while paused";
     auto checkpoint = protocol::issueControl(dir, protocol::ControlVerb::kCheckpoint);
     const auto written = waitAck(checkpoint->seq);
     EXPECT_TRUE(written.ok) << written.message;
