@@ -31,6 +31,7 @@
 #include <cmath>
 
 #include "backend/dist/heartbeat.h"
+#include "backend/engine/slow_ranks.h"
 #include "backend/engine/trainer_impl.h"
 #include "backend/launch/world_env.h"
 #include "backend/protocol/config_yaml.h"
@@ -206,28 +207,18 @@ void Trainer::reportRanks(const StepResult& r, double stepTime, double dataTime,
     }
     emit(std::move(m));
   }
-  // A slow rank makes every other rank wait: its own work (step time less
-  // the time it waited for the others) stands out against the median.
+  // NOTE [Slow ranks] in slow_ranks.h.
   std::vector<double> work;
   for (int64_t q = 0; q < options_.world; ++q) work.push_back(std::max(0.0, field(q, D) - field(q, D + 2)));
-  std::vector<double> sorted = work;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted[sorted.size() / 2];
-  for (int64_t q = 0; q < options_.world; ++q) {
-    const bool slow = median > 0 && work[q] > 1.5 * median;
-    const bool known = slowRanks_.count(q) > 0;
-    if (slow && !known) {
-      char buf[256];
-      std::snprintf(buf, sizeof buf,
-                    "rank %lld is slow: %.3f s of its own work per step (data %.3f s) vs a median of %.3f s; "
-                    "the other ranks wait for it",
-                    static_cast<long long>(q), work[q], field(q, D + 1), median);
-      log_->warn("{}", buf);
-      emit(protocol::WarningEvent{"slow_rank", buf, static_cast<int>(q)});
-      slowRanks_.insert(q);
-    } else if (!slow && known) {
-      slowRanks_.erase(q);
-    }
+  double median = 0;
+  for (int64_t q : updateSlowRanks(work, &slowRanks_, &median)) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "rank %lld is slow: %.3f s of its own work per step (data %.3f s) vs a median of %.3f s; "
+                  "the other ranks wait for it",
+                  static_cast<long long>(q), work[static_cast<size_t>(q)], field(q, D + 1), median);
+    log_->warn("{}", buf);
+    emit(protocol::WarningEvent{"slow_rank", buf, static_cast<int>(q)});
   }
 }
 
