@@ -55,7 +55,13 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
     while (epoch_ < config_.optim.epochs && !stop && !kill && !limitReached()) {
       if (stepInEpoch_ == 0) source_->setEpoch(epoch_);
       while (!limitReached()) {
-        if (Status s = handleControl(&stop, &kill); !s) return s;
+        if (stop || kill) break;  // agreed in the last iteration
+        // NOTE [Distributed step]: with several ranks the request rides on the iteration's opening agreement.
+        if (distributed()) {
+          pollControl();
+        } else if (Status s = handleControl(&stop, &kill); !s) {
+          return s;
+        }
         while (paused_ && !stop && !kill) {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
           emitHeartbeatIfDue();
@@ -65,7 +71,12 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
         const auto t0 = Clock::now();
         auto next = source_->next();
         if (!next) throw std::runtime_error("data: " + next.status().message());
-        if (!next.value()) break;  // end of epoch
+        if (!next.value()) {  // end of epoch: every rank gets here at the same iteration
+          if (distributed()) {
+            if (Status s = handleControl(&stop, &kill); !s) return s;
+          }
+          break;
+        }
         const double dataTime = secondsSince(t0);
         auto result = trainIteration(*next.value());
         if (!result) throw std::runtime_error(result.status().message());
@@ -104,6 +115,9 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
             if (Status s = saveCheckpoint(protocol::CheckpointKind::kStep); !s) throw std::runtime_error(s.message());
           }
         }
+        if (distributed()) {
+          if (Status s = actOnControl(result->control, &stop, &kill); !s) return s;
+        }
       }
       if (stop || kill || limitReached()) break;
       ++epoch_;
@@ -111,6 +125,7 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
       source_->setEpoch(epoch_);
       if (Status s = saveCheckpoint(protocol::CheckpointKind::kEpoch); !s) throw std::runtime_error(s.message());
     }
+    flushRankReport();
     if (kill) {
       finish(protocol::FinishStatus::kStopped);
       return TrainOutcome::kKilled;
@@ -139,24 +154,25 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
   }
 }
 
-// Rank 0 reads the control files, every rank its own signals; the request
-// is agreed (trainer_dist.cpp) and every rank acts on it at this iteration.
-// Rank 0 acknowledges each command after the action.
-Status Trainer::handleControl(bool* stop, bool* kill) {
+// Rank 0 reads the control files, every rank its own signals. The request
+// waits in pendingControl_ until the ranks agree on it (trainer_dist.cpp):
+// between iterations on one rank and while paused, otherwise in the next
+// iteration's opening agreement. Rank 0 acknowledges each command after
+// the action.
+void Trainer::pollControl() {
   ControlRequest want;
   if (telemetry::killRequested()) want.kill = 1;
   if (telemetry::stopRequested()) want.stop = 1;
-  std::vector<protocol::ControlCommand> commands;
   if (inbox_) {
     auto polled = inbox_->poll(step_);
     if (polled) {
-      commands = std::move(polled.value());
+      for (auto& c : polled.value()) pendingCommands_.push_back(std::move(c));
     } else {
       log_->warn("control: {}", polled.status().message());
     }
   }
   using protocol::ControlVerb;
-  for (const auto& c : commands) {
+  for (const auto& c : pendingCommands_) {
     switch (c.verb) {
       case ControlVerb::kStop:
         want.stop = 1;
@@ -168,7 +184,19 @@ Status Trainer::handleControl(bool* stop, bool* kill) {
       case ControlVerb::kCheckpoint: want.checkpoint = 1; break;
     }
   }
-  const ControlRequest agreed = agreeOnControl(want);
+  pendingControl_.merge(want);
+}
+
+Status Trainer::handleControl(bool* stop, bool* kill) {
+  pollControl();
+  return actOnControl(agreeOnControl(pendingControl_), stop, kill);
+}
+
+Status Trainer::actOnControl(const ControlRequest& agreed, bool* stop, bool* kill) {
+  pendingControl_ = ControlRequest{};
+  const std::vector<protocol::ControlCommand> commands = std::move(pendingCommands_);
+  pendingCommands_.clear();
+  using protocol::ControlVerb;
   if (agreed.kill) *kill = true;
   if (agreed.stop) {
     *stop = true;
@@ -176,6 +204,7 @@ Status Trainer::handleControl(bool* stop, bool* kill) {
   }
   const bool wasPaused = paused_;
   if (agreed.pause && !paused_) {
+    flushRankReport();  // no iteration will carry it while paused
     paused_ = true;
     emit(protocol::StateEvent{protocol::RunState::kPaused, "control"});
     if (emitter_) emitter_->setState(protocol::RunState::kPaused);
@@ -304,10 +333,14 @@ void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
     for (const auto& g : model_->gateValues()) e.gates.push_back({static_cast<int>(g.layer), g.attn, g.ff});
     e.skipped = r.skipped;
     e.skip_reason = r.skipReason;
-    if (distributed()) reportRanks(r, stepTime, dataTime, &e, memoryDue);
-    emit(std::move(e));
+    if (distributed()) {
+      // NOTE [Per-rank figures] in trainer_dist.cpp: written when the other ranks' figures arrived.
+      pendingReport_ = RankReport{step_, std::move(e), memoryDue, rankFigures(r, stepTime, dataTime)};
+    } else {
+      emit(std::move(e));
+    }
   } else if (memoryDue && distributed()) {
-    reportRanks(r, stepTime, dataTime, nullptr, true);
+    pendingReport_ = RankReport{step_, std::nullopt, true, rankFigures(r, stepTime, dataTime)};
   }
   if (memoryDue && !distributed()) emitMemory();
   emitDataStats();

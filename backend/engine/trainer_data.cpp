@@ -7,6 +7,7 @@
 #include "backend/data/shard_source.h"
 #include "backend/engine/generated_data.h"
 #include "backend/engine/trainer_impl.h"
+#include "backend/train/labels.h"
 #include "backend/train/loss.h"
 
 namespace fs::engine {
@@ -67,7 +68,7 @@ Status Trainer::runValidation() {
     }
     if (!next.value()) break;
     for (const data::Batch& b : next.value()->batches) {
-      const train::LmLoss loss = forwardLoss(b, false);
+      const train::LmLoss loss = forwardLoss(b, train::makeLabels(b.kind, b.inputIds, tokens_), false);
       if (loss.noTargets) continue;
       sum[b.dataset] += loss.loss.item<double>();
       ++count[b.dataset];

@@ -3,15 +3,21 @@
 //
 // NOTE [Distributed step]: every rank runs the same loop; anything that
 // decides what the loop does next is agreed through a collective so all
-// ranks take it at the same iteration:
-//  - control (stop, kill, pause, resume, checkpoint): rank 0 reads control/
-//    files, every rank its own signals; one max-all-reduce per iteration
-//    (and per poll while paused, so paused ranks keep meeting);
-//  - after each dataset's forward: one sum-all-reduce of [non-finite flag,
-//    supervised tokens, loss x tokens, loss]. Any non-finite loss skips the
-//    iteration on every rank (the reference skips on one rank only and then
-//    hangs under FSDP); a batch without supervised tokens on every rank is
-//    skipped everywhere.
+// ranks take it at the same iteration. An iteration has two small
+// agreements (iteration_agreement.h), both asynchronous so that their
+// latency hides behind compute, plus the gradient reduction:
+//  - the opening, launched before the first forward: each dataset's
+//    supervised-token count (known from the labels) and the control request
+//    (stop, kill, pause, resume, checkpoint; rank 0 reads control/ files,
+//    every rank its own signals). Every rank acts on the agreed request
+//    after the iteration. While paused, and at the end of an epoch, the
+//    request is agreed on its own (one max-all-reduce per poll, so paused
+//    ranks keep meeting);
+//  - the closing, launched after the last forward: per dataset a
+//    non-finite flag, loss x tokens and the loss. Any non-finite loss skips
+//    the iteration's update on every rank (the reference skips on one rank
+//    only and then hangs under FSDP); a rank does no backward of its own
+//    non-finite loss.
 //  - the loss: by default each rank scales its mean loss by world x local
 //    tokens / all tokens before backward, so DDP's average of gradients is
 //    the gradient of the mean over every supervised token of the global
@@ -110,37 +116,7 @@ Status Trainer::agreeAfterSetUp() {
   return Status::ok();
 }
 
-Trainer::BatchAgreement Trainer::agreeOnBatch(const train::LmLoss& loss, double value, double* waitS) {
-  BatchAgreement a;
-  const bool finite = std::isfinite(value);
-  const int64_t targets = loss.noTargets ? 0 : loss.targets;
-  const bool compat = config_.compat == "openflamingo";
-  if (!distributed()) {
-    a.nonFinite = !finite;
-    a.targets = targets;
-    a.loss = value;
-    return a;
-  }
-  torch::Tensor t = torch::tensor({finite ? 0.0 : 1.0, static_cast<double>(targets), finite ? value * targets : 0.0,
-                                   finite ? value : 0.0},
-                                  torch::kFloat64);
-  const auto t0 = Clock::now();
-  comm_->allReduce(t, dist::ReduceOp::kSum, "batch agreement");
-  *waitS += secondsSince(t0);
-  const auto v = t.accessor<double, 1>();
-  a.nonFinite = v[0] > 0;
-  a.targets = static_cast<int64_t>(std::llround(v[1]));
-  if (compat) {
-    a.loss = v[3] / static_cast<double>(options_.world);
-  } else {
-    a.loss = a.targets > 0 ? v[2] / v[1] : 0.0;
-    a.backwardScale =
-        a.targets > 0 ? static_cast<double>(options_.world) * static_cast<double>(targets) / v[1] : 0.0;
-  }
-  return a;
-}
-
-Trainer::ControlRequest Trainer::agreeOnControl(ControlRequest mine) {
+ControlRequest Trainer::agreeOnControl(ControlRequest mine) {
   if (!distributed()) return mine;
   torch::Tensor t = torch::tensor({mine.stop, mine.kill, mine.pause, mine.resume, mine.checkpoint, mine.noCheckpoint},
                                   torch::kInt64);
@@ -156,10 +132,15 @@ void Trainer::synchronizeGradients(StepResult* r) {
   r->waitS += gradSync_->stats().finishSeconds;
 }
 
-// Per-rank figures reach rank 0 in one all-gather: per dataset loss, step,
-// data and wait time, and the memory breakdown.
-void Trainer::reportRanks(const StepResult& r, double stepTime, double dataTime, protocol::StepEvent* step,
-                          bool memory) {
+// NOTE [Per-rank figures]: a step's per-rank figures (per dataset loss,
+// step, data and wait time, the memory breakdown) are only known when the
+// step is over, so they ride on the next iteration's opening agreement
+// rather than costing a collective of their own between steps; rank 0
+// writes the step event (and the memory event) once they arrived. Before a
+// pause and at the end of the run, flushRankReport() gathers them at once.
+// Whether a report is pending depends only on the step number, so every
+// rank passes the same layout.
+std::vector<double> Trainer::rankFigures(const StepResult& r, double stepTime, double dataTime) const {
   const auto& ds = config_.data.datasets;
   const auto snap = telemetry::memorySnapshot().toRankMemory(static_cast<int>(options_.rank));
   std::vector<double> mine;
@@ -175,24 +156,42 @@ void Trainer::reportRanks(const StepResult& r, double stepTime, double dataTime,
                            static_cast<double>(snap.gathered),
                            static_cast<double>(snap.activations)};
   mine.insert(mine.end(), std::begin(fields), std::end(fields));
-  const int64_t K = static_cast<int64_t>(mine.size());
-  torch::Tensor in = torch::tensor(mine, torch::kFloat64);
-  torch::Tensor all = torch::empty({options_.world * K}, torch::kFloat64);
-  comm_->allGather(all, in, "rank figures");
+  return mine;
+}
+
+void Trainer::flushRankReport() {
+  if (!pendingReport_) return;
+  const int64_t K = static_cast<int64_t>(pendingReport_->mine.size());
+  torch::Tensor all = torch::zeros({options_.world * K}, torch::kFloat64);
+  all.narrow(0, options_.rank * K, K).copy_(torch::tensor(pendingReport_->mine, torch::kFloat64));
+  comm_->allReduce(all, dist::ReduceOp::kSum, "rank figures");
+  completeRankReport(std::vector<double>(all.data_ptr<double>(), all.data_ptr<double>() + all.numel()));
+}
+
+void Trainer::completeRankReport(const std::vector<double>& all) {
+  RankReport report = std::move(*pendingReport_);
+  pendingReport_.reset();
   if (options_.rank != 0) return;
-  const auto v = all.accessor<double, 1>();
+  const auto& ds = config_.data.datasets;
+  const size_t K = report.mine.size();
+  if (all.size() != K * static_cast<size_t>(options_.world)) {
+    log_->warn("per-rank figures of step {}: got {} values, expected {}", report.step, all.size(),
+               K * static_cast<size_t>(options_.world));
+    return;
+  }
   const size_t D = ds.size();
-  auto field = [&](int64_t rank, size_t i) { return v[rank * K + static_cast<int64_t>(i)]; };
-  if (step) {
+  auto field = [&](int64_t rank, size_t i) { return all[static_cast<size_t>(rank) * K + i]; };
+  if (report.event) {
     for (size_t i = 0; i < D; ++i) {
-      auto& list = step->rank_loss[ds[i].name];
+      auto& list = report.event->rank_loss[ds[i].name];
       list.clear();
       for (int64_t q = 0; q < options_.world; ++q) list.push_back(field(q, i));
     }
+    emit(std::move(*report.event));
   }
-  if (memory) {
+  if (report.memory) {
     protocol::MemoryEvent m;
-    m.step = step_;
+    m.step = report.step;
     for (int64_t q = 0; q < options_.world; ++q) {
       protocol::RankMemory rm;
       rm.rank = static_cast<int>(q);

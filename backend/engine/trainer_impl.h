@@ -16,6 +16,7 @@
 #include "backend/dist/rendezvous.h"
 #include "backend/engine/checkpoint_io.h"
 #include "backend/engine/fault_injection.h"
+#include "backend/engine/iteration_agreement.h"
 #include "backend/engine/trainer.h"
 #include "backend/engine/weights.h"
 #include "backend/model/flamingo.h"
@@ -44,6 +45,7 @@ struct StepResult {
   std::string skipReason;
   std::optional<double> gradNorm;  // set when the optimizer stepped
   bool optimizerStepped = false;
+  ControlRequest control;  // distributed: the request agreed in this iteration, acted on after it
 };
 
 class Trainer {
@@ -66,7 +68,7 @@ class Trainer {
   protocol::StatusOr<StepResult> trainIteration(const data::StepBatches& batches);
   // Forward and loss of one batch (labels, autocast, skipped padding); the
   // caller decides about gradients. trainer_step.cpp.
-  train::LmLoss forwardLoss(const data::Batch& batch, bool compat);
+  train::LmLoss forwardLoss(const data::Batch& batch, const torch::Tensor& labels, bool compat);
   void optimizerStep(StepResult* result);
   void checkGradientFlow();
 
@@ -74,25 +76,28 @@ class Trainer {
   bool distributed() const { return options_.world > 1; }
   protocol::Status joinWorld();
   protocol::Status agreeAfterSetUp();
-  struct BatchAgreement {
-    bool nonFinite = false;
-    int64_t targets = 0;      // supervised tokens, all ranks
-    double loss = 0;          // the loss logged for the batch (every rank the same)
-    double backwardScale = 1; // multiplies this rank's loss before backward
-  };
-  BatchAgreement agreeOnBatch(const train::LmLoss& loss, double value, double* waitS);
-  struct ControlRequest {
-    int64_t stop = 0, kill = 0, pause = 0, resume = 0, checkpoint = 0, noCheckpoint = 0;
-  };
   ControlRequest agreeOnControl(ControlRequest mine);
   void synchronizeGradients(StepResult* r);
-  void reportRanks(const StepResult& r, double stepTime, double dataTime, protocol::StepEvent* step, bool memory);
+  // NOTE [Per-rank figures] in trainer_dist.cpp.
+  struct RankReport {
+    int64_t step = 0;
+    std::optional<protocol::StepEvent> event;  // written by rank 0 once every rank's figures arrived
+    bool memory = false;                       // a memory event is due too
+    std::vector<double> mine;
+  };
+  std::vector<double> rankFigures(const StepResult& r, double stepTime, double dataTime) const;
+  void completeRankReport(const std::vector<double>& all);
+  void flushRankReport();
   void emitHeartbeatIfDue();
   protocol::Status restoreDataPosition(data::DataPosition position);
   void emit(protocol::EventBody body);
 
   // trainer.cpp
-  protocol::Status handleControl(bool* stop, bool* kill);
+  // Control between iterations: poll (signals, rank 0's control files) into
+  // the pending request, agree on it, act on the agreed one.
+  void pollControl();
+  protocol::Status actOnControl(const ControlRequest& agreed, bool* stop, bool* kill);
+  protocol::Status handleControl(bool* stop, bool* kill);  // poll, agree now, act
   protocol::Status saveCheckpoint(protocol::CheckpointKind kind);
   void emitStep(const StepResult& r, double stepTime, double dataTime);
   void emitMemory();
@@ -133,6 +138,9 @@ class Trainer {
   int64_t step_ = 0;        // optimizer steps done over the run
   int64_t stepInEpoch_ = 0; // iterations done in the current epoch
   bool paused_ = false;
+  ControlRequest pendingControl_;                      // polled, not yet acted on
+  std::vector<protocol::ControlCommand> pendingCommands_;  // rank 0: read, not yet acknowledged
+  std::optional<RankReport> pendingReport_;               // distributed: the last step's, not yet gathered
   bool stopCheckpoint_ = true;  // a stop command may say args.checkpoint=false
   bool gradientFlowChecked_ = false;  // NOTE [Gradient-flow check] in trainer_step.cpp
   bool structureChecked_ = false;

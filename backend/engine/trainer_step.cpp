@@ -30,30 +30,38 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   if (faults_.throwAt(options_.rank, iteration_)) {
     throw std::runtime_error("injected fault (FS_FAULT_THROW) at iteration " + std::to_string(iteration_));
   }
-  for (size_t i = 0; i < batches.batches.size(); ++i) {
+  // NOTE [Distributed step] in trainer_dist.cpp: every rank takes the same decisions.
+  const size_t D = batches.batches.size();
+  std::vector<torch::Tensor> labels;
+  std::vector<int64_t> targets;
+  for (const data::Batch& b : batches.batches) {
+    labels.push_back(train::makeLabels(b.kind, b.inputIds, tokens_));
+    targets.push_back(train::labelStats(labels.back()).targets);
+  }
+  IterationAgreement agreement(distributed() ? comm_ : nullptr, compat);
+  agreement.open(targets, pendingControl_, pendingReport_ ? &pendingReport_->mine : nullptr);
+  std::vector<double> values(D, 0.0);
+  for (size_t i = 0; i < D; ++i) {
     const data::Batch& b = batches.batches[i];
     const protocol::DatasetConfig& cfg = config_.data.datasets.at(i);
     train::LmLoss loss;
     {
       MemoryPhase phase(Phase::kActivations);
-      loss = forwardLoss(b, compat);
+      loss = forwardLoss(b, labels[i], compat);
     }
     if (i == 0 && faults_.nanLossAt(options_.rank, iteration_)) loss.loss = loss.loss * std::nan("");
     r.samples[b.dataset] = b.samples;
     r.tokens[b.dataset] = b.tokens;
-    const double value = loss.noTargets ? 0.0 : loss.loss.item<double>();
-    r.localLoss[b.dataset] = value;
-    // NOTE [Distributed step] in trainer_dist.cpp: every rank takes the same decision.
-    const BatchAgreement agreed = agreeOnBatch(loss, value, &r.waitS);
-    r.loss[b.dataset] = agreed.loss;
-    if (agreed.nonFinite) {
-      // Skip only this iteration's update; the reference also drops the whole window.
-      optimizer_->zeroGrad(true);
-      r.skipped = true;
-      r.skipReason = "non-finite loss on dataset '" + b.dataset + "'" +
-                     (distributed() && std::isfinite(value) ? " (on another rank)" : "");
-      return r;
+    values[i] = loss.noTargets ? 0.0 : loss.loss.item<double>();
+    r.localLoss[b.dataset] = values[i];
+    if (i == 0) {
+      agreement.awaitOpening();
+      if (pendingReport_) completeRankReport(agreement.gatheredFigures());
     }
+    if (i + 1 == D) agreement.close(values);
+    // A non-finite loss skips the iteration on every rank (decided after the
+    // closing agreement); its backward would only spread NaN.
+    if (!std::isfinite(values[i])) continue;
     if (loss.noTargets) {
       // OpenFlamingo's usual NaN source: nothing to learn from, so no backward.
       emit(protocol::WarningEvent{"no_supervised_tokens",
@@ -63,15 +71,30 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
       continue;
     }
     MemoryPhase phase(Phase::kGradients);
-    if (gradSync_ && closesWindow && i + 1 == batches.batches.size()) gradSync_->arm();
-    (loss.loss * (cfg.loss_multiplier * agreed.backwardScale / window)).backward();
+    if (gradSync_ && closesWindow && i + 1 == D) gradSync_->arm();
+    (loss.loss * (cfg.loss_multiplier * agreement.backwardScale(i) / window)).backward();
+  }
+  agreement.awaitClosing();
+  r.waitS += agreement.waitSeconds();
+  r.control = agreement.control();
+  for (size_t i = 0; i < D; ++i) r.loss[batches.batches[i].dataset] = agreement.loss(i);
+  for (size_t i = 0; i < D; ++i) {
+    if (!agreement.nonFinite(i)) continue;
+    // Buckets another rank launched during its backward complete on every rank first.
+    if (closesWindow) synchronizeGradients(&r);
+    // Skip only this iteration's update; the reference also drops the whole window.
+    optimizer_->zeroGrad(true);
+    r.skipped = true;
+    const std::string& name = batches.batches[i].dataset;
+    r.skipReason = "non-finite loss on dataset '" + name + "'" +
+                   (distributed() && std::isfinite(values[i]) ? " (on another rank)" : "");
+    return r;
   }
   if (closesWindow) optimizerStep(&r);
   return r;
 }
 
-train::LmLoss Trainer::forwardLoss(const data::Batch& b, bool compat) {
-  const torch::Tensor labels = train::makeLabels(b.kind, b.inputIds, tokens_);
+train::LmLoss Trainer::forwardLoss(const data::Batch& b, const torch::Tensor& labels, bool compat) {
   train::AutocastScope autocast(precision_, device_);
   const auto padding = model::paddingFor(b.inputIds, b.attentionMask, tokens_.pad, config_.model.lm.width);
   const torch::Tensor logits = model_->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding);

@@ -135,17 +135,22 @@ TEST_F(DdpTest, RanksTimesBatchTrainsAsOneProcess) {
   ASSERT_EQ(one.losses.size(), 10u);
   expectSameRun(one, two, "1 x 8 vs 2 x 4");
   expectSameRun(one, four, "1 x 8 vs 4 x 2");
-  // Per-rank losses and memory reach rank 0's events.
-  bool sawRankLosses = false, sawRankMemory = false;
+  // Per-rank losses of every step (the last one too: NOTE [Per-rank figures]) and memory reach rank 0's
+  // events, steps in order.
+  bool sawRankMemory = false;
+  int64_t lastStep = 0;
   for (const auto& e : four.events) {
     if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) {
-      sawRankLosses = sawRankLosses || s->rank_loss.at("laion").size() == 4;
+      EXPECT_EQ(s->step, lastStep + 1);
+      lastStep = s->step;
+      EXPECT_EQ(s->rank_loss.at("laion").size(), 4u) << "step " << s->step;
+      EXPECT_EQ(s->rank_loss.at("mmc4").size(), 4u) << "step " << s->step;
     }
     if (const auto* m = std::get_if<protocol::MemoryEvent>(&e.body)) {
       sawRankMemory = sawRankMemory || (m->ranks.size() == 4 && m->ranks[3].rank == 3 && m->ranks[3].rss_bytes > 0);
     }
   }
-  EXPECT_TRUE(sawRankLosses);
+  EXPECT_EQ(lastStep, 10);
   EXPECT_TRUE(sawRankMemory);
   EXPECT_TRUE(std::filesystem::exists(four.dir / "logs" / "rank-3.log"));
 }

@@ -1,0 +1,80 @@
+// The agreements of one training iteration, the only collectives besides
+// the gradient reduction (NOTE [Distributed step] in trainer_dist.cpp).
+//
+// Both are launched asynchronously and waited for as late as possible, so
+// their latency hides behind the forward and backward passes:
+//  - the opening, launched before the first forward and waited for before
+//    the first backward: each dataset's supervised-token count (known from
+//    the labels alone), the control request and, when the last step left
+//    any, every rank's per-rank figures (a sum over slots, i.e. an
+//    all-gather riding on the same collective);
+//  - the closing, launched after the last forward and waited for after the
+//    last backward: per dataset a non-finite flag, loss x tokens and loss.
+// With no communicator (one rank) everything is local and nothing waits.
+//
+// Thread-safety: the rank's training thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/dist/communicator.h"
+
+namespace fs::engine {
+
+// A control-flow request as the ranks agree on it: a flag is set when any
+// rank asked for it.
+struct ControlRequest {
+  int64_t stop = 0, kill = 0, pause = 0, resume = 0, checkpoint = 0, noCheckpoint = 0;
+  void merge(const ControlRequest& o);  // the later of pause and resume wins
+};
+
+class IterationAgreement {
+ public:
+  // `compat`: the reference's loss (mean of per-rank means, backward unscaled).
+  IterationAgreement(std::shared_ptr<dist::Communicator> comm, bool compat);
+  ~IterationAgreement();
+  IterationAgreement(const IterationAgreement&) = delete;
+  IterationAgreement& operator=(const IterationAgreement&) = delete;
+
+  // `figures`: null, or this rank's per-rank figures; every rank passes the
+  // same number of them (or null).
+  void open(const std::vector<int64_t>& localTargets, const ControlRequest& control,
+            const std::vector<double>* figures = nullptr);
+  void awaitOpening();  // idempotent
+  // After awaitOpening():
+  const ControlRequest& control() const { return control_; }
+  int64_t globalTargets(size_t dataset) const { return global_.at(dataset); }
+  // Multiplies this rank's mean loss before backward so that the average of
+  // the ranks' gradients is the gradient of the mean over every supervised
+  // token of the global batch (1 in compat mode or on one rank; 0 when no
+  // rank has a target).
+  double backwardScale(size_t dataset) const;
+  // Every rank's figures, rank after rank (empty when open() had none).
+  const std::vector<double>& gatheredFigures() const { return gathered_; }
+
+  // `localLoss`: this rank's loss per dataset (NaN / inf allowed; 0 without targets).
+  void close(const std::vector<double>& localLoss);
+  void awaitClosing();  // idempotent
+  // After awaitClosing():
+  bool nonFinite(size_t dataset) const { return nonFinite_.at(dataset); }  // on any rank
+  double loss(size_t dataset) const { return loss_.at(dataset); }           // the logged loss
+  // Time spent blocked in awaitOpening() and awaitClosing().
+  double waitSeconds() const { return waitS_; }
+
+ private:
+  std::shared_ptr<dist::Communicator> comm_;  // null: one rank
+  bool compat_;
+  int world_ = 1;
+  std::vector<int64_t> local_, global_;
+  std::vector<double> localLoss_, loss_, gathered_;
+  size_t figureCount_ = 0;
+  std::vector<bool> nonFinite_;
+  ControlRequest control_;
+  at::Tensor opening_, closing_;
+  std::unique_ptr<dist::PendingCollective> pendingOpening_, pendingClosing_;
+  double waitS_ = 0;
+};
+
+}  // namespace fs::engine
