@@ -158,5 +158,5 @@ echo "samples/s: all ranks; medians over steps after $warmup warmup steps, then 
 echo "ours/Python: ratio of the medians; (paired): median over repetitions of that repetition's ratio."
 echo "scaling efficiency = DDP samples/s / (2 x 1-rank samples/s); target ours/Python >= 1.2x."
 echo "wall samples/s: from the step events' timestamps, so also what happens between steps (per-rank figures gather, event writing)."
-echo "ours comm_time = median comm_time_s (rank 0 waiting on rank 1: per-dataset agreements + unhidden all-reduce)."
+echo "ours comm_time = median comm_time_s (rank 0 waiting on rank 1: what the two iteration agreements and the gradient all-reduce did not hide)."
 echo "Python DDP - no_sync = the same DDP step with both backwards under no_sync() (no all-reduce), same processes."
