@@ -8,10 +8,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
-#include <thread>
 
-#include "backend/dist/rendezvous.h"
-#include "tests/backend/dist/rank_processes.h"
+#include "tests/backend/dist/thread_ranks.h"
 
 namespace fs::engine {
 namespace {
@@ -69,47 +67,27 @@ struct RankResult {
 // anywhere, with a NaN loss on rank 2. Rank 1 asks for a pause, rank 2 for
 // a checkpoint. Figures: {r, 10 r}.
 std::vector<RankResult> runThreeRanks(bool compat) {
-  constexpr int kWorld = 3;
-  const int port = fs::testing::freePort();
-  std::vector<RankResult> out(kWorld);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < kWorld; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        dist::RendezvousOptions o;
-        o.rank = r;
-        o.world = kWorld;
-        o.localWorld = kWorld;
-        o.masterPort = port;
-        o.identity = "iteration agreement test";
-        o.preflightTimeout = std::chrono::seconds(60);
-        o.collectiveTimeout = std::chrono::seconds(60);
-        auto joined = dist::joinRun(o);
-        if (!joined) throw std::runtime_error(joined.status().message());
-        auto membership = std::move(joined.value());
-        IterationAgreement a(membership->worldPtr(), compat);
-        ControlRequest control;
-        control.pause = r == 1;
-        control.checkpoint = r == 2;
-        const std::vector<double> figures = {static_cast<double>(r), 10.0 * r};
-        a.open({r + 1, 0}, control, &figures);
-        a.awaitOpening();
-        RankResult& res = out[static_cast<size_t>(r)];
-        res.control = a.control();
-        res.global = {a.globalTargets(0), a.globalTargets(1)};
-        res.scale = {a.backwardScale(0), a.backwardScale(1)};
-        res.figures = a.gatheredFigures();
-        a.close({static_cast<double>(r + 1), r == 2 ? std::nan("") : 0.0});
-        a.awaitClosing();
-        res.loss = {a.loss(0), a.loss(1)};
-        res.nonFinite = {a.nonFinite(0), a.nonFinite(1)};
-        membership->world().barrier("test end");
-      } catch (const std::exception& e) {
-        out[static_cast<size_t>(r)].error = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  std::vector<RankResult> out(3);
+  const auto errors = fs::testing::runThreadRanks(3, [&](dist::Communicator& comm) {
+    const int r = comm.rank();
+    IterationAgreement a(std::shared_ptr<dist::Communicator>(&comm, [](dist::Communicator*) {}), compat);
+    ControlRequest control;
+    control.pause = r == 1;
+    control.checkpoint = r == 2;
+    const std::vector<double> figures = {static_cast<double>(r), 10.0 * r};
+    a.open({r + 1, 0}, control, &figures);
+    a.awaitOpening();
+    RankResult& res = out[static_cast<size_t>(r)];
+    res.control = a.control();
+    res.global = {a.globalTargets(0), a.globalTargets(1)};
+    res.scale = {a.backwardScale(0), a.backwardScale(1)};
+    res.figures = a.gatheredFigures();
+    a.close({static_cast<double>(r + 1), r == 2 ? std::nan("") : 0.0});
+    a.awaitClosing();
+    res.loss = {a.loss(0), a.loss(1)};
+    res.nonFinite = {a.nonFinite(0), a.nonFinite(1)};
+  });
+  for (size_t r = 0; r < out.size(); ++r) out[r].error = errors[r];
   return out;
 }
 

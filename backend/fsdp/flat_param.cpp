@@ -1,0 +1,101 @@
+#include "backend/fsdp/flat_param.h"
+
+#include <c10/core/StorageImpl.h>
+
+namespace fs::fsdp {
+
+namespace {
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize)
+    : members_(std::move(members)), shardRank_(shardRank), shardSize_(shardSize) {
+  TORCH_CHECK(!members_.empty(), "FlatParameter: no members");
+  TORCH_CHECK(shardSize_ >= 1 && shardRank_ >= 0 && shardRank_ < shardSize_, "FlatParameter: rank ", shardRank_,
+              " outside a shard group of ", shardSize_);
+  const auto& first = members_.front().param;
+  trainable_ = first.requires_grad();
+  for (const auto& m : members_) {
+    TORCH_CHECK(m.param.defined() && m.param.is_leaf(), "FlatParameter: ", m.name, " is not a leaf parameter");
+    TORCH_CHECK(m.param.scalar_type() == first.scalar_type() && m.param.device() == first.device(),
+                "FlatParameter: ", m.name, " is ", m.param.scalar_type(), " on ", m.param.device(), ", ",
+                members_.front().name, " is ", first.scalar_type(), " on ", first.device());
+    TORCH_CHECK(m.param.requires_grad() == trainable_, "FlatParameter: ", m.name,
+                " differs in requires_grad from ", members_.front().name);
+    offsets_.push_back(numel_);
+    numel_ += m.param.numel();
+  }
+  shardNumel_ = ceilDiv(std::max<int64_t>(numel_, 1), shardSize_);
+  full_ = torch::zeros({shardNumel_ * shardSize_}, first.options().requires_grad(false));
+  {
+    torch::NoGradGuard noGrad;
+    for (size_t i = 0; i < members_.size(); ++i) {
+      auto& p = members_[i].param;
+      full_.narrow(0, offsets_[i], p.numel()).copy_(p.detach().reshape({-1}));
+    }
+    shard_ = full_.narrow(0, shardRank_ * shardNumel_, shardNumel_).clone();
+  }
+  shard_.set_requires_grad(trainable_);
+  // Re-point every member into the full buffer (NOTE [Freeing gathered storage]).
+  for (size_t i = 0; i < members_.size(); ++i) {
+    auto& p = members_[i].param;
+    p.set_data(full_.narrow(0, offsets_[i], p.numel()).view(p.sizes()));
+  }
+  free();
+}
+
+void FlatParameter::allocateFull() {
+  c10::StorageImpl* s = full_.storage().unsafeGetStorageImpl();
+  const size_t bytes = static_cast<size_t>(full_.numel()) * full_.element_size();
+  s->set_data_ptr_noswap(s->allocator()->allocate(bytes));
+  s->set_nbytes(bytes);
+}
+
+void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
+  if (gathered_) return;
+  allocateFull();
+  gathered_ = true;
+  if (shardSize_ == 1) {
+    full_.copy_(shard_.detach());
+    return;
+  }
+  comm.allGather(full_, shard_.detach(), what);
+}
+
+void FlatParameter::free() {
+  if (!gathered_) return;
+  c10::StorageImpl* s = full_.storage().unsafeGetStorageImpl();
+  s->set_data_ptr_noswap(at::DataPtr(nullptr, full_.device()));
+  s->set_nbytes(0);
+  gathered_ = false;
+}
+
+int64_t FlatParameter::gatheredBytes() const {
+  return static_cast<int64_t>(full_.storage().nbytes());
+}
+
+void FlatParameter::reduceGradients(dist::Communicator& comm, double scale, const std::string& what) {
+  TORCH_CHECK(trainable_, "FlatParameter::reduceGradients: frozen parameters have no gradients");
+  torch::NoGradGuard noGrad;
+  torch::Tensor flat = torch::zeros({paddedNumel()}, full_.options());
+  for (size_t i = 0; i < members_.size(); ++i) {
+    auto& p = members_[i].param;
+    const torch::Tensor g = p.grad();
+    if (g.defined()) flat.narrow(0, offsets_[i], p.numel()).copy_(g.reshape({-1}));
+    p.mutable_grad() = torch::Tensor();
+  }
+  torch::Tensor mine = torch::empty({shardNumel_}, full_.options());
+  if (shardSize_ == 1) {
+    mine.copy_(flat);
+  } else {
+    comm.reduceScatter(mine, flat, dist::ReduceOp::kSum, what);
+  }
+  if (scale != 1.0) mine.mul_(scale);
+  if (shard_.grad().defined()) {
+    shard_.mutable_grad().add_(mine);
+  } else {
+    shard_.mutable_grad() = mine;
+  }
+}
+
+}  // namespace fs::fsdp

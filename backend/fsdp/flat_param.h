@@ -1,0 +1,91 @@
+// One flat parameter of an FSDP unit: the unit's parameters of one dtype and
+// one requires-grad setting, concatenated, padded to a multiple of the shard
+// group size and sharded: each rank keeps one contiguous chunk.
+//
+// NOTE [Freeing gathered storage]: the module's own parameter tensors stay
+// what autograd and the model code see. Each becomes a view into one full
+// (padded) buffer; gather() gives that buffer's storage memory and fills it
+// by all-gathering the shards, free() takes the memory away again (the
+// storage keeps its identity, with no bytes). Autograd's saved tensors hold
+// the parameters themselves, i.e. the same storage, so a weight saved in
+// forward is valid again once the unit is gathered for backward. Gathering
+// writes through the buffer, not through the parameters, so their version
+// counters do not move and autograd does not see an in-place change.
+//
+// Gradients: backward leaves full-size gradients in the members' `.grad`;
+// reduceGradients() flattens them (zeros for a member backward did not
+// reach), reduce-scatters the sum across the shard group into this rank's
+// chunk, scales it and adds it to the shard's `.grad`, then drops the
+// full-size gradients. Frozen flat parameters never get gradients.
+//
+// Thread-safety: the rank's training thread (CPU autograd hooks run on it).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "backend/dist/communicator.h"
+
+namespace fs::fsdp {
+
+struct FlatMember {
+  std::string name;     // the parameter's path in the model, e.g. "lang_encoder.model.decoder.layers.0.fc1.weight"
+  torch::Tensor param;  // the module's parameter (a leaf); re-pointed into the full buffer
+};
+
+class FlatParameter {
+ public:
+  // Takes the members' current values as the unsharded values. Every member
+  // must be a contiguous leaf of the same dtype, device and requires-grad
+  // setting. Leaves the flat parameter freed.
+  // REQUIRES: 0 <= shardRank < shardSize; members not empty.
+  FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize);
+  FlatParameter(const FlatParameter&) = delete;
+  FlatParameter& operator=(const FlatParameter&) = delete;
+
+  const std::vector<FlatMember>& members() const { return members_; }
+  int64_t numel() const { return numel_; }              // without padding
+  int64_t paddedNumel() const { return shardNumel_ * shardSize_; }
+  int64_t shardNumel() const { return shardNumel_; }
+  int64_t padding() const { return paddedNumel() - numel_; }
+  bool trainable() const { return trainable_; }
+  int64_t offsetOf(size_t member) const { return offsets_.at(member); }
+
+  // This rank's chunk (padding zeros at the end of the last chunk): a leaf
+  // that requires grad when the members do; the optimizer steps it.
+  torch::Tensor& shard() { return shard_; }
+  const torch::Tensor& shard() const { return shard_; }
+
+  bool gathered() const { return gathered_; }
+  // Gives the full buffer memory and fills it from every rank's shard; the
+  // members then hold the unsharded values. No-op when gathered.
+  void gather(dist::Communicator& comm, const std::string& what);
+  // Releases the full buffer's memory; the members keep their shapes but no
+  // data until the next gather(). No-op when freed.
+  void free();
+  // Bytes the full buffer holds now (0 when freed).
+  int64_t gatheredBytes() const;
+
+  // REQUIRES: trainable(). Reduce-scatters the members' gradients (sum over
+  // the group) into the shard's gradient, multiplied by `scale` and added to
+  // what is there; the members' gradients are dropped.
+  void reduceGradients(dist::Communicator& comm, double scale, const std::string& what);
+
+ private:
+  void allocateFull();
+
+  std::vector<FlatMember> members_;
+  std::vector<int64_t> offsets_;
+  int64_t numel_ = 0;
+  int64_t shardNumel_ = 0;
+  int shardRank_ = 0;
+  int shardSize_ = 1;
+  bool trainable_ = false;
+  bool gathered_ = true;
+  torch::Tensor full_;   // (paddedNumel): the storage the members view
+  torch::Tensor shard_;  // (shardNumel)
+};
+
+}  // namespace fs::fsdp

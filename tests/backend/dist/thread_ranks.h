@@ -1,0 +1,45 @@
+// Ranks as threads of the test process over real Gloo on loopback: each
+// thread joins the run (TCPStore + pre-flight) and runs `body` with its
+// world communicator. Returns each rank's exception message ("" if none).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/dist/rendezvous.h"
+#include "tests/backend/dist/rank_processes.h"
+
+namespace fs::testing {
+
+inline std::vector<std::string> runThreadRanks(int world, const std::function<void(dist::Communicator&)>& body) {
+  const int port = freePort();
+  std::vector<std::string> errors(static_cast<size_t>(world));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        dist::RendezvousOptions o;
+        o.rank = r;
+        o.world = world;
+        o.localWorld = world;
+        o.masterPort = port;
+        o.identity = "thread ranks";
+        o.preflightTimeout = std::chrono::seconds(60);
+        o.collectiveTimeout = std::chrono::seconds(60);
+        auto joined = dist::joinRun(o);
+        if (!joined) throw std::runtime_error(joined.status().message());
+        auto membership = std::move(joined.value());
+        body(membership->world());
+        membership->world().barrier("test end");
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+}  // namespace fs::testing
