@@ -84,13 +84,17 @@ torch::Tensor FlamingoImpl::encodeVision(const torch::Tensor& vision_x) {
   torch::Tensor features;
   {
     torch::NoGradGuard no_grad;
-    features = vision_encoder_->forward(vision_x.reshape({s[0] * s[1] * s[2], s[3], s[4], s[5]}));
+    const auto images = vision_x.reshape({s[0] * s[1] * s[2], s[3], s[4], s[5]});
+    features = runUnit(hooks_, *vision_encoder_, images, [&] { return vision_encoder_->forward(images); });
   }
   features = features.view({s[0], s[1], s[2], features.size(1), features.size(2)});
-  if (!options_.gradient_checkpointing()) return perceiver_->forward(features);
   auto resampler = perceiver_.ptr();
-  return checkpointed([resampler](const std::vector<torch::Tensor>& in) { return resampler->forward(in[0]); },
-                      {features}, trainableParameters(*perceiver_));
+  auto run = [resampler, hooks = hooks_](const torch::Tensor& in) {
+    return runUnit(hooks, *resampler, in, [&] { return resampler->forward(in); });
+  };
+  if (!options_.gradient_checkpointing()) return run(features);
+  return checkpointed([run](const std::vector<torch::Tensor>& in) { return run(in[0]); }, {features},
+                      trainableParameters(*perceiver_));
 }
 
 torch::Tensor FlamingoImpl::forwardWithMedia(const torch::Tensor& media, const torch::Tensor& input_ids,
@@ -241,6 +245,11 @@ LoadReport FlamingoImpl::loadVisionStateDict(const std::map<std::string, torch::
     if (startsWith(name, "vision_encoder.")) scope.emplace_back(name, tensor);
   }
   return loadNamedTensors(scope, state_dict, map);
+}
+
+void FlamingoImpl::setUnitHooks(std::shared_ptr<UnitHooks> hooks) {
+  hooks_ = hooks;
+  for (auto& layer : flamingo_layers_) layer->hooks = hooks;
 }
 
 }  // namespace fs::model

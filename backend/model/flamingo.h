@@ -115,6 +115,9 @@ class FlamingoImpl : public torch::nn::Module {
   void maskEmbeddingGradient();
   std::vector<GateValues> gateValues() const;
   void setGradientCheckpointing(bool enabled);
+  // NOTE [Unit hooks]: called around the vision tower, the Perceiver, every
+  // gated block and every decoder layer; null removes them.
+  void setUnitHooks(std::shared_ptr<UnitHooks> hooks);
   bool gradientCheckpointing() const { return options_.gradient_checkpointing(); }
 
   // ---- state dict
@@ -138,6 +141,7 @@ class FlamingoImpl : public torch::nn::Module {
   PerceiverResampler perceiver_{nullptr};
   std::shared_ptr<CausalLmImpl> lang_encoder_;
   std::vector<FlamingoLayerPtr> flamingo_layers_;
+  std::shared_ptr<UnitHooks> hooks_;
 };
 TORCH_MODULE(Flamingo);
 

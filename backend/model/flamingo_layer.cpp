@@ -19,27 +19,29 @@ torch::Tensor FlamingoLayerImpl::forward(const torch::Tensor& hidden, const Laye
     TORCH_CHECK(
         ctx.media.defined() && ctx.text_time.defined(),
         "FlamingoLayer: a gated cross-attention layer needs media and text_time (use Flamingo::forward)");
+    auto block = gated_cross_attn_layer.ptr();
+    const auto text_time = ctx.text_time;
+    const auto real_tokens = ctx.real_tokens;
+    auto run = [block, text_time, real_tokens, hooks = hooks](const torch::Tensor& in, const torch::Tensor& media) {
+      return runUnit(hooks, *block, in, [&] { return block->forward(in, media, text_time, real_tokens); });
+    };
     if (gradient_checkpointing) {
-      auto block = gated_cross_attn_layer.ptr();
-      const auto text_time = ctx.text_time;
-      const auto real_tokens = ctx.real_tokens;
-      x = checkpointed(
-          [block, text_time, real_tokens](const std::vector<torch::Tensor>& in) {
-            return block->forward(in[0], in[1], text_time, real_tokens);
-          },
-          {x, ctx.media}, trainableParameters(*block));
+      x = checkpointed([run](const std::vector<torch::Tensor>& in) { return run(in[0], in[1]); }, {x, ctx.media},
+                       trainableParameters(*block));
     } else {
-      x = gated_cross_attn_layer->forward(x, ctx.media, ctx.text_time, ctx.real_tokens);
+      x = run(x, ctx.media);
     }
   }
-  if (!gradient_checkpointing) return decoder_layer->forward(x, ctx);
   auto layer = decoder_layer;
+  if (!gradient_checkpointing) return runUnit(hooks, *layer, x, [&] { return layer->forward(x, ctx); });
   LayerContext inner = ctx;  // the decoder layer reads no media: do not keep it alive twice
   inner.media = torch::Tensor();
   inner.text_time = torch::Tensor();
   return checkpointed(
-      [layer, inner](const std::vector<torch::Tensor>& in) { return layer->forward(in[0], inner); }, {x},
-      trainableParameters(*layer));
+      [layer, inner, hooks = hooks](const std::vector<torch::Tensor>& in) {
+        return runUnit(hooks, *layer, in[0], [&] { return layer->forward(in[0], inner); });
+      },
+      {x}, trainableParameters(*layer));
 }
 
 }  // namespace fs::model

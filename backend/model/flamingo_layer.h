@@ -16,6 +16,7 @@
 
 #include "backend/model/gated_cross_attention.h"
 #include "backend/model/lm_family.h"
+#include "backend/model/unit_hooks.h"
 
 namespace fs::model {
 
@@ -32,6 +33,7 @@ class FlamingoLayerImpl : public DecoderLayerImpl {
   GatedCrossAttentionBlock gated_cross_attn_layer{nullptr};
   DecoderLayerPtr decoder_layer;
   bool gradient_checkpointing = false;
+  std::shared_ptr<UnitHooks> hooks;  // NOTE [Unit hooks]; set through Flamingo::setUnitHooks
 };
 using FlamingoLayerPtr = std::shared_ptr<FlamingoLayerImpl>;
 

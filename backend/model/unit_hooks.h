@@ -1,0 +1,42 @@
+// NOTE [Unit hooks]: LibTorch's C++ modules have no forward hooks, so the
+// model calls these around the forward of each part a sharding engine may
+// wrap as a unit (the vision tower, the Perceiver, every gated
+// cross-attention block, every decoder layer). The model stays
+// single-device and knows nothing about sharding: with no hooks set it runs
+// exactly as before. Inside an activation-checkpointed region the calls sit
+// inside the recomputed function, so a recompute during backward announces
+// the unit again.
+//
+// Thread-safety: called on the thread running forward / backward.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <utility>
+
+namespace fs::model {
+
+class UnitHooks {
+ public:
+  virtual ~UnitHooks() = default;
+  // Before `module` reads its parameters; `input` is the tensor its
+  // backward ends at (undefined or not requiring grad when there is none).
+  virtual void before(torch::nn::Module& module, const at::Tensor& input) = 0;
+  // After its forward produced `output`.
+  virtual void after(torch::nn::Module& module, const at::Tensor& output) = 0;
+};
+
+// f() between hooks->before and hooks->after; just f() without hooks.
+template <class F>
+at::Tensor runUnit(const std::shared_ptr<UnitHooks>& hooks, torch::nn::Module& module, const at::Tensor& input,
+                   F&& f) {
+  if (!hooks) return f();
+  hooks->before(module, input);
+  at::Tensor out = f();
+  hooks->after(module, out);
+  return out;
+}
+
+}  // namespace fs::model
