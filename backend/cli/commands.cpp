@@ -15,6 +15,7 @@ const std::vector<Command>& commands() {
       {"replay", "Replay a Python run's initial weights and batches; print losses, write final weights", runReplay},
 #endif
       {"launch", "Node agent, like torchrun: start this node's ranks, forward signals, stop all if one dies", runLaunch},
+      {"plan", "Plan FSDP without building the model: unit layout and per-rank memory per strategy x policy", runPlan},
       {"validate", "Check a run config: every problem at once, plus the derived figures", runValidate},
       {"show-defaults", "Print the default run config as YAML (with help comments)", runShowDefaults},
       {"import-cmdline", "Turn an OpenFlamingo torchrun/train.py command line into a run config", runImportCmdline},

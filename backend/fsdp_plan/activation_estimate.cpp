@@ -1,0 +1,67 @@
+#include "backend/fsdp_plan/activation_estimate.h"
+
+#include <algorithm>
+
+#include "backend/fsdp_plan/param_inventory.h"
+
+namespace fs::fsdp_plan {
+namespace {
+
+// NOTE [Activation formula] for one dataset; returns {without, with} checkpointing in bytes.
+DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::DatasetConfig& ds, Dtype compute) {
+  const auto& m = c.model;
+  const bool mmc4 = ds.type == "mmc4";
+  DatasetActivations a;
+  a.name = ds.name;
+  a.batch = ds.batch_size;
+  a.tokens = ds.max_tokens > 0 ? ds.max_tokens : (mmc4 ? 256 : 32);
+  a.images = mmc4 ? std::max<int64_t>(ds.max_num_images, 1) : 1;
+  const int64_t e = dtypeBytes(compute);
+  const int64_t b = a.batch, l = a.tokens, t = a.images;
+  const int64_t grid = m.vision.patch_size > 0 ? m.vision.image_size / m.vision.patch_size : 0;
+  const int64_t p = grid * grid, dv = m.vision.width;
+  const int64_t n = m.perceiver.num_latents, ip = m.perceiver.heads * m.perceiver.head_dim;
+  const int64_t d = m.lm.width, f = m.lm.ffn_dim, h = m.lm.heads;
+  const int64_t ix = m.cross_attn.heads * m.cross_attn.head_dim, mx = m.cross_attn.ff_mult;
+  const int64_t big_m = t * n;
+  const int64_t rows = m.tokens.vocab_size > 0 ? m.tokens.vocab_size : m.lm.vocab_size;
+  const int64_t images = b * t;
+  const int64_t tokens = b * l;
+
+  const int64_t features = images * p * dv;
+  const int64_t perceiverLayer = images * (p * dv + (p + n) * dv + 2 * (p + n) * ip + 2 * n * ip +
+                                           2 * m.perceiver.heads * n * (p + n) + 6 * n * dv +
+                                           2 * m.perceiver.ff_mult * n * dv);
+  const int64_t perceiver = m.perceiver.depth * perceiverLayer + images * 2 * n * dv;
+  const int64_t media = b * big_m * dv;
+  const int64_t gatedBlock = tokens * (6 * d + 2 * ix + 2 * mx * d + 2 * m.cross_attn.heads * big_m) +
+                             b * 2 * big_m * ix;
+  const bool rotary = m.lm.family == "gpt_neox" || m.lm.family == "llama";
+  const int64_t mlp = m.lm.family == "llama" ? 4 * f : 2 * f;
+  const int64_t decoderLayer = tokens * (7 * d + mlp + (rotary ? 2 * d : 0) + 2 * h * l);
+  int64_t blocks = 0;
+  for (int64_t i = 0; i < m.lm.layers; ++i) blocks += hasCrossAttentionAt(i, m.cross_attn.every_n_layers) ? 1 : 0;
+  const int64_t logitsKept = tokens * rows * (e + 4);  // bytes
+  const int64_t logitsGrad = tokens * rows * 4;
+
+  const int64_t keptElems = features + perceiver + media + blocks * gatedBlock + m.lm.layers * decoderLayer;
+  a.withoutCheckpointing = keptElems * e + logitsKept + logitsGrad;
+  const int64_t inputs = features + media + (blocks + m.lm.layers) * tokens * d;
+  const int64_t recompute = std::max({perceiver, gatedBlock, decoderLayer});
+  a.withCheckpointing = (inputs + recompute) * e + logitsKept + logitsGrad;
+  return a;
+}
+
+}  // namespace
+
+ActivationEstimate estimateActivations(const protocol::RunConfig& config, Dtype compute) {
+  ActivationEstimate est;
+  for (const auto& ds : config.data.datasets) {
+    est.datasets.push_back(forDataset(config, ds, compute));
+    est.withoutCheckpointing = std::max(est.withoutCheckpointing, est.datasets.back().withoutCheckpointing);
+    est.withCheckpointing = std::max(est.withCheckpointing, est.datasets.back().withCheckpointing);
+  }
+  return est;
+}
+
+}  // namespace fs::fsdp_plan

@@ -1,0 +1,68 @@
+// Per-rank memory of one strategy x layout: model state (exact bytes) plus
+// the gathered peak and activations (estimates).
+//
+// NOTE [Memory model] (bytes per rank; shards are equal on every rank):
+//   parameters  sum over flat groups of shardNumel x storage bytes.
+//   gradients   ours: trainable groups only, shardNumel x weight bytes
+//               (frozen groups never get gradient storage). Reference:
+//               every group that gets gradients, which includes the
+//               unfrozen decoder layers.
+//   optimizer   AdamW: 2 x shardNumel x weight bytes per group the
+//               optimizer steps (reference: per trainable flat parameter,
+//               padding included; the unfrozen decoder layers are excluded
+//               from its optimizer).
+//   gathered    the largest set of units unsharded at once, in the param
+//               dtype (a unit costs paddedNumel x param bytes; with one
+//               rank per shard group and no cast it costs nothing). The
+//               root unit stays gathered throughout. full_shard /
+//               hybrid_shard: a window of k consecutive units in gather
+//               order, k = limit_all_gathers, or when that is 0, 1 + 1 if
+//               prefetching (forward_prefetch in forward, backward_prefetch
+//               != none in backward); in backward the current unit's
+//               unsharded gradient (padded x param bytes of its gradient
+//               groups) is added until its reduce-scatter. shard_grad_op:
+//               every unit that takes part in backward stays gathered from
+//               its forward to its backward, so at the turn all of them are
+//               gathered at once, plus one unit's unsharded gradient.
+//   activations activation_estimate.h, the same for ours and the reference
+//               (same model); `activations` follows model.gradient_checkpointing.
+// CPU offload is not modelled (parallel.cpu_offload moves parameters,
+// gradients and optimizer state to host memory; the figures above are then
+// host bytes).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/fsdp_plan/activation_estimate.h"
+#include "backend/fsdp_plan/layout.h"
+#include "backend/fsdp_plan/sharding.h"
+#include "backend/protocol/config_types.h"
+
+namespace fs::fsdp_plan {
+
+struct RankMemory {
+  int64_t parameters = 0;
+  int64_t gradients = 0;
+  int64_t optimizer = 0;
+  int64_t gatheredPeak = 0;
+  int64_t activations = 0;  // per model.gradient_checkpointing
+  int64_t activationsWithoutCheckpointing = 0;
+  int64_t activationsWithCheckpointing = 0;
+
+  int64_t modelState() const { return parameters + gradients + optimizer; }
+  int64_t peak() const { return modelState() + gatheredPeak + activations; }
+};
+
+// Units gathered at once in forward / backward windows (NOTE [Memory model]).
+int64_t forwardWindow(const protocol::ParallelConfig& parallel);
+int64_t backwardWindow(const protocol::ParallelConfig& parallel);
+
+// Full bytes of one unit while gathered, given the plan's shard group.
+int64_t unitGatheredBytes(const UnitShards& unit, int64_t shard_size, const PrecisionPlan& precision);
+
+RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, const PrecisionPlan& precision,
+                              const protocol::RunConfig& config, const ActivationEstimate& activations);
+
+}  // namespace fs::fsdp_plan

@@ -1,0 +1,68 @@
+#include "backend/fsdp_plan/plan.h"
+
+namespace fs::fsdp_plan {
+
+protocol::StatusOr<Plan> makePlan(const PlanRequest& req) {
+  if (auto s = checkTopology(req.topology); !s) return s;
+  Plan plan;
+  plan.topology = req.topology;
+  auto inv = buildParamInventory(req.config.model);
+  if (!inv) return inv.status();
+  plan.inventory = std::move(*inv);
+  auto precision = oursPrecision(req.config);
+  if (!precision) return precision.status();
+  plan.precision = *precision;
+  plan.referencePrecision = referencePrecision(*precision);
+  plan.activations = estimateActivations(req.config, plan.precision.compute);
+
+  auto strategies = req.strategies;
+  if (strategies.empty()) {
+    for (const auto& name : strategyNames()) strategies.push_back(*strategyFromName(name, "--strategies"));
+  }
+  auto policies = req.policies;
+  if (policies.empty()) {
+    for (const auto& name : wrapPolicyNames()) {
+      if (name != "custom" || !req.config.parallel.wrap_patterns.empty()) policies.push_back(name);
+    }
+  }
+
+  auto addEntries = [&](const std::string& engine, const std::string& policy, const PrecisionPlan& prec,
+                        bool reference) {
+    const size_t index = plan.layouts.size() - 1;
+    for (const auto strategy : strategies) {
+      // OpenFlamingo offers FSDP1 full and hybrid sharding only.
+      if (reference && strategy != Strategy::kFullShard && strategy != Strategy::kHybridShard) continue;
+      PlanEntry e;
+      e.engine = engine;
+      e.policy = policy;
+      e.strategy = strategy;
+      e.layout = index;
+      e.shards = planShards(plan.layouts[index], prec, strategy, req.topology, reference);
+      e.memory = estimateRankMemory(plan.layouts[index], e.shards, prec, req.config, plan.activations);
+      plan.entries.push_back(std::move(e));
+    }
+  };
+  for (const auto& name : policies) {
+    auto policy = wrapPolicyFromName(name, req.config.parallel);
+    if (!policy) return policy.status();
+    auto layout = buildLayout(plan.inventory, *policy, plan.precision);
+    if (!layout) return layout.status();
+    plan.layouts.push_back(std::move(*layout));
+    addEntries("ours", name, plan.precision, false);
+  }
+  if (req.reference) {
+    auto layout = buildReferenceLayout(plan.inventory, plan.precision);
+    if (!layout) return layout.status();
+    plan.layouts.push_back(std::move(*layout));
+    addEntries("reference", "openflamingo", plan.referencePrecision, true);
+    if (!plan.inventory.tiedGroups.empty())
+      plan.notes.push_back(
+          "the reference's FSDP is documented as incompatible with tied LM embeddings; its figures assume the tied "
+          "head shares the embedding's unit");
+    if (req.config.optim.precision == "bf16" || req.config.optim.precision == "fp16")
+      plan.notes.push_back("the reference crashes with --precision bf16 / fp16; its figures are what it would need");
+  }
+  return plan;
+}
+
+}  // namespace fs::fsdp_plan

@@ -1,0 +1,70 @@
+#include "backend/fsdp_plan/precision_plan.h"
+
+namespace fs::fsdp_plan {
+namespace {
+
+using protocol::Status;
+
+protocol::StatusOr<Dtype> mixedDtype(const std::string& value, Dtype fallback, const std::string& field) {
+  if (value == "auto" || value.empty()) return fallback;
+  if (value == "fp32") return Dtype::kFloat32;
+  if (value == "bf16") return Dtype::kBFloat16;
+  if (value == "fp16") return Dtype::kFloat16;
+  return Status::invalidArgument(field + ": unknown dtype '" + value + "' (known: auto, fp32, bf16, fp16)");
+}
+
+}  // namespace
+
+int64_t dtypeBytes(Dtype dtype) {
+  return dtype == Dtype::kFloat32 ? 4 : 2;
+}
+
+std::string dtypeName(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kFloat32: return "float32";
+    case Dtype::kBFloat16: return "bfloat16";
+    case Dtype::kFloat16: return "float16";
+  }
+  return "?";
+}
+
+protocol::StatusOr<PrecisionPlan> oursPrecision(const protocol::RunConfig& config) {
+  const auto& p = config.optim.precision;
+  PrecisionPlan plan;
+  if (p == "fp32") {
+    plan.weight = plan.compute = Dtype::kFloat32;
+  } else if (p == "bf16") {
+    plan.weight = plan.compute = Dtype::kBFloat16;
+  } else if (p == "fp16") {
+    plan.weight = plan.compute = Dtype::kFloat16;
+  } else if (p == "amp_bf16") {
+    plan.weight = Dtype::kFloat32;
+    plan.compute = Dtype::kBFloat16;
+  } else if (p == "amp_fp16") {
+    plan.weight = Dtype::kFloat32;
+    plan.compute = Dtype::kFloat16;
+  } else {
+    return Status::invalidArgument("optim.precision: unknown precision '" + p +
+                                   "' (known: fp32, bf16, fp16, amp_bf16, amp_fp16)");
+  }
+  const auto& mp = config.parallel.mixed_precision;
+  auto param = mixedDtype(mp.param_dtype, plan.compute, "parallel.mixed_precision.param_dtype");
+  if (!param) return param.status();
+  auto reduce = mixedDtype(mp.reduce_dtype, plan.compute, "parallel.mixed_precision.reduce_dtype");
+  if (!reduce) return reduce.status();
+  auto buffer = mixedDtype(mp.buffer_dtype, plan.compute, "parallel.mixed_precision.buffer_dtype");
+  if (!buffer) return buffer.status();
+  plan.param = *param;
+  plan.reduce = *reduce;
+  plan.frozen = *param;  // NOTE [Planner dtypes]
+  return plan;
+}
+
+PrecisionPlan referencePrecision(const PrecisionPlan& ours) {
+  PrecisionPlan ref = ours;
+  ref.param = ours.weight;
+  ref.frozen = ours.weight;
+  return ref;
+}
+
+}  // namespace fs::fsdp_plan

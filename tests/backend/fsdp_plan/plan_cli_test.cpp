@@ -1,0 +1,119 @@
+// `flamingo-train plan` end to end: the built binary, its exit codes, the
+// JSON it prints (docs/planner.md), the 9B preset in seconds, and errors
+// that name the flag or field.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string preset(const std::string& name) {
+  return std::string(FS_SOURCE_DIR) + "/resources/presets/" + name + ".yaml";
+}
+
+// Runs flamingo-train with a shell-quoted argument string (test literals only).
+Result run(const std::string& args) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fs_plan_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string bin = std::string(FS_BINARY_DIR) + "/bin/flamingo-train";
+  const std::string cmd = "'" + bin + "' " + args + " </dev/null >'" + (dir / "out").string() + "' 2>'" +
+                          (dir / "err").string() + "'";
+  const int status = std::system(cmd.c_str());
+  Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+TEST(PlanCli, NineBPresetPlansInSecondsWithBothEngines) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run("plan --config '" + preset("openflamingo-9b-vitl-mpt7b") + "' --world 8 --nodes 1 --json");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(seconds, 10.0);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "fs.plan/1");
+  EXPECT_EQ(j["world"], 8);
+  EXPECT_EQ(j["model"]["family"], "mpt");
+  EXPECT_EQ(j["model"]["tied"].size(), 1u);
+  bool ours = false, reference = false;
+  for (const auto& e : j["estimates"]) {
+    if (e["strategy"] != "full_shard" || e["policy"] != "openflamingo") continue;
+    const double state = e["per_rank"]["model_state"].get<double>() / (1024.0 * 1024 * 1024);
+    if (e["engine"] == "ours") {
+      ours = true;
+      EXPECT_NEAR(state, 4.15, 0.05);
+    } else {
+      reference = true;
+      EXPECT_NEAR(state, 8.72, 0.05);
+    }
+    // One shard_bytes entry per rank for every unit of its layout.
+    const auto& units = j["layouts"][e["layout"].get<size_t>()]["units"];
+    ASSERT_EQ(e["units"].size(), units.size());
+    EXPECT_EQ(e["units"][0]["shard_bytes"].size(), 8u);
+  }
+  EXPECT_TRUE(ours);
+  EXPECT_TRUE(reference);
+}
+
+TEST(PlanCli, TableNamesUnitsAndStrategies) {
+  const auto r = run("plan --config '" + preset("tiny") + "' --world 4 --nodes 2 --strategies full_shard,hybrid_shard");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("lang_encoder.model.decoder.layers.1.decoder_layer"), std::string::npos);
+  EXPECT_NE(r.out.find("hybrid_shard"), std::string::npos);
+  EXPECT_EQ(r.out.find("no_shard"), std::string::npos);
+  EXPECT_NE(r.out.find("reference"), std::string::npos);
+}
+
+TEST(PlanCli, BadInputNamesTheFlagOrValue) {
+  auto r = run("plan --config '" + preset("tiny") + "' --world 6 --nodes 4");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--world 6 is not divisible by --nodes 4"), std::string::npos) << r.err;
+
+  r = run("plan --config '" + preset("tiny") + "' --world 2 --strategies full_shard,zero3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--strategies: unknown sharding strategy 'zero3'"), std::string::npos) << r.err;
+
+  r = run("plan --config '" + preset("tiny") + "' --world 2 --policies magic");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("'magic'"), std::string::npos) << r.err;
+
+  r = run("plan --config '" + preset("tiny") + "' --world two");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--world: 'two'"), std::string::npos) << r.err;
+
+  r = run("plan --world 2");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--config"), std::string::npos) << r.err;
+
+  r = run("plan --config /nonexistent/run.yaml --world 2");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("/nonexistent/run.yaml"), std::string::npos) << r.err;
+
+  r = run("plan --config '" + preset("tiny") +
+          "' --world 2 --set parallel.wrap_patterns=[nothing.here] --policies custom");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("parallel.wrap_patterns: pattern 'nothing.here'"), std::string::npos) << r.err;
+
+  EXPECT_EQ(run("plan --help").code, 0);
+}
+
+}  // namespace
