@@ -74,7 +74,8 @@ int64_t FlatParameter::gatheredBytes() const {
   return static_cast<int64_t>(full_.storage().nbytes());
 }
 
-void FlatParameter::reduceGradients(dist::Communicator& comm, double scale, const std::string& what) {
+void FlatParameter::reduceGradients(dist::Communicator& comm, double scale, const std::string& what,
+                                    dist::Communicator* replicas) {
   TORCH_CHECK(trainable_, "FlatParameter::reduceGradients: frozen parameters have no gradients");
   torch::NoGradGuard noGrad;
   torch::Tensor flat = torch::zeros({paddedNumel()}, full_.options());
@@ -90,6 +91,7 @@ void FlatParameter::reduceGradients(dist::Communicator& comm, double scale, cons
   } else {
     comm.reduceScatter(mine, flat, dist::ReduceOp::kSum, what);
   }
+  if (replicas && replicas->size() > 1) replicas->allReduce(mine, dist::ReduceOp::kSum, what + " across replicas");
   if (scale != 1.0) mine.mul_(scale);
   if (shard_.grad().defined()) {
     shard_.mutable_grad().add_(mine);

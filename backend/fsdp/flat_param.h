@@ -69,9 +69,11 @@ class FlatParameter {
   int64_t gatheredBytes() const;
 
   // REQUIRES: trainable(). Reduce-scatters the members' gradients (sum over
-  // the group) into the shard's gradient, multiplied by `scale` and added to
+  // the shard group `comm`, then over `replicas` when given: hybrid and
+  // no_shard) into the shard's gradient, multiplied by `scale` and added to
   // what is there; the members' gradients are dropped.
-  void reduceGradients(dist::Communicator& comm, double scale, const std::string& what);
+  void reduceGradients(dist::Communicator& comm, double scale, const std::string& what,
+                       dist::Communicator* replicas = nullptr);
 
  private:
   void allocateFull();

@@ -60,6 +60,96 @@ std::vector<UnitSpec> flamingoUnits(Flamingo& m) {
   return units;
 }
 
+mt::Batch concatBatches(const mt::Batch& x, const mt::Batch& y) {
+  return mt::Batch{torch::cat({x.vision_x, y.vision_x}), torch::cat({x.input_ids, y.input_ids}),
+                   torch::cat({x.attention_mask, y.attention_mask})};
+}
+
+// Shards the model over `world` thread ranks, each on its rows of `batch`,
+// and checks the gradients against the unsharded model on the whole batch
+// and what stays gathered after forward and after backward.
+void expectUnshardedGradients(const std::string& family, bool checkpointing, const mt::Batch& batch, int world,
+                              ShardingOptions options) {
+  const int64_t B = batch.input_ids.size(0);
+  const double targets = batch.attention_mask.slice(1, 1).sum().item<double>();
+  std::map<std::string, torch::Tensor> want;
+  {
+    Flamingo m = buildModel(family, checkpointing);
+    lossOf(m, batch, 0, B, targets).backward();
+    for (const auto& p : m->named_parameters()) {
+      if (p.value().requires_grad() && p.value().grad().defined()) want[p.key()] = p.value().grad().clone();
+    }
+  }
+  ASSERT_FALSE(want.empty());
+  std::mutex mu;
+  const auto errors = fs::testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+    Flamingo m = buildModel(family, checkpointing);
+    auto sharded = std::make_shared<ShardedModel>(*m, flamingoUnits(m),
+                                                  std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
+    m->setUnitHooks(sharded);
+    const int64_t rows = B / world;
+    sharded->beginForward();
+    torch::Tensor loss = lossOf(m, batch, comm.rank() * rows, rows, targets);
+    int64_t rootBytes = 0, allBytes = 0;
+    for (const auto& u : sharded->units()) {
+      for (const auto& f : u.flats) {
+        allBytes += f->paddedNumel() * 4;
+        if (&u == &sharded->units().back()) rootBytes += f->gatheredBytes();
+      }
+    }
+    const int64_t afterForward = sharded->gatheredBytes();
+    sharded->beginBackward();
+    loss.backward();
+    sharded->finishBackward(1.0);
+    const int64_t afterBackward = sharded->gatheredBytes();
+    // Every trainable member's gradient: the shard gradients all-gathered
+    // (every replica holds the same shards, so gather over the whole group
+    // only when it is the shard group).
+    std::map<std::string, torch::Tensor> got;
+    for (const auto& u : sharded->units()) {
+      for (const auto& f : u.flats) {
+        if (!f->trainable()) continue;
+        const int64_t shardRanks = f->paddedNumel() / f->shardNumel();
+        torch::Tensor all = torch::zeros({f->shardNumel() * comm.size()});
+        comm.allGather(all, f->shard().grad(), "test gather grads");
+        // Rank r holds shard r % shardRanks (shard groups are consecutive ranks).
+        torch::Tensor full = all.narrow(0, 0, f->shardNumel() * shardRanks);
+        for (size_t k = 0; k < f->members().size(); ++k) {
+          const auto& member = f->members()[k];
+          got[member.name] = full.narrow(0, f->offsetOf(k), member.param.numel()).view(member.param.sizes());
+        }
+      }
+    }
+    m->setUnitHooks(nullptr);
+    std::lock_guard<std::mutex> lock(mu);
+    switch (options.strategy) {
+      case Strategy::kFullShard:
+      case Strategy::kHybridShard:
+        EXPECT_EQ(afterForward, rootBytes) << "only the root stays gathered after forward";
+        EXPECT_EQ(afterBackward, 0);
+        break;
+      case Strategy::kShardGradOp:
+        // Units whose forward built a graph stay gathered for backward; the vision tower (no graph) and
+        // checkpointed units (gathered again by their recompute) do not.
+        EXPECT_EQ(afterForward,
+                  checkpointing ? rootBytes : allBytes - sharded->units().front().flats.front()->paddedNumel() * 4);
+        EXPECT_EQ(afterBackward, 0);
+        break;
+      case Strategy::kNoShard: EXPECT_EQ(afterBackward, allBytes) << "nothing is ever freed"; break;
+    }
+    for (const auto& [name, g] : want) {
+      ASSERT_TRUE(got.count(name)) << name;
+      EXPECT_TRUE(torch::allclose(got[name], g, 1e-4, 1e-6))
+          << "world " << world << " rank " << comm.rank() << " " << name << ": max diff "
+          << (got[name] - g).abs().max().item<double>();
+    }
+    for (const auto& [name, g] : got) {
+      if (!want.count(name)) EXPECT_EQ(g.abs().max().item<double>(), 0.0) << name << " has no reference gradient";
+    }
+  });
+  for (const auto& e : errors) ASSERT_EQ(e, "") << "world " << world;
+}
+
 class ShardedModelTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(ShardedModelTest, BackwardsToTheUnshardedGradients) {
@@ -68,63 +158,37 @@ TEST_P(ShardedModelTest, BackwardsToTheUnshardedGradients) {
     std::lock_guard<std::mutex> lock(rngMutex());
     return mt::tinyBatch(mt::tinyOptions(family));
   }();
-  const double targets = batch.attention_mask.slice(1, 1).sum().item<double>();
-  // Reference: one process, the whole batch.
-  std::map<std::string, torch::Tensor> want;
-  {
-    Flamingo m = buildModel(family, checkpointing);
-    lossOf(m, batch, 0, 2, targets).backward();
-    for (const auto& p : m->named_parameters()) {
-      if (p.value().requires_grad() && p.value().grad().defined()) want[p.key()] = p.value().grad().clone();
-    }
-  }
-  ASSERT_FALSE(want.empty());
-  for (int world : {1, 2}) {
-    std::mutex mu;
-    const auto errors = fs::testing::runThreadRanks(world, [&](dist::Communicator& comm) {
-      Flamingo m = buildModel(family, checkpointing);
-      auto sharded = std::make_shared<ShardedModel>(*m, flamingoUnits(m),
-                                                    std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}));
-      m->setUnitHooks(sharded);
-      const int64_t rows = 2 / world;
-      sharded->beginForward();
-      torch::Tensor loss = lossOf(m, batch, comm.rank() * rows, rows, targets);
-      // After forward only the root unit is gathered.
-      int64_t rootBytes = 0;
-      for (const auto& f : sharded->units().back().flats) rootBytes += f->gatheredBytes();
-      const int64_t afterForward = sharded->gatheredBytes();
-      sharded->beginBackward();
-      loss.backward();
-      sharded->finishBackward(1.0);
-      const int64_t afterBackward = sharded->gatheredBytes();
-      // Every trainable member's gradient: the shard gradients all-gathered.
-      std::map<std::string, torch::Tensor> got;
-      for (const auto& u : sharded->units()) {
-        for (const auto& f : u.flats) {
-          if (!f->trainable()) continue;
-          torch::Tensor full = torch::zeros({f->paddedNumel()});
-          comm.allGather(full, f->shard().grad(), "test gather grads");
-          for (size_t k = 0; k < f->members().size(); ++k) {
-            const auto& member = f->members()[k];
-            got[member.name] = full.narrow(0, f->offsetOf(k), member.param.numel()).view(member.param.sizes());
-          }
-        }
-      }
-      m->setUnitHooks(nullptr);
-      std::lock_guard<std::mutex> lock(mu);
-      EXPECT_EQ(afterForward, rootBytes) << "world " << world;
-      EXPECT_EQ(afterBackward, 0) << "world " << world;
-      for (const auto& [name, g] : want) {
-        ASSERT_TRUE(got.count(name)) << name;
-        EXPECT_TRUE(torch::allclose(got[name], g, 1e-4, 1e-6))
-            << "world " << world << " rank " << comm.rank() << " " << name << ": max diff "
-            << (got[name] - g).abs().max().item<double>();
-      }
-      for (const auto& [name, g] : got) {
-        if (!want.count(name)) EXPECT_EQ(g.abs().max().item<double>(), 0.0) << name << " has no reference gradient";
-      }
-    });
-    for (const auto& e : errors) ASSERT_EQ(e, "") << "world " << world;
+  for (int world : {1, 2}) expectUnshardedGradients(family, checkpointing, batch, world, {});
+}
+
+class StrategyTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
+
+// Four ranks as two "nodes" of two for hybrid_shard.
+TEST_P(StrategyTest, EveryStrategyBackwardsToTheUnshardedGradients) {
+  const auto [strategy, checkpointing] = GetParam();
+  const mt::Batch batch = [&] {
+    std::lock_guard<std::mutex> lock(rngMutex());
+    const auto o = mt::tinyOptions("opt");
+    return concatBatches(mt::tinyBatch(o, 1), mt::tinyBatch(o, 2));
+  }();
+  expectUnshardedGradients("opt", checkpointing, batch, 4, ShardingOptions{parseStrategy(strategy), 2});
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, StrategyTest,
+                         ::testing::Combine(::testing::Values("full_shard", "shard_grad_op", "hybrid_shard",
+                                                              "no_shard"),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + (std::get<1>(info.param) ? "_checkpointed" : "");
+                         });
+
+TEST(ShardingStrategy, UnknownNameIsRefusedByName) {
+  try {
+    parseStrategy("fully_sharded");
+    FAIL() << "no error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("parallel.sharding_strategy: unknown strategy 'fully_sharded'"),
+              std::string::npos);
   }
 }
 
