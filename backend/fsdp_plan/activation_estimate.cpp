@@ -41,14 +41,21 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
   const int64_t decoderLayer = tokens * (7 * d + mlp + (rotary ? 2 * d : 0) + 2 * h * l);
   int64_t blocks = 0;
   for (int64_t i = 0; i < m.lm.layers; ++i) blocks += hasCrossAttentionAt(i, m.cross_attn.every_n_layers) ? 1 : 0;
-  const int64_t logitsKept = tokens * rows * (e + 4);  // bytes
-  const int64_t logitsGrad = tokens * rows * 4;
+  // NOTE [Activation formula]: the head and loss in forward hold the logits
+  // (the real-token product and its scatter), the shifted copy, its fp32 cast
+  // under a 16-bit compute dtype and the fp32 log-softmax; after forward only
+  // the log-softmax stays. Backward starts with the fp32 loss gradient and the
+  // logits gradient (compute dtype, twice through the scatter).
+  const int64_t blv = tokens * rows;
+  const int64_t logitsForward = blv * (3 * e + (e < 4 ? 4 : 0) + 4);
+  const int64_t logitsBackward = blv * (4 + 4 + 2 * e);
+  const int64_t bias = b * l * l * e;  // the causal attention bias, held for the whole forward
 
   const int64_t keptElems = features + perceiver + media + blocks * gatedBlock + m.lm.layers * decoderLayer;
-  a.withoutCheckpointing = keptElems * e + logitsKept + logitsGrad;
+  a.withoutCheckpointing = keptElems * e + bias + std::max(logitsForward, logitsBackward);
   const int64_t inputs = features + media + (blocks + m.lm.layers) * tokens * d;
   const int64_t recompute = std::max({perceiver, gatedBlock, decoderLayer});
-  a.withCheckpointing = (inputs + recompute) * e + logitsKept + logitsGrad;
+  a.withCheckpointing = inputs * e + bias + std::max(logitsForward, logitsBackward + recompute * e);
   return a;
 }
 
