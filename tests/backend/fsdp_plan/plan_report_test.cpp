@@ -1,0 +1,65 @@
+// The plan's presentations: the `layout` telemetry event from a layout and
+// shard plan (what the runtime will emit), the JSON, and byte formatting.
+#include <gtest/gtest.h>
+
+#include "backend/fsdp_plan/plan_report.h"
+#include "backend/protocol/event_codec.h"
+#include "plan_test_util.h"
+
+namespace fs::fsdp_plan {
+namespace {
+
+Plan tinyPlan(Topology t) {
+  PlanRequest req;
+  req.config = test::preset("tiny");
+  req.topology = t;
+  req.policies = {"openflamingo"};
+  req.strategies = {Strategy::kFullShard};
+  auto plan = makePlan(req);
+  EXPECT_TRUE(plan.isOk()) << plan.status().message();
+  return *plan;
+}
+
+TEST(PlanReport, LayoutEventCarriesShardBytesPerRankAndPadding) {
+  const auto plan = tinyPlan({3, 1});
+  const auto& e = plan.entries.front();
+  const auto event = toLayoutEvent(plan.layouts[e.layout], e.shards, 2);
+  ASSERT_EQ(event.units.size(), 8u);
+  EXPECT_EQ(event.max_units_gathered, 2);
+  const auto& vision = event.units[1];
+  EXPECT_EQ(vision.path, "vision_encoder");
+  EXPECT_EQ(vision.param_count, 33280);
+  EXPECT_EQ(vision.frozen_params, 33280);
+  EXPECT_FALSE(vision.trainable);
+  EXPECT_EQ(vision.dtype, "float32");
+  EXPECT_EQ(vision.shard_bytes, (std::vector<int64_t>{11094 * 4, 11094 * 4, 11094 * 4}));
+  EXPECT_EQ(vision.padding_elems, 2);
+  EXPECT_EQ(vision.gather_order, 1);
+  // It encodes as a telemetry line.
+  protocol::Event ev;
+  ev.body = event;
+  EXPECT_NE(protocol::encodeEventLine(ev).find("\"type\":\"layout\""), std::string::npos);
+}
+
+TEST(PlanReport, JsonNamesEveryUnitAndEstimate) {
+  const auto plan = tinyPlan({2, 1});
+  const auto j = planToJson(plan);
+  EXPECT_EQ(j["schema"], kPlanJsonSchema);
+  EXPECT_EQ(j["model"]["params"], 83972);
+  EXPECT_EQ(j["model"]["trainable_params"], 29380);
+  ASSERT_EQ(j["layouts"].size(), 2u);  // openflamingo + the reference
+  EXPECT_EQ(j["layouts"][1]["policy"], "reference_fsdp1");
+  ASSERT_EQ(j["estimates"].size(), 2u);
+  EXPECT_EQ(j["estimates"][0]["per_rank"]["parameters"], 83972 / 2 * 4);
+  EXPECT_EQ(j["layouts"][0]["units"][3]["merged_from"][0], "lang_encoder.lm_head");
+}
+
+TEST(PlanReport, FormatsBytes) {
+  EXPECT_EQ(formatBytes(96), "96 B");
+  EXPECT_EQ(formatBytes(1536), "1.5 KiB");
+  EXPECT_EQ(formatBytes(int64_t{3} << 20), "3.0 MiB");
+  EXPECT_EQ(formatBytes(4456234624), "4.15 GiB");
+}
+
+}  // namespace
+}  // namespace fs::fsdp_plan
