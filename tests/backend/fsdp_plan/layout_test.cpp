@@ -118,6 +118,39 @@ TEST(Layout, SizeBasedAboveTheModelIsOneRootUnit) {
   expectUnits(layout, {{"", 83972, 54592}});
 }
 
+TEST(Layout, OpenFlamingoOnSmall) {
+  // Small: ViT 64 px / 16 px patches, width 128, 4 blocks of 198,272 (+ own
+  // 18,688, conv1 98,304, two norms 256); perceiver depth 2 (397,056); OPT
+  // width 256, ffn 1024: layers of 789,760, embeddings 1,026 x 256 and
+  // 514 x 256; gated blocks (before layers 1 and 3) of 623,618.
+  const auto layout = layoutFor(test::preset("small"));
+  expectUnits(layout, {{"", 131584 + 512, 131584 + 512},
+                       {"vision_encoder", 910592, 910592},
+                       {"perceiver", 397056, 0},
+                       {"lang_encoder.model.decoder.embed_tokens", 262656, 0},
+                       {kLayers + "0.decoder_layer", 789760, 789760},
+                       {kLayers + "1.gated_cross_attn_layer", 623618, 0},
+                       {kLayers + "1.decoder_layer", 789760, 789760},
+                       {kLayers + "2.decoder_layer", 789760, 789760},
+                       {kLayers + "3.gated_cross_attn_layer", 623618, 0},
+                       {kLayers + "3.decoder_layer", 789760, 789760}});
+  EXPECT_EQ(layout.numel(), 6108676);
+}
+
+TEST(Layout, TransformerLayerOnSmall) {
+  const auto layout = layoutFor(test::preset("small", {"parallel.wrap_policy=transformer_layer"}));
+  // 4 ViT blocks, 2 perceiver layers, 2 gated blocks, 4 decoder layers, the root.
+  ASSERT_EQ(layout.units.size(), 13u);
+  EXPECT_EQ(layout.units[0].paramCount, 18688 + 98304 + 512 + 2048 + 256 + 262656 + 131584 + 512);
+  EXPECT_EQ(layout.units[0].frozenCount, 18688 + 98304 + 512 + 131584 + 512);
+  EXPECT_EQ(layout.units[4].path, "vision_encoder.transformer.resblocks.3");
+  EXPECT_EQ(layout.units[4].paramCount, 198272);
+  EXPECT_EQ(layout.units[6].path, "perceiver.layers.1");
+  EXPECT_EQ(layout.units[6].paramCount, 197376);
+  EXPECT_EQ(layout.units[7].path, kLayers + "0.decoder_layer");
+  EXPECT_EQ(layout.units[12].path, kLayers + "3.decoder_layer");
+}
+
 TEST(Layout, CustomPatternsOnSmall) {
   // Small: 4 OPT layers of width 256, a gated block before layers 1 and 3.
   const auto layout = layoutFor(test::preset(
