@@ -56,6 +56,11 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
   const int64_t inputs = features + media + (blocks + m.lm.layers) * tokens * d;
   const int64_t recompute = std::max({perceiver, gatedBlock, decoderLayer});
   a.withCheckpointing = inputs * e + bias + std::max(logitsForward, logitsBackward + recompute * e);
+  // The tower runs first under no-grad: one block's working set at a time.
+  const auto hidden = static_cast<int64_t>(static_cast<double>(dv) * (m.vision.mlp_ratio > 0 ? m.vision.mlp_ratio : 4.0));
+  const int64_t vision = images * ((p + 1) * (6 * dv + 2 * hidden) + 2 * m.vision.heads * (p + 1) * (p + 1)) * e;
+  a.withoutCheckpointing = std::max(a.withoutCheckpointing, vision);
+  a.withCheckpointing = std::max(a.withCheckpointing, vision);
   return a;
 }
 

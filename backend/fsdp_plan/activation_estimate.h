@@ -9,6 +9,9 @@
 // width, hp / hx = Perceiver / cross-attention heads, ip / ix their inner
 // widths, m = ff mults, M = T n media tokens per sample.
 //   vision tower   runs under no-grad: only its output features B T P dv
+//                  stay; while it runs, one block's working set, per image
+//                  (P+1)(6 dv + 2 hidden) + 2 heads (P+1)^2, is a candidate
+//                  peak of its own (before anything else is kept)
 //   perceiver      per layer and image: P dv + (P+n) dv + 2 (P+n) ip
 //                  + 2 n ip + 2 hp n (P+n) + 6 n dv + 2 mp n dv; + 2 n dv
 //   gated block    per token: 6 d + 2 ix + 2 mx d + 2 hx M;
