@@ -61,11 +61,12 @@ int runPlan(const std::vector<std::string>& args, Io& io) {
     return kExitUsage;
   }
   if (parsed->has("help")) {
-    io.out << usage
-           << "\nPlans FSDP for a run config without building the model: the unit layout of each wrap policy,\n"
-              "then per-rank parameters, gradients, optimizer state, gathered peak and activations (with and\n"
-              "without gradient checkpointing) for each strategy x policy, beside the reference's FSDP1.\n\n"
-           << formatOptions(kOptions);
+    io.out
+        << usage
+        << "\nPlans FSDP for a run config without building the model: the unit layout of each wrap policy,\n"
+           "then per-rank parameters, gradients, optimizer state, gathered peak and activations (with and\n"
+           "without gradient checkpointing) for each strategy x policy, beside the reference's FSDP1.\n\n"
+        << formatOptions(kOptions);
     return kExitOk;
   }
   auto fail = [&](const std::string& message) {

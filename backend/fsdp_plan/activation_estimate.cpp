@@ -8,7 +8,8 @@ namespace fs::fsdp_plan {
 namespace {
 
 // NOTE [Activation formula] for one dataset; returns {without, with} checkpointing in bytes.
-DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::DatasetConfig& ds, Dtype compute) {
+DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::DatasetConfig& ds,
+                              Dtype compute) {
   const auto& m = c.model;
   const bool mmc4 = ds.type == "mmc4";
   DatasetActivations a;
@@ -29,18 +30,19 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
   const int64_t tokens = b * l;
 
   const int64_t features = images * p * dv;
-  const int64_t perceiverLayer = images * (p * dv + (p + n) * dv + 2 * (p + n) * ip + 2 * n * ip +
-                                           2 * m.perceiver.heads * n * (p + n) + 6 * n * dv +
-                                           2 * m.perceiver.ff_mult * n * dv);
+  const int64_t perceiverLayer =
+      images * (p * dv + (p + n) * dv + 2 * (p + n) * ip + 2 * n * ip + 2 * m.perceiver.heads * n * (p + n) +
+                6 * n * dv + 2 * m.perceiver.ff_mult * n * dv);
   const int64_t perceiver = m.perceiver.depth * perceiverLayer + images * 2 * n * dv;
   const int64_t media = b * big_m * dv;
-  const int64_t gatedBlock = tokens * (6 * d + 2 * ix + 2 * mx * d + 2 * m.cross_attn.heads * big_m) +
-                             b * 2 * big_m * ix;
+  const int64_t gatedBlock =
+      tokens * (6 * d + 2 * ix + 2 * mx * d + 2 * m.cross_attn.heads * big_m) + b * 2 * big_m * ix;
   const bool rotary = m.lm.family == "gpt_neox" || m.lm.family == "llama";
   const int64_t mlp = m.lm.family == "llama" ? 4 * f : 2 * f;
   const int64_t decoderLayer = tokens * (7 * d + mlp + (rotary ? 2 * d : 0) + 2 * h * l);
   int64_t blocks = 0;
-  for (int64_t i = 0; i < m.lm.layers; ++i) blocks += hasCrossAttentionAt(i, m.cross_attn.every_n_layers) ? 1 : 0;
+  for (int64_t i = 0; i < m.lm.layers; ++i)
+    blocks += hasCrossAttentionAt(i, m.cross_attn.every_n_layers) ? 1 : 0;
   // NOTE [Activation formula]: the head and loss in forward hold the logits
   // (the real-token product and its scatter), the shifted copy, its fp32 cast
   // under a 16-bit compute dtype and the fp32 log-softmax; after forward only
@@ -57,8 +59,10 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
   const int64_t recompute = std::max({perceiver, gatedBlock, decoderLayer});
   a.withCheckpointing = inputs * e + bias + std::max(logitsForward, logitsBackward + recompute * e);
   // The tower runs first under no-grad: one block's working set at a time.
-  const auto hidden = static_cast<int64_t>(static_cast<double>(dv) * (m.vision.mlp_ratio > 0 ? m.vision.mlp_ratio : 4.0));
-  const int64_t vision = images * ((p + 1) * (6 * dv + 2 * hidden) + 2 * m.vision.heads * (p + 1) * (p + 1)) * e;
+  const auto hidden =
+      static_cast<int64_t>(static_cast<double>(dv) * (m.vision.mlp_ratio > 0 ? m.vision.mlp_ratio : 4.0));
+  const int64_t vision =
+      images * ((p + 1) * (6 * dv + 2 * hidden) + 2 * m.vision.heads * (p + 1) * (p + 1)) * e;
   a.withoutCheckpointing = std::max(a.withoutCheckpointing, vision);
   a.withCheckpointing = std::max(a.withCheckpointing, vision);
   return a;

@@ -42,8 +42,8 @@ namespace fs::fsdp_plan {
 struct DatasetActivations {
   std::string name;
   int64_t batch = 0;
-  int64_t tokens = 0;  // L
-  int64_t images = 0;  // T per sample
+  int64_t tokens = 0;                // L
+  int64_t images = 0;                // T per sample
   int64_t withoutCheckpointing = 0;  // bytes, peak of one forward + backward
   int64_t withCheckpointing = 0;
 };

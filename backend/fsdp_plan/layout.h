@@ -33,20 +33,20 @@
 namespace fs::fsdp_plan {
 
 struct Unit {
-  std::string path;        // module path; "" = the root unit
-  std::string moduleType;  // e.g. "DecoderLayer"; "Flamingo" for the root
-  std::vector<std::string> params;  // parameter names, in named_parameters() order
-  std::vector<std::string> aliases;  // tied names resolved into this unit
+  std::string path;                     // module path; "" = the root unit
+  std::string moduleType;               // e.g. "DecoderLayer"; "Flamingo" for the root
+  std::vector<std::string> params;      // parameter names, in named_parameters() order
+  std::vector<std::string> aliases;     // tied names resolved into this unit
   std::vector<std::string> mergedFrom;  // units the tie rule folded into this one
-  int64_t paramCount = 0;   // elements
-  int64_t frozenCount = 0;  // of paramCount, frozen
+  int64_t paramCount = 0;               // elements
+  int64_t frozenCount = 0;              // of paramCount, frozen
   // Reference model only: frozen elements that still get gradients (the
   // FSDP1 unfreeze of the decoder layers). Always 0 for ours.
   int64_t unfrozenCount = 0;
-  bool trainable = false;  // any parameter trains
+  bool trainable = false;         // any parameter trains
   Dtype dtype = Dtype::kFloat32;  // storage dtype of its trainable part (of the frozen part when all frozen)
-  int gatherOrder = 0;  // NOTE [Gather order]
-  bool inBackward = true;  // false for units that run under no-grad (the vision encoder)
+  int gatherOrder = 0;            // NOTE [Gather order]
+  bool inBackward = true;         // false for units that run under no-grad (the vision encoder)
 
   int64_t trainableCount() const { return paramCount - frozenCount; }
 };

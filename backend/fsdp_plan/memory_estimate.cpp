@@ -96,8 +96,8 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
 
   r.activationsWithoutCheckpointing = activations.withoutCheckpointing;
   r.activationsWithCheckpointing = activations.withCheckpointing;
-  r.activations = config.model.gradient_checkpointing ? activations.withCheckpointing
-                                                      : activations.withoutCheckpointing;
+  r.activations =
+      config.model.gradient_checkpointing ? activations.withCheckpointing : activations.withoutCheckpointing;
   return r;
 }
 

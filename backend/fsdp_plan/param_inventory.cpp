@@ -30,9 +30,14 @@ std::string lower(std::string s) {
 
 // The types that end a walk up to a parameter's block (ParamInfo::block).
 const std::set<std::string>& blockTypes() {
-  static const std::set<std::string> types = {"VisionTransformer", "PerceiverResampler",
-                                              "GatedCrossAttentionBlock", "DecoderLayer",
-                                              "Embedding", "OutputHead", "CausalLM", "Flamingo"};
+  static const std::set<std::string> types = {"VisionTransformer",
+                                              "PerceiverResampler",
+                                              "GatedCrossAttentionBlock",
+                                              "DecoderLayer",
+                                              "Embedding",
+                                              "OutputHead",
+                                              "CausalLM",
+                                              "Flamingo"};
   return types;
 }
 
@@ -248,7 +253,8 @@ void addLanguageModel(Builder& b, ParamInventory* inv, const protocol::ModelConf
   const std::string id = lower(lm.path);
   // LmOptions::fromConfig's knobs keyed on the Hugging Face id (only MPT-1B's change parameters).
   const bool mosaic = lm.family == "mpt" && id.find("mpt-1b-redpajama-200b") != std::string::npos;
-  const int64_t rows = m.tokens.vocab_size > 0 ? m.tokens.vocab_size : lm.vocab_size;  // resize_token_embeddings
+  const int64_t rows =
+      m.tokens.vocab_size > 0 ? m.tokens.vocab_size : lm.vocab_size;  // resize_token_embeddings
   const int64_t d = lm.width;
   const int64_t n = lm.layers;
   const int64_t embed_stage = 3;
@@ -276,7 +282,8 @@ void addLanguageModel(Builder& b, ParamInventory* inv, const protocol::ModelConf
     addDecoderLayer(b, layer + ".decoder_layer", lm, mosaic, mosaic, fwd(4 + i, 2));
   }
   if (lm.family == "mpt") {
-    b.layerNorm(p + (mosaic ? ".transformer.ln_f" : ".transformer.norm_f"), d, false, false, fwd(norm_stage, 0));
+    b.layerNorm(p + (mosaic ? ".transformer.ln_f" : ".transformer.norm_f"), d, false, false,
+                fwd(norm_stage, 0));
   } else if (lm.family == "gpt_neox") {
     b.layerNorm(p + ".gpt_neox.final_layer_norm", d, true, false, fwd(norm_stage, 0));
   } else if (lm.family == "llama") {
@@ -323,8 +330,8 @@ Status checkShapes(const protocol::ModelConfig& m) {
     return Status::invalidArgument("model.vision.width: " + std::to_string(m.vision.width) +
                                    " is not divisible by heads " + std::to_string(m.vision.heads));
   if (m.lm.width % m.lm.heads != 0)
-    return Status::invalidArgument("model.lm.width: " + std::to_string(m.lm.width) + " is not divisible by heads " +
-                                   std::to_string(m.lm.heads));
+    return Status::invalidArgument("model.lm.width: " + std::to_string(m.lm.width) +
+                                   " is not divisible by heads " + std::to_string(m.lm.heads));
   return Status::ok();
 }
 

@@ -42,16 +42,16 @@ struct ModuleInfo {
 };
 
 struct ParamInfo {
-  std::string name;            // the model's named_parameters() name
+  std::string name;  // the model's named_parameters() name
   std::vector<int64_t> shape;
   int64_t numel = 0;
-  std::string module;          // owning module path (the name without its last component)
-  std::string moduleType;      // that module's type, e.g. "Linear", "GatedCrossAttentionBlock"
-  std::string block;           // nearest enclosing block: vision tower, perceiver, gated block,
-  std::string blockType;       //   decoder layer, embedding, output head, or the LM / root
+  std::string module;      // owning module path (the name without its last component)
+  std::string moduleType;  // that module's type, e.g. "Linear", "GatedCrossAttentionBlock"
+  std::string block;       // nearest enclosing block: vision tower, perceiver, gated block,
+  std::string blockType;   //   decoder layer, embedding, output head, or the LM / root
   bool trainable = false;
-  int tiedGroup = -1;          // index into ParamInventory::tiedGroups, -1 = not shared
-  int64_t forwardOrder = 0;    // its module's forwardOrder
+  int tiedGroup = -1;        // index into ParamInventory::tiedGroups, -1 = not shared
+  int64_t forwardOrder = 0;  // its module's forwardOrder
 };
 
 // One tensor known under several names: `param` is the name the model

@@ -57,10 +57,12 @@ protocol::StatusOr<Plan> makePlan(const PlanRequest& req) {
     addEntries("reference", "openflamingo", plan.referencePrecision, true);
     if (!plan.inventory.tiedGroups.empty())
       plan.notes.push_back(
-          "the reference's FSDP is documented as incompatible with tied LM embeddings; its figures assume the tied "
+          "the reference's FSDP is documented as incompatible with tied LM embeddings; its figures assume "
+          "the tied "
           "head shares the embedding's unit");
     if (req.config.optim.precision == "bf16" || req.config.optim.precision == "fp16")
-      plan.notes.push_back("the reference crashes with --precision bf16 / fp16; its figures are what it would need");
+      plan.notes.push_back(
+          "the reference crashes with --precision bf16 / fp16; its figures are what it would need");
   }
   return plan;
 }

@@ -22,7 +22,7 @@ namespace fs::fsdp_plan {
 struct PlanRequest {
   protocol::RunConfig config;
   Topology topology;
-  std::vector<Strategy> strategies;  // empty = all
+  std::vector<Strategy> strategies;   // empty = all
   std::vector<std::string> policies;  // empty = all that apply (custom only with wrap_patterns)
   bool reference = true;              // also model the reference's FSDP1
 };
@@ -31,7 +31,7 @@ struct PlanEntry {
   std::string engine;  // "ours" | "reference"
   std::string policy;  // wrap policy, "openflamingo" for the reference
   Strategy strategy = Strategy::kFullShard;
-  size_t layout = 0;   // index into Plan::layouts
+  size_t layout = 0;  // index into Plan::layouts
   ShardPlan shards;
   RankMemory memory;
 };
@@ -42,7 +42,7 @@ struct Plan {
   PrecisionPlan precision;  // ours
   PrecisionPlan referencePrecision;
   ActivationEstimate activations;
-  std::vector<Layout> layouts;  // ours per policy, then the reference's
+  std::vector<Layout> layouts;     // ours per policy, then the reference's
   std::vector<PlanEntry> entries;  // per layout, per strategy
   std::vector<std::string> notes;  // caveats worth printing (e.g. the reference and tied heads)
 };

@@ -73,7 +73,8 @@ nlohmann::json planToJson(const Plan& plan) {
   j["world"] = plan.topology.world;
   j["nodes"] = plan.topology.nodes;
   nlohmann::json tied = nlohmann::json::array();
-  for (const auto& g : plan.inventory.tiedGroups) tied.push_back({{"param", g.param}, {"aliases", g.aliases}});
+  for (const auto& g : plan.inventory.tiedGroups)
+    tied.push_back({{"param", g.param}, {"aliases", g.aliases}});
   j["model"] = {{"family", plan.inventory.family},
                 {"params", plan.inventory.numel()},
                 {"trainable_params", plan.inventory.trainableNumel()},
@@ -127,9 +128,10 @@ nlohmann::json planToJson(const Plan& plan) {
                           {"dtype", dtypeName(g.storage)},
                           {"shard_bytes", g.shardBytes()}});
       }
-      units.push_back({{"shard_bytes", std::vector<int64_t>(static_cast<size_t>(plan.topology.world), us.shardBytes())},
-                       {"padding_elems", us.padding()},
-                       {"groups", groups}});
+      units.push_back(
+          {{"shard_bytes", std::vector<int64_t>(static_cast<size_t>(plan.topology.world), us.shardBytes())},
+           {"padding_elems", us.padding()},
+           {"groups", groups}});
     }
     const auto& m = e.memory;
     j["estimates"].push_back({{"engine", e.engine},
@@ -156,8 +158,8 @@ nlohmann::json planToJson(const Plan& plan) {
 std::string formatPlan(const Plan& plan, size_t layoutIndex, size_t entryIndex) {
   std::ostringstream os;
   const auto& inv = plan.inventory;
-  os << "model: " << inv.family << " LM, " << count(inv.numel()) << " parameters (" << count(inv.trainableNumel())
-     << " trainable), " << inv.params.size() << " tensors, no buffers"
+  os << "model: " << inv.family << " LM, " << count(inv.numel()) << " parameters ("
+     << count(inv.trainableNumel()) << " trainable), " << inv.params.size() << " tensors, no buffers"
      << (inv.tiedGroups.empty() ? "" : ", tied output head") << "\n";
   os << "world: " << plan.topology.world << " ranks on " << plan.topology.nodes << " node(s); dtypes: weight "
      << dtypeName(plan.precision.weight) << ", gathered " << dtypeName(plan.precision.param) << ", frozen "
@@ -167,22 +169,24 @@ std::string formatPlan(const Plan& plan, size_t layoutIndex, size_t entryIndex) 
   const auto& entry = plan.entries.at(entryIndex);
   os << "units (" << layout.policy << ", " << strategyName(entry.strategy) << ", shard group of "
      << entry.shards.shardSize << "):\n";
-  os << pad("#", 4, true) << pad("unit", 58) << pad("type", 25) << pad("params", 9, true) << pad("frozen", 9, true)
-     << pad("dtype", 9) << pad("shard/rank", 11, true) << pad("padding", 8, true) << "\n";
+  os << pad("#", 4, true) << pad("unit", 58) << pad("type", 25) << pad("params", 9, true)
+     << pad("frozen", 9, true) << pad("dtype", 9) << pad("shard/rank", 11, true) << pad("padding", 8, true)
+     << "\n";
   for (size_t i = 0; i < layout.units.size(); ++i) {
     const auto& u = layout.units[i];
     const auto& s = entry.shards.units[i];
     std::string path = u.path.empty() ? "(root)" : u.path;
     if (!u.mergedFrom.empty()) path += " +tied";
     os << pad(std::to_string(u.gatherOrder), 4, true) << pad(path, 58) << pad(u.moduleType, 25)
-       << pad(count(u.paramCount), 9, true) << pad(count(u.frozenCount), 9, true) << pad(dtypeName(u.dtype), 9)
-       << pad(formatBytes(s.shardBytes()), 11, true) << pad(std::to_string(s.padding()), 8, true) << "\n";
+       << pad(count(u.paramCount), 9, true) << pad(count(u.frozenCount), 9, true)
+       << pad(dtypeName(u.dtype), 9) << pad(formatBytes(s.shardBytes()), 11, true)
+       << pad(std::to_string(s.padding()), 8, true) << "\n";
   }
   os << "\nper-rank memory (model state exact; gathered and activations estimated; act = per micro-batch):\n";
   os << pad("engine", 10) << pad("policy", 18) << pad("strategy", 14) << pad("params", 11, true)
-     << pad("grads", 11, true) << pad("optim", 11, true) << pad("state", 11, true) << pad("gathered", 11, true)
-     << pad("act", 11, true) << pad("act/no-ckpt", 12, true) << pad("act/ckpt", 11, true) << pad("peak", 11, true)
-     << "\n";
+     << pad("grads", 11, true) << pad("optim", 11, true) << pad("state", 11, true)
+     << pad("gathered", 11, true) << pad("act", 11, true) << pad("act/no-ckpt", 12, true)
+     << pad("act/ckpt", 11, true) << pad("peak", 11, true) << "\n";
   for (const auto& e : plan.entries) {
     const auto& m = e.memory;
     os << pad(e.engine, 10) << pad(e.policy, 18) << pad(strategyName(e.strategy), 14)
@@ -190,7 +194,8 @@ std::string formatPlan(const Plan& plan, size_t layoutIndex, size_t entryIndex) 
        << pad(formatBytes(m.optimizer), 11, true) << pad(formatBytes(m.modelState()), 11, true)
        << pad(formatBytes(m.gatheredPeak), 11, true) << pad(formatBytes(m.activations), 11, true)
        << pad(formatBytes(m.activationsWithoutCheckpointing), 12, true)
-       << pad(formatBytes(m.activationsWithCheckpointing), 11, true) << pad(formatBytes(m.peak()), 11, true) << "\n";
+       << pad(formatBytes(m.activationsWithCheckpointing), 11, true) << pad(formatBytes(m.peak()), 11, true)
+       << "\n";
   }
   os << "(act: as model.gradient_checkpointing says; act/no-ckpt and act/ckpt: without and with it; "
         "peak = state + gathered + act)\n";

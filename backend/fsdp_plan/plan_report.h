@@ -6,7 +6,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 #include "backend/fsdp_plan/plan.h"

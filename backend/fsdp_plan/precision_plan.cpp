@@ -21,9 +21,12 @@ int64_t dtypeBytes(Dtype dtype) {
 
 std::string dtypeName(Dtype dtype) {
   switch (dtype) {
-    case Dtype::kFloat32: return "float32";
-    case Dtype::kBFloat16: return "bfloat16";
-    case Dtype::kFloat16: return "float16";
+    case Dtype::kFloat32:
+      return "float32";
+    case Dtype::kBFloat16:
+      return "bfloat16";
+    case Dtype::kFloat16:
+      return "float16";
   }
   return "?";
 }

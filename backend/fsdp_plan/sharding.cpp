@@ -27,20 +27,24 @@ protocol::StatusOr<Strategy> strategyFromName(const std::string& name, const std
 Status checkTopology(const Topology& t) {
   if (t.world < 1) return Status::invalidArgument("--world: must be >= 1, got " + std::to_string(t.world));
   if (t.nodes < 1 || t.nodes > t.world)
-    return Status::invalidArgument("--nodes: must be between 1 and --world " + std::to_string(t.world) + ", got " +
-                                   std::to_string(t.nodes));
+    return Status::invalidArgument("--nodes: must be between 1 and --world " + std::to_string(t.world) +
+                                   ", got " + std::to_string(t.nodes));
   if (t.world % t.nodes != 0)
     return Status::invalidArgument("--world " + std::to_string(t.world) + " is not divisible by --nodes " +
-                                   std::to_string(t.nodes) + ": every node must run the same number of ranks");
+                                   std::to_string(t.nodes) +
+                                   ": every node must run the same number of ranks");
   return Status::ok();
 }
 
 int64_t shardGroupSize(Strategy strategy, const Topology& t) {
   switch (strategy) {
     case Strategy::kFullShard:
-    case Strategy::kShardGradOp: return t.world;
-    case Strategy::kHybridShard: return t.world / t.nodes;
-    case Strategy::kNoShard: return 1;
+    case Strategy::kShardGradOp:
+      return t.world;
+    case Strategy::kHybridShard:
+      return t.world / t.nodes;
+    case Strategy::kNoShard:
+      return 1;
   }
   return 1;
 }
@@ -87,7 +91,8 @@ ShardPlan planShards(const Layout& layout, const PrecisionPlan& precision, Strat
       const bool grads = u.trainable || u.unfrozenCount > 0;
       us.groups.push_back(group(u.paramCount, u.trainable, grads, u.dtype));
     } else {
-      if (u.trainableCount() > 0) us.groups.push_back(group(u.trainableCount(), true, true, precision.weight));
+      if (u.trainableCount() > 0)
+        us.groups.push_back(group(u.trainableCount(), true, true, precision.weight));
       if (u.frozenCount > 0) us.groups.push_back(group(u.frozenCount, false, false, precision.frozen));
     }
     plan.units.push_back(us);

@@ -49,11 +49,11 @@ int64_t shardNumel(int64_t numel, int64_t shard_size);
 int64_t paddingNumel(int64_t numel, int64_t shard_size);
 
 struct FlatGroup {
-  bool trainable = false;   // optimizer steps it (ours: trainable parameters)
-  bool gradients = false;   // gets gradients (reference: also the unfrozen decoder layers)
-  int64_t numel = 0;        // without padding
+  bool trainable = false;  // optimizer steps it (ours: trainable parameters)
+  bool gradients = false;  // gets gradients (reference: also the unfrozen decoder layers)
+  int64_t numel = 0;       // without padding
   int64_t padding = 0;
-  int64_t shardNumel = 0;   // per rank, padding included
+  int64_t shardNumel = 0;  // per rank, padding included
   Dtype storage = Dtype::kFloat32;
   int64_t shardBytes() const { return shardNumel * dtypeBytes(storage); }
   int64_t paddedNumel(int64_t shard_size) const { return shardNumel * shard_size; }

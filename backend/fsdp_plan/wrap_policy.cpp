@@ -34,8 +34,9 @@ std::vector<std::string> openFlamingoUnits(const ParamInventory& inv) {
   for (const auto& m : inv.modules) {
     // The input embedding, not OPT's learned positions (the reference wraps get_input_embeddings()).
     const bool embedding = m.type == "Embedding" && m.path.find("embed_positions") == std::string::npos;
-    if (m.type == "VisionTransformer" || m.type == "PerceiverResampler" || m.type == "GatedCrossAttentionBlock" ||
-        m.type == "DecoderLayer" || m.type == "OutputHead" || embedding) {
+    if (m.type == "VisionTransformer" || m.type == "PerceiverResampler" ||
+        m.type == "GatedCrossAttentionBlock" || m.type == "DecoderLayer" || m.type == "OutputHead" ||
+        embedding) {
       out.push_back(m.path);
     }
   }
@@ -44,8 +45,9 @@ std::vector<std::string> openFlamingoUnits(const ParamInventory& inv) {
 
 // Bottom-up over the module tree: returns the parameters under `path` not yet in a unit.
 int64_t sizeBased(const std::string& path, const std::map<std::string, std::vector<std::string>>& children,
-                  const std::map<std::string, int64_t>& own, const std::map<std::string, const ModuleInfo*>& info,
-                  int64_t min_params, std::vector<std::string>* picked) {
+                  const std::map<std::string, int64_t>& own,
+                  const std::map<std::string, const ModuleInfo*>& info, int64_t min_params,
+                  std::vector<std::string>* picked) {
   int64_t total = own.count(path) ? own.at(path) : 0;
   if (auto it = children.find(path); it != children.end()) {
     for (const auto& c : it->second) total += sizeBased(c, children, own, info, min_params, picked);
@@ -62,10 +64,14 @@ int64_t sizeBased(const std::string& path, const std::map<std::string, std::vect
 
 std::string WrapPolicy::name() const {
   switch (kind) {
-    case WrapKind::kOpenFlamingo: return "openflamingo";
-    case WrapKind::kTransformerLayer: return "transformer_layer";
-    case WrapKind::kSizeBased: return "size_based";
-    case WrapKind::kCustom: return "custom";
+    case WrapKind::kOpenFlamingo:
+      return "openflamingo";
+    case WrapKind::kTransformerLayer:
+      return "transformer_layer";
+    case WrapKind::kSizeBased:
+      return "size_based";
+    case WrapKind::kCustom:
+      return "custom";
   }
   return "?";
 }
@@ -75,7 +81,8 @@ const std::vector<std::string>& wrapPolicyNames() {
   return names;
 }
 
-protocol::StatusOr<WrapPolicy> wrapPolicyFromName(const std::string& name, const protocol::ParallelConfig& parallel) {
+protocol::StatusOr<WrapPolicy> wrapPolicyFromName(const std::string& name,
+                                                  const protocol::ParallelConfig& parallel) {
   WrapPolicy p;
   if (name == "openflamingo") {
     p.kind = WrapKind::kOpenFlamingo;
@@ -112,7 +119,8 @@ bool matchesModulePattern(const std::string& pattern, const std::string& path) {
   return true;
 }
 
-protocol::StatusOr<std::vector<std::string>> selectUnitModules(const ParamInventory& inv, const WrapPolicy& policy) {
+protocol::StatusOr<std::vector<std::string>> selectUnitModules(const ParamInventory& inv,
+                                                               const WrapPolicy& policy) {
   std::vector<std::string> picked;
   switch (policy.kind) {
     case WrapKind::kOpenFlamingo:
@@ -122,7 +130,8 @@ protocol::StatusOr<std::vector<std::string>> selectUnitModules(const ParamInvent
         if (policy.moduleTypes.count(m.type) != 0) picked.push_back(m.path);
       }
       if (picked.empty())
-        return Status::invalidArgument("parallel.wrap_policy: transformer_layer found no module of the types it wraps");
+        return Status::invalidArgument(
+            "parallel.wrap_policy: transformer_layer found no module of the types it wraps");
       return picked;
     case WrapKind::kSizeBased: {
       std::map<std::string, std::vector<std::string>> children;
@@ -159,14 +168,15 @@ protocol::StatusOr<std::vector<std::string>> selectUnitModules(const ParamInvent
           if (!seen) picked.push_back(m.path);
         }
         if (matched == 0 && !container.empty())
-          return Status::invalidArgument("parallel.wrap_patterns: pattern '" + pattern + "' matches only '" + container +
-                                         "', a container whose forward is never called; wrap its entries ('" +
-                                         container + ".*')");
+          return Status::invalidArgument(
+              "parallel.wrap_patterns: pattern '" + pattern + "' matches only '" + container +
+              "', a container whose forward is never called; wrap its entries ('" + container + ".*')");
         if (matched == 0)
-          return Status::invalidArgument("parallel.wrap_patterns: pattern '" + pattern +
-                                         "' matches no module of this model (module paths look like "
-                                         "'lang_encoder.model.decoder.layers.3.decoder_layer'; '*' matches one "
-                                         "component)");
+          return Status::invalidArgument(
+              "parallel.wrap_patterns: pattern '" + pattern +
+              "' matches no module of this model (module paths look like "
+              "'lang_encoder.model.decoder.layers.3.decoder_layer'; '*' matches one "
+              "component)");
       }
       return picked;
   }

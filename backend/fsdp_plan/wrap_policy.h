@@ -53,7 +53,8 @@ const std::vector<std::string>& wrapPolicyNames();
 
 // `name` with the knobs from parallel (wrap_min_params, wrap_patterns).
 // Unknown name -> InvalidArgument naming parallel.wrap_policy.
-protocol::StatusOr<WrapPolicy> wrapPolicyFromName(const std::string& name, const protocol::ParallelConfig& parallel);
+protocol::StatusOr<WrapPolicy> wrapPolicyFromName(const std::string& name,
+                                                  const protocol::ParallelConfig& parallel);
 inline protocol::StatusOr<WrapPolicy> wrapPolicyFromConfig(const protocol::ParallelConfig& parallel) {
   return wrapPolicyFromName(parallel.wrap_policy, parallel);
 }

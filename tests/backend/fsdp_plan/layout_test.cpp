@@ -1,13 +1,14 @@
 // Wrap policies -> unit layouts on the tiny and small presets (exact unit
 // lists, counted by hand from the model's shapes), the tie rule, and the
 // errors that name the field.
+#include "backend/fsdp_plan/layout.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 #include <vector>
 
-#include "backend/fsdp_plan/layout.h"
 #include "plan_test_util.h"
 
 namespace fs::fsdp_plan {
@@ -153,8 +154,9 @@ TEST(Layout, TransformerLayerOnSmall) {
 
 TEST(Layout, CustomPatternsOnSmall) {
   // Small: 4 OPT layers of width 256, a gated block before layers 1 and 3.
-  const auto layout = layoutFor(test::preset(
-      "small", {"parallel.wrap_policy=custom", "parallel.wrap_patterns=[perceiver, lang_encoder.model.decoder.layers.*]"}));
+  const auto layout = layoutFor(
+      test::preset("small", {"parallel.wrap_policy=custom",
+                             "parallel.wrap_patterns=[perceiver, lang_encoder.model.decoder.layers.*]"}));
   ASSERT_EQ(layout.units.size(), 6u);
   EXPECT_EQ(layout.units[0].path, "");
   EXPECT_EQ(layout.units[1].path, "perceiver");
@@ -171,8 +173,9 @@ TEST(Layout, CustomPatternsOnSmall) {
 
 TEST(Layout, TiedParametersEndInOneUnitWhateverThePolicySays) {
   // The head alone: the embedding (in the root) keeps the tensor; the head's unit vanishes.
-  auto layout = layoutFor(test::preset(
-      "tiny", {"parallel.wrap_policy=custom", "parallel.wrap_patterns=[lang_encoder.lm_head, vision_encoder]"}));
+  auto layout =
+      layoutFor(test::preset("tiny", {"parallel.wrap_policy=custom",
+                                      "parallel.wrap_patterns=[lang_encoder.lm_head, vision_encoder]"}));
   ASSERT_EQ(layout.units.size(), 2u);
   EXPECT_EQ(layout.units[0].path, "");
   EXPECT_EQ(layout.units[0].mergedFrom, std::vector<std::string>{"lang_encoder.lm_head"});
@@ -180,8 +183,9 @@ TEST(Layout, TiedParametersEndInOneUnitWhateverThePolicySays) {
   EXPECT_EQ(layout.unitOfParam("lang_encoder.model.decoder.embed_tokens.weight")->path, "");
 
   // Both as units: one unit, the embedding's (gathered first).
-  layout = layoutFor(test::preset("tiny", {"parallel.wrap_policy=custom",
-                                           "parallel.wrap_patterns=[lang_encoder.lm_head, lang_encoder.*.*.embed_tokens]"}));
+  layout = layoutFor(
+      test::preset("tiny", {"parallel.wrap_policy=custom",
+                            "parallel.wrap_patterns=[lang_encoder.lm_head, lang_encoder.*.*.embed_tokens]"}));
   ASSERT_EQ(layout.units.size(), 2u);
   EXPECT_EQ(layout.units[1].path, "lang_encoder.model.decoder.embed_tokens");
   EXPECT_EQ(layout.units[1].mergedFrom, std::vector<std::string>{"lang_encoder.lm_head"});
@@ -204,7 +208,8 @@ TEST(Layout, ReferenceUnfreezesDecoderLayersAndKeepsFloat32) {
 }
 
 TEST(Layout, ErrorsNameTheFieldAndValue) {
-  auto c = test::preset("tiny", {"parallel.wrap_policy=custom", "parallel.wrap_patterns=[lang_encoder.nope.*]"});
+  auto c =
+      test::preset("tiny", {"parallel.wrap_policy=custom", "parallel.wrap_patterns=[lang_encoder.nope.*]"});
   auto inv = buildParamInventory(c.model);
   auto policy = wrapPolicyFromConfig(c.parallel);
   ASSERT_TRUE(policy.isOk());
@@ -219,7 +224,8 @@ TEST(Layout, ErrorsNameTheFieldAndValue) {
   EXPECT_NE(layout.status().message().find("container"), std::string::npos);
 
   c.parallel.wrap_patterns.clear();
-  EXPECT_NE(wrapPolicyFromConfig(c.parallel).status().message().find("parallel.wrap_patterns"), std::string::npos);
+  EXPECT_NE(wrapPolicyFromConfig(c.parallel).status().message().find("parallel.wrap_patterns"),
+            std::string::npos);
 
   c.parallel.wrap_policy = "by_magic";
   const auto unknown = wrapPolicyFromConfig(c.parallel);

@@ -2,6 +2,8 @@
 // the real LibTorch model: names and order, shapes, trainable flags after
 // freezeAsOpenFlamingo(), tied groups, module paths and module types, for the
 // tiny and small presets and every LM family. NOTE [Inventory contract].
+#include "backend/fsdp_plan/param_inventory.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/fsdp_plan/param_inventory.h"
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config_yaml.h"
 
@@ -26,11 +27,11 @@ struct Variant {
 };
 
 std::vector<Variant> variants() {
-  return {{"opt", "", true, false},          {"opt", "", false, false},
-          {"mpt", "", true, false},          {"mpt", "anas-awadalla/mpt-1b-redpajama-200b", true, false},
-          {"mpt", "", false, true},          {"gpt_neox", "", false, false},
-          {"gpt_neox", "", true, false},     {"gpt_neox", "EleutherAI/pythia-160m", false, false},
-          {"llama", "", false, false},       {"llama", "", true, true}};
+  return {{"opt", "", true, false},      {"opt", "", false, false},
+          {"mpt", "", true, false},      {"mpt", "anas-awadalla/mpt-1b-redpajama-200b", true, false},
+          {"mpt", "", false, true},      {"gpt_neox", "", false, false},
+          {"gpt_neox", "", true, false}, {"gpt_neox", "EleutherAI/pythia-160m", false, false},
+          {"llama", "", false, false},   {"llama", "", true, true}};
 }
 
 protocol::ModelConfig modelConfig(const std::string& preset, const Variant& v) {
@@ -93,7 +94,8 @@ void expectSameAsModel(const std::string& preset, const Variant& v) {
   ASSERT_EQ(inv->tiedGroups.size(), tied ? 1u : 0u);
   if (tied) {
     EXPECT_EQ(inv->tiedGroups[0].param, "lang_encoder." + lm->inputEmbeddingPath() + ".weight");
-    EXPECT_EQ(inv->tiedGroups[0].aliases, std::vector<std::string>{"lang_encoder." + lm->outputHeadPath() + ".weight"});
+    EXPECT_EQ(inv->tiedGroups[0].aliases,
+              std::vector<std::string>{"lang_encoder." + lm->outputHeadPath() + ".weight"});
     EXPECT_EQ(inv->param(inv->tiedGroups[0].param)->tiedGroup, 0);
   }
 
@@ -132,7 +134,8 @@ TEST(ParamInventory, MatchesTheSmallModelForEveryFamily) {
 }
 
 TEST(ParamInventory, NineBPresetCountsAsTheSpec) {
-  auto load = protocol::loadConfigFile(std::string(FS_SOURCE_DIR) + "/resources/presets/openflamingo-9b-vitl-mpt7b.yaml");
+  auto load = protocol::loadConfigFile(std::string(FS_SOURCE_DIR) +
+                                       "/resources/presets/openflamingo-9b-vitl-mpt7b.yaml");
   ASSERT_TRUE(load.ok());
   auto inv = buildParamInventory(load.config.model);
   ASSERT_TRUE(inv.isOk()) << inv.status().message();

@@ -45,7 +45,8 @@ Result run(const std::string& args) {
 
 TEST(PlanCli, NineBPresetPlansInSecondsWithBothEngines) {
   const auto start = std::chrono::steady_clock::now();
-  const auto r = run("plan --config '" + preset("openflamingo-9b-vitl-mpt7b") + "' --world 8 --nodes 1 --json");
+  const auto r =
+      run("plan --config '" + preset("openflamingo-9b-vitl-mpt7b") + "' --world 8 --nodes 1 --json");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_LT(seconds, 10.0);
@@ -75,7 +76,8 @@ TEST(PlanCli, NineBPresetPlansInSecondsWithBothEngines) {
 }
 
 TEST(PlanCli, TableNamesUnitsAndStrategies) {
-  const auto r = run("plan --config '" + preset("tiny") + "' --world 4 --nodes 2 --strategies full_shard,hybrid_shard");
+  const auto r =
+      run("plan --config '" + preset("tiny") + "' --world 4 --nodes 2 --strategies full_shard,hybrid_shard");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("lang_encoder.model.decoder.layers.1.decoder_layer"), std::string::npos);
   EXPECT_NE(r.out.find("hybrid_shard"), std::string::npos);

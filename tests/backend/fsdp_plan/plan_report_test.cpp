@@ -1,8 +1,9 @@
 // The plan's presentations: the `layout` telemetry event from a layout and
 // shard plan (what the runtime will emit), the JSON, and byte formatting.
+#include "backend/fsdp_plan/plan_report.h"
+
 #include <gtest/gtest.h>
 
-#include "backend/fsdp_plan/plan_report.h"
 #include "backend/protocol/event_codec.h"
 #include "plan_test_util.h"
 

@@ -1,9 +1,10 @@
 // Shard math by hand: padding for odd sizes over 1-4 ranks, the shard group
 // of each strategy (hybrid: inside a node), topology errors, and the flat
 // groups of a unit (ours: frozen and trainable apart; reference: one).
+#include "backend/fsdp_plan/sharding.h"
+
 #include <gtest/gtest.h>
 
-#include "backend/fsdp_plan/sharding.h"
 #include "plan_test_util.h"
 
 namespace fs::fsdp_plan {
@@ -39,15 +40,18 @@ TEST(Sharding, TopologyErrorsNameTheFlags) {
   EXPECT_NE(bad.message().find("--nodes 4"), std::string::npos);
   EXPECT_NE(checkTopology({2, 3}).message().find("--nodes"), std::string::npos);
   EXPECT_NE(checkTopology({0, 1}).message().find("--world"), std::string::npos);
-  EXPECT_NE(strategyFromName("zero3", "--strategies").status().message().find("--strategies: unknown sharding strategy 'zero3'"),
+  EXPECT_NE(strategyFromName("zero3", "--strategies")
+                .status()
+                .message()
+                .find("--strategies: unknown sharding strategy 'zero3'"),
             std::string::npos);
 }
 
 // Tiny with a FlamingoLayer unit: gated block (8,322 trainable) + decoder layer (8,544 frozen).
 TEST(Sharding, FrozenAndTrainableAreSeparateGroupsWithTheirOwnPadding) {
-  const auto c = test::preset("tiny", {"parallel.wrap_policy=custom",
-                                       "parallel.wrap_patterns=[lang_encoder.model.decoder.layers.*]",
-                                       "optim.precision=amp_bf16"});
+  const auto c = test::preset(
+      "tiny", {"parallel.wrap_policy=custom", "parallel.wrap_patterns=[lang_encoder.model.decoder.layers.*]",
+               "optim.precision=amp_bf16"});
   auto inv = buildParamInventory(c.model);
   const auto prec = *oursPrecision(c);
   auto layout = buildLayout(*inv, *wrapPolicyFromConfig(c.parallel), prec);
