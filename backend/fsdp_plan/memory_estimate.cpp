@@ -51,7 +51,8 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
   // Gathered peak over the non-root units in gather order.
   const int64_t s = shards.shardSize;
   int64_t root = 0;
-  std::vector<int64_t> gathered, grads, backwardUnits;
+  std::vector<int64_t> gathered, grads, backwardUnits, tied;
+  int64_t tiedGathered = 0, tiedGrad = 0;
   for (size_t i = 0; i < layout.units.size(); ++i) {
     const int64_t g = unitGatheredBytes(shards.units[i], s, precision);
     if (layout.units[i].path.empty()) {
@@ -63,6 +64,11 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
     gathered.push_back(g);
     grads.push_back(unitGradientBytes(shards.units[i], s, precision));
     backwardUnits.push_back(layout.units[i].inBackward ? 1 : 0);
+    tied.push_back(layout.units[i].aliases.empty() ? 0 : 1);
+    if (tied.back()) {
+      tiedGathered += gathered.back();
+      tiedGrad += grads.back();
+    }
   }
   const auto fwdK = static_cast<size_t>(forwardWindow(config.parallel));
   const auto bwdK = static_cast<size_t>(backwardWindow(config.parallel));
@@ -77,9 +83,9 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
     for (size_t i = 0; i < gathered.size(); ++i) {
       if (!backwardUnits[i]) continue;
       all += gathered[i];
-      maxGrad = std::max(maxGrad, grads[i]);
+      if (!tied[i]) maxGrad = std::max(maxGrad, grads[i]);
     }
-    peak = std::max(peak, all + maxGrad);
+    peak = std::max(peak, all + maxGrad + tiedGrad);
   } else {
     // Backward runs in reverse order over the units that take part in it.
     std::vector<size_t> order;
@@ -87,10 +93,13 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
       if (backwardUnits[i]) order.push_back(i);
     }
     for (size_t a = 0; a < order.size(); ++a) {
-      int64_t w = grads[order[a]];
+      int64_t w = grads[order[a]] + (tied[order[a]] ? 0 : tiedGrad);
       for (size_t b = a; b < std::min(order.size(), a + bwdK); ++b) w += gathered[order[b]];
       peak = std::max(peak, w);
     }
+    // The tied head at the turn: its unit gathered again beside the last one.
+    if (!order.empty())
+      peak = std::max(peak, tiedGathered + tiedGrad + (tied[order[0]] ? 0 : gathered[order[0]]));
   }
   r.gatheredPeak = root + peak;
 

@@ -23,7 +23,10 @@
 //               groups) is added until its reduce-scatter. shard_grad_op:
 //               every unit that takes part in backward stays gathered from
 //               its forward to its backward, so at the turn all of them are
-//               gathered at once, plus one unit's unsharded gradient.
+//               gathered at once, plus one unit's unsharded gradient. A unit
+//               holding a tied head (Unit::aliases) is gathered again at the
+//               head, and its unsharded gradient, begun there, lives through
+//               the whole backward until the unit's own backward.
 //   activations activation_estimate.h, the same for ours and the reference
 //               (same model); `activations` follows model.gradient_checkpointing.
 // CPU offload is not modelled (parallel.cpu_offload moves parameters,
