@@ -1,5 +1,5 @@
 """Fails when a GUI layer reaches LibTorch or a backend layer reaches Qt, or
-when a torch-free library (backend/data/<sub>/, backend/launch/) reaches LibTorch.
+when a torch-free library (backend/data/<sub>/, backend/launch/, backend/fsdp_plan/) reaches LibTorch.
 
 Reads the link graph CMake wrote (folder, target, link libs, interface link
 libs, executable path), closes it transitively over our own targets, and
@@ -31,7 +31,7 @@ QT = re.compile(r"Qt[56]|QCustomPlot", re.I)
 errors = []
 for target, f in folder.items():
     reach = closure(target)
-    if f.startswith(("app", "ui", "backend/data/", "backend/launch")):
+    if f.startswith(("app", "ui", "backend/data/", "backend/launch", "backend/fsdp_plan")):
         bad = sorted(d for d in reach if TORCH.search(d))
         if bad:
             errors.append(f"{f}: target {target} links LibTorch via {bad}")
@@ -54,6 +54,7 @@ include_torch = re.compile(r'#\s*include\s*[<"](torch|ATen|c10)/')
 include_qt = re.compile(r'#\s*include\s*[<"](Q[A-Z]\w*|qcustomplot)')
 TORCH_FREE_DATA = [os.path.join("backend", "data", d) for d in ("tokenizer", "shards", "image", "documents", "shardgen")]
 TORCH_FREE_DATA.append(os.path.join("backend", "launch"))
+TORCH_FREE_DATA.append(os.path.join("backend", "fsdp_plan"))
 for top, pattern, what in [("app", include_torch, "LibTorch"), ("ui", include_torch, "LibTorch"),
                            ("backend", include_qt, "Qt")] + [(d, include_torch, "LibTorch") for d in TORCH_FREE_DATA]:
     for root, _, files in os.walk(os.path.join(source_dir, top)):
