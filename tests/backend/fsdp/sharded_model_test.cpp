@@ -84,6 +84,9 @@ void expectUnshardedGradients(const std::string& family, bool checkpointing, con
   std::mutex mu;
   const auto errors = fs::testing::runThreadRanks(world, [&](dist::Communicator& comm) {
     Flamingo m = buildModel(family, checkpointing);
+    // Checkpointing's recompute restores torch's global generator, which the other rank threads may still be
+    // drawing their weights from: everyone builds first.
+    comm.barrier("models built");
     auto sharded = std::make_shared<ShardedModel>(*m, flamingoUnits(m),
                                                   std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
     m->setUnitHooks(sharded);
