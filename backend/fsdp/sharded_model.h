@@ -71,6 +71,8 @@ class ShardedModel final : public model::UnitHooks {
   ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> units, std::shared_ptr<dist::Communicator> comm,
                ShardingOptions options = {});
   const ShardingOptions& options() const { return options_; }
+  // The ranks the parameters are sharded over (solo under no_shard).
+  dist::Communicator& shardGroup() const { return *shardComm_; }
 
   const std::vector<Unit>& units() const { return units_; }  // the root unit last
   // The trainable shards, for the optimizer.
