@@ -14,6 +14,7 @@ Synthetic batches follow the same layout rules as backend/data/synthetic_source.
 Usage: train_step_baseline.py PRESET THREADS [WARMUP] [ITERS]
 Set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS = THREADS in the environment too.
 """
+import contextlib
 import math
 import random
 import statistics
@@ -373,46 +374,41 @@ def lr_multiplier(step, warmup, total):  # cosine with linear warmup (backend/tr
     return max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
 
 
-def main():
-    preset = sys.argv[1] if len(sys.argv) > 1 else "tiny"
-    threads = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    warmup = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-    iters = int(sys.argv[4]) if len(sys.argv) > 4 else 30
-    torch.set_num_threads(threads)
-    torch.set_num_interop_threads(1)
-    p = PRESETS[preset]
-    tk = p["tokens"]
-    torch.manual_seed(42)
-    model = Flamingo(p)
-    model.freeze_as_openflamingo()
-    model.train()
-    named = [(n, q) for n, q in model.named_parameters() if q.requires_grad]
-    decay = [q for n, q in named if n.startswith("xattn")]
-    no_decay = [q for n, q in named if not n.startswith("xattn")]
-    params = decay + no_decay
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=p["lr"], betas=(0.9, 0.999), eps=1e-8)
-    row_mask = torch.zeros(tk["vocab"], 1)
-    row_mask[tk["image"]] = 1
-    row_mask[tk["eoc"]] = 1
-    rng = random.Random(42)
-    pool = [[make_batch(rng, p, k) for k in ("laion", "mmc4")] for _ in range(16)]
-    samples_per_step = p["laion"]["batch"] + p["mmc4"]["batch"]
-    times = []
-    step = 0
-    for it in range(warmup + iters):
-        batches = pool[it % len(pool)]
-        t0 = time.perf_counter()
-        for kind, (images, ids, mask) in zip(("laion", "mmc4"), batches):
+class Trainer:
+    """The optimizer, row mask and one training step (shared with bench/ddp/ddp_baseline.py).
+
+    `forward` is the module called on a batch (the model, or its DistributedDataParallel wrapper);
+    `backward_context(last)` wraps each dataset's forward and backward (DDP's no_sync, or nothing)."""
+
+    def __init__(self, model, p, forward=None):
+        self.model, self.p, self.forward = model, p, forward or model
+        self.tk = p["tokens"]
+        named = [(n, q) for n, q in model.named_parameters() if q.requires_grad]
+        decay = [q for n, q in named if n.startswith("xattn")]
+        no_decay = [q for n, q in named if not n.startswith("xattn")]
+        self.params = decay + no_decay
+        self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
+                                      {"params": no_decay, "weight_decay": 0.0}],
+                                     lr=p["lr"], betas=(0.9, 0.999), eps=1e-8)
+        self.row_mask = torch.zeros(self.tk["vocab"], 1)
+        self.row_mask[self.tk["image"]] = 1
+        self.row_mask[self.tk["eoc"]] = 1
+        self.step = 0
+
+    def train_step(self, batches, backward_context=lambda last: contextlib.nullcontext()):
+        tk = self.tk
+        for i, (kind, (images, ids, mask)) in enumerate(zip(("laion", "mmc4"), batches)):
             labels = laion_labels(ids, tk) if kind == "laion" else mmc4_labels(ids, tk)
-            logits = model(images, ids, mask)
-            V = logits.shape[-1]
-            loss = F.cross_entropy(logits[:, :-1].reshape(-1, V).float(), labels[:, 1:].reshape(-1), ignore_index=-100)
-            if not math.isfinite(loss.item()):
-                raise SystemExit("non-finite loss")
-            (loss * (1.0 / 1.0)).backward()
-        model.embed_tokens.weight.grad.mul_(row_mask)
-        grads = [q.grad for q in params if q.grad is not None]
+            with backward_context(i + 1 == len(batches)):
+                logits = self.forward(images, ids, mask)
+                V = logits.shape[-1]
+                loss = F.cross_entropy(logits[:, :-1].reshape(-1, V).float(), labels[:, 1:].reshape(-1),
+                                       ignore_index=-100)
+                if not math.isfinite(loss.item()):
+                    raise SystemExit("non-finite loss")
+                (loss * (1.0 / 1.0)).backward()
+        self.model.embed_tokens.weight.grad.mul_(self.row_mask)
+        grads = [q.grad for q in self.params if q.grad is not None]
         total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, 2) for g in grads]), 2)
         norm = total.item()  # clip_grad_norm_ as backend/train/grad_clip.cpp does it
         if not math.isfinite(norm):
@@ -421,12 +417,39 @@ def main():
         coef.item()
         for g in grads:
             g.mul_(coef)
-        m = lr_multiplier(step, p["warmup"], p["total"])
-        for g in opt.param_groups:
-            g["lr"] = p["lr"] * m
-        opt.step()
-        step += 1
-        opt.zero_grad(set_to_none=True)
+        m = lr_multiplier(self.step, self.p["warmup"], self.p["total"])
+        for g in self.opt.param_groups:
+            g["lr"] = self.p["lr"] * m
+        self.opt.step()
+        self.step += 1
+        self.opt.zero_grad(set_to_none=True)
+
+
+def batch_pool(p, seed):
+    rng = random.Random(seed)
+    return [[make_batch(rng, p, k) for k in ("laion", "mmc4")] for _ in range(16)]
+
+
+def main():
+    preset = sys.argv[1] if len(sys.argv) > 1 else "tiny"
+    threads = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    warmup = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    iters = int(sys.argv[4]) if len(sys.argv) > 4 else 30
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+    p = PRESETS[preset]
+    torch.manual_seed(42)
+    model = Flamingo(p)
+    model.freeze_as_openflamingo()
+    model.train()
+    trainer = Trainer(model, p)
+    pool = batch_pool(p, 42)
+    samples_per_step = p["laion"]["batch"] + p["mmc4"]["batch"]
+    times = []
+    for it in range(warmup + iters):
+        batches = pool[it % len(pool)]
+        t0 = time.perf_counter()
+        trainer.train_step(batches)
         dt = time.perf_counter() - t0
         if it >= warmup:
             times.append(dt)

@@ -31,9 +31,7 @@ Usage: ddp_baseline.py PRESET [WARMUP=5] [STEPS=30] [--nproc 2] [--port 29560] [
 """
 import argparse
 import contextlib
-import math
 import os
-import random
 import signal
 import statistics
 import subprocess
@@ -42,7 +40,6 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -88,56 +85,19 @@ def run(args):
     torch.set_num_interop_threads(1)
     dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
     p = base.PRESETS[args.preset]
-    tk = p["tokens"]
     torch.manual_seed(42)  # same initial weights everywhere (DDP also broadcasts rank 0's)
     model = base.Flamingo(p)
     model.freeze_as_openflamingo()
     model.train()
     ddp = DDP(model)  # defaults: 25 MB buckets, broadcast at construction, no unused-parameter search
     torch.manual_seed(42 + rank)  # dropout differs per rank, as in the engine (seed + rank)
-    named = [(n, q) for n, q in model.named_parameters() if q.requires_grad]
-    decay = [q for n, q in named if n.startswith("xattn")]
-    no_decay = [q for n, q in named if not n.startswith("xattn")]
-    params = decay + no_decay
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": base.WEIGHT_DECAY},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=p["lr"], betas=(0.9, 0.999), eps=1e-8)
-    row_mask = torch.zeros(tk["vocab"], 1)
-    row_mask[tk["image"]] = 1
-    row_mask[tk["eoc"]] = 1
-    rng = random.Random(42 + rank)
-    pool = [[base.make_batch(rng, p, k) for k in ("laion", "mmc4")] for _ in range(16)]
+    trainer = base.Trainer(model, p, forward=ddp)
+    pool = base.batch_pool(p, 42 + rank)
     samples_per_step = p["laion"]["batch"] + p["mmc4"]["batch"]
-    kinds = ("laion", "mmc4")
-    step = 0
 
     def train_step(batches, sync):
-        nonlocal step
-        for i, (kind, (images, ids, mask)) in enumerate(zip(kinds, batches)):
-            labels = base.laion_labels(ids, tk) if kind == "laion" else base.mmc4_labels(ids, tk)
-            last = i + 1 == len(batches)
-            with (contextlib.nullcontext() if sync and last else ddp.no_sync()):
-                logits = ddp(images, ids, mask)
-                V = logits.shape[-1]
-                loss = F.cross_entropy(logits[:, :-1].reshape(-1, V).float(), labels[:, 1:].reshape(-1),
-                                       ignore_index=-100)
-                if not math.isfinite(loss.item()):
-                    raise SystemExit("non-finite loss")
-                (loss * (1.0 / 1.0)).backward()
-        model.embed_tokens.weight.grad.mul_(row_mask)
-        grads = [q.grad for q in params if q.grad is not None]
-        total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, 2) for g in grads]), 2)
-        if not math.isfinite(total.item()):
-            raise SystemExit("non-finite gradient norm")
-        coef = torch.clamp(base.MAX_GRAD_NORM / (total + 1e-6), max=1.0)
-        coef.item()
-        for g in grads:
-            g.mul_(coef)
-        m = base.lr_multiplier(step, p["warmup"], p["total"])
-        for g in opt.param_groups:
-            g["lr"] = p["lr"] * m
-        opt.step()
-        step += 1
-        opt.zero_grad(set_to_none=True)
+        # One gradient all-reduce per step, as DDP is used well: every backward but the last under no_sync().
+        trainer.train_step(batches, lambda last: contextlib.nullcontext() if sync and last else ddp.no_sync())
 
     it = 0
 
