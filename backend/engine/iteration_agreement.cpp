@@ -48,7 +48,7 @@ void IterationAgreement::open(const std::vector<int64_t>& localTargets, const Co
   local_ = localTargets;
   global_ = localTargets;
   control_ = control;
-  figureCount_ = figures ? figures->size() : 0;
+  const size_t figureCount = figures ? figures->size() : 0;
   if (!comm_) {
     if (figures) gathered_ = *figures;
     return;
@@ -58,8 +58,8 @@ void IterationAgreement::open(const std::vector<int64_t>& localTargets, const Co
   for (int64_t f : {control.stop, control.kill, control.pause, control.resume, control.checkpoint, control.noCheckpoint})
     v.push_back(static_cast<double>(f));
   if (figures) {
-    const size_t at = v.size() + static_cast<size_t>(comm_->rank()) * figureCount_;
-    v.resize(v.size() + static_cast<size_t>(world_) * figureCount_, 0.0);
+    const size_t at = v.size() + static_cast<size_t>(comm_->rank()) * figureCount;
+    v.resize(v.size() + static_cast<size_t>(world_) * figureCount, 0.0);
     std::copy(figures->begin(), figures->end(), v.begin() + static_cast<std::ptrdiff_t>(at));
   }
   opening_ = torch::tensor(v, torch::kFloat64);
@@ -86,10 +86,16 @@ double IterationAgreement::backwardScale(size_t d) const {
 }
 
 void IterationAgreement::close(const std::vector<double>& localLoss) {
-  localLoss_ = localLoss;
   const size_t D = localLoss.size();
   nonFinite_.assign(D, false);
   loss_.assign(D, 0.0);
+  if (!comm_) {  // one rank: its own loss, no token weighting to do
+    for (size_t i = 0; i < D; ++i) {
+      nonFinite_[i] = !std::isfinite(localLoss[i]);
+      loss_[i] = nonFinite_[i] ? 0.0 : localLoss[i];
+    }
+    return;
+  }
   std::vector<double> v;
   for (size_t i = 0; i < D; ++i) {
     const double l = localLoss[i];
@@ -98,7 +104,7 @@ void IterationAgreement::close(const std::vector<double>& localLoss) {
     v.insert(v.end(), {finite ? 0.0 : 1.0, finite ? l * tokens : 0.0, finite ? l : 0.0});
   }
   closing_ = torch::tensor(v, torch::kFloat64);
-  if (comm_) pendingClosing_ = comm_->allReduceAsync(closing_, dist::ReduceOp::kSum, "iteration closing");
+  pendingClosing_ = comm_->allReduceAsync(closing_, dist::ReduceOp::kSum, "iteration closing");
 }
 
 void IterationAgreement::awaitClosing() {

@@ -38,8 +38,9 @@ class IterationAgreement {
   IterationAgreement(const IterationAgreement&) = delete;
   IterationAgreement& operator=(const IterationAgreement&) = delete;
 
-  // `figures`: null, or this rank's per-rank figures; every rank passes the
-  // same number of them (or null).
+  // `localTargets`: supervised tokens per dataset (only read with several
+  // ranks). `figures`: null, or this rank's per-rank figures; every rank
+  // passes the same number of them (or null).
   void open(const std::vector<int64_t>& localTargets, const ControlRequest& control,
             const std::vector<double>* figures = nullptr);
   void awaitOpening();  // idempotent
@@ -68,8 +69,7 @@ class IterationAgreement {
   bool compat_;
   int world_ = 1;
   std::vector<int64_t> local_, global_;
-  std::vector<double> localLoss_, loss_, gathered_;
-  size_t figureCount_ = 0;
+  std::vector<double> loss_, gathered_;
   std::vector<bool> nonFinite_;
   ControlRequest control_;
   at::Tensor opening_, closing_;

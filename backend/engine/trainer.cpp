@@ -163,16 +163,17 @@ void Trainer::pollControl() {
   ControlRequest want;
   if (telemetry::killRequested()) want.kill = 1;
   if (telemetry::stopRequested()) want.stop = 1;
+  std::vector<protocol::ControlCommand> fresh;
   if (inbox_) {
     auto polled = inbox_->poll(step_);
     if (polled) {
-      for (auto& c : polled.value()) pendingCommands_.push_back(std::move(c));
+      fresh = std::move(polled.value());
     } else {
       log_->warn("control: {}", polled.status().message());
     }
   }
   using protocol::ControlVerb;
-  for (const auto& c : pendingCommands_) {
+  for (const auto& c : fresh) {
     switch (c.verb) {
       case ControlVerb::kStop:
         want.stop = 1;
@@ -183,6 +184,7 @@ void Trainer::pollControl() {
       case ControlVerb::kResume: want.resume = 1, want.pause = 0; break;
       case ControlVerb::kCheckpoint: want.checkpoint = 1; break;
     }
+    pendingCommands_.push_back(c);
   }
   pendingControl_.merge(want);
 }
@@ -335,12 +337,12 @@ void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
     e.skip_reason = r.skipReason;
     if (distributed()) {
       // NOTE [Per-rank figures] in trainer_dist.cpp: written when the other ranks' figures arrived.
-      pendingReport_ = RankReport{step_, std::move(e), memoryDue, rankFigures(r, stepTime, dataTime)};
+      pendingReport_ = RankReport{step_, std::move(e), memoryDue, rankFigures(r, stepTime, dataTime, memoryDue)};
     } else {
       emit(std::move(e));
     }
   } else if (memoryDue && distributed()) {
-    pendingReport_ = RankReport{step_, std::nullopt, true, rankFigures(r, stepTime, dataTime)};
+    pendingReport_ = RankReport{step_, std::nullopt, true, rankFigures(r, stepTime, dataTime, true)};
   }
   if (memoryDue && !distributed()) emitMemory();
   emitDataStats();

@@ -140,9 +140,11 @@ void Trainer::synchronizeGradients(StepResult* r) {
 // pause and at the end of the run, flushRankReport() gathers them at once.
 // Whether a report is pending depends only on the step number, so every
 // rank passes the same layout.
-std::vector<double> Trainer::rankFigures(const StepResult& r, double stepTime, double dataTime) const {
+std::vector<double> Trainer::rankFigures(const StepResult& r, double stepTime, double dataTime, bool memory) const {
   const auto& ds = config_.data.datasets;
-  const auto snap = telemetry::memorySnapshot().toRankMemory(static_cast<int>(options_.rank));
+  // The memory fields are only read when a memory event is due (they cost a /proc read); zeros otherwise.
+  const auto snap = memory ? telemetry::memorySnapshot().toRankMemory(static_cast<int>(options_.rank))
+                           : protocol::RankMemory{};
   std::vector<double> mine;
   for (const auto& d : ds) mine.push_back(r.localLoss.count(d.name) ? r.localLoss.at(d.name) : 0.0);
   const double fields[] = {stepTime,

@@ -85,7 +85,7 @@ class Trainer {
     bool memory = false;                       // a memory event is due too
     std::vector<double> mine;
   };
-  std::vector<double> rankFigures(const StepResult& r, double stepTime, double dataTime) const;
+  std::vector<double> rankFigures(const StepResult& r, double stepTime, double dataTime, bool memory) const;
   void completeRankReport(const std::vector<double>& all);
   void flushRankReport();
   void emitHeartbeatIfDue();

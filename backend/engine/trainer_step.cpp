@@ -36,7 +36,8 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   std::vector<int64_t> targets;
   for (const data::Batch& b : batches.batches) {
     labels.push_back(train::makeLabels(b.kind, b.inputIds, tokens_));
-    targets.push_back(train::labelStats(labels.back()).targets);
+    // Only the ranks' token weighting needs the count before the forward.
+    targets.push_back(distributed() ? train::labelStats(labels.back()).targets : 0);
   }
   IterationAgreement agreement(distributed() ? comm_ : nullptr, compat);
   agreement.open(targets, pendingControl_, pendingReport_ ? &pendingReport_->mine : nullptr);
