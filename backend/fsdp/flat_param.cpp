@@ -2,11 +2,9 @@
 
 #include <c10/core/StorageImpl.h>
 
-namespace fs::fsdp {
+#include "backend/fsdp_plan/sharding.h"
 
-namespace {
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-}  // namespace
+namespace fs::fsdp {
 
 FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize)
     : members_(std::move(members)), shardRank_(shardRank), shardSize_(shardSize) {
@@ -25,7 +23,7 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
     offsets_.push_back(numel_);
     numel_ += m.param.numel();
   }
-  shardNumel_ = ceilDiv(std::max<int64_t>(numel_, 1), shardSize_);
+  shardNumel_ = fsdp_plan::shardNumel(numel_, shardSize_);  // the planner's rule, so plans match
   full_ = torch::zeros({shardNumel_ * shardSize_}, first.options().requires_grad(false));
   {
     torch::NoGradGuard noGrad;
@@ -85,10 +83,9 @@ void FlatParameter::reduceGradients(dist::Communicator& comm, double scale, cons
     if (g.defined()) flat.narrow(0, offsets_[i], p.numel()).copy_(g.reshape({-1}));
     p.mutable_grad() = torch::Tensor();
   }
-  torch::Tensor mine = torch::empty({shardNumel_}, full_.options());
-  if (shardSize_ == 1) {
-    mine.copy_(flat);
-  } else {
+  torch::Tensor mine = flat;  // a shard group of one: the flat gradient is the shard's
+  if (shardSize_ > 1) {
+    mine = torch::empty({shardNumel_}, full_.options());
     comm.reduceScatter(mine, flat, dist::ReduceOp::kSum, what);
   }
   if (replicas && replicas->size() > 1) replicas->allReduce(mine, dist::ReduceOp::kSum, what + " across replicas");

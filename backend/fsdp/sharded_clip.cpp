@@ -19,16 +19,17 @@ train::ClipResult coefficientFor(double sumOfSquares, double maxNorm) {
 ShardedClipResult clipShardedGradNorm(const ShardedModel& model, const train::ClipOptions& options,
                                       ClipScope scope) {
   dist::Communicator& shardGroup = model.shardGroup();
-  // Per unit with trainable shards: the local sum of squares of its shard gradients.
+  // Per unit with trainable shards: the local sum of squares of its shard gradients (one tensor each, read
+  // back once after the all-reduce).
   std::vector<std::vector<torch::Tensor>> grads;
-  std::vector<double> local;
+  std::vector<torch::Tensor> local;
   for (const auto& u : model.units()) {
     std::vector<torch::Tensor> unitGrads;
-    double sum = 0;
+    torch::Tensor sum = torch::zeros({}, torch::kFloat64);
     for (const auto& f : u.flats) {
       if (!f->trainable() || !f->shard().grad().defined()) continue;
       const torch::Tensor g = f->shard().grad();
-      sum += g.to(torch::kFloat64).pow(2).sum().item<double>();
+      sum = sum + g.to(torch::kFloat64).pow(2).sum();
       unitGrads.push_back(g);
     }
     if (unitGrads.empty()) continue;
@@ -37,8 +38,9 @@ ShardedClipResult clipShardedGradNorm(const ShardedModel& model, const train::Cl
   }
   ShardedClipResult out;
   if (grads.empty()) return out;
-  torch::Tensor sums = torch::tensor(local, torch::kFloat64);
+  torch::Tensor sums = torch::stack(local);
   if (shardGroup.size() > 1) shardGroup.allReduce(sums, dist::ReduceOp::kSum, "gradient norm");
+  sums = sums.to(torch::kCPU);
   const auto v = sums.accessor<double, 1>();
   double total = 0;
   for (int64_t i = 0; i < v.size(0); ++i) total += v[i];

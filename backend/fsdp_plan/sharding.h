@@ -4,8 +4,8 @@
 // requires-grad setting (frozen and trainable parameters never share a flat
 // buffer, so frozen ones never get gradient storage). The reference's FSDP1
 // has one flat parameter per unit. A group of n elements over a shard group
-// of s ranks is padded to s x ceil(max(n, 1) / s) elements (the runtime's
-// FlatParameter rule); every rank holds ceil(max(n, 1) / s) elements, the
+// of s ranks is padded to s x ceil(max(n, 1) / s) elements (backend/fsdp's FlatParameter calls
+// shardNumel() below); every rank holds ceil(max(n, 1) / s) elements, the
 // padding sitting at the end of the last ranks' chunks.
 //
 // Strategies (world W ranks on N nodes of W / N ranks each):
