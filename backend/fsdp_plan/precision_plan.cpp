@@ -15,20 +15,12 @@ protocol::StatusOr<Dtype> mixedDtype(const std::string& value, Dtype fallback, c
 
 }  // namespace
 
-int64_t dtypeBytes(Dtype dtype) {
-  return dtype == Dtype::kFloat32 ? 4 : 2;
-}
+int64_t dtypeBytes(Dtype dtype) { return static_cast<int64_t>(tensorfile::itemSize(dtype)); }
 
 std::string dtypeName(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::kFloat32:
-      return "float32";
-    case Dtype::kBFloat16:
-      return "bfloat16";
-    case Dtype::kFloat16:
-      return "float16";
-  }
-  return "?";
+  std::string_view name = tensorfile::torchName(dtype);
+  if (name.substr(0, 6) == "torch.") name.remove_prefix(6);
+  return std::string(name);
 }
 
 protocol::StatusOr<PrecisionPlan> oursPrecision(const protocol::RunConfig& config) {

@@ -31,13 +31,15 @@
 
 #include "backend/protocol/config_types.h"
 #include "backend/protocol/status.h"
+#include "backend/tensorfile/dtype.h"
 
 namespace fs::fsdp_plan {
 
-enum class Dtype { kFloat32, kBFloat16, kFloat16 };
+// The project's one element-type enum; the planner uses float32, bfloat16 and float16.
+using Dtype = tensorfile::DType;
 
 int64_t dtypeBytes(Dtype dtype);
-// "float32", "bfloat16", "float16" (the telemetry spelling).
+// "float32", "bfloat16", "float16" (the telemetry spelling: torch's name without "torch.").
 std::string dtypeName(Dtype dtype);
 
 struct PrecisionPlan {
