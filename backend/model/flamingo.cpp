@@ -249,7 +249,23 @@ LoadReport FlamingoImpl::loadVisionStateDict(const std::map<std::string, torch::
 
 void FlamingoImpl::setUnitHooks(std::shared_ptr<UnitHooks> hooks) {
   hooks_ = hooks;
+  vision_encoder_->hooks = hooks;
+  perceiver_->hooks = hooks;
+  lang_encoder_->hooks = hooks;
   for (auto& layer : flamingo_layers_) layer->hooks = hooks;
+}
+
+std::set<const torch::nn::Module*> FlamingoImpl::announcedModules() const {
+  std::set<const torch::nn::Module*> out = {vision_encoder_.get(), perceiver_.get(),
+                                            lang_encoder_->inputEmbedding().get()};
+  for (const auto& b : *vision_encoder_->resblocks) out.insert(b.get());
+  for (const auto& l : *perceiver_->layers) out.insert(l.get());
+  if (!lang_encoder_->tiedHead()) out.insert(lang_encoder_->outputHead().get());
+  for (const auto& layer : flamingo_layers_) {
+    if (layer->hasCrossAttention()) out.insert(layer->gated_cross_attn_layer.get());
+    out.insert(layer->decoder_layer.get());
+  }
+  return out;
 }
 
 }  // namespace fs::model

@@ -21,6 +21,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -115,9 +116,14 @@ class FlamingoImpl : public torch::nn::Module {
   void maskEmbeddingGradient();
   std::vector<GateValues> gateValues() const;
   void setGradientCheckpointing(bool enabled);
-  // NOTE [Unit hooks]: called around the vision tower, the Perceiver, every
-  // gated block and every decoder layer; null removes them.
+  // NOTE [Unit hooks]: called around the vision tower and each of its
+  // residual blocks, the Perceiver and each of its layers, the input
+  // embedding (again at a tied head), every gated block, every decoder layer
+  // and an untied head; null removes them.
   void setUnitHooks(std::shared_ptr<UnitHooks> hooks);
+  // The modules the hooks announce: the only ones a sharding engine can
+  // gather just in time.
+  std::set<const torch::nn::Module*> announcedModules() const;
   bool gradientCheckpointing() const { return options_.gradient_checkpointing(); }
 
   // ---- state dict

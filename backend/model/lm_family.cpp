@@ -162,7 +162,7 @@ torch::Tensor CausalLmImpl::hiddenStates(const torch::Tensor& input_ids, const t
 torch::Tensor CausalLmImpl::runLayers(const torch::Tensor& input_ids, const torch::Tensor& mask,
                                       const torch::Tensor& media, const torch::Tensor& text_time,
                                       const torch::Tensor& real_tokens) {
-  auto hidden = embed(input_ids, mask);
+  auto hidden = runUnit(hooks, *embed_tokens_, {}, [&] { return embed(input_ids, mask); });
   auto ctx = layerContext(input_ids, mask, hidden.scalar_type());
   ctx.media = media;
   ctx.text_time = text_time;
@@ -176,8 +176,11 @@ torch::Tensor CausalLmImpl::forward(const torch::Tensor& input_ids, const torch:
   const auto mask = defaultMask(input_ids, attention_mask);
   const auto real = padding == Padding::kSkip ? realTokenIndex(mask) : torch::Tensor();
   const auto hidden = runLayers(input_ids, mask, media, text_time, real);
-  const auto weight = outputHeadWeight().to(hidden.scalar_type());
-  return onRealTokens(hidden, real, [&](const torch::Tensor& h) { return torch::linear(h, weight); });
+  torch::nn::Module& head = lm_head_ ? static_cast<torch::nn::Module&>(*lm_head_) : *embed_tokens_;
+  return runUnit(hooks, head, hidden, [&] {
+    const auto weight = outputHeadWeight().to(hidden.scalar_type());
+    return onRealTokens(hidden, real, [&](const torch::Tensor& h) { return torch::linear(h, weight); });
+  });
 }
 
 // ---------------------------------------------------------------- factory

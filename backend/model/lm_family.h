@@ -23,6 +23,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "backend/model/common.h"
+#include "backend/model/unit_hooks.h"
 
 #include <functional>
 #include <memory>
@@ -149,6 +150,9 @@ class CausalLmImpl : public torch::nn::Module {
   // resized the same way; a tied head follows the embedding. The parameter
   // objects are kept (set_data), so references stay valid.
   void resizeTokenEmbeddings(int64_t rows);
+  // NOTE [Unit hooks]: announces the input embedding (the lookup, and a tied
+  // head, which reads the same weight) and an untied output head.
+  std::shared_ptr<UnitHooks> hooks;
 
   // input ids (B, L), attention mask (B, L) (1 = token, 0 = right padding;
   // undefined = all ones), optional Flamingo conditioning -> logits (B, L, V).

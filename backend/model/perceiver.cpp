@@ -75,7 +75,10 @@ torch::Tensor PerceiverResamplerImpl::forward(const torch::Tensor& features) {
   auto lat = latents.to(x.scalar_type())
                  .view({1, 1, options.num_latents(), options.dim()})
                  .expand({b, t, options.num_latents(), options.dim()});
-  for (const auto& layer : *layers) lat = layer->as<PerceiverLayerImpl>()->forward(x, lat);
+  for (const auto& layer : *layers) {
+    auto* l = layer->as<PerceiverLayerImpl>();
+    lat = runUnit(hooks, *l, lat, [&] { return l->forward(x, lat); });
+  }
   return norm->forward(lat);
 }
 

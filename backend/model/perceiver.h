@@ -18,6 +18,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "backend/model/common.h"
+#include "backend/model/unit_hooks.h"
 
 namespace fs::protocol {
 struct PerceiverConfig;
@@ -80,6 +81,7 @@ class PerceiverResamplerImpl : public torch::nn::Module {
   torch::Tensor latents;  // (num_latents, D) ~ N(0, 1)
   torch::nn::ModuleList layers{nullptr};
   Norm norm{nullptr};
+  std::shared_ptr<UnitHooks> hooks;  // NOTE [Unit hooks]: around every layer
 };
 TORCH_MODULE(PerceiverResampler);
 

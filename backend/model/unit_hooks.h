@@ -1,7 +1,9 @@
 // NOTE [Unit hooks]: LibTorch's C++ modules have no forward hooks, so the
 // model calls these around the forward of each part a sharding engine may
-// wrap as a unit (the vision tower, the Perceiver, every gated
-// cross-attention block, every decoder layer). The model stays
+// wrap as a unit (the vision tower and each residual block, the Perceiver
+// and each layer, the input embedding - at the lookup and again at a tied
+// head, which reads its weight -, every gated cross-attention block, every
+// decoder layer, an untied head). The model stays
 // single-device and knows nothing about sharding: with no hooks set it runs
 // exactly as before. Inside an activation-checkpointed region the calls sit
 // inside the recomputed function, so a recompute during backward announces

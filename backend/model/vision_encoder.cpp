@@ -104,7 +104,10 @@ torch::Tensor VisionEncoderImpl::forward(const torch::Tensor& images) {
   x = torch::cat({cls, x}, 1);
   x = x + positional_embedding.to(x.scalar_type());
   x = ln_pre->forward(x);
-  for (const auto& block : *resblocks) x = block->as<ResidualAttentionBlockImpl>()->forward(x);
+  for (const auto& block : *resblocks) {
+    auto* b = block->as<ResidualAttentionBlockImpl>();
+    x = runUnit(hooks, *b, x, [&] { return b->forward(x); });
+  }
   auto tokens = x.narrow(1, 1, x.size(1) - 1);
   if (options.ln_post_on_tokens()) tokens = ln_post->forward(tokens);
   return tokens;

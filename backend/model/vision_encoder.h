@@ -22,6 +22,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "backend/model/common.h"
+#include "backend/model/unit_hooks.h"
 
 namespace fs::protocol {
 struct VisionConfig;
@@ -102,6 +103,7 @@ class VisionEncoderImpl : public torch::nn::Module {
   Norm ln_pre{nullptr};
   torch::nn::ModuleList resblocks{nullptr};  // registered as transformer.resblocks
   Norm ln_post{nullptr};
+  std::shared_ptr<UnitHooks> hooks;  // NOTE [Unit hooks]: around every residual block
 };
 TORCH_MODULE(VisionEncoder);
 
