@@ -243,14 +243,24 @@ Status Trainer::actOnControl(const ControlRequest& agreed, bool* stop, bool* kil
 }
 
 Status Trainer::saveCheckpoint(protocol::CheckpointKind kind) {
-  if (options_.rank != 0) return Status::ok();  // replicas: rank 0's copy is everyone's
   const auto t0 = Clock::now();
   CheckpointContents c;
+  model::NamedTensors parameters;
+  if (sharded_) {
+    // Every rank takes part in the gathers; rank 0 keeps the values (NOTE [FSDP in the engine]).
+    parameters = sharded_->fullParameters(options_.rank == 0);
+    c.optimizer = fsdp::toFullState(optimizer_->stateDict(schedule_->baseLrs()), trainable_, shards_, *sharded_,
+                                    config_.optim.weight_decay);
+  }
+  if (options_.rank != 0) return Status::ok();  // replicas: rank 0's copy is everyone's
+  if (!sharded_) {
+    parameters = model_->namedParameters();
+    c.optimizer = optimizer_->stateDict(schedule_->baseLrs());
+  }
   c.epoch = kind == protocol::CheckpointKind::kEpoch ? epoch_ - 1 : epoch_;
   model::NamedTensors buffers;
   for (const auto& b : model_->named_buffers()) buffers.emplace_back(b.key(), b.value());
-  c.modelState = checkpointModelState(model_->namedParameters(), buffers);
-  c.optimizer = optimizer_->stateDict(schedule_->baseLrs());
+  c.modelState = checkpointModelState(parameters, buffers);
   c.scheduler = schedule_->stateDict();
   c.resume.kind = kind == protocol::CheckpointKind::kEpoch ? "epoch" : "step";
   c.resume.step = step_;
@@ -258,7 +268,7 @@ Status Trainer::saveCheckpoint(protocol::CheckpointKind kind) {
   c.resume.epoch = epoch_;
   c.resume.data = source_->position();
   c.resume.rng = train::captureRng();
-  c.resume.manifest = buildCheckpointManifest(config_, tokens_, model_->namedParameters(), c.modelState);
+  c.resume.manifest = buildCheckpointManifest(config_, tokens_, parameters, c.modelState);
   const auto path = dir_.checkpointFile(kind, static_cast<int>(c.epoch), step_);
   if (Status s = writeCheckpoint(path, c); !s) return s;
   std::error_code ec;
@@ -332,7 +342,7 @@ void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
     e.data_time_s = dataTime;
     e.comm_time_s = r.waitS;
     e.samples_per_s = perSecond;
-    for (const auto& g : model_->gateValues()) e.gates.push_back({static_cast<int>(g.layer), g.attn, g.ff});
+    for (const auto& g : gateValues()) e.gates.push_back({static_cast<int>(g.layer), g.attn, g.ff});
     e.skipped = r.skipped;
     e.skip_reason = r.skipReason;
     if (distributed()) {
@@ -369,7 +379,7 @@ void Trainer::emitStep(const StepResult& r, double stepTime, double dataTime) {
 void Trainer::emitMemory() {
   protocol::MemoryEvent m;
   m.step = step_;
-  m.ranks.push_back(telemetry::memorySnapshot().toRankMemory(static_cast<int>(options_.rank)));
+  m.ranks.push_back(rankMemory());
   emit(m);
 }
 

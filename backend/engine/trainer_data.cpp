@@ -60,16 +60,39 @@ Status Trainer::runValidation() {
   std::map<std::string, int64_t> count;
   valSource_->setEpoch(0);
   Status status = Status::ok();
+  std::optional<data::StepBatches> last;  // FSDP: forwards of a rank whose batches ran out
   while (true) {
     auto next = valSource_->next();
-    if (!next) {
+    const bool have = next.isOk() && next.value();
+    bool takePart = false;  // FSDP: forward without counting, so the other ranks' gathers meet
+    if (sharded_ && distributed()) {
+      // Forwards gather units, so every rank runs as many as the rank with the most batches.
+      torch::Tensor t = torch::tensor({int64_t{have}, int64_t{!next.isOk()}, int64_t{!have && !last}}, torch::kInt64);
+      comm_->allReduce(t, dist::ReduceOp::kMax, "validation batch");
+      if (t[1].item<int64_t>() && next.isOk()) status = Status::invalidArgument("validation failed on another rank");
+      if (t[1].item<int64_t>() || !t[0].item<int64_t>()) {
+        if (!next) status = Status::invalidArgument("validation: " + next.status().message());
+        break;
+      }
+      if (t[2].item<int64_t>()) {
+        status = Status::invalidArgument(
+            "validation under FSDP: a rank holds no validation batch while others do; give every rank "
+            "validation data (more val_shards, or fewer ranks)");
+        break;
+      }
+      takePart = !have;
+    } else if (!next) {
       status = Status::invalidArgument("validation: " + next.status().message());
       break;
+    } else if (!next.value()) {
+      break;
     }
-    if (!next.value()) break;
-    for (const data::Batch& b : next.value()->batches) {
+    if (have) last = *next.value();
+    for (const data::Batch& b : last->batches) {
+      if (sharded_) sharded_->beginForward();
       const train::LmLoss loss = forwardLoss(b, train::makeLabels(b.kind, b.inputIds, tokens_), false);
-      if (loss.noTargets) continue;
+      if (sharded_) sharded_->finishForward();
+      if (loss.noTargets || takePart) continue;
       sum[b.dataset] += loss.loss.item<double>();
       ++count[b.dataset];
     }

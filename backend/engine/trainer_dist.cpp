@@ -105,10 +105,13 @@ Status Trainer::agreeAfterSetUp() {
         std::to_string(hi[0].item<int64_t>()) + "; this rank at " + std::to_string(step_) +
         "): every rank must see the same run directory and checkpoints");
   }
-  std::vector<torch::Tensor> state;
-  for (const auto& p : model_->parameters()) state.push_back(p);
-  for (const auto& b : model_->buffers()) state.push_back(b);
-  dist::GradientSync::broadcastFromRank0(*comm_, state, "initial weights from rank 0");
+  if (!fsdp() || config_.parallel.sync_module_states) {
+    std::vector<torch::Tensor> state;
+    for (const auto& p : model_->parameters()) state.push_back(p);
+    for (const auto& b : model_->buffers()) state.push_back(b);
+    dist::GradientSync::broadcastFromRank0(*comm_, state, "initial weights from rank 0");
+  }
+  if (fsdp()) return Status::ok();  // NOTE [FSDP in the engine]
   std::vector<torch::Tensor> params;
   for (const auto& p : trainable_) params.push_back(p.tensor);
   gradSync_ = std::make_unique<dist::GradientSync>(comm_, params);
@@ -143,8 +146,7 @@ void Trainer::synchronizeGradients(StepResult* r) {
 std::vector<double> Trainer::rankFigures(const StepResult& r, double stepTime, double dataTime, bool memory) const {
   const auto& ds = config_.data.datasets;
   // The memory fields are only read when a memory event is due (they cost a /proc read); zeros otherwise.
-  const auto snap = memory ? telemetry::memorySnapshot().toRankMemory(static_cast<int>(options_.rank))
-                           : protocol::RankMemory{};
+  const auto snap = memory ? rankMemory() : protocol::RankMemory{};
   std::vector<double> mine;
   for (const auto& d : ds) mine.push_back(r.localLoss.count(d.name) ? r.localLoss.at(d.name) : 0.0);
   const double fields[] = {stepTime,

@@ -19,6 +19,8 @@
 #include "backend/engine/iteration_agreement.h"
 #include "backend/engine/trainer.h"
 #include "backend/engine/weights.h"
+#include "backend/fsdp/sharded_model.h"
+#include "backend/fsdp/sharded_optim_state.h"
 #include "backend/model/flamingo.h"
 #include "backend/protocol/derived.h"
 #include "backend/protocol/run_dir.h"
@@ -34,6 +36,8 @@ namespace fs::engine {
 
 // Hex digest of the config as written to config.yaml (run_started, pre-flight).
 std::string configHash(const protocol::RunConfig& config);
+// torch's Python spelling ("float32"), as the telemetry schema documents.
+std::string dtypeName(c10::ScalarType t);
 
 // What one training iteration produced.
 struct StepResult {
@@ -92,6 +96,17 @@ class Trainer {
   protocol::Status restoreDataPosition(data::DataPosition position);
   void emit(protocol::EventBody body);
 
+  // trainer_fsdp.cpp: NOTE [FSDP in the engine]
+  bool fsdp() const { return config_.parallel.mode == "fsdp"; }
+  protocol::Status shardModel();
+  void finishShardedBackward(bool checkFlow);
+  // tanh of every gate; a collective under FSDP (every rank calls it).
+  std::vector<model::GateValues> gateValues();
+  protocol::LayoutEvent shardedLayout() const;
+  // This rank's memory entry; under FSDP the parameter and gathered bytes
+  // are the runtime's own (shards; gathered peak since the last entry).
+  protocol::RankMemory rankMemory() const;
+
   // trainer.cpp
   // Control between iterations: poll (signals, rank 0's control files) into
   // the pending request, agree on it, act on the agreed one.
@@ -128,7 +143,9 @@ class Trainer {
 
   std::unique_ptr<dist::Membership> membership_;  // world > 1
   std::shared_ptr<dist::Communicator> comm_;      // solo with one rank
-  std::unique_ptr<dist::GradientSync> gradSync_;  // world > 1
+  std::unique_ptr<dist::GradientSync> gradSync_;  // DDP with world > 1
+  std::shared_ptr<fsdp::ShardedModel> sharded_;   // FSDP
+  std::vector<fsdp::ShardParameter> shards_;      // FSDP: what optimizer_ steps
   std::chrono::steady_clock::time_point lastHeartbeat_;
   std::set<int64_t> slowRanks_;
   FaultPlan faults_;  // NOTE [Fault injection]  // ranks warned about and not yet recovered

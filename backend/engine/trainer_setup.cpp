@@ -34,17 +34,6 @@ std::string fnv1aHex(const std::string& s) {
   return buf;
 }
 
-// torch's Python spelling ("float32"), as the telemetry schema documents.
-std::string dtypeName(c10::ScalarType t) {
-  switch (t) {
-    case c10::ScalarType::Float: return "float32";
-    case c10::ScalarType::BFloat16: return "bfloat16";
-    case c10::ScalarType::Half: return "float16";
-    case c10::ScalarType::Double: return "float64";
-    default: return c10::toString(t);
-  }
-}
-
 std::string newRunId(const std::string& name) {
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char stamp[32];
@@ -56,6 +45,17 @@ std::string newRunId(const std::string& name) {
 }
 
 }  // namespace
+
+// torch's Python spelling ("float32"), as the telemetry schema documents.
+std::string dtypeName(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::Double: return "float64";
+    default: return c10::toString(t);
+  }
+}
 
 std::string configHash(const protocol::RunConfig& config) { return fnv1aHex(protocol::dumpConfigYaml(config)); }
 
@@ -111,7 +111,8 @@ Status Trainer::setUp() {
   plan_ = std::make_unique<train::StepPlan>(std::max<int64_t>(1, source_->stepsPerEpoch()),
                                             config_.optim.grad_accum_steps);
   if (Status s = resumeIfPossible(); !s) return s;
-  return agreeAfterSetUp();
+  if (Status s = agreeAfterSetUp(); !s) return s;
+  return fsdp() ? shardModel() : Status::ok();
 }
 
 Status Trainer::prepareRunDirectory() {
@@ -348,7 +349,11 @@ void Trainer::emitStartEvents() {
   started.steps_per_epoch = figures_.optimizerStepsPerEpoch;
   for (const auto& d : config_.data.datasets) started.datasets.push_back(d.name);
   emit(started);
-  // One unit until FSDP arrives: the whole model on every rank.
+  if (sharded_) {
+    emit(shardedLayout());
+    return;
+  }
+  // Without FSDP one unit: the whole model on every rank.
   protocol::LayoutUnit unit;
   unit.path = "";
   for (const auto& [name, t] : model_->namedParameters()) {

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backend/engine/trainer_impl.h"
+#include "backend/fsdp/sharded_clip.h"
 #include "backend/model/common.h"
 #include "backend/telemetry/memory_tracker.h"
 #include "backend/train/grad_clip.h"
@@ -48,6 +49,7 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     train::LmLoss loss;
     {
       MemoryPhase phase(Phase::kActivations);
+      if (sharded_) sharded_->beginForward();
       loss = forwardLoss(b, labels[i], compat);
     }
     if (i == 0 && faults_.nanLossAt(options_.rank, iteration_)) loss.loss = loss.loss * std::nan("");
@@ -62,18 +64,22 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     if (i + 1 == D) agreement.close(values);
     // A non-finite loss skips the iteration on every rank (decided after the
     // closing agreement); its backward would only spread NaN.
-    if (!std::isfinite(values[i])) continue;
-    if (loss.noTargets) {
+    const bool finite = std::isfinite(values[i]);
+    if (finite && loss.noTargets) {
       // OpenFlamingo's usual NaN source: nothing to learn from, so no backward.
       emit(protocol::WarningEvent{"no_supervised_tokens",
                                   "dataset '" + b.dataset + "' batch " + std::to_string(b.index) +
                                       " has no supervised token; its loss is skipped",
                                   static_cast<int>(options_.rank)});
-      continue;
     }
+    const bool learn = finite && !loss.noTargets;
+    if (!learn && !sharded_) continue;  // FSDP: NOTE [FSDP in the engine]
     MemoryPhase phase(Phase::kGradients);
     if (gradSync_ && closesWindow && i + 1 == D) gradSync_->arm();
-    (loss.loss * (cfg.loss_multiplier * agreement.backwardScale(i) / window)).backward();
+    const double scale = learn ? cfg.loss_multiplier * agreement.backwardScale(i) / window : 0.0;
+    if (sharded_) sharded_->beginBackward();
+    (loss.loss * scale).backward();
+    if (sharded_) finishShardedBackward(closesWindow && i + 1 == D);
   }
   agreement.awaitClosing();
   r.waitS += agreement.waitSeconds();
@@ -105,10 +111,16 @@ train::LmLoss Trainer::forwardLoss(const data::Batch& b, const torch::Tensor& la
 void Trainer::optimizerStep(StepResult* r) {
   synchronizeGradients(r);
   MemoryPhase phase(Phase::kOptimizer);
-  if (!config_.model.freeze_lm_embeddings) model_->maskEmbeddingGradient();
-  if (!gradientFlowChecked_) checkGradientFlow();
-  const train::ClipResult clip =
-      train::clipGradNorm(optimizer_->parameters(), train::ClipOptions{config_.optim.max_grad_norm});
+  const train::ClipOptions clipOptions{config_.optim.max_grad_norm};
+  train::ClipResult clip;
+  if (sharded_) {  // masked and checked before the reduce-scatter (NOTE [FSDP in the engine])
+    const auto scope = config_.optim.clip_mode == "per_unit" ? fsdp::ClipScope::kPerUnit : fsdp::ClipScope::kGlobal;
+    clip = fsdp::clipShardedGradNorm(*sharded_, clipOptions, scope).total;
+  } else {
+    if (!config_.model.freeze_lm_embeddings) model_->maskEmbeddingGradient();
+    if (!gradientFlowChecked_) checkGradientFlow();
+    clip = train::clipGradNorm(optimizer_->parameters(), clipOptions);
+  }
   if (!clip.finite) {
     optimizer_->zeroGrad(true);
     r->skipped = true;
@@ -133,7 +145,7 @@ void Trainer::optimizerStep(StepResult* r) {
 // all-zero gradients at the first step where every gate is open.
 void Trainer::checkGradientFlow() {
   const bool gatesOpen = [&] {
-    for (const auto& g : model_->gateValues()) {
+    for (const auto& g : gateValues()) {
       if (g.attn == 0.0 || g.ff == 0.0) return false;
     }
     return true;

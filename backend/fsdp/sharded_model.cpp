@@ -1,5 +1,6 @@
 #include "backend/fsdp/sharded_model.h"
 
+#include <algorithm>
 #include <set>
 
 namespace fs::fsdp {
@@ -32,33 +33,49 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
       break;
     }
   }
-  std::map<const c10::TensorImpl*, size_t> owner;
+  // Each parameter belongs to the innermost unit around it.
+  std::vector<std::set<const torch::nn::Module*>> inside(specs.size());
   for (size_t u = 0; u < specs.size(); ++u) {
     TORCH_CHECK(specs[u].module, "ShardedModel: unit '", specs[u].path, "' has no module");
+    for (const auto& m : specs[u].module->modules(/*include_self=*/false)) inside[u].insert(m.get());
+  }
+  std::map<const c10::TensorImpl*, size_t> owner;
+  for (size_t u = 0; u < specs.size(); ++u) {
     for (const auto& p : specs[u].module->parameters()) {
       auto [it, fresh] = owner.emplace(p.unsafeGetTensorImpl(), u);
-      TORCH_CHECK(fresh, "ShardedModel: units '", specs[it->second].path, "' and '", specs[u].path,
-                  "' share a parameter; tied parameters must be in one unit");
+      if (fresh) continue;
+      const size_t v = it->second;
+      if (inside[v].count(specs[u].module.get())) {
+        it->second = u;  // u lies inside v
+      } else {
+        TORCH_CHECK(inside[u].count(specs[v].module.get()), "ShardedModel: units '", specs[v].path, "' and '",
+                    specs[u].path, "' share a parameter; tied parameters must be in one unit");
+      }
     }
   }
-  // Members per unit and requires-grad setting, in the model's parameter order.
-  std::vector<std::map<bool, std::vector<FlatMember>>> members(specs.size() + 1);
+  // Members per unit, requires-grad setting and group, in the model's parameter order.
+  std::vector<std::map<std::pair<bool, int>, std::vector<FlatMember>>> members(specs.size() + 1);
   std::set<const c10::TensorImpl*> seen;
   for (const auto& p : root.named_parameters()) {
     if (!seen.insert(p.value().unsafeGetTensorImpl()).second) continue;  // shared inside the root: once
     auto it = owner.find(p.value().unsafeGetTensorImpl());
     const size_t u = it == owner.end() ? specs.size() : it->second;
-    members[u][p.value().requires_grad()].push_back({p.key(), p.value()});
+    const bool trainable = p.value().requires_grad();
+    const int group = trainable && options_.trainableGroup ? options_.trainableGroup(p.key()) : 0;
+    members[u][{trainable, group}].push_back({p.key(), p.value()});
+    order_.push_back(p.key());
   }
   for (size_t u = 0; u <= specs.size(); ++u) {
     Unit unit;
     unit.path = u < specs.size() ? specs[u].path : "(root)";
     unit.module = u < specs.size() ? specs[u].module.get() : nullptr;
-    for (auto& [trainable, list] : members[u]) {
+    unit.justInTime = u < specs.size() && specs[u].justInTime;
+    for (auto& [key, list] : members[u]) {
+      for (const auto& m : list) flatOf_[m.name] = {units_.size(), unit.flats.size()};
       unit.flats.push_back(
           std::make_unique<FlatParameter>(std::move(list), shardComm_->rank(), shardComm_->size()));
     }
-    if (unit.module) unitOf_[unit.module] = units_.size();
+    if (unit.justInTime) unitOf_[unit.module] = units_.size();
     units_.push_back(std::move(unit));
   }
 }
@@ -81,22 +98,45 @@ int64_t ShardedModel::gatheredBytes() const {
   return n;
 }
 
+int64_t ShardedModel::shardBytes() const {
+  int64_t n = 0;
+  for (const auto& u : units_) {
+    for (const auto& f : u.flats) n += f->shardNumel() * static_cast<int64_t>(f->shard().element_size());
+  }
+  return n;
+}
+
 bool ShardedModel::freeAfterForward() const {
   return options_.strategy == Strategy::kFullShard || options_.strategy == Strategy::kHybridShard;
 }
 
 void ShardedModel::gather(Unit& u) {
-  for (auto& f : u.flats) f->gather(*shardComm_, "gather " + u.path);
+  bool grew = false;
+  for (auto& f : u.flats) {
+    grew = grew || !f->gathered();
+    f->gather(*shardComm_, "gather " + u.path);
+  }
+  if (grew) peakGathered_ = std::max(peakGathered_, gatheredBytes());
+}
+
+void ShardedModel::freeAll() {
+  for (auto& u : units_) free(u);
 }
 
 void ShardedModel::free(Unit& u) {
-  if (options_.strategy == Strategy::kNoShard) return;  // nothing to gather back from
   for (auto& f : u.flats) f->free();
 }
 
 void ShardedModel::beginForward() {
   phase_ = Phase::kForward;
-  gather(units_.back());
+  for (auto& u : units_) {
+    if (!u.justInTime) gather(u);
+  }
+}
+
+void ShardedModel::finishForward() {
+  freeAll();
+  phase_ = Phase::kIdle;
 }
 
 void ShardedModel::beginBackward() { phase_ = Phase::kBackward; }
@@ -111,6 +151,71 @@ void ShardedModel::finishBackward(double scale) {
     free(u);
   }
   phase_ = Phase::kIdle;
+}
+
+std::vector<torch::Tensor> ShardedModel::parameterValues(const std::vector<std::string>& names) {
+  torch::NoGradGuard noGrad;
+  struct Where {
+    const FlatParameter* flat;
+    size_t member;
+  };
+  std::vector<Where> where;
+  int64_t total = 0;
+  for (const auto& name : names) {
+    auto it = flatOf_.find(name);
+    TORCH_CHECK(it != flatOf_.end(), "ShardedModel: no parameter named '", name, "'");
+    const FlatParameter& f = *units_[it->second.first].flats[it->second.second];
+    size_t m = 0;
+    while (f.members()[m].name != name) ++m;
+    where.push_back({&f, m});
+    total += f.members()[m].param.numel();
+  }
+  // Each rank fills what its shard holds; the sum over the shard group is the value.
+  torch::Tensor all = torch::zeros({total}, torch::kFloat64);
+  int64_t at = 0;
+  for (const auto& w : where) {
+    const int64_t n = w.flat->members()[w.member].param.numel();
+    const int64_t begin = w.flat->offsetOf(w.member);
+    const int64_t shardBegin = static_cast<int64_t>(shardComm_->rank()) * w.flat->shardNumel();
+    const int64_t lo = std::max(begin, shardBegin);
+    const int64_t hi = std::min(begin + n, shardBegin + w.flat->shardNumel());
+    if (lo < hi) {
+      all.narrow(0, at + lo - begin, hi - lo).copy_(w.flat->shard().detach().narrow(0, lo - shardBegin, hi - lo));
+    }
+    at += n;
+  }
+  if (shardComm_->size() > 1) shardComm_->allReduce(all, dist::ReduceOp::kSum, "parameter values");
+  std::vector<torch::Tensor> out;
+  at = 0;
+  for (const auto& w : where) {
+    const auto& p = w.flat->members()[w.member].param;
+    out.push_back(all.narrow(0, at, p.numel()).to(p.scalar_type()).view(p.sizes()).clone());
+    at += p.numel();
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> ShardedModel::fullParameters(bool keep) {
+  torch::NoGradGuard noGrad;
+  std::map<std::string, torch::Tensor> values;
+  for (auto& u : units_) {
+    std::vector<bool> was;
+    for (auto& f : u.flats) {
+      was.push_back(f->gathered());
+      f->gather(*shardComm_, "state dict " + u.path);
+    }
+    for (size_t i = 0; i < u.flats.size(); ++i) {
+      FlatParameter& f = *u.flats[i];
+      if (keep) {
+        for (const auto& m : f.members()) values[m.name] = m.param.detach().clone().set_requires_grad(f.trainable());
+      }
+      if (!was[i]) f.free();
+    }
+  }
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  if (!keep) return out;
+  for (const auto& name : order_) out.emplace_back(name, values.at(name));
+  return out;
 }
 
 void ShardedModel::before(torch::nn::Module& module, const at::Tensor& input) {

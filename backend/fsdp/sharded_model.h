@@ -14,15 +14,21 @@
 // only gathers). finishBackward() reduce-scatters every trainable unit's
 // gradients into its shards and frees what is still gathered.
 //
+// A unit whose module the model never announces (UnitSpec::justInTime
+// false) is gathered with the root. Units may nest: a parameter belongs to
+// the innermost unit around it, as in torch's FSDP.
+//
 // Every rank runs the same graph in the same order (CPU autograd runs on
 // the calling thread), so the collectives issued from hooks line up.
-// Units must not share parameters (tied parameters belong in one unit).
+// Units that are not nested must not share parameters (tied parameters
+// belong in one unit).
 //
 // Thread-safety: the rank's training thread.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,7 +46,9 @@ namespace fs::fsdp {
 //   hybrid_shard   shard inside a node (ranksPerNode ranks), replicate across nodes:
 //                  reduce-scatter inside the node, then all-reduce between replicas
 //   no_shard       every rank holds everything (DDP through the same code): gradients
-//                  all-reduced; parameters stay gathered
+//                  all-reduced; gathering is a copy of the rank's own (whole) shard, so
+//                  units live as under shard_grad_op and the optimizer's update reaches
+//                  the next forward
 enum class Strategy { kFullShard, kShardGradOp, kHybridShard, kNoShard };
 // "full_shard" | "shard_grad_op" | "hybrid_shard" | "no_shard"; c10::Error naming the value otherwise.
 Strategy parseStrategy(const std::string& name);
@@ -48,11 +56,16 @@ Strategy parseStrategy(const std::string& name);
 struct ShardingOptions {
   Strategy strategy = Strategy::kFullShard;
   int ranksPerNode = 1;  // hybrid_shard: the shard group; must divide the world size
+  // Trainable parameters of one unit with different keys go to different
+  // flat parameters (the optimizer's weight-decay groups: a flat parameter
+  // is stepped as one tensor). Null: one trainable flat parameter per unit.
+  std::function<int(const std::string& name)> trainableGroup;
 };
 
 struct UnitSpec {
   std::string path;                          // module path in the model, e.g. "perceiver"
   std::shared_ptr<torch::nn::Module> module;
+  bool justInTime = true;  // false: the model never announces it; gathered with the root
 };
 
 class ShardedModel final : public model::UnitHooks {
@@ -60,7 +73,8 @@ class ShardedModel final : public model::UnitHooks {
   struct Unit {
     std::string path;
     torch::nn::Module* module = nullptr;  // null for the root unit
-    std::vector<std::unique_ptr<FlatParameter>> flats;  // one per requires-grad setting present
+    std::vector<std::unique_ptr<FlatParameter>> flats;  // one per requires-grad setting (and group) present
+    bool justInTime = true;  // false: gathered with the root
   };
 
   // Moves every parameter of `root` into the flat parameters of its unit;
@@ -77,14 +91,29 @@ class ShardedModel final : public model::UnitHooks {
   const std::vector<Unit>& units() const { return units_; }  // the root unit last
   // The trainable shards, for the optimizer.
   std::vector<torch::Tensor> trainableShards() const;
-  // Full bytes gathered now, over every unit.
+  // Full bytes gathered now, over every unit, and the most since resetPeak().
   int64_t gatheredBytes() const;
+  int64_t peakGatheredBytes() const { return peakGathered_; }
+  void resetPeak() { peakGathered_ = gatheredBytes(); }
+  // Bytes of this rank's shards (frozen and trainable).
+  int64_t shardBytes() const;
 
   void beginForward();
   void beginBackward();
   // After backward: the gradients reduce-scattered (summed over ranks,
   // times `scale`, added to the shards' gradients); every unit freed.
   void finishBackward(double scale);
+  // After a forward without backward (evaluation): every unit freed.
+  void finishForward();
+
+  // Collective over the shard group: the current values of the named
+  // parameters (any subset, in the given order), assembled from the shards.
+  // Throws c10::Error naming an unknown parameter.
+  std::vector<torch::Tensor> parameterValues(const std::vector<std::string>& names);
+  // Collective: every parameter's full value in the model's parameter order,
+  // gathered one unit at a time (never the whole model gathered at once);
+  // copies are kept only when `keep` (rank 0 writing a checkpoint).
+  std::vector<std::pair<std::string, torch::Tensor>> fullParameters(bool keep);
 
   void before(torch::nn::Module& module, const at::Tensor& input) override;
   void after(torch::nn::Module& module, const at::Tensor& output) override;
@@ -93,6 +122,7 @@ class ShardedModel final : public model::UnitHooks {
   enum class Phase { kIdle, kForward, kBackward };
   void gather(Unit& u);
   void free(Unit& u);
+  void freeAll();
 
   bool freeAfterForward() const;
 
@@ -102,7 +132,10 @@ class ShardedModel final : public model::UnitHooks {
   std::shared_ptr<dist::Communicator> replicateComm_;  // null: no replicas
   std::vector<Unit> units_;
   std::map<const torch::nn::Module*, size_t> unitOf_;
+  std::vector<std::string> order_;  // parameter names in the model's order
+  std::map<std::string, std::pair<size_t, size_t>> flatOf_;  // name -> (unit, flat), member found by name
   Phase phase_ = Phase::kIdle;
+  int64_t peakGathered_ = 0;
 };
 
 }  // namespace fs::fsdp

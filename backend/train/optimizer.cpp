@@ -25,7 +25,7 @@ std::vector<ParamGroup> groupParameters(const std::vector<NamedParameter>& param
   groups[1].weightDecay = 0.0;
   for (const auto& p : params) {
     if (!p.tensor.requires_grad()) continue;
-    auto& g = groups[decaysWeight(p.name) ? 0 : 1];
+    auto& g = groups[p.decays.value_or(decaysWeight(p.name)) ? 0 : 1];
     g.names.push_back(p.name);
     g.params.push_back(p.tensor);
   }

@@ -34,6 +34,9 @@ namespace fs::train {
 struct NamedParameter {
   std::string name;  // OpenFlamingo state-dict name
   torch::Tensor tensor;
+  // Set for tensors that are not one model parameter (an FSDP shard of
+  // several): whether it decays. Unset: decaysWeight(name).
+  std::optional<bool> decays;
 };
 
 // True for a parameter that gets weight decay.

@@ -16,35 +16,19 @@
 
 #include "backend/engine/checkpoint_io.h"
 #include "backend/protocol/control_file.h"
-#include "tests/backend/dist/rank_processes.h"
-#include "tests/backend/engine/engine_test_util.h"
+#include "tests/backend/engine/rank_runs.h"
 
 namespace fs::engine {
 namespace {
 
 using fs::testing::RankExit;
 
-struct RunOutput {
-  std::filesystem::path dir;
-  std::vector<RankExit> exits;
-  std::vector<protocol::Event> events;
-  std::vector<std::map<std::string, double>> losses;  // per step event, in order
-  std::map<std::string, torch::Tensor> state;         // final checkpoint's model state
-};
+using test::expectSameRun;
+using test::RunOutput;
 
-class DdpTest : public ::testing::Test {
+class DdpTest : public test::RankRunTest {
  protected:
-  void SetUp() override {
-    root_ = std::filesystem::temp_directory_path() /
-            ("fs-ddp-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(root_);
-    std::filesystem::create_directories(root_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) std::filesystem::remove_all(root_);
-  }
-
+  std::string prefix() const override { return "fs-ddp"; }
   // Global batches of 8 LAION and 4 MMC4 samples split over `world` ranks.
   protocol::RunConfig config(int world, std::vector<std::string> extra = {}) {
     std::vector<std::string> sets = {"model.lm.family=llama",
@@ -63,70 +47,7 @@ class DdpTest : public ::testing::Test {
     sets.insert(sets.end(), extra.begin(), extra.end());
     return test::tinyConfig(sets);
   }
-
-  // Starts `world` ranks on `cfg` in run directory `name`; `env[r]` adds to rank r's environment.
-  RunOutput run(const std::string& name, int world, const protocol::RunConfig& cfg,
-          std::map<int, std::map<std::string, std::string>> env = {}, bool expectOk = true,
-          const std::function<void(const std::vector<pid_t>&, const std::filesystem::path&)>& during = {}) {
-    RunOutput out;
-    out.dir = root_ / name;
-    const auto cfgPath = root_ / (name + ".yaml");
-    EXPECT_TRUE(protocol::saveConfigFile(cfg, cfgPath.string()).isOk());
-    const int port = fs::testing::freePort();
-    std::vector<pid_t> pids;
-    std::vector<std::filesystem::path> logs;
-    for (int r = 0; r < world; ++r) {
-      std::map<std::string, std::string> e = {{"OMP_NUM_THREADS", "1"}};
-      if (world > 1) {
-        e = {{"RANK", std::to_string(r)},           {"WORLD_SIZE", std::to_string(world)},
-             {"LOCAL_RANK", std::to_string(r)},     {"LOCAL_WORLD_SIZE", std::to_string(world)},
-             {"MASTER_ADDR", "127.0.0.1"},          {"MASTER_PORT", std::to_string(port)},
-             {"OMP_NUM_THREADS", "1"}};
-      }
-      for (const auto& [k, v] : env[r]) e[k] = v;
-      logs.push_back(root_ / (name + ".rank" + std::to_string(r) + ".out"));
-      pids.push_back(fs::testing::spawnWithEnv({std::string(FS_BINARY_DIR) + "/bin/flamingo-train", "train",
-                                                "--config", cfgPath.string(), "--run-dir", out.dir.string()},
-                                               e, logs.back()));
-    }
-    if (during) during(pids, out.dir);
-    out.exits = fs::testing::waitAll(pids, logs, std::chrono::seconds(400));
-    if (expectOk) {
-      for (int r = 0; r < world; ++r) {
-        EXPECT_EQ(out.exits[r].code, 0) << name << " rank " << r << ":\n" << out.exits[r].output;
-      }
-    }
-    out.events = test::readEvents(out.dir, true);
-    for (const auto& e : out.events) {
-      if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) out.losses.push_back(s->loss);
-    }
-    auto ck = readCheckpoint(out.dir / "checkpoint_0.pt");
-    if (ck) out.state = std::map<std::string, torch::Tensor>(ck->modelState.begin(), ck->modelState.end());
-    return out;
-  }
-
-  std::filesystem::path root_;
 };
-
-void expectSameRun(const RunOutput& a, const RunOutput& b, const std::string& what) {
-  ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
-  ASSERT_FALSE(a.losses.empty()) << what;
-  for (size_t i = 0; i < a.losses.size(); ++i) {
-    for (const auto& [name, l] : a.losses[i]) {
-      ASSERT_TRUE(b.losses[i].count(name)) << what << " step " << i << " " << name;
-      EXPECT_NEAR(b.losses[i].at(name), l, 1e-5 * std::abs(l)) << what << " step " << i + 1 << " " << name;
-    }
-  }
-  ASSERT_FALSE(a.state.empty()) << what;
-  ASSERT_EQ(a.state.size(), b.state.size()) << what;
-  for (const auto& [name, t] : a.state) {
-    ASSERT_TRUE(b.state.count(name)) << what << " " << name;
-    const auto& u = b.state.at(name);
-    const double scale = t.abs().max().item<double>();
-    const double diff = (t - u).abs().max().item<double>();
-    EXPECT_LE(diff, 1e-5 * scale + 1e-9) << what << " " << name << " (max |a| " << scale << ")";
-  }
-}
 
 TEST_F(DdpTest, RanksTimesBatchTrainsAsOneProcess) {
   const RunOutput one = run("w1", 1, config(1));

@@ -1,0 +1,116 @@
+// The Trainer under parallel.mode = fsdp.
+//
+// NOTE [FSDP in the engine]: the model is built, frozen and resumed whole
+// on every rank (a checkpoint of any world size loads as in a
+// single-process run), then parallelizeFlamingo() shards it with the
+// config's wrap policy and strategy and the optimizer moves onto the
+// trainable shards, its state sliced from the unsharded one (NOTE [Sharded
+// optimizer state]). In an iteration every rank runs every backward, even
+// of a non-finite or empty loss (as loss x 0): gathers and reduce-scatters
+// happen inside backward, so a rank that skipped one would leave the others
+// waiting; the agreed skip then drops those gradients on every rank. After
+// each backward, on the still full-size local gradients: the embedding row
+// mask (a row mask commutes with the sum over ranks) and, once, the
+// gradient-flow check; then the reduce-scatter into the shards, scaled by
+// 1 / world so the shards hold DDP's average. Clipping runs on the shards
+// (global or per unit, optim.clip_mode). Checkpoints gather one unit at a
+// time and write the same file as a single-process run.
+#include <torch/torch.h>
+
+#include "backend/engine/trainer_impl.h"
+#include "backend/fsdp/parallelize.h"
+#include "backend/fsdp/sharded_clip.h"
+#include "backend/telemetry/memory_tracker.h"
+
+namespace fs::engine {
+
+using protocol::Status;
+
+Status Trainer::shardModel() {
+  fsdp::ParallelizeOptions o;
+  o.ranksPerNode = static_cast<int>(std::clamp<int64_t>(options_.localWorld, 1, options_.world));
+  auto sharded = fsdp::parallelizeFlamingo(model_, config_, comm_, o);
+  if (!sharded) return sharded.status();
+  sharded_ = std::move(sharded.value());
+  shards_ = fsdp::shardParameters(*sharded_);
+  const auto fullState = optimizer_->stateDict(schedule_->baseLrs());
+  std::vector<train::NamedParameter> named;
+  for (const auto& s : shards_) named.push_back(s.param);
+  auto optimizer = std::make_unique<train::GroupedAdamW>(named, config_.optim);
+  auto state = fsdp::toShardState(fullState, trainable_, shards_, *sharded_, config_.optim.weight_decay);
+  if (!state) return state.status();
+  if (Status s = optimizer->loadStateDict(state.value()); !s) return s;
+  optimizer_ = std::move(optimizer);
+  schedule_->apply(optimizer_->adamw());
+  int64_t units = 0;
+  for (const auto& u : sharded_->units()) units += u.flats.empty() ? 0 : 1;
+  log_->info("FSDP {}: {} units, {} trainable shards, {} bytes of shards on this rank",
+             config_.parallel.sharding_strategy, units, shards_.size(), sharded_->shardBytes());
+  return Status::ok();
+}
+
+void Trainer::finishShardedBackward(bool checkFlow) {
+  if (!config_.model.freeze_lm_embeddings) model_->maskEmbeddingGradient();
+  if (checkFlow && !gradientFlowChecked_) checkGradientFlow();
+  sharded_->finishBackward(1.0 / static_cast<double>(options_.world));
+}
+
+std::vector<model::GateValues> Trainer::gateValues() {
+  if (!sharded_) return model_->gateValues();
+  // The gates live in shards: read them with one collective.
+  static const std::string kBlock = ".gated_cross_attn_layer.";
+  std::vector<std::string> names;
+  std::vector<int64_t> layers;
+  for (const auto& [name, t] : model_->namedParameters()) {
+    const auto at = name.find(kBlock);
+    if (at == std::string::npos || name.substr(at + kBlock.size()) != "attn_gate") continue;
+    const auto dot = name.rfind('.', at - 1);
+    layers.push_back(std::stoll(name.substr(dot + 1, at - dot - 1)));
+    names.push_back(name);
+    names.push_back(name.substr(0, at + kBlock.size()) + "ff_gate");
+  }
+  const auto values = sharded_->parameterValues(names);
+  std::vector<model::GateValues> out;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    out.push_back({layers[i], std::tanh(values[2 * i].item<double>()), std::tanh(values[2 * i + 1].item<double>())});
+  }
+  return out;
+}
+
+protocol::RankMemory Trainer::rankMemory() const {
+  auto m = telemetry::memorySnapshot().toRankMemory(static_cast<int>(options_.rank));
+  if (sharded_) {
+    m.params = sharded_->shardBytes();
+    m.gathered = sharded_->peakGatheredBytes();
+    sharded_->resetPeak();
+  }
+  return m;
+}
+
+protocol::LayoutEvent Trainer::shardedLayout() const {
+  protocol::LayoutEvent e;
+  e.max_units_gathered = static_cast<int>(config_.parallel.limit_all_gathers);
+  // The root is gathered first and held throughout (NOTE [Gather order] in fsdp_plan/layout.h).
+  const auto& units = sharded_->units();
+  for (size_t k = 0; k < units.size(); ++k) {
+    const auto& u = units[(k + units.size() - 1) % units.size()];
+    if (u.flats.empty()) continue;
+    protocol::LayoutUnit lu;
+    lu.path = u.module ? u.path : "";
+    lu.gather_order = static_cast<int>(e.units.size());
+    int64_t shardBytes = 0;
+    for (const auto& f : u.flats) {
+      lu.param_count += f->numel();
+      if (!f->trainable()) lu.frozen_params += f->numel();
+      lu.trainable = lu.trainable || f->trainable();
+      lu.padding_elems += f->padding();
+      shardBytes += f->shardNumel() * static_cast<int64_t>(f->shard().element_size());
+      if (lu.dtype.empty() || f->trainable()) lu.dtype = dtypeName(f->shard().scalar_type());
+    }
+    lu.shard_bytes.assign(static_cast<size_t>(options_.world), shardBytes);
+    e.units.push_back(std::move(lu));
+  }
+  return e;
+}
+
+}  // namespace fs::engine

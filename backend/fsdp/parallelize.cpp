@@ -1,0 +1,60 @@
+#include "backend/fsdp/parallelize.h"
+
+#include "backend/fsdp_plan/layout.h"
+#include "backend/train/optimizer.h"
+
+namespace fs::fsdp {
+
+using protocol::Status;
+
+protocol::StatusOr<std::shared_ptr<ShardedModel>> parallelizeFlamingo(model::Flamingo& model,
+                                                                      const protocol::RunConfig& config,
+                                                                      std::shared_ptr<dist::Communicator> comm,
+                                                                      const ParallelizeOptions& options) {
+  auto inventory = fsdp_plan::buildParamInventory(config.model);
+  if (!inventory) return inventory.status();
+  auto policy = fsdp_plan::wrapPolicyFromConfig(config.parallel);
+  if (!policy) return policy.status();
+  auto precision = fsdp_plan::oursPrecision(config);
+  if (!precision) return precision.status();
+  auto layout = fsdp_plan::buildLayout(*inventory, *policy, *precision);
+  if (!layout) return layout.status();
+
+  ShardingOptions sharding;
+  try {
+    sharding.strategy = parseStrategy(config.parallel.sharding_strategy);
+  } catch (const c10::Error& e) {
+    return Status::invalidArgument(e.what_without_backtrace());
+  }
+  sharding.ranksPerNode = std::max(1, options.ranksPerNode);
+  if (sharding.strategy == Strategy::kHybridShard && comm->size() % sharding.ranksPerNode != 0) {
+    return Status::invalidArgument("parallel.sharding_strategy: hybrid_shard needs whole nodes; " +
+                                   std::to_string(sharding.ranksPerNode) + " ranks per node do not divide " +
+                                   std::to_string(comm->size()) + " ranks");
+  }
+  sharding.trainableGroup = [](const std::string& name) { return train::decaysWeight(name) ? 0 : 1; };
+
+  std::map<std::string, std::shared_ptr<torch::nn::Module>> modules;
+  for (const auto& item : model->named_modules()) modules[item.key()] = item.value();
+  const auto announced = model->announcedModules();
+  std::vector<UnitSpec> specs;
+  for (const auto& unit : layout->units) {
+    if (unit.path.empty()) continue;  // the root: everything no unit owns
+    auto it = modules.find(unit.path);
+    if (it == modules.end()) {
+      return Status::invalidArgument("FSDP layout names module '" + unit.path + "', which the model does not have");
+    }
+    specs.push_back({unit.path, it->second, announced.count(it->second.get()) > 0});
+  }
+  std::shared_ptr<ShardedModel> sharded;
+  try {
+    sharded = std::make_shared<ShardedModel>(*model, std::move(specs), std::move(comm), sharding);
+  } catch (const c10::Error& e) {
+    return Status::invalidArgument(std::string("FSDP wrapping (parallel.wrap_policy '") + config.parallel.wrap_policy +
+                                   "'): " + e.what_without_backtrace());
+  }
+  model->setUnitHooks(sharded);
+  return sharded;
+}
+
+}  // namespace fs::fsdp

@@ -1,0 +1,290 @@
+// FSDP on real flamingo-train processes on loopback (parallel.mode = fsdp):
+//  - every strategy and every wrap policy trains as one process does (fp32,
+//    10 steps, losses and final trainable parameters within 1e-5 relative),
+//    on 2 and 3 ranks and on 2 "nodes" x 2 for hybrid_shard, with gradient
+//    accumulation, a unit mixing frozen and trainable parameters, tied and
+//    untied heads;
+//  - the layout event holds exactly the planner's shard bytes per unit and
+//    rank (3 ranks: parameter counts not divisible by 3, so padding);
+//  - only the Perceiver, the cross-attention blocks and the two new
+//    embedding rows change;
+//  - a NaN on one rank skips the step on every rank;
+//  - checkpoints: the single-process file (bitwise at world 1), resumed on
+//    other world sizes and modes, and a hybrid save / restart bitwise equal
+//    to the uninterrupted run.
+// The LM is LLaMA-shaped: OPT's dropout would make ranks differ from one
+// process by design.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "backend/fsdp_plan/layout.h"
+#include "backend/fsdp_plan/sharding.h"
+#include "backend/model/flamingo.h"
+#include "backend/train/seeding.h"
+#include "tests/backend/engine/rank_runs.h"
+
+namespace fs::engine {
+namespace {
+
+using test::expectSameRun;
+using test::RunOutput;
+using Env = std::map<int, std::map<std::string, std::string>>;
+// Per tensor: NOTE [Tensor tolerance] in rank_runs.h; all tensors together stay within 1e-5.
+constexpr double kTensorRel = 1e-4;
+
+class FsdpTest : public test::RankRunTest {
+ protected:
+  std::string prefix() const override { return "fs-fsdp"; }
+
+  // Global batches of 12 LAION and 12 MMC4 samples over `world` ranks on
+  // `nodes` nodes; 10 optimizer steps.
+  protocol::RunConfig config(int world, std::vector<std::string> extra = {}, int nodes = 1) {
+    std::vector<std::string> sets = {"model.lm.family=llama",
+                                     "optim.epochs=1",
+                                     "optim.grad_accum_steps=1",
+                                     "data.datasets[0].batch_size=" + std::to_string(12 / world),
+                                     "data.datasets[0].samples_per_epoch=120",
+                                     "data.datasets[1].batch_size=" + std::to_string(12 / world),
+                                     "data.datasets[1].samples_per_epoch=120",
+                                     "launch.nproc_per_node=" + std::to_string(world / nodes),
+                                     "launch.nnodes=" + std::to_string(nodes),
+                                     "launch.threads_per_rank=1",
+                                     "checkpoint.every_steps=0",
+                                     "telemetry.interval_steps=1",
+                                     "parallel.collective_timeout_s=60",
+                                     "parallel.preflight_timeout_s=60",
+                                     "parallel.mode=fsdp"};
+    // Several nodes are a cluster launch; the test starts the ranks itself, with torchrun's variables.
+    if (nodes > 1) sets.push_back("launch.kind=slurm");
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    return test::tinyConfig(sets);
+  }
+  // One process, no sharding: the reference every FSDP run is held to.
+  protocol::RunConfig single(std::vector<std::string> extra = {}) {
+    auto c = config(1, extra);
+    c.parallel.mode = "ddp";
+    return c;
+  }
+  // Rank r on node r / perNode: torchrun's local variables.
+  static Env nodes(int world, int perNode) {
+    Env env;
+    for (int r = 0; r < world; ++r) {
+      env[r] = {{"LOCAL_RANK", std::to_string(r % perNode)}, {"LOCAL_WORLD_SIZE", std::to_string(perNode)}};
+    }
+    return env;
+  }
+};
+
+const protocol::LayoutEvent* layoutOf(const RunOutput& r) {
+  for (const auto& e : r.events) {
+    if (const auto* l = std::get_if<protocol::LayoutEvent>(&e.body)) return l;
+  }
+  return nullptr;
+}
+
+// The gradient-flow check (first step, on every rank's gradients before the reduce-scatter) found no
+// gradient on a frozen parameter and none missing on a trainable one.
+void expectCleanGradientFlow(const RunOutput& r, const std::string& what) {
+  for (const auto& e : r.events) {
+    if (const auto* w = std::get_if<protocol::WarningEvent>(&e.body)) {
+      EXPECT_NE(w->code, "grad_on_frozen") << what << ": " << w->message;
+      EXPECT_NE(w->code, "grad_missing") << what << ": " << w->message;
+    }
+  }
+}
+
+// The layout event against the planner's layout and shard plan for the same config.
+void expectPlannedLayout(const RunOutput& r, const protocol::RunConfig& cfg, fsdp_plan::Strategy strategy,
+                         int world, int nodes) {
+  const auto* layout = layoutOf(r);
+  ASSERT_NE(layout, nullptr);
+  auto inventory = fsdp_plan::buildParamInventory(cfg.model);
+  ASSERT_TRUE(inventory.isOk());
+  const auto precision = *fsdp_plan::oursPrecision(cfg);
+  auto planned = fsdp_plan::buildLayout(*inventory, *fsdp_plan::wrapPolicyFromConfig(cfg.parallel), precision);
+  ASSERT_TRUE(planned.isOk()) << planned.status().message();
+  const auto shards = fsdp_plan::planShards(*planned, precision, strategy, {world, nodes});
+  std::vector<size_t> nonEmpty;
+  for (size_t i = 0; i < planned->units.size(); ++i) {
+    if (planned->units[i].paramCount > 0) nonEmpty.push_back(i);
+  }
+  ASSERT_EQ(layout->units.size(), nonEmpty.size());
+  for (size_t k = 0; k < nonEmpty.size(); ++k) {
+    const auto& want = planned->units[nonEmpty[k]];
+    const auto& got = layout->units[k];
+    EXPECT_EQ(got.path, want.path);
+    EXPECT_EQ(got.param_count, want.paramCount) << want.path;
+    EXPECT_EQ(got.frozen_params, want.frozenCount) << want.path;
+    EXPECT_EQ(got.padding_elems, shards.units[nonEmpty[k]].padding()) << want.path;
+    ASSERT_EQ(got.shard_bytes.size(), static_cast<size_t>(world)) << want.path;
+    for (int64_t b : got.shard_bytes) EXPECT_EQ(b, shards.units[nonEmpty[k]].shardBytes()) << want.path;
+  }
+}
+
+TEST_F(FsdpTest, EveryStrategyTrainsAsOneProcess) {
+  const RunOutput one = run("single", 1, single());
+  ASSERT_EQ(one.losses.size(), 10u);
+  for (const std::string strategy : {"full_shard", "shard_grad_op", "no_shard"}) {
+    const auto cfg = config(2, {"parallel.sharding_strategy=" + strategy});
+    const RunOutput two = run(strategy, 2, cfg);
+    expectSameRun(one, two, strategy + " on 2 ranks", 1e-5, kTensorRel);
+    expectCleanGradientFlow(two, strategy);
+    expectPlannedLayout(two, cfg, *fsdp_plan::strategyFromName(strategy, "strategy"), 2, 1);
+  }
+  const auto cfg3 = config(3);
+  const RunOutput three = run("full_shard_3", 3, cfg3);
+  expectSameRun(one, three, "full_shard on 3 ranks", 1e-5, kTensorRel);
+  expectPlannedLayout(three, cfg3, fsdp_plan::Strategy::kFullShard, 3, 1);
+  int64_t padding = 0;
+  for (const auto& u : layoutOf(three)->units) padding += u.padding_elems;
+  EXPECT_GT(padding, 0) << "the tiny model's units should not all divide by 3";
+
+  const auto cfgHybrid = config(4, {"parallel.sharding_strategy=hybrid_shard"}, 2);
+  const RunOutput hybrid = run("hybrid", 4, cfgHybrid, nodes(4, 2));
+  expectSameRun(one, hybrid, "hybrid_shard on 2 nodes x 2", 1e-5, kTensorRel);
+  expectPlannedLayout(hybrid, cfgHybrid, fsdp_plan::Strategy::kHybridShard, 4, 2);
+}
+
+TEST_F(FsdpTest, EveryWrapPolicyTrainsAsOneProcess) {
+  const RunOutput one = run("single", 1, single());
+  const std::vector<std::vector<std::string>> policies = {
+      {"parallel.wrap_policy=transformer_layer"},
+      // Nested units: the vision tower around its blocks, ...
+      {"parallel.wrap_policy=size_based", "parallel.wrap_min_params=3000"},
+      // ... and units mixing frozen and trainable parameters (a gated block inside each FlamingoLayer).
+      {"parallel.wrap_policy=custom", "parallel.wrap_patterns=[lang_encoder.model.layers.*, perceiver]"},
+  };
+  for (const auto& sets : policies) {
+    const auto cfg = config(2, sets);
+    const RunOutput two = run(sets[0].substr(sets[0].find('=') + 1), 2, cfg);
+    expectSameRun(one, two, sets[0], 1e-5, kTensorRel);
+    expectCleanGradientFlow(two, sets[0]);
+    expectPlannedLayout(two, cfg, fsdp_plan::Strategy::kFullShard, 2, 1);
+  }
+}
+
+TEST_F(FsdpTest, AccumulationAndAnUntiedHeadTrainAsOneProcess) {
+  const RunOutput oneAccum = run("single_accum", 1, single({"optim.grad_accum_steps=2"}));
+  ASSERT_EQ(oneAccum.losses.size(), 5u);
+  expectSameRun(oneAccum, run("accum", 2, config(2, {"optim.grad_accum_steps=2"})), "accumulation", 1e-5, kTensorRel);
+  const RunOutput oneUntied = run("single_untied", 1, single({"model.lm.tied_head=false"}));
+  expectSameRun(oneUntied, run("untied", 2, config(2, {"model.lm.tied_head=false"})), "untied head", 1e-5, kTensorRel);
+}
+
+TEST_F(FsdpTest, OnlyThePerceiverTheCrossAttentionAndTheNewRowsChange) {
+  const auto cfg = config(2);
+  const RunOutput r = run("trained", 2, cfg);
+  ASSERT_FALSE(r.state.empty());
+  train::seedForModelInit(cfg);
+  model::Flamingo initial(model::FlamingoOptions::fromConfig(cfg.model));
+  std::map<std::string, torch::Tensor> before;
+  for (const auto& [name, t] : initial->namedParameters()) before[name] = t.detach();
+  const auto rowMask = initial->embeddingGradientRowMask().squeeze(1).to(torch::kBool);
+  const std::string embedding = "lang_encoder.model.embed_tokens.weight";
+  int changed = 0;
+  for (const auto& [name, t] : r.state) {
+    if (!before.count(name)) continue;  // buffers
+    const bool trains = name.rfind("perceiver.", 0) == 0 || name.find("gated_cross_attn") != std::string::npos;
+    if (name == embedding) {
+      EXPECT_TRUE(torch::equal(t.index({~rowMask}), before[name].index({~rowMask}))) << "old rows of " << name;
+      EXPECT_FALSE(torch::equal(t.index({rowMask}), before[name].index({rowMask}))) << "new rows of " << name;
+    } else if (trains) {
+      changed += torch::equal(t, before[name]) ? 0 : 1;
+    } else {
+      EXPECT_TRUE(torch::equal(t, before[name])) << name << " is frozen but changed";
+    }
+  }
+  EXPECT_GT(changed, 10);
+}
+
+TEST_F(FsdpTest, ANanOnOneRankSkipsTheStepOnEveryRank) {
+  Env env;
+  env[1] = {{"FS_FAULT_NAN_LOSS", "1:3"}};
+  const RunOutput r = run("nan", 2, config(2), env);
+  int skipped = 0, steps = 0;
+  for (const auto& e : r.events) {
+    if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) {
+      ++steps;
+      if (!s->skipped) continue;
+      ++skipped;
+      EXPECT_NE(s->skip_reason.find("non-finite loss"), std::string::npos) << s->skip_reason;
+    }
+  }
+  EXPECT_EQ(skipped, 1);
+  EXPECT_EQ(steps, 10);
+  for (const auto& [name, t] : r.state) EXPECT_TRUE(torch::isfinite(t).all().item<bool>()) << name;
+}
+
+void expectBitwiseEqual(const CheckpointContents& a, const CheckpointContents& b, const std::string& what) {
+  ASSERT_EQ(a.modelState.size(), b.modelState.size()) << what;
+  for (size_t i = 0; i < a.modelState.size(); ++i) {
+    EXPECT_EQ(a.modelState[i].first, b.modelState[i].first) << what;
+    EXPECT_TRUE(torch::equal(a.modelState[i].second, b.modelState[i].second)) << what << " " << a.modelState[i].first;
+  }
+  ASSERT_EQ(a.optimizer.state.size(), b.optimizer.state.size()) << what;
+  for (size_t i = 0; i < a.optimizer.state.size(); ++i) {
+    const auto& x = a.optimizer.state[i];
+    const auto& y = b.optimizer.state[i];
+    EXPECT_EQ(x.index, y.index) << what;
+    EXPECT_TRUE(torch::equal(x.step, y.step)) << what << " step of " << x.name;
+    EXPECT_TRUE(torch::equal(x.expAvg, y.expAvg)) << what << " exp_avg of " << x.name;
+    EXPECT_TRUE(torch::equal(x.expAvgSq, y.expAvgSq)) << what << " exp_avg_sq of " << x.name;
+  }
+  ASSERT_EQ(a.optimizer.paramGroups.size(), b.optimizer.paramGroups.size()) << what;
+  for (size_t g = 0; g < a.optimizer.paramGroups.size(); ++g) {
+    EXPECT_EQ(a.optimizer.paramGroups[g].params, b.optimizer.paramGroups[g].params) << what;
+    EXPECT_EQ(a.optimizer.paramGroups[g].lr, b.optimizer.paramGroups[g].lr) << what;
+    EXPECT_EQ(a.optimizer.paramGroups[g].initialLr, b.optimizer.paramGroups[g].initialLr) << what;
+  }
+}
+
+TEST_F(FsdpTest, OneRankWritesTheSingleProcessCheckpointBitForBit) {
+  // Without clipping nothing is summed in another order: the sharded run must be exact.
+  const RunOutput one = run("single", 1, single({"optim.max_grad_norm=0"}));
+  const RunOutput sharded = run("fsdp1", 1, config(1, {"optim.max_grad_norm=0"}));
+  auto a = readCheckpoint(one.dir / "checkpoint_0.pt");
+  auto b = readCheckpoint(sharded.dir / "checkpoint_0.pt");
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  expectBitwiseEqual(*a, *b, "fsdp world 1 vs one process");
+}
+
+TEST_F(FsdpTest, ResumesOnAnotherWorldSizeAndMode) {
+  const std::vector<std::string> every5 = {"checkpoint.every_steps=5", "checkpoint.keep_last=5"};
+  const RunOutput whole = run("whole", 2, config(2, every5));
+  ASSERT_EQ(whole.losses.size(), 10u);
+  ASSERT_TRUE(std::filesystem::exists(whole.dir / "checkpoint_step5.pt"));
+  auto resumeWith = [&](const std::string& name, int world, const protocol::RunConfig& cfg) {
+    std::filesystem::create_directories(root_ / name);
+    std::filesystem::copy_file(whole.dir / "checkpoint_step5.pt", root_ / name / "checkpoint_step5.pt");
+    const RunOutput r = run(name, world, cfg);
+    ASSERT_EQ(r.losses.size(), 5u) << r.exits[0].output;
+    for (size_t i = 0; i < 5; ++i) {
+      for (const auto& [dataset, l] : whole.losses[5 + i]) {
+        EXPECT_NEAR(r.losses[i].at(dataset), l, 1e-5 * std::abs(l)) << name << " step " << 6 + i << " " << dataset;
+      }
+    }
+  };
+  resumeWith("fsdp3", 3, config(3, every5));
+  auto one = single(every5);
+  resumeWith("single", 1, one);
+}
+
+TEST_F(FsdpTest, HybridSaveAndRestartIsBitwiseTheUninterruptedRun) {
+  const std::vector<std::string> sets = {"parallel.sharding_strategy=hybrid_shard", "checkpoint.every_steps=5",
+                                         "checkpoint.keep_last=5"};
+  const auto cfg = config(4, sets, 2);
+  const RunOutput whole = run("whole", 4, cfg, nodes(4, 2));
+  ASSERT_EQ(whole.losses.size(), 10u);
+  std::filesystem::create_directories(root_ / "restarted");
+  std::filesystem::copy_file(whole.dir / "checkpoint_step5.pt", root_ / "restarted" / "checkpoint_step5.pt");
+  const RunOutput restarted = run("restarted", 4, cfg, nodes(4, 2));
+  ASSERT_EQ(restarted.losses.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(restarted.losses[i], whole.losses[5 + i]) << "step " << 6 + i;
+  auto a = readCheckpoint(whole.dir / "checkpoint_0.pt");
+  auto b = readCheckpoint(restarted.dir / "checkpoint_0.pt");
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  expectBitwiseEqual(*a, *b, "restarted vs uninterrupted");
+}
+
+}  // namespace
+}  // namespace fs::engine
