@@ -40,6 +40,7 @@ struct Unit {
   std::vector<std::string> mergedFrom;  // units the tie rule folded into this one
   int64_t paramCount = 0;               // elements
   int64_t frozenCount = 0;              // of paramCount, frozen
+  int64_t decayedCount = 0;             // of the trainable, those with weight decay (their own flat group)
   // Reference model only: frozen elements that still get gradients (the
   // FSDP1 unfreeze of the decoder layers). Always 0 for ours.
   int64_t unfrozenCount = 0;

@@ -91,8 +91,10 @@ ShardPlan planShards(const Layout& layout, const PrecisionPlan& precision, Strat
       const bool grads = u.trainable || u.unfrozenCount > 0;
       us.groups.push_back(group(u.paramCount, u.trainable, grads, u.dtype));
     } else {
-      if (u.trainableCount() > 0)
-        us.groups.push_back(group(u.trainableCount(), true, true, precision.weight));
+      // The optimizer steps a flat group as one tensor, so weight-decay groups do not share one.
+      if (u.decayedCount > 0) us.groups.push_back(group(u.decayedCount, true, true, precision.weight));
+      if (u.trainableCount() > u.decayedCount)
+        us.groups.push_back(group(u.trainableCount() - u.decayedCount, true, true, precision.weight));
       if (u.frozenCount > 0) us.groups.push_back(group(u.frozenCount, false, false, precision.frozen));
     }
     plan.units.push_back(us);

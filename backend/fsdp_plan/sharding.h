@@ -2,7 +2,9 @@
 //
 // NOTE [Flat groups]: ours shards each unit as one flat group per
 // requires-grad setting (frozen and trainable parameters never share a flat
-// buffer, so frozen ones never get gradient storage). The reference's FSDP1
+// buffer, so frozen ones never get gradient storage), the trainable ones
+// split again by weight-decay group (the optimizer steps a flat group as
+// one tensor). The reference's FSDP1
 // has one flat parameter per unit. A group of n elements over a shard group
 // of s ranks is padded to s x ceil(max(n, 1) / s) elements (backend/fsdp's FlatParameter calls
 // shardNumel() below); every rank holds ceil(max(n, 1) / s) elements, the
@@ -60,7 +62,7 @@ struct FlatGroup {
 };
 
 struct UnitShards {
-  std::vector<FlatGroup> groups;  // ours: trainable first, then frozen (NOTE [Flat groups])
+  std::vector<FlatGroup> groups;  // ours: trainable (decayed, then not) first, then frozen (NOTE [Flat groups])
   int64_t shardBytes() const;     // this unit's bytes on every rank
   int64_t padding() const;
 };

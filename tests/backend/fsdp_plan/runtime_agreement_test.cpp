@@ -5,10 +5,10 @@
 // gathered dtypes agree). Issue 8: "measured sharded-parameter and
 // optimizer bytes per rank equal the planner's exactly".
 //
-// size_based is left out: its units nest (the vision tower around its
-// conv1 and MLP units), and ShardedModel does not take nested units yet
-// (it rejects them as sharing parameters); the planner gives a nested unit
-// its module's parameters minus those of the units inside it, as FSDP does.
+// size_based nests units (the vision tower around its blocks): both give a
+// nested unit its module's parameters minus those of the units inside it,
+// as torch's FSDP does. The runtime splits trainable parameters by
+// weight-decay group as the engine does (parallelizeFlamingo).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -19,6 +19,7 @@
 #include "backend/fsdp_plan/layout.h"
 #include "backend/fsdp_plan/sharding.h"
 #include "backend/model/flamingo.h"
+#include "backend/train/optimizer.h"
 #include "plan_test_util.h"
 #include "tests/backend/dist/thread_ranks.h"
 
@@ -62,6 +63,7 @@ void expectAgreement(const Case& c) {
       if (!u.path.empty()) specs.push_back({u.path, modules.at(u.path)});
     }
     fsdp::ShardingOptions options;
+    options.trainableGroup = [](const std::string& name) { return train::decaysWeight(name) ? 0 : 1; };
     options.strategy = c.runtime;
     options.ranksPerNode = c.world / c.nodes;
     auto comm = std::shared_ptr<dist::Communicator>(&world, [](dist::Communicator*) {});
@@ -92,6 +94,9 @@ TEST(RuntimeAgreement, EveryPolicyAndStrategyHoldsThePlannedShards) {
   const std::vector<std::vector<std::string>> policies = {
       {"parallel.wrap_policy=openflamingo"},
       {"parallel.wrap_policy=transformer_layer"},
+      {"parallel.wrap_policy=size_based", "parallel.wrap_min_params=3000"},
+      // One unit over the LM: its embedding (not decayed) and the gated blocks (decayed), two trainable groups.
+      {"parallel.wrap_policy=custom", "parallel.wrap_patterns=[lang_encoder, vision_encoder]"},
       {"parallel.wrap_policy=custom",
        "parallel.wrap_patterns=[lang_encoder.model.decoder.layers.*, perceiver]"},
   };
