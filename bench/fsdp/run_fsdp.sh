@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# bench/fsdp: our FSDP against our DDP, and FSDP memory per rank by world size.
+#  1. Step time on 2 ranks x 1 thread (`flamingo-train launch --nproc-per-node 2`):
+#     parallel.mode=ddp vs parallel.mode=fsdp (full_shard, the openflamingo wrap
+#     policy), alternating within each repetition; the ratio FSDP / DDP is
+#     paired per repetition, then the median (target <= 1.15x).
+#  2. Memory on 1, 2 and 4 ranks (full_shard): rank 0's memory event of the
+#     last step - shard bytes (params), gathered peak, gradients, optimizer
+#     state, peak RSS - beside the planner's estimate for the same config
+#     (`flamingo-train plan --json`).
+# Figures come from rank 0's events.jsonl: the first WARMUP step events are
+# skipped, then medians over steps, then over REPS repetitions.
+# Data: data.source=synthetic; batches per rank as bench/train_step_baseline.py's
+# PRESETS (tiny 4 LAION + 2 MMC4, small 8 + 4); OPT family as the preset.
+#
+# Usage: bench/fsdp/run_fsdp.sh [BUILD_DIR=build] [REPS=3] [STEPS=30] [PRESET...=tiny small]
+# Env:   WARMUP=5  PORT=29750  RUN_TIMEOUT=900 (s per run)  PYTHON=/usr/bin/python3
+# Needs: jq, BUILD_DIR/bin/flamingo-train, Debian's python3-torch (for the batch sizes).
+set -euo pipefail
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+build="${1:-build}"
+reps="${2:-3}"
+steps="${3:-30}"
+shift $(($# < 3 ? $# : 3))
+presets=("$@")
+((${#presets[@]})) || presets=(tiny small)
+warmup="${WARMUP:-5}"
+port="${PORT:-29750}"
+run_timeout="${RUN_TIMEOUT:-900}"
+python="${PYTHON:-/usr/bin/python3}"
+bin="$build/bin/flamingo-train"
+[[ -x "$bin" ]] || { echo "no $bin: build the flamingo-train target first" >&2; exit 1; }
+bin="$(cd "$(dirname "$bin")" && pwd)/flamingo-train"
+tmp="$(mktemp -d /tmp/fs-bench-fsdp.XXXXXX)"
+trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=../events_lib.sh
+source "$root/bench/events_lib.sh"
+
+batches() {
+  "$python" -c "import sys; sys.path.insert(0, '$root/bench'); import train_step_baseline as b; \
+p = b.PRESETS['$1']; print(p['laion']['batch'], p['mmc4']['batch'])"
+}
+
+# run PRESET WORLD MODE DIR [--set ...]: one run of WARMUP + STEPS steps, 1 thread per rank.
+run() {
+  local preset="$1" world="$2" mode="$3" dir="$4" bl bm n
+  shift 4
+  read -r bl bm <<<"$(batches "$preset")"
+  n=$((warmup + steps))
+  port=$((port + 1))
+  local sets=(--set data.source=synthetic --set launch.threads_per_rank=1 --set "parallel.mode=$mode"
+    --set "data.datasets[0].batch_size=$bl" --set "data.datasets[1].batch_size=$bm"
+    --set "data.datasets[0].samples_per_epoch=$((bl * world * n))"
+    --set "data.datasets[1].samples_per_epoch=$((bm * world * n))"
+    --set optim.epochs=1 --set checkpoint.every_steps=0 --set telemetry.interval_steps=1
+    --set "telemetry.memory_every_steps=$n" --set telemetry.logging_steps=1000000 "$@")
+  rm -rf "$dir"
+  if ((world == 1)); then
+    timeout "$run_timeout" "$bin" train --config "$root/resources/presets/$preset.yaml" --run-dir "$dir" "${sets[@]}" \
+      >"$dir.out" 2>&1 || { echo "$mode x$world $preset failed:" >&2; tail -20 "$dir.out" >&2; return 1; }
+  else
+    timeout "$run_timeout" "$bin" launch --nproc-per-node "$world" --master-port "$port" --run-dir "$dir" -- \
+      train --config "$root/resources/presets/$preset.yaml" "${sets[@]}" \
+      >"$dir.out" 2>&1 || { echo "$mode x$world $preset failed:" >&2; tail -20 "$dir.out" >&2; return 1; }
+  fi
+}
+
+echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -m), $(getconf _NPROCESSORS_ONLN) cores; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "reps=$reps warmup=$warmup steps=$steps  bin=$bin"
+declare -A R
+for preset in "${presets[@]}"; do
+  for ((r = 0; r < reps; ++r)); do
+    modes=(ddp fsdp)
+    ((r % 2)) && modes=(fsdp ddp)
+    for mode in "${modes[@]}"; do
+      run "$preset" 2 "$mode" "$tmp/$preset-$mode-$r"
+      read -r ms sps comm wall <<<"$(summarise "$tmp/$preset-$mode-$r/events.jsonl")"
+      echo "  # $preset rep $r $mode x2: step_ms=$ms samples_per_s=$sps comm_ms=$comm" >&2
+      R[$preset,$mode]+="$ms"$'\n'
+    done
+  done
+done
+echo
+printf '%-6s | %-14s | %-14s | %s\n' preset "DDP x2 step" "FSDP x2 step" "FSDP / DDP (paired median; target <= 1.15x)"
+for preset in "${presets[@]}"; do
+  d=$(printf '%s' "${R[$preset,ddp]}" | grep -v '^$' | med)
+  f=$(printf '%s' "${R[$preset,fsdp]}" | grep -v '^$' | med)
+  q=$(paste <(printf '%s' "${R[$preset,fsdp]}" | grep -v '^$') <(printf '%s' "${R[$preset,ddp]}" | grep -v '^$') |
+    awk '$2 > 0 {print $1 / $2}' | med)
+  printf '%-6s | %9.2f ms   | %9.2f ms   | %.3fx\n' "$preset" "$d" "$f" "$q"
+done
+
+echo
+echo "memory, rank 0, full_shard (bytes; the memory event at the last step):"
+printf '%-6s | %-5s | %12s | %12s | %12s | %12s | %12s | %s\n' preset world params gathered grads optimizer peak_rss \
+  "planner: params, gathered peak"
+for preset in "${presets[@]}"; do
+  for world in 1 2 4; do
+    dir="$tmp/$preset-mem-$world"
+    run "$preset" "$world" fsdp "$dir"
+    mem=$(jq -r 'select(.type == "memory") | .ranks[0] | "\(.params) \(.gathered) \(.grads) \(.optimizer) \(.peak_bytes)"' \
+      "$dir/events.jsonl" | tail -1)
+    plan=$("$bin" plan --config "$dir/config.yaml" --world "$world" --nodes 1 --strategies full_shard \
+      --policies openflamingo --no-reference --json |
+      jq -r '.estimates[0].per_rank | "\(.parameters), \(.gathered_peak)"')
+    read -r p g gr o rss <<<"$mem"
+    printf '%-6s | %-5s | %12s | %12s | %12s | %12s | %12s | %s\n' "$preset" "$world" "$p" "$g" "$gr" "$o" "$rss" "$plan"
+  done
+done
