@@ -31,7 +31,8 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
       auto& p = members_[i].param;
       full_.narrow(0, offsets_[i], p.numel()).copy_(p.detach().reshape({-1}));
     }
-    shard_ = full_.narrow(0, shardRank_ * shardNumel_, shardNumel_).clone();
+    // A group of one: the shard is the full buffer itself, nothing to gather (no second copy).
+    shard_ = shardSize_ == 1 ? full_ : full_.narrow(0, shardRank_ * shardNumel_, shardNumel_).clone();
   }
   shard_.set_requires_grad(trainable_);
   // Re-point every member into the full buffer (NOTE [Freeing gathered storage]).
@@ -39,7 +40,7 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
     auto& p = members_[i].param;
     p.set_data(full_.narrow(0, offsets_[i], p.numel()).view(p.sizes()));
   }
-  free();
+  if (shardSize_ > 1) free();
 }
 
 void FlatParameter::allocateFull() {
@@ -53,15 +54,11 @@ void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
   if (gathered_) return;
   allocateFull();
   gathered_ = true;
-  if (shardSize_ == 1) {
-    full_.copy_(shard_.detach());
-    return;
-  }
   comm.allGather(full_, shard_.detach(), what);
 }
 
 void FlatParameter::free() {
-  if (!gathered_) return;
+  if (!gathered_ || shardSize_ == 1) return;  // a group of one: the members view the shard itself
   c10::StorageImpl* s = full_.storage().unsafeGetStorageImpl();
   s->set_data_ptr_noswap(at::DataPtr(nullptr, full_.device()));
   s->set_nbytes(0);
@@ -69,7 +66,7 @@ void FlatParameter::free() {
 }
 
 int64_t FlatParameter::gatheredBytes() const {
-  return static_cast<int64_t>(full_.storage().nbytes());
+  return shardSize_ == 1 ? 0 : static_cast<int64_t>(full_.storage().nbytes());
 }
 
 void FlatParameter::reduceGradients(dist::Communicator& comm, double scale, const std::string& what,

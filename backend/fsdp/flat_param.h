@@ -12,6 +12,10 @@
 // writes through the buffer, not through the parameters, so their version
 // counters do not move and autograd does not see an in-place change.
 //
+// A shard group of one (no_shard, one rank): the shard is the full buffer,
+// the members view it directly; gather and free do nothing and nothing
+// counts as gathered.
+//
 // Gradients: backward leaves full-size gradients in the members' `.grad`;
 // reduceGradients() flattens them (zeros for a member backward did not
 // reach), reduce-scatters the sum across the shard group into this rank's

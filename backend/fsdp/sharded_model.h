@@ -46,9 +46,8 @@ namespace fs::fsdp {
 //   hybrid_shard   shard inside a node (ranksPerNode ranks), replicate across nodes:
 //                  reduce-scatter inside the node, then all-reduce between replicas
 //   no_shard       every rank holds everything (DDP through the same code): gradients
-//                  all-reduced; gathering is a copy of the rank's own (whole) shard, so
-//                  units live as under shard_grad_op and the optimizer's update reaches
-//                  the next forward
+//                  all-reduced; the members view the rank's whole shard (FlatParameter),
+//                  so nothing is ever gathered and the optimizer's update is in place
 enum class Strategy { kFullShard, kShardGradOp, kHybridShard, kNoShard };
 // "full_shard" | "shard_grad_op" | "hybrid_shard" | "no_shard"; c10::Error naming the value otherwise.
 Strategy parseStrategy(const std::string& name);

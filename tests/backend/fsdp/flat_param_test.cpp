@@ -59,7 +59,8 @@ TEST(FlatParameterTest, ShardsPadAndRoundTrip) {
       EXPECT_EQ(flat.numel(), n);
       EXPECT_EQ(flat.shardNumel(), (n + world - 1) / world);
       EXPECT_EQ(flat.padding(), flat.shardNumel() * world - n);
-      EXPECT_FALSE(flat.gathered());
+      // A group of one views its shard: always "gathered", never counted as gathered memory.
+      EXPECT_EQ(flat.gathered(), world == 1);
       EXPECT_EQ(flat.gatheredBytes(), 0);
       // This rank's chunk of weight-then-bias, zeros in the padding.
       torch::Tensor all = torch::cat({reference.a->weight.detach().reshape({-1}), reference.a->bias.detach(),
@@ -79,11 +80,19 @@ TEST(FlatParameterTest, ShardsPadAndRoundTrip) {
       for (int round = 0; round < 2; ++round) {
         flat.gather(comm, "test gather");
         std::lock_guard<std::mutex> lock(mu);
-        EXPECT_EQ(flat.gatheredBytes(), flat.paddedNumel() * 4);
+        EXPECT_EQ(flat.gatheredBytes(), world == 1 ? 0 : flat.paddedNumel() * 4);
         EXPECT_TRUE(torch::equal(model.b->weight, reference.b->weight)) << "round " << round;
         EXPECT_TRUE(torch::equal(model.b->bias, reference.b->bias)) << "round " << round;
         flat.free();
         EXPECT_EQ(flat.gatheredBytes(), 0);
+        if (world == 1) {
+          // The members are the shard: an in-place update of the shard is what the module sees.
+          torch::NoGradGuard noGrad;
+          const torch::Tensor saved = flat.shard().clone();
+          flat.shard().add_(1.0);
+          EXPECT_TRUE(torch::equal(model.b->bias, reference.b->bias + 1.0)) << "round " << round;
+          flat.shard().copy_(saved);
+        }
       }
     });
     for (const auto& e : errors) ASSERT_EQ(e, "") << "world " << world;

@@ -87,8 +87,11 @@ void expectUnshardedGradients(const std::string& family, bool checkpointing, con
         EXPECT_EQ(afterForward, rootBytes) << "only the root stays gathered after forward";
         EXPECT_EQ(afterBackward, 0);
         break;
+      case Strategy::kNoShard:  // a solo shard group: the members view the shard, nothing is gathered
+        EXPECT_EQ(afterForward, 0);
+        EXPECT_EQ(afterBackward, 0);
+        break;
       case Strategy::kShardGradOp:
-      case Strategy::kNoShard:  // a solo shard group: gathering copies the rank's whole shard
         // Units whose forward built a graph stay gathered for backward; the vision tower (no graph) and
         // checkpointed units (gathered again by their recompute) do not.
         EXPECT_EQ(afterForward,
