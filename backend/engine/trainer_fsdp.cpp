@@ -8,11 +8,13 @@
 // optimizer state]). In an iteration every rank runs every backward, even
 // of a non-finite or empty loss (as loss x 0): gathers and reduce-scatters
 // happen inside backward, so a rank that skipped one would leave the others
-// waiting; the agreed skip then drops those gradients on every rank. After
-// each backward, on the still full-size local gradients: the embedding row
-// mask (a row mask commutes with the sum over ranks) and, once, the
-// gradient-flow check; then the reduce-scatter into the shards, scaled by
-// 1 / world so the shards hold DDP's average. Clipping runs on the shards
+// waiting; the agreed skip then drops those gradients on every rank. The
+// embedding row mask is a gradient hook on the embedding weight (it
+// commutes with the sum over ranks). The first window keeps every
+// full-size gradient until the end of backward for the gradient-flow check;
+// from then on units are reduce-scattered during backward (NOTE [Unit
+// lifecycle]) into the shards, scaled by 1 / world so the shards hold DDP's
+// average, and later checks read the shards. Clipping runs on the shards
 // (global or per unit, optim.clip_mode). Checkpoints gather one unit at a
 // time and write the same file as a single-process run.
 #include <torch/torch.h>
@@ -42,6 +44,13 @@ Status Trainer::shardModel() {
   if (Status s = optimizer->loadStateDict(state.value()); !s) return s;
   optimizer_ = std::move(optimizer);
   schedule_->apply(optimizer_->adamw());
+  if (!config_.model.freeze_lm_embeddings) {
+    // The row mask as the gradient arrives, before any reduce-scatter (a unit may be reduced during
+    // backward); a row mask commutes with the sum over ranks.
+    const torch::Tensor mask = model_->embeddingGradientRowMask();
+    model_->inputEmbedding()->weight.register_hook(
+        [mask](const torch::Tensor& g) { return g * mask.to(g.dtype()); });
+  }
   int64_t units = 0;
   for (const auto& u : sharded_->units()) units += u.flats.empty() ? 0 : 1;
   log_->info("FSDP {}: {} units, {} trainable shards, {} bytes of shards on this rank",
@@ -50,9 +59,11 @@ Status Trainer::shardModel() {
 }
 
 void Trainer::finishShardedBackward(bool checkFlow) {
-  if (!config_.model.freeze_lm_embeddings) model_->maskEmbeddingGradient();
-  if (checkFlow && !gradientFlowChecked_) checkGradientFlow();
-  sharded_->finishBackward(1.0 / static_cast<double>(options_.world));
+  // The first window's check reads every member's full-size gradient, so units are reduced during
+  // backward only from then on; later checks read the shards (checkGradientFlow).
+  if (checkFlow && !structureChecked_) checkGradientFlow();
+  sharded_->finishBackward();
+  sharded_->setReduceDuringBackward(structureChecked_);
 }
 
 std::vector<model::GateValues> Trainer::gateValues() {

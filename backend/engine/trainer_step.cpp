@@ -77,12 +77,12 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     MemoryPhase phase(Phase::kGradients);
     if (gradSync_ && closesWindow && i + 1 == D) gradSync_->arm();
     const double scale = learn ? cfg.loss_multiplier * agreement.backwardScale(i) / window : 0.0;
-    if (sharded_) sharded_->beginBackward();
+    if (sharded_) sharded_->beginBackward(1.0 / static_cast<double>(options_.world));
     (loss.loss * scale).backward();
     if (sharded_) finishShardedBackward(closesWindow && i + 1 == D);
   }
   agreement.awaitClosing();
-  r.waitS += agreement.waitSeconds();
+  r.waitS += agreement.waitSeconds() + (sharded_ ? sharded_->takeCommSeconds() : 0.0);
   r.control = agreement.control();
   for (size_t i = 0; i < D; ++i) r.loss[batches.batches[i].dataset] = agreement.loss(i);
   for (size_t i = 0; i < D; ++i) {
@@ -115,6 +115,7 @@ void Trainer::optimizerStep(StepResult* r) {
   train::ClipResult clip;
   if (sharded_) {  // masked and checked before the reduce-scatter (NOTE [FSDP in the engine])
     const auto scope = config_.optim.clip_mode == "per_unit" ? fsdp::ClipScope::kPerUnit : fsdp::ClipScope::kGlobal;
+    if (!gradientFlowChecked_) checkGradientFlow();
     clip = fsdp::clipShardedGradNorm(*sharded_, clipOptions, scope).total;
   } else {
     if (!config_.model.freeze_lm_embeddings) model_->maskEmbeddingGradient();
@@ -152,9 +153,14 @@ void Trainer::checkGradientFlow() {
   }();
   if (structureChecked_ && !gatesOpen) return;
   std::vector<std::string> missing, zero, frozenWithGrad;
+  // FSDP after the first window: the members' gradients are in the shards already.
+  const bool fromShards = sharded_ && structureChecked_;
+  const auto sums = fromShards ? sharded_->gradientAbsSums() : std::map<std::string, double>{};
   for (const auto& p : trainable_) {
     const torch::Tensor g = p.tensor.grad();
-    if (!g.defined()) {
+    if (fromShards) {
+      if (sums.at(p.name) == 0.0) zero.push_back(p.name);
+    } else if (!g.defined()) {
       missing.push_back(p.name);
     } else if (gatesOpen && g.abs().sum().item<double>() == 0.0) {
       zero.push_back(p.name);

@@ -1,6 +1,7 @@
 #include "backend/fsdp/sharded_model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 namespace fs::fsdp {
@@ -110,13 +111,20 @@ bool ShardedModel::freeAfterForward() const {
   return options_.strategy == Strategy::kFullShard || options_.strategy == Strategy::kHybridShard;
 }
 
+double ShardedModel::takeCommSeconds() {
+  const double s = commSeconds_;
+  commSeconds_ = 0;
+  return s;
+}
+
 void ShardedModel::gather(Unit& u) {
   bool grew = false;
-  for (auto& f : u.flats) {
-    grew = grew || !f->gathered();
-    f->gather(*shardComm_, "gather " + u.path);
-  }
-  if (grew) peakGathered_ = std::max(peakGathered_, gatheredBytes());
+  for (const auto& f : u.flats) grew = grew || !f->gathered();
+  if (!grew) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto& f : u.flats) f->gather(*shardComm_, "gather " + u.path);
+  commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  peakGathered_ = std::max(peakGathered_, gatheredBytes());
 }
 
 void ShardedModel::freeAll() {
@@ -129,6 +137,7 @@ void ShardedModel::free(Unit& u) {
 
 void ShardedModel::beginForward() {
   phase_ = Phase::kForward;
+  visits_.assign(units_.size(), 0);
   for (auto& u : units_) {
     if (!u.justInTime) gather(u);
   }
@@ -139,18 +148,57 @@ void ShardedModel::finishForward() {
   phase_ = Phase::kIdle;
 }
 
-void ShardedModel::beginBackward() { phase_ = Phase::kBackward; }
+void ShardedModel::beginBackward(double scale) {
+  phase_ = Phase::kBackward;
+  gradScale_ = scale;
+  reduced_.assign(units_.size(), false);
+  visits_.resize(units_.size(), 0);
+}
 
-void ShardedModel::finishBackward(double scale) {
+void ShardedModel::reduce(size_t i) {
+  if (reduced_[i]) return;
+  reduced_[i] = true;
+  Unit& u = units_[i];
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto& f : u.flats) {
+    if (f->trainable()) f->reduceGradients(*shardComm_, gradScale_, "reduce-scatter " + u.path, replicateComm_.get());
+  }
+  commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void ShardedModel::finishBackward() {
+  reduced_.resize(units_.size(), false);
   // Reverse unit order, as backward produces them; every rank the same.
   for (size_t i = units_.size(); i-- > 0;) {
-    Unit& u = units_[i];
-    for (auto& f : u.flats) {
-      if (f->trainable()) f->reduceGradients(*shardComm_, scale, "reduce-scatter " + u.path, replicateComm_.get());
-    }
-    free(u);
+    reduce(i);
+    free(units_[i]);
   }
   phase_ = Phase::kIdle;
+}
+
+std::map<std::string, double> ShardedModel::gradientAbsSums() {
+  torch::NoGradGuard noGrad;
+  std::vector<std::string> names;
+  std::vector<double> sums;
+  for (const auto& u : units_) {
+    for (const auto& f : u.flats) {
+      if (!f->trainable()) continue;
+      const torch::Tensor g = f->shard().grad();
+      const int64_t shardBegin = static_cast<int64_t>(shardComm_->rank()) * f->shardNumel();
+      for (size_t m = 0; m < f->members().size(); ++m) {
+        names.push_back(f->members()[m].name);
+        const int64_t begin = f->offsetOf(m);
+        const int64_t lo = std::max(begin, shardBegin);
+        const int64_t hi = std::min(begin + f->members()[m].param.numel(), shardBegin + f->shardNumel());
+        sums.push_back(g.defined() && lo < hi ? g.narrow(0, lo - shardBegin, hi - lo).abs().sum().item<double>() : 0.0);
+      }
+    }
+  }
+  torch::Tensor all = torch::tensor(sums, torch::kFloat64);
+  if (shardComm_->size() > 1 && all.numel() > 0) shardComm_->allReduce(all, dist::ReduceOp::kSum, "gradient sums");
+  std::map<std::string, double> out;
+  for (size_t i = 0; i < names.size(); ++i) out[names[i]] = all[static_cast<int64_t>(i)].item<double>();
+  return out;
 }
 
 std::vector<torch::Tensor> ShardedModel::parameterValues(const std::vector<std::string>& names) {
@@ -223,9 +271,12 @@ void ShardedModel::before(torch::nn::Module& module, const at::Tensor& input) {
   if (it == unitOf_.end()) return;
   Unit& u = units_[it->second];
   gather(u);
-  if (phase_ == Phase::kForward && input.defined() && input.requires_grad()) {
+  if (phase_ != Phase::kForward) return;
+  ++visits_[it->second];
+  if (input.defined() && input.requires_grad()) {
     // Once the gradient reaching the unit's input exists, its backward is over.
     input.register_hook([this, i = it->second](const at::Tensor& g) {
+      if (reduceDuringBackward_ && visits_[i] == 1) reduce(i);
       free(units_[i]);
       return g;
     });

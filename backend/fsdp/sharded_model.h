@@ -11,8 +11,14 @@
 // root unit, gathered from beginForward() to finishBackward(). Inside
 // activation-checkpointed regions the forward runs without a graph, so the
 // recompute during backward gathers the unit (before() in the backward phase
-// only gathers). finishBackward() reduce-scatters every trainable unit's
-// gradients into its shards and frees what is still gathered.
+// only gathers). With reduceDuringBackward on, a unit announced once per
+// forward is reduce-scattered from that input-gradient hook, so its
+// full-size gradients live only while its backward runs (autograd runs a
+// parameter's AccumulateGrad as soon as it is ready, before the node the
+// input's hook sits on). finishBackward() reduce-scatters every trainable
+// unit not done yet (the root, units without an input gradient, units
+// announced twice such as a tied embedding) and frees what is still
+// gathered.
 //
 // A unit whose module the model never announces (UnitSpec::justInTime
 // false) is gathered with the root. Units may nest: a parameter belongs to
@@ -96,12 +102,22 @@ class ShardedModel final : public model::UnitHooks {
   void resetPeak() { peakGathered_ = gatheredBytes(); }
   // Bytes of this rank's shards (frozen and trainable).
   int64_t shardBytes() const;
+  // Seconds spent in gathers and gradient reductions since the last call (the step's communication:
+  // none of it overlaps compute yet).
+  double takeCommSeconds();
 
   void beginForward();
-  void beginBackward();
-  // After backward: the gradients reduce-scattered (summed over ranks,
-  // times `scale`, added to the shards' gradients); every unit freed.
-  void finishBackward(double scale);
+  // Gradients are summed over ranks, times `scale`, into the shards' gradients.
+  void beginBackward(double scale = 1.0);
+  // After backward: every unit's gradients reduce-scattered; every unit freed.
+  void finishBackward();
+  // Off by default: a caller that reads the members' full-size gradients
+  // after backward (a gradient-flow check) needs them all until finishBackward.
+  void setReduceDuringBackward(bool on) { reduceDuringBackward_ = on; }
+
+  // Collective over the shard group: |gradient| summed per trainable
+  // parameter, from the shards' gradients (0 for a flat without gradient).
+  std::map<std::string, double> gradientAbsSums();
   // After a forward without backward (evaluation): every unit freed.
   void finishForward();
 
@@ -121,6 +137,7 @@ class ShardedModel final : public model::UnitHooks {
   enum class Phase { kIdle, kForward, kBackward };
   void gather(Unit& u);
   void free(Unit& u);
+  void reduce(size_t unit);
   void freeAll();
 
   bool freeAfterForward() const;
@@ -135,6 +152,11 @@ class ShardedModel final : public model::UnitHooks {
   std::map<std::string, std::pair<size_t, size_t>> flatOf_;  // name -> (unit, flat), member found by name
   Phase phase_ = Phase::kIdle;
   int64_t peakGathered_ = 0;
+  bool reduceDuringBackward_ = false;
+  double commSeconds_ = 0;
+  double gradScale_ = 1.0;
+  std::vector<int> visits_;     // per unit: announcements in this forward
+  std::vector<bool> reduced_;   // per unit: reduced in this backward
 };
 
 }  // namespace fs::fsdp

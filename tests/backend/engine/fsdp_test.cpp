@@ -2,8 +2,9 @@
 //  - every strategy and every wrap policy trains as one process does (fp32,
 //    10 steps, losses and final trainable parameters within 1e-5 relative),
 //    on 2 and 3 ranks and on 2 "nodes" x 2 for hybrid_shard, with gradient
-//    accumulation, a unit mixing frozen and trainable parameters, tied and
-//    untied heads;
+//    accumulation, activation checkpointing, a unit mixing frozen and
+//    trainable parameters, tied and untied heads; units are reduced during
+//    backward from the second step on;
 //  - the layout event holds exactly the planner's shard bytes per unit and
 //    rank (3 ranks: parameter counts not divisible by 3, so padding);
 //  - only the Perceiver, the cross-attention blocks and the two new
@@ -163,10 +164,14 @@ TEST_F(FsdpTest, EveryWrapPolicyTrainsAsOneProcess) {
   }
 }
 
-TEST_F(FsdpTest, AccumulationAndAnUntiedHeadTrainAsOneProcess) {
+TEST_F(FsdpTest, AccumulationCheckpointingAndAnUntiedHeadTrainAsOneProcess) {
   const RunOutput oneAccum = run("single_accum", 1, single({"optim.grad_accum_steps=2"}));
   ASSERT_EQ(oneAccum.losses.size(), 5u);
   expectSameRun(oneAccum, run("accum", 2, config(2, {"optim.grad_accum_steps=2"})), "accumulation", 1e-5, kTensorRel);
+  // Recomputed units are gathered again inside backward and reduced from their input's gradient hook.
+  const RunOutput oneCkpt = run("single_ckpt", 1, single({"model.gradient_checkpointing=true"}));
+  expectSameRun(oneCkpt, run("ckpt", 2, config(2, {"model.gradient_checkpointing=true"})), "checkpointing", 1e-5,
+                kTensorRel);
   const RunOutput oneUntied = run("single_untied", 1, single({"model.lm.tied_head=false"}));
   expectSameRun(oneUntied, run("untied", 2, config(2, {"model.lm.tied_head=false"})), "untied head", 1e-5, kTensorRel);
 }

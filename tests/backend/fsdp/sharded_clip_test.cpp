@@ -79,7 +79,7 @@ void expectClippedAsUnsharded(const Case& c) {
     torch::Tensor loss = lossOf(m, batch, comm.rank() * rows, rows, targets);
     sharded.beginBackward();
     loss.backward();
-    sharded.finishBackward(1.0);
+    sharded.finishBackward();
     const ShardedClipResult r = clipShardedGradNorm(sharded, {c.maxNorm}, c.scope);
     std::map<std::string, torch::Tensor> got;
     for (const auto& u : sharded.units()) {

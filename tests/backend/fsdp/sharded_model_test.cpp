@@ -23,9 +23,11 @@ using namespace fs::fsdp::testing;
 
 // Shards the model over `world` thread ranks, each on its rows of `batch`,
 // and checks the gradients against the unsharded model on the whole batch
-// and what stays gathered after forward and after backward.
+// and what stays gathered after forward and after backward. `early`: units
+// are reduce-scattered during backward (the gated blocks must be, before
+// finishBackward).
 void expectUnshardedGradients(const std::string& family, bool checkpointing, const mt::Batch& batch, int world,
-                              ShardingOptions options) {
+                              ShardingOptions options, bool early = false) {
   const int64_t B = batch.input_ids.size(0);
   const double targets = batch.attention_mask.slice(1, 1).sum().item<double>();
   std::map<std::string, torch::Tensor> want;
@@ -46,6 +48,7 @@ void expectUnshardedGradients(const std::string& family, bool checkpointing, con
     auto sharded = std::make_shared<ShardedModel>(*m, flamingoUnits(m),
                                                   std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
     m->setUnitHooks(sharded);
+    sharded->setReduceDuringBackward(early);
     const int64_t rows = B / world;
     sharded->beginForward();
     torch::Tensor loss = lossOf(m, batch, comm.rank() * rows, rows, targets);
@@ -59,7 +62,16 @@ void expectUnshardedGradients(const std::string& family, bool checkpointing, con
     const int64_t afterForward = sharded->gatheredBytes();
     sharded->beginBackward();
     loss.backward();
-    sharded->finishBackward(1.0);
+    int reducedEarly = 0;  // gated blocks whose shard has its gradient and whose members no longer do
+    for (const auto& u : sharded->units()) {
+      if (u.path.find("gated_cross_attn") == std::string::npos) continue;
+      for (const auto& f : u.flats) {
+        if (f->trainable() && f->shard().grad().defined() && !f->members().front().param.grad().defined()) {
+          ++reducedEarly;
+        }
+      }
+    }
+    sharded->finishBackward();
     const int64_t afterBackward = sharded->gatheredBytes();
     // Every trainable member's gradient: the shard gradients all-gathered
     // (every replica holds the same shards, so gather over the whole group
@@ -81,6 +93,11 @@ void expectUnshardedGradients(const std::string& family, bool checkpointing, con
     }
     m->setUnitHooks(nullptr);
     std::lock_guard<std::mutex> lock(mu);
+    if (early) {
+      EXPECT_GT(reducedEarly, 0) << "no gated block was reduced during backward";
+    } else {
+      EXPECT_EQ(reducedEarly, 0);
+    }
     switch (options.strategy) {
       case Strategy::kFullShard:
       case Strategy::kHybridShard:
@@ -121,6 +138,7 @@ TEST_P(ShardedModelTest, BackwardsToTheUnshardedGradients) {
     return mt::tinyBatch(mt::tinyOptions(family));
   }();
   for (int world : {1, 2}) expectUnshardedGradients(family, checkpointing, batch, world, {});
+  expectUnshardedGradients(family, checkpointing, batch, 2, {}, /*early=*/true);
 }
 
 class StrategyTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
