@@ -113,7 +113,7 @@ void Trainer::optimizerStep(StepResult* r) {
   MemoryPhase phase(Phase::kOptimizer);
   const train::ClipOptions clipOptions{config_.optim.max_grad_norm};
   train::ClipResult clip;
-  if (sharded_) {  // masked and checked before the reduce-scatter (NOTE [FSDP in the engine])
+  if (sharded_) {  // the row mask is a gradient hook; the check reads the shards (NOTE [FSDP in the engine])
     const auto scope = config_.optim.clip_mode == "per_unit" ? fsdp::ClipScope::kPerUnit : fsdp::ClipScope::kGlobal;
     if (!gradientFlowChecked_) checkGradientFlow();
     clip = fsdp::clipShardedGradNorm(*sharded_, clipOptions, scope).total;

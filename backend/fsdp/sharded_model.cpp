@@ -4,6 +4,8 @@
 #include <chrono>
 #include <set>
 
+#include "backend/telemetry/memory_tracker.h"
+
 namespace fs::fsdp {
 
 Strategy parseStrategy(const std::string& name) {
@@ -121,6 +123,8 @@ void ShardedModel::gather(Unit& u) {
   bool grew = false;
   for (const auto& f : u.flats) grew = grew || !f->gathered();
   if (!grew) return;
+  // Counted as gathered memory, not as the activations of the forward that asked for it.
+  telemetry::MemoryPhase phase(telemetry::Phase::kGathered);
   const auto t0 = std::chrono::steady_clock::now();
   for (auto& f : u.flats) f->gather(*shardComm_, "gather " + u.path);
   commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -159,6 +163,7 @@ void ShardedModel::reduce(size_t i) {
   if (reduced_[i]) return;
   reduced_[i] = true;
   Unit& u = units_[i];
+  telemetry::MemoryPhase phase(telemetry::Phase::kGradients);
   const auto t0 = std::chrono::steady_clock::now();
   for (auto& f : u.flats) {
     if (f->trainable()) f->reduceGradients(*shardComm_, gradScale_, "reduce-scatter " + u.path, replicateComm_.get());

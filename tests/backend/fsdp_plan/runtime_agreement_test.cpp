@@ -86,6 +86,9 @@ void expectAgreement(const Case& c) {
       EXPECT_EQ(padding, plan.units[i].padding()) << u.path;
       EXPECT_EQ(trainable, plannedTrainable) << u.path;
     }
+    // hybrid_shard / no_shard split the world: no rank may tear its sub-groups down (end of scope) while
+    // another is still joining them, and nothing above ran a collective on them.
+    world.barrier("units checked");
   });
   for (const auto& e : errors) EXPECT_EQ(e, "");
 }
