@@ -69,23 +69,7 @@ void Trainer::finishShardedBackward(bool checkFlow) {
 std::vector<model::GateValues> Trainer::gateValues() {
   if (!sharded_) return model_->gateValues();
   // The gates live in shards: read them with one collective.
-  static const std::string kBlock = ".gated_cross_attn_layer.";
-  std::vector<std::string> names;
-  std::vector<int64_t> layers;
-  for (const auto& [name, t] : model_->namedParameters()) {
-    const auto at = name.find(kBlock);
-    if (at == std::string::npos || name.substr(at + kBlock.size()) != "attn_gate") continue;
-    const auto dot = name.rfind('.', at - 1);
-    layers.push_back(std::stoll(name.substr(dot + 1, at - dot - 1)));
-    names.push_back(name);
-    names.push_back(name.substr(0, at + kBlock.size()) + "ff_gate");
-  }
-  const auto values = sharded_->parameterValues(names);
-  std::vector<model::GateValues> out;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    out.push_back({layers[i], std::tanh(values[2 * i].item<double>()), std::tanh(values[2 * i + 1].item<double>())});
-  }
-  return out;
+  return model_->gateValues([this](const std::vector<torch::Tensor>& p) { return sharded_->parameterValues(p); });
 }
 
 protocol::RankMemory Trainer::rankMemory() const {
@@ -115,7 +99,7 @@ protocol::LayoutEvent Trainer::shardedLayout() const {
       if (!f->trainable()) lu.frozen_params += f->numel();
       lu.trainable = lu.trainable || f->trainable();
       lu.padding_elems += f->padding();
-      shardBytes += f->shardNumel() * static_cast<int64_t>(f->shard().element_size());
+      shardBytes += f->shardBytes();
       if (lu.dtype.empty() || f->trainable()) lu.dtype = dtypeName(f->shard().scalar_type());
     }
     lu.shard_bytes.assign(static_cast<size_t>(options_.world), shardBytes);

@@ -2,6 +2,8 @@
 
 #include <c10/core/StorageImpl.h>
 
+#include <algorithm>
+
 #include "backend/fsdp_plan/sharding.h"
 
 namespace fs::fsdp {
@@ -41,6 +43,14 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
     p.set_data(full_.narrow(0, offsets_[i], p.numel()).view(p.sizes()));
   }
   if (shardSize_ > 1) free();
+}
+
+FlatParameter::LocalSlice FlatParameter::localSlice(size_t member) const {
+  const int64_t begin = offsets_.at(member);
+  const int64_t shardBegin = shardRank_ * shardNumel_;
+  const int64_t lo = std::max(begin, shardBegin);
+  const int64_t hi = std::min(begin + members_[member].param.numel(), shardBegin + shardNumel_);
+  return lo < hi ? LocalSlice{lo - begin, lo - shardBegin, hi - lo} : LocalSlice{};
 }
 
 void FlatParameter::allocateFull() {

@@ -56,6 +56,15 @@ class FlatParameter {
   int64_t padding() const { return paddedNumel() - numel_; }
   bool trainable() const { return trainable_; }
   int64_t offsetOf(size_t member) const { return offsets_.at(member); }
+  int64_t shardBytes() const { return shardNumel_ * static_cast<int64_t>(shard_.element_size()); }
+  // The part of `member` this rank's shard holds: `length` elements from
+  // `memberOffset` in the member, at `shardOffset` in the shard (length 0: none).
+  struct LocalSlice {
+    int64_t memberOffset = 0;
+    int64_t shardOffset = 0;
+    int64_t length = 0;
+  };
+  LocalSlice localSlice(size_t member) const;
 
   // This rank's chunk (padding zeros at the end of the last chunk): a leaf
   // that requires grad when the members do; the optimizer steps it.

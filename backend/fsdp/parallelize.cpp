@@ -27,11 +27,6 @@ protocol::StatusOr<std::shared_ptr<ShardedModel>> parallelizeFlamingo(model::Fla
     return Status::invalidArgument(e.what_without_backtrace());
   }
   sharding.ranksPerNode = std::max(1, options.ranksPerNode);
-  if (sharding.strategy == Strategy::kHybridShard && comm->size() % sharding.ranksPerNode != 0) {
-    return Status::invalidArgument("parallel.sharding_strategy: hybrid_shard needs whole nodes; " +
-                                   std::to_string(sharding.ranksPerNode) + " ranks per node do not divide " +
-                                   std::to_string(comm->size()) + " ranks");
-  }
   sharding.trainableGroup = [](const std::string& name) { return train::decaysWeight(name) ? 0 : 1; };
 
   std::map<std::string, std::shared_ptr<torch::nn::Module>> modules;
@@ -50,7 +45,9 @@ protocol::StatusOr<std::shared_ptr<ShardedModel>> parallelizeFlamingo(model::Fla
   try {
     sharded = std::make_shared<ShardedModel>(*model, std::move(specs), std::move(comm), sharding);
   } catch (const c10::Error& e) {
-    return Status::invalidArgument(std::string("FSDP wrapping (parallel.wrap_policy '") + config.parallel.wrap_policy +
+    // Units sharing a parameter (wrap policy), a node size that does not divide the world (strategy).
+    return Status::invalidArgument(std::string("FSDP (parallel.wrap_policy '") + config.parallel.wrap_policy +
+                                   "', parallel.sharding_strategy '" + config.parallel.sharding_strategy +
                                    "'): " + e.what_without_backtrace());
   }
   model->setUnitHooks(sharded);

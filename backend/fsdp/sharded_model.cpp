@@ -74,13 +74,16 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     unit.module = u < specs.size() ? specs[u].module.get() : nullptr;
     unit.justInTime = u < specs.size() && specs[u].justInTime;
     for (auto& [key, list] : members[u]) {
-      for (const auto& m : list) flatOf_[m.name] = {units_.size(), unit.flats.size()};
       unit.flats.push_back(
           std::make_unique<FlatParameter>(std::move(list), shardComm_->rank(), shardComm_->size()));
+      const FlatParameter& f = *unit.flats.back();
+      for (size_t m = 0; m < f.members().size(); ++m) memberOf_[f.members()[m].param.unsafeGetTensorImpl()] = {&f, m};
     }
     if (unit.justInTime) unitOf_[unit.module] = units_.size();
     units_.push_back(std::move(unit));
   }
+  visits_.assign(units_.size(), 0);
+  reduced_.assign(units_.size(), false);
 }
 
 std::vector<torch::Tensor> ShardedModel::trainableShards() const {
@@ -104,7 +107,7 @@ int64_t ShardedModel::gatheredBytes() const {
 int64_t ShardedModel::shardBytes() const {
   int64_t n = 0;
   for (const auto& u : units_) {
-    for (const auto& f : u.flats) n += f->shardNumel() * static_cast<int64_t>(f->shard().element_size());
+    for (const auto& f : u.flats) n += f->shardBytes();
   }
   return n;
 }
@@ -156,7 +159,6 @@ void ShardedModel::beginBackward(double scale) {
   phase_ = Phase::kBackward;
   gradScale_ = scale;
   reduced_.assign(units_.size(), false);
-  visits_.resize(units_.size(), 0);
 }
 
 void ShardedModel::reduce(size_t i) {
@@ -172,7 +174,6 @@ void ShardedModel::reduce(size_t i) {
 }
 
 void ShardedModel::finishBackward() {
-  reduced_.resize(units_.size(), false);
   // Reverse unit order, as backward produces them; every rank the same.
   for (size_t i = units_.size(); i-- > 0;) {
     reduce(i);
@@ -189,13 +190,11 @@ std::map<std::string, double> ShardedModel::gradientAbsSums() {
     for (const auto& f : u.flats) {
       if (!f->trainable()) continue;
       const torch::Tensor g = f->shard().grad();
-      const int64_t shardBegin = static_cast<int64_t>(shardComm_->rank()) * f->shardNumel();
       for (size_t m = 0; m < f->members().size(); ++m) {
         names.push_back(f->members()[m].name);
-        const int64_t begin = f->offsetOf(m);
-        const int64_t lo = std::max(begin, shardBegin);
-        const int64_t hi = std::min(begin + f->members()[m].param.numel(), shardBegin + f->shardNumel());
-        sums.push_back(g.defined() && lo < hi ? g.narrow(0, lo - shardBegin, hi - lo).abs().sum().item<double>() : 0.0);
+        const auto s = f->localSlice(m);
+        sums.push_back(g.defined() && s.length > 0 ? g.narrow(0, s.shardOffset, s.length).abs().sum().item<double>()
+                                                   : 0.0);
       }
     }
   }
@@ -206,42 +205,31 @@ std::map<std::string, double> ShardedModel::gradientAbsSums() {
   return out;
 }
 
-std::vector<torch::Tensor> ShardedModel::parameterValues(const std::vector<std::string>& names) {
+std::vector<torch::Tensor> ShardedModel::parameterValues(const std::vector<torch::Tensor>& params) {
   torch::NoGradGuard noGrad;
-  struct Where {
-    const FlatParameter* flat;
-    size_t member;
-  };
-  std::vector<Where> where;
+  std::vector<MemberOf> where;
   int64_t total = 0;
-  for (const auto& name : names) {
-    auto it = flatOf_.find(name);
-    TORCH_CHECK(it != flatOf_.end(), "ShardedModel: no parameter named '", name, "'");
-    const FlatParameter& f = *units_[it->second.first].flats[it->second.second];
-    size_t m = 0;
-    while (f.members()[m].name != name) ++m;
-    where.push_back({&f, m});
-    total += f.members()[m].param.numel();
+  for (const auto& p : params) {
+    auto it = memberOf_.find(p.unsafeGetTensorImpl());
+    TORCH_CHECK(it != memberOf_.end(), "ShardedModel: a tensor of shape ", p.sizes(), " is not a parameter of the model");
+    where.push_back(it->second);
+    total += p.numel();
   }
   // Each rank fills what its shard holds; the sum over the shard group is the value.
   torch::Tensor all = torch::zeros({total}, torch::kFloat64);
   int64_t at = 0;
   for (const auto& w : where) {
-    const int64_t n = w.flat->members()[w.member].param.numel();
-    const int64_t begin = w.flat->offsetOf(w.member);
-    const int64_t shardBegin = static_cast<int64_t>(shardComm_->rank()) * w.flat->shardNumel();
-    const int64_t lo = std::max(begin, shardBegin);
-    const int64_t hi = std::min(begin + n, shardBegin + w.flat->shardNumel());
-    if (lo < hi) {
-      all.narrow(0, at + lo - begin, hi - lo).copy_(w.flat->shard().detach().narrow(0, lo - shardBegin, hi - lo));
+    const auto s = w.flat->localSlice(w.member);
+    if (s.length > 0) {
+      all.narrow(0, at + s.memberOffset, s.length).copy_(w.flat->shard().detach().narrow(0, s.shardOffset, s.length));
     }
-    at += n;
+    at += w.flat->members()[w.member].param.numel();
   }
   if (shardComm_->size() > 1) shardComm_->allReduce(all, dist::ReduceOp::kSum, "parameter values");
   std::vector<torch::Tensor> out;
   at = 0;
-  for (const auto& w : where) {
-    const auto& p = w.flat->members()[w.member].param;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& p = params[i];
     out.push_back(all.narrow(0, at, p.numel()).to(p.scalar_type()).view(p.sizes()).clone());
     at += p.numel();
   }

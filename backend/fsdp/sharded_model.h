@@ -121,10 +121,10 @@ class ShardedModel final : public model::UnitHooks {
   // After a forward without backward (evaluation): every unit freed.
   void finishForward();
 
-  // Collective over the shard group: the current values of the named
+  // Collective over the shard group: the current values of the given model
   // parameters (any subset, in the given order), assembled from the shards.
-  // Throws c10::Error naming an unknown parameter.
-  std::vector<torch::Tensor> parameterValues(const std::vector<std::string>& names);
+  // Throws c10::Error for a tensor that is not a parameter of the model.
+  std::vector<torch::Tensor> parameterValues(const std::vector<torch::Tensor>& params);
   // Collective: every parameter's full value in the model's parameter order,
   // gathered one unit at a time (never the whole model gathered at once);
   // copies are kept only when `keep` (rank 0 writing a checkpoint).
@@ -149,7 +149,11 @@ class ShardedModel final : public model::UnitHooks {
   std::vector<Unit> units_;
   std::map<const torch::nn::Module*, size_t> unitOf_;
   std::vector<std::string> order_;  // parameter names in the model's order
-  std::map<std::string, std::pair<size_t, size_t>> flatOf_;  // name -> (unit, flat), member found by name
+  struct MemberOf {
+    const FlatParameter* flat = nullptr;
+    size_t member = 0;
+  };
+  std::map<const c10::TensorImpl*, MemberOf> memberOf_;  // a parameter's place (its impl survives set_data)
   Phase phase_ = Phase::kIdle;
   int64_t peakGathered_ = 0;
   bool reduceDuringBackward_ = false;

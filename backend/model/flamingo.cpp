@@ -149,15 +149,21 @@ void FlamingoImpl::maskEmbeddingGradient() {
   grad.mul_(embeddingGradientRowMask().to(grad.dtype()));
 }
 
-std::vector<GateValues> FlamingoImpl::gateValues() const {
+std::vector<GateValues> FlamingoImpl::gateValues(const ParameterReader& read) const {
   torch::NoGradGuard no_grad;
-  std::vector<GateValues> values;
+  std::vector<int64_t> layers;
+  std::vector<torch::Tensor> gates;  // attn, ff per layer
   for (size_t i = 0; i < flamingo_layers_.size(); ++i) {
     const auto& layer = flamingo_layers_[i];
     if (!layer->hasCrossAttention()) continue;
-    const auto& block = layer->gated_cross_attn_layer;
-    values.push_back({static_cast<int64_t>(i), block->attn_gate.tanh().item<double>(),
-                      block->ff_gate.tanh().item<double>()});
+    layers.push_back(static_cast<int64_t>(i));
+    gates.push_back(layer->gated_cross_attn_layer->attn_gate);
+    gates.push_back(layer->gated_cross_attn_layer->ff_gate);
+  }
+  if (read) gates = read(gates);
+  std::vector<GateValues> values;
+  for (size_t k = 0; k < layers.size(); ++k) {
+    values.push_back({layers[k], gates[2 * k].tanh().item<double>(), gates[2 * k + 1].tanh().item<double>()});
   }
   return values;
 }

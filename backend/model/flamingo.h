@@ -19,6 +19,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -114,7 +115,11 @@ class FlamingoImpl : public torch::nn::Module {
   // After backward: multiplies the input embedding's gradient by the row mask,
   // so only the two new tokens' rows change. No-op without a gradient.
   void maskEmbeddingGradient();
-  std::vector<GateValues> gateValues() const;
+  // `read` gives the current values of the parameters passed (e.g. assembled
+  // from FSDP shards: the gates may not live in the module's own storage);
+  // without it they are read as they are.
+  using ParameterReader = std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>&)>;
+  std::vector<GateValues> gateValues(const ParameterReader& read = {}) const;
   void setGradientCheckpointing(bool enabled);
   // NOTE [Unit hooks]: called around the vision tower and each of its
   // residual blocks, the Perceiver and each of its layers, the input
