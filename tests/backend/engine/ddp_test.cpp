@@ -21,8 +21,6 @@
 namespace fs::engine {
 namespace {
 
-using fs::testing::RankExit;
-
 using test::expectSameRun;
 using test::RunOutput;
 
@@ -31,19 +29,8 @@ class DdpTest : public test::RankRunTest {
   std::string prefix() const override { return "fs-ddp"; }
   // Global batches of 8 LAION and 4 MMC4 samples split over `world` ranks.
   protocol::RunConfig config(int world, std::vector<std::string> extra = {}) {
-    std::vector<std::string> sets = {"model.lm.family=llama",
-                                     "optim.epochs=1",
-                                     "optim.grad_accum_steps=1",
-                                     "data.datasets[0].batch_size=" + std::to_string(8 / world),
-                                     "data.datasets[0].samples_per_epoch=80",
-                                     "data.datasets[1].batch_size=" + std::to_string(4 / world),
-                                     "data.datasets[1].samples_per_epoch=40",
-                                     "launch.nproc_per_node=" + std::to_string(world),
-                                     "launch.threads_per_rank=1",
-                                     "checkpoint.every_steps=0",
-                                     "telemetry.interval_steps=1",
-                                     "parallel.collective_timeout_s=60",
-                                     "parallel.preflight_timeout_s=60"};
+    auto sets = test::rankRunSets(world, 8, 4, 10);
+    sets.push_back("launch.nproc_per_node=" + std::to_string(world));
     sets.insert(sets.end(), extra.begin(), extra.end());
     return test::tinyConfig(sets);
   }

@@ -40,21 +40,9 @@ class FsdpTest : public test::RankRunTest {
   // Global batches of 12 LAION and 12 MMC4 samples over `world` ranks on
   // `nodes` nodes; 10 optimizer steps.
   protocol::RunConfig config(int world, std::vector<std::string> extra = {}, int nodes = 1) {
-    std::vector<std::string> sets = {"model.lm.family=llama",
-                                     "optim.epochs=1",
-                                     "optim.grad_accum_steps=1",
-                                     "data.datasets[0].batch_size=" + std::to_string(12 / world),
-                                     "data.datasets[0].samples_per_epoch=120",
-                                     "data.datasets[1].batch_size=" + std::to_string(12 / world),
-                                     "data.datasets[1].samples_per_epoch=120",
-                                     "launch.nproc_per_node=" + std::to_string(world / nodes),
-                                     "launch.nnodes=" + std::to_string(nodes),
-                                     "launch.threads_per_rank=1",
-                                     "checkpoint.every_steps=0",
-                                     "telemetry.interval_steps=1",
-                                     "parallel.collective_timeout_s=60",
-                                     "parallel.preflight_timeout_s=60",
-                                     "parallel.mode=fsdp"};
+    auto sets = test::rankRunSets(world, 12, 12, 10);
+    sets.insert(sets.end(), {"launch.nproc_per_node=" + std::to_string(world / nodes),
+                             "launch.nnodes=" + std::to_string(nodes), "parallel.mode=fsdp"});
     // Several nodes are a cluster launch; the test starts the ranks itself, with torchrun's variables.
     if (nodes > 1) sets.push_back("launch.kind=slurm");
     sets.insert(sets.end(), extra.begin(), extra.end());

@@ -89,6 +89,26 @@ class RankRunTest : public ::testing::Test {
   std::filesystem::path root_;
 };
 
+// The overrides every rank-run test shares: a LLaMA-shaped LM (OPT's dropout
+// would make ranks differ from one process by design), one epoch, no
+// accumulation, one thread per rank, a step event per step, no periodic
+// checkpoint, short collective timeouts; then global batches of `laion` and
+// `mmc4` samples split over `world` ranks, `steps` iterations.
+inline std::vector<std::string> rankRunSets(int world, int laion, int mmc4, int steps) {
+  return {"model.lm.family=llama",
+          "optim.epochs=1",
+          "optim.grad_accum_steps=1",
+          "data.datasets[0].batch_size=" + std::to_string(laion / world),
+          "data.datasets[0].samples_per_epoch=" + std::to_string(laion * steps),
+          "data.datasets[1].batch_size=" + std::to_string(mmc4 / world),
+          "data.datasets[1].samples_per_epoch=" + std::to_string(mmc4 * steps),
+          "launch.threads_per_rank=1",
+          "checkpoint.every_steps=0",
+          "telemetry.interval_steps=1",
+          "parallel.collective_timeout_s=60",
+          "parallel.preflight_timeout_s=60"};
+}
+
 // The same losses at every step (within `rel` relative) and the same final
 // checkpointed tensors: the whole set within `rel` relative (L2), each
 // tensor's largest difference within `tensorRel` of its largest value.
