@@ -25,51 +25,9 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-build="${1:-build}"
-reps="${2:-3}"
-steps="${3:-30}"
-shift $(($# < 3 ? $# : 3))
-presets=("$@")
-((${#presets[@]})) || presets=(tiny small)
-warmup="${WARMUP:-5}"
-python="${PYTHON:-/usr/bin/python3}"
-port="${PORT:-29650}"
-run_timeout="${RUN_TIMEOUT:-900}"
-bin="$build/bin/flamingo-train"
-[[ -x "$bin" ]] || { echo "no $bin: build the flamingo-train target first" >&2; exit 1; }
-bin="$(cd "$(dirname "$bin")" && pwd)/flamingo-train"
-tmp="$(mktemp -d /tmp/fs-bench-ddp.XXXXXX)"
-trap 'rm -rf "$tmp"' EXIT
-
-# shellcheck source=../events_lib.sh
-source "$root/bench/events_lib.sh"
-
-batches() {  # per-rank batch sizes "laion mmc4" of the Python baseline's preset: the one source of them
-  "$python" -c "import sys; sys.path.insert(0, '$root/bench'); import train_step_baseline as b; \
-p = b.PRESETS['$1']; print(p['laion']['batch'], p['mmc4']['batch'])"
-}
-
-ours() {  # ours PRESET WORLD RUN_DIR PORT: one run of STEPS + WARMUP steps, 1 thread per rank
-  local preset="$1" world="$2" dir="$3" port="$4" bl bm n
-  read -r bl bm <<<"$(batches "$preset")"
-  n=$((warmup + steps))
-  local sets=(--set data.source=synthetic --set launch.threads_per_rank=1
-    --set "data.datasets[0].batch_size=$bl" --set "data.datasets[1].batch_size=$bm"
-    --set "data.datasets[0].samples_per_epoch=$((bl * world * n))"
-    --set "data.datasets[1].samples_per_epoch=$((bm * world * n))"
-    --set optim.epochs=1 --set checkpoint.every_steps=0 --set telemetry.interval_steps=1
-    --set telemetry.memory_every_steps=1000000 --set telemetry.logging_steps=1000000)
-  rm -rf "$dir"
-  if ((world == 1)); then
-    timeout "$run_timeout" "$bin" train --config "$root/resources/presets/$preset.yaml" --run-dir "$dir" "${sets[@]}" \
-      >"$dir.out" 2>&1 || { echo "ours-1 $preset failed:" >&2; tail -20 "$dir.out" >&2; return 1; }
-  else
-    timeout "$run_timeout" "$bin" launch --nproc-per-node "$world" --master-port "$port" --run-dir "$dir" -- \
-      train --config "$root/resources/presets/$preset.yaml" "${sets[@]}" \
-      >"$dir.out" 2>&1 || { echo "ours-$world $preset failed:" >&2; tail -20 "$dir.out" >&2; return 1; }
-  fi
-  summarise "$dir/events.jsonl"
-}
+# shellcheck source=../rank_bench_lib.sh
+source "$root/bench/rank_bench_lib.sh"
+rank_bench_init ddp 29650 "$@"
 
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -m), $(getconf _NPROCESSORS_ONLN) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "OMP_WAIT_POLICY=$OMP_WAIT_POLICY OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -85,8 +43,8 @@ for preset in "${presets[@]}"; do
       case "$kind" in
         ours1 | ours2)
           w=${kind#ours}
-          port=$((port + 1))
-          read -r ms sps comm wall <<<"$(ours "$preset" "$w" "$tmp/$preset-$kind-$r" "$port")"
+          run_ours "$preset" "$w" "$tmp/$preset-$kind-$r"  # not in $(...): it takes the next port
+          read -r ms sps comm wall <<<"$(summarise "$tmp/$preset-$kind-$r/events.jsonl")"
           echo "  # $preset rep $r $kind: step_ms=$ms samples_per_s=$sps comm_ms=$comm wall_samples_per_s=$wall" >&2
           R[$preset,$kind.ms]+="$ms"$'\n'; R[$preset,$kind.sps]+="$sps"$'\n'
           R[$preset,$kind.comm]+="$comm"$'\n'; R[$preset,$kind.wall]+="$wall"$'\n'

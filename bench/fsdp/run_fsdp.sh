@@ -21,51 +21,15 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-build="${1:-build}"
-reps="${2:-3}"
-steps="${3:-30}"
-shift $(($# < 3 ? $# : 3))
-presets=("$@")
-((${#presets[@]})) || presets=(tiny small)
-warmup="${WARMUP:-5}"
-port="${PORT:-29750}"
-run_timeout="${RUN_TIMEOUT:-900}"
-python="${PYTHON:-/usr/bin/python3}"
-bin="$build/bin/flamingo-train"
-[[ -x "$bin" ]] || { echo "no $bin: build the flamingo-train target first" >&2; exit 1; }
-bin="$(cd "$(dirname "$bin")" && pwd)/flamingo-train"
-tmp="$(mktemp -d /tmp/fs-bench-fsdp.XXXXXX)"
-trap 'rm -rf "$tmp"' EXIT
-# shellcheck source=../events_lib.sh
-source "$root/bench/events_lib.sh"
+# shellcheck source=../rank_bench_lib.sh
+source "$root/bench/rank_bench_lib.sh"
+rank_bench_init fsdp 29750 "$@"
 
-batches() {
-  "$python" -c "import sys; sys.path.insert(0, '$root/bench'); import train_step_baseline as b; \
-p = b.PRESETS['$1']; print(p['laion']['batch'], p['mmc4']['batch'])"
-}
-
-# run PRESET WORLD MODE DIR [--set ...]: one run of WARMUP + STEPS steps, 1 thread per rank.
-run() {
-  local preset="$1" world="$2" mode="$3" dir="$4" bl bm n
+run() {  # run PRESET WORLD MODE DIR [--set ...]: one run, memory event at the last step
+  local preset="$1" world="$2" mode="$3" dir="$4"
   shift 4
-  read -r bl bm <<<"$(batches "$preset")"
-  n=$((warmup + steps))
-  port=$((port + 1))
-  local sets=(--set data.source=synthetic --set launch.threads_per_rank=1 --set "parallel.mode=$mode"
-    --set "data.datasets[0].batch_size=$bl" --set "data.datasets[1].batch_size=$bm"
-    --set "data.datasets[0].samples_per_epoch=$((bl * world * n))"
-    --set "data.datasets[1].samples_per_epoch=$((bm * world * n))"
-    --set optim.epochs=1 --set checkpoint.every_steps=0 --set telemetry.interval_steps=1
-    --set "telemetry.memory_every_steps=$n" --set telemetry.logging_steps=1000000 "$@")
-  rm -rf "$dir"
-  if ((world == 1)); then
-    timeout "$run_timeout" "$bin" train --config "$root/resources/presets/$preset.yaml" --run-dir "$dir" "${sets[@]}" \
-      >"$dir.out" 2>&1 || { echo "$mode x$world $preset failed:" >&2; tail -20 "$dir.out" >&2; return 1; }
-  else
-    timeout "$run_timeout" "$bin" launch --nproc-per-node "$world" --master-port "$port" --run-dir "$dir" -- \
-      train --config "$root/resources/presets/$preset.yaml" "${sets[@]}" \
-      >"$dir.out" 2>&1 || { echo "$mode x$world $preset failed:" >&2; tail -20 "$dir.out" >&2; return 1; }
-  fi
+  run_ours "$preset" "$world" "$dir" --set "parallel.mode=$mode" \
+    --set "telemetry.memory_every_steps=$((warmup + steps))" "$@"
 }
 
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -m), $(getconf _NPROCESSORS_ONLN) cores; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
