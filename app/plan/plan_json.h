@@ -1,0 +1,29 @@
+// Reading `flamingo-train plan --json` (docs/planner.md, schema fs.plan/1)
+// into a Plan.
+//
+// Fields the GUI does not show (layouts' parameter names, precision, the
+// activations per dataset) are skipped; unknown fields are ignored, so a newer
+// minor version reads. Another major version, a missing field or one of the
+// wrong type is an error that names it by its JSON path
+// ("estimates[3].per_rank.peak: missing").
+//
+// Thread-safety: a pure function. A 9B plan is most of a megabyte: call it
+// off the GUI thread (the plan worker does).
+#pragma once
+
+#include <QByteArray>
+#include <QString>
+
+#include "app/plan/plan.h"
+
+namespace fs::app {
+
+struct PlanParse {
+  Plan plan;
+  QString error;  // empty when plan is complete
+  bool ok() const { return error.isEmpty(); }
+};
+
+PlanParse parsePlanJson(const QByteArray& json);
+
+}  // namespace fs::app

@@ -1,0 +1,45 @@
+// Helpers of the planner tests (app and ui): the tiny preset, and the real
+// `flamingo-train plan --json` run here, synchronously, with its JSON read
+// by QJsonDocument alone, so the tests check the app's parse against an
+// independent one. Blocking is fine in a test, never in the app.
+#pragma once
+
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QString>
+#include <QStringList>
+#include <QTest>
+#include <string>
+
+#include "app/launch/engine_locator.h"
+#include "backend/protocol/config_yaml.h"
+
+namespace fs::app::test {
+
+inline EngineSearch testEngine() { return EngineSearch{{}, QStringLiteral(FS_TEST_FLAMINGO_TRAIN), {}}; }
+
+inline QString tinyPresetFile() { return QStringLiteral(FS_SOURCE_DIR "/resources/presets/tiny.yaml"); }
+
+inline protocol::RunConfig tinyPreset() {
+  const auto load = protocol::loadConfigFile(tinyPresetFile().toStdString());
+  if (!load.ok()) qFatal("tiny preset: %s", protocol::formatProblems(load.problems).c_str());
+  return load.config;
+}
+
+// The CLI's plan of `configFile`; args after "--json", e.g. {"--world", "4"}.
+inline QJsonObject cliPlan(const QString& configFile, const QStringList& args) {
+  QProcess p;
+  p.start(QStringLiteral(FS_TEST_FLAMINGO_TRAIN),
+          QStringList{QStringLiteral("plan"), QStringLiteral("--config"), configFile, QStringLiteral("--json")} + args);
+  if (!p.waitForFinished(120000) || p.exitCode() != 0) {
+    qFatal("flamingo-train plan failed: %s", p.readAllStandardError().constData());
+  }
+  return QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+}
+
+// True while `pid` exists, zombies included (/proc/<pid> stays until reaped).
+inline bool processExists(qint64 pid) { return QFile::exists(QStringLiteral("/proc/%1").arg(pid)); }
+
+}  // namespace fs::app::test
