@@ -12,6 +12,7 @@ const std::vector<Command>& commands() {
       {"train", "Train one rank on a run config, writing a run directory", runTrain},
       {"demo", "Train the tiny preset here on generated shards, with a live progress line", runDemo},
       {"shards", "Shard tools: make-synthetic, inspect, validate, convert-mmc4", runShards},
+      {"checkpoint", "Checkpoint tools: consolidate a sharded checkpoint into one OpenFlamingo file", runCheckpoint},
       {"replay", "Replay a Python run's initial weights and batches; print losses, write final weights", runReplay},
 #endif
       {"launch", "Node agent, like torchrun: start this node's ranks, forward signals, stop all if one dies", runLaunch},

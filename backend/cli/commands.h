@@ -44,6 +44,7 @@ int runTrain(const std::vector<std::string>& args, Io& io);
 int runDemo(const std::vector<std::string>& args, Io& io);
 int runReplay(const std::vector<std::string>& args, Io& io);
 int runShards(const std::vector<std::string>& args, Io& io);
+int runCheckpoint(const std::vector<std::string>& args, Io& io);
 #endif
 
 }  // namespace fs::cli

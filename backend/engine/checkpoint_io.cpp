@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "backend/engine/checkpoint_sharded.h"
 #include "backend/protocol/run_dir.h"
 #include "backend/tensorfile/torch_file.h"
 
@@ -218,6 +219,8 @@ protocol::Status writeCheckpoint(const std::filesystem::path& path, const Checkp
 }
 
 protocol::StatusOr<CheckpointContents> readCheckpoint(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return readShardedCheckpoint(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) return protocol::Status::notFound(path.string() + ": cannot open checkpoint");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -235,7 +238,17 @@ std::vector<std::filesystem::path> checkpointCandidates(const std::filesystem::p
   std::vector<std::pair<int64_t, std::filesystem::path>> found;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (!entry.is_regular_file() || !protocol::parseCheckpointFileName(entry.path().filename().string())) continue;
+    if (!protocol::parseCheckpointFileName(entry.path().filename().string())) continue;
+    if (entry.is_directory()) {  // sharded: complete once index.json names rank files that all exist
+      auto iteration = shardedCheckpointIteration(entry.path());
+      if (iteration) {
+        found.emplace_back(iteration.value(), entry.path());
+      } else if (skipped) {
+        skipped->push_back(iteration.status().message());
+      }
+      continue;
+    }
+    if (!entry.is_regular_file()) continue;
     // A torn file has no zip central directory, so opening it already fails.
     auto file = tensorfile::openTorchFile(entry.path().string());
     const tensorfile::PyValue* ours = file ? file->root().find("flamingo_studio") : nullptr;

@@ -52,12 +52,15 @@ model::NamedTensors checkpointModelState(const model::NamedTensors& parameters, 
 
 protocol::Status writeCheckpoint(const std::filesystem::path& path, const CheckpointContents& contents);
 
-// Reads a checkpoint this engine wrote (the flamingo_studio key present).
+// Reads a checkpoint this engine wrote (the flamingo_studio key present): a
+// file, or a sharded checkpoint's directory (checkpoint_sharded.h), which
+// reads back as the file a single process would have written.
 protocol::StatusOr<CheckpointContents> readCheckpoint(const std::filesystem::path& path);
 
 // Checkpoints in `dir` newest first (by resume iteration). Only each file's
 // small pickle is read (tensors stay on disk), so scanning costs little at
-// start-up; torn or unreadable files are skipped and named in `skipped`.
+// start-up; torn or unreadable files are skipped and named in `skipped`, as
+// are sharded directories without index.json or with a rank file missing.
 std::vector<std::filesystem::path> checkpointCandidates(const std::filesystem::path& dir,
                                                        std::vector<std::string>* skipped);
 

@@ -39,6 +39,11 @@ std::string buildCheckpointManifest(const protocol::RunConfig& config, const dat
     params.push_back({{"name", name}, {"shape", t.sizes().vec()}, {"trainable", t.requires_grad()}});
   }
   j["parameters"] = std::move(params);
+  return withTensorRecords(j.dump(), saved);
+}
+
+std::string withTensorRecords(const std::string& manifest, const model::NamedTensors& saved) {
+  nlohmann::json j = nlohmann::json::parse(manifest);
   nlohmann::json tensors = nlohmann::json::array();
   for (const auto& [name, t] : saved) {
     tensors.push_back({{"name", name},

@@ -29,6 +29,12 @@ std::string tensorDigest(const torch::Tensor& tensor);
 std::string buildCheckpointManifest(const protocol::RunConfig& config, const data::SpecialTokenIds& tokens,
                                     const model::NamedTensors& parameters, const model::NamedTensors& saved);
 
+// `manifest` with its tensor records replaced by those of `saved`: a sharded
+// checkpoint records none (nobody holds the whole tensors when it is
+// written; its shards carry their own hashes), its reader adds them.
+// REQUIRES: `manifest` is valid JSON (one buildCheckpointManifest wrote).
+std::string withTensorRecords(const std::string& manifest, const model::NamedTensors& saved);
+
 // Every tensor in `saved` against the manifest's record of it: same shape,
 // dtype and hash, and every recorded tensor present. A manifest without
 // tensor records (engines before 0.2) passes. Errors name `path` and the tensor.

@@ -242,58 +242,6 @@ Status Trainer::actOnControl(const ControlRequest& agreed, bool* stop, bool* kil
   return Status::ok();
 }
 
-Status Trainer::saveCheckpoint(protocol::CheckpointKind kind) {
-  const auto t0 = Clock::now();
-  CheckpointContents c;
-  model::NamedTensors parameters;
-  if (sharded_) {
-    // Every rank takes part in the gathers; rank 0 keeps the values (NOTE [FSDP in the engine]).
-    parameters = sharded_->fullParameters(options_.rank == 0);
-    c.optimizer = fsdp::toFullState(optimizer_->stateDict(schedule_->baseLrs()), trainable_, shards_, *sharded_,
-                                    config_.optim.weight_decay);
-  }
-  if (options_.rank != 0) return Status::ok();  // replicas: rank 0's copy is everyone's
-  if (!sharded_) {
-    parameters = model_->namedParameters();
-    c.optimizer = optimizer_->stateDict(schedule_->baseLrs());
-  }
-  c.epoch = kind == protocol::CheckpointKind::kEpoch ? epoch_ - 1 : epoch_;
-  model::NamedTensors buffers;
-  for (const auto& b : model_->named_buffers()) buffers.emplace_back(b.key(), b.value());
-  c.modelState = checkpointModelState(parameters, buffers);
-  c.scheduler = schedule_->stateDict();
-  c.resume.kind = kind == protocol::CheckpointKind::kEpoch ? "epoch" : "step";
-  c.resume.step = step_;
-  c.resume.iteration = iteration_;
-  c.resume.epoch = epoch_;
-  c.resume.data = source_->position();
-  c.resume.rng = train::captureRng();
-  c.resume.manifest = buildCheckpointManifest(config_, tokens_, parameters, c.modelState);
-  const auto path = dir_.checkpointFile(kind, static_cast<int>(c.epoch), step_);
-  if (Status s = writeCheckpoint(path, c); !s) return s;
-  std::error_code ec;
-  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
-  // Only after the new file is durable: prune step checkpoints, delete the previous epoch's.
-  if (kind == protocol::CheckpointKind::kStep) {
-    std::vector<std::pair<int64_t, std::filesystem::path>> steps;
-    for (const auto& e : std::filesystem::directory_iterator(dir_.root(), ec)) {
-      auto name = protocol::parseCheckpointFileName(e.path().filename().string());
-      if (name && name->kind == protocol::CheckpointKind::kStep) steps.emplace_back(name->step, e.path());
-    }
-    std::sort(steps.begin(), steps.end());
-    while (static_cast<int64_t>(steps.size()) > config_.checkpoint.keep_last) {
-      std::filesystem::remove(steps.front().second, ec);
-      steps.erase(steps.begin());
-    }
-  } else if (config_.checkpoint.delete_previous && c.epoch > 0) {
-    std::filesystem::remove(dir_.checkpointFile(kind, static_cast<int>(c.epoch - 1), 0), ec);
-  }
-  const std::string rel = path.filename().string();
-  log_->info("checkpoint {} ({} bytes)", rel, bytes);
-  emit(protocol::CheckpointEvent{step_, static_cast<int>(c.epoch), rel, bytes, kind, secondsSince(t0)});
-  return Status::ok();
-}
-
 void Trainer::emitDataStats() {
   for (const auto& line : source_->takeProblems()) log_->warn("data: {}", line);
   // data_stats is sent when something new was dropped or filtered; the full

@@ -113,7 +113,9 @@ class Trainer {
   void pollControl();
   protocol::Status actOnControl(const ControlRequest& agreed, bool* stop, bool* kill);
   protocol::Status handleControl(bool* stop, bool* kill);  // poll, agree now, act
+  // trainer_checkpoint.cpp: full or sharded (checkpoint.format); a collective with several ranks.
   protocol::Status saveCheckpoint(protocol::CheckpointKind kind);
+  ResumeState resumeState(protocol::CheckpointKind kind) const;  // without the manifest
   void emitStep(const StepResult& r, double stepTime, double dataTime);
   void emitMemory();
   void emitDataStats();

@@ -216,6 +216,8 @@ Status Trainer::resumeIfPossible() {
       if (Status s = verifyCheckpointManifest(ck->resume.manifest, ck->modelState, path); !s) return s;
       return resumeFrom(ck.value(), path);
     }
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return ck.status();  // sharded: never an OpenFlamingo file
     // Not ours (no 'flamingo_studio' key, or a plain Python torch.save dict
     // LibTorch cannot read): try it as an OpenFlamingo checkpoint.
     auto foreign = readForeignCheckpoint(path.string());

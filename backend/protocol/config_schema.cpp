@@ -212,6 +212,10 @@ struct Schema {
       b.field(&CheckpointConfig::every_steps, "every_steps", 1000,
               "Step checkpoint (with RNG and data position) interval, 0 = epoch checkpoints only").unit("steps").min(0);
       b.field(&CheckpointConfig::keep_last, "keep_last", 2, "Step checkpoints kept").range(1, 1000);
+      b.field(&CheckpointConfig::format, "format", "full",
+              "full: one OpenFlamingo file gathered on rank 0; sharded: a directory, one file per rank + index.json "
+              "(parallel.mode fsdp)")
+          .choices({"full", "sharded"});
     }
     {
       SectionBuilder<TelemetryConfig> b(telemetry, "telemetry", "Live telemetry and logs");

@@ -228,6 +228,10 @@ class Checker {
             "the reference's FSDP cannot train tied LM embeddings (compat: openflamingo)",
             "set model.freeze_lm_embeddings=true, or compat=default (our FSDP trains tied embeddings)");
     }
+    if (!fsdp && c_.checkpoint.format == "sharded") {
+      error("checkpoint.format", "'sharded' writes each rank's FSDP shards, but parallel.mode is '" + p.mode + "'",
+            "set parallel.mode=fsdp, or checkpoint.format=full");
+    }
     if ((c_.optim.precision == "fp16" || c_.optim.precision == "amp_fp16") && p.dist_backend == "gloo") {
       warning("optim.precision", "fp16 is meant for CUDA; on CPU (gloo) use bf16 or amp_bf16");
     }

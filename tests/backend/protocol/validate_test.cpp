@@ -124,6 +124,15 @@ TEST(Validate, StrategyWithoutFsdpIsAWarning) {
   EXPECT_FALSE(problemAt(validateConfig(c), "parallel.sharding_strategy").isError());
 }
 
+TEST(Validate, ShardedCheckpointsNeedFsdp) {
+  Problem p = problemAt(validateConfig(with(tiny(), {"checkpoint.format=sharded"})), "checkpoint.format");
+  EXPECT_TRUE(p.isError());
+  EXPECT_NE(p.message.find("parallel.mode is 'ddp'"), std::string::npos) << p.message;
+  for (const auto& q : validateConfig(with(tiny(), {"checkpoint.format=sharded", "parallel.mode=fsdp"}))) {
+    EXPECT_NE(q.path, "checkpoint.format") << q.message;
+  }
+}
+
 TEST(Validate, TrainPyThresholdDefaultWarnsWithRecipeValue) {
   RunConfig c = with(tiny(), {"data.datasets.mmc4.textsim_threshold=30"});
   Problem p = problemAt(validateConfig(c), "data.datasets[1].textsim_threshold");
