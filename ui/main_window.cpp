@@ -10,6 +10,8 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QCloseEvent>
+#include <QDialog>
+#include <QVBoxLayout>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QSystemTrayIcon>
@@ -34,6 +36,8 @@
 #include "ui/control/run_control_bar.h"
 #include "ui/history/history_view.h"
 #include "ui/live/monitor_page.h"
+#include "ui/plan/estimate_view.h"
+#include "ui/plan/planner_view.h"
 #include "ui/runs/runs_panel.h"
 
 namespace fs::ui {
@@ -118,6 +122,7 @@ void MainWindow::createMenus() {
   QMenu* runs = menuBar()->addMenu(tr("&Run"));
   QAction* launch = runs->addAction(tr("&Launch locally"), QKeySequence(Qt::CTRL | Qt::Key_R), this,
                                     &MainWindow::launchLocally);
+  runs->addAction(tr("Plan &memory\u2026"), this, &MainWindow::openPlanner);
   runs->addAction(tr("&Open run directory\u2026"), this, &MainWindow::openRunDirectory);
   runs->addAction(tr("&Detach"), this, &MainWindow::detachRun);
   runs->addSeparator();
@@ -130,6 +135,7 @@ void MainWindow::createMenus() {
 void MainWindow::wireDocument() {
   using app::ConfigDocument;
   connect(document_, &ConfigDocument::problemsChanged, this, &MainWindow::updateProblemCount);
+  connect(form_, &ConfigForm::planRequested, this, &MainWindow::openPlanner);
   connect(document_, &ConfigDocument::modifiedChanged, this, &MainWindow::updateTitle);
   connect(document_, &ConfigDocument::filePathChanged, this, &MainWindow::updateTitle);
   connect(document_, &ConfigDocument::configReset, this, &MainWindow::followRunRoot);
@@ -241,7 +247,33 @@ void MainWindow::launchLocally() {
   statusBar()->showMessage(tr("Launching %1\u2026").arg(QString::fromStdString(request.config.name)), kStatusMs);
 }
 
+PlannerView* MainWindow::plannerView() const { return planner_.data(); }
+
+void MainWindow::openPlanner() {
+  if (!planner_) {
+    auto* dialog = new QDialog(this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowTitle(tr("Memory plan"));
+    planner_ = new PlannerView(launcher_->engineSearch());
+    auto* layout = new QVBoxLayout(dialog);
+    layout->addWidget(planner_);
+    dialog->resize(1100, 700);
+    // The plan follows the form: every edit re-plans (debounced in the view).
+    auto follow = [this] {
+      if (planner_) planner_->setConfig(document_->config());
+    };
+    connect(document_, &app::ConfigDocument::fieldChanged, planner_, follow);
+    connect(document_, &app::ConfigDocument::datasetsChanged, planner_, follow);
+    connect(document_, &app::ConfigDocument::configReset, planner_, follow);
+  }
+  planner_->setConfig(document_->config());
+  planner_->replan();
+  planner_->window()->show();
+  planner_->window()->raise();
+}
+
 void MainWindow::followRun(const QString& runDir) {
+  monitorPage_->estimateView()->setEngineSearch(launcher_->engineSearch());
   monitor_->attach(runDir);
   control_->setRunDir(runDir);
   monitorPage_->runAttached(runDir);

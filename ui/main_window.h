@@ -6,7 +6,9 @@
 //         Compare (ComparePage: the runs History overlays, reference CSVs)
 //   File: Open..., Save YAML, Save YAML As..., Import / Copy OpenFlamingo
 //         command line, Show changes from the defaults, Quit
-//   Run:  Launch locally, Open run directory..., Detach, Refresh runs
+//   Run:  Launch locally, Plan memory..., Open run directory..., Detach, Refresh runs
+//   Plan memory... (also the config form's button): a PlannerView window on
+//         the document's config, following its edits
 //   status bar: file, load / save / launch results, error and warning counts
 //
 // A launch (LocalLauncher) creates the run directory and the monitor follows
@@ -21,6 +23,7 @@
 #pragma once
 
 #include <QMainWindow>
+#include <QPointer>
 #include <memory>
 
 class QLabel;
@@ -44,6 +47,7 @@ class ComparePage;
 class ConfigForm;
 class HistoryView;
 class MonitorPage;
+class PlannerView;
 class RunsPanel;
 
 class MainWindow : public QMainWindow {
@@ -60,10 +64,14 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs() const { return tabs_; }
   app::LocalLauncher* launcher() const { return launcher_; }
   app::RunMonitor* monitor() const { return monitor_; }
+  // The open planner window's view; nullptr when none is open.
+  PlannerView* plannerView() const;
 
  public slots:
   // Starts the document's config as a local run and follows it.
   void launchLocally();
+  // Opens (or raises) the memory planner on the document's config.
+  void openPlanner();
   // The config as an OpenFlamingo torchrun line, to the clipboard.
   void copyCommandLine();
   // Follows an existing run directory (also one started from a terminal).
@@ -102,6 +110,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_;
   QLabel* problemCount_;
   QSystemTrayIcon* tray_ = nullptr;
+  QPointer<PlannerView> planner_;
   std::unique_ptr<app::WorkerThread<app::RunCatalogWorker>> catalog_;
   std::unique_ptr<app::WorkerThread<app::HistoryWorker>> history_;
 };

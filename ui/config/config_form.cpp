@@ -1,6 +1,7 @@
 #include "ui/config/config_form.h"
 
 #include <QMap>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QStackedWidget>
 #include <QStyle>
@@ -37,8 +38,13 @@ ConfigForm::ConfigForm(app::ConfigDocument* document, QWidget* parent)
       document_(document),
       registry_(std::make_unique<FormRegistry>()),
       tabs_(new QTabWidget),
-      summary_(new ProblemList) {
+      summary_(new ProblemList),
+      planButton_(new QPushButton(tr("Plan memory\u2026"))) {
   setObjectName(QStringLiteral("configForm"));
+  planButton_->setObjectName(QStringLiteral("planMemoryButton"));
+  planButton_->setToolTip(tr("Per-rank memory of every FSDP strategy and wrap policy for this config"));
+  tabs_->setCornerWidget(planButton_, Qt::TopRightCorner);
+  connect(planButton_, &QPushButton::clicked, this, &ConfigForm::planRequested);
   tabs_->setObjectName(QStringLiteral("configSections"));
   tabs_->setDocumentMode(true);
   tabs_->setUsesScrollButtons(true);

@@ -8,6 +8,9 @@
 // section tabs are marked, and a summary list sits below; picking a problem
 // shows its field.
 //
+// A "Plan memory…" button in the tabs' corner asks for the memory planner
+// (planRequested): the window decides what opens.
+//
 // The form edits a ConfigDocument and follows it: editing a field updates the
 // document; loading or replacing the config updates every editor.
 //
@@ -20,6 +23,7 @@
 #include <QWidget>
 #include <memory>
 
+class QPushButton;
 class QTabWidget;
 
 namespace fs::app {
@@ -52,6 +56,11 @@ class ConfigForm : public QWidget {
   QTabWidget* sectionTabs() const { return tabs_; }
   ProblemList* problemList() const { return summary_; }
   QList<DatasetListEditor*> listEditors() const { return lists_; }
+  QPushButton* planButton() const { return planButton_; }
+
+ signals:
+  // The user asked for the memory plan of the document's config.
+  void planRequested();
 
  private:
   void addSectionTab(QWidget* group, const QString& key, const QString& help);
@@ -66,6 +75,7 @@ class ConfigForm : public QWidget {
   std::unique_ptr<FormRegistry> registry_;
   QTabWidget* tabs_;
   ProblemList* summary_;
+  QPushButton* planButton_;
   QList<DatasetListEditor*> lists_;
   QHash<QString, int> tabByKey_;  // top-level section key -> tab index
 };

@@ -8,8 +8,10 @@
 #include <QLabel>
 #include <QTabWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "app/launch/control_client.h"
+#include "app/plan/estimate_comparison.h"
 #include "ui/control/run_control_bar.h"
 #include "ui/live/series_router.h"
 #include "ui/monitor/curve_plot.h"
@@ -17,6 +19,7 @@
 #include "ui/monitor/log_view.h"
 #include "ui/monitor/memory_view.h"
 #include "ui/monitor/run_status_bar.h"
+#include "ui/plan/estimate_view.h"
 
 namespace fs::ui {
 namespace {
@@ -70,6 +73,7 @@ MonitorPage::MonitorPage(app::RunMonitor* monitor, app::ControlClient* control, 
       timing_(new CurvePlot),
       gates_(new CurvePlot),
       memory_(new MemoryView),
+      estimate_(new EstimateView),
       layout_(new LayoutTable),
       logs_(new LogView) {
   setObjectName(QStringLiteral("monitorPage"));
@@ -94,6 +98,7 @@ MonitorPage::MonitorPage(app::RunMonitor* monitor, app::ControlClient* control, 
   tabs_->addTab(gates_, tr("Gates"));
   tabs_->addTab(timing_, tr("Timing"));
   tabs_->addTab(memory_, tr("Memory"));
+  tabs_->addTab(estimate_, tr("Estimate"));
   tabs_->addTab(layout_, tr("Layout"));
   tabs_->addTab(logs_, tr("Logs"));
 
@@ -128,6 +133,11 @@ QWidget* MonitorPage::buildTrainingTab() {
 void MonitorPage::wireMonitor() {
   connect(monitor_, &app::RunMonitor::statusChanged, this, &MonitorPage::refreshStatus);
   connect(monitor_, &app::RunMonitor::runStarted, this, &MonitorPage::refreshAxisChoices);
+  connect(monitor_, &app::RunMonitor::runStarted, this, [this](const protocol::RunStartedEvent& e) {
+    estimate_->planRun(monitor_->runDir(), e.world_size, std::max(1, e.nnodes));
+  });
+  connect(monitor_, &app::RunMonitor::delivered, this,
+          [this] { estimate_->setMeasured(app::measuredMemory(*monitor_->store())); });
   connect(monitor_, &app::RunMonitor::layoutChanged, this, [this] {
     if (monitor_->layout()) layout_->setLayout(*monitor_->layout());
   });
@@ -171,6 +181,7 @@ void MonitorPage::runAttached(const QString& runDir) {
   runDir_->setToolTip(runDir);
   logs_->clear();
   layout_->setLayout(protocol::LayoutEvent{});
+  estimate_->clear();
   banner_->setVisible(false);
   refreshStatus();
 }

@@ -4,7 +4,10 @@
 //   [run directory] [status: state, step / total, samples/s, ETA] [control buttons]
 //   [x axis: step | samples | tokens | wall time | relative time] [smoothing] [ranks]
 //   [alert banner: stalled run, dead process, broken telemetry]
-//   tabs: Training (loss, lr, grad norm, throughput) | Gates | Timing | Memory | Layout | Logs
+//   tabs: Training (loss, lr, grad norm, throughput) | Gates | Timing | Memory | Estimate | Layout | Logs
+//
+// Estimate: the planner's figures for the run's config, world and nodes beside
+// the measured memory (EstimateView), planned when run_started arrives.
 //
 // Alerts also leave through alert() so the window can raise a desktop
 // notification. The page reads nothing itself: the monitor's follower does.
@@ -29,6 +32,7 @@ class ControlClient;
 namespace fs::ui {
 
 class CurvePlot;
+class EstimateView;
 class LayoutTable;
 class LogView;
 class MemoryView;
@@ -50,6 +54,7 @@ class MonitorPage : public QWidget {
   QTabWidget* tabs() const { return tabs_; }
   CurvePlot* lossPlot() const { return loss_; }
   MemoryView* memoryView() const { return memory_; }
+  EstimateView* estimateView() const { return estimate_; }
   LayoutTable* layoutTable() const { return layout_; }
   LogView* logView() const { return logs_; }
   QComboBox* xAxisChoice() const { return xAxis_; }
@@ -87,6 +92,7 @@ class MonitorPage : public QWidget {
   CurvePlot* timing_;
   CurvePlot* gates_;
   MemoryView* memory_;
+  EstimateView* estimate_;
   LayoutTable* layout_;
   LogView* logs_;
   SeriesRouter* router_;

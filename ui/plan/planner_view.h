@@ -1,0 +1,95 @@
+// PlannerView: the FSDP memory plan of a config before it is launched.
+//
+//   [world] [nodes] [device memory GiB] [Plan] [Cancel] [progress]
+//   [error: what the engine said]   [warning: estimates over the device memory]
+//   table: one row per engine x policy x strategy (PlanTableModel)
+//   chart: one stacked bar per rank of the selected row, the device line
+//
+// The plan comes from `flamingo-train plan --json` through a PlanRunner (never
+// on the GUI thread). Changing world or nodes re-plans after a short pause, so
+// typing "16" plans once; the Plan button re-plans at once. The device memory
+// only re-marks the rows. World and nodes start from the config's
+// launch.nnodes x nproc_per_node and follow it when a new config changes them.
+//
+// Ownership: owns its runner. Thread-safety: GUI thread only.
+#pragma once
+
+#include <QWidget>
+#include <cstdint>
+#include <optional>
+
+#include "app/launch/engine_locator.h"
+#include "app/plan/plan.h"
+#include "backend/protocol/config_types.h"
+
+class QDoubleSpinBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTableView;
+class QTimer;
+
+namespace fs::app {
+class PlanRunner;
+}
+
+namespace fs::ui {
+
+class PlanTableModel;
+class RankBarChart;
+
+class PlannerView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit PlannerView(const app::EngineSearch& search = app::EngineSearch::fromEnvironment(),
+                       QWidget* parent = nullptr);
+
+  // The config to plan; plans it (after the pause) and takes world / nodes
+  // from its launch section when they changed there.
+  void setConfig(const protocol::RunConfig& config);
+
+  // Device memory in bytes (the spin box is in GiB).
+  std::int64_t deviceMemory() const;
+
+  app::PlanRunner* runner() const { return runner_; }
+  QSpinBox* worldBox() const { return world_; }
+  QSpinBox* nodesBox() const { return nodes_; }
+  QDoubleSpinBox* deviceMemoryBox() const { return device_; }
+  QPushButton* planButton() const { return plan_; }
+  QPushButton* cancelButton() const { return cancel_; }
+  QProgressBar* progress() const { return progress_; }
+  QLabel* errorLabel() const { return error_; }
+  QLabel* warningLabel() const { return warning_; }
+  QTableView* table() const { return table_; }
+  PlanTableModel* model() const { return model_; }
+  RankBarChart* chart() const { return chart_; }
+
+ public slots:
+  // Plans the current config with the current world and nodes now.
+  void replan();
+
+ private:
+  void showPlan(const app::Plan& plan);
+  void showError(const app::PlanError& error);
+  void showRunning(bool running);
+  void showSelected();
+  void updateWarnings();
+
+  app::PlanRunner* runner_;
+  std::optional<protocol::RunConfig> config_;
+  QSpinBox* world_;
+  QSpinBox* nodes_;
+  QDoubleSpinBox* device_;
+  QPushButton* plan_;
+  QPushButton* cancel_;
+  QProgressBar* progress_;
+  QLabel* error_;
+  QLabel* warning_;
+  QTableView* table_;
+  PlanTableModel* model_;
+  RankBarChart* chart_;
+  QTimer* debounce_;
+};
+
+}  // namespace fs::ui
