@@ -61,8 +61,9 @@ PlannerView::PlannerView(const app::EngineSearch& search, QWidget* parent)
   nodes_->setObjectName(QStringLiteral("plannerNodes"));
   nodes_->setRange(1, 1 << 12);
   device_->setObjectName(QStringLiteral("plannerDeviceMemory"));
-  device_->setRange(0.01, 4096);
-  device_->setDecimals(2);
+  // Four decimals: CPU runs of the small presets fit in a few MiB.
+  device_->setRange(0.0001, 4096);
+  device_->setDecimals(4);
   device_->setSuffix(tr(" GiB"));
   device_->setValue(kDefaultDeviceGiB);
   device_->setToolTip(tr("Memory of one device: rows whose peak exceeds it on some rank are marked"));
