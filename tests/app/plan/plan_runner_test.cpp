@@ -4,7 +4,6 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
-#include <sys/stat.h>
 
 #include "app/plan/plan_runner.h"
 #include "plan_test_util.h"
@@ -129,18 +128,14 @@ class PlanRunnerTest : public QObject {
     QVERIFY2(error.message.contains("/nonexistent/flamingo-train"), qPrintable(error.message));
   }
 
-  // A FIFO nobody writes keeps the real engine blocked in open(): the plan
-  // runs until it is killed, whatever the machine's speed.
   void cancelKillsAndReapsTheChild() {
     QTemporaryDir dir;
-    const QString fifo = dir.filePath("config.yaml");
-    QCOMPARE(mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+    const PlanRequest r = test::blockedRequest(dir);
+    QVERIFY(!r.configFile.isEmpty());
     PlanRunner runner(test::testEngine());
     QSignalSpy started(&runner, &PlanRunner::processStarted);
     QSignalSpy cancelled(&runner, &PlanRunner::cancelled);
     QSignalSpy running(&runner, &PlanRunner::runningChanged);
-    PlanRequest r;
-    r.configFile = fifo;
     runner.plan(r);
     QVERIFY(started.wait(kWaitMs));
     const qint64 pid = started[0][0].toLongLong();
@@ -155,14 +150,12 @@ class PlanRunnerTest : public QObject {
 
   void aNewPlanSupersedesTheRunningOne() {
     QTemporaryDir dir;
-    const QString fifo = dir.filePath("config.yaml");
-    QCOMPARE(mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+    const PlanRequest blocked = test::blockedRequest(dir);
+    QVERIFY(!blocked.configFile.isEmpty());
     PlanRunner runner(test::testEngine());
     QSignalSpy started(&runner, &PlanRunner::processStarted);
     QSignalSpy planned(&runner, &PlanRunner::planned);
     QSignalSpy cancelled(&runner, &PlanRunner::cancelled);
-    PlanRequest blocked;
-    blocked.configFile = fifo;
     runner.plan(blocked);
     QVERIFY(started.wait(kWaitMs));
     const qint64 pid = started[0][0].toLongLong();
@@ -175,14 +168,12 @@ class PlanRunnerTest : public QObject {
 
   void destroyingTheRunnerKillsTheChild() {
     QTemporaryDir dir;
-    const QString fifo = dir.filePath("config.yaml");
-    QCOMPARE(mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+    const PlanRequest r = test::blockedRequest(dir);
+    QVERIFY(!r.configFile.isEmpty());
     qint64 pid = 0;
     {
       PlanRunner runner(test::testEngine());
       QSignalSpy started(&runner, &PlanRunner::processStarted);
-      PlanRequest r;
-      r.configFile = fifo;
       runner.plan(r);
       QVERIFY(started.wait(kWaitMs));
       pid = started[0][0].toLongLong();

@@ -10,10 +10,13 @@
 #include <QProcess>
 #include <QString>
 #include <QStringList>
+#include <QTemporaryDir>
 #include <QTest>
+#include <sys/stat.h>
 #include <string>
 
 #include "app/launch/engine_locator.h"
+#include "app/plan/plan_request.h"
 #include "backend/protocol/config_yaml.h"
 
 namespace fs::app::test {
@@ -37,6 +40,16 @@ inline QJsonObject cliPlan(const QString& configFile, const QStringList& args) {
     qFatal("flamingo-train plan failed: %s", p.readAllStandardError().constData());
   }
   return QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+}
+
+// A request the real engine cannot finish: its config file is a FIFO in `dir`
+// that nobody writes, so `plan` blocks in open() until it is killed, whatever
+// the machine's speed. Empty configFile when the FIFO cannot be made.
+inline PlanRequest blockedRequest(const QTemporaryDir& dir) {
+  PlanRequest r;
+  const QString fifo = dir.filePath(QStringLiteral("config.yaml"));
+  if (mkfifo(QFile::encodeName(fifo).constData(), 0600) == 0) r.configFile = fifo;
+  return r;
 }
 
 // True while `pid` exists, zombies included (/proc/<pid> stays until reaped).

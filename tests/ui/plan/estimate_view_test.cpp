@@ -19,6 +19,7 @@
 #include "app/monitor/run_monitor.h"
 #include "app/plan/plan_runner.h"
 #include "plan_test_util.h"
+#include "ui_plan_test_util.h"
 #include "ui/live/monitor_page.h"
 #include "ui/monitor/memory_view.h"
 #include "ui/plan/estimate_view.h"
@@ -105,6 +106,10 @@ class EstimateViewTest : public QObject {
     QCOMPARE(cellBytes(table, 5, EstimateView::kEstimate), estimate["peak"].toInteger());
     // Model state is exact (docs/planner.md): the parameters agree to the byte.
     QCOMPARE(table->item(0, EstimateView::kError)->text(), QStringLiteral("+0.0 %"));
+    page.resize(1200, 700);
+    page.tabs()->setCurrentWidget(view);
+    page.show();
+    test::savePicture(&page, QStringLiteral("estimate_view.png"));
 
     // Another run: nothing of this one stays.
     page.runAttached(work.filePath("other"));

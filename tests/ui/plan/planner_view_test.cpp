@@ -15,12 +15,12 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
-#include <sys/stat.h>
 
 #include "app/config/config_document.h"
 #include "app/launch/local_launcher.h"
 #include "app/plan/plan_runner.h"
 #include "plan_test_util.h"
+#include "ui_plan_test_util.h"
 #include "ui/config/config_form.h"
 #include "ui/main_window.h"
 #include "ui/plan/plan_table_model.h"
@@ -108,6 +108,9 @@ class PlannerViewTest : public QObject {
       QCOMPARE(qint64(view.chart()->barValue(PlanPart::kGradients, rank)), perRank["gradients"].toInteger());
       QCOMPARE(qint64(view.chart()->barValue(PlanPart::kActivations, rank)), perRank["activations"].toInteger());
     }
+    view.resize(1200, 760);
+    view.deviceMemoryBox()->setValue(0.0013);  // between the rows' peaks: some marked
+    test::savePicture(&view, QStringLiteral("planner_view.png"));
   }
 
   void deviceMemoryMarksRowsOverIt() {
@@ -179,17 +182,15 @@ class PlannerViewTest : public QObject {
     QVERIFY(!view.errorLabel()->isVisible());
   }
 
-  // A FIFO nobody writes keeps the real engine blocked: Cancel is what ends it.
+  // The engine blocked on a FIFO: Cancel is what ends it.
   void cancelKillsTheChildAndGoesBackToIdle() {
     QTemporaryDir dir;
-    const QString fifo = dir.filePath("config.yaml");
-    QCOMPARE(mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+    const app::PlanRequest blocked = app::test::blockedRequest(dir);
+    QVERIFY(!blocked.configFile.isEmpty());
     PlannerView view(app::test::testEngine());
     view.show();
     QSignalSpy started(view.runner(), &PlanRunner::processStarted);
     QSignalSpy cancelled(view.runner(), &PlanRunner::cancelled);
-    app::PlanRequest blocked;
-    blocked.configFile = fifo;
     view.runner()->plan(blocked);
     QVERIFY(started.wait(kWaitMs));
     const qint64 pid = started[0][0].toLongLong();
