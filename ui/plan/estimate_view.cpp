@@ -66,7 +66,7 @@ void EstimateView::planRun(const QString& runDir, int world, int nodes) {
   request.nodes = nodes;
   request.runChoice = true;
   request.reference = false;
-  status_->setText(tr("Planning %1 ranks on %2 node(s)\u2026").arg(world).arg(nodes));
+  status_->setText(tr("Planning world %1 on %2 node(s)\u2026").arg(world).arg(nodes));
   runner_->plan(request);
   refreshTable();
 }
@@ -77,7 +77,7 @@ void EstimateView::showPlan(const app::Plan& plan) {
     return;
   }
   estimate_ = plan.estimates.front();
-  status_->setText(tr("Planned: %1 %2, %3 ranks on %4 node(s), shard group of %5")
+  status_->setText(tr("Planned: %1 %2, world %3 on %4 node(s), shard group of %5")
                        .arg(estimate_->engine, estimate_->label())
                        .arg(plan.world)
                        .arg(plan.nodes)
