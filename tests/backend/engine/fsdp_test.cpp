@@ -22,11 +22,13 @@
 #include "backend/fsdp_plan/sharding.h"
 #include "backend/model/flamingo.h"
 #include "backend/train/seeding.h"
+#include "tests/backend/engine/checkpoint_compare.h"
 #include "tests/backend/engine/rank_runs.h"
 
 namespace fs::engine {
 namespace {
 
+using test::expectBitwiseEqual;
 using test::expectSameRun;
 using test::RunOutput;
 using Env = std::map<int, std::map<std::string, std::string>>;
@@ -206,29 +208,6 @@ TEST_F(FsdpTest, ANanOnOneRankSkipsTheStepOnEveryRank) {
   EXPECT_EQ(skipped, 1);
   EXPECT_EQ(steps, 10);
   for (const auto& [name, t] : r.state) EXPECT_TRUE(torch::isfinite(t).all().item<bool>()) << name;
-}
-
-void expectBitwiseEqual(const CheckpointContents& a, const CheckpointContents& b, const std::string& what) {
-  ASSERT_EQ(a.modelState.size(), b.modelState.size()) << what;
-  for (size_t i = 0; i < a.modelState.size(); ++i) {
-    EXPECT_EQ(a.modelState[i].first, b.modelState[i].first) << what;
-    EXPECT_TRUE(torch::equal(a.modelState[i].second, b.modelState[i].second)) << what << " " << a.modelState[i].first;
-  }
-  ASSERT_EQ(a.optimizer.state.size(), b.optimizer.state.size()) << what;
-  for (size_t i = 0; i < a.optimizer.state.size(); ++i) {
-    const auto& x = a.optimizer.state[i];
-    const auto& y = b.optimizer.state[i];
-    EXPECT_EQ(x.index, y.index) << what;
-    EXPECT_TRUE(torch::equal(x.step, y.step)) << what << " step of " << x.name;
-    EXPECT_TRUE(torch::equal(x.expAvg, y.expAvg)) << what << " exp_avg of " << x.name;
-    EXPECT_TRUE(torch::equal(x.expAvgSq, y.expAvgSq)) << what << " exp_avg_sq of " << x.name;
-  }
-  ASSERT_EQ(a.optimizer.paramGroups.size(), b.optimizer.paramGroups.size()) << what;
-  for (size_t g = 0; g < a.optimizer.paramGroups.size(); ++g) {
-    EXPECT_EQ(a.optimizer.paramGroups[g].params, b.optimizer.paramGroups[g].params) << what;
-    EXPECT_EQ(a.optimizer.paramGroups[g].lr, b.optimizer.paramGroups[g].lr) << what;
-    EXPECT_EQ(a.optimizer.paramGroups[g].initialLr, b.optimizer.paramGroups[g].initialLr) << what;
-  }
 }
 
 TEST_F(FsdpTest, OneRankWritesTheSingleProcessCheckpointBitForBit) {
