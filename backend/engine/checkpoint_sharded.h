@@ -19,13 +19,17 @@
 // global rank s writes rank-<s>.pt. Flat keys are the optimizer's shard
 // names, "<unit path>#<flat index>".
 //
-// Writing: rank 0 clears the directory (an older index must not vouch for
-// new rank files), every rank meets at a collective, the writers write
-// their files atomically (temp name, fsync, rename), a second collective
-// sums the failures, and only when none failed does rank 0 write index.json
-// atomically. So a directory without index.json, or whose index names a
-// rank file that is missing, is incomplete: the newest-checkpoint scan skips
-// it by name (checkpoint_io.h).
+// Writing: rank 0 makes an empty ".<name>.partial" directory (the scan
+// ignores names starting with '.'), every rank meets at a collective, the
+// writers write their files into it atomically (temp name, fsync, rename),
+// a second collective sums the failures, and only when none failed does
+// rank 0 write index.json and move the directory to its name (an older one
+// of that name, say the one this run resumed from, is moved aside and
+// removed only then). Every rank file must reach rank 0's run directory: a
+// shared filesystem when the shard group spans nodes (under hybrid_shard
+// only the first node writes). A directory without index.json, or whose
+// index names a rank file that is missing, is incomplete: the
+// newest-checkpoint scan skips it by name (checkpoint_io.h).
 //
 // Reading turns a directory back into the CheckpointContents of the full
 // file a single process writes (parameters unpadded and reassembled from

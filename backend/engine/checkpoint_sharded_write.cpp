@@ -130,6 +130,21 @@ Status writeRankFile(const std::filesystem::path& path, const ShardedCheckpointS
   return protocol::atomicWriteFile(path, std::string_view(bytes.data(), bytes.size()));
 }
 
+// Moves the complete directory `from` to `to`, replacing what is there (a
+// directory cannot be renamed over a non-empty one: the old one is moved
+// aside under a name the scan ignores first, and removed last).
+Status replaceDirectory(const std::filesystem::path& from, const std::filesystem::path& to) {
+  std::error_code ec;
+  const auto old = to.parent_path() / ("." + to.filename().string() + ".old");
+  std::filesystem::remove_all(old, ec);
+  if (std::filesystem::exists(to, ec)) std::filesystem::rename(to, old, ec);
+  if (!ec) std::filesystem::rename(from, to, ec);
+  if (ec) return Status::ioError(to.string() + ": cannot put the new checkpoint in place: " + ec.message());
+  if (Status s = protocol::fsyncDir(to.parent_path()); !s) return s;
+  std::filesystem::remove_all(old, ec);
+  return Status::ok();
+}
+
 // Failures summed over every rank; every rank learns the same total.
 int64_t agreeOnFailures(dist::Communicator& world, bool failed, const std::string& what) {
   torch::Tensor n = torch::tensor({failed ? 1.0 : 0.0}, torch::kFloat64);
@@ -142,23 +157,26 @@ int64_t agreeOnFailures(dist::Communicator& world, bool failed, const std::strin
 Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedCheckpointSave& s,
                               dist::Communicator& world) {
   const int rank = world.rank();
+  // Written under a temporary name the scan ignores, then put in place: a checkpoint of the same name
+  // (the one this run resumed from, say) stays whole until the new one is.
+  const auto parent = dir.parent_path();
+  const auto partial = parent / ("." + dir.filename().string() + ".partial");
   Status prepared = Status::ok();
   if (rank == 0) {
-    // A checkpoint of the same name from an earlier attempt: its index must not vouch for the new files.
     std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-    std::filesystem::create_directories(dir, ec);
-    if (ec) prepared = Status::ioError(dir.string() + ": cannot create the checkpoint directory: " + ec.message());
-    if (prepared) prepared = protocol::fsyncDir(dir.parent_path());
+    std::filesystem::remove_all(partial, ec);
+    std::filesystem::create_directories(partial, ec);
+    if (ec) prepared = Status::ioError(partial.string() + ": cannot create the checkpoint directory: " + ec.message());
+    if (prepared) prepared = protocol::fsyncDir(parent);
   }
   if (agreeOnFailures(world, !prepared, "sharded checkpoint: directory") > 0) {
-    return rank == 0 ? prepared : Status::ioError(dir.string() + ": rank 0 could not prepare the directory");
+    return rank == 0 ? prepared : Status::ioError(partial.string() + ": rank 0 could not prepare the directory");
   }
   const auto state = stateByFlat(s);
   // The shard group of global rank 0 writes; its ranks are 0 .. group size - 1 (NOTE [Sharded checkpoints]).
   const bool writer = rank < s.model->shardGroup().size();
   Status written = Status::ok();
-  if (writer) written = writeRankFile(dir / shardedRankFileName(rank), s, rank, state);
+  if (writer) written = writeRankFile(partial / shardedRankFileName(rank), s, rank, state);
   const int64_t failed = agreeOnFailures(world, !written, "sharded checkpoint: rank files");
   if (!written) return written;
   if (failed > 0) {
@@ -168,7 +186,8 @@ Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedChe
   std::set<std::string> withState;
   for (const auto& [key, e] : state) withState.insert(key);
   const std::string index = encodeShardedIndex(buildIndex(s, world.size(), withState));
-  return protocol::atomicWriteFile(dir / kShardedIndexFile, index);
+  if (Status st = protocol::atomicWriteFile(partial / kShardedIndexFile, index); !st) return st;
+  return replaceDirectory(partial, dir);
 }
 
 }  // namespace fs::engine

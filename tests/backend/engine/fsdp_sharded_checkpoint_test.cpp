@@ -9,15 +9,18 @@
 //  - resuming from it on 3 FSDP ranks and on one process gives the losses
 //    resuming from the full checkpoint gives;
 //  - hybrid_shard on 2 nodes x 2: only the first node writes, and a restart
-//    from the sharded checkpoint is bitwise the uninterrupted run;
+//    from the sharded checkpoint is bitwise the uninterrupted run; no_shard
+//    writes rank 0's file alone;
 //  - a directory without index.json or with a rank file missing is skipped
-//    by the start-up scan and named; an unknown index version is refused.
+//    by the start-up scan and named; an index that disagrees with a rank
+//    file, or of an unknown version, is refused by name.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 
 #include "backend/engine/checkpoint_sharded_index.h"
 #include "tests/backend/engine/checkpoint_compare.h"
@@ -105,6 +108,9 @@ TEST_F(FsdpShardedCheckpointTest, RankFilesHoldTheirShardsAndTorchLoadReadsThem)
   const auto dir = r.dir / "checkpoint_step4.pt";
   ASSERT_TRUE(std::filesystem::is_directory(dir));
   for (const char* f : {"index.json", "rank-0.pt", "rank-1.pt"}) EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+  for (const auto& e : std::filesystem::directory_iterator(r.dir)) {
+    EXPECT_NE(e.path().filename().string().rfind(".checkpoint", 0), 0u) << "left behind: " << e.path();
+  }
   const auto full = consolidate(dir, "consolidated.pt");
   const auto j = nlohmann::json::parse(commandOutput(std::string(FS_PYTHON) + " " + FS_SOURCE_DIR +
                                                      "/tests/backend/engine/check_sharded_checkpoint.py '" +
@@ -177,6 +183,19 @@ TEST_F(FsdpShardedCheckpointTest, HybridSaveAndRestartIsBitwiseTheUninterruptedR
   test::expectBitwiseEqual(*a, *b, "restarted vs uninterrupted");
 }
 
+TEST_F(FsdpShardedCheckpointTest, NoShardWritesOneFileThatReadsAsTheFullCheckpoint) {
+  const RunOutput full = run("full", 2, config(2, "full", {"parallel.sharding_strategy=no_shard"}));
+  const RunOutput sharded = run("sharded", 2, config(2, "sharded", {"parallel.sharding_strategy=no_shard"}));
+  const auto dir = sharded.dir / "checkpoint_step4.pt";
+  // Every rank holds everything: rank 0 alone writes.
+  EXPECT_TRUE(std::filesystem::exists(dir / "rank-0.pt"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "rank-1.pt"));
+  auto a = readCheckpoint(full.dir / "checkpoint_step4.pt");
+  auto b = readCheckpoint(dir);
+  ASSERT_TRUE(a.isOk() && b.isOk()) << a.status().message() << b.status().message();
+  test::expectBitwiseEqual(*a, *b, "no_shard sharded vs full");
+}
+
 TEST_F(FsdpShardedCheckpointTest, AnIncompleteCheckpointIsSkippedByName) {
   const RunOutput r = run("sharded", 2, config(2, "sharded"));
   ASSERT_EQ(r.losses.size(), 4u);
@@ -199,13 +218,28 @@ TEST_F(FsdpShardedCheckpointTest, AnIncompleteCheckpointIsSkippedByName) {
   auto lost = readCheckpoint(dir / "checkpoint_step4.pt");
   ASSERT_FALSE(lost.isOk());
   EXPECT_NE(lost.status().message().find("rank-1.pt"), std::string::npos) << lost.status().message();
-  // A newer index version is refused by number.
+  // An index whose layout disagrees with a rank file: refused, naming the file and the flat parameter.
   const auto indexPath = dir / "checkpoint_step2.pt" / "index.json";
-  std::ifstream in(indexPath);
-  auto j = nlohmann::json::parse(in);
-  in.close();
-  j["version"] = 99;
-  std::ofstream(indexPath) << j.dump();
+  auto editIndex = [&](const std::function<void(nlohmann::json&)>& edit) {
+    std::ifstream in(indexPath);
+    auto j = nlohmann::json::parse(in);
+    in.close();
+    edit(j);
+    std::ofstream(indexPath) << j.dump();
+  };
+  std::string flat;
+  editIndex([&](nlohmann::json& j) {
+    auto& f = j["units"][0]["flats"][0];
+    flat = f["key"].get<std::string>();
+    f["shard_numel"] = f["shard_numel"].get<int64_t>() + 1;  // still adds up: two more elements of padding
+    f["padding"] = f["padding"].get<int64_t>() + 2;
+  });
+  auto resized = readCheckpoint(dir / "checkpoint_step2.pt");
+  ASSERT_FALSE(resized.isOk());
+  EXPECT_NE(resized.status().message().find("rank-0.pt: shard of " + flat + " has"), std::string::npos)
+      << resized.status().message();
+  // A newer index version is refused by number.
+  editIndex([](nlohmann::json& j) { j["version"] = 99; });
   auto newer = readCheckpoint(dir / "checkpoint_step2.pt");
   ASSERT_FALSE(newer.isOk());
   EXPECT_NE(newer.status().message().find("index version 99 is unknown"), std::string::npos)
@@ -222,6 +256,7 @@ TEST_F(FsdpShardedCheckpointTest, AnIncompleteCheckpointIsSkippedByName) {
     }
   }
   EXPECT_TRUE(warned);
+  EXPECT_FALSE(fresh.state.empty()) << "its own checkpoint_0.pt replaced the incomplete one";
 }
 
 }  // namespace
