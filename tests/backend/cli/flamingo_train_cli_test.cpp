@@ -65,7 +65,7 @@ TEST_F(Cli, HelpAndUsageCodes) {
   std::vector<std::string> commands = {"validate", "show-defaults", "import-cmdline", "export-cmdline", "version",
                                       "launch"};
 #ifdef FS_TEST_ENGINE
-  commands.insert(commands.end(), {"train", "demo"});
+  commands.insert(commands.end(), {"train", "demo", "checkpoint"});
 #endif
   for (const auto& cmd : commands) {
     Result r = run(cmd + " --help");
@@ -74,6 +74,22 @@ TEST_F(Cli, HelpAndUsageCodes) {
   }
   EXPECT_EQ(run("validate --bogus").code, 2);
 }
+
+#ifdef FS_TEST_ENGINE
+// The happy path runs on real sharded checkpoints in tests/backend/engine/fsdp_sharded_checkpoint_test.cpp.
+TEST_F(Cli, ConsolidateNamesWhatIsWrong) {
+  EXPECT_EQ(run("checkpoint consolidate only-one-arg").code, 2);
+  EXPECT_EQ(run("checkpoint consolidat a b").code, 2);
+  Result file = run("checkpoint consolidate '" + write("full.pt", "x") + "' out.pt");
+  EXPECT_EQ(file.code, 1);
+  EXPECT_NE(file.err.find("full.pt: not a directory"), std::string::npos) << file.err;
+  std::filesystem::create_directories(dir_ / "checkpoint_step5.pt");
+  Result incomplete = run("checkpoint consolidate checkpoint_step5.pt out.pt");
+  EXPECT_EQ(incomplete.code, 1);
+  EXPECT_NE(incomplete.err.find("checkpoint_step5.pt/index.json: missing"), std::string::npos) << incomplete.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out.pt"));
+}
+#endif
 
 TEST_F(Cli, ValidateTinyPrintsFigures) {
   Result r = run("validate '" + preset("tiny") + "'");

@@ -151,7 +151,10 @@ TEST_F(FsdpShardedCheckpointTest, ConsolidatedIsTheFullCheckpointAndResumesAlike
   auto single = config(1, "full");
   single.parallel.mode = "ddp";
   const RunOutput fromFull1 = resumed("full_on_1", 1, single, full);
-  const RunOutput fromSharded1 = resumed("sharded_on_1", 1, single, sharded);
+  // Named by checkpoint.resume_from this time, not found by the scan.
+  single.checkpoint.resume_from = (sharded.dir / "checkpoint_step2.pt").string();
+  const RunOutput fromSharded1 = run("sharded_on_1", 1, single);
+  ASSERT_EQ(fromSharded1.losses.size(), 2u);
   expectSameLosses(fromFull1, fromSharded1, "resumed in one process");
   for (size_t i = 0; i < fromSharded1.losses.size(); ++i) {
     for (const auto& [dataset, l] : full.losses[2 + i]) {
