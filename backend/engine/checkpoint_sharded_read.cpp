@@ -135,16 +135,14 @@ struct FlatReader {
   }
 };
 
-StatusOr<torch::Tensor> momentDtypeTensor(const RankFile& r, const std::string& key, const char* moment) {
+// One tensor of a flat's optimizer entry in `r`; a missing one is named.
+StatusOr<const tf::TensorRef*> optimizerTensor(const RankFile& r, const std::string& key, const char* moment) {
   auto it = r.optimizer.find(key);
   const tf::PyValue* v = it == r.optimizer.end() ? nullptr : it->second->find(moment);
   if (!v || !v->isTensor()) {
     return Status::corruption(r.file.path() + ": optimizer " + moment + " of " + key + " is missing");
   }
-  auto view = r.file.view(*v->tensor);
-  if (!view) return Status::corruption(r.file.path() + ": optimizer " + moment + " of " + key + ": " +
-                                       view.status().message());
-  return toTorch(view.value());
+  return v->tensor.get();
 }
 
 }  // namespace
@@ -177,12 +175,17 @@ StatusOr<CheckpointContents> readShardedCheckpoint(const std::filesystem::path& 
         params[m.name] = t.set_requires_grad(f.trainable);
       }
       if (!f.optimizerState) continue;
-      // The members of a flat step together: one step count, and the moments' dtype is the optimizer's.
-      auto step = momentDtypeTensor(files.front(), f.key, "step");
+      // The members of a flat step together: one step count; the moments' dtype is the optimizer's.
+      auto stepRef = optimizerTensor(files.front(), f.key, "step");
+      if (!stepRef) return stepRef.status();
+      auto step = tensorFromFile(files.front().file, *stepRef.value(), "optimizer step of " + f.key);
       if (!step) return step.status();
-      auto first = momentDtypeTensor(files.front(), f.key, "exp_avg");
-      if (!first) return first.status();
-      const auto momentType = first->scalar_type();
+      auto avgRef = optimizerTensor(files.front(), f.key, "exp_avg");
+      if (!avgRef) return avgRef.status();
+      auto type = torchDtype(avgRef.value()->dtype);
+      if (!type) return Status::corruption(files.front().file.path() + ": exp_avg of " + f.key + ": " +
+                                           type.status().message());
+      const auto momentType = type.value();
       auto m = reader.spans("exp_avg", momentType);
       if (!m) return m.status();
       auto v = reader.spans("exp_avg_sq", momentType);
