@@ -377,7 +377,7 @@ bool readRankMemory(od::value v, protocol::RankMemory* m) {
     const std::string_view key = keyOf(field);
     static constexpr std::string_view kNames[] = {"rank",         "rss_bytes",  "peak_bytes", "params",
                                                   "grads",        "optimizer",  "gathered",   "activations",
-                                                  "device_bytes", "device_peak"};
+                                                  "device_bytes", "device_peak", "gathered_units"};
     std::size_t i = 0;
     while (i < std::size(kNames) && kNames[i] != key) ++i;
     if (i == std::size(kNames)) {
@@ -413,6 +413,13 @@ bool readRankMemory(od::value v, protocol::RankMemory* m) {
       case 7:
         ok = readInt64(value, &m->activations);
         break;
+      case 10: {  // optional: null means absent
+        if (isNull(value)) break;
+        int x = 0;
+        ok = readInt(value, &x);
+        m->gathered_units = x;
+        break;
+      }
       default: {  // optional: null means absent
         if (isNull(value)) break;
         std::int64_t x = 0;

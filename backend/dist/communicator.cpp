@@ -46,6 +46,15 @@ class SoloCommunicator final : public Communicator {
     TORCH_CHECK(out.numel() == in.numel(), "all_gather: output has ", out.numel(), " elements, expected ", in.numel());
     if (!out.is_same(in)) out.view({-1}).copy_(in.reshape({-1}));
   }
+  std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in, std::string what) override {
+    allGather(out, in, what);
+    return std::make_unique<Done>();
+  }
+  std::unique_ptr<PendingCollective> reduceScatterAsync(at::Tensor out, at::Tensor in, ReduceOp op,
+                                                        std::string what) override {
+    reduceScatter(out, in, op, what);
+    return std::make_unique<Done>();
+  }
   void reduceScatter(at::Tensor& out, const at::Tensor& in, ReduceOp, std::string_view what) override {
     CollectiveScope s(tracker_, std::string(what));
     TORCH_CHECK(out.numel() == in.numel(), "reduce_scatter: input has ", in.numel(), " elements, expected ",

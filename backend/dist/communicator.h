@@ -39,11 +39,15 @@ class CollectiveError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A collective in flight (allReduceAsync).
+// A collective in flight (the *Async calls). Its tensors must stay alive and
+// untouched by the caller until wait() returns; dropping it unwaited blocks
+// until the collective is done (a peer that never joins then fails it at the
+// group's timeout).
 class PendingCollective {
  public:
   virtual ~PendingCollective() = default;
-  // Blocks until the collective is done. Throws CollectiveError.
+  // Blocks until the collective is done; a second call returns at once.
+  // Throws CollectiveError.
   virtual void wait() = 0;
 };
 
@@ -64,9 +68,15 @@ class Communicator {
   // out = the concatenation of every rank's `in`, in rank order.
   // REQUIRES: out.numel() == size() * in.numel(), same dtype.
   virtual void allGather(at::Tensor& out, const at::Tensor& in, std::string_view what) = 0;
+  // allGather, filled when wait() returns (FSDP's prefetch).
+  virtual std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in, std::string what) = 0;
   // out = chunk rank() of the element-wise reduction of every rank's `in`.
   // REQUIRES: in.numel() == size() * out.numel(), same dtype.
   virtual void reduceScatter(at::Tensor& out, const at::Tensor& in, ReduceOp op, std::string_view what) = 0;
+  // reduceScatter, done when wait() returns (the local reduction of the
+  // Gloo emulation runs inside wait(), on the caller's thread).
+  virtual std::unique_ptr<PendingCollective> reduceScatterAsync(at::Tensor out, at::Tensor in, ReduceOp op,
+                                                                std::string what) = 0;
   virtual void barrier(std::string_view what) = 0;
 
   // Sub-groups. Every rank of this group calls it with the same partition

@@ -8,6 +8,8 @@
 #endif
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 
 namespace fs::dist {
 namespace {
@@ -30,6 +32,53 @@ c10d::ReduceOp toC10d(ReduceOp op) {
 void checkFlat(const at::Tensor& t, const char* op) {
   TORCH_CHECK(t.is_contiguous(), op, ": the tensor must be contiguous");
 }
+
+// allGather's arguments as Gloo's list all-gather takes them: views of the flat output.
+struct GatherArgs {
+  std::vector<std::vector<at::Tensor>> outputs{1};
+  std::vector<at::Tensor> inputs;
+  GatherArgs(const at::Tensor& out, const at::Tensor& in, int size) {
+    checkFlat(out, "all_gather");
+    TORCH_CHECK(out.numel() == size * in.numel(), "all_gather: output has ", out.numel(), " elements, expected ", size,
+                " x ", in.numel());
+    TORCH_CHECK(out.scalar_type() == in.scalar_type(), "all_gather: input and output dtypes differ");
+    const int64_t n = in.numel();
+    const at::Tensor flat = out.view({-1});
+    for (int r = 0; r < size; ++r) outputs[0].push_back(flat.narrow(0, r * n, n));
+    inputs.push_back(in.contiguous().view({-1}));
+  }
+};
+
+// reduceScatter as an all-to-all of the input chunks, then a local reduction
+// in rank order (NOTE [Collectives on Debian's LibTorch 1.13] in communicator.h).
+struct ScatterArgs {
+  at::Tensor out, send, recv;
+  ReduceOp op;
+  int size;
+  std::vector<int64_t> counts;  // empty: equal splits
+  ScatterArgs(const at::Tensor& o, const at::Tensor& in, ReduceOp reduce, int groupSize)
+      : out(o), op(reduce), size(groupSize) {
+    checkFlat(out, "reduce_scatter");
+    TORCH_CHECK(in.numel() == size * out.numel(), "reduce_scatter: input has ", in.numel(), " elements, expected ",
+                size, " x ", out.numel());
+    TORCH_CHECK(out.scalar_type() == in.scalar_type(), "reduce_scatter: input and output dtypes differ");
+    send = in.contiguous().view({-1});
+    recv = at::empty_like(send);
+  }
+  void reduceLocally() {
+    const int64_t n = out.numel();
+    at::Tensor acc = out.view({-1});
+    acc.copy_(recv.narrow(0, 0, n));
+    for (int r = 1; r < size; ++r) {
+      const at::Tensor part = recv.narrow(0, r * n, n);
+      switch (op) {
+        case ReduceOp::kSum: acc.add_(part); break;
+        case ReduceOp::kMax: at::maximum_out(acc, acc, part); break;
+        case ReduceOp::kMin: at::minimum_out(acc, acc, part); break;
+      }
+    }
+  }
+};
 
 // PG is ProcessGroupGloo or ProcessGroupNCCL: a ProcessGroup in LibTorch
 // 1.13, a Backend in 2.x; the collective methods are the same in both.
@@ -58,19 +107,12 @@ class PgCommunicator final : public Communicator,
 
   std::unique_ptr<PendingCollective> allReduceAsync(at::Tensor t, ReduceOp op, std::string what) override {
     checkFlat(t, "all_reduce");
-    const int64_t seq = tracker_.enter("all_reduce " + what);
-    c10::intrusive_ptr<c10d::Work> work;
-    try {
+    return start("all_reduce", std::move(what), [&] {
       std::vector<at::Tensor> ts{t};
       c10d::AllreduceOptions o;
       o.reduceOp = toC10d(op);
-      work = pg_->allreduce(ts, o);
-    } catch (const std::exception& e) {
-      tracker_.leave();
-      fail("all_reduce", what, seq, firstPart(e.what()));
-    }
-    tracker_.leave();
-    return std::make_unique<Pending>(this->shared_from_this(), std::move(work), std::move(what), seq);
+      return pg_->allreduce(ts, o);
+    });
   }
 
   void broadcast(at::Tensor& t, int root, std::string_view what) override {
@@ -85,39 +127,27 @@ class PgCommunicator final : public Communicator,
   }
 
   void allGather(at::Tensor& out, const at::Tensor& in, std::string_view what) override {
-    checkFlat(out, "all_gather");
-    TORCH_CHECK(out.numel() == size_ * in.numel(), "all_gather: output has ", out.numel(), " elements, expected ",
-                size_, " x ", in.numel());
-    TORCH_CHECK(out.scalar_type() == in.scalar_type(), "all_gather: input and output dtypes differ");
-    const int64_t n = in.numel();
-    at::Tensor flat = out.view({-1});
-    std::vector<std::vector<at::Tensor>> outputs(1);
-    for (int r = 0; r < size_; ++r) outputs[0].push_back(flat.narrow(0, r * n, n));
-    std::vector<at::Tensor> inputs{in.contiguous().view({-1})};
-    run("all_gather", what, [&] { return pg_->allgather(outputs, inputs); });
+    GatherArgs g(out, in, size_);
+    run("all_gather", what, [&] { return pg_->allgather(g.outputs, g.inputs); });
+  }
+
+  std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in, std::string what) override {
+    GatherArgs g(out, in, size_);
+    return start("all_gather", std::move(what), [&] { return pg_->allgather(g.outputs, g.inputs); });
   }
 
   void reduceScatter(at::Tensor& out, const at::Tensor& in, ReduceOp op, std::string_view what) override {
-    checkFlat(out, "reduce_scatter");
-    TORCH_CHECK(in.numel() == size_ * out.numel(), "reduce_scatter: input has ", in.numel(), " elements, expected ",
-                size_, " x ", out.numel());
-    TORCH_CHECK(out.scalar_type() == in.scalar_type(), "reduce_scatter: input and output dtypes differ");
-    // NOTE [Collectives on Debian's LibTorch 1.13] in communicator.h.
-    at::Tensor send = in.contiguous().view({-1});
-    at::Tensor recv = at::empty_like(send);
-    std::vector<int64_t> counts;  // empty: equal splits
-    run("reduce_scatter", what, [&] { return pg_->alltoall_base(recv, send, counts, counts); });
-    const int64_t n = out.numel();
-    at::Tensor acc = out.view({-1});
-    acc.copy_(recv.narrow(0, 0, n));
-    for (int r = 1; r < size_; ++r) {
-      const at::Tensor part = recv.narrow(0, r * n, n);
-      switch (op) {
-        case ReduceOp::kSum: acc.add_(part); break;
-        case ReduceOp::kMax: at::maximum_out(acc, acc, part); break;
-        case ReduceOp::kMin: at::minimum_out(acc, acc, part); break;
-      }
-    }
+    ScatterArgs a(out, in, op, size_);
+    run("reduce_scatter", what, [&] { return pg_->alltoall_base(a.recv, a.send, a.counts, a.counts); });
+    a.reduceLocally();
+  }
+
+  std::unique_ptr<PendingCollective> reduceScatterAsync(at::Tensor out, at::Tensor in, ReduceOp op,
+                                                        std::string what) override {
+    auto a = std::make_shared<ScatterArgs>(out, in, op, size_);
+    return start(
+        "reduce_scatter", std::move(what), [&] { return pg_->alltoall_base(a->recv, a->send, a->counts, a->counts); },
+        [a] { a->reduceLocally(); });
   }
 
   void barrier(std::string_view what) override {
@@ -140,26 +170,55 @@ class PgCommunicator final : public Communicator,
  private:
   class Pending final : public PendingCollective {
    public:
-    Pending(std::shared_ptr<PgCommunicator> owner, c10::intrusive_ptr<c10d::Work> work, std::string what, int64_t seq)
-        : owner_(std::move(owner)), work_(std::move(work)), what_(std::move(what)), seq_(seq) {}
+    Pending(std::shared_ptr<PgCommunicator> owner, c10::intrusive_ptr<c10d::Work> work, const char* op,
+            std::string what, int64_t seq, std::function<void()> finish)
+        : owner_(std::move(owner)), work_(std::move(work)), op_(op), what_(std::move(what)), seq_(seq),
+          finish_(std::move(finish)) {}
+    ~Pending() override {
+      if (!work_) return;
+      try {  // the collective writes into tensors the caller may free next: let it end first
+        work_->wait();
+      } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the caller never asked for the result
+      }
+    }
     void wait() override {
       if (!work_) return;
-      CollectiveScope scope(owner_->tracker_, "wait all_reduce " + what_);
+      CollectiveScope scope(owner_->tracker_, std::string("wait ") + op_ + " " + what_);
       try {
         work_->wait();
       } catch (const std::exception& e) {
         work_.reset();
-        owner_->fail("all_reduce", what_, seq_, firstPart(e.what()));
+        owner_->fail(op_, what_, seq_, firstPart(e.what()));
       }
       work_.reset();
+      if (finish_) finish_();
     }
 
    private:
     std::shared_ptr<PgCommunicator> owner_;
     c10::intrusive_ptr<c10d::Work> work_;
+    const char* op_;
     std::string what_;
     int64_t seq_;
+    std::function<void()> finish_;
   };
+
+  // Issues a collective; `finish` runs after it completes, inside wait().
+  template <class F>
+  std::unique_ptr<PendingCollective> start(const char* op, std::string what, F&& issue,
+                                           std::function<void()> finish = {}) {
+    const int64_t seq = tracker_.enter(std::string(op) + (what.empty() ? "" : " ") + what);
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+      work = issue();
+    } catch (const std::exception& e) {
+      tracker_.leave();
+      fail(op, what, seq, firstPart(e.what()));
+    }
+    tracker_.leave();
+    return std::make_unique<Pending>(this->shared_from_this(), std::move(work), op, std::move(what), seq,
+                                     std::move(finish));
+  }
 
   template <class F>
   void run(const char* op, std::string_view what, F&& issue) {

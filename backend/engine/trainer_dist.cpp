@@ -158,7 +158,8 @@ std::vector<double> Trainer::rankFigures(const StepResult& r, double stepTime, d
                            static_cast<double>(snap.grads),
                            static_cast<double>(snap.optimizer),
                            static_cast<double>(snap.gathered),
-                           static_cast<double>(snap.activations)};
+                           static_cast<double>(snap.activations),
+                           snap.gathered_units ? static_cast<double>(*snap.gathered_units) : -1.0};
   mine.insert(mine.end(), std::begin(fields), std::end(fields));
   return mine;
 }
@@ -206,6 +207,7 @@ void Trainer::completeRankReport(const std::vector<double>& all) {
       rm.optimizer = static_cast<int64_t>(field(q, D + 7));
       rm.gathered = static_cast<int64_t>(field(q, D + 8));
       rm.activations = static_cast<int64_t>(field(q, D + 9));
+      if (field(q, D + 10) >= 0) rm.gathered_units = static_cast<int>(field(q, D + 10));
       m.ranks.push_back(rm);
     }
     emit(std::move(m));

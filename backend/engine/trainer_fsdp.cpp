@@ -77,6 +77,7 @@ protocol::RankMemory Trainer::rankMemory() const {
   if (sharded_) {
     m.params = sharded_->shardBytes();
     m.gathered = sharded_->peakGatheredBytes();
+    m.gathered_units = sharded_->peakUnitsGathered();
     sharded_->resetPeak();
   }
   return m;

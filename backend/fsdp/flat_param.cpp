@@ -61,13 +61,30 @@ void FlatParameter::allocateFull() {
 }
 
 void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
+  if (pendingGather_) {
+    auto pending = std::move(pendingGather_);
+    pending->wait();
+    return;
+  }
   if (gathered_) return;
   allocateFull();
   gathered_ = true;
   comm.allGather(full_, shard_.detach(), what);
 }
 
+void FlatParameter::beginGather(dist::Communicator& comm, const std::string& what) {
+  if (gathered_) return;
+  allocateFull();
+  gathered_ = true;
+  // full_ is a view of the storage the members share; the collective writes into it from Gloo's thread.
+  pendingGather_ = comm.allGatherAsync(full_, shard_.detach(), what);
+}
+
 void FlatParameter::free() {
+  if (pendingGather_) {  // never take memory away under a collective still writing into it
+    auto pending = std::move(pendingGather_);
+    pending->wait();
+  }
   if (!gathered_ || shardSize_ == 1) return;  // a group of one: the members view the shard itself
   c10::StorageImpl* s = full_.storage().unsafeGetStorageImpl();
   s->set_data_ptr_noswap(at::DataPtr(nullptr, full_.device()));

@@ -27,6 +27,7 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,12 +72,19 @@ class FlatParameter {
   torch::Tensor& shard() { return shard_; }
   const torch::Tensor& shard() const { return shard_; }
 
+  // Gathered or being gathered (its full buffer has memory).
   bool gathered() const { return gathered_; }
   // Gives the full buffer memory and fills it from every rank's shard; the
-  // members then hold the unsharded values. No-op when gathered.
+  // members then hold the unsharded values. Waits for a gather begun by
+  // beginGather(); otherwise a no-op when gathered.
   void gather(dist::Communicator& comm, const std::string& what);
-  // Releases the full buffer's memory; the members keep their shapes but no
-  // data until the next gather(). No-op when freed.
+  // Gives the full buffer memory and starts filling it (a prefetch): the
+  // members must not be read before gather() returns. No-op when gathered.
+  void beginGather(dist::Communicator& comm, const std::string& what);
+  bool gathering() const { return pendingGather_ != nullptr; }
+  // Releases the full buffer's memory (after waiting for a gather in
+  // flight); the members keep their shapes but no data until the next
+  // gather(). No-op when freed.
   void free();
   // Bytes the full buffer holds now (0 when freed).
   int64_t gatheredBytes() const;
@@ -101,6 +109,7 @@ class FlatParameter {
   bool gathered_ = true;
   torch::Tensor full_;   // (paddedNumel): the storage the members view
   torch::Tensor shard_;  // (shardNumel)
+  std::unique_ptr<dist::PendingCollective> pendingGather_;
 };
 
 }  // namespace fs::fsdp

@@ -27,6 +27,11 @@ protocol::StatusOr<std::shared_ptr<ShardedModel>> parallelizeFlamingo(model::Fla
     return Status::invalidArgument(e.what_without_backtrace());
   }
   sharding.ranksPerNode = std::max(1, options.ranksPerNode);
+  sharding.forwardPrefetch = config.parallel.forward_prefetch;
+  using Prefetch = ShardingOptions::BackwardPrefetch;
+  const auto& bp = config.parallel.backward_prefetch;
+  sharding.backwardPrefetch = bp == "pre" ? Prefetch::kPre : bp == "post" ? Prefetch::kPost : Prefetch::kNone;
+  sharding.limitAllGathers = static_cast<int>(config.parallel.limit_all_gathers);
   sharding.trainableGroup = [](const std::string& name) { return train::decaysWeight(name) ? 0 : 1; };
 
   std::map<std::string, std::shared_ptr<torch::nn::Module>> modules;

@@ -84,6 +84,24 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
   }
   visits_.assign(units_.size(), 0);
   reduced_.assign(units_.size(), false);
+  endsOnGradients_.assign(units_.size(), false);
+  arrived_.assign(units_.size(), 0);
+  trainableMembers_.assign(units_.size(), 0);
+  for (size_t i = 0; i < units_.size(); ++i) {
+    if (!units_[i].justInTime) continue;
+    for (auto& f : units_[i].flats) {
+      if (!f->trainable()) continue;
+      for (const auto& m : f->members()) {
+        ++trainableMembers_[i];
+        // A leaf's hook runs once per backward, with every contribution to its gradient summed.
+        torch::Tensor param = m.param;
+        param.register_hook([this, i](const at::Tensor& g) {
+          gradientArrived(i);
+          return g;
+        });
+      }
+    }
+  }
 }
 
 std::vector<torch::Tensor> ShardedModel::trainableShards() const {
@@ -122,16 +140,49 @@ double ShardedModel::takeCommSeconds() {
   return s;
 }
 
+std::optional<size_t> ShardedModel::PassOrder::next(size_t unit) {
+  const size_t p = now.size();
+  now.push_back(unit);
+  if (p + 1 < previous.size() && previous[p] == unit) return previous[p + 1];
+  return std::nullopt;
+}
+
+int ShardedModel::unitsGathered() const {
+  int n = 0;
+  for (const auto& u : units_) {
+    if (!u.justInTime) continue;  // the root, and units held with it
+    n += std::any_of(u.flats.begin(), u.flats.end(), [](const auto& f) { return f->gatheredBytes() > 0; }) ? 1 : 0;
+  }
+  return n;
+}
+
+void ShardedModel::noteGathered() {
+  peakGathered_ = std::max(peakGathered_, gatheredBytes());
+  peakUnits_ = std::max(peakUnits_, unitsGathered());
+}
+
 void ShardedModel::gather(Unit& u) {
-  bool grew = false;
-  for (const auto& f : u.flats) grew = grew || !f->gathered();
-  if (!grew) return;
+  const bool needed =
+      std::any_of(u.flats.begin(), u.flats.end(), [](const auto& f) { return !f->gathered() || f->gathering(); });
+  if (!needed) return;
   // Counted as gathered memory, not as the activations of the forward that asked for it.
   telemetry::MemoryPhase phase(telemetry::Phase::kGathered);
   const auto t0 = std::chrono::steady_clock::now();
   for (auto& f : u.flats) f->gather(*shardComm_, "gather " + u.path);
   commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  peakGathered_ = std::max(peakGathered_, gatheredBytes());
+  noteGathered();
+}
+
+void ShardedModel::prefetch(std::optional<size_t> unit) {
+  if (!unit) return;
+  Unit& u = units_[*unit];
+  if (std::all_of(u.flats.begin(), u.flats.end(), [](const auto& f) { return f->gathered(); })) return;
+  if (options_.limitAllGathers > 0 && unitsGathered() >= options_.limitAllGathers) return;
+  telemetry::MemoryPhase phase(telemetry::Phase::kGathered);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto& f : u.flats) f->beginGather(*shardComm_, "prefetch " + u.path);
+  commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  noteGathered();
 }
 
 void ShardedModel::freeAll() {
@@ -145,6 +196,9 @@ void ShardedModel::free(Unit& u) {
 void ShardedModel::beginForward() {
   phase_ = Phase::kForward;
   visits_.assign(units_.size(), 0);
+  endsOnGradients_.assign(units_.size(), false);
+  forwardOrder_.begin();
+  outputEdges_.clear();
   for (auto& u : units_) {
     if (!u.justInTime) gather(u);
   }
@@ -152,6 +206,7 @@ void ShardedModel::beginForward() {
 
 void ShardedModel::finishForward() {
   freeAll();
+  outputEdges_.clear();
   phase_ = Phase::kIdle;
 }
 
@@ -159,6 +214,10 @@ void ShardedModel::beginBackward(double scale) {
   phase_ = Phase::kBackward;
   gradScale_ = scale;
   reduced_.assign(units_.size(), false);
+  backwardOrder_.begin();
+  nextInBackward_.assign(units_.size(), std::nullopt);
+  arrived_.assign(units_.size(), 0);
+  deferredReduce_.clear();
 }
 
 void ShardedModel::reduce(size_t i) {
@@ -174,11 +233,13 @@ void ShardedModel::reduce(size_t i) {
 }
 
 void ShardedModel::finishBackward() {
+  deferredReduce_.clear();  // reduced below
   // Reverse unit order, as backward produces them; every rank the same.
   for (size_t i = units_.size(); i-- > 0;) {
     reduce(i);
     free(units_[i]);
   }
+  outputEdges_.clear();
   phase_ = Phase::kIdle;
 }
 
@@ -259,20 +320,76 @@ std::vector<std::pair<std::string, torch::Tensor>> ShardedModel::fullParameters(
   return out;
 }
 
+namespace {
+
+// Where a tensor's gradient arrives in the graph: two tensors with one edge get one gradient.
+std::optional<std::pair<const void*, uint32_t>> gradientEdge(const at::Tensor& t) {
+  if (!t.defined() || !t.requires_grad() || !t.grad_fn()) return std::nullopt;
+  return std::make_pair(static_cast<const void*>(t.grad_fn().get()), t.output_nr());
+}
+
+}  // namespace
+
+void ShardedModel::beginUnitBackward(size_t i) {
+  reduceDeferred();
+  gather(units_[i]);
+  nextInBackward_[i] = backwardOrder_.next(i);
+  if (options_.backwardPrefetch == ShardingOptions::BackwardPrefetch::kPre) prefetch(nextInBackward_[i]);
+}
+
+void ShardedModel::endUnitBackward(size_t i) {
+  reduceDeferred();
+  // kPost: the next unit's gather overlaps this one's reduce-scatter.
+  if (options_.backwardPrefetch == ShardingOptions::BackwardPrefetch::kPost) prefetch(nextInBackward_[i]);
+  if (reduceDuringBackward_ && visits_[i] == 1) reduce(i);
+  free(units_[i]);
+}
+
+void ShardedModel::gradientArrived(size_t i) {
+  reduceDeferred();
+  if (phase_ != Phase::kBackward || !endsOnGradients_[i]) return;
+  if (++arrived_[i] < trainableMembers_[i]) return;
+  endsOnGradients_[i] = false;
+  // This hook runs before the last gradient is added to its member: the reduce-scatter waits for the next
+  // hook (or finishBackward); the parameters are not needed any more.
+  if (options_.backwardPrefetch == ShardingOptions::BackwardPrefetch::kPost) prefetch(nextInBackward_[i]);
+  if (reduceDuringBackward_) deferredReduce_.push_back(i);
+  free(units_[i]);
+}
+
+void ShardedModel::reduceDeferred() {
+  for (size_t i : deferredReduce_) reduce(i);
+  deferredReduce_.clear();
+}
+
 void ShardedModel::before(torch::nn::Module& module, const at::Tensor& input) {
   auto it = unitOf_.find(&module);
   if (it == unitOf_.end()) return;
-  Unit& u = units_[it->second];
-  gather(u);
+  const size_t i = it->second;
+  if (phase_ == Phase::kBackward) {  // the recompute of an activation-checkpointed region
+    beginUnitBackward(i);
+    return;
+  }
+  gather(units_[i]);
   if (phase_ != Phase::kForward) return;
-  ++visits_[it->second];
-  if (input.defined() && input.requires_grad()) {
+  ++visits_[i];
+  const auto next = forwardOrder_.next(i);
+  if (options_.forwardPrefetch) prefetch(next);
+  const auto edge = gradientEdge(input);
+  // No gradient flows into the input (an embedding lookup): the backward is over once every trainable
+  // member has its gradient.
+  if (!edge && trainableMembers_[i] > 0) endsOnGradients_[i] = true;
+  if (edge) {
     // Once the gradient reaching the unit's input exists, its backward is over.
-    input.register_hook([this, i = it->second](const at::Tensor& g) {
-      if (reduceDuringBackward_ && visits_[i] == 1) reduce(i);
-      free(units_[i]);
-      return g;
-    });
+    auto producer = outputEdges_.find(*edge);
+    if (producer != outputEdges_.end()) {
+      producer->second.endsFirst->push_back(i);  // ended by the producing unit's hook, before it gathers
+    } else {
+      input.register_hook([this, i](const at::Tensor& g) {
+        endUnitBackward(i);
+        return g;
+      });
+    }
   }
 }
 
@@ -280,13 +397,17 @@ void ShardedModel::after(torch::nn::Module& module, const at::Tensor& output) {
   if (phase_ != Phase::kForward) return;  // a recompute in backward: keep it for the backward that follows
   auto it = unitOf_.find(&module);
   if (it == unitOf_.end()) return;
+  const size_t i = it->second;
   // Without a graph (the vision tower; checkpointed regions, which gather again in their recompute) no
   // backward needs the unit: free it whatever the strategy.
-  const bool backwardNeedsIt = output.defined() && output.requires_grad();
-  if (freeAfterForward() || !backwardNeedsIt) free(units_[it->second]);
-  if (backwardNeedsIt) {
-    output.register_hook([this, i = it->second](const at::Tensor& g) {
-      gather(units_[i]);
+  const auto edge = gradientEdge(output);
+  if (freeAfterForward() || !edge) free(units_[i]);
+  if (edge) {
+    auto endsFirst = std::make_shared<std::vector<size_t>>();
+    outputEdges_[*edge] = {output.grad_fn(), endsFirst};
+    output.register_hook([this, i, endsFirst](const at::Tensor& g) {
+      for (size_t k : *endsFirst) endUnitBackward(k);
+      beginUnitBackward(i);
       return g;
     });
   }

@@ -7,7 +7,11 @@
 // strategy but no_shard when its forward built no graph) and hook the
 // output's gradient, so the unit is gathered again just before its
 // backward; a hook on the input's gradient frees it once its backward is
-// done. Everything not in a unit (embeddings, final norm, head) forms the
+// done; a unit whose input takes no gradient (an embedding lookup) is done
+// once every trainable member's gradient is complete. When one unit's input is the previous unit's output (consecutive
+// layers) both hooks sit on one gradient: a single hook there ends the
+// later unit's backward before it gathers the earlier one, so the two are
+// never gathered at once for want of ordering. Everything not in a unit (embeddings, final norm, head) forms the
 // root unit, gathered from beginForward() to finishBackward(). Inside
 // activation-checkpointed regions the forward runs without a graph, so the
 // recompute during backward gathers the unit (before() in the backward phase
@@ -24,8 +28,22 @@
 // false) is gathered with the root. Units may nest: a parameter belongs to
 // the innermost unit around it, as in torch's FSDP.
 //
+// NOTE [Prefetch and the gather limit]: each pass records the order its
+// units are gathered in (forward: announcements; backward: the gathers its
+// hooks ask for); the next pass of the same kind starts gathering the unit
+// that came next last time (an asynchronous all-gather) while the current
+// one computes: in forward right after the current unit's gather
+// (forwardPrefetch), in backward right after it (BackwardPrefetch::kPre) or
+// once the current unit's backward is done, before its reduce-scatter
+// (kPost). A prefetch is skipped when it would make more than
+// limitAllGathers units (the root not counted) gathered or in flight at
+// once. A gather the computation needs always happens: only nested units
+// (whose parent stays gathered) or shard_grad_op (every unit kept from its
+// forward to its backward) can then hold more than the limit.
+//
 // Every rank runs the same graph in the same order (CPU autograd runs on
-// the calling thread), so the collectives issued from hooks line up.
+// the calling thread), so the collectives issued from hooks and the
+// prefetch decisions (made from the same recorded orders) line up.
 // Units that are not nested must not share parameters (tied parameters
 // belong in one unit).
 //
@@ -37,6 +55,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +80,9 @@ Strategy parseStrategy(const std::string& name);
 struct ShardingOptions {
   Strategy strategy = Strategy::kFullShard;
   int ranksPerNode = 1;  // hybrid_shard: the shard group; must divide the world size
+  bool forwardPrefetch = false;
+  enum class BackwardPrefetch { kNone, kPre, kPost } backwardPrefetch = BackwardPrefetch::kNone;
+  int limitAllGathers = 0;  // units gathered or in flight at once that a prefetch may reach; 0 = no limit
   // Trainable parameters of one unit with different keys go to different
   // flat parameters (the optimizer's weight-decay groups: a flat parameter
   // is stepped as one tensor). Null: one trainable flat parameter per unit.
@@ -99,7 +121,13 @@ class ShardedModel final : public model::UnitHooks {
   // Full bytes gathered now, over every unit, and the most since resetPeak().
   int64_t gatheredBytes() const;
   int64_t peakGatheredBytes() const { return peakGathered_; }
-  void resetPeak() { peakGathered_ = gatheredBytes(); }
+  // Units (not the root) gathered or in flight now, and the most since resetPeak().
+  int unitsGathered() const;
+  int peakUnitsGathered() const { return peakUnits_; }
+  void resetPeak() {
+    peakGathered_ = gatheredBytes();
+    peakUnits_ = unitsGathered();
+  }
   // Bytes of this rank's shards (frozen and trainable).
   int64_t shardBytes() const;
   // Seconds spent in gathers and gradient reductions since the last call (the step's communication:
@@ -135,10 +163,28 @@ class ShardedModel final : public model::UnitHooks {
 
  private:
   enum class Phase { kIdle, kForward, kBackward };
+  // A pass's units in gather order: the previous pass's order and this one's so far.
+  struct PassOrder {
+    std::vector<size_t> previous, now;
+    void begin() {
+      if (!now.empty()) previous = std::move(now);
+      now.clear();
+    }
+    // Records `unit`; returns the unit that followed it last time, if any.
+    std::optional<size_t> next(size_t unit);
+  };
   void gather(Unit& u);
+  void prefetch(std::optional<size_t> unit);
   void free(Unit& u);
   void reduce(size_t unit);
   void freeAll();
+  void noteGathered();
+  // Backward hooks: a unit's backward begins (its output's gradient exists) or ends (its input's).
+  void beginUnitBackward(size_t unit);
+  void endUnitBackward(size_t unit);
+  // A trainable member's gradient is complete (its leaf hook).
+  void gradientArrived(size_t unit);
+  void reduceDeferred();
 
   bool freeAfterForward() const;
 
@@ -159,8 +205,23 @@ class ShardedModel final : public model::UnitHooks {
   bool reduceDuringBackward_ = false;
   double commSeconds_ = 0;
   double gradScale_ = 1.0;
+  int peakUnits_ = 0;
+  PassOrder forwardOrder_, backwardOrder_;
+  std::vector<std::optional<size_t>> nextInBackward_;  // per unit: what followed it in the last backward
   std::vector<int> visits_;     // per unit: announcements in this forward
   std::vector<bool> reduced_;   // per unit: reduced in this backward
+  std::vector<bool> endsOnGradients_;  // per unit: its backward ends when its members' gradients are complete
+  std::vector<int> arrived_;           // per unit: trainable members whose gradient is complete
+  std::vector<int> trainableMembers_;  // per unit (just-in-time units only)
+  std::vector<size_t> deferredReduce_;  // units whose gradients are complete once the current hook returns
+  // This forward's unit outputs by gradient edge (grad_fn, output_nr): the units whose backward ends
+  // where that output's gradient arrives, ended by the output's hook before it gathers its own unit.
+  // Each entry holds its grad_fn so that no other node takes its address before the map is cleared.
+  struct OutputEdge {
+    std::shared_ptr<torch::autograd::Node> node;
+    std::shared_ptr<std::vector<size_t>> endsFirst;
+  };
+  std::map<std::pair<const void*, uint32_t>, OutputEdge> outputEdges_;
 };
 
 }  // namespace fs::fsdp

@@ -157,6 +157,7 @@ void describe(V& v, RankMemory& m) {
   v.req("activations", m.activations);
   v.opt("device_bytes", m.device_bytes);
   v.opt("device_peak", m.device_peak);
+  v.opt("gathered_units", m.gathered_units);
 }
 template <class V>
 void describe(V& v, MemoryEvent& e) {

@@ -30,8 +30,8 @@ namespace fs::protocol {
 // The telemetry schema version written by this build, "MAJOR.MINOR". Readers decode
 // any 1.x line (ignoring fields and types they do not know) and reject 2.0 and later.
 inline constexpr int kEventSchemaMajor = 1;
-inline constexpr int kEventSchemaMinor = 0;
-inline constexpr std::string_view kEventSchemaVersion = "1.0";
+inline constexpr int kEventSchemaMinor = 1;
+inline constexpr std::string_view kEventSchemaVersion = "1.1";
 
 // Lifecycle of a run; shared by the `state` event and run.json.
 enum class RunState { kStarting, kRunning, kPaused, kStopping, kFinished, kFailed };
@@ -133,6 +133,7 @@ struct RankMemory {
   std::int64_t activations = 0;              // bytes of saved activations at peak
   std::optional<std::int64_t> device_bytes;  // accelerator allocated now; absent on CPU
   std::optional<std::int64_t> device_peak;
+  std::optional<int> gathered_units;  // FSDP: most units unsharded (or being gathered) at once since the last report
   bool operator==(const RankMemory&) const = default;
 };
 struct MemoryEvent {

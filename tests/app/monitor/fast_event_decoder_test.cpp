@@ -264,6 +264,7 @@ class FastEventDecoderTest : public QObject {
         proto::RankMemory rm{r, big(), big(), big(), big(), big(), big(), big(), std::nullopt, std::nullopt};
         if (rng() % 2 == 0) rm.device_bytes = big();
         if (rng() % 2 == 0) rm.device_peak = big();
+        if (rng() % 2 == 0) rm.gathered_units = static_cast<int>(rng() % 1000);
         m.ranks.push_back(rm);
       }
       std::string line = encoder.encode(m);

@@ -86,6 +86,24 @@ void runCollectives(Communicator& c, int caseBase) {
       auto pending = c.allReduceAsync(a, ReduceOp::kSum, "test async");
       pending->wait();
       expectClose(a, naiveReduce(xs, ReduceOp::kSum), "async all_reduce", false);
+
+      // Two gathers and a reduce-scatter in flight at once (FSDP's prefetch), waited in another order.
+      const auto ys = inputsOf(W, ++caseId, n, dtype);
+      const auto zs = inputsOf(W, ++caseId, n * W, dtype);
+      torch::Tensor g1 = torch::zeros({n * W}, torch::TensorOptions().dtype(dtype));
+      torch::Tensor g2 = torch::zeros({n * W}, torch::TensorOptions().dtype(dtype));
+      torch::Tensor rs = torch::full({n}, 77, torch::TensorOptions().dtype(dtype));
+      auto p1 = c.allGatherAsync(g1, xs[r], "test async all_gather 1");
+      auto p2 = c.allGatherAsync(g2, ys[r], "test async all_gather 2");
+      auto p3 = c.reduceScatterAsync(rs, zs[r], ReduceOp::kSum, "test async reduce_scatter");
+      p3->wait();
+      p2->wait();
+      p1->wait();
+      p1->wait();  // a second wait returns at once
+      expectClose(g1, torch::cat(xs), "async all_gather 1 case " + std::to_string(caseId), true);
+      expectClose(g2, torch::cat(ys), "async all_gather 2 case " + std::to_string(caseId), true);
+      expectClose(rs, naiveReduce(zs, ReduceOp::kSum).narrow(0, r * n, n),
+                  "async reduce_scatter case " + std::to_string(caseId), true);
     }
   }
   c.barrier("test barrier");

@@ -112,6 +112,26 @@ void expectPlannedLayout(const RunOutput& r, const protocol::RunConfig& cfg, fsd
   }
 }
 
+// The most units gathered at once on every rank, from the memory events (NOTE [Prefetch and the gather
+// limit]): never more than the layout's limit; `expected` is what a steady step reaches.
+void expectGatherLimit(const RunOutput& r, int expected, const std::string& what) {
+  const auto* layout = layoutOf(r);
+  ASSERT_NE(layout, nullptr) << what;
+  int most = 0, reports = 0;
+  for (const auto& e : r.events) {
+    const auto* m = std::get_if<protocol::MemoryEvent>(&e.body);
+    if (!m) continue;
+    for (const auto& rank : m->ranks) {
+      ASSERT_TRUE(rank.gathered_units.has_value()) << what << ": rank " << rank.rank << " step " << m->step;
+      EXPECT_LE(*rank.gathered_units, layout->max_units_gathered) << what << ": rank " << rank.rank;
+      most = std::max(most, *rank.gathered_units);
+      ++reports;
+    }
+  }
+  EXPECT_GT(reports, 0) << what << ": no memory event";
+  EXPECT_EQ(most, expected) << what;
+}
+
 TEST_F(FsdpTest, EveryStrategyTrainsAsOneProcess) {
   const RunOutput one = run("single", 1, single());
   ASSERT_EQ(one.losses.size(), 10u);
@@ -122,8 +142,17 @@ TEST_F(FsdpTest, EveryStrategyTrainsAsOneProcess) {
     expectCleanGradientFlow(two, strategy);
     expectPlannedLayout(two, cfg, *fsdp_plan::strategyFromName(strategy, "strategy"), 2, 1);
   }
+  // Without prefetch and with a limit of one unit: the same run, one unit gathered at a time.
+  const RunOutput serial =
+      run("serial", 2,
+          config(2, {"parallel.forward_prefetch=false", "parallel.backward_prefetch=none",
+                     "parallel.limit_all_gathers=1"}));
+  expectSameRun(one, serial, "full_shard without prefetch", 1e-5, kTensorRel);
+  expectGatherLimit(serial, 1, "without prefetch");
+
   const auto cfg3 = config(3);
   const RunOutput three = run("full_shard_3", 3, cfg3);
+  expectGatherLimit(three, 2, "full_shard on 3 ranks with prefetch (limit 2)");
   expectSameRun(one, three, "full_shard on 3 ranks", 1e-5, kTensorRel);
   expectPlannedLayout(three, cfg3, fsdp_plan::Strategy::kFullShard, 3, 1);
   int64_t padding = 0;

@@ -162,6 +162,106 @@ INSTANTIATE_TEST_SUITE_P(Strategies, StrategyTest,
                            return std::get<0>(info.param) + (std::get<1>(info.param) ? "_checkpointed" : "");
                          });
 
+// NOTE [Prefetch and the gather limit]: the second pass prefetches from the
+// first one's order. Two thread ranks, full_shard; the gradients of the
+// second pass must still be the unsharded model's, and the most units
+// gathered at once is exactly 2 when a prefetch may happen (the limit lets
+// two units be held) and exactly 1 when none may: the hook ordering frees
+// a unit before the one whose backward comes next is gathered.
+struct PrefetchCase {
+  int limit;
+  bool forward;
+  ShardingOptions::BackwardPrefetch backward;
+  bool checkpointing;
+};
+
+class PrefetchTest : public ::testing::TestWithParam<PrefetchCase> {};
+
+TEST_P(PrefetchTest, GathersAheadWithinTheLimit) {
+  const PrefetchCase c = GetParam();
+  const mt::Batch batch = [&] {
+    std::lock_guard<std::mutex> lock(rngMutex());
+    return mt::tinyBatch(mt::tinyOptions("opt"));
+  }();
+  const int64_t B = batch.input_ids.size(0);
+  const double targets = batch.attention_mask.slice(1, 1).sum().item<double>();
+  std::map<std::string, torch::Tensor> want;
+  {
+    Flamingo m = buildModel("opt", c.checkpointing);
+    lossOf(m, batch, 0, B, targets).backward();
+    for (const auto& p : m->named_parameters()) {
+      if (p.value().requires_grad() && p.value().grad().defined()) want[p.key()] = p.value().grad().clone();
+    }
+  }
+  ShardingOptions options;
+  options.forwardPrefetch = c.forward;
+  options.backwardPrefetch = c.backward;
+  options.limitAllGathers = c.limit;
+  const bool mayPrefetch = (c.forward || c.backward != ShardingOptions::BackwardPrefetch::kNone) && c.limit != 1;
+  std::mutex mu;
+  const auto errors = fs::testing::runThreadRanks(2, [&](dist::Communicator& comm) {
+    Flamingo m = buildModel("opt", c.checkpointing);
+    comm.barrier("models built");
+    auto sharded = std::make_shared<ShardedModel>(*m, flamingoUnits(m),
+                                                  std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
+    m->setUnitHooks(sharded);
+    sharded->setReduceDuringBackward(true);
+    int firstPeak = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const auto& u : sharded->units()) {
+        for (const auto& f : u.flats) f->shard().mutable_grad() = torch::Tensor();
+      }
+      sharded->resetPeak();
+      sharded->beginForward();
+      torch::Tensor loss = lossOf(m, batch, comm.rank() * (B / 2), B / 2, targets);
+      sharded->beginBackward();
+      loss.backward();
+      sharded->finishBackward();
+      if (pass == 0) firstPeak = sharded->peakUnitsGathered();
+    }
+    const int peak = sharded->peakUnitsGathered();
+    std::map<std::string, torch::Tensor> got;
+    for (const auto& u : sharded->units()) {
+      for (const auto& f : u.flats) {
+        if (!f->trainable()) continue;
+        torch::Tensor full = torch::zeros({f->paddedNumel()});
+        comm.allGather(full, f->shard().grad(), "test gather grads");
+        for (size_t k = 0; k < f->members().size(); ++k) {
+          const auto& member = f->members()[k];
+          got[member.name] = full.narrow(0, f->offsetOf(k), member.param.numel()).view(member.param.sizes());
+        }
+      }
+    }
+    m->setUnitHooks(nullptr);
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(firstPeak, 1) << "the first pass has no order to prefetch from";
+    EXPECT_EQ(peak, mayPrefetch ? 2 : 1) << "units gathered at once, limit " << c.limit;
+    EXPECT_EQ(sharded->gatheredBytes(), 0);
+    for (const auto& [name, g] : want) {
+      ASSERT_TRUE(got.count(name)) << name;
+      EXPECT_TRUE(torch::allclose(got[name], g, 1e-4, 1e-6))
+          << name << ": max diff " << (got[name] - g).abs().max().item<double>();
+    }
+  });
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+}
+
+std::vector<PrefetchCase> prefetchCases() {
+  using BP = ShardingOptions::BackwardPrefetch;
+  return {{0, false, BP::kNone, false}, {0, true, BP::kNone, false}, {2, false, BP::kPre, false},
+          {2, false, BP::kPost, false}, {2, true, BP::kPre, true},   {1, true, BP::kPre, false},
+          {1, true, BP::kPost, true},   {0, true, BP::kPre, true}};
+}
+
+std::string prefetchCaseName(const ::testing::TestParamInfo<PrefetchCase>& info) {
+  const PrefetchCase& c = info.param;
+  static const char* const kBackward[] = {"none", "pre", "post"};
+  return "limit" + std::to_string(c.limit) + (c.forward ? "_forward" : "") + "_backward_" +
+         kBackward[static_cast<int>(c.backward)] + (c.checkpointing ? "_checkpointed" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Windows, PrefetchTest, ::testing::ValuesIn(prefetchCases()), prefetchCaseName);
+
 TEST(ShardingStrategy, UnknownNameIsRefusedByName) {
   try {
     parseStrategy("fully_sharded");
