@@ -75,7 +75,11 @@ std::vector<model::GateValues> Trainer::gateValues() {
 protocol::RankMemory Trainer::rankMemory() const {
   auto m = telemetry::memorySnapshot().toRankMemory(static_cast<int>(options_.rank));
   if (sharded_) {
+    // Model state as the runtime holds it (the planner's exact figures), not the tracker's phase peaks,
+    // which also count activation gradients and step temporaries.
     m.params = sharded_->shardBytes();
+    m.grads = sharded_->peakShardGradientBytes();
+    m.optimizer = optimizer_->stateBytes();
     m.gathered = sharded_->peakGatheredBytes();
     m.gathered_units = sharded_->peakUnitsGathered();
     sharded_->resetPeak();

@@ -235,10 +235,16 @@ void ShardedModel::reduce(size_t i) {
 void ShardedModel::finishBackward() {
   deferredReduce_.clear();  // reduced below
   // Reverse unit order, as backward produces them; every rank the same.
+  int64_t gradBytes = 0;
   for (size_t i = units_.size(); i-- > 0;) {
     reduce(i);
     free(units_[i]);
+    for (const auto& f : units_[i].flats) {
+      const torch::Tensor& g = f->shard().grad();
+      if (g.defined()) gradBytes += g.numel() * static_cast<int64_t>(g.element_size());
+    }
   }
+  peakShardGrads_ = std::max(peakShardGrads_, gradBytes);
   outputEdges_.clear();
   phase_ = Phase::kIdle;
 }

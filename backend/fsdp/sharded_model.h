@@ -121,12 +121,16 @@ class ShardedModel final : public model::UnitHooks {
   // Full bytes gathered now, over every unit, and the most since resetPeak().
   int64_t gatheredBytes() const;
   int64_t peakGatheredBytes() const { return peakGathered_; }
+  // Bytes of the trainable shards' gradients, the most held after a backward since resetPeak()
+  // (the optimizer drops them after its step).
+  int64_t peakShardGradientBytes() const { return peakShardGrads_; }
   // Units (not the root) gathered or in flight now, and the most since resetPeak().
   int unitsGathered() const;
   int peakUnitsGathered() const { return peakUnits_; }
   void resetPeak() {
     peakGathered_ = gatheredBytes();
     peakUnits_ = unitsGathered();
+    peakShardGrads_ = 0;
   }
   // Bytes of this rank's shards (frozen and trainable).
   int64_t shardBytes() const;
@@ -206,6 +210,7 @@ class ShardedModel final : public model::UnitHooks {
   double commSeconds_ = 0;
   double gradScale_ = 1.0;
   int peakUnits_ = 0;
+  int64_t peakShardGrads_ = 0;
   PassOrder forwardOrder_, backwardOrder_;
   std::vector<std::optional<size_t>> nextInBackward_;  // per unit: what followed it in the last backward
   std::vector<int> visits_;     // per unit: announcements in this forward

@@ -94,6 +94,9 @@ class GroupedAdamW {
   std::vector<torch::Tensor> parameters() const;
 
   void step() { adamw_->step(); }
+  // Bytes of the moment tensors AdamW holds now (exp_avg, exp_avg_sq and,
+  // with amsgrad, max_exp_avg_sq); step counters aside, as the planner counts.
+  int64_t stateBytes() const;
   // setToNone: drop the gradients (the reference); else zero them in place.
   void zeroGrad(bool setToNone = true);
 

@@ -19,6 +19,7 @@
 #include <torch/torch.h>
 
 #include "backend/fsdp_plan/layout.h"
+#include "backend/fsdp_plan/memory_estimate.h"
 #include "backend/fsdp_plan/sharding.h"
 #include "backend/model/flamingo.h"
 #include "backend/train/seeding.h"
@@ -110,6 +111,22 @@ void expectPlannedLayout(const RunOutput& r, const protocol::RunConfig& cfg, fsd
     ASSERT_EQ(got.shard_bytes.size(), static_cast<size_t>(world)) << want.path;
     for (int64_t b : got.shard_bytes) EXPECT_EQ(b, shards.units[nonEmpty[k]].shardBytes()) << want.path;
   }
+  // Model state per rank, as each memory event reports it, is the planner's to the byte.
+  const auto estimate = fsdp_plan::estimateRankMemory(*planned, shards, precision, cfg,
+                                                      fsdp_plan::estimateActivations(cfg, precision.compute));
+  int reports = 0;
+  for (const auto& e : r.events) {
+    const auto* m = std::get_if<protocol::MemoryEvent>(&e.body);
+    if (!m) continue;
+    ASSERT_EQ(m->ranks.size(), static_cast<size_t>(world));
+    for (const auto& rank : m->ranks) {
+      EXPECT_EQ(rank.params, estimate.parameters) << "rank " << rank.rank << " step " << m->step;
+      EXPECT_EQ(rank.grads, estimate.gradients) << "rank " << rank.rank << " step " << m->step;
+      EXPECT_EQ(rank.optimizer, estimate.optimizer) << "rank " << rank.rank << " step " << m->step;
+      ++reports;
+    }
+  }
+  EXPECT_GT(reports, 0) << "no memory event";
 }
 
 // The most units gathered at once on every rank, from the memory events (NOTE [Prefetch and the gather
