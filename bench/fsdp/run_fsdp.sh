@@ -2,12 +2,15 @@
 # bench/fsdp: our FSDP against our DDP, and FSDP memory per rank by world size.
 #  1. Step time on 2 ranks x 1 thread (`flamingo-train launch --nproc-per-node 2`):
 #     parallel.mode=ddp vs parallel.mode=fsdp (full_shard, the openflamingo wrap
-#     policy), alternating within each repetition; the ratio FSDP / DDP is
+#     policy, prefetch on: the config defaults forward_prefetch, backward_prefetch
+#     pre, limit_all_gathers 2) and FSDP with prefetch off (limit_all_gathers 1),
+#     in a rotating order within each repetition; the ratios FSDP / DDP are
 #     paired per repetition, then the median (target <= 1.15x).
 #  2. Memory on 1, 2 and 4 ranks (full_shard): rank 0's memory event of the
 #     last step - shard bytes (params), gathered peak, gradients, optimizer
 #     state, peak RSS - beside the planner's estimate for the same config
-#     (`flamingo-train plan --json`).
+#     (`flamingo-train plan --json`), and the most units gathered at once; on 2
+#     ranks also with prefetch off.
 # Figures come from rank 0's events.jsonl: the first WARMUP step events are
 # skipped, then medians over steps, then over REPS repetitions.
 # Data: data.source=synthetic; batches per rank as bench/train_step_baseline.py's
@@ -25,11 +28,14 @@ root="$(cd "$here/../.." && pwd)"
 source "$root/bench/rank_bench_lib.sh"
 rank_bench_init fsdp 29750 "$@"
 
-run() {  # run PRESET WORLD MODE DIR [--set ...]: one run, memory event at the last step
-  local preset="$1" world="$2" mode="$3" dir="$4"
+serial=(--set parallel.forward_prefetch=false --set parallel.backward_prefetch=none
+  --set parallel.limit_all_gathers=1)
+run() {  # run PRESET WORLD MODE DIR [--set ...]: one run, memory event at the last step; MODE fsdp_serial =
+  local preset="$1" world="$2" mode="$3" dir="$4" extra=()  # fsdp without prefetch
   shift 4
+  [[ $mode == fsdp_serial ]] && mode=fsdp extra=("${serial[@]}")
   run_ours "$preset" "$world" "$dir" --set "parallel.mode=$mode" \
-    --set "telemetry.memory_every_steps=$((warmup + steps))" "$@"
+    --set "telemetry.memory_every_steps=$((warmup + steps))" "${extra[@]}" "$@"
 }
 
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -m), $(getconf _NPROCESSORS_ONLN) cores; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -37,8 +43,8 @@ echo "reps=$reps warmup=$warmup steps=$steps  bin=$bin"
 declare -A R
 for preset in "${presets[@]}"; do
   for ((r = 0; r < reps; ++r)); do
-    modes=(ddp fsdp)
-    ((r % 2)) && modes=(fsdp ddp)
+    all=(ddp fsdp fsdp_serial)
+    modes=("${all[@]:r%3}" "${all[@]:0:r%3}")
     for mode in "${modes[@]}"; do
       run "$preset" 2 "$mode" "$tmp/$preset-$mode-$r"
       read -r ms sps comm wall <<<"$(summarise "$tmp/$preset-$mode-$r/events.jsonl")"
@@ -48,29 +54,38 @@ for preset in "${presets[@]}"; do
   done
 done
 echo
-printf '%-6s | %-14s | %-14s | %s\n' preset "DDP x2 step" "FSDP x2 step" "FSDP / DDP (paired median; target <= 1.15x)"
+ratio() {  # paired median of R[preset,$2] / R[preset,ddp]
+  paste <(printf '%s' "${R[$1,$2]}" | grep -v '^$') <(printf '%s' "${R[$1,ddp]}" | grep -v '^$') |
+    awk '$2 > 0 {print $1 / $2}' | med
+}
+printf '%-6s | %-12s | %-12s | %-12s | %s\n' preset "DDP x2 step" "FSDP x2 step" "no prefetch" \
+  "FSDP / DDP, no prefetch / DDP (paired medians; target <= 1.15x)"
 for preset in "${presets[@]}"; do
   d=$(printf '%s' "${R[$preset,ddp]}" | grep -v '^$' | med)
   f=$(printf '%s' "${R[$preset,fsdp]}" | grep -v '^$' | med)
-  q=$(paste <(printf '%s' "${R[$preset,fsdp]}" | grep -v '^$') <(printf '%s' "${R[$preset,ddp]}" | grep -v '^$') |
-    awk '$2 > 0 {print $1 / $2}' | med)
-  printf '%-6s | %9.2f ms   | %9.2f ms   | %.3fx\n' "$preset" "$d" "$f" "$q"
+  n=$(printf '%s' "${R[$preset,fsdp_serial]}" | grep -v '^$' | med)
+  printf '%-6s | %9.2f ms | %9.2f ms | %9.2f ms | %.3fx, %.3fx\n' "$preset" "$d" "$f" "$n" "$(ratio "$preset" fsdp)" \
+    "$(ratio "$preset" fsdp_serial)"
 done
 
 echo
 echo "memory, rank 0, full_shard (bytes; the memory event at the last step):"
-printf '%-6s | %-5s | %12s | %12s | %12s | %12s | %12s | %s\n' preset world params gathered grads optimizer peak_rss \
-  "planner: params, gathered peak"
+printf '%-6s | %-8s | %12s | %12s | %5s | %12s | %12s | %12s | %s\n' preset world params gathered units grads optimizer \
+  peak_rss "planner: params, gathered peak"
 for preset in "${presets[@]}"; do
-  for world in 1 2 4; do
-    dir="$tmp/$preset-mem-$world"
-    run "$preset" "$world" fsdp "$dir"
-    mem=$(jq -r 'select(.type == "memory") | .ranks[0] | "\(.params) \(.gathered) \(.grads) \(.optimizer) \(.peak_bytes)"' \
+  for world in 1 2 2/serial 4; do
+    mode=fsdp w=$world
+    [[ $world == */serial ]] && mode=fsdp_serial w=${world%/serial}
+    dir="$tmp/$preset-mem-${world/\//-}"
+    run "$preset" "$w" "$mode" "$dir"
+    mem=$(jq -r 'select(.type == "memory") | .ranks[0] |
+      "\(.params) \(.gathered) \(.gathered_units // "-") \(.grads) \(.optimizer) \(.peak_bytes)"' \
       "$dir/events.jsonl" | tail -1)
-    plan=$("$bin" plan --config "$dir/config.yaml" --world "$world" --nodes 1 --strategies full_shard \
+    plan=$("$bin" plan --config "$dir/config.yaml" --world "$w" --nodes 1 --strategies full_shard \
       --policies openflamingo --no-reference --json |
       jq -r '.estimates[0].per_rank | "\(.parameters), \(.gathered_peak)"')
-    read -r p g gr o rss <<<"$mem"
-    printf '%-6s | %-5s | %12s | %12s | %12s | %12s | %12s | %s\n' "$preset" "$world" "$p" "$g" "$gr" "$o" "$rss" "$plan"
+    read -r p g u gr o rss <<<"$mem"
+    printf '%-6s | %-8s | %12s | %12s | %5s | %12s | %12s | %12s | %s\n' "$preset" "$world" "$p" "$g" "$u" "$gr" "$o" \
+      "$rss" "$plan"
   done
 done
