@@ -16,7 +16,9 @@
 // lifecycle]) into the shards, scaled by 1 / world so the shards hold DDP's
 // average, and later checks read the shards. Clipping runs on the shards
 // (global or per unit, optim.clip_mode). Checkpoints gather one unit at a
-// time and write the same file as a single-process run.
+// time and write the same file as a single-process run, or with
+// checkpoint.format: sharded each rank writes its shards (NOTE [Sharded
+// checkpoints] in checkpoint_sharded.h).
 #include <torch/torch.h>
 
 #include "backend/engine/trainer_impl.h"
