@@ -96,28 +96,61 @@ int64_t FlatParameter::gatheredBytes() const {
   return shardSize_ == 1 ? 0 : static_cast<int64_t>(full_.storage().nbytes());
 }
 
+struct FlatParameter::Reduction {
+  torch::Tensor flat;  // the full-size gradient, alive until the collective is done
+  torch::Tensor mine;  // this rank's summed chunk
+  std::unique_ptr<dist::PendingCollective> pending;
+  dist::Communicator* replicas = nullptr;  // still to all-reduce across (hybrid_shard)
+  double scale = 1.0;
+  std::string what;
+};
+
+FlatParameter::~FlatParameter() = default;
+
 void FlatParameter::reduceGradients(dist::Communicator& comm, double scale, const std::string& what,
                                     dist::Communicator* replicas) {
+  beginReduce(comm, scale, what, replicas);
+  finishReduce();
+}
+
+void FlatParameter::beginReduce(dist::Communicator& comm, double scale, const std::string& what,
+                                dist::Communicator* replicas) {
   TORCH_CHECK(trainable_, "FlatParameter::reduceGradients: frozen parameters have no gradients");
+  TORCH_CHECK(!reduction_, "FlatParameter: a reduction of ", members_.front().name, " is still in flight");
   torch::NoGradGuard noGrad;
-  torch::Tensor flat = torch::zeros({paddedNumel()}, full_.options());
+  auto r = std::make_unique<Reduction>();
+  r->flat = torch::zeros({paddedNumel()}, full_.options());
   for (size_t i = 0; i < members_.size(); ++i) {
     auto& p = members_[i].param;
     const torch::Tensor g = p.grad();
-    if (g.defined()) flat.narrow(0, offsets_[i], p.numel()).copy_(g.reshape({-1}));
+    if (g.defined()) r->flat.narrow(0, offsets_[i], p.numel()).copy_(g.reshape({-1}));
     p.mutable_grad() = torch::Tensor();
   }
-  torch::Tensor mine = flat;  // a shard group of one: the flat gradient is the shard's
+  r->scale = scale;
+  r->what = what;
+  const bool replicated = replicas && replicas->size() > 1;
   if (shardSize_ > 1) {
-    mine = torch::empty({shardNumel_}, full_.options());
-    comm.reduceScatter(mine, flat, dist::ReduceOp::kSum, what);
-  }
-  if (replicas && replicas->size() > 1) replicas->allReduce(mine, dist::ReduceOp::kSum, what + " across replicas");
-  if (scale != 1.0) mine.mul_(scale);
-  if (shard_.grad().defined()) {
-    shard_.mutable_grad().add_(mine);
+    r->mine = torch::empty({shardNumel_}, full_.options());
+    r->pending = comm.reduceScatterAsync(r->mine, r->flat, dist::ReduceOp::kSum, what);
+    r->replicas = replicated ? replicas : nullptr;
   } else {
-    shard_.mutable_grad() = mine;
+    r->mine = r->flat;  // a shard group of one: the flat gradient is the shard's
+    if (replicated) r->pending = replicas->allReduceAsync(r->mine, dist::ReduceOp::kSum, what + " across replicas");
+  }
+  reduction_ = std::move(r);
+}
+
+void FlatParameter::finishReduce() {
+  if (!reduction_) return;
+  torch::NoGradGuard noGrad;
+  auto r = std::move(reduction_);
+  if (r->pending) r->pending->wait();
+  if (r->replicas) r->replicas->allReduce(r->mine, dist::ReduceOp::kSum, r->what + " across replicas");
+  if (r->scale != 1.0) r->mine.mul_(r->scale);
+  if (shard_.grad().defined()) {
+    shard_.mutable_grad().add_(r->mine);
+  } else {
+    shard_.mutable_grad() = r->mine;
   }
 }
 

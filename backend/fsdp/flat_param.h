@@ -47,6 +47,7 @@ class FlatParameter {
   // setting. Leaves the flat parameter freed.
   // REQUIRES: 0 <= shardRank < shardSize; members not empty.
   FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize);
+  ~FlatParameter();
   FlatParameter(const FlatParameter&) = delete;
   FlatParameter& operator=(const FlatParameter&) = delete;
 
@@ -95,6 +96,15 @@ class FlatParameter {
   // what is there; the members' gradients are dropped.
   void reduceGradients(dist::Communicator& comm, double scale, const std::string& what,
                        dist::Communicator* replicas = nullptr);
+  // reduceGradients in two halves: begin drops the members' gradients into
+  // one flat buffer and starts the reduction; finish waits for it and adds
+  // the result to the shard's gradient. `comm` and `replicas` must outlive
+  // the reduction; nothing else may begin on this flat parameter until
+  // finishReduce().
+  void beginReduce(dist::Communicator& comm, double scale, const std::string& what,
+                   dist::Communicator* replicas = nullptr);
+  void finishReduce();
+  bool reducing() const { return reduction_ != nullptr; }
 
  private:
   void allocateFull();
@@ -110,6 +120,8 @@ class FlatParameter {
   torch::Tensor full_;   // (paddedNumel): the storage the members view
   torch::Tensor shard_;  // (shardNumel)
   std::unique_ptr<dist::PendingCollective> pendingGather_;
+  struct Reduction;
+  std::unique_ptr<Reduction> reduction_;
 };
 
 }  // namespace fs::fsdp

@@ -223,23 +223,40 @@ void ShardedModel::beginBackward(double scale) {
 void ShardedModel::reduce(size_t i) {
   if (reduced_[i]) return;
   reduced_[i] = true;
+  // One unit's reduction in flight at a time: its full-size gradient is the only extra memory.
+  finishReductions();
   Unit& u = units_[i];
   telemetry::MemoryPhase phase(telemetry::Phase::kGradients);
   const auto t0 = std::chrono::steady_clock::now();
   for (auto& f : u.flats) {
-    if (f->trainable()) f->reduceGradients(*shardComm_, gradScale_, "reduce-scatter " + u.path, replicateComm_.get());
+    if (f->trainable()) f->beginReduce(*shardComm_, gradScale_, "reduce-scatter " + u.path, replicateComm_.get());
   }
+  reducing_.push_back(i);
+  commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void ShardedModel::finishReductions() {
+  if (reducing_.empty()) return;
+  telemetry::MemoryPhase phase(telemetry::Phase::kGradients);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i : reducing_) {
+    for (auto& f : units_[i].flats) f->finishReduce();
+  }
+  reducing_.clear();
   commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void ShardedModel::finishBackward() {
   deferredReduce_.clear();  // reduced below
   // Reverse unit order, as backward produces them; every rank the same.
-  int64_t gradBytes = 0;
   for (size_t i = units_.size(); i-- > 0;) {
     reduce(i);
     free(units_[i]);
-    for (const auto& f : units_[i].flats) {
+  }
+  finishReductions();
+  int64_t gradBytes = 0;
+  for (const auto& u : units_) {
+    for (const auto& f : u.flats) {
       const torch::Tensor& g = f->shard().grad();
       if (g.defined()) gradBytes += g.numel() * static_cast<int64_t>(g.element_size());
     }

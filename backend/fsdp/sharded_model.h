@@ -40,6 +40,9 @@
 // once. A gather the computation needs always happens: only nested units
 // (whose parent stays gathered) or shard_grad_op (every unit kept from its
 // forward to its backward) can then hold more than the limit.
+// Gradient reductions are asynchronous too: a unit's reduce-scatter runs
+// while the next unit's backward computes, and is waited for when the next
+// reduction starts or at finishBackward() (one in flight at a time).
 //
 // Every rank runs the same graph in the same order (CPU autograd runs on
 // the calling thread), so the collectives issued from hooks and the
@@ -180,7 +183,9 @@ class ShardedModel final : public model::UnitHooks {
   void gather(Unit& u);
   void prefetch(std::optional<size_t> unit);
   void free(Unit& u);
+  // Starts the unit's gradient reduction (finishing the one in flight first).
   void reduce(size_t unit);
+  void finishReductions();
   void freeAll();
   void noteGathered();
   // Backward hooks: a unit's backward begins (its output's gradient exists) or ends (its input's).
@@ -218,6 +223,7 @@ class ShardedModel final : public model::UnitHooks {
   std::vector<bool> endsOnGradients_;  // per unit: its backward ends when its members' gradients are complete
   std::vector<int> arrived_;           // per unit: trainable members whose gradient is complete
   std::vector<int> trainableMembers_;  // per unit (just-in-time units only)
+  std::vector<size_t> reducing_;        // units whose reduction is in flight
   std::vector<size_t> deferredReduce_;  // units whose gradients are complete once the current hook returns
   // This forward's unit outputs by gradient edge (grad_fn, output_nr): the units whose backward ends
   // where that output's gradient arrives, ended by the output's hook before it gathers its own unit.
