@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <type_traits>
 #include <memory>
 
 namespace fs::dist {
@@ -33,7 +34,34 @@ void checkFlat(const at::Tensor& t, const char* op) {
   TORCH_CHECK(t.is_contiguous(), op, ": the tensor must be contiguous");
 }
 
+// NOTE [bfloat16 over Gloo]: LibTorch 1.13's Gloo process group rejects
+// bfloat16 ("Invalid scalar type") in every collective. Collectives that
+// only move bytes (all-gather, all-to-all, broadcast) send bfloat16 as the
+// float16 with the same bits (Gloo copies them; it has no int16 either); a sum / max / min over ranks runs in float32
+// and is rounded back once (reduceScatter reduces locally, in bfloat16,
+// in rank order). NCCL takes bfloat16 as it is.
+template <class PG>
+constexpr bool kGloo = std::is_same_v<PG, c10d::ProcessGroupGloo>;
+
+template <class PG>
+at::Tensor onWire(const at::Tensor& t) {
+  if constexpr (kGloo<PG>) {
+    if (t.scalar_type() == at::kBFloat16) return t.view(at::kHalf);
+  }
+  return t;
+}
+
+// What allReduce hands the process group: the tensor itself, or a float32 copy to be written back.
+template <class PG>
+at::Tensor reducible(const at::Tensor& t) {
+  if constexpr (kGloo<PG>) {
+    if (t.scalar_type() == at::kBFloat16) return t.to(at::kFloat);
+  }
+  return t;
+}
+
 // allGather's arguments as Gloo's list all-gather takes them: views of the flat output.
+template <class PG>
 struct GatherArgs {
   std::vector<std::vector<at::Tensor>> outputs{1};
   std::vector<at::Tensor> inputs;
@@ -43,14 +71,15 @@ struct GatherArgs {
                 " x ", in.numel());
     TORCH_CHECK(out.scalar_type() == in.scalar_type(), "all_gather: input and output dtypes differ");
     const int64_t n = in.numel();
-    const at::Tensor flat = out.view({-1});
+    const at::Tensor flat = onWire<PG>(out.view({-1}));
     for (int r = 0; r < size; ++r) outputs[0].push_back(flat.narrow(0, r * n, n));
-    inputs.push_back(in.contiguous().view({-1}));
+    inputs.push_back(onWire<PG>(in.contiguous().view({-1})));
   }
 };
 
 // reduceScatter as an all-to-all of the input chunks, then a local reduction
 // in rank order (NOTE [Collectives on Debian's LibTorch 1.13] in communicator.h).
+template <class PG>
 struct ScatterArgs {
   at::Tensor out, send, recv;
   ReduceOp op;
@@ -64,6 +93,10 @@ struct ScatterArgs {
     TORCH_CHECK(out.scalar_type() == in.scalar_type(), "reduce_scatter: input and output dtypes differ");
     send = in.contiguous().view({-1});
     recv = at::empty_like(send);
+  }
+  c10::intrusive_ptr<c10d::Work> issue(PG& pg) {
+    at::Tensor r = onWire<PG>(recv), s = onWire<PG>(send);
+    return pg.alltoall_base(r, s, counts, counts);
   }
   void reduceLocally() {
     const int64_t n = out.numel();
@@ -97,29 +130,37 @@ class PgCommunicator final : public Communicator,
 
   void allReduce(at::Tensor& t, ReduceOp op, std::string_view what) override {
     checkFlat(t, "all_reduce");
+    at::Tensor r = reducible<PG>(t);
     run("all_reduce", what, [&] {
-      std::vector<at::Tensor> ts{t};
+      std::vector<at::Tensor> ts{r};
       c10d::AllreduceOptions o;
       o.reduceOp = toC10d(op);
       return pg_->allreduce(ts, o);
     });
+    if (!r.is_same(t)) t.copy_(r);
   }
 
   std::unique_ptr<PendingCollective> allReduceAsync(at::Tensor t, ReduceOp op, std::string what) override {
     checkFlat(t, "all_reduce");
-    return start("all_reduce", std::move(what), [&] {
-      std::vector<at::Tensor> ts{t};
-      c10d::AllreduceOptions o;
-      o.reduceOp = toC10d(op);
-      return pg_->allreduce(ts, o);
-    });
+    at::Tensor r = reducible<PG>(t);
+    std::function<void()> writeBack;
+    if (!r.is_same(t)) writeBack = [t, r]() mutable { t.copy_(r); };
+    return start(
+        "all_reduce", std::move(what),
+        [&] {
+          std::vector<at::Tensor> ts{r};
+          c10d::AllreduceOptions o;
+          o.reduceOp = toC10d(op);
+          return pg_->allreduce(ts, o);
+        },
+        std::move(writeBack));
   }
 
   void broadcast(at::Tensor& t, int root, std::string_view what) override {
     checkFlat(t, "broadcast");
     TORCH_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " is outside a group of ", size_);
     run("broadcast", what, [&] {
-      std::vector<at::Tensor> ts{t};
+      std::vector<at::Tensor> ts{onWire<PG>(t)};
       c10d::BroadcastOptions o;
       o.rootRank = root;
       return pg_->broadcast(ts, o);
@@ -127,26 +168,26 @@ class PgCommunicator final : public Communicator,
   }
 
   void allGather(at::Tensor& out, const at::Tensor& in, std::string_view what) override {
-    GatherArgs g(out, in, size_);
+    GatherArgs<PG> g(out, in, size_);
     run("all_gather", what, [&] { return pg_->allgather(g.outputs, g.inputs); });
   }
 
   std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in, std::string what) override {
-    GatherArgs g(out, in, size_);
+    GatherArgs<PG> g(out, in, size_);
     return start("all_gather", std::move(what), [&] { return pg_->allgather(g.outputs, g.inputs); });
   }
 
   void reduceScatter(at::Tensor& out, const at::Tensor& in, ReduceOp op, std::string_view what) override {
-    ScatterArgs a(out, in, op, size_);
-    run("reduce_scatter", what, [&] { return pg_->alltoall_base(a.recv, a.send, a.counts, a.counts); });
+    ScatterArgs<PG> a(out, in, op, size_);
+    run("reduce_scatter", what, [&] { return a.issue(*pg_); });
     a.reduceLocally();
   }
 
   std::unique_ptr<PendingCollective> reduceScatterAsync(at::Tensor out, at::Tensor in, ReduceOp op,
                                                         std::string what) override {
-    auto a = std::make_shared<ScatterArgs>(out, in, op, size_);
+    auto a = std::make_shared<ScatterArgs<PG>>(out, in, op, size_);
     return start(
-        "reduce_scatter", std::move(what), [&] { return pg_->alltoall_base(a->recv, a->send, a->counts, a->counts); },
+        "reduce_scatter", std::move(what), [&] { return a->issue(*pg_); },
         [a] { a->reduceLocally(); });
   }
 
