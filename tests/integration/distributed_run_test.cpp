@@ -12,6 +12,7 @@
 #include "backend/protocol/run_dir.h"
 #include "tests/backend/dist/rank_processes.h"
 #include "tests/backend/engine/engine_test_util.h"
+#include "tests/integration/two_nodes.h"
 
 namespace fs::integration {
 namespace {
@@ -19,13 +20,6 @@ namespace {
 using fs::testing::RankExit;
 
 const std::string kTrain = std::string(FS_BINARY_DIR) + "/bin/flamingo-train";
-
-std::string findProgram(const std::vector<std::string>& candidates) {
-  for (const auto& c : candidates) {
-    if (::access(c.c_str(), X_OK) == 0) return c;
-  }
-  return "";
-}
 
 std::string readFile(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -212,47 +206,8 @@ TEST_F(DistributedRunTest, ANodeThatCannotReachTheMasterIsNamed) {
   EXPECT_NE(rank2.find("could not reach the rendezvous"), std::string::npos) << rank2;
 }
 
-// Two "nodes": network namespaces joined by a veth pair, an agent in each.
-class TwoNodes {
- public:
-  explicit TwoNodes(std::string ip) : ip_(std::move(ip)) {
-    const std::string id = std::to_string(::getpid() % 100000);
-    a_ = "fsA" + id;
-    b_ = "fsB" + id;
-    subnet_ = "10.231." + std::to_string(::getpid() % 250) + ".";
-    ok_ = run({"netns", "add", a_}) && run({"netns", "add", b_}) &&
-          run({"link", "add", "fsva" + id, "type", "veth", "peer", "name", "fsvb" + id}) &&
-          run({"link", "set", "fsva" + id, "netns", a_}) && run({"link", "set", "fsvb" + id, "netns", b_}) &&
-          run({"-n", a_, "addr", "add", subnet_ + "1/24", "dev", "fsva" + id}) &&
-          run({"-n", b_, "addr", "add", subnet_ + "2/24", "dev", "fsvb" + id}) &&
-          run({"-n", a_, "link", "set", "fsva" + id, "up"}) && run({"-n", b_, "link", "set", "fsvb" + id, "up"}) &&
-          run({"-n", a_, "link", "set", "lo", "up"}) && run({"-n", b_, "link", "set", "lo", "up"});
-  }
-  ~TwoNodes() {
-    run({"netns", "del", a_});
-    run({"netns", "del", b_});
-  }
-  bool ok() const { return ok_; }
-  std::string masterAddress() const { return subnet_ + "1"; }
-  std::vector<std::string> in(bool first, std::vector<std::string> argv) const {
-    std::vector<std::string> out = {ip_, "netns", "exec", first ? a_ : b_};
-    out.insert(out.end(), argv.begin(), argv.end());
-    return out;
-  }
-
- private:
-  bool run(std::vector<std::string> args) const {
-    args.insert(args.begin(), ip_);
-    std::string cmd;
-    for (const auto& a : args) cmd += a + " ";
-    return std::system((cmd + ">/dev/null 2>&1").c_str()) == 0;
-  }
-  std::string ip_, a_, b_, subnet_;
-  bool ok_ = false;
-};
-
 TEST_F(DistributedRunTest, TwoNodesInNetworkNamespacesTrainAsOneProcess) {
-  const std::string ip = findProgram({"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"});
+  const std::string ip = findIpProgram();
   ASSERT_FALSE(ip.empty()) << "iproute2's ip is needed (scripts/install-deps.sh installs it)";
   TwoNodes nodes(ip);
   if (!nodes.ok()) GTEST_SKIP() << "cannot create network namespaces here (needs root / CAP_NET_ADMIN)";

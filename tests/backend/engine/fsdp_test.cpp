@@ -24,12 +24,15 @@
 #include "backend/model/flamingo.h"
 #include "backend/train/seeding.h"
 #include "tests/backend/engine/checkpoint_compare.h"
+#include "tests/backend/engine/planned_layout_check.h"
 #include "tests/backend/engine/rank_runs.h"
 
 namespace fs::engine {
 namespace {
 
 using test::expectBitwiseEqual;
+using test::expectPlannedLayout;
+using test::layoutOf;
 using test::expectSameRun;
 using test::RunOutput;
 using Env = std::map<int, std::map<std::string, std::string>>;
@@ -67,13 +70,6 @@ class FsdpTest : public test::RankRunTest {
   }
 };
 
-const protocol::LayoutEvent* layoutOf(const RunOutput& r) {
-  for (const auto& e : r.events) {
-    if (const auto* l = std::get_if<protocol::LayoutEvent>(&e.body)) return l;
-  }
-  return nullptr;
-}
-
 // The gradient-flow check (first step, on every rank's gradients before the reduce-scatter) found no
 // gradient on a frozen parameter and none missing on a trainable one.
 void expectCleanGradientFlow(const RunOutput& r, const std::string& what) {
@@ -83,50 +79,6 @@ void expectCleanGradientFlow(const RunOutput& r, const std::string& what) {
       EXPECT_NE(w->code, "grad_missing") << what << ": " << w->message;
     }
   }
-}
-
-// The layout event against the planner's layout and shard plan for the same config.
-void expectPlannedLayout(const RunOutput& r, const protocol::RunConfig& cfg, fsdp_plan::Strategy strategy,
-                         int world, int nodes) {
-  const auto* layout = layoutOf(r);
-  ASSERT_NE(layout, nullptr);
-  auto inventory = fsdp_plan::buildParamInventory(cfg.model);
-  ASSERT_TRUE(inventory.isOk());
-  const auto precision = *fsdp_plan::oursPrecision(cfg);
-  auto planned = fsdp_plan::buildLayout(*inventory, *fsdp_plan::wrapPolicyFromConfig(cfg.parallel), precision);
-  ASSERT_TRUE(planned.isOk()) << planned.status().message();
-  const auto shards = fsdp_plan::planShards(*planned, precision, strategy, {world, nodes});
-  std::vector<size_t> nonEmpty;
-  for (size_t i = 0; i < planned->units.size(); ++i) {
-    if (planned->units[i].paramCount > 0) nonEmpty.push_back(i);
-  }
-  ASSERT_EQ(layout->units.size(), nonEmpty.size());
-  for (size_t k = 0; k < nonEmpty.size(); ++k) {
-    const auto& want = planned->units[nonEmpty[k]];
-    const auto& got = layout->units[k];
-    EXPECT_EQ(got.path, want.path);
-    EXPECT_EQ(got.param_count, want.paramCount) << want.path;
-    EXPECT_EQ(got.frozen_params, want.frozenCount) << want.path;
-    EXPECT_EQ(got.padding_elems, shards.units[nonEmpty[k]].padding()) << want.path;
-    ASSERT_EQ(got.shard_bytes.size(), static_cast<size_t>(world)) << want.path;
-    for (int64_t b : got.shard_bytes) EXPECT_EQ(b, shards.units[nonEmpty[k]].shardBytes()) << want.path;
-  }
-  // Model state per rank, as each memory event reports it, is the planner's to the byte.
-  const auto estimate = fsdp_plan::estimateRankMemory(*planned, shards, precision, cfg,
-                                                      fsdp_plan::estimateActivations(cfg, precision.compute));
-  int reports = 0;
-  for (const auto& e : r.events) {
-    const auto* m = std::get_if<protocol::MemoryEvent>(&e.body);
-    if (!m) continue;
-    ASSERT_EQ(m->ranks.size(), static_cast<size_t>(world));
-    for (const auto& rank : m->ranks) {
-      EXPECT_EQ(rank.params, estimate.parameters) << "rank " << rank.rank << " step " << m->step;
-      EXPECT_EQ(rank.grads, estimate.gradients) << "rank " << rank.rank << " step " << m->step;
-      EXPECT_EQ(rank.optimizer, estimate.optimizer) << "rank " << rank.rank << " step " << m->step;
-      ++reports;
-    }
-  }
-  EXPECT_GT(reports, 0) << "no memory event";
 }
 
 // The most units gathered at once on every rank, from the memory events (NOTE [Prefetch and the gather

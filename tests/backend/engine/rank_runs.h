@@ -31,6 +31,17 @@ struct RunOutput {
   std::map<std::string, torch::Tensor> state;         // final checkpoint's model state
 };
 
+// Fills `out`'s events, losses and final model state from the finished run
+// in `out->dir` (however its ranks were started).
+inline void readRunResults(RunOutput* out) {
+  out->events = test::readEvents(out->dir, true);
+  for (const auto& e : out->events) {
+    if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) out->losses.push_back(s->loss);
+  }
+  auto ck = readCheckpoint(out->dir / "checkpoint_0.pt");
+  if (ck) out->state = std::map<std::string, torch::Tensor>(ck->modelState.begin(), ck->modelState.end());
+}
+
 class RankRunTest : public ::testing::Test {
  protected:
   virtual std::string prefix() const = 0;  // of the temporary directory, e.g. "fs-ddp"
@@ -77,12 +88,7 @@ class RankRunTest : public ::testing::Test {
         EXPECT_EQ(out.exits[r].code, 0) << name << " rank " << r << ":\n" << out.exits[r].output;
       }
     }
-    out.events = test::readEvents(out.dir, true);
-    for (const auto& e : out.events) {
-      if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) out.losses.push_back(s->loss);
-    }
-    auto ck = readCheckpoint(out.dir / "checkpoint_0.pt");
-    if (ck) out.state = std::map<std::string, torch::Tensor>(ck->modelState.begin(), ck->modelState.end());
+    readRunResults(&out);
     return out;
   }
 
