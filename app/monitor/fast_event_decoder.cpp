@@ -377,7 +377,8 @@ bool readRankMemory(od::value v, protocol::RankMemory* m) {
     const std::string_view key = keyOf(field);
     static constexpr std::string_view kNames[] = {"rank",         "rss_bytes",  "peak_bytes", "params",
                                                   "grads",        "optimizer",  "gathered",   "activations",
-                                                  "device_bytes", "device_peak", "gathered_units"};
+                                                  "device_bytes", "device_peak", "gathered_units",
+                                                  "gathered_at_peak"};
     std::size_t i = 0;
     while (i < std::size(kNames) && kNames[i] != key) ++i;
     if (i == std::size(kNames)) {
@@ -418,6 +419,18 @@ bool readRankMemory(od::value v, protocol::RankMemory* m) {
         int x = 0;
         ok = readInt(value, &x);
         m->gathered_units = x;
+        break;
+      }
+      case 11: {  // optional list of ints: null means absent (empty)
+        if (isNull(value)) break;
+        od::array arr;
+        if (value.get_array().get(arr) != simdjson::SUCCESS) return false;
+        for (auto element : arr) {
+          od::value e;
+          int x = 0;
+          if (element.get(e) != simdjson::SUCCESS || !readInt(e, &x)) return false;
+          m->gathered_at_peak.push_back(x);
+        }
         break;
       }
       default: {  // optional: null means absent

@@ -158,6 +158,7 @@ void describe(V& v, RankMemory& m) {
   v.opt("device_bytes", m.device_bytes);
   v.opt("device_peak", m.device_peak);
   v.opt("gathered_units", m.gathered_units);
+  v.opt("gathered_at_peak", m.gathered_at_peak);
 }
 template <class V>
 void describe(V& v, MemoryEvent& e) {

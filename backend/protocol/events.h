@@ -30,8 +30,8 @@ namespace fs::protocol {
 // The telemetry schema version written by this build, "MAJOR.MINOR". Readers decode
 // any 1.x line (ignoring fields and types they do not know) and reject 2.0 and later.
 inline constexpr int kEventSchemaMajor = 1;
-inline constexpr int kEventSchemaMinor = 1;
-inline constexpr std::string_view kEventSchemaVersion = "1.1";
+inline constexpr int kEventSchemaMinor = 2;
+inline constexpr std::string_view kEventSchemaVersion = "1.2";
 
 // Lifecycle of a run; shared by the `state` event and run.json.
 enum class RunState { kStarting, kRunning, kPaused, kStopping, kFinished, kFailed };
@@ -134,6 +134,9 @@ struct RankMemory {
   std::optional<std::int64_t> device_bytes;  // accelerator allocated now; absent on CPU
   std::optional<std::int64_t> device_peak;
   std::optional<int> gathered_units;  // FSDP: most units unsharded (or being gathered) at once since the last report
+  // FSDP: the units gathered together when gathered_units was first reached, as gather_order values of the
+  // layout event's units, ascending (as many as gathered_units; empty when none was gathered). Since 1.2.
+  std::vector<int> gathered_at_peak;
   bool operator==(const RankMemory&) const = default;
 };
 struct MemoryEvent {

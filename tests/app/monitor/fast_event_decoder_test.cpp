@@ -265,6 +265,9 @@ class FastEventDecoderTest : public QObject {
         if (rng() % 2 == 0) rm.device_bytes = big();
         if (rng() % 2 == 0) rm.device_peak = big();
         if (rng() % 2 == 0) rm.gathered_units = static_cast<int>(rng() % 1000);
+        for (int u = static_cast<int>(rng() % 4); u > 0; --u) {
+          rm.gathered_at_peak.push_back(static_cast<int>(rng() % 100));
+        }
         m.ranks.push_back(rm);
       }
       std::string line = encoder.encode(m);
@@ -300,6 +303,12 @@ class FastEventDecoderTest : public QObject {
         {"{" + rank0 + R"(,"grads":4}]})", false},
         {"{" + rank0 + R"(}],"ranks":[]})", false},
         {"{" + rank0 + R"(,"nested":[1]}]})", false},
+        {"{" + rank0 + R"(,"gathered_units":2,"gathered_at_peak":[3,4]}]})", true},
+        {"{" + rank0 + R"(,"gathered_at_peak":[]}]})", true},
+        {"{" + rank0 + R"(,"gathered_at_peak":null}]})", true},
+        {"{" + rank0 + R"(,"gathered_at_peak":[1.0]}]})", false},
+        {"{" + rank0 + R"(,"gathered_at_peak":[3000000000]}]})", false},
+        {"{" + rank0 + R"(,"gathered_at_peak":3}]})", false},
         {"null]}", false},
     };
     for (const Case& c : cases) {

@@ -48,7 +48,7 @@ TEST(EventCodecTest, RoundTripsEveryTypeFullAndMinimal) {
       ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message() << "\n" << line;
       EXPECT_EQ(got.event, expected) << line;
       EXPECT_EQ(got.type, eventType(body));
-      EXPECT_EQ(got.version, (SchemaVersion{1, 1}));
+      EXPECT_EQ(got.version, (SchemaVersion{1, 2}));
       seen.insert(eventType(body));
     }
   }
@@ -58,11 +58,11 @@ TEST(EventCodecTest, RoundTripsEveryTypeFullAndMinimal) {
 TEST(EventCodecTest, LineStartsWithHeaderInOrder) {
   EventEncoder encoder(40, [] { return std::int64_t{1717000000123}; });
   std::string line = encoder.encode(StateEvent{RunState::kRunning, ""});
-  EXPECT_EQ(line, R"({"v":"1.1","seq":40,"t":1717000000123,"type":"state","state":"running"})"
+  EXPECT_EQ(line, R"({"v":"1.2","seq":40,"t":1717000000123,"type":"state","state":"running"})"
                   "\n");
   EXPECT_EQ(encoder.nextSeq(), 41u);
   line = encoder.encode(LayoutEvent{}, 5);
-  EXPECT_EQ(line, R"({"v":"1.1","seq":41,"t":5,"type":"layout","units":[]})"
+  EXPECT_EQ(line, R"({"v":"1.2","seq":41,"t":5,"type":"layout","units":[]})"
                   "\n");
 }
 
@@ -339,6 +339,24 @@ TEST(EventCodecTest, GapDetection) {
   t.observe(12);  // splits 11..13
   EXPECT_EQ(t.report().gaps, (std::vector<SeqGap>{{11, 11}, {13, 13}}));
   EXPECT_EQ(t.expected(), 15u);
+}
+
+// 1.2 added memory.ranks[].gathered_at_peak; a 1.1 line (no such field) reads as an empty set.
+TEST(EventCodecTest, GatheredAtPeakIsOptionalSince1_2) {
+  const std::string rank =
+      R"({"rank":1,"rss_bytes":1,"peak_bytes":2,"params":3,"grads":4,"optimizer":5,"gathered":6,"activations":7,)"
+      R"("gathered_units":2)";
+  DecodedLine got = decodeOne(R"({"v":"1.1","seq":0,"t":1,"type":"memory","step":4,"ranks":[)" + rank + "}]}");
+  ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message();
+  EXPECT_TRUE(std::get<MemoryEvent>(got.event.body).ranks.at(0).gathered_at_peak.empty());
+  got = decodeOne(R"({"v":"1.2","seq":1,"t":1,"type":"memory","step":4,"ranks":[)" + rank +
+                  R"(,"gathered_at_peak":[3,4]}]})");
+  ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message();
+  EXPECT_EQ(std::get<MemoryEvent>(got.event.body).ranks.at(0).gathered_at_peak, (std::vector<int>{3, 4}));
+  got = decodeOne(R"({"v":"1.2","seq":2,"t":1,"type":"memory","step":4,"ranks":[)" + rank +
+                  R"(,"gathered_at_peak":[3,"x"]}]})");
+  EXPECT_EQ(got.kind, Kind::kError);
+  EXPECT_NE(got.error.message().find("gathered_at_peak"), std::string::npos) << got.error.message();
 }
 
 // The wire, frozen: tests/assets/telemetry/events-<MAJOR.MINOR>.jsonl holds the sample
