@@ -161,6 +161,10 @@ std::vector<double> Trainer::rankFigures(const StepResult& r, double stepTime, d
                            static_cast<double>(snap.activations),
                            snap.gathered_units ? static_cast<double>(*snap.gathered_units) : -1.0};
   mine.insert(mine.end(), std::begin(fields), std::end(fields));
+  // gathered_at_peak as one 0/1 slot per layout unit: a list of the same length on every rank.
+  const size_t at = mine.size();
+  mine.resize(at + static_cast<size_t>(layoutUnitCount()), 0.0);
+  for (int u : snap.gathered_at_peak) mine[at + static_cast<size_t>(u)] = 1.0;
   return mine;
 }
 
@@ -208,6 +212,9 @@ void Trainer::completeRankReport(const std::vector<double>& all) {
       rm.gathered = static_cast<int64_t>(field(q, D + 8));
       rm.activations = static_cast<int64_t>(field(q, D + 9));
       if (field(q, D + 10) >= 0) rm.gathered_units = static_cast<int>(field(q, D + 10));
+      for (size_t u = D + 11; u < K; ++u) {  // the layout-unit slots after the fixed fields
+        if (field(q, u) > 0.5) rm.gathered_at_peak.push_back(static_cast<int>(u - D - 11));
+      }
       m.ranks.push_back(rm);
     }
     emit(std::move(m));

@@ -21,6 +21,9 @@
 // checkpoints] in checkpoint_sharded.h).
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "backend/engine/trainer_impl.h"
 #include "backend/fsdp/parallelize.h"
 #include "backend/fsdp/sharded_clip.h"
@@ -29,6 +32,24 @@
 namespace fs::engine {
 
 using protocol::Status;
+
+namespace {
+
+// Each runtime unit's place in the layout event (its gather_order): the root first, then the units in
+// order, those without parameters left out (-1). One rule for the layout event and for the memory event's
+// gathered_at_peak, which names units by these places.
+std::vector<int> layoutPositions(const fsdp::ShardedModel& sharded) {
+  const auto& units = sharded.units();
+  std::vector<int> at(units.size(), -1);
+  int next = 0;
+  for (size_t k = 0; k < units.size(); ++k) {
+    const size_t i = (k + units.size() - 1) % units.size();  // the root (last) first
+    if (!units[i].flats.empty()) at[i] = next++;
+  }
+  return at;
+}
+
+}  // namespace
 
 Status Trainer::shardModel() {
   fsdp::ParallelizeOptions o;
@@ -84,6 +105,9 @@ protocol::RankMemory Trainer::rankMemory() const {
     m.optimizer = optimizer_->stateBytes();
     m.gathered = sharded_->peakGatheredBytes();
     m.gathered_units = sharded_->peakUnitsGathered();
+    const auto at = layoutPositions(*sharded_);
+    for (size_t i : sharded_->unitsAtPeak()) m.gathered_at_peak.push_back(at[i]);
+    std::sort(m.gathered_at_peak.begin(), m.gathered_at_peak.end());
     sharded_->resetPeak();
   }
   return m;
@@ -94,12 +118,14 @@ protocol::LayoutEvent Trainer::shardedLayout() const {
   e.max_units_gathered = static_cast<int>(config_.parallel.limit_all_gathers);
   // The root is gathered first and held throughout (NOTE [Gather order] in fsdp_plan/layout.h).
   const auto& units = sharded_->units();
-  for (size_t k = 0; k < units.size(); ++k) {
-    const auto& u = units[(k + units.size() - 1) % units.size()];
-    if (u.flats.empty()) continue;
-    protocol::LayoutUnit lu;
+  const auto at = layoutPositions(*sharded_);
+  e.units.resize(static_cast<size_t>(std::count_if(at.begin(), at.end(), [](int p) { return p >= 0; })));
+  for (size_t i = 0; i < units.size(); ++i) {
+    const auto& u = units[i];
+    if (at[i] < 0) continue;
+    protocol::LayoutUnit& lu = e.units[static_cast<size_t>(at[i])];
     lu.path = u.module ? u.path : "";
-    lu.gather_order = static_cast<int>(e.units.size());
+    lu.gather_order = at[i];
     int64_t shardBytes = 0;
     for (const auto& f : u.flats) {
       lu.param_count += f->numel();
@@ -110,9 +136,14 @@ protocol::LayoutEvent Trainer::shardedLayout() const {
       if (lu.dtype.empty() || f->trainable()) lu.dtype = dtypeName(f->shard().scalar_type());
     }
     lu.shard_bytes.assign(static_cast<size_t>(options_.world), shardBytes);
-    e.units.push_back(std::move(lu));
   }
   return e;
+}
+
+int Trainer::layoutUnitCount() const {
+  if (!sharded_) return 0;
+  const auto at = layoutPositions(*sharded_);
+  return static_cast<int>(std::count_if(at.begin(), at.end(), [](int p) { return p >= 0; }));
 }
 
 }  // namespace fs::engine

@@ -103,6 +103,9 @@ class Trainer {
   // tanh of every gate; a collective under FSDP (every rank calls it).
   std::vector<model::GateValues> gateValues();
   protocol::LayoutEvent shardedLayout() const;
+  // Units the layout event lists (0 without FSDP): the per-rank figures carry one slot each for
+  // the memory event's gathered_at_peak.
+  int layoutUnitCount() const;
   // This rank's memory entry; under FSDP the parameter and gathered bytes
   // are the runtime's own (shards; gathered peak since the last entry).
   protocol::RankMemory rankMemory() const;

@@ -147,18 +147,28 @@ std::optional<size_t> ShardedModel::PassOrder::next(size_t unit) {
   return std::nullopt;
 }
 
-int ShardedModel::unitsGathered() const {
-  int n = 0;
-  for (const auto& u : units_) {
+std::vector<size_t> ShardedModel::gatheredUnits() const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < units_.size(); ++i) {
+    const Unit& u = units_[i];
     if (!u.justInTime) continue;  // the root, and units held with it
-    n += std::any_of(u.flats.begin(), u.flats.end(), [](const auto& f) { return f->gatheredBytes() > 0; }) ? 1 : 0;
+    if (std::any_of(u.flats.begin(), u.flats.end(), [](const auto& f) { return f->gatheredBytes() > 0; })) {
+      out.push_back(i);
+    }
   }
-  return n;
+  return out;
 }
+
+int ShardedModel::unitsGathered() const { return static_cast<int>(gatheredUnits().size()); }
 
 void ShardedModel::noteGathered() {
   peakGathered_ = std::max(peakGathered_, gatheredBytes());
-  peakUnits_ = std::max(peakUnits_, unitsGathered());
+  // Only a new peak replaces the set: it stays the first moment the window was that wide.
+  auto now = gatheredUnits();
+  if (static_cast<int>(now.size()) > peakUnits_) {
+    peakUnits_ = static_cast<int>(now.size());
+    unitsAtPeak_ = std::move(now);
+  }
 }
 
 void ShardedModel::gather(Unit& u) {

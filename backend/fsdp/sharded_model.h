@@ -130,9 +130,15 @@ class ShardedModel final : public model::UnitHooks {
   // Units (not the root) gathered or in flight now, and the most since resetPeak().
   int unitsGathered() const;
   int peakUnitsGathered() const { return peakUnits_; }
+  // Which units (indices into units(), ascending) were gathered or in flight together the first time
+  // peakUnitsGathered() was reached since resetPeak(): the gather window a telemetry report shows, since
+  // between steps nothing but the root is gathered. Taken at the units peak, not the bytes peak, so it has
+  // exactly peakUnitsGathered() entries.
+  const std::vector<size_t>& unitsAtPeak() const { return unitsAtPeak_; }
   void resetPeak() {
     peakGathered_ = gatheredBytes();
-    peakUnits_ = unitsGathered();
+    unitsAtPeak_ = gatheredUnits();
+    peakUnits_ = static_cast<int>(unitsAtPeak_.size());
     peakShardGrads_ = 0;
   }
   // Bytes of this rank's shards (frozen and trainable).
@@ -188,6 +194,7 @@ class ShardedModel final : public model::UnitHooks {
   void finishReductions();
   void freeAll();
   void noteGathered();
+  std::vector<size_t> gatheredUnits() const;  // what unitsGathered() counts
   // Backward hooks: a unit's backward begins (its output's gradient exists) or ends (its input's).
   void beginUnitBackward(size_t unit);
   void endUnitBackward(size_t unit);
@@ -215,6 +222,7 @@ class ShardedModel final : public model::UnitHooks {
   double commSeconds_ = 0;
   double gradScale_ = 1.0;
   int peakUnits_ = 0;
+  std::vector<size_t> unitsAtPeak_;
   int64_t peakShardGrads_ = 0;
   PassOrder forwardOrder_, backwardOrder_;
   std::vector<std::optional<size_t>> nextInBackward_;  // per unit: what followed it in the last backward

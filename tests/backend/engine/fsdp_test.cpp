@@ -18,6 +18,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "backend/fsdp_plan/layout.h"
 #include "backend/fsdp_plan/memory_estimate.h"
 #include "backend/fsdp_plan/sharding.h"
@@ -93,6 +95,15 @@ void expectGatherLimit(const RunOutput& r, int expected, const std::string& what
     for (const auto& rank : m->ranks) {
       ASSERT_TRUE(rank.gathered_units.has_value()) << what << ": rank " << rank.rank << " step " << m->step;
       EXPECT_LE(*rank.gathered_units, layout->max_units_gathered) << what << ": rank " << rank.rank;
+      // Which units: that many distinct layout units (gather_order values), never the root (0).
+      const auto& at = rank.gathered_at_peak;
+      EXPECT_EQ(at.size(), static_cast<size_t>(*rank.gathered_units)) << what << ": rank " << rank.rank;
+      EXPECT_TRUE(std::is_sorted(at.begin(), at.end()) && std::adjacent_find(at.begin(), at.end()) == at.end())
+          << what << ": rank " << rank.rank;
+      for (int u : at) {
+        EXPECT_GT(u, 0) << what << ": rank " << rank.rank;
+        EXPECT_LT(u, static_cast<int>(layout->units.size())) << what << ": rank " << rank.rank;
+      }
       most = std::max(most, *rank.gathered_units);
       ++reports;
     }

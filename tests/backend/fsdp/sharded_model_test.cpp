@@ -168,6 +168,23 @@ INSTANTIATE_TEST_SUITE_P(Strategies, StrategyTest,
 // gathered at once is exactly 2 when a prefetch may happen (the limit lets
 // two units be held) and exactly 1 when none may: the hook ordering frees
 // a unit before the one whose backward comes next is gathered.
+// The opt family's tiny batch, drawn under the generator lock (other rank threads may be drawing weights).
+mt::Batch optBatch() {
+  std::lock_guard<std::mutex> lock(rngMutex());
+  return mt::tinyBatch(mt::tinyOptions("opt"));
+}
+
+// One training pass of a rank over its rows, the peaks counted from its start.
+void trainPass(ShardedModel& sharded, Flamingo& m, const mt::Batch& batch, int64_t row0, int64_t rows,
+               double targets) {
+  sharded.resetPeak();
+  sharded.beginForward();
+  torch::Tensor loss = lossOf(m, batch, row0, rows, targets);
+  sharded.beginBackward();
+  loss.backward();
+  sharded.finishBackward();
+}
+
 struct PrefetchCase {
   int limit;
   bool forward;
@@ -179,10 +196,7 @@ class PrefetchTest : public ::testing::TestWithParam<PrefetchCase> {};
 
 TEST_P(PrefetchTest, GathersAheadWithinTheLimit) {
   const PrefetchCase c = GetParam();
-  const mt::Batch batch = [&] {
-    std::lock_guard<std::mutex> lock(rngMutex());
-    return mt::tinyBatch(mt::tinyOptions("opt"));
-  }();
+  const mt::Batch batch = optBatch();
   const int64_t B = batch.input_ids.size(0);
   const double targets = batch.attention_mask.slice(1, 1).sum().item<double>();
   std::map<std::string, torch::Tensor> want;
@@ -207,19 +221,19 @@ TEST_P(PrefetchTest, GathersAheadWithinTheLimit) {
     m->setUnitHooks(sharded);
     sharded->setReduceDuringBackward(true);
     int firstPeak = 0;
+    std::vector<size_t> firstSet;
     for (int pass = 0; pass < 2; ++pass) {
       for (const auto& u : sharded->units()) {
         for (const auto& f : u.flats) f->shard().mutable_grad() = torch::Tensor();
       }
-      sharded->resetPeak();
-      sharded->beginForward();
-      torch::Tensor loss = lossOf(m, batch, comm.rank() * (B / 2), B / 2, targets);
-      sharded->beginBackward();
-      loss.backward();
-      sharded->finishBackward();
-      if (pass == 0) firstPeak = sharded->peakUnitsGathered();
+      trainPass(*sharded, m, batch, comm.rank() * (B / 2), B / 2, targets);
+      if (pass == 0) {
+        firstPeak = sharded->peakUnitsGathered();
+        firstSet = sharded->unitsAtPeak();
+      }
     }
     const int peak = sharded->peakUnitsGathered();
+    const std::vector<size_t> atPeak = sharded->unitsAtPeak();
     std::map<std::string, torch::Tensor> got;
     for (const auto& u : sharded->units()) {
       for (const auto& f : u.flats) {
@@ -236,6 +250,8 @@ TEST_P(PrefetchTest, GathersAheadWithinTheLimit) {
     std::lock_guard<std::mutex> lock(mu);
     EXPECT_EQ(firstPeak, 1) << "the first pass has no order to prefetch from";
     EXPECT_EQ(peak, mayPrefetch ? 2 : 1) << "units gathered at once, limit " << c.limit;
+    EXPECT_EQ(firstSet, std::vector<size_t>{0}) << "the first unit the forward gathers: the vision tower";
+    EXPECT_EQ(atPeak.size(), static_cast<size_t>(peak)) << "the units gathered together at the peak";
     EXPECT_EQ(sharded->gatheredBytes(), 0);
     for (const auto& [name, g] : want) {
       ASSERT_TRUE(got.count(name)) << name;
@@ -261,6 +277,74 @@ std::string prefetchCaseName(const ::testing::TestParamInfo<PrefetchCase>& info)
 }
 
 INSTANTIATE_TEST_SUITE_P(Windows, PrefetchTest, ::testing::ValuesIn(prefetchCases()), prefetchCaseName);
+
+// unitsAtPeak(): the units gathered together the first time the peak is
+// reached, for a schedule known in advance. The tiny model with four decoder
+// layers, units the decoder layers alone (the rest, gated blocks included,
+// stays in the root), limit 2, second pass: a forward prefetch first holds
+// layers 0 and 1 together; a backward prefetch (pre) first holds layers 3
+// and 2, the backward's first two.
+struct WindowCase {
+  bool forward;  // else backward prefetch, pre
+  size_t first;  // the lower decoder layer of the pair expected at the peak
+};
+
+Flamingo buildFourLayers() {
+  std::lock_guard<std::mutex> lock(rngMutex());
+  auto config = mt::tinyConfig("opt");
+  config.lm.layers = 4;
+  auto options = model::FlamingoOptions::fromConfig(config);
+  options.lm().noDropout();
+  torch::manual_seed(3);
+  Flamingo m(options);
+  m->freezeAsOpenFlamingo();
+  mt::setGates(m);
+  return m;
+}
+
+class GatherWindowTest : public ::testing::TestWithParam<WindowCase> {};
+
+TEST_P(GatherWindowTest, RecordsTheUnitsGatheredTogetherAtThePeak) {
+  const WindowCase c = GetParam();
+  const mt::Batch batch = optBatch();
+  const int64_t B = batch.input_ids.size(0);
+  const double targets = batch.attention_mask.slice(1, 1).sum().item<double>();
+  ShardingOptions options;
+  options.limitAllGathers = 2;
+  options.forwardPrefetch = c.forward;
+  using BP = ShardingOptions::BackwardPrefetch;
+  options.backwardPrefetch = c.forward ? BP::kNone : BP::kPre;
+  std::mutex mu;
+  const auto errors = fs::testing::runThreadRanks(2, [&](dist::Communicator& comm) {
+    Flamingo m = buildFourLayers();
+    comm.barrier("models built");
+    std::vector<UnitSpec> units;
+    for (size_t i = 0; i < m->flamingoLayers().size(); ++i) {
+      units.push_back({"layers." + std::to_string(i), m->flamingoLayers()[i]->decoder_layer});
+    }
+    auto sharded = std::make_shared<ShardedModel>(*m, units, std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}),
+                                                  options);
+    m->setUnitHooks(sharded);
+    std::vector<std::vector<size_t>> sets;
+    for (int pass = 0; pass < 2; ++pass) {
+      trainPass(*sharded, m, batch, comm.rank() * (B / 2), B / 2, targets);
+      EXPECT_EQ(sharded->unitsAtPeak().size(), static_cast<size_t>(sharded->peakUnitsGathered()));
+      sets.push_back(sharded->unitsAtPeak());
+    }
+    sharded->resetPeak();
+    const auto afterReset = sharded->unitsAtPeak();
+    m->setUnitHooks(nullptr);
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(sets[0], std::vector<size_t>{0}) << "no prefetch in the first pass: the first layer alone";
+    EXPECT_EQ(sets[1], (std::vector<size_t>{c.first, c.first + 1}));
+    EXPECT_TRUE(afterReset.empty()) << "between steps nothing but the root is gathered";
+  });
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, GatherWindowTest,
+                         ::testing::Values(WindowCase{true, 0}, WindowCase{false, 2}),
+                         [](const auto& info) { return info.param.forward ? "forward" : "backward_pre"; });
 
 TEST(ShardingStrategy, UnknownNameIsRefusedByName) {
   try {
