@@ -57,6 +57,7 @@ void RunMonitor::attach(const QString& run_dir, const FollowPosition& from) {
     store_.clear();
     status_ = RunStatus{};
     layout_.reset();
+    memory_.reset();
     warnings_.clear();
     errors_.clear();
     checkpoints_.clear();
@@ -112,6 +113,9 @@ void RunMonitor::applyEvent(const protocol::Event& e) {
         } else if constexpr (std::is_same_v<T, protocol::LayoutEvent>) {
           layout_ = body;
           emit layoutChanged();
+        } else if constexpr (std::is_same_v<T, protocol::MemoryEvent>) {
+          memory_ = body;
+          memory_arrived_ = true;
         } else if constexpr (std::is_same_v<T, protocol::StateEvent>) {
           status_.state = body.state;
         } else if constexpr (std::is_same_v<T, protocol::HeartbeatEvent>) {
@@ -139,7 +143,9 @@ void RunMonitor::applyEvent(const protocol::Event& e) {
 
 void RunMonitor::apply(const FollowBatchPtr& batch) {
   store_.append(batch->series);
+  memory_arrived_ = false;
   for (const protocol::Event& e : batch->events) applyEvent(e);
+  if (memory_arrived_) emit memoryReported();
   if (batch->last_step) {
     const auto& s = std::get<protocol::StepEvent>(batch->last_step->body);
     status_.step = s.step;

@@ -2,9 +2,10 @@
 //
 // Owns a RunFollower on its own worker thread and the SeriesStore it fills, and keeps
 // the run's current state from the events: run_started, the latest step and epoch,
-// total steps, samples/s, ETA, the run state, the latest layout, warnings, errors,
-// checkpoints; control acks are re-emitted for a control client to match. It also
-// raises two alerts:
+// total steps, samples/s, ETA, the run state, the latest layout and memory event
+// (the layout view shows which units a rank had gathered at its peak), warnings,
+// errors, checkpoints; control acks are re-emitted for a control client to match.
+// It also raises two alerts:
 //  - stalled(why) once when the last step is older than max(floor, K x the median
 //    interval between step events) while the run is running and the file has been
 //    read to its end (StallDetector), recovered() when it is over. Time comes from an
@@ -87,6 +88,7 @@ class RunMonitor : public QObject {
   const SeriesStore* store() const { return &store_; }
   const RunStatus& status() const { return status_; }
   const std::optional<protocol::LayoutEvent>& layout() const { return layout_; }
+  const std::optional<protocol::MemoryEvent>& latestMemory() const { return memory_; }
   const std::vector<protocol::WarningEvent>& warnings() const { return warnings_; }
   const std::vector<protocol::ErrorEvent>& errors() const { return errors_; }
   const std::vector<protocol::CheckpointEvent>& checkpoints() const { return checkpoints_; }
@@ -102,6 +104,8 @@ class RunMonitor : public QObject {
   void statusChanged();
   void runStarted(const fs::protocol::RunStartedEvent& event);
   void layoutChanged();
+  // Once per batch that held memory events (a backlog read on open brings many): latestMemory() is the last.
+  void memoryReported();
   void warningAdded(const fs::protocol::WarningEvent& event);
   void errorReported(const fs::protocol::ErrorEvent& event);
   void checkpointAdded(const fs::protocol::CheckpointEvent& event);
@@ -130,6 +134,8 @@ class RunMonitor : public QObject {
   bool caught_up_ = false;
   RunStatus status_;
   std::optional<protocol::LayoutEvent> layout_;
+  std::optional<protocol::MemoryEvent> memory_;
+  bool memory_arrived_ = false;  // in the batch being applied
   std::vector<protocol::WarningEvent> warnings_;
   std::vector<protocol::ErrorEvent> errors_;
   std::vector<protocol::CheckpointEvent> checkpoints_;

@@ -141,6 +141,9 @@ void MonitorPage::wireMonitor() {
   connect(monitor_, &app::RunMonitor::layoutChanged, this, [this] {
     if (monitor_->layout()) layout_->setLayout(*monitor_->layout());
   });
+  connect(monitor_, &app::RunMonitor::memoryReported, this, [this] {
+    if (monitor_->latestMemory()) layout_->setMemory(*monitor_->latestMemory());
+  });
   connect(monitor_, &app::RunMonitor::logLines, this, [this](const QList<app::RankLogLine>& lines) {
     std::vector<LogLine> out;
     out.reserve(static_cast<size_t>(lines.size()));
@@ -181,6 +184,7 @@ void MonitorPage::runAttached(const QString& runDir) {
   runDir_->setToolTip(runDir);
   logs_->clear();
   layout_->setLayout(protocol::LayoutEvent{});
+  layout_->setMemory(protocol::MemoryEvent{});
   estimate_->clear();
   banner_->setVisible(false);
   refreshStatus();

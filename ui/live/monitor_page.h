@@ -8,6 +8,8 @@
 //
 // Estimate: the planner's figures for the run's config, world and nodes beside
 // the measured memory (EstimateView), planned when run_started arrives.
+// Layout: the units, with the gather window of the latest memory event's
+// chosen rank highlighted (LayoutTable).
 //
 // Alerts also leave through alert() so the window can raise a desktop
 // notification. The page reads nothing itself: the monitor's follower does.

@@ -2,6 +2,7 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QFont>
 #include <algorithm>
 
 #include "ui/monitor/format_units.h"
@@ -15,7 +16,31 @@ void LayoutModel::setLayout(const protocol::LayoutEvent& layout) {
   layout_ = layout;
   ranks_ = 0;
   for (const auto& unit : layout_.units) ranks_ = std::max(ranks_, int(unit.shard_bytes.size()));
+  gathered_.assign(layout_.units.size(), false);
   endResetModel();
+}
+
+int LayoutModel::setGatheredTogether(const std::vector<int>& orders) {
+  std::vector<bool> marks(layout_.units.size(), false);
+  int unknown = 0;
+  for (int order : orders) {
+    const auto it = std::find_if(layout_.units.begin(), layout_.units.end(),
+                                 [order](const protocol::LayoutUnit& u) { return u.gather_order == order; });
+    if (it == layout_.units.end()) {
+      ++unknown;
+    } else {
+      marks[std::size_t(it - layout_.units.begin())] = true;
+    }
+  }
+  if (marks != gathered_) {
+    gathered_ = std::move(marks);
+    if (rowCount() > 0) emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
+  }
+  return unknown;
+}
+
+bool LayoutModel::isGatheredTogether(int row) const {
+  return row >= 0 && std::size_t(row) < gathered_.size() && gathered_[std::size_t(row)];
 }
 
 int LayoutModel::rowCount(const QModelIndex& parent) const {
@@ -95,12 +120,16 @@ QVariant LayoutModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount() || index.column() >= columnCount()) return {};
   const auto& unit = layout_.units[std::size_t(index.row())];
   const int column = index.column();
+  const bool gathered = isGatheredTogether(index.row());
   switch (role) {
     case Qt::DisplayRole:
       return display(unit, column);
     case kSortRole:
       return sortKey(unit, column);
     case Qt::ToolTipRole:
+      if (column == kPath && gathered)
+        return tr("%1\nGathered together with the other highlighted units at the peak shown above")
+            .arg(QString::fromStdString(unit.path));
       if (column == kParams) return tr("%1 parameters").arg(formatInteger(unit.param_count));
       if (column == kPadding) return tr("%1 padding elements").arg(formatInteger(unit.padding_elems));
       if (column >= kFirstRank) {
@@ -116,6 +145,19 @@ QVariant LayoutModel::data(const QModelIndex& index, int role) const {
       // Frozen units are context, not what the user tunes: shown quieter.
       if (!unit.trainable) return QBrush(QColor(0x75, 0x75, 0x75));
       return {};
+    // The gather window stands out over the alternating rows, and in bold where colour is not seen.
+    case Qt::BackgroundRole:
+      if (gathered) return QBrush(QColor(0xff, 0xdf, 0x80));
+      return {};
+    case Qt::FontRole:
+      if (gathered) {
+        QFont bold;
+        bold.setBold(true);
+        return bold;
+      }
+      return {};
+    case kGatheredRole:
+      return gathered;
     default:
       return {};
   }

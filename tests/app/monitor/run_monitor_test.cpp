@@ -192,9 +192,16 @@ class RunMonitorTest : public QObject {
         seq++, proto::CheckpointEvent{10, 0, "checkpoint_step10.pt", 1234, proto::CheckpointKind::kStep, 0.5},
         kT0 + 20000);
     text += line(seq++, proto::ControlAckEvent{7, "checkpoint", true, "saved", 10}, kT0 + 20000);
+    for (int step : {5, 10}) {
+      proto::MemoryEvent memory;
+      memory.step = step;
+      memory.ranks.push_back({0, 1, 1, 1, 1, 1, 1, 1, std::nullopt, std::nullopt, 2, {step, step + 1}});
+      text += line(seq++, memory, kT0 + 20000);
+    }
     QVERIFY(appendText(events(), text));
 
     RunMonitor monitor(quietOptions());
+    QSignalSpy memoryReported(&monitor, &RunMonitor::memoryReported);
     QSignalSpy acks(&monitor, &RunMonitor::controlAcknowledged);
     QSignalSpy finished(&monitor, &RunMonitor::runFinished);
     QSignalSpy layoutChanged(&monitor, &RunMonitor::layoutChanged);
@@ -213,6 +220,9 @@ class RunMonitorTest : public QObject {
     QVERIFY(s.started && s.started->run_id == "run-test");
     QCOMPARE(layoutChanged.count(), 1);
     QVERIFY(monitor.layout() && monitor.layout()->units.size() == 1);
+    QCOMPARE(memoryReported.count(), 1);  // both memory events came in one batch
+    QVERIFY(monitor.latestMemory() && monitor.latestMemory()->step == 10);
+    QCOMPARE(monitor.latestMemory()->ranks.at(0).gathered_at_peak, (std::vector<int>{10, 11}));
     QCOMPARE(monitor.warnings().size(), std::size_t{1});
     QCOMPARE(monitor.checkpoints().size(), std::size_t{1});
     QCOMPARE(acks.count(), 1);

@@ -1,7 +1,11 @@
 // LayoutTable: rows and columns from a LayoutEvent (one column per rank),
-// human-readable cells, numeric sorting by the raw figures, the summary.
+// human-readable cells, numeric sorting by the raw figures, the summary, and
+// the gather window: the units a chosen rank had gathered at its peak
+// (a memory event's gathered_at_peak) highlighted.
 #include "ui/monitor/layout_table.h"
 
+#include <QComboBox>
+#include <QFont>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QtTest>
@@ -27,6 +31,35 @@ proto::LayoutEvent sampleLayout() {
 
 QString cell(const QAbstractItemModel* model, int row, int column) {
   return model->data(model->index(row, column)).toString();
+}
+
+// Module paths of the rows the model marks, in row order.
+QStringList marked(const QAbstractItemModel* model) {
+  QStringList out;
+  for (int row = 0; row < model->rowCount(); ++row) {
+    if (model->data(model->index(row, LayoutModel::kPath), LayoutModel::kGatheredRole).toBool())
+      out << cell(model, row, LayoutModel::kPath);
+  }
+  return out;
+}
+
+// The root first, as the engine writes it, then four units in gather order.
+proto::LayoutEvent windowLayout() {
+  proto::LayoutEvent layout;
+  layout.max_units_gathered = 2;
+  layout.units.push_back({"", 1'000, "float32", true, 0, {2'000, 2'000}, 0, 0});
+  layout.units.push_back({"perceiver", 500, "float32", true, 0, {1'000, 1'000}, 0, 1});
+  layout.units.push_back({"layers.0", 800, "float32", false, 800, {1'600, 1'600}, 0, 2});
+  layout.units.push_back({"layers.1", 800, "float32", false, 800, {1'600, 1'600}, 0, 3});
+  layout.units.push_back({"layers.2", 800, "float32", false, 800, {1'600, 1'600}, 0, 4});
+  return layout;
+}
+
+proto::RankMemory rankPeak(int rank, std::optional<int> units, std::vector<int> atPeak) {
+  proto::RankMemory r{rank, 1, 1, 1, 1, 1, 1, 1, std::nullopt, std::nullopt};
+  r.gathered_units = units;
+  r.gathered_at_peak = std::move(atPeak);
+  return r;
 }
 
 }  // namespace
@@ -96,6 +129,73 @@ class LayoutTableTest : public QObject {
     QCOMPARE(table.model()->columnCount(), LayoutModel::kFirstRank + 1);
     QCOMPARE(table.summaryText(),
              QStringLiteral("1 unit(s), 10 parameters (10 trainable); 40 B per rank; no limit on units gathered at once"));
+  }
+
+  void highlightsTheUnitsGatheredTogetherAtTheChosenRanksPeak() {
+    LayoutTable table;
+    table.setLayout(windowLayout());
+    const LayoutModel* m = table.model();
+    QVERIFY(marked(m).isEmpty());
+    QVERIFY(table.peakText().startsWith(QStringLiteral("No memory report yet")));
+
+    proto::MemoryEvent memory;
+    memory.step = 40;
+    memory.ranks.push_back(rankPeak(0, 2, {2, 3}));
+    memory.ranks.push_back(rankPeak(1, 2, {3, 4}));
+    table.setMemory(memory);
+    QCOMPARE(table.peakRankChoice()->count(), 2);
+    QCOMPARE(marked(m), (QStringList{"layers.0", "layers.1"}));  // rank 0 first
+    QCOMPARE(table.peakText(),
+             QStringLiteral("Highlighted: the 2 unit(s) gathered together at rank 0's peak, step 40"));
+
+    table.showPeakOf(1);
+    QCOMPARE(marked(m), (QStringList{"layers.1", "layers.2"}));
+    QCOMPARE(table.peakText(),
+             QStringLiteral("Highlighted: the 2 unit(s) gathered together at rank 1's peak, step 40"));
+    // Highlighted: a background over the alternating rows and bold text; frozen units stay grey.
+    QVERIFY(m->data(m->index(4, LayoutModel::kParams), Qt::BackgroundRole).isValid());
+    QVERIFY(!m->data(m->index(2, LayoutModel::kParams), Qt::BackgroundRole).isValid());
+    QVERIFY(m->data(m->index(4, LayoutModel::kPath), Qt::FontRole).value<QFont>().bold());
+    QVERIFY(m->data(m->index(4, LayoutModel::kPath), Qt::ForegroundRole).isValid());
+    QVERIFY(m->data(m->index(4, LayoutModel::kPath), Qt::ToolTipRole).toString().contains(QStringLiteral("together")));
+    // Sorted some other way, the marks stay with their units.
+    table.view()->sortByColumn(LayoutModel::kGatherOrder, Qt::DescendingOrder);
+    QCOMPARE(marked(table.sortedModel()), (QStringList{"layers.2", "layers.1"}));
+    table.resize(900, 260);
+    QVERIFY(saveScreenshot(table, QStringLiteral("layout_table_gather_window.png")));
+
+    // The next report keeps the chosen rank.
+    memory.step = 50;
+    memory.ranks[1] = rankPeak(1, 1, {1});
+    table.setMemory(memory);
+    QCOMPARE(marked(m), (QStringList{"perceiver"}));
+    QCOMPARE(table.peakText(),
+             QStringLiteral("Highlighted: the 1 unit(s) gathered together at rank 1's peak, step 50"));
+
+    // An index the layout does not have is said, not drawn.
+    memory.ranks[1] = rankPeak(1, 2, {4, 9});
+    table.setMemory(memory);
+    QCOMPARE(marked(m), (QStringList{"layers.2"}));
+    QVERIFY(table.peakText().endsWith(QStringLiteral("(1 of them not in this layout)")));
+
+    // A 1.1 engine reports how many, not which; no_shard gathers none.
+    memory.ranks[1] = rankPeak(1, 2, {});
+    table.setMemory(memory);
+    QVERIFY(marked(m).isEmpty());
+    QVERIFY(table.peakText().contains(QStringLiteral("does not say which")));
+    memory.ranks[1] = rankPeak(1, 0, {});
+    table.setMemory(memory);
+    QCOMPARE(table.peakText(),
+             QStringLiteral("Nothing highlighted: rank 1 gathered no unit apart from the root (step 50)"));
+
+    // A new layout unmarks, and the latest report marks it again; another run clears both.
+    memory.ranks[1] = rankPeak(1, 2, {3, 4});
+    table.setMemory(memory);
+    table.setLayout(windowLayout());
+    QCOMPARE(marked(m), (QStringList{"layers.1", "layers.2"}));
+    table.setMemory(proto::MemoryEvent{});
+    QVERIFY(marked(m).isEmpty());
+    QCOMPARE(table.peakRankChoice()->count(), 0);
   }
 };
 
