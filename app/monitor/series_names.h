@@ -19,7 +19,9 @@
 //   memory/rank<r>/<what>     memory.ranks[rank r], bytes; <what> is one of
 //                             rss, peak, params, grads, optimizer, gathered,
 //                             activations, device, device_peak (the last two
-//                             only when the event carries them)
+//                             only when the event carries them), or
+//                             gathered_units: a count of units, not bytes
+//                             (FSDP only: the event's gathered_units)
 //
 // Values are as the event carries them (NaN included: a plot draws a gap). The
 // functions below build the names so no caller spells them by hand.
@@ -58,8 +60,9 @@ inline std::string gateFf(int layer) {
 }
 
 // The memory categories of NOTE [Series names], in the order a breakdown stacks them.
-inline constexpr std::array<std::string_view, 9> kMemoryCategories = {
-    "rss", "peak", "params", "grads", "optimizer", "gathered", "activations", "device", "device_peak"};
+inline constexpr std::array<std::string_view, 10> kMemoryCategories = {
+    "rss",         "peak",   "params",      "grads",         "optimizer", "gathered",
+    "activations", "device", "device_peak", "gathered_units"};
 inline std::string memory(int rank, std::string_view category) {
   return "memory/rank" + std::to_string(rank) + "/" + std::string(category);
 }

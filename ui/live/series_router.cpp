@@ -164,6 +164,7 @@ void SeriesRouter::updateLatestMemory() {
     else if (part == QLatin1String("activations")) r.activations = v;
     else if (part == QLatin1String("device")) r.device = v;
     else if (part == QLatin1String("device_peak")) r.device_peak = v;
+    else if (part == QLatin1String("gathered_units")) r.gathered_units = static_cast<int>(v);
   }
   std::vector<RankMemoryFigures> latest;
   for (auto& [rank, figures] : ranks) latest.push_back(figures);

@@ -24,7 +24,21 @@ const QColor kRankColors[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e)
                               QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f), QColor(0xbc, 0xbd, 0x22),
                               QColor(0x17, 0xbe, 0xcf)};
 
-enum TableColumn { kRank, kStep, kRss, kPeak, kParams, kGrads, kOptimizer, kGathered, kActivations, kDevice, kDevicePeak, kColumns };
+enum TableColumn {
+  kRank,
+  kStep,
+  kRss,
+  kPeak,
+  kParams,
+  kGrads,
+  kOptimizer,
+  kGathered,
+  kActivations,
+  kDevice,
+  kDevicePeak,
+  kUnits,
+  kColumns
+};
 
 QTableWidgetItem* bytesItem(std::optional<std::int64_t> bytes) {
   auto* item = new QTableWidgetItem(bytes ? formatBytes(*bytes) : QStringLiteral("-"));
@@ -74,7 +88,9 @@ MemoryView::MemoryView(QWidget* parent)
   table_->setColumnCount(kColumns);
   table_->setHorizontalHeaderLabels({tr("Rank"), tr("Step"), tr("RSS"), tr("Peak RSS"), tr("Parameters"),
                                      tr("Gradients"), tr("Optimizer"), tr("Gathered"), tr("Activations"),
-                                     tr("Device"), tr("Device peak")});
+                                     tr("Device"), tr("Device peak"), tr("Units gathered")});
+  table_->horizontalHeaderItem(kUnits)->setToolTip(
+      tr("FSDP: the most units gathered at once since the previous report; the Layout tab shows which"));
   table_->verticalHeader()->setVisible(false);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -164,6 +180,9 @@ void MemoryView::setLatest(const std::vector<RankMemoryFigures>& ranks) {
     table_->setItem(row, kActivations, bytesItem(r.activations));
     table_->setItem(row, kDevice, bytesItem(r.device));
     table_->setItem(row, kDevicePeak, bytesItem(r.device_peak));
+    auto* units = new QTableWidgetItem(r.gathered_units ? QString::number(*r.gathered_units) : QStringLiteral("-"));
+    units->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    table_->setItem(row, kUnits, units);
   }
 }
 

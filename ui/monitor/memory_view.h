@@ -6,7 +6,9 @@
 // Two selectors choose what is drawn: one part (coloured by rank) or all
 // parts (coloured by part), and all ranks or one. y is in bytes and reads as
 // "1.50 GiB". Data comes in as CurveSources (NOTE [Curve data contract]) and
-// the table from setLatest(); the view never sees telemetry events.
+// the table from setLatest(); the view never sees telemetry events. Under
+// FSDP the table also says how many units were gathered at once at the peak
+// (which ones: the Layout tab).
 //
 // Thread-safety: GUI thread only.
 #pragma once
@@ -46,6 +48,7 @@ struct RankMemoryFigures {
   std::int64_t activations = 0;
   std::optional<std::int64_t> device;       // absent on CPU
   std::optional<std::int64_t> device_peak;  // absent on CPU
+  std::optional<int> gathered_units;        // FSDP: most units gathered at once; absent otherwise
 };
 
 class MemoryView : public QWidget {

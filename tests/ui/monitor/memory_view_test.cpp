@@ -74,9 +74,11 @@ class MemoryViewTest : public QObject {
     r0.params = 1536;
     r0.grads = 0;
     r0.device = std::int64_t(70) << 30;
+    r0.gathered_units = 2;
     RankMemoryFigures r1 = r0;
     r1.rank = 1;
     r1.device.reset();
+    r1.gathered_units.reset();
     view.setLatest({r0, r1});
     QTableWidget* t = view.table();
     QCOMPARE(t->rowCount(), 2);
@@ -89,6 +91,9 @@ class MemoryViewTest : public QObject {
     QCOMPARE(t->item(0, 5)->text(), QStringLiteral("0 B"));
     QCOMPARE(t->item(0, 9)->text(), QStringLiteral("70.0 GiB"));
     QCOMPARE(t->item(1, 9)->text(), QStringLiteral("-"));  // no device: CPU
+    QCOMPARE(t->horizontalHeaderItem(11)->text(), QStringLiteral("Units gathered"));
+    QCOMPARE(t->item(0, 11)->text(), QStringLiteral("2"));
+    QCOMPARE(t->item(1, 11)->text(), QStringLiteral("-"));  // not FSDP
     view.setLatest({r1});
     QCOMPARE(t->rowCount(), 1);
   }
