@@ -110,15 +110,18 @@ void LayoutTable::refreshPeak() {
   const int rank = it->rank;
   const QString step = formatInteger(memory_.step);
   if (it->gathered_at_peak.empty()) {
-    const int units = it->gathered_units.value_or(0);
-    peak_->setText(units > 0 ? tr("Rank %1 had %n unit(s) gathered at once by step %2 but does not say which "
-                                  "(an engine writing event schema 1.1)",
-                                  nullptr, units)
-                                   .arg(rank)
-                                   .arg(step)
-                             : tr("Nothing highlighted: rank %1 gathered no unit apart from the root (step %2)")
-                                   .arg(rank)
-                                   .arg(step));
+    if (!it->gathered_units) {  // written without FSDP: the whole model lives on every rank
+      peak_->setText(tr("Nothing highlighted: rank %1 gathers no units (not an FSDP run)").arg(rank));
+    } else if (*it->gathered_units > 0) {
+      peak_->setText(tr("Rank %1 had %n unit(s) gathered at once by step %2 but does not say which "
+                        "(an engine writing event schema 1.1)",
+                        nullptr, *it->gathered_units)
+                         .arg(rank)
+                         .arg(step));
+    } else {
+      peak_->setText(
+          tr("Nothing highlighted: rank %1 gathered no unit apart from the root (step %2)").arg(rank).arg(step));
+    }
     return;
   }
   QString text = tr("Highlighted: the %n unit(s) gathered together at rank %1's peak, step %2", nullptr,

@@ -178,7 +178,7 @@ class LayoutTableTest : public QObject {
     QCOMPARE(marked(m), (QStringList{"layers.2"}));
     QVERIFY(table.peakText().endsWith(QStringLiteral("(1 of them not in this layout)")));
 
-    // A 1.1 engine reports how many, not which; no_shard gathers none.
+    // A 1.1 engine reports how many, not which; no_shard gathers none; without FSDP nothing is counted.
     memory.ranks[1] = rankPeak(1, 2, {});
     table.setMemory(memory);
     QVERIFY(marked(m).isEmpty());
@@ -187,6 +187,9 @@ class LayoutTableTest : public QObject {
     table.setMemory(memory);
     QCOMPARE(table.peakText(),
              QStringLiteral("Nothing highlighted: rank 1 gathered no unit apart from the root (step 50)"));
+    memory.ranks[1] = rankPeak(1, std::nullopt, {});
+    table.setMemory(memory);
+    QCOMPARE(table.peakText(), QStringLiteral("Nothing highlighted: rank 1 gathers no units (not an FSDP run)"));
 
     // A new layout unmarks, and the latest report marks it again; another run clears both.
     memory.ranks[1] = rankPeak(1, 2, {3, 4});
