@@ -8,7 +8,7 @@
 
 namespace fs::fsdp {
 
-FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize)
+FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize, FlatDtypes dtypes)
     : members_(std::move(members)), shardRank_(shardRank), shardSize_(shardSize) {
   TORCH_CHECK(!members_.empty(), "FlatParameter: no members");
   TORCH_CHECK(shardSize_ >= 1 && shardRank_ >= 0 && shardRank_ < shardSize_, "FlatParameter: rank ", shardRank_,
@@ -25,16 +25,24 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
     offsets_.push_back(numel_);
     numel_ += m.param.numel();
   }
+  // NOTE [Mixed precision in a flat parameter]
+  modelDtype_ = first.scalar_type();
+  const c10::ScalarType gatherType = dtypes.gather.value_or(modelDtype_);
+  const c10::ScalarType storage = trainable_ ? modelDtype_ : gatherType;
+  reduceDtype_ = dtypes.reduce.value_or(storage);
+  cast_ = gatherType != storage;
+  needsGather_ = shardSize_ > 1 || cast_;
   shardNumel_ = fsdp_plan::shardNumel(numel_, shardSize_);  // the planner's rule, so plans match
-  full_ = torch::zeros({shardNumel_ * shardSize_}, first.options().requires_grad(false));
+  torch::Tensor values = torch::zeros({shardNumel_ * shardSize_}, first.options().dtype(storage).requires_grad(false));
   {
     torch::NoGradGuard noGrad;
     for (size_t i = 0; i < members_.size(); ++i) {
       auto& p = members_[i].param;
-      full_.narrow(0, offsets_[i], p.numel()).copy_(p.detach().reshape({-1}));
+      values.narrow(0, offsets_[i], p.numel()).copy_(p.detach().reshape({-1}));
     }
     // A group of one: the shard is the full buffer itself, nothing to gather (no second copy).
-    shard_ = shardSize_ == 1 ? full_ : full_.narrow(0, shardRank_ * shardNumel_, shardNumel_).clone();
+    shard_ = shardSize_ == 1 ? values : values.narrow(0, shardRank_ * shardNumel_, shardNumel_).clone();
+    full_ = cast_ ? values.to(gatherType) : values;
   }
   shard_.set_requires_grad(trainable_);
   // Re-point every member into the full buffer (NOTE [Freeing gathered storage]).
@@ -42,7 +50,7 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
     auto& p = members_[i].param;
     p.set_data(full_.narrow(0, offsets_[i], p.numel()).view(p.sizes()));
   }
-  if (shardSize_ > 1) free();
+  if (needsGather_) free();
 }
 
 FlatParameter::LocalSlice FlatParameter::localSlice(size_t member) const {
@@ -60,6 +68,10 @@ void FlatParameter::allocateFull() {
   s->set_nbytes(bytes);
 }
 
+torch::Tensor FlatParameter::shardToGather() const {
+  return cast_ ? shard_.detach().to(full_.scalar_type()) : shard_.detach();
+}
+
 void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
   if (pendingGather_) {
     auto pending = std::move(pendingGather_);
@@ -69,15 +81,24 @@ void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
   if (gathered_) return;
   allocateFull();
   gathered_ = true;
-  comm.allGather(full_, shard_.detach(), what);
+  if (shardSize_ == 1) {
+    full_.copy_(shard_.detach());  // a cast (without one there is nothing to gather)
+  } else {
+    comm.allGather(full_, shardToGather(), what);
+  }
 }
 
 void FlatParameter::beginGather(dist::Communicator& comm, const std::string& what) {
   if (gathered_) return;
+  if (shardSize_ == 1) {
+    gather(comm, what);
+    return;
+  }
   allocateFull();
   gathered_ = true;
-  // full_ is a view of the storage the members share; the collective writes into it from Gloo's thread.
-  pendingGather_ = comm.allGatherAsync(full_, shard_.detach(), what);
+  // full_ is a view of the storage the members share; the collective writes into it from Gloo's thread
+  // (and keeps the cast shard alive until it is done).
+  pendingGather_ = comm.allGatherAsync(full_, shardToGather(), what);
 }
 
 void FlatParameter::free() {
@@ -85,7 +106,7 @@ void FlatParameter::free() {
     auto pending = std::move(pendingGather_);
     pending->wait();
   }
-  if (!gathered_ || shardSize_ == 1) return;  // a group of one: the members view the shard itself
+  if (!gathered_ || !needsGather_) return;  // the members view the shard itself
   c10::StorageImpl* s = full_.storage().unsafeGetStorageImpl();
   s->set_data_ptr_noswap(at::DataPtr(nullptr, full_.device()));
   s->set_nbytes(0);
@@ -93,7 +114,14 @@ void FlatParameter::free() {
 }
 
 int64_t FlatParameter::gatheredBytes() const {
-  return shardSize_ == 1 ? 0 : static_cast<int64_t>(full_.storage().nbytes());
+  return needsGather_ ? static_cast<int64_t>(full_.storage().nbytes()) : 0;
+}
+
+torch::Tensor FlatParameter::gatherValues(dist::Communicator& comm, const std::string& what) const {
+  if (shardSize_ == 1) return shard_.detach();
+  torch::Tensor out = torch::empty({paddedNumel()}, shard_.options().requires_grad(false));
+  comm.allGather(out, shard_.detach(), what);
+  return out;
 }
 
 struct FlatParameter::Reduction {
@@ -119,7 +147,7 @@ void FlatParameter::beginReduce(dist::Communicator& comm, double scale, const st
   TORCH_CHECK(!reduction_, "FlatParameter: a reduction of ", members_.front().name, " is still in flight");
   torch::NoGradGuard noGrad;
   auto r = std::make_unique<Reduction>();
-  r->flat = torch::zeros({paddedNumel()}, full_.options());
+  r->flat = torch::zeros({paddedNumel()}, full_.options().dtype(reduceDtype_));
   for (size_t i = 0; i < members_.size(); ++i) {
     auto& p = members_[i].param;
     const torch::Tensor g = p.grad();
@@ -127,10 +155,14 @@ void FlatParameter::beginReduce(dist::Communicator& comm, double scale, const st
     p.mutable_grad() = torch::Tensor();
   }
   r->scale = scale;
+  if (reduceDtype_ == torch::kHalf && scale != 1.0) {  // float16 overflows easily: scale before the sum
+    r->flat.mul_(scale);
+    r->scale = 1.0;
+  }
   r->what = what;
   const bool replicated = replicas && replicas->size() > 1;
   if (shardSize_ > 1) {
-    r->mine = torch::empty({shardNumel_}, full_.options());
+    r->mine = torch::empty({shardNumel_}, r->flat.options());
     r->pending = comm.reduceScatterAsync(r->mine, r->flat, dist::ReduceOp::kSum, what);
     r->replicas = replicated ? replicas : nullptr;
   } else {
@@ -146,11 +178,12 @@ void FlatParameter::finishReduce() {
   auto r = std::move(reduction_);
   if (r->pending) r->pending->wait();
   if (r->replicas) r->replicas->allReduce(r->mine, dist::ReduceOp::kSum, r->what + " across replicas");
-  if (r->scale != 1.0) r->mine.mul_(r->scale);
+  torch::Tensor mine = r->mine.scalar_type() == shard_.scalar_type() ? r->mine : r->mine.to(shard_.scalar_type());
+  if (r->scale != 1.0) mine.mul_(r->scale);
   if (shard_.grad().defined()) {
-    shard_.mutable_grad().add_(r->mine);
+    shard_.mutable_grad().add_(mine);
   } else {
-    shard_.mutable_grad() = r->mine;
+    shard_.mutable_grad() = mine;
   }
 }
 

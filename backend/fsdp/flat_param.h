@@ -12,9 +12,9 @@
 // writes through the buffer, not through the parameters, so their version
 // counters do not move and autograd does not see an in-place change.
 //
-// A shard group of one (no_shard, one rank): the shard is the full buffer,
-// the members view it directly; gather and free do nothing and nothing
-// counts as gathered.
+// A shard group of one (no_shard, one rank) without a cast: the shard is
+// the full buffer, the members view it directly; gather and free do nothing
+// and nothing counts as gathered.
 //
 // Gradients: backward leaves full-size gradients in the members' `.grad`;
 // reduceGradients() flattens them (zeros for a member backward did not
@@ -22,18 +22,37 @@
 // chunk, scales it and adds it to the shard's `.grad`, then drops the
 // full-size gradients. Frozen flat parameters never get gradients.
 //
+// NOTE [Mixed precision in a flat parameter] (the planner's NOTE [Planner
+// dtypes]): a trainable flat parameter's shard stays in the members' dtype
+// (the optimizer's master copy); with a gather dtype it is cast and the
+// cast gathered, so the members (views of the full buffer) are in the
+// gather dtype and so are their gradients. A frozen flat parameter is
+// stored in the gather dtype from the start: it is never updated, so a
+// master copy would only be cast again before every use. A cast flat
+// parameter is gathered even in a shard group of one (the cast needs its
+// own buffer). Gradients are reduced in the reduce dtype and added to the
+// shard's gradient in the shard's dtype; a float16 reduction is scaled
+// before the sum (its range is small), any other after.
+//
 // Thread-safety: the rank's training thread (CPU autograd hooks run on it).
 #pragma once
 
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/dist/communicator.h"
 
 namespace fs::fsdp {
+
+// The dtypes of NOTE [Mixed precision in a flat parameter]; unset: the members' dtype.
+struct FlatDtypes {
+  std::optional<c10::ScalarType> gather;
+  std::optional<c10::ScalarType> reduce;
+};
 
 struct FlatMember {
   std::string name;     // the parameter's path in the model, e.g. "lang_encoder.model.decoder.layers.0.fc1.weight"
@@ -46,7 +65,7 @@ class FlatParameter {
   // must be a contiguous leaf of the same dtype, device and requires-grad
   // setting. Leaves the flat parameter freed.
   // REQUIRES: 0 <= shardRank < shardSize; members not empty.
-  FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize);
+  FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize, FlatDtypes dtypes = {});
   ~FlatParameter();
   FlatParameter(const FlatParameter&) = delete;
   FlatParameter& operator=(const FlatParameter&) = delete;
@@ -57,6 +76,11 @@ class FlatParameter {
   int64_t shardNumel() const { return shardNumel_; }
   int64_t padding() const { return paddedNumel() - numel_; }
   bool trainable() const { return trainable_; }
+  // The members' dtype before they were flattened (what a checkpoint holds).
+  c10::ScalarType modelDtype() const { return modelDtype_; }
+  // The members' dtype now: the gather dtype (NOTE [Mixed precision in a flat parameter]).
+  c10::ScalarType gatherDtype() const { return full_.scalar_type(); }
+  c10::ScalarType reduceDtype() const { return reduceDtype_; }
   int64_t offsetOf(size_t member) const { return offsets_.at(member); }
   int64_t shardBytes() const { return shardNumel_ * static_cast<int64_t>(shard_.element_size()); }
   // The part of `member` this rank's shard holds: `length` elements from
@@ -89,6 +113,10 @@ class FlatParameter {
   void free();
   // Bytes the full buffer holds now (0 when freed).
   int64_t gatheredBytes() const;
+  // Collective over the shard group: the unsharded values in the shard's
+  // dtype (the master copy, not the gathered cast), padding included, in a
+  // new buffer; the full buffer is left as it is.
+  torch::Tensor gatherValues(dist::Communicator& comm, const std::string& what) const;
 
   // REQUIRES: trainable(). Reduce-scatters the members' gradients (sum over
   // the shard group `comm`, then over `replicas` when given: hybrid and
@@ -108,6 +136,8 @@ class FlatParameter {
 
  private:
   void allocateFull();
+  // The shard as the full buffer's dtype wants it.
+  torch::Tensor shardToGather() const;
 
   std::vector<FlatMember> members_;
   std::vector<int64_t> offsets_;
@@ -116,6 +146,10 @@ class FlatParameter {
   int shardRank_ = 0;
   int shardSize_ = 1;
   bool trainable_ = false;
+  bool cast_ = false;          // the full buffer's dtype differs from the shard's
+  bool needsGather_ = false;   // sharded, or cast: the members do not view the shard itself
+  c10::ScalarType modelDtype_ = c10::ScalarType::Float;
+  c10::ScalarType reduceDtype_ = c10::ScalarType::Float;
   bool gathered_ = true;
   torch::Tensor full_;   // (paddedNumel): the storage the members view
   torch::Tensor shard_;  // (shardNumel)

@@ -7,6 +7,19 @@ namespace fs::fsdp {
 
 using protocol::Status;
 
+namespace {
+
+c10::ScalarType scalarType(fsdp_plan::Dtype d) {
+  switch (d) {
+    case fsdp_plan::Dtype::kBFloat16: return c10::kBFloat16;
+    case fsdp_plan::Dtype::kFloat16: return c10::kHalf;
+    case fsdp_plan::Dtype::kFloat32: return c10::kFloat;
+    default: TORCH_CHECK(false, "FSDP: no mixed-precision dtype ", fsdp_plan::dtypeName(d));
+  }
+}
+
+}  // namespace
+
 protocol::StatusOr<std::shared_ptr<ShardedModel>> parallelizeFlamingo(model::Flamingo& model,
                                                                       const protocol::RunConfig& config,
                                                                       std::shared_ptr<dist::Communicator> comm,
@@ -33,6 +46,10 @@ protocol::StatusOr<std::shared_ptr<ShardedModel>> parallelizeFlamingo(model::Fla
   sharding.backwardPrefetch = bp == "pre" ? Prefetch::kPre : bp == "post" ? Prefetch::kPost : Prefetch::kNone;
   sharding.limitAllGathers = static_cast<int>(config.parallel.limit_all_gathers);
   sharding.trainableGroup = [](const std::string& name) { return train::decaysWeight(name) ? 0 : 1; };
+  // NOTE [Planner dtypes]: units gathered in the param dtype, frozen parameters stored in it, gradients
+  // reduced in the reduce dtype; trainable shards keep the dtype the model was built in.
+  sharding.dtypes.gather = scalarType(precision->param);
+  sharding.dtypes.reduce = scalarType(precision->reduce);
 
   std::map<std::string, std::shared_ptr<torch::nn::Module>> modules;
   for (const auto& item : model->named_modules()) modules[item.key()] = item.value();

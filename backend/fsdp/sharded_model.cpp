@@ -75,7 +75,7 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     unit.justInTime = u < specs.size() && specs[u].justInTime;
     for (auto& [key, list] : members[u]) {
       unit.flats.push_back(
-          std::make_unique<FlatParameter>(std::move(list), shardComm_->rank(), shardComm_->size()));
+          std::make_unique<FlatParameter>(std::move(list), shardComm_->rank(), shardComm_->size(), options_.dtypes));
       const FlatParameter& f = *unit.flats.back();
       for (size_t m = 0; m < f.members().size(); ++m) memberOf_[f.members()[m].param.unsafeGetTensorImpl()] = {&f, m};
     }
@@ -324,7 +324,9 @@ std::vector<torch::Tensor> ShardedModel::parameterValues(const std::vector<torch
   at = 0;
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& p = params[i];
-    out.push_back(all.narrow(0, at, p.numel()).to(p.scalar_type()).view(p.sizes()).clone());
+    // The shard's dtype: a trainable member's master copy, not its gathered cast.
+    const auto dtype = where[i].flat->shard().scalar_type();
+    out.push_back(all.narrow(0, at, p.numel()).to(dtype).view(p.sizes()).clone());
     at += p.numel();
   }
   return out;
@@ -334,17 +336,17 @@ std::vector<std::pair<std::string, torch::Tensor>> ShardedModel::fullParameters(
   torch::NoGradGuard noGrad;
   std::map<std::string, torch::Tensor> values;
   for (auto& u : units_) {
-    std::vector<bool> was;
     for (auto& f : u.flats) {
-      was.push_back(f->gathered());
-      f->gather(*shardComm_, "state dict " + u.path);
-    }
-    for (size_t i = 0; i < u.flats.size(); ++i) {
-      FlatParameter& f = *u.flats[i];
-      if (keep) {
-        for (const auto& m : f.members()) values[m.name] = m.param.detach().clone().set_requires_grad(f.trainable());
+      const torch::Tensor full = f->gatherValues(*shardComm_, "state dict " + u.path);
+      if (!keep) continue;
+      for (size_t m = 0; m < f->members().size(); ++m) {
+        const auto& p = f->members()[m].param;
+        values[f->members()[m].name] = full.narrow(0, f->offsetOf(m), p.numel())
+                                           .view(p.sizes())
+                                           .to(f->modelDtype())
+                                           .clone()
+                                           .set_requires_grad(f->trainable());
       }
-      if (!was[i]) f.free();
     }
   }
   std::vector<std::pair<std::string, torch::Tensor>> out;

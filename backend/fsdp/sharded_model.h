@@ -90,6 +90,8 @@ struct ShardingOptions {
   // flat parameters (the optimizer's weight-decay groups: a flat parameter
   // is stepped as one tensor). Null: one trainable flat parameter per unit.
   std::function<int(const std::string& name)> trainableGroup;
+  // Mixed precision (NOTE [Mixed precision in a flat parameter]): unset keeps the parameters' dtype.
+  FlatDtypes dtypes;
 };
 
 struct UnitSpec {
@@ -167,8 +169,11 @@ class ShardedModel final : public model::UnitHooks {
   // Throws c10::Error for a tensor that is not a parameter of the model.
   std::vector<torch::Tensor> parameterValues(const std::vector<torch::Tensor>& params);
   // Collective: every parameter's full value in the model's parameter order,
-  // gathered one unit at a time (never the whole model gathered at once);
-  // copies are kept only when `keep` (rank 0 writing a checkpoint).
+  // gathered one flat parameter at a time (never the whole model gathered at
+  // once) from the shards, in the dtype the model built it in (trainable
+  // ones: the master copy; frozen ones stored in a lower gather dtype come
+  // back with that dtype's values); copies are kept only when `keep` (rank 0
+  // writing a checkpoint).
   std::vector<std::pair<std::string, torch::Tensor>> fullParameters(bool keep);
 
   void before(torch::nn::Module& module, const at::Tensor& input) override;

@@ -49,6 +49,13 @@ protocol::StatusOr<PrecisionPlan> oursPrecision(const protocol::RunConfig& confi
   if (!reduce) return reduce.status();
   auto buffer = mixedDtype(mp.buffer_dtype, plan.compute, "parallel.mixed_precision.buffer_dtype");
   if (!buffer) return buffer.status();
+  if (*param != plan.compute && *param != plan.weight) {
+    // The forward computes with the gathered parameters (protocol/validate.cpp says the same).
+    return Status::invalidArgument("parallel.mixed_precision.param_dtype: '" + mp.param_dtype +
+                                   "' is neither what optim.precision '" + p + "' computes in (" +
+                                   dtypeName(plan.compute) + ") nor its weights' dtype (" + dtypeName(plan.weight) +
+                                   ")");
+  }
   plan.param = *param;
   plan.reduce = *reduce;
   plan.frozen = *param;  // NOTE [Planner dtypes]

@@ -165,7 +165,7 @@ struct Schema {
   void declareParallel() {
     {
       SectionBuilder<MixedPrecisionConfig> b(mixedPrecision, "mixed_precision",
-                                             "FSDP mixed precision; auto follows optim.precision as the reference");
+                                             "FSDP mixed precision; auto: the dtype optim.precision computes in");
       const std::vector<std::string> dtypes = {"auto", "fp32", "bf16", "fp16"};
       b.field(&MixedPrecisionConfig::param_dtype, "param_dtype", "auto", "Dtype of gathered parameters").choices(dtypes);
       b.field(&MixedPrecisionConfig::reduce_dtype, "reduce_dtype", "auto", "Dtype of gradient reduction").choices(dtypes);

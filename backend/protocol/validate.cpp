@@ -232,8 +232,33 @@ class Checker {
       error("checkpoint.format", "'sharded' writes each rank's FSDP shards, but parallel.mode is '" + p.mode + "'",
             "set parallel.mode=fsdp, or checkpoint.format=full");
     }
+    mixedPrecisionRules(fsdp);
     if ((c_.optim.precision == "fp16" || c_.optim.precision == "amp_fp16") && p.dist_backend == "gloo") {
       warning("optim.precision", "fp16 is meant for CUDA; on CPU (gloo) use bf16 or amp_bf16");
+    }
+  }
+
+  // NOTE [Planner dtypes] (fsdp_plan/precision_plan.h): units are gathered in param_dtype and the forward
+  // computes with them, so it must be what the forward computes in or the weights' own dtype.
+  void mixedPrecisionRules(bool fsdp) {
+    const auto& mp = c_.parallel.mixed_precision;
+    const bool set = mp.param_dtype != "auto" || mp.reduce_dtype != "auto" || mp.buffer_dtype != "auto";
+    if (!fsdp) {
+      if (set) warning("parallel.mixed_precision", "has no effect with parallel.mode=" + c_.parallel.mode,
+                       "set parallel.mode=fsdp, or leave the dtypes at auto");
+      return;
+    }
+    const auto& prec = c_.optim.precision;
+    const std::string compute = prec == "bf16" || prec == "amp_bf16" ? "bf16"
+                                : prec == "fp16" || prec == "amp_fp16" ? "fp16"
+                                                                        : "fp32";
+    const std::string weight = prec.rfind("amp_", 0) == 0 || prec == "fp32" ? "fp32" : compute;
+    if (mp.param_dtype != "auto" && mp.param_dtype != compute && mp.param_dtype != weight) {
+      error("parallel.mixed_precision.param_dtype",
+            "'" + mp.param_dtype + "' under optim.precision " + prec + ": the forward computes in " + compute +
+                " with weights stored in " + weight,
+            "use auto, " + compute + (weight != compute ? " or " + weight : std::string()) +
+                ", or change optim.precision (amp_bf16 computes in bf16 from fp32 weights)");
     }
   }
 

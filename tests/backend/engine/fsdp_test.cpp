@@ -267,5 +267,78 @@ TEST_F(FsdpTest, HybridSaveAndRestartIsBitwiseTheUninterruptedRun) {
   expectBitwiseEqual(*a, *b, "restarted vs uninterrupted");
 }
 
+// Each unit's dtype in the layout event: frozen units are stored as `frozen`, trainable ones as `trainable`.
+void expectUnitDtypes(const RunOutput& r, const std::string& frozen, const std::string& trainable,
+                      const std::string& what) {
+  const auto* layout = layoutOf(r);
+  ASSERT_NE(layout, nullptr) << what;
+  for (const auto& u : layout->units) {
+    EXPECT_EQ(u.dtype, u.trainable ? trainable : frozen) << what << ": unit '" << u.path << "'";
+  }
+}
+
+// A mixed-precision run against one process: losses within `rel`, the trainable state within `rel` as a
+// whole (L2). Per tensor: NOTE [Tensor tolerance] in rank_runs.h, with bfloat16's rounding instead of
+// summation order: an element whose gradient is nearly zero may take AdamW steps of about lr in the other
+// direction, so each tensor may differ by 2 x lr per step beyond `rel` of its largest value.
+void expectCloseRun(const RunOutput& a, const RunOutput& b, double rel, const std::string& what) {
+  constexpr double kLr = 1e-4;  // optim.lr's default
+  const double drift = 2 * kLr * static_cast<double>(a.losses.size());
+  ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
+  for (size_t i = 0; i < a.losses.size(); ++i) {
+    for (const auto& [name, l] : a.losses[i]) {
+      ASSERT_TRUE(b.losses[i].count(name)) << what << " step " << i + 1 << " " << name;
+      EXPECT_NEAR(b.losses[i].at(name), l, rel * std::abs(l)) << what << " step " << i + 1 << " " << name;
+    }
+  }
+  ASSERT_EQ(a.state.size(), b.state.size()) << what;
+  double diff2 = 0, norm2 = 0;
+  for (const auto& [name, t] : a.state) {
+    ASSERT_TRUE(b.state.count(name)) << what << " " << name;
+    const torch::Tensor x = t.to(torch::kFloat64), y = b.state.at(name).to(torch::kFloat64);
+    EXPECT_LE((x - y).abs().max().item<double>(), rel * x.abs().max().item<double>() + drift) << what << " " << name;
+    diff2 += (x - y).pow(2).sum().item<double>();
+    norm2 += x.pow(2).sum().item<double>();
+  }
+  EXPECT_LE(std::sqrt(diff2), rel * std::sqrt(norm2)) << what << ": all tensors together";
+}
+
+// Mixed precision (NOTE [Mixed precision in a flat parameter]): under amp_bf16 the defaults gather and
+// reduce in bfloat16 and store frozen parameters in it; trainable shards, their gradients and AdamW stay
+// float32 (model state to the byte as planned), and the run stays close to one process under autocast.
+// With param_dtype fp32 (the reference's setting) only the reductions are bfloat16.
+TEST_F(FsdpTest, MixedPrecisionGathersAndReducesInBfloat16) {
+  const RunOutput one = run("single_amp", 1, single({"optim.precision=amp_bf16"}));
+  ASSERT_EQ(one.losses.size(), 10u);
+  // bfloat16 keeps 8 bits of mantissa: weights, per-rank gradients and their sum are rounded where one
+  // process rounds only inside autocast's matmuls.
+  constexpr double kRel = 2e-2;
+  const auto cfg = config(2, {"optim.precision=amp_bf16"});
+  const RunOutput bf16 = run("amp_bf16", 2, cfg);
+  expectUnitDtypes(bf16, "bfloat16", "float32", "param_dtype auto");
+  expectPlannedLayout(bf16, cfg, fsdp_plan::Strategy::kFullShard, 2, 1);
+  expectCloseRun(one, bf16, kRel, "amp_bf16, units gathered in bfloat16");
+  for (const auto& [name, t] : bf16.state) EXPECT_EQ(t.scalar_type(), torch::kFloat) << name;
+
+  const auto cfgRef = config(2, {"optim.precision=amp_bf16", "parallel.mixed_precision.param_dtype=fp32"});
+  const RunOutput ref = run("amp_bf16_fp32_params", 2, cfgRef);
+  expectUnitDtypes(ref, "float32", "float32", "param_dtype fp32");
+  expectPlannedLayout(ref, cfgRef, fsdp_plan::Strategy::kFullShard, 2, 1);
+  expectCloseRun(one, ref, kRel, "amp_bf16, units gathered in float32");
+  // Frozen storage at half the bytes: the one place the two settings differ in model state.
+  // The same units gathered at the peak, every one of them cast: exactly half the bytes.
+  const auto lastMemory = [](const RunOutput& r) {
+    protocol::RankMemory last;
+    for (const auto& e : r.events) {
+      if (const auto* m = std::get_if<protocol::MemoryEvent>(&e.body)) last = m->ranks.at(0);
+    }
+    return last;
+  };
+  const auto low = lastMemory(bf16), high = lastMemory(ref);
+  EXPECT_LT(low.params, high.params);
+  EXPECT_GT(low.gathered, 0);
+  EXPECT_EQ(2 * low.gathered, high.gathered);
+}
+
 }  // namespace
 }  // namespace fs::engine

@@ -155,6 +155,102 @@ TEST(FlatParameterTest, FreedUnitsBackwardToTheUnshardedGradients) {
   }
 }
 
+// NOTE [Mixed precision in a flat parameter]: gathered in bfloat16, reduced in bfloat16, the trainable
+// shard and its gradient in float32, a frozen flat parameter stored in bfloat16.
+TEST(FlatParameterTest, MixedPrecisionGathersACastAndReducesIntoTheMasterShard) {
+  const FlatDtypes bf16{torch::kBFloat16, torch::kBFloat16};
+  Mlp unsharded;
+  for (auto& p : unsharded.parameters()) p.set_data(p.detach().to(torch::kBFloat16));
+  {
+    torch::Tensor x = globalInput().to(torch::kBFloat16);
+    for (auto& l : unsharded.layers()) x = torch::tanh(l->forward(x));
+    x.to(torch::kFloat).pow(2).mean().backward();
+  }
+  for (int world : {1, 2, 3}) {
+    std::mutex mu;
+    const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+      Mlp model;
+      Mlp reference;
+      for (auto& p : model.b->parameters()) p.set_requires_grad(false);
+      std::vector<std::unique_ptr<FlatParameter>> units;
+      const char* names[] = {"a", "b", "c"};
+      int i = 0;
+      for (auto& l : model.layers()) {
+        units.push_back(std::make_unique<FlatParameter>(membersOf(*l, names[i++]), comm.rank(), comm.size(), bf16));
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        for (size_t u = 0; u < units.size(); ++u) {
+          const auto& f = *units[u];
+          const auto l = reference.layers()[u];
+          const torch::Tensor all = torch::cat({l->weight.detach().reshape({-1}), l->bias.detach(),
+                                                torch::zeros({f.padding()})});
+          const torch::Tensor mine = all.narrow(0, comm.rank() * f.shardNumel(), f.shardNumel());
+          const bool frozen = u == 1;
+          EXPECT_EQ(f.shard().scalar_type(), frozen ? torch::kBFloat16 : torch::kFloat) << "unit " << u;
+          EXPECT_EQ(f.shardBytes(), f.shardNumel() * (frozen ? 2 : 4)) << "unit " << u;
+          EXPECT_TRUE(torch::equal(f.shard(), frozen ? mine.to(torch::kBFloat16) : mine)) << "unit " << u;
+          EXPECT_EQ(f.modelDtype(), torch::kFloat);
+          EXPECT_EQ(f.gatherDtype(), torch::kBFloat16);
+          // A cast needs its own buffer even in a group of one: freed until gathered. A frozen flat parameter
+          // is stored in the gather dtype: in a group of one the members view it.
+          EXPECT_EQ(f.gathered(), frozen && world == 1) << "unit " << u;
+        }
+      }
+      // The master values, gathered without touching the members.
+      for (size_t u = 0; u < units.size(); ++u) {
+        const torch::Tensor values = units[u]->gatherValues(comm, "test values");
+        std::lock_guard<std::mutex> lock(mu);
+        const auto l = reference.layers()[u];
+        const torch::Tensor want = torch::cat({l->weight.detach().reshape({-1}), l->bias.detach()});
+        EXPECT_TRUE(torch::equal(values.narrow(0, 0, want.numel()), u == 1 ? want.to(torch::kBFloat16) : want))
+            << "unit " << u;
+        EXPECT_EQ(units[u]->gatheredBytes(), 0) << "unit " << u;
+      }
+      const int64_t rows = 6 / comm.size();
+      torch::Tensor x = globalInput().narrow(0, comm.rank() * rows, rows).to(torch::kBFloat16);
+      for (size_t u = 0; u < units.size(); ++u) {
+        units[u]->gather(comm, "forward gather");
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          EXPECT_EQ(units[u]->gatheredBytes(), u == 1 && world == 1 ? 0 : units[u]->paddedNumel() * 2) << "unit " << u;
+          const auto l = reference.layers()[u];
+          EXPECT_TRUE(torch::equal(model.layers()[u]->weight, l->weight.to(torch::kBFloat16))) << "unit " << u;
+        }
+        x = torch::tanh(model.layers()[u]->forward(x));
+        units[u]->free();
+        x.register_hook([&comm, unit = units[u].get()](torch::Tensor g) {
+          unit->gather(comm, "backward gather");
+          return g;
+        });
+      }
+      x.to(torch::kFloat).pow(2).mean().backward();
+      for (size_t u = units.size(); u-- > 0;) {
+        if (units[u]->trainable()) units[u]->reduceGradients(comm, 1.0 / comm.size(), "reduce-scatter");
+        units[u]->free();
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      for (size_t u : {size_t{0}, size_t{2}}) {
+        const auto& f = *units[u];
+        const auto l = unsharded.layers()[u];
+        const torch::Tensor want = torch::cat({l->weight.grad().reshape({-1}), l->bias.grad(),
+                                               torch::zeros({f.padding()}, torch::kBFloat16)})
+                                       .to(torch::kFloat)
+                                       .narrow(0, comm.rank() * f.shardNumel(), f.shardNumel());
+        const torch::Tensor got = f.shard().grad();
+        ASSERT_EQ(got.scalar_type(), torch::kFloat) << "unit " << u;
+        // bfloat16 rounding of per-rank gradients and of their sum: a few units in the last place.
+        const double scale = want.abs().max().item<double>();
+        EXPECT_TRUE(torch::allclose(got, want, 3e-2, 3e-2 * scale))
+            << "world " << comm.size() << " unit " << u << ": max diff " << (got - want).abs().max().item<double>();
+        for (const auto& m : f.members()) EXPECT_FALSE(m.param.grad().defined()) << m.name;
+      }
+      for (const auto& m : units[1]->members()) EXPECT_FALSE(m.param.grad().defined()) << m.name;
+    });
+    for (const auto& e : errors) ASSERT_EQ(e, "") << "world " << world;
+  }
+}
+
 TEST(FlatParameterTest, MixedRequiresGradIsRefusedByName) {
   Mlp model;
   model.a->bias.set_requires_grad(false);

@@ -133,6 +133,31 @@ TEST(Validate, ShardedCheckpointsNeedFsdp) {
   }
 }
 
+TEST(Validate, GatheredDtypeMustBeWhatTheForwardComputesInOrTheWeights) {
+  const std::string fsdp = "parallel.mode=fsdp";
+  Problem p = problemAt(validateConfig(with(tiny(), {fsdp, "parallel.mixed_precision.param_dtype=bf16"})),
+                        "parallel.mixed_precision.param_dtype");
+  EXPECT_TRUE(p.isError());
+  EXPECT_NE(p.message.find("'bf16' under optim.precision fp32"), std::string::npos) << p.message;
+  // amp_bf16 computes in bf16 from fp32 weights: both may be gathered.
+  for (const std::string dtype : {"auto", "bf16", "fp32"}) {
+    for (const auto& q : validateConfig(with(tiny(), {fsdp, "optim.precision=amp_bf16",
+                                                      "parallel.mixed_precision.param_dtype=" + dtype,
+                                                      "parallel.mixed_precision.reduce_dtype=fp32"}))) {
+      EXPECT_NE(q.path, "parallel.mixed_precision.param_dtype") << dtype << ": " << q.message;
+    }
+  }
+  EXPECT_TRUE(problemAt(validateConfig(with(tiny(), {fsdp, "optim.precision=amp_bf16",
+                                                      "parallel.mixed_precision.param_dtype=fp16"})),
+                        "parallel.mixed_precision.param_dtype")
+                  .isError());
+  // Without FSDP nothing is gathered: a warning, not an error.
+  Problem w = problemAt(validateConfig(with(tiny(), {"parallel.mixed_precision.reduce_dtype=bf16"})),
+                        "parallel.mixed_precision");
+  EXPECT_FALSE(w.isError());
+  EXPECT_NE(w.message.find("no effect"), std::string::npos) << w.message;
+}
+
 TEST(Validate, TrainPyThresholdDefaultWarnsWithRecipeValue) {
   RunConfig c = with(tiny(), {"data.datasets.mmc4.textsim_threshold=30"});
   Problem p = problemAt(validateConfig(c), "data.datasets[1].textsim_threshold");
