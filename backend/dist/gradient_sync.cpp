@@ -77,23 +77,44 @@ GradientSync::GradientSync(std::shared_ptr<Communicator> comm, std::vector<torch
 GradientSync::~GradientSync() { *link_ = nullptr; }
 
 void GradientSync::broadcastFromRank0(Communicator& comm, const std::vector<torch::Tensor>& tensors,
-                                      const std::string& what) {
+                                      const std::string& what, int64_t chunkBytes) {
   if (comm.size() == 1) return;
   torch::NoGradGuard noGrad;
+  // Small tensors travel together (a few collectives, not one per tensor); never a copy of the whole
+  // model: at start-up the model is all a rank holds.
   std::map<c10::ScalarType, std::vector<torch::Tensor>> byDtype;
   for (const auto& t : tensors) {
     if (t.defined() && t.numel() > 0) byDtype[t.scalar_type()].push_back(t);
   }
   for (auto& [dtype, list] : byDtype) {
-    std::vector<torch::Tensor> flats;
-    for (const auto& t : list) flats.push_back(t.detach().reshape({-1}));
-    torch::Tensor flat = torch::cat(flats);
-    comm.broadcast(flat, 0, what);
-    int64_t offset = 0;
-    for (auto& t : list) {
-      t.detach().view({-1}).copy_(flat.narrow(0, offset, t.numel()));
-      offset += t.numel();
+    std::vector<torch::Tensor> pending;
+    int64_t pendingBytes = 0;
+    const auto flush = [&] {
+      if (pending.empty()) return;
+      std::vector<torch::Tensor> flats;
+      for (const auto& t : pending) flats.push_back(t.detach().reshape({-1}));
+      torch::Tensor flat = torch::cat(flats);
+      comm.broadcast(flat, 0, what);
+      int64_t offset = 0;
+      for (auto& t : pending) {
+        t.detach().copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));  // any strides
+        offset += t.numel();
+      }
+      pending.clear();
+      pendingBytes = 0;
+    };
+    for (const auto& t : list) {
+      const int64_t bytes = t.numel() * static_cast<int64_t>(t.element_size());
+      if (bytes >= chunkBytes && t.is_contiguous()) {
+        torch::Tensor in = t.detach();
+        comm.broadcast(in, 0, what);
+        continue;
+      }
+      if (pendingBytes + bytes > chunkBytes) flush();
+      pending.push_back(t);
+      pendingBytes += bytes;
     }
+    flush();
   }
 }
 

@@ -50,10 +50,12 @@ class GradientSync {
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
 
-  // Copies rank 0's values into every rank's tensors (parameters, buffers),
-  // coalesced per dtype.
+  // Copies rank 0's values into every rank's tensors (parameters, buffers):
+  // tensors of one dtype coalesced into buffers of at most `chunkBytes`, a
+  // larger contiguous tensor in place (start-up memory stays one model plus
+  // one chunk).
   static void broadcastFromRank0(Communicator& comm, const std::vector<torch::Tensor>& tensors,
-                                 const std::string& what);
+                                 const std::string& what, int64_t chunkBytes = int64_t{64} << 20);
 
   void arm();
   // REQUIRES: arm() was called for this window. Leaves every trainable

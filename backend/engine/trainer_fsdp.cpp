@@ -52,6 +52,10 @@ std::vector<int> layoutPositions(const fsdp::ShardedModel& sharded) {
 }  // namespace
 
 Status Trainer::shardModel() {
+  if (config_.parallel.cpu_offload && !device_.is_cpu()) {
+    return Status::unsupported("parallel.cpu_offload: keeping shards in host memory is not implemented for " +
+                               device_.str() + " yet; set parallel.cpu_offload=false");
+  }
   fsdp::ParallelizeOptions o;
   o.ranksPerNode = static_cast<int>(std::clamp<int64_t>(options_.localWorld, 1, options_.world));
   auto sharded = fsdp::parallelizeFlamingo(model_, config_, comm_, o);

@@ -233,6 +233,13 @@ class Checker {
             "set parallel.mode=fsdp, or checkpoint.format=full");
     }
     mixedPrecisionRules(fsdp);
+    if (p.cpu_offload) {
+      warning("parallel.cpu_offload",
+              fsdp ? "on CPU runs the shards live in host memory anyway; CUDA runs do not implement it yet and "
+                     "stop at start-up with an error"
+                   : "has no effect with parallel.mode=" + p.mode,
+              "leave it off");
+    }
     if ((c_.optim.precision == "fp16" || c_.optim.precision == "amp_fp16") && p.dist_backend == "gloo") {
       warning("optim.precision", "fp16 is meant for CUDA; on CPU (gloo) use bf16 or amp_bf16");
     }

@@ -158,6 +158,13 @@ TEST(Validate, GatheredDtypeMustBeWhatTheForwardComputesInOrTheWeights) {
   EXPECT_NE(w.message.find("no effect"), std::string::npos) << w.message;
 }
 
+TEST(Validate, CpuOffloadSaysWhatItDoesHere) {
+  Problem p = problemAt(validateConfig(with(tiny(), {"parallel.mode=fsdp", "parallel.cpu_offload=true"})),
+                        "parallel.cpu_offload");
+  EXPECT_FALSE(p.isError());
+  EXPECT_NE(p.message.find("host memory anyway"), std::string::npos) << p.message;
+}
+
 TEST(Validate, TrainPyThresholdDefaultWarnsWithRecipeValue) {
   RunConfig c = with(tiny(), {"data.datasets.mmc4.textsim_threshold=30"});
   Problem p = problemAt(validateConfig(c), "data.datasets[1].textsim_threshold");
