@@ -27,20 +27,31 @@ struct alignas(64) Counter {
 // Trivially destructible, constant-initialised: usable by frees during static destruction.
 Counter g_phase[kPhaseCount];
 Counter g_total;
+// Each phase's live bytes when g_total.peak was last raised (MemorySnapshot::atPeak).
+std::atomic<std::int64_t> g_at_peak[kPhaseCount];
 std::atomic<std::int64_t> g_allocations{0};
 
 thread_local Phase t_phase = Phase::kOther;
 
-void raiseTo(std::atomic<std::int64_t>& peak, std::int64_t value) {
+// True when `value` became the new peak.
+bool raiseTo(std::atomic<std::int64_t>& peak, std::int64_t value) {
   std::int64_t seen = peak.load(std::memory_order_relaxed);
-  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  while (value > seen) {
+    if (peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
+void recordPhasesAtPeak() {
+  for (std::size_t i = 0; i < kPhaseCount; ++i) {
+    g_at_peak[i].store(g_phase[i].live.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
 }
 
 void add(std::size_t phase, std::int64_t bytes) {
   // fetch_add returns each value the counter takes, so the peak is exact (see the NOTE).
   raiseTo(g_phase[phase].peak, g_phase[phase].live.fetch_add(bytes, std::memory_order_relaxed) + bytes);
-  raiseTo(g_total.peak, g_total.live.fetch_add(bytes, std::memory_order_relaxed) + bytes);
+  if (raiseTo(g_total.peak, g_total.live.fetch_add(bytes, std::memory_order_relaxed) + bytes)) recordPhasesAtPeak();
   g_allocations.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -205,6 +216,7 @@ MemorySnapshot memorySnapshot() {
     s.phases[i].live = g_phase[i].live.load(std::memory_order_relaxed);
     s.phases[i].peak = g_phase[i].peak.load(std::memory_order_relaxed);
   }
+  for (std::size_t i = 0; i < kPhaseCount; ++i) s.atPeak[i] = g_at_peak[i].load(std::memory_order_relaxed);
   s.total.live = g_total.live.load(std::memory_order_relaxed);
   s.total.peak = g_total.peak.load(std::memory_order_relaxed);
   s.allocations = g_allocations.load(std::memory_order_relaxed);
@@ -215,6 +227,7 @@ MemorySnapshot memorySnapshot() {
 void resetMemoryPeaks() {
   for (auto& c : g_phase) c.peak.store(c.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
   g_total.peak.store(g_total.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  recordPhasesAtPeak();
 }
 
 ProcessMemory readProcessMemory() {

@@ -18,6 +18,10 @@
 //    (A reset racing with allocations on other threads may miss a peak reached during
 //    the reset itself; call it between steps.)
 //    The sum of the per-phase peaks may exceed total.peak: they peak at different times.
+//  - atPeak[phase] is live(phase) at the moment total.peak was last raised (or reset):
+//    where the peak's bytes were. The allocating thread copies the phases right after
+//    raising the peak, so it is exact when one thread allocates at a time and off by
+//    other threads' allocations in between otherwise; its sum is total.peak then.
 //  - Not counted: storages that existed before installation (also not when freed),
 //    zero-byte storages, memory LibTorch does not take from the CPU allocator
 //    (from_blob, mmap'ed files, pinned memory, GPU memory, oneDNN scratch pads), and
@@ -73,6 +77,7 @@ struct MemorySnapshot {
   bool tracking = false;  // installCpuMemoryTracker() succeeded; else all counters are 0
   std::array<PhaseBytes, kPhaseCount> phases{};
   PhaseBytes total;              // all phases together
+  std::array<std::int64_t, kPhaseCount> atPeak{};  // each phase's live bytes when total.peak was reached
   std::int64_t allocations = 0;  // live tracked allocations
   ProcessMemory process;
 
