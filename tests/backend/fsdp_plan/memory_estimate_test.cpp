@@ -80,6 +80,23 @@ TEST(MemoryEstimate, GatheredWindowFollowsLimitAllGathers) {
   EXPECT_EQ(sgo.gatheredPeak, (4224 + 8576 + 4160 + 2 * 8322 + 2 * 8544 + 8576 + 4160) * 4);
 }
 
+TEST(MemoryEstimate, ShardGradOpWithCheckpointingHoldsOnlyUnitsOutsideCheckpointedRegions) {
+  // A unit whose forward runs inside a checkpointed region (Perceiver, gated blocks, decoder layers)
+  // built no graph and is freed after its forward: only the embedding unit is held to its backward.
+  // Backward then peaks at a gated block (its unsharded gradient, gathered with the Perceiver) beside
+  // the held embedding and its tied gradient: 4,160 + 8,322 + 4,160 + 8,322 + 8,576, below the
+  // forward window of the vision tower and the Perceiver.
+  auto c = test::preset("tiny", {"parallel.limit_all_gathers=2", "model.gradient_checkpointing=true"});
+  const auto plan = planFor(c, {2, 1});
+  const auto& sgo = entry(plan, "ours", "openflamingo", Strategy::kShardGradOp).memory;
+  EXPECT_EQ(sgo.gatheredPeak, (4224 + 33280 + 8576) * 4);
+  // Without checkpointing every unit in backward is held at the turn (the test above).
+  c.model.gradient_checkpointing = false;
+  const auto held = planFor(c, {2, 1});
+  EXPECT_EQ(entry(held, "ours", "openflamingo", Strategy::kShardGradOp).memory.gatheredPeak,
+            (4224 + 8576 + 4160 + 2 * 8322 + 2 * 8544 + 8576 + 4160) * 4);
+}
+
 TEST(MemoryEstimate, NineBOnEightGpusMatchesTheHandCount) {
   // Issue 8: ~8.7 GiB (reference: fp32 flat parameters, gradients for the
   // unfrozen decoder layers) vs ~4.2 GiB (ours) of model state per GPU.
