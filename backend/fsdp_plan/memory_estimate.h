@@ -23,12 +23,28 @@
 //               groups) is added until its reduce-scatter. shard_grad_op:
 //               every unit that takes part in backward stays gathered from
 //               its forward to its backward, so at the turn all of them are
-//               gathered at once, plus one unit's unsharded gradient. A unit
+//               gathered at once, plus one unit's unsharded gradient; with
+//               gradient checkpointing only units outside checkpointed
+//               regions are held (a unit run inside one built no graph and is
+//               freed after its forward), the others take the full_shard
+//               backward window beside the held ones. A unit
 //               holding a tied head (Unit::aliases) is gathered again at the
 //               head, and its unsharded gradient, begun there, lives through
 //               the whole backward until the unit's own backward.
 //   activations activation_estimate.h, the same for ours and the reference
 //               (same model); `activations` follows model.gradient_checkpointing.
+// peak = model state + gathered + activations: the largest of each summed,
+// though they peak at different moments (activations at the end of the last
+// forward, the gathered window inside backward), so it errs high. Measured on
+// CPU (bench/fsdp/peak_accuracy.sh, docs/benchmarks.md): median 4.1 %,
+// -2.3 .. +12.6 % on small; median 7.5 %, up to +19 % on tiny (full_shard
+// without checkpointing is the worst). Not modelled, though measured
+// (the probe's --live-at-peak): the step's input batches (images, ids and
+// masks of every dataset, held for the whole step), Gloo's all-gather
+// staging buffer (a unit's full size while it is gathered) and reduce-scatter
+// receive buffer (a flat gradient's full size while a reduction is in
+// flight, one unit at a time), and on padded batches the skipped-padding
+// path's copies; see docs/planner.md "Accuracy".
 // CPU offload is not modelled (parallel.cpu_offload moves parameters,
 // gradients and optimizer state to host memory; the figures above are then
 // host bytes).
