@@ -1,5 +1,7 @@
 #include "app/plan/plan_json.h"
 
+#include "app/common/json_field_reader.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -10,62 +12,7 @@
 namespace fs::app {
 namespace {
 
-// Reads fields by name and keeps the first problem with its JSON path, so the
-// parse reads straight through and reports once at the end.
-class FieldReader {
- public:
-  bool failed() const { return !error_.isEmpty(); }
-  const QString& error() const { return error_; }
-
-  QJsonValue field(const QJsonObject& obj, const QString& path, const char* key) {
-    const QJsonValue v = obj.value(QLatin1String(key));
-    if (v.isUndefined()) fail(join(path, key), QStringLiteral("missing"));
-    return v;
-  }
-  std::int64_t integer(const QJsonObject& obj, const QString& path, const char* key) {
-    const QJsonValue v = field(obj, path, key);
-    if (v.isUndefined()) return 0;
-    // JSON numbers arrive as doubles; byte counts stay exact below 2^53.
-    const double d = v.toDouble(std::nan(""));
-    if (!v.isDouble() || d != std::floor(d)) {
-      fail(join(path, key), QStringLiteral("not an integer"));
-      return 0;
-    }
-    return static_cast<std::int64_t>(d);
-  }
-  QString string(const QJsonObject& obj, const QString& path, const char* key) {
-    const QJsonValue v = field(obj, path, key);
-    if (!v.isUndefined() && !v.isString()) fail(join(path, key), QStringLiteral("not a string"));
-    return v.toString();
-  }
-  QJsonObject object(const QJsonObject& obj, const QString& path, const char* key) {
-    const QJsonValue v = field(obj, path, key);
-    if (!v.isUndefined() && !v.isObject()) fail(join(path, key), QStringLiteral("not an object"));
-    return v.toObject();
-  }
-  QJsonArray array(const QJsonObject& obj, const QString& path, const char* key) {
-    const QJsonValue v = field(obj, path, key);
-    if (!v.isUndefined() && !v.isArray()) fail(join(path, key), QStringLiteral("not an array"));
-    return v.toArray();
-  }
-  QJsonObject element(const QJsonArray& array, const QString& path, qsizetype i) {
-    if (!array.at(i).isObject()) fail(at(path, i), QStringLiteral("not an object"));
-    return array.at(i).toObject();
-  }
-  void fail(const QString& path, const QString& what) {
-    if (error_.isEmpty()) error_ = QStringLiteral("%1: %2").arg(path, what);
-  }
-
-  static QString join(const QString& path, const char* key) {
-    return path.isEmpty() ? QLatin1String(key) : path + QLatin1Char('.') + QLatin1String(key);
-  }
-  static QString at(const QString& path, qsizetype i) { return QStringLiteral("%1[%2]").arg(path).arg(i); }
-
- private:
-  QString error_;
-};
-
-PlanFigures readFigures(FieldReader& r, const QJsonObject& o, const QString& path) {
+PlanFigures readFigures(JsonFieldReader& r, const QJsonObject& o, const QString& path) {
   PlanFigures f;
   f.parameters = r.integer(o, path, "parameters");
   f.gradients = r.integer(o, path, "gradients");
@@ -80,11 +27,11 @@ PlanFigures readFigures(FieldReader& r, const QJsonObject& o, const QString& pat
 }
 
 // Unit paths come from the estimate's layout; the shards from the estimate.
-std::vector<PlanUnitShards> readUnits(FieldReader& r, const QJsonArray& units, const QString& path,
+std::vector<PlanUnitShards> readUnits(JsonFieldReader& r, const QJsonArray& units, const QString& path,
                                       const QJsonArray& layoutUnits, int world) {
   std::vector<PlanUnitShards> out;
   for (qsizetype u = 0; u < units.size() && !r.failed(); ++u) {
-    const QString upath = FieldReader::at(path, u);
+    const QString upath = JsonFieldReader::at(path, u);
     const QJsonObject unit = r.element(units, path, u);
     PlanUnitShards shards;
     shards.path = layoutUnits.at(u).toObject().value(QLatin1String("path")).toString();
@@ -115,7 +62,7 @@ PlanParse parsePlanJson(const QByteArray& json) {
     return out;
   }
   const QJsonObject root = doc.object();
-  FieldReader r;
+  JsonFieldReader r;
   const QString schema = r.string(root, {}, "schema");
   // "fs.plan/1" and "fs.plan/1.2" read; "fs.plan/2" does not.
   if (!r.failed() && schema != QLatin1String(kPlanSchemaMajor) &&
@@ -132,7 +79,7 @@ PlanParse parsePlanJson(const QByteArray& json) {
   const QJsonArray layouts = r.array(root, {}, "layouts");
   const QJsonArray estimates = r.array(root, {}, "estimates");
   for (qsizetype i = 0; i < estimates.size() && !r.failed(); ++i) {
-    const QString path = FieldReader::at(QStringLiteral("estimates"), i);
+    const QString path = JsonFieldReader::at(QStringLiteral("estimates"), i);
     const QJsonObject e = r.element(estimates, QStringLiteral("estimates"), i);
     PlanEstimate est;
     est.engine = r.string(e, path, "engine");
