@@ -55,6 +55,7 @@ void RunMonitor::attach(const QString& run_dir, const FollowPosition& from) {
   const bool fresh = from == FollowPosition{};
   if (fresh || run_dir != run_dir_) {
     store_.clear();
+    measured_.clear();
     status_ = RunStatus{};
     layout_.reset();
     memory_.reset();
@@ -143,6 +144,7 @@ void RunMonitor::applyEvent(const protocol::Event& e) {
 
 void RunMonitor::apply(const FollowBatchPtr& batch) {
   store_.append(batch->series);
+  measured_.update(store_);
   memory_arrived_ = false;
   for (const protocol::Event& e : batch->events) applyEvent(e);
   if (memory_arrived_) emit memoryReported();

@@ -3,8 +3,10 @@
 // Owns a RunFollower on its own worker thread and the SeriesStore it fills, and keeps
 // the run's current state from the events: run_started, the latest step and epoch,
 // total steps, samples/s, ETA, the run state, the latest layout and memory event
-// (the layout view shows which units a rank had gathered at its peak), warnings,
-// errors, checkpoints; control acks are re-emitted for a control client to match.
+// (the layout view shows which units a rank had gathered at its peak), each rank's
+// measured memory (MeasuredMemoryTracker, updated with every batch so that reading
+// it never walks the run's history), warnings, errors, checkpoints; control acks
+// are re-emitted for a control client to match.
 // It also raises two alerts:
 //  - stalled(why) once when the last step is older than max(floor, K x the median
 //    interval between step events) while the run is running and the file has been
@@ -36,6 +38,7 @@
 #include <vector>
 
 #include "app/monitor/follow_types.h"
+#include "app/monitor/measured_memory_tracker.h"
 #include "app/monitor/series_store.h"
 #include "app/monitor/stall_detector.h"
 #include "backend/protocol/events.h"
@@ -89,6 +92,9 @@ class RunMonitor : public QObject {
   const RunStatus& status() const { return status_; }
   const std::optional<protocol::LayoutEvent>& layout() const { return layout_; }
   const std::optional<protocol::MemoryEvent>& latestMemory() const { return memory_; }
+  // Per rank latest and peak memory parts over the store's memory series. Up to date
+  // from delivered() on; the store's own signals for a batch come before it is.
+  const std::vector<RankMeasurement>& measuredMemory() const { return measured_.ranks(); }
   const std::vector<protocol::WarningEvent>& warnings() const { return warnings_; }
   const std::vector<protocol::ErrorEvent>& errors() const { return errors_; }
   const std::vector<protocol::CheckpointEvent>& checkpoints() const { return checkpoints_; }
@@ -127,6 +133,7 @@ class RunMonitor : public QObject {
 
   Options options_;
   SeriesStore store_;
+  MeasuredMemoryTracker measured_;  // follows store_: updated after each append, cleared with it
   QString run_dir_;
   std::unique_ptr<WorkerThread<RunFollower>> thread_;
   RunFollower* follower_ = nullptr;

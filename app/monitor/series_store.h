@@ -72,6 +72,10 @@ class SeriesStore : public QObject {
   std::span<const double> y(SeriesId id) const;
   // REQUIRES: id is valid. Same length as y(id).
   std::span<const double> x(SeriesId id, const XAxis& axis) const;
+  // The row (event) point i of `id` came from. Rows are numbered in arrival order and
+  // never reused until clear(), so a reader that kept a point's row can tell after a
+  // rewind which of the points it saw are still there. REQUIRES: i < size(id).
+  std::uint32_t row(SeriesId id, std::size_t i) const { return series_[id].rows[i]; }
   // By name: empty spans for a series that does not exist (yet).
   std::span<const double> y(std::string_view name) const;
   std::span<const double> x(std::string_view name, const XAxis& axis) const;

@@ -1,0 +1,116 @@
+#include "app/monitor/measured_memory_tracker.h"
+
+#include <algorithm>
+#include <charconv>
+#include <span>
+#include <string>
+
+#include "app/monitor/series_names.h"
+
+namespace fs::app {
+namespace {
+
+// "memory/rank3/grads" -> 3; -1 for another series (or a rank that is not a
+// non-negative int: measuredMemory() leaves those out too).
+int rankOf(std::string_view name) {
+  constexpr std::string_view prefix = "memory/rank";
+  if (!name.starts_with(prefix)) return -1;
+  name.remove_prefix(prefix.size());
+  const auto slash = name.find('/');
+  if (slash == std::string_view::npos || slash == 0) return -1;
+  int rank = -1;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + slash, rank);
+  return ec == std::errc() && end == name.data() + slash ? rank : -1;
+}
+
+std::int64_t bytes(double v) { return v == v ? static_cast<std::int64_t>(v) : 0; }  // NaN: nothing measured
+
+}  // namespace
+
+void MeasuredMemoryTracker::clear() {
+  ranks_.clear();
+  names_seen_ = 0;
+  figures_.clear();
+}
+
+void MeasuredMemoryTracker::update(const SeriesStore& store) {
+  addNewRanks(store);
+  figures_.clear();
+  figures_.reserve(ranks_.size());
+  for (auto& [rank, track] : ranks_) figures_.push_back(measure(store, rank, track));
+}
+
+void MeasuredMemoryTracker::addNewRanks(const SeriesStore& store) {
+  // Names only grow until clear(), so only the new ones can name a new rank.
+  const auto& names = store.names();
+  for (; names_seen_ < names.size(); ++names_seen_) {
+    const int rank = rankOf(names[names_seen_]);
+    if (rank >= 0) ranks_.try_emplace(rank);
+  }
+}
+
+std::size_t MeasuredMemoryTracker::updatePart(const SeriesStore& store, PartTrack& part) {
+  const std::size_t size = store.size(part.id);
+  // The points seen that a rewind kept still carry their rows; whatever sits at
+  // their indices with a later row came after the rewind. Walking back over
+  // those costs at most the points added since the last call.
+  std::size_t kept = std::min(part.seen, size);
+  while (kept > 0 && store.row(part.id, kept - 1) > part.last_row) --kept;
+  part.peak.truncate(kept);
+  const auto y = store.y(part.id);
+  for (std::size_t i = kept; i < size; ++i) part.peak.add(i, bytes(y[i]));
+  part.seen = size;
+  if (size > 0) part.last_row = store.row(part.id, size - 1);
+  return kept;
+}
+
+RankMeasurement MeasuredMemoryTracker::measure(const SeriesStore& store, int rank, RankTrack& track) {
+  RankMeasurement m;
+  m.rank = rank;
+  std::array<std::span<const double>, kMeasuredPartCount> y;
+  std::size_t sums_kept = track.sums_seen;
+  unsigned with_points = 0;
+  std::size_t events = 0;  // points per part, when they agree
+  bool aligned = true;
+  SeriesStore::SeriesId latest_part = SeriesStore::kNoSeries;
+  for (std::size_t p = 0; p < kMeasuredPartCount; ++p) {
+    PartTrack& part = track.parts[p];
+    if (part.id == SeriesStore::kNoSeries) part.id = store.find(series::memory(rank, kMeasuredPartCategories[p]));
+    if (part.id == SeriesStore::kNoSeries) continue;
+    sums_kept = std::min(sums_kept, updatePart(store, part));
+    y[p] = store.y(part.id);
+    if (y[p].empty()) continue;
+    m.latest[p] = bytes(y[p].back());
+    m.peak[p] = std::max<std::int64_t>(0, part.peak.peak().value_or(0));
+    if (with_points == 0) events = y[p].size();
+    else if (y[p].size() != events) aligned = false;
+    with_points |= 1u << p;
+    latest_part = part.id;
+  }
+  if (latest_part != SeriesStore::kNoSeries) m.step = static_cast<std::int64_t>(store.x(latest_part, XAxis{}).back());
+
+  // Sums over another set of parts are other sums: start them again (the
+  // builder writes every part, so this happens for a rank's first points only).
+  if (with_points != track.sum_parts) {
+    sums_kept = 0;
+    track.sum_parts = with_points;
+  }
+  track.sum_peak.truncate(sums_kept);
+  track.sums_seen = sums_kept;
+  if (with_points != 0 && aligned) {
+    for (std::size_t i = track.sums_seen; i < events; ++i) {
+      std::int64_t sum = 0;
+      for (std::size_t p = 0; p < kMeasuredPartCount; ++p) {
+        if (with_points & (1u << p)) sum += bytes(y[p][i]);
+      }
+      track.sum_peak.add(i, sum);
+    }
+    track.sums_seen = events;
+    m.peakSum = *track.sum_peak.peak();
+  } else {
+    for (std::int64_t v : m.peak) m.peakSum += v;
+  }
+  return m;
+}
+
+}  // namespace fs::app
