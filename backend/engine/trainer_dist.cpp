@@ -106,8 +106,11 @@ Status Trainer::agreeAfterSetUp() {
         "): every rank must see the same run directory and checkpoints");
   }
   if (!fsdp() || config_.parallel.sync_module_states) {
+    // Under delayed init the parameters come with their shards (shardModel), never whole.
     std::vector<torch::Tensor> state;
-    for (const auto& p : model_->parameters()) state.push_back(p);
+    if (!delayedInit()) {
+      for (const auto& p : model_->parameters()) state.push_back(p);
+    }
     for (const auto& b : model_->buffers()) state.push_back(b);
     dist::GradientSync::broadcastFromRank0(*comm_, state, "initial weights from rank 0");
   }

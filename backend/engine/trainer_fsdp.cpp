@@ -1,8 +1,12 @@
 // The Trainer under parallel.mode = fsdp.
 //
 // NOTE [FSDP in the engine]: the model is built, frozen and resumed whole
-// on every rank (a checkpoint of any world size loads as in a
-// single-process run), then parallelizeFlamingo() shards it with the
+// (a checkpoint of any world size loads as in a single-process run); under
+// parallel.delayed_init only on the first rank of each node, the others
+// building its shapes only (model/shapes_only.h) and receiving each flat
+// parameter's values from it while sharding (NOTE [Values from the node's
+// first rank]), else on every rank, rank 0's weights then broadcast
+// (sync_module_states). parallelizeFlamingo() shards it with the
 // config's wrap policy and strategy and the optimizer moves onto the
 // trainable shards, its state sliced from the unsharded one (NOTE [Sharded
 // optimizer state]). In an iteration every rank runs every backward, even
@@ -57,7 +61,8 @@ Status Trainer::shardModel() {
                                device_.str() + " yet; set parallel.cpu_offload=false");
   }
   fsdp::ParallelizeOptions o;
-  o.ranksPerNode = static_cast<int>(std::clamp<int64_t>(options_.localWorld, 1, options_.world));
+  o.ranksPerNode = ranksPerNode();
+  o.valuesFromNodeLeader = delayedInit();
   auto sharded = fsdp::parallelizeFlamingo(model_, config_, comm_, o);
   if (!sharded) return sharded.status();
   sharded_ = std::move(sharded.value());

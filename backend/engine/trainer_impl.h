@@ -2,6 +2,7 @@
 // trainer_step.cpp (one step) and trainer.cpp (the loop and control).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -98,6 +99,11 @@ class Trainer {
 
   // trainer_fsdp.cpp: NOTE [FSDP in the engine]
   bool fsdp() const { return config_.parallel.mode == "fsdp"; }
+  // NOTE [Values from the node's first rank] (fsdp/sharded_model.h): under delayed init only the first
+  // rank of each node builds values; the others build shapes only (model/shapes_only.h).
+  bool delayedInit() const { return fsdp() && config_.parallel.delayed_init && distributed(); }
+  int ranksPerNode() const { return static_cast<int>(std::clamp<int64_t>(options_.localWorld, 1, options_.world)); }
+  bool shapesOnly() const { return delayedInit() && options_.rank % ranksPerNode() != 0; }
   protocol::Status shardModel();
   void finishShardedBackward(bool checkFlow);
   // tanh of every gate; a collective under FSDP (every rank calls it).

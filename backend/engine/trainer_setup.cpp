@@ -11,6 +11,7 @@
 #include "backend/engine/checkpoint_manifest.h"
 #include "backend/engine/trainer_impl.h"
 #include "backend/engine/weights.h"
+#include "backend/model/shapes_only.h"
 #include "backend/launch/world_env.h"
 #include "backend/protocol/config_yaml.h"
 #include "backend/protocol/run_manifest.h"
@@ -95,6 +96,7 @@ Status Trainer::setUp() {
   if (!faults) return faults.status();
   faults_ = faults.value();
   if (Status s = joinWorld(); !s) return s;
+  log_->info("resident set before the model: {} bytes", telemetry::readProcessMemory().rss_bytes);
   if (Status s = buildModelAndOptimizer(); !s) return s;
   train::seedForRank(config_, options_.rank);
   if (options_.makeSource) {
@@ -112,7 +114,14 @@ Status Trainer::setUp() {
                                             config_.optim.grad_accum_steps);
   if (Status s = resumeIfPossible(); !s) return s;
   if (Status s = agreeAfterSetUp(); !s) return s;
-  return fsdp() ? shardModel() : Status::ok();
+  if (Status s = fsdp() ? shardModel() : Status::ok(); !s) return s;
+  // What start-up cost this process (bench/fsdp/startup_memory.sh reads it): under delayed init only
+  // the first rank of each node ever holds the whole model.
+  log_->info("start-up peak resident set: {} bytes{}", telemetry::readProcessMemory().peak_rss_bytes,
+             delayedInit() ? (shapesOnly() ? " (delayed init: shards from the node's first rank)"
+                                           : " (delayed init: source for this node)")
+                           : "");
+  return Status::ok();
 }
 
 Status Trainer::prepareRunDirectory() {
@@ -166,8 +175,22 @@ Status Trainer::buildModelAndOptimizer() {
   train::seedForModelInit(config_);
   auto modelOptions = model::FlamingoOptions::fromConfig(config_.model);
   if (options_.disableDropout) modelOptions.lm().noDropout();
-  model_ = model::Flamingo(modelOptions);
-  if (!config_.model.lm.path.empty() || !config_.model.vision.pretrained.empty()) {
+  if (shapesOnly()) {
+    // Delayed init: the node's first rank reads the weights and scatters each unit's shards (NOTE [FSDP in
+    // the engine]).
+    {
+      model::ShapesOnlyScope shapes;
+      model_ = model::Flamingo(modelOptions);
+    }
+    if (const auto bad = model::shapesOnlyProblem(*model_); !bad.empty()) {
+      return Status::unsupported("delayed init: parameter " + bad +
+                              " was computed by an op at construction (NOTE [Shapes-only construction]); set "
+                              "parallel.delayed_init=false");
+    }
+  } else {
+    model_ = model::Flamingo(modelOptions);
+  }
+  if (!shapesOnly() && (!config_.model.lm.path.empty() || !config_.model.vision.pretrained.empty())) {
     auto loaded = loadPretrained(*model_, config_.model);
     if (!loaded) return loaded.status();
     for (const auto& line : loaded->info) log_->info("{}", line);
@@ -178,7 +201,7 @@ Status Trainer::buildModelAndOptimizer() {
   }
   model_->freezeAsOpenFlamingo();
   model_->train();
-  if (options_.initModel) {
+  if (options_.initModel && !shapesOnly()) {
     if (Status s = options_.initModel(*model_); !s) return s;
   }
   for (const auto& [name, t] : model_->namedParameters()) {
@@ -254,7 +277,9 @@ Status Trainer::resumeIfPossible() {
 
 Status Trainer::resumeFromOpenFlamingo(const ForeignCheckpoint& foreign, const std::filesystem::path& path) {
   const std::string where = path.string();
-  if (Status s = checkResumeLoad(model_->loadStateDict(foreign.model), where); !s) return s;
+  if (!shapesOnly()) {  // as in resumeFrom
+    if (Status s = checkResumeLoad(model_->loadStateDict(foreign.model), where); !s) return s;
+  }
   auto warn = [&](const std::string& code, const std::string& message) {
     log_->warn("{}", message);
     emit(protocol::WarningEvent{code, message, static_cast<int>(options_.rank)});
@@ -305,8 +330,12 @@ Status Trainer::resumeFromOpenFlamingo(const ForeignCheckpoint& foreign, const s
 }
 
 Status Trainer::resumeFrom(const CheckpointContents& ck, const std::filesystem::path& path) {
-  std::map<std::string, torch::Tensor> state(ck.modelState.begin(), ck.modelState.end());
-  if (Status s = checkResumeLoad(model_->loadStateDict(state), path.string()); !s) return s;
+  // A shapes-only rank takes its values from its node's first rank (NOTE [Values from the node's first
+  // rank]): writing the checkpoint into its parameters would only make them resident.
+  if (!shapesOnly()) {
+    std::map<std::string, torch::Tensor> state(ck.modelState.begin(), ck.modelState.end());
+    if (Status s = checkResumeLoad(model_->loadStateDict(state), path.string()); !s) return s;
+  }
   if (Status s = optimizer_->loadStateDict(ck.optimizer); !s) return s;
   if (Status s = schedule_->loadStateDict(ck.scheduler); !s) return s;
   schedule_->apply(optimizer_->adamw());

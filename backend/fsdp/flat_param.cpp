@@ -8,7 +8,8 @@
 
 namespace fs::fsdp {
 
-FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize, FlatDtypes dtypes)
+FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize, FlatDtypes dtypes,
+                             dist::Communicator* valuesFrom)
     : members_(std::move(members)), shardRank_(shardRank), shardSize_(shardSize) {
   TORCH_CHECK(!members_.empty(), "FlatParameter: no members");
   TORCH_CHECK(shardSize_ >= 1 && shardRank_ >= 0 && shardRank_ < shardSize_, "FlatParameter: rank ", shardRank_,
@@ -36,10 +37,13 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
   torch::Tensor values = torch::zeros({shardNumel_ * shardSize_}, first.options().dtype(storage).requires_grad(false));
   {
     torch::NoGradGuard noGrad;
-    for (size_t i = 0; i < members_.size(); ++i) {
-      auto& p = members_[i].param;
-      values.narrow(0, offsets_[i], p.numel()).copy_(p.detach().reshape({-1}));
+    if (!valuesFrom || valuesFrom->rank() == 0) {
+      for (size_t i = 0; i < members_.size(); ++i) {
+        auto& p = members_[i].param;
+        values.narrow(0, offsets_[i], p.numel()).copy_(p.detach().reshape({-1}));
+      }
     }
+    if (valuesFrom && valuesFrom->size() > 1) valuesFrom->broadcast(values, 0, "initial values of " + members_.front().name);
     // A group of one: the shard is the full buffer itself, nothing to gather (no second copy).
     shard_ = shardSize_ == 1 ? values : values.narrow(0, shardRank_ * shardNumel_, shardNumel_).clone();
     full_ = cast_ ? values.to(gatherType) : values;

@@ -61,11 +61,15 @@ struct FlatMember {
 
 class FlatParameter {
  public:
-  // Takes the members' current values as the unsharded values. Every member
-  // must be a contiguous leaf of the same dtype, device and requires-grad
-  // setting. Leaves the flat parameter freed.
+  // Takes the members' current values as the unsharded values; with
+  // `valuesFrom`, rank 0's members' values, broadcast over it (every rank of
+  // it builds the same flat parameters in the same order; the others' members
+  // are not read: delayed init). Every member must be a contiguous leaf of
+  // the same dtype, device and requires-grad setting. Leaves the flat
+  // parameter freed.
   // REQUIRES: 0 <= shardRank < shardSize; members not empty.
-  FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize, FlatDtypes dtypes = {});
+  FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize, FlatDtypes dtypes = {},
+                dist::Communicator* valuesFrom = nullptr);
   ~FlatParameter();
   FlatParameter(const FlatParameter&) = delete;
   FlatParameter& operator=(const FlatParameter&) = delete;

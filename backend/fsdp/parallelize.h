@@ -18,6 +18,7 @@ namespace fs::fsdp {
 
 struct ParallelizeOptions {
   int ranksPerNode = 1;  // hybrid_shard's shard group
+  bool valuesFromNodeLeader = false;  // delayed init: only each node's first rank holds values (ShardingOptions)
 };
 
 // Shards `model` (already frozen as OpenFlamingo does and holding its

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "backend/telemetry/memory_tracker.h"
+#include "backend/tensorfile/content_hash.h"
 
 namespace fs::fsdp {
 
@@ -68,20 +69,40 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     members[u][{trainable, group}].push_back({p.key(), p.value()});
     order_.push_back(p.key());
   }
+  // NOTE [Values from the node's first rank]
+  std::shared_ptr<dist::Communicator> valuesFrom;
+  if (options_.valuesFromNodeLeader) {
+    const int perNode = std::clamp(options_.ranksPerNode, 1, world);
+    TORCH_CHECK(world % perNode == 0, "delayed init: ", perNode, " ranks per node do not divide a world of ", world);
+    valuesFrom = perNode == world ? comm_ : comm_->split(dist::intraNodeGroups(world, perNode), "fsdp init node");
+  }
+  std::vector<int64_t> valueHashes;
+  std::vector<std::string> flatNames;
   for (size_t u = 0; u <= specs.size(); ++u) {
     Unit unit;
     unit.path = u < specs.size() ? specs[u].path : "(root)";
     unit.module = u < specs.size() ? specs[u].module.get() : nullptr;
     unit.justInTime = u < specs.size() && specs[u].justInTime;
     for (auto& [key, list] : members[u]) {
-      unit.flats.push_back(
-          std::make_unique<FlatParameter>(std::move(list), shardComm_->rank(), shardComm_->size(), options_.dtypes));
+      if (valuesFrom) {
+        uint64_t h = 0;  // chained over the members' bytes, on the rank whose values are broadcast
+        for (const auto& m : list) {
+          if (valuesFrom->rank() != 0) break;
+          const auto* bytes = static_cast<const std::byte*>(m.param.data_ptr());
+          h = tensorfile::xxh64({bytes, static_cast<size_t>(m.param.numel()) * m.param.element_size()}, h);
+        }
+        valueHashes.push_back(static_cast<int64_t>(h));
+        flatNames.push_back(unit.path + " (" + list.front().name + ", " + std::to_string(list.size()) + " tensors)");
+      }
+      unit.flats.push_back(std::make_unique<FlatParameter>(std::move(list), shardComm_->rank(), shardComm_->size(),
+                                                           options_.dtypes, valuesFrom.get()));
       const FlatParameter& f = *unit.flats.back();
       for (size_t m = 0; m < f.members().size(); ++m) memberOf_[f.members()[m].param.unsafeGetTensorImpl()] = {&f, m};
     }
     if (unit.justInTime) unitOf_[unit.module] = units_.size();
     units_.push_back(std::move(unit));
   }
+  if (valuesFrom && valuesFrom->size() < world) checkNodesAgree(valueHashes, flatNames);
   visits_.assign(units_.size(), 0);
   reduced_.assign(units_.size(), false);
   endsOnGradients_.assign(units_.size(), false);
@@ -100,6 +121,26 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
           return g;
         });
       }
+    }
+  }
+}
+
+void ShardedModel::checkNodesAgree(const std::vector<int64_t>& hashes, const std::vector<std::string>& names) const {
+  const int world = comm_->size();
+  const int perNode = std::clamp(options_.ranksPerNode, 1, world);
+  const auto n = static_cast<int64_t>(hashes.size());
+  torch::Tensor mine = torch::tensor(hashes, torch::kInt64);
+  torch::Tensor all = torch::empty({world * n}, torch::kInt64);
+  comm_->allGather(all, mine, "delayed init: values of every node");
+  const auto* h = all.data_ptr<int64_t>();
+  for (int64_t f = 0; f < n; ++f) {
+    for (int node = 1; node < world / perNode; ++node) {
+      if (h[node * perNode * n + f] == h[f]) continue;
+      TORCH_CHECK(false, "delayed init: ranks 0 and ", node * perNode,
+                  " (the first ranks of nodes 0 and ", node, ") built different initial values for ", names[f],
+                  ": each node reads the weights and initialises the model itself, so the weights files (or the "
+                  "engine builds) must be the same on every node; or set parallel.delayed_init=false to broadcast "
+                  "rank 0's");
     }
   }
 }

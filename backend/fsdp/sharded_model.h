@@ -92,7 +92,22 @@ struct ShardingOptions {
   std::function<int(const std::string& name)> trainableGroup;
   // Mixed precision (NOTE [Mixed precision in a flat parameter]): unset keeps the parameters' dtype.
   FlatDtypes dtypes;
+  // Delayed init (NOTE [Values from the node's first rank]): only the first rank of each node
+  // (ranksPerNode ranks laid out node by node) holds the parameters' values.
+  bool valuesFromNodeLeader = false;
 };
+
+// NOTE [Values from the node's first rank]: under delayed init the model's
+// values exist on one rank per node (model/shapes_only.h: the others built
+// shapes only), which read the pretrained weights once for its node. Each
+// flat parameter's values are broadcast from it inside the node as the flat
+// parameter is built, so no other rank ever holds more than one flat
+// parameter unsharded and no weights cross between nodes. The first ranks of
+// different nodes must have built the same values (same seed, same files):
+// each hashes what it broadcasts and, on more than one node, the hashes are
+// compared once every flat parameter is built; the first flat parameter
+// whose values differ is named (c10::Error) rather than training a model
+// stitched from different weights.
 
 struct UnitSpec {
   std::string path;                          // module path in the model, e.g. "perceiver"
@@ -213,6 +228,9 @@ class ShardedModel final : public model::UnitHooks {
   ShardingOptions options_;
   std::shared_ptr<dist::Communicator> shardComm_;      // where parameters are sharded
   std::shared_ptr<dist::Communicator> replicateComm_;  // null: no replicas
+  // NOTE [Values from the node's first rank]: throws naming the first flat parameter whose hash
+  // (`hashes`, one per flat parameter in build order; 0 where this rank sent nothing) differs between nodes.
+  void checkNodesAgree(const std::vector<int64_t>& hashes, const std::vector<std::string>& names) const;
   std::vector<Unit> units_;
   std::map<const torch::nn::Module*, size_t> unitOf_;
   std::vector<std::string> order_;  // parameter names in the model's order

@@ -78,11 +78,12 @@ VisionEncoderImpl::VisionEncoderImpl(VisionEncoderOptions opts) : options(std::m
   TORCH_CHECK(o.image_size() % o.patch_size() == 0, "VisionEncoder: image_size ", o.image_size(),
               " is not a multiple of patch_size ", o.patch_size());
   const double scale = 1.0 / std::sqrt(static_cast<double>(o.width()));
-  // open_clip's order: own parameters (listed first by named_parameters), then children.
-  class_embedding = register_parameter("class_embedding", torch::randn({o.width()}) * scale);
+  // open_clip's order: own parameters (listed first by named_parameters), then children. Scaled in place:
+  // a parameter must be a factory's tensor (NOTE [Shapes-only construction], shapes_only.h).
+  class_embedding = register_parameter("class_embedding", torch::randn({o.width()}).mul_(scale));
   positional_embedding =
-      register_parameter("positional_embedding", torch::randn({o.numPatches() + 1, o.width()}) * scale);
-  proj = register_parameter("proj", torch::randn({o.width(), o.output_dim()}) * scale);
+      register_parameter("positional_embedding", torch::randn({o.numPatches() + 1, o.width()}).mul_(scale));
+  proj = register_parameter("proj", torch::randn({o.width(), o.output_dim()}).mul_(scale));
   conv1 = register_module(
       "conv1",
       torch::nn::Conv2d(

@@ -195,6 +195,8 @@ struct Schema {
         .unit("units").range(0, 1 << 16);
     b.field(&ParallelConfig::cpu_offload, "cpu_offload", false, "Keep parameter shards on the CPU between uses");
     b.field(&ParallelConfig::sync_module_states, "sync_module_states", true, "Broadcast rank 0's weights at start");
+    b.field(&ParallelConfig::delayed_init, "delayed_init", true,
+            "FSDP: one rank per node builds the weights; the others receive their shards, one unit at a time");
     b.section(&ParallelConfig::mixed_precision, mixedPrecision);
     b.field(&ParallelConfig::collective_timeout_s, "collective_timeout_s", 600,
             "A collective not finished in this time fails the run, naming the rank").unit("s").range(1, 86400);

@@ -151,6 +151,7 @@ struct ParallelConfig {
   int64_t limit_all_gathers{};    // max units gathered at once, 0 = unlimited
   bool cpu_offload{};
   bool sync_module_states{};
+  bool delayed_init{};  // FSDP: only each node's first rank builds weights; shards are scattered from it
   MixedPrecisionConfig mixed_precision;
   int64_t collective_timeout_s{};
   int64_t preflight_timeout_s{};

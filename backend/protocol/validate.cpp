@@ -233,6 +233,10 @@ class Checker {
             "set parallel.mode=fsdp, or checkpoint.format=full");
     }
     mixedPrecisionRules(fsdp);
+    if (fsdp && p.delayed_init && !p.sync_module_states) {
+      error("parallel.delayed_init", "takes every weight from its node's first rank, but parallel.sync_module_states is false",
+            "set parallel.sync_module_states=true, or parallel.delayed_init=false");
+    }
     if (p.cpu_offload) {
       warning("parallel.cpu_offload",
               fsdp ? "on CPU runs the shards live in host memory anyway; CUDA runs do not implement it yet and "

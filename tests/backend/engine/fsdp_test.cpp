@@ -19,6 +19,8 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 #include "backend/fsdp_plan/layout.h"
 #include "backend/fsdp_plan/memory_estimate.h"
@@ -265,6 +267,41 @@ TEST_F(FsdpTest, HybridSaveAndRestartIsBitwiseTheUninterruptedRun) {
   auto b = readCheckpoint(restarted.dir / "checkpoint_0.pt");
   ASSERT_TRUE(a.isOk() && b.isOk());
   expectBitwiseEqual(*a, *b, "restarted vs uninterrupted");
+}
+
+// The rank's log (logs/rank-<r>.log), whole.
+std::string rankLog(const RunOutput& r, int rank) {
+  std::ifstream f(r.dir / "logs" / ("rank-" + std::to_string(rank) + ".log"));
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+constexpr const char* kShapesOnly = "(delayed init: shards from the node's first rank)";
+constexpr const char* kNodeSource = "(delayed init: source for this node)";
+
+// Delayed init (NOTE [Values from the node's first rank]) is the default: rank 1 builds shapes only and
+// the run is the single process's (every other test here runs that way too); without it every rank builds
+// the model and rank 0's weights are broadcast whole, with the same result.
+TEST_F(FsdpTest, DelayedInitAndFullBuildsTrainAlike) {
+  const RunOutput one = run("single", 1, single());
+  const RunOutput delayed = run("delayed", 2, config(2));
+  EXPECT_NE(rankLog(delayed, 1).find(kShapesOnly), std::string::npos);
+  EXPECT_NE(rankLog(delayed, 0).find(kNodeSource), std::string::npos);
+  expectSameRun(one, delayed, "delayed init", 1e-5, kTensorRel);
+  const RunOutput whole = run("whole", 2, config(2, {"parallel.delayed_init=false"}));
+  EXPECT_EQ(rankLog(whole, 1).find("delayed init"), std::string::npos);
+  expectSameRun(one, whole, "every rank builds the model", 1e-5, kTensorRel);
+  // 2 nodes x 2: each node's first rank builds the values for its node, the others shapes only; under
+  // full_shard (shards spanning both nodes) and hybrid_shard (one node) alike.
+  for (const char* strategy : {"full_shard", "hybrid_shard"}) {
+    const RunOutput two =
+        run(std::string("nodes_delayed_") + strategy, 4,
+            config(4, {std::string("parallel.sharding_strategy=") + strategy}, 2), nodes(4, 2));
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_NE(rankLog(two, r).find(r % 2 == 0 ? kNodeSource : kShapesOnly), std::string::npos)
+          << strategy << " rank " << r;
+    }
+    expectSameRun(one, two, std::string("delayed init, ") + strategy + " on 2 nodes x 2", 1e-5, kTensorRel);
+  }
 }
 
 // Each unit's dtype in the layout event: frozen units are stored as `frozen`, trainable ones as `trainable`.

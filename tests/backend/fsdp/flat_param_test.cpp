@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
 #include <mutex>
 
 #include "tests/backend/dist/thread_ranks.h"
@@ -246,6 +247,31 @@ TEST(FlatParameterTest, MixedPrecisionGathersACastAndReducesIntoTheMasterShard) 
         for (const auto& m : f.members()) EXPECT_FALSE(m.param.grad().defined()) << m.name;
       }
       for (const auto& m : units[1]->members()) EXPECT_FALSE(m.param.grad().defined()) << m.name;
+    });
+    for (const auto& e : errors) ASSERT_EQ(e, "") << "world " << world;
+  }
+}
+
+// Delayed init: only rank 0's members hold values; every rank's shard is rank 0's chunk, and the other
+// ranks' members are never read (NaN there would show).
+TEST(FlatParameterTest, ValuesComeFromRankZeroAlone) {
+  for (int world : {2, 3}) {
+    std::mutex mu;
+    const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+      Mlp model;
+      Mlp reference;
+      if (comm.rank() != 0) {
+        torch::NoGradGuard noGrad;
+        for (auto& p : model.parameters()) p.fill_(std::numeric_limits<float>::quiet_NaN());
+      }
+      FlatParameter flat(membersOf(*model.b, "b"), comm.rank(), comm.size(), {}, &comm);
+      flat.gather(comm, "test gather");
+      std::lock_guard<std::mutex> lock(mu);
+      const torch::Tensor all =
+          torch::cat({reference.b->weight.detach().reshape({-1}), reference.b->bias.detach(), torch::zeros({flat.padding()})});
+      EXPECT_TRUE(torch::equal(flat.shard(), all.narrow(0, comm.rank() * flat.shardNumel(), flat.shardNumel())))
+          << "world " << world << " rank " << comm.rank();
+      EXPECT_TRUE(torch::equal(model.b->weight, reference.b->weight)) << "world " << world << " rank " << comm.rank();
     });
     for (const auto& e : errors) ASSERT_EQ(e, "") << "world " << world;
   }

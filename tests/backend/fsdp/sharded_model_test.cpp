@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
+#include <map>
 #include <mutex>
 
 #include "tests/backend/dist/thread_ranks.h"
@@ -345,6 +347,66 @@ TEST_P(GatherWindowTest, RecordsTheUnitsGatheredTogetherAtThePeak) {
 INSTANTIATE_TEST_SUITE_P(Schedules, GatherWindowTest,
                          ::testing::Values(WindowCase{true, 0}, WindowCase{false, 2}),
                          [](const auto& info) { return info.param.forward ? "forward" : "backward_pre"; });
+
+// NOTE [Values from the node's first rank]: 4 ranks as 2 nodes x 2. Only ranks 0 and 2 hold values (the
+// others hold NaN, which would show); every rank's shards are the model's own, under full_shard (the shard
+// group spans both nodes) and hybrid_shard (one node).
+TEST(DelayedInit, EveryShardComesFromItsNodesFirstRank) {
+  const Flamingo reference = buildModel("opt", false);
+  std::map<std::string, torch::Tensor> want;
+  for (const auto& p : reference->named_parameters()) want[p.key()] = p.value().detach();
+  for (Strategy strategy : {Strategy::kFullShard, Strategy::kHybridShard}) {
+    ShardingOptions options;
+    options.strategy = strategy;
+    options.ranksPerNode = 2;
+    options.valuesFromNodeLeader = true;
+    std::mutex mu;
+    const auto errors = fs::testing::runThreadRanks(4, [&](dist::Communicator& comm) {
+      Flamingo m = buildModel("opt", false);
+      if (comm.rank() % 2 != 0) {
+        torch::NoGradGuard noGrad;
+        for (auto& p : m->parameters()) p.fill_(std::numeric_limits<float>::quiet_NaN());
+      }
+      ShardedModel sharded(*m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
+      for (const auto& u : sharded.units()) {
+        for (const auto& f : u.flats) {
+          torch::Tensor full = torch::empty({f->paddedNumel()}, f->shard().options().requires_grad(false));
+          sharded.shardGroup().allGather(full, f->shard().detach(), "test gather values");
+          std::lock_guard<std::mutex> lock(mu);
+          for (size_t k = 0; k < f->members().size(); ++k) {
+            const auto& member = f->members()[k];
+            const auto got = full.narrow(0, f->offsetOf(k), member.param.numel()).view(member.param.sizes());
+            EXPECT_TRUE(torch::equal(got, want.at(member.name))) << member.name << " on rank " << comm.rank();
+          }
+        }
+      }
+    });
+    for (const auto& e : errors) ASSERT_EQ(e, "") << "strategy " << static_cast<int>(strategy);
+  }
+}
+
+// Node 1's first rank built other values for one parameter: every rank stops, naming the flat parameter
+// and the two ranks, instead of training a model stitched from two.
+TEST(DelayedInit, NodesWithDifferentValuesAreRefusedByName) {
+  const auto errors = fs::testing::runThreadRanks(4, [&](dist::Communicator& comm) {
+    Flamingo m = buildModel("opt", false);
+    if (comm.rank() == 2) {
+      torch::NoGradGuard noGrad;
+      m->perceiver()->named_parameters().begin()->value().add_(1.0);
+    }
+    ShardingOptions options;
+    options.ranksPerNode = 2;
+    options.valuesFromNodeLeader = true;
+    ShardedModel sharded(*m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
+  });
+  for (size_t r = 0; r < errors.size(); ++r) {
+    EXPECT_NE(errors[r].find("ranks 0 and 2 (the first ranks of nodes 0 and 1) built different initial values "
+                             "for perceiver ("),
+              std::string::npos)
+        << "rank " << r << ": " << errors[r];
+    EXPECT_NE(errors[r].find("parallel.delayed_init=false"), std::string::npos) << errors[r];
+  }
+}
 
 TEST(ShardingStrategy, UnknownNameIsRefusedByName) {
   try {

@@ -158,6 +158,19 @@ TEST(Validate, GatheredDtypeMustBeWhatTheForwardComputesInOrTheWeights) {
   EXPECT_NE(w.message.find("no effect"), std::string::npos) << w.message;
 }
 
+TEST(Validate, DelayedInitNeedsTheWeightsBroadcast) {
+  Problem p = problemAt(validateConfig(with(tiny(), {"parallel.mode=fsdp", "parallel.sync_module_states=false"})),
+                        "parallel.delayed_init");
+  EXPECT_TRUE(p.isError());
+  EXPECT_NE(p.message.find("parallel.sync_module_states is false"), std::string::npos) << p.message;
+  // Either switch alone is fine, and DDP never reads delayed_init.
+  for (const auto& sets : std::vector<std::vector<std::string>>{
+           {"parallel.mode=fsdp", "parallel.sync_module_states=false", "parallel.delayed_init=false"},
+           {"parallel.sync_module_states=false"}}) {
+    for (const auto& q : validateConfig(with(tiny(), sets))) EXPECT_NE(q.path, "parallel.delayed_init") << q.message;
+  }
+}
+
 TEST(Validate, CpuOffloadSaysWhatItDoesHere) {
   Problem p = problemAt(validateConfig(with(tiny(), {"parallel.mode=fsdp", "parallel.cpu_offload=true"})),
                         "parallel.cpu_offload");
