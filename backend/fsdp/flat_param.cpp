@@ -34,19 +34,47 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
   cast_ = gatherType != storage;
   needsGather_ = shardSize_ > 1 || cast_;
   shardNumel_ = fsdp_plan::shardNumel(numel_, shardSize_);  // the planner's rule, so plans match
-  torch::Tensor values = torch::zeros({shardNumel_ * shardSize_}, first.options().dtype(storage).requires_grad(false));
+  const int64_t padded = shardNumel_ * shardSize_;
+  const auto options = first.options().dtype(storage).requires_grad(false);
+  const bool holdsValues = !valuesFrom || valuesFrom->rank() == 0;
+  const bool broadcasts = valuesFrom && valuesFrom->size() > 1;
+  const std::string what = "initial values of " + members_.front().name;
   {
     torch::NoGradGuard noGrad;
-    if (!valuesFrom || valuesFrom->rank() == 0) {
-      for (size_t i = 0; i < members_.size(); ++i) {
-        auto& p = members_[i].param;
-        values.narrow(0, offsets_[i], p.numel()).copy_(p.detach().reshape({-1}));
+    torch::Tensor values;
+    if (holdsValues || shardSize_ == 1) {
+      values = torch::zeros({padded}, options);
+      if (holdsValues) {
+        for (size_t i = 0; i < members_.size(); ++i) {
+          auto& p = members_[i].param;
+          values.narrow(0, offsets_[i], p.numel()).copy_(p.detach().reshape({-1}));
+        }
       }
     }
-    if (valuesFrom && valuesFrom->size() > 1) valuesFrom->broadcast(values, 0, "initial values of " + members_.front().name);
-    // A group of one: the shard is the full buffer itself, nothing to gather (no second copy).
-    shard_ = shardSize_ == 1 ? values : values.narrow(0, shardRank_ * shardNumel_, shardNumel_).clone();
-    full_ = cast_ ? values.to(gatherType) : values;
+    if (broadcasts && shardSize_ == 1) {
+      valuesFrom->broadcast(values, 0, what);  // every rank keeps all of it
+    } else if (broadcasts) {
+      // NOTE [Values from the node's first rank]: a receiving rank keeps only its shard of what is
+      // broadcast, one chunk at a time, so it never holds the whole flat parameter.
+      const int64_t chunk = std::max<int64_t>(1, kInitChunkBytes / static_cast<int64_t>(c10::elementSize(storage)));
+      const int64_t begin = shardRank_ * shardNumel_, end = begin + shardNumel_;
+      torch::Tensor buffer = holdsValues ? torch::Tensor() : torch::empty({std::min(chunk, padded)}, options);
+      if (!holdsValues) shard_ = torch::empty({shardNumel_}, options);
+      for (int64_t at = 0; at < padded; at += chunk) {
+        const int64_t n = std::min(chunk, padded - at);
+        torch::Tensor piece = holdsValues ? values.narrow(0, at, n) : buffer.narrow(0, 0, n);
+        valuesFrom->broadcast(piece, 0, what);
+        const int64_t lo = std::max(at, begin), hi = std::min(at + n, end);
+        if (!holdsValues && lo < hi) shard_.narrow(0, lo - begin, hi - lo).copy_(piece.narrow(0, lo - at, hi - lo));
+      }
+    }
+    if (values.defined()) {
+      // A group of one: the shard is the full buffer itself, nothing to gather (no second copy).
+      shard_ = shardSize_ == 1 ? values : values.narrow(0, shardRank_ * shardNumel_, shardNumel_).clone();
+      full_ = cast_ ? values.to(gatherType) : values;
+    } else {
+      full_ = torch::empty({padded}, options.dtype(gatherType));  // never written: freed below
+    }
   }
   shard_.set_requires_grad(trainable_);
   // Re-point every member into the full buffer (NOTE [Freeing gathered storage]).

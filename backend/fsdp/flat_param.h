@@ -61,9 +61,13 @@ struct FlatMember {
 
 class FlatParameter {
  public:
+  // Delayed init: the most bytes a receiving rank holds of a flat parameter's values at once beyond its shard.
+  static constexpr int64_t kInitChunkBytes = int64_t{16} << 20;
+
   // Takes the members' current values as the unsharded values; with
-  // `valuesFrom`, rank 0's members' values, broadcast over it (every rank of
-  // it builds the same flat parameters in the same order; the others' members
+  // `valuesFrom`, rank 0's members' values, broadcast over it in chunks of
+  // kInitChunkBytes of which each rank keeps its shard (every rank of it
+  // builds the same flat parameters in the same order; the others' members
   // are not read: delayed init). Every member must be a contiguous leaf of
   // the same dtype, device and requires-grad setting. Leaves the flat
   // parameter freed.

@@ -1,6 +1,9 @@
 #include "backend/fsdp/sharded_model.h"
 
 #include <algorithm>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <chrono>
 #include <set>
 
@@ -8,6 +11,19 @@
 #include "backend/tensorfile/content_hash.h"
 
 namespace fs::fsdp {
+namespace {
+
+// The unit's parameters were just moved into its flat parameters and their old storage freed; glibc keeps
+// freed heap memory resident unless asked, and start-up is when a rank's memory moves the most (the
+// model built whole, then shard by shard: NOTE [Values from the node's first rank]). Gives it back to the
+// system so that a node's resident memory follows what the ranks really hold.
+void returnFreedMemory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
+}  // namespace
 
 Strategy parseStrategy(const std::string& name) {
   if (name == "full_shard") return Strategy::kFullShard;
@@ -101,6 +117,7 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     }
     if (unit.justInTime) unitOf_[unit.module] = units_.size();
     units_.push_back(std::move(unit));
+    returnFreedMemory();
   }
   if (valuesFrom && valuesFrom->size() < world) checkNodesAgree(valueHashes, flatNames);
   visits_.assign(units_.size(), 0);

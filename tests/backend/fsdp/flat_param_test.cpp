@@ -277,6 +277,35 @@ TEST(FlatParameterTest, ValuesComeFromRankZeroAlone) {
   }
 }
 
+// A flat parameter of several broadcast chunks (kInitChunkBytes), shards not aligned with them: each
+// receiving rank keeps exactly its shard of rank 0's values; members and padding as in a plain build.
+TEST(FlatParameterTest, ValuesFromRankZeroArriveInChunks) {
+  const int64_t in = 1031, out = FlatParameter::kInitChunkBytes / 4 / in * 2 + 7;  // a bit over 2 chunks
+  torch::nn::Linear reference(in, out);
+  const int world = 3;
+  std::mutex mu;
+  const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+    torch::nn::Linear layer(in, out);
+    {
+      torch::NoGradGuard noGrad;
+      for (auto& p : layer->parameters()) p.fill_(comm.rank() == 0 ? 0.0 : std::numeric_limits<float>::quiet_NaN());
+      if (comm.rank() == 0) {
+        layer->weight.copy_(reference->weight);
+        layer->bias.copy_(reference->bias);
+      }
+    }
+    FlatParameter flat(membersOf(*layer, "big"), comm.rank(), comm.size(), {}, &comm);
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_GT(flat.paddedNumel() * 4, 2 * FlatParameter::kInitChunkBytes);
+    const torch::Tensor all = torch::cat({reference->weight.detach().reshape({-1}), reference->bias.detach(),
+                                          torch::zeros({flat.padding()})});
+    EXPECT_TRUE(torch::equal(flat.shard(), all.narrow(0, comm.rank() * flat.shardNumel(), flat.shardNumel())))
+        << "rank " << comm.rank();
+    EXPECT_FALSE(flat.gathered()) << "left freed";
+  });
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+}
+
 TEST(FlatParameterTest, MixedRequiresGradIsRefusedByName) {
   Mlp model;
   model.a->bias.set_requires_grad(false);
