@@ -38,8 +38,21 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
   const int64_t gatedBlock =
       tokens * (6 * d + 2 * ix + 2 * mx * d + 2 * m.cross_attn.heads * big_m) + b * 2 * big_m * ix;
   const bool rotary = m.lm.family == "gpt_neox" || m.lm.family == "llama";
-  const int64_t mlp = m.lm.family == "llama" ? 4 * f : 2 * f;
-  const int64_t decoderLayer = tokens * (7 * d + mlp + (rotary ? 2 * d : 0) + 2 * h * l);
+  // NOTE [Activation formula], MLP: what each activation's backward keeps. OPT's relu keeps only its
+  // output (fc1's output is freed); gelu keeps its input beside its output; LLaMA's silu(gate) * up
+  // keeps gate, silu(gate), up and the product.
+  const int64_t mlp = m.lm.family == "llama" ? 4 * f : m.lm.family == "opt" ? f : 2 * f;
+  // Self-attention keeps only the probabilities (softmax's backward reads its output; the scale and the
+  // bias add keep nothing), computed in float32 and cast once more under a 16-bit compute dtype:
+  // h L per token of 4 (+ e) bytes, in elements of e. Attention dropout (0 in every family's
+  // defaults here) would keep a mask and a second copy.
+  const int64_t probs = tokens * h * l * (4 + (e < 4 ? e : 0)) / e;
+  // NOTE [Activation formula], skipped padding: once a batch can have enough padding for the model to
+  // skip it (model::paddingFor: padded positions x d^2 >= 2^22), a decoder layer keeps 5 d more per
+  // token: the real tokens gathered for its linears (index_select), their 2-D outputs beside the
+  // attention's per-head copies of the full (B, L) tensors, and q's scaled copy.
+  const bool maySkipPadding = (tokens - 1) * d * d >= (int64_t{1} << 22);
+  const int64_t decoderLayer = tokens * (7 * d + (maySkipPadding ? 5 * d : 0) + mlp + (rotary ? 2 * d : 0)) + probs;
   int64_t blocks = 0;
   for (int64_t i = 0; i < m.lm.layers; ++i)
     blocks += hasCrossAttentionAt(i, m.cross_attn.every_n_layers) ? 1 : 0;
@@ -65,6 +78,26 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
       images * ((p + 1) * (6 * dv + 2 * hidden) + 2 * m.vision.heads * (p + 1) * (p + 1)) * e;
   a.withoutCheckpointing = std::max(a.withoutCheckpointing, vision);
   a.withCheckpointing = std::max(a.withCheckpointing, vision);
+
+  auto& r = a.regions;
+  const int64_t side = m.vision.image_size;
+  r.inputs = images * 3 * side * side * 4 + 2 * tokens * 8;  // float32 images, int64 ids and mask
+  r.visionWorkingSet = vision;
+  r.features = features * e;
+  r.perceiver = perceiver * e;
+  r.perceiverLayer = perceiverLayer * e;
+  r.media = media * e;
+  r.gatedBlock = gatedBlock * e;
+  r.decoderLayer = decoderLayer * e;
+  r.regionInput = tokens * d * e;
+  r.perceiverBackward = (2 * images * m.perceiver.heads * n * (p + n) + 2 * images * n * dv) * e;
+  r.gatedBlockBackward = (2 * tokens * m.cross_attn.heads * big_m + 2 * tokens * d) * e;
+  r.decoderLayerBackward = 2 * probs * e + 2 * tokens * d * e;
+  r.bias = bias;
+  r.headForward = logitsForward;
+  r.headBackward = logitsBackward;
+  r.keptWithoutCheckpointing = keptElems * e;
+  r.keptWithCheckpointing = inputs * e;
   return a;
 }
 

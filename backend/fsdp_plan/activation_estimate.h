@@ -16,8 +16,19 @@
 //                  + 2 n ip + 2 hp n (P+n) + 6 n dv + 2 mp n dv; + 2 n dv
 //   gated block    per token: 6 d + 2 ix + 2 mx d + 2 hx M;
 //                  per sample: 2 M ix (k, v) + M dv (media, once)
-//   decoder layer  per token: 7 d + 2 f + 2 h L (LLaMA 4 f: gated MLP;
-//                  rotary families + 2 d for the rotated q, k)
+//   decoder layer  per token: 7 d + MLP + h L attention probabilities (4
+//                  bytes each, + e under a 16-bit compute dtype: softmax in
+//                  float32 and cast); MLP f for OPT (relu keeps its output
+//                  only), 2 f for gelu families, 4 f for LLaMA's gated MLP;
+//                  rotary families + 2 d for the rotated q, k; + 5 d when
+//                  the batch may be padded enough for the model to skip
+//                  padding ((B L - 1) d^2 >= 2^22, NOTE [Skipped padding]:
+//                  the gathered real tokens, the linears' 2-D outputs beside
+//                  the attention's full-size per-head copies, q's scaled
+//                  copy; measured per operator on OPT, worst case all but
+//                  the fewest positions real). Checked per operator with
+//                  fsdp_peak_probe --live-at-peak on OPT (docs/planner.md
+//                  "Accuracy of the peak")
 //   head + loss    B L V (e + 4): logits and the fp32 log-softmax; the
 //                  backward adds the fp32 logits gradient, B L V x 4
 // With gradient checkpointing (decoder layers, gated blocks, Perceiver)
@@ -39,6 +50,29 @@
 
 namespace fs::fsdp_plan {
 
+// Bytes of one micro-batch per model region, in forward order, for the planner's step walk
+// (NOTE [Step walk] in memory_estimate.h). kept*: held from the region's forward to its backward.
+struct ActivationRegions {
+  int64_t inputs = 0;          // the batch itself (images, ids, mask), held for the whole step
+  int64_t visionWorkingSet = 0;  // one tower block at a time, under no-grad
+  int64_t features = 0;        // the tower's output, kept
+  int64_t perceiver = 0;       // all Perceiver layers plus its output norm, kept without checkpointing
+  int64_t perceiverLayer = 0;  // one Perceiver layer
+  int64_t media = 0;           // the Perceiver's output as the LM's media, kept
+  int64_t gatedBlock = 0;      // one gated cross-attention block, kept without checkpointing
+  int64_t decoderLayer = 0;    // one decoder layer, kept without checkpointing
+  int64_t regionInput = 0;     // B L d: what a checkpointed block or layer keeps
+  // While a region's backward runs, beside what it keeps: softmax's backward holds the gradient of its
+  // output and makes the gradient of its input (each the size of the attention probabilities), and
+  // the gradient of the residual stream passes through (B L d in, B L d out).
+  int64_t perceiverBackward = 0, gatedBlockBackward = 0, decoderLayerBackward = 0;
+  int64_t bias = 0;            // the causal attention bias, the LM's whole forward and backward
+  int64_t headForward = 0;     // logits and log-softmax at the end of forward
+  int64_t headBackward = 0;    // the loss and logits gradients at the start of backward
+  int64_t keptWithoutCheckpointing = 0;  // every region's kept bytes together (no bias, no head)
+  int64_t keptWithCheckpointing = 0;
+};
+
 struct DatasetActivations {
   std::string name;
   int64_t batch = 0;
@@ -46,6 +80,7 @@ struct DatasetActivations {
   int64_t images = 0;                // T per sample
   int64_t withoutCheckpointing = 0;  // bytes, peak of one forward + backward
   int64_t withCheckpointing = 0;
+  ActivationRegions regions;
 };
 
 struct ActivationEstimate {

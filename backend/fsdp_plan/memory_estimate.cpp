@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "backend/fsdp_plan/step_walk.h"
+
 namespace fs::fsdp_plan {
 namespace {
 
@@ -17,20 +19,52 @@ int64_t unitGradientBytes(const UnitShards& unit, int64_t shard_size, const Prec
   return b;
 }
 
+// Whether `path` names `segment` as one of its dot-separated parts.
+bool hasSegment(const std::string& path, const std::string& segment) {
+  for (size_t at = path.find(segment); at != std::string::npos; at = path.find(segment, at + 1)) {
+    const bool starts = at == 0 || path[at - 1] == '.';
+    const bool ends = at + segment.size() == path.size() || path[at + segment.size()] == '.';
+    if (starts && ends) return true;
+  }
+  return false;
+}
+
 // Whether the unit's forward runs inside an activation-checkpointed region
 // (NOTE [Activation checkpointing] in backend/model: the Perceiver, each gated
 // cross-attention block, each decoder layer), i.e. under no-grad.
 bool insideCheckpointedRegion(const std::string& path) {
   if (path == "perceiver" || path.rfind("perceiver.", 0) == 0) return true;
-  for (const char* region : {"gated_cross_attn_layer", "decoder_layer"}) {
-    const std::string name(region);
-    for (size_t at = path.find(name); at != std::string::npos; at = path.find(name, at + 1)) {
-      const bool starts = at == 0 || path[at - 1] == '.';
-      const bool ends = at + name.size() == path.size() || path[at + name.size()] == '.';
-      if (starts && ends) return true;
+  return hasSegment(path, "gated_cross_attn_layer") || hasSegment(path, "decoder_layer");
+}
+
+// NOTE [Step walk]: the activations a unit keeps, works with and recomputes, from its path (the model's
+// regions: the vision tower, the Perceiver or its layers, gated blocks, decoder layers). A unit spanning
+// several regions or none gets nothing; what no unit claims is kept from the start (rootKept).
+void assignActivations(const std::string& path, bool lastVision, bool checkpointing, const ActivationRegions& a,
+                       WalkUnit& u) {
+  const auto region = [&](int64_t full, int64_t backward) {
+    u.kept = checkpointing ? a.regionInput : full;
+    u.recompute = checkpointing ? full : 0;
+    u.backwardWorking = backward;
+  };
+  if (path == "vision_encoder" || path.rfind("vision_encoder.", 0) == 0) {
+    u.working = a.visionWorkingSet;
+    if (lastVision) u.kept = a.features;  // the tower's output, kept once it is done
+  } else if (path == "perceiver") {
+    u.kept = checkpointing ? 0 : a.perceiver;  // its input is the features, kept already
+    u.recompute = checkpointing ? a.perceiver : 0;
+    u.backwardWorking = a.perceiverBackward;
+  } else if (path.rfind("perceiver.layers.", 0) == 0) {
+    u.kept = checkpointing ? 0 : a.perceiverLayer;
+    u.recompute = checkpointing ? a.perceiver : 0;  // the whole Perceiver is one checkpointed region
+    u.backwardWorking = a.perceiverBackward;
+  } else if (hasSegment(path, "gated_cross_attn_layer") != hasSegment(path, "decoder_layer")) {
+    if (hasSegment(path, "decoder_layer")) {
+      region(a.decoderLayer, a.decoderLayerBackward);
+    } else {
+      region(a.gatedBlock, a.gatedBlockBackward);
     }
   }
-  return false;
 }
 
 }  // namespace
@@ -67,7 +101,7 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
 
   // Gathered peak over the non-root units in gather order.
   const int64_t s = shards.shardSize;
-  int64_t root = 0;
+  int64_t root = 0, rootGradient = 0;
   std::vector<int64_t> gathered, grads, backwardUnits, tied, held;
   // shard_grad_op keeps a unit gathered from its forward to its backward only when that forward built a
   // graph: a unit run inside a checkpointed region is freed after its forward and gathered again for
@@ -79,7 +113,8 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
     if (layout.units[i].path.empty()) {
       root = g;
       // The root's own gradient stays unsharded until the end of backward.
-      root += unitGradientBytes(shards.units[i], s, precision);
+      rootGradient = unitGradientBytes(shards.units[i], s, precision);
+      root += rootGradient;
       continue;
     }
     gathered.push_back(g);
@@ -130,6 +165,43 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
   if (!sgo && !order.empty())
     peak = std::max(peak, tiedGathered + tiedGrad + (tied[order[0]] ? 0 : gathered[order[0]]));
   r.gatheredPeak = root + peak;
+
+  // NOTE [Step walk]: one walk per dataset's micro-batch, the same units and windows.
+  WalkModel walk;
+  walk.root = root - rootGradient;
+  walk.rootGradient = rootGradient;
+  walk.forwardWindow = forwardWindow(config.parallel);
+  walk.backwardWindow = backwardWindow(config.parallel);
+  walk.staging = s > 1 && config.parallel.dist_backend != "nccl";
+  size_t lastVision = layout.units.size();
+  for (size_t i = 0; i < layout.units.size(); ++i) {
+    const auto& p = layout.units[i].path;
+    if (p == "vision_encoder" || p.rfind("vision_encoder.", 0) == 0) lastVision = i;
+  }
+  for (const auto& ds : activations.datasets) {
+    const auto& a = ds.regions;
+    walk.units.clear();
+    int64_t assigned = 0;
+    for (size_t i = 0, k = 0; i < layout.units.size(); ++i) {
+      if (layout.units[i].path.empty()) continue;
+      WalkUnit u;
+      u.gathered = gathered[k];
+      u.gradient = grads[k];
+      u.inBackward = backwardUnits[k] != 0;
+      u.held = sgo && held[k] != 0;
+      u.tied = tied[k] != 0;
+      assignActivations(layout.units[i].path, i == lastVision, checkpointing, a, u);
+      assigned += u.kept;
+      walk.units.push_back(u);
+      ++k;
+    }
+    walk.bias = a.bias;
+    walk.headForward = a.headForward;
+    walk.headBackward = a.headBackward;
+    walk.rootKept = std::max<int64_t>(0, (checkpointing ? a.keptWithCheckpointing : a.keptWithoutCheckpointing) - assigned);
+    r.inputs += a.inputs;
+    r.stepPeak = std::max(r.stepPeak, walkPeak(walk));
+  }
 
   r.activationsWithoutCheckpointing = activations.withoutCheckpointing;
   r.activationsWithCheckpointing = activations.withCheckpointing;

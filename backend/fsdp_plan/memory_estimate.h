@@ -33,18 +33,16 @@
 //               the whole backward until the unit's own backward.
 //   activations activation_estimate.h, the same for ours and the reference
 //               (same model); `activations` follows model.gradient_checkpointing.
-// peak = model state + gathered + activations: the largest of each summed,
-// though they peak at different moments (activations at the end of the last
-// forward, the gathered window inside backward), so it errs high. Measured on
-// CPU (bench/fsdp/peak_accuracy.sh, docs/benchmarks.md): median 4.1 %,
-// -2.3 .. +12.6 % on small; median 7.5 %, up to +19 % on tiny (full_shard
-// without checkpointing is the worst). Not modelled, though measured
-// (the probe's --live-at-peak): the step's input batches (images, ids and
-// masks of every dataset, held for the whole step), Gloo's all-gather
-// staging buffer (a unit's full size while it is gathered) and reduce-scatter
-// receive buffer (a flat gradient's full size while a reduction is in
-// flight, one unit at a time), and on padded batches the skipped-padding
-// path's copies; see docs/planner.md "Accuracy".
+// peak = model state + the step's input batches + the step walk's largest
+// moment (NOTE [Step walk] in step_walk.h): gathered units and activations
+// are not summed at their own largest (activations peak at the end of a
+// forward, the gathered window inside backward) but walked unit by unit
+// through each micro-batch's forward and backward, with Gloo's all-gather
+// staging buffer and the reduce-scatter in flight (its flat gradient and
+// receive buffer) where they occur. `gatheredPeak` and `activations` stay
+// each term's own largest, for the table's columns. Measured on CPU
+// (bench/fsdp/peak_accuracy.sh, docs/benchmarks.md; docs/planner.md
+// "Accuracy of the peak").
 // CPU offload is not modelled (parallel.cpu_offload moves parameters,
 // gradients and optimizer state to host memory; the figures above are then
 // host bytes).
@@ -69,9 +67,11 @@ struct RankMemory {
   int64_t activations = 0;  // per model.gradient_checkpointing
   int64_t activationsWithoutCheckpointing = 0;
   int64_t activationsWithCheckpointing = 0;
+  int64_t inputs = 0;     // the step's batches, every dataset's, held for the whole step
+  int64_t stepPeak = 0;   // gathered + activations at the step's highest moment (NOTE [Step walk])
 
   int64_t modelState() const { return parameters + gradients + optimizer; }
-  int64_t peak() const { return modelState() + gatheredPeak + activations; }
+  int64_t peak() const { return modelState() + inputs + stepPeak; }
 };
 
 // Units gathered at once in forward / backward windows (NOTE [Memory model]).

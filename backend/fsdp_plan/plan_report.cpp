@@ -149,6 +149,8 @@ nlohmann::json planToJson(const Plan& plan) {
                                 {"activations", m.activations},
                                 {"activations_without_checkpointing", m.activationsWithoutCheckpointing},
                                 {"activations_with_checkpointing", m.activationsWithCheckpointing},
+                                {"inputs", m.inputs},
+                                {"step_peak", m.stepPeak},
                                 {"peak", m.peak()}}}});
   }
   j["notes"] = plan.notes;
@@ -198,7 +200,8 @@ std::string formatPlan(const Plan& plan, size_t layoutIndex, size_t entryIndex) 
        << "\n";
   }
   os << "(act: as model.gradient_checkpointing says; act/no-ckpt and act/ckpt: without and with it; "
-        "peak = state + gathered + act)\n";
+        "peak = state + the batches + gathered and activations at the step's highest moment, "
+        "not their sum: docs/planner.md)\n";
   for (const auto& n : plan.notes) os << "note: " << n << "\n";
   return os.str();
 }

@@ -1,0 +1,60 @@
+// The planner's peak of one training step, walked moment by moment rather
+// than summing each term's own largest (they do not coincide).
+//
+// NOTE [Step walk] (bytes per rank on top of model state and the batches):
+// a micro-batch's forward visits the units in gather order; at unit i the
+// rank holds the root, the activations kept so far, unit i's own
+// activations and working set, and the window of units gathered at once
+// (i and its prefetch). After forward: everything kept plus the head's
+// logits and log-softmax, the tied unit gathered again at the head. At the
+// start of backward: the loss and logits gradients instead of the logits,
+// the root's unsharded gradient and a tied head's. Then the units that take
+// part in backward, in reverse: at unit a the activations of a and of every
+// unit before it are still kept (a's are freed when its backward ends), a
+// checkpointed unit is recomputed, its backward's own gradients are alive
+// (the attention gradients and the residual stream's), the backward window is gathered beside
+// a's unsharded gradient, and the previous unit's reduction is in flight:
+// its flat gradient plus the reduce-scatter's receive buffer of the same
+// size (our communicator's all-to-all, NOTE [Collectives on Debian's
+// LibTorch 1.13]), one unit at a time. Under Gloo every gather also stages
+// the unit's full size (Gloo's list all-gather gathers into one flat
+// tensor and copies out), for the latest gather of the window.
+// shard_grad_op's held units stay gathered from their forward to their
+// backward. Activations outside every unit (a policy that leaves a region
+// in the root) count as kept from the start.
+// The step's peak is the largest moment over the datasets' micro-batches
+// (they run one after the other).
+//
+// Thread-safety: pure function.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace fs::fsdp_plan {
+
+struct WalkUnit {
+  int64_t gathered = 0;   // bytes while gathered
+  int64_t gradient = 0;   // its unsharded gradient in backward
+  bool inBackward = true;
+  bool held = false;      // shard_grad_op: gathered from its forward to its backward
+  bool tied = false;      // holds a tied head: gathered again at the head
+  int64_t kept = 0;       // activations its forward keeps until its backward
+  int64_t working = 0;    // transient of its forward (the vision tower's block)
+  int64_t recompute = 0;  // its forward run again in backward (checkpointing)
+  int64_t backwardWorking = 0;  // gradients alive inside its backward (ActivationRegions::*Backward)
+};
+
+struct WalkModel {
+  std::vector<WalkUnit> units;  // non-root, gather order
+  int64_t root = 0, rootGradient = 0;
+  int64_t forwardWindow = 1, backwardWindow = 1;
+  bool staging = false;   // Gloo's all-gather staging buffer
+  int64_t rootKept = 0;   // activations in no unit, kept from the start
+  int64_t bias = 0, headForward = 0, headBackward = 0;
+};
+
+// The largest gathered + activation bytes at any moment of the micro-batch.
+int64_t walkPeak(const WalkModel& m);
+
+}  // namespace fs::fsdp_plan

@@ -1,0 +1,63 @@
+// NOTE [Step walk]: the peak is the largest moment, not the sum of each term's largest.
+#include "backend/fsdp_plan/step_walk.h"
+
+#include <gtest/gtest.h>
+
+namespace fs::fsdp_plan {
+namespace {
+
+// A frozen tower gathered first (no activations yet), then a layer that keeps activations.
+WalkModel towerThenLayer() {
+  WalkModel m;
+  m.root = 10;
+  m.forwardWindow = m.backwardWindow = 1;
+  WalkUnit tower;
+  tower.gathered = 1000;
+  tower.inBackward = false;
+  tower.working = 50;
+  WalkUnit layer;
+  layer.gathered = 100;
+  layer.gradient = 100;
+  layer.kept = 500;
+  m.units = {tower, layer};
+  m.headForward = 300;
+  m.headBackward = 200;
+  return m;
+}
+
+TEST(StepWalkTest, TowerWindowIsNotAddedToTheActivationsKeptLater) {
+  // root + tower + its working set: 1060; end of forward: root + 500 kept + 300 head = 810.
+  EXPECT_EQ(walkPeak(towerThenLayer()), 1060);
+}
+
+TEST(StepWalkTest, EndOfForwardWhenActivationsDominate) {
+  auto m = towerThenLayer();
+  m.units[1].kept = 2000;
+  EXPECT_EQ(walkPeak(m), 10 + 2000 + 300);
+}
+
+TEST(StepWalkTest, ReductionInFlightBesideTheNextUnitsBackward) {
+  auto m = towerThenLayer();
+  m.units[0] = m.units[1];  // two layers, both in backward
+  m.units[0].kept = m.units[1].kept = 0;
+  m.headForward = m.headBackward = 0;
+  // The second unit's backward: root + 100 gathered + 100 gradient; the first's: + 2 x 100 in flight.
+  EXPECT_EQ(walkPeak(m), 10 + 100 + 100 + 200);
+  m.staging = true;  // Gloo stages the latest gather's full size
+  EXPECT_EQ(walkPeak(m), 10 + 100 + 100 + 200 + 100);
+}
+
+TEST(StepWalkTest, HeldUnitsStayGatheredUntilTheirBackward) {
+  auto m = towerThenLayer();
+  m.units[0].gathered = 0;
+  m.units[0].working = 0;
+  m.units[1].held = true;
+  m.units[1].kept = 0;
+  m.headForward = 0;
+  m.headBackward = 400;
+  // Start of backward: root + the held layer + the head's gradients.
+  EXPECT_EQ(walkPeak(m), 10 + 100 + 400);
+}
+
+}  // namespace
+}  // namespace fs::fsdp_plan
