@@ -100,7 +100,7 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     unit.module = u < specs.size() ? specs[u].module.get() : nullptr;
     unit.justInTime = u < specs.size() && specs[u].justInTime;
     for (auto& [key, list] : members[u]) {
-      if (valuesFrom) {
+      if (valuesFrom && valuesFrom->size() < world) {  // several nodes: their values are compared below
         uint64_t h = 0;  // chained over the members' bytes, on the rank whose values are broadcast
         for (const auto& m : list) {
           if (valuesFrom->rank() != 0) break;
