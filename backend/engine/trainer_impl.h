@@ -97,12 +97,13 @@ class Trainer {
   protocol::Status restoreDataPosition(data::DataPosition position);
   void emit(protocol::EventBody body);
 
+  // Ranks on each node (LOCAL_WORLD_SIZE), within 1..world; ranks are laid out node by node.
+  int ranksPerNode() const { return static_cast<int>(std::clamp<int64_t>(options_.localWorld, 1, options_.world)); }
   // trainer_fsdp.cpp: NOTE [FSDP in the engine]
   bool fsdp() const { return config_.parallel.mode == "fsdp"; }
   // NOTE [Values from the node's first rank] (fsdp/sharded_model.h): under delayed init only the first
   // rank of each node builds values; the others build shapes only (model/shapes_only.h).
   bool delayedInit() const { return fsdp() && config_.parallel.delayed_init && distributed(); }
-  int ranksPerNode() const { return static_cast<int>(std::clamp<int64_t>(options_.localWorld, 1, options_.world)); }
   bool shapesOnly() const { return delayedInit() && options_.rank % ranksPerNode() != 0; }
   protocol::Status shardModel();
   void finishShardedBackward(bool checkFlow);

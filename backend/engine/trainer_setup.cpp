@@ -67,7 +67,7 @@ Status Trainer::setUp() {
   // The figures of the world this run really has (the config's launch
   // section says how it was meant to be launched; a resume may use another).
   protocol::RunConfig sized = config_;
-  sized.launch.nproc_per_node = std::clamp<int64_t>(options_.localWorld, 1, options_.world);
+  sized.launch.nproc_per_node = ranksPerNode();
   sized.launch.nnodes = options_.world / sized.launch.nproc_per_node;
   if (sized.worldSize() != options_.world) {
     return Status::invalidArgument("world size " + std::to_string(options_.world) + " is not a multiple of " +
@@ -157,7 +157,7 @@ Status Trainer::prepareRunDirectory() {
   runId_ = m.run_id;
   m.engine_version = runtime::engineVersion();
   m.world_size = static_cast<int>(options_.world);
-  m.nproc_per_node = static_cast<int>(std::clamp<int64_t>(options_.localWorld, 1, options_.world));
+  m.nproc_per_node = ranksPerNode();
   m.nnodes = static_cast<int>(options_.world / m.nproc_per_node);
   m.hosts.clear();
   m.state = protocol::RunState::kStarting;
@@ -368,7 +368,7 @@ void Trainer::emitStartEvents() {
   started.run_id = runId_;
   started.engine_version = runtime::engineVersion();
   started.world_size = static_cast<int>(options_.world);
-  started.nnodes = static_cast<int>(options_.world / std::clamp<int64_t>(options_.localWorld, 1, options_.world));
+  started.nnodes = static_cast<int>(options_.world / ranksPerNode());
   if (membership_) {
     for (const auto& p : membership_->peers()) {
       if (std::find(started.hosts.begin(), started.hosts.end(), p.host) == started.hosts.end())

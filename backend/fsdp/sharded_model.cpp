@@ -90,8 +90,15 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
   if (options_.valuesFromNodeLeader) {
     const int perNode = std::clamp(options_.ranksPerNode, 1, world);
     TORCH_CHECK(world % perNode == 0, "delayed init: ", perNode, " ranks per node do not divide a world of ", world);
-    valuesFrom = perNode == world ? comm_ : comm_->split(dist::intraNodeGroups(world, perNode), "fsdp init node");
+    if (perNode == world) {
+      valuesFrom = comm_;
+    } else if (options_.strategy == Strategy::kHybridShard) {
+      valuesFrom = shardComm_;  // hybrid's shard group is the node already
+    } else {
+      valuesFrom = comm_->split(dist::intraNodeGroups(world, perNode), "fsdp init node");
+    }
   }
+  const bool severalNodes = valuesFrom && valuesFrom->size() < world;  // their values are compared
   std::vector<int64_t> valueHashes;
   std::vector<std::string> flatNames;
   for (size_t u = 0; u <= specs.size(); ++u) {
@@ -100,7 +107,7 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     unit.module = u < specs.size() ? specs[u].module.get() : nullptr;
     unit.justInTime = u < specs.size() && specs[u].justInTime;
     for (auto& [key, list] : members[u]) {
-      if (valuesFrom && valuesFrom->size() < world) {  // several nodes: their values are compared below
+      if (severalNodes) {
         uint64_t h = 0;  // chained over the members' bytes, on the rank whose values are broadcast
         for (const auto& m : list) {
           if (valuesFrom->rank() != 0) break;
@@ -119,7 +126,7 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     units_.push_back(std::move(unit));
     returnFreedMemory();
   }
-  if (valuesFrom && valuesFrom->size() < world) checkNodesAgree(valueHashes, flatNames);
+  if (severalNodes) checkNodesAgree(valueHashes, flatNames, valuesFrom->size());
   visits_.assign(units_.size(), 0);
   reduced_.assign(units_.size(), false);
   endsOnGradients_.assign(units_.size(), false);
@@ -142,9 +149,9 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
   }
 }
 
-void ShardedModel::checkNodesAgree(const std::vector<int64_t>& hashes, const std::vector<std::string>& names) const {
+void ShardedModel::checkNodesAgree(const std::vector<int64_t>& hashes, const std::vector<std::string>& names,
+                                   int perNode) const {
   const int world = comm_->size();
-  const int perNode = std::clamp(options_.ranksPerNode, 1, world);
   const auto n = static_cast<int64_t>(hashes.size());
   torch::Tensor mine = torch::tensor(hashes, torch::kInt64);
   torch::Tensor all = torch::empty({world * n}, torch::kInt64);

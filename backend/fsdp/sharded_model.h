@@ -229,8 +229,10 @@ class ShardedModel final : public model::UnitHooks {
   std::shared_ptr<dist::Communicator> shardComm_;      // where parameters are sharded
   std::shared_ptr<dist::Communicator> replicateComm_;  // null: no replicas
   // NOTE [Values from the node's first rank]: throws naming the first flat parameter whose hash
-  // (`hashes`, one per flat parameter in build order; 0 where this rank sent nothing) differs between nodes.
-  void checkNodesAgree(const std::vector<int64_t>& hashes, const std::vector<std::string>& names) const;
+  // (`hashes`, one per flat parameter in build order; 0 where this rank sent nothing) differs between
+  // nodes of `perNode` ranks.
+  void checkNodesAgree(const std::vector<int64_t>& hashes, const std::vector<std::string>& names,
+                       int perNode) const;
   std::vector<Unit> units_;
   std::map<const torch::nn::Module*, size_t> unitOf_;
   std::vector<std::string> order_;  // parameter names in the model's order
