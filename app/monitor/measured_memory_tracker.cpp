@@ -1,32 +1,12 @@
 #include "app/monitor/measured_memory_tracker.h"
 
 #include <algorithm>
-#include <charconv>
 #include <span>
 #include <string>
 
 #include "app/monitor/series_names.h"
 
 namespace fs::app {
-namespace {
-
-// "memory/rank3/grads" -> 3; -1 for another series (or a rank that is not a
-// non-negative int: measuredMemory() leaves those out too).
-int rankOf(std::string_view name) {
-  constexpr std::string_view prefix = "memory/rank";
-  if (!name.starts_with(prefix)) return -1;
-  name.remove_prefix(prefix.size());
-  const auto slash = name.find('/');
-  if (slash == std::string_view::npos || slash == 0) return -1;
-  int rank = -1;
-  const auto [end, ec] = std::from_chars(name.data(), name.data() + slash, rank);
-  return ec == std::errc() && end == name.data() + slash ? rank : -1;
-}
-
-std::int64_t bytes(double v) { return v == v ? static_cast<std::int64_t>(v) : 0; }  // NaN: nothing measured
-
-}  // namespace
-
 void MeasuredMemoryTracker::clear() {
   ranks_.clear();
   names_seen_ = 0;
@@ -44,7 +24,7 @@ void MeasuredMemoryTracker::addNewRanks(const SeriesStore& store) {
   // Names only grow until clear(), so only the new ones can name a new rank.
   const auto& names = store.names();
   for (; names_seen_ < names.size(); ++names_seen_) {
-    const int rank = rankOf(names[names_seen_]);
+    const int rank = memorySeriesRank(names[names_seen_]);
     if (rank >= 0) ranks_.try_emplace(rank);
   }
 }
@@ -58,14 +38,14 @@ std::size_t MeasuredMemoryTracker::updatePart(const SeriesStore& store, PartTrac
   while (kept > 0 && store.row(part.id, kept - 1) > part.last_row) --kept;
   part.peak.truncate(kept);
   const auto y = store.y(part.id);
-  for (std::size_t i = kept; i < size; ++i) part.peak.add(i, bytes(y[i]));
+  for (std::size_t i = kept; i < size; ++i) part.peak.add(i, measuredBytes(y[i]));
   part.seen = size;
   if (size > 0) part.last_row = store.row(part.id, size - 1);
   return kept;
 }
 
-RankMeasurement MeasuredMemoryTracker::measure(const SeriesStore& store, int rank, RankTrack& track) {
-  RankMeasurement m;
+MeasuredRank MeasuredMemoryTracker::measure(const SeriesStore& store, int rank, RankTrack& track) {
+  MeasuredRank m;
   m.rank = rank;
   std::array<std::span<const double>, kMeasuredPartCount> y;
   std::size_t sums_kept = track.sums_seen;
@@ -75,13 +55,14 @@ RankMeasurement MeasuredMemoryTracker::measure(const SeriesStore& store, int ran
   SeriesStore::SeriesId latest_part = SeriesStore::kNoSeries;
   for (std::size_t p = 0; p < kMeasuredPartCount; ++p) {
     PartTrack& part = track.parts[p];
-    if (part.id == SeriesStore::kNoSeries) part.id = store.find(series::memory(rank, kMeasuredPartCategories[p]));
+    if (part.id == SeriesStore::kNoSeries) part.id = store.find(series::memory(rank, kMeasuredParts[p].category));
     if (part.id == SeriesStore::kNoSeries) continue;
     sums_kept = std::min(sums_kept, updatePart(store, part));
     y[p] = store.y(part.id);
     if (y[p].empty()) continue;
-    m.latest[p] = bytes(y[p].back());
-    m.peak[p] = std::max<std::int64_t>(0, part.peak.peak().value_or(0));
+    const auto field = kMeasuredParts[p].field;
+    m.latest.*field = measuredBytes(y[p].back());
+    m.peak.*field = std::max<std::int64_t>(0, part.peak.peak().value_or(0));
     if (with_points == 0) events = y[p].size();
     else if (y[p].size() != events) aligned = false;
     with_points |= 1u << p;
@@ -101,14 +82,14 @@ RankMeasurement MeasuredMemoryTracker::measure(const SeriesStore& store, int ran
     for (std::size_t i = track.sums_seen; i < events; ++i) {
       std::int64_t sum = 0;
       for (std::size_t p = 0; p < kMeasuredPartCount; ++p) {
-        if (with_points & (1u << p)) sum += bytes(y[p][i]);
+        if (with_points & (1u << p)) sum += measuredBytes(y[p][i]);
       }
       track.sum_peak.add(i, sum);
     }
     track.sums_seen = events;
     m.peakSum = *track.sum_peak.peak();
   } else {
-    for (std::int64_t v : m.peak) m.peakSum += v;
+    m.peakSum = m.peak.sum();
   }
   return m;
 }

@@ -1,9 +1,8 @@
 // MeasuredMemoryTracker: each rank's measured memory, kept up to date as a
 // SeriesStore grows, so that reading it costs O(ranks) however long the run.
 //
-// The figures are those the Estimate tab compares with the planner (the
-// definition is app::measuredMemory() in app/plan/estimate_comparison.h,
-// which recomputes them from every stored point): per rank, over the points
+// The figures (MeasuredRank, measured_memory.h) are those the Estimate tab
+// compares with the planner: per rank, over the points
 // the store holds for memory/rank<r>/{params, grads, optimizer, gathered,
 // activations} (NOTE [Series names]),
 //   latest   each part's last value, 0 for a part without points;
@@ -32,27 +31,13 @@
 #include <string_view>
 #include <vector>
 
+#include "app/monitor/measured_memory.h"
 #include "app/monitor/running_peak.h"
 #include "app/monitor/series_store.h"
 
 namespace fs::app {
 
-// The parts of a rank's memory the planner also estimates, in its order.
-enum class MeasuredPart { kParams, kGrads, kOptimizer, kGathered, kActivations };
-inline constexpr std::size_t kMeasuredPartCount = 5;
-// Their series categories (NOTE [Series names]), indexed by MeasuredPart.
-inline constexpr std::array<std::string_view, kMeasuredPartCount> kMeasuredPartCategories = {
-    "params", "grads", "optimizer", "gathered", "activations"};
-
-struct RankMeasurement {
-  using Bytes = std::array<std::int64_t, kMeasuredPartCount>;  // indexed by MeasuredPart
-  int rank = 0;
-  std::int64_t step = 0;  // of the latest memory point
-  Bytes latest{};
-  Bytes peak{};
-  std::int64_t peakSum = 0;
-  bool operator==(const RankMeasurement&) const = default;
-};
+inline constexpr std::size_t kMeasuredPartCount = kMeasuredParts.size();
 
 class MeasuredMemoryTracker {
  public:
@@ -63,7 +48,7 @@ class MeasuredMemoryTracker {
   void clear();
 
   // Ranks in rank order as of the last update(); empty before a memory event.
-  const std::vector<RankMeasurement>& ranks() const { return figures_; }
+  const std::vector<MeasuredRank>& ranks() const { return figures_; }
 
  private:
   struct PartTrack {
@@ -82,11 +67,11 @@ class MeasuredMemoryTracker {
   void addNewRanks(const SeriesStore& store);
   // Folds the part's new points in; returns how many of its old ones survive.
   static std::size_t updatePart(const SeriesStore& store, PartTrack& part);
-  static RankMeasurement measure(const SeriesStore& store, int rank, RankTrack& track);
+  static MeasuredRank measure(const SeriesStore& store, int rank, RankTrack& track);
 
   std::map<int, RankTrack> ranks_;
   std::size_t names_seen_ = 0;  // store names already looked at for ranks
-  std::vector<RankMeasurement> figures_;
+  std::vector<MeasuredRank> figures_;
 };
 
 }  // namespace fs::app

@@ -94,7 +94,7 @@ class RunMonitor : public QObject {
   const std::optional<protocol::MemoryEvent>& latestMemory() const { return memory_; }
   // Per rank latest and peak memory parts over the store's memory series. Up to date
   // from delivered() on; the store's own signals for a batch come before it is.
-  const std::vector<RankMeasurement>& measuredMemory() const { return measured_.ranks(); }
+  const std::vector<MeasuredRank>& measuredMemory() const { return measured_.ranks(); }
   const std::vector<protocol::WarningEvent>& warnings() const { return warnings_; }
   const std::vector<protocol::ErrorEvent>& errors() const { return errors_; }
   const std::vector<protocol::CheckpointEvent>& checkpoints() const { return checkpoints_; }

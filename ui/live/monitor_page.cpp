@@ -38,21 +38,6 @@ LogLine fromRankLog(const app::RankLogLine& in) {
   return line;
 }
 
-// The monitor's running figures in the shape the estimate comparison reads:
-// O(ranks), so the Estimate tab can follow every batch of a long run.
-std::vector<app::MeasuredRank> measuredRanks(const std::vector<app::RankMeasurement>& ranks) {
-  using app::MeasuredPart;
-  auto parts = [](const app::RankMeasurement::Bytes& b) {
-    auto at = [&](MeasuredPart p) { return b[static_cast<std::size_t>(p)]; };
-    return app::MeasuredParts{at(MeasuredPart::kParams), at(MeasuredPart::kGrads), at(MeasuredPart::kOptimizer),
-                              at(MeasuredPart::kGathered), at(MeasuredPart::kActivations)};
-  };
-  std::vector<app::MeasuredRank> out;
-  out.reserve(ranks.size());
-  for (const auto& r : ranks) out.push_back({r.rank, r.step, parts(r.latest), parts(r.peak), r.peakSum});
-  return out;
-}
-
 struct SmoothingChoice {
   const char* label;
   Smoothing smoothing;
@@ -152,7 +137,7 @@ void MonitorPage::wireMonitor() {
     estimate_->planRun(monitor_->runDir(), e.world_size, std::max(1, e.nnodes));
   });
   connect(monitor_, &app::RunMonitor::delivered, this,
-          [this] { estimate_->setMeasured(measuredRanks(monitor_->measuredMemory())); });
+          [this] { estimate_->setMeasured(monitor_->measuredMemory()); });
   connect(monitor_, &app::RunMonitor::layoutChanged, this, [this] {
     if (monitor_->layout()) layout_->setLayout(*monitor_->layout());
   });

@@ -6,7 +6,7 @@
 // planRun() asks `flamingo-train plan` for the run's own config.yaml, world
 // and nodes, with the strategy and wrap policy the run uses (PlanRequest::
 // runChoice); setMeasured() takes the ranks' figures from the run's memory
-// events (app::measuredMemory). The measured side is the largest rank; the
+// events (app::MeasuredRank, kept per run by RunMonitor). The measured side is the largest rank; the
 // error is relative to the measured peak (app::compareEstimate).
 //
 // Ownership: owns its runner. Thread-safety: GUI thread only.

@@ -2,8 +2,8 @@
 // streams of memory events in random batches (ranks joining late or skipping
 // events), resumed runs whose rewinds drop the peaks of the repeated steps,
 // parts without one point per event, NaN, and clear(). Every comparison is
-// also made with app::measuredMemory(), the whole-history definition the
-// Estimate tab used before.
+// also made with fromScratch(), the definition read off every stored point
+// (what the Estimate tab computed on every batch before the tracker).
 #include "app/monitor/measured_memory_tracker.h"
 
 #include <QtTest>
@@ -13,18 +13,19 @@
 #include <map>
 #include <random>
 #include <set>
+#include <span>
 #include <sstream>
+#include <string>
 
 #include "app/monitor/series_batch.h"
 #include "app/monitor/series_names.h"
-#include "app/plan/estimate_comparison.h"
 #include "monitor_test_util.h"
 
 namespace fs::app {
 namespace {
 
 namespace proto = fs::protocol;
-using Bytes = RankMeasurement::Bytes;
+using Bytes = MeasuredParts;
 
 constexpr std::int64_t kT0 = 1717000000000;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -33,13 +34,13 @@ Bytes partsOf(const proto::RankMemory& r) {
   return {r.params, r.grads, r.optimizer, r.gathered, r.activations};
 }
 
-std::string describe(const std::vector<RankMeasurement>& ranks) {
+std::string describe(const std::vector<MeasuredRank>& ranks) {
   std::ostringstream out;
   for (const auto& r : ranks) {
     out << "rank " << r.rank << " step " << r.step << " latest";
-    for (auto v : r.latest) out << ' ' << v;
+    for (const auto& part : kMeasuredParts) out << ' ' << r.latest.*part.field;
     out << " peak";
-    for (auto v : r.peak) out << ' ' << v;
+    for (const auto& part : kMeasuredParts) out << ' ' << r.peak.*part.field;
     out << " peakSum " << r.peakSum << "\n";
   }
   return out.str();
@@ -66,25 +67,25 @@ class Run {
 
   // The figures, straight from the kept events. A rank whose points were all
   // rewound away still has its series in the store, so it is listed with zeros.
-  std::vector<RankMeasurement> recompute() const {
-    std::map<int, RankMeasurement> out;
+  std::vector<MeasuredRank> recompute() const {
+    std::map<int, MeasuredRank> out;
     std::set<int> measured;
     for (int rank : ranks_) out[rank].rank = rank;
     for (const auto& e : kept_) {
       for (const auto& r : e.ranks) {
-        RankMeasurement& m = out[r.rank];
+        MeasuredRank& m = out[r.rank];
         const Bytes parts = partsOf(r);
         m.step = e.step;
         m.latest = parts;
         std::int64_t sum = 0;
-        for (std::size_t p = 0; p < parts.size(); ++p) {
-          m.peak[p] = std::max(m.peak[p], parts[p]);
-          sum += parts[p];
+        for (const auto& part : kMeasuredParts) {
+          m.peak.*part.field = std::max(m.peak.*part.field, parts.*part.field);
+          sum += parts.*part.field;
         }
         m.peakSum = measured.insert(r.rank).second ? sum : std::max(m.peakSum, sum);
       }
     }
-    std::vector<RankMeasurement> v;
+    std::vector<MeasuredRank> v;
     for (auto& [rank, m] : out) v.push_back(m);
     return v;
   }
@@ -97,12 +98,34 @@ class Run {
   std::uint64_t seq_ = 0;
 };
 
-// app::measuredMemory(store) in the tracker's shape.
-std::vector<RankMeasurement> fromScratch(const SeriesStore& store) {
-  std::vector<RankMeasurement> out;
-  for (const MeasuredRank& r : measuredMemory(store)) {
-    auto bytes = [](const MeasuredParts& p) { return Bytes{p.params, p.grads, p.optimizer, p.gathered, p.activations}; };
-    out.push_back({r.rank, r.step, bytes(r.latest), bytes(r.peak), r.peakSum});
+// Every rank's figures read off every point the store holds (the tracker's
+// contract, computed the slow way).
+std::vector<MeasuredRank> fromScratch(const SeriesStore& store) {
+  std::map<int, MeasuredRank> ranks;
+  for (const auto& name : store.names()) {
+    const int rank = memorySeriesRank(name);
+    if (rank >= 0) ranks[rank].rank = rank;
+  }
+  std::vector<MeasuredRank> out;
+  for (auto& [rank, m] : ranks) {
+    std::vector<std::int64_t> sums;  // per memory event: every part has one point per event
+    bool aligned = true;
+    for (const auto& part : kMeasuredParts) {
+      const std::string name = series::memory(rank, part.category);
+      const std::span<const double> y = store.y(name);
+      if (y.empty()) continue;
+      m.latest.*part.field = measuredBytes(y.back());
+      std::int64_t peak = 0;
+      for (double v : y) peak = std::max(peak, measuredBytes(v));
+      m.peak.*part.field = peak;
+      if (sums.empty()) sums.assign(y.size(), 0);
+      if (y.size() != sums.size()) aligned = false;
+      for (size_t i = 0; aligned && i < y.size(); ++i) sums[i] += measuredBytes(y[i]);
+      const auto step = store.x(name, XAxis{});
+      if (!step.empty()) m.step = static_cast<std::int64_t>(step.back());
+    }
+    m.peakSum = aligned && !sums.empty() ? *std::max_element(sums.begin(), sums.end()) : m.peak.sum();
+    out.push_back(m);
   }
   return out;
 }
@@ -145,7 +168,7 @@ class MeasuredMemoryTrackerTest : public QObject {
     if (from_scratch) {
       const auto old = fromScratch(store);
       QVERIFY2(tracker.ranks() == old,
-               ("tracker:\n" + describe(tracker.ranks()) + "measuredMemory():\n" + describe(old)).c_str());
+               ("tracker:\n" + describe(tracker.ranks()) + "from scratch:\n" + describe(old)).c_str());
     }
   }
 
@@ -232,14 +255,14 @@ class MeasuredMemoryTrackerTest : public QObject {
         if (step % 10 == 0) memory(step, step == 200 ? 1000000 : step);
       }
       appendAndCheck(run, store, tracker);
-      QCOMPARE(tracker.ranks()[0].peak[std::size_t(MeasuredPart::kActivations)], std::int64_t{1000000});
+      QCOMPARE(tracker.ranks()[0].peak.activations, std::int64_t{1000000});
       const std::int64_t until = refill ? 900 : 155;
       for (std::int64_t step = 151; step <= until; ++step) {
         run.step(step);
         if (step % 10 == 0) memory(step, 7);
       }
       appendAndCheck(run, store, tracker);
-      QCOMPARE(tracker.ranks()[0].peak[std::size_t(MeasuredPart::kActivations)], std::int64_t{150});
+      QCOMPARE(tracker.ranks()[0].peak.activations, std::int64_t{150});
       QCOMPARE(tracker.ranks()[1].peakSum, std::int64_t{10 + 20 + 30 + 40 + 151});
       QCOMPARE(tracker.ranks()[0].step, std::int64_t{refill ? 900 : 150});
     }
@@ -257,7 +280,7 @@ class MeasuredMemoryTrackerTest : public QObject {
     run.step(1);
     appendAndCheck(run, store, tracker);
     QCOMPARE(tracker.ranks().size(), std::size_t{1});
-    QVERIFY2(tracker.ranks()[0] == (RankMeasurement{3, 0, {}, {}, 0}), describe(tracker.ranks()).c_str());
+    QVERIFY2(tracker.ranks()[0] == (MeasuredRank{3, 0, {}, {}, 0}), describe(tracker.ranks()).c_str());
   }
 
   // Never from the builder, but defined: parts with unequal point counts give
@@ -274,7 +297,7 @@ class MeasuredMemoryTrackerTest : public QObject {
     MeasuredMemoryTracker tracker;
     store.append(batch);
     tracker.update(store);
-    std::vector<RankMeasurement> expected = {{0, 2, {5, 9, 0, 0, 0}, {10, 9, 0, 0, 0}, 19}, {2, 0, {}, {}, 0}};
+    std::vector<MeasuredRank> expected = {{0, 2, {5, 9, 0, 0, 0}, {10, 9, 0, 0, 0}, 19}, {2, 0, {}, {}, 0}};
     QVERIFY2(tracker.ranks() == expected, describe(tracker.ranks()).c_str());
     QVERIFY2(fromScratch(store) == expected, describe(fromScratch(store)).c_str());
 

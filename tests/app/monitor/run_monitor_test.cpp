@@ -246,8 +246,8 @@ class RunMonitorTest : public QObject {
     monitor.attach(QString::fromStdString(run_.string()));
     QTRY_COMPARE_WITH_TIMEOUT(monitor.status().events, std::uint64_t{3}, kWait);
     QCOMPARE(monitor.measuredMemory().size(), std::size_t{2});
-    QCOMPARE(monitor.measuredMemory()[0].latest[0], std::int64_t{100});
-    QCOMPARE(monitor.measuredMemory()[0].peak[0], std::int64_t{900});
+    QCOMPARE(monitor.measuredMemory()[0].latest.params, std::int64_t{100});
+    QCOMPARE(monitor.measuredMemory()[0].peak.params, std::int64_t{900});
 
     QTemporaryDir other;
     const auto other_run = testing::fsPath(other.path());
@@ -259,8 +259,8 @@ class RunMonitorTest : public QObject {
     monitor.attach(QString::fromStdString(other_run.string()));
     QTRY_COMPARE_WITH_TIMEOUT(monitor.status().events, std::uint64_t{2}, kWait);
     QCOMPARE(monitor.measuredMemory().size(), std::size_t{3});
-    for (const RankMeasurement& r : monitor.measuredMemory()) {
-      QCOMPARE(r.peak[0], std::int64_t{40});
+    for (const MeasuredRank& r : monitor.measuredMemory()) {
+      QCOMPARE(r.peak.params, std::int64_t{40});
       QCOMPARE(r.peakSum, std::int64_t{40});
     }
   }
