@@ -16,7 +16,9 @@
 // emitted on a TelemetryEmitter over a temporary run directory; both the build
 // (gate values included) and the emit() call are timed.
 //
-// Usage: bench_train_step PRESET|CONFIG.yaml [THREADS=1] [WARMUP=5] [ITERS=30] [--no-memory-tracker] [--compute-padding]
+// Usage: bench_train_step PRESET|CONFIG.yaml [THREADS=1] [WARMUP=5] [ITERS=30] [--no-memory-tracker] [--compute-padding] [--per-step]
+//                        [--profile=TRACE.json]
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -79,12 +81,18 @@ int main(int argc, char** argv) {
   std::vector<std::string> args;
   bool memoryTracker = true;
   bool skipPadding = true;
+  bool perStep = false;
+  std::string profilePath;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-memory-tracker") {
       memoryTracker = false;
     } else if (a == "--compute-padding") {
       skipPadding = false;
+    } else if (a == "--per-step") {
+      perStep = true;
+    } else if (a.rfind("--profile=", 0) == 0) {
+      profilePath = a.substr(10);
     } else {
       args.push_back(a);
     }
@@ -176,7 +184,11 @@ int main(int argc, char** argv) {
   int64_t step = 0;
   double lastLoss = 0;
   const double window = static_cast<double>(std::max<int64_t>(1, config.optim.grad_accum_steps));
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
   for (int it = 0; it < warmup + iters; ++it) {
+    // The timed iterations only, written as a Chrome trace on exit.
+    if (it == warmup && !profilePath.empty())
+      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(profilePath);
     const data::StepBatches& batches = pool[static_cast<size_t>(it) % pool.size()];
     double fwd = 0, bwd = 0, opt = 0;
     std::map<std::string, double> losses;
@@ -249,6 +261,13 @@ int main(int argc, char** argv) {
     emitter->emit(e);
     const double emit = since(tq);
 
+    if (perStep) {
+      std::printf("step %d batch %zu real_tokens", it, static_cast<size_t>(it) % pool.size());
+      for (const auto& b : batches.batches)
+        std::printf(" %s=%lld", b.dataset.c_str(), static_cast<long long>(b.attentionMask.sum().item<int64_t>()));
+      std::printf(" fwd_ms=%.2f bwd_ms=%.2f opt_ms=%.2f step_ms=%.2f\n", fwd * 1e3, bwd * 1e3, opt * 1e3,
+                  stepTime * 1e3);
+    }
     if (it >= warmup) {
       stepT.push_back(stepTime);
       fwdT.push_back(fwd);
@@ -258,6 +277,7 @@ int main(int argc, char** argv) {
       emitT.push_back(emit);
     }
   }
+  profile.reset();
   if (auto s = emitter->close(); !s) die("emitter close: " + s.message());
   const auto written = emitter->stats().written;
   emitter.reset();

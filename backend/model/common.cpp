@@ -106,6 +106,17 @@ torch::Tensor scatterTokens(const torch::Tensor& y, const torch::Tensor& real_to
   return torch::zeros(flat, y.options()).index_copy(0, real_tokens, y).view(shape);
 }
 
+torch::Tensor packTokens(const torch::Tensor& x, const torch::Tensor& real_tokens) {
+  return real_tokens.defined() ? gatherTokens(x, real_tokens) : x.flatten(0, 1);
+}
+
+torch::Tensor unpackTokens(const torch::Tensor& y, const torch::Tensor& real_tokens, int64_t b, int64_t l) {
+  if (real_tokens.defined()) return scatterTokens(y, real_tokens, b, l);
+  std::vector<int64_t> shape{b, l};
+  for (int64_t d = 1; d < y.dim(); ++d) shape.push_back(y.size(d));
+  return y.view(shape);
+}
+
 torch::Tensor onRealTokens(const torch::Tensor& x, const torch::Tensor& real_tokens,
                            const std::function<torch::Tensor(const torch::Tensor&)>& f) {
   return scatterTokens(f(gatherTokens(x, real_tokens)), real_tokens, x.size(0), x.size(1));

@@ -16,22 +16,17 @@ GptNeoxAttentionImpl::GptNeoxAttentionImpl(const LmOptions& o)
 }
 
 torch::Tensor GptNeoxAttentionImpl::forward(const torch::Tensor& x, const LayerContext& ctx) {
-  const auto b = x.size(0);
-  const auto l = x.size(1);
-  const auto head_dim = x.size(2) / heads;
-  // Interleaved per head: (B, L, H, 3 * d) -> (B, H, L, 3 * d), then q | k | v.
-  const auto qkv = onRealTokens(x, ctx.real_tokens, [this](const torch::Tensor& t) { return query_key_value->forward(t); })
-                       .view({b, l, heads, 3 * head_dim})
-                       .permute({0, 2, 1, 3});
-  auto q = qkv.narrow(-1, 0, head_dim);
-  auto k = qkv.narrow(-1, head_dim, head_dim);
-  const auto v = qkv.narrow(-1, 2 * head_dim, head_dim);
+  const auto width = x.size(2);
+  const auto head_dim = width / heads;
+  // Interleaved per head: packed rows (N, H, 3 * d), then q | k | v.
+  const auto qkv = query_key_value->forward(packTokens(x, ctx.real_tokens)).view({-1, heads, 3 * head_dim});
   const RotaryTables tables{ctx.rope_cos, ctx.rope_sin};
-  q = applyRotary(q, tables);
-  k = applyRotary(k, tables);
+  const auto q = applyRotary(qkv.narrow(-1, 0, head_dim), tables).reshape({-1, width});
+  const auto k = applyRotary(qkv.narrow(-1, head_dim, head_dim), tables).reshape({-1, width});
+  const auto v = qkv.narrow(-1, 2 * head_dim, head_dim).reshape({-1, width});
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  const auto out = scaledDotAttention(q, k, v, scale, ctx.attn_bias, attention_dropout, is_training());
-  return onRealTokens(mergeHeads(out), ctx.real_tokens, [this](const torch::Tensor& t) { return dense->forward(t); });
+  const auto out = causalSelfAttention(q, k, v, heads, scale, ctx, attention_dropout, is_training());
+  return unpackTokens(dense->forward(out), ctx.real_tokens, x.size(0), x.size(1));
 }
 
 GptNeoxMlpImpl::GptNeoxMlpImpl(int64_t width, int64_t hidden) {

@@ -26,14 +26,17 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LmOptions& o)
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LayerContext& ctx) {
   const RotaryTables tables{ctx.rope_cos, ctx.rope_sin};
-  const int64_t b = x.size(0), l = x.size(1);
-  const auto xr = gatherTokens(x, ctx.real_tokens);
-  const auto q = applyRotary(splitHeads(scatterTokens(q_proj->forward(xr), ctx.real_tokens, b, l), heads), tables);
-  const auto k = applyRotary(splitHeads(scatterTokens(k_proj->forward(xr), ctx.real_tokens, b, l), heads), tables);
-  const auto v = splitHeads(scatterTokens(v_proj->forward(xr), ctx.real_tokens, b, l), heads);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  const auto out = scaledDotAttention(q, k, v, scale, ctx.attn_bias, attention_dropout, is_training());
-  return onRealTokens(mergeHeads(out), ctx.real_tokens, [this](const torch::Tensor& t) { return o_proj->forward(t); });
+  const int64_t width = x.size(-1);
+  const int64_t head_dim = width / heads;
+  const auto xp = packTokens(x, ctx.real_tokens);
+  // Packed rows (N, H, D), rotated by the packed rows' tables (N, 1, rot).
+  const auto rotated = [&](const torch::Tensor& t) {
+    return applyRotary(t.view({-1, heads, head_dim}), tables).reshape({-1, width});
+  };
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const auto out = causalSelfAttention(rotated(q_proj->forward(xp)), rotated(k_proj->forward(xp)), v_proj->forward(xp),
+                                       heads, scale, ctx, attention_dropout, is_training());
+  return unpackTokens(o_proj->forward(out), ctx.real_tokens, x.size(0), x.size(1));
 }
 
 LlamaMlpImpl::LlamaMlpImpl(int64_t width, int64_t hidden) {

@@ -10,6 +10,7 @@
 #include "backend/model/llama.h"
 #include "backend/model/mpt.h"
 #include "backend/model/opt.h"
+#include "backend/model/packed_attention.h"
 #include "backend/protocol/config_types.h"
 
 namespace fs::model {
@@ -156,17 +157,27 @@ torch::Tensor CausalLmImpl::hiddenStates(const torch::Tensor& input_ids, const t
                                          Padding padding) {
   const auto mask = defaultMask(input_ids, attention_mask);
   return runLayers(input_ids, mask, media, text_time,
-                   padding == Padding::kSkip ? realTokenIndex(mask) : torch::Tensor());
+                   padding == Padding::kSkip ? realTokenIndex(mask) : torch::Tensor(), padding);
 }
 
 torch::Tensor CausalLmImpl::runLayers(const torch::Tensor& input_ids, const torch::Tensor& mask,
                                       const torch::Tensor& media, const torch::Tensor& text_time,
-                                      const torch::Tensor& real_tokens) {
+                                      const torch::Tensor& real_tokens, Padding padding) {
   auto hidden = runUnit(hooks, *embed_tokens_, {}, [&] { return embed(input_ids, mask); });
   auto ctx = layerContext(input_ids, mask, hidden.scalar_type());
+  ctx.batch = input_ids.size(0);
+  ctx.length = input_ids.size(1);
   ctx.media = media;
   ctx.text_time = text_time;
   ctx.real_tokens = real_tokens;
+  if (padding == Padding::kSkip) ctx.packed_offsets = packedOffsets(mask);
+  const auto packRope = [&](const torch::Tensor& t) {
+    if (!t.defined()) return t;
+    const auto rows = t.expand({ctx.batch, 1, ctx.length, t.size(-1)}).squeeze(1);
+    return packTokens(rows, real_tokens).unsqueeze(1);
+  };
+  ctx.rope_cos = packRope(ctx.rope_cos);
+  ctx.rope_sin = packRope(ctx.rope_sin);
   for (const auto& layer : layers_) hidden = layer->forward(hidden, ctx);
   return onRealTokens(hidden, real_tokens, [this](const torch::Tensor& h) { return finalNorm(h); });
 }
@@ -175,12 +186,24 @@ torch::Tensor CausalLmImpl::forward(const torch::Tensor& input_ids, const torch:
                                     const torch::Tensor& media, const torch::Tensor& text_time, Padding padding) {
   const auto mask = defaultMask(input_ids, attention_mask);
   const auto real = padding == Padding::kSkip ? realTokenIndex(mask) : torch::Tensor();
-  const auto hidden = runLayers(input_ids, mask, media, text_time, real);
+  const auto hidden = runLayers(input_ids, mask, media, text_time, real, padding);
   torch::nn::Module& head = lm_head_ ? static_cast<torch::nn::Module&>(*lm_head_) : *embed_tokens_;
   return runUnit(hooks, head, hidden, [&] {
     const auto weight = outputHeadWeight().to(hidden.scalar_type());
     return onRealTokens(hidden, real, [&](const torch::Tensor& h) { return torch::linear(h, weight); });
   });
+}
+
+torch::Tensor causalSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                  int64_t heads, double scale, const LayerContext& ctx, double dropout,
+                                  bool training) {
+  if (!ctx.packed_offsets.empty() && packedAttentionSupports(q, dropout, training))
+    return packedCausalAttention(q, k, v, heads, scale, ctx.packed_offsets);
+  const auto split = [&](const torch::Tensor& t) {
+    return splitHeads(unpackTokens(t, ctx.real_tokens, ctx.batch, ctx.length), heads);
+  };
+  const auto out = scaledDotAttention(split(q), split(k), split(v), scale, ctx.attn_bias, dropout, training);
+  return packTokens(mergeHeads(out), ctx.real_tokens);
 }
 
 // ---------------------------------------------------------------- factory

@@ -86,13 +86,30 @@ struct LmOptions {
 
 // Per-forward inputs of every decoder layer, built once per forward.
 struct LayerContext {
+  int64_t batch = 0;        // B and L of the hidden state (B, L, width)
+  int64_t length = 0;
   torch::Tensor attn_bias;  // additive, (B, 1|H, L, L): NOTE [Causal mask] in common.h
-  torch::Tensor rope_cos;   // (B, 1, L, rot) for rotary families, else undefined
+  // Rotary families: layerContext() gives (B|1, 1, L, rot); runLayers packs
+  // them to the packed rows, (N, 1, rot), as causalSelfAttention's callers
+  // rotate packed q and k. Undefined for the other families.
+  torch::Tensor rope_cos;
   torch::Tensor rope_sin;
   torch::Tensor media;      // Flamingo only: (B, T_img, n_latents, d_vis)
   torch::Tensor text_time;  // Flamingo only: (B, L), NOTE [Media masking]
   torch::Tensor real_tokens;  // NOTE [Skipped padding] in common.h; undefined = every position
+  // Padding skipped: each sample's packed rows (packedOffsets), so causal
+  // self-attention may run per sample (NOTE [Packed attention]). Empty when
+  // padding is computed: the bias then decides what each position sees.
+  std::vector<int64_t> packed_offsets;
 };
+
+// Causal self-attention of a decoder layer on packed q, k, v (N, H*D) (rows
+// as packTokens(x, ctx.real_tokens) lays them out): packedCausalAttention when
+// ctx.packed_offsets is set and it supports q's dtype and the dropout, else
+// the composite scaledDotAttention with ctx.attn_bias. Returns (N, H*D).
+torch::Tensor causalSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                  int64_t heads, double scale, const LayerContext& ctx, double dropout,
+                                  bool training);
 
 // The context of the rotary families (GPT-NeoX, LLaMA): causal padding bias
 // and rotate-half tables for positions 0..L-1 over the first `rot_dim` channels.
@@ -176,7 +193,7 @@ class CausalLmImpl : public torch::nn::Module {
   // hiddenStates() with the mask defaulted and the real-token index computed
   // once (undefined: every position), shared with forward().
   torch::Tensor runLayers(const torch::Tensor& input_ids, const torch::Tensor& mask, const torch::Tensor& media,
-                          const torch::Tensor& text_time, const torch::Tensor& real_tokens);
+                          const torch::Tensor& text_time, const torch::Tensor& real_tokens, Padding padding);
 
   LmOptions options_;
   torch::nn::Embedding embed_tokens_{nullptr};

@@ -20,16 +20,12 @@ OptAttentionImpl::OptAttentionImpl(int64_t width, int64_t heads_, double attenti
   out_proj = register_module("out_proj", torch::nn::Linear(width, width));
 }
 
-torch::Tensor OptAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& attn_bias,
-                                        const torch::Tensor& real_tokens) {
-  const int64_t b = x.size(0), l = x.size(1);
+torch::Tensor OptAttentionImpl::forward(const torch::Tensor& x, const LayerContext& ctx) {
   const double scaling = 1.0 / std::sqrt(static_cast<double>(x.size(-1) / heads));
-  const auto xr = gatherTokens(x, real_tokens);
-  const auto q = splitHeads(scatterTokens(q_proj->forward(xr) * scaling, real_tokens, b, l), heads);
-  const auto k = splitHeads(scatterTokens(k_proj->forward(xr), real_tokens, b, l), heads);
-  const auto v = splitHeads(scatterTokens(v_proj->forward(xr), real_tokens, b, l), heads);
-  const auto out = scaledDotAttention(q, k, v, 1.0, attn_bias, attention_dropout, is_training());
-  return onRealTokens(mergeHeads(out), real_tokens, [this](const torch::Tensor& t) { return out_proj->forward(t); });
+  const auto xp = packTokens(x, ctx.real_tokens);
+  const auto out = causalSelfAttention(q_proj->forward(xp) * scaling, k_proj->forward(xp), v_proj->forward(xp), heads,
+                                       1.0, ctx, attention_dropout, is_training());
+  return unpackTokens(out_proj->forward(out), ctx.real_tokens, x.size(0), x.size(1));
 }
 
 OptDecoderLayerImpl::OptDecoderLayerImpl(const LmOptions& o)
@@ -45,7 +41,7 @@ OptDecoderLayerImpl::OptDecoderLayerImpl(const LmOptions& o)
 
 torch::Tensor OptDecoderLayerImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
   auto h = layer_norm_before ? self_attn_layer_norm->forward(hidden) : hidden;
-  h = torch::dropout(self_attn->forward(h, ctx.attn_bias, ctx.real_tokens), dropout, is_training());
+  h = torch::dropout(self_attn->forward(h, ctx), dropout, is_training());
   h = hidden + h;
   if (!layer_norm_before) h = self_attn_layer_norm->forward(h);
 

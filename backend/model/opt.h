@@ -23,8 +23,9 @@ namespace fs::model {
 class OptAttentionImpl : public torch::nn::Module {
  public:
   OptAttentionImpl(int64_t width, int64_t heads, double attention_dropout);
-  // real_tokens: NOTE [Skipped padding] in common.h (the projections).
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& attn_bias, const torch::Tensor& real_tokens = {});
+  // x (B, L, width); ctx: the causal bias or packed rows (NOTE [Packed attention]).
+  // Projections on the real tokens only (NOTE [Skipped padding] in common.h).
+  torch::Tensor forward(const torch::Tensor& x, const LayerContext& ctx);
 
   int64_t heads;
   double attention_dropout;
