@@ -6,8 +6,9 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config git clang-format
-  # engine: LibTorch 1.13 + c10d Gloo, optimised BLAS (the reference BLAS is ~10x slower)
-  libtorch-dev libgloo-dev libopenblas0-pthread
+  # engine: LibTorch 1.13 + c10d Gloo, optimised BLAS (the reference BLAS is ~10x slower);
+  # libblas-dev: cblas.h and libblas.so for the packed attention's direct BLAS calls
+  libtorch-dev libgloo-dev libopenblas0-pthread libblas-dev
   # protocol and tools
   libyaml-cpp-dev libsimdjson-dev nlohmann-json3-dev libspdlog-dev libarchive-dev libsentencepiece-dev libpcre2-dev libsqlite3-dev
   libopencv-dev libssh-dev
