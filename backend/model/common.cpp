@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include "backend/model/dropout.h"
+
 namespace fs::model {
 
 // ---------------------------------------------------------------- norms
@@ -68,7 +70,7 @@ torch::Tensor scaledDotAttention(const torch::Tensor& q, const torch::Tensor& k,
   const bool half = q.scalar_type() == torch::kHalf || q.scalar_type() == torch::kBFloat16;
   auto probs =
       half ? torch::softmax(scores, -1, torch::kFloat).to(q.scalar_type()) : torch::softmax(scores, -1);
-  if (training && dropout > 0.0) probs = torch::dropout(probs, dropout, /*train=*/true);
+  if (training && dropout > 0.0) probs = applyDropout(probs, dropout, true);
   return torch::matmul(probs, v);
 }
 

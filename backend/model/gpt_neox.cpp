@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "backend/model/dropout.h"
+
 namespace fs::model {
 namespace {
 constexpr double kEps = 1e-5;
@@ -51,14 +53,14 @@ GptNeoxLayerImpl::GptNeoxLayerImpl(const LmOptions& o)
 
 torch::Tensor GptNeoxLayerImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
   const auto attn_out =
-      torch::dropout(attention->forward(input_layernorm->forward(hidden), ctx), dropout, is_training());
+      applyDropout(attention->forward(input_layernorm->forward(hidden), ctx), dropout, is_training());
   const auto mlpOf = [&](const torch::Tensor& in) {
     return onRealTokens(in, ctx.real_tokens,
                         [this](const torch::Tensor& x) { return mlp->forward(post_attention_layernorm->forward(x)); });
   };
-  if (parallel_residual) return torch::dropout(mlpOf(hidden), dropout, is_training()) + attn_out + hidden;
+  if (parallel_residual) return applyDropout(mlpOf(hidden), dropout, is_training()) + attn_out + hidden;
   const auto h = attn_out + hidden;
-  return torch::dropout(mlpOf(h), dropout, is_training()) + h;
+  return applyDropout(mlpOf(h), dropout, is_training()) + h;
 }
 
 GptNeoxLmImpl::GptNeoxLmImpl(LmOptions opts) : CausalLmImpl(std::move(opts)) {
@@ -82,7 +84,7 @@ int64_t GptNeoxLmImpl::rotaryDims() const {
 }
 
 torch::Tensor GptNeoxLmImpl::embed(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
-  return torch::dropout(embed_tokens_->forward(input_ids), options_.embeddingDropoutOr(0.0), is_training());
+  return applyDropout(embed_tokens_->forward(input_ids), options_.embeddingDropoutOr(0.0), is_training());
 }
 
 LayerContext GptNeoxLmImpl::layerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,

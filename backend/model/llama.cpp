@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "backend/model/dropout.h"
+
 namespace fs::model {
 namespace {
 constexpr double kEps = 1e-6;  // LLaMA-1's rms_norm_eps
@@ -57,12 +59,12 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LmOptions& o) : dropout(o.dro
 }
 
 torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
-  const auto h = hidden + torch::dropout(self_attn->forward(input_layernorm->forward(hidden), ctx), dropout,
+  const auto h = hidden + applyDropout(self_attn->forward(input_layernorm->forward(hidden), ctx), dropout,
                                          is_training());
   const auto f = onRealTokens(h, ctx.real_tokens, [this](const torch::Tensor& x) {
     return mlp->forward(post_attention_layernorm->forward(x));
   });
-  return h + torch::dropout(f, dropout, is_training());
+  return h + applyDropout(f, dropout, is_training());
 }
 
 LlamaLmImpl::LlamaLmImpl(LmOptions opts) : CausalLmImpl(std::move(opts)) {
@@ -77,7 +79,7 @@ LlamaLmImpl::LlamaLmImpl(LmOptions opts) : CausalLmImpl(std::move(opts)) {
 }
 
 torch::Tensor LlamaLmImpl::embed(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
-  return torch::dropout(embed_tokens_->forward(input_ids), options_.embeddingDropoutOr(0.0), is_training());
+  return applyDropout(embed_tokens_->forward(input_ids), options_.embeddingDropoutOr(0.0), is_training());
 }
 
 LayerContext LlamaLmImpl::layerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,

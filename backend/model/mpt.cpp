@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "backend/model/dropout.h"
+
 namespace fs::model {
 namespace {
 constexpr double kEps = 1e-5;
@@ -77,9 +79,9 @@ MptBlockImpl::MptBlockImpl(const LmOptions& o) : dropout(o.dropoutOr(0.0)) {
 
 torch::Tensor MptBlockImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
   auto h =
-      hidden + torch::dropout(attn->forward(norm_1->forward(hidden), ctx.attn_bias, ctx.real_tokens), dropout, is_training());
+      hidden + applyDropout(attn->forward(norm_1->forward(hidden), ctx.attn_bias, ctx.real_tokens), dropout, is_training());
   const auto f = onRealTokens(h, ctx.real_tokens, [this](const torch::Tensor& x) { return ffn->forward(norm_2->forward(x)); });
-  return h + torch::dropout(f, dropout, is_training());
+  return h + applyDropout(f, dropout, is_training());
 }
 
 // ---------------------------------------------------------------- model
@@ -97,7 +99,7 @@ MptLmImpl::MptLmImpl(LmOptions opts) : CausalLmImpl(std::move(opts)) {
 }
 
 torch::Tensor MptLmImpl::embed(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
-  return torch::dropout(embed_tokens_->forward(input_ids), options_.embeddingDropoutOr(0.0), is_training());
+  return applyDropout(embed_tokens_->forward(input_ids), options_.embeddingDropoutOr(0.0), is_training());
 }
 
 LayerContext MptLmImpl::layerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "backend/model/dropout.h"
+
 namespace fs::model {
 namespace {
 constexpr double kDropout = 0.1;  // OPTConfig.dropout
@@ -41,14 +43,14 @@ OptDecoderLayerImpl::OptDecoderLayerImpl(const LmOptions& o)
 
 torch::Tensor OptDecoderLayerImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
   auto h = layer_norm_before ? self_attn_layer_norm->forward(hidden) : hidden;
-  h = torch::dropout(self_attn->forward(h, ctx), dropout, is_training());
+  h = applyDropout(self_attn->forward(h, ctx), dropout, is_training());
   h = hidden + h;
   if (!layer_norm_before) h = self_attn_layer_norm->forward(h);
 
   auto f = onRealTokens(h, ctx.real_tokens, [this](const torch::Tensor& x) {
     return fc2->forward(torch::relu(fc1->forward(layer_norm_before ? final_layer_norm->forward(x) : x)));
   });
-  f = torch::dropout(f, dropout, is_training());
+  f = applyDropout(f, dropout, is_training());
   h = h + f;
   if (!layer_norm_before) h = final_layer_norm->forward(h);
   return h;
@@ -85,7 +87,7 @@ torch::Tensor OptLmImpl::embed(const torch::Tensor& input_ids, const torch::Tens
   const auto mask = attention_mask.to(torch::kLong);
   const auto positions = mask.cumsum(1) * mask - 1;
   auto h = embed_tokens_->forward(input_ids) + embed_positions->forward(positions + kPositionOffset);
-  return torch::dropout(h, options_.embeddingDropoutOr(0.0), is_training());
+  return applyDropout(h, options_.embeddingDropoutOr(0.0), is_training());
 }
 
 LayerContext OptLmImpl::layerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
