@@ -51,8 +51,15 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
   // skip it (model::paddingFor: padded positions x d^2 >= 2^22), a decoder layer keeps 5 d more per
   // token: the real tokens gathered for its linears (index_select), their 2-D outputs beside the
   // attention's per-head copies of the full (B, L) tensors, and q's scaled copy.
+  // With padding skipped, OPT / LLaMA / GPT-NeoX self-attention in float32 runs packed (NOTE [Packed
+  // attention] in backend/model/packed_attention.h; the planner assumes the CPU, where it runs): packed
+  // q, k, v and the attention output are kept instead of the full (B, L) per-head copies, 3 d per token
+  // rather than 5 d, and its backward holds dq, dk, dv (3 d per token) instead of two probability-sized
+  // tensors.
   const bool maySkipPadding = (tokens - 1) * d * d >= (int64_t{1} << 22);
-  const int64_t decoderLayer = tokens * (7 * d + (maySkipPadding ? 5 * d : 0) + mlp + (rotary ? 2 * d : 0)) + probs;
+  const bool packedAttention = maySkipPadding && e == 4 && m.lm.family != "mpt";
+  const int64_t skipExtra = maySkipPadding ? (packedAttention ? 3 * d : 5 * d) : 0;
+  const int64_t decoderLayer = tokens * (7 * d + skipExtra + mlp + (rotary ? 2 * d : 0)) + probs;
   int64_t blocks = 0;
   for (int64_t i = 0; i < m.lm.layers; ++i)
     blocks += hasCrossAttentionAt(i, m.cross_attn.every_n_layers) ? 1 : 0;
@@ -92,7 +99,7 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
   r.regionInput = tokens * d * e;
   r.perceiverBackward = (2 * images * m.perceiver.heads * n * (p + n) + 2 * images * n * dv) * e;
   r.gatedBlockBackward = (2 * tokens * m.cross_attn.heads * big_m + 2 * tokens * d) * e;
-  r.decoderLayerBackward = 2 * probs * e + 2 * tokens * d * e;
+  r.decoderLayerBackward = packedAttention ? 3 * tokens * d * e : 2 * probs * e + 2 * tokens * d * e;
   r.bias = bias;
   r.headForward = logitsForward;
   r.headBackward = logitsBackward;

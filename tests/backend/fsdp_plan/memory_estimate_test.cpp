@@ -120,20 +120,30 @@ TEST(MemoryEstimate, ActivationsShrinkWithCheckpointing) {
   EXPECT_EQ(plan.activations.datasets[1].images, 3);
 }
 
-// NOTE [Activation formula]: a decoder layer keeps 5 d more per token once a batch can be padded enough for
+// NOTE [Activation formula]: a decoder layer keeps more per token once a batch can be padded enough for
 // the model to skip padding ((B L - 1) d^2 >= 2^22; small's width 256: from 65 positions), measured per
-// operator on OPT. Small's MMC4 batch of 1 x 64 positions stays below, 1 x 65 crosses.
+// operator on OPT: 3 d with the packed float32 attention (NOTE [Packed attention]), 5 d with the
+// composite one (bf16 compute; MPT, whose ALiBi bias keeps it composite). Small's MMC4 batch of 1 x 64
+// positions stays below, 1 x 65 crosses.
 TEST(MemoryEstimate, DecoderLayerKeepsMoreWhenPaddingMayBeSkipped) {
-  auto layerBytes = [](int64_t tokens) {
+  auto layerBytes = [](int64_t tokens, const std::string& family, Dtype dtype) {
     protocol::RunConfig c = test::preset("small");
+    c.model.lm.family = family;
     c.data.datasets[1].batch_size = 1;
     c.data.datasets[1].max_tokens = tokens;
-    const auto a = estimateActivations(c, Dtype::kFloat32);
-    return a.datasets[1].regions.decoderLayer;
+    const auto a = estimateActivations(c, dtype);
+    return a.datasets[1].regions;
   };
   const int64_t d = 256, f = 1024, h = 4;
-  EXPECT_EQ(layerBytes(64), (64 * (7 * d + f) + 64 * h * 64) * 4);
-  EXPECT_EQ(layerBytes(65), (65 * (12 * d + f) + 65 * h * 65) * 4);
+  EXPECT_EQ(layerBytes(64, "opt", Dtype::kFloat32).decoderLayer, (64 * (7 * d + f) + 64 * h * 64) * 4);
+  const auto packed = layerBytes(65, "opt", Dtype::kFloat32);
+  EXPECT_EQ(packed.decoderLayer, (65 * (10 * d + f) + 65 * h * 65) * 4);
+  EXPECT_EQ(packed.decoderLayerBackward, 3 * 65 * d * 4);
+  // MPT: relu-free MLP keeps 2 f; bf16: probabilities in fp32 plus the bf16 copy (4 + 2 bytes per element of 2).
+  const auto mpt = layerBytes(65, "mpt", Dtype::kFloat32);
+  EXPECT_EQ(mpt.decoderLayer, (65 * (12 * d + 2 * f) + 65 * h * 65) * 4);
+  EXPECT_EQ(mpt.decoderLayerBackward, 2 * 65 * h * 65 * 4 + 2 * 65 * d * 4);
+  EXPECT_EQ(layerBytes(65, "opt", Dtype::kBFloat16).decoderLayer, (65 * (12 * d + f) + 65 * h * 65 * 3) * 2);
 }
 
 }  // namespace
