@@ -26,7 +26,10 @@
 //                  the gathered real tokens, the linears' 2-D outputs beside
 //                  the attention's full-size per-head copies, q's scaled
 //                  copy; measured per operator on OPT, worst case all but
-//                  the fewest positions real). Checked per operator with
+//                  the fewest positions real); + 3 d instead when that path
+//                  runs the packed float32 self-attention (NOTE [Packed
+//                  attention]: OPT, LLaMA, GPT-NeoX; planned for the CPU),
+//                  whose backward holds dq, dk, dv. Checked per operator with
 //                  fsdp_peak_probe --live-at-peak on OPT (docs/planner.md
 //                  "Accuracy of the peak")
 //   head + loss    B L V (e + 4): logits and the fp32 log-softmax; the
