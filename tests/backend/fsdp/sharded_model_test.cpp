@@ -125,7 +125,9 @@ void expectUnshardedGradients(const std::string& family, bool checkpointing, con
           << (got[name] - g).abs().max().item<double>();
     }
     for (const auto& [name, g] : got) {
-      if (!want.count(name)) EXPECT_EQ(g.abs().max().item<double>(), 0.0) << name << " has no reference gradient";
+      if (!want.count(name)) {
+        EXPECT_EQ(g.abs().max().item<double>(), 0.0) << name << " has no reference gradient";
+      }
     }
   });
   for (const auto& e : errors) ASSERT_EQ(e, "") << "world " << world;
