@@ -91,37 +91,24 @@ torch::Tensor realTokenIndex(const torch::Tensor& attention_mask) {
   return index;
 }
 
-torch::Tensor gatherTokens(const torch::Tensor& x, const torch::Tensor& real_tokens) {
-  if (!real_tokens.defined()) return x;
-  std::vector<int64_t> shape{x.size(0) * x.size(1)};
-  for (int64_t d = 2; d < x.dim(); ++d) shape.push_back(x.size(d));
-  return x.reshape(shape).index_select(0, real_tokens);
-}
-
-torch::Tensor scatterTokens(const torch::Tensor& y, const torch::Tensor& real_tokens, int64_t b, int64_t l) {
-  if (!real_tokens.defined()) return y;
-  std::vector<int64_t> flat{b * l}, shape{b, l};
-  for (int64_t d = 1; d < y.dim(); ++d) {
-    flat.push_back(y.size(d));
-    shape.push_back(y.size(d));
-  }
-  return torch::zeros(flat, y.options()).index_copy(0, real_tokens, y).view(shape);
-}
-
 torch::Tensor packTokens(const torch::Tensor& x, const torch::Tensor& real_tokens) {
-  return real_tokens.defined() ? gatherTokens(x, real_tokens) : x.flatten(0, 1);
+  const auto rows = x.flatten(0, 1);
+  return real_tokens.defined() ? rows.index_select(0, real_tokens) : rows;
 }
 
 torch::Tensor unpackTokens(const torch::Tensor& y, const torch::Tensor& real_tokens, int64_t b, int64_t l) {
-  if (real_tokens.defined()) return scatterTokens(y, real_tokens, b, l);
   std::vector<int64_t> shape{b, l};
   for (int64_t d = 1; d < y.dim(); ++d) shape.push_back(y.size(d));
-  return y.view(shape);
+  if (!real_tokens.defined()) return y.reshape(shape);
+  auto rows = shape;
+  rows.erase(rows.begin());
+  rows.front() = b * l;
+  return torch::zeros(rows, y.options()).index_copy(0, real_tokens, y).view(shape);
 }
 
 torch::Tensor onRealTokens(const torch::Tensor& x, const torch::Tensor& real_tokens,
                            const std::function<torch::Tensor(const torch::Tensor&)>& f) {
-  return scatterTokens(f(gatherTokens(x, real_tokens)), real_tokens, x.size(0), x.size(1));
+  return unpackTokens(f(packTokens(x, real_tokens)), real_tokens, x.size(0), x.size(1));
 }
 
 double lowestFinite(c10::ScalarType dtype) {

@@ -100,18 +100,13 @@ Padding paddingFor(const torch::Tensor& input_ids, const torch::Tensor& attentio
 // The flat indices of the positions where attention_mask is 1; undefined when
 // there is no padding (nothing to skip).
 torch::Tensor realTokenIndex(const torch::Tensor& attention_mask);
-// (B, L, ...) -> (N, ...): the real tokens; x itself when real_tokens is undefined.
-torch::Tensor gatherTokens(const torch::Tensor& x, const torch::Tensor& real_tokens);
-// (N, ...) -> (B, L, ...) with zeros at the skipped positions; y itself when
-// real_tokens is undefined.
-torch::Tensor scatterTokens(const torch::Tensor& y, const torch::Tensor& real_tokens, int64_t b, int64_t l);
 // (B, L, ...) -> (N, ...): the real tokens in sample order; every position
 // (N = B L) when real_tokens is undefined. The packed layout of NOTE [Packed
 // attention] in packed_attention.h.
 torch::Tensor packTokens(const torch::Tensor& x, const torch::Tensor& real_tokens);
 // The inverse: (N, ...) -> (B, L, ...), zeros at skipped positions.
 torch::Tensor unpackTokens(const torch::Tensor& y, const torch::Tensor& real_tokens, int64_t b, int64_t l);
-// scatterTokens(f(gatherTokens(x))): f over the real tokens only. f must be token-wise.
+// unpackTokens(f(packTokens(x))): f over the real tokens only. f must be token-wise.
 torch::Tensor onRealTokens(const torch::Tensor& x, const torch::Tensor& real_tokens,
                            const std::function<torch::Tensor(const torch::Tensor&)>& f);
 
