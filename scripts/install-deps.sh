@@ -11,7 +11,7 @@ PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread libblas-dev
   # protocol and tools
   libyaml-cpp-dev libsimdjson-dev nlohmann-json3-dev libspdlog-dev libarchive-dev libsentencepiece-dev libpcre2-dev libsqlite3-dev
-  libopencv-dev libssh-dev
+  libopencv-dev libjpeg62-turbo-dev libssh-dev
   # desktop app
   qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite qt6-svg-dev libqcustomplot-dev
   # tests: GoogleTest, oracles (Debian's python3-torch etc. at /usr/bin/python3, xxhsum),

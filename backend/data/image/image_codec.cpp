@@ -8,6 +8,8 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include "backend/data/image/jpeg_decode.h"
+
 namespace fs::data {
 namespace {
 
@@ -58,6 +60,9 @@ Status decodeChecked(std::span<const std::uint8_t> bytes, const ImageHeader& h, 
     if (gray.empty() || gray.type() != CV_16UC1) return Status::corruption(what + ": cannot decode (damaged data)");
     grayClampedToRgb(gray, out);
     return Status::ok();
+  }
+  if (h.format == ImageFormat::kJpeg && (h.channels == 1 || h.channels == 3)) {
+    return decodeJpegRgb(bytes, out, options.maxPixels);
   }
   // Not decoded in place through imdecode's `dst` argument: OpenCV 4.6
   // returns that Mat unchanged, not empty, when the header cannot be read.

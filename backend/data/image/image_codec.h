@@ -6,12 +6,15 @@
 // thread pool or any process-wide setting.
 //
 // NOTE [PIL parity of decodeImage]
-// - JPEG: decoded by libjpeg-turbo like PIL (same library on Debian), EXIF
-//   orientation NOT applied (PIL does not either). A JPEG whose entropy data
-//   ends before its EOI marker is refused as truncated, as PIL does without
-//   LOAD_TRUNCATED_IMAGES (libjpeg alone would pad it with gray).
-//   CMYK/YCCK JPEGs convert to RGB with OpenCV's formula, which differs from
-//   PIL's by up to a few levels (rare in web data).
+// - JPEG: decoded by libjpeg-turbo like PIL (same library on Debian, called
+//   directly: jpeg_decode.h), EXIF orientation NOT applied (PIL does not
+//   either). A JPEG whose entropy data ends before its EOI marker is refused
+//   as truncated, as PIL does without LOAD_TRUNCATED_IMAGES (libjpeg alone
+//   would pad it with gray); so is one where libjpeg fails only after the
+//   last scan line, as PIL does ("broken data stream"). libjpeg's warnings
+//   are ignored, as PIL ignores them. CMYK/YCCK JPEGs go through OpenCV and
+//   convert to RGB with its formula, which differs from PIL's by up to a few
+//   levels (rare in web data).
 // - PNG: gray -> RGB, alpha dropped (no compositing), palette -> RGB,
 //   16-bit RGB(A) -> high byte. 16-bit gray opens in PIL as mode "I" and its
 //   RGB conversion clamps to 255; we reproduce that clamp.
