@@ -9,6 +9,10 @@
 //       decodeImageInto (one reused buffer) of every jpg (LAION) / every image_base64 over 10 KB
 //       (MMC4) in the shards, one thread, bytes already in memory:
 //       prints images_per_s= and samples_per_s= (MMC4: documents)
+//   bench_data_pipeline preprocess DIR laion|mmc4 SAMPLES
+//       as decode, then CLIP preprocessing to 224 into a batch-sized ring of
+//       64 outputs (as the workers write into batch tensors): prints the
+//       decode and preprocess milliseconds per image apart
 #include <torch/torch.h>
 
 #include <chrono>
@@ -16,6 +20,7 @@
 #include <string>
 
 #include "backend/data/documents/mmc4_document.h"
+#include "backend/data/image/clip_preprocess.h"
 #include "backend/data/image/image_codec.h"
 #include "backend/data/shard_source.h"
 #include "backend/protocol/config_types.h"
@@ -74,13 +79,21 @@ int pipeline(const std::string& dir, const std::string& kind, int64_t workers, i
   return 0;
 }
 
-int decode(const std::string& dir, const std::string& kind, int64_t samples) {
-  std::vector<std::vector<std::string>> images;  // per sample
+// The image bytes of the first `samples` samples, per sample; none when the
+// shards cannot be read (the reason is printed).
+std::vector<std::vector<std::string>> readImages(const std::string& dir, const std::string& kind, int64_t samples) {
+  std::vector<std::vector<std::string>> images;
   const auto urls = protocol::expandShards(pattern(dir, kind));
-  if (!urls) return 1;
+  if (!urls) {
+    std::fprintf(stderr, "%s\n", urls.status().message().c_str());
+    return {};
+  }
   for (const auto& url : *urls) {
     auto reader = data::TarSampleReader::open(url);
-    if (!reader) return 1;
+    if (!reader) {
+      std::fprintf(stderr, "%s\n", reader.status().message().c_str());
+      return {};
+    }
     while (static_cast<int64_t>(images.size()) < samples) {
       auto s = reader->next();
       if (!s || !s->has_value()) break;
@@ -100,6 +113,12 @@ int decode(const std::string& dir, const std::string& kind, int64_t samples) {
       images.push_back(std::move(sampleImages));
     }
   }
+  return images;
+}
+
+int decode(const std::string& dir, const std::string& kind, int64_t samples) {
+  const auto images = readImages(dir, kind, samples);
+  if (images.empty()) return 1;
   int64_t count = 0;
   data::RgbImage img;  // reused, as the pipeline's workers do
   const auto t0 = Clock::now();
@@ -114,6 +133,35 @@ int decode(const std::string& dir, const std::string& kind, int64_t samples) {
   return 0;
 }
 
+int preprocess(const std::string& dir, const std::string& kind, int64_t samples) {
+  const auto images = readImages(dir, kind, samples);
+  if (images.empty()) return 1;
+  data::RgbImage img;
+  data::ClipPreprocessor clip;
+  constexpr std::size_t kRing = 64;
+  std::vector<float> ring(kRing * clip.outputSize());
+  std::size_t slot = 0;
+  int64_t count = 0;
+  double decodeS = 0, preprocessS = 0;
+  for (const auto& sample : images) {
+    for (const auto& bytes : sample) {
+      const auto t0 = Clock::now();
+      if (!data::decodeImageInto({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, img).isOk()) continue;
+      const auto t1 = Clock::now();
+      const std::span<float> out(ring.data() + slot * clip.outputSize(), clip.outputSize());
+      if (!clip.run(img, (count & 1) != 0, out).isOk()) return 1;
+      preprocessS += std::chrono::duration<double>(Clock::now() - t1).count();
+      decodeS += std::chrono::duration<double>(t1 - t0).count();
+      slot = (slot + 1) % kRing;
+      ++count;
+    }
+  }
+  std::printf("kind=%s preprocess images=%lld decode_ms=%.4f preprocess_ms=%.4f images_per_s=%.1f\n", kind.c_str(),
+              static_cast<long long>(count), 1e3 * decodeS / count, 1e3 * preprocessS / count,
+              count / (decodeS + preprocessS));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,8 +171,10 @@ int main(int argc, char** argv) {
     return pipeline(argv[2], argv[3], std::stoll(argv[4]), std::stoll(argv[5]), argc > 6 ? std::stoll(argv[6]) : 64);
   }
   if (mode == "decode" && argc >= 5) return decode(argv[2], argv[3], std::stoll(argv[4]));
+  if (mode == "preprocess" && argc >= 5) return preprocess(argv[2], argv[3], std::stoll(argv[4]));
   std::fprintf(stderr,
                "usage: bench_data_pipeline pipeline DIR laion|mmc4 WORKERS SAMPLES [BATCH]\n"
-               "       bench_data_pipeline decode DIR laion|mmc4 SAMPLES\n");
+               "       bench_data_pipeline decode DIR laion|mmc4 SAMPLES\n"
+               "       bench_data_pipeline preprocess DIR laion|mmc4 SAMPLES\n");
   return 2;
 }

@@ -58,6 +58,8 @@ class ClipPreprocessor {
   explicit ClipPreprocessor(ClipPreprocessOptions options = {});
 
   const ClipPreprocessOptions& options() const { return options_; }
+  // Tests compare the AVX2 kernels with the portable loops through this.
+  void setScalarOnly(bool on) { scratch_.scalarOnly = on; }
   // Floats run() writes: 3 * cropSize * cropSize.
   std::size_t outputSize() const;
 

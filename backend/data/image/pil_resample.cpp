@@ -7,6 +7,10 @@
 #include <cmath>
 #include <cstring>
 
+#include <immintrin.h>
+
+#include "backend/data/image/cpu_features.h"
+
 namespace fs::data {
 namespace {
 
@@ -90,6 +94,62 @@ __attribute__((target_clones("avx2", "default"))) void horizontalRows(const std:
   }
 }
 
+// The AVX2 horizontal pass (NOTE [AVX2 horizontal pass] in pil_resample.h).
+// Per output index: ceil(taps / 2) groups of 8 int32 weights, k[t] x 4 then
+// k[t + 1] x 4, with zeros past the last tap.
+void expandCoeffs(const std::int32_t* coeffs, const int* bounds, int count, int ksize,
+                  std::vector<std::int32_t>& out, int& pairs) {
+  pairs = (ksize + 1) / 2;
+  out.assign(static_cast<std::size_t>(count) * pairs * 8, 0);
+  for (int i = 0; i < count; ++i) {
+    const std::int32_t* k = coeffs + static_cast<std::size_t>(i) * ksize;
+    std::int32_t* e = &out[static_cast<std::size_t>(i) * pairs * 8];
+    for (int t = 0; t < bounds[2 * i + 1]; ++t) std::fill_n(e + 4 * t, 4, k[t]);
+  }
+}
+
+// The last byte a pair-of-taps load may touch, relative to the row start,
+// is 3 * (width - 1) + 15: rows that end closer than that to the end of the
+// image take the scalar loop.
+constexpr int kAvx2Overread = 13;
+
+__attribute__((target("avx2"))) void horizontalRowsAvx2(const std::uint8_t* src0, const std::uint8_t* src1,
+                                                        int count, const int* bounds, const std::int32_t* expanded,
+                                                        int pairs, std::uint8_t* dst0, std::uint8_t* dst1) {
+  // Both 128-bit lanes hold the same 16 source bytes; the low lane picks
+  // pixel t's R, G, B into int32 slots 0..2, the high lane pixel t + 1's.
+  const __m256i pick = _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, -1, -1, -1, -1,  //
+                                        3, -1, -1, -1, 4, -1, -1, -1, 5, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i half = _mm256_setr_epi32(kHalf, kHalf, kHalf, 0, 0, 0, 0, 0);
+  for (int i = 0; i < count; ++i, dst0 += 3, dst1 += 3) {
+    const int first = bounds[2 * i] * 3;
+    const std::uint8_t* p = src0 + first;
+    const std::uint8_t* q = src1 + first;
+    const int n = (bounds[2 * i + 1] + 1) / 2;
+    const auto* k = reinterpret_cast<const __m256i*>(expanded + static_cast<std::size_t>(i) * pairs * 8);
+    __m256i a = half, b = half;
+    for (int j = 0; j < n; ++j, p += 6, q += 6) {
+      const __m256i kj = _mm256_loadu_si256(k + j);
+      const __m256i pp = _mm256_shuffle_epi8(
+          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), pick);
+      const __m256i qq = _mm256_shuffle_epi8(
+          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))), pick);
+      a = _mm256_add_epi32(a, _mm256_mullo_epi32(pp, kj));
+      b = _mm256_add_epi32(b, _mm256_mullo_epi32(qq, kj));
+    }
+    // Even + odd taps, >> 22, then clamp to 0..255 by two saturating packs.
+    __m128i sa = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    __m128i sb = _mm_add_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+    sa = _mm_srai_epi32(sa, kPrecisionBits);
+    sb = _mm_srai_epi32(sb, kPrecisionBits);
+    const __m128i packed = _mm_packus_epi16(_mm_packs_epi32(sa, sb), _mm_setzero_si128());
+    const std::uint64_t bytes = static_cast<std::uint64_t>(_mm_cvtsi128_si64(packed));
+    std::memcpy(dst0, &bytes, 3);
+    const std::uint32_t second = static_cast<std::uint32_t>(bytes >> 32);
+    std::memcpy(dst1, &second, 3);
+  }
+}
+
 __attribute__((target_clones("avx2", "default"))) void verticalRow(const std::uint8_t* const* rows, int taps,
                                                                    const std::int32_t* k, int n, std::int32_t* acc,
                                                                    std::uint8_t* out) {
@@ -102,6 +162,32 @@ __attribute__((target_clones("avx2", "default"))) void verticalRow(const std::ui
     for (int x = 0; x < n; ++x) acc[x] += row[x] * kt;
   }
   for (int x = 0; x < n; ++x) out[x] = clip8(acc[x]);
+}
+
+// As verticalRow, 16 output bytes at a time with their sums kept in
+// registers across the taps (the portable loop goes through `acc` in memory).
+__attribute__((target("avx2"))) void verticalRowAvx2(const std::uint8_t* const* rows, int taps, const std::int32_t* k,
+                                                     int n, std::uint8_t* out) {
+  int x = 0;
+  for (; x + 16 <= n; x += 16) {
+    __m256i a0 = _mm256_set1_epi32(kHalf), a1 = a0;
+    for (int t = 0; t < taps; ++t) {
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[t] + x));
+      const __m256i kt = _mm256_set1_epi32(k[t]);
+      a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(b), kt));
+      a1 = _mm256_add_epi32(a1, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8)), kt));
+    }
+    // packs works within 128-bit lanes: put the four 64-bit quarters back in order.
+    const __m256i w = _mm256_permute4x64_epi64(
+        _mm256_packs_epi32(_mm256_srai_epi32(a0, kPrecisionBits), _mm256_srai_epi32(a1, kPrecisionBits)), 0xD8);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x),
+                     _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+  }
+  for (; x < n; ++x) {
+    std::int32_t sum = kHalf;
+    for (int t = 0; t < taps; ++t) sum += rows[t][x] * k[t];
+    out[x] = clip8(sum);
+  }
 }
 
 }  // namespace
@@ -131,13 +217,23 @@ void resizeBicubicWindow(const RgbImage& src, int outWidth, int outHeight, int x
   s.rowPtrs.resize(nRows);
   if (needH) {
     const int hksize = computeCoeffs(src.width, outWidth, xLo, xHi, s.hBounds, s.hCoeffs, s.weights);
+    const bool avx2 = !s.scalarOnly && cpuHasAvx2();
+    int pairs = 0;
+    if (avx2) expandCoeffs(s.hCoeffs.data(), s.hBounds.data(), validW, hksize, s.hExpanded, pairs);
+    // Rows whose vector loads would run past the image's last byte.
+    const std::uint8_t* end = src.pixels.data() + src.pixels.size();
     s.rows.resize(rowBytes * nRows);
     for (int r = 0; r < nRows; r += 2) {
       const int r1 = std::min(r + 1, nRows - 1);
       std::uint8_t* out0 = s.rows.data() + rowBytes * r;
       std::uint8_t* out1 = s.rows.data() + rowBytes * r1;
-      horizontalRows(src.row(firstRow + r), src.row(firstRow + r1), validW, s.hBounds.data(), s.hCoeffs.data(),
-                     hksize, out0, out1);
+      const std::uint8_t* in0 = src.row(firstRow + r);
+      const std::uint8_t* in1 = src.row(firstRow + r1);
+      if (avx2 && end - in1 >= static_cast<std::ptrdiff_t>(src.width) * 3 + kAvx2Overread) {
+        horizontalRowsAvx2(in0, in1, validW, s.hBounds.data(), s.hExpanded.data(), pairs, out0, out1);
+      } else {
+        horizontalRows(in0, in1, validW, s.hBounds.data(), s.hCoeffs.data(), hksize, out0, out1);
+      }
       s.rowPtrs[r] = out0;
       s.rowPtrs[r1] = out1;
     }
@@ -147,6 +243,7 @@ void resizeBicubicWindow(const RgbImage& src, int outWidth, int outHeight, int x
 
   const int n = static_cast<int>(rowBytes);
   s.acc.resize(rowBytes);
+  const bool vertical256 = !s.scalarOnly && cpuHasAvx2();
   for (int yy = yLo; yy < yHi; ++yy) {
     std::uint8_t* out = dst.row(yy - y0) + static_cast<std::size_t>(xLo - x0) * 3;
     if (!needV) {
@@ -156,7 +253,11 @@ void resizeBicubicWindow(const RgbImage& src, int outWidth, int outHeight, int x
     const int i = yy - yLo;
     const int ymin = s.vBounds[2 * i] - firstRow, taps = s.vBounds[2 * i + 1];
     const std::int32_t* k = s.vCoeffs.data() + static_cast<std::size_t>(i) * vksize;
-    verticalRow(s.rowPtrs.data() + ymin, taps, k, n, s.acc.data(), out);
+    if (vertical256) {
+      verticalRowAvx2(s.rowPtrs.data() + ymin, taps, k, n, out);
+    } else {
+      verticalRow(s.rowPtrs.data() + ymin, taps, k, n, s.acc.data(), out);
+    }
   }
 }
 

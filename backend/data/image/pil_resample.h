@@ -19,6 +19,16 @@
 // the resized image (the center crop) gives the same bytes as resizing the
 // whole image and cropping, for less work.
 //
+// NOTE [AVX2 horizontal pass]
+// Interleaved RGB defeats the auto-vectoriser in the horizontal pass (each
+// output pixel has its own first tap), so on CPUs with AVX2 it is written by
+// hand: one 256-bit multiply-add covers two taps x three channels, the two
+// taps' pixels picked from one 16-byte load by a byte shuffle. The sums are
+// the same 32-bit integers in another order, so the bytes are identical to
+// the portable loop's (tests compare both on every kind of scale). A load
+// reads up to 13 bytes past a row's last pixel; the image's last row(s)
+// therefore take the portable loop.
+//
 // Thread-safety: functions are pure; a ResampleScratch belongs to one thread.
 #pragma once
 
@@ -38,6 +48,9 @@ struct ResampleScratch {
   std::vector<const std::uint8_t*> rowPtrs;    // vertical pass input rows
   std::vector<std::int32_t> acc;               // vertical pass sums
   std::vector<double> weights;                 // one index's weights before fixed point
+  std::vector<std::int32_t> hExpanded;         // hCoeffs laid out for the AVX2 pass
+  // Tests set this to compare the AVX2 pass with the portable one.
+  bool scalarOnly = false;
 };
 
 // Writes the window of `src` resized to outWidth x outHeight whose top-left

@@ -4,8 +4,11 @@
 
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <thread>
 #include <vector>
+
+#include "backend/data/image/cpu_features.h"
 
 #include "backend/data/image/clip_preprocess.h"
 #include "backend/data/image/image_codec.h"
@@ -26,6 +29,47 @@ std::vector<float> run(ClipPreprocessor& p, const RgbImage& img, bool flip) {
   std::vector<float> out(p.outputSize());
   EXPECT_TRUE(p.run(img, flip, out).isOk());
   return out;
+}
+
+// Noise holds every byte value next to every other, so bicubic overshoot
+// drives sums past 0 and 255 and the clamps are exercised.
+RgbImage noise(int w, int h, unsigned seed) {
+  std::mt19937 rng(seed);
+  RgbImage img{w, h, std::vector<std::uint8_t>(static_cast<std::size_t>(w) * h * 3)};
+  for (auto& v : img.pixels) v = static_cast<std::uint8_t>(rng() % 4 == 0 ? (rng() % 2) * 255 : rng() % 256);
+  return img;
+}
+
+// The hand-written AVX2 kernels (NOTE [AVX2 horizontal pass]) against the
+// portable loops, bit for bit: upscales, downscales up to 40x, one-pixel
+// sides, zero-padded crops, both flips.
+TEST(ClipPreprocess, Avx2KernelsMatchThePortableLoops) {
+  if (!cpuHasAvx2()) GTEST_SKIP() << "this CPU has no AVX2: only the portable loops run";
+  const std::vector<std::pair<int, int>> sizes = {{448, 336}, {336, 448}, {224, 224}, {225, 224}, {640, 427},
+                                                  {1, 1},     {2, 300},   {300, 2},   {5, 7},     {100, 1},
+                                                  {9000, 230}, {97, 61},  {2048, 1536}};
+  const std::vector<std::pair<int, int>> options = {{224, 224}, {32, 32}, {16, 32}, {31, 31}, {300, 299}};
+  unsigned seed = 1;
+  for (const auto& [w, h] : sizes) {
+    const RgbImage img = noise(w, h, seed++);
+    for (const auto& [resize, crop] : options) {
+      ClipPreprocessor fast({resize, crop}), portable({resize, crop});
+      portable.setScalarOnly(true);
+      for (const bool flip : {false, true}) {
+        const auto a = run(fast, img, flip), b = run(portable, img, flip);
+        ASSERT_TRUE(a == b) << w << "x" << h << " resize " << resize << " crop " << crop << " flip " << flip;
+      }
+    }
+    // The whole resized image too (no crop window), both ways of scaling.
+    for (const auto& [ow, oh] : {std::pair{w * 2 + 1, h + 3}, {std::max(1, w / 3), std::max(1, h / 2)}}) {
+      RgbImage fast{ow, oh, std::vector<std::uint8_t>(static_cast<std::size_t>(ow) * oh * 3)}, portable = fast;
+      ResampleScratch fs, ps;
+      ps.scalarOnly = true;
+      resizeBicubicWindow(img, ow, oh, 0, 0, fast, fs);
+      resizeBicubicWindow(img, ow, oh, 0, 0, portable, ps);
+      ASSERT_TRUE(fast.pixels == portable.pixels) << w << "x" << h << " -> " << ow << "x" << oh;
+    }
+  }
 }
 
 TEST(ClipPreprocess, FlipMirrorsEveryRow) {
