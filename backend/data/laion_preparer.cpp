@@ -95,6 +95,7 @@ std::optional<SampleDrop> LaionPreparer::prepare(const Sample& sample, Rng& /*rn
   RgbImage& decoded = threadDecodeBuffer();
   if (auto s = decodeImageInto(*image, decoded); !s) return SampleDrop{"bad_image", s.message()};
   ClipPreprocessor& clip = threadClipPreprocessor(imageSize_);
+  slot.imagesWritten = 1;
   if (auto s = clip.run(decoded, batchFlip, {slot.pixels, clip.outputSize()}); !s) {
     return SampleDrop{"bad_image", s.message()};
   }

@@ -25,7 +25,6 @@ class LaionPreparer final : public SamplePreparer {
   std::optional<SampleDrop> prepare(const Sample& sample, Rng& rng, bool batchFlip,
                                     SampleSlot& slot) const override;
   bool padToMaxTokens() const override { return false; }
-  bool writesWholeRow() const override { return true; }
   bool flipPerBatch() const override { return true; }
 
   // The caption text before tokenisation (exposed for tests and `shards inspect`).

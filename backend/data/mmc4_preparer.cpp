@@ -36,6 +36,7 @@ std::optional<SampleDrop> Mmc4Preparer::prepare(const Sample& sample, Rng& rng, 
       return SampleDrop{"bad_image", "image_info[" + std::to_string(index) + "]: " + s.message()};
     }
     if (slotIndex < kept.size() && kept[slotIndex] == index) {
+      slot.imagesWritten = static_cast<int64_t>(slotIndex) + 1;
       if (auto s = clip.run(image, flip, {slot.pixels + slotIndex * stride, stride}); !s) {
         return SampleDrop{"bad_image", "image_info[" + std::to_string(index) + "]: " + s.message()};
       }

@@ -1,8 +1,8 @@
 // MMC4 interleaved documents (spec section 3, "MMC4"): the json member is
 // parsed and planned by documents/mmc4_document.h, every valid image is
 // decoded (a failure rejects the document, as in the reference), the kept
-// images are CLIP-preprocessed into the first slots of the row (the rest stay
-// zero: the reference's padding), the text is tokenised and truncated to
+// images are CLIP-preprocessed into the first slots of the row (the worker
+// zeroes the rest: the reference's padding), the text is tokenised and truncated to
 // max_tokens, and the post-tokenisation rules run on the ids.
 //
 // Random draws per document, from the worker's generator, in this order: the
@@ -34,7 +34,6 @@ class Mmc4Preparer final : public SamplePreparer {
   std::optional<SampleDrop> prepare(const Sample& sample, Rng& rng, bool batchFlip,
                                     SampleSlot& slot) const override;
   bool padToMaxTokens() const override { return true; }
-  bool writesWholeRow() const override { return false; }
   bool flipPerBatch() const override { return false; }
 
  private:

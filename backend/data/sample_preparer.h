@@ -22,9 +22,12 @@ struct SampleDrop {
 };
 
 struct SampleSlot {
-  // imagesPerSample x 3 x H x W floats; zero on entry unless the preparer
-  // writesWholeRow() (then they hold an older batch's pixels)
+  // imagesPerSample x 3 x H x W floats, holding whatever an older batch left
+  // there. prepare() writes image slots from the first on and counts them in
+  // `imagesWritten` (a slot counts once its writing begins); the worker
+  // zeroes the slots after those (the reference's padding images).
   float* pixels = nullptr;
+  int64_t imagesWritten = 0;
   std::vector<int64_t> ids;
 };
 
@@ -42,9 +45,6 @@ class SamplePreparer {
   virtual bool padToMaxTokens() const = 0;
   // LAION draws one flip coin per batch before its samples are prepared.
   virtual bool flipPerBatch() const = 0;
-  // True when a successful prepare() writes every pixel of the row (LAION's
-  // one image), so the row need not be zeroed first.
-  virtual bool writesWholeRow() const = 0;
 };
 
 }  // namespace fs::data

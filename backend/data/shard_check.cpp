@@ -49,7 +49,6 @@ SampleVerdict SampleChecker::check(const Sample& sample) {
   v.kind = options_.kind.value_or(looksLikeMmc4(sample) ? DatasetKind::kMmc4 : DatasetKind::kLaion);
   if (options_.tokenizer) {
     SampleSlot slot;
-    std::fill(pixels_.begin(), pixels_.end(), 0.0f);
     slot.pixels = pixels_.data();
     auto& preparer = v.kind == DatasetKind::kLaion ? *laion_ : *mmc4_;
     v.drop = preparer.prepare(sample, rng_, false, slot);

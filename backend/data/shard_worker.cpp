@@ -20,25 +20,46 @@ constexpr uint64_t kShuffleTag = 0x53485546ULL;    // "SHUF"
 
 // Rows of one batch under construction: pixels go straight into the images
 // tensor, ids into per-row vectors padded at finish().
+//
+// NOTE [Dirty image slots]
+// A batch's images are tens of MB (an MMC4 row is max_num_images pictures,
+// most of them zero padding), and zeroing every row before preparing it took
+// more time than the pictures' base64 decoding. So each pooled tensor keeps,
+// per row, how many leading image slots may hold an older batch's pixels;
+// when a sample is committed, only the slots after the ones it wrote and up
+// to that mark are zeroed. A failed sample may leave slots half written: it
+// only raises the mark. A fresh tensor's rows are all marked dirty.
 class ShardWorker::Builder {
  public:
-  explicit Builder(const WorkerSpec& s) : spec_(s) { reset(); }
+  explicit Builder(const WorkerSpec& s) : spec_(s) {
+    pool_.reserve(kPoolSize);
+    reset();
+  }
 
   bool empty() const { return rows_ == 0; }
   bool full() const { return rows_ == spec_.batchSize; }
 
-  SampleSlot& slot(bool zero) {
+  SampleSlot& slot() {
     slot_.ids.clear();
-    slot_.pixels = images_.data_ptr<float>() + rows_ * rowFloats();
-    if (zero) std::memset(slot_.pixels, 0, static_cast<size_t>(rowFloats()) * sizeof(float));
+    slot_.imagesWritten = 0;
+    slot_.pixels = images().data_ptr<float>() + rows_ * rowFloats();
     return slot_;
   }
   void commit() {
+    int64_t& dirty = current_->dirty[static_cast<size_t>(rows_)];
+    const int64_t written = std::min(slot_.imagesWritten, spec_.imagesPerSample);
+    if (dirty > written) {
+      std::memset(slot_.pixels + written * imageFloats(), 0,
+                  static_cast<size_t>((dirty - written) * imageFloats()) * sizeof(float));
+    }
+    dirty = written;
     ids_[static_cast<size_t>(rows_)] = std::move(slot_.ids);
     ++rows_;
   }
-  // The slot's pixels may be half written by a failed prepare.
-  void discard() { std::memset(slot_.pixels, 0, static_cast<size_t>(rowFloats()) * sizeof(float)); }
+  void discard() {
+    int64_t& dirty = current_->dirty[static_cast<size_t>(rows_)];
+    dirty = std::max(dirty, std::min(slot_.imagesWritten, spec_.imagesPerSample));
+  }
 
   Batch finish(bool padToMax) {
     int64_t width = spec_.maxTokens;
@@ -49,7 +70,7 @@ class ShardWorker::Builder {
     Batch b;
     b.dataset = spec_.dataset;
     b.kind = spec_.kind;
-    b.images = images_;
+    b.images = images();
     b.inputIds = torch::full({spec_.batchSize, width}, spec_.padId, torch::kInt64);
     b.attentionMask = torch::zeros({spec_.batchSize, width}, torch::kInt64);
     auto ids = b.inputIds.accessor<int64_t, 2>();
@@ -69,31 +90,44 @@ class ShardWorker::Builder {
   }
 
  private:
-  int64_t rowFloats() const { return spec_.imagesPerSample * 3 * spec_.imageSize * spec_.imageSize; }
+  struct Images {
+    torch::Tensor tensor;
+    std::vector<int64_t> dirty;  // per row, see NOTE [Dirty image slots]
+  };
+
+  int64_t imageFloats() const { return 3 * spec_.imageSize * spec_.imageSize; }
+  int64_t rowFloats() const { return spec_.imagesPerSample * imageFloats(); }
+  const torch::Tensor& images() const { return current_->tensor; }
   void reset() {
     rows_ = 0;
-    images_ = acquireImages();
+    current_ = acquireImages();
     ids_.assign(static_cast<size_t>(spec_.batchSize), {});
   }
 
-  // A batch's images are tens of MB; a fresh tensor per batch spent more
-  // time in page faults than in JPEG decoding. Tensors the consumer has let
-  // go of (no other handle, no view) are reused.
-  torch::Tensor acquireImages() {
-    for (const auto& t : pool_) {
-      if (t.use_count() == 1 && t.storage().use_count() == 1) return t;
+  // A fresh tensor per batch spent more time in page faults than in JPEG
+  // decoding. Tensors the consumer has let go of (no other handle, no view)
+  // are reused; past the pool's size a batch gets a tensor of its own.
+  Images* acquireImages() {
+    for (auto& pooled : pool_) {
+      if (pooled.tensor.use_count() == 1 && pooled.tensor.storage().use_count() == 1) return &pooled;
     }
-    auto t = torch::empty({spec_.batchSize, spec_.imagesPerSample, 1, 3, spec_.imageSize, spec_.imageSize});
-    if (pool_.size() < kPoolSize) pool_.push_back(t);
-    return t;
+    Images fresh{torch::empty({spec_.batchSize, spec_.imagesPerSample, 1, 3, spec_.imageSize, spec_.imageSize}),
+                 std::vector<int64_t>(static_cast<size_t>(spec_.batchSize), spec_.imagesPerSample)};
+    if (pool_.size() < kPoolSize) {
+      pool_.push_back(std::move(fresh));  // never reallocates: reserved
+      return &pool_.back();
+    }
+    loose_ = std::move(fresh);
+    return &loose_;
   }
 
   static constexpr size_t kPoolSize = 8;  // queued + being built + held by the training step, with room
-  std::vector<torch::Tensor> pool_;
+  std::vector<Images> pool_;
+  Images loose_;
 
   const WorkerSpec& spec_;
   int64_t rows_ = 0;
-  torch::Tensor images_;
+  Images* current_ = nullptr;
   std::vector<std::vector<int64_t>> ids_;
   SampleSlot slot_;
 };
@@ -172,7 +206,7 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
   // worker is stopping.
   const auto feed = [&](const Sample& sample) -> bool {
     if (builder.empty() && preparer_.flipPerBatch()) flip = rng.coin(0.5);
-    SampleSlot& slot = builder.slot(!preparer_.writesWholeRow());
+    SampleSlot& slot = builder.slot();
     if (auto dropped = preparer_.prepare(sample, rng, flip, slot)) {
       builder.discard();
       ledger_.drop(sample.url, dropped->reason, sample.key + ": " + dropped->detail);

@@ -252,6 +252,62 @@ TEST_F(ShardPipelineTest, BrokenDataIsCountedAndPastTheThresholdStopsTheRun) {
   EXPECT_TRUE(namesReason) << failure.message();
 }
 
+// Workers reuse batch tensors the consumer has let go of and zero only the
+// image slots an older row left dirty (NOTE [Dirty image slots]). A run that
+// lets go of every batch must deliver what a run that holds them all (fresh
+// tensors) delivers, bad samples included, and MMC4's padding slots are zero.
+TEST_F(ShardPipelineTest, ReusedImageTensorsHoldNoOlderPixels) {
+  SyntheticShardOptions o;
+  o.outDir = (*dir_ / "reuse").string();
+  o.laionShards = 2;
+  o.laionSamplesPerShard = 40;
+  o.mmc4Shards = 4;
+  o.mmc4DocsPerShard = 24;
+  o.imageWidth = 40;
+  o.imageHeight = 30;
+  o.maxImagesPerDoc = 3;
+  o.badEvery = 7;
+  auto data = writeSyntheticShards(o);
+  ASSERT_TRUE(data) << data.status().message();
+  auto c = config();
+  c.data.datasets[0].shards = data->laionShards;
+  c.data.datasets[1].shards = data->mmc4Shards;
+  c.data.datasets[1].max_num_images = 3;
+  c.data.max_drop_rate_pct = 100;
+
+  auto holding = source(c);
+  const auto held = drain(*holding);
+  auto releasing = source(c);
+  std::vector<std::vector<torch::Tensor>> copies;
+  while (true) {
+    auto b = releasing->next();
+    ASSERT_TRUE(b) << b.status().message();
+    if (!b.value()) break;
+    copies.emplace_back();
+    for (const auto& batch : b.value()->batches) copies.back().push_back(batch.images.clone());
+  }  // each step's tensors go back to the workers here
+  ASSERT_EQ(copies.size(), held.size());
+  ASSERT_GT(held.size(), 8u);  // more steps than the pool holds tensors
+  int64_t padded = 0;
+  for (size_t i = 0; i < held.size(); ++i) {
+    for (size_t d = 0; d < held[i].batches.size(); ++d) {
+      const auto& images = held[i].batches[d].images;
+      ASSERT_TRUE(torch::equal(images, copies[i][d])) << "step " << i << " " << held[i].batches[d].dataset;
+      if (held[i].batches[d].kind != DatasetKind::kMmc4) continue;
+      for (int64_t r = 0; r < images.size(0); ++r) {
+        const auto used = (images[r].abs().flatten(1).amax(1) > 0).to(torch::kInt64);
+        const int64_t n = used.sum().item<int64_t>();
+        ASSERT_GE(n, 1) << "step " << i << " row " << r;
+        // Used slots first, zero padding after them.
+        ASSERT_EQ(used.slice(0, 0, n).sum().item<int64_t>(), n) << "step " << i << " row " << r;
+        padded += images.size(1) - n;
+      }
+    }
+  }
+  EXPECT_GT(padded, 0);
+  EXPECT_GT(releasing->dropCounts().at("mmc4").dropped + releasing->dropCounts().at("laion").dropped, 0);
+}
+
 TEST_F(ShardPipelineTest, AllBadShardsFailInsteadOfSpinning) {
   const auto junk = *dir_ / "junk";
   fsys::create_directories(junk);
