@@ -61,6 +61,18 @@ TEST(Base64Test, MatchesPythonOnRandomStrings) {
     if (i % 4 == 0) s.insert(rng.below(s.size() + 1), rng.coin(0.5) ? "\n" : " ");
     inputs.push_back(s);
   }
+  // Long runs of data characters (the decoder's four-at-a-time path) broken
+  // by noise and '=' at any offset within a group.
+  for (int i = 0; i < 120; ++i) {
+    std::string s;
+    const int64_t n = rng.range(40, 400);
+    for (int64_t k = 0; k < n; ++k) s += alphabet[rng.below(alphabet.size())];
+    for (int64_t k = rng.range(0, 6); k > 0; --k) {
+      s.insert(rng.below(s.size() + 1), std::string(1, hostile[rng.below(hostile.size())]));
+    }
+    if (rng.coin(0.3)) s += "==";
+    inputs.push_back(s);
+  }
   const nlohmann::json answers = test::askPythonOracle("base64_oracle.py", inputs);
   ASSERT_EQ(answers.size(), inputs.size());
   int errors = 0;
@@ -77,7 +89,7 @@ TEST(Base64Test, MatchesPythonOnRandomStrings) {
     }
   }
   EXPECT_GT(errors, 50);
-  EXPECT_LT(errors, 550);
+  EXPECT_LT(errors, 600);
 }
 
 }  // namespace
