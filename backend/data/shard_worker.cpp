@@ -140,6 +140,7 @@ ShardWorker::~ShardWorker() { stop(); }
 void ShardWorker::start(int64_t epoch, int64_t skip) {
   stop();
   stopping_ = false;
+  interrupt_.reset();
   {
     std::lock_guard lock(mu_);
     finished_ = false;
@@ -149,6 +150,7 @@ void ShardWorker::start(int64_t epoch, int64_t skip) {
 
 void ShardWorker::stop() {
   stopping_ = true;
+  interrupt_.trigger();
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   std::lock_guard lock(mu_);
@@ -229,7 +231,9 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
                                      mixKey({kShuffleTag, spec_.seed, e, r, w, d, static_cast<uint64_t>(pass)}));
     for (const auto& shard : shards) {
       if (!going || stopping_) break;
-      auto reader = TarSampleReader::open(shard);
+      TarReaderOptions options;
+      options.interrupt = &interrupt_;
+      auto reader = TarSampleReader::open(shard, options);
       if (!reader) {
         ledger_.drop(shard, "unreadable_shard", reader.status().message());
         continue;
@@ -237,7 +241,8 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
       while (going && !stopping_) {
         auto sample = reader->next();
         if (!sample) {
-          ledger_.drop(shard, "unreadable_shard", sample.status().message());
+          // A read interrupted by stop() is not the shard's fault.
+          if (!stopping_) ledger_.drop(shard, "unreadable_shard", sample.status().message());
           break;
         }
         if (!sample->has_value()) break;

@@ -55,7 +55,8 @@ class ShardWorker {
   // Starts producing epoch `epoch`, discarding its first `skip` batches
   // (exact resume: they are built as before, so drops and coins replay).
   void start(int64_t epoch, int64_t skip);
-  // Stops the thread and empties the queue; safe when not started.
+  // Stops the thread and empties the queue; safe when not started. Never
+  // waits on a pipe command that went quiet (its read is interrupted).
   void stop();
   // The next batch (blocks). Errors: the worker found no usable sample in a
   // whole pass over its shards, or was stopped.
@@ -77,6 +78,7 @@ class ShardWorker {
 
   std::thread thread_;
   std::atomic<bool> stopping_{false};
+  ReadInterrupt interrupt_;  // wakes a shard read blocked on a pipe command at stop()
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<protocol::StatusOr<Batch>> queue_;

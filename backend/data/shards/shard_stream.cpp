@@ -68,19 +68,25 @@ class FileStream final : public ShardStream {
 
 class PipeStream final : public ShardStream {
  public:
-  PipeStream(std::string url, pid_t pid, int out, int err)
-      : url_(std::move(url)), command_(url_.substr(kPipePrefix.size())), pid_(pid), out_(out), err_(err) {}
+  PipeStream(std::string url, pid_t pid, int out, int err, const ReadInterrupt* interrupt)
+      : url_(std::move(url)),
+        command_(url_.substr(kPipePrefix.size())),
+        pid_(pid),
+        out_(out),
+        err_(err),
+        interrupt_(interrupt ? interrupt->fd() : -1) {}
   ~PipeStream() override { close(); }
 
   StatusOr<size_t> read(void* buf, size_t size) override {
     if (!error_.isOk()) return error_;
     if (out_ < 0 || size == 0) return size_t{0};  // a 0-byte read must not look like the end
     for (;;) {
-      pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0) {
+      pollfd fds[3] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}, {interrupt_, POLLIN, 0}};
+      if (::poll(fds, 3, -1) < 0) {
         if (errno == EINTR) continue;
         return fail("poll: " + errnoText(errno));
       }
+      if (fds[2].revents != 0) return fail("interrupted (the reader is stopping)");
       if (fds[1].revents != 0) drainStderr();
       if (fds[0].revents == 0) continue;
       ssize_t n = ::read(out_, buf, size);
@@ -143,8 +149,11 @@ class PipeStream final : public ShardStream {
         closeFd(err_);
         return size_t{0};
       }
-      pollfd fd = {err_, POLLIN, 0};
-      if (::poll(&fd, 1, 20) > 0) drainStderr();
+      pollfd fds[2] = {{err_, POLLIN, 0}, {interrupt_, POLLIN, 0}};
+      if (::poll(fds, 2, 20) > 0) {
+        if (fds[1].revents != 0) return fail("interrupted (the reader is stopping)");
+        if (fds[0].revents != 0) drainStderr();
+      }
     }
     pid_ = -1;
     drainStderr();
@@ -188,11 +197,12 @@ class PipeStream final : public ShardStream {
   pid_t pid_;
   int out_;
   int err_;
+  int interrupt_;  // ReadInterrupt's eventfd, or -1 (poll ignores it)
   std::string stderrTail_;
   Status error_;
 };
 
-StatusOr<std::unique_ptr<ShardStream>> spawnPipe(const std::string& url) {
+StatusOr<std::unique_ptr<ShardStream>> spawnPipe(const std::string& url, const ReadInterrupt* interrupt) {
   std::string command = url.substr(kPipePrefix.size());
   if (command.find_first_not_of(" \t") == std::string::npos)
     return Status::invalidArgument("shard '" + url + "': 'pipe:' needs a command");
@@ -242,7 +252,7 @@ StatusOr<std::unique_ptr<ShardStream>> spawnPipe(const std::string& url) {
     ::close(err[0]);
     return Status::ioError("cannot start pipe command '" + command + "': " + errnoText(rc));
   }
-  return std::unique_ptr<ShardStream>(new PipeStream(url, pid, out[0], err[0]));
+  return std::unique_ptr<ShardStream>(new PipeStream(url, pid, out[0], err[0], interrupt));
 }
 
 }  // namespace
@@ -251,8 +261,8 @@ bool isPipeUrl(const std::string& url) {
   return url.starts_with(kPipePrefix);
 }
 
-StatusOr<std::unique_ptr<ShardStream>> openShardStream(const std::string& url) {
-  if (isPipeUrl(url)) return spawnPipe(url);
+StatusOr<std::unique_ptr<ShardStream>> openShardStream(const std::string& url, const ReadInterrupt* interrupt) {
+  if (isPipeUrl(url)) return spawnPipe(url, interrupt);
   if (url.empty()) return Status::invalidArgument("empty shard path");
   int fd = ::open(url.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/data/shards/read_interrupt.h"
 #include "backend/protocol/status.h"
 
 namespace fs::data {
@@ -27,7 +28,9 @@ namespace fs::data {
 // the command and its stderr tail. close() before the end (or destruction)
 // sends SIGTERM to the whole group, SIGKILL after kKillGrace, and reaps the
 // child, so an abandoned shard leaves neither a zombie nor a running command.
-// An early close is not an error: the caller asked for it.
+// An early close is not an error: the caller asked for it. A ReadInterrupt
+// given at open wakes a read (or the wait for the command's exit) from
+// another thread: that read and every later one fail with "interrupted".
 class ShardStream {
  public:
   static constexpr size_t kStderrTailBytes = 4096;
@@ -51,8 +54,9 @@ class ShardStream {
 // Opens a local file or starts a pipe command. Errors: the file cannot be
 // opened, "pipe:" with an empty command, or the process cannot be spawned.
 // A command that fails after starting is reported by read() (it may have
-// produced output first).
-protocol::StatusOr<std::unique_ptr<ShardStream>> openShardStream(const std::string& url);
+// produced output first). `interrupt` (may be null) must outlive the stream.
+protocol::StatusOr<std::unique_ptr<ShardStream>> openShardStream(const std::string& url,
+                                                                 const ReadInterrupt* interrupt = nullptr);
 
 // True for "pipe:<command>" URLs.
 bool isPipeUrl(const std::string& url);

@@ -250,7 +250,7 @@ TarSampleReader& TarSampleReader::operator=(TarSampleReader&&) noexcept = defaul
 TarSampleReader::~TarSampleReader() = default;
 
 StatusOr<TarSampleReader> TarSampleReader::open(const std::string& url, TarReaderOptions options) {
-  StatusOr<std::unique_ptr<ShardStream>> stream = openShardStream(url);
+  StatusOr<std::unique_ptr<ShardStream>> stream = openShardStream(url, options.interrupt);
   if (!stream.isOk()) return stream.status();
   return fromStream(std::move(stream).value(), std::move(options));
 }

@@ -80,6 +80,9 @@ struct TarReaderOptions {
   // Called with every problem message (unsafe_name, too_large, corrupt_tar,
   // empty_shard) from the thread calling next(). May be empty.
   std::function<void(const std::string&)> onProblem;
+  // Wakes a read blocked on a pipe command (read_interrupt.h); may be null.
+  // Must outlive the reader.
+  const ReadInterrupt* interrupt = nullptr;
 };
 
 // REQUIRES (every method): not moved-from.

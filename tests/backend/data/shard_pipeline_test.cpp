@@ -5,9 +5,14 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "backend/data/sample_shuffle.h"
 #include "backend/data/shard_plan.h"
@@ -306,6 +311,31 @@ TEST_F(ShardPipelineTest, ReusedImageTensorsHoldNoOlderPixels) {
   }
   EXPECT_GT(padded, 0);
   EXPECT_GT(releasing->dropCounts().at("mmc4").dropped + releasing->dropCounts().at("laion").dropped, 0);
+}
+
+// A `pipe:` shard whose command goes quiet mid-tar (an ssh to a host that
+// stopped answering): the worker blocks in the read, and destroying the
+// source must still return at once and leave no command running. Before
+// ReadInterrupt this hung forever (CTest's timeout would end it).
+TEST_F(ShardPipelineTest, StoppingNeverWaitsOnAQuietPipe) {
+  const auto shard = *dir_ / "good" / "laion-000000.tar";
+  const auto started = *dir_ / "quiet.started";
+  fsys::remove(started);
+  auto c = config();
+  c.data.datasets[0].shards = "pipe:head -c " + std::to_string(fsys::file_size(shard) * 3 / 4) + " '" +
+                              shard.string() + "'; touch '" + started.string() + "'; exec sleep 1000";
+  c.data.datasets[0].workers = 1;
+  {
+    auto s = source(c);
+    ASSERT_TRUE(s);
+    auto first = s->next();  // the part before the silence makes a batch
+    ASSERT_TRUE(first) << first.status().message();
+    ASSERT_TRUE(first.value());
+    while (!fsys::exists(started)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }  // ~ShardSource stops the worker blocked in the read
+  int status = 0;
+  EXPECT_EQ(::waitpid(-1, &status, WNOHANG), -1);  // the command was stopped and reaped
+  EXPECT_EQ(errno, ECHILD);
 }
 
 TEST_F(ShardPipelineTest, AllBadShardsFailInsteadOfSpinning) {

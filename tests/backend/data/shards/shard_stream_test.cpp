@@ -147,6 +147,71 @@ TEST(ShardStream, CommandIgnoringSigtermIsKilled) {
   EXPECT_TRUE(noChildren());
 }
 
+// A command that went quiet (`ssh` to a host that stopped answering) must not
+// hold a reader that is being stopped: the read wakes with "interrupted".
+// Without the interrupt these tests would hang until CTest's timeout.
+TEST(ShardStream, InterruptWakesAReadBlockedOnAQuietCommand) {
+  ReadInterrupt interrupt;
+  auto s = openShardStream("pipe:echo ready; exec sleep 1000", &interrupt);
+  ASSERT_TRUE(s.isOk());
+  char buf[6];
+  size_t got = 0;
+  while (got < sizeof buf) got += s.value()->read(buf + got, sizeof buf - got).value();
+  protocol::Status blocked;
+  std::thread reader([&] {
+    char more[16];
+    auto n = s.value()->read(more, sizeof more);  // nothing will come
+    blocked = n.isOk() ? protocol::Status::ok() : n.status();
+  });
+  interrupt.trigger();
+  reader.join();
+  ASSERT_FALSE(blocked.isOk());
+  EXPECT_NE(blocked.message().find("interrupted"), std::string::npos) << blocked.message();
+  EXPECT_NE(blocked.message().find("sleep 1000"), std::string::npos) << blocked.message();
+  char again[4];
+  EXPECT_FALSE(s.value()->read(again, sizeof again).isOk());  // sticky
+  s.value()->close();
+  EXPECT_TRUE(noChildren());
+}
+
+// stdout closed, the command still running: the wait for its exit status is
+// interrupted too.
+TEST(ShardStream, InterruptWakesTheWaitForTheCommandsExit) {
+  ReadInterrupt interrupt;
+  auto s = openShardStream("pipe:echo data; exec >&-; exec sleep 1000", &interrupt);
+  ASSERT_TRUE(s.isOk());
+  protocol::Status error;
+  std::thread reader([&] { readToEnd(*s.value(), &error); });
+  interrupt.trigger();
+  reader.join();
+  ASSERT_FALSE(error.isOk());
+  EXPECT_NE(error.message().find("interrupted"), std::string::npos) << error.message();
+  s.value()->close();
+  EXPECT_TRUE(noChildren());
+}
+
+TEST(ShardStream, TriggeredInterruptFailsReadsUntilReset) {
+  ReadInterrupt interrupt;
+  EXPECT_FALSE(interrupt.triggered());
+  interrupt.trigger();
+  interrupt.trigger();
+  EXPECT_TRUE(interrupt.triggered());
+  {
+    auto s = openShardStream("pipe:exec sleep 1000", &interrupt);
+    ASSERT_TRUE(s.isOk());
+    char buf[4];
+    EXPECT_FALSE(s.value()->read(buf, sizeof buf).isOk());
+  }
+  EXPECT_TRUE(noChildren());
+  interrupt.reset();
+  EXPECT_FALSE(interrupt.triggered());
+  auto s = openShardStream("pipe:printf abc", &interrupt);
+  ASSERT_TRUE(s.isOk());
+  protocol::Status error;
+  EXPECT_EQ(readToEnd(*s.value(), &error), "abc");
+  EXPECT_TRUE(error.isOk()) << error.toString();
+}
+
 TEST(ShardStream, EmptyPipeCommandIsInvalid) {
   auto s = openShardStream("pipe:");
   ASSERT_FALSE(s.isOk());
