@@ -7,13 +7,13 @@
 # Prints medians and the ratios the issue asks for: ours per worker / Python
 # (target >= 3) and ours (1 worker) / raw decode (target >= 0.5).
 #
-# Usage: bench/run_data_pipeline.sh [BUILD_DIR=build] [REPS=3] [LAION_SAMPLES=1536] [MMC4_DOCS=192]
+# Usage: bench/run_data_pipeline.sh [BUILD_DIR=build] [REPS=3] [LAION_SAMPLES=1536] [MMC4_DOCS=576]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="${1:-build}"
 reps="${2:-3}"
 laion_n="${3:-1536}"
-mmc4_n="${4:-192}"
+mmc4_n="${4:-576}"
 python="${PYTHON:-/usr/bin/python3}"
 bin="$build/bin/bench_data_pipeline"
 cli="$build/bin/flamingo-train"
