@@ -25,6 +25,18 @@ std::optional<SampleDrop> Mmc4Preparer::prepare(const Sample& sample, Rng& rng, 
   if (!plan.isOk()) return SampleDrop{mmc4ReasonName(plan.rejection().reason), plan.rejection().message};
 
   const bool flip = rng.coin(0.5);
+  // The token rules first: they need no pixels, and decoding the images of
+  // a document they reject would be wasted (NOTE in mmc4_preparer.h).
+  slot.ids = tokenizer_->encode(plan.value().text);
+  if (static_cast<int64_t>(slot.ids.size()) > options_.maxTokens) slot.ids.resize(static_cast<size_t>(options_.maxTokens));
+  Mmc4TokenRules rules;
+  rules.imageTokenId = tokenizer_->imageId();
+  rules.maxTokens = options_.maxTokens;
+  rules.minNumImages = options_.minNumImages;
+  if (auto reason = checkMmc4Tokens(slot.ids, rules, rng)) {
+    return SampleDrop{mmc4ReasonName(*reason), std::to_string(slot.ids.size()) + " tokens"};
+  }
+
   ClipPreprocessor& clip = threadClipPreprocessor(options_.imageSize);
   const size_t stride = clip.outputSize();
   const auto& kept = plan.value().keptImages;
@@ -42,16 +54,6 @@ std::optional<SampleDrop> Mmc4Preparer::prepare(const Sample& sample, Rng& rng, 
       }
       ++slotIndex;
     }
-  }
-
-  slot.ids = tokenizer_->encode(plan.value().text);
-  if (static_cast<int64_t>(slot.ids.size()) > options_.maxTokens) slot.ids.resize(static_cast<size_t>(options_.maxTokens));
-  Mmc4TokenRules rules;
-  rules.imageTokenId = tokenizer_->imageId();
-  rules.maxTokens = options_.maxTokens;
-  rules.minNumImages = options_.minNumImages;
-  if (auto reason = checkMmc4Tokens(slot.ids, rules, rng)) {
-    return SampleDrop{mmc4ReasonName(*reason), std::to_string(slot.ids.size()) + " tokens"};
   }
   return std::nullopt;
 }

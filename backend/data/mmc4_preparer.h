@@ -1,9 +1,17 @@
 // MMC4 interleaved documents (spec section 3, "MMC4"): the json member is
-// parsed and planned by documents/mmc4_document.h, every valid image is
-// decoded (a failure rejects the document, as in the reference), the kept
-// images are CLIP-preprocessed into the first slots of the row (the worker
-// zeroes the rest: the reference's padding), the text is tokenised and truncated to
-// max_tokens, and the post-tokenisation rules run on the ids.
+// parsed and planned by documents/mmc4_document.h, the text is tokenised and
+// truncated to max_tokens and the post-tokenisation rules run on the ids;
+// then every valid image is decoded (a failure rejects the document, as in
+// the reference) and the kept images are CLIP-preprocessed into the first
+// slots of the row (the worker zeroes the rest: the reference's padding).
+//
+// NOTE [MMC4 check order]
+// The reference decodes the images before it tokenises. We run the token
+// rules first: they need no pixels, and about a quarter of MMC4 documents
+// fail them, whose decoding would be wasted. The documents kept and their
+// contents are the same either way; only a document that fails both a token
+// rule and an image decode is counted under the token rule's reason instead
+// of bad_image.
 //
 // Random draws per document, from the worker's generator, in this order: the
 // flip coin (all images of a document flip together), then the single-image
