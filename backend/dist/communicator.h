@@ -3,9 +3,8 @@
 // version differences hidden behind it.
 //
 // NOTE [Collectives on Debian's LibTorch 1.13]: its Gloo process group has
-// no _allgather_base and no reduce_scatter. allGather calls gloo::allgather
-// on the flat output itself (NOTE [Gather straight into the flat buffer] in
-// process_group_communicator.cpp); reduceScatter is an all-to-all of
+// no _allgather_base and no reduce_scatter. allGather maps onto Gloo's list
+// allgather with views of the flat output; reduceScatter is an all-to-all of
 // the input chunks followed by a local reduction in rank order (every rank
 // adds the same numbers in the same order, so results are identical on all
 // ranks and equal to the naive definition up to float addition order). The

@@ -172,6 +172,7 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
   walk.rootGradient = rootGradient;
   walk.forwardWindow = forwardWindow(config.parallel);
   walk.backwardWindow = backwardWindow(config.parallel);
+  walk.staging = s > 1 && config.parallel.dist_backend != "nccl";
   size_t lastVision = layout.units.size();
   for (size_t i = 0; i < layout.units.size(); ++i) {
     const auto& p = layout.units[i].path;

@@ -37,8 +37,9 @@
 // moment (NOTE [Step walk] in step_walk.h): gathered units and activations
 // are not summed at their own largest (activations peak at the end of a
 // forward, the gathered window inside backward) but walked unit by unit
-// through each micro-batch's forward and backward, with the reduce-scatter
-// in flight (its flat gradient and receive buffer) where it occurs. `gatheredPeak` and `activations` stay
+// through each micro-batch's forward and backward, with Gloo's all-gather
+// staging buffer and the reduce-scatter in flight (its flat gradient and
+// receive buffer) where they occur. `gatheredPeak` and `activations` stay
 // each term's own largest, for the table's columns. Measured on CPU
 // (bench/fsdp/peak_accuracy.sh, docs/benchmarks.md; docs/planner.md
 // "Accuracy of the peak").

@@ -5,16 +5,18 @@
 namespace fs::fsdp_plan {
 namespace {
 
-// Bytes of the window of `k` not-held units starting at `from` along `order`.
+// Bytes of the window of `k` not-held units starting at `from` along `order`, plus the staging buffer
+// of its latest gather.
 int64_t window(const WalkModel& m, const std::vector<size_t>& order, size_t from, int64_t k) {
-  int64_t bytes = 0;
+  int64_t bytes = 0, last = 0;
   for (size_t j = from; j < order.size() && k > 0; ++j) {
     const auto& u = m.units[order[j]];
     if (u.held) continue;  // already counted among the held
     bytes += u.gathered;
+    last = u.gathered;
     --k;
   }
-  return bytes;
+  return bytes + (m.staging ? last : 0);
 }
 
 }  // namespace

@@ -16,9 +16,9 @@
 // a's unsharded gradient, and the previous unit's reduction is in flight:
 // its flat gradient plus the reduce-scatter's receive buffer of the same
 // size (our communicator's all-to-all, NOTE [Collectives on Debian's
-// LibTorch 1.13]), one unit at a time. Gathers land in the unit's flat
-// buffer itself, under Gloo too (NOTE [Gather straight into the flat
-// buffer]): no staging copy.
+// LibTorch 1.13]), one unit at a time. Under Gloo every gather also stages
+// the unit's full size (Gloo's list all-gather gathers into one flat
+// tensor and copies out), for the latest gather of the window.
 // shard_grad_op's held units stay gathered from their forward to their
 // backward. Activations outside every unit (a policy that leaves a region
 // in the root) count as kept from the start.
@@ -49,6 +49,7 @@ struct WalkModel {
   std::vector<WalkUnit> units;  // non-root, gather order
   int64_t root = 0, rootGradient = 0;
   int64_t forwardWindow = 1, backwardWindow = 1;
+  bool staging = false;   // Gloo's all-gather staging buffer
   int64_t rootKept = 0;   // activations in no unit, kept from the start
   int64_t bias = 0, headForward = 0, headBackward = 0;
 };

@@ -43,6 +43,8 @@ TEST(StepWalkTest, ReductionInFlightBesideTheNextUnitsBackward) {
   m.headForward = m.headBackward = 0;
   // The second unit's backward: root + 100 gathered + 100 gradient; the first's: + 2 x 100 in flight.
   EXPECT_EQ(walkPeak(m), 10 + 100 + 100 + 200);
+  m.staging = true;  // Gloo stages the latest gather's full size
+  EXPECT_EQ(walkPeak(m), 10 + 100 + 100 + 200 + 100);
 }
 
 TEST(StepWalkTest, HeldUnitsStayGatheredUntilTheirBackward) {
