@@ -7,17 +7,10 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-#include <gloo/allgather.h>
-
 #include <algorithm>
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <future>
-#include <memory>
-#include <mutex>
-#include <thread>
 #include <type_traits>
+#include <memory>
 
 namespace fs::dist {
 namespace {
@@ -41,76 +34,6 @@ void checkFlat(const at::Tensor& t, const char* op) {
   TORCH_CHECK(t.is_contiguous(), op, ": the tensor must be contiguous");
 }
 
-// NOTE [Gather straight into the flat buffer]
-// LibTorch 1.13's Gloo list all-gather allocates a fresh flat output per call,
-// gathers into it, then copies every rank's part out to the list: for FSDP,
-// which gathers each frozen decoder layer twice a step, that was a fresh
-// multi-MB allocation (page faults, zeroing) and a full copy per gather. So
-// we call gloo::allgather ourselves on our flat output, through a subclass
-// of the process group that hands out its context and next tag (protected
-// members). The tag comes from the group's own counter on the issuing
-// thread, so every rank numbers the collective alike and it never shares a
-// tag with one the group runs itself; Gloo keeps operations with distinct
-// tags apart on one context, as the group's own worker threads rely on.
-// Async gathers run in issue order on one lane thread per communicator.
-class TaggedGloo final : public c10d::ProcessGroupGloo {
- public:
-  using c10d::ProcessGroupGloo::ProcessGroupGloo;
-  // The context and tag for the next collective. Issuing thread only.
-  std::pair<std::shared_ptr<::gloo::Context>, uint32_t> nextOperation() {
-    const uint32_t tag = nextTag();
-    return {getContext(tag), tag};
-  }
-};
-
-// Runs tasks one at a time, in the order given, on its own thread.
-class Lane {
- public:
-  Lane() : thread_([this] { loop(); }) {}
-  ~Lane() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  Lane(const Lane&) = delete;
-  Lane& operator=(const Lane&) = delete;
-
-  std::future<void> post(std::function<void()> task) {
-    std::packaged_task<void()> job(std::move(task));
-    auto done = job.get_future();
-    {
-      std::lock_guard lock(mu_);
-      jobs_.push_back(std::move(job));
-    }
-    cv_.notify_all();
-    return done;
-  }
-
- private:
-  void loop() {
-    for (;;) {
-      std::packaged_task<void()> job;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;  // stopping, nothing left
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      job();  // exceptions land in the job's future
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::packaged_task<void()>> jobs_;
-  bool stop_ = false;
-  std::thread thread_;  // last: starts after the members it uses
-};
-
 // NOTE [bfloat16 over Gloo]: LibTorch 1.13's Gloo process group rejects
 // bfloat16 ("Invalid scalar type") in every collective. Collectives that
 // only move bytes (all-gather, all-to-all, broadcast) send bfloat16 as the
@@ -118,7 +41,7 @@ class Lane {
 // and is rounded back once (reduceScatter reduces locally, in bfloat16,
 // in rank order). NCCL takes bfloat16 as it is.
 template <class PG>
-constexpr bool kGloo = std::is_base_of_v<c10d::ProcessGroupGloo, PG>;
+constexpr bool kGloo = std::is_same_v<PG, c10d::ProcessGroupGloo>;
 
 template <class PG>
 at::Tensor onWire(const at::Tensor& t) {
@@ -246,31 +169,12 @@ class PgCommunicator final : public Communicator,
 
   void allGather(at::Tensor& out, const at::Tensor& in, std::string_view what) override {
     GatherArgs<PG> g(out, in, size_);
-    if constexpr (kGloo<PG>) {
-      auto op = glooGather(g);
-      const int64_t seq = tracker_.enter("all_gather" + std::string(what.empty() ? "" : " ") + std::string(what));
-      try {
-        op();
-      } catch (const std::exception& e) {
-        tracker_.leave();
-        fail("all_gather", what, seq, firstPart(e.what()));
-      }
-      tracker_.leave();
-    } else {
-      run("all_gather", what, [&] { return pg_->allgather(g.outputs, g.inputs); });
-    }
+    run("all_gather", what, [&] { return pg_->allgather(g.outputs, g.inputs); });
   }
 
   std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in, std::string what) override {
     GatherArgs<PG> g(out, in, size_);
-    if constexpr (kGloo<PG>) {
-      const int64_t seq = tracker_.enter("all_gather" + std::string(what.empty() ? "" : " ") + what);
-      auto done = lane().post(glooGather(g));
-      tracker_.leave();
-      return std::make_unique<LanePending>(this->shared_from_this(), std::move(done), std::move(what), seq);
-    } else {
-      return start("all_gather", std::move(what), [&] { return pg_->allgather(g.outputs, g.inputs); });
-    }
+    return start("all_gather", std::move(what), [&] { return pg_->allgather(g.outputs, g.inputs); });
   }
 
   void reduceScatter(at::Tensor& out, const at::Tensor& in, ReduceOp op, std::string_view what) override {
@@ -340,54 +244,6 @@ class PgCommunicator final : public Communicator,
     std::function<void()> finish_;
   };
 
-  // A gather run on the lane (NOTE [Gather straight into the flat buffer]).
-  class LanePending final : public PendingCollective {
-   public:
-    LanePending(std::shared_ptr<PgCommunicator> owner, std::future<void> done, std::string what, int64_t seq)
-        : owner_(std::move(owner)), done_(std::move(done)), what_(std::move(what)), seq_(seq) {}
-    ~LanePending() override {
-      if (done_.valid()) done_.wait();  // it writes into tensors the caller may free next
-    }
-    void wait() override {
-      if (!done_.valid()) return;
-      CollectiveScope scope(owner_->tracker_, "wait all_gather " + what_);
-      try {
-        done_.get();
-      } catch (const std::exception& e) {
-        owner_->fail("all_gather", what_, seq_, firstPart(e.what()));
-      }
-    }
-
-   private:
-    std::shared_ptr<PgCommunicator> owner_;
-    std::future<void> done_;
-    std::string what_;
-    int64_t seq_;
-  };
-
-  // The gather of `g` as a call to gloo::allgather on the flat buffers; the
-  // tag is taken now, on the issuing thread. The call keeps the tensors alive.
-  std::function<void()> glooGather(const GatherArgs<PG>& g) {
-    auto [context, tag] = pg_->nextOperation();
-    at::Tensor in = g.inputs[0];
-    at::Tensor out = g.outputs[0][0];  // view of rank 0's part: its storage holds the whole output
-    const auto bytes = static_cast<size_t>(in.numel()) * in.element_size();
-    auto* outBase = static_cast<uint8_t*>(out.data_ptr());
-    return [context = std::move(context), tag, in, out, bytes, outBase, size = size_, timeout = options_.timeout] {
-      ::gloo::AllgatherOptions o(context);
-      o.setInput(static_cast<uint8_t*>(in.data_ptr()), bytes);
-      o.setOutput(outBase, bytes * static_cast<size_t>(size));
-      o.setTag(tag);
-      o.setTimeout(timeout);
-      ::gloo::allgather(o);
-    };
-  }
-
-  Lane& lane() {
-    if (!lane_) lane_ = std::make_unique<Lane>();
-    return *lane_;
-  }
-
   // Issues a collective; `finish` runs after it completes, inside wait().
   template <class F>
   std::unique_ptr<PendingCollective> start(const char* op, std::string what, F&& issue,
@@ -425,7 +281,6 @@ class PgCommunicator final : public Communicator,
   int size_;
   GroupOptions options_;
   int splits_ = 0;
-  std::unique_ptr<Lane> lane_;  // last: its thread ends before the members its tasks use
 };
 
 }  // namespace
@@ -438,8 +293,9 @@ std::shared_ptr<Communicator> makeProcessGroupCommunicator(const c10::intrusive_
     if (options.backend == "gloo") {
       auto o = c10d::ProcessGroupGloo::Options::create(options.timeout);
       o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options.bindAddress));
-      auto pg = c10::make_intrusive<TaggedGloo>(scoped, rank, size, o);
-      return std::make_shared<PgCommunicator<TaggedGloo>>(store, prefix, std::move(pg), rank, size, options);
+      auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(scoped, rank, size, o);
+      return std::make_shared<PgCommunicator<c10d::ProcessGroupGloo>>(store, prefix, std::move(pg), rank, size,
+                                                                       options);
     }
 #ifdef FS_WITH_CUDA
     if (options.backend == "nccl") {
