@@ -162,6 +162,22 @@ TEST(Worker, Run) {
     } catch (const CollectiveError& e) {
       std::cout << "COLLECTIVE " << e.what() << std::endl;
     }
+    // The gathers FSDP issues go to Gloo directly (NOTE [Gather straight
+    // into the flat buffer]): they must fail as cleanly, waited or not.
+    torch::Tensor all = torch::zeros({8});
+    try {
+      world.allGather(all, t, "gather after peer loss");
+      std::cout << "GATHER ok" << std::endl;
+    } catch (const CollectiveError& e) {
+      std::cout << "GATHER " << e.what() << std::endl;
+    }
+    try {
+      auto pending = world.allGatherAsync(all, t, "async gather after peer loss");
+      pending->wait();
+      std::cout << "ASYNC_GATHER ok" << std::endl;
+    } catch (const CollectiveError& e) {
+      std::cout << "ASYNC_GATHER " << e.what() << std::endl;
+    }
     std::_Exit(0);  // the store's peers are gone: skip destructors that would wait on them
   }
 }
@@ -262,6 +278,12 @@ TEST_F(DistTest, ADeadPeerIsAnErrorNotAHang) {
   ASSERT_EQ(exits[0].code, 0) << exits[0].output;
   EXPECT_NE(exits[0].output.find("COLLECTIVE all_reduce #"), std::string::npos) << exits[0].output;
   EXPECT_NE(exits[0].output.find("(after peer loss) failed on rank 0 of 2"), std::string::npos) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("GATHER all_gather #"), std::string::npos) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("(gather after peer loss) failed on rank 0 of 2"), std::string::npos)
+      << exits[0].output;
+  EXPECT_NE(exits[0].output.find("ASYNC_GATHER all_gather #"), std::string::npos) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("(async gather after peer loss) failed on rank 0 of 2"), std::string::npos)
+      << exits[0].output;
 }
 
 TEST_F(DistTest, AStalledPeerIsNamedWithItsLastCollective) {
@@ -273,6 +295,11 @@ TEST_F(DistTest, AStalledPeerIsNamedWithItsLastCollective) {
   ASSERT_EQ(exits[0].code, 0) << exits[0].output;
   EXPECT_NE(exits[0].output.find("failed on rank 0 of 2"), std::string::npos) << exits[0].output;
   EXPECT_NE(exits[0].output.find("peers: rank 1: last left #1 'all_reduce pre-flight confirm'"), std::string::npos)
+      << exits[0].output;
+  // The gathers time out too (2 s each), rather than waiting for the peer.
+  EXPECT_NE(exits[0].output.find("(gather after peer loss) failed on rank 0 of 2"), std::string::npos)
+      << exits[0].output;
+  EXPECT_NE(exits[0].output.find("(async gather after peer loss) failed on rank 0 of 2"), std::string::npos)
       << exits[0].output;
 }
 
