@@ -125,6 +125,10 @@ Status Trainer::setUp() {
 }
 
 Status Trainer::prepareRunDirectory() {
+  // NOTE [Stale commands] in control_inbox.h: this attempt starts before its
+  // events.jsonl appears, so a command a client issues as soon as it sees that
+  // file (before the inbox exists) is this attempt's, not a leftover.
+  const std::int64_t attemptStartedMs = protocol::unixMillisNow();
   if (Status s = dir_.create(); !s) return s;
   telemetry::RankLogOptions logOptions;
   logOptions.stderr_level = options_.logInfoToStderr ? spdlog::level::info : spdlog::level::warn;
@@ -167,7 +171,7 @@ Status Trainer::prepareRunDirectory() {
   auto emitter = telemetry::TelemetryEmitter::open(dir_, telemetry::EmitterOptions::fromConfig(config_.telemetry));
   if (!emitter) return emitter.status();
   emitter_ = std::move(emitter.value());
-  inbox_ = std::make_unique<telemetry::ControlInbox>(dir_, *emitter_, protocol::unixMillisNow());
+  inbox_ = std::make_unique<telemetry::ControlInbox>(dir_, *emitter_, attemptStartedMs);
   return Status::ok();
 }
 
