@@ -52,8 +52,9 @@ Outcome decode(std::span<const std::uint8_t> bytes, RgbImage& out, std::int64_t 
   jpeg_start_decompress(&cinfo);
   const std::int64_t pixels = static_cast<std::int64_t>(cinfo.output_width) * cinfo.output_height;
   if (cinfo.output_components != 3 || pixels <= 0 || pixels > maxPixels) {
+    const Outcome refused = cinfo.output_components != 3 ? Outcome::kComponents : Outcome::kTooLarge;
     jpeg_destroy_decompress(&cinfo);
-    return cinfo.output_components != 3 ? Outcome::kComponents : Outcome::kTooLarge;
+    return refused;
   }
   try {
     out.pixels.resize(static_cast<std::size_t>(pixels) * 3);

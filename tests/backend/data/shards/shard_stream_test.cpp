@@ -30,6 +30,19 @@ std::string readToEnd(ShardStream& s, protocol::Status* error, size_t chunk = 10
   }
 }
 
+// Reads the command's "ready\n": it has started and written, and now waits.
+void readReady(ShardStream& s) {
+  std::string got;
+  char buf[6];
+  while (got.size() < sizeof buf) {
+    auto n = s.read(buf, sizeof buf - got.size());
+    ASSERT_TRUE(n.isOk()) << n.status().toString();
+    ASSERT_GT(n.value(), 0u) << "the command ended before writing 'ready'";
+    got.append(buf, n.value());
+  }
+  ASSERT_EQ(got, "ready\n");
+}
+
 // True when this process has no child left, reaped or not.
 bool noChildren() {
   int status;
@@ -123,9 +136,7 @@ TEST(ShardStream, EarlyCloseStopsTheWholeProcessGroup) {
   std::string pidFile = dir / "pid";
   auto s = openShardStream("pipe:sleep 1000 & echo $! > '" + pidFile + "'; echo ready; wait");
   ASSERT_TRUE(s.isOk());
-  char buf[6];
-  size_t got = 0;
-  while (got < sizeof buf) got += s.value()->read(buf + got, sizeof buf - got).value();
+  ASSERT_NO_FATAL_FAILURE(readReady(*s.value()));
   pid_t sleeper = 0;
   std::ifstream(pidFile) >> sleeper;
   ASSERT_GT(sleeper, 0);
@@ -140,9 +151,7 @@ TEST(ShardStream, EarlyCloseStopsTheWholeProcessGroup) {
 TEST(ShardStream, CommandIgnoringSigtermIsKilled) {
   auto s = openShardStream("pipe:trap '' TERM; echo ready; while :; do sleep 0.05; done");
   ASSERT_TRUE(s.isOk());
-  char buf[6];
-  size_t got = 0;
-  while (got < sizeof buf) got += s.value()->read(buf + got, sizeof buf - got).value();
+  ASSERT_NO_FATAL_FAILURE(readReady(*s.value()));
   s.value()->close();
   EXPECT_TRUE(noChildren());
 }
@@ -154,9 +163,7 @@ TEST(ShardStream, InterruptWakesAReadBlockedOnAQuietCommand) {
   ReadInterrupt interrupt;
   auto s = openShardStream("pipe:echo ready; exec sleep 1000", &interrupt);
   ASSERT_TRUE(s.isOk());
-  char buf[6];
-  size_t got = 0;
-  while (got < sizeof buf) got += s.value()->read(buf + got, sizeof buf - got).value();
+  ASSERT_NO_FATAL_FAILURE(readReady(*s.value()));
   protocol::Status blocked;
   std::thread reader([&] {
     char more[16];
