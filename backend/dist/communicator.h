@@ -85,6 +85,11 @@ class Communicator {
   virtual std::shared_ptr<Communicator> split(const std::vector<std::vector<int>>& groups,
                                               const std::string& name) = 0;
 
+  // How the collectives travel, for logs ("gloo + shared memory"; by
+  // default backendName()).
+  std::string transport() const { return transport_.empty() ? backendName() : transport_; }
+  void setTransport(std::string t) { transport_ = std::move(t); }
+
   CollectiveTracker& tracker() { return tracker_; }
   // Appended to CollectiveError messages: what the peers were doing.
   void setFailureDescriber(std::function<std::string()> f) { describeFailure_ = std::move(f); }
@@ -93,6 +98,7 @@ class Communicator {
   [[noreturn]] void fail(std::string_view op, std::string_view what, int64_t seq, const std::string& cause) const;
   CollectiveTracker tracker_;
   std::function<std::string()> describeFailure_;
+  std::string transport_;
 };
 
 // The group of one process: every collective is the identity (copies where

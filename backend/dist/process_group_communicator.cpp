@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <memory>
 
+#include "backend/dist/shm_communicator.h"
+
 namespace fs::dist {
 namespace {
 
@@ -294,8 +296,16 @@ std::shared_ptr<Communicator> makeProcessGroupCommunicator(const c10::intrusive_
       auto o = c10d::ProcessGroupGloo::Options::create(options.timeout);
       o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options.bindAddress));
       auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(scoped, rank, size, o);
-      return std::make_shared<PgCommunicator<c10d::ProcessGroupGloo>>(store, prefix, std::move(pg), rank, size,
-                                                                       options);
+      std::shared_ptr<Communicator> gloo =
+          std::make_shared<PgCommunicator<c10d::ProcessGroupGloo>>(store, prefix, std::move(pg), rank, size, options);
+      if (!options.sharedMemory || size < 2) return gloo;
+      SharedMemoryOptions shm;
+      shm.arenaBytes = options.sharedMemoryArenaBytes;
+      shm.timeout = options.timeout;
+      std::string why;
+      auto offered = offerSharedMemory(gloo, *store, prefix, options.nodeKey, shm, &why);
+      offered->setTransport(why.empty() ? "gloo + shared memory" : "gloo (no shared memory: " + why + ")");
+      return offered;
     }
 #ifdef FS_WITH_CUDA
     if (options.backend == "nccl") {

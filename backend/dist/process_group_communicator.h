@@ -21,6 +21,12 @@ struct GroupOptions {
   // The address Gloo binds to: one the peers can reach (rendezvous.h picks
   // the local address of the route to the master).
   std::string bindAddress = "127.0.0.1";
+  // Gloo groups whose members all post the same nodeKey also exchange
+  // through shared memory (NOTE [Shared-memory transport] in
+  // shm_communicator.h); so do the groups split from them.
+  bool sharedMemory = false;
+  std::string nodeKey;
+  uint64_t sharedMemoryArenaBytes = 64ull << 20;
 };
 
 // Joins the group of `size` ranks whose members use the same store (keys

@@ -176,6 +176,9 @@ protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions&
   g.backend = o.backend;
   g.timeout = o.collectiveTimeout;
   g.bindAddress = bind.value();
+  g.sharedMemory = o.sharedMemory;
+  g.nodeKey = nodeOf(o.rank, o.localWorld) + " on " + o.host;
+  g.sharedMemoryArenaBytes = o.sharedMemoryArenaBytes;
   try {
     m->world_ = makeProcessGroupCommunicator(m->store_->store, "world/", o.rank, o.world, g);
     auto heartbeatClient = connect(false);

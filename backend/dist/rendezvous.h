@@ -42,6 +42,10 @@ struct RendezvousOptions {
   // torchrun's, nor those of an earlier attempt (TORCHELASTIC_RESTART_COUNT).
   bool launcherServesStore = false;
   std::string keyPrefix = "0";
+  // Ranks of one node (by the localWorld layout) exchange Gloo-group
+  // collectives through shared memory (shm_communicator.h).
+  bool sharedMemory = true;
+  uint64_t sharedMemoryArenaBytes = 64ull << 20;
 };
 
 // What a rank posted at pre-flight.

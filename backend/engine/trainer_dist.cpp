@@ -78,6 +78,8 @@ Status Trainer::joinWorld() {
   o.collectiveTimeout = std::chrono::seconds(std::max<int64_t>(1, config_.parallel.collective_timeout_s));
   o.identity = "engine " + runtime::engineVersion() + " config " + configHash(config_);
   o.host = options_.host;
+  o.sharedMemory = config_.parallel.intra_node_transport != "gloo";
+  o.sharedMemoryArenaBytes = static_cast<uint64_t>(std::max<int64_t>(1, config_.parallel.shm_arena_mib)) << 20;
   const auto env = launch::currentEnvironment();
   if (auto it = env.find("TORCHELASTIC_USE_AGENT_STORE"); it != env.end()) o.launcherServesStore = it->second == "True";
   if (auto it = env.find("TORCHELASTIC_RESTART_COUNT"); it != env.end()) o.keyPrefix = it->second;
@@ -86,6 +88,7 @@ Status Trainer::joinWorld() {
   if (!joined) return joined.status();
   membership_ = std::move(joined.value());
   comm_ = membership_->worldPtr();
+  log_->info("world group: {}", comm_->transport());
   for (const auto& p : membership_->peers()) log_->info("rank {}: {} pid {}", p.rank, p.host, p.pid);
   lastHeartbeat_ = Clock::now();
   return Status::ok();

@@ -172,7 +172,23 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
   walk.rootGradient = rootGradient;
   walk.forwardWindow = forwardWindow(config.parallel);
   walk.backwardWindow = backwardWindow(config.parallel);
-  walk.staging = s > 1 && config.parallel.dist_backend != "nccl";
+  // NOTE [Transport buffers]: Gloo's list all-gather stages a flat copy of its output, and our reduce-scatter
+  // over Gloo receives every rank's chunks into a buffer as large as the flat gradient. The shared-memory
+  // transport (backend/dist/shm_communicator.h) needs neither, for messages up to half its arena; it carries a
+  // group only when every member is on one node.
+  const bool gloo = s > 1 && config.parallel.dist_backend != "nccl";
+  const bool shmGroup = gloo && config.parallel.intra_node_transport == "shm" &&
+                        (shards.topology.nodes == 1 || shards.strategy == Strategy::kHybridShard);
+  const int64_t shmLimit = (std::max<int64_t>(1, config.parallel.shm_arena_mib) << 20) / 2;
+  auto viaShm = [&](const UnitShards& unit, bool gradient) {
+    if (!shmGroup) return false;
+    for (const auto& g : unit.groups) {
+      if (gradient && !g.gradients) continue;
+      const int64_t published = g.paddedNumel(s) * dtypeBytes(gradient ? precision.reduce : precision.param) / (gradient ? 1 : s);
+      if (published > shmLimit) return false;
+    }
+    return true;
+  };
   size_t lastVision = layout.units.size();
   for (size_t i = 0; i < layout.units.size(); ++i) {
     const auto& p = layout.units[i].path;
@@ -190,6 +206,8 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
       u.inBackward = backwardUnits[k] != 0;
       u.held = sgo && held[k] != 0;
       u.tied = tied[k] != 0;
+      u.staged = gloo && !viaShm(shards.units[i], false);
+      u.reduceCopies = gloo && !viaShm(shards.units[i], true) ? 2 : 1;
       assignActivations(layout.units[i].path, i == lastVision, checkpointing, a, u);
       assigned += u.kept;
       walk.units.push_back(u);

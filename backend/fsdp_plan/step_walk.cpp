@@ -6,17 +6,17 @@ namespace fs::fsdp_plan {
 namespace {
 
 // Bytes of the window of `k` not-held units starting at `from` along `order`, plus the staging buffer
-// of its latest gather.
+// of its latest gather when that went through Gloo.
 int64_t window(const WalkModel& m, const std::vector<size_t>& order, size_t from, int64_t k) {
-  int64_t bytes = 0, last = 0;
+  int64_t bytes = 0, staged = 0;
   for (size_t j = from; j < order.size() && k > 0; ++j) {
     const auto& u = m.units[order[j]];
     if (u.held) continue;  // already counted among the held
     bytes += u.gathered;
-    last = u.gathered;
+    staged = u.staged ? u.gathered : 0;
     --k;
   }
-  return bytes + (m.staging ? last : 0);
+  return bytes + staged;
 }
 
 }  // namespace
@@ -59,7 +59,7 @@ int64_t walkPeak(const WalkModel& m) {
                                u.backwardWorking);
     kept -= u.kept;
     if (u.held) held -= u.gathered;
-    inFlight = 2 * u.gradient;
+    inFlight = u.reduceCopies * u.gradient;
   }
   return peak;
 }

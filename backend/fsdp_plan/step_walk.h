@@ -43,13 +43,14 @@ struct WalkUnit {
   int64_t working = 0;    // transient of its forward (the vision tower's block)
   int64_t recompute = 0;  // its forward run again in backward (checkpointing)
   int64_t backwardWorking = 0;  // gradients alive inside its backward (ActivationRegions::*Backward)
+  bool staged = false;    // its all-gather goes through Gloo's list form, which stages a flat copy
+  int64_t reduceCopies = 2;  // its reduce-scatter in flight: the flat gradient, plus Gloo's receive buffer
 };
 
 struct WalkModel {
   std::vector<WalkUnit> units;  // non-root, gather order
   int64_t root = 0, rootGradient = 0;
   int64_t forwardWindow = 1, backwardWindow = 1;
-  bool staging = false;   // Gloo's all-gather staging buffer
   int64_t rootKept = 0;   // activations in no unit, kept from the start
   int64_t bias = 0, headForward = 0, headBackward = 0;
 };

@@ -202,6 +202,11 @@ struct Schema {
             "A collective not finished in this time fails the run, naming the rank").unit("s").range(1, 86400);
     b.field(&ParallelConfig::preflight_timeout_s, "preflight_timeout_s", 120,
             "Every rank must join the pre-flight check within this time").unit("s").range(1, 86400);
+    b.field(&ParallelConfig::intra_node_transport, "intra_node_transport", "shm",
+            "Gloo: ranks of one node exchange through shared memory (shm) or TCP only (gloo)")
+        .choices({"shm", "gloo"});
+    b.field(&ParallelConfig::shm_arena_mib, "shm_arena_mib", 64,
+            "Shared memory per rank; larger messages travel over TCP").unit("MiB").range(1, 65536);
   }
 
   void declareRunAndLaunch() {

@@ -155,6 +155,8 @@ struct ParallelConfig {
   MixedPrecisionConfig mixed_precision;
   int64_t collective_timeout_s{};
   int64_t preflight_timeout_s{};
+  std::string intra_node_transport;  // shm | gloo: how ranks of one node exchange over Gloo
+  int64_t shm_arena_mib{};
   bool operator==(const ParallelConfig&) const = default;
 };
 

@@ -2,7 +2,10 @@
 // checked against the naive definition on random tensors of odd sizes; the
 // pre-flight naming a rank that never joins, a mismatching identity and an
 // unreachable address; a dead and a stalled peer turning into errors that
-// name the peer instead of a hang.
+// name the peer instead of a hang. The same over the shared-memory transport
+// of ranks on one node (shm_communicator.h), with an arena small enough that
+// large messages take the Gloo path and many collectives in flight wait for
+// space; ranks that issue different collectives get an error, not wrong data.
 //
 // The parent tests run this binary again as rank processes (Worker.Run,
 // selected by FS_TEST_ROLE); see rank_processes.h.
@@ -116,6 +119,30 @@ void runCollectives(Communicator& c, int caseBase) {
   c.barrier("test barrier");
 }
 
+// More collectives in flight than the shared arena and descriptor ring hold,
+// waited out of order: issuing must wait for space without deadlocking.
+void runManyInFlight(Communicator& c) {
+  const int W = c.size(), r = c.rank();
+  std::vector<std::vector<torch::Tensor>> inputs;
+  std::vector<torch::Tensor> outs;
+  std::vector<std::unique_ptr<PendingCollective>> pending;
+  for (int i = 0; i < 150; ++i) {
+    inputs.push_back(inputsOf(W, 900000 + i, 1000, torch::kFloat32));
+    if (i % 2 == 0) {
+      outs.push_back(inputs.back()[r].clone());
+      pending.push_back(c.allReduceAsync(outs.back(), ReduceOp::kSum, "in flight " + std::to_string(i)));
+    } else {
+      outs.push_back(torch::zeros({1000 * W}));
+      pending.push_back(c.allGatherAsync(outs.back(), inputs.back()[r], "in flight " + std::to_string(i)));
+    }
+  }
+  for (int i = 149; i >= 0; --i) pending[i]->wait();
+  for (int i = 0; i < 150; ++i) {
+    const auto want = i % 2 == 0 ? naiveReduce(inputs[i], ReduceOp::kSum) : torch::cat(inputs[i]);
+    expectClose(outs[i], want, "in flight " + std::to_string(i), i % 2 != 0);
+  }
+}
+
 // ---- the rank side -------------------------------------------------------------------------
 
 TEST(Worker, Run) {
@@ -127,7 +154,10 @@ TEST(Worker, Run) {
   o.localWorld = envInt("FS_TEST_PER_NODE", o.world);
   o.masterPort = envInt("FS_TEST_PORT", 29500);
   o.identity = env("FS_TEST_IDENTITY", "v1 cafe");
-  o.host = "rank" + std::to_string(o.rank) + "-host";
+  // Ranks on one host share memory; the other tests give each rank a host of its own, so they use Gloo alone.
+  const bool shm = !env("FS_TEST_SHM").empty();
+  o.host = shm ? std::string("test-host") : "rank" + std::to_string(o.rank) + "-host";
+  o.sharedMemoryArenaBytes = static_cast<uint64_t>(envInt("FS_TEST_SHM_ARENA", 64 << 20));
   o.preflightTimeout = std::chrono::milliseconds(envInt("FS_TEST_PREFLIGHT_MS", 30000));
   o.collectiveTimeout = std::chrono::milliseconds(envInt("FS_TEST_TIMEOUT_MS", 60000));
   auto joined = joinRun(o);
@@ -137,18 +167,34 @@ TEST(Worker, Run) {
   }
   ASSERT_TRUE(joined) << joined.status().message();
   Communicator& world = joined.value()->world();
+  std::cout << "TRANSPORT world " << world.transport() << std::endl;
   if (role == "collectives") {
     runCollectives(world, 0);
+    runManyInFlight(world);
     const int perNode = o.localWorld;
     auto intra = world.split(intraNodeGroups(o.world, perNode), "intra");
     auto inter = world.split(interNodeGroups(o.world, perNode), "inter");
+    std::cout << "TRANSPORT intra " << intra->transport() << std::endl;
+    std::cout << "TRANSPORT inter " << inter->transport() << std::endl;
     ASSERT_EQ(intra->size(), perNode);
     ASSERT_EQ(intra->rank(), o.rank % perNode);
     ASSERT_EQ(inter->size(), o.world / perNode);
     ASSERT_EQ(inter->rank(), o.rank / perNode);
     runCollectives(*intra, 100000 * (1 + o.rank / perNode));
     runCollectives(*inter, 200000 * (1 + o.rank % perNode));
+    runManyInFlight(*intra);
     world.barrier("done");
+  } else if (role == "mismatch") {
+    // Rank 1 gathers twice as much as rank 0.
+    const int64_t n = o.rank == 0 ? 4 : 8;
+    torch::Tensor all = torch::zeros({n * o.world});
+    try {
+      world.allGather(all, torch::ones({n}), "mismatched gather");
+      std::cout << "MISMATCH ok" << std::endl;
+    } catch (const CollectiveError& e) {
+      std::cout << "MISMATCH " << e.what() << std::endl;
+    }
+    std::_Exit(0);
   } else if (role == "dead_peer" || role == "stalled_peer") {
     if (o.rank == 1) {
       if (role == "dead_peer") std::_Exit(0);  // no goodbye: the socket just closes
@@ -162,8 +208,7 @@ TEST(Worker, Run) {
     } catch (const CollectiveError& e) {
       std::cout << "COLLECTIVE " << e.what() << std::endl;
     }
-    // The gathers FSDP issues go to Gloo directly (NOTE [Gather straight
-    // into the flat buffer]): they must fail as cleanly, waited or not.
+    // The gathers FSDP issues must fail as cleanly, waited or not.
     torch::Tensor all = torch::zeros({8});
     try {
       world.allGather(all, t, "gather after peer loss");
@@ -300,6 +345,110 @@ TEST_F(DistTest, AStalledPeerIsNamedWithItsLastCollective) {
   EXPECT_NE(exits[0].output.find("(gather after peer loss) failed on rank 0 of 2"), std::string::npos)
       << exits[0].output;
   EXPECT_NE(exits[0].output.find("(async gather after peer loss) failed on rank 0 of 2"), std::string::npos)
+      << exits[0].output;
+}
+
+std::map<int, std::map<std::string, std::string>> sharedMemoryEnv(int world, int arenaBytes,
+                                                                 std::map<std::string, std::string> more = {}) {
+  std::map<int, std::map<std::string, std::string>> extra;
+  for (int r = 0; r < world; ++r) {
+    extra[r] = more;
+    extra[r]["FS_TEST_SHM"] = "1";
+    extra[r]["FS_TEST_SHM_ARENA"] = std::to_string(arenaBytes);
+  }
+  return extra;
+}
+
+// Segments a process created and left named in /dev/shm ("/fs-<pid>-...").
+std::vector<std::string> leftoverSegments(const std::vector<pid_t>& pids) {
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    const std::string name = e.path().filename().string();
+    for (pid_t p : pids) {
+      if (name.rfind("fs-" + std::to_string(p) + "-", 0) == 0) left.push_back(name);
+    }
+  }
+  return left;
+}
+
+TEST_F(DistTest, SharedMemoryCarriesTheCollectivesOfOneNode) {
+  // 16 KiB arenas: messages over 8 KiB (the 1001-element cases of wide dtypes) go over Gloo, the rest
+  // through the segment, in one stream of collectives.
+  for (const auto& [world, perNode] : std::vector<std::pair<int, int>>{{2, 2}, {3, 3}, {4, 2}}) {
+    SCOPED_TRACE("world " + std::to_string(world) + ", " + std::to_string(perNode) + " per node");
+    std::vector<int> ranks;
+    for (int r = 0; r < world; ++r) ranks.push_back(r);
+    auto l = start("collectives", world, ranks, sharedMemoryEnv(world, 16384), perNode);
+    const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(240));
+    expectAllPassed(exits);
+    const std::string& out = exits[0].output;
+    if (perNode == world) {
+      EXPECT_NE(out.find("TRANSPORT world gloo + shared memory"), std::string::npos) << out;
+    } else {
+      EXPECT_NE(out.find("TRANSPORT world gloo (no shared memory: group rank 2 is on node 1 on test-host, this "
+                         "rank on node 0 on test-host)"),
+                std::string::npos)
+          << out;
+      EXPECT_NE(out.find("TRANSPORT inter gloo (no shared memory"), std::string::npos) << out;
+    }
+    EXPECT_NE(out.find("TRANSPORT intra gloo + shared memory"), std::string::npos) << out;
+    EXPECT_TRUE(leftoverSegments(l.pids).empty()) << leftoverSegments(l.pids).front();
+  }
+}
+
+TEST_F(DistTest, RanksOnSeparateHostsKeepToGloo) {
+  auto l = start("collectives", 2, {0, 1});
+  const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(240));
+  expectAllPassed(exits);
+  EXPECT_NE(exits[0].output.find("TRANSPORT world gloo (no shared memory: group rank 1 is on node 0 on rank1-host, "
+                                 "this rank on node 0 on rank0-host)"),
+            std::string::npos)
+      << exits[0].output;
+}
+
+TEST_F(DistTest, ADeadPeerOnSharedMemoryIsNamed) {
+  auto l = start("dead_peer", 2, {0, 1}, sharedMemoryEnv(2, 1 << 20));
+  const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(120));
+  ASSERT_EQ(exits[0].code, 0) << exits[0].output;
+  const std::string& out = exits[0].output;
+  EXPECT_NE(out.find("TRANSPORT world gloo + shared memory"), std::string::npos) << out;
+  EXPECT_NE(out.find("(after peer loss) failed on rank 0 of 2: shared memory: rank 1 (pid " +
+                     std::to_string(l.pids[1]) + ") exited while this rank waited for rank(s) 1 to join it"),
+            std::string::npos)
+      << out;
+  // Later collectives fail at once with the same cause.
+  EXPECT_NE(out.find("(gather after peer loss) failed on rank 0 of 2: an earlier collective failed: shared memory: "
+                     "rank 1 (pid"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("(async gather after peer loss) failed on rank 0 of 2"), std::string::npos) << out;
+}
+
+TEST_F(DistTest, AStalledPeerOnSharedMemoryTimesOutNamingIt) {
+  auto extra = sharedMemoryEnv(2, 1 << 20, {{"FS_TEST_TIMEOUT_MS", "2000"}});
+  extra[1]["FS_TEST_STALL_MS"] = "10000";
+  auto l = start("stalled_peer", 2, {0, 1}, extra);
+  const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(120));
+  ASSERT_EQ(exits[0].code, 0) << exits[0].output;
+  const std::string& out = exits[0].output;
+  EXPECT_NE(out.find("(after peer loss) failed on rank 0 of 2: shared memory: timed out after 2 s waiting for "
+                     "rank(s) 1 to join it; peers: rank 1: last left #1 'all_reduce pre-flight confirm'"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(DistTest, RanksIssuingDifferentCollectivesGetAnError) {
+  auto l = start("mismatch", 2, {0, 1}, sharedMemoryEnv(2, 1 << 20));
+  const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(120));
+  for (int r : {0, 1}) {
+    ASSERT_EQ(exits[r].code, 0) << exits[r].output;
+    EXPECT_NE(exits[r].output.find("(mismatched gather) failed on rank " + std::to_string(r) + " of 2"),
+              std::string::npos)
+        << exits[r].output;
+  }
+  EXPECT_NE(exits[0].output.find("rank 1 published 32 bytes as collective 1, expected 16 bytes as 1: the ranks "
+                                 "issued different collectives"),
+            std::string::npos)
       << exits[0].output;
 }
 

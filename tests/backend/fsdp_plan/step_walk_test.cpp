@@ -41,10 +41,14 @@ TEST(StepWalkTest, ReductionInFlightBesideTheNextUnitsBackward) {
   m.units[0] = m.units[1];  // two layers, both in backward
   m.units[0].kept = m.units[1].kept = 0;
   m.headForward = m.headBackward = 0;
-  // The second unit's backward: root + 100 gathered + 100 gradient; the first's: + 2 x 100 in flight.
+  // The second unit's backward: root + 100 gathered + 100 gradient; the first's: + 2 x 100 in flight
+  // (the flat gradient and Gloo's receive buffer).
   EXPECT_EQ(walkPeak(m), 10 + 100 + 100 + 200);
-  m.staging = true;  // Gloo stages the latest gather's full size
+  m.units[0].staged = m.units[1].staged = true;  // Gloo stages the latest gather's full size
   EXPECT_EQ(walkPeak(m), 10 + 100 + 100 + 200 + 100);
+  m.units[0].staged = m.units[1].staged = false;  // shared memory: no staging, no receive buffer
+  m.units[0].reduceCopies = m.units[1].reduceCopies = 1;
+  EXPECT_EQ(walkPeak(m), 10 + 100 + 100 + 100);
 }
 
 TEST(StepWalkTest, HeldUnitsStayGatheredUntilTheirBackward) {
