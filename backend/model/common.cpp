@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "backend/model/dropout.h"
+#include "backend/model/layer_norm.h"
 
 namespace fs::model {
 
@@ -29,10 +30,9 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x) {
     // Mixed precision (CPU autocast in LibTorch 1.13 leaves layer_norm alone
     // and its kernel needs one dtype): compute in fp32, as CUDA autocast does.
     const auto b = bias.defined() ? bias.to(torch::kFloat) : bias;
-    return torch::layer_norm(x.to(torch::kFloat), {options.dim()}, weight.to(torch::kFloat), b,
-                             options.eps());
+    return layerNorm(x.to(torch::kFloat), options.dim(), weight.to(torch::kFloat), b, options.eps());
   }
-  return torch::layer_norm(x, {options.dim()}, weight, bias, options.eps());
+  return layerNorm(x, options.dim(), weight, bias, options.eps());
 }
 
 // ---------------------------------------------------------------- feed-forward
