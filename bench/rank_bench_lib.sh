@@ -32,6 +32,8 @@ p = b.PRESETS['$1']; print(p['laion']['batch'], p['mmc4']['batch'])"
 # run_ours PRESET WORLD DIR [--set K=V ...]: WARMUP + STEPS steps on synthetic data, 1 thread per rank,
 # one step event per step, no checkpoint, log lines off (memory events too unless the extra sets ask);
 # one process for WORLD 1, else `flamingo-train launch` on the next free PORT.
+# TRANSPORT=gloo (env) sets parallel.intra_node_transport for every run: the same benchmark without the
+# shared-memory transport.
 run_ours() {
   local preset="$1" world="$2" dir="$3" bl bm n
   shift 3
@@ -43,7 +45,8 @@ run_ours() {
     --set "data.datasets[0].samples_per_epoch=$((bl * world * n))"
     --set "data.datasets[1].samples_per_epoch=$((bm * world * n))"
     --set optim.epochs=1 --set checkpoint.every_steps=0 --set telemetry.interval_steps=1
-    --set telemetry.memory_every_steps=1000000 --set telemetry.logging_steps=1000000 "$@")
+    --set telemetry.memory_every_steps=1000000 --set telemetry.logging_steps=1000000
+    --set "parallel.intra_node_transport=${TRANSPORT:-shm}" "$@")
   rm -rf "$dir"
   if ((world == 1)); then
     timeout "$run_timeout" "$bin" train --config "$root/resources/presets/$preset.yaml" --run-dir "$dir" "${sets[@]}" \
