@@ -20,6 +20,20 @@ void Communicator::fail(std::string_view op, std::string_view what, int64_t seq,
   throw CollectiveError(msg);
 }
 
+void Communicator::checkGatherArgs(const at::Tensor& out, const at::Tensor& in) const {
+  TORCH_CHECK(out.is_contiguous(), "all_gather: the output must be contiguous");
+  TORCH_CHECK(out.numel() == size() * in.numel(), "all_gather: output has ", out.numel(), " elements, expected ",
+              size(), " x ", in.numel());
+  TORCH_CHECK(out.scalar_type() == in.scalar_type(), "all_gather: input and output dtypes differ");
+}
+
+void Communicator::checkScatterArgs(const at::Tensor& out, const at::Tensor& in) const {
+  TORCH_CHECK(out.is_contiguous(), "reduce_scatter: the output must be contiguous");
+  TORCH_CHECK(in.numel() == size() * out.numel(), "reduce_scatter: input has ", in.numel(), " elements, expected ",
+              size(), " x ", out.numel());
+  TORCH_CHECK(out.scalar_type() == in.scalar_type(), "reduce_scatter: input and output dtypes differ");
+}
+
 namespace {
 
 class Done final : public PendingCollective {
@@ -43,7 +57,7 @@ class SoloCommunicator final : public Communicator {
   }
   void allGather(at::Tensor& out, const at::Tensor& in, std::string_view what) override {
     CollectiveScope s(tracker_, std::string(what));
-    TORCH_CHECK(out.numel() == in.numel(), "all_gather: output has ", out.numel(), " elements, expected ", in.numel());
+    checkGatherArgs(out, in);
     if (!out.is_same(in)) out.view({-1}).copy_(in.reshape({-1}));
   }
   std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in, std::string what) override {
@@ -57,8 +71,7 @@ class SoloCommunicator final : public Communicator {
   }
   void reduceScatter(at::Tensor& out, const at::Tensor& in, ReduceOp, std::string_view what) override {
     CollectiveScope s(tracker_, std::string(what));
-    TORCH_CHECK(out.numel() == in.numel(), "reduce_scatter: input has ", in.numel(), " elements, expected ",
-                out.numel());
+    checkScatterArgs(out, in);
     if (!out.is_same(in)) out.view({-1}).copy_(in.reshape({-1}));
   }
   void barrier(std::string_view what) override { CollectiveScope s(tracker_, std::string(what)); }

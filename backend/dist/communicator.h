@@ -91,10 +91,15 @@ class Communicator {
   void setTransport(std::string t) { transport_ = std::move(t); }
 
   CollectiveTracker& tracker() { return tracker_; }
-  // Appended to CollectiveError messages: what the peers were doing.
-  void setFailureDescriber(std::function<std::string()> f) { describeFailure_ = std::move(f); }
+  // Appended to CollectiveError messages: what the peers were doing. A
+  // communicator that delegates to another passes it on.
+  virtual void setFailureDescriber(std::function<std::string()> f) { describeFailure_ = std::move(f); }
 
  protected:
+  // allGather's and reduceScatter's REQUIREs, for every implementation:
+  // TORCH_CHECK errors naming the operation and the sizes.
+  void checkGatherArgs(const at::Tensor& out, const at::Tensor& in) const;
+  void checkScatterArgs(const at::Tensor& out, const at::Tensor& in) const;
   [[noreturn]] void fail(std::string_view op, std::string_view what, int64_t seq, const std::string& cause) const;
   CollectiveTracker tracker_;
   std::function<std::string()> describeFailure_;

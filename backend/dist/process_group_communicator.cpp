@@ -12,16 +12,11 @@
 #include <type_traits>
 #include <memory>
 
+#include "backend/dist/error_text.h"
 #include "backend/dist/shm_communicator.h"
 
 namespace fs::dist {
 namespace {
-
-// LibTorch's messages carry a C++ backtrace after this marker.
-std::string firstPart(const char* what) {
-  std::string s = what;
-  return s.substr(0, s.find("\nException raised from"));
-}
 
 c10d::ReduceOp toC10d(ReduceOp op) {
   switch (op) {
@@ -67,11 +62,8 @@ template <class PG>
 struct GatherArgs {
   std::vector<std::vector<at::Tensor>> outputs{1};
   std::vector<at::Tensor> inputs;
+  // REQUIRES: Communicator::checkGatherArgs passed.
   GatherArgs(const at::Tensor& out, const at::Tensor& in, int size) {
-    checkFlat(out, "all_gather");
-    TORCH_CHECK(out.numel() == size * in.numel(), "all_gather: output has ", out.numel(), " elements, expected ", size,
-                " x ", in.numel());
-    TORCH_CHECK(out.scalar_type() == in.scalar_type(), "all_gather: input and output dtypes differ");
     const int64_t n = in.numel();
     const at::Tensor flat = onWire<PG>(out.view({-1}));
     for (int r = 0; r < size; ++r) outputs[0].push_back(flat.narrow(0, r * n, n));
@@ -88,11 +80,7 @@ struct ScatterArgs {
   int size;
   std::vector<int64_t> counts;  // empty: equal splits
   ScatterArgs(const at::Tensor& o, const at::Tensor& in, ReduceOp reduce, int groupSize)
-      : out(o), op(reduce), size(groupSize) {
-    checkFlat(out, "reduce_scatter");
-    TORCH_CHECK(in.numel() == size * out.numel(), "reduce_scatter: input has ", in.numel(), " elements, expected ",
-                size, " x ", out.numel());
-    TORCH_CHECK(out.scalar_type() == in.scalar_type(), "reduce_scatter: input and output dtypes differ");
+      : out(o), op(reduce), size(groupSize) {  // REQUIRES: Communicator::checkScatterArgs passed
     send = in.contiguous().view({-1});
     recv = at::empty_like(send);
   }
@@ -170,16 +158,19 @@ class PgCommunicator final : public Communicator,
   }
 
   void allGather(at::Tensor& out, const at::Tensor& in, std::string_view what) override {
+    checkGatherArgs(out, in);
     GatherArgs<PG> g(out, in, size_);
     run("all_gather", what, [&] { return pg_->allgather(g.outputs, g.inputs); });
   }
 
   std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in, std::string what) override {
+    checkGatherArgs(out, in);
     GatherArgs<PG> g(out, in, size_);
     return start("all_gather", std::move(what), [&] { return pg_->allgather(g.outputs, g.inputs); });
   }
 
   void reduceScatter(at::Tensor& out, const at::Tensor& in, ReduceOp op, std::string_view what) override {
+    checkScatterArgs(out, in);
     ScatterArgs<PG> a(out, in, op, size_);
     run("reduce_scatter", what, [&] { return a.issue(*pg_); });
     a.reduceLocally();
@@ -187,6 +178,7 @@ class PgCommunicator final : public Communicator,
 
   std::unique_ptr<PendingCollective> reduceScatterAsync(at::Tensor out, at::Tensor in, ReduceOp op,
                                                         std::string what) override {
+    checkScatterArgs(out, in);
     auto a = std::make_shared<ScatterArgs<PG>>(out, in, op, size_);
     return start(
         "reduce_scatter", std::move(what), [&] { return a->issue(*pg_); },

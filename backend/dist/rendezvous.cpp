@@ -11,6 +11,7 @@
 
 #include <thread>
 
+#include "backend/dist/error_text.h"
 #include "backend/dist/heartbeat.h"
 #include "backend/dist/process_group_communicator.h"
 
@@ -29,14 +30,6 @@ Membership::~Membership() {
 }
 
 namespace {
-
-std::string firstPart(const std::string& s) { return s.substr(0, s.find("\nException raised from")); }
-
-std::string secondsText(std::chrono::milliseconds ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g s", static_cast<double>(ms.count()) / 1000.0);
-  return buf;
-}
 
 std::string bytesToString(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
 

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <random>
 
+#include "backend/dist/error_text.h"
 #include "backend/dist/shm_segment.h"
 
 namespace fs::dist {
@@ -56,12 +57,6 @@ bool processGone(int64_t pid) {
          (line[close + 2] == 'Z' || line[close + 2] == 'X');
 }
 
-std::string secondsText(std::chrono::milliseconds ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g s", static_cast<double>(ms.count()) / 1000.0);
-  return buf;
-}
-
 class ShmCommunicator final : public Communicator, public std::enable_shared_from_this<ShmCommunicator> {
  public:
   ShmCommunicator(std::shared_ptr<Communicator> inner, std::unique_ptr<ShmSegment> seg, SharedMemoryOptions o)
@@ -81,7 +76,7 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
   std::unique_ptr<PendingCollective> allReduceAsync(at::Tensor t, ReduceOp op, std::string what) override {
     TORCH_CHECK(t.is_contiguous(), "all_reduce: the tensor must be contiguous");
     if (viaInner(bytesOf(t))) {
-      return delegateAsync("all_reduce", what, [&] { return inner_->allReduceAsync(t, op, what); });
+      return delegate("all_reduce", what, [&] { return inner_->allReduceAsync(t, op, what); });
     }
     return asyncRun("all_reduce", std::move(what), [&](std::string w) { return issueAllReduce(t, op, std::move(w)); });
   }
@@ -103,21 +98,21 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
   }
 
   void allGather(at::Tensor& out, const at::Tensor& in, std::string_view what) override {
-    checkGather(out, in);
+    checkGatherArgs(out, in);
     if (viaInner(bytesOf(in))) return delegate("all_gather", what, [&] { inner_->allGather(out, in, what); });
     syncRun("all_gather", what, [&](std::string w) { return issueAllGather(out, in, std::move(w)); });
   }
 
   std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in, std::string what) override {
-    checkGather(out, in);
+    checkGatherArgs(out, in);
     if (viaInner(bytesOf(in))) {
-      return delegateAsync("all_gather", what, [&] { return inner_->allGatherAsync(out, in, what); });
+      return delegate("all_gather", what, [&] { return inner_->allGatherAsync(out, in, what); });
     }
     return asyncRun("all_gather", std::move(what), [&](std::string w) { return issueAllGather(out, in, std::move(w)); });
   }
 
   void reduceScatter(at::Tensor& out, const at::Tensor& in, ReduceOp op, std::string_view what) override {
-    checkScatter(out, in);
+    checkScatterArgs(out, in);
     if (viaInner(bytesOf(in))) {
       return delegate("reduce_scatter", what, [&] { inner_->reduceScatter(out, in, op, what); });
     }
@@ -126,9 +121,9 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
 
   std::unique_ptr<PendingCollective> reduceScatterAsync(at::Tensor out, at::Tensor in, ReduceOp op,
                                                         std::string what) override {
-    checkScatter(out, in);
+    checkScatterArgs(out, in);
     if (viaInner(bytesOf(in))) {
-      return delegateAsync("reduce_scatter", what, [&] { return inner_->reduceScatterAsync(out, in, op, what); });
+      return delegate("reduce_scatter", what, [&] { return inner_->reduceScatterAsync(out, in, op, what); });
     }
     return asyncRun("reduce_scatter", std::move(what),
                     [&](std::string w) { return issueReduceScatter(out, in, op, std::move(w)); });
@@ -138,6 +133,11 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
     syncRun("barrier", what, [&](std::string w) {
       return issue("barrier", std::move(w), nullptr, 0, std::vector<uint64_t>(size_, 0), [](const Parts&) {});
     });
+  }
+
+  void setFailureDescriber(std::function<std::string()> f) override {
+    inner_->setFailureDescriber(f);  // its errors name the peers too
+    Communicator::setFailureDescriber(std::move(f));
   }
 
   std::shared_ptr<Communicator> split(const std::vector<std::vector<int>>& groups, const std::string& name) override {
@@ -157,7 +157,7 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
   };
   // One of this rank's publications still occupying arena space.
   struct Region {
-    uint64_t seq, offset, bytes;
+    uint64_t seq, offset;
   };
 
   class Pending final : public PendingCollective {
@@ -185,22 +185,9 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
     std::string what_;
   };
 
-  static void checkGather(const at::Tensor& out, const at::Tensor& in) {
-    TORCH_CHECK(out.is_contiguous(), "all_gather: the output must be contiguous");
-    TORCH_CHECK(out.scalar_type() == in.scalar_type(), "all_gather: input and output dtypes differ");
-  }
-  void checkScatter(const at::Tensor& out, const at::Tensor& in) const {
-    TORCH_CHECK(out.is_contiguous(), "reduce_scatter: the output must be contiguous");
-    TORCH_CHECK(in.numel() == size_ * out.numel(), "reduce_scatter: input has ", in.numel(), " elements, expected ",
-                size_, " x ", out.numel());
-    TORCH_CHECK(out.scalar_type() == in.scalar_type(), "reduce_scatter: input and output dtypes differ");
-  }
-
   bool viaInner(uint64_t bytes) const { return bytes > seg_->arenaBytes() / 2; }
 
   uint64_t issueAllGather(const at::Tensor& out, const at::Tensor& in, std::string what) {
-    TORCH_CHECK(out.numel() == size_ * in.numel(), "all_gather: output has ", out.numel(), " elements, expected ",
-                size_, " x ", in.numel());
     const at::Tensor src = in.contiguous();
     const uint64_t bytes = bytesOf(src);
     return issue("all_gather", std::move(what), src.data_ptr(), bytes, std::vector<uint64_t>(size_, bytes),
@@ -268,7 +255,7 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
     mine.published.store(seq + 1);
     seg_->notifyAll();
     if (bytes > 0) {
-      regions_.push_back(Region{seq, offset, bytes});
+      regions_.push_back(Region{seq, offset});
       head_ = alignUp(offset + bytes);
     }
     ++nextSeq_;
@@ -389,46 +376,15 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
     }
   }
 
-  // A collective the shared segment does not carry, after every pending one.
+  // A collective the shared segment does not carry, after every pending one; returns what `call` returns.
   template <class F>
-  void delegate(const char* op, std::string_view what, F&& call) {
+  auto delegate(const char* op, std::string_view what, F&& call) -> decltype(call()) {
     CollectiveScope scope(tracker_, std::string(op) + " " + std::string(what));
     {
       std::lock_guard<std::mutex> lock(mu_);
       drainLocked();
     }
-    withPeerState([&] { call(); });
-  }
-
-  template <class F>
-  std::unique_ptr<PendingCollective> delegateAsync(const char* op, const std::string& what, F&& call) {
-    CollectiveScope scope(tracker_, std::string(op) + " " + what);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      drainLocked();
-    }
-    std::unique_ptr<PendingCollective> p;
-    withPeerState([&] { p = call(); });
-    return p;
-  }
-
-  // The inner group has no failure describer: add the peers' state here.
-  template <class F>
-  void withPeerState(F&& f) {
-    try {
-      f();
-    } catch (const CollectiveError& e) {
-      std::string peers;
-      if (describeFailure_) {
-        try {
-          peers = describeFailure_();
-        } catch (const std::exception& d) {
-          peers = std::string("peer state unavailable: ") + d.what();
-        }
-      }
-      if (peers.empty()) throw;
-      throw CollectiveError(std::string(e.what()) + "; " + peers);
-    }
+    return call();
   }
 
   std::shared_ptr<Communicator> inner_;

@@ -184,7 +184,9 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
     if (!shmGroup) return false;
     for (const auto& g : unit.groups) {
       if (gradient && !g.gradients) continue;
-      const int64_t published = g.paddedNumel(s) * dtypeBytes(gradient ? precision.reduce : precision.param) / (gradient ? 1 : s);
+      // What each rank copies into its arena: its shard for a gather, the whole flat gradient for a reduction.
+      const int64_t published = gradient ? g.paddedNumel(s) * dtypeBytes(precision.reduce)
+                                         : g.shardNumel * dtypeBytes(precision.param);
       if (published > shmLimit) return false;
     }
     return true;
