@@ -2,7 +2,14 @@
 
 #include <torch/torch.h>
 
+#include "backend/dist/shared_shards.h"
+
 namespace fs::dist {
+
+std::unique_ptr<SharedShards> Communicator::shareShards(uint64_t /*bytesPerRank*/, std::string* why) {
+  if (why) *why = "the group's collectives do not travel through shared memory (" + transport() + ")";
+  return nullptr;
+}
 
 void Communicator::fail(std::string_view op, std::string_view what, int64_t seq, const std::string& cause) const {
   std::string msg = std::string(op) + " #" + std::to_string(seq);

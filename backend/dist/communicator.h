@@ -34,6 +34,8 @@ namespace fs::dist {
 
 enum class ReduceOp { kSum, kMax, kMin };
 
+class SharedShards;
+
 class CollectiveError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -49,6 +51,10 @@ class PendingCollective {
   // Blocks until the collective is done; a second call returns at once.
   // Throws CollectiveError.
   virtual void wait() = 0;
+  // True when the input was copied as the collective was issued (the
+  // shared-memory transport publishes a copy): the caller may then drop or
+  // reuse the input before wait(); the output must still stay alive.
+  virtual bool inputCopied() const { return false; }
 };
 
 class Communicator {
@@ -84,6 +90,13 @@ class Communicator {
   // caller. `name` must be unique per call site (it keys the rendezvous).
   virtual std::shared_ptr<Communicator> split(const std::vector<std::vector<int>>& groups,
                                               const std::string& name) = 0;
+
+  // Storage for FSDP shards that every rank of the group can read (NOTE
+  // [Node-shared shards] in shared_shards.h), `bytesPerRank` per rank, when
+  // the group shares a node's memory; otherwise nullptr and the reason in
+  // *why (when given). Every rank calls it at the same point, like a
+  // collective.
+  virtual std::unique_ptr<SharedShards> shareShards(uint64_t bytesPerRank, std::string* why);
 
   // How the collectives travel, for logs ("gloo + shared memory"; by
   // default backendName()).

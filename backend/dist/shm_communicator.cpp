@@ -1,8 +1,6 @@
 #include "backend/dist/shm_communicator.h"
 
-#include <signal.h>
 #include <unistd.h>
-#include <immintrin.h>
 
 #include <torch/torch.h>
 
@@ -10,23 +8,20 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <random>
 
 #include "backend/dist/error_text.h"
+#include "backend/dist/shared_shards.h"
 #include "backend/dist/shm_segment.h"
 
 namespace fs::dist {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Parts = std::vector<const uint8_t*>;  // where each rank's publication lies
 
 constexpr uint64_t kAlign = 64;
-constexpr auto kSleepSlice = std::chrono::milliseconds(100);
-constexpr int kSpins = 4000;  // ~20-40 us of pause instructions before sleeping
 
 uint64_t alignUp(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -45,23 +40,22 @@ void combine(at::Tensor& acc, const at::Tensor& part, ReduceOp op) {
   }
 }
 
-// A pid in our pid namespace that no longer runs (gone or a zombie).
-bool processGone(int64_t pid) {
-  if (pid <= 0) return false;
-  if (::kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() &&
-         (line[close + 2] == 'Z' || line[close + 2] == 'X');
+std::string randomHex(int bytes) {
+  std::random_device rd;
+  std::string s;
+  static const char* kHex = "0123456789abcdef";
+  for (int i = 0; i < bytes; ++i) {
+    const unsigned v = rd() & 0xff;
+    s += kHex[v >> 4];
+    s += kHex[v & 15];
+  }
+  return s;
 }
 
 class ShmCommunicator final : public Communicator, public std::enable_shared_from_this<ShmCommunicator> {
  public:
   ShmCommunicator(std::shared_ptr<Communicator> inner, std::unique_ptr<ShmSegment> seg, SharedMemoryOptions o)
-      : inner_(std::move(inner)), seg_(std::move(seg)), options_(o), rank_(inner_->rank()), size_(inner_->size()),
-        myPidNs_(currentPidNamespace()) {}
+      : inner_(std::move(inner)), seg_(std::move(seg)), options_(o), rank_(inner_->rank()), size_(inner_->size()) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -140,6 +134,8 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
     Communicator::setFailureDescriber(std::move(f));
   }
 
+  std::unique_ptr<SharedShards> shareShards(uint64_t bytesPerRank, std::string* why) override;
+
   std::shared_ptr<Communicator> split(const std::vector<std::vector<int>>& groups, const std::string& name) override {
     std::lock_guard<std::mutex> lock(mu_);
     drainLocked();
@@ -177,6 +173,7 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
       CollectiveScope scope(owner->tracker_, std::string("wait ") + op_ + " " + what_);
       owner->completeThrough(seq_);
     }
+    bool inputCopied() const override { return true; }
 
    private:
     std::shared_ptr<ShmCommunicator> owner_;
@@ -343,26 +340,7 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
 
   template <class Ready, class Describe>
   void waitLocked(const char* op, const std::string& what, Ready&& ready, Describe&& describe) {
-    for (int i = 0; i < kSpins; ++i) {
-      if (ready()) return;
-      _mm_pause();
-    }
-    const auto start = Clock::now();
-    for (;;) {
-      const uint32_t seen = seg_->epoch();
-      if (ready()) return;
-      for (int r = 0; r < size_; ++r) {
-        const ShmRankControl& c = seg_->control(r);
-        if (r != rank_ && c.pidNamespace == myPidNs_ && processGone(c.pid)) {
-          breakLocked(op, what, "rank " + std::to_string(r) + " (pid " + std::to_string(c.pid) +
-                                    ") exited while this rank waited for " + describe());
-        }
-      }
-      if (Clock::now() - start >= options_.timeout) {
-        breakLocked(op, what, "timed out after " + secondsText(options_.timeout) + " waiting for " + describe());
-      }
-      seg_->waitForChange(seen, kSleepSlice);
-    }
+    if (auto cause = waitOnSegment(*seg_, rank_, ready, describe, options_.timeout)) breakLocked(op, what, *cause);
   }
 
   [[noreturn]] void breakLocked(const char* op, const std::string& what, const std::string& cause) {
@@ -391,7 +369,6 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
   std::unique_ptr<ShmSegment> seg_;
   SharedMemoryOptions options_;
   int rank_, size_;
-  uint64_t myPidNs_;
 
   std::mutex mu_;
   uint64_t nextSeq_ = 0;
@@ -402,20 +379,52 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
   std::string broken_;
 };
 
-std::string randomHex(int bytes) {
-  std::random_device rd;
-  std::string s;
-  static const char* kHex = "0123456789abcdef";
-  for (int i = 0; i < bytes; ++i) {
-    const unsigned v = rd() & 0xff;
-    s += kHex[v >> 4];
-    s += kHex[v & 15];
-  }
-  return s;
-}
-
 std::vector<uint8_t> bytesOfText(const std::string& s) { return {s.begin(), s.end()}; }
 std::string textOf(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+
+// The segment's name and nonce travel from rank 0 in a fixed-size message over this group's own collectives.
+std::unique_ptr<SharedShards> ShmCommunicator::shareShards(uint64_t bytesPerRank, std::string* why) {
+  constexpr int64_t kMessage = 128;
+  const uint64_t bytes = std::max<uint64_t>(alignUp(bytesPerRank), kAlign);
+  std::unique_ptr<ShmSegment> seg;
+  std::string failure;
+  at::Tensor message = at::zeros({kMessage}, at::kByte);
+  if (rank_ == 0) {
+    const std::string name = "/fs-shards-" + std::to_string(::getpid()) + "-" + randomHex(8);
+    const std::string nonce = randomHex(16);
+    try {
+      seg = ShmSegment::create(name, size_, bytes, nonce);
+      const std::string text = name + "\t" + nonce;
+      std::memcpy(message.data_ptr(), text.data(), std::min<size_t>(text.size(), kMessage - 1));
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  }
+  broadcast(message, 0, "shared shards: the segment's name");
+  const std::string text(static_cast<const char*>(message.data_ptr()));
+  const auto tab = text.find('\t');
+  if (rank_ != 0 && tab == std::string::npos) failure = "group rank 0 could not create the segment";
+  if (rank_ != 0 && tab != std::string::npos) {
+    try {
+      seg = ShmSegment::open(text.substr(0, tab), size_, bytes, text.substr(tab + 1));
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  }
+  if (seg) {  // before the agreement: a peer's first wait may already look for dead processes
+    ShmRankControl& mine = seg->control(rank_);
+    mine.pid = ::getpid();
+    mine.pidNamespace = currentPidNamespace();
+  }
+  at::Tensor mapped = at::full({1}, seg ? 1 : 0, at::kInt);
+  allReduce(mapped, ReduceOp::kMin, "shared shards: mapped");
+  if (seg) seg->unlink();  // every member has mapped it or given up
+  if (mapped.item<int>() == 0) {
+    if (why) *why = failure.empty() ? "a peer could not map the shards' segment" : failure;
+    return nullptr;
+  }
+  return std::make_unique<SharedShards>(std::move(seg), rank_, options_.timeout);
+}
 
 }  // namespace
 

@@ -7,10 +7,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <immintrin.h>
+#include <signal.h>
+
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <new>
 #include <stdexcept>
+
+#include "backend/dist/error_text.h"
 
 namespace fs::dist {
 
@@ -156,6 +162,51 @@ uint64_t currentPidNamespace() {
   struct stat st {};
   if (::stat("/proc/self/ns/pid", &st) != 0) return 0;
   return static_cast<uint64_t>(st.st_ino);
+}
+
+namespace {
+
+constexpr int kSpins = 4000;  // ~20-40 us of pause instructions before sleeping
+constexpr auto kSleepSlice = std::chrono::milliseconds(100);
+
+// A pid in our pid namespace that no longer runs (gone or a zombie).
+bool processGone(int64_t pid) {
+  if (pid <= 0) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() &&
+         (line[close + 2] == 'Z' || line[close + 2] == 'X');
+}
+
+}  // namespace
+
+std::optional<std::string> waitOnSegment(ShmSegment& seg, int myRank, const std::function<bool()>& ready,
+                                         const std::function<std::string()>& describe,
+                                         std::chrono::milliseconds timeout) {
+  for (int i = 0; i < kSpins; ++i) {
+    if (ready()) return std::nullopt;
+    _mm_pause();
+  }
+  const uint64_t myPidNs = currentPidNamespace();
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const uint32_t seen = seg.epoch();
+    if (ready()) return std::nullopt;
+    for (int r = 0; r < seg.size(); ++r) {
+      const ShmRankControl& c = seg.control(r);
+      if (r != myRank && c.pidNamespace == myPidNs && processGone(c.pid)) {
+        return "rank " + std::to_string(r) + " (pid " + std::to_string(c.pid) +
+               ") exited while this rank waited for " + describe();
+      }
+    }
+    if (std::chrono::steady_clock::now() - start >= timeout) {
+      return "timed out after " + secondsText(timeout) + " waiting for " + describe();
+    }
+    seg.waitForChange(seen, kSleepSlice);
+  }
 }
 
 }  // namespace fs::dist

@@ -13,7 +13,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace fs::dist {
@@ -85,5 +87,13 @@ class ShmSegment {
 
 // This process's pid namespace (inode of /proc/self/ns/pid), 0 if unknown.
 uint64_t currentPidNamespace();
+
+// Waits until `ready()` holds: spins briefly, then sleeps on the segment's
+// epoch. Returns what went wrong instead, worded after "while this rank
+// waited for " + describe(): a peer of `myRank` in this pid namespace that
+// exited (noticed within 0.1 s), or `timeout` passing. nullopt: ready.
+std::optional<std::string> waitOnSegment(ShmSegment& seg, int myRank, const std::function<bool()>& ready,
+                                         const std::function<std::string()>& describe,
+                                         std::chrono::milliseconds timeout);
 
 }  // namespace fs::dist

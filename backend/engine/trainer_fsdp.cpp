@@ -87,6 +87,11 @@ Status Trainer::shardModel() {
   for (const auto& u : sharded_->units()) units += u.flats.empty() ? 0 : 1;
   log_->info("FSDP {}: {} units, {} trainable shards, {} bytes of shards on this rank",
              config_.parallel.sharding_strategy, units, shards_.size(), sharded_->shardBytes());
+  if (sharded_->shardsShared()) {
+    log_->info("FSDP shards: node-shared (gathers copy them without a collective)");
+  } else {
+    log_->info("FSDP shards: private ({})", sharded_->whyShardsNotShared());
+  }
   return Status::ok();
 }
 
@@ -94,7 +99,7 @@ void Trainer::finishShardedBackward(bool checkFlow) {
   // The first window's check reads every member's full-size gradient, so units are reduced during
   // backward only from then on; later checks read the shards (checkGradientFlow).
   if (checkFlow && !structureChecked_) checkGradientFlow();
-  sharded_->finishBackward();
+  sharded_->finishBackward(/*settle=*/false);  // settled once every pass is done (trainIteration)
   sharded_->setReduceDuringBackward(structureChecked_);
 }
 

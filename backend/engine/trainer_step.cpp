@@ -82,6 +82,9 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     if (sharded_) finishShardedBackward(closesWindow && i + 1 == D);
   }
   agreement.awaitClosing();
+  // The passes left their last reductions in flight (NOTE [Node-shared shards]): the shards' gradients are
+  // read from here on, also to drop them.
+  if (sharded_) sharded_->settleGradients();
   r.waitS += agreement.waitSeconds() + (sharded_ ? sharded_->takeCommSeconds() : 0.0);
   r.control = agreement.control();
   for (size_t i = 0; i < D; ++i) r.loss[batches.batches[i].dataset] = agreement.loss(i);
@@ -130,7 +133,9 @@ void Trainer::optimizerStep(StepResult* r) {
   }
   r->gradNorm = clip.norm;
   schedule_->apply(optimizer_->adamw());
+  if (sharded_) sharded_->beginShardWrite();
   optimizer_->step();
+  if (sharded_) sharded_->endShardWrite();
   schedule_->step();
   optimizer_->zeroGrad(true);
   r->optimizerStepped = true;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "backend/dist/shared_shards.h"
 #include "backend/fsdp_plan/sharding.h"
 
 namespace fs::fsdp {
@@ -113,7 +114,9 @@ void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
   if (gathered_) return;
   allocateFull();
   gathered_ = true;
-  if (shardSize_ == 1) {
+  if (store_) {
+    copyFromStore();
+  } else if (shardSize_ == 1) {
     full_.copy_(shard_.detach());  // a cast (without one there is nothing to gather)
   } else {
     comm.allGather(full_, shardToGather(), what);
@@ -122,7 +125,7 @@ void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
 
 void FlatParameter::beginGather(dist::Communicator& comm, const std::string& what) {
   if (gathered_) return;
-  if (shardSize_ == 1) {
+  if (shardSize_ == 1 || store_) {  // nothing to wait for: gathered at once
     gather(comm, what);
     return;
   }
@@ -143,6 +146,34 @@ void FlatParameter::free() {
   s->set_data_ptr_noswap(at::DataPtr(nullptr, full_.device()));
   s->set_nbytes(0);
   gathered_ = false;
+}
+
+void FlatParameter::moveShardInto(dist::SharedShards& store, uint64_t offset) {
+  TORCH_CHECK(store.size() == shardSize_ && store.rank() == shardRank_, "FlatParameter ", members_.front().name,
+              ": shared shards of rank ", store.rank(), " of ", store.size(), " for shard ", shardRank_, " of ",
+              shardSize_);
+  TORCH_CHECK(offset % 64 == 0 && offset + static_cast<uint64_t>(shardBytes()) <= store.bytesPerRank(),
+              "FlatParameter ", members_.front().name, ": ", shardBytes(), " bytes at offset ", offset,
+              " do not fit a slice of ", store.bytesPerRank());
+  TORCH_CHECK(!gathered_ && !reduction_, "FlatParameter ", members_.front().name, ": moved while in use");
+  torch::NoGradGuard noGrad;
+  torch::Tensor shared =
+      at::from_blob(store.slice(shardRank_) + offset, {shardNumel_}, shard_.options().requires_grad(false));
+  shared.copy_(shard_.detach());
+  shard_.set_data(shared);  // the same leaf (the optimizer's), now in the node's segment
+  store_ = &store;
+  storeOffset_ = offset;
+}
+
+void FlatParameter::copyFromStore() {
+  // Through views of our own: the full buffer's autograd metadata stays untouched (NOTE [Freeing gathered storage]).
+  const auto from = at::TensorOptions().dtype(shard_.scalar_type());
+  const auto to = at::TensorOptions().dtype(full_.scalar_type());
+  auto* dst = static_cast<uint8_t*>(full_.data_ptr());
+  const int64_t step = shardNumel_ * static_cast<int64_t>(full_.element_size());
+  for (int r = 0; r < shardSize_; ++r) {
+    at::from_blob(dst + r * step, {shardNumel_}, to).copy_(at::from_blob(store_->slice(r) + storeOffset_, {shardNumel_}, from));
+  }
 }
 
 int64_t FlatParameter::gatheredBytes() const {
@@ -176,7 +207,7 @@ void FlatParameter::reduceGradients(dist::Communicator& comm, double scale, cons
 void FlatParameter::beginReduce(dist::Communicator& comm, double scale, const std::string& what,
                                 dist::Communicator* replicas) {
   TORCH_CHECK(trainable_, "FlatParameter::reduceGradients: frozen parameters have no gradients");
-  TORCH_CHECK(!reduction_, "FlatParameter: a reduction of ", members_.front().name, " is still in flight");
+  finishReduce();  // an earlier pass's, still in flight: its sum is added first, as if it had been waited for
   torch::NoGradGuard noGrad;
   auto r = std::make_unique<Reduction>();
   r->flat = torch::zeros({paddedNumel()}, full_.options().dtype(reduceDtype_));
@@ -201,8 +232,12 @@ void FlatParameter::beginReduce(dist::Communicator& comm, double scale, const st
     r->mine = r->flat;  // a shard group of one: the flat gradient is the shard's
     if (replicated) r->pending = replicas->allReduceAsync(r->mine, dist::ReduceOp::kSum, what + " across replicas");
   }
+  // Published copies need no source: the full-size gradient is gone as soon as the reduction is issued.
+  if (r->pending && r->pending->inputCopied()) r->flat = torch::Tensor();
   reduction_ = std::move(r);
 }
+
+bool FlatParameter::reductionHoldsInput() const { return reduction_ && reduction_->flat.defined(); }
 
 void FlatParameter::finishReduce() {
   if (!reduction_) return;

@@ -135,17 +135,29 @@ class FlatParameter {
   // reduceGradients in two halves: begin drops the members' gradients into
   // one flat buffer and starts the reduction; finish waits for it and adds
   // the result to the shard's gradient. `comm` and `replicas` must outlive
-  // the reduction; nothing else may begin on this flat parameter until
-  // finishReduce().
+  // the reduction. A begin while one is in flight finishes that one first.
   void beginReduce(dist::Communicator& comm, double scale, const std::string& what,
                    dist::Communicator* replicas = nullptr);
   void finishReduce();
   bool reducing() const { return reduction_ != nullptr; }
+  // A reduction in flight that still holds the full-size gradient (the
+  // transport did not copy it at issue, dist::PendingCollective::inputCopied).
+  bool reductionHoldsInput() const;
+
+  // NOTE [Node-shared shards] (dist/shared_shards.h): moves the shard into
+  // `store` at `offset` of this rank's slice; from then on gather() copies
+  // every rank's slice without a collective (the caller keeps the store's
+  // write protocol), and the shard stays the same leaf tensor for the
+  // optimizer. `store` must outlive this flat parameter.
+  // REQUIRES: the store's group is the shard group, not gathered.
+  void moveShardInto(dist::SharedShards& store, uint64_t offset);
+  bool shardShared() const { return store_ != nullptr; }
 
  private:
   void allocateFull();
   // The shard as the full buffer's dtype wants it.
   torch::Tensor shardToGather() const;
+  void copyFromStore();
 
   std::vector<FlatMember> members_;
   std::vector<int64_t> offsets_;
@@ -162,6 +174,8 @@ class FlatParameter {
   torch::Tensor full_;   // (paddedNumel): the storage the members view
   torch::Tensor shard_;  // (shardNumel)
   std::unique_ptr<dist::PendingCollective> pendingGather_;
+  dist::SharedShards* store_ = nullptr;
+  uint64_t storeOffset_ = 0;
   struct Reduction;
   std::unique_ptr<Reduction> reduction_;
 };

@@ -46,6 +46,7 @@ protocol::StatusOr<std::shared_ptr<ShardedModel>> parallelizeFlamingo(model::Fla
   sharding.backwardPrefetch = bp == "pre" ? Prefetch::kPre : bp == "post" ? Prefetch::kPost : Prefetch::kNone;
   sharding.limitAllGathers = static_cast<int>(config.parallel.limit_all_gathers);
   sharding.valuesFromNodeLeader = options.valuesFromNodeLeader;
+  sharding.sharedShards = config.parallel.shared_shards;
   sharding.trainableGroup = [](const std::string& name) { return train::decaysWeight(name) ? 0 : 1; };
   // NOTE [Planner dtypes]: units gathered in the param dtype, frozen parameters stored in it, gradients
   // reduced in the reduce dtype; trainable shards keep the dtype the model was built in.

@@ -127,6 +127,11 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     returnFreedMemory();
   }
   if (severalNodes) checkNodesAgree(valueHashes, flatNames, valuesFrom->size());
+  if (options_.sharedShards) {
+    shareShards();
+  } else {
+    whyNotShared_ = "turned off (parallel.shared_shards: false)";
+  }
   visits_.assign(units_.size(), 0);
   reduced_.assign(units_.size(), false);
   endsOnGradients_.assign(units_.size(), false);
@@ -145,6 +150,64 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
           return g;
         });
       }
+    }
+  }
+}
+
+ShardedModel::~ShardedModel() { telemetry::trackExternalBytes(telemetry::Phase::kParameters, -storeOwnBytes_); }
+
+// NOTE [Node-shared shards]: every rank lays its shards out the same way (same flat parameters, same shard
+// sizes), so a flat parameter sits at the same offset of every rank's slice.
+void ShardedModel::shareShards() {
+  if (shardComm_->size() < 2) {
+    whyNotShared_ = "a shard group of one rank";
+    return;
+  }
+  std::vector<uint64_t> offsets;
+  uint64_t bytes = 0;
+  for (const auto& u : units_) {
+    for (const auto& f : u.flats) {
+      offsets.push_back(bytes);
+      bytes += (static_cast<uint64_t>(f->shardBytes()) + 63) / 64 * 64;
+    }
+  }
+  store_ = shardComm_->shareShards(bytes, &whyNotShared_);
+  if (!store_) return;
+  size_t k = 0;
+  for (auto& u : units_) {
+    for (auto& f : u.flats) f->moveShardInto(*store_, offsets[k++]);
+  }
+  returnFreedMemory();
+  storeOwnBytes_ = static_cast<int64_t>(bytes);
+  telemetry::trackExternalBytes(telemetry::Phase::kParameters, storeOwnBytes_);
+  store_->endWrite();
+  for (const auto& u : units_) {
+    for (const auto& f : u.flats) shardVersions_.push_back(static_cast<int64_t>(f->shard()._version()));
+  }
+}
+
+void ShardedModel::beginShardWrite() {
+  if (store_) store_->beginWrite("before writing the shards");
+}
+
+void ShardedModel::endShardWrite() {
+  if (!store_) return;
+  store_->endWrite();
+  size_t k = 0;
+  for (const auto& u : units_) {
+    for (const auto& f : u.flats) shardVersions_[k++] = static_cast<int64_t>(f->shard()._version());
+  }
+}
+
+// A write outside beginShardWrite / endShardWrite may have been read half-done by a peer: refuse to go on.
+void ShardedModel::checkShardsUnwritten() const {
+  size_t k = 0;
+  for (const auto& u : units_) {
+    for (const auto& f : u.flats) {
+      TORCH_CHECK(static_cast<int64_t>(f->shard()._version()) == shardVersions_[k++], "FSDP: the shard of ",
+                  f->members().front().name, " (unit ", u.path,
+                  ") was written outside ShardedModel::beginShardWrite() / endShardWrite(); with node-shared shards "
+                  "(NOTE [Node-shared shards]) its peers may have read it half-written");
     }
   }
 }
@@ -243,6 +306,7 @@ void ShardedModel::gather(Unit& u) {
   // Counted as gathered memory, not as the activations of the forward that asked for it.
   telemetry::MemoryPhase phase(telemetry::Phase::kGathered);
   const auto t0 = std::chrono::steady_clock::now();
+  if (store_) store_->awaitWritten(u.path);
   for (auto& f : u.flats) f->gather(*shardComm_, "gather " + u.path);
   commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   noteGathered();
@@ -255,6 +319,7 @@ void ShardedModel::prefetch(std::optional<size_t> unit) {
   if (options_.limitAllGathers > 0 && unitsGathered() >= options_.limitAllGathers) return;
   telemetry::MemoryPhase phase(telemetry::Phase::kGathered);
   const auto t0 = std::chrono::steady_clock::now();
+  if (store_) store_->awaitWritten(u.path);
   for (auto& f : u.flats) f->beginGather(*shardComm_, "prefetch " + u.path);
   commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   noteGathered();
@@ -269,6 +334,7 @@ void ShardedModel::free(Unit& u) {
 }
 
 void ShardedModel::beginForward() {
+  if (store_) checkShardsUnwritten();
   phase_ = Phase::kForward;
   visits_.assign(units_.size(), 0);
   endsOnGradients_.assign(units_.size(), false);
@@ -298,36 +364,37 @@ void ShardedModel::beginBackward(double scale) {
 void ShardedModel::reduce(size_t i) {
   if (reduced_[i]) return;
   reduced_[i] = true;
-  // One unit's reduction in flight at a time: its full-size gradient is the only extra memory.
-  finishReductions();
+  // At most one full-size gradient in flight: the only extra memory. Reductions whose transport copied
+  // their input hold just this rank's chunk and stay in flight (NOTE [Node-shared shards]).
+  finishReductions(/*holdingInputs=*/true);
   Unit& u = units_[i];
   telemetry::MemoryPhase phase(telemetry::Phase::kGradients);
   const auto t0 = std::chrono::steady_clock::now();
   for (auto& f : u.flats) {
     if (f->trainable()) f->beginReduce(*shardComm_, gradScale_, "reduce-scatter " + u.path, replicateComm_.get());
   }
-  reducing_.push_back(i);
+  if (std::find(reducing_.begin(), reducing_.end(), i) == reducing_.end()) reducing_.push_back(i);
   commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void ShardedModel::finishReductions() {
+void ShardedModel::finishReductions(bool holdingInputs) {
   if (reducing_.empty()) return;
   telemetry::MemoryPhase phase(telemetry::Phase::kGradients);
   const auto t0 = std::chrono::steady_clock::now();
+  std::vector<size_t> left;
   for (size_t i : reducing_) {
-    for (auto& f : units_[i].flats) f->finishReduce();
+    auto& flats = units_[i].flats;
+    if (holdingInputs && std::none_of(flats.begin(), flats.end(), [](const auto& f) { return f->reductionHoldsInput(); })) {
+      left.push_back(i);
+      continue;
+    }
+    for (auto& f : flats) f->finishReduce();
   }
-  reducing_.clear();
+  reducing_ = std::move(left);
   commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void ShardedModel::finishBackward() {
-  deferredReduce_.clear();  // reduced below
-  // Reverse unit order, as backward produces them; every rank the same.
-  for (size_t i = units_.size(); i-- > 0;) {
-    reduce(i);
-    free(units_[i]);
-  }
+void ShardedModel::settleGradients() {
   finishReductions();
   int64_t gradBytes = 0;
   for (const auto& u : units_) {
@@ -337,6 +404,20 @@ void ShardedModel::finishBackward() {
     }
   }
   peakShardGrads_ = std::max(peakShardGrads_, gradBytes);
+}
+
+void ShardedModel::finishBackward(bool settle) {
+  deferredReduce_.clear();  // reduced below
+  // Reverse unit order, as backward produces them; every rank the same.
+  for (size_t i = units_.size(); i-- > 0;) {
+    reduce(i);
+    free(units_[i]);
+  }
+  if (settle || !store_) {
+    settleGradients();
+  } else {
+    finishReductions(/*holdingInputs=*/true);
+  }
   outputEdges_.clear();
   phase_ = Phase::kIdle;
 }

@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "backend/dist/communicator.h"
+#include "backend/dist/shared_shards.h"
 #include "backend/fsdp/flat_param.h"
 #include "backend/model/unit_hooks.h"
 
@@ -95,6 +96,10 @@ struct ShardingOptions {
   // Delayed init (NOTE [Values from the node's first rank]): only the first rank of each node
   // (ranksPerNode ranks laid out node by node) holds the parameters' values.
   bool valuesFromNodeLeader = false;
+  // NOTE [Node-shared shards] (dist/shared_shards.h): when the shard group's communicator offers it
+  // (shared memory on one node), the shards live in one node-shared segment and gathers copy them
+  // without a collective. Writers of the shards then keep beginShardWrite / endShardWrite.
+  bool sharedShards = true;
 };
 
 // NOTE [Values from the node's first rank]: under delayed init the model's
@@ -131,6 +136,7 @@ class ShardedModel final : public model::UnitHooks {
   // the communicator).
   ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> units, std::shared_ptr<dist::Communicator> comm,
                ShardingOptions options = {});
+  ~ShardedModel() override;
   const ShardingOptions& options() const { return options_; }
   // The ranks the parameters are sharded over (solo under no_shard).
   dist::Communicator& shardGroup() const { return *shardComm_; }
@@ -160,6 +166,14 @@ class ShardedModel final : public model::UnitHooks {
   }
   // Bytes of this rank's shards (frozen and trainable).
   int64_t shardBytes() const;
+  // Whether the shards live in node-shared memory (NOTE [Node-shared shards]); if not, why.
+  bool shardsShared() const { return store_ != nullptr; }
+  const std::string& whyShardsNotShared() const { return whyNotShared_; }
+  // Around every write of the shards' values (the optimizer's step), on every rank the same number of
+  // times: begin waits until no rank reads the current values any more, end makes the new ones readable.
+  // No-ops without node-shared shards. A shard written outside them makes the next beginForward() throw.
+  void beginShardWrite();
+  void endShardWrite();
   // Seconds spent in gathers and gradient reductions since the last call (the step's communication:
   // none of it overlaps compute yet).
   double takeCommSeconds();
@@ -167,8 +181,13 @@ class ShardedModel final : public model::UnitHooks {
   void beginForward();
   // Gradients are summed over ranks, times `scale`, into the shards' gradients.
   void beginBackward(double scale = 1.0);
-  // After backward: every unit's gradients reduce-scattered; every unit freed.
-  void finishBackward();
+  // After backward: every unit's gradients reduce-scattered (with `settle`, waited for and in the shards'
+  // gradients; without, reductions whose transport copied their input may still be in flight: call
+  // settleGradients() before reading the shards' gradients); every unit freed.
+  void finishBackward(bool settle = true);
+  // Waits for every reduction in flight: the shards' gradients are complete. Without node-shared
+  // shards a pass's gathers meet the peers anyway, so leaving reductions in flight gains nothing.
+  void settleGradients();
   // Off by default: a caller that reads the members' full-size gradients
   // after backward (a gradient-flow check) needs them all until finishBackward.
   void setReduceDuringBackward(bool on) { reduceDuringBackward_ = on; }
@@ -209,9 +228,12 @@ class ShardedModel final : public model::UnitHooks {
   void gather(Unit& u);
   void prefetch(std::optional<size_t> unit);
   void free(Unit& u);
-  // Starts the unit's gradient reduction (finishing the one in flight first).
+  // Starts the unit's gradient reduction (first finishing those in flight that hold a full-size gradient).
   void reduce(size_t unit);
-  void finishReductions();
+  // Finishes the reductions in flight; with `holdingInputs`, only those still holding a full-size gradient.
+  void finishReductions(bool holdingInputs = false);
+  void shareShards();
+  void checkShardsUnwritten() const;
   void freeAll();
   void noteGathered();
   std::vector<size_t> gatheredUnits() const;  // what unitsGathered() counts
@@ -226,6 +248,11 @@ class ShardedModel final : public model::UnitHooks {
 
   std::shared_ptr<dist::Communicator> comm_;
   ShardingOptions options_;
+  // Before units_: the flat parameters' shards point into it.
+  std::unique_ptr<dist::SharedShards> store_;
+  std::string whyNotShared_;
+  int64_t storeOwnBytes_ = 0;         // this rank's slice, counted by the memory tracker as parameters
+  std::vector<int64_t> shardVersions_;  // per shared flat parameter: its shard's version after the last write
   std::shared_ptr<dist::Communicator> shardComm_;      // where parameters are sharded
   std::shared_ptr<dist::Communicator> replicateComm_;  // null: no replicas
   // NOTE [Values from the node's first rank]: throws naming the first flat parameter whose hash

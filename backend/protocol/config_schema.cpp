@@ -207,6 +207,8 @@ struct Schema {
         .choices({"shm", "gloo"});
     b.field(&ParallelConfig::shm_arena_mib, "shm_arena_mib", 64,
             "Shared memory per rank; larger messages travel over TCP").unit("MiB").range(1, 65536);
+    b.field(&ParallelConfig::shared_shards, "shared_shards", true,
+            "FSDP over shared memory: a node's shards in one segment; gathers copy them without waiting for peers");
   }
 
   void declareRunAndLaunch() {

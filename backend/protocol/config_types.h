@@ -157,6 +157,7 @@ struct ParallelConfig {
   int64_t preflight_timeout_s{};
   std::string intra_node_transport;  // shm | gloo: how ranks of one node exchange over Gloo
   int64_t shm_arena_mib{};
+  bool shared_shards{};  // FSDP over shared memory: shards in one node-shared segment, gathers copy without a collective
   bool operator==(const ParallelConfig&) const = default;
 };
 

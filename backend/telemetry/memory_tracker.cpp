@@ -209,6 +209,15 @@ bool cpuMemoryTrackerInstalled() {
   return tracker != nullptr && c10::GetCPUAllocator() == tracker;
 }
 
+void trackExternalBytes(Phase phase, std::int64_t bytes) {
+  if (!cpuMemoryTrackerInstalled() || bytes == 0) return;
+  if (bytes > 0) {
+    add(static_cast<std::size_t>(phase), bytes);
+  } else {
+    sub(static_cast<std::size_t>(phase), -bytes);
+  }
+}
+
 MemorySnapshot memorySnapshot() {
   MemorySnapshot s;
   s.tracking = g_tracker.load() != nullptr;

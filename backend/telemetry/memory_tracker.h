@@ -98,6 +98,11 @@ inline constexpr std::uint8_t kMemoryTrackerPriority = 100;
 protocol::Status installCpuMemoryTracker(std::uint8_t priority = kMemoryTrackerPriority);
 bool cpuMemoryTrackerInstalled();
 
+// Counts `bytes` under `phase` as if this thread allocated them now (negative: frees them): memory
+// the rank owns that LibTorch does not take from the CPU allocator (its slice of the node-shared
+// FSDP shards). No-op while the tracker is not installed.
+void trackExternalBytes(Phase phase, std::int64_t bytes);
+
 // The counters now, and the process's RSS (readProcessMemory()).
 MemorySnapshot memorySnapshot();
 // Starts a new peak interval: every peak becomes the current live value.

@@ -64,11 +64,14 @@ void expectUnshardedGradients(const std::string& family, bool checkpointing, con
     const int64_t afterForward = sharded->gatheredBytes();
     sharded->beginBackward();
     loss.backward();
-    int reducedEarly = 0;  // gated blocks whose shard has its gradient and whose members no longer do
+    // Gated blocks whose reduction began (their shard has its gradient, or it is in flight: NOTE [Node-shared
+    // shards]) and whose members no longer hold full-size gradients.
+    int reducedEarly = 0;
     for (const auto& u : sharded->units()) {
       if (u.path.find("gated_cross_attn") == std::string::npos) continue;
       for (const auto& f : u.flats) {
-        if (f->trainable() && f->shard().grad().defined() && !f->members().front().param.grad().defined()) {
+        if (f->trainable() && (f->shard().grad().defined() || f->reducing()) &&
+            !f->members().front().param.grad().defined()) {
           ++reducedEarly;
         }
       }
