@@ -34,6 +34,8 @@ p = b.PRESETS['$1']; print(p['laion']['batch'], p['mmc4']['batch'])"
 # one process for WORLD 1, else `flamingo-train launch` on the next free PORT.
 # TRANSPORT=gloo (env) sets parallel.intra_node_transport for every run: the same benchmark without the
 # shared-memory transport.
+# SHARED_SHARDS=false (env) sets parallel.shared_shards for every run: FSDP gathers through collectives
+# even over shared memory (NOTE [Node-shared shards]).
 run_ours() {
   local preset="$1" world="$2" dir="$3" bl bm n
   shift 3
@@ -46,7 +48,7 @@ run_ours() {
     --set "data.datasets[1].samples_per_epoch=$((bm * world * n))"
     --set optim.epochs=1 --set checkpoint.every_steps=0 --set telemetry.interval_steps=1
     --set telemetry.memory_every_steps=1000000 --set telemetry.logging_steps=1000000
-    --set "parallel.intra_node_transport=${TRANSPORT:-shm}" "$@")
+    --set "parallel.intra_node_transport=${TRANSPORT:-shm}" --set "parallel.shared_shards=${SHARED_SHARDS:-true}" "$@")
   rm -rf "$dir"
   if ((world == 1)); then
     timeout "$run_timeout" "$bin" train --config "$root/resources/presets/$preset.yaml" --run-dir "$dir" "${sets[@]}" \

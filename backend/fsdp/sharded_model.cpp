@@ -313,7 +313,9 @@ void ShardedModel::gather(Unit& u) {
 }
 
 void ShardedModel::prefetch(std::optional<size_t> unit) {
-  if (!unit) return;
+  // A gather from node-shared shards is a copy on this thread: nothing to overlap, and copying early holds
+  // the memory longer and evicts the current unit's weights from the cache (NOTE [Node-shared shards]).
+  if (!unit || store_) return;
   Unit& u = units_[*unit];
   if (std::all_of(u.flats.begin(), u.flats.end(), [](const auto& f) { return f->gathered(); })) return;
   if (options_.limitAllGathers > 0 && unitsGathered() >= options_.limitAllGathers) return;

@@ -101,6 +101,16 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
 
   // Gathered peak over the non-root units in gather order.
   const int64_t s = shards.shardSize;
+  // NOTE [Transport buffers]: Gloo's list all-gather stages a flat copy of its output, and our reduce-scatter
+  // over Gloo receives every rank's chunks into a buffer as large as the flat gradient. The shared-memory
+  // transport (backend/dist/shm_communicator.h) needs neither, for messages up to half its arena; it carries a
+  // group only when every member is on one node. With node-shared shards (backend/dist/shared_shards.h) a
+  // gather is a copy out of the node's segment whatever its size, and nothing is prefetched: there is no
+  // transfer to overlap, only a copy that would hold memory early.
+  const bool gloo = s > 1 && config.parallel.dist_backend != "nccl";
+  const bool shmGroup = gloo && config.parallel.intra_node_transport == "shm" &&
+                        (shards.topology.nodes == 1 || shards.strategy == Strategy::kHybridShard);
+  const bool sharedShards = shmGroup && config.parallel.shared_shards;
   int64_t root = 0, rootGradient = 0;
   std::vector<int64_t> gathered, grads, backwardUnits, tied, held;
   // shard_grad_op keeps a unit gathered from its forward to its backward only when that forward built a
@@ -127,8 +137,8 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
       tiedGrad += grads.back();
     }
   }
-  const auto fwdK = static_cast<size_t>(forwardWindow(config.parallel));
-  const auto bwdK = static_cast<size_t>(backwardWindow(config.parallel));
+  const auto fwdK = static_cast<size_t>(sharedShards ? 1 : forwardWindow(config.parallel));
+  const auto bwdK = static_cast<size_t>(sharedShards ? 1 : backwardWindow(config.parallel));
   int64_t peak = 0;
   for (size_t i = 0; i < gathered.size(); ++i) {
     int64_t w = 0;
@@ -170,18 +180,12 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
   WalkModel walk;
   walk.root = root - rootGradient;
   walk.rootGradient = rootGradient;
-  walk.forwardWindow = forwardWindow(config.parallel);
-  walk.backwardWindow = backwardWindow(config.parallel);
-  // NOTE [Transport buffers]: Gloo's list all-gather stages a flat copy of its output, and our reduce-scatter
-  // over Gloo receives every rank's chunks into a buffer as large as the flat gradient. The shared-memory
-  // transport (backend/dist/shm_communicator.h) needs neither, for messages up to half its arena; it carries a
-  // group only when every member is on one node.
-  const bool gloo = s > 1 && config.parallel.dist_backend != "nccl";
-  const bool shmGroup = gloo && config.parallel.intra_node_transport == "shm" &&
-                        (shards.topology.nodes == 1 || shards.strategy == Strategy::kHybridShard);
+  walk.forwardWindow = static_cast<int64_t>(fwdK);
+  walk.backwardWindow = static_cast<int64_t>(bwdK);
   const int64_t shmLimit = (std::max<int64_t>(1, config.parallel.shm_arena_mib) << 20) / 2;
   auto viaShm = [&](const UnitShards& unit, bool gradient) {
     if (!shmGroup) return false;
+    if (!gradient && sharedShards) return true;
     for (const auto& g : unit.groups) {
       if (gradient && !g.gradients) continue;
       // What each rank copies into its arena: its shard for a gather, the whole flat gradient for a reduction.

@@ -19,6 +19,7 @@
 # Usage: bench/fsdp/run_fsdp.sh [BUILD_DIR=build] [REPS=3] [STEPS=30] [PRESET...=tiny small]
 # Env:   WARMUP=5  PORT=29750  RUN_TIMEOUT=900 (s per run)  PYTHON=/usr/bin/python3
 #        TRANSPORT=gloo: our ranks without the shared-memory transport (parallel.intra_node_transport)
+#        SHARED_SHARDS=false: FSDP shards private to each rank (parallel.shared_shards)
 # Needs: jq, BUILD_DIR/bin/flamingo-train, Debian's python3-torch (for the batch sizes).
 set -euo pipefail
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"

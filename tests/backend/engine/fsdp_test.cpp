@@ -114,6 +114,12 @@ void expectGatherLimit(const RunOutput& r, int expected, const std::string& what
   EXPECT_EQ(most, expected) << what;
 }
 
+// The rank's log (logs/rank-<r>.log), whole.
+std::string rankLog(const RunOutput& r, int rank) {
+  std::ifstream f(r.dir / "logs" / ("rank-" + std::to_string(rank) + ".log"));
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
 TEST_F(FsdpTest, EveryStrategyTrainsAsOneProcess) {
   const RunOutput one = run("single", 1, single());
   ASSERT_EQ(one.losses.size(), 10u);
@@ -132,10 +138,19 @@ TEST_F(FsdpTest, EveryStrategyTrainsAsOneProcess) {
   expectSameRun(one, serial, "full_shard without prefetch", 1e-5, kTensorRel);
   expectGatherLimit(serial, 1, "without prefetch");
 
-  const auto cfg3 = config(3);
+  // Prefetch is for gathers that are collectives: private shards. Node-shared ones (the default over shared
+  // memory) copy a unit when it is needed, one at a time (NOTE [Node-shared shards]).
+  const auto cfg3 = config(3, {"parallel.shared_shards=false"});
   const RunOutput three = run("full_shard_3", 3, cfg3);
   expectGatherLimit(three, 2, "full_shard on 3 ranks with prefetch (limit 2)");
   expectSameRun(one, three, "full_shard on 3 ranks", 1e-5, kTensorRel);
+  const RunOutput threeShared = run("full_shard_3_shared", 3, config(3));
+  expectGatherLimit(threeShared, 1, "full_shard on 3 ranks with node-shared shards");
+  expectSameRun(one, threeShared, "full_shard on 3 ranks with node-shared shards", 1e-5, kTensorRel);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_NE(rankLog(threeShared, r).find("FSDP shards: node-shared"), std::string::npos) << "rank " << r;
+    EXPECT_NE(rankLog(three, r).find("FSDP shards: private (turned off"), std::string::npos) << "rank " << r;
+  }
   expectPlannedLayout(three, cfg3, fsdp_plan::Strategy::kFullShard, 3, 1);
   int64_t padding = 0;
   for (const auto& u : layoutOf(three)->units) padding += u.padding_elems;
@@ -267,12 +282,6 @@ TEST_F(FsdpTest, HybridSaveAndRestartIsBitwiseTheUninterruptedRun) {
   auto b = readCheckpoint(restarted.dir / "checkpoint_0.pt");
   ASSERT_TRUE(a.isOk() && b.isOk());
   expectBitwiseEqual(*a, *b, "restarted vs uninterrupted");
-}
-
-// The rank's log (logs/rank-<r>.log), whole.
-std::string rankLog(const RunOutput& r, int rank) {
-  std::ifstream f(r.dir / "logs" / ("rank-" + std::to_string(rank) + ".log"));
-  return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
 constexpr const char* kShapesOnly = "(delayed init: shards from the node's first rank)";

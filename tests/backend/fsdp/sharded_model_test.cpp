@@ -218,6 +218,7 @@ TEST_P(PrefetchTest, GathersAheadWithinTheLimit) {
   options.forwardPrefetch = c.forward;
   options.backwardPrefetch = c.backward;
   options.limitAllGathers = c.limit;
+  options.sharedShards = false;  // node-shared shards never prefetch (NOTE [Node-shared shards])
   const bool mayPrefetch = (c.forward || c.backward != ShardingOptions::BackwardPrefetch::kNone) && c.limit != 1;
   std::mutex mu;
   const auto errors = fs::testing::runThreadRanks(2, [&](dist::Communicator& comm) {
@@ -321,6 +322,7 @@ TEST_P(GatherWindowTest, RecordsTheUnitsGatheredTogetherAtThePeak) {
   options.forwardPrefetch = c.forward;
   using BP = ShardingOptions::BackwardPrefetch;
   options.backwardPrefetch = c.forward ? BP::kNone : BP::kPre;
+  options.sharedShards = false;  // node-shared shards never prefetch (NOTE [Node-shared shards])
   std::mutex mu;
   const auto errors = fs::testing::runThreadRanks(2, [&](dist::Communicator& comm) {
     Flamingo m = buildFourLayers();
