@@ -6,7 +6,7 @@
 
 namespace fs::dist {
 
-std::unique_ptr<SharedShards> Communicator::shareShards(uint64_t /*bytesPerRank*/, std::string* why) {
+std::unique_ptr<SharedShards> Communicator::shareShards(uint64_t /*bytes*/, std::string* why) {
   if (why) *why = "the group's collectives do not travel through shared memory (" + transport() + ")";
   return nullptr;
 }

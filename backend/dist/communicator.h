@@ -92,11 +92,11 @@ class Communicator {
                                               const std::string& name) = 0;
 
   // Storage for FSDP shards that every rank of the group can read (NOTE
-  // [Node-shared shards] in shared_shards.h), `bytesPerRank` per rank, when
+  // [Node-shared shards] in shared_shards.h), at least `bytes` in all, when
   // the group shares a node's memory; otherwise nullptr and the reason in
   // *why (when given). Every rank calls it at the same point, like a
   // collective.
-  virtual std::unique_ptr<SharedShards> shareShards(uint64_t bytesPerRank, std::string* why);
+  virtual std::unique_ptr<SharedShards> shareShards(uint64_t bytes, std::string* why);
 
   // How the collectives travel, for logs ("gloo + shared memory"; by
   // default backendName()).

@@ -16,8 +16,9 @@ SharedShards::SharedShards(std::unique_ptr<ShmSegment> seg, int rank, std::chron
 SharedShards::~SharedShards() = default;
 
 int SharedShards::size() const { return seg_->size(); }
-uint64_t SharedShards::bytesPerRank() const { return seg_->arenaBytes(); }
-uint8_t* SharedShards::slice(int r) const { return seg_->arena(r); }
+// The ranks' arenas lie end to end: one region.
+uint8_t* SharedShards::data() const { return seg_->arena(0); }
+uint64_t SharedShards::bytes() const { return seg_->arenaBytes() * static_cast<uint64_t>(seg_->size()); }
 
 namespace {
 

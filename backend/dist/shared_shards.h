@@ -8,17 +8,19 @@
 // every unit for the slowest peer: a step costs the sum over passes of the
 // slowest rank's pass, where DDP, which meets only once a step, costs the
 // slowest rank's step. A shard changes only when its rank's optimizer
-// steps, so there is nothing to publish per unit: each rank keeps its
-// shards in its slice of one segment, a gather copies every slice (without
-// a collective), and the ranks meet only around the writes:
+// steps, so there is nothing to publish per unit: every flat parameter's
+// padded buffer lies whole in one segment of the node, each rank writing
+// only its shard's part of it. A gather needs no collective: the unit's
+// members view the buffer in place (or, for a cast, copy it), and the
+// ranks meet only around the writes:
 //   - beginWrite(): this rank is done reading the current values; wait
 //     until every rank is (they all finished their passes of the step);
 //   - endWrite(): this rank's slice holds the new values;
 //   - awaitWritten(): before a gather, every rank has ended the writes this
 //     rank has ended, so its slice holds the same generation.
 // Every rank calls beginWrite / endWrite the same number of times, like a
-// collective. Memory per rank is what it was: the rank's own slice is its
-// shards; the peers' slices are mapped, not copied.
+// collective. The node holds one copy of the shards, as before; a gathered
+// unit maps the peers' parts instead of copying them.
 //
 // Thread-safety: the rank's training thread.
 #pragma once
@@ -42,10 +44,10 @@ class SharedShards {
 
   int rank() const { return rank_; }
   int size() const;
-  uint64_t bytesPerRank() const;
-  // Rank r's slice: bytesPerRank() bytes, 64-byte aligned. Write only your own, between beginWrite and endWrite
-  // (or before the first endWrite).
-  uint8_t* slice(int r) const;
+  // The shared region: bytes() bytes, 64-byte aligned, the same contents on every rank. Write only your own
+  // parts, between beginWrite and endWrite (or before the first endWrite).
+  uint8_t* data() const;
+  uint64_t bytes() const;
 
   // Writes this rank has ended (the generation its slice holds).
   uint64_t generation() const { return generation_; }

@@ -134,7 +134,7 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
     Communicator::setFailureDescriber(std::move(f));
   }
 
-  std::unique_ptr<SharedShards> shareShards(uint64_t bytesPerRank, std::string* why) override;
+  std::unique_ptr<SharedShards> shareShards(uint64_t bytes, std::string* why) override;
 
   std::shared_ptr<Communicator> split(const std::vector<std::vector<int>>& groups, const std::string& name) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -383,9 +383,10 @@ std::vector<uint8_t> bytesOfText(const std::string& s) { return {s.begin(), s.en
 std::string textOf(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
 
 // The segment's name and nonce travel from rank 0 in a fixed-size message over this group's own collectives.
-std::unique_ptr<SharedShards> ShmCommunicator::shareShards(uint64_t bytesPerRank, std::string* why) {
+std::unique_ptr<SharedShards> ShmCommunicator::shareShards(uint64_t total, std::string* why) {
   constexpr int64_t kMessage = 128;
-  const uint64_t bytes = std::max<uint64_t>(alignUp(bytesPerRank), kAlign);
+  // As one arena per rank, end to end (SharedShards::data()).
+  const uint64_t bytes = std::max<uint64_t>(alignUp((total + size_ - 1) / size_), kAlign);
   std::unique_ptr<ShmSegment> seg;
   std::string failure;
   at::Tensor message = at::zeros({kMessage}, at::kByte);

@@ -6,6 +6,7 @@
 
 #include "backend/dist/shared_shards.h"
 #include "backend/fsdp_plan/sharding.h"
+#include "backend/telemetry/memory_tracker.h"
 
 namespace fs::fsdp {
 
@@ -112,11 +113,10 @@ void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
     return;
   }
   if (gathered_) return;
-  allocateFull();
   gathered_ = true;
-  if (store_) {
-    copyFromStore();
-  } else if (shardSize_ == 1) {
+  if (shared_) return gatherShared();
+  allocateFull();
+  if (shardSize_ == 1) {
     full_.copy_(shard_.detach());  // a cast (without one there is nothing to gather)
   } else {
     comm.allGather(full_, shardToGather(), what);
@@ -125,7 +125,7 @@ void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
 
 void FlatParameter::beginGather(dist::Communicator& comm, const std::string& what) {
   if (gathered_) return;
-  if (shardSize_ == 1 || store_) {  // nothing to wait for: gathered at once
+  if (shardSize_ == 1 || shared_) {  // nothing to wait for: gathered at once
     gather(comm, what);
     return;
   }
@@ -143,37 +143,44 @@ void FlatParameter::free() {
   }
   if (!gathered_ || !needsGather_) return;  // the members view the shard itself
   c10::StorageImpl* s = full_.storage().unsafeGetStorageImpl();
+  if (shared_ && !cast_) telemetry::trackExternalBytes(telemetry::Phase::kGathered, -static_cast<int64_t>(s->nbytes()));
   s->set_data_ptr_noswap(at::DataPtr(nullptr, full_.device()));
   s->set_nbytes(0);
   gathered_ = false;
 }
 
 void FlatParameter::moveShardInto(dist::SharedShards& store, uint64_t offset) {
+  const uint64_t padded = static_cast<uint64_t>(paddedNumel()) * shard_.element_size();
   TORCH_CHECK(store.size() == shardSize_ && store.rank() == shardRank_, "FlatParameter ", members_.front().name,
               ": shared shards of rank ", store.rank(), " of ", store.size(), " for shard ", shardRank_, " of ",
               shardSize_);
-  TORCH_CHECK(offset % 64 == 0 && offset + static_cast<uint64_t>(shardBytes()) <= store.bytesPerRank(),
-              "FlatParameter ", members_.front().name, ": ", shardBytes(), " bytes at offset ", offset,
-              " do not fit a slice of ", store.bytesPerRank());
+  TORCH_CHECK(offset % 64 == 0 && offset + padded <= store.bytes(), "FlatParameter ", members_.front().name, ": ",
+              padded, " bytes at offset ", offset, " do not fit shared shards of ", store.bytes());
   TORCH_CHECK(!gathered_ && !reduction_, "FlatParameter ", members_.front().name, ": moved while in use");
   torch::NoGradGuard noGrad;
-  torch::Tensor shared =
-      at::from_blob(store.slice(shardRank_) + offset, {shardNumel_}, shard_.options().requires_grad(false));
-  shared.copy_(shard_.detach());
-  shard_.set_data(shared);  // the same leaf (the optimizer's), now in the node's segment
-  store_ = &store;
-  storeOffset_ = offset;
+  shared_ = store.data() + offset;
+  torch::Tensor mine = at::from_blob(shared_ + static_cast<uint64_t>(shardBytes()) * shardRank_, {shardNumel_},
+                                     shard_.options().requires_grad(false));
+  mine.copy_(shard_.detach());
+  shard_.set_data(mine);  // the same leaf (the optimizer's), now in the node's segment
 }
 
-void FlatParameter::copyFromStore() {
-  // Through views of our own: the full buffer's autograd metadata stays untouched (NOTE [Freeing gathered storage]).
-  const auto from = at::TensorOptions().dtype(shard_.scalar_type());
-  const auto to = at::TensorOptions().dtype(full_.scalar_type());
-  auto* dst = static_cast<uint8_t*>(full_.data_ptr());
-  const int64_t step = shardNumel_ * static_cast<int64_t>(full_.element_size());
-  for (int r = 0; r < shardSize_; ++r) {
-    at::from_blob(dst + r * step, {shardNumel_}, to).copy_(at::from_blob(store_->slice(r) + storeOffset_, {shardNumel_}, from));
+void FlatParameter::gatherShared() {
+  const size_t bytes = static_cast<size_t>(paddedNumel()) * full_.element_size();
+  c10::StorageImpl* s = full_.storage().unsafeGetStorageImpl();
+  if (cast_) {
+    allocateFull();
+    // Through a view of our own: the full buffer's autograd metadata stays untouched (NOTE [Freeing gathered
+    // storage]).
+    at::from_blob(full_.data_ptr(), {paddedNumel()}, at::TensorOptions().dtype(full_.scalar_type()))
+        .copy_(at::from_blob(shared_, {paddedNumel()}, at::TensorOptions().dtype(shard_.scalar_type())));
+    return;
   }
+  // The members view the node's buffer itself. Its pages count in this rank's resident memory, and in the
+  // tracker as gathered, as a copy would.
+  s->set_data_ptr_noswap(at::DataPtr(shared_, full_.device()));
+  s->set_nbytes(bytes);
+  telemetry::trackExternalBytes(telemetry::Phase::kGathered, static_cast<int64_t>(bytes));
 }
 
 int64_t FlatParameter::gatheredBytes() const {
@@ -196,7 +203,12 @@ struct FlatParameter::Reduction {
   std::string what;
 };
 
-FlatParameter::~FlatParameter() = default;
+FlatParameter::~FlatParameter() {
+  if (shared_ && !cast_ && gathered_) {  // a view of the node's buffer that the tracker counts
+    telemetry::trackExternalBytes(telemetry::Phase::kGathered,
+                                  -static_cast<int64_t>(full_.storage().unsafeGetStorageImpl()->nbytes()));
+  }
+}
 
 void FlatParameter::reduceGradients(dist::Communicator& comm, double scale, const std::string& what,
                                     dist::Communicator* replicas) {

@@ -144,20 +144,22 @@ class FlatParameter {
   // transport did not copy it at issue, dist::PendingCollective::inputCopied).
   bool reductionHoldsInput() const;
 
-  // NOTE [Node-shared shards] (dist/shared_shards.h): moves the shard into
-  // `store` at `offset` of this rank's slice; from then on gather() copies
-  // every rank's slice without a collective (the caller keeps the store's
-  // write protocol), and the shard stays the same leaf tensor for the
-  // optimizer. `store` must outlive this flat parameter.
+  // NOTE [Node-shared shards] (dist/shared_shards.h): the padded buffer
+  // lives at `offset` of `store` (in the shard's dtype), this rank's shard
+  // moved into its part of it; the shard stays the same leaf tensor for the
+  // optimizer. From then on gather() needs no collective (the caller keeps
+  // the store's write protocol): the members view the buffer in place, or,
+  // with a cast (NOTE [Mixed precision in a flat parameter]), a private cast
+  // copy of it. `store` must outlive this flat parameter.
   // REQUIRES: the store's group is the shard group, not gathered.
   void moveShardInto(dist::SharedShards& store, uint64_t offset);
-  bool shardShared() const { return store_ != nullptr; }
+  bool shardShared() const { return shared_ != nullptr; }
 
  private:
   void allocateFull();
   // The shard as the full buffer's dtype wants it.
   torch::Tensor shardToGather() const;
-  void copyFromStore();
+  void gatherShared();
 
   std::vector<FlatMember> members_;
   std::vector<int64_t> offsets_;
@@ -174,8 +176,7 @@ class FlatParameter {
   torch::Tensor full_;   // (paddedNumel): the storage the members view
   torch::Tensor shard_;  // (shardNumel)
   std::unique_ptr<dist::PendingCollective> pendingGather_;
-  dist::SharedShards* store_ = nullptr;
-  uint64_t storeOffset_ = 0;
+  uint8_t* shared_ = nullptr;  // the padded buffer in the node's segment (NOTE [Node-shared shards])
   struct Reduction;
   std::unique_ptr<Reduction> reduction_;
 };

@@ -156,8 +156,8 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
 
 ShardedModel::~ShardedModel() { telemetry::trackExternalBytes(telemetry::Phase::kParameters, -storeOwnBytes_); }
 
-// NOTE [Node-shared shards]: every rank lays its shards out the same way (same flat parameters, same shard
-// sizes), so a flat parameter sits at the same offset of every rank's slice.
+// NOTE [Node-shared shards]: every rank builds the same flat parameters in the same order, so they agree on
+// where each padded buffer lies in the segment.
 void ShardedModel::shareShards() {
   if (shardComm_->size() < 2) {
     whyNotShared_ = "a shard group of one rank";
@@ -168,7 +168,7 @@ void ShardedModel::shareShards() {
   for (const auto& u : units_) {
     for (const auto& f : u.flats) {
       offsets.push_back(bytes);
-      bytes += (static_cast<uint64_t>(f->shardBytes()) + 63) / 64 * 64;
+      bytes += (static_cast<uint64_t>(f->shardBytes()) * shardComm_->size() + 63) / 64 * 64;
     }
   }
   store_ = shardComm_->shareShards(bytes, &whyNotShared_);
@@ -178,7 +178,8 @@ void ShardedModel::shareShards() {
     for (auto& f : u.flats) f->moveShardInto(*store_, offsets[k++]);
   }
   returnFreedMemory();
-  storeOwnBytes_ = static_cast<int64_t>(bytes);
+  storeOwnBytes_ = shardBytes();  // its part of the node's copy; the rest is the peers'
+
   telemetry::trackExternalBytes(telemetry::Phase::kParameters, storeOwnBytes_);
   store_->endWrite();
   for (const auto& u : units_) {

@@ -251,7 +251,7 @@ class ShardedModel final : public model::UnitHooks {
   // Before units_: the flat parameters' shards point into it.
   std::unique_ptr<dist::SharedShards> store_;
   std::string whyNotShared_;
-  int64_t storeOwnBytes_ = 0;         // this rank's slice, counted by the memory tracker as parameters
+  int64_t storeOwnBytes_ = 0;         // this rank's shards in the segment, counted by the memory tracker
   std::vector<int64_t> shardVersions_;  // per shared flat parameter: its shard's version after the last write
   std::shared_ptr<dist::Communicator> shardComm_;      // where parameters are sharded
   std::shared_ptr<dist::Communicator> replicateComm_;  // null: no replicas

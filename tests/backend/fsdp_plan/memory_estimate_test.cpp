@@ -64,8 +64,10 @@ TEST(MemoryEstimate, TinyUnderAmpStoresFrozenInBfloat16AndTheReferenceDoesNot) {
 }
 
 TEST(MemoryEstimate, GatheredWindowFollowsLimitAllGathers) {
-  // fp32, world 2, openflamingo: units gathered in fp32 at full padded size.
-  auto c = test::preset("tiny", {"parallel.limit_all_gathers=1", "parallel.backward_prefetch=none"});
+  // fp32, world 2, openflamingo: units gathered in fp32 at full padded size. Private shards: prefetched
+  // gathers are collectives.
+  auto c = test::preset("tiny", {"parallel.limit_all_gathers=1", "parallel.backward_prefetch=none",
+                                 "parallel.shared_shards=false"});
   auto plan = planFor(c, {2, 1});
   const auto& one = entry(plan, "ours", "openflamingo", Strategy::kFullShard).memory;
   // Root 4,224 stays gathered; the largest single unit is the vision tower (forward only).
@@ -86,7 +88,8 @@ TEST(MemoryEstimate, ShardGradOpWithCheckpointingHoldsOnlyUnitsOutsideCheckpoint
   // Backward then peaks at a gated block (its unsharded gradient, gathered with the Perceiver) beside
   // the held embedding and its tied gradient: 4,160 + 8,322 + 4,160 + 8,322 + 8,576, below the
   // forward window of the vision tower and the Perceiver.
-  auto c = test::preset("tiny", {"parallel.limit_all_gathers=2", "model.gradient_checkpointing=true"});
+  auto c = test::preset("tiny", {"parallel.limit_all_gathers=2", "model.gradient_checkpointing=true",
+                                 "parallel.shared_shards=false"});
   const auto plan = planFor(c, {2, 1});
   const auto& sgo = entry(plan, "ours", "openflamingo", Strategy::kShardGradOp).memory;
   EXPECT_EQ(sgo.gatheredPeak, (4224 + 33280 + 8576) * 4);
@@ -95,6 +98,19 @@ TEST(MemoryEstimate, ShardGradOpWithCheckpointingHoldsOnlyUnitsOutsideCheckpoint
   const auto held = planFor(c, {2, 1});
   EXPECT_EQ(entry(held, "ours", "openflamingo", Strategy::kShardGradOp).memory.gatheredPeak,
             (4224 + 8576 + 4160 + 2 * 8322 + 2 * 8544 + 8576 + 4160) * 4);
+}
+
+TEST(MemoryEstimate, NodeSharedShardsGatherOneUnitAtATime) {
+  // NOTE [Node-shared shards]: over shared memory on one node nothing is prefetched, whatever the limit;
+  // over Gloo only, the window is back.
+  auto c = test::preset("tiny", {"parallel.limit_all_gathers=2"});
+  ASSERT_TRUE(c.parallel.shared_shards);
+  const auto oneNode = planFor(c, {2, 1});
+  EXPECT_EQ(entry(oneNode, "ours", "openflamingo", Strategy::kFullShard).memory.gatheredPeak, (4224 + 33280) * 4);
+  c.parallel.intra_node_transport = "gloo";
+  const auto overGloo = planFor(c, {2, 1});
+  EXPECT_EQ(entry(overGloo, "ours", "openflamingo", Strategy::kFullShard).memory.gatheredPeak,
+            (4224 + 33280 + 8576) * 4);
 }
 
 TEST(MemoryEstimate, NineBOnEightGpusMatchesTheHandCount) {
