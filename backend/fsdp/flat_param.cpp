@@ -249,7 +249,10 @@ void FlatParameter::beginReduce(dist::Communicator& comm, double scale, const st
   reduction_ = std::move(r);
 }
 
-bool FlatParameter::reductionHoldsInput() const { return reduction_ && reduction_->flat.defined(); }
+// A shard group of one reduces the flat gradient itself, in place: full size either way.
+bool FlatParameter::reductionHoldsInput() const {
+  return reduction_ && (reduction_->flat.defined() || shardSize_ == 1);
+}
 
 void FlatParameter::finishReduce() {
   if (!reduction_) return;

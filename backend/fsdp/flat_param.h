@@ -140,8 +140,9 @@ class FlatParameter {
                    dist::Communicator* replicas = nullptr);
   void finishReduce();
   bool reducing() const { return reduction_ != nullptr; }
-  // A reduction in flight that still holds the full-size gradient (the
-  // transport did not copy it at issue, dist::PendingCollective::inputCopied).
+  // A reduction in flight that still holds a full-size gradient (the
+  // transport did not copy it at issue, dist::PendingCollective::inputCopied,
+  // or a shard group of one all-reduces it in place).
   bool reductionHoldsInput() const;
 
   // NOTE [Node-shared shards] (dist/shared_shards.h): the padded buffer

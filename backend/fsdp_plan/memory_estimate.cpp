@@ -213,7 +213,9 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
       u.held = sgo && held[k] != 0;
       u.tied = tied[k] != 0;
       u.staged = gloo && !viaShm(shards.units[i], false);
-      u.reduceCopies = gloo && !viaShm(shards.units[i], true) ? 2 : 1;
+      // Over shared memory the flat gradient is copied into the arena as the reduce-scatter is issued and
+      // dropped (dist::PendingCollective::inputCopied).
+      u.reduceCopies = !gloo ? 1 : viaShm(shards.units[i], true) ? 0 : 2;
       assignActivations(layout.units[i].path, i == lastVision, checkpointing, a, u);
       assigned += u.kept;
       walk.units.push_back(u);

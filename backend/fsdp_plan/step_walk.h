@@ -44,7 +44,9 @@ struct WalkUnit {
   int64_t recompute = 0;  // its forward run again in backward (checkpointing)
   int64_t backwardWorking = 0;  // gradients alive inside its backward (ActivationRegions::*Backward)
   bool staged = false;    // its all-gather goes through Gloo's list form, which stages a flat copy
-  int64_t reduceCopies = 2;  // its reduce-scatter in flight: the flat gradient, plus Gloo's receive buffer
+  // Its reduce-scatter in flight: the flat gradient, plus Gloo's receive buffer (0 when the transport copied
+  // the gradient as it was issued).
+  int64_t reduceCopies = 2;
 };
 
 struct WalkModel {
