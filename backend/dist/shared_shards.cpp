@@ -8,7 +8,7 @@
 namespace fs::dist {
 
 // The control block's counters, read as NOTE [Node-shared shards]'s:
-// `published` = writes ended (the slice's generation), `completed` = generations this rank is done reading.
+// `published` = writes ended (the generation its parts hold), `completed` = generations this rank is done reading.
 
 SharedShards::SharedShards(std::unique_ptr<ShmSegment> seg, int rank, std::chrono::milliseconds timeout)
     : seg_(std::move(seg)), rank_(rank), timeout_(timeout) {}

@@ -15,9 +15,9 @@
 // ranks meet only around the writes:
 //   - beginWrite(): this rank is done reading the current values; wait
 //     until every rank is (they all finished their passes of the step);
-//   - endWrite(): this rank's slice holds the new values;
+//   - endWrite(): this rank's part of every buffer holds the new values;
 //   - awaitWritten(): before a gather, every rank has ended the writes this
-//     rank has ended, so its slice holds the same generation.
+//     rank has ended, so its part holds the same generation.
 // Every rank calls beginWrite / endWrite the same number of times, like a
 // collective. The node holds one copy of the shards, as before; a gathered
 // unit maps the peers' parts instead of copying them.
@@ -49,8 +49,6 @@ class SharedShards {
   uint8_t* data() const;
   uint64_t bytes() const;
 
-  // Writes this rank has ended (the generation its slice holds).
-  uint64_t generation() const { return generation_; }
   // Each throws std::runtime_error naming `what` and the peer when a peer died or the timeout passed.
   void awaitWritten(std::string_view what);
   void beginWrite(std::string_view what);

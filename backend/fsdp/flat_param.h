@@ -154,7 +154,6 @@ class FlatParameter {
   // copy of it. `store` must outlive this flat parameter.
   // REQUIRES: the store's group is the shard group, not gathered.
   void moveShardInto(dist::SharedShards& store, uint64_t offset);
-  bool shardShared() const { return shared_ != nullptr; }
 
  private:
   void allocateFull();
