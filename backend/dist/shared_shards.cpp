@@ -22,6 +22,7 @@ uint64_t SharedShards::bytes() const { return seg_->arenaBytes() * static_cast<u
 
 namespace {
 
+// Called before every gather: builds no text unless it has to wait.
 void waitAll(ShmSegment& seg, int rank, std::chrono::milliseconds timeout, std::string_view what,
              std::atomic<uint64_t> ShmRankControl::*counter, uint64_t atLeast, const char* state) {
   auto lagging = [&] {
@@ -38,15 +39,16 @@ void waitAll(ShmSegment& seg, int rank, std::chrono::milliseconds timeout, std::
     return true;
   };
   if (ready()) return;
-  auto cause = waitOnSegment(seg, rank, ready, [&] { return "rank(s) " + lagging() + " " + state; }, timeout);
+  auto cause = waitOnSegment(
+      seg, rank, ready,
+      [&] { return "rank(s) " + lagging() + " " + state + " " + std::to_string(atLeast) + " of the shards"; }, timeout);
   if (cause) throw std::runtime_error("shared shards: " + std::string(what) + ": " + *cause);
 }
 
 }  // namespace
 
 void SharedShards::awaitWritten(std::string_view what) {
-  waitAll(*seg_, rank_, timeout_, what, &ShmRankControl::published, generation_,
-          ("to write generation " + std::to_string(generation_) + " of their shards").c_str());
+  waitAll(*seg_, rank_, timeout_, what, &ShmRankControl::published, generation_, "to write generation");
 }
 
 void SharedShards::beginWrite(std::string_view what) {
@@ -54,8 +56,7 @@ void SharedShards::beginWrite(std::string_view what) {
   writing_ = true;
   seg_->control(rank_).completed.store(generation_);
   seg_->notifyAll();
-  waitAll(*seg_, rank_, timeout_, what, &ShmRankControl::completed, generation_,
-          ("to finish reading generation " + std::to_string(generation_) + " of the shards").c_str());
+  waitAll(*seg_, rank_, timeout_, what, &ShmRankControl::completed, generation_, "to finish reading generation");
 }
 
 void SharedShards::endWrite() {

@@ -412,11 +412,7 @@ std::unique_ptr<SharedShards> ShmCommunicator::shareShards(uint64_t total, std::
       failure = e.what();
     }
   }
-  if (seg) {  // before the agreement: a peer's first wait may already look for dead processes
-    ShmRankControl& mine = seg->control(rank_);
-    mine.pid = ::getpid();
-    mine.pidNamespace = currentPidNamespace();
-  }
+  if (seg) seg->claim(rank_);  // before the agreement: a peer's first wait may already look for dead processes
   at::Tensor mapped = at::full({1}, seg ? 1 : 0, at::kInt);
   allReduce(mapped, ReduceOp::kMin, "shared shards: mapped");
   if (seg) seg->unlink();  // every member has mapped it or given up
@@ -472,11 +468,7 @@ std::shared_ptr<Communicator> offerSharedMemory(std::shared_ptr<Communicator> in
       }
     }
   }
-  if (seg) {  // before "mapped": a peer's first wait may already look for dead processes
-    ShmRankControl& mine = seg->control(rank);
-    mine.pid = ::getpid();
-    mine.pidNamespace = currentPidNamespace();
-  }
+  if (seg) seg->claim(rank);  // before "mapped": a peer's first wait may already look for dead processes
   store.set(k + "mapped/" + std::to_string(rank), bytesOfText(failure.empty() ? "ok" : failure));
   std::string firstFailure;
   for (int r = 0; r < size; ++r) {

@@ -139,6 +139,12 @@ uint8_t* ShmSegment::arena(int rank) const {
          static_cast<size_t>(size_) * roundUp(sizeof(ShmRankControl)) + static_cast<size_t>(rank) * arenaBytes_;
 }
 
+void ShmSegment::claim(int rank) {
+  ShmRankControl& c = control(rank);
+  c.pid = ::getpid();
+  c.pidNamespace = currentPidNamespace();
+}
+
 uint32_t ShmSegment::epoch() const { return header().epoch.load(); }
 
 void ShmSegment::notifyAll() {

@@ -62,6 +62,8 @@ class ShmSegment {
   int size() const { return size_; }
   uint64_t arenaBytes() const { return arenaBytes_; }
   ShmRankControl& control(int rank) const;
+  // Marks `rank`'s control block as this process's, so that peers waiting on it can tell when it dies.
+  void claim(int rank);
   uint8_t* arena(int rank) const;
 
   // The group-wide change counter. A rank bumps it after each change of its

@@ -179,12 +179,9 @@ void ShardedModel::shareShards() {
   }
   returnFreedMemory();
   storeOwnBytes_ = shardBytes();  // its part of the node's copy; the rest is the peers'
-
   telemetry::trackExternalBytes(telemetry::Phase::kParameters, storeOwnBytes_);
-  store_->endWrite();
-  for (const auto& u : units_) {
-    for (const auto& f : u.flats) shardVersions_.push_back(static_cast<int64_t>(f->shard()._version()));
-  }
+  shardVersions_.resize(offsets.size());
+  endShardWrite();  // the first generation: the values moved in
 }
 
 void ShardedModel::beginShardWrite() {
@@ -314,15 +311,14 @@ void ShardedModel::gather(Unit& u) {
 }
 
 void ShardedModel::prefetch(std::optional<size_t> unit) {
-  // A gather from node-shared shards is a copy on this thread: nothing to overlap, and copying early holds
-  // the memory longer and evicts the current unit's weights from the cache (NOTE [Node-shared shards]).
+  // A gather from node-shared shards moves nothing between ranks (a mapping, or a cast on this thread):
+  // there is nothing to overlap, and gathering early only holds the unit longer (NOTE [Node-shared shards]).
   if (!unit || store_) return;
   Unit& u = units_[*unit];
   if (std::all_of(u.flats.begin(), u.flats.end(), [](const auto& f) { return f->gathered(); })) return;
   if (options_.limitAllGathers > 0 && unitsGathered() >= options_.limitAllGathers) return;
   telemetry::MemoryPhase phase(telemetry::Phase::kGathered);
   const auto t0 = std::chrono::steady_clock::now();
-  if (store_) store_->awaitWritten(u.path);
   for (auto& f : u.flats) f->beginGather(*shardComm_, "prefetch " + u.path);
   commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   noteGathered();
