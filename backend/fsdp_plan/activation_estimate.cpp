@@ -7,9 +7,24 @@
 namespace fs::fsdp_plan {
 namespace {
 
-// NOTE [Activation formula] for one dataset; returns {without, with} checkpointing in bytes.
-DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::DatasetConfig& ds,
-                              Dtype compute) {
+// The model's two ways through a batch (NOTE [Skipped padding] in backend/model/common.h): every position
+// computed, or the token-wise work on the `real` tokens only, which needs at least ceil(2^22 / d^2) of
+// the B L positions to be padding.
+struct Path {
+  bool skip = false;
+  int64_t real = 0;  // positions the token-wise work runs on
+};
+
+// The largest sum of squared sequence lengths of `real` tokens in sequences of at most `length`: every
+// sequence full but one. Packed attention keeps heads x that many probabilities.
+int64_t squaredLengths(int64_t real, int64_t length) {
+  const int64_t full = real / length, rest = real % length;
+  return full * length * length + rest * rest;
+}
+
+// NOTE [Activation formula] for one dataset along one path.
+DatasetActivations forPath(const protocol::RunConfig& c, const protocol::DatasetConfig& ds, Dtype compute,
+                           Path path) {
   const auto& m = c.model;
   const bool mmc4 = ds.type == "mmc4";
   DatasetActivations a;
@@ -28,6 +43,7 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
   const int64_t rows = m.tokens.vocab_size > 0 ? m.tokens.vocab_size : m.lm.vocab_size;
   const int64_t images = b * t;
   const int64_t tokens = b * l;
+  const int64_t real = path.skip ? path.real : tokens;
 
   const int64_t features = images * p * dv;
   const int64_t perceiverLayer =
@@ -35,31 +51,37 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
                 6 * n * dv + 2 * m.perceiver.ff_mult * n * dv);
   const int64_t perceiver = m.perceiver.depth * perceiverLayer + images * 2 * n * dv;
   const int64_t media = b * big_m * dv;
-  const int64_t gatedBlock =
-      tokens * (6 * d + 2 * ix + 2 * mx * d + 2 * m.cross_attn.heads * big_m) + b * 2 * big_m * ix;
+  // A gated block's feed-forward (its packed input, norm, and the two mx d wide activations) runs on
+  // the real tokens; the cross-attention and the two gates' inputs stay (B, L).
+  const int64_t gatedBlock = tokens * (4 * d + 2 * ix + 2 * m.cross_attn.heads * big_m) +
+                             real * (2 * d + 2 * mx * d) + b * 2 * big_m * ix;
   const bool rotary = m.lm.family == "gpt_neox" || m.lm.family == "llama";
   // NOTE [Activation formula], MLP: what each activation's backward keeps. OPT's relu keeps only its
   // output (fc1's output is freed); gelu keeps its input beside its output; LLaMA's silu(gate) * up
   // keeps gate, silu(gate), up and the product.
   const int64_t mlp = m.lm.family == "llama" ? 4 * f : m.lm.family == "opt" ? f : 2 * f;
-  // Self-attention keeps only the probabilities (softmax's backward reads its output; the scale and the
-  // bias add keep nothing), computed in float32 and cast once more under a 16-bit compute dtype:
-  // h L per token of 4 (+ e) bytes, in elements of e. Attention dropout (0 in every family's
-  // defaults here) would keep a mask and a second copy.
-  const int64_t probs = tokens * h * l * (4 + (e < 4 ? e : 0)) / e;
-  // NOTE [Activation formula], skipped padding: once a batch can have enough padding for the model to
-  // skip it (model::paddingFor: padded positions x d^2 >= 2^22), a decoder layer keeps 5 d more per
-  // token: the real tokens gathered for its linears (index_select), their 2-D outputs beside the
-  // attention's per-head copies of the full (B, L) tensors, and q's scaled copy.
-  // With padding skipped, OPT / LLaMA / GPT-NeoX self-attention in float32 runs packed (NOTE [Packed
-  // attention] in backend/model/packed_attention.h; the planner assumes the CPU, where it runs): packed
-  // q, k, v and the attention output are kept instead of the full (B, L) per-head copies, 3 d per token
-  // rather than 5 d, and its backward holds dq, dk, dv (3 d per token) instead of two probability-sized
-  // tensors.
-  const bool maySkipPadding = (tokens - 1) * d * d >= (int64_t{1} << 22);
-  const bool packedAttention = maySkipPadding && e == 4 && m.lm.family != "mpt";
-  const int64_t skipExtra = maySkipPadding ? (packedAttention ? 3 * d : 5 * d) : 0;
-  const int64_t decoderLayer = tokens * (7 * d + skipExtra + mlp + (rotary ? 2 * d : 0)) + probs;
+  // NOTE [Activation formula], decoder layer. Every position computed: 7 d + MLP per token and the
+  // (B, H, L, L) probabilities, float32 and cast once more under a 16-bit compute dtype (h L per token
+  // of 4 (+ e) bytes, in elements of e; attention dropout, 0 in every family's defaults here, would keep
+  // a mask and a second copy). Padding skipped, with the packed float32 self-attention (NOTE [Packed
+  // attention]: OPT, LLaMA, GPT-NeoX; the planner assumes the CPU, where it runs): the layer's input and
+  // the two dropout masks stay (B, L) (3 d); the attention's packed input, q, k, v and output, the MLP's
+  // packed input and norm, the MLP and the rotated q, k are on the real tokens (7 d + MLP), and the
+  // probabilities are per sample, n_b^2 per head. Padding skipped with the composite attention (16-bit
+  // compute, MPT): 5 d more per token than computing everything (the gathered real tokens, the linears'
+  // 2-D outputs beside the attention's full-size per-head copies, q's scaled copy); only the MLP part
+  // (2 d + MLP) is counted on the real tokens.
+  const int64_t fullProbs = tokens * h * l * (4 + (e < 4 ? e : 0)) / e;
+  const bool packedAttention = path.skip && e == 4 && m.lm.family != "mpt";
+  const int64_t rotated = rotary ? 2 * d : 0;
+  int64_t decoderLayer = 0;
+  if (!path.skip) {
+    decoderLayer = tokens * (7 * d + mlp + rotated) + fullProbs;
+  } else if (packedAttention) {
+    decoderLayer = tokens * 3 * d + real * (7 * d + mlp + rotated) + h * squaredLengths(real, l);
+  } else {
+    decoderLayer = tokens * (10 * d + rotated) + real * (2 * d + mlp) + fullProbs;
+  }
   int64_t blocks = 0;
   for (int64_t i = 0; i < m.lm.layers; ++i)
     blocks += hasCrossAttentionAt(i, m.cross_attn.every_n_layers) ? 1 : 0;
@@ -69,8 +91,9 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
   // the log-softmax stays. Backward starts with the fp32 loss gradient and the
   // logits gradient (compute dtype, twice through the scatter).
   const int64_t blv = tokens * rows;
-  const int64_t logitsForward = blv * (3 * e + (e < 4 ? 4 : 0) + 4);
+  const int64_t logitsForward = real * rows * e + blv * (2 * e + (e < 4 ? 4 : 0) + 4);
   const int64_t logitsBackward = blv * (4 + 4 + 2 * e);
+  const int64_t product = real * rows * e;
   const int64_t bias = b * l * l * e;  // the causal attention bias, held for the whole forward
 
   const int64_t keptElems = features + perceiver + media + blocks * gatedBlock + m.lm.layers * decoderLayer;
@@ -86,7 +109,7 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
   a.withoutCheckpointing = std::max(a.withoutCheckpointing, vision);
   a.withCheckpointing = std::max(a.withCheckpointing, vision);
 
-  auto& r = a.regions;
+  auto& r = a.paths.emplace_back();
   const int64_t side = m.vision.image_size;
   r.inputs = images * 3 * side * side * 4 + 2 * tokens * 8;  // float32 images, int64 ids and mask
   r.visionWorkingSet = vision;
@@ -99,12 +122,33 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
   r.regionInput = tokens * d * e;
   r.perceiverBackward = (2 * images * m.perceiver.heads * n * (p + n) + 2 * images * n * dv) * e;
   r.gatedBlockBackward = (2 * tokens * m.cross_attn.heads * big_m + 2 * tokens * d) * e;
-  r.decoderLayerBackward = packedAttention ? 3 * tokens * d * e : 2 * probs * e + 2 * tokens * d * e;
+  r.decoderLayerBackward = packedAttention ? 3 * real * d * e : 2 * fullProbs * e + 2 * tokens * d * e;
   r.bias = bias;
   r.headForward = logitsForward;
   r.headBackward = logitsBackward;
+  r.headInUnitForward = product + blv * e;
+  r.headInUnitBackward = blv * e + 2 * product;
   r.keptWithoutCheckpointing = keptElems * e;
   r.keptWithCheckpointing = inputs * e;
+  return a;
+}
+
+// NOTE [Activation formula], two paths: a batch with no padding computes every position; one with at
+// least ceil(2^22 / d^2) padded positions (model::paddingFor) may skip them, and then the most it holds
+// is with exactly that many padded and every sequence full but one. Either can come: the planner walks
+// both (the skipping path keeps more per real token, the other more tokens).
+DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::DatasetConfig& ds,
+                              Dtype compute) {
+  auto a = forPath(c, ds, compute, Path{});
+  const int64_t d = c.model.lm.width, tokens = a.batch * a.tokens;
+  if (d <= 0 || tokens <= 0) return a;
+  constexpr int64_t kSkipFrom = int64_t{1} << 22;  // padded positions x d^2, model::paddingFor
+  const int64_t padded = (kSkipFrom + d * d - 1) / (d * d);
+  if (padded >= tokens) return a;  // a batch cannot skip padding and keep a real token
+  const auto s = forPath(c, ds, compute, Path{true, tokens - padded});
+  a.withoutCheckpointing = std::max(a.withoutCheckpointing, s.withoutCheckpointing);
+  a.withCheckpointing = std::max(a.withCheckpointing, s.withCheckpointing);
+  a.paths.push_back(s.paths.front());
   return a;
 }
 

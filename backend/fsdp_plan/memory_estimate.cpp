@@ -40,8 +40,8 @@ bool insideCheckpointedRegion(const std::string& path) {
 // NOTE [Step walk]: the activations a unit keeps, works with and recomputes, from its path (the model's
 // regions: the vision tower, the Perceiver or its layers, gated blocks, decoder layers). A unit spanning
 // several regions or none gets nothing; what no unit claims is kept from the start (rootKept).
-void assignActivations(const std::string& path, bool lastVision, bool checkpointing, const ActivationRegions& a,
-                       WalkUnit& u) {
+void assignActivations(const std::string& path, bool lastVision, bool checkpointing,
+                       const ActivationRegions& a, WalkUnit& u) {
   const auto region = [&](int64_t full, int64_t backward) {
     u.kept = checkpointing ? a.regionInput : full;
     u.recompute = checkpointing ? full : 0;
@@ -103,8 +103,8 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
   const int64_t s = shards.shardSize;
   // NOTE [Transport buffers]: Gloo's list all-gather stages a flat copy of its output, and our reduce-scatter
   // over Gloo receives every rank's chunks into a buffer as large as the flat gradient. The shared-memory
-  // transport (backend/dist/shm_communicator.h) needs neither, for messages up to half its arena; it carries a
-  // group only when every member is on one node. With node-shared shards (backend/dist/shared_shards.h) a
+  // transport (backend/dist/shm_communicator.h) needs neither, for messages up to half its arena; it carries
+  // a group only when every member is on one node. With node-shared shards (backend/dist/shared_shards.h) a
   // gather is a copy out of the node's segment whatever its size, and nothing is prefetched: there is no
   // transfer to overlap, only a copy that would hold memory early.
   const bool gloo = s > 1 && config.parallel.dist_backend != "nccl";
@@ -130,7 +130,8 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
     gathered.push_back(g);
     grads.push_back(unitGradientBytes(shards.units[i], s, precision));
     backwardUnits.push_back(layout.units[i].inBackward ? 1 : 0);
-    held.push_back(backwardUnits.back() && !(checkpointing && insideCheckpointedRegion(layout.units[i].path)) ? 1 : 0);
+    held.push_back(
+        backwardUnits.back() && !(checkpointing && insideCheckpointedRegion(layout.units[i].path)) ? 1 : 0);
     tied.push_back(layout.units[i].aliases.empty() ? 0 : 1);
     if (tied.back()) {
       tiedGathered += gathered.back();
@@ -188,7 +189,8 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
     if (!gradient && sharedShards) return true;
     for (const auto& g : unit.groups) {
       if (gradient && !g.gradients) continue;
-      // What each rank copies into its arena: its shard for a gather, the whole flat gradient for a reduction.
+      // What each rank copies into its arena: its shard for a gather, the whole flat gradient for a
+      // reduction.
       const int64_t published = gradient ? g.paddedNumel(s) * dtypeBytes(precision.reduce)
                                          : g.shardNumel * dtypeBytes(precision.param);
       if (published > shmLimit) return false;
@@ -201,32 +203,37 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
     if (p == "vision_encoder" || p.rfind("vision_encoder.", 0) == 0) lastVision = i;
   }
   for (const auto& ds : activations.datasets) {
-    const auto& a = ds.regions;
-    walk.units.clear();
-    int64_t assigned = 0;
-    for (size_t i = 0, k = 0; i < layout.units.size(); ++i) {
-      if (layout.units[i].path.empty()) continue;
-      WalkUnit u;
-      u.gathered = gathered[k];
-      u.gradient = grads[k];
-      u.inBackward = backwardUnits[k] != 0;
-      u.held = sgo && held[k] != 0;
-      u.tied = tied[k] != 0;
-      u.staged = gloo && !viaShm(shards.units[i], false);
-      // Over shared memory the flat gradient is copied into the arena as the reduce-scatter is issued and
-      // dropped (dist::PendingCollective::inputCopied).
-      u.reduceCopies = !gloo ? 1 : viaShm(shards.units[i], true) ? 0 : 2;
-      assignActivations(layout.units[i].path, i == lastVision, checkpointing, a, u);
-      assigned += u.kept;
-      walk.units.push_back(u);
-      ++k;
+    r.inputs += ds.paths.front().inputs;
+    for (const auto& a : ds.paths) {  // NOTE [Activation formula], two paths: each may come
+      walk.units.clear();
+      int64_t assigned = 0;
+      for (size_t i = 0, k = 0; i < layout.units.size(); ++i) {
+        if (layout.units[i].path.empty()) continue;
+        WalkUnit u;
+        u.gathered = gathered[k];
+        u.gradient = grads[k];
+        u.inBackward = backwardUnits[k] != 0;
+        u.held = sgo && held[k] != 0;
+        u.tied = tied[k] != 0;
+        u.head = layout.units[i].moduleType == "OutputHead";  // an untied head; a tied one is the embedding's
+        u.staged = gloo && !viaShm(shards.units[i], false);
+        // Over shared memory the flat gradient is copied into the arena as the reduce-scatter is issued and
+        // dropped (dist::PendingCollective::inputCopied).
+        u.reduceCopies = !gloo ? 1 : viaShm(shards.units[i], true) ? 0 : 2;
+        assignActivations(layout.units[i].path, i == lastVision, checkpointing, a, u);
+        assigned += u.kept;
+        walk.units.push_back(u);
+        ++k;
+      }
+      walk.bias = a.bias;
+      walk.headForward = a.headForward;
+      walk.headBackward = a.headBackward;
+      walk.headInUnitForward = a.headInUnitForward;
+      walk.headInUnitBackward = a.headInUnitBackward;
+      walk.rootKept = std::max<int64_t>(
+          0, (checkpointing ? a.keptWithCheckpointing : a.keptWithoutCheckpointing) - assigned);
+      r.stepPeak = std::max(r.stepPeak, walkPeak(walk));
     }
-    walk.bias = a.bias;
-    walk.headForward = a.headForward;
-    walk.headBackward = a.headBackward;
-    walk.rootKept = std::max<int64_t>(0, (checkpointing ? a.keptWithCheckpointing : a.keptWithoutCheckpointing) - assigned);
-    r.inputs += a.inputs;
-    r.stepPeak = std::max(r.stepPeak, walkPeak(walk));
   }
 
   r.activationsWithoutCheckpointing = activations.withoutCheckpointing;

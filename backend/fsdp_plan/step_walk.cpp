@@ -38,13 +38,17 @@ int64_t walkPeak(const WalkModel& m) {
     const auto& u = m.units[i];
     const int64_t ownWindow = u.held ? u.gathered + window(m, forward, i + 1, m.forwardWindow - 1)
                                      : window(m, forward, i, m.forwardWindow);
-    peak = std::max(peak, m.root + held + ownWindow + kept + u.kept + u.working);
+    const int64_t headWork = u.head ? m.headInUnitForward : 0;
+    peak = std::max(peak, m.root + held + ownWindow + kept + u.kept + u.working + headWork);
     kept += u.kept;
     if (u.held) held += u.gathered;
   }
-  peak = std::max(peak, m.root + held + tiedGathered + kept + m.headForward);
+  // A tied head's unit is gathered again for the head's product only; the loss runs after its release.
+  peak = std::max(peak, m.root + held + tiedGathered + kept + m.headInUnitForward);
+  peak = std::max(peak, m.root + held + kept + m.headForward);
+  peak = std::max(peak, m.root + m.rootGradient + held + kept + m.headBackward);
   const int64_t rootGradients = m.rootGradient + tiedGradient;
-  peak = std::max(peak, m.root + rootGradients + held + tiedGathered + kept + m.headBackward);
+  peak = std::max(peak, m.root + rootGradients + held + tiedGathered + kept + m.headInUnitBackward);
 
   std::vector<size_t> backward;
   for (size_t i = m.units.size(); i-- > 0;) {
@@ -54,9 +58,11 @@ int64_t walkPeak(const WalkModel& m) {
   for (size_t a = 0; a < backward.size(); ++a) {
     const auto& u = m.units[backward[a]];
     const int64_t own = u.tied ? 0 : u.gradient;  // a tied unit's gradient is counted from the head on
-    const int64_t gathered = u.held ? window(m, backward, a + 1, m.backwardWindow - 1) : window(m, backward, a, m.backwardWindow);
+    const int64_t gathered =
+        u.held ? window(m, backward, a + 1, m.backwardWindow - 1) : window(m, backward, a, m.backwardWindow);
+    const int64_t headWork = u.head ? m.headInUnitBackward : 0;
     peak = std::max(peak, m.root + rootGradients + held + gathered + own + inFlight + kept + u.recompute +
-                               u.backwardWorking);
+                              u.backwardWorking + headWork);
     kept -= u.kept;
     if (u.held) held -= u.gathered;
     inFlight = u.reduceCopies * u.gradient;

@@ -5,10 +5,12 @@
 // a micro-batch's forward visits the units in gather order; at unit i the
 // rank holds the root, the activations kept so far, unit i's own
 // activations and working set, and the window of units gathered at once
-// (i and its prefetch). After forward: everything kept plus the head's
-// logits and log-softmax, the tied unit gathered again at the head. At the
-// start of backward: the loss and logits gradients instead of the logits,
-// the root's unsharded gradient and a tied head's. Then the units that take
+// (i and its prefetch). The head's unit (a tied head's gathered again) holds
+// the product and its scatter; once it is released, everything kept plus
+// the head's logits and log-softmax. At the start of backward, outside
+// every unit: the loss and logits gradients instead of the logits, and the
+// root's unsharded gradient; then the head's unit gathered again with its
+// unsharded gradient, the logits gradient and its real rows. Then the units that take
 // part in backward, in reverse: at unit a the activations of a and of every
 // unit before it are still kept (a's are freed when its backward ends), a
 // checkpointed unit is recomputed, its backward's own gradients are alive
@@ -34,16 +36,17 @@
 namespace fs::fsdp_plan {
 
 struct WalkUnit {
-  int64_t gathered = 0;   // bytes while gathered
-  int64_t gradient = 0;   // its unsharded gradient in backward
+  int64_t gathered = 0;  // bytes while gathered
+  int64_t gradient = 0;  // its unsharded gradient in backward
   bool inBackward = true;
-  bool held = false;      // shard_grad_op: gathered from its forward to its backward
-  bool tied = false;      // holds a tied head: gathered again at the head
-  int64_t kept = 0;       // activations its forward keeps until its backward
-  int64_t working = 0;    // transient of its forward (the vision tower's block)
-  int64_t recompute = 0;  // its forward run again in backward (checkpointing)
+  bool held = false;            // shard_grad_op: gathered from its forward to its backward
+  bool tied = false;            // holds a tied head: gathered again at the head
+  bool head = false;            // the untied output head: its forward and backward are the head's
+  int64_t kept = 0;             // activations its forward keeps until its backward
+  int64_t working = 0;          // transient of its forward (the vision tower's block)
+  int64_t recompute = 0;        // its forward run again in backward (checkpointing)
   int64_t backwardWorking = 0;  // gradients alive inside its backward (ActivationRegions::*Backward)
-  bool staged = false;    // its all-gather goes through Gloo's list form, which stages a flat copy
+  bool staged = false;          // its all-gather goes through Gloo's list form, which stages a flat copy
   // Its reduce-scatter in flight: the flat gradient, plus Gloo's receive buffer (0 when the transport copied
   // the gradient as it was issued).
   int64_t reduceCopies = 2;
@@ -53,8 +56,9 @@ struct WalkModel {
   std::vector<WalkUnit> units;  // non-root, gather order
   int64_t root = 0, rootGradient = 0;
   int64_t forwardWindow = 1, backwardWindow = 1;
-  int64_t rootKept = 0;   // activations in no unit, kept from the start
+  int64_t rootKept = 0;  // activations in no unit, kept from the start
   int64_t bias = 0, headForward = 0, headBackward = 0;
+  int64_t headInUnitForward = 0, headInUnitBackward = 0;  // ActivationRegions' same
 };
 
 // The largest gathered + activation bytes at any moment of the micro-batch.

@@ -106,7 +106,8 @@ TEST(MemoryEstimate, NodeSharedShardsGatherOneUnitAtATime) {
   auto c = test::preset("tiny", {"parallel.limit_all_gathers=2"});
   ASSERT_TRUE(c.parallel.shared_shards);
   const auto oneNode = planFor(c, {2, 1});
-  EXPECT_EQ(entry(oneNode, "ours", "openflamingo", Strategy::kFullShard).memory.gatheredPeak, (4224 + 33280) * 4);
+  EXPECT_EQ(entry(oneNode, "ours", "openflamingo", Strategy::kFullShard).memory.gatheredPeak,
+            (4224 + 33280) * 4);
   c.parallel.intra_node_transport = "gloo";
   const auto overGloo = planFor(c, {2, 1});
   EXPECT_EQ(entry(overGloo, "ours", "openflamingo", Strategy::kFullShard).memory.gatheredPeak,
@@ -136,30 +137,53 @@ TEST(MemoryEstimate, ActivationsShrinkWithCheckpointing) {
   EXPECT_EQ(plan.activations.datasets[1].images, 3);
 }
 
-// NOTE [Activation formula]: a decoder layer keeps more per token once a batch can be padded enough for
-// the model to skip padding ((B L - 1) d^2 >= 2^22; small's width 256: from 65 positions), measured per
-// operator on OPT: 3 d with the packed float32 attention (NOTE [Packed attention]), 5 d with the
-// composite one (bf16 compute; MPT, whose ALiBi bias keeps it composite). Small's MMC4 batch of 1 x 64
-// positions stays below, 1 x 65 crosses.
-TEST(MemoryEstimate, DecoderLayerKeepsMoreWhenPaddingMayBeSkipped) {
-  auto layerBytes = [](int64_t tokens, const std::string& family, Dtype dtype) {
+// NOTE [Activation formula], two paths: a batch computes every position, or, with at least 2^22 / d^2
+// positions padded (small's width 256: 64), skips them; the most it then holds is with exactly 64 padded
+// and every sequence full but one. Both paths are planned; measured per operator on OPT
+// (fsdp_peak_probe --live-at-peak).
+TEST(MemoryEstimate, BothPathsThroughTheLanguageModelArePlanned) {
+  auto mmc4 = [](int64_t batch, int64_t tokens, const std::string& family, Dtype dtype) {
     protocol::RunConfig c = test::preset("small");
     c.model.lm.family = family;
-    c.data.datasets[1].batch_size = 1;
+    c.data.datasets[1].batch_size = batch;
     c.data.datasets[1].max_tokens = tokens;
-    const auto a = estimateActivations(c, dtype);
-    return a.datasets[1].regions;
+    return estimateActivations(c, dtype).datasets[1];
   };
-  const int64_t d = 256, f = 1024, h = 4;
-  EXPECT_EQ(layerBytes(64, "opt", Dtype::kFloat32).decoderLayer, (64 * (7 * d + f) + 64 * h * 64) * 4);
-  const auto packed = layerBytes(65, "opt", Dtype::kFloat32);
-  EXPECT_EQ(packed.decoderLayer, (65 * (10 * d + f) + 65 * h * 65) * 4);
-  EXPECT_EQ(packed.decoderLayerBackward, 3 * 65 * d * 4);
-  // MPT: relu-free MLP keeps 2 f; bf16: probabilities in fp32 plus the bf16 copy (4 + 2 bytes per element of 2).
-  const auto mpt = layerBytes(65, "mpt", Dtype::kFloat32);
-  EXPECT_EQ(mpt.decoderLayer, (65 * (12 * d + 2 * f) + 65 * h * 65) * 4);
-  EXPECT_EQ(mpt.decoderLayerBackward, 2 * 65 * h * 65 * 4 + 2 * 65 * d * 4);
-  EXPECT_EQ(layerBytes(65, "opt", Dtype::kBFloat16).decoderLayer, (65 * (12 * d + f) + 65 * h * 65 * 3) * 2);
+  const int64_t d = 256, f = 1024, h = 4, v = 1026;
+  // 1 x 64 positions cannot skip 64 and keep a real token: one path.
+  const auto alone = mmc4(1, 64, "opt", Dtype::kFloat32);
+  ASSERT_EQ(alone.paths.size(), 1u);
+  EXPECT_EQ(alone.paths[0].decoderLayer, (64 * (7 * d + f) + 64 * h * 64) * 4);
+
+  // Small's MMC4 batch, 4 x 128: 448 real tokens when padding is skipped (128, 128, 128, 64).
+  const auto opt = mmc4(4, 128, "opt", Dtype::kFloat32);
+  ASSERT_EQ(opt.paths.size(), 2u);
+  const auto& every = opt.paths[0];
+  const auto& skip = opt.paths[1];
+  EXPECT_EQ(every.decoderLayer, (512 * (7 * d + f) + 512 * h * 128) * 4);
+  EXPECT_EQ(every.decoderLayerBackward, (2 * 512 * h * 128 + 2 * 512 * d) * 4);
+  // Packed float32 attention: the input and two dropout masks per position, 7 d + relu per real token,
+  // probabilities per sample.
+  EXPECT_EQ(skip.decoderLayer, (512 * 3 * d + 448 * (7 * d + f) + h * (3 * 128 * 128 + 64 * 64)) * 4);
+  EXPECT_EQ(skip.decoderLayerBackward, 3 * 448 * d * 4);
+  // A gated block's feed-forward on the real tokens (ix = 128, 4 heads over M = 3 x 16 media tokens).
+  EXPECT_EQ(skip.gatedBlock,
+            (512 * (4 * d + 2 * 128 + 2 * 4 * 48) + 448 * (2 * d + 2 * 4 * d) + 4 * 2 * 48 * 128) * 4);
+  EXPECT_EQ(every.gatedBlock, (512 * (6 * d + 2 * 128 + 2 * 4 * d + 2 * 4 * 48) + 4 * 2 * 48 * 128) * 4);
+  // The head's product on the real tokens and its scatter, inside the head's unit.
+  EXPECT_EQ(skip.headInUnitForward, (448 + 512) * v * 4);
+  EXPECT_EQ(every.headInUnitForward, 2 * 512 * v * 4);
+  EXPECT_GT(opt.withoutCheckpointing, 0);
+
+  // The composite attention (MPT's ALiBi; any 16-bit compute) keeps 10 d per position, and the MLP part
+  // (2 d + MLP) per real token; MPT's MLP keeps 2 f.
+  const auto mpt = mmc4(4, 128, "mpt", Dtype::kFloat32);
+  ASSERT_EQ(mpt.paths.size(), 2u);
+  EXPECT_EQ(mpt.paths[1].decoderLayer, (512 * 10 * d + 448 * (2 * d + 2 * f) + 512 * h * 128) * 4);
+  EXPECT_EQ(mpt.paths[1].decoderLayerBackward, (2 * 512 * h * 128 + 2 * 512 * d) * 4);
+  // bf16: probabilities in fp32 plus the bf16 copy (4 + 2 bytes per element of 2).
+  const auto bf16 = mmc4(4, 128, "opt", Dtype::kBFloat16);
+  EXPECT_EQ(bf16.paths[1].decoderLayer, (512 * 10 * d + 448 * (2 * d + f) + 512 * h * 128 * 3) * 2);
 }
 
 }  // namespace
