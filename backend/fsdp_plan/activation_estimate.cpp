@@ -122,7 +122,15 @@ DatasetActivations forPath(const protocol::RunConfig& c, const protocol::Dataset
   r.regionInput = tokens * d * e;
   r.perceiverBackward = (2 * images * m.perceiver.heads * n * (p + n) + 2 * images * n * dv) * e;
   r.gatedBlockBackward = (2 * tokens * m.cross_attn.heads * big_m + 2 * tokens * d) * e;
-  r.decoderLayerBackward = packedAttention ? 3 * real * d * e : 2 * fullProbs * e + 2 * tokens * d * e;
+  // A decoder layer's backward starts at its MLP, with the whole layer kept (or recomputed): the gradients
+  // of the activation's output and input (2 f per real token; LLaMA's gate, up and silu 3 f) beside the
+  // residual stream's gradient in and out; then its attention's. Measured per operator on OPT with
+  // checkpointing (fsdp_peak_probe --live-at-peak: relu's two gradients beside the recomputed layer).
+  // A gated block's feed-forward does the same, but the walk holds its unit's whole gradient there,
+  // which covers it (docs/planner.md, "Accuracy of the peak").
+  const int64_t mlpBackward = real * (m.lm.family == "llama" ? 3 * f : 2 * f) + 2 * tokens * d;
+  const int64_t attentionBackward = packedAttention ? 3 * real * d : 2 * fullProbs + 2 * tokens * d;
+  r.decoderLayerBackward = std::max(attentionBackward, mlpBackward) * e;
   r.bias = bias;
   r.headForward = logitsForward;
   r.headBackward = logitsBackward;

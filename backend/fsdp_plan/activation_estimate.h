@@ -20,7 +20,11 @@
 //                  bytes each, + e under a 16-bit compute dtype: softmax in
 //                  float32 and cast); MLP f for OPT (relu keeps its output
 //                  only), 2 f for gelu families, 4 f for LLaMA's gated MLP;
-//                  rotary families + 2 d for the rotated q, k
+//                  rotary families + 2 d for the rotated q, k. Its
+//                  backward holds the larger of its attention's gradients
+//                  and its MLP's (the activation's output and input: 2 f
+//                  per real token, LLaMA 3 f; + 2 d per position for the
+//                  residual stream's gradient in and out)
 //   two paths      a batch with no padding computes every position (above);
 //                  one with R = ceil(2^22 / d^2) positions or more padded
 //                  may skip them (NOTE [Skipped padding]), and holds the

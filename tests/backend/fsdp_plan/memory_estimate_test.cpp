@@ -161,11 +161,13 @@ TEST(MemoryEstimate, BothPathsThroughTheLanguageModelArePlanned) {
   const auto& every = opt.paths[0];
   const auto& skip = opt.paths[1];
   EXPECT_EQ(every.decoderLayer, (512 * (7 * d + f) + 512 * h * 128) * 4);
-  EXPECT_EQ(every.decoderLayerBackward, (2 * 512 * h * 128 + 2 * 512 * d) * 4);
+  // A decoder layer's backward at its MLP: relu's two f-wide gradients per real token beside the residual
+  // stream's gradient in and out; larger than the attention's here.
+  EXPECT_EQ(every.decoderLayerBackward, (512 * 2 * f + 2 * 512 * d) * 4);
   // Packed float32 attention: the input and two dropout masks per position, 7 d + relu per real token,
   // probabilities per sample.
   EXPECT_EQ(skip.decoderLayer, (512 * 3 * d + 448 * (7 * d + f) + h * (3 * 128 * 128 + 64 * 64)) * 4);
-  EXPECT_EQ(skip.decoderLayerBackward, 3 * 448 * d * 4);
+  EXPECT_EQ(skip.decoderLayerBackward, (448 * 2 * f + 2 * 512 * d) * 4);
   // A gated block's feed-forward on the real tokens (ix = 128, 4 heads over M = 3 x 16 media tokens).
   EXPECT_EQ(skip.gatedBlock,
             (512 * (4 * d + 2 * 128 + 2 * 4 * 48) + 448 * (2 * d + 2 * 4 * d) + 4 * 2 * 48 * 128) * 4);
@@ -180,7 +182,17 @@ TEST(MemoryEstimate, BothPathsThroughTheLanguageModelArePlanned) {
   const auto mpt = mmc4(4, 128, "mpt", Dtype::kFloat32);
   ASSERT_EQ(mpt.paths.size(), 2u);
   EXPECT_EQ(mpt.paths[1].decoderLayer, (512 * 10 * d + 448 * (2 * d + 2 * f) + 512 * h * 128) * 4);
-  EXPECT_EQ(mpt.paths[1].decoderLayerBackward, (2 * 512 * h * 128 + 2 * 512 * d) * 4);
+  EXPECT_EQ(mpt.paths[1].decoderLayerBackward, (448 * 2 * f + 2 * 512 * d) * 4);
+  // Where the attention's backward is the larger: the packed one's dq, dk, dv with a narrow MLP.
+  {
+    protocol::RunConfig c = test::preset("small");
+    c.model.lm.ffn_dim = 32;
+    c.data.datasets[1].max_tokens = 128;
+    const auto& narrow = estimateActivations(c, Dtype::kFloat32).datasets[1].paths;
+    ASSERT_EQ(narrow.size(), 2u);
+    EXPECT_EQ(narrow[0].decoderLayerBackward, (2 * 512 * h * 128 + 2 * 512 * d) * 4);
+    EXPECT_EQ(narrow[1].decoderLayerBackward, 3 * 448 * d * 4);
+  }
   // bf16: probabilities in fp32 plus the bf16 copy (4 + 2 bytes per element of 2).
   const auto bf16 = mmc4(4, 128, "opt", Dtype::kBFloat16);
   EXPECT_EQ(bf16.paths[1].decoderLayer, (512 * 10 * d + 448 * (2 * d + f) + 512 * h * 128 * 3) * 2);
