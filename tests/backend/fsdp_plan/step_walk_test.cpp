@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace fs::fsdp_plan {
 namespace {
 
@@ -63,24 +65,32 @@ TEST(StepWalkTest, HeldUnitsStayGatheredUntilTheirBackward) {
   EXPECT_EQ(walkPeak(m), 10 + 100 + 400);
 }
 
-// A tied head's unit (the input embedding's) is gathered again only around the head's product; the
-// loss's logits and log-softmax come after its release, and its gradient exists from the head's backward.
-TEST(StepWalkTest, TiedHeadGatheredOnlyInsideTheHead) {
+// A root of 10 and one layer (100 gathered, 100 gradient, 1000 kept) beside a head unit; the head's
+// figures outside and inside its unit.
+WalkModel layerAndHead(const WalkUnit& headUnit, bool headFirst, int64_t inUnitForward,
+                       int64_t inUnitBackward) {
   WalkModel m;
   m.root = 10;
-  WalkUnit embedding;
-  embedding.gathered = 40;
-  embedding.gradient = 40;
-  embedding.tied = true;
   WalkUnit layer;
   layer.gathered = 100;
   layer.gradient = 100;
   layer.kept = 1000;
-  m.units = {embedding, layer};
+  m.units = headFirst ? std::vector<WalkUnit>{headUnit, layer} : std::vector<WalkUnit>{layer, headUnit};
   m.headForward = 300;
   m.headBackward = 350;
-  m.headInUnitForward = 200;
-  m.headInUnitBackward = 100;
+  m.headInUnitForward = inUnitForward;
+  m.headInUnitBackward = inUnitBackward;
+  return m;
+}
+
+// A tied head's unit (the input embedding's) is gathered again only around the head's product; the
+// loss's logits and log-softmax come after its release, and its gradient exists from the head's backward.
+TEST(StepWalkTest, TiedHeadGatheredOnlyInsideTheHead) {
+  WalkUnit embedding;
+  embedding.gathered = 40;
+  embedding.gradient = 40;
+  embedding.tied = true;
+  auto m = layerAndHead(embedding, true, 200, 100);
   // Start of backward outside every unit: root + kept + the loss's gradients; the embedding is neither
   // gathered nor holding its gradient yet (the walk before said 10 + 40 + 40 + 1000 + 350).
   EXPECT_EQ(walkPeak(m), 10 + 1000 + 350);
@@ -95,21 +105,11 @@ TEST(StepWalkTest, TiedHeadGatheredOnlyInsideTheHead) {
 // An untied head is a unit of its own: its product is its forward's working set, its backward's
 // gradients beside its gathered weight.
 TEST(StepWalkTest, UntiedHeadWorksInsideItsUnit) {
-  WalkModel m;
-  m.root = 10;
-  WalkUnit layer;
-  layer.gathered = 100;
-  layer.gradient = 100;
-  layer.kept = 1000;
   WalkUnit head;
   head.gathered = 500;
   head.inBackward = false;  // frozen
   head.head = true;
-  m.units = {layer, head};
-  m.headForward = 300;
-  m.headBackward = 350;
-  m.headInUnitForward = 250;
-  m.headInUnitBackward = 100;
+  auto m = layerAndHead(head, false, 250, 100);
   EXPECT_EQ(walkPeak(m), 10 + 500 + 1000 + 250);
   m.units[1].inBackward = true;  // trainable: gathered again in backward with its gradient
   m.units[1].gradient = 500;
