@@ -91,9 +91,9 @@ DatasetActivations forPath(const protocol::RunConfig& c, const protocol::Dataset
   // the log-softmax stays. Backward starts with the fp32 loss gradient and the
   // logits gradient (compute dtype, twice through the scatter).
   const int64_t blv = tokens * rows;
-  const int64_t logitsForward = real * rows * e + blv * (2 * e + (e < 4 ? 4 : 0) + 4);
-  const int64_t logitsBackward = blv * (4 + 4 + 2 * e);
   const int64_t product = real * rows * e;
+  const int64_t logitsForward = product + blv * (2 * e + (e < 4 ? 4 : 0) + 4);
+  const int64_t logitsBackward = blv * (4 + 4 + 2 * e);
   const int64_t bias = b * l * l * e;  // the causal attention bias, held for the whole forward
 
   const int64_t keptElems = features + perceiver + media + blocks * gatedBlock + m.lm.layers * decoderLayer;
@@ -148,11 +148,9 @@ DatasetActivations forPath(const protocol::RunConfig& c, const protocol::Dataset
 DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::DatasetConfig& ds,
                               Dtype compute) {
   auto a = forPath(c, ds, compute, Path{});
-  const int64_t d = c.model.lm.width, tokens = a.batch * a.tokens;
-  if (d <= 0 || tokens <= 0) return a;
-  constexpr int64_t kSkipFrom = int64_t{1} << 22;  // padded positions x d^2, model::paddingFor
-  const int64_t padded = (kSkipFrom + d * d - 1) / (d * d);
-  if (padded >= tokens) return a;  // a batch cannot skip padding and keep a real token
+  const int64_t tokens = a.batch * a.tokens;
+  const int64_t padded = paddedPositionsToSkip(c.model.lm.width);
+  if (padded <= 0 || padded >= tokens) return a;  // a batch cannot skip padding and keep a real token
   const auto s = forPath(c, ds, compute, Path{true, tokens - padded});
   a.withoutCheckpointing = std::max(a.withoutCheckpointing, s.withoutCheckpointing);
   a.withCheckpointing = std::max(a.withCheckpointing, s.withCheckpointing);
@@ -161,6 +159,12 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
 }
 
 }  // namespace
+
+int64_t paddedPositionsToSkip(int64_t width) {
+  if (width <= 0) return 0;
+  constexpr int64_t kSkipFrom = int64_t{1} << 22;  // padded positions x width^2, model::paddingFor
+  return (kSkipFrom + width * width - 1) / (width * width);
+}
 
 ActivationEstimate estimateActivations(const protocol::RunConfig& config, Dtype compute) {
   ActivationEstimate est;

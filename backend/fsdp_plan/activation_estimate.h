@@ -116,4 +116,8 @@ struct ActivationEstimate {
 
 ActivationEstimate estimateActivations(const protocol::RunConfig& config, Dtype compute);
 
+// The fewest padded positions with which a batch skips its padding (model::paddingFor: padded x width^2
+// >= 2^22; param_inventory_test holds the two to the same answer); 0 for a width <= 0.
+int64_t paddedPositionsToSkip(int64_t width);
+
 }  // namespace fs::fsdp_plan

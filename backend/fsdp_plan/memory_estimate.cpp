@@ -39,15 +39,21 @@ bool insideCheckpointedRegion(const std::string& path) {
 
 // NOTE [Step walk]: the activations a unit keeps, works with and recomputes, from its path (the model's
 // regions: the vision tower, the Perceiver or its layers, gated blocks, decoder layers). A unit spanning
-// several regions or none gets nothing; what no unit claims is kept from the start (rootKept).
-void assignActivations(const std::string& path, bool lastVision, bool checkpointing,
-                       const ActivationRegions& a, WalkUnit& u) {
+// several regions or none gets nothing; what no unit claims is kept from the start (rootKept). An untied
+// output head's unit computes the head: the product and its scatter in forward, the logits gradient in
+// backward (a tied head is the embedding's unit, gathered again at the head: WalkUnit::tied).
+void assignActivations(const Unit& unit, bool lastVision, bool checkpointing, const ActivationRegions& a,
+                       WalkUnit& u) {
+  const std::string& path = unit.path;
   const auto region = [&](int64_t full, int64_t backward) {
     u.kept = checkpointing ? a.regionInput : full;
     u.recompute = checkpointing ? full : 0;
     u.backwardWorking = backward;
   };
-  if (path == "vision_encoder" || path.rfind("vision_encoder.", 0) == 0) {
+  if (unit.moduleType == "OutputHead") {
+    u.working = a.headInUnitForward;
+    u.backwardWorking = a.headInUnitBackward;
+  } else if (path == "vision_encoder" || path.rfind("vision_encoder.", 0) == 0) {
     u.working = a.visionWorkingSet;
     if (lastVision) u.kept = a.features;  // the tower's output, kept once it is done
   } else if (path == "perceiver") {
@@ -202,28 +208,34 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
     const auto& p = layout.units[i].path;
     if (p == "vision_encoder" || p.rfind("vision_encoder.", 0) == 0) lastVision = i;
   }
+  // The units' gathers and gradients are the same for every micro-batch; only their activations differ.
+  std::vector<WalkUnit> units;
+  std::vector<size_t> unitIndex;  // each walk unit's index in layout.units
+  for (size_t i = 0, k = 0; i < layout.units.size(); ++i) {
+    if (layout.units[i].path.empty()) continue;
+    WalkUnit u;
+    u.gathered = gathered[k];
+    u.gradient = grads[k];
+    u.inBackward = backwardUnits[k] != 0;
+    u.held = sgo && held[k] != 0;
+    u.tied = tied[k] != 0;
+    u.staged = gloo && !viaShm(shards.units[i], false);
+    // Over shared memory the flat gradient is copied into the arena as the reduce-scatter is issued and
+    // dropped (dist::PendingCollective::inputCopied).
+    u.reduceCopies = !gloo ? 1 : viaShm(shards.units[i], true) ? 0 : 2;
+    units.push_back(u);
+    unitIndex.push_back(i);
+    ++k;
+  }
   for (const auto& ds : activations.datasets) {
     r.inputs += ds.paths.front().inputs;
     for (const auto& a : ds.paths) {  // NOTE [Activation formula], two paths: each may come
-      walk.units.clear();
+      walk.units = units;
       int64_t assigned = 0;
-      for (size_t i = 0, k = 0; i < layout.units.size(); ++i) {
-        if (layout.units[i].path.empty()) continue;
-        WalkUnit u;
-        u.gathered = gathered[k];
-        u.gradient = grads[k];
-        u.inBackward = backwardUnits[k] != 0;
-        u.held = sgo && held[k] != 0;
-        u.tied = tied[k] != 0;
-        u.head = layout.units[i].moduleType == "OutputHead";  // an untied head; a tied one is the embedding's
-        u.staged = gloo && !viaShm(shards.units[i], false);
-        // Over shared memory the flat gradient is copied into the arena as the reduce-scatter is issued and
-        // dropped (dist::PendingCollective::inputCopied).
-        u.reduceCopies = !gloo ? 1 : viaShm(shards.units[i], true) ? 0 : 2;
-        assignActivations(layout.units[i].path, i == lastVision, checkpointing, a, u);
-        assigned += u.kept;
-        walk.units.push_back(u);
-        ++k;
+      for (size_t j = 0; j < units.size(); ++j) {
+        const size_t i = unitIndex[j];
+        assignActivations(layout.units[i], i == lastVision, checkpointing, a, walk.units[j]);
+        assigned += walk.units[j].kept;
       }
       walk.bias = a.bias;
       walk.headForward = a.headForward;

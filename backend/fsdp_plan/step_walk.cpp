@@ -38,8 +38,7 @@ int64_t walkPeak(const WalkModel& m) {
     const auto& u = m.units[i];
     const int64_t ownWindow = u.held ? u.gathered + window(m, forward, i + 1, m.forwardWindow - 1)
                                      : window(m, forward, i, m.forwardWindow);
-    const int64_t headWork = u.head ? m.headInUnitForward : 0;
-    peak = std::max(peak, m.root + held + ownWindow + kept + u.kept + u.working + headWork);
+    peak = std::max(peak, m.root + held + ownWindow + kept + u.kept + u.working);
     kept += u.kept;
     if (u.held) held += u.gathered;
   }
@@ -60,9 +59,8 @@ int64_t walkPeak(const WalkModel& m) {
     const int64_t own = u.tied ? 0 : u.gradient;  // a tied unit's gradient is counted from the head on
     const int64_t gathered =
         u.held ? window(m, backward, a + 1, m.backwardWindow - 1) : window(m, backward, a, m.backwardWindow);
-    const int64_t headWork = u.head ? m.headInUnitBackward : 0;
     peak = std::max(peak, m.root + rootGradients + held + gathered + own + inFlight + kept + u.recompute +
-                              u.backwardWorking + headWork);
+                              u.backwardWorking);
     kept -= u.kept;
     if (u.held) held -= u.gathered;
     inFlight = u.reduceCopies * u.gradient;

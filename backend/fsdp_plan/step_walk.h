@@ -39,12 +39,11 @@ struct WalkUnit {
   int64_t gathered = 0;  // bytes while gathered
   int64_t gradient = 0;  // its unsharded gradient in backward
   bool inBackward = true;
-  bool held = false;            // shard_grad_op: gathered from its forward to its backward
-  bool tied = false;            // holds a tied head: gathered again at the head
-  bool head = false;            // the untied output head: its forward and backward are the head's
-  int64_t kept = 0;             // activations its forward keeps until its backward
-  int64_t working = 0;          // transient of its forward (the vision tower's block)
-  int64_t recompute = 0;        // its forward run again in backward (checkpointing)
+  bool held = false;      // shard_grad_op: gathered from its forward to its backward
+  bool tied = false;      // holds a tied head: gathered again at the head
+  int64_t kept = 0;       // activations its forward keeps until its backward
+  int64_t working = 0;    // transient of its forward (the vision tower's block; an untied head's logits)
+  int64_t recompute = 0;  // its forward run again in backward (checkpointing)
   int64_t backwardWorking = 0;  // gradients alive inside its backward (ActivationRegions::*Backward)
   bool staged = false;          // its all-gather goes through Gloo's list form, which stages a flat copy
   // Its reduce-scatter in flight: the flat gradient, plus Gloo's receive buffer (0 when the transport copied
@@ -58,7 +57,8 @@ struct WalkModel {
   int64_t forwardWindow = 1, backwardWindow = 1;
   int64_t rootKept = 0;  // activations in no unit, kept from the start
   int64_t bias = 0, headForward = 0, headBackward = 0;
-  int64_t headInUnitForward = 0, headInUnitBackward = 0;  // ActivationRegions' same
+  // ActivationRegions' same, for a tied head: its unit (the embedding's) is gathered again around them.
+  int64_t headInUnitForward = 0, headInUnitBackward = 0;
 };
 
 // The largest gathered + activation bytes at any moment of the micro-batch.

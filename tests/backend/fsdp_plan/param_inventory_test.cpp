@@ -2,6 +2,7 @@
 // the real LibTorch model: names and order, shapes, trainable flags after
 // freezeAsOpenFlamingo(), tied groups, module paths and module types, for the
 // tiny and small presets and every LM family. NOTE [Inventory contract].
+// Also the activation estimate's padding rule against the model's.
 #include "backend/fsdp_plan/param_inventory.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/fsdp_plan/activation_estimate.h"
+#include "backend/model/common.h"
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config_yaml.h"
 
@@ -159,6 +162,29 @@ TEST(ParamInventory, RejectsAnUnknownFamilyNamingTheField) {
   ASSERT_FALSE(inv.isOk());
   EXPECT_NE(inv.status().message().find("model.lm.family"), std::string::npos);
   EXPECT_NE(inv.status().message().find("gptj"), std::string::npos);
+}
+
+// The planner's second path through the LM (NOTE [Activation formula]) starts where the model starts
+// skipping padding: with paddedPositionsToSkip(width) positions padded, not one fewer.
+TEST(ParamInventory, PaddingRuleIsTheModels) {
+  constexpr int64_t kPad = 1;
+  for (const int64_t width : {32, 256, 1000, 2048, 4096}) {
+    const int64_t need = paddedPositionsToSkip(width);
+    ASSERT_GE(need, 1) << width;
+    const int64_t length = need + 1;  // one real token per row beside the padding
+    auto ids = torch::full({1, length}, 5, torch::kLong);
+    auto mask = torch::ones({1, length}, torch::kLong);
+    auto padRight = [&](int64_t padded) {
+      auto i = ids.clone(), m = mask.clone();
+      i.narrow(1, length - padded, padded).fill_(kPad);
+      m.narrow(1, length - padded, padded).zero_();
+      return model::paddingFor(i, m, kPad, width);
+    };
+    EXPECT_EQ(padRight(need), model::Padding::kSkip) << "width " << width;
+    if (need > 1) {
+      EXPECT_EQ(padRight(need - 1), model::Padding::kCompute) << "width " << width;
+    }
+  }
 }
 
 }  // namespace

@@ -102,18 +102,18 @@ TEST(StepWalkTest, TiedHeadGatheredOnlyInsideTheHead) {
   EXPECT_EQ(walkPeak(m), 10 + 40 + 40 + 1000 + 420);
 }
 
-// An untied head is a unit of its own: its product is its forward's working set, its backward's
-// gradients beside its gathered weight.
+// An untied head is a unit of its own (estimateRankMemory gives it the head's figures as its working
+// sets): its product is its forward's working set, its backward's gradients beside its gathered weight.
 TEST(StepWalkTest, UntiedHeadWorksInsideItsUnit) {
   WalkUnit head;
   head.gathered = 500;
   head.inBackward = false;  // frozen
-  head.head = true;
+  head.working = 250;
   auto m = layerAndHead(head, false, 250, 100);
   EXPECT_EQ(walkPeak(m), 10 + 500 + 1000 + 250);
   m.units[1].inBackward = true;  // trainable: gathered again in backward with its gradient
   m.units[1].gradient = 500;
-  m.headInUnitBackward = 240;
+  m.units[1].backwardWorking = 240;
   EXPECT_EQ(walkPeak(m), 10 + 500 + 500 + 1000 + 240);
 }
 
