@@ -105,6 +105,12 @@ PreparedRun prepareRun(const LaunchRequest& request, const EngineSearch& search,
     out.error = QStringLiteral("the run config is not valid:\n%1").arg(errorText(problems));
     return out;
   }
+  if (config.launch.kind != "local") {
+    out.error = QStringLiteral("launch.kind is '%1': this app starts local runs only; start the ranks on each "
+                               "node yourself (torchrun, srun or flamingo-train launch), or set launch.kind=local")
+                    .arg(fromStd(config.launch.kind));
+    return out;
+  }
 
   const QString base =
       sanitizeRunName(name) + QLatin1Char('-') + now.toString(QStringLiteral("yyyyMMdd-HHmmss"));

@@ -249,8 +249,10 @@ struct Schema {
     }
     {
       SectionBuilder<LaunchConfig> b(launch, "launch", "Where and how the ranks run");
-      b.field(&LaunchConfig::kind, "kind", "local", "local processes, nodes over SSH, or a SLURM job")
-          .choices({"local", "ssh", "slurm"});
+      b.field(&LaunchConfig::kind, "kind", "local",
+              "local: this machine; external: ranks started by torchrun, srun or flamingo-train launch; ssh, "
+              "slurm: planned")
+          .choices({"local", "external", "ssh", "slurm"});
       b.field(&LaunchConfig::nnodes, "nnodes", 1, "Nodes (torchrun --nnodes)").range(1, 4096);
       b.field(&LaunchConfig::nproc_per_node, "nproc_per_node", 1, "Ranks per node (torchrun --nproc_per_node)").range(1, 1024);
       b.field(&LaunchConfig::threads_per_rank, "threads_per_rank", 0, "CPU threads per rank, 0 = cores / ranks").range(0, 1024);

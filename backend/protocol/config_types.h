@@ -190,7 +190,7 @@ struct SlurmConfig {
 };
 
 struct LaunchConfig {
-  std::string kind;  // local | ssh | slurm
+  std::string kind;  // local | external | ssh | slurm (ssh, slurm: planned, refused)
   int64_t nnodes{};
   int64_t nproc_per_node{};
   int64_t threads_per_rank{};

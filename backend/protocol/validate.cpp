@@ -275,9 +275,18 @@ class Checker {
 
   void launchRules() {
     const auto& l = c_.launch;
+    // NOTE [Planned launchers]: the schema names ssh and slurm so configs and imported command lines
+    // can say what they mean, but nothing launches them yet; refuse them rather than run locally.
+    if (l.kind == "ssh" || l.kind == "slurm") {
+      error("launch.kind",
+            "'" + l.kind + "': launching " + (l.kind == "ssh" ? "on SSH nodes" : "through SLURM") +
+                " is planned, not implemented yet",
+            "use launch.kind=local on this machine, or external and start the ranks on each node yourself "
+            "(torchrun, srun or flamingo-train launch)");
+    }
     if (l.kind == "local" && l.nnodes > 1) {
       error("launch.nnodes", num(l.nnodes) + " nodes with launch.kind=local: a local run is one node",
-            "use launch.kind=ssh or slurm, or nnodes=1");
+            "use launch.kind=external and start the ranks on each node yourself, or nnodes=1");
     }
     if (l.kind == "ssh" && static_cast<int64_t>(l.hosts.size()) != l.nnodes) {
       error("launch.hosts", num(static_cast<int64_t>(l.hosts.size())) + " host(s) listed for " + num(l.nnodes) +

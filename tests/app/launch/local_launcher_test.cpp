@@ -155,6 +155,21 @@ class LocalLauncherTest : public QObject {
     QVERIFY2(message.contains(QStringLiteral("data.datasets[0].batch_size")), qPrintable(message));
   }
 
+  // NOTE [Planned launchers]: no launch kind but local starts anything from the app.
+  void onlyLocalRunsAreStarted() {
+    const QString engine = placeEngine(tmp_->filePath(QStringLiteral("bin")));
+    for (const QString kind : {QStringLiteral("ssh"), QStringLiteral("slurm"), QStringLiteral("external")}) {
+      LaunchRequest request = tinyRequest(tmp_->filePath(QStringLiteral("runs")));
+      request.overrides = {QStringLiteral("launch.kind=") + kind};
+      const PreparedRun run = prepareRun(request, {{}, engine, {}}, QDateTime::currentDateTime());
+      QVERIFY2(!run.isOk(), qPrintable(kind));
+      QVERIFY2(run.error.contains(QStringLiteral("launch.kind")), qPrintable(run.error));
+      QVERIFY2(kind == QStringLiteral("external") || run.error.contains(QStringLiteral("planned")),
+               qPrintable(run.error));
+      QVERIFY2(!QFileInfo::exists(request.runRoot), "no run directory for a launch that cannot start");
+    }
+  }
+
   void severalRanksGoThroughTheNodeAgent() {
     LaunchRequest r;
     r.config = test::tinyConfig();

@@ -57,7 +57,7 @@ class FsdpShardedCheckpointTest : public test::RankRunTest {
     sets.insert(sets.end(), {"launch.nproc_per_node=" + std::to_string(world / nodes),
                              "launch.nnodes=" + std::to_string(nodes), "parallel.mode=fsdp",
                              "checkpoint.format=" + format, "checkpoint.every_steps=2", "checkpoint.keep_last=5"});
-    if (nodes > 1) sets.push_back("launch.kind=slurm");  // the test starts the ranks with torchrun's variables
+    if (nodes > 1) sets.push_back("launch.kind=external");  // the test starts the ranks with torchrun's variables
     sets.insert(sets.end(), extra.begin(), extra.end());
     return test::tinyConfig(sets);
   }

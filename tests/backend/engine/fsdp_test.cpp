@@ -54,7 +54,7 @@ class FsdpTest : public test::RankRunTest {
     sets.insert(sets.end(), {"launch.nproc_per_node=" + std::to_string(world / nodes),
                              "launch.nnodes=" + std::to_string(nodes), "parallel.mode=fsdp"});
     // Several nodes are a cluster launch; the test starts the ranks itself, with torchrun's variables.
-    if (nodes > 1) sets.push_back("launch.kind=slurm");
+    if (nodes > 1) sets.push_back("launch.kind=external");
     sets.insert(sets.end(), extra.begin(), extra.end());
     return test::tinyConfig(sets);
   }

@@ -231,6 +231,7 @@ TEST(Validate, KnownModelWithWrongShapeWarns) {
 
 TEST(Validate, LaunchRules) {
   EXPECT_TRUE(problemAt(validateConfig(with(tiny(), {"launch.nnodes=2"})), "launch.nnodes").isError());
+  EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"launch.kind=external", "launch.nnodes=2"}))));
   RunConfig ssh = with(tiny(), {"launch.kind=ssh", "launch.nnodes=2", "launch.hosts=[node0]"});
   auto problems = validateConfig(ssh);
   EXPECT_NE(problemAt(problems, "launch.hosts").message.find("1 host(s) listed for 2 node(s)"),
@@ -288,3 +289,17 @@ TEST(Derived, PassesOverTheData) {
 
 }  // namespace
 }  // namespace fs::protocol
+
+// NOTE [Planned launchers]: a config naming a launcher that does not exist yet is refused by name, so it
+// never silently starts a local run.
+TEST(Validate, PlannedLaunchersAreRefused) {
+  for (const std::string kind : {"ssh", "slurm"}) {
+    const Problem p = problemAt(validateConfig(with(tiny(), {"launch.kind=" + kind})), "launch.kind");
+    EXPECT_TRUE(p.isError()) << kind;
+    EXPECT_NE(p.message.find("'" + kind + "'"), std::string::npos) << p.message;
+    EXPECT_NE(p.message.find("planned, not implemented yet"), std::string::npos) << p.message;
+    EXPECT_NE(p.fix.find("launch.kind=local"), std::string::npos) << p.fix;
+  }
+  EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"launch.kind=external"}))));
+  EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"launch.kind=local"}))));
+}
