@@ -58,7 +58,7 @@ probe_run() {
     --set "data.datasets[1].samples_per_epoch=$((bm * world * steps))"
     --set optim.epochs=1 --set checkpoint.every_steps=0 --set telemetry.interval_steps=1000000
     --set telemetry.memory_every_steps=1000000 --set telemetry.logging_steps=1000000 "$@")
-  ((nodes > 1)) && sets+=(--set launch.kind=slurm)  # several nodes are a cluster launch; the ranks start here
+  ((nodes > 1)) && sets+=(--set launch.kind=external)  # several nodes: the ranks are started here, not by the app
   for ((r = 0; r < world; ++r)); do
     RANK=$r WORLD_SIZE=$world LOCAL_RANK=$((r % per)) LOCAL_WORLD_SIZE=$per MASTER_ADDR=127.0.0.1 \
       MASTER_PORT=$port timeout "$run_timeout" "$probe" --config "$root/resources/presets/$preset.yaml" \

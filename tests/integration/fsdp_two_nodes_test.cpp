@@ -67,9 +67,9 @@ TEST_F(FsdpTwoNodesTest, HybridShardOnTwoNodesInNetworkNamespacesTrainsAsOneProc
   const RunOutput one = run("single", 1, config(1, {}));
   ASSERT_EQ(one.losses.size(), 10u);
 
-  // A cluster launch (launch.kind slurm: the config validator refuses nnodes > 1 for a local run);
+  // Ranks started by the node agents (launch.kind external: the validator refuses nnodes > 1 for a local run);
   // the agents below start the ranks.
-  const auto cfg = config(4, {"parallel.mode=fsdp", "parallel.sharding_strategy=hybrid_shard", "launch.kind=slurm",
+  const auto cfg = config(4, {"parallel.mode=fsdp", "parallel.sharding_strategy=hybrid_shard", "launch.kind=external",
                               "launch.nnodes=2", "launch.nproc_per_node=2"});
   const auto cfgPath = root_ / "hybrid.yaml";
   ASSERT_TRUE(protocol::saveConfigFile(cfg, cfgPath.string()).isOk());
