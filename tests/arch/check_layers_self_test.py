@@ -1,0 +1,63 @@
+"""check_layers.py catches what it is there to catch: each case plants one
+violation in a scratch copy of the tree's sources and expects the check to
+fail naming it; the unplanted copy passes.
+
+Usage: check_layers_self_test.py SOURCE_DIR
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+source_dir = sys.argv[1]
+checker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_layers.py")
+
+# (file to plant in, line, text the failure must contain)
+CASES = [
+    ("backend/fsdp/planted.cpp", '#include "backend/model/flamingo.h"',
+     "backend/fsdp takes only backend/model/unit_hooks.h"),
+    ("backend/model/planted.cpp", '#include "backend/fsdp/sharded_model.h"',
+     "backend/model may not depend on backend/fsdp"),
+    ("backend/protocol/planted.cpp", '#include "backend/data/batch.h"',
+     "backend/protocol may not depend on backend/data"),
+    ("backend/train/planted.cpp", '#include "backend/trainer/trainer.h"',
+     "backend/train may not depend on backend/trainer"),
+    ("backend/fsdp_plan/planted.cpp", "#include <torch/torch.h>", "includes LibTorch"),
+    ("app/planted.cpp", "#include <torch/torch.h>", "includes LibTorch"),
+    ("ui/planted.cpp", '#include "backend/model/flamingo.h"', "the GUI reaches only torch-free backend layers"),
+    ("backend/telemetry/planted.cpp", "#include <QString>", "includes Qt"),
+    ("backend/newlayer/planted.cpp", '#include "backend/protocol/status.h"', "no layer in tests/arch"),
+]
+
+
+def run(tree):
+    r = subprocess.run([sys.executable, checker, "-", tree], capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+failures = []
+with tempfile.TemporaryDirectory(prefix="fs-arch-") as scratch:
+    tree = os.path.join(scratch, "src")
+    for top in ("backend", "app", "ui", "studio"):
+        if os.path.isdir(os.path.join(source_dir, top)):
+            shutil.copytree(os.path.join(source_dir, top), os.path.join(tree, top),
+                            ignore=shutil.ignore_patterns("*.md", "*.txt", "*.py", "*.json", "*.yaml"))
+    code, out = run(tree)
+    if code != 0:
+        failures.append(f"the unplanted tree fails:\n{out}")
+    for path, line, expected in CASES:
+        planted = os.path.join(tree, path)
+        os.makedirs(os.path.dirname(planted), exist_ok=True)
+        with open(planted, "w") as f:
+            f.write(line + "\n")
+        code, out = run(tree)
+        os.remove(planted)
+        if code == 0 or expected not in out or path not in out:
+            failures.append(f"{path} with {line!r}: expected a failure naming {expected!r}, got exit {code}:\n{out}")
+        else:
+            print(f"caught: {path}: {line}")
+if failures:
+    print("\n".join(failures))
+    sys.exit(1)
+print(f"{len(CASES)} planted violations caught")
