@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config git clang-format
+  build-essential cmake ninja-build ccache mold pkg-config git clang-format
   # engine: LibTorch 1.13 + c10d Gloo, optimised BLAS (the reference BLAS is ~10x slower);
   # libblas-dev: cblas.h and libblas.so for the packed attention's direct BLAS calls
   libtorch-dev libgloo-dev libopenblas0-pthread libblas-dev
