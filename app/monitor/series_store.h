@@ -22,7 +22,7 @@
 // the curves show the attempt that counts, and x never goes backwards.
 //
 // Spans stay valid until the next append() or clear() (the next changed() or reset()):
-// read them fresh on every redraw (ui/monitor/curve_source.h).
+// read them fresh on every redraw (ui/plots/curve_source.h).
 //
 // Thread-safety: GUI thread only (no locking). Ownership: holds every array by value.
 #pragma once

@@ -24,7 +24,7 @@
 #include "ui/history/history_view.h"
 #include "ui/live/monitor_page.h"
 #include "ui/main_window.h"
-#include "ui/monitor/curve_plot.h"
+#include "ui/plots/curve_plot.h"
 
 namespace fs::ui {
 namespace {

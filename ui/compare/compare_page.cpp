@@ -11,7 +11,7 @@
 
 #include "app/monitor/run_monitor.h"
 #include "app/monitor/series_names.h"
-#include "ui/monitor/curve_plot.h"
+#include "ui/plots/curve_plot.h"
 
 namespace fs::ui {
 

@@ -14,11 +14,11 @@
 #include "app/plan/estimate_comparison.h"
 #include "ui/control/run_control_bar.h"
 #include "ui/live/series_router.h"
-#include "ui/monitor/curve_plot.h"
-#include "ui/monitor/layout_table.h"
-#include "ui/monitor/log_view.h"
-#include "ui/monitor/memory_view.h"
-#include "ui/monitor/run_status_bar.h"
+#include "ui/plots/curve_plot.h"
+#include "ui/plots/layout_table.h"
+#include "ui/plots/log_view.h"
+#include "ui/plots/memory_view.h"
+#include "ui/plots/run_status_bar.h"
 #include "ui/plan/estimate_view.h"
 
 namespace fs::ui {

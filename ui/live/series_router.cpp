@@ -7,8 +7,8 @@
 #include "app/monitor/series_names.h"
 #include <qcustomplot.h>
 
-#include "ui/monitor/curve_plot.h"
-#include "ui/monitor/memory_view.h"
+#include "ui/plots/curve_plot.h"
+#include "ui/plots/memory_view.h"
 
 namespace fs::ui {
 namespace {

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "app/monitor/series_store.h"
-#include "ui/monitor/smoothing.h"
+#include "ui/plots/smoothing.h"
 
 namespace fs::ui {
 

@@ -4,7 +4,7 @@
 #include <QColor>
 #include <QStyle>
 
-#include "ui/monitor/format_units.h"
+#include "ui/plots/format_units.h"
 #include "ui/plan/memory_warnings.h"
 
 namespace fs::ui {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <qcustomplot.h>
 
-#include "ui/monitor/format_units.h"
+#include "ui/plots/format_units.h"
 
 namespace fs::ui {
 namespace {

@@ -21,7 +21,7 @@
 #include "plan_test_util.h"
 #include "ui_plan_test_util.h"
 #include "ui/live/monitor_page.h"
-#include "ui/monitor/memory_view.h"
+#include "ui/plots/memory_view.h"
 #include "ui/plan/estimate_view.h"
 
 using namespace fs;
