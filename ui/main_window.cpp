@@ -2,6 +2,9 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QClipboard>
+#include <QCloseEvent>
+#include <QDialog>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -9,14 +12,12 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QCloseEvent>
-#include <QDialog>
-#include <QVBoxLayout>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QSystemTrayIcon>
 #include <QTabWidget>
 #include <QToolBar>
+#include <QVBoxLayout>
 
 #include "app/common/worker_thread.h"
 #include "app/config/config_document.h"
@@ -26,16 +27,13 @@
 #include "app/monitor/run_monitor.h"
 #include "app/runs/run_catalog.h"
 #include "ui/compare/compare_page.h"
-#include <QApplication>
-#include <QClipboard>
-
 #include "ui/config/cmdline_dialog.h"
 #include "ui/config/config_form.h"
 #include "ui/config/defaults_diff_dialog.h"
 #include "ui/config/problem_label.h"
 #include "ui/control/run_control_bar.h"
 #include "ui/history/history_view.h"
-#include "ui/live/monitor_page.h"
+#include "ui/monitor/monitor_page.h"
 #include "ui/plan/estimate_view.h"
 #include "ui/plan/planner_view.h"
 #include "ui/runs/runs_panel.h"

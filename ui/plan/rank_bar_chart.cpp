@@ -1,8 +1,9 @@
 #include "ui/plan/rank_bar_chart.h"
 
+#include <qcustomplot.h>
+
 #include <QVBoxLayout>
 #include <algorithm>
-#include <qcustomplot.h>
 
 #include "ui/plots/format_units.h"
 

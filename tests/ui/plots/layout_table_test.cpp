@@ -11,7 +11,6 @@
 #include <QtTest>
 
 #include "screenshot.h"
-
 #include "ui/plots/layout_model.h"
 
 namespace fs::ui {

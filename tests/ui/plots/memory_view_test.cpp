@@ -8,7 +8,6 @@
 #include <QtTest>
 
 #include "screenshot.h"
-
 #include "ui/plots/curve_plot.h"
 
 namespace fs::ui {

@@ -4,10 +4,9 @@
 
 #include <QLabel>
 #include <QtTest>
-
-#include "screenshot.h"
 #include <cmath>
 
+#include "screenshot.h"
 #include "ui/plots/format_units.h"
 
 namespace fs::ui {

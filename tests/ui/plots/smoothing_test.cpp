@@ -1,13 +1,13 @@
 // Smoothing against closed forms: TensorBoard's debiased EMA (by hand and as a
 // weighted sum), the time-weighted EMA over irregular x, the running mean;
 // appending in pieces gives the same values as smoothing everything at once.
+#include "ui/plots/smoothing.h"
+
 #include <QtTest>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
-
-#include "ui/plots/smoothing.h"
 
 namespace fs::ui {
 namespace {

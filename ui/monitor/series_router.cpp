@@ -1,12 +1,12 @@
-#include "ui/live/series_router.h"
+#include "ui/monitor/series_router.h"
+
+#include <qcustomplot.h>
 
 #include <QColor>
 #include <QStringList>
 #include <map>
 
 #include "app/monitor/series_names.h"
-#include <qcustomplot.h>
-
 #include "ui/plots/curve_plot.h"
 #include "ui/plots/memory_view.h"
 

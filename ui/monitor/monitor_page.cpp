@@ -1,4 +1,4 @@
-#include "ui/live/monitor_page.h"
+#include "ui/monitor/monitor_page.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -13,13 +13,13 @@
 #include "app/launch/control_client.h"
 #include "app/plan/estimate_comparison.h"
 #include "ui/control/run_control_bar.h"
-#include "ui/live/series_router.h"
+#include "ui/monitor/series_router.h"
+#include "ui/plan/estimate_view.h"
 #include "ui/plots/curve_plot.h"
 #include "ui/plots/layout_table.h"
 #include "ui/plots/log_view.h"
 #include "ui/plots/memory_view.h"
 #include "ui/plots/run_status_bar.h"
-#include "ui/plan/estimate_view.h"
 
 namespace fs::ui {
 namespace {
