@@ -21,8 +21,8 @@
 
 #include "app/common/worker_thread.h"
 #include "app/config/config_document.h"
+#include "app/control/control_client.h"
 #include "app/history/history_worker.h"
-#include "app/launch/control_client.h"
 #include "app/launch/local_launcher.h"
 #include "app/monitor/run_monitor.h"
 #include "app/runs/run_catalog.h"

@@ -11,9 +11,9 @@
 // changes first, so a handler of finished / failed may launch again at once
 // (a launcher launches again once the previous launch is not isActive()).
 //
-// The run directory is the control channel (control_client.h); terminate()
-// and kill() act on the process itself, for a run that no longer reads its
-// control files.
+// The run directory is the control channel (app/control/control_client.h);
+// terminate() and kill() act on the process itself, for a run that no longer
+// reads its control files.
 //
 // Nothing here opens a dialog: errors are `failed` / `warning` messages.
 // Thread-safety: a QObject of the GUI thread; use it from that thread only.

@@ -22,7 +22,7 @@
 #include <QPointer>
 #include <QWidget>
 
-#include "app/launch/control_client.h"
+#include "app/control/control_client.h"
 #include "app/launch/launcher.h"
 
 class QLabel;

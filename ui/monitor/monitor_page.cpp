@@ -10,7 +10,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
-#include "app/launch/control_client.h"
+#include "app/control/control_client.h"
 #include "app/plan/estimate_comparison.h"
 #include "ui/control/run_control_bar.h"
 #include "ui/monitor/series_router.h"

@@ -1,5 +1,5 @@
 // MonitorPage: one followed run, live. Composes the monitor's views and wires
-// them to a RunMonitor (app/monitor) and a ControlClient (app/launch):
+// them to a RunMonitor (app/monitor) and a ControlClient (app/control):
 //
 //   [run directory] [status: state, step / total, samples/s, ETA] [control buttons]
 //   [x axis: step | samples | tokens | wall time | relative time] [smoothing] [ranks]

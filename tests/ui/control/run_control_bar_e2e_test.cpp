@@ -12,7 +12,7 @@
 #include <QtTest>
 
 #include "app/launch/local_launcher.h"
-#include "tests/app/launch/launch_test_util.h"
+#include "tests/app/control/control_test_util.h"
 #include "ui/control/run_control_bar.h"
 
 namespace fs::ui {

@@ -11,7 +11,7 @@
 #include <QtTest>
 
 #include "backend/protocol/control_file.h"
-#include "tests/app/launch/launch_test_util.h"
+#include "tests/app/control/control_test_util.h"
 
 namespace fs::ui {
 namespace {

@@ -17,7 +17,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "app/launch/control_client.h"
+#include "app/control/control_client.h"
 #include "app/monitor/run_monitor.h"
 #include "app/plan/plan_runner.h"
 #include "plan_test_util.h"

@@ -1,4 +1,4 @@
-#include "app/launch/control_writer.h"
+#include "app/control/control_writer.h"
 
 #include <QFile>
 #include <filesystem>

@@ -7,9 +7,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "app/launch/control_client.h"
+#include "app/control/control_client.h"
 #include "app/launch/local_launcher.h"
-#include "launch_test_util.h"
+#include "control_test_util.h"
 
 namespace fs::app {
 namespace {

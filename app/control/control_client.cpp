@@ -1,4 +1,4 @@
-#include "app/launch/control_client.h"
+#include "app/control/control_client.h"
 
 #include <QDeadlineTimer>
 #include <QMetaObject>
@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "app/common/worker_thread.h"
-#include "app/launch/control_writer.h"
+#include "app/control/control_writer.h"
 
 namespace fs::app {
 namespace {

@@ -2,14 +2,14 @@
 // it writes are what the engine's reader accepts, acks are matched by seq
 // (also one read before the writer's answer), timeouts come from an injected
 // clock, and a late ack still counts.
-#include "app/launch/control_client.h"
+#include "app/control/control_client.h"
 
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "backend/protocol/control_file.h"
-#include "launch_test_util.h"
+#include "control_test_util.h"
 
 namespace fs::app {
 namespace {
