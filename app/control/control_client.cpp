@@ -29,7 +29,9 @@ QString verbName(ControlVerb verb) {
   return QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()));
 }
 
-ControlClient::ControlClient(QObject* parent, Clock clock)
+ControlClient::ControlClient(QObject* parent) : ControlClient(Clock{}, parent) {}
+
+ControlClient::ControlClient(Clock clock, QObject* parent)
     : QObject(parent),
       clock_(clock ? std::move(clock) : Clock(monotonicMs)),
       timer_(new QTimer(this)),

@@ -63,8 +63,9 @@ class ControlClient : public QObject {
   using Clock = std::function<qint64()>;  // monotonic milliseconds
   static constexpr int kDefaultTimeoutMs = 10'000;
 
-  // `clock` defaults to a monotonic system clock.
-  explicit ControlClient(QObject* parent = nullptr, Clock clock = {});
+  explicit ControlClient(QObject* parent = nullptr);
+  // `clock` replaces the monotonic system clock (tests); empty = that clock.
+  explicit ControlClient(Clock clock, QObject* parent = nullptr);
   ~ControlClient() override;
 
   // The run to control; "" detaches. A different run forgets everything pending

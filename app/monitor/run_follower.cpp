@@ -74,13 +74,13 @@ void RunFollower::stop() {
   emit stopped(position);
 }
 
-void RunFollower::emitPending(std::vector<FollowIssue>& issues, QList<RankLogLine>& lines, bool at_end) {
+void RunFollower::emitPending(std::vector<FollowIssue>& issues, QList<RankLogLine>& lines, bool atEnd) {
   for (const FollowIssue& i : issues) emit issue(i);
   issues.clear();
   if (s_->events->hasPending()) {
     auto batch = std::make_shared<FollowBatch>(s_->events->takeBatch());
     if (s_->logs) batch->position.log_offsets = s_->logs->offsets();
-    batch->at_end = at_end;
+    batch->at_end = atEnd;
     emit batchReady(std::move(batch));
   }
   if (!lines.isEmpty()) emit logLines(lines);

@@ -81,7 +81,7 @@ class RunFollower : public QObject {
   struct State;
   bool readEvents();  // one chunk; true when more bytes are waiting
   void checkProcess();
-  void emitPending(std::vector<FollowIssue>& issues, QList<RankLogLine>& lines, bool at_end);
+  void emitPending(std::vector<FollowIssue>& issues, QList<RankLogLine>& lines, bool atEnd);
 
   FollowOptions options_;
   std::atomic<bool> cancel_{false};

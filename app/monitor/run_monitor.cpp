@@ -50,10 +50,10 @@ void RunMonitor::stopFollower() {
   follower_ = nullptr;
 }
 
-void RunMonitor::attach(const QString& run_dir, const FollowPosition& from) {
+void RunMonitor::attach(const QString& runDir, const FollowPosition& from) {
   stopFollower();
   const bool fresh = from == FollowPosition{};
-  if (fresh || run_dir != run_dir_) {
+  if (fresh || runDir != run_dir_) {
     store_.clear();
     measured_.clear();
     status_ = RunStatus{};
@@ -64,11 +64,11 @@ void RunMonitor::attach(const QString& run_dir, const FollowPosition& from) {
     checkpoints_.clear();
     stall_ = StallDetector(options_.stall);
   }
-  run_dir_ = run_dir;
+  run_dir_ = runDir;
   caught_up_ = false;
 
   FollowOptions fo;
-  fo.run_dir = run_dir;
+  fo.run_dir = runDir;
   fo.start = from;
   fo.poll_interval_ms = options_.poll_interval_ms;
   fo.follow_logs = options_.follow_logs;

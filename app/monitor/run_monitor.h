@@ -81,7 +81,7 @@ class RunMonitor : public QObject {
   ~RunMonitor() override;
 
   // Starts following `run_dir` from `from`; detaches first if attached.
-  void attach(const QString& run_dir, const FollowPosition& from = {});
+  void attach(const QString& runDir, const FollowPosition& from = {});
   // Stops following; detached() brings the position to attach() from later.
   void detach();
   bool isAttached() const { return follower_ != nullptr; }

@@ -149,14 +149,14 @@ SeriesStore::SeriesId SeriesStore::findOrAdd(const std::string& name, bool* adde
 }
 
 void SeriesStore::appendPoints(Series& s, const SeriesBatch::Points& p, std::size_t* cursor,
-                               std::uint32_t row_end, std::uint32_t row_base) {
+                               std::uint32_t rowEnd, std::uint32_t rowBase) {
   const std::size_t begin = *cursor;
   std::size_t end = begin;
-  while (end < p.rows.size() && p.rows[end] < row_end) ++end;
+  while (end < p.rows.size() && p.rows[end] < rowEnd) ++end;
   s.y.insert(s.y.end(), p.y.begin() + static_cast<std::ptrdiff_t>(begin),
              p.y.begin() + static_cast<std::ptrdiff_t>(end));
   s.rows.reserve(s.rows.size() + (end - begin));
-  for (std::size_t i = begin; i < end; ++i) s.rows.push_back(p.rows[i] + row_base);
+  for (std::size_t i = begin; i < end; ++i) s.rows.push_back(p.rows[i] + rowBase);
   *cursor = end;
 }
 

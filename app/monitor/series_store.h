@@ -110,8 +110,8 @@ class SeriesStore : public QObject {
   void reserveFor(const SeriesBatch& batch);
   void appendRows(const SeriesBatch::Rows& rows);
   // Appends points of `p` whose batch row is below `row_end`, from *cursor on.
-  void appendPoints(Series& s, const SeriesBatch::Points& p, std::size_t* cursor, std::uint32_t row_end,
-                    std::uint32_t row_base);
+  void appendPoints(Series& s, const SeriesBatch::Points& p, std::size_t* cursor, std::uint32_t rowEnd,
+                    std::uint32_t rowBase);
   void rewindTo(double step);
   double xAt(std::uint32_t row, const XAxis& axis) const;
 

@@ -28,7 +28,7 @@ class ControlClientTest : public QObject {
     runDir_ = tmp_->filePath(QStringLiteral("run"));
     QVERIFY(proto::RunDir(test::fsPath(runDir_)).create().isOk());
     now_ = 1'000;
-    client_ = std::make_unique<ControlClient>(nullptr, [this] { return now_; });
+    client_ = std::make_unique<ControlClient>([this] { return now_; });
     client_->setRunDir(runDir_);
   }
   void cleanup() { client_.reset(); }
