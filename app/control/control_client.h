@@ -1,23 +1,7 @@
 // ControlClient: sends control commands to one run and follows their answers.
 //
-// A command is a file control/<seq>-<verb>.json in the run directory
-// (backend/protocol/control_file.h; written on a worker thread). The engine
-// acts on it between steps and answers with a `control_ack` event carrying the
-// seq; whoever follows events.jsonl (the live monitor) passes acks in through
-// onAck() and `state` events through setRunState(). A command is pending from
-// the moment it is asked for until its ack arrives; one without an ack within
-// timeoutMs() (default 10 s, from the moment it was asked for) is dropped from
-// the pending list with timedOut(). An ack that arrives after that still
-// counts: acknowledged() is emitted then.
-//
-// Derived run state (for buttons): the last state given to setRunState, moved
-// on by every successful ack, whichever client sent the command (pause ->
-// paused, resume -> running, stop / kill -> stopping): acks and state events
-// come from one file, in order, so the last word is the right one.
-//
-// Time comes from an injectable monotonic clock; a timer calls
-// checkTimeouts() every 250 ms while something is pending, and tests with a
-// fake clock call it themselves. Nothing here opens a dialog.
+// Commands are files written on a worker thread; acks come in through onAck().
+// See NOTE [Control commands and acks] in control_client.cpp.
 //
 // Thread-safety: a QObject of the GUI thread; use it from that thread only.
 // onAck takes a protocol struct: connect it directly (same thread), or

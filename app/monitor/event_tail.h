@@ -1,5 +1,5 @@
 // EventTail: reads what was appended to one events.jsonl and decodes it, keeping the
-// guarantees of NOTE [Follow guarantees] (run_follower.h): partial lines wait,
+// guarantees of NOTE [Follow guarantees] (run_follower.cpp): partial lines wait,
 // truncation and replacement are detected and recovered from, seqs are checked.
 //
 // RunFollower drives it from its poll timer; it has no Qt event loop of its own, so a

@@ -21,6 +21,20 @@
 #include "ui/plots/memory_view.h"
 #include "ui/plots/run_status_bar.h"
 
+// NOTE [Monitor page layout]
+//   [run directory] [status: state, step / total, samples/s, ETA] [control buttons]
+//   [x axis: step | samples | tokens | wall time | relative time] [smoothing] [ranks]
+//   [alert banner: stalled run, dead process, broken telemetry]
+//   tabs: Training (loss, lr, grad norm, throughput) | Gates | Timing | Memory | Estimate | Layout | Logs
+//
+// Estimate: the planner's figures for the run's config, world and nodes beside
+// the measured memory (EstimateView), planned when run_started arrives.
+// Layout: the units, with the gather window of the latest memory event's
+// chosen rank highlighted (LayoutTable).
+//
+// Alerts also leave through alert() so the window can raise a desktop
+// notification. The page reads nothing itself: the monitor's follower does.
+
 namespace fs::ui {
 namespace {
 

@@ -1,18 +1,7 @@
 // MonitorPage: one followed run, live. Composes the monitor's views and wires
-// them to a RunMonitor (app/monitor) and a ControlClient (app/control):
+// them to a RunMonitor (app/monitor) and a ControlClient (app/control).
 //
-//   [run directory] [status: state, step / total, samples/s, ETA] [control buttons]
-//   [x axis: step | samples | tokens | wall time | relative time] [smoothing] [ranks]
-//   [alert banner: stalled run, dead process, broken telemetry]
-//   tabs: Training (loss, lr, grad norm, throughput) | Gates | Timing | Memory | Estimate | Layout | Logs
-//
-// Estimate: the planner's figures for the run's config, world and nodes beside
-// the measured memory (EstimateView), planned when run_started arrives.
-// Layout: the units, with the gather window of the latest memory event's
-// chosen rank highlighted (LayoutTable).
-//
-// Alerts also leave through alert() so the window can raise a desktop
-// notification. The page reads nothing itself: the monitor's follower does.
+// See NOTE [Monitor page layout] in monitor_page.cpp.
 //
 // Ownership: borrows the monitor and the control client (they outlive it).
 // Thread-safety: GUI thread only.

@@ -2,7 +2,7 @@
 //
 // For each pixel column of the visible x range: the last drawable point of
 // the column as the line, and the min / max of every drawable point of the
-// column as the band behind it (NOTE [Level of detail] in minmax_pyramid.h).
+// column as the band behind it (NOTE [Level of detail] in minmax_pyramid.cpp).
 // Every point counts: a single spike among 10M points is its column's max.
 // With smoothing, the line follows the smoothed values and the band the raw
 // ones, so a spike stays visible however strongly the line is smoothed.

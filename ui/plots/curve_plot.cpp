@@ -12,6 +12,36 @@
 #include "ui/plots/curve_plot_curve.h"
 #include "ui/plots/view_clip.h"
 
+// NOTE [Curve plot drawing, redraws and input]
+// Each curve is drawn as the last value of each pixel column (the line) over
+// the min / max of every point in the column (a translucent band of the same
+// colour, one step per column so a one-point spike is a full pixel wide),
+// re-bucketed whenever the x range or the plot's width changes (NOTE [Level of
+// detail] in minmax_pyramid.cpp). With smoothing on, the line is the smoothed
+// curve and the band stays the raw min / max: spikes never vanish. Data is read
+// through CurveSources (NOTE [Curve data contract] in curve_source.h), never
+// copied, except for a CSV export.
+//
+// Redraws are coalesced as PlotJuggler does: dataGrew() only marks the plot
+// dirty and arms one single-shot timer (33 ms, ~30 Hz); its tick takes in the
+// new points (incremental smoothing and pyramid), re-buckets and replots once,
+// however many times data grew in between. A hidden plot (another tab) skips
+// its ticks and catches up when shown.
+//
+// While "following" (the initial state, and after a double-click) each tick
+// fits x to all the data and y to what is drawn; any zoom or pan by the user
+// or by setXRange() stops following (switching a log axis refits).
+// Before drawing, the buckets are clamped to the view (NOTE [Clamping to the
+// view] in view_clip.h).
+//
+// Mouse: wheel zooms, left-drag pans, Shift/Ctrl + left-drag zooms to a
+// rubber band, double-click fits to the data, right-click opens a menu (fit,
+// log axes, smoothing, export). A vertical crosshair follows the mouse with
+// each curve's value at that x.
+//
+// Exports render on the GUI thread and write on a pool thread (file_export.h);
+// exportFinished() reports the outcome.
+
 namespace fs::ui {
 namespace {
 

@@ -1,25 +1,6 @@
 // MinMaxPyramid: per-block min / max of a growing array, for level-of-detail drawing.
 //
-// NOTE [Level of detail]
-// Peers cap what they draw (TensorBoard keeps 1,000 points per tag, W&B draws
-// ~1,500 buckets), so a one-step spike disappears. We draw every point: for
-// each pixel column the last value as the line and the min / max of every
-// point in the column as a band (column_buckets.h). Scanning 10M points per
-// zoom is too slow for a 60 Hz redraw, so this pyramid keeps the min / max of
-// aligned blocks: level 0 holds blocks of kLeafPoints points, level L blocks
-// of kLeafPoints << L. Any index range splits into at most two partial leaf
-// blocks (scanned point by point) and O(log n) whole blocks, so one column
-// costs O(kLeafPoints + log n) whatever its width. Appending updates only
-// the blocks the new points complete (amortised O(1) per point); the
-// incomplete tail is never stored, it is scanned.
-//
-// Only finite values count: NaN and +-inf are gaps. Each block also keeps
-// its smallest positive value so a log axis (which skips values <= 0) needs
-// no second pyramid.
-//
-// The pyramid does not own the values: every call takes the array, which
-// must be the same append-only array the pyramid was built from (see NOTE
-// [Curve data contract] in curve_source.h).
+// See NOTE [Level of detail] in minmax_pyramid.cpp.
 //
 // Thread-safety: none; one owner (a curve on the GUI thread, or a test).
 #pragma once

@@ -4,6 +4,26 @@
 #include <cmath>
 #include <limits>
 
+// NOTE [Smoothings]
+// Three smoothings, applied before level-of-detail bucketing to the values
+// the line follows (the band behind it keeps the raw min / max):
+//  - kEma: TensorBoard's debiased exponential moving average. With weight w,
+//    s_i = w * s_{i-1} + (1 - w) * y_i from s_0 = 0, shown as s_i / (1 - w^k)
+//    where k counts the finite values so far; the debias removes the pull
+//    towards 0 at the start. w in [0, 0.999] (TensorBoard's slider range).
+//  - kTimeEma: an EMA over x rather than over points: each earlier point's
+//    weight halves every `half_life` x units, v_n = sum_i w_i y_i / sum_i w_i
+//    with w_i = 2^-((x_n - x_i) / half_life). Irregularly spaced points (wall
+//    time, samples seen) are weighted by distance; points at the same x count
+//    equally.
+//  - kRunningMean: the mean of the finite values among the last `window`
+//    points (the point itself included).
+// Non-finite values stay gaps and do not enter the averages.
+//
+// update() extends the cache over the points appended since the last call
+// (O(new points)); changing the setting or reset() starts again from the
+// first point.
+
 namespace fs::ui {
 namespace {
 
