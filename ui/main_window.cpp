@@ -2,6 +2,9 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QClipboard>
+#include <QCloseEvent>
+#include <QDialog>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -9,36 +12,50 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QCloseEvent>
-#include <QDialog>
-#include <QVBoxLayout>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QSystemTrayIcon>
 #include <QTabWidget>
 #include <QToolBar>
+#include <QVBoxLayout>
 
 #include "app/common/worker_thread.h"
 #include "app/config/config_document.h"
+#include "app/control/control_client.h"
 #include "app/history/history_worker.h"
-#include "app/launch/control_client.h"
 #include "app/launch/local_launcher.h"
 #include "app/monitor/run_monitor.h"
 #include "app/runs/run_catalog.h"
 #include "ui/compare/compare_page.h"
-#include <QApplication>
-#include <QClipboard>
-
 #include "ui/config/cmdline_dialog.h"
 #include "ui/config/config_form.h"
 #include "ui/config/defaults_diff_dialog.h"
 #include "ui/config/problem_label.h"
 #include "ui/control/run_control_bar.h"
 #include "ui/history/history_view.h"
-#include "ui/live/monitor_page.h"
+#include "ui/monitor/monitor_page.h"
 #include "ui/plan/estimate_view.h"
 #include "ui/plan/planner_view.h"
 #include "ui/runs/runs_panel.h"
+
+// NOTE [Main window layout]
+//   tabs: Configure (ConfigForm on the ConfigDocument | RunsPanel fed by a
+//         RunCatalogWorker) | Monitor (MonitorPage on a RunMonitor and a
+//         ControlClient) | History (HistoryView on a HistoryWorker) |
+//         Compare (ComparePage: the runs History overlays, reference CSVs)
+//   File: Open..., Save YAML, Save YAML As..., Import / Copy OpenFlamingo
+//         command line, Show changes from the defaults, Quit
+//   Run:  Launch locally, Plan memory..., Open run directory..., Detach, Refresh runs
+//   Plan memory... (also the config form's button): a PlannerView window on
+//         the document's config, following its edits
+//   status bar: file, load / save / launch results, error and warning counts
+//
+// A launch (LocalLauncher) creates the run directory and the monitor follows
+// it at once; a run activated in the runs panel or the history is followed
+// the same way. Every file, process and database action runs on a worker
+// thread or asynchronously (QProcess); the window only picks paths
+// (QFileDialog) and shows results. Alerts (a stalled run, a dead process)
+// raise a desktop notification where the platform has a tray.
 
 namespace fs::ui {
 namespace {

@@ -1,22 +1,6 @@
 // MainWindow: wires the views together; holds no logic of its own.
 //
-//   tabs: Configure (ConfigForm on the ConfigDocument | RunsPanel fed by a
-//         RunCatalogWorker) | Monitor (MonitorPage on a RunMonitor and a
-//         ControlClient) | History (HistoryView on a HistoryWorker) |
-//         Compare (ComparePage: the runs History overlays, reference CSVs)
-//   File: Open..., Save YAML, Save YAML As..., Import / Copy OpenFlamingo
-//         command line, Show changes from the defaults, Quit
-//   Run:  Launch locally, Plan memory..., Open run directory..., Detach, Refresh runs
-//   Plan memory... (also the config form's button): a PlannerView window on
-//         the document's config, following its edits
-//   status bar: file, load / save / launch results, error and warning counts
-//
-// A launch (LocalLauncher) creates the run directory and the monitor follows
-// it at once; a run activated in the runs panel or the history is followed
-// the same way. Every file, process and database action runs on a worker
-// thread or asynchronously (QProcess); the window only picks paths
-// (QFileDialog) and shows results. Alerts (a stalled run, a dead process)
-// raise a desktop notification where the platform has a tray.
+// See NOTE [Main window layout] in main_window.cpp.
 //
 // Ownership: does not own the document, which must outlive the window.
 // Thread-safety: GUI thread only.

@@ -16,6 +16,21 @@
 #include "app/history/history_schema.h"
 #include "app/history/sql_util.h"
 
+// NOTE [History store rows]
+// One row per run id (history_record.h). Rows come in three ways: from a run
+// directory on disk (readRunDirectory, then upsert), from a live monitor's
+// reports (recordStarted / Progress / Checkpoint / Finished), or as a whole
+// record. Listings filter and sort in SQL (query()).
+//
+// NOTE [History crash safety]
+// The file runs in WAL journal mode with synchronous=NORMAL and foreign keys
+// on. Every write is one transaction (BEGIN IMMEDIATE ... COMMIT), so an app
+// killed at any instant leaves a database that reopens consistent with every
+// transaction that returned OK; a power loss may lose the last few commits
+// but never corrupts the file. Several processes may share the file
+// (busy_timeout waits for the write lock). Opening migrates older schema
+// versions in place (history_schema.h).
+
 namespace fs::app {
 namespace {
 

@@ -1,18 +1,7 @@
 // HistoryStore: every run ever seen, in one SQLite file.
 //
-// One row per run id (history_record.h). Rows come in three ways: from a run
-// directory on disk (readRunDirectory, then upsert), from a live monitor's
-// reports (recordStarted / Progress / Checkpoint / Finished), or as a whole
-// record. Listings filter and sort in SQL (query()).
-//
-// NOTE [History crash safety]
-// The file runs in WAL journal mode with synchronous=NORMAL and foreign keys
-// on. Every write is one transaction (BEGIN IMMEDIATE ... COMMIT), so an app
-// killed at any instant leaves a database that reopens consistent with every
-// transaction that returned OK; a power loss may lose the last few commits
-// but never corrupts the file. Several processes may share the file
-// (busy_timeout waits for the write lock). Opening migrates older schema
-// versions in place (history_schema.h).
+// See NOTE [History store rows] and NOTE [History crash safety] in
+// history_store.cpp.
 //
 // Thread-safety: none. QtSql connections belong to the thread that opened
 // them: construct, open, use and destroy a store on one thread (HistoryWorker

@@ -181,10 +181,10 @@ QString historyStatus(protocol::FinishStatus status) {
   return QStringLiteral("failed");
 }
 
-protocol::StatusOr<RunDirImport> readRunDirectory(const QString& dir, const RunDirReadOptions& options) {
-  const QString absDir = QFileInfo(dir).absoluteFilePath();
-  const protocol::RunDir runDir(std::filesystem::path(QFile::encodeName(absDir).toStdString()));
-  auto manifest = protocol::readManifest(runDir.root());
+protocol::StatusOr<RunDirImport> readRunDirectory(const QString& runDir, const RunDirReadOptions& options) {
+  const QString absDir = QFileInfo(runDir).absoluteFilePath();
+  const protocol::RunDir layout(std::filesystem::path(QFile::encodeName(absDir).toStdString()));
+  auto manifest = protocol::readManifest(layout.root());
   if (!manifest.isOk()) return manifest.status();
   const protocol::RunManifest& m = manifest.value();
 

@@ -40,11 +40,12 @@ struct RunDirReadOptions {
   const std::atomic<bool>* cancel = nullptr;  // polled between chunks; may be null
 };
 
-// NotFound naming <dir>/run.json when the directory holds no run, the
+// NotFound naming <runDir>/run.json when the directory holds no run, the
 // manifest's own message when it is unreadable, IOError naming the file when
 // config.yaml or events.jsonl exist but cannot be read. A missing config.yaml
 // or events.jsonl is fine (a run that has just been created).
-protocol::StatusOr<RunDirImport> readRunDirectory(const QString& dir, const RunDirReadOptions& options = {});
+protocol::StatusOr<RunDirImport> readRunDirectory(const QString& runDir,
+                                                  const RunDirReadOptions& options = {});
 
 // The record status for a run_finished status: finished, stopped or failed.
 QString historyStatus(protocol::FinishStatus status);

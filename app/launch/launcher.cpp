@@ -2,6 +2,20 @@
 
 #include <cstring>
 
+// NOTE [Launch signals]
+// One launch at a time: launch() creates a new run directory under the
+// request's run root, writes config.yaml into it, and starts
+// `flamingo-train train` on it. Everything comes back as signals, in this order:
+//   stateChanged(kPreparing) -> runDirectoryReady -> stateChanged(kStarting)
+//   -> stateChanged(kRunning) + started -> outputLine... -> stateChanged(kExited) + finished
+// or stateChanged(kFailed) + failed at any point before started. The state
+// changes first, so a handler of finished / failed may launch again at once
+// (a launcher launches again once the previous launch is not isActive()).
+//
+// The run directory is the control channel (app/control/control_client.h);
+// terminate() and kill() act on the process itself, for a run that no longer
+// reads its control files.
+
 namespace fs::app {
 
 QString launchStateName(LaunchState state) {

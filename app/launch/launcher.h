@@ -2,18 +2,8 @@
 // local launcher (QProcess, local_launcher.h) implements it today, the SSH and
 // SLURM launchers will.
 //
-// One launch at a time: launch() creates a new run directory under the
-// request's run root, writes config.yaml into it, and starts
-// `flamingo-train train` on it. Everything comes back as signals, in this order:
-//   stateChanged(kPreparing) -> runDirectoryReady -> stateChanged(kStarting)
-//   -> stateChanged(kRunning) + started -> outputLine... -> stateChanged(kExited) + finished
-// or stateChanged(kFailed) + failed at any point before started. The state
-// changes first, so a handler of finished / failed may launch again at once
-// (a launcher launches again once the previous launch is not isActive()).
-//
-// The run directory is the control channel (control_client.h); terminate()
-// and kill() act on the process itself, for a run that no longer reads its
-// control files.
+// One launch at a time, each in a new run directory; everything comes back as
+// signals, in the order of NOTE [Launch signals] in launcher.cpp.
 //
 // Nothing here opens a dialog: errors are `failed` / `warning` messages.
 // Thread-safety: a QObject of the GUI thread; use it from that thread only.

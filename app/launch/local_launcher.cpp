@@ -60,7 +60,10 @@ int freeLoopbackPort() {
   return port;
 }
 
-LocalLauncher::LocalLauncher(EngineSearch search, QObject* parent, WallClock now)
+LocalLauncher::LocalLauncher(EngineSearch search, QObject* parent)
+    : LocalLauncher(std::move(search), WallClock{}, parent) {}
+
+LocalLauncher::LocalLauncher(EngineSearch search, WallClock now, QObject* parent)
     : Launcher(parent),
       search_(std::move(search)),
       now_(now ? std::move(now) : WallClock([] { return QDateTime::currentDateTime(); })),

@@ -47,9 +47,10 @@ class LocalLauncher : public Launcher {
   using WallClock = std::function<QDateTime()>;  // names run directories
 
   // `search` says where flamingo-train is looked for (default: next to the app,
-  // then PATH). `now` defaults to QDateTime::currentDateTime.
-  explicit LocalLauncher(EngineSearch search = EngineSearch::fromEnvironment(), QObject* parent = nullptr,
-                         WallClock now = {});
+  // then PATH).
+  explicit LocalLauncher(EngineSearch search = EngineSearch::fromEnvironment(), QObject* parent = nullptr);
+  // `now` replaces QDateTime::currentDateTime (tests); empty = that clock.
+  LocalLauncher(EngineSearch search, WallClock now, QObject* parent = nullptr);
   ~LocalLauncher() override;
 
   QString kind() const override { return QStringLiteral("local"); }

@@ -64,7 +64,7 @@ struct EventTail::Piece {
   FastEventDecoder decoder;
   std::atomic<bool> done{false};  // decoded: its lines may be delivered
 
-  void decode(const char* data, std::size_t max_line_bytes) {
+  void decode(const char* data, std::size_t maxLineBytes) {
     lines.clear();
     memories.clear();
     std::size_t used = 0;
@@ -72,7 +72,7 @@ struct EventTail::Piece {
     for (std::size_t pos = begin; pos < end;) {
       const auto* nl = static_cast<const char*>(std::memchr(data + pos, '\n', end - pos));
       Line line{pos, static_cast<std::size_t>(nl - data) - pos, -1, -1};
-      if (line.length <= max_line_bytes) {
+      if (line.length <= maxLineBytes) {
         if (used == records.size()) records.emplace_back();
         switch (decoder.decodePadded({data + pos, line.length}, &records[used], &memory)) {
           case FastEventDecoder::Result::kStep:
@@ -92,11 +92,11 @@ struct EventTail::Piece {
   }
 };
 
-EventTail::EventTail(std::filesystem::path events_file, const FollowPosition& start,
-                     std::size_t max_read_bytes, std::size_t max_line_bytes, const std::atomic<bool>* cancel)
-    : path_(std::move(events_file)),
-      max_read_bytes_(max_read_bytes),
-      max_line_bytes_(max_line_bytes),
+EventTail::EventTail(std::filesystem::path eventsFile, const FollowPosition& start, std::size_t maxReadBytes,
+                     std::size_t maxLineBytes, const std::atomic<bool>* cancel)
+    : path_(std::move(eventsFile)),
+      max_read_bytes_(maxReadBytes),
+      max_line_bytes_(maxLineBytes),
       cancel_(cancel),
       expected_inode_(start.inode),
       buf_(std::make_unique<Buffer>()),
@@ -437,7 +437,7 @@ void EventTail::processLines(std::vector<FollowIssue>* issues) {
   line_start_ += pos;
 }
 
-bool EventTail::accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t line_no,
+bool EventTail::accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t lineNo,
                        std::vector<FollowIssue>* issues) {
   const std::uint64_t expected = last_seq_ ? *last_seq_ + 1 : 0;
   if (seq >= expected) {
@@ -446,13 +446,13 @@ bool EventTail::accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t li
           FollowIssue::Kind::kSeqGap,
           QStringLiteral("%1 line %2 (byte offset %3): seq %4 follows %5: events %6..%7 are missing")
               .arg(fileName(path_))
-              .arg(line_no)
+              .arg(lineNo)
               .arg(offset)
               .arg(seq)
               .arg(last_seq_ ? QString::number(*last_seq_) : QStringLiteral("the start"))
               .arg(expected)
               .arg(seq - 1),
-          line_no, offset};
+          lineNo, offset};
       gap.first_missing = expected;
       gap.last_missing = seq - 1;
       issues->push_back(std::move(gap));
@@ -466,30 +466,30 @@ bool EventTail::accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t li
          {FollowIssue::Kind::kDuplicate,
           QStringLiteral("%1 line %2 (byte offset %3): seq %4 was already delivered (expected %5); dropped")
               .arg(fileName(path_))
-              .arg(line_no)
+              .arg(lineNo)
               .arg(offset)
               .arg(seq)
               .arg(expected),
-          line_no, offset});
+          lineNo, offset});
   return false;
 }
 
-bool EventTail::reportIfTooLong(std::size_t length, std::uint64_t offset, std::uint64_t line_no,
+bool EventTail::reportIfTooLong(std::size_t length, std::uint64_t offset, std::uint64_t lineNo,
                                 std::vector<FollowIssue>* issues) {
   if (length <= max_line_bytes_) return false;
   report(issues, {FollowIssue::Kind::kUndecodable,
                   QStringLiteral("%1 line %2 (byte offset %3): line longer than %4 bytes; skipped")
                       .arg(fileName(path_))
-                      .arg(line_no)
+                      .arg(lineNo)
                       .arg(offset)
                       .arg(max_line_bytes_),
-                  line_no, offset});
+                  lineNo, offset});
   return true;
 }
 
-bool EventTail::deliverStep(const StepRecord& rec, std::uint64_t offset, std::uint64_t line_no,
+bool EventTail::deliverStep(const StepRecord& rec, std::uint64_t offset, std::uint64_t lineNo,
                             std::vector<FollowIssue>* issues) {
-  if (!accept(rec.seq, offset, line_no, issues)) return false;
+  if (!accept(rec.seq, offset, lineNo, issues)) return false;
   builder_.addStep(rec);
   seqs_.push_back(rec.seq);
   last_fast_step_ = -2;  // the caller knows where the record is and keeps it
@@ -497,58 +497,58 @@ bool EventTail::deliverStep(const StepRecord& rec, std::uint64_t offset, std::ui
   return true;
 }
 
-void EventTail::deliverOther(protocol::Event&& e, std::uint64_t offset, std::uint64_t line_no,
+void EventTail::deliverOther(protocol::Event&& e, std::uint64_t offset, std::uint64_t lineNo,
                              std::vector<FollowIssue>* issues) {
-  if (!accept(e.seq, offset, line_no, issues)) return;
+  if (!accept(e.seq, offset, lineNo, issues)) return;
   builder_.addEvent(e);
   seqs_.push_back(e.seq);
   events_.push_back(std::move(e));
 }
 
-void EventTail::handleLine(std::string_view line, std::uint64_t offset, std::uint64_t line_no,
+void EventTail::handleLine(std::string_view line, std::uint64_t offset, std::uint64_t lineNo,
                            std::vector<FollowIssue>* issues) {
-  if (reportIfTooLong(line.size(), offset, line_no, issues)) return;
+  if (reportIfTooLong(line.size(), offset, lineNo, issues)) return;
   StepRecord& rec = records_[decode_into_];
   protocol::Event memory;
   switch (fast_.decodePadded(line, &rec, &memory)) {
     case FastEventDecoder::Result::kStep:
-      if (deliverStep(rec, offset, line_no, issues)) {
+      if (deliverStep(rec, offset, lineNo, issues)) {
         last_fast_step_ = decode_into_;  // keep this one; decode the next line into the other
         decode_into_ ^= 1;
       }
       return;
     case FastEventDecoder::Result::kMemory:
-      deliverOther(std::move(memory), offset, line_no, issues);
+      deliverOther(std::move(memory), offset, lineNo, issues);
       return;
     case FastEventDecoder::Result::kNotHandled:
-      handleSlowLine(line, offset, line_no, issues);
+      handleSlowLine(line, offset, lineNo, issues);
       return;
   }
 }
 
-void EventTail::handleSlowLine(std::string_view line, std::uint64_t offset, std::uint64_t line_no,
+void EventTail::handleSlowLine(std::string_view line, std::uint64_t offset, std::uint64_t lineNo,
                                std::vector<FollowIssue>* issues) {
-  auto decoded = protocol::decodeEventLine(line, line_no, offset, protocol::kEventsFileName);
+  auto decoded = protocol::decodeEventLine(line, lineNo, offset, protocol::kEventsFileName);
   if (!decoded) return;  // blank line
   switch (decoded->kind) {
     case protocol::DecodedLine::Kind::kEvent:
       if (std::holds_alternative<protocol::StepEvent>(decoded->event.body)) {
         protocol::Event& e = decoded->event;
-        if (!accept(e.seq, offset, line_no, issues)) return;
+        if (!accept(e.seq, offset, lineNo, issues)) return;
         builder_.addEvent(e);
         seqs_.push_back(e.seq);
         last_slow_step_ = std::move(e);
         last_fast_step_ = -1;
       } else {
-        deliverOther(std::move(decoded->event), offset, line_no, issues);
+        deliverOther(std::move(decoded->event), offset, lineNo, issues);
       }
       return;
     case protocol::DecodedLine::Kind::kSkipped:
-      if (decoded->seq) accept(*decoded->seq, offset, line_no, issues);  // a newer type: its seq still counts
+      if (decoded->seq) accept(*decoded->seq, offset, lineNo, issues);  // a newer type: its seq still counts
       return;
     case protocol::DecodedLine::Kind::kError:
       report(issues, {FollowIssue::Kind::kUndecodable,
-                      QString::fromStdString(decoded->error.message()) + QStringLiteral("; skipped"), line_no,
+                      QString::fromStdString(decoded->error.message()) + QStringLiteral("; skipped"), lineNo,
                       offset});
       if (decoded->seq && *decoded->seq == (last_seq_ ? *last_seq_ + 1 : 0)) last_seq_ = *decoded->seq;
       return;

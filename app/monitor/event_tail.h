@@ -1,5 +1,5 @@
 // EventTail: reads what was appended to one events.jsonl and decodes it, keeping the
-// guarantees of NOTE [Follow guarantees] (run_follower.h): partial lines wait,
+// guarantees of NOTE [Follow guarantees] (run_follower.cpp): partial lines wait,
 // truncation and replacement are detected and recovered from, seqs are checked.
 //
 // RunFollower drives it from its poll timer; it has no Qt event loop of its own, so a
@@ -37,8 +37,8 @@ namespace fs::app {
 class EventTail {
  public:
   // `cancel` (may be null) is polled while decoding a chunk.
-  EventTail(std::filesystem::path events_file, const FollowPosition& start, std::size_t max_read_bytes,
-            std::size_t max_line_bytes, const std::atomic<bool>* cancel);
+  EventTail(std::filesystem::path eventsFile, const FollowPosition& start, std::size_t maxReadBytes,
+            std::size_t maxLineBytes, const std::atomic<bool>* cancel);
   ~EventTail();
   EventTail(const EventTail&) = delete;
   EventTail& operator=(const EventTail&) = delete;
@@ -66,21 +66,21 @@ class EventTail {
   // Decodes the complete lines of the buffer with the helpers; returns the buffer
   // position after the last line handled (0 when it did nothing).
   std::size_t processInParallel(std::vector<FollowIssue>* issues);
-  void handleLine(std::string_view line, std::uint64_t offset, std::uint64_t line_no,
+  void handleLine(std::string_view line, std::uint64_t offset, std::uint64_t lineNo,
                   std::vector<FollowIssue>* issues);
   // A line the fast path decoded; false when it was not delivered (seq already seen).
-  bool deliverStep(const StepRecord& rec, std::uint64_t offset, std::uint64_t line_no,
+  bool deliverStep(const StepRecord& rec, std::uint64_t offset, std::uint64_t lineNo,
                    std::vector<FollowIssue>* issues);
   // A decoded event of any type but step.
-  void deliverOther(protocol::Event&& e, std::uint64_t offset, std::uint64_t line_no,
+  void deliverOther(protocol::Event&& e, std::uint64_t offset, std::uint64_t lineNo,
                     std::vector<FollowIssue>* issues);
   // Any other line, through the protocol decoder.
-  void handleSlowLine(std::string_view line, std::uint64_t offset, std::uint64_t line_no,
+  void handleSlowLine(std::string_view line, std::uint64_t offset, std::uint64_t lineNo,
                       std::vector<FollowIssue>* issues);
-  bool reportIfTooLong(std::size_t length, std::uint64_t offset, std::uint64_t line_no,
+  bool reportIfTooLong(std::size_t length, std::uint64_t offset, std::uint64_t lineNo,
                        std::vector<FollowIssue>* issues);
   // Seq bookkeeping for a line that carries `seq`; true when it is to be delivered.
-  bool accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t line_no,
+  bool accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t lineNo,
               std::vector<FollowIssue>* issues);
   void report(std::vector<FollowIssue>* issues, FollowIssue issue);
   void reportReadError(std::vector<FollowIssue>* issues, const QString& message);

@@ -1,24 +1,7 @@
 // MeasuredMemoryTracker: each rank's measured memory, kept up to date as a
 // SeriesStore grows, so that reading it costs O(ranks) however long the run.
 //
-// The figures (MeasuredRank, measured_memory.h) are those the Estimate tab
-// compares with the planner: per rank, over the points
-// the store holds for memory/rank<r>/{params, grads, optimizer, gathered,
-// activations} (NOTE [Series names]),
-//   latest   each part's last value, 0 for a part without points;
-//   peak     each part's largest value, at least 0;
-//   peakSum  the largest sum of the parts in one memory event; when the parts
-//            do not have one point per event each (never from the batch
-//            builder, which writes all of them per rank and event), the sum of
-//            the peaks;
-//   step     the step of the latest point.
-// A value that is NaN counts as 0. A rank is listed once any memory/rank<r>/
-// series exists, in rank order.
-//
-// update() folds in the points appended since the last call and drops those a
-// rewind took away (NOTE [Rewinds]): it tells them apart by the store's row
-// numbers, which are never reused. Its cost is O(ranks) plus the points added
-// and dropped, never the history (RunningPeak keeps what a cut needs).
+// See NOTE [Measured memory figures] in measured_memory_tracker.cpp.
 //
 // Thread-safety: GUI thread only, like the store. Ownership: keeps no pointer
 // to the store between calls.

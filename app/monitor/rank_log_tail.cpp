@@ -30,8 +30,8 @@ int rankOfLogFileName(std::string_view name) {
   return rank;
 }
 
-RankLogTail::RankLogTail(std::filesystem::path logs_dir, std::map<int, std::uint64_t> offsets)
-    : dir_(std::move(logs_dir)) {
+RankLogTail::RankLogTail(std::filesystem::path logsDir, std::map<int, std::uint64_t> offsets)
+    : dir_(std::move(logsDir)) {
   for (const auto& [rank, offset] : offsets) files_[rank].offset = offset;
 }
 

@@ -23,7 +23,7 @@ namespace fs::app {
 class RankLogTail {
  public:
   // `offsets`: where to continue in each rank's file (from FollowPosition).
-  RankLogTail(std::filesystem::path logs_dir, std::map<int, std::uint64_t> offsets);
+  RankLogTail(std::filesystem::path logsDir, std::map<int, std::uint64_t> offsets);
 
   // Appends new complete lines to *lines and problems to *issues.
   void poll(QList<RankLogLine>* lines, std::vector<FollowIssue>* issues);

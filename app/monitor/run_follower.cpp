@@ -13,6 +13,33 @@
 #include "backend/protocol/run_dir.h"
 #include "backend/protocol/run_manifest.h"
 
+// NOTE [Polling a run directory]
+// Run it on a WorkerThread (app/common/worker_thread.h): start() in, batches out.
+// Every poll (a QTimer, 50 ms by default; QFileSystemWatcher misses appends to an
+// open file) reads what was appended since the last one and emits at most one
+// batchReady() with everything it decoded: series points in columns (SeriesBatch),
+// the other events, and the seqs delivered. A long backlog (opening a finished run) is
+// read in chunks of FollowOptions::max_read_bytes, one batch each, with the thread's
+// event loop free between chunks so stop() is never stuck behind a large file.
+//
+// NOTE [Follow guarantees]
+//  - A line is decoded only once its '\n' is there; a partial last line waits.
+//  - Step and memory lines take the fast path (fast_event_decoder.h), everything else the
+//    protocol decoder; an undecodable line is reported (issue(), kUndecodable, naming the
+//    line, byte offset and the decoder's message) and skipped.
+//  - seq must increase by one. A jump is reported as kSeqGap and the later events are
+//    delivered; an event whose seq was already delivered is reported as kDuplicate and
+//    dropped. Lines that could not be decoded but carry the expected seq count as seen.
+//  - Truncation (the file shrank below the read position) and replacement (another
+//    inode at the path, e.g. a new file renamed over it) are reported, then the file is
+//    read again from its start, silently skipping the seqs already delivered. Bytes
+//    appended to the old file before it was replaced are read first.
+//  - stop() emits stopped() with the position; a follower started from that position
+//    continues exactly there: nothing lost, nothing delivered twice.
+//  - For local runs, run.json's pid is checked about once a second while the manifest
+//    says the run is live; when the process is gone, the file is read to its end first
+//    and then processExited() is emitted once.
+
 namespace fs::app {
 
 struct RunFollower::State {
@@ -74,13 +101,13 @@ void RunFollower::stop() {
   emit stopped(position);
 }
 
-void RunFollower::emitPending(std::vector<FollowIssue>& issues, QList<RankLogLine>& lines, bool at_end) {
+void RunFollower::emitPending(std::vector<FollowIssue>& issues, QList<RankLogLine>& lines, bool atEnd) {
   for (const FollowIssue& i : issues) emit issue(i);
   issues.clear();
   if (s_->events->hasPending()) {
     auto batch = std::make_shared<FollowBatch>(s_->events->takeBatch());
     if (s_->logs) batch->position.log_offsets = s_->logs->offsets();
-    batch->at_end = at_end;
+    batch->at_end = atEnd;
     emit batchReady(std::move(batch));
   }
   if (!lines.isEmpty()) emit logLines(lines);

@@ -7,6 +7,31 @@
 #include "app/monitor/run_follower.h"
 #include "app/monitor/series_names.h"
 
+// NOTE [Run monitor state and alerts]
+// Owns a RunFollower on its own worker thread and the SeriesStore it fills, and keeps
+// the run's current state from the events: run_started, the latest step and epoch,
+// total steps, samples/s, ETA, the run state, the latest layout and memory event
+// (the layout view shows which units a rank had gathered at its peak), each rank's
+// measured memory (MeasuredMemoryTracker, updated with every batch so that reading
+// it never walks the run's history), warnings, errors, checkpoints; control acks
+// are re-emitted for a control client to match.
+// It also raises two alerts:
+//  - stalled(why) once when the last step is older than max(floor, K x the median
+//    interval between step events) while the run is running and the file has been
+//    read to its end (StallDetector), recovered() when it is over. Time comes from an
+//    injectable clock, so a test drives it with checkStall().
+//  - processDied(why) when run.json's pid (local runs) is gone while the run is still
+//    live by its events.
+// Nothing here does I/O: the follower reads, the monitor applies batches.
+//
+// attach() with a position from detached() continues the same store: nothing is lost
+// or drawn twice. attach() from the start (the default position), or of another run
+// directory, clears it first.
+//
+// detach() never blocks: the follower stops at its next turn and detached() follows.
+// attach() while attached and the destructor cancel the follower and join its thread;
+// a read in progress gives up at its next line, so that wait is bounded by one read.
+
 namespace fs::app {
 namespace {
 
@@ -50,10 +75,10 @@ void RunMonitor::stopFollower() {
   follower_ = nullptr;
 }
 
-void RunMonitor::attach(const QString& run_dir, const FollowPosition& from) {
+void RunMonitor::attach(const QString& runDir, const FollowPosition& from) {
   stopFollower();
   const bool fresh = from == FollowPosition{};
-  if (fresh || run_dir != run_dir_) {
+  if (fresh || runDir != run_dir_) {
     store_.clear();
     measured_.clear();
     status_ = RunStatus{};
@@ -64,11 +89,11 @@ void RunMonitor::attach(const QString& run_dir, const FollowPosition& from) {
     checkpoints_.clear();
     stall_ = StallDetector(options_.stall);
   }
-  run_dir_ = run_dir;
+  run_dir_ = runDir;
   caught_up_ = false;
 
   FollowOptions fo;
-  fo.run_dir = run_dir;
+  fo.run_dir = runDir;
   fo.start = from;
   fo.poll_interval_ms = options_.poll_interval_ms;
   fo.follow_logs = options_.follow_logs;

@@ -1,28 +1,7 @@
 // RunMonitor: one run directory followed live, on the GUI thread's side.
 //
-// Owns a RunFollower on its own worker thread and the SeriesStore it fills, and keeps
-// the run's current state from the events: run_started, the latest step and epoch,
-// total steps, samples/s, ETA, the run state, the latest layout and memory event
-// (the layout view shows which units a rank had gathered at its peak), each rank's
-// measured memory (MeasuredMemoryTracker, updated with every batch so that reading
-// it never walks the run's history), warnings, errors, checkpoints; control acks
-// are re-emitted for a control client to match.
-// It also raises two alerts:
-//  - stalled(why) once when the last step is older than max(floor, K x the median
-//    interval between step events) while the run is running and the file has been
-//    read to its end (StallDetector), recovered() when it is over. Time comes from an
-//    injectable clock, so a test drives it with checkStall().
-//  - processDied(why) when run.json's pid (local runs) is gone while the run is still
-//    live by its events.
-// Nothing here does I/O: the follower reads, the monitor applies batches.
-//
-// attach() with a position from detached() continues the same store: nothing is lost
-// or drawn twice. attach() from the start (the default position), or of another run
-// directory, clears it first.
-//
-// detach() never blocks: the follower stops at its next turn and detached() follows.
-// attach() while attached and the destructor cancel the follower and join its thread;
-// a read in progress gives up at its next line, so that wait is bounded by one read.
+// Owns a RunFollower on its own worker thread and the SeriesStore it fills;
+// does no I/O itself. See NOTE [Run monitor state and alerts] in run_monitor.cpp.
 //
 // Thread-safety: GUI thread only.
 #pragma once
@@ -81,7 +60,7 @@ class RunMonitor : public QObject {
   ~RunMonitor() override;
 
   // Starts following `run_dir` from `from`; detaches first if attached.
-  void attach(const QString& run_dir, const FollowPosition& from = {});
+  void attach(const QString& runDir, const FollowPosition& from = {});
   // Stops following; detached() brings the position to attach() from later.
   void detach();
   bool isAttached() const { return follower_ != nullptr; }

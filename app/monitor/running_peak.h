@@ -1,5 +1,5 @@
 // RunningPeak: the largest value of a series that grows at its end and is
-// sometimes cut back (a rewind after a resume, NOTE [Rewinds] in series_store.h),
+// sometimes cut back (a rewind after a resume, NOTE [Rewinds] in series_store.cpp),
 // without keeping the series.
 //
 // It keeps only the points where the running maximum rose ("records"), each

@@ -72,17 +72,17 @@ int SeriesBatchBuilder::memorySlot(int rank, std::size_t category) {
   return s;
 }
 
-void SeriesBatchBuilder::noteTime(std::int64_t t_ms) {
-  if (!batch_.first_event_ms) batch_.first_event_ms = t_ms;
+void SeriesBatchBuilder::noteTime(std::int64_t timeMs) {
+  if (!batch_.first_event_ms) batch_.first_event_ms = timeMs;
   ++pending_events_;
 }
 
-std::uint32_t SeriesBatchBuilder::newRow(double step, std::int64_t t_ms, bool from_step) {
+std::uint32_t SeriesBatchBuilder::newRow(double step, std::int64_t timeMs, bool fromStep) {
   auto& rows = batch_.rows;
   const auto row = static_cast<std::uint32_t>(rows.step.size());
   rows.step.push_back(step);
-  rows.t_ms.push_back(t_ms);
-  rows.from_step.push_back(from_step ? 1 : 0);
+  rows.t_ms.push_back(timeMs);
+  rows.from_step.push_back(fromStep ? 1 : 0);
   for (auto& c : rows.samples) c.push_back(kNaN);
   for (auto& c : rows.tokens) c.push_back(kNaN);
   return row;

@@ -85,10 +85,10 @@ class SeriesBatchBuilder {
   int rankLossSlot(DatasetSlots& d, int rank);
   std::pair<int, int> gateSlots(int layer);
   int memorySlot(int rank, std::size_t category);
-  std::uint32_t newRow(double step, std::int64_t t_ms, bool from_step);
+  std::uint32_t newRow(double step, std::int64_t timeMs, bool fromStep);
   void setCumulative(std::vector<std::vector<double>>* columns, int dataset, std::uint32_t row, double value);
   void point(int slot, std::uint32_t row, double y);
-  void noteTime(std::int64_t t_ms);
+  void noteTime(std::int64_t timeMs);
 
   SeriesBatch batch_;
   std::size_t pending_events_ = 0;

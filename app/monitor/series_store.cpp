@@ -4,6 +4,28 @@
 #include <cmath>
 #include <limits>
 
+// NOTE [Series x axes]
+// Every series (named as in NOTE [Series names], series_names.h) is a list of points
+// appended in file order. y is one std::vector<double>; each point also knows its x in
+// every x-axis kind, through the row of the event it came from:
+//   kStep          the event's step
+//   kSamples       cumulative samples seen of `dataset` (empty: all datasets summed)
+//   kTokens        cumulative tokens seen of `dataset` (empty: all datasets summed)
+//   kWallTime      the event's time, unix seconds
+//   kRelativeTime  seconds since the first event the store saw (the run's start when
+//                  the file was read from its beginning)
+// An event that reports no samples (tokens) for a dataset keeps that dataset's last
+// value; before any, it is 0. x(id, axis) returns an array as long as y(id): built on
+// first request for that axis, then extended as points arrive, so asking is cheap.
+// Within a run x is non-decreasing on every axis.
+//
+// NOTE [Rewinds]
+// A run resumed from a checkpoint appends to the same events.jsonl and repeats the steps
+// after the checkpoint. When a step event arrives whose step is not above the last step
+// event's, every point at that step or later is dropped from every series before the new
+// points are appended (as TensorBoard purges orphaned steps), and reset() is emitted:
+// the curves show the attempt that counts, and x never goes backwards.
+
 namespace fs::app {
 
 SeriesStore::SeriesStore(QObject* parent) : QObject(parent) {}
@@ -149,14 +171,14 @@ SeriesStore::SeriesId SeriesStore::findOrAdd(const std::string& name, bool* adde
 }
 
 void SeriesStore::appendPoints(Series& s, const SeriesBatch::Points& p, std::size_t* cursor,
-                               std::uint32_t row_end, std::uint32_t row_base) {
+                               std::uint32_t rowEnd, std::uint32_t rowBase) {
   const std::size_t begin = *cursor;
   std::size_t end = begin;
-  while (end < p.rows.size() && p.rows[end] < row_end) ++end;
+  while (end < p.rows.size() && p.rows[end] < rowEnd) ++end;
   s.y.insert(s.y.end(), p.y.begin() + static_cast<std::ptrdiff_t>(begin),
              p.y.begin() + static_cast<std::ptrdiff_t>(end));
   s.rows.reserve(s.rows.size() + (end - begin));
-  for (std::size_t i = begin; i < end; ++i) s.rows.push_back(p.rows[i] + row_base);
+  for (std::size_t i = begin; i < end; ++i) s.rows.push_back(p.rows[i] + rowBase);
   *cursor = end;
 }
 

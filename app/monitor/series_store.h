@@ -1,28 +1,11 @@
 // SeriesStore: a run's time series, as contiguous arrays a plot reads without copies.
 //
-// Every series (named as in NOTE [Series names], series_names.h) is a list of points
-// appended in file order. y is one std::vector<double>; each point also knows its x in
-// every x-axis kind, through the row of the event it came from:
-//   kStep          the event's step
-//   kSamples       cumulative samples seen of `dataset` (empty: all datasets summed)
-//   kTokens        cumulative tokens seen of `dataset` (empty: all datasets summed)
-//   kWallTime      the event's time, unix seconds
-//   kRelativeTime  seconds since the first event the store saw (the run's start when
-//                  the file was read from its beginning)
-// An event that reports no samples (tokens) for a dataset keeps that dataset's last
-// value; before any, it is 0. x(id, axis) returns an array as long as y(id): built on
-// first request for that axis, then extended as points arrive, so asking is cheap.
-// Within a run x is non-decreasing on every axis.
-//
-// NOTE [Rewinds]
-// A run resumed from a checkpoint appends to the same events.jsonl and repeats the steps
-// after the checkpoint. When a step event arrives whose step is not above the last step
-// event's, every point at that step or later is dropped from every series before the new
-// points are appended (as TensorBoard purges orphaned steps), and reset() is emitted:
-// the curves show the attempt that counts, and x never goes backwards.
+// Every point has its x on every axis kind; a resumed run's repeated steps
+// replace the old ones. See NOTE [Series x axes] and NOTE [Rewinds] in
+// series_store.cpp.
 //
 // Spans stay valid until the next append() or clear() (the next changed() or reset()):
-// read them fresh on every redraw (ui/monitor/curve_source.h).
+// read them fresh on every redraw (ui/plots/curve_source.h).
 //
 // Thread-safety: GUI thread only (no locking). Ownership: holds every array by value.
 #pragma once
@@ -110,8 +93,8 @@ class SeriesStore : public QObject {
   void reserveFor(const SeriesBatch& batch);
   void appendRows(const SeriesBatch::Rows& rows);
   // Appends points of `p` whose batch row is below `row_end`, from *cursor on.
-  void appendPoints(Series& s, const SeriesBatch::Points& p, std::size_t* cursor, std::uint32_t row_end,
-                    std::uint32_t row_base);
+  void appendPoints(Series& s, const SeriesBatch::Points& p, std::size_t* cursor, std::uint32_t rowEnd,
+                    std::uint32_t rowBase);
   void rewindTo(double step);
   double xAt(std::uint32_t row, const XAxis& axis) const;
 

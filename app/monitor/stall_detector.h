@@ -30,20 +30,20 @@ class StallDetector {
   explicit StallDetector(StallOptions options = {}) : options_(options) {}
 
   // `live`: the run is running and the reader has caught up with the file.
-  // `last_step_ms`: time of the last step event (unix ms), none before the first.
-  // `median_interval_s`: see medianInterval(); none when unknown.
+  // `lastStepMs`: time of the last step event (unix ms), none before the first.
+  // `medianIntervalSeconds`: see medianInterval(); none when unknown.
   // On kStalled, *why says what was seen and what was expected.
-  Change evaluate(std::int64_t now_ms, bool live, std::optional<std::int64_t> last_step_ms,
-                  std::optional<std::int64_t> last_step, std::optional<double> median_interval_s,
+  Change evaluate(std::int64_t nowMs, bool live, std::optional<std::int64_t> lastStepMs,
+                  std::optional<std::int64_t> lastStep, std::optional<double> medianIntervalSeconds,
                   std::string* why);
 
   bool stalled() const { return stalled_; }
   // Seconds without a step that count as a stall for this median interval.
-  double thresholdSeconds(std::optional<double> median_interval_s) const;
+  double thresholdSeconds(std::optional<double> medianIntervalSeconds) const;
 
-  // Median of the differences between consecutive values of `times_s` (ascending
+  // Median of the differences between consecutive values of `timesSeconds` (ascending
   // unix seconds), over at most the last `window` differences; none for < 2 values.
-  static std::optional<double> medianInterval(std::span<const double> times_s, std::size_t window = 100);
+  static std::optional<double> medianInterval(std::span<const double> timesSeconds, std::size_t window = 100);
 
  private:
   StallOptions options_;

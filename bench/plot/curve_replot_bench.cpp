@@ -20,7 +20,7 @@
 #include <random>
 #include <vector>
 
-#include "ui/monitor/curve_plot.h"
+#include "ui/plots/curve_plot.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <QtTest>
 
 #include "tests/app/history/run_dir_fixture.h"
-#include "ui/monitor/curve_plot.h"
+#include "ui/plots/curve_plot.h"
 
 namespace fs::ui {
 

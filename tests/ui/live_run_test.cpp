@@ -22,9 +22,9 @@
 #include "ui/control/run_control_bar.h"
 #include "ui/history/history_table_model.h"
 #include "ui/history/history_view.h"
-#include "ui/live/monitor_page.h"
 #include "ui/main_window.h"
-#include "ui/monitor/curve_plot.h"
+#include "ui/monitor/monitor_page.h"
+#include "ui/plots/curve_plot.h"
 
 namespace fs::ui {
 namespace {

@@ -1,5 +1,7 @@
 #include "ui/compare/compare_page.h"
 
+#include <qcustomplot.h>
+
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -7,11 +9,10 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QVBoxLayout>
-#include <qcustomplot.h>
 
 #include "app/monitor/run_monitor.h"
 #include "app/monitor/series_names.h"
-#include "ui/monitor/curve_plot.h"
+#include "ui/plots/curve_plot.h"
 
 namespace fs::ui {
 

@@ -4,6 +4,21 @@
 #include <QLabel>
 #include <QPushButton>
 
+// NOTE [Run control buttons]
+//   [Stop] [Pause|Resume] [Checkpoint now] [Kill]   pause sent; waiting for the run...
+//
+// Stop asks for a checkpoint first; Kill aborts without one and is drawn in red
+// instead of asking for confirmation. The buttons follow the ControlClient:
+// nothing is enabled without a run or after it ended; a command's button is
+// disabled while it is pending; after a stop or kill only Kill stays; the toggle
+// says Resume once the run is paused (the pause ack, or a `paused` state event).
+// Pending, refused, timed-out and failed commands are shown inline, never in a
+// dialog.
+//
+// With a launcher attached (setLauncher) the bar also knows when the process
+// exits, and a kill the run does not acknowledge in time is carried out on the
+// process itself (SIGKILL).
+
 namespace fs::ui {
 namespace {
 

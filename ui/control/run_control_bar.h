@@ -1,19 +1,7 @@
 // RunControlBar: the buttons that control a run, and one line saying how the
 // last command went.
 //
-//   [Stop] [Pause|Resume] [Checkpoint now] [Kill]   pause sent; waiting for the run...
-//
-// Stop asks for a checkpoint first; Kill aborts without one and is drawn in red
-// instead of asking for confirmation. The buttons follow the ControlClient:
-// nothing is enabled without a run or after it ended; a command's button is
-// disabled while it is pending; after a stop or kill only Kill stays; the toggle
-// says Resume once the run is paused (the pause ack, or a `paused` state event).
-// Pending, refused, timed-out and failed commands are shown inline, never in a
-// dialog.
-//
-// With a launcher attached (setLauncher) the bar also knows when the process
-// exits, and a kill the run does not acknowledge in time is carried out on the
-// process itself (SIGKILL).
+// See NOTE [Run control buttons] in run_control_bar.cpp.
 //
 // Ownership: borrows the client and the launcher, which must outlive the bar
 // (or be detached first). Thread-safety: GUI thread only.
@@ -22,7 +10,7 @@
 #include <QPointer>
 #include <QWidget>
 
-#include "app/launch/control_client.h"
+#include "app/control/control_client.h"
 #include "app/launch/launcher.h"
 
 class QLabel;

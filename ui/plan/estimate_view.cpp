@@ -9,7 +9,7 @@
 
 #include "app/plan/plan_runner.h"
 #include "backend/protocol/run_dir.h"
-#include "ui/monitor/format_units.h"
+#include "ui/plots/format_units.h"
 
 namespace fs::ui {
 namespace {

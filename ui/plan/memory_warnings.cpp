@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ui/monitor/format_units.h"
+#include "ui/plots/format_units.h"
 
 namespace fs::ui {
 

@@ -4,8 +4,8 @@
 #include <QColor>
 #include <QStyle>
 
-#include "ui/monitor/format_units.h"
 #include "ui/plan/memory_warnings.h"
+#include "ui/plots/format_units.h"
 
 namespace fs::ui {
 namespace {

@@ -1,10 +1,11 @@
 #include "ui/plan/rank_bar_chart.h"
 
-#include <QVBoxLayout>
-#include <algorithm>
 #include <qcustomplot.h>
 
-#include "ui/monitor/format_units.h"
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "ui/plots/format_units.h"
 
 namespace fs::ui {
 namespace {

@@ -12,7 +12,7 @@
 #include <QtTest>
 
 #include "app/launch/local_launcher.h"
-#include "tests/app/launch/launch_test_util.h"
+#include "tests/app/control/control_test_util.h"
 #include "ui/control/run_control_bar.h"
 
 namespace fs::ui {
@@ -89,7 +89,7 @@ class RunControlBarE2eTest : public QObject {
     QVERIFY(tmp.isValid());
     app::LocalLauncher launcher({{}, QStringLiteral(FS_TEST_FLAMINGO_TRAIN), {}});
     qint64 now = 0;
-    app::ControlClient client(nullptr, [&now] { return now; });
+    app::ControlClient client([&now] { return now; });
     RunControlBar bar(&client);
     bar.setLauncher(&launcher);
     bar.show();

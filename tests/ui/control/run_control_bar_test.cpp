@@ -11,7 +11,7 @@
 #include <QtTest>
 
 #include "backend/protocol/control_file.h"
-#include "tests/app/launch/launch_test_util.h"
+#include "tests/app/control/control_test_util.h"
 
 namespace fs::ui {
 namespace {
@@ -30,7 +30,7 @@ class RunControlBarTest : public QObject {
     QVERIFY(tmp_->isValid());
     runDir_ = tmp_->filePath(QStringLiteral("run"));
     QVERIFY(proto::RunDir(app::test::fsPath(runDir_)).create().isOk());
-    client_ = std::make_unique<ControlClient>(nullptr, [this] { return now_; });
+    client_ = std::make_unique<ControlClient>([this] { return now_; });
     bar_ = std::make_unique<RunControlBar>(client_.get());
     bar_->show();
     written_ = std::make_unique<QSignalSpy>(client_.get(), &ControlClient::commandWritten);

@@ -2,6 +2,8 @@
 // the real flamingo-train, followed by a MonitorPage; its Estimate tab shows
 // the planner's figures for that run (the CLI's JSON, read here on its own)
 // beside the run's memory events (events.jsonl, read here on its own).
+#include "ui/plan/estimate_view.h"
+
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -15,14 +17,13 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "app/launch/control_client.h"
+#include "app/control/control_client.h"
 #include "app/monitor/run_monitor.h"
 #include "app/plan/plan_runner.h"
 #include "plan_test_util.h"
+#include "ui/monitor/monitor_page.h"
+#include "ui/plots/memory_view.h"
 #include "ui_plan_test_util.h"
-#include "ui/live/monitor_page.h"
-#include "ui/monitor/memory_view.h"
-#include "ui/plan/estimate_view.h"
 
 using namespace fs;
 using namespace fs::ui;

@@ -1,0 +1,272 @@
+#include "ui/monitor/monitor_page.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDateTime>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QTabWidget>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "app/control/control_client.h"
+#include "app/plan/estimate_comparison.h"
+#include "ui/control/run_control_bar.h"
+#include "ui/monitor/series_router.h"
+#include "ui/plan/estimate_view.h"
+#include "ui/plots/curve_plot.h"
+#include "ui/plots/layout_table.h"
+#include "ui/plots/log_view.h"
+#include "ui/plots/memory_view.h"
+#include "ui/plots/run_status_bar.h"
+
+// NOTE [Monitor page layout]
+//   [run directory] [status: state, step / total, samples/s, ETA] [control buttons]
+//   [x axis: step | samples | tokens | wall time | relative time] [smoothing] [ranks]
+//   [alert banner: stalled run, dead process, broken telemetry]
+//   tabs: Training (loss, lr, grad norm, throughput) | Gates | Timing | Memory | Estimate | Layout | Logs
+//
+// Estimate: the planner's figures for the run's config, world and nodes beside
+// the measured memory (EstimateView), planned when run_started arrives.
+// Layout: the units, with the gather window of the latest memory event's
+// chosen rank highlighted (LayoutTable).
+//
+// Alerts also leave through alert() so the window can raise a desktop
+// notification. The page reads nothing itself: the monitor's follower does.
+
+namespace fs::ui {
+namespace {
+
+std::int64_t nowMs() { return QDateTime::currentMSecsSinceEpoch(); }
+
+// spdlog's "[rank 0] [warning] text" lines of logs/rank-<r>.log.
+LogLine fromRankLog(const app::RankLogLine& in) {
+  LogLine line;
+  line.rank = in.rank;
+  line.text = in.text;
+  if (in.text.contains(QLatin1String("] [warning] "))) line.level = LogLevel::kWarning;
+  if (in.text.contains(QLatin1String("] [error] ")) || in.text.contains(QLatin1String("] [critical] "))) {
+    line.level = LogLevel::kError;
+  }
+  return line;
+}
+
+struct SmoothingChoice {
+  const char* label;
+  Smoothing smoothing;
+};
+const SmoothingChoice kSmoothing[] = {
+    {"No smoothing", {SmoothingKind::kNone, 0}},
+    {"EMA 0.6 (TensorBoard)", {SmoothingKind::kEma, 0.6}},
+    {"EMA 0.9 (TensorBoard)", {SmoothingKind::kEma, 0.9}},
+    {"EMA 0.99 (TensorBoard)", {SmoothingKind::kEma, 0.99}},
+    {"Time-weighted EMA, half-life 20", {SmoothingKind::kTimeEma, 20}},
+    {"Running mean, 10 points", {SmoothingKind::kRunningMean, 10}},
+    {"Running mean, 100 points", {SmoothingKind::kRunningMean, 100}},
+};
+
+}  // namespace
+
+MonitorPage::MonitorPage(app::RunMonitor* monitor, app::ControlClient* control, QWidget* parent)
+    : QWidget(parent),
+      monitor_(monitor),
+      control_(control),
+      runDir_(new QLabel(tr("No run followed: launch one, or open a run directory."))),
+      status_(new RunStatusBar),
+      controls_(new RunControlBar(control)),
+      xAxis_(new QComboBox),
+      smoothing_(new QComboBox),
+      ranks_(new QCheckBox(tr("Per-rank losses"))),
+      banner_(new QLabel),
+      tabs_(new QTabWidget),
+      loss_(new CurvePlot),
+      lr_(new CurvePlot),
+      gradNorm_(new CurvePlot),
+      throughput_(new CurvePlot),
+      timing_(new CurvePlot),
+      gates_(new CurvePlot),
+      memory_(new MemoryView),
+      estimate_(new EstimateView),
+      layout_(new LayoutTable),
+      logs_(new LogView) {
+  setObjectName(QStringLiteral("monitorPage"));
+  runDir_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  for (const auto& choice : kSmoothing) smoothing_->addItem(tr(choice.label));
+  banner_->setVisible(false);
+  banner_->setWordWrap(true);
+  banner_->setStyleSheet(QStringLiteral("background: #fdecea; color: #b71c1c; padding: 6px; border-radius: 3px"));
+
+  auto* top = new QHBoxLayout;
+  top->addWidget(runDir_, 1);
+  top->addWidget(status_);
+  auto* row = new QHBoxLayout;
+  row->addWidget(controls_);
+  row->addStretch(1);
+  row->addWidget(new QLabel(tr("X axis:")));
+  row->addWidget(xAxis_);
+  row->addWidget(smoothing_);
+  row->addWidget(ranks_);
+
+  tabs_->addTab(buildTrainingTab(), tr("Training"));
+  tabs_->addTab(gates_, tr("Gates"));
+  tabs_->addTab(timing_, tr("Timing"));
+  tabs_->addTab(memory_, tr("Memory"));
+  tabs_->addTab(estimate_, tr("Estimate"));
+  tabs_->addTab(layout_, tr("Layout"));
+  tabs_->addTab(logs_, tr("Logs"));
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(top);
+  layout->addLayout(row);
+  layout->addWidget(banner_);
+  layout->addWidget(tabs_, 1);
+
+  router_ = new SeriesRouter(monitor_->store(), RunPlots{loss_, lr_, gradNorm_, throughput_, timing_, gates_, memory_},
+                             this);
+  refreshAxisChoices();
+  connect(xAxis_, &QComboBox::currentIndexChanged, this, &MonitorPage::applyAxisChoice);
+  connect(smoothing_, &QComboBox::currentIndexChanged, this, &MonitorPage::applySmoothingChoice);
+  connect(ranks_, &QCheckBox::toggled, router_, &SeriesRouter::setShowRanks);
+  wireMonitor();
+}
+
+QWidget* MonitorPage::buildTrainingTab() {
+  auto* page = new QWidget;
+  auto* grid = new QGridLayout(page);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->addWidget(loss_, 0, 0);
+  grid->addWidget(lr_, 0, 1);
+  grid->addWidget(gradNorm_, 1, 0);
+  grid->addWidget(throughput_, 1, 1);
+  grid->setRowStretch(0, 3);
+  grid->setRowStretch(1, 2);
+  return page;
+}
+
+void MonitorPage::wireMonitor() {
+  connect(monitor_, &app::RunMonitor::statusChanged, this, &MonitorPage::refreshStatus);
+  connect(monitor_, &app::RunMonitor::runStarted, this, &MonitorPage::refreshAxisChoices);
+  connect(monitor_, &app::RunMonitor::runStarted, this, [this](const protocol::RunStartedEvent& e) {
+    estimate_->planRun(monitor_->runDir(), e.world_size, std::max(1, e.nnodes));
+  });
+  connect(monitor_, &app::RunMonitor::delivered, this,
+          [this] { estimate_->setMeasured(monitor_->measuredMemory()); });
+  connect(monitor_, &app::RunMonitor::layoutChanged, this, [this] {
+    if (monitor_->layout()) layout_->setLayout(*monitor_->layout());
+  });
+  connect(monitor_, &app::RunMonitor::memoryReported, this, [this] {
+    if (monitor_->latestMemory()) layout_->setMemory(*monitor_->latestMemory());
+  });
+  connect(monitor_, &app::RunMonitor::logLines, this, [this](const QList<app::RankLogLine>& lines) {
+    std::vector<LogLine> out;
+    out.reserve(static_cast<size_t>(lines.size()));
+    for (const auto& l : lines) out.push_back(fromRankLog(l));
+    logs_->appendLines(std::move(out));
+  });
+  connect(monitor_, &app::RunMonitor::warningAdded, this,
+          [this](const protocol::WarningEvent& w) { logs_->appendLine(logLineFrom(w, nowMs())); });
+  connect(monitor_, &app::RunMonitor::errorReported, this, [this](const protocol::ErrorEvent& e) {
+    logs_->appendLine(logLineFrom(e, nowMs()));
+    showAlert(tr("The run reported an error"), QString::fromStdString(e.message));
+  });
+  // Acks and states go to the control client directly (same thread), so the
+  // buttons follow the engine.
+  connect(monitor_, &app::RunMonitor::controlAcknowledged, control_, &app::ControlClient::onAck);
+  connect(monitor_, &app::RunMonitor::stalled, this, [this](const QString& why) {
+    refreshStatus();
+    showAlert(tr("The run looks stalled"), why);
+  });
+  connect(monitor_, &app::RunMonitor::recovered, this, [this] {
+    refreshStatus();
+    banner_->setVisible(false);
+  });
+  connect(monitor_, &app::RunMonitor::processDied, this,
+          [this](const QString& why) { showAlert(tr("The training process is gone"), why); });
+  connect(monitor_, &app::RunMonitor::issue, this, [this](const app::FollowIssue& issue) {
+    LogLine line;
+    line.time_ms = nowMs();
+    line.level = LogLevel::kWarning;
+    line.code = QStringLiteral("telemetry");
+    line.text = issue.message;
+    logs_->appendLine(line);
+  });
+}
+
+void MonitorPage::runAttached(const QString& runDir) {
+  runDir_->setText(runDir);
+  runDir_->setToolTip(runDir);
+  logs_->clear();
+  layout_->setLayout(protocol::LayoutEvent{});
+  layout_->setMemory(protocol::MemoryEvent{});
+  estimate_->clear();
+  banner_->setVisible(false);
+  refreshStatus();
+}
+
+RunStatus MonitorPage::displayStatus(const app::RunStatus& s, bool stalled) {
+  RunStatus out;
+  out.step = s.step;
+  out.total_steps = s.total_steps;
+  if (s.last_step_ms) out.samples_per_s = s.samples_per_s;
+  out.eta_s = s.eta_s;
+  using protocol::RunState;
+  switch (s.state.value_or(RunState::kStarting)) {
+    case RunState::kStarting: out.state = MonitorState::kStarting; break;
+    case RunState::kRunning: out.state = MonitorState::kRunning; break;
+    case RunState::kPaused: out.state = MonitorState::kPaused; break;
+    case RunState::kStopping: out.state = MonitorState::kStopping; break;
+    case RunState::kFinished: out.state = MonitorState::kFinished; break;
+    case RunState::kFailed: out.state = MonitorState::kFailed; break;
+  }
+  if (stalled && out.state == MonitorState::kRunning) out.state = MonitorState::kStalled;
+  return out;
+}
+
+void MonitorPage::refreshStatus() {
+  const auto& s = monitor_->status();
+  status_->setStatus(displayStatus(s, monitor_->isStalled()));
+  if (s.state) control_->setRunState(*s.state);
+}
+
+void MonitorPage::refreshAxisChoices() {
+  const QSignalBlocker block(xAxis_);
+  const int keep = xAxis_->currentIndex();
+  xAxis_->clear();
+  auto add = [&](const app::XAxis& axis) {
+    xAxis_->addItem(SeriesRouter::axisLabel(axis),
+                    QVariant::fromValue(QStringList{QString::number(static_cast<int>(axis.kind)),
+                                                    QString::fromStdString(axis.dataset)}));
+  };
+  add({app::XKind::kStep, {}});
+  add({app::XKind::kSamples, {}});
+  add({app::XKind::kTokens, {}});
+  std::vector<std::string> datasets;
+  if (monitor_->status().started) datasets = monitor_->status().started->datasets;
+  for (const auto& ds : datasets) add({app::XKind::kSamples, ds});
+  for (const auto& ds : datasets) add({app::XKind::kTokens, ds});
+  add({app::XKind::kWallTime, {}});
+  add({app::XKind::kRelativeTime, {}});
+  xAxis_->setCurrentIndex(keep >= 0 && keep < xAxis_->count() ? keep : 0);
+}
+
+void MonitorPage::applyAxisChoice() {
+  const QStringList data = xAxis_->currentData().toStringList();
+  if (data.size() != 2) return;
+  router_->setXAxis(app::XAxis{static_cast<app::XKind>(data[0].toInt()), data[1].toStdString()});
+}
+
+void MonitorPage::applySmoothingChoice() {
+  const int i = smoothing_->currentIndex();
+  if (i >= 0 && i < static_cast<int>(std::size(kSmoothing))) router_->setSmoothing(kSmoothing[i].smoothing);
+}
+
+void MonitorPage::showAlert(const QString& title, const QString& message) {
+  banner_->setText(QStringLiteral("<b>%1</b> %2").arg(title.toHtmlEscaped(), message.toHtmlEscaped()));
+  banner_->setVisible(true);
+  emit alert(title, message);
+}
+
+QString MonitorPage::alertText() const { return banner_->isVisible() ? banner_->text() : QString(); }
+
+}  // namespace fs::ui

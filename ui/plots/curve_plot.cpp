@@ -1,0 +1,485 @@
+#include "ui/plots/curve_plot.h"
+
+#include <qcustomplot.h>
+
+#include <QEvent>
+#include <QMouseEvent>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "ui/plots/curve_plot_curve.h"
+#include "ui/plots/view_clip.h"
+
+// NOTE [Curve plot drawing, redraws and input]
+// Each curve is drawn as the last value of each pixel column (the line) over
+// the min / max of every point in the column (a translucent band of the same
+// colour, one step per column so a one-point spike is a full pixel wide),
+// re-bucketed whenever the x range or the plot's width changes (NOTE [Level of
+// detail] in minmax_pyramid.cpp). With smoothing on, the line is the smoothed
+// curve and the band stays the raw min / max: spikes never vanish. Data is read
+// through CurveSources (NOTE [Curve data contract] in curve_source.h), never
+// copied, except for a CSV export.
+//
+// Redraws are coalesced as PlotJuggler does: dataGrew() only marks the plot
+// dirty and arms one single-shot timer (33 ms, ~30 Hz); its tick takes in the
+// new points (incremental smoothing and pyramid), re-buckets and replots once,
+// however many times data grew in between. A hidden plot (another tab) skips
+// its ticks and catches up when shown.
+//
+// While "following" (the initial state, and after a double-click) each tick
+// fits x to all the data and y to what is drawn; any zoom or pan by the user
+// or by setXRange() stops following (switching a log axis refits).
+// Before drawing, the buckets are clamped to the view (NOTE [Clamping to the
+// view] in view_clip.h).
+//
+// Mouse: wheel zooms, left-drag pans, Shift/Ctrl + left-drag zooms to a
+// rubber band, double-click fits to the data, right-click opens a menu (fit,
+// log axes, smoothing, export). A vertical crosshair follows the mouse with
+// each curve's value at that x.
+//
+// Exports render on the GUI thread and write on a pool thread (file_export.h);
+// exportFinished() reports the outcome.
+
+namespace fs::ui {
+namespace {
+
+constexpr int kDefaultTickMs = 33;  // ~30 Hz, however fast data arrives
+
+// Tableau 10: distinct at a glance, readable on white.
+const QColor kPalette[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c),
+                           QColor(0xd6, 0x27, 0x28), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
+                           QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f), QColor(0xbc, 0xbd, 0x22),
+                           QColor(0x17, 0xbe, 0xcf)};
+
+void setGraphData(QCPGraph* graph, const Polyline& line) {
+  QVector<QCPGraphData> points(qsizetype(line.x.size()));
+  for (std::size_t i = 0; i < line.x.size(); ++i) points[qsizetype(i)] = QCPGraphData(line.x[i], line.y[i]);
+  graph->data()->set(points, true);
+}
+
+// Tick labels through the caller's formatter (bytes, durations, ...).
+template <class Base>
+class FormattedTicker : public Base {
+ public:
+  explicit FormattedTicker(std::function<QString(double)> format) : format_(std::move(format)) {}
+
+ protected:
+  QString getTickLabel(double tick, const QLocale& locale, QChar format_char, int precision) override {
+    return format_ ? format_(tick) : Base::getTickLabel(tick, locale, format_char, precision);
+  }
+
+ private:
+  std::function<QString(double)> format_;
+};
+
+}  // namespace
+
+CurvePlot::CurvePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)), tick_(new QTimer(this)) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(plot_);
+
+  plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  plot_->axisRect()->setRangeDrag(Qt::Horizontal | Qt::Vertical);
+  plot_->axisRect()->setRangeZoom(Qt::Horizontal | Qt::Vertical);
+  plot_->setNoAntialiasingOnDrag(true);
+  plot_->legend->setVisible(true);
+  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  plot_->setContextMenuPolicy(Qt::CustomContextMenu);
+  plot_->installEventFilter(this);
+  plot_->setMouseTracking(true);
+
+  // The crosshair has its own buffered layer: moving it repaints that layer only.
+  plot_->addLayer(QStringLiteral("crosshair"), plot_->layer(QStringLiteral("overlay")), QCustomPlot::limAbove);
+  crosshair_layer_ = plot_->layer(QStringLiteral("crosshair"));
+  crosshair_layer_->setMode(QCPLayer::lmBuffered);
+  crosshair_line_ = new QCPItemStraightLine(plot_);
+  crosshair_line_->setLayer(crosshair_layer_);
+  crosshair_line_->setPen(QPen(QColor(80, 80, 80), 0, Qt::DashLine));
+  crosshair_line_->setSelectable(false);
+  crosshair_text_ = new QCPItemText(plot_);
+  crosshair_text_->setLayer(crosshair_layer_);
+  crosshair_text_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+  crosshair_text_->setTextAlignment(Qt::AlignLeft);
+  crosshair_text_->setPadding(QMargins(6, 4, 6, 4));
+  crosshair_text_->setBrush(QColor(255, 255, 255, 225));
+  crosshair_text_->setPen(QPen(QColor(160, 160, 160)));
+  crosshair_text_->position->setType(QCPItemPosition::ptAbsolute);
+  crosshair_text_->setSelectable(false);
+  hideCrosshair();
+
+  tick_->setSingleShot(true);
+  tick_->setInterval(kDefaultTickMs);
+  connect(tick_, &QTimer::timeout, this, &CurvePlot::onTick);
+  connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onXRangeChanged);
+  connect(plot_->yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] {
+    if (setting_range_ == 0) setFollowing(false);
+    for (auto& c : curves_) drawCurve(*c);  // the buckets stay; only their clamp to the view moves
+  });
+  // A new width needs new columns; afterLayout comes before the graphs draw.
+  connect(plot_, &QCustomPlot::afterLayout, this, [this] {
+    if (plot_->axisRect()->width() != bucket_columns_) rebucket();
+  });
+  connect(plot_, &QCustomPlot::mouseDoubleClick, this, [this] {
+    fitToData();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+  });
+  connect(plot_, &QCustomPlot::mouseMove, this,
+          [this](QMouseEvent* event) { moveCrosshair(event->position().x(), event->position().y()); });
+  connect(plot_, &QWidget::customContextMenuRequested, this, &CurvePlot::showContextMenu);
+}
+
+CurvePlot::~CurvePlot() {
+  // A dying QCustomPlot still sends events (a synthetic Leave) and signals;
+  // they must not reach this half-destroyed CurvePlot.
+  tick_->stop();
+  plot_->removeEventFilter(this);
+  plot_->xAxis->disconnect(this);
+  plot_->yAxis->disconnect(this);
+  plot_->disconnect(this);
+  delete plot_;
+}
+
+CurvePlot::Curve* CurvePlot::find(const QString& name) const {
+  for (const auto& c : curves_)
+    if (c->name == name) return c.get();
+  return nullptr;
+}
+
+void CurvePlot::addCurve(const QString& name, CurveSource source, const QColor& color) {
+  Curve* curve = find(name);
+  if (curve == nullptr) {
+    curves_.push_back(std::make_unique<Curve>());
+    curve = curves_.back().get();
+    curve->name = name;
+    curve->low = plot_->addGraph();
+    curve->high = plot_->addGraph();
+    curve->line = plot_->addGraph();
+    curve->low->removeFromLegend();
+    curve->high->removeFromLegend();
+    curve->line->setName(name);
+    curve->color = kPalette[next_color_++ % int(std::size(kPalette))];
+  }
+  if (color.isValid()) curve->color = color;
+  curve->source = std::move(source);
+  curve->smoother.setSmoothing(smoothing_);
+  curve->clearCaches();
+  applyCurveStyle(*curve);
+  dataGrew();
+}
+
+void CurvePlot::applyCurveStyle(Curve& curve) {
+  QPen pen(curve.color, 1);
+  pen.setCosmetic(true);
+  curve.line->setPen(pen);
+  QColor band = curve.color;
+  band.setAlpha(60);
+  curve.low->setPen(Qt::NoPen);
+  curve.high->setPen(Qt::NoPen);
+  curve.high->setBrush(band);
+  curve.high->setChannelFillGraph(curve.low);
+  for (QCPGraph* g : {curve.low, curve.high, curve.line}) {
+    g->setVisible(curve.visible);
+    g->setAdaptiveSampling(false);  // the buckets are already one point per column
+  }
+  curve.high->setAntialiasedFill(false);
+}
+
+void CurvePlot::setCurveColor(const QString& name, const QColor& color) {
+  Curve* curve = find(name);
+  if (curve == nullptr || !color.isValid()) return;
+  curve->color = color;
+  applyCurveStyle(*curve);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void CurvePlot::setYFormatter(std::function<QString(double)> format) {
+  y_format_ = std::move(format);
+  if (log_y_)
+    plot_->yAxis->setTicker(QSharedPointer<FormattedTicker<QCPAxisTickerLog>>::create(y_format_));
+  else
+    plot_->yAxis->setTicker(QSharedPointer<FormattedTicker<QCPAxisTicker>>::create(y_format_));
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void CurvePlot::removeCurve(const QString& name) {
+  auto it = std::find_if(curves_.begin(), curves_.end(), [&](const auto& c) { return c->name == name; });
+  if (it == curves_.end()) return;
+  plot_->removeGraph((*it)->line);
+  plot_->removeGraph((*it)->high);
+  plot_->removeGraph((*it)->low);
+  curves_.erase(it);
+  dataGrew();
+}
+
+void CurvePlot::clearCurves() {
+  for (const auto& c : curves_)
+    for (QCPGraph* g : {c->line, c->high, c->low}) plot_->removeGraph(g);
+  curves_.clear();
+  next_color_ = 0;
+  dataGrew();
+}
+
+QStringList CurvePlot::curveNames() const {
+  QStringList names;
+  for (const auto& c : curves_) names << c->name;
+  return names;
+}
+
+void CurvePlot::setCurveVisible(const QString& name, bool visible) {
+  Curve* curve = find(name);
+  if (curve == nullptr || curve->visible == visible) return;
+  curve->visible = visible;
+  applyCurveStyle(*curve);
+  if (visible)
+    curve->line->addToLegend();
+  else
+    curve->line->removeFromLegend();
+  dataGrew();
+}
+
+bool CurvePlot::isCurveVisible(const QString& name) const {
+  const Curve* curve = find(name);
+  return curve != nullptr && curve->visible;
+}
+
+void CurvePlot::setLegendVisible(bool visible) {
+  plot_->legend->setVisible(visible);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QCPGraph* CurvePlot::lineGraph(const QString& name) const {
+  const Curve* c = find(name);
+  return c ? c->line : nullptr;
+}
+QCPGraph* CurvePlot::bandLowGraph(const QString& name) const {
+  const Curve* c = find(name);
+  return c ? c->low : nullptr;
+}
+QCPGraph* CurvePlot::bandHighGraph(const QString& name) const {
+  const Curve* c = find(name);
+  return c ? c->high : nullptr;
+}
+
+void CurvePlot::setAxisLabels(const QString& x, const QString& y) {
+  plot_->xAxis->setLabel(x);
+  plot_->yAxis->setLabel(y);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString CurvePlot::xLabel() const { return plot_->xAxis->label(); }
+
+void CurvePlot::setLogX(bool log) {
+  if (log == log_x_) return;
+  log_x_ = log;
+  applyScaleTypes();
+}
+
+void CurvePlot::setLogY(bool log) {
+  if (log == log_y_) return;
+  log_y_ = log;
+  applyScaleTypes();
+}
+
+void CurvePlot::applyScaleTypes() {
+  ++setting_range_;  // QCustomPlot moves a non-positive range when switching to log
+  for (auto [axis, log] : {std::pair{plot_->xAxis, log_x_}, std::pair{plot_->yAxis, log_y_}}) {
+    axis->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    const auto format = axis == plot_->yAxis ? y_format_ : std::function<QString(double)>();
+    if (log)
+      axis->setTicker(QSharedPointer<FormattedTicker<QCPAxisTickerLog>>::create(format));
+    else
+      axis->setTicker(QSharedPointer<FormattedTicker<QCPAxisTicker>>::create(format));
+  }
+  --setting_range_;
+  fitToData();
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void CurvePlot::setSmoothing(const Smoothing& smoothing) {
+  if (smoothing == smoothing_) return;
+  smoothing_ = smoothing;
+  for (auto& c : curves_) {
+    c->smoother.setSmoothing(smoothing);
+    c->smooth_pyramid.clear();  // it summarised the old values; the raw one stays
+  }
+  dataGrew();
+}
+
+void CurvePlot::setXRange(double lower, double upper) {
+  setFollowing(false);
+  plot_->xAxis->setRange(lower, upper);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void CurvePlot::setYRange(double lower, double upper) {
+  setFollowing(false);
+  plot_->yAxis->setRange(lower, upper);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void CurvePlot::setReplotInterval(int ms) { tick_->setInterval(std::max(ms, 0)); }
+
+void CurvePlot::setFollowing(bool following) {
+  if (following == following_) return;
+  following_ = following;
+  emit followingChanged(following);
+}
+
+void CurvePlot::dataGrew() {
+  if (!tick_->isActive()) tick_->start();
+}
+
+void CurvePlot::resetData() {
+  for (auto& c : curves_) c->clearCaches();
+  dataGrew();
+}
+
+void CurvePlot::flush() {
+  tick_->stop();
+  for (auto& c : curves_) sync(*c);
+  if (following_)
+    fitToData();
+  else
+    rebucket();
+}
+
+void CurvePlot::onTick() {
+  if (!isVisible()) {
+    stale_while_hidden_ = true;
+    return;
+  }
+  flush();
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void CurvePlot::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  if (stale_while_hidden_) {
+    stale_while_hidden_ = false;
+    dataGrew();
+  }
+}
+
+void CurvePlot::sync(Curve& curve) const {
+  const CurveSpans data = curve.source ? curve.source() : CurveSpans{};
+  if (data.size() < curve.raw_pyramid.size()) curve.clearCaches();  // shrunk: replaced (NOTE [Curve data contract])
+  curve.raw_pyramid.update(data.y.first(data.size()));
+  if (curve.smoother.smoothing().active()) curve.smooth_pyramid.update(curve.smoother.update(data));
+}
+
+CurveSpans CurvePlot::drawnData(Curve& curve) const {
+  const CurveSpans data = curve.source ? curve.source() : CurveSpans{};
+  const std::size_t n = std::min(data.size(), curve.linePyramid().size());
+  return {data.x.first(n), curve.smoother.update(data).first(n)};
+}
+
+void CurvePlot::onXRangeChanged() {
+  if (setting_range_ > 0) return;  // the plot's own change re-buckets once it is done
+  setFollowing(false);
+  rebucket();
+}
+
+void CurvePlot::rebucket() {
+  const int columns = std::max(plot_->axisRect()->width(), 1);
+  bucket_columns_ = plot_->axisRect()->width();
+  const QCPRange range = plot_->xAxis->range();
+  const std::vector<double> edges = columnEdges(range.lower, range.upper, columns, log_x_ && range.lower > 0);
+  for (auto& c : curves_) bucketCurve(*c, edges);
+}
+
+void CurvePlot::bucketCurve(Curve& curve, const std::vector<double>& edges) {
+  if (!curve.visible) {
+    curve.buckets.clear();
+  } else {
+    sync(curve);
+    const CurveSpans drawn = drawnData(curve);
+    const CurveSpans raw = curve.source();
+    const BucketSource source{drawn.x, drawn.y, &curve.linePyramid(), raw.y.first(drawn.size()), &curve.raw_pyramid};
+    bucketColumns(source, edges, BucketOptions{.positive_y = log_y_, .positive_x = log_x_}, &curve.buckets);
+  }
+  drawCurve(curve);
+}
+
+void CurvePlot::drawCurve(Curve& curve) {
+  // NOTE [Clamping to the view] in view_clip.h: far-off vertices stall Qt's rasteriser.
+  const QCPRange xr = plot_->xAxis->range();
+  const QCPRange yr = plot_->yAxis->range();
+  const ViewBox view{xr.lower, xr.upper, yr.lower, yr.upper, log_x_ && xr.lower > 0, log_y_ && yr.lower > 0};
+  const ColumnBuckets& b = curve.buckets;
+  Polyline clamped;
+  clampToView(b.x, b.line, view, &clamped);
+  setGraphData(curve.line, clamped);
+  // The band: one step per column, over the column's whole width.
+  std::vector<double> step_x, step_low, step_high;
+  step_x.reserve(2 * b.size());
+  step_low.reserve(2 * b.size());
+  step_high.reserve(2 * b.size());
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    for (const double x : {b.left[i], b.right[i]}) {
+      step_x.push_back(x);
+      step_low.push_back(b.low[i]);
+      step_high.push_back(b.high[i]);
+    }
+  }
+  clampToView(step_x, step_low, view, &clamped);
+  setGraphData(curve.low, clamped);
+  clampToView(step_x, step_high, view, &clamped);
+  setGraphData(curve.high, clamped);
+}
+
+void CurvePlot::fitToData() {
+  for (auto& c : curves_) sync(*c);
+  double lower = std::numeric_limits<double>::infinity();
+  double upper = -lower;
+  for (auto& c : curves_) {
+    if (!c->visible) continue;
+    const CurveSpans data = drawnData(*c);
+    auto first = data.x.begin();
+    if (log_x_) first = std::upper_bound(data.x.begin(), data.x.end(), 0.0);
+    if (first == data.x.end()) continue;
+    lower = std::min(lower, *first);
+    upper = std::max(upper, data.x.back());
+  }
+  ++setting_range_;
+  setFollowing(true);
+  if (lower <= upper) {
+    if (lower == upper) {  // one x: give it some room
+      lower = log_x_ ? lower / 2 : lower - 0.5;
+      upper = log_x_ ? upper * 2 : upper + 0.5;
+    }
+    plot_->xAxis->setRange(lower, upper);
+  }
+  rebucket();  // also when the range stayed: the data under it changed
+  fitY();
+  --setting_range_;
+}
+
+void CurvePlot::fitY() {
+  double lower = std::numeric_limits<double>::infinity();
+  double upper = -lower;
+  const QCPRange xr = plot_->xAxis->range();
+  for (const auto& c : curves_) {
+    const ColumnBuckets& b = c->buckets;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      if (b.x[i] < xr.lower || b.x[i] > xr.upper || std::isnan(b.line[i])) continue;  // neighbours are off-screen
+      // With smoothing the line is not inside the raw band everywhere.
+      lower = std::min({lower, b.low[i], b.line[i]});
+      upper = std::max({upper, b.high[i], b.line[i]});
+    }
+  }
+  if (!(lower <= upper)) return;
+  ++setting_range_;
+  if (log_y_) {
+    const double pad = std::pow(upper / lower, 0.05);
+    plot_->yAxis->setRange(lower / (pad > 1 ? pad : 2), upper * (pad > 1 ? pad : 2));
+  } else {
+    const double pad = upper > lower ? (upper - lower) * 0.05 : std::max(std::fabs(upper) * 0.05, 0.5);
+    plot_->yAxis->setRange(lower - pad, upper + pad);
+  }
+  --setting_range_;
+}
+
+}  // namespace fs::ui
