@@ -1,7 +1,7 @@
 // bench_train_step: median time of one training iteration of our engine on a
 // preset (tiny | small), one process, N intra-op threads. The iteration is
 // exactly Trainer::trainIteration + Trainer::optimizerStep
-// (backend/engine/trainer_step.cpp), built from the same library calls:
+// (backend/trainer/trainer_step.cpp), built from the same library calls:
 //   per dataset: labels, forward (memory phase + autocast scope), causalLmLoss,
 //   loss.item(), backward of loss * loss_multiplier / window;
 //   then embedding-gradient row mask, clipGradNorm, schedule.apply, AdamW step,
