@@ -12,7 +12,7 @@
 // (--no-memory-tracker to measure its cost). Padding is skipped as the trainer
 // skips it (NOTE [Skipped padding] in backend/model/common.h);
 // --compute-padding computes it, as the reference does.
-// Telemetry: per step a StepEvent is built as Trainer::emitStep does and
+// Telemetry: per step a StepEvent is built as RankReporter::reportStep does and
 // emitted on a TelemetryEmitter over a temporary run directory; both the build
 // (gate values included) and the emit() call are timed.
 //
@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
     }
     const double stepTime = since(t0);
 
-    // ---- Trainer::emitStep's StepEvent
+    // ---- RankReporter::reportStep's StepEvent
     const auto te = Clock::now();
     protocol::StepEvent e;
     e.step = step;

@@ -11,19 +11,22 @@ namespace {
 
 c10::ScalarType scalarType(fsdp_plan::Dtype d) {
   switch (d) {
-    case fsdp_plan::Dtype::kBFloat16: return c10::kBFloat16;
-    case fsdp_plan::Dtype::kFloat16: return c10::kHalf;
-    case fsdp_plan::Dtype::kFloat32: return c10::kFloat;
-    default: TORCH_CHECK(false, "FSDP: no mixed-precision dtype ", fsdp_plan::dtypeName(d));
+    case fsdp_plan::Dtype::kBFloat16:
+      return c10::kBFloat16;
+    case fsdp_plan::Dtype::kFloat16:
+      return c10::kHalf;
+    case fsdp_plan::Dtype::kFloat32:
+      return c10::kFloat;
+    default:
+      TORCH_CHECK(false, "FSDP: no mixed-precision dtype ", fsdp_plan::dtypeName(d));
   }
 }
 
 }  // namespace
 
-protocol::StatusOr<std::shared_ptr<fsdp::ShardedModel>> parallelizeFlamingo(model::Flamingo& model,
-                                                                      const protocol::RunConfig& config,
-                                                                      std::shared_ptr<dist::Communicator> comm,
-                                                                      const ParallelizeOptions& options) {
+protocol::StatusOr<std::shared_ptr<fsdp::ShardedModel>> parallelizeFlamingo(
+    model::Flamingo& model, const protocol::RunConfig& config, std::shared_ptr<dist::Communicator> comm,
+    const ParallelizeOptions& options) {
   auto inventory = fsdp_plan::buildParamInventory(config.model);
   if (!inventory) return inventory.status();
   auto policy = fsdp_plan::wrapPolicyFromConfig(config.parallel);
@@ -61,7 +64,8 @@ protocol::StatusOr<std::shared_ptr<fsdp::ShardedModel>> parallelizeFlamingo(mode
     if (unit.path.empty()) continue;  // the root: everything no unit owns
     auto it = modules.find(unit.path);
     if (it == modules.end()) {
-      return Status::invalidArgument("FSDP layout names module '" + unit.path + "', which the model does not have");
+      return Status::invalidArgument("FSDP layout names module '" + unit.path +
+                                     "', which the model does not have");
     }
     specs.push_back({unit.path, it->second, announced.count(it->second.get()) > 0});
   }
@@ -76,6 +80,12 @@ protocol::StatusOr<std::shared_ptr<fsdp::ShardedModel>> parallelizeFlamingo(mode
   }
   model->setUnitHooks(sharded);
   return sharded;
+}
+
+std::vector<model::GateValues> gateValues(model::FlamingoImpl& model, fsdp::ShardedModel* sharded) {
+  if (!sharded) return model.gateValues();
+  return model.gateValues(
+      [sharded](const std::vector<torch::Tensor>& p) { return sharded->parameterValues(p); });
 }
 
 }  // namespace fs::engine

@@ -6,9 +6,11 @@
 //
 // With world > 1 every rank runs one Trainer: rank 0 writes the run
 // directory's events, manifest and checkpoints; every rank writes its own
-// log; gradients are averaged by DDP (NOTE [Distributed step] in
-// trainer_dist.cpp). LibTorch exceptions are caught here, turned into an `error`
-// event and a failed Status: nothing escapes to the CLI.
+// log; gradients are averaged across ranks by DDP, or reduce-scattered into
+// shards under FSDP (parallel.mode; NOTE [Distributed step] in
+// trainer_dist.cpp, NOTE [FSDP in the engine] in trainer_fsdp.cpp).
+// LibTorch exceptions are caught here, turned into an `error` event and a
+// failed Status: nothing escapes to the CLI.
 //
 // Thread-safety: one Trainer per process; run() blocks until the run ends.
 #pragma once
@@ -50,7 +52,7 @@ struct TrainerOptions {
   int64_t localWorld = 1;  // ranks per node
   std::string masterAddr = "127.0.0.1";
   int64_t masterPort = 29500;
-  std::string host;  // this host's name, for messages
+  std::string host;     // this host's name, for messages
   bool strict = false;  // a gradient-flow problem after the first step is an error, not a warning
   bool installSignalHandlers = true;
   bool logInfoToStderr = false;  // mirror the rank log's info lines to stderr (warnings always are)
@@ -74,7 +76,8 @@ struct TrainerOptions {
 enum class TrainOutcome { kFinished, kStopped, kKilled };
 
 // REQUIRES: validateConfig(config) has no errors.
-protocol::StatusOr<TrainOutcome> runTraining(const protocol::RunConfig& config, const std::filesystem::path& runDir,
+protocol::StatusOr<TrainOutcome> runTraining(const protocol::RunConfig& config,
+                                             const std::filesystem::path& runDir,
                                              const TrainerOptions& options);
 
 }  // namespace fs::engine

@@ -6,13 +6,14 @@
 
 #include <cmath>
 
-#include "backend/trainer/trainer_impl.h"
 #include "backend/fsdp/sharded_clip.h"
 #include "backend/model/common.h"
 #include "backend/telemetry/memory_tracker.h"
 #include "backend/train/grad_clip.h"
 #include "backend/train/labels.h"
 #include "backend/train/loss.h"
+#include "backend/trainer/parallelize.h"
+#include "backend/trainer/trainer_impl.h"
 
 namespace fs::engine {
 
@@ -26,10 +27,11 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   // The reference divides by grad_accum_steps even in a short last window; we
   // divide by the window's real size so every window averages its micro-steps.
   const double window = compat ? static_cast<double>(config_.optim.grad_accum_steps)
-                               : static_cast<double>(plan_->windowSize(stepInEpoch_));
-  const bool closesWindow = plan_->endsWindow(stepInEpoch_);
-  if (faults_.throwAt(options_.rank, iteration_)) {
-    throw std::runtime_error("injected fault (FS_FAULT_THROW) at iteration " + std::to_string(iteration_));
+                               : static_cast<double>(plan_->windowSize(state_.counters.stepInEpoch));
+  const bool closesWindow = plan_->endsWindow(state_.counters.stepInEpoch);
+  if (faults_.throwAt(options_.rank, state_.counters.iteration)) {
+    throw std::runtime_error("injected fault (FS_FAULT_THROW) at iteration " +
+                             std::to_string(state_.counters.iteration));
   }
   // NOTE [Distributed step] in trainer_dist.cpp: every rank takes the same decisions.
   const size_t D = batches.batches.size();
@@ -38,10 +40,10 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   for (const data::Batch& b : batches.batches) {
     labels.push_back(train::makeLabels(b.kind, b.inputIds, tokens_));
     // Only the ranks' token weighting needs the count before the forward.
-    targets.push_back(distributed() ? train::labelStats(labels.back()).targets : 0);
+    targets.push_back(place_.distributed() ? train::labelStats(labels.back()).targets : 0);
   }
-  IterationAgreement agreement(distributed() ? comm_ : nullptr, compat);
-  agreement.open(targets, pendingControl_, pendingReport_ ? &pendingReport_->mine : nullptr);
+  IterationAgreement agreement(place_.distributed() ? comm_ : nullptr, compat);
+  agreement.open(targets, control_->pending(), reporter_->pendingFigures());
   std::vector<double> values(D, 0.0);
   for (size_t i = 0; i < D; ++i) {
     const data::Batch& b = batches.batches[i];
@@ -49,17 +51,18 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     train::LmLoss loss;
     {
       MemoryPhase phase(Phase::kActivations);
-      if (sharded_) sharded_->beginForward();
+      if (state_.sharded) state_.sharded->beginForward();
       loss = forwardLoss(b, labels[i], compat);
     }
-    if (i == 0 && faults_.nanLossAt(options_.rank, iteration_)) loss.loss = loss.loss * std::nan("");
+    if (i == 0 && faults_.nanLossAt(options_.rank, state_.counters.iteration))
+      loss.loss = loss.loss * std::nan("");
     r.samples[b.dataset] = b.samples;
     r.tokens[b.dataset] = b.tokens;
     values[i] = loss.noTargets ? 0.0 : loss.loss.item<double>();
     r.localLoss[b.dataset] = values[i];
     if (i == 0) {
       agreement.awaitOpening();
-      if (pendingReport_) completeRankReport(agreement.gatheredFigures());
+      reporter_->completeReport(agreement.gatheredFigures());
     }
     if (i + 1 == D) agreement.close(values);
     // A non-finite loss skips the iteration on every rank (decided after the
@@ -73,19 +76,19 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
                                   static_cast<int>(options_.rank)});
     }
     const bool learn = finite && !loss.noTargets;
-    if (!learn && !sharded_) continue;  // FSDP: NOTE [FSDP in the engine]
+    if (!learn && !state_.sharded) continue;  // FSDP: NOTE [FSDP in the engine]
     MemoryPhase phase(Phase::kGradients);
     if (gradSync_ && closesWindow && i + 1 == D) gradSync_->arm();
     const double scale = learn ? cfg.loss_multiplier * agreement.backwardScale(i) / window : 0.0;
-    if (sharded_) sharded_->beginBackward(1.0 / static_cast<double>(options_.world));
+    if (state_.sharded) state_.sharded->beginBackward(1.0 / static_cast<double>(options_.world));
     (loss.loss * scale).backward();
-    if (sharded_) finishShardedBackward(closesWindow && i + 1 == D);
+    if (state_.sharded) finishShardedBackward(closesWindow && i + 1 == D);
   }
   agreement.awaitClosing();
   // The passes left their last reductions in flight (NOTE [Node-shared shards]): the shards' gradients are
   // read from here on, also to drop them.
-  if (sharded_) sharded_->settleGradients();
-  r.waitS += agreement.waitSeconds() + (sharded_ ? sharded_->takeCommSeconds() : 0.0);
+  if (state_.sharded) state_.sharded->settleGradients();
+  r.waitS += agreement.waitSeconds() + (state_.sharded ? state_.sharded->takeCommSeconds() : 0.0);
   r.control = agreement.control();
   for (size_t i = 0; i < D; ++i) r.loss[batches.batches[i].dataset] = agreement.loss(i);
   for (size_t i = 0; i < D; ++i) {
@@ -93,11 +96,11 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     // Buckets another rank launched during its backward complete on every rank first.
     if (closesWindow) synchronizeGradients(&r);
     // Skip only this iteration's update; the reference also drops the whole window.
-    optimizer_->zeroGrad(true);
+    state_.optimizer->zeroGrad(true);
     r.skipped = true;
     const std::string& name = batches.batches[i].dataset;
     r.skipReason = "non-finite loss on dataset '" + name + "'" +
-                   (distributed() && std::isfinite(values[i]) ? " (on another rank)" : "");
+                   (place_.distributed() && std::isfinite(values[i]) ? " (on another rank)" : "");
     return r;
   }
   if (closesWindow) optimizerStep(&r);
@@ -107,7 +110,8 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
 train::LmLoss Trainer::forwardLoss(const data::Batch& b, const torch::Tensor& labels, bool compat) {
   train::AutocastScope autocast(precision_, device_);
   const auto padding = model::paddingFor(b.inputIds, b.attentionMask, tokens_.pad, config_.model.lm.width);
-  const torch::Tensor logits = model_->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding);
+  const torch::Tensor logits =
+      state_.model->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding);
   return train::causalLmLoss(logits, labels, train::LossOptions{compat});
 }
 
@@ -116,30 +120,32 @@ void Trainer::optimizerStep(StepResult* r) {
   MemoryPhase phase(Phase::kOptimizer);
   const train::ClipOptions clipOptions{config_.optim.max_grad_norm};
   train::ClipResult clip;
-  if (sharded_) {  // the row mask is a gradient hook; the check reads the shards (NOTE [FSDP in the engine])
-    const auto scope = config_.optim.clip_mode == "per_unit" ? fsdp::ClipScope::kPerUnit : fsdp::ClipScope::kGlobal;
+  if (state_.sharded) {  // the row mask is a gradient hook; the check reads the shards (NOTE [FSDP in the
+                         // engine])
+    const auto scope =
+        config_.optim.clip_mode == "per_unit" ? fsdp::ClipScope::kPerUnit : fsdp::ClipScope::kGlobal;
     if (!gradientFlowChecked_) checkGradientFlow();
-    clip = fsdp::clipShardedGradNorm(*sharded_, clipOptions, scope).total;
+    clip = fsdp::clipShardedGradNorm(*state_.sharded, clipOptions, scope).total;
   } else {
-    if (!config_.model.freeze_lm_embeddings) model_->maskEmbeddingGradient();
+    if (!config_.model.freeze_lm_embeddings) state_.model->maskEmbeddingGradient();
     if (!gradientFlowChecked_) checkGradientFlow();
-    clip = train::clipGradNorm(optimizer_->parameters(), clipOptions);
+    clip = train::clipGradNorm(state_.optimizer->parameters(), clipOptions);
   }
   if (!clip.finite) {
-    optimizer_->zeroGrad(true);
+    state_.optimizer->zeroGrad(true);
     r->skipped = true;
     r->skipReason = "non-finite gradient norm";
     return;
   }
   r->gradNorm = clip.norm;
-  schedule_->apply(optimizer_->adamw());
-  if (sharded_) sharded_->beginShardWrite();
-  optimizer_->step();
-  if (sharded_) sharded_->endShardWrite();
-  schedule_->step();
-  optimizer_->zeroGrad(true);
+  state_.schedule->apply(state_.optimizer->adamw());
+  if (state_.sharded) state_.sharded->beginShardWrite();
+  state_.optimizer->step();
+  if (state_.sharded) state_.sharded->endShardWrite();
+  state_.schedule->step();
+  state_.optimizer->zeroGrad(true);
   r->optimizerStepped = true;
-  ++step_;
+  ++state_.counters.step;
 }
 
 // NOTE [Gradient-flow check]: every trainable tensor should get a non-zero
@@ -151,7 +157,7 @@ void Trainer::optimizerStep(StepResult* r) {
 // all-zero gradients at the first step where every gate is open.
 void Trainer::checkGradientFlow() {
   const bool gatesOpen = [&] {
-    for (const auto& g : gateValues()) {
+    for (const auto& g : gateValues(*state_.model, state_.sharded.get())) {
       if (g.attn == 0.0 || g.ff == 0.0) return false;
     }
     return true;
@@ -159,9 +165,9 @@ void Trainer::checkGradientFlow() {
   if (structureChecked_ && !gatesOpen) return;
   std::vector<std::string> missing, zero, frozenWithGrad;
   // FSDP after the first window: the members' gradients are in the shards already.
-  const bool fromShards = sharded_ && structureChecked_;
-  const auto sums = fromShards ? sharded_->gradientAbsSums() : std::map<std::string, double>{};
-  for (const auto& p : trainable_) {
+  const bool fromShards = state_.sharded && structureChecked_;
+  const auto sums = fromShards ? state_.sharded->gradientAbsSums() : std::map<std::string, double>{};
+  for (const auto& p : state_.trainable) {
     const torch::Tensor g = p.tensor.grad();
     if (fromShards) {
       if (sums.at(p.name) == 0.0) zero.push_back(p.name);
@@ -174,7 +180,7 @@ void Trainer::checkGradientFlow() {
   const bool firstCall = !structureChecked_;
   structureChecked_ = true;
   gradientFlowChecked_ = gatesOpen;
-  for (const auto& [name, t] : model_->namedParameters()) {
+  for (const auto& [name, t] : state_.model->namedParameters()) {
     if (!t.requires_grad() && t.grad().defined()) frozenWithGrad.push_back(name);
   }
   if (!firstCall) {  // reported at the first step already

@@ -1,61 +1,24 @@
-// The trainer's shard sources: the training stream and the held-out
-// validation stream (datasets[].val_shards, every data.val_every_steps).
+// The Trainer's validation: every data.val_every_steps optimizer steps, the
+// mean loss over the held-out stream's batches (every rank's), as a
+// validation event.
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
+#include <optional>
 
-#include "backend/data/shard_source.h"
-#include "backend/trainer/generated_data.h"
-#include "backend/trainer/trainer_impl.h"
 #include "backend/train/labels.h"
 #include "backend/train/loss.h"
+#include "backend/trainer/trainer_impl.h"
 
 namespace fs::engine {
 
 using protocol::Status;
 
-Status Trainer::makeShardSources() {
-  protocol::RunConfig dataConfig = config_;
-  if (config_.data.source == "generated") {
-    auto generated = prepareGeneratedData(config_, dir_.root(), options_.rank, options_.world);
-    if (!generated) return generated.status();
-    dataConfig = generated.value();
-  }
-  const auto& lm = dataConfig.model.lm;
-  if (lm.tokenizer_path.empty()) {
-    return Status::invalidArgument("model.lm.tokenizer_path: empty; data.source=shards needs a tokenizer");
-  }
-  auto loaded = data::loadTokenizer(lm.tokenizer_path, lm.family);
-  if (!loaded) return Status::invalidArgument("model.lm.tokenizer_path: " + loaded.status().message());
-  const std::shared_ptr<const data::Tokenizer> tokenizer(std::move(loaded.value()));
-  auto source = data::ShardSource::create(dataConfig, options_.rank, options_.world, tokenizer);
-  if (!source) return source.status();
-  source_ = std::move(source.value());
-
-  // Validation: the datasets with val_shards, val_batches each, read the same
-  // way every time (epoch 0, one worker) so evaluations are comparable.
-  if (config_.data.val_every_steps <= 0) return Status::ok();
-  protocol::RunConfig val = dataConfig;
-  val.data.datasets.clear();
-  for (auto d : dataConfig.data.datasets) {
-    if (d.val_shards.empty()) continue;
-    d.shards = d.val_shards;
-    d.workers = 1;
-    d.samples_per_epoch = config_.data.val_batches * d.batch_size * options_.world;
-    val.data.datasets.push_back(d);
-  }
-  if (val.data.datasets.empty()) return Status::ok();
-  val.data.resampled = false;
-  auto valSource = data::ShardSource::create(val, options_.rank, options_.world, tokenizer);
-  if (!valSource) return Status::invalidArgument("validation: " + valSource.status().message());
-  valSource_ = std::move(valSource.value());
-  return Status::ok();
-}
-
 Status Trainer::runValidation() {
   const auto t0 = std::chrono::steady_clock::now();
   torch::NoGradGuard noGrad;
-  model_->eval();
+  state_.model->eval();
   std::map<std::string, double> sum;
   std::map<std::string, int64_t> count;
   valSource_->setEpoch(0);
@@ -65,11 +28,13 @@ Status Trainer::runValidation() {
     auto next = valSource_->next();
     const bool have = next.isOk() && next.value();
     bool takePart = false;  // FSDP: forward without counting, so the other ranks' gathers meet
-    if (sharded_ && distributed()) {
+    if (state_.sharded && place_.distributed()) {
       // Forwards gather units, so every rank runs as many as the rank with the most batches.
-      torch::Tensor t = torch::tensor({int64_t{have}, int64_t{!next.isOk()}, int64_t{!have && !last}}, torch::kInt64);
+      torch::Tensor t =
+          torch::tensor({int64_t{have}, int64_t{!next.isOk()}, int64_t{!have && !last}}, torch::kInt64);
       comm_->allReduce(t, dist::ReduceOp::kMax, "validation batch");
-      if (t[1].item<int64_t>() && next.isOk()) status = Status::invalidArgument("validation failed on another rank");
+      if (t[1].item<int64_t>() && next.isOk())
+        status = Status::invalidArgument("validation failed on another rank");
       if (t[1].item<int64_t>() || !t[0].item<int64_t>()) {
         if (!next) status = Status::invalidArgument("validation: " + next.status().message());
         break;
@@ -89,17 +54,17 @@ Status Trainer::runValidation() {
     }
     if (have) last = *next.value();
     for (const data::Batch& b : last->batches) {
-      if (sharded_) sharded_->beginForward();
+      if (state_.sharded) state_.sharded->beginForward();
       const train::LmLoss loss = forwardLoss(b, train::makeLabels(b.kind, b.inputIds, tokens_), false);
-      if (sharded_) sharded_->finishForward();
+      if (state_.sharded) state_.sharded->finishForward();
       if (loss.noTargets || takePart) continue;
       sum[b.dataset] += loss.loss.item<double>();
       ++count[b.dataset];
     }
   }
-  model_->train();
+  state_.model->train();
   if (!status) return status;
-  if (distributed()) {
+  if (place_.distributed()) {
     // The mean over every rank's validation batches (ranks may hold different counts).
     const auto& ds = config_.data.datasets;
     std::vector<double> v;
@@ -119,12 +84,12 @@ Status Trainer::runValidation() {
     }
   }
   protocol::ValidationEvent e;
-  e.step = step_;
+  e.step = state_.counters.step;
   for (const auto& [name, total] : sum) e.loss[name] = total / static_cast<double>(count[name]);
   e.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string line;
   for (const auto& [name, l] : e.loss) line += " val_loss_" + name + "=" + std::to_string(l);
-  log_->info("validation at step {}:{} ({:.2f} s)", step_, line, *e.duration_s);
+  log_->info("validation at step {}:{} ({:.2f} s)", state_.counters.step, line, *e.duration_s);
   emit(std::move(e));
   return Status::ok();
 }
