@@ -3,7 +3,7 @@
 
 Written by us, for comparison with bench_train_step (our LibTorch engine).
 Same architecture and shapes as resources/presets/{tiny,small}.yaml (plus the
-config defaults), same step as backend/engine/trainer_step.cpp:
+config defaults), same step as backend/trainer/trainer_step.cpp:
   for each dataset (LAION, then MMC4): forward, label masking, shifted
   cross-entropy, backward of loss * loss_multiplier / grad_accum;
   then embedding-gradient row mask, global-norm clipping, AdamW with the two

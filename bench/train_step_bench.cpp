@@ -1,7 +1,7 @@
 // bench_train_step: median time of one training iteration of our engine on a
 // preset (tiny | small), one process, N intra-op threads. The iteration is
 // exactly Trainer::trainIteration + Trainer::optimizerStep
-// (backend/engine/trainer_step.cpp), built from the same library calls:
+// (backend/trainer/trainer_step.cpp), built from the same library calls:
 //   per dataset: labels, forward (memory phase + autocast scope), causalLmLoss,
 //   loss.item(), backward of loss * loss_multiplier / window;
 //   then embedding-gradient row mask, clipGradNorm, schedule.apply, AdamW step,
@@ -12,7 +12,7 @@
 // (--no-memory-tracker to measure its cost). Padding is skipped as the trainer
 // skips it (NOTE [Skipped padding] in backend/model/common.h);
 // --compute-padding computes it, as the reference does.
-// Telemetry: per step a StepEvent is built as Trainer::emitStep does and
+// Telemetry: per step a StepEvent is built as RankReporter::reportStep does and
 // emitted on a TelemetryEmitter over a temporary run directory; both the build
 // (gate values included) and the emit() call are timed.
 //
@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
     }
     const double stepTime = since(t0);
 
-    // ---- Trainer::emitStep's StepEvent
+    // ---- RankReporter::reportStep's StepEvent
     const auto te = Clock::now();
     protocol::StepEvent e;
     e.step = step;

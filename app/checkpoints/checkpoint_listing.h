@@ -5,7 +5,7 @@
 // / "checkpoint_final.pt" (protocol::parseCheckpointFileName), or, with
 // checkpoint.format: sharded, a directory of that same name holding
 // rank-<s>.pt files and index.json (NOTE [Sharded checkpoints] in
-// backend/engine/checkpoint_sharded.h). A sharded directory counts the bytes
+// backend/checkpoint/checkpoint_sharded.h). A sharded directory counts the bytes
 // of every file in it, and it is complete only when its index.json reads and
 // every rank file the index names exists: the engine renames the directory
 // into place only after all that is written, so anything less is a damaged

@@ -1,12 +1,12 @@
 // What the GUI reads of a sharded checkpoint (checkpoint.format: sharded;
-// NOTE [Sharded checkpoints] in backend/engine/checkpoint_sharded.h): its
+// NOTE [Sharded checkpoints] in backend/checkpoint/checkpoint_sharded.h): its
 // index.json, which names every parameter with its unit, shape, dtype and
 // whether it trains, the rank files and the resume point, so the tensors can
 // be listed without opening a rank file.
 //
-// Why a second reader of index.json: the engine's (backend/engine/
+// Why a second reader of index.json: the engine's (backend/checkpoint/
 // checkpoint_sharded_index.h) decodes into LibTorch types (c10::ScalarType,
-// the optimizer's state dicts) and lives in fs_engine, which app/ must never
+// the optimizer's state dicts) and lives in fs_checkpoint, which app/ must never
 // link (style point 1, tests/arch/check_layers.py). This one reads only the
 // fields a listing needs, with Qt's JSON; the field names are the engine's
 // (docs/run-directory.md, "Sharded checkpoints"), and

@@ -1,13 +1,13 @@
 // checkpoint: tools for the engine's checkpoints. consolidate turns a
 // sharded checkpoint directory (NOTE [Sharded checkpoints],
-// backend/engine/checkpoint_sharded.h) into the one OpenFlamingo-format file
+// backend/checkpoint/checkpoint_sharded.h) into the one OpenFlamingo-format file
 // a single process writes.
 #include <map>
 #include <ostream>
 
 #include "backend/cli/args.h"
 #include "backend/cli/commands.h"
-#include "backend/engine/checkpoint_io.h"
+#include "backend/checkpoint/checkpoint_io.h"
 
 namespace fs::cli {
 

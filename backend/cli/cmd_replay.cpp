@@ -1,6 +1,6 @@
 // replay: run the engine on a reference file of initial weights and batches
 // written by Python, print each iteration's losses, write the final
-// trainable parameters (backend/engine/replay.h).
+// trainable parameters (backend/trainer/replay.h).
 #include <cstdio>
 #include <ostream>
 
@@ -8,7 +8,7 @@
 #include "backend/cli/commands.h"
 #include "backend/cli/config_input.h"
 #include "backend/cli/paths.h"
-#include "backend/engine/replay.h"
+#include "backend/trainer/replay.h"
 #include "backend/protocol/validate.h"
 
 namespace fs::cli {

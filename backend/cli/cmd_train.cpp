@@ -12,7 +12,7 @@
 #include "backend/cli/config_input.h"
 #include "backend/cli/paths.h"
 #include "backend/cli/world_flags.h"
-#include "backend/engine/trainer.h"
+#include "backend/trainer/trainer.h"
 #include "backend/launch/world_env.h"
 #include "backend/protocol/validate.h"
 

@@ -166,7 +166,7 @@ struct CheckpointConfig {
   bool delete_previous{};
   int64_t every_steps{};
   int64_t keep_last{};
-  std::string format;  // full | sharded (NOTE [Sharded checkpoints], backend/engine/checkpoint_sharded.h)
+  std::string format;  // full | sharded (NOTE [Sharded checkpoints], backend/checkpoint/checkpoint_sharded.h)
   bool operator==(const CheckpointConfig&) const = default;
 };
 

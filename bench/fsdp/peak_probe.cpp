@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "backend/cli/config_input.h"
-#include "backend/engine/trainer.h"
+#include "backend/trainer/trainer.h"
 #include "backend/launch/world_env.h"
 #include "backend/protocol/validate.h"
 #include "backend/telemetry/memory_tracker.h"

@@ -11,7 +11,7 @@
 #include "backend/protocol/agent_events.h"
 #include "backend/protocol/run_dir.h"
 #include "tests/backend/dist/rank_processes.h"
-#include "tests/backend/engine/engine_test_util.h"
+#include "tests/backend/trainer/engine_test_util.h"
 #include "tests/integration/two_nodes.h"
 
 namespace fs::integration {

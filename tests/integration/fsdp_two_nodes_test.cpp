@@ -15,8 +15,8 @@
 
 #include "backend/protocol/agent_events.h"
 #include "backend/protocol/run_dir.h"
-#include "tests/backend/engine/planned_layout_check.h"
-#include "tests/backend/engine/rank_runs.h"
+#include "tests/backend/trainer/planned_layout_check.h"
+#include "tests/backend/trainer/rank_runs.h"
 #include "tests/integration/two_nodes.h"
 
 namespace fs::integration {

@@ -76,7 +76,7 @@ TEST_F(Cli, HelpAndUsageCodes) {
 }
 
 #ifdef FS_TEST_ENGINE
-// The happy path runs on real sharded checkpoints in tests/backend/engine/fsdp_sharded_checkpoint_test.cpp.
+// The happy path runs on real sharded checkpoints in tests/backend/checkpoint/fsdp_sharded_checkpoint_test.cpp.
 TEST_F(Cli, ConsolidateNamesWhatIsWrong) {
   EXPECT_EQ(run("checkpoint consolidate only-one-arg").code, 2);
   EXPECT_EQ(run("checkpoint consolidat a b").code, 2);

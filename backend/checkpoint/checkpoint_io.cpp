@@ -1,0 +1,278 @@
+#include "backend/checkpoint/checkpoint_io.h"
+
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "backend/checkpoint/checkpoint_sharded.h"
+#include "backend/protocol/run_dir.h"
+#include "backend/tensorfile/torch_file.h"
+
+namespace fs::engine {
+namespace {
+
+using c10::IValue;
+using GDict = c10::impl::GenericDict;
+using GList = c10::impl::GenericList;
+
+GDict strDict() { return GDict(c10::StringType::get(), c10::AnyType::get()); }
+
+IValue doubles(const std::vector<double>& v) {
+  GList l(c10::FloatType::get());
+  for (double d : v) l.push_back(d);
+  return l;
+}
+
+IValue ints(const std::vector<int64_t>& v) {
+  GList l(c10::IntType::get());
+  for (int64_t i : v) l.push_back(i);
+  return l;
+}
+
+torch::Tensor bytesTensor(const std::vector<uint8_t>& b) {
+  return torch::from_blob(const_cast<uint8_t*>(b.data()), {static_cast<int64_t>(b.size())}, torch::kUInt8).clone();
+}
+
+std::vector<uint8_t> tensorBytes(const torch::Tensor& t) {
+  auto c = t.contiguous().to(torch::kUInt8);
+  return std::vector<uint8_t>(c.data_ptr<uint8_t>(), c.data_ptr<uint8_t>() + c.numel());
+}
+
+IValue optimizerIValue(const train::OptimizerStateDict& o) {
+  GDict state(c10::IntType::get(), c10::AnyType::get());
+  for (const auto& p : o.state) {
+    GDict s = strDict();
+    s.insert("step", p.step);
+    s.insert("exp_avg", p.expAvg);
+    s.insert("exp_avg_sq", p.expAvgSq);
+    state.insert(p.index, s);
+  }
+  GList groups(c10::AnyType::get());
+  for (const auto& g : o.paramGroups) {
+    GDict d = strDict();
+    d.insert("lr", g.lr);
+    d.insert("betas", c10::ivalue::Tuple::create({g.beta1, g.beta2}));
+    d.insert("eps", g.eps);
+    d.insert("weight_decay", g.weightDecay);
+    d.insert("amsgrad", g.amsgrad);
+    d.insert("foreach", IValue());
+    d.insert("maximize", g.maximize);
+    d.insert("capturable", g.capturable);
+    if (g.initialLr) d.insert("initial_lr", *g.initialLr);
+    d.insert("params", ints(g.params));
+    groups.push_back(d);
+  }
+  GDict out = strDict();
+  out.insert("state", state);
+  out.insert("param_groups", groups);
+  return out;
+}
+
+IValue schedulerIValue(const train::LrSchedulerStateDict& s) {
+  GDict d = strDict();
+  d.insert("base_lrs", doubles(s.baseLrs));
+  d.insert("last_epoch", s.lastEpoch);
+  d.insert("verbose", s.verbose);
+  d.insert("_step_count", s.stepCount);
+  d.insert("_get_lr_called_within_step", s.getLrCalledWithinStep);
+  d.insert("_last_lr", doubles(s.lastLr));
+  GList lambdas(c10::AnyType::get());
+  for (size_t i = 0; i < s.baseLrs.size(); ++i) lambdas.push_back(IValue());
+  d.insert("lr_lambdas", lambdas);
+  return d;
+}
+
+IValue resumeIValue(const ResumeState& r) {
+  GDict d = strDict();
+  d.insert("format", int64_t{1});
+  d.insert("kind", r.kind);
+  d.insert("step", r.step);
+  d.insert("iteration", r.iteration);
+  d.insert("epoch", r.epoch);
+  d.insert("data_position", data::encodeDataPosition(r.data));
+  d.insert("rng_torch_cpu", bytesTensor(r.rng.torchCpu));
+  GList cuda(c10::TensorType::get());
+  for (const auto& c : r.rng.torchCuda) cuda.push_back(bytesTensor(c));
+  d.insert("rng_torch_cuda", cuda);
+  std::vector<int64_t> own(r.rng.own.begin(), r.rng.own.end());
+  d.insert("rng_own", ints(own));
+  d.insert("manifest", r.manifest);
+  return d;
+}
+
+// ---- reading back (files this engine wrote)
+
+protocol::Status bad(const std::filesystem::path& path, const std::string& what) {
+  return protocol::Status::corruption(path.string() + ": " + what);
+}
+
+const IValue* field(const GDict& d, const std::string& key) {
+  auto it = d.find(key);
+  return it == d.end() ? nullptr : &it->value();
+}
+
+std::vector<double> toDoubles(const IValue& v) {
+  std::vector<double> out;
+  for (const auto& x : v.toListRef()) out.push_back(x.toDouble());
+  return out;
+}
+
+protocol::StatusOr<CheckpointContents> parse(const IValue& root, const std::filesystem::path& path) {
+  if (!root.isGenericDict()) return bad(path, "not a dict at the top level");
+  const GDict top = root.toGenericDict();
+  CheckpointContents c;
+  for (const char* key : {"epoch", "model_state_dict", "optimizer_state_dict", "lr_scheduler_state_dict"}) {
+    if (!field(top, key)) return bad(path, std::string("missing key '") + key + "'");
+  }
+  const IValue* ours = field(top, "flamingo_studio");
+  if (!ours || !ours->isGenericDict()) {
+    return bad(path, "no 'flamingo_studio' key: not written by Flamingo Studio (use the OpenFlamingo importer)");
+  }
+  c.epoch = field(top, "epoch")->toInt();
+  for (const auto& kv : field(top, "model_state_dict")->toGenericDict()) {
+    c.modelState.emplace_back(kv.key().toStringRef(), kv.value().toTensor());
+  }
+  const GDict opt = field(top, "optimizer_state_dict")->toGenericDict();
+  for (const auto& kv : field(opt, "state")->toGenericDict()) {
+    const GDict s = kv.value().toGenericDict();
+    train::AdamWParamStateDict p;
+    p.index = kv.key().toInt();
+    p.step = field(s, "step")->toTensor();
+    p.expAvg = field(s, "exp_avg")->toTensor();
+    p.expAvgSq = field(s, "exp_avg_sq")->toTensor();
+    c.optimizer.state.push_back(p);
+  }
+  std::sort(c.optimizer.state.begin(), c.optimizer.state.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
+  for (const auto& g : field(opt, "param_groups")->toListRef()) {
+    const GDict d = g.toGenericDict();
+    train::AdamWGroupStateDict group;
+    group.lr = field(d, "lr")->toDouble();
+    const auto betas = field(d, "betas")->toTupleRef().elements();
+    group.beta1 = betas.at(0).toDouble();
+    group.beta2 = betas.at(1).toDouble();
+    group.eps = field(d, "eps")->toDouble();
+    group.weightDecay = field(d, "weight_decay")->toDouble();
+    group.amsgrad = field(d, "amsgrad")->toBool();
+    group.maximize = field(d, "maximize")->toBool();
+    group.capturable = field(d, "capturable")->toBool();
+    if (const IValue* lr0 = field(d, "initial_lr")) group.initialLr = lr0->toDouble();
+    for (const auto& i : field(d, "params")->toListRef()) group.params.push_back(i.toInt());
+    c.optimizer.paramGroups.push_back(group);
+  }
+  const GDict sch = field(top, "lr_scheduler_state_dict")->toGenericDict();
+  c.scheduler.baseLrs = toDoubles(*field(sch, "base_lrs"));
+  c.scheduler.lastEpoch = field(sch, "last_epoch")->toInt();
+  c.scheduler.stepCount = field(sch, "_step_count")->toInt();
+  c.scheduler.lastLr = toDoubles(*field(sch, "_last_lr"));
+  const GDict r = ours->toGenericDict();
+  c.resume.kind = field(r, "kind")->toStringRef();
+  c.resume.step = field(r, "step")->toInt();
+  c.resume.iteration = field(r, "iteration")->toInt();
+  c.resume.epoch = field(r, "epoch")->toInt();
+  auto position = data::decodeDataPosition(field(r, "data_position")->toStringRef());
+  if (!position) return bad(path, "data position: " + position.status().message());
+  c.resume.data = position.value();
+  c.resume.rng.torchCpu = tensorBytes(field(r, "rng_torch_cpu")->toTensor());
+  for (const auto& t : field(r, "rng_torch_cuda")->toListRef()) c.resume.rng.torchCuda.push_back(tensorBytes(t.toTensor()));
+  const auto own = field(r, "rng_own")->toListRef();
+  if (own.size() != c.resume.rng.own.size()) return bad(path, "rng_own has the wrong length");
+  for (size_t i = 0; i < own.size(); ++i) c.resume.rng.own[i] = static_cast<uint64_t>(own[i].toInt());
+  c.resume.manifest = field(r, "manifest")->toStringRef();
+  return c;
+}
+
+}  // namespace
+
+model::NamedTensors checkpointModelState(const model::NamedTensors& parameters, const model::NamedTensors& buffers) {
+  model::NamedTensors out;
+  for (const auto& [name, t] : parameters) {
+    if (t.requires_grad() || name.find("embed") != std::string::npos || name.find("fsdp") != std::string::npos) {
+      out.emplace_back(name, t.detach());
+    }
+  }
+  for (const auto& [name, t] : buffers) {
+    if (name.rfind("vision_encoder", 0) != 0) out.emplace_back(name, t.detach());
+  }
+  return out;
+}
+
+protocol::Status writeCheckpoint(const std::filesystem::path& path, const CheckpointContents& c) {
+  GDict model(c10::StringType::get(), c10::TensorType::get());
+  for (const auto& [name, t] : c.modelState) model.insert(name, t.detach().cpu());
+  GDict top = strDict();
+  top.insert("epoch", c.epoch);
+  top.insert("model_state_dict", model);
+  top.insert("optimizer_state_dict", optimizerIValue(c.optimizer));
+  top.insert("lr_scheduler_state_dict", schedulerIValue(c.scheduler));
+  top.insert("flamingo_studio", resumeIValue(c.resume));
+  std::vector<char> bytes;
+  try {
+    bytes = torch::pickle_save(top);
+  } catch (const std::exception& e) {
+    return protocol::Status::ioError(path.string() + ": cannot serialise checkpoint: " + e.what());
+  }
+  return protocol::atomicWriteFile(path, std::string_view(bytes.data(), bytes.size()));
+}
+
+protocol::StatusOr<CheckpointContents> readCheckpoint(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return readShardedCheckpoint(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return protocol::Status::notFound(path.string() + ": cannot open checkpoint");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    return parse(torch::pickle_load(bytes), path);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    return bad(path, "unreadable or torn checkpoint: " + what);
+  }
+}
+
+std::vector<std::filesystem::path> checkpointCandidates(const std::filesystem::path& dir,
+                                                       std::vector<std::string>* skipped) {
+  std::vector<std::pair<int64_t, std::filesystem::path>> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (!protocol::parseCheckpointFileName(entry.path().filename().string())) continue;
+    if (entry.is_directory()) {  // sharded: complete once index.json names rank files that all exist
+      auto iteration = shardedCheckpointIteration(entry.path());
+      if (iteration) {
+        found.emplace_back(iteration.value(), entry.path());
+      } else if (skipped) {
+        skipped->push_back(iteration.status().message());
+      }
+      continue;
+    }
+    if (!entry.is_regular_file()) continue;
+    // A torn file has no zip central directory, so opening it already fails.
+    auto file = tensorfile::openTorchFile(entry.path().string());
+    const tensorfile::PyValue* ours = file ? file->root().find("flamingo_studio") : nullptr;
+    const tensorfile::PyValue* iteration = ours ? ours->find("iteration") : nullptr;
+    if (!iteration || !iteration->asInt()) {
+      if (skipped) {
+        skipped->push_back(file ? entry.path().string() + ": no flamingo_studio.iteration: not a resumable checkpoint"
+                                : entry.path().string() + ": unreadable or torn checkpoint: " + file.status().message());
+      }
+      continue;
+    }
+    found.emplace_back(*iteration->asInt(), entry.path());
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::filesystem::path> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+std::optional<std::filesystem::path> newestCompleteCheckpoint(const std::filesystem::path& dir,
+                                                              std::vector<std::string>* skipped) {
+  auto candidates = checkpointCandidates(dir, skipped);
+  if (candidates.empty()) return std::nullopt;
+  return candidates.front();
+}
+
+}  // namespace fs::engine

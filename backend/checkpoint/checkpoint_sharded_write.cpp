@@ -1,0 +1,193 @@
+// Writing a sharded checkpoint: NOTE [Sharded checkpoints] in checkpoint_sharded.h.
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <set>
+
+#include "backend/checkpoint/checkpoint_manifest.h"
+#include "backend/checkpoint/checkpoint_sharded.h"
+#include "backend/checkpoint/checkpoint_sharded_index.h"
+#include "backend/protocol/run_dir.h"
+
+namespace fs::engine {
+
+using protocol::Status;
+
+namespace {
+
+using GDict = c10::impl::GenericDict;
+
+GDict strDict() { return GDict(c10::StringType::get(), c10::AnyType::get()); }
+
+std::string flatKey(const std::string& unitPath, size_t flat) { return unitPath + "#" + std::to_string(flat); }
+
+// The unsharded optimizer layout's param groups: hyperparameters from the
+// shard optimizer, indices and names over the model's trainable parameters
+// (what fsdp::toFullState returns, without the state).
+std::vector<train::AdamWGroupStateDict> fullParamGroups(const ShardedCheckpointSave& s) {
+  const auto groups = train::groupParameters(s.trainable, s.weightDecay);
+  std::vector<train::AdamWGroupStateDict> out;
+  int64_t index = 0;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    train::AdamWGroupStateDict g = s.shardOptimizer.paramGroups.at(gi);
+    g.params.clear();
+    g.paramNames.clear();
+    for (const auto& name : groups[gi].names) {
+      g.params.push_back(index++);
+      g.paramNames.push_back(name);
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+// The shard optimizer's state by flat key (its parameters are named by flat key: fsdp::shardParameters).
+std::map<std::string, const train::AdamWParamStateDict*> stateByFlat(const ShardedCheckpointSave& s) {
+  std::map<std::string, const train::AdamWParamStateDict*> out;
+  for (const auto& e : s.shardOptimizer.state) out[e.name] = &e;
+  return out;
+}
+
+ShardedIndex buildIndex(const ShardedCheckpointSave& s, int64_t worldSize, const std::set<std::string>& withState) {
+  ShardedIndex x;
+  x.worldSize = worldSize;
+  x.strategy = s.strategy;
+  x.shardGroupSize = s.model->shardGroup().size();
+  for (int64_t r = 0; r < x.shardGroupSize; ++r) x.files.push_back(shardedRankFileName(r));
+  for (const auto& u : s.model->units()) {
+    ShardedUnit su;
+    su.path = u.path;
+    for (size_t k = 0; k < u.flats.size(); ++k) {
+      const fsdp::FlatParameter& f = *u.flats[k];
+      ShardedFlat sf;
+      sf.key = flatKey(u.path, k);
+      sf.trainable = f.trainable();
+      sf.dtype = c10::toString(f.shard().scalar_type());
+      sf.numel = f.numel();
+      sf.padding = f.padding();
+      sf.shardNumel = f.shardNumel();
+      sf.optimizerState = withState.count(sf.key) > 0;
+      for (size_t m = 0; m < f.members().size(); ++m) {
+        const auto& p = f.members()[m].param;
+        sf.members.push_back({f.members()[m].name, p.sizes().vec(), f.offsetOf(m), p.numel()});
+      }
+      su.flats.push_back(std::move(sf));
+    }
+    x.units.push_back(std::move(su));
+  }
+  x.parameterOrder = s.parameterOrder;
+  for (const auto& [name, t] : s.buffers) x.buffers.push_back(name);
+  x.paramGroups = fullParamGroups(s);
+  x.scheduler = s.scheduler;
+  x.epoch = s.epoch;
+  x.resume = s.resume;
+  return x;
+}
+
+// This rank's file: its shard of every flat parameter and their optimizer moments.
+Status writeRankFile(const std::filesystem::path& path, const ShardedCheckpointSave& s, int64_t shard,
+                     const std::map<std::string, const train::AdamWParamStateDict*>& state) {
+  GDict shards(c10::StringType::get(), c10::TensorType::get());
+  GDict hashes(c10::StringType::get(), c10::StringType::get());
+  GDict optimizer = strDict();
+  // Copies: a shard of a group of one is the whole buffer the members view, and a view would pickle its storage.
+  const auto own = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU).contiguous().clone(); };
+  for (const auto& u : s.model->units()) {
+    for (size_t k = 0; k < u.flats.size(); ++k) {
+      const std::string key = flatKey(u.path, k);
+      const torch::Tensor t = own(u.flats[k]->shard());
+      shards.insert(key, t);
+      hashes.insert(key, tensorDigest(t));
+      auto it = state.find(key);
+      if (it == state.end()) continue;
+      GDict moments = strDict();
+      moments.insert("step", own(it->second->step));
+      moments.insert("exp_avg", own(it->second->expAvg));
+      moments.insert("exp_avg_sq", own(it->second->expAvgSq));
+      optimizer.insert(key, moments);
+    }
+  }
+  GDict top = strDict();
+  top.insert("format", std::string(kShardedFormatName));
+  top.insert("version", kShardedIndexVersion);
+  top.insert("shard", shard);
+  top.insert("shard_group_size", static_cast<int64_t>(s.model->shardGroup().size()));
+  top.insert("shards", shards);
+  top.insert("hashes", hashes);
+  top.insert("optimizer", optimizer);
+  if (shard == 0) {
+    GDict buffers(c10::StringType::get(), c10::TensorType::get());
+    for (const auto& [name, t] : s.buffers) buffers.insert(name, own(t));
+    top.insert("buffers", buffers);
+  }
+  std::vector<char> bytes;
+  try {
+    bytes = torch::pickle_save(top);
+  } catch (const std::exception& e) {
+    return Status::ioError(path.string() + ": cannot serialise the rank's shards: " + e.what());
+  }
+  return protocol::atomicWriteFile(path, std::string_view(bytes.data(), bytes.size()));
+}
+
+// Moves the complete directory `from` to `to`, replacing what is there (a
+// directory cannot be renamed over a non-empty one: the old one is moved
+// aside under a name the scan ignores first, and removed last).
+Status replaceDirectory(const std::filesystem::path& from, const std::filesystem::path& to) {
+  std::error_code ec;
+  const auto old = to.parent_path() / ("." + to.filename().string() + ".old");
+  std::filesystem::remove_all(old, ec);
+  if (std::filesystem::exists(to, ec)) std::filesystem::rename(to, old, ec);
+  if (!ec) std::filesystem::rename(from, to, ec);
+  if (ec) return Status::ioError(to.string() + ": cannot put the new checkpoint in place: " + ec.message());
+  if (Status s = protocol::fsyncDir(to.parent_path()); !s) return s;
+  std::filesystem::remove_all(old, ec);
+  return Status::ok();
+}
+
+// Failures summed over every rank; every rank learns the same total.
+int64_t agreeOnFailures(dist::Communicator& world, bool failed, const std::string& what) {
+  torch::Tensor n = torch::tensor({failed ? 1.0 : 0.0}, torch::kFloat64);
+  if (world.size() > 1) world.allReduce(n, dist::ReduceOp::kSum, what);
+  return static_cast<int64_t>(n.item<double>());
+}
+
+}  // namespace
+
+Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedCheckpointSave& s,
+                              dist::Communicator& world) {
+  const int rank = world.rank();
+  // Written under a temporary name the scan ignores, then put in place: a checkpoint of the same name
+  // (the one this run resumed from, say) stays whole until the new one is.
+  const auto parent = dir.parent_path();
+  const auto partial = parent / ("." + dir.filename().string() + ".partial");
+  Status prepared = Status::ok();
+  if (rank == 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(partial, ec);
+    std::filesystem::create_directories(partial, ec);
+    if (ec) prepared = Status::ioError(partial.string() + ": cannot create the checkpoint directory: " + ec.message());
+    if (prepared) prepared = protocol::fsyncDir(parent);
+  }
+  if (agreeOnFailures(world, !prepared, "sharded checkpoint: directory") > 0) {
+    return rank == 0 ? prepared : Status::ioError(partial.string() + ": rank 0 could not prepare the directory");
+  }
+  const auto state = stateByFlat(s);
+  // The shard group of global rank 0 writes; its ranks are 0 .. group size - 1 (NOTE [Sharded checkpoints]).
+  const bool writer = rank < s.model->shardGroup().size();
+  Status written = Status::ok();
+  if (writer) written = writeRankFile(partial / shardedRankFileName(rank), s, rank, state);
+  const int64_t failed = agreeOnFailures(world, !written, "sharded checkpoint: rank files");
+  if (!written) return written;
+  if (failed > 0) {
+    return Status::ioError(dir.string() + ": " + std::to_string(failed) + " rank(s) could not write their file");
+  }
+  if (rank != 0) return Status::ok();
+  std::set<std::string> withState;
+  for (const auto& [key, e] : state) withState.insert(key);
+  const std::string index = encodeShardedIndex(buildIndex(s, world.size(), withState));
+  if (Status st = protocol::atomicWriteFile(partial / kShardedIndexFile, index); !st) return st;
+  return replaceDirectory(partial, dir);
+}
+
+}  // namespace fs::engine

@@ -1,0 +1,93 @@
+// The run's checkpoints. At start-up: the pretrained weights, then the
+// resume (checkpoint.resume_from, else the newest complete checkpoint in the
+// run directory; our own or OpenFlamingo's). During the run: step and epoch
+// checkpoints of the TrainingState, the full OpenFlamingo-format file or,
+// under FSDP with checkpoint.format: sharded, each rank's shards; then
+// pruning and the checkpoint event.
+//
+// Ownership: the Trainer owns the Checkpointer and the TrainingState it
+// saves and loads into; config, run directory, tokens, communicator, log and
+// emitter (rank 0's, null elsewhere) outlive it.
+// Thread-safety: the rank's training thread. save() is a collective with
+// several ranks (every rank calls it at the same step).
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "backend/checkpoint/checkpoint_io.h"
+#include "backend/checkpoint/training_state.h"
+#include "backend/checkpoint/weights.h"
+#include "backend/data/special_tokens.h"
+#include "backend/dist/communicator.h"
+#include "backend/protocol/config_types.h"
+#include "backend/protocol/run_dir.h"
+#include "backend/protocol/status.h"
+#include "backend/telemetry/emitter.h"
+
+namespace fs::engine {
+
+struct CheckpointerOptions {
+  int64_t rank = 0;
+  int64_t world = 1;
+  // Delayed init on a rank that built shapes only (NOTE [Values from the node's first rank]): its values come
+  // from its node's first rank, so neither pretrained weights nor a checkpoint's model state load here.
+  bool shapesOnly = false;
+  // Of the world this run has: an OpenFlamingo resume continues the schedule at the next epoch.
+  int64_t optimizerStepsPerEpoch = 0;
+  int64_t schedulerSteps = 0;
+};
+
+// What resume() found.
+enum class Resumed {
+  kNo,            // a fresh start
+  kCheckpoint,    // one of ours: the exact state, data position and RNG included
+  kOpenFlamingo,  // OpenFlamingo's: weights (and optimizer / schedule when readable), from the next epoch on
+};
+
+class Checkpointer {
+ public:
+  Checkpointer(const protocol::RunConfig& config, const protocol::RunDir& dir,
+               const data::SpecialTokenIds& tokens, TrainingState& state,
+               std::shared_ptr<dist::Communicator> comm, std::shared_ptr<spdlog::logger> log,
+               telemetry::TelemetryEmitter* events, CheckpointerOptions options);
+
+  // model.lm.path and model.vision.pretrained into the built model, when set.
+  protocol::Status importPretrained();
+
+  // REQUIRES: the state holds the built (frozen, unsharded) model, optimizer,
+  // schedule and source. Sets the counters; a skipped candidate is a warning.
+  protocol::StatusOr<Resumed> resume();
+
+  // Writes the checkpoint of `kind` at the current counters (an epoch
+  // checkpoint after the epoch was counted), prunes older ones and emits
+  // the checkpoint event.
+  protocol::Status save(protocol::CheckpointKind kind);
+
+ private:
+  // checkpointer_resume.cpp
+  protocol::Status resumeFrom(const CheckpointContents& ck, const std::filesystem::path& path);
+  protocol::Status resumeFromOpenFlamingo(const ForeignCheckpoint& foreign,
+                                          const std::filesystem::path& path);
+  protocol::Status checkResumeLoad(model::LoadReport report, const std::string& where) const;
+  protocol::Status restoreDataPosition(data::DataPosition position);
+  // checkpointer.cpp
+  ResumeState resumeState(protocol::CheckpointKind kind) const;  // without the manifest
+  void prune(protocol::CheckpointKind kind, int64_t epoch);
+  void warn(const std::string& code, const std::string& message);  // log and warning event
+
+  const protocol::RunConfig& config_;
+  const protocol::RunDir& dir_;
+  const data::SpecialTokenIds& tokens_;
+  TrainingState& state_;
+  std::shared_ptr<dist::Communicator> comm_;
+  std::shared_ptr<spdlog::logger> log_;
+  telemetry::TelemetryEmitter* events_;  // null: not rank 0
+  CheckpointerOptions options_;
+};
+
+}  // namespace fs::engine

@@ -1,0 +1,41 @@
+// What a run's checkpoint holds: the model, optimizer, schedule, data
+// stream and the counters of where training stands. The Trainer owns one;
+// the Checkpointer saves it and on resume loads into it; the trainer's
+// other parts read it.
+//
+// Thread-safety: the rank's training thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/data/data_source.h"
+#include "backend/fsdp/sharded_model.h"
+#include "backend/fsdp/sharded_optim_state.h"
+#include "backend/model/flamingo.h"
+#include "backend/train/optimizer.h"
+#include "backend/train/schedule.h"
+
+namespace fs::engine {
+
+// Where training stands.
+struct TrainCounters {
+  int64_t epoch = 0;        // current epoch
+  int64_t iteration = 0;    // iterations (micro-steps) done over the run
+  int64_t step = 0;         // optimizer steps done over the run
+  int64_t stepInEpoch = 0;  // iterations done in the current epoch
+};
+
+struct TrainingState {
+  model::Flamingo model{nullptr};
+  std::vector<train::NamedParameter> trainable;    // the model's trainable parameters, model order
+  std::unique_ptr<train::GroupedAdamW> optimizer;  // over `shards` under FSDP, else over `trainable`
+  std::unique_ptr<train::LrSchedule> schedule;
+  std::unique_ptr<data::DataSource> source;     // the training stream
+  std::shared_ptr<fsdp::ShardedModel> sharded;  // FSDP, once sharded
+  std::vector<fsdp::ShardParameter> shards;     // FSDP: what `optimizer` steps
+  TrainCounters counters;
+};
+
+}  // namespace fs::engine

@@ -1,0 +1,36 @@
+#include "backend/trainer/fault_injection.h"
+
+#include <cstdlib>
+
+namespace fs::engine {
+namespace {
+
+protocol::Status parse(const std::map<std::string, std::string>& env, const char* name, int64_t* rank,
+                       int64_t* iteration) {
+  const auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) return protocol::Status::ok();
+  const std::string& v = it->second;
+  const auto colon = v.find(':');
+  char* end1 = nullptr;
+  char* end2 = nullptr;
+  if (colon != std::string::npos) {
+    *rank = std::strtoll(v.substr(0, colon).c_str(), &end1, 10);
+    *iteration = std::strtoll(v.c_str() + colon + 1, &end2, 10);
+  }
+  if (colon == std::string::npos || colon == 0 || *end1 != '\0' || *end2 != '\0' || colon + 1 == v.size() ||
+      *rank < 0 || *iteration < 0) {
+    return protocol::Status::invalidArgument(std::string(name) + "='" + v + "': expected <rank>:<iteration>");
+  }
+  return protocol::Status::ok();
+}
+
+}  // namespace
+
+protocol::StatusOr<FaultPlan> faultPlanFromEnvironment(const std::map<std::string, std::string>& env) {
+  FaultPlan plan;
+  if (auto s = parse(env, "FS_FAULT_NAN_LOSS", &plan.nanRank, &plan.nanIteration); !s) return s;
+  if (auto s = parse(env, "FS_FAULT_THROW", &plan.throwRank, &plan.throwIteration); !s) return s;
+  return plan;
+}
+
+}  // namespace fs::engine

@@ -1,0 +1,279 @@
+// The training loop's telemetry, one rank's side of it.
+//
+// NOTE [Per-rank figures]: a step's per-rank figures (per dataset loss,
+// step, data and wait time, the memory breakdown) are only known when the
+// step is over, so they ride on the next iteration's opening agreement
+// rather than costing a collective of their own between steps; rank 0
+// writes the step event (and the memory event) once they arrived. Before a
+// pause and at the end of the run, flush() gathers them at once. Whether a
+// report is pending depends only on the step number, so every rank passes
+// the same layout.
+#include "backend/trainer/rank_reporter.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "backend/dist/heartbeat.h"
+#include "backend/telemetry/memory_tracker.h"
+#include "backend/trainer/layout_event.h"
+#include "backend/trainer/parallelize.h"
+#include "backend/trainer/slow_ranks.h"
+
+namespace fs::engine {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+}  // namespace
+
+RankReporter::RankReporter(const protocol::RunConfig& config, TrainingState& state,
+                           std::shared_ptr<dist::Communicator> comm, dist::Membership* membership,
+                           std::shared_ptr<spdlog::logger> log, telemetry::TelemetryEmitter* events,
+                           RankReporterOptions options)
+    : config_(config),
+      state_(state),
+      comm_(std::move(comm)),
+      membership_(membership),
+      log_(std::move(log)),
+      events_(events),
+      options_(std::move(options)),
+      lastHeartbeat_(Clock::now()) {}
+
+void RankReporter::emit(protocol::EventBody body) {
+  if (events_) events_->emit(std::move(body));
+}
+
+void RankReporter::countResumed(int64_t iteration) {
+  for (const auto& d : config_.data.datasets)
+    samplesSeen_[d.name] = iteration * d.batch_size * options_.world;
+}
+
+void RankReporter::reportStep(const StepResult& r, double stepTime, double dataTime) {
+  const int64_t step = state_.counters.step;
+  const int64_t epoch = state_.counters.epoch;
+  const bool distributed = options_.world > 1;
+  // Cumulative counts advance every step; the event (gate reads included) is
+  // only built when it is written.
+  std::map<std::string, int64_t> samples, tokens;
+  std::map<std::string, double> perSecond;
+  double samplesPerS = 0;
+  for (const auto& [name, n] : r.samples) {
+    samples[name] = (samplesSeen_[name] += n * options_.world);
+    perSecond[name] = stepTime > 0 ? n * options_.world / stepTime : 0;
+    samplesPerS += perSecond[name];
+  }
+  for (const auto& [name, n] : r.tokens) tokens[name] = (tokensSeen_[name] += n * options_.world);
+  const double lr = state_.optimizer->adamw().param_groups().front().options().get_lr();
+  // Both conditions are the same on every rank: the per-rank gather below is a collective.
+  const bool stepDue = step % std::max<int64_t>(1, config_.telemetry.interval_steps) == 0 || r.skipped;
+  const bool memoryDue = step % std::max<int64_t>(1, config_.telemetry.memory_every_steps) == 0;
+  if (stepDue) {
+    protocol::StepEvent e;
+    e.step = step;
+    e.epoch = static_cast<int>(epoch);
+    e.samples = std::move(samples);
+    e.tokens = std::move(tokens);
+    e.loss = r.loss;
+    for (const auto& [name, l] : r.loss) e.rank_loss[name] = {l};
+    e.lr = lr;
+    e.grad_norm = r.gradNorm;
+    e.step_time_s = stepTime;
+    e.data_time_s = dataTime;
+    e.comm_time_s = r.waitS;
+    e.samples_per_s = perSecond;
+    for (const auto& g : gateValues(*state_.model, state_.sharded.get())) {
+      e.gates.push_back({static_cast<int>(g.layer), g.attn, g.ff});
+    }
+    e.skipped = r.skipped;
+    e.skip_reason = r.skipReason;
+    if (distributed) {
+      // NOTE [Per-rank figures]: written when the other ranks' figures arrived.
+      pending_ = Pending{step, std::move(e), memoryDue, rankFigures(r, stepTime, dataTime, memoryDue)};
+    } else {
+      emit(std::move(e));
+    }
+  } else if (memoryDue && distributed) {
+    pending_ = Pending{step, std::nullopt, true, rankFigures(r, stepTime, dataTime, true)};
+  }
+  if (memoryDue && !distributed) emitMemory();
+  emitDataStats();
+  if (r.skipped) log_->warn("step {} skipped on every rank: {}", step + 1, r.skipReason);
+  if (step % std::max<int64_t>(1, config_.telemetry.logging_steps) == 0) {
+    std::string losses;
+    for (const auto& [name, l] : r.loss) losses += " loss_" + name + "=" + std::to_string(l);
+    log_->info("step {}/{} epoch {}{} lr={} grad_norm={}", step, options_.totalSteps, epoch, losses, lr,
+               r.gradNorm.value_or(-1.0));
+  }
+  if (options_.onProgress) {
+    Progress p;
+    p.step = step;
+    p.totalSteps = options_.totalSteps;
+    p.epoch = epoch;
+    p.loss = r.loss;
+    p.lr = lr;
+    p.stepTimeS = stepTime;
+    p.samplesPerS = samplesPerS;
+    options_.onProgress(p);
+  }
+}
+
+void RankReporter::emitMemory() {
+  protocol::MemoryEvent m;
+  m.step = state_.counters.step;
+  m.ranks.push_back(rankMemory());
+  emit(m);
+}
+
+void RankReporter::emitDataStats() {
+  data::DataSource& source = *state_.source;
+  for (const auto& line : source.takeProblems()) log_->warn("data: {}", line);
+  // data_stats is sent when something new was dropped or filtered; the full
+  // counts (per shard) are only copied then.
+  const int64_t dropped = source.notAccepted();
+  if (dropped == lastDropped_) return;
+  lastDropped_ = dropped;
+  const auto counts = source.dropCounts();
+  protocol::DataStatsEvent e;
+  e.step = state_.counters.step;
+  for (const auto& [name, c] : counts) {
+    e.dropped[name] = c.byReason;
+    e.accepted[name] = c.accepted;
+    if (!c.byShard.empty()) e.shards[name] = c.byShard;
+  }
+  emit(std::move(e));
+}
+
+protocol::RankMemory RankReporter::rankMemory() const {
+  auto m = telemetry::memorySnapshot().toRankMemory(static_cast<int>(options_.rank));
+  if (const auto& sharded = state_.sharded) {
+    // Model state as the runtime holds it (the planner's exact figures), not the tracker's phase peaks,
+    // which also count activation gradients and step temporaries.
+    m.params = sharded->shardBytes();
+    m.grads = sharded->peakShardGradientBytes();
+    m.optimizer = state_.optimizer->stateBytes();
+    m.gathered = sharded->peakGatheredBytes();
+    m.gathered_units = sharded->peakUnitsGathered();
+    const auto at = layoutPositions(*sharded);
+    for (size_t i : sharded->unitsAtPeak()) m.gathered_at_peak.push_back(at[i]);
+    std::sort(m.gathered_at_peak.begin(), m.gathered_at_peak.end());
+    sharded->resetPeak();
+  }
+  return m;
+}
+
+std::vector<double> RankReporter::rankFigures(const StepResult& r, double stepTime, double dataTime,
+                                              bool memory) const {
+  const auto& ds = config_.data.datasets;
+  // The memory fields are only read when a memory event is due (they cost a /proc read); zeros otherwise.
+  const auto snap = memory ? rankMemory() : protocol::RankMemory{};
+  std::vector<double> mine;
+  for (const auto& d : ds) mine.push_back(r.localLoss.count(d.name) ? r.localLoss.at(d.name) : 0.0);
+  const double fields[] = {stepTime,
+                           dataTime,
+                           r.waitS,
+                           static_cast<double>(snap.rss_bytes),
+                           static_cast<double>(snap.peak_bytes),
+                           static_cast<double>(snap.params),
+                           static_cast<double>(snap.grads),
+                           static_cast<double>(snap.optimizer),
+                           static_cast<double>(snap.gathered),
+                           static_cast<double>(snap.activations),
+                           snap.gathered_units ? static_cast<double>(*snap.gathered_units) : -1.0};
+  mine.insert(mine.end(), std::begin(fields), std::end(fields));
+  // gathered_at_peak as one 0/1 slot per layout unit: a list of the same length on every rank.
+  const size_t at = mine.size();
+  mine.resize(at + static_cast<size_t>(layoutUnitCount(state_.sharded.get())), 0.0);
+  for (int u : snap.gathered_at_peak) mine[at + static_cast<size_t>(u)] = 1.0;
+  return mine;
+}
+
+void RankReporter::flush() {
+  if (!pending_) return;
+  const int64_t K = static_cast<int64_t>(pending_->mine.size());
+  torch::Tensor all = torch::zeros({options_.world * K}, torch::kFloat64);
+  all.narrow(0, options_.rank * K, K).copy_(torch::tensor(pending_->mine, torch::kFloat64));
+  comm_->allReduce(all, dist::ReduceOp::kSum, "rank figures");
+  completeReport(std::vector<double>(all.data_ptr<double>(), all.data_ptr<double>() + all.numel()));
+}
+
+void RankReporter::completeReport(const std::vector<double>& all) {
+  if (!pending_) return;
+  Pending report = std::move(*pending_);
+  pending_.reset();
+  if (options_.rank != 0) return;
+  const auto& ds = config_.data.datasets;
+  const size_t K = report.mine.size();
+  if (all.size() != K * static_cast<size_t>(options_.world)) {
+    log_->warn("per-rank figures of step {}: got {} values, expected {}", report.step, all.size(),
+               K * static_cast<size_t>(options_.world));
+    return;
+  }
+  const size_t D = ds.size();
+  auto field = [&](int64_t rank, size_t i) { return all[static_cast<size_t>(rank) * K + i]; };
+  if (report.event) {
+    for (size_t i = 0; i < D; ++i) {
+      auto& list = report.event->rank_loss[ds[i].name];
+      list.clear();
+      for (int64_t q = 0; q < options_.world; ++q) list.push_back(field(q, i));
+    }
+    emit(std::move(*report.event));
+  }
+  if (report.memory) {
+    protocol::MemoryEvent m;
+    m.step = report.step;
+    for (int64_t q = 0; q < options_.world; ++q) {
+      protocol::RankMemory rm;
+      rm.rank = static_cast<int>(q);
+      rm.rss_bytes = static_cast<int64_t>(field(q, D + 3));
+      rm.peak_bytes = static_cast<int64_t>(field(q, D + 4));
+      rm.params = static_cast<int64_t>(field(q, D + 5));
+      rm.grads = static_cast<int64_t>(field(q, D + 6));
+      rm.optimizer = static_cast<int64_t>(field(q, D + 7));
+      rm.gathered = static_cast<int64_t>(field(q, D + 8));
+      rm.activations = static_cast<int64_t>(field(q, D + 9));
+      if (field(q, D + 10) >= 0) rm.gathered_units = static_cast<int>(field(q, D + 10));
+      for (size_t u = D + 11; u < K; ++u) {  // the layout-unit slots after the fixed fields
+        if (field(q, u) > 0.5) rm.gathered_at_peak.push_back(static_cast<int>(u - D - 11));
+      }
+      m.ranks.push_back(rm);
+    }
+    emit(std::move(m));
+  }
+  // NOTE [Slow ranks] in slow_ranks.h.
+  std::vector<double> work;
+  for (int64_t q = 0; q < options_.world; ++q) work.push_back(std::max(0.0, field(q, D) - field(q, D + 2)));
+  double median = 0;
+  for (int64_t q : updateSlowRanks(work, &slowRanks_, &median)) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "rank %lld is slow: %.3f s of its own work per step (data %.3f s) vs a median of %.3f s; "
+                  "the other ranks wait for it",
+                  static_cast<long long>(q), work[static_cast<size_t>(q)], field(q, D + 1), median);
+    log_->warn("{}", buf);
+    emit(protocol::WarningEvent{"slow_rank", buf, static_cast<int>(q)});
+  }
+}
+
+void RankReporter::heartbeatIfDue(bool paused) {
+  if (!membership_ || options_.rank != 0) return;
+  if (secondsSince(lastHeartbeat_) < std::max(0.1, config_.telemetry.heartbeat_s)) return;
+  lastHeartbeat_ = Clock::now();
+  protocol::HeartbeatEvent h;
+  h.step = state_.counters.step;
+  h.state = paused ? protocol::RunState::kPaused : protocol::RunState::kRunning;
+  try {
+    for (const auto& b : membership_->heartbeat().board()) {
+      h.ranks.push_back(protocol::RankCollective{b.rank, b.state.last, b.state.seq});
+    }
+  } catch (const std::exception& e) {
+    log_->warn("heartbeat: {}", e.what());
+  }
+  emit(std::move(h));
+}
+
+}  // namespace fs::engine

@@ -1,0 +1,27 @@
+// What one training iteration produced: the loop sums it over an
+// accumulation window and acts on its control request; the RankReporter
+// reports the window.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "backend/trainer/iteration_agreement.h"
+
+namespace fs::engine {
+
+struct StepResult {
+  std::map<std::string, double> loss;  // per dataset (the unscaled loss)
+  std::map<std::string, int64_t> samples, tokens;
+  std::map<std::string, double> localLoss;  // this rank's own (equal to loss with one rank)
+  double waitS = 0;  // time spent waiting on other ranks (agreements, gradient reduction)
+  bool skipped = false;
+  std::string skipReason;
+  std::optional<double> gradNorm;  // set when the optimizer stepped
+  bool optimizerStepped = false;
+  ControlRequest control;  // distributed: the request agreed in this iteration, acted on after it
+};
+
+}  // namespace fs::engine

@@ -1,0 +1,83 @@
+// One rank's training run: builds the model, data source, optimizer and
+// schedule from a RunConfig, resumes from the newest complete checkpoint in
+// the run directory, trains with OpenFlamingo's step semantics, writes
+// telemetry / logs / checkpoints into the run directory and obeys control
+// commands (stop, kill, pause, resume, checkpoint) and SIGTERM / SIGINT.
+//
+// With world > 1 every rank runs one Trainer: rank 0 writes the run
+// directory's events, manifest and checkpoints; every rank writes its own
+// log; gradients are averaged across ranks by DDP, or reduce-scattered into
+// shards under FSDP (parallel.mode; NOTE [Distributed step] in
+// trainer_dist.cpp, NOTE [FSDP in the engine] in trainer_fsdp.cpp).
+// LibTorch exceptions are caught here, turned into an `error` event and a
+// failed Status: nothing escapes to the CLI.
+//
+// Thread-safety: one Trainer per process; run() blocks until the run ends.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "backend/protocol/config_types.h"
+#include "backend/protocol/status.h"
+
+namespace fs::data {
+class DataSource;
+}
+namespace fs::model {
+class FlamingoImpl;
+}
+
+namespace fs::engine {
+
+struct Progress {
+  int64_t step = 0;        // optimizer steps done
+  int64_t totalSteps = 0;  // optimizer steps in the run
+  int64_t epoch = 0;
+  std::map<std::string, double> loss;
+  double lr = 0;
+  double stepTimeS = 0;
+  double samplesPerS = 0;
+};
+
+struct TrainerOptions {
+  // This rank's place in the run (backend/launch/world_env.h discovers it).
+  // world > 1: the ranks meet at masterAddr:masterPort (dist/rendezvous.h).
+  int64_t rank = 0;
+  int64_t world = 1;
+  int64_t localWorld = 1;  // ranks per node
+  std::string masterAddr = "127.0.0.1";
+  int64_t masterPort = 29500;
+  std::string host;     // this host's name, for messages
+  bool strict = false;  // a gradient-flow problem after the first step is an error, not a warning
+  bool installSignalHandlers = true;
+  bool logInfoToStderr = false;  // mirror the rank log's info lines to stderr (warnings always are)
+  std::function<void(const Progress&)> onProgress;  // called on the training thread after each step
+
+  // Hooks for tools that drive the same loop on other inputs (replay.h). All
+  // optional; called on the training thread.
+  // Per iteration (micro-step), each dataset's unscaled loss.
+  std::function<void(int64_t iteration, const std::map<std::string, double>& loss)> onIteration;
+  // Replaces the config's data source (data.source is then not consulted).
+  std::function<protocol::StatusOr<std::unique_ptr<data::DataSource>>()> makeSource;
+  // After the model is built, loaded and frozen, before resuming: e.g. load
+  // an exact initial state. An error fails the set-up.
+  std::function<protocol::Status(model::FlamingoImpl&)> initModel;
+  // After the last iteration of a finished run, before run_finished.
+  std::function<protocol::Status(model::FlamingoImpl&)> onFinished;
+  int64_t maxIterations = 0;    // > 0: finish after this many iterations (no checkpoint)
+  bool disableDropout = false;  // a stochastic mask cannot be replayed
+};
+
+enum class TrainOutcome { kFinished, kStopped, kKilled };
+
+// REQUIRES: validateConfig(config) has no errors.
+protocol::StatusOr<TrainOutcome> runTraining(const protocol::RunConfig& config,
+                                             const std::filesystem::path& runDir,
+                                             const TrainerOptions& options);
+
+}  // namespace fs::engine

@@ -1,0 +1,130 @@
+// The Trainer's distributed side: joining the run, agreeing on the resume
+// point and the initial weights, DDP gradient averaging. The control
+// request's agreement is control_loop.cpp, the per-rank figures'
+// rank_reporter.cpp.
+//
+// NOTE [Distributed step]: every rank runs the same loop; anything that
+// decides what the loop does next is agreed through a collective so all
+// ranks take it at the same iteration. An iteration has two small
+// agreements (iteration_agreement.h), both asynchronous so that their
+// latency hides behind compute, plus the gradient reduction:
+//  - the opening, launched before the first forward: each dataset's
+//    supervised-token count (known from the labels) and the control request
+//    (stop, kill, pause, resume, checkpoint; rank 0 reads control/ files,
+//    every rank its own signals). Every rank acts on the agreed request
+//    after the iteration. While paused, and at the end of an epoch, the
+//    request is agreed on its own (one max-all-reduce per poll, so paused
+//    ranks keep meeting);
+//  - the closing, launched after the last forward: per dataset a
+//    non-finite flag, loss x tokens and the loss. Any non-finite loss skips
+//    the iteration's update on every rank (the reference skips on one rank
+//    only and then hangs under FSDP); a rank does no backward of its own
+//    non-finite loss.
+//  - the loss: by default each rank scales its mean loss by world x local
+//    tokens / all tokens before backward, so DDP's average of gradients is
+//    the gradient of the mean over every supervised token of the global
+//    batch: N ranks x b samples train exactly as one process with N x b.
+//    The logged loss is that global mean (the token-weighted mean over
+//    ranks); per-rank losses are kept in rank_loss. compat: openflamingo
+//    averages per-rank means, as the reference's DDP does, and logs their
+//    plain mean.
+// Under DDP gradients are averaged by dist::GradientSync (buckets
+// all-reduced during the backward pass that closes an accumulation window;
+// the windows' other micro-steps accumulate locally); under FSDP by the
+// units' reduce-scatters (NOTE [FSDP in the engine] in trainer_fsdp.cpp). The embedding row mask and clipping
+// run after the reduction, on identical gradients, so every rank makes the same update.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/launch/world_env.h"
+#include "backend/runtime/runtime_info.h"
+#include "backend/trainer/trainer_impl.h"
+
+namespace fs::engine {
+
+using protocol::Status;
+namespace {
+
+std::string backendFor(const protocol::RunConfig& c, torch::Device device) {
+  if (c.parallel.dist_backend == "auto" || c.parallel.dist_backend.empty())
+    return device.is_cuda() ? "nccl" : "gloo";
+  return c.parallel.dist_backend;
+}
+}  // namespace
+
+Status Trainer::joinWorld() {
+  if (!place_.distributed()) {
+    comm_ = dist::makeSoloCommunicator();
+    return Status::ok();
+  }
+  dist::RendezvousOptions o;
+  o.rank = static_cast<int>(options_.rank);
+  o.world = static_cast<int>(options_.world);
+  o.localWorld = static_cast<int>(std::max<int64_t>(1, options_.localWorld));
+  o.masterAddr = options_.masterAddr;
+  o.masterPort = static_cast<int>(options_.masterPort);
+  o.backend = backendFor(config_, device_);
+  o.preflightTimeout = std::chrono::seconds(std::max<int64_t>(1, config_.parallel.preflight_timeout_s));
+  o.collectiveTimeout = std::chrono::seconds(std::max<int64_t>(1, config_.parallel.collective_timeout_s));
+  o.identity = "engine " + runtime::engineVersion() + " config " + configHash(config_);
+  o.host = options_.host;
+  o.sharedMemory = config_.parallel.intra_node_transport != "gloo";
+  o.sharedMemoryArenaBytes = static_cast<uint64_t>(std::max<int64_t>(1, config_.parallel.shm_arena_mib))
+                             << 20;
+  const auto env = launch::currentEnvironment();
+  if (auto it = env.find("TORCHELASTIC_USE_AGENT_STORE"); it != env.end())
+    o.launcherServesStore = it->second == "True";
+  if (auto it = env.find("TORCHELASTIC_RESTART_COUNT"); it != env.end()) o.keyPrefix = it->second;
+  log_->info("rank {} of {} joining the run at {}:{} ({})", o.rank, o.world, o.masterAddr, o.masterPort,
+             o.backend);
+  auto joined = dist::joinRun(o);
+  if (!joined) return joined.status();
+  membership_ = std::move(joined.value());
+  comm_ = membership_->worldPtr();
+  log_->info("world group: {}", comm_->transport());
+  for (const auto& p : membership_->peers()) log_->info("rank {}: {} pid {}", p.rank, p.host, p.pid);
+  return Status::ok();
+}
+
+Status Trainer::agreeAfterSetUp() {
+  if (!place_.distributed()) return Status::ok();
+  // Every rank must continue from the same point of the same run.
+  const TrainCounters& counters = state_.counters;
+  torch::Tensor at = torch::tensor({counters.step, counters.iteration, counters.epoch}, torch::kInt64);
+  torch::Tensor lo = -at.clone();
+  torch::Tensor hi = at.clone();
+  comm_->allReduce(hi, dist::ReduceOp::kMax, "resume point max");
+  comm_->allReduce(lo, dist::ReduceOp::kMax, "resume point min");
+  if (!torch::equal(hi, -lo)) {
+    return Status::invalidArgument(
+        "ranks resumed from different points (optimizer steps " + std::to_string(-lo[0].item<int64_t>()) +
+        " to " + std::to_string(hi[0].item<int64_t>()) + "; this rank at " + std::to_string(counters.step) +
+        "): every rank must see the same run directory and checkpoints");
+  }
+  if (!place_.fsdp || config_.parallel.sync_module_states) {
+    // Under delayed init the parameters come with their shards (shardModel), never whole.
+    std::vector<torch::Tensor> state;
+    if (!place_.delayedInit) {
+      for (const auto& p : state_.model->parameters()) state.push_back(p);
+    }
+    for (const auto& b : state_.model->buffers()) state.push_back(b);
+    dist::GradientSync::broadcastFromRank0(*comm_, state, "initial weights from rank 0");
+  }
+  if (place_.fsdp) return Status::ok();  // NOTE [FSDP in the engine]
+  std::vector<torch::Tensor> params;
+  for (const auto& p : state_.trainable) params.push_back(p.tensor);
+  gradSync_ = std::make_unique<dist::GradientSync>(comm_, params);
+  log_->info("DDP: {} trainable tensors in {} gradient bucket(s)", params.size(), gradSync_->stats().buckets);
+  return Status::ok();
+}
+
+void Trainer::synchronizeGradients(StepResult* r) {
+  if (!gradSync_) return;
+  if (!gradSync_->armed()) gradSync_->arm();  // the window's last backward was skipped on this rank
+  gradSync_->finish();
+  r->waitS += gradSync_->stats().finishSeconds;
+}
+
+}  // namespace fs::engine

@@ -1,0 +1,130 @@
+// Internal: the Trainer, the loop that wires the run's parts together. It
+// owns the run directory's telemetry, the TrainingState and the parts
+// around it: the Checkpointer (checkpoints, resume, pretrained weights),
+// the RankReporter (step, memory, heartbeat, slow-rank events) and the
+// ControlLoop (stop, pause, resume, checkpoint, kill). It keeps the step
+// itself (trainer_step.cpp), set-up (trainer_setup.cpp), the distributed
+// side (trainer_dist.cpp: NOTE [Distributed step]), FSDP (trainer_fsdp.cpp:
+// NOTE [FSDP in the engine]) and validation (trainer_validation.cpp).
+//
+// Thread-safety: one Trainer per process; run() blocks until the run ends.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "backend/checkpoint/checkpointer.h"
+#include "backend/checkpoint/training_state.h"
+#include "backend/data/data_source.h"
+#include "backend/data/special_tokens.h"
+#include "backend/dist/communicator.h"
+#include "backend/dist/gradient_sync.h"
+#include "backend/dist/rendezvous.h"
+#include "backend/model/flamingo.h"
+#include "backend/protocol/derived.h"
+#include "backend/protocol/run_dir.h"
+#include "backend/telemetry/control_inbox.h"
+#include "backend/telemetry/emitter.h"
+#include "backend/train/loss.h"
+#include "backend/train/precision.h"
+#include "backend/train/step_plan.h"
+#include "backend/trainer/control_loop.h"
+#include "backend/trainer/fault_injection.h"
+#include "backend/trainer/rank_reporter.h"
+#include "backend/trainer/step_result.h"
+#include "backend/trainer/trainer.h"
+
+namespace fs::engine {
+
+// Hex digest of the config as written to config.yaml (run_started, pre-flight).
+std::string configHash(const protocol::RunConfig& config);
+
+// This rank's place in the run and how the model is spread over the ranks.
+struct Placement {
+  int64_t rank = 0;
+  int64_t world = 1;
+  int ranksPerNode = 1;  // LOCAL_WORLD_SIZE within 1..world; ranks are laid out node by node
+  bool fsdp = false;     // parallel.mode = fsdp (NOTE [FSDP in the engine])
+  // NOTE [Values from the node's first rank] (fsdp/sharded_model.h): under delayed init only the first
+  // rank of each node builds values; the others build shapes only (model/shapes_only.h).
+  bool delayedInit = false;
+  bool shapesOnly = false;
+  bool distributed() const { return world > 1; }
+};
+Placement placementOf(const protocol::RunConfig& config, const TrainerOptions& options);
+
+class Trainer {
+ public:
+  Trainer(const protocol::RunConfig& config, std::filesystem::path runDir, const TrainerOptions& options);
+  protocol::StatusOr<TrainOutcome> run();
+
+ private:
+  // trainer.cpp
+  void finish(protocol::FinishStatus status);
+  void emit(protocol::EventBody body);
+
+  // trainer_setup.cpp
+  protocol::Status setUp();
+  protocol::Status prepareRunDirectory();
+  protocol::Status buildModelAndOptimizer();
+  protocol::Status resume();
+  void emitStartEvents();
+
+  // trainer_step.cpp
+  protocol::StatusOr<StepResult> trainIteration(const data::StepBatches& batches);
+  // Forward and loss of one batch (labels, autocast, skipped padding); the
+  // caller decides about gradients.
+  train::LmLoss forwardLoss(const data::Batch& batch, const torch::Tensor& labels, bool compat);
+  void optimizerStep(StepResult* result);
+  void checkGradientFlow();
+
+  // trainer_dist.cpp: NOTE [Distributed step]
+  protocol::Status joinWorld();
+  protocol::Status agreeAfterSetUp();
+  void synchronizeGradients(StepResult* r);
+
+  // trainer_fsdp.cpp: NOTE [FSDP in the engine]
+  protocol::Status shardModel();
+  void finishShardedBackward(bool checkFlow);
+
+  // trainer_validation.cpp
+  protocol::Status runValidation();
+
+  protocol::RunConfig config_;
+  protocol::RunDir dir_;
+  TrainerOptions options_;
+  Placement place_;
+  protocol::DerivedFigures figures_;
+  data::SpecialTokenIds tokens_;
+  torch::Device device_{torch::kCPU};
+  train::PrecisionPolicy precision_;
+
+  std::unique_ptr<telemetry::TelemetryEmitter> emitter_;  // rank 0
+  std::unique_ptr<telemetry::ControlInbox> inbox_;        // rank 0
+  std::shared_ptr<spdlog::logger> log_;
+
+  TrainingState state_;
+  std::unique_ptr<data::DataSource> valSource_;  // null: no dataset has val_shards
+  std::unique_ptr<train::StepPlan> plan_;
+
+  std::unique_ptr<dist::Membership> membership_;  // world > 1
+  std::shared_ptr<dist::Communicator> comm_;      // solo with one rank
+  std::unique_ptr<dist::GradientSync> gradSync_;  // DDP with world > 1
+  FaultPlan faults_;                              // NOTE [Fault injection]
+
+  // The parts, made once the rank joined the world (setUp).
+  std::unique_ptr<Checkpointer> checkpointer_;
+  std::unique_ptr<RankReporter> reporter_;
+  std::unique_ptr<ControlLoop> control_;
+
+  bool gradientFlowChecked_ = false;  // NOTE [Gradient-flow check] in trainer_step.cpp
+  bool structureChecked_ = false;
+  std::map<std::string, double> lastLoss_;
+  std::chrono::steady_clock::time_point started_;
+  std::string runId_;
+};
+
+}  // namespace fs::engine
