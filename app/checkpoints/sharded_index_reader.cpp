@@ -3,10 +3,9 @@
 #include <QDir>
 #include <QFile>
 #include <QHash>
-#include <QJsonDocument>
-#include <QJsonParseError>
+#include <string_view>
 
-#include "app/common/json_field_reader.h"
+#include "backend/protocol/sharded_index.h"
 
 namespace fs::app {
 namespace {
@@ -20,55 +19,52 @@ qint64 elementSize(const QString& dtype) {
   return 0;
 }
 
-QStringList strings(JsonFieldReader& r, const QJsonObject& o, const QString& path, const char* key) {
+QStringList qstrings(const std::vector<std::string>& v) {
   QStringList out;
-  const QJsonArray a = r.array(o, path, key);
-  for (qsizetype i = 0; i < a.size() && !r.failed(); ++i) {
-    if (!a.at(i).isString()) r.fail(JsonFieldReader::at(JsonFieldReader::join(path, key), i), QStringLiteral("not a string"));
-    out << a.at(i).toString();
-  }
+  for (const auto& s : v) out << QString::fromStdString(s);
   return out;
 }
 
-// Every member of every flat parameter, by name.
-QHash<QString, ShardedTensorInfo> readMembers(JsonFieldReader& r, const QJsonArray& units) {
+QString at(const QString& path, std::size_t i) {
+  return QStringLiteral("%1[%2]").arg(path).arg(i);
+}
+
+// Every member of every flat parameter, by name; *error names the first field
+// the listing cannot use.
+QHash<QString, ShardedTensorInfo> membersOf(const std::vector<protocol::ShardedUnit>& units, QString* error) {
   QHash<QString, ShardedTensorInfo> out;
-  for (qsizetype u = 0; u < units.size() && !r.failed(); ++u) {
-    const QString upath = JsonFieldReader::at(QStringLiteral("units"), u);
-    const QJsonObject unit = r.element(units, QStringLiteral("units"), u);
-    const QString unitPath = r.string(unit, upath, "path");
-    const QJsonArray flats = r.array(unit, upath, "flats");
-    const QString fpaths = upath + QStringLiteral(".flats");
-    for (qsizetype f = 0; f < flats.size() && !r.failed(); ++f) {
-      const QString fpath = JsonFieldReader::at(fpaths, f);
-      const QJsonObject flat = r.element(flats, fpaths, f);
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    const QString fpaths = at(QStringLiteral("units"), u) + QStringLiteral(".flats");
+    for (std::size_t f = 0; f < units[u].flats.size(); ++f) {
+      const protocol::ShardedFlat& flat = units[u].flats[f];
+      const QString fpath = at(fpaths, f);
       ShardedTensorInfo common;
-      common.unit = unitPath;
-      common.dtype = r.string(flat, fpath, "dtype");
-      common.trainable = r.boolean(flat, fpath, "trainable");
-      common.optimizerState = r.boolean(flat, fpath, "optimizer_state");
-      if (!r.failed() && elementSize(common.dtype) == 0) {
-        r.fail(fpath + QStringLiteral(".dtype"),
-               QStringLiteral("'%1' is not a parameter dtype (Float, Double, Half, BFloat16)").arg(common.dtype));
+      common.unit = QString::fromStdString(units[u].path);
+      common.dtype = QString::fromStdString(flat.dtype);
+      common.trainable = flat.trainable;
+      common.optimizerState = flat.optimizerState;
+      if (elementSize(common.dtype) == 0) {
+        *error = QStringLiteral("%1.dtype: '%2' is not a parameter dtype (Float, Double, Half, BFloat16)")
+                     .arg(fpath, common.dtype);
+        return {};
       }
-      const QJsonArray members = r.array(flat, fpath, "members");
-      const QString mpaths = fpath + QStringLiteral(".members");
-      for (qsizetype m = 0; m < members.size() && !r.failed(); ++m) {
-        const QString mpath = JsonFieldReader::at(mpaths, m);
-        const QJsonObject member = r.element(members, mpaths, m);
+      for (std::size_t m = 0; m < flat.members.size(); ++m) {
+        const protocol::ShardedMember& member = flat.members[m];
         ShardedTensorInfo t = common;
-        t.name = r.string(member, mpath, "name");
-        t.numel = r.integer(member, mpath, "numel");
+        t.name = QString::fromStdString(member.name);
+        t.numel = member.numel;
         qint64 product = 1;
-        const QJsonArray shape = r.array(member, mpath, "shape");
-        for (const QJsonValue& d : shape) {
-          t.shape << static_cast<qint64>(d.toDouble(-1));
-          product *= t.shape.back();
+        for (std::int64_t d : member.shape) {
+          t.shape << d;
+          product *= d;
         }
         // A shape that disagrees with numel would list wrong sizes: refuse it.
-        if (!r.failed() && product != t.numel) {
-          r.fail(mpath + QStringLiteral(".shape"),
-                 QStringLiteral("holds %1 elements but numel is %2").arg(product).arg(t.numel));
+        if (product != t.numel) {
+          *error = QStringLiteral("%1.shape: holds %2 elements but numel is %3")
+                       .arg(at(fpath + QStringLiteral(".members"), m))
+                       .arg(product)
+                       .arg(t.numel);
+          return {};
         }
         t.bytes = t.numel * elementSize(t.dtype);
         out.insert(t.name, t);
@@ -82,65 +78,50 @@ QHash<QString, ShardedTensorInfo> readMembers(JsonFieldReader& r, const QJsonArr
 
 ShardedIndexRead parseShardedIndex(const QByteArray& json, const QString& where) {
   ShardedIndexRead out;
-  QJsonParseError parseError;
-  const QJsonDocument doc = QJsonDocument::fromJson(json, &parseError);
-  if (parseError.error != QJsonParseError::NoError) {
-    out.error = QStringLiteral("%1: not JSON: %2 at byte %3").arg(where, parseError.errorString()).arg(parseError.offset);
+  auto decoded =
+      protocol::decodeShardedIndex(std::string_view(json.constData(), static_cast<std::size_t>(json.size())));
+  if (!decoded) {
+    out.error = QStringLiteral("%1: %2").arg(where, QString::fromStdString(decoded.status().message()));
     return out;
   }
-  if (!doc.isObject()) {
-    out.error = QStringLiteral("%1: not a JSON object").arg(where);
-    return out;
-  }
-  const QJsonObject root = doc.object();
-  JsonFieldReader r;
-  const QString format = r.string(root, {}, "format");
-  const qint64 version = r.integer(root, {}, "version");
-  if (!r.failed() && format != QLatin1String("flamingo_studio.sharded_checkpoint")) {
-    r.fail(QStringLiteral("format"), QStringLiteral("'%1' is not flamingo_studio.sharded_checkpoint").arg(format));
-  }
-  if (!r.failed() && version != kShardedIndexVersionRead) {
-    r.fail(QStringLiteral("version"), QStringLiteral("%1 is not a version this build reads (%2); a newer Flamingo "
-                                                     "Studio wrote it")
-                                          .arg(version)
-                                          .arg(kShardedIndexVersionRead));
-  }
+  const protocol::ShardedIndexRecord& x = *decoded;
   ShardedCheckpointInfo& info = out.info;
-  info.worldSize = r.integer(root, {}, "world_size");
-  info.strategy = r.string(root, {}, "strategy");
-  info.shardGroupSize = r.integer(root, {}, "shard_group_size");
-  info.files = strings(r, root, {}, "files");
-  if (!r.failed() && info.files.size() != info.shardGroupSize) {
-    r.fail(QStringLiteral("files"), QStringLiteral("%1 files for a shard group of %2")
-                                        .arg(info.files.size())
-                                        .arg(info.shardGroupSize));
+  info.worldSize = x.worldSize;
+  info.strategy = QString::fromStdString(x.strategy);
+  info.shardGroupSize = x.shardGroupSize;
+  info.files = qstrings(x.files);
+  QString error;
+  if (info.files.size() != info.shardGroupSize) {
+    error = QStringLiteral("files: %1 files for a shard group of %2")
+                .arg(info.files.size())
+                .arg(info.shardGroupSize);
   }
-  const QHash<QString, ShardedTensorInfo> members = readMembers(r, r.array(root, {}, "units"));
-  const QStringList order = strings(r, root, {}, "parameter_order");
-  for (qsizetype i = 0; i < order.size() && !r.failed(); ++i) {
-    const auto it = members.constFind(order[i]);
+  QHash<QString, ShardedTensorInfo> members;
+  if (error.isEmpty()) members = membersOf(x.units, &error);
+  for (std::size_t i = 0; i < x.parameterOrder.size() && error.isEmpty(); ++i) {
+    const QString name = QString::fromStdString(x.parameterOrder[i]);
+    const auto it = members.constFind(name);
     if (it == members.constEnd()) {
-      r.fail(JsonFieldReader::at(QStringLiteral("parameter_order"), i),
-             QStringLiteral("'%1' is a member of no unit").arg(order[i]));
+      error = QStringLiteral("%1: '%2' is a member of no unit")
+                  .arg(at(QStringLiteral("parameter_order"), i), name);
     } else {
       info.parameters << *it;
     }
   }
-  info.buffers = strings(r, root, {}, "buffers");
-  info.epoch = r.integer(root, {}, "epoch");
-  const QJsonObject resume = r.object(root, {}, "resume");
-  info.resumeKind = r.string(resume, QStringLiteral("resume"), "kind");
-  info.step = r.integer(resume, QStringLiteral("resume"), "step");
-  info.iteration = r.integer(resume, QStringLiteral("resume"), "iteration");
-  if (r.failed()) {
-    out.error = QStringLiteral("%1: %2").arg(where, r.error());
+  info.buffers = qstrings(x.buffers);
+  info.epoch = x.epoch;
+  info.resumeKind = QString::fromStdString(x.resume.kind);
+  info.step = x.resume.step;
+  info.iteration = x.resume.iteration;
+  if (!error.isEmpty()) {
+    out.error = QStringLiteral("%1: %2").arg(where, error);
     out.info = {};
   }
   return out;
 }
 
 ShardedIndexRead readShardedIndex(const QString& dir) {
-  const QString path = QDir(dir).filePath(QStringLiteral("index.json"));
+  const QString path = QDir(dir).filePath(QString::fromLatin1(protocol::kShardedIndexFile));
   QFile f(path);
   if (!f.exists()) {
     ShardedIndexRead out;

@@ -4,12 +4,12 @@
 // whether it trains, the rank files and the resume point, so the tensors can
 // be listed without opening a rank file.
 //
-// Why a second reader of index.json: the engine's (backend/checkpoint/
-// checkpoint_sharded_index.h) decodes into LibTorch types (c10::ScalarType,
-// the optimizer's state dicts) and lives in fs_checkpoint, which app/ must never
-// link (style point 1, tests/arch/check_layers.py). This one reads only the
-// fields a listing needs, with Qt's JSON; the field names are the engine's
-// (docs/run-directory.md, "Sharded checkpoints"), and
+// index.json is decoded by the protocol's codec (backend/protocol/
+// sharded_index.h), the one the engine writes with; this keeps what a
+// listing needs, as Qt values, and refuses what it could not list (a dtype
+// that is not a parameter's, a shape that disagrees with numel, a name in
+// parameter_order no unit holds). Errors start with the file and name the
+// field ("c/index.json: units[0].flats[0].members: missing");
 // tests/app/checkpoints/ reads an index the real engine wrote.
 //
 // Thread-safety: free functions, reentrant; they read the disk, so call them
@@ -23,12 +23,11 @@
 
 namespace fs::app {
 
-inline constexpr int kShardedIndexVersionRead = 1;
-
 // One model parameter as the index describes it.
 struct ShardedTensorInfo {
   QString name;  // e.g. "perceiver.latents"
-  QString unit;  // the FSDP unit holding it, as the index names it ("(root)": the root unit, "" in the layout event)
+  QString unit;  // the FSDP unit holding it, as the index names it ("(root)": the root unit, "" in the layout
+                 // event)
   QString dtype;  // c10's spelling: Float, Half, BFloat16, Double
   QList<qint64> shape;
   qint64 numel = 0;
@@ -41,9 +40,9 @@ struct ShardedCheckpointInfo {
   qint64 worldSize = 0;  // of the run that wrote it
   QString strategy;      // full_shard | shard_grad_op | hybrid_shard | no_shard
   qint64 shardGroupSize = 0;
-  QStringList files;                     // files[s]: shard s ("rank-<s>.pt")
+  QStringList files;                    // files[s]: shard s ("rank-<s>.pt")
   QList<ShardedTensorInfo> parameters;  // in the model's order (parameter_order)
-  QStringList buffers;                   // kept in files[0]
+  QStringList buffers;                  // kept in files[0]
   qint64 epoch = 0;
   QString resumeKind;  // epoch | step
   qint64 step = 0;

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "backend/protocol/event_codec.h"
+#include "backend/protocol/event_fields.h"
 
 namespace fs::app {
 namespace {
@@ -195,233 +196,232 @@ bool readRankLoss(od::value v, StepRecord* r) {
   return true;
 }
 
+// Field tables: backend/protocol/event_fields.h (NOTE [Event field tables]). Each
+// reader keeps a bit per field of its table, for the duplicate and required checks.
+
+// Sets field f's bit in *seen (nothing for kCount, a key the table does not hold);
+// false for a duplicate key (nlohmann keeps the last: decline).
+template <class E>
+bool markField(E f, std::uint32_t* seen) {
+  if (f == E::kCount) return true;
+  const std::uint32_t bit = 1u << static_cast<unsigned>(f);
+  if ((*seen & bit) != 0) return false;
+  *seen |= bit;
+  return true;
+}
+
 bool readGates(od::value v, std::vector<protocol::GateValue>* out) {
+  using protocol::GateField;
+  constexpr std::uint32_t kAllRequired = protocol::requiredFieldMask<GateField>();
   od::array arr;
   if (v.get_array().get(arr) != simdjson::SUCCESS) return false;
   for (auto element : arr) {
     od::object obj;
     if (element.get_object().get(obj) != simdjson::SUCCESS) return false;
     protocol::GateValue g;
-    unsigned seen = 0;
+    std::uint32_t seen = 0;
     for (auto f : obj) {
       od::field field;
       if (std::move(f).get(field) != simdjson::SUCCESS) return false;
-      const std::string_view key = keyOf(field);
-      unsigned bit = 0;
+      const GateField key = protocol::findField<GateField>(keyOf(field));
       bool ok = true;
-      if (key == "layer") {
-        bit = 1;
-        ok = readInt(field.value(), &g.layer);
-      } else if (key == "attn") {
-        bit = 2;
-        ok = readDouble(field.value(), &g.attn);
-      } else if (key == "ff") {
-        bit = 4;
-        ok = readDouble(field.value(), &g.ff);
-      } else {
-        ok = skipUnknown(field.value());
+      switch (key) {
+        case GateField::kLayer:
+          ok = readInt(field.value(), &g.layer);
+          break;
+        case GateField::kAttn:
+          ok = readDouble(field.value(), &g.attn);
+          break;
+        case GateField::kFf:
+          ok = readDouble(field.value(), &g.ff);
+          break;
+        case GateField::kCount:
+          ok = skipUnknown(field.value());
+          break;
       }
-      if (!ok || (seen & bit) != 0) return false;
-      seen |= bit;
+      if (!ok || !markField(key, &seen)) return false;
     }
-    if (seen != 7) return false;  // a missing required gate field: the protocol names it
+    if ((seen & kAllRequired) != kAllRequired)
+      return false;  // a missing required field: the protocol names it
     out->push_back(g);
   }
   return true;
 }
 
-// Top-level fields, one bit each, for the duplicate and required checks.
-enum Field : std::uint32_t {
-  kV = 1u << 0,
-  kSeq = 1u << 1,
-  kT = 1u << 2,
-  kType = 1u << 3,
-  kStep = 1u << 4,
-  kEpoch = 1u << 5,
-  kSamples = 1u << 6,
-  kTokens = 1u << 7,
-  kLoss = 1u << 8,
-  kRankLoss = 1u << 9,
-  kLr = 1u << 10,
-  kGradNorm = 1u << 11,
-  kStepTime = 1u << 12,
-  kDataTime = 1u << 13,
-  kSamplesPerS = 1u << 14,
-  kGates = 1u << 15,
-  kSkipped = 1u << 16,
-  kSkipReason = 1u << 17,
-  kCommTime = 1u << 18,
+// A top-level key of a line whose body is a `Body` (protocol::StepField,
+// protocol::MemoryField): a header field, a body field, or neither (both kCount).
+template <class Body>
+struct LineKey {
+  protocol::HeaderField header = protocol::HeaderField::kCount;
+  Body body = Body::kCount;
 };
-constexpr std::uint32_t kRequired = kV | kSeq | kT | kType | kStep | kEpoch | kLoss | kLr | kStepTime;
-
-std::uint32_t fieldBit(std::string_view key) {
-  auto is = [&](std::string_view name, Field bit) -> std::uint32_t { return key == name ? bit : 0u; };
-  switch (key.size()) {
-    case 1:
-      return is("v", kV) | is("t", kT);
-    case 2:
-      return is("lr", kLr);
-    case 3:
-      return is("seq", kSeq);
-    case 4:
-      return key[0] == 't' ? is("type", kType) : key[0] == 's' ? is("step", kStep) : is("loss", kLoss);
-    case 5:
-      return key[0] == 'e' ? is("epoch", kEpoch) : is("gates", kGates);
-    case 6:
-      return is("tokens", kTokens);
-    case 7:
-      return key[1] == 'a' ? is("samples", kSamples) : is("skipped", kSkipped);
-    case 9:
-      return key[0] == 'g' ? is("grad_norm", kGradNorm) : is("rank_loss", kRankLoss);
-    case 11:
-      return key[0] == 'd'   ? is("data_time_s", kDataTime)
-             : key[0] == 'c' ? is("comm_time_s", kCommTime)
-             : key[1] == 't' ? is("step_time_s", kStepTime)
-                             : is("skip_reason", kSkipReason);
-    case 13:
-      return is("samples_per_s", kSamplesPerS);
-    default:
-      return 0;
-  }
+template <class Body>
+LineKey<Body> lineKey(std::string_view key) {
+  LineKey<Body> k;
+  k.header = protocol::findField<protocol::HeaderField>(key);
+  if (k.header == protocol::HeaderField::kCount) k.body = protocol::findField<Body>(key);
+  return k;
 }
 
-// Reads one field of a step line into *r; false declines the line. Sets *not_step when
-// the type field names another type (the caller stops at once), and *is_memory when
-// that type is "memory".
-bool readField(std::uint32_t bit, od::value value, StepRecord* r, bool* not_step, bool* is_memory) {
-  auto readIntValue = [](od::value v, std::int64_t* out) { return readInt64(v, out); };
-  switch (bit) {
-    case kV: {
+// Header fields take bits 0..3, body fields the bits after them.
+constexpr unsigned kBodyBitBase = protocol::kHeaderFields.size();
+template <class Body>
+constexpr std::uint32_t kLineRequired =
+    protocol::requiredFieldMask<protocol::HeaderField>() | protocol::requiredFieldMask<Body>()
+                                                               << kBodyBitBase;
+
+// markField over a whole line's keys.
+template <class Body>
+bool markSeen(const LineKey<Body>& k, std::uint32_t* seen) {
+  std::uint32_t bit = 0;
+  if (k.header != protocol::HeaderField::kCount) {
+    bit = 1u << static_cast<unsigned>(k.header);
+  } else if (k.body != Body::kCount) {
+    bit = 1u << (kBodyBitBase + static_cast<unsigned>(k.body));
+  }
+  if ((*seen & bit) != 0) return false;
+  *seen |= bit;
+  return true;
+}
+
+// A header field shared by every event type; false declines. `type` receives the
+// type field's value, which the caller checks.
+bool readHeader(protocol::HeaderField f, od::value value, std::uint64_t* seq, std::int64_t* t,
+                std::string_view* type) {
+  using protocol::HeaderField;
+  switch (f) {
+    case HeaderField::kV: {
       std::string_view s;
       if (value.get_string().get(s) != simdjson::SUCCESS) return false;
       auto version = protocol::parseSchemaVersion(s);
       return version.isOk() && version.value().major == protocol::kEventSchemaMajor;
     }
-    case kSeq:
-      return readUint64(value, &r->seq);
-    case kT:
-      return readInt64(value, &r->t_ms);
-    case kType: {
-      std::string_view s;
-      if (value.get_string().get(s) != simdjson::SUCCESS) return false;
-      if (s != protocol::StepEvent::kType) *not_step = true;
-      if (s == protocol::MemoryEvent::kType) *is_memory = true;
-      return !*not_step;
-    }
-    case kStep:
+    case HeaderField::kSeq:
+      return readUint64(value, seq);
+    case HeaderField::kT:
+      return readInt64(value, t);
+    case HeaderField::kType:
+      return value.get_string().get(*type) == simdjson::SUCCESS;
+    case HeaderField::kCount:
+      break;
+  }
+  return false;
+}
+
+// Reads one body field of a step line into *r; false declines the line.
+bool readStepField(protocol::StepField f, od::value value, StepRecord* r) {
+  using protocol::StepField;
+  auto readIntValue = [](od::value v, std::int64_t* out) { return readInt64(v, out); };
+  auto readDoubleValue = [](od::value v, double* out) { return readDouble(v, out); };
+  switch (f) {
+    case StepField::kStep:
       return readInt64(value, &r->step);
-    case kEpoch:
+    case StepField::kEpoch:
       return readInt(value, &r->epoch);
-    case kSamples:
+    case StepField::kSamples:
       return isNull(value) || readMap(value, &r->samples, readIntValue);
-    case kTokens:
+    case StepField::kTokens:
       return isNull(value) || readMap(value, &r->tokens, readIntValue);
-    case kLoss:
-      return readMap(value, &r->loss, [](od::value v, double* out) { return readDouble(v, out); });
-    case kRankLoss:
+    case StepField::kLoss:
+      return readMap(value, &r->loss, readDoubleValue);
+    case StepField::kRankLoss:
       return isNull(value) || readRankLoss(value, r);
-    case kLr:
+    case StepField::kLr:
       return readDouble(value, &r->lr);
-    case kGradNorm: {
+    case StepField::kGradNorm: {
       if (isNull(value)) return true;  // null means absent for an optional
       double d = 0;
       if (!readDouble(value, &d)) return false;
       r->grad_norm = d;
       return true;
     }
-    case kStepTime:
+    case StepField::kStepTime:
       return readDouble(value, &r->step_time_s);
-    case kDataTime:
+    case StepField::kDataTime:
       return readDouble(value, &r->data_time_s);  // null reads as NaN here, as in the protocol
-    case kCommTime:
+    case StepField::kCommTime:
       return readDouble(value, &r->comm_time_s);
-    case kSamplesPerS:
-      return isNull(value) ||
-             readMap(value, &r->samples_per_s, [](od::value v, double* out) { return readDouble(v, out); });
-    case kGates:
+    case StepField::kSamplesPerS:
+      return isNull(value) || readMap(value, &r->samples_per_s, readDoubleValue);
+    case StepField::kGates:
       return isNull(value) || readGates(value, &r->gates);
-    case kSkipped:
+    case StepField::kSkipped:
       return isNull(value) || readBool(value, &r->skipped);
-    case kSkipReason: {
+    case StepField::kSkipReason: {
       if (isNull(value)) return true;
       std::string_view s;
       if (value.get_string().get(s) != simdjson::SUCCESS) return false;
       r->skip_reason.assign(s);
       return true;
     }
-    default:
-      return skipUnknown(value);
+    case StepField::kCount:
+      break;
   }
+  return skipUnknown(value);
 }
 
-// A header field shared by every event type; false declines.
-bool readHeader(std::uint32_t bit, od::value value, std::uint64_t* seq, std::int64_t* t) {
-  if (bit == kV) {
-    std::string_view s;
-    if (value.get_string().get(s) != simdjson::SUCCESS) return false;
-    auto version = protocol::parseSchemaVersion(s);
-    return version.isOk() && version.value().major == protocol::kEventSchemaMajor;
-  }
-  return bit == kSeq ? readUint64(value, seq) : readInt64(value, t);
-}
-
-// One entry of memory.ranks (field list: describe(V&, RankMemory&) in events.cpp).
+// One entry of memory.ranks.
 bool readRankMemory(od::value v, protocol::RankMemory* m) {
+  using protocol::RankMemoryField;
+  constexpr std::uint32_t kAllRequired = protocol::requiredFieldMask<RankMemoryField>();
   od::object obj;
   if (v.get_object().get(obj) != simdjson::SUCCESS) return false;
-  constexpr std::uint32_t kAllRequired = 0xFF;  // rank .. activations
   std::uint32_t seen = 0;
+  // Optional fields: null means absent.
+  auto readOptional = [](od::value value, auto* out) {
+    if (isNull(value)) return true;
+    typename std::remove_reference_t<decltype(*out)>::value_type x{};
+    bool ok = false;
+    if constexpr (std::is_same_v<decltype(x), int>) {
+      ok = readInt(value, &x);
+    } else {
+      ok = readInt64(value, &x);
+    }
+    if (ok) *out = x;
+    return ok;
+  };
   for (auto f : obj) {
     od::field field;
     if (std::move(f).get(field) != simdjson::SUCCESS) return false;
-    const std::string_view key = keyOf(field);
-    static constexpr std::string_view kNames[] = {"rank",         "rss_bytes",  "peak_bytes", "params",
-                                                  "grads",        "optimizer",  "gathered",   "activations",
-                                                  "device_bytes", "device_peak", "gathered_units",
-                                                  "gathered_at_peak"};
-    std::size_t i = 0;
-    while (i < std::size(kNames) && kNames[i] != key) ++i;
-    if (i == std::size(kNames)) {
-      if (!skipUnknown(field.value())) return false;
-      continue;
-    }
-    if ((seen & (1u << i)) != 0) return false;  // duplicate key
-    seen |= 1u << i;
+    const RankMemoryField key = protocol::findField<RankMemoryField>(keyOf(field));
+    if (!markField(key, &seen)) return false;
     od::value value = field.value();
     bool ok = true;
-    switch (i) {
-      case 0:
+    switch (key) {
+      case RankMemoryField::kRank:
         ok = readInt(value, &m->rank);
         break;
-      case 1:
+      case RankMemoryField::kRssBytes:
         ok = readInt64(value, &m->rss_bytes);
         break;
-      case 2:
+      case RankMemoryField::kPeakBytes:
         ok = readInt64(value, &m->peak_bytes);
         break;
-      case 3:
+      case RankMemoryField::kParams:
         ok = readInt64(value, &m->params);
         break;
-      case 4:
+      case RankMemoryField::kGrads:
         ok = readInt64(value, &m->grads);
         break;
-      case 5:
+      case RankMemoryField::kOptimizer:
         ok = readInt64(value, &m->optimizer);
         break;
-      case 6:
+      case RankMemoryField::kGathered:
         ok = readInt64(value, &m->gathered);
         break;
-      case 7:
+      case RankMemoryField::kActivations:
         ok = readInt64(value, &m->activations);
         break;
-      case 10: {  // optional: null means absent
-        if (isNull(value)) break;
-        int x = 0;
-        ok = readInt(value, &x);
-        m->gathered_units = x;
+      case RankMemoryField::kDeviceBytes:
+        ok = readOptional(value, &m->device_bytes);
         break;
-      }
-      case 11: {  // optional list of ints: null means absent (empty)
+      case RankMemoryField::kDevicePeak:
+        ok = readOptional(value, &m->device_peak);
+        break;
+      case RankMemoryField::kGatheredUnits:
+        ok = readOptional(value, &m->gathered_units);
+        break;
+      case RankMemoryField::kGatheredAtPeak: {  // optional list of ints: null means absent (empty)
         if (isNull(value)) break;
         od::array arr;
         if (value.get_array().get(arr) != simdjson::SUCCESS) return false;
@@ -433,12 +433,9 @@ bool readRankMemory(od::value v, protocol::RankMemory* m) {
         }
         break;
       }
-      default: {  // optional: null means absent
-        if (isNull(value)) break;
-        std::int64_t x = 0;
-        ok = readInt64(value, &x);
-        (i == 8 ? m->device_bytes : m->device_peak) = x;
-      }
+      case RankMemoryField::kCount:
+        ok = skipUnknown(value);
+        break;
     }
     if (!ok) return false;
   }
@@ -447,43 +444,46 @@ bool readRankMemory(od::value v, protocol::RankMemory* m) {
 
 // A whole memory line; false declines.
 bool readMemory(od::object obj, protocol::Event* out) {
+  using protocol::HeaderField;
+  using protocol::MemoryField;
   protocol::MemoryEvent mem;
   std::uint64_t seq = 0;
   std::int64_t t = 0;
   std::uint32_t seen = 0;
-  constexpr std::uint32_t kRanks = 1u << 31;
   for (auto f : obj) {
     od::field field;
     if (std::move(f).get(field) != simdjson::SUCCESS) return false;
-    const std::string_view key = keyOf(field);
-    std::uint32_t bit = fieldBit(key);
-    if (bit != kV && bit != kSeq && bit != kT && bit != kType && bit != kStep)
-      bit = key == "ranks" ? kRanks : 0;
-    if ((seen & bit) != 0) return false;
-    seen |= bit;
+    const LineKey<MemoryField> key = lineKey<MemoryField>(keyOf(field));
+    if (!markSeen(key, &seen)) return false;
     od::value value = field.value();
     bool ok = true;
-    if (bit == kType) {
-      std::string_view s;
-      ok = value.get_string().get(s) == simdjson::SUCCESS && s == protocol::MemoryEvent::kType;
-    } else if (bit == kStep) {
-      ok = readInt64(value, &mem.step);
-    } else if (bit == kRanks) {
-      od::array arr;
-      if (value.get_array().get(arr) != simdjson::SUCCESS) return false;
-      for (auto element : arr) {
-        od::value rank;
-        if (element.get(rank) != simdjson::SUCCESS || !readRankMemory(rank, &mem.ranks.emplace_back()))
-          return false;
-      }
-    } else if (bit == 0) {
-      ok = skipUnknown(value);
+    if (key.header != HeaderField::kCount) {
+      std::string_view type;
+      ok = readHeader(key.header, value, &seq, &t, &type) &&
+           (key.header != HeaderField::kType || type == protocol::MemoryEvent::kType);
     } else {
-      ok = readHeader(bit, value, &seq, &t);
+      switch (key.body) {
+        case MemoryField::kStep:
+          ok = readInt64(value, &mem.step);
+          break;
+        case MemoryField::kRanks: {
+          od::array arr;
+          if (value.get_array().get(arr) != simdjson::SUCCESS) return false;
+          for (auto element : arr) {
+            od::value rank;
+            if (element.get(rank) != simdjson::SUCCESS || !readRankMemory(rank, &mem.ranks.emplace_back()))
+              return false;
+          }
+          break;
+        }
+        case MemoryField::kCount:
+          ok = skipUnknown(value);
+          break;
+      }
     }
     if (!ok) return false;
   }
-  if (seen != (kV | kSeq | kT | kType | kStep | kRanks)) return false;
+  if ((seen & kLineRequired<MemoryField>) != kLineRequired<MemoryField>) return false;
   *out = protocol::Event{seq, t, std::move(mem)};
   return true;
 }
@@ -521,22 +521,27 @@ FastEventDecoder::Result FastEventDecoder::decodePadded(std::string_view line, S
   od::object obj;
   if (doc.get_object().get(obj) != simdjson::SUCCESS) return Result::kNotHandled;
 
+  using protocol::HeaderField;
+  using protocol::StepField;
   std::uint32_t seen = 0;
-  bool not_step = false;
-  bool is_memory = false;
   for (auto f : obj) {
     od::field field;
     if (std::move(f).get(field) != simdjson::SUCCESS) return Result::kNotHandled;
-    const std::string_view key = keyOf(field);
-    const std::uint32_t bit = fieldBit(key);
-    if ((seen & bit) != 0) return Result::kNotHandled;  // duplicate key
-    seen |= bit;
-    if (!readField(bit, field.value(), step, &not_step, &is_memory)) {
-      if (is_memory && memory != nullptr) return decodeMemoryPadded(line, memory);
+    const LineKey<StepField> key = lineKey<StepField>(keyOf(field));
+    if (!markSeen(key, &seen)) return Result::kNotHandled;
+    if (key.header == HeaderField::kCount) {
+      if (!readStepField(key.body, field.value(), step)) return Result::kNotHandled;
+      continue;
+    }
+    std::string_view type;
+    if (!readHeader(key.header, field.value(), &step->seq, &step->t_ms, &type)) return Result::kNotHandled;
+    if (key.header == HeaderField::kType && type != protocol::StepEvent::kType) {
+      // Another type: a memory line is read again from the start; fields may come in any order.
+      if (type == protocol::MemoryEvent::kType && memory != nullptr) return decodeMemoryPadded(line, memory);
       return Result::kNotHandled;
     }
   }
-  if ((seen & kRequired) != kRequired) return Result::kNotHandled;
+  if ((seen & kLineRequired<StepField>) != kLineRequired<StepField>) return Result::kNotHandled;
   // Trailing content after the object: simdjson has a location for it; at the end it
   // answers OUT_OF_BOUNDS.
   if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return Result::kNotHandled;

@@ -1,5 +1,6 @@
-// A memory plan as `flamingo-train plan --json` reports it (docs/planner.md,
-// schema fs.plan/1), as plain values the GUI can hold and show.
+// A memory plan as `flamingo-train plan --json` reports it (docs/planner.md;
+// the wire record is protocol::PlanRecord), as plain values the GUI can hold
+// and show.
 //
 // Only what the views need is kept: the topology, the model's counts, and per
 // estimate (engine x policy x strategy) the per-rank figures and each unit's
@@ -22,8 +23,6 @@
 #include <vector>
 
 namespace fs::app {
-
-inline constexpr char kPlanSchemaMajor[] = "fs.plan/1";
 
 // One rank's memory in an estimate, bytes.
 struct PlanFigures {

@@ -1,11 +1,10 @@
-// Reading `flamingo-train plan --json` (docs/planner.md, schema fs.plan/1)
-// into a Plan.
+// Reading `flamingo-train plan --json` into a Plan: the protocol's codec
+// (backend/protocol/plan_record.h, decodePlanJson) decodes, this keeps what
+// the GUI shows, as Qt values.
 //
-// Fields the GUI does not show (layouts' parameter names, precision, the
-// activations per dataset) are skipped; unknown fields are ignored, so a newer
-// minor version reads. Another major version, a missing field or one of the
-// wrong type is an error that names it by its JSON path
-// ("estimates[3].per_rank.peak: missing").
+// Unknown fields are ignored, so a newer minor version reads. Another major
+// version, a missing field or one of the wrong type is an error that names it
+// by its JSON path ("the plan's JSON: estimates[3].per_rank.peak: missing").
 //
 // Thread-safety: a pure function. A 9B plan is most of a megabyte: call it
 // off the GUI thread (the plan worker does).

@@ -1,13 +1,10 @@
 #include "backend/engine/checkpoint_sharded_index.h"
 
-#include <nlohmann/json.hpp>
-
 #include <fstream>
 #include <sstream>
 
 namespace fs::engine {
 
-using nlohmann::json;
 using protocol::Status;
 
 namespace {
@@ -31,173 +28,115 @@ std::vector<uint8_t> unhex(const std::string& text) {
     throw std::invalid_argument(std::string("not a hex digit: '") + c + "'");
   };
   std::vector<uint8_t> out(text.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(nibble(text[2 * i]) << 4 | nibble(text[2 * i + 1]));
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = static_cast<uint8_t>(nibble(text[2 * i]) << 4 | nibble(text[2 * i + 1]));
   return out;
 }
 
-json groupJson(const train::AdamWGroupStateDict& g) {
-  json j = {{"lr", g.lr},
-            {"betas", {g.beta1, g.beta2}},
-            {"eps", g.eps},
-            {"weight_decay", g.weightDecay},
-            {"amsgrad", g.amsgrad},
-            {"maximize", g.maximize},
-            {"capturable", g.capturable},
-            {"params", g.params},
-            {"param_names", g.paramNames}};
-  if (g.initialLr) j["initial_lr"] = *g.initialLr;
-  return j;
+protocol::ShardedParamGroup groupRecord(const train::AdamWGroupStateDict& g) {
+  return {g.lr,       {g.beta1, g.beta2}, g.eps,       g.weightDecay, g.amsgrad,
+          g.maximize, g.capturable,       g.initialLr, g.params,      g.paramNames};
 }
 
-train::AdamWGroupStateDict groupFrom(const json& j) {
+train::AdamWGroupStateDict groupFrom(const protocol::ShardedParamGroup& r) {
   train::AdamWGroupStateDict g;
-  g.lr = j.at("lr").get<double>();
-  g.beta1 = j.at("betas").at(0).get<double>();
-  g.beta2 = j.at("betas").at(1).get<double>();
-  g.eps = j.at("eps").get<double>();
-  g.weightDecay = j.at("weight_decay").get<double>();
-  g.amsgrad = j.at("amsgrad").get<bool>();
-  g.maximize = j.at("maximize").get<bool>();
-  g.capturable = j.at("capturable").get<bool>();
-  if (j.contains("initial_lr")) g.initialLr = j.at("initial_lr").get<double>();
-  g.params = j.at("params").get<std::vector<int64_t>>();
-  g.paramNames = j.at("param_names").get<std::vector<std::string>>();
+  g.lr = r.lr;
+  g.beta1 = r.betas.at(0);  // the codec checked there are two
+  g.beta2 = r.betas.at(1);
+  g.eps = r.eps;
+  g.weightDecay = r.weightDecay;
+  g.amsgrad = r.amsgrad;
+  g.maximize = r.maximize;
+  g.capturable = r.capturable;
+  g.initialLr = r.initialLr;
+  g.params = r.params;
+  g.paramNames = r.paramNames;
   return g;
 }
 
-json resumeJson(const ResumeState& r) {
-  json cuda = json::array();
-  for (const auto& c : r.rng.torchCuda) cuda.push_back(hex(c));
-  return {{"kind", r.kind},
-          {"step", r.step},
-          {"iteration", r.iteration},
-          {"epoch", r.epoch},
-          {"data_position", data::encodeDataPosition(r.data)},
-          {"rng_torch_cpu", hex(r.rng.torchCpu)},
-          {"rng_torch_cuda", cuda},
-          {"rng_own", std::vector<uint64_t>(r.rng.own.begin(), r.rng.own.end())},
-          {"manifest", r.manifest}};
+protocol::ShardedResume resumeRecord(const ResumeState& r) {
+  protocol::ShardedResume out;
+  out.kind = r.kind;
+  out.step = r.step;
+  out.iteration = r.iteration;
+  out.epoch = r.epoch;
+  out.dataPosition = data::encodeDataPosition(r.data);
+  out.rngTorchCpu = hex(r.rng.torchCpu);
+  for (const auto& c : r.rng.torchCuda) out.rngTorchCuda.push_back(hex(c));
+  out.rngOwn.assign(r.rng.own.begin(), r.rng.own.end());
+  out.manifest = r.manifest;
+  return out;
 }
 
-// Throws json / invalid_argument exceptions; the caller names the file.
-ResumeState resumeFrom(const json& j) {
+// Throws invalid_argument naming the field; the caller names the file.
+ResumeState resumeFrom(const protocol::ShardedResume& j) {
   ResumeState r;
-  r.kind = j.at("kind").get<std::string>();
-  r.step = j.at("step").get<int64_t>();
-  r.iteration = j.at("iteration").get<int64_t>();
-  r.epoch = j.at("epoch").get<int64_t>();
-  auto position = data::decodeDataPosition(j.at("data_position").get<std::string>());
+  r.kind = j.kind;
+  r.step = j.step;
+  r.iteration = j.iteration;
+  r.epoch = j.epoch;
+  auto position = data::decodeDataPosition(j.dataPosition);
   if (!position) throw std::invalid_argument("resume.data_position: " + position.status().message());
   r.data = position.value();
-  r.rng.torchCpu = unhex(j.at("rng_torch_cpu").get<std::string>());
-  for (const auto& c : j.at("rng_torch_cuda")) r.rng.torchCuda.push_back(unhex(c.get<std::string>()));
-  const auto own = j.at("rng_own").get<std::vector<uint64_t>>();
-  if (own.size() != r.rng.own.size()) throw std::invalid_argument("resume.rng_own has the wrong length");
-  std::copy(own.begin(), own.end(), r.rng.own.begin());
-  r.manifest = j.at("manifest").get<std::string>();
+  r.rng.torchCpu = unhex(j.rngTorchCpu);
+  for (const auto& c : j.rngTorchCuda) r.rng.torchCuda.push_back(unhex(c));
+  if (j.rngOwn.size() != r.rng.own.size()) throw std::invalid_argument("resume.rng_own has the wrong length");
+  std::copy(j.rngOwn.begin(), j.rngOwn.end(), r.rng.own.begin());
+  r.manifest = j.manifest;
   return r;
 }
 
 }  // namespace
 
-std::string shardedRankFileName(int64_t shard) { return "rank-" + std::to_string(shard) + ".pt"; }
-
 std::string encodeShardedIndex(const ShardedIndex& x) {
-  json units = json::array();
-  for (const auto& u : x.units) {
-    json flats = json::array();
-    for (const auto& f : u.flats) {
-      json members = json::array();
-      for (const auto& m : f.members) {
-        members.push_back({{"name", m.name}, {"shape", m.shape}, {"offset", m.offset}, {"numel", m.numel}});
-      }
-      flats.push_back({{"key", f.key},
-                       {"trainable", f.trainable},
-                       {"dtype", f.dtype},
-                       {"numel", f.numel},
-                       {"padding", f.padding},
-                       {"shard_numel", f.shardNumel},
-                       {"optimizer_state", f.optimizerState},
-                       {"members", std::move(members)}});
-    }
-    units.push_back({{"path", u.path}, {"flats", std::move(flats)}});
-  }
-  json groups = json::array();
-  for (const auto& g : x.paramGroups) groups.push_back(groupJson(g));
+  protocol::ShardedIndexRecord r;
+  r.version = x.version;
+  r.worldSize = x.worldSize;
+  r.strategy = x.strategy;
+  r.shardGroupSize = x.shardGroupSize;
+  r.files = x.files;
+  r.units = x.units;
+  r.parameterOrder = x.parameterOrder;
+  r.buffers = x.buffers;
+  for (const auto& g : x.paramGroups) r.optimizer.paramGroups.push_back(groupRecord(g));
   const auto& s = x.scheduler;
-  json j = {{"format", kShardedFormatName},
-            {"version", x.version},
-            {"world_size", x.worldSize},
-            {"strategy", x.strategy},
-            {"shard_group_size", x.shardGroupSize},
-            {"files", x.files},
-            {"units", std::move(units)},
-            {"parameter_order", x.parameterOrder},
-            {"buffers", x.buffers},
-            {"optimizer", {{"param_groups", std::move(groups)}}},
-            {"lr_scheduler",
-             {{"base_lrs", s.baseLrs},
-              {"last_epoch", s.lastEpoch},
-              {"_step_count", s.stepCount},
-              {"verbose", s.verbose},
-              {"_get_lr_called_within_step", s.getLrCalledWithinStep},
-              {"_last_lr", s.lastLr}}},
-            {"epoch", x.epoch},
-            {"resume", resumeJson(x.resume)}};
-  return j.dump(1) + "\n";
+  r.scheduler = {s.baseLrs, s.lastEpoch, s.stepCount, s.verbose, s.getLrCalledWithinStep, s.lastLr};
+  r.epoch = x.epoch;
+  r.resume = resumeRecord(x.resume);
+  return protocol::encodeShardedIndex(r);
 }
 
-protocol::StatusOr<ShardedIndex> decodeShardedIndex(const std::string& text, const std::filesystem::path& where) {
+protocol::StatusOr<ShardedIndex> decodeShardedIndex(const std::string& text,
+                                                    const std::filesystem::path& where) {
   const auto bad = [&](const std::string& what) { return Status::corruption(where.string() + ": " + what); };
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return bad("not valid JSON (torn or damaged index)");
-  if (j.value("format", "") != kShardedFormatName) {
-    return bad("format is not '" + std::string(kShardedFormatName) + "'");
+  int64_t version = 0;
+  auto decoded = protocol::decodeShardedIndex(text, &version);
+  if (!decoded) {
+    const Status& st = decoded.status();
+    if (st.code() == Status::Code::kUnsupported) {
+      return Status::unsupported(where.string() + ": index version " + std::to_string(version) +
+                                 " is unknown (this engine reads version " +
+                                 std::to_string(kShardedIndexVersion) + ")");
+    }
+    if (st.code() == Status::Code::kCorruption) return bad(st.message() + " (torn or damaged index)");
+    return bad("malformed index: " + st.message());
   }
+  protocol::ShardedIndexRecord& r = *decoded;
   ShardedIndex x;
+  x.version = r.version;
+  x.worldSize = r.worldSize;
+  x.strategy = std::move(r.strategy);
+  x.shardGroupSize = r.shardGroupSize;
+  x.files = std::move(r.files);
+  x.units = std::move(r.units);
+  x.parameterOrder = std::move(r.parameterOrder);
+  x.buffers = std::move(r.buffers);
+  for (const auto& g : r.optimizer.paramGroups) x.paramGroups.push_back(groupFrom(g));
+  const auto& s = r.scheduler;
+  x.scheduler = {s.baseLrs, s.lastEpoch, s.stepCount, s.verbose, s.getLrCalledWithinStep, s.lastLr};
+  x.epoch = r.epoch;
   try {
-    x.version = j.at("version").get<int64_t>();
-    if (x.version != kShardedIndexVersion) {
-      return Status::unsupported(where.string() + ": index version " + std::to_string(x.version) +
-                                 " is unknown (this engine reads version " + std::to_string(kShardedIndexVersion) +
-                                 ")");
-    }
-    x.worldSize = j.at("world_size").get<int64_t>();
-    x.strategy = j.at("strategy").get<std::string>();
-    x.shardGroupSize = j.at("shard_group_size").get<int64_t>();
-    x.files = j.at("files").get<std::vector<std::string>>();
-    for (const auto& ju : j.at("units")) {
-      ShardedUnit u;
-      u.path = ju.at("path").get<std::string>();
-      for (const auto& jf : ju.at("flats")) {
-        ShardedFlat f;
-        f.key = jf.at("key").get<std::string>();
-        f.trainable = jf.at("trainable").get<bool>();
-        f.dtype = jf.at("dtype").get<std::string>();
-        f.numel = jf.at("numel").get<int64_t>();
-        f.padding = jf.at("padding").get<int64_t>();
-        f.shardNumel = jf.at("shard_numel").get<int64_t>();
-        f.optimizerState = jf.at("optimizer_state").get<bool>();
-        for (const auto& jm : jf.at("members")) {
-          f.members.push_back({jm.at("name").get<std::string>(), jm.at("shape").get<std::vector<int64_t>>(),
-                               jm.at("offset").get<int64_t>(), jm.at("numel").get<int64_t>()});
-        }
-        u.flats.push_back(std::move(f));
-      }
-      x.units.push_back(std::move(u));
-    }
-    x.parameterOrder = j.at("parameter_order").get<std::vector<std::string>>();
-    x.buffers = j.at("buffers").get<std::vector<std::string>>();
-    for (const auto& g : j.at("optimizer").at("param_groups")) x.paramGroups.push_back(groupFrom(g));
-    const json& s = j.at("lr_scheduler");
-    x.scheduler.baseLrs = s.at("base_lrs").get<std::vector<double>>();
-    x.scheduler.lastEpoch = s.at("last_epoch").get<int64_t>();
-    x.scheduler.stepCount = s.at("_step_count").get<int64_t>();
-    x.scheduler.verbose = s.at("verbose").get<bool>();
-    x.scheduler.getLrCalledWithinStep = s.at("_get_lr_called_within_step").get<bool>();
-    x.scheduler.lastLr = s.at("_last_lr").get<std::vector<double>>();
-    x.epoch = j.at("epoch").get<int64_t>();
-    x.resume = resumeFrom(j.at("resume"));
+    x.resume = resumeFrom(r.resume);
   } catch (const std::exception& e) {
     return bad(std::string("malformed index: ") + e.what());
   }
@@ -217,7 +156,8 @@ protocol::StatusOr<ShardedIndex> decodeShardedIndex(const std::string& text, con
         int64_t n = 1;
         for (int64_t d : m.shape) n *= d;
         if (n != m.numel || m.offset < 0 || m.offset + m.numel > f.numel) {
-          return bad("member " + m.name + " of " + f.key + " lies outside its flat parameter or disagrees with its shape");
+          return bad("member " + m.name + " of " + f.key +
+                     " lies outside its flat parameter or disagrees with its shape");
         }
       }
     }
@@ -235,9 +175,9 @@ protocol::StatusOr<ShardedIndex> readShardedIndex(const std::filesystem::path& d
 }
 
 protocol::StatusOr<c10::ScalarType> dtypeFromName(const std::string& name) {
-  for (auto t : {c10::ScalarType::Float, c10::ScalarType::BFloat16, c10::ScalarType::Half, c10::ScalarType::Double,
-                 c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Char,
-                 c10::ScalarType::Byte, c10::ScalarType::Bool}) {
+  for (auto t : {c10::ScalarType::Float, c10::ScalarType::BFloat16, c10::ScalarType::Half,
+                 c10::ScalarType::Double, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short,
+                 c10::ScalarType::Char, c10::ScalarType::Byte, c10::ScalarType::Bool}) {
     if (name == c10::toString(t)) return t;
   }
   return Status::unsupported("dtype '" + name + "' is not one a parameter can have");

@@ -1,30 +1,10 @@
 // index.json of a sharded checkpoint (NOTE [Sharded checkpoints] in
-// checkpoint_sharded.h): the one definition of its fields, read and written
-// here only.
-//
-//   {"format": "flamingo_studio.sharded_checkpoint", "version": 1,
-//    "world_size": 4, "strategy": "hybrid_shard", "shard_group_size": 2,
-//    "files": ["rank-0.pt", "rank-1.pt"],            // files[s]: shard s
-//    "units": [{"path": "perceiver", "flats": [{"key": "perceiver#0",
-//       "trainable": true, "dtype": "Float", "numel": 1000, "padding": 0,
-//       "shard_numel": 500, "optimizer_state": true,
-//       "members": [{"name": "perceiver.latents", "shape": [8, 16],
-//                    "offset": 0, "numel": 128}, ...]}]}, ...],
-//    "parameter_order": [...], "buffers": [...],     // buffers in files[0]
-//    "optimizer": {"param_groups": [{"lr": ..., "betas": [..], "eps": ..,
-//       "weight_decay": .., "amsgrad": .., "maximize": .., "capturable": ..,
-//       "initial_lr": .., "params": [0, 1], "param_names": [...]}, ...]},
-//    "lr_scheduler": {"base_lrs", "last_epoch", "_step_count", "verbose",
-//       "_get_lr_called_within_step", "_last_lr"},
-//    "epoch": 0,
-//    "resume": {"kind", "step", "iteration", "epoch", "data_position" (its
-//       JSON text), "rng_torch_cpu" (hex), "rng_torch_cuda" [hex],
-//       "rng_own" [4 x uint64], "manifest" (its JSON text)}}
-//
-// The optimizer groups are the unsharded layout (indices over the model's
-// trainable parameters, OpenFlamingo's two groups). A reader rejects a
-// version other than kShardedIndexVersion and names the field that is
-// missing or malformed.
+// checkpoint_sharded.h), engine side. Its fields and their codec are the
+// protocol's (backend/protocol/sharded_index.h, which shows the format);
+// this file turns the record's optimizer, scheduler and resume parts into
+// the engine's types (hex into bytes, the data position's JSON into a
+// DataPosition) and back, and adds the layout checks a reader of rank files
+// relies on. A reader rejects a version other than kShardedIndexVersion.
 #pragma once
 
 #include <filesystem>
@@ -32,37 +12,18 @@
 #include <vector>
 
 #include "backend/engine/checkpoint_io.h"
+#include "backend/protocol/sharded_index.h"
 
 namespace fs::engine {
 
-inline constexpr int64_t kShardedIndexVersion = 1;
-inline constexpr const char* kShardedFormatName = "flamingo_studio.sharded_checkpoint";
-inline constexpr const char* kShardedIndexFile = "index.json";
-// "rank-<shard>.pt"
-std::string shardedRankFileName(int64_t shard);
+using protocol::kShardedFormatName;
+using protocol::kShardedIndexFile;
+using protocol::kShardedIndexVersion;
+using protocol::shardedRankFileName;  // "rank-<shard>.pt"
 
-struct ShardedMember {
-  std::string name;
-  std::vector<int64_t> shape;
-  int64_t offset = 0;  // in the flat (unpadded) buffer
-  int64_t numel = 0;
-};
-
-struct ShardedFlat {
-  std::string key;  // "<unit path>#<flat index>"
-  bool trainable = false;
-  std::string dtype;  // c10's spelling, as the checkpoint manifest: "Float"
-  int64_t numel = 0;  // without padding
-  int64_t padding = 0;
-  int64_t shardNumel = 0;  // (numel + padding) / shard group size
-  bool optimizerState = false;  // the rank files hold its optimizer moments
-  std::vector<ShardedMember> members;
-};
-
-struct ShardedUnit {
-  std::string path;
-  std::vector<ShardedFlat> flats;
-};
+using ShardedMember = protocol::ShardedMember;
+using ShardedFlat = protocol::ShardedFlat;
+using ShardedUnit = protocol::ShardedUnit;
 
 struct ShardedIndex {
   int64_t version = kShardedIndexVersion;
@@ -81,7 +42,8 @@ struct ShardedIndex {
 
 std::string encodeShardedIndex(const ShardedIndex& index);
 // `where` names the file in errors.
-protocol::StatusOr<ShardedIndex> decodeShardedIndex(const std::string& text, const std::filesystem::path& where);
+protocol::StatusOr<ShardedIndex> decodeShardedIndex(const std::string& text,
+                                                    const std::filesystem::path& where);
 // Reads and decodes `dir`/index.json; NotFound naming it when absent.
 protocol::StatusOr<ShardedIndex> readShardedIndex(const std::filesystem::path& dir);
 

@@ -6,12 +6,9 @@
 namespace fs::fsdp_plan {
 namespace {
 
-nlohmann::json precisionJson(const PrecisionPlan& p) {
-  return {{"weight", dtypeName(p.weight)},
-          {"compute", dtypeName(p.compute)},
-          {"param", dtypeName(p.param)},
-          {"reduce", dtypeName(p.reduce)},
-          {"frozen", dtypeName(p.frozen)}};
+protocol::PlanPrecision precisionRecord(const PrecisionPlan& p) {
+  return {dtypeName(p.weight), dtypeName(p.compute), dtypeName(p.param), dtypeName(p.reduce),
+          dtypeName(p.frozen)};
 }
 
 std::string pad(std::string s, size_t width, bool right = false) {
@@ -67,94 +64,83 @@ protocol::LayoutEvent toLayoutEvent(const Layout& layout, const ShardPlan& shard
   return event;
 }
 
-nlohmann::json planToJson(const Plan& plan) {
-  nlohmann::json j;
-  j["schema"] = kPlanJsonSchema;
-  j["world"] = plan.topology.world;
-  j["nodes"] = plan.topology.nodes;
-  nlohmann::json tied = nlohmann::json::array();
-  for (const auto& g : plan.inventory.tiedGroups)
-    tied.push_back({{"param", g.param}, {"aliases", g.aliases}});
-  j["model"] = {{"family", plan.inventory.family},
-                {"params", plan.inventory.numel()},
-                {"trainable_params", plan.inventory.trainableNumel()},
-                {"param_tensors", plan.inventory.params.size()},
-                {"buffers", plan.inventory.buffers},
-                {"tied", tied}};
-  j["precision"] = precisionJson(plan.precision);
-  j["reference_precision"] = precisionJson(plan.referencePrecision);
-  nlohmann::json act = {{"without_checkpointing", plan.activations.withoutCheckpointing},
-                        {"with_checkpointing", plan.activations.withCheckpointing},
-                        {"datasets", nlohmann::json::array()}};
+protocol::PlanRecord toPlanRecord(const Plan& plan) {
+  protocol::PlanRecord r;
+  r.world = plan.topology.world;
+  r.nodes = plan.topology.nodes;
+  const auto& inv = plan.inventory;
+  r.model.family = inv.family;
+  r.model.params = inv.numel();
+  r.model.trainableParams = inv.trainableNumel();
+  r.model.paramTensors = static_cast<int64_t>(inv.params.size());
+  r.model.buffers = inv.buffers;
+  for (const auto& g : inv.tiedGroups) r.model.tied.push_back({g.param, g.aliases});
+  r.precision = precisionRecord(plan.precision);
+  r.referencePrecision = precisionRecord(plan.referencePrecision);
+  r.activations.withoutCheckpointing = plan.activations.withoutCheckpointing;
+  r.activations.withCheckpointing = plan.activations.withCheckpointing;
   for (const auto& d : plan.activations.datasets) {
-    act["datasets"].push_back({{"name", d.name},
-                               {"batch", d.batch},
-                               {"tokens", d.tokens},
-                               {"images", d.images},
-                               {"without_checkpointing", d.withoutCheckpointing},
-                               {"with_checkpointing", d.withCheckpointing}});
+    r.activations.datasets.push_back(
+        {d.name, d.batch, d.tokens, d.images, d.withoutCheckpointing, d.withCheckpointing});
   }
-  j["activations"] = act;
-  j["layouts"] = nlohmann::json::array();
   for (const auto& l : plan.layouts) {
-    nlohmann::json units = nlohmann::json::array();
+    protocol::PlanLayout layout;
+    layout.policy = l.policy;
     for (const auto& u : l.units) {
-      units.push_back({{"path", u.path},
-                       {"module_type", u.moduleType},
-                       {"param_count", u.paramCount},
-                       {"frozen_params", u.frozenCount},
-                       {"unfrozen_params", u.unfrozenCount},
-                       {"trainable", u.trainable},
-                       {"dtype", dtypeName(u.dtype)},
-                       {"gather_order", u.gatherOrder},
-                       {"in_backward", u.inBackward},
-                       {"params", u.params},
-                       {"aliases", u.aliases},
-                       {"merged_from", u.mergedFrom}});
+      protocol::PlanLayoutUnit unit;
+      unit.path = u.path;
+      unit.moduleType = u.moduleType;
+      unit.paramCount = u.paramCount;
+      unit.frozenParams = u.frozenCount;
+      unit.unfrozenParams = u.unfrozenCount;
+      unit.trainable = u.trainable;
+      unit.dtype = dtypeName(u.dtype);
+      unit.gatherOrder = u.gatherOrder;
+      unit.inBackward = u.inBackward;
+      unit.params = u.params;
+      unit.aliases = u.aliases;
+      unit.mergedFrom = u.mergedFrom;
+      layout.units.push_back(std::move(unit));
     }
-    j["layouts"].push_back({{"policy", l.policy}, {"units", units}});
+    r.layouts.push_back(std::move(layout));
   }
-  j["estimates"] = nlohmann::json::array();
   for (const auto& e : plan.entries) {
-    nlohmann::json units = nlohmann::json::array();
+    protocol::PlanEstimateRecord est;
+    est.engine = e.engine;
+    est.policy = e.policy;
+    est.strategy = strategyName(e.strategy);
+    est.layout = static_cast<int64_t>(e.layout);
+    est.shardGroupSize = e.shards.shardSize;
     for (const auto& us : e.shards.units) {
-      nlohmann::json groups = nlohmann::json::array();
+      protocol::PlanUnitShardsRecord unit;
+      unit.shardBytes.assign(static_cast<size_t>(plan.topology.world), us.shardBytes());
+      unit.paddingElems = us.padding();
       for (const auto& g : us.groups) {
-        groups.push_back({{"trainable", g.trainable},
-                          {"gradients", g.gradients},
-                          {"numel", g.numel},
-                          {"padding_elems", g.padding},
-                          {"shard_numel", g.shardNumel},
-                          {"dtype", dtypeName(g.storage)},
-                          {"shard_bytes", g.shardBytes()}});
+        unit.groups.push_back({g.trainable, g.gradients, g.numel, g.padding, g.shardNumel,
+                               dtypeName(g.storage), g.shardBytes()});
       }
-      units.push_back(
-          {{"shard_bytes", std::vector<int64_t>(static_cast<size_t>(plan.topology.world), us.shardBytes())},
-           {"padding_elems", us.padding()},
-           {"groups", groups}});
+      est.units.push_back(std::move(unit));
     }
     const auto& m = e.memory;
-    j["estimates"].push_back({{"engine", e.engine},
-                              {"policy", e.policy},
-                              {"strategy", strategyName(e.strategy)},
-                              {"layout", e.layout},
-                              {"shard_group_size", e.shards.shardSize},
-                              {"units", units},
-                              {"per_rank",
-                               {{"parameters", m.parameters},
-                                {"gradients", m.gradients},
-                                {"optimizer", m.optimizer},
-                                {"model_state", m.modelState()},
-                                {"gathered_peak", m.gatheredPeak},
-                                {"activations", m.activations},
-                                {"activations_without_checkpointing", m.activationsWithoutCheckpointing},
-                                {"activations_with_checkpointing", m.activationsWithCheckpointing},
-                                {"inputs", m.inputs},
-                                {"step_peak", m.stepPeak},
-                                {"peak", m.peak()}}}});
+    est.perRank = {m.parameters,
+                   m.gradients,
+                   m.optimizer,
+                   m.modelState(),
+                   m.gatheredPeak,
+                   m.activations,
+                   m.activationsWithoutCheckpointing,
+                   m.activationsWithCheckpointing,
+                   m.inputs,
+                   m.stepPeak,
+                   m.peak()};
+    r.estimates.push_back(std::move(est));
   }
-  j["notes"] = plan.notes;
-  return j;
+  r.notes = plan.notes;
+  return r;
+}
+
+nlohmann::json planToJson(const Plan& plan) {
+  return protocol::planToJson(toPlanRecord(plan));
 }
 
 std::string formatPlan(const Plan& plan, size_t layoutIndex, size_t entryIndex) {

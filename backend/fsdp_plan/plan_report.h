@@ -1,6 +1,6 @@
 // Presenting a plan: the text tables and the JSON `flamingo-train plan`
-// prints (docs/planner.md is the JSON's spec), and the `layout` telemetry
-// event for one layout and shard plan.
+// prints (its record and codec: backend/protocol/plan_record.h), and the
+// `layout` telemetry event for one layout and shard plan.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -10,11 +10,14 @@
 
 #include "backend/fsdp_plan/plan.h"
 #include "backend/protocol/events.h"
+#include "backend/protocol/plan_record.h"
 
 namespace fs::fsdp_plan {
 
-inline constexpr const char* kPlanJsonSchema = "fs.plan/1";
+using protocol::kPlanJsonSchema;
 
+// The plan as the wire record, and that record's JSON object.
+protocol::PlanRecord toPlanRecord(const Plan& plan);
 nlohmann::json planToJson(const Plan& plan);
 
 // The unit layout of `layoutIndex` sharded as `entry` says, then every

@@ -5,11 +5,17 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "backend/protocol/event_fields.h"
 #include "backend/protocol/json_fields.h"
 
 namespace fs::protocol {
 
 namespace {
+
+// A header key from event_fields.h (NOTE [Event field tables]).
+const char* headerKey(HeaderField f) {
+  return fieldDecl(f).name.data();
+}
 
 using Json = nlohmann::json;
 
@@ -153,7 +159,7 @@ std::optional<DecodedLine> decodeEventLine(std::string_view line, std::uint64_t 
   if (!obj.is_object()) return fail("expected a JSON object, found " + json_fields::kindOf(obj));
 
   // The version first: a newer major may have changed everything else.
-  auto v = obj.find("v");
+  auto v = obj.find(headerKey(HeaderField::kV));
   if (v == obj.end()) return fail("missing required field 'v' (schema version)");
   if (!v->is_string())
     return fail("field 'v' is " + json_fields::brief(*v) + ", expected a string \"MAJOR.MINOR\"");
@@ -170,11 +176,11 @@ std::optional<DecodedLine> decodeEventLine(std::string_view line, std::uint64_t 
   std::string error;
   json_fields::JsonReader header(obj, "", &error);
   std::uint64_t seq = 0;
-  header.req("seq", seq);
+  header.req(headerKey(HeaderField::kSeq), seq);
   if (error.empty()) out.seq = seq;
   std::int64_t t = 0;
-  header.req("t", t);
-  header.req("type", out.type);
+  header.req(headerKey(HeaderField::kT), t);
+  header.req(headerKey(HeaderField::kType), out.type);
   if (!error.empty()) return fail(error);
 
   auto body = bodyFromJson(out.type, obj);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "backend/protocol/event_fields.h"
 #include "backend/protocol/json_fields.h"
 
 namespace fs::protocol {
@@ -82,6 +83,17 @@ bool isTerminal(RunState s) {
 
 // ---- field lists: the one implementation of docs/telemetry.md ------------------------
 // req = required (a line without it is an error naming the field), opt = may be absent.
+// field<F>: name and req/opt from event_fields.h's table (NOTE [Event field tables]).
+
+template <auto F, class V, class T>
+void field(V& v, T& member) {
+  constexpr FieldDecl kDecl = fieldDecl(F);
+  if constexpr (kDecl.required) {
+    v.req(kDecl.name.data(), member);
+  } else {
+    v.opt(kDecl.name.data(), member);
+  }
+}
 
 template <class V>
 void describe(V& v, RunStartedEvent& e) {
@@ -115,27 +127,29 @@ void describe(V& v, LayoutEvent& e) {
 
 template <class V>
 void describe(V& v, GateValue& g) {
-  v.req("layer", g.layer);
-  v.req("attn", g.attn);
-  v.req("ff", g.ff);
+  using F = GateField;
+  field<F::kLayer>(v, g.layer);
+  field<F::kAttn>(v, g.attn);
+  field<F::kFf>(v, g.ff);
 }
 template <class V>
 void describe(V& v, StepEvent& e) {
-  v.req("step", e.step);
-  v.req("epoch", e.epoch);
-  v.opt("samples", e.samples);
-  v.opt("tokens", e.tokens);
-  v.req("loss", e.loss);
-  v.opt("rank_loss", e.rank_loss);
-  v.req("lr", e.lr);
-  v.opt("grad_norm", e.grad_norm);
-  v.req("step_time_s", e.step_time_s);
-  v.opt("data_time_s", e.data_time_s);
-  v.opt("comm_time_s", e.comm_time_s);
-  v.opt("samples_per_s", e.samples_per_s);
-  v.opt("gates", e.gates);
-  v.opt("skipped", e.skipped);
-  v.opt("skip_reason", e.skip_reason);
+  using F = StepField;
+  field<F::kStep>(v, e.step);
+  field<F::kEpoch>(v, e.epoch);
+  field<F::kSamples>(v, e.samples);
+  field<F::kTokens>(v, e.tokens);
+  field<F::kLoss>(v, e.loss);
+  field<F::kRankLoss>(v, e.rank_loss);
+  field<F::kLr>(v, e.lr);
+  field<F::kGradNorm>(v, e.grad_norm);
+  field<F::kStepTime>(v, e.step_time_s);
+  field<F::kDataTime>(v, e.data_time_s);
+  field<F::kCommTime>(v, e.comm_time_s);
+  field<F::kSamplesPerS>(v, e.samples_per_s);
+  field<F::kGates>(v, e.gates);
+  field<F::kSkipped>(v, e.skipped);
+  field<F::kSkipReason>(v, e.skip_reason);
 }
 
 template <class V>
@@ -147,23 +161,25 @@ void describe(V& v, ValidationEvent& e) {
 
 template <class V>
 void describe(V& v, RankMemory& m) {
-  v.req("rank", m.rank);
-  v.req("rss_bytes", m.rss_bytes);
-  v.req("peak_bytes", m.peak_bytes);
-  v.req("params", m.params);
-  v.req("grads", m.grads);
-  v.req("optimizer", m.optimizer);
-  v.req("gathered", m.gathered);
-  v.req("activations", m.activations);
-  v.opt("device_bytes", m.device_bytes);
-  v.opt("device_peak", m.device_peak);
-  v.opt("gathered_units", m.gathered_units);
-  v.opt("gathered_at_peak", m.gathered_at_peak);
+  using F = RankMemoryField;
+  field<F::kRank>(v, m.rank);
+  field<F::kRssBytes>(v, m.rss_bytes);
+  field<F::kPeakBytes>(v, m.peak_bytes);
+  field<F::kParams>(v, m.params);
+  field<F::kGrads>(v, m.grads);
+  field<F::kOptimizer>(v, m.optimizer);
+  field<F::kGathered>(v, m.gathered);
+  field<F::kActivations>(v, m.activations);
+  field<F::kDeviceBytes>(v, m.device_bytes);
+  field<F::kDevicePeak>(v, m.device_peak);
+  field<F::kGatheredUnits>(v, m.gathered_units);
+  field<F::kGatheredAtPeak>(v, m.gathered_at_peak);
 }
 template <class V>
 void describe(V& v, MemoryEvent& e) {
-  v.req("step", e.step);
-  v.req("ranks", e.ranks);
+  using F = MemoryField;
+  field<F::kStep>(v, e.step);
+  field<F::kRanks>(v, e.ranks);
 }
 
 template <class V>

@@ -5,12 +5,20 @@
 //   template <class V> void describe(V& v, CheckpointEvent& e) {
 //     v.req("step", e.step);        // required: absent -> error naming the field
 //     v.opt("duration_s", e.dur);   // optional: absent -> T{} (or nullopt); T{} is not written
+//     v.lax("buffers", e.buffers);  // always written; absent on read -> T{}
 //   }
 //
 // JsonWriter turns the record into a JSON object; JsonReader fills it from one and
 // stops at the first problem, recording a message that names the field path
-// ("units[3].param_count") and the offending value. Not part of the public API:
-// only the protocol's .cpp files include this header.
+// ("units[3].param_count") and the offending value (NOTE [Error wording]). Not part
+// of the public API: only the protocol's .cpp files include this header.
+//
+// NOTE [Error wording]
+// Two wordings of the same problems, chosen per reader. kSentence (events, run.json,
+// control files): "missing required field 'a.b'", "field 'a.b' is "x", expected an
+// integer". kPathFirst (the plan JSON, a sharded checkpoint's index.json, whose GUI
+// readers worded them so first and whose tests pin it): "a.b: missing",
+// "a.b: not an integer".
 //
 // NOTE [Non-finite doubles]
 // JSON has no NaN or infinity, yet a diverging loss is exactly what a user must see.
@@ -124,6 +132,10 @@ class JsonWriter {
   void opt(const char* key, const std::optional<T>& v) {
     if (v) (*out_)[key] = toJson(*v);
   }
+  template <class T>
+  void lax(const char* key, const T& v) {
+    req(key, v);
+  }
 
  private:
   Json* out_;
@@ -236,32 +248,50 @@ std::string fromJson(const Json& j, E& out) {
   return "";
 }
 
+// NOTE [Error wording]
+enum class ErrorStyle { kSentence, kPathFirst };
+
+inline std::string missingField(const std::string& path, ErrorStyle style) {
+  return style == ErrorStyle::kPathFirst ? path + ": missing" : "missing required field '" + path + "'";
+}
+// `what` is a fromJson reason ("expected an integer").
+inline std::string badField(const std::string& path, const Json& j, const std::string& what,
+                            ErrorStyle style) {
+  if (style == ErrorStyle::kSentence) return "field '" + path + "' is " + brief(j) + ", " + what;
+  constexpr std::string_view kExpected = "expected ";
+  if (what.compare(0, kExpected.size(), kExpected) == 0)
+    return path + ": not " + what.substr(kExpected.size());
+  return path + ": " + what;
+}
+
 class JsonReader;
 // Reads any supported value at `path`; on failure sets *error (if empty) and returns false.
 template <class T>
-bool readValue(const Json& j, const std::string& path, T& out, std::string* error);
+bool readValue(const Json& j, const std::string& path, T& out, std::string* error,
+               ErrorStyle style = ErrorStyle::kSentence);
 
 // Fills a record from a JSON object, remembering the first problem only.
 class JsonReader {
  public:
-  JsonReader(const Json& obj, std::string prefix, std::string* error)
-      : obj_(obj), prefix_(std::move(prefix)), error_(error) {}
+  JsonReader(const Json& obj, std::string prefix, std::string* error,
+             ErrorStyle style = ErrorStyle::kSentence)
+      : obj_(obj), prefix_(std::move(prefix)), error_(error), style_(style) {}
   template <class T>
   void req(const char* key, T& out) {
     if (!error_->empty()) return;
     auto it = obj_.find(key);
     if (it == obj_.end()) {
-      *error_ = "missing required field '" + prefix_ + key + "'";
+      *error_ = missingField(prefix_ + key, style_);
       return;
     }
-    readValue(*it, prefix_ + key, out, error_);
+    readValue(*it, prefix_ + key, out, error_, style_);
   }
   template <class T>
   void opt(const char* key, T& out) {
     if (!error_->empty()) return;
     auto it = obj_.find(key);
     if (it == obj_.end() || (it->is_null() && !std::is_same_v<T, double>)) return;
-    readValue(*it, prefix_ + key, out, error_);
+    readValue(*it, prefix_ + key, out, error_, style_);
   }
   template <class T>
   void opt(const char* key, std::optional<T>& out) {
@@ -269,24 +299,29 @@ class JsonReader {
     auto it = obj_.find(key);
     if (it == obj_.end() || it->is_null()) return;  // null means absent for optionals
     T v{};
-    if (readValue(*it, prefix_ + key, v, error_)) out = std::move(v);
+    if (readValue(*it, prefix_ + key, v, error_, style_)) out = std::move(v);
+  }
+  template <class T>
+  void lax(const char* key, T& out) {
+    opt(key, out);
   }
 
  private:
   const Json& obj_;
   std::string prefix_;
   std::string* error_;
+  ErrorStyle style_;
 };
 
 template <class T>
-bool readValue(const Json& j, const std::string& path, T& out, std::string* error) {
+bool readValue(const Json& j, const std::string& path, T& out, std::string* error, ErrorStyle style) {
   auto fail = [&](const std::string& what) {
-    if (error->empty()) *error = "field '" + path + "' is " + brief(j) + ", " + what;
+    if (error->empty()) *error = badField(path, j, what, style);
     return false;
   };
   if constexpr (Record<T>) {
     if (!j.is_object()) return fail("expected an object");
-    JsonReader r(j, path + ".", error);
+    JsonReader r(j, path + ".", error, style);
     describe(r, out);
     return error->empty();
   } else if constexpr (requires { typename T::value_type; } && !std::is_same_v<T, std::string> &&
@@ -296,7 +331,7 @@ bool readValue(const Json& j, const std::string& path, T& out, std::string* erro
       out.clear();
       for (auto it = j.begin(); it != j.end(); ++it) {
         typename T::mapped_type v{};
-        if (!readValue(it.value(), path + "." + it.key(), v, error)) return false;
+        if (!readValue(it.value(), path + "." + it.key(), v, error, style)) return false;
         out.emplace(it.key(), std::move(v));
       }
       return true;
@@ -306,7 +341,7 @@ bool readValue(const Json& j, const std::string& path, T& out, std::string* erro
       out.reserve(j.size());
       for (std::size_t i = 0; i < j.size(); ++i) {
         typename T::value_type v{};
-        if (!readValue(j[i], path + "[" + std::to_string(i) + "]", v, error)) return false;
+        if (!readValue(j[i], path + "[" + std::to_string(i) + "]", v, error, style)) return false;
         out.push_back(std::move(v));
       }
       return true;
@@ -320,11 +355,19 @@ bool readValue(const Json& j, const std::string& path, T& out, std::string* erro
 
 // Reads a whole record from a top-level object; returns "" or the first problem.
 template <Record R>
-std::string readRecord(const Json& obj, R& out) {
+std::string readRecord(const Json& obj, R& out, ErrorStyle style = ErrorStyle::kSentence) {
   std::string error;
-  JsonReader r(obj, "", &error);
+  JsonReader r(obj, "", &error, style);
   describe(r, out);
   return error;
+}
+
+// A parser exception's message without nlohmann's "[json.exception...] " tag.
+inline std::string parseProblem(const std::exception& e) {
+  std::string what = e.what();
+  auto close = what.find("] ");
+  if (close != std::string::npos) what = what.substr(close + 2);
+  return what;
 }
 
 // Parses a whole document that must be one JSON object; errors name `src`.
@@ -333,10 +376,7 @@ inline StatusOr<Json> parseObject(std::string_view text, const std::string& src)
   try {
     obj = Json::parse(text.begin(), text.end());
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    auto close = what.find("] ");
-    if (close != std::string::npos) what = what.substr(close + 2);
-    return Status::corruption(src + ": malformed JSON: " + what);
+    return Status::corruption(src + ": malformed JSON: " + parseProblem(e));
   }
   if (!obj.is_object()) return Status::corruption(src + ": expected a JSON object, found " + kindOf(obj));
   return obj;
