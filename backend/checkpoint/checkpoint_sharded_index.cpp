@@ -1,4 +1,4 @@
-#include "backend/engine/checkpoint_sharded_index.h"
+#include "backend/checkpoint/checkpoint_sharded_index.h"
 
 #include <fstream>
 #include <sstream>

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/engine/checkpoint_io.h"
+#include "backend/checkpoint/checkpoint_io.h"
 #include "backend/protocol/sharded_index.h"
 
 namespace fs::engine {

@@ -1,6 +1,6 @@
 // index.json of a sharded checkpoint (NOTE [Sharded checkpoints] in
-// backend/engine/checkpoint_sharded.h): its record and its one codec. The
-// engine (backend/engine/checkpoint_sharded_index.h) writes and reads it,
+// backend/checkpoint/checkpoint_sharded.h): its record and its one codec. The
+// engine (backend/checkpoint/checkpoint_sharded_index.h) writes and reads it,
 // converting the optimizer, scheduler and resume parts to its LibTorch-side
 // types; the GUI (app/checkpoints/sharded_index_reader.h) reads it to list
 // tensors. Spec: docs/run-directory.md, "Sharded checkpoints".
