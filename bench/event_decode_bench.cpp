@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/protocol/event_codec.h"
+#include "backend/protocol/wire/event_codec.h"
 
 using namespace fs::protocol;
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "app/checkpoints/sharded_index_reader.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::app {
 namespace {

@@ -5,7 +5,7 @@
 #include <QHash>
 #include <string_view>
 
-#include "backend/protocol/sharded_index.h"
+#include "backend/protocol/wire/sharded_index.h"
 
 namespace fs::app {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "app/common/worker_thread.h"
 #include "app/config/config_file_worker.h"
-#include "backend/protocol/validate.h"
+#include "backend/protocol/config/validate.h"
 
 namespace fs::app {
 namespace {

@@ -1,7 +1,7 @@
 // ConfigDocument: the run config being edited, its validation problems, and
 // its file.
 //
-// Every edit goes through the schema (backend/protocol/schema.h): a field is
+// Every edit goes through the schema (backend/protocol/config/schema.h): a field is
 // named by its path ("optim.lr", "data.datasets[1].batch_size"), parsed with
 // valueFromText or given as a typed Value, and the whole config is
 // revalidated (validateConfig) after each change. A value that parses but is
@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/protocol/problem.h"
-#include "backend/protocol/schema.h"
+#include "backend/protocol/config/schema.h"
 #include "backend/protocol/status.h"
 
 namespace fs::protocol {

@@ -12,8 +12,8 @@
 #include <QObject>
 #include <QString>
 
-#include "backend/protocol/config_types.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_types.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::app {
 

@@ -11,7 +11,7 @@
 
 // NOTE [Control commands and acks]
 // A command is a file control/<seq>-<verb>.json in the run directory
-// (backend/protocol/control_file.h; written on a worker thread). The engine
+// (backend/protocol/wire/control_file.h; written on a worker thread). The engine
 // acts on it between steps and answers with a `control_ack` event carrying the
 // seq; whoever follows events.jsonl (the live monitor) passes acks in through
 // onAck() and `state` events through setRunState(). A command is pending from

@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "backend/protocol/control_file.h"
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/control_file.h"
+#include "backend/protocol/wire/events.h"
 
 class QTimer;
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "backend/protocol/control_file.h"
+#include "backend/protocol/wire/control_file.h"
 
 namespace fs::app {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/protocol/schema.h"
+#include "backend/protocol/config/schema.h"
 
 namespace fs::app {
 

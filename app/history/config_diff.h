@@ -18,7 +18,7 @@
 #include <optional>
 #include <span>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::app {
 

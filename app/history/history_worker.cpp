@@ -5,7 +5,7 @@
 
 #include "app/history/history_store.h"
 #include "app/history/run_dir_reader.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::app {
 namespace {

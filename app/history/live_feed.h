@@ -21,7 +21,7 @@
 #include <variant>
 
 #include "app/history/history_record.h"
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::app {
 

@@ -6,8 +6,8 @@
 #include <optional>
 #include <variant>
 
-#include "backend/protocol/event_codec.h"
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/run_manifest.h"
 
 namespace fs::app {
 namespace {

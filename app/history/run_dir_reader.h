@@ -20,7 +20,7 @@
 #include <functional>
 
 #include "app/history/history_record.h"
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 #include "backend/protocol/status.h"
 
 namespace fs::app {

@@ -3,7 +3,7 @@
 #include <QDir>
 
 #include "app/launch/run_preparation.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::app {
 

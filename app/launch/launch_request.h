@@ -11,7 +11,7 @@
 #include <QString>
 #include <QStringList>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::app {
 

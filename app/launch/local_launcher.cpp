@@ -13,8 +13,8 @@
 
 #include "app/common/worker_thread.h"
 #include "app/launch/launch_file_worker.h"
-#include "backend/protocol/config_override.h"
-#include "backend/protocol/shell_words.h"
+#include "backend/protocol/config/config_override.h"
+#include "backend/protocol/cmdline/shell_words.h"
 
 namespace fs::app {
 namespace {

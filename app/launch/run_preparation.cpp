@@ -7,10 +7,10 @@
 #include <system_error>
 #include <vector>
 
-#include "backend/protocol/config_override.h"
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/run_dir.h"
-#include "backend/protocol/validate.h"
+#include "backend/protocol/config/config_override.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/wire/run_dir.h"
+#include "backend/protocol/config/validate.h"
 
 namespace fs::app {
 namespace {

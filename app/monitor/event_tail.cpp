@@ -12,8 +12,8 @@
 #include <latch>
 #include <variant>
 
-#include "backend/protocol/event_codec.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::app {
 namespace {

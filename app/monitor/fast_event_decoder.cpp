@@ -7,8 +7,8 @@
 #include <cstring>
 #include <limits>
 
-#include "backend/protocol/event_codec.h"
-#include "backend/protocol/event_fields.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/event_fields.h"
 
 namespace fs::app {
 namespace {
@@ -68,7 +68,7 @@ bool readInt(od::value v, int* out) {
   return true;
 }
 
-// NOTE [Non-finite doubles] in backend/protocol/json_fields.h: numbers, the strings
+// NOTE [Non-finite doubles] in backend/protocol/wire/json_fields.h: numbers, the strings
 // nan / inf / -inf (any case) and null (NaN).
 bool readDouble(od::value v, double* out) {
   double d = 0;
@@ -196,7 +196,7 @@ bool readRankLoss(od::value v, StepRecord* r) {
   return true;
 }
 
-// Field tables: backend/protocol/event_fields.h (NOTE [Event field tables]). Each
+// Field tables: backend/protocol/wire/event_fields.h (NOTE [Event field tables]). Each
 // reader keeps a bit per field of its table, for the duplicate and required checks.
 
 // Sets field f's bit in *seen (nothing for kCount, a key the table does not hold);

@@ -18,7 +18,7 @@
 //     number simdjson cannot represent, an unknown field holding an object or array,
 //     trailing content after the object, a line over kMaxLineBytes.
 // Field names and which are required come from the protocol's tables
-// (backend/protocol/event_fields.h, NOTE [Event field tables]), the ones
+// (backend/protocol/wire/event_fields.h, NOTE [Event field tables]), the ones
 // protocol::decodeEventLine reads by; only the binding to StepRecord is here.
 // tests/app/monitor/fast_event_decoder_test.cpp checks both decoders agree on many
 // encoded step and memory events with odd values.

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "app/monitor/series_batch.h"
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::app {
 

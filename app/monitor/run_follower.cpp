@@ -10,8 +10,8 @@
 #include "app/monitor/event_tail.h"
 #include "app/monitor/process_probe.h"
 #include "app/monitor/rank_log_tail.h"
-#include "backend/protocol/run_dir.h"
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/wire/run_dir.h"
+#include "backend/protocol/wire/run_manifest.h"
 
 // NOTE [Polling a run directory]
 // Run it on a WorkerThread (app/common/worker_thread.h): start() in, batches out.

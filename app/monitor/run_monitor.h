@@ -20,7 +20,7 @@
 #include "app/monitor/measured_memory_tracker.h"
 #include "app/monitor/series_store.h"
 #include "app/monitor/stall_detector.h"
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::app {
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "app/monitor/step_record.h"
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::app {
 

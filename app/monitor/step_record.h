@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::app {
 

@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-#include "backend/protocol/plan_record.h"
+#include "backend/protocol/wire/plan_record.h"
 
 namespace fs::app {
 namespace {

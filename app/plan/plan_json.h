@@ -1,5 +1,5 @@
 // Reading `flamingo-train plan --json` into a Plan: the protocol's codec
-// (backend/protocol/plan_record.h, decodePlanJson) decodes, this keeps what
+// (backend/protocol/wire/plan_record.h, decodePlanJson) decodes, this keeps what
 // the GUI shows, as Qt values.
 //
 // Unknown fields are ignored, so a newer minor version reads. Another major

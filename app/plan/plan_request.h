@@ -8,7 +8,7 @@
 #include <QStringList>
 #include <optional>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::app {
 

@@ -4,7 +4,7 @@
 #include <QFile>
 
 #include "app/plan/plan_json.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::app {
 namespace {

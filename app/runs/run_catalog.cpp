@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <system_error>
 
-#include "backend/protocol/run_dir.h"
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/wire/run_dir.h"
+#include "backend/protocol/wire/run_manifest.h"
 
 namespace fs::app {
 namespace {

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "backend/checkpoint/checkpoint_sharded.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/run_dir.h"
 #include "backend/tensorfile/torch_file.h"
 
 namespace fs::engine {

@@ -16,7 +16,7 @@
 
 #include "backend/data/special_tokens.h"
 #include "backend/model/state_dict.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 
 namespace fs::engine {

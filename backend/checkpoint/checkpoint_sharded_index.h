@@ -1,6 +1,6 @@
 // index.json of a sharded checkpoint (NOTE [Sharded checkpoints] in
 // checkpoint_sharded.h), engine side. Its fields and their codec are the
-// protocol's (backend/protocol/sharded_index.h, which shows the format);
+// protocol's (backend/protocol/wire/sharded_index.h, which shows the format);
 // this file turns the record's optimizer, scheduler and resume parts into
 // the engine's types (hex into bytes, the data position's JSON into a
 // DataPosition) and back, and adds the layout checks a reader of rank files
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backend/checkpoint/checkpoint_io.h"
-#include "backend/protocol/sharded_index.h"
+#include "backend/protocol/wire/sharded_index.h"
 
 namespace fs::engine {
 

@@ -8,7 +8,7 @@
 #include "backend/checkpoint/checkpoint_manifest.h"
 #include "backend/checkpoint/checkpoint_sharded.h"
 #include "backend/checkpoint/checkpoint_sharded_index.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::engine {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <set>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/tensorfile/safetensors.h"
 #include "backend/tensorfile/state_dict.h"
 #include "backend/tensorfile/torch_file.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "backend/protocol/text_match.h"
+#include "backend/protocol/config/text_match.h"
 
 namespace fs::cli {
 

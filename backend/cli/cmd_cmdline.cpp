@@ -6,9 +6,9 @@
 #include "backend/cli/args.h"
 #include "backend/cli/commands.h"
 #include "backend/cli/config_input.h"
-#include "backend/protocol/cmdline.h"
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/shell_words.h"
+#include "backend/protocol/cmdline/cmdline.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/cmdline/shell_words.h"
 
 namespace fs::cli {
 

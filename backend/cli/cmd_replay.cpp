@@ -9,7 +9,7 @@
 #include "backend/cli/config_input.h"
 #include "backend/cli/paths.h"
 #include "backend/trainer/replay.h"
-#include "backend/protocol/validate.h"
+#include "backend/protocol/config/validate.h"
 
 namespace fs::cli {
 

@@ -10,7 +10,7 @@
 #include "backend/data/shard_check.h"
 #include "backend/data/shardgen/convert_mmc4.h"
 #include "backend/data/shardgen/synthetic_shards.h"
-#include "backend/protocol/shard_pattern.h"
+#include "backend/protocol/config/shard_pattern.h"
 
 namespace fs::cli {
 

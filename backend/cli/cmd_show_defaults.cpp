@@ -2,7 +2,7 @@
 
 #include "backend/cli/args.h"
 #include "backend/cli/commands.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::cli {
 

@@ -14,7 +14,7 @@
 #include "backend/cli/world_flags.h"
 #include "backend/trainer/trainer.h"
 #include "backend/launch/world_env.h"
-#include "backend/protocol/validate.h"
+#include "backend/protocol/config/validate.h"
 
 namespace fs::cli {
 namespace {

@@ -5,8 +5,8 @@
 #include "backend/cli/args.h"
 #include "backend/cli/commands.h"
 #include "backend/cli/config_input.h"
-#include "backend/protocol/derived.h"
-#include "backend/protocol/validate.h"
+#include "backend/protocol/config/derived.h"
+#include "backend/protocol/config/validate.h"
 
 namespace fs::cli {
 namespace {

@@ -1,8 +1,8 @@
 #include <ostream>
 
 #include "backend/cli/commands.h"
-#include "backend/protocol/config_types.h"
-#include "backend/protocol/events.h"
+#include "backend/protocol/config/config_types.h"
+#include "backend/protocol/wire/events.h"
 #ifdef FS_HAVE_ENGINE
 #include "backend/runtime/runtime_info.h"
 #endif

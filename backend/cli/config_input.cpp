@@ -3,8 +3,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "backend/protocol/config_override.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_override.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::cli {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/cli/commands.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/protocol/problem.h"
 
 namespace fs::cli {

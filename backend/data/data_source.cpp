@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "backend/protocol/derived.h"
+#include "backend/protocol/config/derived.h"
 
 namespace fs::data {
 

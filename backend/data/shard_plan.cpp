@@ -2,7 +2,7 @@
 
 #include <numeric>
 
-#include "backend/protocol/shard_pattern.h"
+#include "backend/protocol/config/shard_pattern.h"
 
 namespace fs::data {
 

@@ -26,7 +26,7 @@
 #include "backend/data/shard_plan.h"
 #include "backend/data/shard_worker.h"
 #include "backend/data/tokenizer/tokenizer.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::data {
 

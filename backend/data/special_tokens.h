@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::data {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "backend/data/rng.h"
-#include "backend/protocol/derived.h"
+#include "backend/protocol/config/derived.h"
 
 namespace fs::data {
 namespace {

@@ -32,7 +32,7 @@
 
 #include "backend/data/data_source.h"
 #include "backend/data/special_tokens.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::data {
 

@@ -66,7 +66,7 @@
 #include <vector>
 
 #include "backend/fsdp_plan/precision_plan.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::fsdp_plan {
 

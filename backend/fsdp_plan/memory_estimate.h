@@ -55,7 +55,7 @@
 #include "backend/fsdp_plan/activation_estimate.h"
 #include "backend/fsdp_plan/layout.h"
 #include "backend/fsdp_plan/sharding.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::fsdp_plan {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 
 namespace fs::fsdp_plan {

@@ -15,7 +15,7 @@
 #include "backend/fsdp_plan/param_inventory.h"
 #include "backend/fsdp_plan/precision_plan.h"
 #include "backend/fsdp_plan/sharding.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::fsdp_plan {
 

@@ -1,5 +1,5 @@
 // Presenting a plan: the text tables and the JSON `flamingo-train plan`
-// prints (its record and codec: backend/protocol/plan_record.h), and the
+// prints (its record and codec: backend/protocol/wire/plan_record.h), and the
 // `layout` telemetry event for one layout and shard plan.
 //
 // Thread-safety: pure functions.
@@ -9,8 +9,8 @@
 #include <string>
 
 #include "backend/fsdp_plan/plan.h"
-#include "backend/protocol/events.h"
-#include "backend/protocol/plan_record.h"
+#include "backend/protocol/wire/events.h"
+#include "backend/protocol/wire/plan_record.h"
 
 namespace fs::fsdp_plan {
 

@@ -29,7 +29,7 @@
 #include <cstdint>
 #include <string>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 #include "backend/tensorfile/dtype.h"
 

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "backend/fsdp_plan/param_inventory.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 
 namespace fs::fsdp_plan {

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <utility>
 
-#include "backend/protocol/events.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/events.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::launch {
 

@@ -1,4 +1,4 @@
-// The writer of <run_dir>/agent-<node>.jsonl (records: backend/protocol/agent_events.h).
+// The writer of <run_dir>/agent-<node>.jsonl (records: backend/protocol/wire/agent_events.h).
 //
 // Each event is one whole line written by one write() on an O_APPEND descriptor, with
 // `seq` gap-free and `t` from the clock. Opening a file that already holds events (an
@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <functional>
 
-#include "backend/protocol/agent_events.h"
+#include "backend/protocol/wire/agent_events.h"
 #include "backend/protocol/status.h"
 
 namespace fs::launch {

@@ -15,7 +15,7 @@
 #include "backend/launch/agent_event_log.h"
 #include "backend/launch/agent_signals.h"
 #include "backend/launch/world_env.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::launch {
 

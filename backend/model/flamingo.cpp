@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "backend/model/activation_checkpoint.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::model {
 namespace {

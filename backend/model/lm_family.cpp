@@ -11,7 +11,7 @@
 #include "backend/model/mpt.h"
 #include "backend/model/opt.h"
 #include "backend/model/packed_attention.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::model {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::model {
 

@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/protocol/control_file.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/control_file.h"
+#include "backend/protocol/wire/run_dir.h"
 #include "backend/protocol/status.h"
 #include "backend/telemetry/emitter.h"
 

@@ -52,10 +52,10 @@
 #include <thread>
 #include <vector>
 
-#include "backend/protocol/config_types.h"
-#include "backend/protocol/event_codec.h"
-#include "backend/protocol/events.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/config/config_types.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/events.h"
+#include "backend/protocol/wire/run_dir.h"
 #include "backend/telemetry/event_sink.h"
 
 namespace fs::telemetry {

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "backend/protocol/event_codec.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::telemetry {
 

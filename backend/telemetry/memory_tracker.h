@@ -39,7 +39,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 #include "backend/protocol/status.h"
 
 namespace fs::telemetry {

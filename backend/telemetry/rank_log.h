@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/run_dir.h"
 #include "backend/protocol/status.h"
 
 namespace fs::telemetry {

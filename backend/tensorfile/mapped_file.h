@@ -9,7 +9,7 @@
 // NOTE [Mapped files and truncation]
 // A file that is truncated by another process while mapped makes reads past
 // the new end fault (SIGBUS). Checkpoints are written to a temporary name and
-// renamed (backend/protocol/run_dir.h), so a reader keeps the old inode intact;
+// renamed (backend/protocol/wire/run_dir.h), so a reader keeps the old inode intact;
 // do not map files that are rewritten in place.
 #pragma once
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backend/data/rng.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 
 namespace fs::train {

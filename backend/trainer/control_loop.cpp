@@ -7,7 +7,7 @@
 
 #include <torch/torch.h>
 
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/wire/run_manifest.h"
 #include "backend/telemetry/stop_signals.h"
 
 namespace fs::engine {

@@ -18,7 +18,7 @@
 
 #include "backend/checkpoint/checkpointer.h"
 #include "backend/dist/communicator.h"
-#include "backend/protocol/control_file.h"
+#include "backend/protocol/wire/control_file.h"
 #include "backend/protocol/status.h"
 #include "backend/telemetry/control_inbox.h"
 #include "backend/telemetry/emitter.h"

@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "backend/data/data_source.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 
 namespace fs::engine {

@@ -13,7 +13,7 @@
 
 #include <filesystem>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 
 namespace fs::engine {

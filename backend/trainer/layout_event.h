@@ -13,7 +13,7 @@
 
 #include "backend/fsdp/sharded_model.h"
 #include "backend/model/flamingo.h"
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::engine {
 

@@ -13,7 +13,7 @@
 #include "backend/dist/communicator.h"
 #include "backend/fsdp/sharded_model.h"
 #include "backend/model/flamingo.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 
 namespace fs::engine {

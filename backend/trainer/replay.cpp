@@ -7,8 +7,8 @@
 #include "backend/checkpoint/checkpoint_io.h"
 #include "backend/checkpoint/weights.h"
 #include "backend/model/flamingo.h"
-#include "backend/protocol/derived.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/config/derived.h"
+#include "backend/protocol/wire/run_dir.h"
 #include "backend/tensorfile/torch_file.h"
 
 namespace fs::engine {

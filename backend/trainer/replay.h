@@ -27,7 +27,7 @@
 
 #include "backend/data/batch.h"
 #include "backend/trainer/trainer.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 
 namespace fs::engine {

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/wire/run_manifest.h"
 #include "backend/trainer/trainer_impl.h"
 
 namespace fs::engine {

@@ -22,7 +22,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 
 namespace fs::data {

@@ -8,8 +8,8 @@
 
 #include "backend/launch/world_env.h"
 #include "backend/model/shapes_only.h"
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/wire/run_manifest.h"
 #include "backend/runtime/runtime_info.h"
 #include "backend/telemetry/memory_tracker.h"
 #include "backend/telemetry/rank_log.h"

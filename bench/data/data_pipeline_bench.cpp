@@ -23,9 +23,9 @@
 #include "backend/data/image/clip_preprocess.h"
 #include "backend/data/image/image_codec.h"
 #include "backend/data/shard_source.h"
-#include "backend/protocol/config_types.h"
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/shard_pattern.h"
+#include "backend/protocol/config/config_types.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/config/shard_pattern.h"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include <memory>
 
 #include "backend/data/data_source.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::bench {
 

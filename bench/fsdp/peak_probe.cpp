@@ -37,7 +37,7 @@
 #include "backend/cli/config_input.h"
 #include "backend/trainer/trainer.h"
 #include "backend/launch/world_env.h"
-#include "backend/protocol/validate.h"
+#include "backend/protocol/config/validate.h"
 #include "backend/telemetry/memory_tracker.h"
 #include "backend/data/synthetic_source.h"
 #include "bench/fsdp/full_batches.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::bench {
 

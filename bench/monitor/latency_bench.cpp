@@ -18,7 +18,7 @@
 
 #include "app/monitor/run_monitor.h"
 #include "app/monitor/series_names.h"
-#include "backend/protocol/event_codec.h"
+#include "backend/protocol/wire/event_codec.h"
 #include "bench/monitor/bench_events.h"
 
 namespace {

@@ -8,8 +8,8 @@
 
 #include <thread>
 
-#include "backend/protocol/agent_events.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/agent_events.h"
+#include "backend/protocol/wire/run_dir.h"
 #include "tests/backend/dist/rank_processes.h"
 #include "tests/backend/trainer/engine_test_util.h"
 #include "tests/integration/two_nodes.h"

@@ -13,8 +13,8 @@
 // planner's for hybrid_shard with 2 ranks per node.
 #include <gtest/gtest.h>
 
-#include "backend/protocol/agent_events.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/agent_events.h"
+#include "backend/protocol/wire/run_dir.h"
 #include "tests/backend/trainer/planned_layout_check.h"
 #include "tests/backend/trainer/rank_runs.h"
 #include "tests/integration/two_nodes.h"

@@ -18,7 +18,7 @@
 #include "app/history/history_worker.h"
 #include "app/launch/local_launcher.h"
 #include "app/monitor/run_monitor.h"
-#include "backend/protocol/event_codec.h"
+#include "backend/protocol/wire/event_codec.h"
 #include "ui/control/run_control_bar.h"
 #include "ui/history/history_table_model.h"
 #include "ui/history/history_view.h"

@@ -15,8 +15,8 @@
 #include <QtTest>
 
 #include "app/config/config_document.h"
-#include "backend/protocol/run_dir.h"
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/wire/run_dir.h"
+#include "backend/protocol/wire/run_manifest.h"
 #include "ui/config/config_form.h"
 #include "ui/config/field_editor.h"
 #include "ui/runs/runs_panel.h"

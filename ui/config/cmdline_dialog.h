@@ -11,7 +11,7 @@
 
 #include <QDialog>
 
-#include "backend/protocol/cmdline.h"
+#include "backend/protocol/cmdline/cmdline.h"
 
 class QDialogButtonBox;
 class QLabel;

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "backend/protocol/problem.h"
-#include "backend/protocol/schema.h"
+#include "backend/protocol/config/schema.h"
 
 class QTabBar;
 class QToolButton;

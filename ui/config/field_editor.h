@@ -21,7 +21,7 @@
 #include <QWidget>
 #include <optional>
 
-#include "backend/protocol/schema.h"
+#include "backend/protocol/config/schema.h"
 
 namespace fs::ui {
 

@@ -12,7 +12,7 @@
 #include <QGroupBox>
 #include <QString>
 
-#include "backend/protocol/schema.h"
+#include "backend/protocol/config/schema.h"
 
 class QFormLayout;
 

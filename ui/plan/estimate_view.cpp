@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "app/plan/plan_runner.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/run_dir.h"
 #include "ui/plots/format_units.h"
 
 namespace fs::ui {

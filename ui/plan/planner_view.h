@@ -20,7 +20,7 @@
 
 #include "app/launch/engine_locator.h"
 #include "app/plan/plan.h"
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 class QDoubleSpinBox;
 class QLabel;

@@ -15,7 +15,7 @@
 #include <QAbstractTableModel>
 #include <vector>
 
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::ui {
 

@@ -13,7 +13,7 @@
 #include <QWidget>
 #include <optional>
 
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 
 class QComboBox;
 class QLabel;

@@ -17,7 +17,7 @@
 #include <set>
 #include <vector>
 
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::ui {
 

@@ -13,7 +13,7 @@
 #include "backend/data/image/image_codec.h"
 #include "backend/data/shardgen/base64_encode.h"
 #include "backend/data/shards/tar_writer.h"
-#include "backend/protocol/shard_pattern.h"
+#include "backend/protocol/config/shard_pattern.h"
 
 namespace fs::data {
 

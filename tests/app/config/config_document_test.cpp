@@ -8,8 +8,8 @@
 #include <QThread>
 #include <QtTest>
 
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/validate.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/config/validate.h"
 
 namespace fs::app {
 namespace {

@@ -8,7 +8,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "backend/protocol/control_file.h"
+#include "backend/protocol/wire/control_file.h"
 #include "control_test_util.h"
 
 namespace fs::app {

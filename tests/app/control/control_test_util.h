@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "app/control/control_client.h"
-#include "backend/protocol/event_codec.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/run_dir.h"
 #include "tests/app/launch/launch_test_util.h"
 
 namespace fs::app::test {

@@ -5,7 +5,7 @@
 #include <QtTest>
 #include <vector>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 
 namespace fs::app {
 namespace {

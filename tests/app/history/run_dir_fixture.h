@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "backend/protocol/config_types.h"
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/event_codec.h"
-#include "backend/protocol/run_dir.h"
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/config/config_types.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/run_dir.h"
+#include "backend/protocol/wire/run_manifest.h"
 
 namespace fs::test {
 

@@ -11,9 +11,9 @@
 #include <variant>
 #include <vector>
 
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/event_codec.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::app::test {
 

@@ -11,7 +11,7 @@
 #include <random>
 #include <sstream>
 
-#include "backend/protocol/event_codec.h"
+#include "backend/protocol/wire/event_codec.h"
 
 namespace fs::app {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/protocol/event_codec.h"
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::app::testing {
 

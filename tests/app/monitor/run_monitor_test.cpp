@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "app/monitor/series_names.h"
-#include "backend/protocol/run_dir.h"
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/wire/run_dir.h"
+#include "backend/protocol/wire/run_manifest.h"
 #include "monitor_test_util.h"
 
 namespace fs::app {

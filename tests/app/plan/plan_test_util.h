@@ -17,7 +17,7 @@
 
 #include "app/launch/engine_locator.h"
 #include "app/plan/plan_request.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::app::test {
 

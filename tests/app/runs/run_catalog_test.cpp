@@ -10,8 +10,8 @@
 #include <QtTest>
 
 #include "app/common/worker_thread.h"
-#include "backend/protocol/run_dir.h"
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/wire/run_dir.h"
+#include "backend/protocol/wire/run_manifest.h"
 
 namespace fs::app {
 namespace {

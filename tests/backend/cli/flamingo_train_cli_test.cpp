@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "backend/protocol/derived.h"
+#include "backend/protocol/config/derived.h"
 #include "tests/backend/data/tiny_config.h"
 
 namespace fs::data {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::test {
 

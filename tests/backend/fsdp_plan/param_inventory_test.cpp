@@ -16,7 +16,7 @@
 #include "backend/fsdp_plan/activation_estimate.h"
 #include "backend/model/common.h"
 #include "backend/model/flamingo.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::fsdp_plan {
 namespace {

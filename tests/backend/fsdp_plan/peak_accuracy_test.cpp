@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "backend/fsdp_plan/plan.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 #include "tests/backend/dist/rank_processes.h"
 
 namespace fs::fsdp_plan {

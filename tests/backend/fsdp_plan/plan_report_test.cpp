@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backend/protocol/event_codec.h"
+#include "backend/protocol/wire/event_codec.h"
 #include "plan_test_util.h"
 
 namespace fs::fsdp_plan {

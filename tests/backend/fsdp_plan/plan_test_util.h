@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/protocol/config_override.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_override.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::fsdp_plan::test {
 

@@ -18,7 +18,7 @@
 #include <sstream>
 #include <thread>
 
-#include "backend/protocol/agent_events.h"
+#include "backend/protocol/wire/agent_events.h"
 
 namespace fs::launch {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/model/flamingo.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::model::testing {
 

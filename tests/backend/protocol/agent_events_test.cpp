@@ -1,4 +1,4 @@
-#include "backend/protocol/agent_events.h"
+#include "backend/protocol/wire/agent_events.h"
 
 #include <gtest/gtest.h>
 

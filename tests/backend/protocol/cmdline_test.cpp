@@ -1,4 +1,4 @@
-#include "backend/protocol/cmdline.h"
+#include "backend/protocol/cmdline/cmdline.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/model_catalog.h"
-#include "backend/protocol/shell_words.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/config/model_catalog.h"
+#include "backend/protocol/cmdline/shell_words.h"
 #include "random_config.h"
 
 namespace fs::protocol {

@@ -4,8 +4,8 @@
 
 #include <random>
 
-#include "backend/protocol/config_override.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_override.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::protocol {
 namespace {

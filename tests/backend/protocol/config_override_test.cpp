@@ -1,4 +1,4 @@
-#include "backend/protocol/config_override.h"
+#include "backend/protocol/config/config_override.h"
 
 #include <gtest/gtest.h>
 

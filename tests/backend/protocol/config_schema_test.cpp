@@ -6,8 +6,8 @@
 #include <regex>
 #include <set>
 
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/schema.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/config/schema.h"
 #include "test_util.h"
 
 namespace fs::protocol {

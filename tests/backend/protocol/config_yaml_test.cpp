@@ -1,4 +1,4 @@
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "backend/protocol/control_file.h"
+#include "backend/protocol/wire/control_file.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::protocol {
 namespace {

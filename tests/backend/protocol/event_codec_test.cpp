@@ -1,4 +1,4 @@
-#include "backend/protocol/event_codec.h"
+#include "backend/protocol/wire/event_codec.h"
 
 #include <gtest/gtest.h>
 

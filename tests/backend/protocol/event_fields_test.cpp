@@ -1,7 +1,7 @@
 // The field tables (event_fields.h) are the names the protocol's encoder writes and
 // its decoder requires: a body with every field set encodes exactly the table's keys,
 // and a line without a required field is refused naming it.
-#include "backend/protocol/event_fields.h"
+#include "backend/protocol/wire/event_fields.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "backend/protocol/event_codec.h"
+#include "backend/protocol/wire/event_codec.h"
 
 namespace fs::protocol {
 namespace {

@@ -8,7 +8,7 @@
 #include <random>
 #include <string>
 
-#include "backend/protocol/event_codec.h"
+#include "backend/protocol/wire/event_codec.h"
 #include "tests/backend/protocol/sample_events.h"
 
 namespace fs::protocol {

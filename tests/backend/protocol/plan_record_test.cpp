@@ -1,7 +1,7 @@
 // The plan JSON's record and codec (plan_record.h): a full record round-trips
 // through the text the CLI prints; a trimmed plan (what a reader requires) reads;
 // bad input is refused naming the field by its JSON path.
-#include "backend/protocol/plan_record.h"
+#include "backend/protocol/wire/plan_record.h"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/protocol/config_types.h"
-#include "backend/protocol/schema.h"
+#include "backend/protocol/config/config_types.h"
+#include "backend/protocol/config/schema.h"
 
 namespace fs::test {
 

@@ -1,5 +1,5 @@
 // run.json and the run directory helpers it is written with (run_dir.h).
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/wire/run_manifest.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::protocol {
 namespace {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "backend/protocol/events.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::protocol::testing {
 

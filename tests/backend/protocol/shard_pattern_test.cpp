@@ -1,4 +1,4 @@
-#include "backend/protocol/shard_pattern.h"
+#include "backend/protocol/config/shard_pattern.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // index.json's record and codec (sharded_index.h): a full record round-trips,
 // byte for byte; bad input is refused naming the field by its JSON path, and an
 // unknown version by number.
-#include "backend/protocol/sharded_index.h"
+#include "backend/protocol/wire/sharded_index.h"
 
 #include <gtest/gtest.h>
 

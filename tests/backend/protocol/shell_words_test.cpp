@@ -1,4 +1,4 @@
-#include "backend/protocol/shell_words.h"
+#include "backend/protocol/cmdline/shell_words.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

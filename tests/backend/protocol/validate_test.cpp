@@ -1,10 +1,10 @@
-#include "backend/protocol/validate.h"
+#include "backend/protocol/config/validate.h"
 
 #include <gtest/gtest.h>
 
-#include "backend/protocol/config_override.h"
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/derived.h"
+#include "backend/protocol/config/config_override.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/config/derived.h"
 #include "test_util.h"
 
 namespace fs::protocol {

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "backend/protocol/config_types.h"
+#include "backend/protocol/config/config_types.h"
 #include "tests/backend/protocol/sample_events.h"
 #include "tests/backend/telemetry/telemetry_test_util.h"
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backend/protocol/event_codec.h"
+#include "backend/protocol/wire/event_codec.h"
 #include "tests/backend/telemetry/telemetry_test_util.h"
 
 namespace fs::telemetry {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/protocol/event_codec.h"
-#include "backend/protocol/run_dir.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/run_dir.h"
 #include "backend/telemetry/event_sink.h"
 
 namespace fs::telemetry::testing {

@@ -14,9 +14,9 @@
 #include <sstream>
 #include <thread>
 
-#include "backend/protocol/control_file.h"
-#include "backend/protocol/event_codec.h"
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/wire/control_file.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/run_manifest.h"
 #include "engine_test_util.h"
 
 namespace {

@@ -15,7 +15,7 @@
 #include <torch/torch.h>
 
 #include "backend/checkpoint/checkpoint_io.h"
-#include "backend/protocol/control_file.h"
+#include "backend/protocol/wire/control_file.h"
 #include "tests/backend/trainer/rank_runs.h"
 
 namespace fs::engine {

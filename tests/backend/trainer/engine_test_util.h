@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "backend/protocol/config_override.h"
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/event_codec.h"
+#include "backend/protocol/config/config_override.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/wire/event_codec.h"
 
 namespace fs::engine::test {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "backend/checkpoint/checkpoint_io.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 #include "tests/backend/dist/rank_processes.h"
 #include "tests/backend/trainer/engine_test_util.h"
 

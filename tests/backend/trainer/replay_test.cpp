@@ -16,8 +16,8 @@
 
 #include "backend/data/synthetic_source.h"
 #include "backend/model/flamingo.h"
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/derived.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/config/derived.h"
 #include "engine_test_util.h"
 
 namespace fs::engine {

@@ -9,7 +9,7 @@
 
 #include "backend/data/shardgen/synthetic_shards.h"
 #include "backend/trainer/trainer.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 #include "backend/telemetry/stop_signals.h"
 #include "engine_test_util.h"
 

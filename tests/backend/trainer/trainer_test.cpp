@@ -16,10 +16,10 @@
 #include "backend/tensorfile/torch_file.h"
 #include "backend/tensorfile/state_dict.h"
 #include "engine_test_util.h"
-#include "backend/protocol/config_override.h"
-#include "backend/protocol/config_yaml.h"
-#include "backend/protocol/event_codec.h"
-#include "backend/protocol/run_manifest.h"
+#include "backend/protocol/config/config_override.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/run_manifest.h"
 #include "backend/telemetry/stop_signals.h"
 
 namespace fs::engine {

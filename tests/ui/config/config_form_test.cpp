@@ -16,7 +16,7 @@
 #include <QtTest>
 
 #include "app/config/config_document.h"
-#include "backend/protocol/config_yaml.h"
+#include "backend/protocol/config/config_yaml.h"
 #include "ui/config/dataset_list_editor.h"
 #include "ui/config/field_editor.h"
 #include "ui/config/field_row.h"

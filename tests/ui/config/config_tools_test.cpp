@@ -8,7 +8,7 @@
 #include <QtTest>
 
 #include "app/config/config_document.h"
-#include "backend/protocol/cmdline.h"
+#include "backend/protocol/cmdline/cmdline.h"
 #include "ui/config/cmdline_dialog.h"
 #include "ui/config/defaults_diff_dialog.h"
 

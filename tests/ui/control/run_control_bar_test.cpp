@@ -10,7 +10,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "backend/protocol/control_file.h"
+#include "backend/protocol/wire/control_file.h"
 #include "tests/app/control/control_test_util.h"
 
 namespace fs::ui {

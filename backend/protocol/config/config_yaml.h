@@ -1,0 +1,40 @@
+// YAML load and save of RunConfig, driven by the schema.
+//
+// Loading starts from the defaults and applies what the document says, so a
+// YAML file need only name what differs. It collects every problem (unknown
+// keys with the closest known key, type errors with line numbers, a newer
+// schema major version) instead of stopping at the first. Saving writes every
+// field; load(save(c)) == c for every config.
+//
+// Thread-safety: free functions without shared state.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend/protocol/config/config_types.h"
+#include "backend/protocol/problem.h"
+#include "backend/protocol/status.h"
+
+namespace fs::protocol {
+
+struct ConfigLoad {
+  RunConfig config;               // defaults + whatever parsed; only trustworthy without errors
+  std::vector<Problem> problems;  // parse and type problems (not validation rules)
+  bool ok() const { return !hasErrors(problems); }
+};
+
+// `source` names the document in messages (a file path, "<stdin>", ...).
+ConfigLoad loadConfigYaml(const std::string& text, const std::string& source);
+// Reads the file; an unreadable file is a single problem naming the path.
+ConfigLoad loadConfigFile(const std::string& path);
+
+struct DumpOptions {
+  bool comments = false;  // help text, unit and allowed values as comments
+};
+std::string dumpConfigYaml(const RunConfig& config, const DumpOptions& options = {});
+
+// Writes atomically (temp file + rename) so a crash never leaves half a config.
+Status saveConfigFile(const RunConfig& config, const std::string& path, const DumpOptions& options = {});
+
+}  // namespace fs::protocol

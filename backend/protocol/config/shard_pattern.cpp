@@ -1,0 +1,211 @@
+#include "backend/protocol/config/shard_pattern.h"
+
+#include <charconv>
+#include <variant>
+
+namespace fs::protocol {
+namespace {
+
+// A pattern is a sequence of literal text and brace groups; each group is a
+// list of alternatives (themselves patterns) or a numeric range.
+struct Range {
+  int64_t from = 0, to = 0, step = 1;
+  size_t width = 0;  // zero padding, from the wider endpoint written with a leading 0
+  uint64_t count() const { return static_cast<uint64_t>((to >= from ? to - from : from - to) / step) + 1; }
+  int64_t at(uint64_t i) const { return to >= from ? from + static_cast<int64_t>(i) * step : from - static_cast<int64_t>(i) * step; }
+};
+struct Pattern;
+struct Group {
+  std::vector<Pattern> alternatives;
+  bool isRange = false;
+  Range range;
+};
+struct Pattern {
+  std::vector<std::variant<std::string, Group>> parts;
+};
+
+class Parser {
+ public:
+  explicit Parser(const std::string& s) : s_(s) {}
+
+  StatusOr<Pattern> parse() {
+    auto p = parsePattern(false);
+    if (!p) return p;
+    if (pos_ != s_.size()) return error("unexpected '" + std::string(1, s_[pos_]) + "'");
+    return p;
+  }
+
+ private:
+  StatusOr<Pattern> parsePattern(bool inGroup) {
+    Pattern p;
+    std::string lit;
+    while (pos_ < s_.size()) {
+      const char c = s_[pos_];
+      if (inGroup && (c == ',' || c == '}')) break;
+      if (c == '}') return error("'}' without a matching '{'");
+      if (c == '{') {
+        if (!lit.empty()) p.parts.emplace_back(std::move(lit));
+        lit.clear();
+        auto g = parseGroup();
+        if (!g.isOk()) return g.status();
+        p.parts.emplace_back(std::move(g.value()));
+        continue;
+      }
+      lit += c;
+      ++pos_;
+    }
+    if (!lit.empty()) p.parts.emplace_back(std::move(lit));
+    return p;
+  }
+
+  StatusOr<Group> parseGroup() {
+    const size_t open = pos_++;
+    const size_t close = s_.find('}', open);
+    // A pure numeric range: {a..b} or {a..b..step}
+    if (close != std::string::npos) {
+      const std::string body = s_.substr(open + 1, close - open - 1);
+      if (body.find('{') == std::string::npos && body.find("..") != std::string::npos &&
+          body.find(',') == std::string::npos) {
+        Group g;
+        g.isRange = true;
+        Status st = parseRange(body, &g.range);
+        if (!st) return st;
+        pos_ = close + 1;
+        return g;
+      }
+    }
+    Group g;
+    while (true) {
+      auto alt = parsePattern(true);
+      if (!alt) return alt.status();
+      g.alternatives.push_back(std::move(alt.value()));
+      if (pos_ >= s_.size()) {
+        pos_ = open;
+        return error("'{' at position " + std::to_string(open + 1) + " is never closed");
+      }
+      if (s_[pos_++] == '}') break;
+    }
+    return g;
+  }
+
+  Status parseRange(const std::string& body, Range* r) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (true) {
+      const size_t dots = body.find("..", start);
+      parts.push_back(body.substr(start, dots == std::string::npos ? std::string::npos : dots - start));
+      if (dots == std::string::npos) break;
+      start = dots + 2;
+    }
+    auto num = [&](const std::string& t, int64_t* out) {
+      auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), *out);
+      return !t.empty() && ec == std::errc() && p == t.data() + t.size();
+    };
+    if (parts.size() < 2 || parts.size() > 3 || !num(parts[0], &r->from) || !num(parts[1], &r->to) ||
+        (parts.size() == 3 && (!num(parts[2], &r->step) || r->step <= 0))) {
+      return error("'{" + body + "}' is not a range like {000..999} or {0..100..10}");
+    }
+    auto padded = [](const std::string& t) { return t.size() > 1 && (t[0] == '0' || (t[0] == '-' && t[1] == '0')); };
+    if (padded(parts[0]) || padded(parts[1])) r->width = std::max(parts[0].size(), parts[1].size());
+    return Status::ok();
+  }
+
+  Status error(const std::string& what) { return Status::invalidArgument("shard pattern '" + s_ + "': " + what); }
+
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+
+constexpr uint64_t kCountCap = uint64_t{1} << 62;
+
+uint64_t mulCapped(uint64_t a, uint64_t b) { return (a != 0 && b > kCountCap / a) ? kCountCap : a * b; }
+
+uint64_t countPattern(const Pattern& p);
+uint64_t countGroup(const Group& g) {
+  if (g.isRange) return g.range.count();
+  uint64_t n = 0;
+  for (const auto& a : g.alternatives) n = std::min(kCountCap, n + countPattern(a));
+  return n;
+}
+uint64_t countPattern(const Pattern& p) {
+  uint64_t n = 1;
+  for (const auto& part : p.parts) {
+    if (const auto* g = std::get_if<Group>(&part)) n = mulCapped(n, countGroup(*g));
+  }
+  return n;
+}
+
+void expandPattern(const Pattern& p, size_t part, std::string prefix, std::vector<std::string>* out);
+
+void expandGroupThen(const Pattern& p, size_t part, const Group& g, const std::string& prefix,
+                     std::vector<std::string>* out) {
+  if (g.isRange) {
+    for (uint64_t i = 0; i < g.range.count(); ++i) {
+      std::string n = std::to_string(g.range.at(i));
+      if (n.size() < g.range.width) n.insert(0, g.range.width - n.size(), '0');
+      expandPattern(p, part + 1, prefix + n, out);
+    }
+    return;
+  }
+  for (const auto& alt : g.alternatives) {
+    std::vector<std::string> heads;
+    expandPattern(alt, 0, prefix, &heads);
+    for (auto& h : heads) expandPattern(p, part + 1, h, out);
+  }
+}
+
+void expandPattern(const Pattern& p, size_t part, std::string prefix, std::vector<std::string>* out) {
+  if (part == p.parts.size()) {
+    out->push_back(std::move(prefix));
+    return;
+  }
+  if (const auto* lit = std::get_if<std::string>(&p.parts[part])) {
+    expandPattern(p, part + 1, prefix + *lit, out);
+  } else {
+    expandGroupThen(p, part, std::get<Group>(p.parts[part]), prefix, out);
+  }
+}
+
+std::vector<std::string> splitSpecs(const std::string& spec) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t sep = spec.find("::", start);
+    out.push_back(spec.substr(start, sep == std::string::npos ? std::string::npos : sep - start));
+    if (sep == std::string::npos) break;
+    start = sep + 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<uint64_t> countShards(const std::string& spec) {
+  if (spec.empty()) return Status::invalidArgument("shard list is empty");
+  uint64_t total = 0;
+  for (const auto& one : splitSpecs(spec)) {
+    if (one.empty()) return Status::invalidArgument("shard list '" + spec + "' has an empty part between '::'");
+    auto p = Parser(one).parse();
+    if (!p) return p.status();
+    total = std::min(kCountCap, total + countPattern(p.value()));
+  }
+  return total;
+}
+
+StatusOr<std::vector<std::string>> expandShards(const std::string& spec, uint64_t limit) {
+  auto n = countShards(spec);
+  if (!n) return n.status();
+  if (n.value() > limit) {
+    return Status::invalidArgument("shard list '" + spec + "' names " + std::to_string(n.value()) +
+                                   " shards, more than the limit of " + std::to_string(limit));
+  }
+  std::vector<std::string> out;
+  out.reserve(n.value());
+  for (const auto& one : splitSpecs(spec)) {
+    auto p = Parser(one).parse();
+    expandPattern(p.value(), 0, "", &out);
+  }
+  return out;
+}
+
+}  // namespace fs::protocol

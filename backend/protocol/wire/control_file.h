@@ -1,0 +1,110 @@
+// Control commands: control/<seq>-<verb>.json, one file per command (docs/run-directory.md).
+//
+// A client (the GUI, `flamingo-train` subcommands, a shell user) drops a command file
+// into the run's control/ directory; rank 0 lists pending commands between steps, acts
+// on them in seq order, acknowledges each with a `control_ack` event and moves the file
+// to control/done/. No network port is ever opened.
+//
+// NOTE [Control file safety]
+//  - Writers create the file under a temporary name starting with '.', fsync it and
+//    rename it into place without replacing anything, so the consumer never sees a
+//    partial command and two clients picking the same seq cannot overwrite each other.
+//  - Readers skip names starting with '.', and reject (report, never act on) names
+//    that do not parse, symlinks, non-regular files, files larger than 64 KiB, content
+//    whose seq/verb differ from its name, and files not owned by the run directory's
+//    owner: control commands only come from the user who owns the run.
+//
+// Thread-safety: stateless functions, safe from any thread. Several writers may issue
+// commands concurrently; one consumer (rank 0) lists and moves them.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/protocol/wire/events.h"
+#include "backend/protocol/status.h"
+
+namespace fs::protocol {
+
+inline constexpr int kControlSchemaMajor = 1;
+inline constexpr int kControlSchemaMinor = 0;
+inline constexpr std::string_view kControlSchemaVersion = "1.0";
+inline constexpr std::size_t kMaxControlFileBytes = 64u << 10;
+
+enum class ControlVerb {
+  kStop,        // finish the current step, save a checkpoint (args.checkpoint, default true), exit
+  kKill,        // abort now, no checkpoint
+  kPause,       // stop stepping after the current step; keep the process group alive
+  kResume,      // continue after a pause
+  kCheckpoint,  // save a step checkpoint after the current step, then continue
+};
+std::string_view toString(ControlVerb v);  // "stop", "kill", "pause", "resume", "checkpoint"
+bool parseEnum(std::string_view text, ControlVerb* out);
+std::string_view enumChoices(ControlVerb);
+
+struct ControlCommand {
+  std::uint64_t seq = 0;  // from 1, unique per run directory
+  ControlVerb verb = ControlVerb::kStop;
+  std::int64_t issued_at = 0;                      // unix ms
+  std::string issuer;                              // user name of the client
+  nlohmann::json args = nlohmann::json::object();  // verb-specific; always an object
+  bool operator==(const ControlCommand&) const = default;
+};
+
+// "<seq>-<verb>.json", e.g. "3-pause.json".
+std::string controlFileName(std::uint64_t seq, ControlVerb verb);
+struct ControlFileName {
+  std::uint64_t seq = 0;
+  ControlVerb verb = ControlVerb::kStop;
+};
+// Parses a control file name (leading zeros allowed); InvalidArgument saying what is wrong.
+StatusOr<ControlFileName> parseControlFileName(std::string_view name);
+
+// JSON object ending in '\n': {"v", "seq", "verb", "issued_at", "issuer", "args"?}.
+std::string encodeControl(const ControlCommand& c);
+// Parses and checks a command; newer major `v` rejected, unknown fields ignored.
+StatusOr<ControlCommand> decodeControl(std::string_view text, std::string_view source);
+
+// 1 + the highest seq named in control/ or control/done/ (1 when there is none).
+StatusOr<std::uint64_t> nextControlSeq(const std::filesystem::path& run_dir);
+
+// Writes control/<seq>-<verb>.json atomically without replacing: false, and nothing
+// written, when that name already exists. REQUIRES: control/ exists (RunDir::create).
+StatusOr<bool> writeControlFile(const std::filesystem::path& run_dir, const ControlCommand& c);
+
+// Issues a command: takes nextControlSeq, writes it, and retries with a fresh seq if a
+// concurrent client took that one. Returns the command as written.
+StatusOr<ControlCommand> issueControl(const std::filesystem::path& run_dir, ControlVerb verb,
+                                      nlohmann::json args = nlohmann::json::object());
+StatusOr<ControlCommand> issueControl(const std::filesystem::path& run_dir, ControlVerb verb,
+                                      nlohmann::json args, std::string issuer, std::int64_t issued_at_ms);
+
+struct PendingControl {
+  ControlCommand command;
+  std::filesystem::path path;
+};
+struct RejectedControl {
+  std::filesystem::path path;
+  Status reason;  // names the file and why it is not acted on
+};
+struct ControlListing {
+  std::vector<PendingControl> pending;    // ascending seq
+  std::vector<RejectedControl> rejected;  // by file name
+};
+// Lists control/ (see NOTE [Control file safety]). A missing control/ is an empty listing.
+// IOError only when the run directory or control/ cannot be read at all.
+StatusOr<ControlListing> listControl(const std::filesystem::path& run_dir);
+
+// Moves a processed or rejected control file into control/done/ (created if needed),
+// durably; a name already taken there gets a ".<n>" suffix. Returns the new path.
+StatusOr<std::filesystem::path> moveControlToDone(const std::filesystem::path& run_dir,
+                                                  const std::filesystem::path& file);
+
+// The effective user's login name (getpwuid), else $USER, else "uid<N>".
+std::string currentUserName();
+
+}  // namespace fs::protocol
