@@ -16,10 +16,12 @@
 // emitted on a TelemetryEmitter over a temporary run directory; both the build
 // (gate values included) and the emit() call are timed.
 //
-// Usage: bench_train_step PRESET|CONFIG.yaml [THREADS=1] [WARMUP=5] [ITERS=30] [--no-memory-tracker] [--compute-padding] [--per-step]
+// Usage: bench_train_step PRESET|CONFIG.yaml [THREADS=1] [WARMUP=5] [ITERS=30] [--no-memory-tracker]
+// [--compute-padding] [--per-step]
 //                        [--profile=TRACE.json]
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -27,12 +29,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <string>
-#include <vector>
 #include <map>
 #include <optional>
-
-#include <unistd.h>
+#include <string>
+#include <vector>
 
 #include "backend/data/special_tokens.h"
 #include "backend/data/synthetic_source.h"
@@ -40,8 +40,8 @@
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/derived.h"
-#include "backend/protocol/wire/events.h"
 #include "backend/protocol/problem.h"
+#include "backend/protocol/wire/events.h"
 #include "backend/protocol/wire/run_dir.h"
 #include "backend/telemetry/emitter.h"
 #include "backend/telemetry/memory_tracker.h"
@@ -60,7 +60,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -166,7 +168,8 @@ int main(int argc, char** argv) {
   std::string shapes;
   for (const auto& b : pool.front().batches) {
     samplesPerStep += b.samples;
-    shapes += " " + b.dataset + ":ids" + c10::str(b.inputIds.sizes()) + ",images" + c10::str(b.images.sizes());
+    shapes +=
+        " " + b.dataset + ":ids" + c10::str(b.inputIds.sizes()) + ",images" + c10::str(b.images.sizes());
   }
 
   // ---- telemetry: an emitter over a temporary run directory
@@ -175,7 +178,8 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(tmp);
   protocol::RunDir runDir(tmp);
   if (auto s = runDir.create(); !s) die(s.message());
-  auto opened = telemetry::TelemetryEmitter::open(runDir, telemetry::EmitterOptions::fromConfig(config.telemetry));
+  auto opened =
+      telemetry::TelemetryEmitter::open(runDir, telemetry::EmitterOptions::fromConfig(config.telemetry));
   if (!opened) die(opened.status().message());
   auto emitter = std::move(opened.value());
 
@@ -204,9 +208,9 @@ int main(int argc, char** argv) {
       {
         telemetry::MemoryPhase phase(telemetry::Phase::kActivations);
         train::AutocastScope autocast(precision, device);
-        const auto padding = skipPadding
-                                 ? model::paddingFor(b.inputIds, b.attentionMask, tokens.pad, config.model.lm.width)
-                                 : model::Padding::kCompute;
+        const auto padding =
+            skipPadding ? model::paddingFor(b.inputIds, b.attentionMask, tokens.pad, config.model.lm.width)
+                        : model::Padding::kCompute;
         const torch::Tensor logits =
             model->forward(b.images.to(precision.inputDtype), b.inputIds, b.attentionMask, padding);
         loss = train::causalLmLoss(logits, labels, train::LossOptions{compat});
@@ -264,7 +268,8 @@ int main(int argc, char** argv) {
     if (perStep) {
       std::printf("step %d batch %zu real_tokens", it, static_cast<size_t>(it) % pool.size());
       for (const auto& b : batches.batches)
-        std::printf(" %s=%lld", b.dataset.c_str(), static_cast<long long>(b.attentionMask.sum().item<int64_t>()));
+        std::printf(" %s=%lld", b.dataset.c_str(),
+                    static_cast<long long>(b.attentionMask.sum().item<int64_t>()));
       std::printf(" fwd_ms=%.2f bwd_ms=%.2f opt_ms=%.2f step_ms=%.2f\n", fwd * 1e3, bwd * 1e3, opt * 1e3,
                   stepTime * 1e3);
     }

@@ -47,15 +47,17 @@ int main(int argc, char** argv) {
   parser.addVersionOption();
   const QCommandLineOption demo(
       QStringLiteral("demo"),
-      QStringLiteral("Open the window with the tiny CPU preset (presets/tiny.yaml) and start it as a local run\n"
-                     "(synthetic data; runs under the user's data directory), followed live."));
+      QStringLiteral(
+          "Open the window with the tiny CPU preset (presets/tiny.yaml) and start it as a local run\n"
+          "(synthetic data; runs under the user's data directory), followed live."));
   const QCommandLineOption screenshot(
       QStringLiteral("screenshot"),
       QStringLiteral("Save a PNG of the window to <file> once the config has loaded, then exit."),
       QStringLiteral("file"));
-  const QCommandLineOption follow(QStringLiteral("follow"),
-                                  QStringLiteral("Follow the run directory <dir> live (also one started elsewhere)."),
-                                  QStringLiteral("dir"));
+  const QCommandLineOption follow(
+      QStringLiteral("follow"),
+      QStringLiteral("Follow the run directory <dir> live (also one started elsewhere)."),
+      QStringLiteral("dir"));
   parser.addOption(follow);
   parser.addOption(demo);
   parser.addOption(screenshot);
@@ -84,8 +86,8 @@ int main(int argc, char** argv) {
       if (!shot.isEmpty()) screenshotAndQuit(&window, shot);
       if (launchDemo) {
         // The demo's runs go under the user's data directory, as `flamingo-train demo`'s do.
-        const QString root =
-            QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + QStringLiteral("/flamingo-studio/runs");
+        const QString root = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
+                             QStringLiteral("/flamingo-studio/runs");
         (void)document.setField("run_root", root.toStdString());
         window.launchLocally();
       }

@@ -202,12 +202,8 @@ void MainWindow::wireLaunch() {
     importIntoHistory(monitor_->runDir());
   });
   connect(monitorPage_, &MonitorPage::alert, this, &MainWindow::notify);
-  connect(monitor_, &app::RunMonitor::runFinished, this, [this] {
-    importIntoHistory(monitor_->runDir());
-  });
-  connect(monitor_, &app::RunMonitor::runStarted, this, [this] {
-    importIntoHistory(monitor_->runDir());
-  });
+  connect(monitor_, &app::RunMonitor::runFinished, this, [this] { importIntoHistory(monitor_->runDir()); });
+  connect(monitor_, &app::RunMonitor::runStarted, this, [this] { importIntoHistory(monitor_->runDir()); });
 }
 
 void MainWindow::wireHistory() {
@@ -261,10 +257,13 @@ void MainWindow::launchLocally() {
   request.config = document_->config();
   request.runRoot = runRootPath();
   launcher_->launch(request);
-  statusBar()->showMessage(tr("Launching %1\u2026").arg(QString::fromStdString(request.config.name)), kStatusMs);
+  statusBar()->showMessage(tr("Launching %1\u2026").arg(QString::fromStdString(request.config.name)),
+                           kStatusMs);
 }
 
-PlannerView* MainWindow::plannerView() const { return planner_.data(); }
+PlannerView* MainWindow::plannerView() const {
+  return planner_.data();
+}
 
 void MainWindow::openPlanner() {
   if (!planner_) {
@@ -373,9 +372,12 @@ void MainWindow::importIntoHistory(const QString& runDir) {
 
 QString MainWindow::runRootPath() const {
   // Relative run roots are relative to the working directory, as for flamingo-train.
-  return QDir::cleanPath(QDir::current().absoluteFilePath(QString::fromStdString(document_->config().run_root)));
+  return QDir::cleanPath(
+      QDir::current().absoluteFilePath(QString::fromStdString(document_->config().run_root)));
 }
 
-void MainWindow::followRunRoot() { runs_->setRoot(runRootPath()); }
+void MainWindow::followRunRoot() {
+  runs_->setRoot(runRootPath());
+}
 
 }  // namespace fs::ui

@@ -46,7 +46,8 @@ CheckpointListing listCheckpoints(const QString& runDir) {
     return out;
   }
   // No QDir::Hidden: ".<name>.partial" (a write in progress) and other dot names stay out.
-  const QFileInfoList entries = dir.entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
+  const QFileInfoList entries =
+      dir.entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
   for (const QFileInfo& e : entries) {
     const auto name = protocol::parseCheckpointFileName(e.fileName().toStdString());
     if (!name || e.fileName().startsWith(QLatin1Char('.'))) continue;
@@ -67,8 +68,9 @@ CheckpointListing listCheckpoints(const QString& runDir) {
     }
     out.checkpoints << c;
   }
-  std::stable_sort(out.checkpoints.begin(), out.checkpoints.end(),
-                   [](const CheckpointOnDisk& a, const CheckpointOnDisk& b) { return a.modifiedMs > b.modifiedMs; });
+  std::stable_sort(
+      out.checkpoints.begin(), out.checkpoints.end(),
+      [](const CheckpointOnDisk& a, const CheckpointOnDisk& b) { return a.modifiedMs > b.modifiedMs; });
   return out;
 }
 

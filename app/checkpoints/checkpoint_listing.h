@@ -26,19 +26,19 @@ struct CheckpointOnDisk {
   QString name;  // "checkpoint_step5.pt": a file, or a sharded checkpoint's directory
   QString path;  // absolute
   bool sharded = false;
-  qint64 bytes = 0;  // the file's size, or the sum of the directory's files
-  QString kind;      // epoch | step | final, from the name
-  int epoch = 0;     // kind epoch
-  qint64 step = 0;   // kind step
+  qint64 bytes = 0;       // the file's size, or the sum of the directory's files
+  QString kind;           // epoch | step | final, from the name
+  int epoch = 0;          // kind epoch
+  qint64 step = 0;        // kind step
   qint64 modifiedMs = 0;  // unix ms of the last write (a directory: its newest file)
-  QString problem;   // why it cannot be resumed from; empty when complete
+  QString problem;        // why it cannot be resumed from; empty when complete
   bool isComplete() const { return problem.isEmpty(); }
 };
 
 struct CheckpointListing {
   QString runDir;
   QList<CheckpointOnDisk> checkpoints;  // complete or not, newest (modifiedMs) first, then by name
-  QString error;  // the run directory could not be listed; checkpoints is then empty
+  QString error;                        // the run directory could not be listed; checkpoints is then empty
 };
 
 // Lists `runDir`'s checkpoints. Never throws.

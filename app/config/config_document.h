@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "backend/protocol/config/config_types.h"
-#include "backend/protocol/problem.h"
 #include "backend/protocol/config/schema.h"
+#include "backend/protocol/problem.h"
 #include "backend/protocol/status.h"
 
 namespace fs::protocol {

@@ -412,8 +412,8 @@ protocol::StatusOr<HistoryPage> HistoryStore::query(const HistoryQuery& request)
   const QString order =
       request.order == Qt::AscendingOrder ? QStringLiteral(" ASC") : QStringLiteral(" DESC");
   const QString pageRows = QStringLiteral("FROM runs") + where + QStringLiteral(" ORDER BY ") +
-                            sortExpression(request.sort) + order +
-                            QStringLiteral(", run_id ASC LIMIT ? OFFSET ?");
+                           sortExpression(request.sort) + order +
+                           QStringLiteral(", run_id ASC LIMIT ? OFFSET ?");
   auto bindPage = [&] {
     for (const QString& b : binds) q.addBindValue(b);
     q.addBindValue(request.limit > 0 ? request.limit : -1);

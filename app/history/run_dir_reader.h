@@ -20,8 +20,8 @@
 #include <functional>
 
 #include "app/history/history_record.h"
-#include "backend/protocol/wire/events.h"
 #include "backend/protocol/status.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::app {
 

@@ -13,8 +13,8 @@
 
 #include "app/common/worker_thread.h"
 #include "app/launch/launch_file_worker.h"
-#include "backend/protocol/config/config_override.h"
 #include "backend/protocol/cmdline/shell_words.h"
+#include "backend/protocol/config/config_override.h"
 
 namespace fs::app {
 namespace {
@@ -39,9 +39,14 @@ int ranksPerNode(const LaunchRequest& request) {
 QStringList engineArguments(int ranks, int masterPort, const QString& configFile, const QString& runDir) {
   const QStringList train = {QStringLiteral("train"), QStringLiteral("--config"), configFile};
   if (ranks <= 1) return train + QStringList{QStringLiteral("--run-dir"), runDir};
-  return QStringList{QStringLiteral("launch"),      QStringLiteral("--nproc-per-node"), QString::number(ranks),
-                     QStringLiteral("--master-port"), QString::number(masterPort),     QStringLiteral("--run-dir"),
-                     runDir,                          QStringLiteral("--")} +
+  return QStringList{QStringLiteral("launch"),
+                     QStringLiteral("--nproc-per-node"),
+                     QString::number(ranks),
+                     QStringLiteral("--master-port"),
+                     QString::number(masterPort),
+                     QStringLiteral("--run-dir"),
+                     runDir,
+                     QStringLiteral("--")} +
          train;
 }
 

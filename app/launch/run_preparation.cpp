@@ -9,8 +9,8 @@
 
 #include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/config_yaml.h"
-#include "backend/protocol/wire/run_dir.h"
 #include "backend/protocol/config/validate.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::app {
 namespace {
@@ -106,8 +106,9 @@ PreparedRun prepareRun(const LaunchRequest& request, const EngineSearch& search,
     return out;
   }
   if (config.launch.kind != "local") {
-    out.error = QStringLiteral("launch.kind is '%1': this app starts local runs only; start the ranks on each "
-                               "node yourself (torchrun, srun or flamingo-train launch), or set launch.kind=local")
+    out.error = QStringLiteral(
+                    "launch.kind is '%1': this app starts local runs only; start the ranks on each "
+                    "node yourself (torchrun, srun or flamingo-train launch), or set launch.kind=local")
                     .arg(fromStd(config.launch.kind));
     return out;
   }

@@ -60,6 +60,8 @@ inline int memorySeriesRank(std::string_view name) {
 }
 
 // A memory point's bytes; NaN (nothing measured) counts as 0.
-inline std::int64_t measuredBytes(double v) { return v == v ? static_cast<std::int64_t>(v) : 0; }
+inline std::int64_t measuredBytes(double v) {
+  return v == v ? static_cast<std::int64_t>(v) : 0;
+}
 
 }  // namespace fs::app

@@ -75,7 +75,8 @@ MeasuredRank MeasuredMemoryTracker::measure(const SeriesStore& store, int rank, 
   SeriesStore::SeriesId latest_part = SeriesStore::kNoSeries;
   for (std::size_t p = 0; p < kMeasuredPartCount; ++p) {
     PartTrack& part = track.parts[p];
-    if (part.id == SeriesStore::kNoSeries) part.id = store.find(series::memory(rank, kMeasuredParts[p].category));
+    if (part.id == SeriesStore::kNoSeries)
+      part.id = store.find(series::memory(rank, kMeasuredParts[p].category));
     if (part.id == SeriesStore::kNoSeries) continue;
     sums_kept = std::min(sums_kept, updatePart(store, part));
     y[p] = store.y(part.id);
@@ -83,12 +84,15 @@ MeasuredRank MeasuredMemoryTracker::measure(const SeriesStore& store, int rank, 
     const auto field = kMeasuredParts[p].field;
     m.latest.*field = measuredBytes(y[p].back());
     m.peak.*field = std::max<std::int64_t>(0, part.peak.peak().value_or(0));
-    if (with_points == 0) events = y[p].size();
-    else if (y[p].size() != events) aligned = false;
+    if (with_points == 0)
+      events = y[p].size();
+    else if (y[p].size() != events)
+      aligned = false;
     with_points |= 1u << p;
     latest_part = part.id;
   }
-  if (latest_part != SeriesStore::kNoSeries) m.step = static_cast<std::int64_t>(store.x(latest_part, XAxis{}).back());
+  if (latest_part != SeriesStore::kNoSeries)
+    m.step = static_cast<std::int64_t>(store.x(latest_part, XAxis{}).back());
 
   // Sums over another set of parts are other sums: start them again (the
   // builder writes every part, so this happens for a rank's first points only).

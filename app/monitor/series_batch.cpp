@@ -172,7 +172,8 @@ void SeriesBatchBuilder::addEvent(const protocol::Event& e) {
       for (std::size_t c = 0; c < std::size(values); ++c) point(memorySlot(rank.rank, c), row, values[c]);
       if (rank.device_bytes) point(memorySlot(rank.rank, 7), row, static_cast<double>(*rank.device_bytes));
       if (rank.device_peak) point(memorySlot(rank.rank, 8), row, static_cast<double>(*rank.device_peak));
-      if (rank.gathered_units) point(memorySlot(rank.rank, 9), row, static_cast<double>(*rank.gathered_units));
+      if (rank.gathered_units)
+        point(memorySlot(rank.rank, 9), row, static_cast<double>(*rank.gathered_units));
     }
   }
 }

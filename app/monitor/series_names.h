@@ -61,8 +61,8 @@ inline std::string gateFf(int layer) {
 
 // The memory categories of NOTE [Series names], in the order a breakdown stacks them.
 inline constexpr std::array<std::string_view, 10> kMemoryCategories = {
-    "rss",         "peak",   "params",      "grads",         "optimizer", "gathered",
-    "activations", "device", "device_peak", "gathered_units"};
+    "rss",      "peak",        "params", "grads",       "optimizer",
+    "gathered", "activations", "device", "device_peak", "gathered_units"};
 inline std::string memory(int rank, std::string_view category) {
   return "memory/rank" + std::to_string(rank) + "/" + std::string(category);
 }

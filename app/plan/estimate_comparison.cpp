@@ -7,17 +7,24 @@ namespace fs::app {
 
 QString comparedPartName(ComparedPart part) {
   switch (part) {
-    case ComparedPart::kParameters: return QStringLiteral("parameters");
-    case ComparedPart::kGradients: return QStringLiteral("gradients");
-    case ComparedPart::kOptimizer: return QStringLiteral("optimizer state");
-    case ComparedPart::kGathered: return QStringLiteral("gathered peak");
-    case ComparedPart::kActivations: return QStringLiteral("activations");
-    case ComparedPart::kPeak: return QStringLiteral("peak (sum of parts)");
+    case ComparedPart::kParameters:
+      return QStringLiteral("parameters");
+    case ComparedPart::kGradients:
+      return QStringLiteral("gradients");
+    case ComparedPart::kOptimizer:
+      return QStringLiteral("optimizer state");
+    case ComparedPart::kGathered:
+      return QStringLiteral("gathered peak");
+    case ComparedPart::kActivations:
+      return QStringLiteral("activations");
+    case ComparedPart::kPeak:
+      return QStringLiteral("peak (sum of parts)");
   }
   return {};
 }
 
-std::vector<ComparisonRow> compareEstimate(const PlanFigures& estimate, const std::vector<MeasuredRank>& measured) {
+std::vector<ComparisonRow> compareEstimate(const PlanFigures& estimate,
+                                           const std::vector<MeasuredRank>& measured) {
   struct Side {
     ComparedPart part;
     std::int64_t estimate;
@@ -43,7 +50,8 @@ std::vector<ComparisonRow> compareEstimate(const PlanFigures& estimate, const st
       row.peak = std::max(row.peak.value_or(0), peak);
     }
     if (row.peak && *row.peak > 0) {
-      row.errorPercent = 100.0 * static_cast<double>(row.estimate - *row.peak) / static_cast<double>(*row.peak);
+      row.errorPercent =
+          100.0 * static_cast<double>(row.estimate - *row.peak) / static_cast<double>(*row.peak);
     } else if (row.peak && row.estimate == 0) {
       row.errorPercent = 0.0;
     }

@@ -35,6 +35,7 @@ struct ComparisonRow {
 };
 
 // `estimate` per rank (one rank's figures: rankFigures()), the measured ranks.
-std::vector<ComparisonRow> compareEstimate(const PlanFigures& estimate, const std::vector<MeasuredRank>& measured);
+std::vector<ComparisonRow> compareEstimate(const PlanFigures& estimate,
+                                           const std::vector<MeasuredRank>& measured);
 
 }  // namespace fs::app

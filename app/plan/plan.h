@@ -40,8 +40,8 @@ struct PlanFigures {
 
 // One wrap unit of an estimate.
 struct PlanUnitShards {
-  QString path;                           // module path; "" = the root unit
-  std::vector<std::int64_t> shardBytes;   // bytes held by each rank, rank order
+  QString path;                          // module path; "" = the root unit
+  std::vector<std::int64_t> shardBytes;  // bytes held by each rank, rank order
   std::int64_t paddingElems = 0;
   bool operator==(const PlanUnitShards&) const = default;
 };

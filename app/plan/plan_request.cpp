@@ -20,7 +20,8 @@ QStringList planArguments(const PlanRequest& request, const QString& configFile,
   }
   args << QStringLiteral("--strategies")
        << (strategies.isEmpty() ? QStringLiteral("all") : strategies.join(QLatin1Char(',')));
-  args << QStringLiteral("--policies") << (policies.isEmpty() ? QStringLiteral("all") : policies.join(QLatin1Char(',')));
+  args << QStringLiteral("--policies")
+       << (policies.isEmpty() ? QStringLiteral("all") : policies.join(QLatin1Char(',')));
   if (!request.reference) args << QStringLiteral("--no-reference");
   args << QStringLiteral("--json");
   return args;

@@ -18,8 +18,8 @@ struct PlanRequest {
   // directory's config.yaml).
   std::optional<protocol::RunConfig> config;
   QString configFile;
-  int world = 0;  // 0: the config's launch.nnodes x nproc_per_node (the CLI's default)
-  int nodes = 0;  // 0: the config's launch.nnodes
+  int world = 0;           // 0: the config's launch.nnodes x nproc_per_node (the CLI's default)
+  int nodes = 0;           // 0: the config's launch.nnodes
   QStringList strategies;  // empty: all
   QStringList policies;    // empty: all
   // Plan only what the config runs with: its sharding strategy under

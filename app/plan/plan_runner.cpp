@@ -41,13 +41,15 @@ void PlanRunner::plan(const PlanRequest& request) {
   const quint64 ticket = ++ticket_;
   setRunning(true);
   PlanWorker* worker = thread_->worker();
-  QMetaObject::invokeMethod(worker, [worker, ticket, request, search = search_] { worker->plan(ticket, request, search); });
+  QMetaObject::invokeMethod(
+      worker, [worker, ticket, request, search = search_] { worker->plan(ticket, request, search); });
 }
 
 void PlanRunner::cancel() {
   if (!running_) return;
   thread_->worker()->markCancelled(ticket_);
-  QMetaObject::invokeMethod(thread_->worker(), [worker = thread_->worker(), ticket = ticket_] { worker->cancel(ticket); });
+  QMetaObject::invokeMethod(thread_->worker(),
+                            [worker = thread_->worker(), ticket = ticket_] { worker->cancel(ticket); });
 }
 
 void PlanRunner::setRunning(bool running) {

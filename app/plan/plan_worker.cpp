@@ -22,7 +22,9 @@ QString stderrText(const QByteArray& bytes) {
 
 PlanWorker::PlanWorker(QObject* parent) : QObject(parent) {}
 
-PlanWorker::~PlanWorker() { stopCurrent(); }
+PlanWorker::~PlanWorker() {
+  stopCurrent();
+}
 
 void PlanWorker::plan(quint64 ticket, const PlanRequest& request, const EngineSearch& search) {
   if (shutDown_) return;
@@ -43,18 +45,22 @@ void PlanWorker::plan(quint64 ticket, const PlanRequest& request, const EngineSe
     tempDir_ = std::make_unique<QTemporaryDir>(QDir::temp().filePath(QStringLiteral("flamingo-plan-XXXXXX")));
     if (!tempDir_->isValid()) {
       return fail(PlanErrorKind::kConfig,
-                  QStringLiteral("cannot create a temporary directory for the config: %1").arg(tempDir_->errorString()));
+                  QStringLiteral("cannot create a temporary directory for the config: %1")
+                      .arg(tempDir_->errorString()));
     }
     configFile = tempDir_->filePath(QStringLiteral("config.yaml"));
-    if (protocol::Status s = protocol::saveConfigFile(*config, QFile::encodeName(configFile).toStdString()); !s) {
+    if (protocol::Status s = protocol::saveConfigFile(*config, QFile::encodeName(configFile).toStdString());
+        !s) {
       return fail(PlanErrorKind::kConfig,
                   QStringLiteral("cannot write %1: %2").arg(configFile, QString::fromStdString(s.message())));
     }
   } else if (request.runChoice) {
     const auto load = protocol::loadConfigFile(QFile::encodeName(configFile).toStdString());
     if (!load.ok()) {
-      return fail(PlanErrorKind::kConfig, QStringLiteral("cannot read %1:\n%2")
-                                              .arg(configFile, QString::fromStdString(protocol::formatProblems(load.problems)).trimmed()));
+      return fail(
+          PlanErrorKind::kConfig,
+          QStringLiteral("cannot read %1:\n%2")
+              .arg(configFile, QString::fromStdString(protocol::formatProblems(load.problems)).trimmed()));
     }
     config = load.config;
   }
@@ -63,7 +69,8 @@ void PlanWorker::plan(quint64 ticket, const PlanRequest& request, const EngineSe
   process_->setStandardInputFile(QProcess::nullDevice());
   connect(process_, &QProcess::finished, this, &PlanWorker::onFinished);
   connect(process_, &QProcess::errorOccurred, this, &PlanWorker::onError);
-  connect(process_, &QProcess::started, this, [this, ticket] { emit processStarted(ticket, process_->processId()); });
+  connect(process_, &QProcess::started, this,
+          [this, ticket] { emit processStarted(ticket, process_->processId()); });
   process_->start(enginePath_, planArguments(request, configFile, config));
 }
 
@@ -98,11 +105,13 @@ void PlanWorker::onFinished(int exitCode, QProcess::ExitStatus status) {
   tempDir_.reset();
   if (status == QProcess::CrashExit) {
     return fail(PlanErrorKind::kCrash,
-                QStringLiteral("%1 plan crashed%2").arg(enginePath_, err.isEmpty() ? QString() : QStringLiteral(": ") + err));
+                QStringLiteral("%1 plan crashed%2")
+                    .arg(enginePath_, err.isEmpty() ? QString() : QStringLiteral(": ") + err));
   }
   if (exitCode != 0) {
-    return fail(PlanErrorKind::kExit,
-                err.isEmpty() ? QStringLiteral("%1 plan exited with code %2").arg(enginePath_).arg(exitCode) : err);
+    return fail(
+        PlanErrorKind::kExit,
+        err.isEmpty() ? QStringLiteral("%1 plan exited with code %2").arg(enginePath_).arg(exitCode) : err);
   }
   PlanParse parse = parsePlanJson(out);
   if (!parse.ok()) return fail(PlanErrorKind::kBadOutput, parse.error);

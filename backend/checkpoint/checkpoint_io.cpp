@@ -18,7 +18,9 @@ using c10::IValue;
 using GDict = c10::impl::GenericDict;
 using GList = c10::impl::GenericList;
 
-GDict strDict() { return GDict(c10::StringType::get(), c10::AnyType::get()); }
+GDict strDict() {
+  return GDict(c10::StringType::get(), c10::AnyType::get());
+}
 
 IValue doubles(const std::vector<double>& v) {
   GList l(c10::FloatType::get());
@@ -33,7 +35,8 @@ IValue ints(const std::vector<int64_t>& v) {
 }
 
 torch::Tensor bytesTensor(const std::vector<uint8_t>& b) {
-  return torch::from_blob(const_cast<uint8_t*>(b.data()), {static_cast<int64_t>(b.size())}, torch::kUInt8).clone();
+  return torch::from_blob(const_cast<uint8_t*>(b.data()), {static_cast<int64_t>(b.size())}, torch::kUInt8)
+      .clone();
 }
 
 std::vector<uint8_t> tensorBytes(const torch::Tensor& t) {
@@ -129,7 +132,8 @@ protocol::StatusOr<CheckpointContents> parse(const IValue& root, const std::file
   }
   const IValue* ours = field(top, "flamingo_studio");
   if (!ours || !ours->isGenericDict()) {
-    return bad(path, "no 'flamingo_studio' key: not written by Flamingo Studio (use the OpenFlamingo importer)");
+    return bad(path,
+               "no 'flamingo_studio' key: not written by Flamingo Studio (use the OpenFlamingo importer)");
   }
   c.epoch = field(top, "epoch")->toInt();
   for (const auto& kv : field(top, "model_state_dict")->toGenericDict()) {
@@ -177,7 +181,8 @@ protocol::StatusOr<CheckpointContents> parse(const IValue& root, const std::file
   if (!position) return bad(path, "data position: " + position.status().message());
   c.resume.data = position.value();
   c.resume.rng.torchCpu = tensorBytes(field(r, "rng_torch_cpu")->toTensor());
-  for (const auto& t : field(r, "rng_torch_cuda")->toListRef()) c.resume.rng.torchCuda.push_back(tensorBytes(t.toTensor()));
+  for (const auto& t : field(r, "rng_torch_cuda")->toListRef())
+    c.resume.rng.torchCuda.push_back(tensorBytes(t.toTensor()));
   const auto own = field(r, "rng_own")->toListRef();
   if (own.size() != c.resume.rng.own.size()) return bad(path, "rng_own has the wrong length");
   for (size_t i = 0; i < own.size(); ++i) c.resume.rng.own[i] = static_cast<uint64_t>(own[i].toInt());
@@ -187,10 +192,12 @@ protocol::StatusOr<CheckpointContents> parse(const IValue& root, const std::file
 
 }  // namespace
 
-model::NamedTensors checkpointModelState(const model::NamedTensors& parameters, const model::NamedTensors& buffers) {
+model::NamedTensors checkpointModelState(const model::NamedTensors& parameters,
+                                         const model::NamedTensors& buffers) {
   model::NamedTensors out;
   for (const auto& [name, t] : parameters) {
-    if (t.requires_grad() || name.find("embed") != std::string::npos || name.find("fsdp") != std::string::npos) {
+    if (t.requires_grad() || name.find("embed") != std::string::npos ||
+        name.find("fsdp") != std::string::npos) {
       out.emplace_back(name, t.detach());
     }
   }
@@ -234,7 +241,7 @@ protocol::StatusOr<CheckpointContents> readCheckpoint(const std::filesystem::pat
 }
 
 std::vector<std::filesystem::path> checkpointCandidates(const std::filesystem::path& dir,
-                                                       std::vector<std::string>* skipped) {
+                                                        std::vector<std::string>* skipped) {
   std::vector<std::pair<int64_t, std::filesystem::path>> found;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
@@ -255,14 +262,16 @@ std::vector<std::filesystem::path> checkpointCandidates(const std::filesystem::p
     const tensorfile::PyValue* iteration = ours ? ours->find("iteration") : nullptr;
     if (!iteration || !iteration->asInt()) {
       if (skipped) {
-        skipped->push_back(file ? entry.path().string() + ": no flamingo_studio.iteration: not a resumable checkpoint"
-                                : entry.path().string() + ": unreadable or torn checkpoint: " + file.status().message());
+        skipped->push_back(
+            file ? entry.path().string() + ": no flamingo_studio.iteration: not a resumable checkpoint"
+                 : entry.path().string() + ": unreadable or torn checkpoint: " + file.status().message());
       }
       continue;
     }
     found.emplace_back(*iteration->asInt(), entry.path());
   }
-  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<std::filesystem::path> out;
   for (auto& f : found) out.push_back(std::move(f.second));
   return out;

@@ -10,13 +10,13 @@
 // Thread-safety: free functions; the tensors must not change while writing.
 #pragma once
 
+#include <torch/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <torch/types.h>
 
 #include "backend/data/data_position.h"
 #include "backend/model/state_dict.h"
@@ -28,9 +28,9 @@
 namespace fs::engine {
 
 struct ResumeState {
-  int64_t step = 0;        // optimizer steps taken
-  int64_t iteration = 0;   // training iterations (micro-steps) taken
-  int64_t epoch = 0;       // epoch to continue in
+  int64_t step = 0;       // optimizer steps taken
+  int64_t iteration = 0;  // training iterations (micro-steps) taken
+  int64_t epoch = 0;      // epoch to continue in
   data::DataPosition data;
   train::RngSnapshot rng;
   std::string kind;      // "epoch" | "step" | "final"
@@ -48,7 +48,8 @@ struct CheckpointContents {
 // OpenFlamingo's filter: from the named parameters, keep those that require
 // grad or whose name contains "embed" or "fsdp"; buffers except those under
 // vision_encoder.
-model::NamedTensors checkpointModelState(const model::NamedTensors& parameters, const model::NamedTensors& buffers);
+model::NamedTensors checkpointModelState(const model::NamedTensors& parameters,
+                                         const model::NamedTensors& buffers);
 
 protocol::Status writeCheckpoint(const std::filesystem::path& path, const CheckpointContents& contents);
 
@@ -62,7 +63,7 @@ protocol::StatusOr<CheckpointContents> readCheckpoint(const std::filesystem::pat
 // start-up; torn or unreadable files are skipped and named in `skipped`, as
 // are sharded directories without index.json or with a rank file missing.
 std::vector<std::filesystem::path> checkpointCandidates(const std::filesystem::path& dir,
-                                                       std::vector<std::string>* skipped);
+                                                        std::vector<std::string>* skipped);
 
 // The first of checkpointCandidates(); nullopt when there is none.
 std::optional<std::filesystem::path> newestCompleteCheckpoint(const std::filesystem::path& dir,

@@ -2,9 +2,8 @@
 
 #include <torch/torch.h>
 
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "backend/runtime/runtime_info.h"
 #include "backend/tensorfile/content_hash.h"
@@ -25,8 +24,8 @@ std::string buildCheckpointManifest(const protocol::RunConfig& config, const dat
   const auto& m = config.model;
   nlohmann::json j;
   j["engine_version"] = runtime::engineVersion();
-  j["lm"] = {{"family", m.lm.family},       {"width", m.lm.width},           {"layers", m.lm.layers},
-             {"heads", m.lm.heads},         {"vocab_size", m.lm.vocab_size}, {"tied_head", m.lm.tied_head}};
+  j["lm"] = {{"family", m.lm.family}, {"width", m.lm.width},           {"layers", m.lm.layers},
+             {"heads", m.lm.heads},   {"vocab_size", m.lm.vocab_size}, {"tied_head", m.lm.tied_head}};
   j["vision"] = {{"path", m.vision.path},
                  {"width", m.vision.width},
                  {"layers", m.vision.layers},
@@ -69,7 +68,8 @@ Status verifyCheckpointManifest(const std::string& manifest, const model::NamedT
   try {
     for (const auto& r : j.at("tensors")) {
       records[r.at("name").get<std::string>()] = {r.at("shape").get<std::vector<int64_t>>(),
-                                                  r.at("dtype").get<std::string>(), r.at("hash").get<std::string>()};
+                                                  r.at("dtype").get<std::string>(),
+                                                  r.at("hash").get<std::string>()};
     }
   } catch (const nlohmann::json::exception& e) {
     return bad(std::string("its manifest's tensor list is malformed (") + e.what() + ")");
@@ -80,12 +80,15 @@ Status verifyCheckpointManifest(const std::string& manifest, const model::NamedT
     const Record& r = it->second;
     if (r.shape != t.sizes().vec() || r.dtype != c10::toString(t.scalar_type())) {
       return bad("tensor '" + name + "' has shape " + model::shapeString(t.sizes().vec()) + " " +
-                 c10::toString(t.scalar_type()) + ", the manifest says " + model::shapeString(r.shape) + " " + r.dtype);
+                 c10::toString(t.scalar_type()) + ", the manifest says " + model::shapeString(r.shape) + " " +
+                 r.dtype);
     }
-    if (tensorDigest(t) != r.hash) return bad("tensor '" + name + "' does not match its manifest hash (damaged file)");
+    if (tensorDigest(t) != r.hash)
+      return bad("tensor '" + name + "' does not match its manifest hash (damaged file)");
     records.erase(it);
   }
-  if (!records.empty()) return bad("tensor '" + records.begin()->first + "' is in the manifest but not in the file");
+  if (!records.empty())
+    return bad("tensor '" + records.begin()->first + "' is in the manifest but not in the file");
   return Status::ok();
 }
 

@@ -47,22 +47,22 @@
 #include <string>
 #include <vector>
 
-#include "backend/dist/communicator.h"
 #include "backend/checkpoint/checkpoint_io.h"
+#include "backend/dist/communicator.h"
 #include "backend/fsdp/sharded_optim_state.h"
 
 namespace fs::engine {
 
 struct ShardedCheckpointSave {
   const fsdp::ShardedModel* model = nullptr;
-  std::string strategy;                              // parallel.sharding_strategy
+  std::string strategy;                                       // parallel.sharding_strategy
   const std::vector<fsdp::ShardParameter>* shards = nullptr;  // what the optimizer steps
-  train::OptimizerStateDict shardOptimizer;           // of the GroupedAdamW over `shards`
-  std::vector<train::NamedParameter> trainable;       // the model's trainable parameters, model order
+  train::OptimizerStateDict shardOptimizer;                   // of the GroupedAdamW over `shards`
+  std::vector<train::NamedParameter> trainable;               // the model's trainable parameters, model order
   double weightDecay = 0;
-  std::vector<std::string> parameterOrder;            // every parameter once, model order
-  model::NamedTensors buffers;                        // the buffers the full checkpoint keeps
-  int64_t epoch = 0;                                  // CheckpointContents::epoch
+  std::vector<std::string> parameterOrder;  // every parameter once, model order
+  model::NamedTensors buffers;              // the buffers the full checkpoint keeps
+  int64_t epoch = 0;                        // CheckpointContents::epoch
   train::LrSchedulerStateDict scheduler;
   ResumeState resume;  // manifest without tensor records: the reader adds them (NOTE above)
 };

@@ -43,7 +43,8 @@ StatusOr<RankFile> openRankFile(const std::filesystem::path& path, int64_t shard
     return Status::notFound(path.string() + ": missing: the sharded checkpoint is incomplete");
   }
   auto file = tf::openTorchFile(path.string());
-  if (!file) return Status::corruption(path.string() + ": unreadable or torn rank file: " + file.status().message());
+  if (!file)
+    return Status::corruption(path.string() + ": unreadable or torn rank file: " + file.status().message());
   const tf::PyValue& root = file->root();
   const tf::PyValue* s = root.find("shard");
   if (!s || s->asInt() != shard || !root.find("shards")) {
@@ -59,8 +60,9 @@ StatusOr<RankFile> openRankFile(const std::filesystem::path& path, int64_t shard
 }
 
 // The bytes of a 1-D tensor of `numel` elements of `dtype`, checked.
-StatusOr<std::span<const std::byte>> flatBytes(const RankFile& r, const tf::PyValue* v, const std::string& what,
-                                               int64_t numel, c10::ScalarType dtype) {
+StatusOr<std::span<const std::byte>> flatBytes(const RankFile& r, const tf::PyValue* v,
+                                               const std::string& what, int64_t numel,
+                                               c10::ScalarType dtype) {
   const std::string where = r.file.path() + ": " + what;
   if (!v || !v->isTensor()) return Status::corruption(where + " is missing");
   auto view = r.file.view(*v->tensor);
@@ -87,7 +89,8 @@ void copyFromShards(const std::vector<std::span<const std::byte>>& shards, int64
   for (int64_t at = offset; at < offset + numel;) {
     const int64_t s = at / shardNumel;
     const int64_t end = std::min(offset + numel, (s + 1) * shardNumel);
-    std::memcpy(dst + (at - offset) * item, shards[static_cast<size_t>(s)].data() + (at - s * shardNumel) * item,
+    std::memcpy(dst + (at - offset) * item,
+                shards[static_cast<size_t>(s)].data() + (at - s * shardNumel) * item,
                 static_cast<size_t>(end - at) * item);
     at = end;
   }
@@ -102,7 +105,8 @@ struct FlatReader {
   const std::vector<RankFile>& files;
   const ShardedFlat& flat;
 
-  StatusOr<std::vector<std::span<const std::byte>>> spans(const std::string& moment, c10::ScalarType dtype) const {
+  StatusOr<std::vector<std::span<const std::byte>>> spans(const std::string& moment,
+                                                          c10::ScalarType dtype) const {
     std::vector<std::span<const std::byte>> out;
     for (const auto& r : files) {
       const tf::PyValue* v = nullptr;
@@ -136,7 +140,8 @@ struct FlatReader {
 };
 
 // One tensor of a flat's optimizer entry in `r`; a missing one is named.
-StatusOr<const tf::TensorRef*> optimizerTensor(const RankFile& r, const std::string& key, const char* moment) {
+StatusOr<const tf::TensorRef*> optimizerTensor(const RankFile& r, const std::string& key,
+                                               const char* moment) {
   auto it = r.optimizer.find(key);
   const tf::PyValue* v = it == r.optimizer.end() ? nullptr : it->second->find(moment);
   if (!v || !v->isTensor()) {
@@ -163,8 +168,9 @@ StatusOr<CheckpointContents> readShardedCheckpoint(const std::filesystem::path& 
   for (const auto& u : x.units) {
     for (const auto& f : u.flats) {
       auto dtype = dtypeFromName(f.dtype);
-      if (!dtype) return Status::corruption((dir / kShardedIndexFile).string() + ": " + f.key + ": " +
-                                            dtype.status().message());
+      if (!dtype)
+        return Status::corruption((dir / kShardedIndexFile).string() + ": " + f.key + ": " +
+                                  dtype.status().message());
       const FlatReader reader{files, f};
       auto shards = reader.spans("", dtype.value());
       if (!shards) return shards.status();
@@ -183,8 +189,9 @@ StatusOr<CheckpointContents> readShardedCheckpoint(const std::filesystem::path& 
       auto avgRef = optimizerTensor(files.front(), f.key, "exp_avg");
       if (!avgRef) return avgRef.status();
       auto type = torchDtype(avgRef.value()->dtype);
-      if (!type) return Status::corruption(files.front().file.path() + ": exp_avg of " + f.key + ": " +
-                                           type.status().message());
+      if (!type)
+        return Status::corruption(files.front().file.path() + ": exp_avg of " + f.key + ": " +
+                                  type.status().message());
       const auto momentType = type.value();
       auto m = reader.spans("exp_avg", momentType);
       if (!m) return m.status();
@@ -225,7 +232,8 @@ StatusOr<CheckpointContents> readShardedCheckpoint(const std::filesystem::path& 
     for (size_t i = 0; i < g.params.size(); ++i) {
       auto it = moments.find(g.paramNames.at(i));
       if (it == moments.end()) continue;
-      c.optimizer.state.push_back({g.params[i], it->first, it->second.step, it->second.expAvg, it->second.expAvgSq});
+      c.optimizer.state.push_back(
+          {g.params[i], it->first, it->second.step, it->second.expAvg, it->second.expAvgSq});
     }
   }
   std::sort(c.optimizer.state.begin(), c.optimizer.state.end(),

@@ -18,9 +18,13 @@ namespace {
 
 using GDict = c10::impl::GenericDict;
 
-GDict strDict() { return GDict(c10::StringType::get(), c10::AnyType::get()); }
+GDict strDict() {
+  return GDict(c10::StringType::get(), c10::AnyType::get());
+}
 
-std::string flatKey(const std::string& unitPath, size_t flat) { return unitPath + "#" + std::to_string(flat); }
+std::string flatKey(const std::string& unitPath, size_t flat) {
+  return unitPath + "#" + std::to_string(flat);
+}
 
 // The unsharded optimizer layout's param groups: hyperparameters from the
 // shard optimizer, indices and names over the model's trainable parameters
@@ -49,7 +53,8 @@ std::map<std::string, const train::AdamWParamStateDict*> stateByFlat(const Shard
   return out;
 }
 
-ShardedIndex buildIndex(const ShardedCheckpointSave& s, int64_t worldSize, const std::set<std::string>& withState) {
+ShardedIndex buildIndex(const ShardedCheckpointSave& s, int64_t worldSize,
+                        const std::set<std::string>& withState) {
   ShardedIndex x;
   x.worldSize = worldSize;
   x.strategy = s.strategy;
@@ -91,7 +96,8 @@ Status writeRankFile(const std::filesystem::path& path, const ShardedCheckpointS
   GDict shards(c10::StringType::get(), c10::TensorType::get());
   GDict hashes(c10::StringType::get(), c10::StringType::get());
   GDict optimizer = strDict();
-  // Copies: a shard of a group of one is the whole buffer the members view, and a view would pickle its storage.
+  // Copies: a shard of a group of one is the whole buffer the members view, and a view would pickle its
+  // storage.
   const auto own = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU).contiguous().clone(); };
   for (const auto& u : s.model->units()) {
     for (size_t k = 0; k < u.flats.size(); ++k) {
@@ -166,11 +172,14 @@ Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedChe
     std::error_code ec;
     std::filesystem::remove_all(partial, ec);
     std::filesystem::create_directories(partial, ec);
-    if (ec) prepared = Status::ioError(partial.string() + ": cannot create the checkpoint directory: " + ec.message());
+    if (ec)
+      prepared =
+          Status::ioError(partial.string() + ": cannot create the checkpoint directory: " + ec.message());
     if (prepared) prepared = protocol::fsyncDir(parent);
   }
   if (agreeOnFailures(world, !prepared, "sharded checkpoint: directory") > 0) {
-    return rank == 0 ? prepared : Status::ioError(partial.string() + ": rank 0 could not prepare the directory");
+    return rank == 0 ? prepared
+                     : Status::ioError(partial.string() + ": rank 0 could not prepare the directory");
   }
   const auto state = stateByFlat(s);
   // The shard group of global rank 0 writes; its ranks are 0 .. group size - 1 (NOTE [Sharded checkpoints]).
@@ -180,7 +189,8 @@ Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedChe
   const int64_t failed = agreeOnFailures(world, !written, "sharded checkpoint: rank files");
   if (!written) return written;
   if (failed > 0) {
-    return Status::ioError(dir.string() + ": " + std::to_string(failed) + " rank(s) could not write their file");
+    return Status::ioError(dir.string() + ": " + std::to_string(failed) +
+                           " rank(s) could not write their file");
   }
   if (rank != 0) return Status::ok();
   std::set<std::string> withState;

@@ -25,8 +25,8 @@
 #include "backend/data/special_tokens.h"
 #include "backend/dist/communicator.h"
 #include "backend/protocol/config/config_types.h"
-#include "backend/protocol/wire/run_dir.h"
 #include "backend/protocol/status.h"
+#include "backend/protocol/wire/run_dir.h"
 #include "backend/telemetry/emitter.h"
 
 namespace fs::engine {

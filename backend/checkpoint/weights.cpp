@@ -22,17 +22,24 @@ namespace tf = fs::tensorfile;
 
 namespace {
 
-bool startsWith(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+bool startsWith(const std::string& s, const std::string& p) {
+  return s.compare(0, p.size(), p) == 0;
+}
 
 // `s` with its message prefixed (same code).
 Status withPrefix(const Status& s, const std::string& prefix) {
   const std::string m = prefix + s.message();
   switch (s.code()) {
-    case Status::Code::kNotFound: return Status::notFound(m);
-    case Status::Code::kCorruption: return Status::corruption(m);
-    case Status::Code::kIOError: return Status::ioError(m);
-    case Status::Code::kUnsupported: return Status::unsupported(m);
-    default: return Status::invalidArgument(m);
+    case Status::Code::kNotFound:
+      return Status::notFound(m);
+    case Status::Code::kCorruption:
+      return Status::corruption(m);
+    case Status::Code::kIOError:
+      return Status::ioError(m);
+    case Status::Code::kUnsupported:
+      return Status::unsupported(m);
+    default:
+      return Status::invalidArgument(m);
   }
 }
 
@@ -56,7 +63,8 @@ void stripModulePrefix(StateDict* sd) {
 
 }  // namespace
 
-StatusOr<torch::Tensor> tensorFromFile(const tf::TorchFile& file, const tf::TensorRef& ref, const std::string& name) {
+StatusOr<torch::Tensor> tensorFromFile(const tf::TorchFile& file, const tf::TensorRef& ref,
+                                       const std::string& name) {
   if (ref.isMeta) return Status::unsupported(file.path() + ": '" + name + "' is a meta tensor (no data)");
   auto view = file.view(ref);
   if (!view) return withPrefix(view.status(), file.path() + ": '" + name + "': ");
@@ -81,7 +89,9 @@ StatusOr<StateDict> stateDictFromSection(const tf::TorchFile& file, const tf::Py
 
 namespace {
 
-std::optional<double> number(const tf::PyValue* v) { return v ? v->asDouble() : std::nullopt; }
+std::optional<double> number(const tf::PyValue* v) {
+  return v ? v->asDouble() : std::nullopt;
+}
 
 // optimizer.state_dict() of torch.optim.AdamW -> ours; nullopt + note when it is not one.
 std::optional<train::OptimizerStateDict> parseOptimizer(const tf::TorchFile& file, const tf::PyValue& opt,
@@ -132,7 +142,8 @@ std::optional<train::OptimizerStateDict> parseOptimizer(const tf::TorchFile& fil
     p.expAvgSq = tv.value();
     out.state.push_back(std::move(p));
   }
-  std::sort(out.state.begin(), out.state.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
+  std::sort(out.state.begin(), out.state.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
   for (const auto& g : groups->items) {
     if (!g->isDict()) {
       *note = "optimizer param_groups entry is not a dict";
@@ -145,7 +156,8 @@ std::optional<train::OptimizerStateDict> parseOptimizer(const tf::TorchFile& fil
       return std::nullopt;
     }
     group.lr = *lr;
-    if (const tf::PyValue* betas = g->find("betas"); betas && betas->isSequence() && betas->items.size() == 2) {
+    if (const tf::PyValue* betas = g->find("betas");
+        betas && betas->isSequence() && betas->items.size() == 2) {
       group.beta1 = betas->items[0]->asDouble().value_or(0.9);
       group.beta2 = betas->items[1]->asDouble().value_or(0.999);
     }
@@ -205,7 +217,8 @@ std::map<std::string, std::vector<int64_t>> lmNames(const model::FlamingoImpl& m
     if (!startsWith(name, lm) || name.find(".gated_cross_attn_layer.") != std::string::npos) continue;
     std::string hf = name.substr(lm.size());
     const std::string slot = ".decoder_layer.";
-    if (auto p = hf.find(slot); p != std::string::npos) hf = hf.substr(0, p) + "." + hf.substr(p + slot.size());
+    if (auto p = hf.find(slot); p != std::string::npos)
+      hf = hf.substr(0, p) + "." + hf.substr(p + slot.size());
     out.emplace(hf, t.sizes().vec());
   }
   return out;
@@ -255,21 +268,35 @@ void adaptLmStateDict(const model::FlamingoImpl& model, StateDict* sd) {
 
 StatusOr<c10::ScalarType> torchDtype(tf::DType dtype) {
   switch (dtype) {
-    case tf::DType::kFloat64: return c10::ScalarType::Double;
-    case tf::DType::kFloat32: return c10::ScalarType::Float;
-    case tf::DType::kFloat16: return c10::ScalarType::Half;
-    case tf::DType::kBFloat16: return c10::ScalarType::BFloat16;
-    case tf::DType::kInt64: return c10::ScalarType::Long;
-    case tf::DType::kInt32: return c10::ScalarType::Int;
-    case tf::DType::kInt16: return c10::ScalarType::Short;
-    case tf::DType::kInt8: return c10::ScalarType::Char;
-    case tf::DType::kUInt8: return c10::ScalarType::Byte;
-    case tf::DType::kBool: return c10::ScalarType::Bool;
-    case tf::DType::kComplex64: return c10::ScalarType::ComplexFloat;
-    case tf::DType::kComplex128: return c10::ScalarType::ComplexDouble;
-    default: break;
+    case tf::DType::kFloat64:
+      return c10::ScalarType::Double;
+    case tf::DType::kFloat32:
+      return c10::ScalarType::Float;
+    case tf::DType::kFloat16:
+      return c10::ScalarType::Half;
+    case tf::DType::kBFloat16:
+      return c10::ScalarType::BFloat16;
+    case tf::DType::kInt64:
+      return c10::ScalarType::Long;
+    case tf::DType::kInt32:
+      return c10::ScalarType::Int;
+    case tf::DType::kInt16:
+      return c10::ScalarType::Short;
+    case tf::DType::kInt8:
+      return c10::ScalarType::Char;
+    case tf::DType::kUInt8:
+      return c10::ScalarType::Byte;
+    case tf::DType::kBool:
+      return c10::ScalarType::Bool;
+    case tf::DType::kComplex64:
+      return c10::ScalarType::ComplexFloat;
+    case tf::DType::kComplex128:
+      return c10::ScalarType::ComplexDouble;
+    default:
+      break;
   }
-  return Status::unsupported("dtype " + std::string(tf::torchName(dtype)) + " has no LibTorch 1.13 equivalent");
+  return Status::unsupported("dtype " + std::string(tf::torchName(dtype)) +
+                             " has no LibTorch 1.13 equivalent");
 }
 
 StatusOr<torch::Tensor> toTorch(const tf::TensorView& view) {

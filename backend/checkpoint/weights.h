@@ -47,8 +47,8 @@ protocol::StatusOr<torch::Tensor> toTorch(const tensorfile::TensorView& view);
 
 // One tensor of an open torch.save file as an owning torch::Tensor; errors
 // name the file and `name`.
-protocol::StatusOr<torch::Tensor> tensorFromFile(const tensorfile::TorchFile& file, const tensorfile::TensorRef& ref,
-                                                 const std::string& name);
+protocol::StatusOr<torch::Tensor> tensorFromFile(const tensorfile::TorchFile& file,
+                                                 const tensorfile::TensorRef& ref, const std::string& name);
 // Every tensor under `section` of an open torch.save file, nested names joined with '.'.
 protocol::StatusOr<StateDict> stateDictFromSection(const tensorfile::TorchFile& file,
                                                    const tensorfile::PyValue& section);
@@ -70,7 +70,7 @@ struct ForeignCheckpoint {
   std::optional<int64_t> epoch;
   std::optional<train::OptimizerStateDict> optimizer;  // AdamW's state_dict(), when present and readable
   std::optional<train::LrSchedulerStateDict> scheduler;
-  std::vector<std::string> notes;  // why a present section could not be read
+  std::vector<std::string> notes;     // why a present section could not be read
   bool hasFlamingoStudioKey = false;  // our own checkpoint: use readCheckpoint instead
 };
 protocol::StatusOr<ForeignCheckpoint> readForeignCheckpoint(const std::string& path);
@@ -86,6 +86,7 @@ struct PretrainedLoad {
 // embedding (or untied head) with fewer rows than the model's (the special
 // tokens not yet added, as in any HF checkpoint) fills the first rows; the
 // new rows keep their init, as resize_token_embeddings does.
-protocol::StatusOr<PretrainedLoad> loadPretrained(model::FlamingoImpl& model, const protocol::ModelConfig& config);
+protocol::StatusOr<PretrainedLoad> loadPretrained(model::FlamingoImpl& model,
+                                                  const protocol::ModelConfig& config);
 
 }  // namespace fs::engine

@@ -17,7 +17,8 @@ const std::vector<std::string>& ParsedArgs::all(const std::string& name) const {
   return it == values.end() ? kEmpty : it->second;
 }
 
-protocol::StatusOr<ParsedArgs> parseArgs(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs) {
+protocol::StatusOr<ParsedArgs> parseArgs(const std::vector<std::string>& args,
+                                         const std::vector<OptionSpec>& specs) {
   ParsedArgs out;
   std::vector<std::string> names;
   for (const auto& s : specs) names.push_back("--" + s.name);
@@ -44,12 +45,14 @@ protocol::StatusOr<ParsedArgs> parseArgs(const std::vector<std::string>& args, c
       return isLong ? s.name == name : (!s.shortName.empty() && s.shortName == name);
     });
     if (spec == specs.end()) {
-      return protocol::Status::invalidArgument("unknown option '" + a + "'" + protocol::didYouMean("--" + name, names));
+      return protocol::Status::invalidArgument("unknown option '" + a + "'" +
+                                               protocol::didYouMean("--" + name, names));
     }
     if (spec->takesValue) {
       if (!inlineValue) {
         if (i + 1 >= args.size()) {
-          return protocol::Status::invalidArgument("option --" + name + " needs a value (" + spec->valueName + ")");
+          return protocol::Status::invalidArgument("option --" + name + " needs a value (" + spec->valueName +
+                                                   ")");
         }
         value = args[++i];
       }
@@ -72,8 +75,10 @@ std::string formatOptions(const std::vector<OptionSpec>& specs) {
   for (const auto& o : specs) {
     std::string left = "  " + (o.shortName.empty() ? "" : "-" + o.shortName + ", ") + "--" + o.name +
                        (o.takesValue ? " " + o.valueName : "");
-    if (left.size() < 28) left.resize(28, ' ');
-    else left += "  ";
+    if (left.size() < 28)
+      left.resize(28, ' ');
+    else
+      left += "  ";
     s += left + o.help + (o.repeatable ? " (repeatable)" : "") + "\n";
   }
   return s;

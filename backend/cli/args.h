@@ -29,7 +29,8 @@ struct ParsedArgs {
   const std::vector<std::string>& all(const std::string& name) const;
 };
 
-protocol::StatusOr<ParsedArgs> parseArgs(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs);
+protocol::StatusOr<ParsedArgs> parseArgs(const std::vector<std::string>& args,
+                                         const std::vector<OptionSpec>& specs);
 
 // "  --set KEY=VALUE   Override a config field (repeatable)" lines.
 std::string formatOptions(const std::vector<OptionSpec>& specs);

@@ -5,9 +5,9 @@
 #include <map>
 #include <ostream>
 
+#include "backend/checkpoint/checkpoint_io.h"
 #include "backend/cli/args.h"
 #include "backend/cli/commands.h"
-#include "backend/checkpoint/checkpoint_io.h"
 
 namespace fs::cli {
 
@@ -42,8 +42,9 @@ int consolidateTool(const std::vector<std::string>& args, Io& io) {
     io.err << "flamingo-train checkpoint consolidate: " << s.message() << "\n";
     return kExitFailure;
   }
-  io.out << "wrote " << out.string() << ": " << contents->modelState.size() << " tensors, optimizer state for "
-         << contents->optimizer.state.size() << " parameters, step " << contents->resume.step << "\n";
+  io.out << "wrote " << out.string() << ": " << contents->modelState.size()
+         << " tensors, optimizer state for " << contents->optimizer.state.size() << " parameters, step "
+         << contents->resume.step << "\n";
   return kExitOk;
 }
 
@@ -54,7 +55,8 @@ int runCheckpoint(const std::vector<std::string>& args, Io& io) {
       {"consolidate", consolidateTool}};
   if (args.empty() || args[0] == "--help" || !subs.count(args[0])) {
     auto& os = args.empty() || args[0] != "--help" ? io.err : io.out;
-    if (!args.empty() && args[0] != "--help") os << "flamingo-train checkpoint: unknown tool '" << args[0] << "'\n";
+    if (!args.empty() && args[0] != "--help")
+      os << "flamingo-train checkpoint: unknown tool '" << args[0] << "'\n";
     os << "usage: flamingo-train checkpoint <tool> [options]\n\n"
           "  consolidate   sharded checkpoint directory -> one full (OpenFlamingo-format) file\n";
     return args.size() == 1 && args[0] == "--help" ? kExitOk : kExitUsage;

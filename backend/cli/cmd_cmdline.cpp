@@ -7,8 +7,8 @@
 #include "backend/cli/commands.h"
 #include "backend/cli/config_input.h"
 #include "backend/protocol/cmdline/cmdline.h"
-#include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/cmdline/shell_words.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::cli {
 
@@ -53,8 +53,10 @@ int runImportCmdline(const std::vector<std::string>& args, Io& io) {
     imported = protocol::importOpenFlamingoCmdline(ss.str());
   }
   printProblems("", imported.problems, io.err);
-  for (const auto& f : imported.ignoredFlags) io.err << "note: " << f << " has no effect in Flamingo Studio; ignored\n";
-  for (const auto& f : imported.unknownFlags) io.err << "warning: unknown flag " << f << " was not imported\n";
+  for (const auto& f : imported.ignoredFlags)
+    io.err << "note: " << f << " has no effect in Flamingo Studio; ignored\n";
+  for (const auto& f : imported.unknownFlags)
+    io.err << "warning: unknown flag " << f << " was not imported\n";
   const bool bad = protocol::hasErrors(imported.problems);
   if (bad) return kExitFailure;
   const std::string yaml = protocol::dumpConfigYaml(imported.config);
@@ -97,7 +99,8 @@ int runExportCmdline(const std::vector<std::string>& args, Io& io) {
   if (!config) return kExitFailure;
   const auto exported = protocol::exportOpenFlamingoCmdline(*config);
   for (const auto& p : exported.notExpressible) {
-    io.err << "warning: not expressible in train.py: " << (p.path.empty() ? "" : p.path + ": ") << p.message << "\n";
+    io.err << "warning: not expressible in train.py: " << (p.path.empty() ? "" : p.path + ": ") << p.message
+           << "\n";
   }
   io.out << exported.line << "\n";
   return parsed->has("strict") && !exported.notExpressible.empty() ? kExitFailure : kExitOk;

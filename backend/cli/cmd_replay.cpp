@@ -8,8 +8,8 @@
 #include "backend/cli/commands.h"
 #include "backend/cli/config_input.h"
 #include "backend/cli/paths.h"
-#include "backend/trainer/replay.h"
 #include "backend/protocol/config/validate.h"
+#include "backend/trainer/replay.h"
 
 namespace fs::cli {
 
@@ -17,26 +17,29 @@ int runReplay(const std::vector<std::string>& args, Io& io) {
   const std::vector<OptionSpec> options = {
       {"config", true, false, "FILE", "Run config (YAML) of the model and step to replay", "c"},
       {"reference", true, false, "FILE", "torch.save file: {'init': {name: tensor}, 'batches': [...]}", "r"},
-      {"out", true, false, "FILE", "Where to write the final trainable parameters (default: <run dir>/replay_params.pt)", "o"},
+      {"out", true, false, "FILE",
+       "Where to write the final trainable parameters (default: <run dir>/replay_params.pt)", "o"},
       {"set", true, true, "KEY=VALUE", "Override a config field"},
       {"run-dir", true, false, "DIR", "Run directory (default: a new one under the user's data directory)"},
       {"help", false, false, "", "Show this help"},
   };
   const std::string usage =
-      "usage: flamingo-train replay --config FILE --reference FILE [--out FILE] [--set KEY=VALUE]... [--run-dir DIR]\n";
+      "usage: flamingo-train replay --config FILE --reference FILE [--out FILE] [--set KEY=VALUE]... "
+      "[--run-dir DIR]\n";
   auto parsed = parseArgs(args, options);
   if (!parsed) {
     io.err << "flamingo-train replay: " << parsed.status().message() << "\n" << usage;
     return kExitUsage;
   }
   if (parsed->has("help")) {
-    io.out << usage
-           << "\nProves the engine matches your Python runs. The reference is a torch.save dict: 'init' maps\n"
-              "OpenFlamingo parameter names to tensors (the whole model), 'batches' is a list of\n"
-              "{'laion': (images, input_ids, attention_mask), 'mmc4': (...)} in OpenFlamingo's shapes.\n"
-              "Loads 'init', runs one training iteration per batch pair (dropout off), prints the losses of\n"
-              "each iteration and writes the final trainable parameters (torch.load reads them).\n\n"
-           << formatOptions(options);
+    io.out
+        << usage
+        << "\nProves the engine matches your Python runs. The reference is a torch.save dict: 'init' maps\n"
+           "OpenFlamingo parameter names to tensors (the whole model), 'batches' is a list of\n"
+           "{'laion': (images, input_ids, attention_mask), 'mmc4': (...)} in OpenFlamingo's shapes.\n"
+           "Loads 'init', runs one training iteration per batch pair (dropout off), prints the losses of\n"
+           "each iteration and writes the final trainable parameters (torch.load reads them).\n\n"
+        << formatOptions(options);
     return kExitOk;
   }
   if (!parsed->has("config") || !parsed->has("reference") || !parsed->positionals.empty()) {
@@ -68,7 +71,8 @@ int runReplay(const std::vector<std::string>& args, Io& io) {
     io.out << "\n" << std::flush;
   };
   io.out << "run directory: " << runDir.string() << "\n"
-         << "replaying " << reference->batches.size() << " iterations from " << parsed->get("reference") << "\n"
+         << "replaying " << reference->batches.size() << " iterations from " << parsed->get("reference")
+         << "\n"
          << std::flush;
   if (auto s = engine::runReplay(*config, reference.value(), runDir, replay); !s) {
     io.err << "flamingo-train replay: " << s.message() << "\n";

@@ -32,7 +32,8 @@ bool parseInt(const ParsedArgs& a, const std::string& name, int64_t& out, Io& io
 
 // Options every sample check shares (inspect, validate).
 const std::vector<OptionSpec> kCheckOptions = {
-    {"type", true, false, "laion|mmc4", "Dataset type (default: MMC4 when the json has text_list, else LAION)"},
+    {"type", true, false, "laion|mmc4",
+     "Dataset type (default: MMC4 when the json has text_list, else LAION)"},
     {"tokenizer", true, false, "DIR", "Tokenizer files: also tokenise and apply the token rules"},
     {"family", true, false, "NAME", "Tokenizer family: opt | gpt_neox | mpt | llama (default opt)"},
     {"image-size", true, false, "N", "Vision input size (default 224)"},
@@ -112,8 +113,8 @@ int makeSyntheticTool(const std::vector<std::string>& args, Io& io) {
   data::SyntheticShardOptions o;
   o.outDir = a->get("out");
   int64_t laionShards = o.laionShards, laionSamples = o.laionSamplesPerShard, mmc4Shards = o.mmc4Shards,
-          mmc4Docs = o.mmc4DocsPerShard, width = o.imageWidth, height = o.imageHeight, maxImages = o.maxImagesPerDoc,
-          badEvery = 0, seed = 0;
+          mmc4Docs = o.mmc4DocsPerShard, width = o.imageWidth, height = o.imageHeight,
+          maxImages = o.maxImagesPerDoc, badEvery = 0, seed = 0;
   if (!parseInt(*a, "laion-shards", laionShards, io) || !parseInt(*a, "laion-samples", laionSamples, io) ||
       !parseInt(*a, "mmc4-shards", mmc4Shards, io) || !parseInt(*a, "mmc4-docs", mmc4Docs, io) ||
       !parseInt(*a, "width", width, io) || !parseInt(*a, "height", height, io) ||
@@ -130,7 +131,8 @@ int makeSyntheticTool(const std::vector<std::string>& args, Io& io) {
   o.maxImagesPerDoc = static_cast<int>(maxImages);
   o.badEvery = static_cast<int>(badEvery);
   o.seed = static_cast<uint64_t>(seed);
-  auto sum = data::writeSyntheticShards(o, [&](const std::string& path) { io.out << "wrote " << path << "\n"; });
+  auto sum =
+      data::writeSyntheticShards(o, [&](const std::string& path) { io.out << "wrote " << path << "\n"; });
   if (!sum) {
     io.err << "flamingo-train shards make-synthetic: " << sum.status().message() << "\n";
     return kExitFailure;
@@ -149,9 +151,10 @@ int inspectTool(const std::vector<std::string>& args, Io& io) {
   auto a = parseArgs(args, options);
   if (!a) return usageError(io, "inspect", a.status().message());
   if (a->has("help") || a->positionals.size() != 1) {
-    (a->has("help") ? io.out : io.err) << "usage: flamingo-train shards inspect SHARD [options]\n\n"
-                                          "Prints the samples of one shard (file or pipe:COMMAND) and their problems.\n\n"
-                                       << formatOptions(options);
+    (a->has("help") ? io.out : io.err)
+        << "usage: flamingo-train shards inspect SHARD [options]\n\n"
+           "Prints the samples of one shard (file or pipe:COMMAND) and their problems.\n\n"
+        << formatOptions(options);
     return a->has("help") ? kExitOk : kExitUsage;
   }
   int64_t limit = 20;
@@ -177,9 +180,11 @@ int inspectTool(const std::vector<std::string>& args, Io& io) {
     bad += verdict.drop.has_value();
     if (limit == 0 || n < limit) {
       std::string members;
-      for (const auto& [ext, bytes] : s.fields) members += " " + ext + "(" + std::to_string(bytes.size()) + ")";
+      for (const auto& [ext, bytes] : s.fields)
+        members += " " + ext + "(" + std::to_string(bytes.size()) + ")";
       io.out << s.key << ":" << members << "\n  " << verdict.summary << "\n";
-      if (verdict.drop) io.out << "  DROPPED " << verdict.drop->reason << ": " << verdict.drop->detail << "\n";
+      if (verdict.drop)
+        io.out << "  DROPPED " << verdict.drop->reason << ": " << verdict.drop->detail << "\n";
     }
     ++n;
   }
@@ -238,9 +243,10 @@ int validateTool(const std::vector<std::string>& args, Io& io) {
           ++ok;
         }
       }
-      for (const auto r : {data::DropReason::kUnsafeName, data::DropReason::kTooLarge, data::DropReason::kCorruptTar,
-                           data::DropReason::kEmptyShard}) {
-        if (reader->drops()[r] > 0) counts[std::string(data::dropReasonName(r))] += static_cast<int64_t>(reader->drops()[r]);
+      for (const auto r : {data::DropReason::kUnsafeName, data::DropReason::kTooLarge,
+                           data::DropReason::kCorruptTar, data::DropReason::kEmptyShard}) {
+        if (reader->drops()[r] > 0)
+          counts[std::string(data::dropReasonName(r))] += static_cast<int64_t>(reader->drops()[r]);
       }
       samples += n;
       std::string line;
@@ -253,9 +259,11 @@ int validateTool(const std::vector<std::string>& args, Io& io) {
       for (const auto& p : reader->problems()) io.out << "  " << p << "\n";
     }
   }
-  io.out << "\n" << shards << " shard(s), " << samples << " samples: " << ok << " train, " << broken << " broken";
+  io.out << "\n"
+         << shards << " shard(s), " << samples << " samples: " << ok << " train, " << broken << " broken";
   for (const auto& [reason, c] : totals) {
-    io.out << "\n  " << reason << " " << c << (data::isFilterReason(reason) ? " (filtered by a dataset rule)" : "");
+    io.out << "\n  " << reason << " " << c
+           << (data::isFilterReason(reason) ? " (filtered by a dataset rule)" : "");
   }
   io.out << "\n";
   return broken > 0 ? kExitFailure : kExitOk;
@@ -263,7 +271,8 @@ int validateTool(const std::vector<std::string>& args, Io& io) {
 
 int convertMmc4Tool(const std::vector<std::string>& args, Io& io) {
   const std::vector<OptionSpec> options = {
-      {"documents", true, false, "PATTERN", "MMC4 document files: zips of JSON lines or .jsonl (brace patterns)"},
+      {"documents", true, false, "PATTERN",
+       "MMC4 document files: zips of JSON lines or .jsonl (brace patterns)"},
       {"images", true, false, "DIR", "Downloaded images: DIR/<file index>/<image_name> or DIR/<image_name>"},
       {"out", true, false, "DIR", "Output directory for the shards"},
       {"files-per-shard", true, false, "N", "Start a new shard every N document files (default 1000)"},
@@ -274,7 +283,8 @@ int convertMmc4Tool(const std::vector<std::string>& args, Io& io) {
   auto a = parseArgs(args, options);
   if (!a) return usageError(io, "convert-mmc4", a.status().message());
   if (a->has("help")) {
-    io.out << "usage: flamingo-train shards convert-mmc4 --documents PATTERN --images DIR --out DIR [options]\n\n"
+    io.out << "usage: flamingo-train shards convert-mmc4 --documents PATTERN --images DIR --out DIR "
+              "[options]\n\n"
               "Turns MMC4's documents and downloaded images into shards for the mmc4 dataset type.\n\n"
            << formatOptions(options);
     return kExitOk;
@@ -284,7 +294,8 @@ int convertMmc4Tool(const std::vector<std::string>& args, Io& io) {
   o.imagesDir = a->get("images");
   o.outDir = a->get("out");
   o.dryRun = a->has("dry-run");
-  if (!parseInt(*a, "files-per-shard", o.filesPerShard, io) || !parseInt(*a, "docs-per-shard", o.docsPerShard, io)) {
+  if (!parseInt(*a, "files-per-shard", o.filesPerShard, io) ||
+      !parseInt(*a, "docs-per-shard", o.docsPerShard, io)) {
     return kExitUsage;
   }
   auto sum = data::convertMmc4(o, [&](const std::string& line) { io.out << line << "\n"; });
@@ -296,7 +307,8 @@ int convertMmc4Tool(const std::vector<std::string>& args, Io& io) {
   io.out << (o.dryRun ? "dry run: " : "") << sum->files << " file(s), " << sum->documents << " documents ("
          << sum->badLines << " bad lines); images: " << sum->imagesFound << " found, " << sum->imagesMissing
          << " missing, " << sum->imagesUnreadable << " unreadable, " << sum->imagesUnsafeName
-         << " with unsafe names; " << sum->shardsWritten << " shard(s) written, " << sum->bytesWritten << " bytes\n";
+         << " with unsafe names; " << sum->shardsWritten << " shard(s) written, " << sum->bytesWritten
+         << " bytes\n";
   return kExitOk;
 }
 
@@ -310,7 +322,8 @@ int runShards(const std::vector<std::string>& args, Io& io) {
       {"convert-mmc4", convertMmc4Tool}};
   if (args.empty() || args[0] == "--help" || !subs.count(args[0])) {
     auto& os = args.empty() || args[0] != "--help" ? io.err : io.out;
-    if (!args.empty() && args[0] != "--help") os << "flamingo-train shards: unknown tool '" << args[0] << "'\n";
+    if (!args.empty() && args[0] != "--help")
+      os << "flamingo-train shards: unknown tool '" << args[0] << "'\n";
     os << "usage: flamingo-train shards <tool> [options]\n\n"
           "  make-synthetic   write LAION and MMC4 shards of generated pictures, and a tokenizer\n"
           "  inspect          print one shard's samples and their problems\n"

@@ -13,8 +13,8 @@ int runShowDefaults(const std::vector<std::string>& args, Io& io) {
   };
   auto parsed = parseArgs(args, options);
   if (!parsed || !parsed->positionals.empty()) {
-    io.err << "flamingo-train show-defaults: "
-           << (parsed ? "takes no arguments" : parsed.status().message()) << "\n";
+    io.err << "flamingo-train show-defaults: " << (parsed ? "takes no arguments" : parsed.status().message())
+           << "\n";
     return kExitUsage;
   }
   if (parsed->has("help")) {

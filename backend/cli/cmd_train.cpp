@@ -4,23 +4,23 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <utility>
 #include <ostream>
+#include <utility>
 
 #include "backend/cli/args.h"
 #include "backend/cli/commands.h"
 #include "backend/cli/config_input.h"
 #include "backend/cli/paths.h"
 #include "backend/cli/world_flags.h"
-#include "backend/trainer/trainer.h"
 #include "backend/launch/world_env.h"
 #include "backend/protocol/config/validate.h"
+#include "backend/trainer/trainer.h"
 
 namespace fs::cli {
 namespace {
 
-int runEngine(const protocol::RunConfig& config, const std::filesystem::path& runDir, bool strict, bool progressLine,
-              const launch::WorldInfo& world, Io& io) {
+int runEngine(const protocol::RunConfig& config, const std::filesystem::path& runDir, bool strict,
+              bool progressLine, const launch::WorldInfo& world, Io& io) {
   // The progress line replaces the info log on the terminal; the log file always has it.
   const auto problems = protocol::validateConfig(config);
   printProblems("config", problems, io.err);
@@ -59,9 +59,15 @@ int runEngine(const protocol::RunConfig& config, const std::filesystem::path& ru
     return kExitFailure;
   }
   switch (outcome.value()) {
-    case engine::TrainOutcome::kFinished: io.out << "finished: " << runDir.string() << "\n"; return kExitOk;
-    case engine::TrainOutcome::kStopped: io.out << "stopped after a checkpoint: " << runDir.string() << "\n"; return kExitOk;
-    case engine::TrainOutcome::kKilled: io.err << "killed: no checkpoint written\n"; return kExitFailure;
+    case engine::TrainOutcome::kFinished:
+      io.out << "finished: " << runDir.string() << "\n";
+      return kExitOk;
+    case engine::TrainOutcome::kStopped:
+      io.out << "stopped after a checkpoint: " << runDir.string() << "\n";
+      return kExitOk;
+    case engine::TrainOutcome::kKilled:
+      io.err << "killed: no checkpoint written\n";
+      return kExitFailure;
   }
   return kExitFailure;
 }
@@ -72,7 +78,8 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
   std::vector<OptionSpec> options = {
       {"config", true, false, "FILE", "Run config (YAML)", "c"},
       {"set", true, true, "KEY=VALUE", "Override a config field"},
-      {"run-dir", true, false, "DIR", "Run directory (default: <run_root>/<name>); an existing one is resumed"},
+      {"run-dir", true, false, "DIR",
+       "Run directory (default: <run_root>/<name>); an existing one is resumed"},
       {"strict", false, false, "", "Treat gradient-flow problems after the first step as errors"},
       {"master-addr", true, false, "HOST", "Rank 0's host (default: MASTER_ADDR, or SLURM's first node)"},
       {"master-port", true, false, "PORT", "Rendezvous port (default: MASTER_PORT or 29500)"},
@@ -80,21 +87,24 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
       {"help", false, false, "", "Show this help"},
   };
   for (auto& o : worldFlagOptions()) options.push_back(o);
-  const std::string usage = "usage: flamingo-train train --config FILE [--set KEY=VALUE]... [--run-dir DIR]\n";
+  const std::string usage =
+      "usage: flamingo-train train --config FILE [--set KEY=VALUE]... [--run-dir DIR]\n";
   auto parsed = parseArgs(args, options);
   if (!parsed) {
     io.err << "flamingo-train train: " << parsed.status().message() << "\n" << usage;
     return kExitUsage;
   }
   if (parsed->has("help")) {
-    io.out << usage
-           << "\nTrains one rank. Writes config.yaml, run.json, events.jsonl, logs/ and checkpoints into the run\n"
-              "directory and resumes from its newest complete checkpoint. SIGTERM or a 'stop' control file:\n"
-              "checkpoint, then exit 0. SIGINT: the same; a second SIGINT kills.\n\n"
-              "Several ranks: start one process per rank with torchrun's variables (RANK, WORLD_SIZE,\n"
-              "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), under SLURM (srun), PMI or Open MPI,\n"
-              "or with the flags below; `flamingo-train launch` starts them for you.\n\n"
-           << formatOptions(options);
+    io.out
+        << usage
+        << "\nTrains one rank. Writes config.yaml, run.json, events.jsonl, logs/ and checkpoints into the "
+           "run\n"
+           "directory and resumes from its newest complete checkpoint. SIGTERM or a 'stop' control file:\n"
+           "checkpoint, then exit 0. SIGINT: the same; a second SIGINT kills.\n\n"
+           "Several ranks: start one process per rank with torchrun's variables (RANK, WORLD_SIZE,\n"
+           "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), under SLURM (srun), PMI or Open MPI,\n"
+           "or with the flags below; `flamingo-train launch` starts them for you.\n\n"
+        << formatOptions(options);
     return kExitOk;
   }
   if (!parsed->has("config") || !parsed->positionals.empty()) {
@@ -113,9 +123,9 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
   }
   auto config = loadRunConfig(parsed->get("config"), parsed->all("set"), io);
   if (!config) return kExitFailure;
-  const std::filesystem::path runDir =
-      parsed->has("run-dir") ? std::filesystem::path(parsed->get("run-dir"))
-                             : std::filesystem::path(config->run_root) / config->name;
+  const std::filesystem::path runDir = parsed->has("run-dir")
+                                           ? std::filesystem::path(parsed->get("run-dir"))
+                                           : std::filesystem::path(config->run_root) / config->name;
   return runEngine(*config, runDir, parsed->has("strict"), parsed->has("progress"), world.value(), io);
 }
 

@@ -1,5 +1,4 @@
 #include <nlohmann/json.hpp>
-
 #include <ostream>
 
 #include "backend/cli/args.h"

@@ -20,15 +20,16 @@ int runVersion(const std::vector<std::string>& args, Io& io) {
   }
 #ifdef FS_HAVE_ENGINE
   io.out << "flamingo-train " << runtime::engineVersion() << "\n"
-         << "config schema " << protocol::kConfigSchemaVersion << ", event schema " << protocol::kEventSchemaVersion
-         << "\n"
-         << "LibTorch " << runtime::libtorchVersion() << ", CUDA build: " << (runtime::builtWithCuda() ? "yes" : "no")
-         << ", CUDA device: " << (runtime::cudaAvailable() ? "yes" : "no") << ", threads: " << runtime::intraOpThreads()
-         << "\n";
+         << "config schema " << protocol::kConfigSchemaVersion << ", event schema "
+         << protocol::kEventSchemaVersion << "\n"
+         << "LibTorch " << runtime::libtorchVersion()
+         << ", CUDA build: " << (runtime::builtWithCuda() ? "yes" : "no")
+         << ", CUDA device: " << (runtime::cudaAvailable() ? "yes" : "no")
+         << ", threads: " << runtime::intraOpThreads() << "\n";
 #else
   io.out << "flamingo-train (tools only: built without the LibTorch engine)\n"
-         << "config schema " << protocol::kConfigSchemaVersion << ", event schema " << protocol::kEventSchemaVersion
-         << "\n";
+         << "config schema " << protocol::kConfigSchemaVersion << ", event schema "
+         << protocol::kEventSchemaVersion << "\n";
 #endif
   return kExitOk;
 }

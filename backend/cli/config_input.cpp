@@ -8,7 +8,8 @@
 
 namespace fs::cli {
 
-void printProblems(const std::string& source, const std::vector<protocol::Problem>& problems, std::ostream& os) {
+void printProblems(const std::string& source, const std::vector<protocol::Problem>& problems,
+                   std::ostream& os) {
   for (const auto& p : problems) {
     std::string text = p.toString();
     // Loader messages already start with "<file>:<line>"; don't repeat the file.
@@ -17,8 +18,8 @@ void printProblems(const std::string& source, const std::vector<protocol::Proble
   }
 }
 
-std::optional<protocol::RunConfig> loadRunConfig(const std::string& path, const std::vector<std::string>& sets,
-                                                 Io& io) {
+std::optional<protocol::RunConfig> loadRunConfig(const std::string& path,
+                                                 const std::vector<std::string>& sets, Io& io) {
   protocol::ConfigLoad load;
   if (path == "-") {
     std::stringstream ss;

@@ -14,10 +14,11 @@ namespace fs::cli {
 
 // nullopt after printing the problems when the file cannot be used.
 // "-" reads the YAML from stdin.
-std::optional<protocol::RunConfig> loadRunConfig(const std::string& path, const std::vector<std::string>& sets,
-                                                 Io& io);
+std::optional<protocol::RunConfig> loadRunConfig(const std::string& path,
+                                                 const std::vector<std::string>& sets, Io& io);
 
 // "<source>: error: <path>: <message> Fix: <fix>" per line.
-void printProblems(const std::string& source, const std::vector<protocol::Problem>& problems, std::ostream& os);
+void printProblems(const std::string& source, const std::vector<protocol::Problem>& problems,
+                   std::ostream& os);
 
 }  // namespace fs::cli

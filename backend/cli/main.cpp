@@ -1,11 +1,10 @@
 // flamingo-train: the engine's command-line entry point.
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "backend/cli/commands.h"
-
-#include <cstdlib>
 
 int main(int argc, char** argv) {
   // OpenMP's default spin-waiting made 2-thread steps 10-100x slower on a

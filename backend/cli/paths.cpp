@@ -17,15 +17,18 @@ std::string presetPath(const std::string& name) {
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n > 0) {
     exe[n] = '\0';
-    const auto installed = std::filesystem::path(exe).parent_path() / "../share/flamingo-studio/presets" / (name + ".yaml");
+    const auto installed =
+        std::filesystem::path(exe).parent_path() / "../share/flamingo-studio/presets" / (name + ".yaml");
     if (std::filesystem::exists(installed)) return installed.string();
   }
   return std::string(FS_RESOURCES_DIR) + "/presets/" + name + ".yaml";
 }
 
 std::filesystem::path userDataDir() {
-  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "flamingo-studio";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".local/share/flamingo-studio";
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
+    return std::filesystem::path(xdg) / "flamingo-studio";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::filesystem::path(home) / ".local/share/flamingo-studio";
   return std::filesystem::temp_directory_path() / "flamingo-studio";
 }
 

@@ -67,7 +67,8 @@ namespace {
 // "a 12, b 3" for the largest entries of a count map.
 std::string topEntries(const std::map<std::string, int64_t>& counts, size_t limit) {
   std::vector<std::pair<std::string, int64_t>> sorted(counts.begin(), counts.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string out;
   for (size_t i = 0; i < sorted.size() && i < limit; ++i) {
     if (!out.empty()) out += ", ";

@@ -28,7 +28,8 @@ std::optional<SampleDrop> Mmc4Preparer::prepare(const Sample& sample, Rng& rng, 
   // The token rules first: they need no pixels, and decoding the images of
   // a document they reject would be wasted (NOTE in mmc4_preparer.h).
   slot.ids = tokenizer_->encode(plan.value().text);
-  if (static_cast<int64_t>(slot.ids.size()) > options_.maxTokens) slot.ids.resize(static_cast<size_t>(options_.maxTokens));
+  if (static_cast<int64_t>(slot.ids.size()) > options_.maxTokens)
+    slot.ids.resize(static_cast<size_t>(options_.maxTokens));
   Mmc4TokenRules rules;
   rules.imageTokenId = tokenizer_->imageId();
   rules.maxTokens = options_.maxTokens;
@@ -44,7 +45,8 @@ std::optional<SampleDrop> Mmc4Preparer::prepare(const Sample& sample, Rng& rng, 
   for (size_t index : plan.value().validImages) {
     const std::string& bytes = *doc.value().images[index];
     RgbImage& image = threadDecodeBuffer();
-    if (auto s = decodeImageInto({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}, image); !s) {
+    if (auto s = decodeImageInto({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}, image);
+        !s) {
       return SampleDrop{"bad_image", "image_info[" + std::to_string(index) + "]: " + s.message()};
     }
     if (slotIndex < kept.size() && kept[slotIndex] == index) {

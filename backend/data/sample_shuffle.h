@@ -26,7 +26,9 @@ class SampleShuffle {
  public:
   // REQUIRES: capacity >= 1. `initial` is clamped to [1, capacity].
   SampleShuffle(size_t capacity, size_t initial, uint64_t seed)
-      : capacity_(std::max<size_t>(1, capacity)), initial_(std::clamp<size_t>(initial, 1, capacity_)), rng_(seed) {
+      : capacity_(std::max<size_t>(1, capacity)),
+        initial_(std::clamp<size_t>(initial, 1, capacity_)),
+        rng_(seed) {
     buffer_.reserve(std::min<size_t>(capacity_, 1 << 16));
   }
 

@@ -11,7 +11,9 @@ namespace fs::data {
 
 namespace {
 
-std::string_view text(const Bytes& b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
+std::string_view text(const Bytes& b) {
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
 
 std::string shorten(std::string_view s, size_t n = 80) {
   std::string out(s.substr(0, n));
@@ -54,7 +56,8 @@ SampleVerdict SampleChecker::check(const Sample& sample) {
     v.drop = preparer.prepare(sample, rng_, false, slot);
     v.summary = describe(sample, v.kind) + (v.drop ? "" : ", " + std::to_string(slot.ids.size()) + " tokens");
   } else {
-    v.drop = v.kind == DatasetKind::kLaion ? checkLaionLight(sample, v.summary) : checkMmc4Light(sample, v.summary);
+    v.drop = v.kind == DatasetKind::kLaion ? checkLaionLight(sample, v.summary)
+                                           : checkMmc4Light(sample, v.summary);
   }
   return v;
 }
@@ -72,7 +75,8 @@ std::string SampleChecker::describe(const Sample& sample, DatasetKind kind) cons
   const Bytes* caption = sample.find("txt");
   std::string out = "laion: \"" + (caption ? shorten(stripWhitespace(text(*caption))) : std::string()) + "\"";
   if (const Bytes* image = findLaionImage(sample)) {
-    if (auto size = decodeImageSize(*image)) out += ", " + std::to_string(size->width) + "x" + std::to_string(size->height);
+    if (auto size = decodeImageSize(*image))
+      out += ", " + std::to_string(size->width) + "x" + std::to_string(size->height);
   }
   return out;
 }
@@ -105,7 +109,9 @@ std::optional<SampleDrop> SampleChecker::checkMmc4Light(const Sample& sample, st
   for (size_t index : plan.value().validImages) {
     const std::string& bytes = *doc.value().images[index];
     auto image = decodeImage({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
-    if (!image) return SampleDrop{"bad_image", "image_info[" + std::to_string(index) + "]: " + image.status().message()};
+    if (!image)
+      return SampleDrop{"bad_image",
+                        "image_info[" + std::to_string(index) + "]: " + image.status().message()};
   }
   return std::nullopt;
 }

@@ -20,7 +20,7 @@
 namespace fs::data {
 
 struct ShardCheckOptions {
-  std::optional<DatasetKind> kind;  // nullopt: a sample with json text_list is MMC4, else LAION
+  std::optional<DatasetKind> kind;             // nullopt: a sample with json text_list is MMC4, else LAION
   std::shared_ptr<const Tokenizer> tokenizer;  // may be null
   int64_t imageSize = 224;
   int64_t maxTokens = 0;  // 0: the type's default (32 / 256)

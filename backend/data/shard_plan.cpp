@@ -17,8 +17,8 @@ protocol::StatusOr<ShardPlan> ShardPlan::create(const std::string& dataset, cons
                                                 const ShardPlanOptions& options) {
   if (options.world < 1 || options.rank < 0 || options.rank >= options.world || options.workers < 1) {
     return Status::invalidArgument("dataset " + dataset + ": rank " + std::to_string(options.rank) + " of " +
-                                   std::to_string(options.world) + " with " + std::to_string(options.workers) +
-                                   " workers is not a valid split");
+                                   std::to_string(options.world) + " with " +
+                                   std::to_string(options.workers) + " workers is not a valid split");
   }
   if (spec.empty()) return Status::invalidArgument("datasets." + dataset + ".shards: no shards given");
   auto list = protocol::expandShards(spec);
@@ -30,8 +30,9 @@ protocol::StatusOr<ShardPlan> ShardPlan::create(const std::string& dataset, cons
   if (!options.resampled && plan.shards_.size() < needed) {
     return Status::invalidArgument("datasets." + dataset + ".shards: " + std::to_string(plan.shards_.size()) +
                                    " shard(s) for " + std::to_string(options.world) + " rank(s) x " +
-                                   std::to_string(options.workers) + " worker(s); every worker needs one (at least " +
-                                   std::to_string(needed) + "), or set data.resampled=true");
+                                   std::to_string(options.workers) +
+                                   " worker(s); every worker needs one (at least " + std::to_string(needed) +
+                                   "), or set data.resampled=true");
   }
   return plan;
 }

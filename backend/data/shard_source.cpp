@@ -18,14 +18,16 @@ constexpr int64_t kMinSamplesForDropRate = 100;
 
 Status checkTokenIds(const protocol::TokensConfig& config, const Tokenizer& tok) {
   const auto mismatch = [&](const char* field, int64_t configured, int64_t actual, const std::string& what) {
-    return Status::invalidArgument("model.tokens." + std::string(field) + " is " + std::to_string(configured) +
-                                   " but the tokenizer gives " + what + " = " + std::to_string(actual) +
-                                   "; set it to the tokenizer's value");
+    return Status::invalidArgument("model.tokens." + std::string(field) + " is " +
+                                   std::to_string(configured) + " but the tokenizer gives " + what + " = " +
+                                   std::to_string(actual) + "; set it to the tokenizer's value");
   };
-  if (config.vocab_size != tok.size()) return mismatch("vocab_size", config.vocab_size, tok.size(), "its length");
+  if (config.vocab_size != tok.size())
+    return mismatch("vocab_size", config.vocab_size, tok.size(), "its length");
   if (config.eos_id != tok.eosId()) return mismatch("eos_id", config.eos_id, tok.eosId(), tok.eosToken());
   if (config.pad_id != tok.padId()) return mismatch("pad_id", config.pad_id, tok.padId(), "the pad token");
-  if (config.image_id != tok.imageId()) return mismatch("image_id", config.image_id, tok.imageId(), "<image>");
+  if (config.image_id != tok.imageId())
+    return mismatch("image_id", config.image_id, tok.imageId(), "<image>");
   if (config.endofchunk_id != tok.endofchunkId()) {
     return mismatch("endofchunk_id", config.endofchunk_id, tok.endofchunkId(), "<|endofchunk|>");
   }
@@ -35,7 +37,8 @@ Status checkTokenIds(const protocol::TokensConfig& config, const Tokenizer& tok)
 }  // namespace
 
 StatusOr<std::unique_ptr<ShardSource>> ShardSource::create(const protocol::RunConfig& config, int64_t rank,
-                                                           int64_t world, std::shared_ptr<const Tokenizer> tokenizer) {
+                                                           int64_t world,
+                                                           std::shared_ptr<const Tokenizer> tokenizer) {
   if (!tokenizer) {
     return Status::invalidArgument("model.lm.tokenizer_path: the shard pipeline needs a tokenizer");
   }
@@ -88,8 +91,8 @@ StatusOr<std::unique_ptr<ShardSource>> ShardSource::create(const protocol::RunCo
       ws.rank = rank;
       d.workers.push_back(std::make_unique<ShardWorker>(ws, *d.plan, *d.preparer, *d.ledger));
     }
-    src->stepsPerEpoch_ = src->stepsPerEpoch_ < 0 ? info.batchesPerEpoch
-                                                  : std::min(src->stepsPerEpoch_, info.batchesPerEpoch);
+    src->stepsPerEpoch_ =
+        src->stepsPerEpoch_ < 0 ? info.batchesPerEpoch : std::min(src->stepsPerEpoch_, info.batchesPerEpoch);
     src->datasets_.push_back(std::move(d));
   }
   src->stepsPerEpoch_ = std::max<int64_t>(0, src->stepsPerEpoch_);
@@ -97,7 +100,9 @@ StatusOr<std::unique_ptr<ShardSource>> ShardSource::create(const protocol::RunCo
   return src;
 }
 
-ShardSource::~ShardSource() { stopWorkers(); }
+ShardSource::~ShardSource() {
+  stopWorkers();
+}
 
 void ShardSource::stopWorkers() {
   for (auto& d : datasets_) {

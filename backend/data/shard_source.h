@@ -35,8 +35,8 @@ class ShardSource final : public DataSource {
   // Builds plans, preparers and workers for every dataset; errors name the
   // config field (shards that do not expand, too few shards for the split,
   // token ids that disagree with the tokenizer).
-  static protocol::StatusOr<std::unique_ptr<ShardSource>> create(const protocol::RunConfig& config, int64_t rank,
-                                                                 int64_t world,
+  static protocol::StatusOr<std::unique_ptr<ShardSource>> create(const protocol::RunConfig& config,
+                                                                 int64_t rank, int64_t world,
                                                                  std::shared_ptr<const Tokenizer> tokenizer);
   ~ShardSource() override;
 

@@ -111,8 +111,9 @@ class ShardWorker::Builder {
     for (auto& pooled : pool_) {
       if (pooled.tensor.use_count() == 1 && pooled.tensor.storage().use_count() == 1) return &pooled;
     }
-    Images fresh{torch::empty({spec_.batchSize, spec_.imagesPerSample, 1, 3, spec_.imageSize, spec_.imageSize}),
-                 std::vector<int64_t>(static_cast<size_t>(spec_.batchSize), spec_.imagesPerSample)};
+    Images fresh{
+        torch::empty({spec_.batchSize, spec_.imagesPerSample, 1, 3, spec_.imageSize, spec_.imageSize}),
+        std::vector<int64_t>(static_cast<size_t>(spec_.batchSize), spec_.imagesPerSample)};
     if (pool_.size() < kPoolSize) {
       pool_.push_back(std::move(fresh));  // never reallocates: reserved
       return &pool_.back();
@@ -132,10 +133,13 @@ class ShardWorker::Builder {
   SampleSlot slot_;
 };
 
-ShardWorker::ShardWorker(WorkerSpec spec, const ShardPlan& plan, const SamplePreparer& preparer, DropLedger& ledger)
+ShardWorker::ShardWorker(WorkerSpec spec, const ShardPlan& plan, const SamplePreparer& preparer,
+                         DropLedger& ledger)
     : spec_(std::move(spec)), plan_(plan), preparer_(preparer), ledger_(ledger) {}
 
-ShardWorker::~ShardWorker() { stop(); }
+ShardWorker::~ShardWorker() {
+  stop();
+}
 
 void ShardWorker::start(int64_t epoch, int64_t skip) {
   stop();
@@ -184,8 +188,8 @@ void ShardWorker::recordTarProblems(const TarSampleReader& reader) {
   // Skipped directory entries and extension-less members are not samples;
   // the rest lost (part of) a sample and count against the drop rate.
   const DropCounts& drops = reader.drops();
-  for (DropReason r : {DropReason::kUnsafeName, DropReason::kTooLarge, DropReason::kCorruptTar,
-                       DropReason::kEmptyShard}) {
+  for (DropReason r :
+       {DropReason::kUnsafeName, DropReason::kTooLarge, DropReason::kCorruptTar, DropReason::kEmptyShard}) {
     if (drops[r] > 0) {
       ledger_.drop(reader.url(), std::string(dropReasonName(r)), "", static_cast<int64_t>(drops[r]));
     }
@@ -228,7 +232,7 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
     const auto shards = plan_.workerShards(epoch, pass, spec_.worker);
     const int64_t acceptedBefore = accepted;
     SampleShuffle<Sample> shuffle(spec_.shuffleCapacity, spec_.shuffleInitial,
-                                     mixKey({kShuffleTag, spec_.seed, e, r, w, d, static_cast<uint64_t>(pass)}));
+                                  mixKey({kShuffleTag, spec_.seed, e, r, w, d, static_cast<uint64_t>(pass)}));
     for (const auto& shard : shards) {
       if (!going || stopping_) break;
       TarReaderOptions options;
@@ -257,11 +261,11 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
       going = feed(*out);
     }
     if (going && !stopping_ && accepted == acceptedBefore) {
-      deliver(Status::invalidArgument("dataset " + spec_.dataset + ": worker " + std::to_string(spec_.worker) +
-                                      " of rank " + std::to_string(spec_.rank) + " found no usable sample in " +
-                                      std::to_string(shards.size()) + " shard(s) (first: " +
-                                      (shards.empty() ? std::string("none") : shards.front()) +
-                                      "); see the data_stats counts and the rank log"));
+      deliver(Status::invalidArgument(
+          "dataset " + spec_.dataset + ": worker " + std::to_string(spec_.worker) + " of rank " +
+          std::to_string(spec_.rank) + " found no usable sample in " + std::to_string(shards.size()) +
+          " shard(s) (first: " + (shards.empty() ? std::string("none") : shards.front()) +
+          "); see the data_stats counts and the rank log"));
       break;
     }
   }

@@ -103,7 +103,8 @@ void fillImage(Rng& rng, float* dst, int64_t side) {
 }  // namespace
 
 Batch makeSyntheticBatch(const SyntheticDatasetSpec& spec, const SpecialTokenIds& tokens, uint64_t seed,
-                         int64_t epoch, int64_t rank, int64_t world, int64_t datasetIndex, int64_t batchIndex) {
+                         int64_t epoch, int64_t rank, int64_t world, int64_t datasetIndex,
+                         int64_t batchIndex) {
   const int64_t B = spec.batchSize;
   const bool laion = spec.kind == DatasetKind::kLaion;
   const int64_t T = laion ? 1 : std::max<int64_t>(1, spec.maxNumImages);
@@ -231,8 +232,8 @@ protocol::StatusOr<std::optional<StepBatches>> SyntheticSource::next() {
   out.step = step;
   out.batches.reserve(specs_.size());
   for (size_t i = 0; i < specs_.size(); ++i) {
-    out.batches.push_back(
-        makeSyntheticBatch(specs_[i], tokens_, seed_, epoch_, rank_, world_, static_cast<int64_t>(i), consumed_[i]));
+    out.batches.push_back(makeSyntheticBatch(specs_[i], tokens_, seed_, epoch_, rank_, world_,
+                                             static_cast<int64_t>(i), consumed_[i]));
     ++consumed_[i];
   }
   return std::optional<StepBatches>(std::move(out));

@@ -50,7 +50,8 @@ struct SyntheticDatasetSpec {
 // REQUIRES: batchSize, maxTokens, imageSize > 0; the special ids inside the
 // vocabulary and at least one other id.
 Batch makeSyntheticBatch(const SyntheticDatasetSpec& spec, const SpecialTokenIds& tokens, uint64_t seed,
-                         int64_t epoch, int64_t rank, int64_t world, int64_t datasetIndex, int64_t batchIndex);
+                         int64_t epoch, int64_t rank, int64_t world, int64_t datasetIndex,
+                         int64_t batchIndex);
 
 class SyntheticSource final : public DataSource {
  public:

@@ -15,10 +15,10 @@
 namespace fs::dist {
 
 struct CollectiveState {
-  int64_t seq = 0;       // collectives entered so far (the current one included)
-  std::string last;      // e.g. "all_reduce ddp bucket 3"
-  bool inside = false;   // entered and not yet left
-  int64_t sinceMs = 0;   // unix ms of the last enter or leave
+  int64_t seq = 0;      // collectives entered so far (the current one included)
+  std::string last;     // e.g. "all_reduce ddp bucket 3"
+  bool inside = false;  // entered and not yet left
+  int64_t sinceMs = 0;  // unix ms of the last enter or leave
 };
 
 class CollectiveTracker {

@@ -75,7 +75,8 @@ class Communicator {
   // REQUIRES: out.numel() == size() * in.numel(), same dtype.
   virtual void allGather(at::Tensor& out, const at::Tensor& in, std::string_view what) = 0;
   // allGather, filled when wait() returns (FSDP's prefetch).
-  virtual std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in, std::string what) = 0;
+  virtual std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in,
+                                                            std::string what) = 0;
   // out = chunk rank() of the element-wise reduction of every rank's `in`.
   // REQUIRES: in.numel() == size() * out.numel(), same dtype.
   virtual void reduceScatter(at::Tensor& out, const at::Tensor& in, ReduceOp op, std::string_view what) = 0;
@@ -113,7 +114,8 @@ class Communicator {
   // TORCH_CHECK errors naming the operation and the sizes.
   void checkGatherArgs(const at::Tensor& out, const at::Tensor& in) const;
   void checkScatterArgs(const at::Tensor& out, const at::Tensor& in) const;
-  [[noreturn]] void fail(std::string_view op, std::string_view what, int64_t seq, const std::string& cause) const;
+  [[noreturn]] void fail(std::string_view op, std::string_view what, int64_t seq,
+                         const std::string& cause) const;
   CollectiveTracker tracker_;
   std::function<std::string()> describeFailure_;
   std::string transport_;

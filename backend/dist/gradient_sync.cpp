@@ -74,7 +74,9 @@ GradientSync::GradientSync(std::shared_ptr<Communicator> comm, std::vector<torch
   }
 }
 
-GradientSync::~GradientSync() { *link_ = nullptr; }
+GradientSync::~GradientSync() {
+  *link_ = nullptr;
+}
 
 void GradientSync::broadcastFromRank0(Communicator& comm, const std::vector<torch::Tensor>& tensors,
                                       const std::string& what, int64_t chunkBytes) {

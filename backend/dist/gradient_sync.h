@@ -45,7 +45,8 @@ struct GradientSyncStats {
 class GradientSync {
  public:
   // `params`: the trainable parameters (each once, even if shared).
-  GradientSync(std::shared_ptr<Communicator> comm, std::vector<torch::Tensor> params, GradientSyncOptions options = {});
+  GradientSync(std::shared_ptr<Communicator> comm, std::vector<torch::Tensor> params,
+               GradientSyncOptions options = {});
   ~GradientSync();
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
@@ -74,7 +75,7 @@ class GradientSync {
   std::shared_ptr<Communicator> comm_;
   std::vector<torch::Tensor> params_;
   std::vector<std::unique_ptr<Bucket>> buckets_;
-  std::vector<size_t> bucketOf_;  // param index -> bucket
+  std::vector<size_t> bucketOf_;                                      // param index -> bucket
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // keeps the hooked nodes alive
   std::shared_ptr<GradientSync*> link_;  // shared with the hooks; null once destroyed
   std::vector<char> ready_;

@@ -1,18 +1,20 @@
 #include "backend/dist/heartbeat.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 namespace fs::dist {
 namespace {
 
 int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
-std::string key(int rank) { return "hb/" + std::to_string(rank); }
+std::string key(int rank) {
+  return "hb/" + std::to_string(rank);
+}
 
 std::string seconds(int64_t ms) {
   char buf[32];
@@ -22,8 +24,8 @@ std::string seconds(int64_t ms) {
 
 }  // namespace
 
-Heartbeat::Heartbeat(c10::intrusive_ptr<c10d::Store> store, int rank, int world, const CollectiveTracker& tracker,
-                     std::chrono::milliseconds interval)
+Heartbeat::Heartbeat(c10::intrusive_ptr<c10d::Store> store, int rank, int world,
+                     const CollectiveTracker& tracker, std::chrono::milliseconds interval)
     : store_(std::move(store)), rank_(rank), world_(world), tracker_(tracker), interval_(interval) {
   post();
   thread_ = std::thread([this] { loop(); });
@@ -54,8 +56,8 @@ void Heartbeat::loop() {
 
 void Heartbeat::post() {
   const CollectiveState s = tracker_.snapshot();
-  const nlohmann::json j = {{"seq", s.seq}, {"last", s.last}, {"inside", s.inside}, {"since_ms", s.sinceMs},
-                            {"beat_ms", nowMs()}};
+  const nlohmann::json j = {
+      {"seq", s.seq}, {"last", s.last}, {"inside", s.inside}, {"since_ms", s.sinceMs}, {"beat_ms", nowMs()}};
   const std::string text = j.dump();
   std::lock_guard<std::mutex> lock(storeMu_);
   store_->set(key(rank_), std::vector<uint8_t>(text.begin(), text.end()));
@@ -102,10 +104,13 @@ std::string Heartbeat::describePeers() {
     if (!b.known) {
       line += "never posted a heartbeat";
     } else {
-      if (now - b.beatMs > stale) line += "heartbeat stopped " + seconds(now - b.beatMs) + " ago (process gone or frozen), ";
+      if (now - b.beatMs > stale)
+        line += "heartbeat stopped " + seconds(now - b.beatMs) + " ago (process gone or frozen), ";
       line += b.state.inside ? "inside " : "last left ";
-      line += "#" + std::to_string(b.state.seq) + " '" + b.state.last + "' " + seconds(now - b.state.sinceMs) + " ago";
-      if (b.state.seq < maxSeq) line += " (behind by " + std::to_string(maxSeq - b.state.seq) + " collectives)";
+      line += "#" + std::to_string(b.state.seq) + " '" + b.state.last + "' " +
+              seconds(now - b.state.sinceMs) + " ago";
+      if (b.state.seq < maxSeq)
+        line += " (behind by " + std::to_string(maxSeq - b.state.seq) + " collectives)";
     }
     text += (text.empty() ? "" : "; ") + line;
   }

@@ -12,14 +12,13 @@
 // Thread-safety: board() and describePeers() from any thread.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
 #include "backend/dist/collective_tracker.h"

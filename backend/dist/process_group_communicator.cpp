@@ -1,16 +1,17 @@
 #include "backend/dist/process_group_communicator.h"
 
+#include <torch/torch.h>
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/torch.h>
 #ifdef FS_WITH_CUDA
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
 #include <algorithm>
 #include <functional>
-#include <type_traits>
 #include <memory>
+#include <type_traits>
 
 #include "backend/dist/error_text.h"
 #include "backend/dist/shm_communicator.h"
@@ -20,9 +21,12 @@ namespace {
 
 c10d::ReduceOp toC10d(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return c10d::ReduceOp(c10d::ReduceOp::SUM);
-    case ReduceOp::kMax: return c10d::ReduceOp(c10d::ReduceOp::MAX);
-    case ReduceOp::kMin: return c10d::ReduceOp(c10d::ReduceOp::MIN);
+    case ReduceOp::kSum:
+      return c10d::ReduceOp(c10d::ReduceOp::SUM);
+    case ReduceOp::kMax:
+      return c10d::ReduceOp(c10d::ReduceOp::MAX);
+    case ReduceOp::kMin:
+      return c10d::ReduceOp(c10d::ReduceOp::MIN);
   }
   return c10d::ReduceOp(c10d::ReduceOp::SUM);
 }
@@ -34,9 +38,9 @@ void checkFlat(const at::Tensor& t, const char* op) {
 // NOTE [bfloat16 over Gloo]: LibTorch 1.13's Gloo process group rejects
 // bfloat16 ("Invalid scalar type") in every collective. Collectives that
 // only move bytes (all-gather, all-to-all, broadcast) send bfloat16 as the
-// float16 with the same bits (Gloo copies them; it has no int16 either); a sum / max / min over ranks runs in float32
-// and is rounded back once (reduceScatter reduces locally, in bfloat16,
-// in rank order). NCCL takes bfloat16 as it is.
+// float16 with the same bits (Gloo copies them; it has no int16 either); a sum / max / min over ranks runs in
+// float32 and is rounded back once (reduceScatter reduces locally, in bfloat16, in rank order). NCCL takes
+// bfloat16 as it is.
 template <class PG>
 constexpr bool kGloo = std::is_same_v<PG, c10d::ProcessGroupGloo>;
 
@@ -95,9 +99,15 @@ struct ScatterArgs {
     for (int r = 1; r < size; ++r) {
       const at::Tensor part = recv.narrow(0, r * n, n);
       switch (op) {
-        case ReduceOp::kSum: acc.add_(part); break;
-        case ReduceOp::kMax: at::maximum_out(acc, acc, part); break;
-        case ReduceOp::kMin: at::minimum_out(acc, acc, part); break;
+        case ReduceOp::kSum:
+          acc.add_(part);
+          break;
+        case ReduceOp::kMax:
+          at::maximum_out(acc, acc, part);
+          break;
+        case ReduceOp::kMin:
+          at::minimum_out(acc, acc, part);
+          break;
       }
     }
   }
@@ -106,12 +116,15 @@ struct ScatterArgs {
 // PG is ProcessGroupGloo or ProcessGroupNCCL: a ProcessGroup in LibTorch
 // 1.13, a Backend in 2.x; the collective methods are the same in both.
 template <class PG>
-class PgCommunicator final : public Communicator,
-                             public std::enable_shared_from_this<PgCommunicator<PG>> {
+class PgCommunicator final : public Communicator, public std::enable_shared_from_this<PgCommunicator<PG>> {
  public:
-  PgCommunicator(c10::intrusive_ptr<c10d::Store> store, std::string prefix, c10::intrusive_ptr<PG> pg, int rank,
-                 int size, GroupOptions options)
-      : store_(std::move(store)), prefix_(std::move(prefix)), pg_(std::move(pg)), rank_(rank), size_(size),
+  PgCommunicator(c10::intrusive_ptr<c10d::Store> store, std::string prefix, c10::intrusive_ptr<PG> pg,
+                 int rank, int size, GroupOptions options)
+      : store_(std::move(store)),
+        prefix_(std::move(prefix)),
+        pg_(std::move(pg)),
+        rank_(rank),
+        size_(size),
         options_(std::move(options)) {}
 
   int rank() const override { return rank_; }
@@ -163,7 +176,8 @@ class PgCommunicator final : public Communicator,
     run("all_gather", what, [&] { return pg_->allgather(g.outputs, g.inputs); });
   }
 
-  std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in, std::string what) override {
+  std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in,
+                                                    std::string what) override {
     checkGatherArgs(out, in);
     GatherArgs<PG> g(out, in, size_);
     return start("all_gather", std::move(what), [&] { return pg_->allgather(g.outputs, g.inputs); });
@@ -181,15 +195,15 @@ class PgCommunicator final : public Communicator,
     checkScatterArgs(out, in);
     auto a = std::make_shared<ScatterArgs<PG>>(out, in, op, size_);
     return start(
-        "reduce_scatter", std::move(what), [&] { return a->issue(*pg_); },
-        [a] { a->reduceLocally(); });
+        "reduce_scatter", std::move(what), [&] { return a->issue(*pg_); }, [a] { a->reduceLocally(); });
   }
 
   void barrier(std::string_view what) override {
     run("barrier", what, [&] { return pg_->barrier(c10d::BarrierOptions()); });
   }
 
-  std::shared_ptr<Communicator> split(const std::vector<std::vector<int>>& groups, const std::string& name) override {
+  std::shared_ptr<Communicator> split(const std::vector<std::vector<int>>& groups,
+                                      const std::string& name) override {
     const std::string key = prefix_ + "split/" + name + "#" + std::to_string(splits_++) + "/";
     for (size_t g = 0; g < groups.size(); ++g) {
       const auto& members = groups[g];
@@ -207,13 +221,18 @@ class PgCommunicator final : public Communicator,
    public:
     Pending(std::shared_ptr<PgCommunicator> owner, c10::intrusive_ptr<c10d::Work> work, const char* op,
             std::string what, int64_t seq, std::function<void()> finish)
-        : owner_(std::move(owner)), work_(std::move(work)), op_(op), what_(std::move(what)), seq_(seq),
+        : owner_(std::move(owner)),
+          work_(std::move(work)),
+          op_(op),
+          what_(std::move(what)),
+          seq_(seq),
           finish_(std::move(finish)) {}
     ~Pending() override {
       if (!work_) return;
       try {  // the collective writes into tensors the caller may free next: let it end first
         work_->wait();
-      } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the caller never asked for the result
+      } catch (
+          const std::exception&) {  // NOLINT(bugprone-empty-catch): the caller never asked for the result
       }
     }
     void wait() override {
@@ -288,8 +307,8 @@ std::shared_ptr<Communicator> makeProcessGroupCommunicator(const c10::intrusive_
       auto o = c10d::ProcessGroupGloo::Options::create(options.timeout);
       o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options.bindAddress));
       auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(scoped, rank, size, o);
-      std::shared_ptr<Communicator> gloo =
-          std::make_shared<PgCommunicator<c10d::ProcessGroupGloo>>(store, prefix, std::move(pg), rank, size, options);
+      std::shared_ptr<Communicator> gloo = std::make_shared<PgCommunicator<c10d::ProcessGroupGloo>>(
+          store, prefix, std::move(pg), rank, size, options);
       if (!options.sharedMemory || size < 2) return gloo;
       SharedMemoryOptions shm;
       shm.arenaBytes = options.sharedMemoryArenaBytes;
@@ -304,15 +323,16 @@ std::shared_ptr<Communicator> makeProcessGroupCommunicator(const c10::intrusive_
       auto o = c10d::ProcessGroupNCCL::Options::create();
       o->timeout = options.timeout;
       auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(scoped, rank, size, o);
-      return std::make_shared<PgCommunicator<c10d::ProcessGroupNCCL>>(store, prefix, std::move(pg), rank, size,
-                                                                       options);
+      return std::make_shared<PgCommunicator<c10d::ProcessGroupNCCL>>(store, prefix, std::move(pg), rank,
+                                                                      size, options);
     }
 #endif
   } catch (const CollectiveError&) {
     throw;
   } catch (const std::exception& e) {
-    throw CollectiveError("joining the " + options.backend + " process group as rank " + std::to_string(rank) +
-                          " of " + std::to_string(size) + " failed: " + firstPart(e.what()));
+    throw CollectiveError("joining the " + options.backend + " process group as rank " +
+                          std::to_string(rank) + " of " + std::to_string(size) +
+                          " failed: " + firstPart(e.what()));
   }
   throw CollectiveError("parallel.dist_backend: '" + options.backend + "' is not available in this build" +
                         (options.backend == "nccl" ? " (built without CUDA)" : ""));

@@ -5,18 +5,17 @@
 // Thread-safety: as Communicator.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <chrono>
 #include <memory>
 #include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "backend/dist/communicator.h"
 
 namespace fs::dist {
 
 struct GroupOptions {
-  std::string backend = "gloo";  // gloo | nccl
+  std::string backend = "gloo";                                 // gloo | nccl
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};  // per collective
   // The address Gloo binds to: one the peers can reach (rendezvous.h picks
   // the local address of the route to the master).

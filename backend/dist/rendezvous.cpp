@@ -3,13 +3,12 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
+#include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/torch.h>
-
-#include <thread>
 
 #include "backend/dist/error_text.h"
 #include "backend/dist/heartbeat.h"
@@ -31,7 +30,9 @@ Membership::~Membership() {
 
 namespace {
 
-std::string bytesToString(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
+std::string bytesToString(const std::vector<uint8_t>& b) {
+  return std::string(b.begin(), b.end());
+}
 
 PeerInfo parsePeer(int rank, const std::string& text) {
   PeerInfo p;
@@ -66,12 +67,13 @@ Status preflight(c10d::Store& store, const RendezvousOptions& o, std::vector<Pee
           const PeerInfo p = parsePeer(r, bytesToString(store.get(k)));
           joined += (joined.empty() ? "" : ", ") + ("rank " + std::to_string(r) + " on " + p.host);
         } else {
-          missing += (missing.empty() ? "" : ", ") + ("rank " + std::to_string(r) + " (" + nodeOf(r, o.localWorld) + ")");
+          missing += (missing.empty() ? "" : ", ") +
+                     ("rank " + std::to_string(r) + " (" + nodeOf(r, o.localWorld) + ")");
         }
       }
-      return Status::ioError("pre-flight: " + missing + " did not join the rendezvous at " + o.masterAddr + ":" +
-                             std::to_string(o.masterPort) + " within " + secondsText(o.preflightTimeout) +
-                             " (joined: " + joined +
+      return Status::ioError("pre-flight: " + missing + " did not join the rendezvous at " + o.masterAddr +
+                             ":" + std::to_string(o.masterPort) + " within " +
+                             secondsText(o.preflightTimeout) + " (joined: " + joined +
                              "); check MASTER_ADDR / MASTER_PORT on those nodes and that they started");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -81,8 +83,8 @@ Status preflight(c10d::Store& store, const RendezvousOptions& o, std::vector<Pee
   std::string mismatch;
   for (const auto& p : *peers) {
     if (p.identity != o.identity) {
-      mismatch += (mismatch.empty() ? "" : "; ") + ("rank " + std::to_string(p.rank) + " on " + p.host + " has '" +
-                                                    p.identity + "'");
+      mismatch += (mismatch.empty() ? "" : "; ") +
+                  ("rank " + std::to_string(p.rank) + " on " + p.host + " has '" + p.identity + "'");
     }
   }
   if (!mismatch.empty()) {
@@ -102,7 +104,8 @@ protocol::StatusOr<std::string> localAddressToward(const std::string& host, int 
   addrinfo* res = nullptr;
   const std::string service = std::to_string(port);
   if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0 || !res) {
-    return Status::invalidArgument("MASTER_ADDR '" + host + "': cannot resolve it (" + gai_strerror(rc) + ")");
+    return Status::invalidArgument("MASTER_ADDR '" + host + "': cannot resolve it (" + gai_strerror(rc) +
+                                   ")");
   }
   const auto* target = reinterpret_cast<const sockaddr_in*>(res->ai_addr);
   if ((ntohl(target->sin_addr.s_addr) >> 24) == 127) {
@@ -152,10 +155,11 @@ protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions&
       return Status::ioError("rank 0 could not serve the rendezvous at " + where +
                              " (is MASTER_PORT in use on this host?): " + firstPart(e.what()));
     }
-    return Status::ioError("rank " + std::to_string(o.rank) + " on " + o.host + " could not reach the rendezvous at " +
-                           where + " within " + secondsText(o.preflightTimeout) +
-                           ": MASTER_ADDR must be the address of rank 0's host and MASTER_PORT reachable from here (" +
-                           firstPart(e.what()) + ")");
+    return Status::ioError(
+        "rank " + std::to_string(o.rank) + " on " + o.host + " could not reach the rendezvous at " + where +
+        " within " + secondsText(o.preflightTimeout) +
+        ": MASTER_ADDR must be the address of rank 0's host and MASTER_PORT reachable from here (" +
+        firstPart(e.what()) + ")");
   }
   try {
     if (Status s = preflight(*m->store_->store, o, &m->peers_); !s) return s;
@@ -182,8 +186,9 @@ protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions&
     at::Tensor one = torch::ones({1}, torch::kInt64);
     m->world_->allReduce(one, ReduceOp::kSum, "pre-flight confirm");
     if (one.item<int64_t>() != o.world) {
-      return Status::ioError("pre-flight: the confirming all-reduce counted " + std::to_string(one.item<int64_t>()) +
-                             " ranks, expected " + std::to_string(o.world));
+      return Status::ioError("pre-flight: the confirming all-reduce counted " +
+                             std::to_string(one.item<int64_t>()) + " ranks, expected " +
+                             std::to_string(o.world));
     }
   } catch (const std::exception& e) {
     return Status::ioError(firstPart(e.what()));

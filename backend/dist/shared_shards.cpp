@@ -8,17 +8,24 @@
 namespace fs::dist {
 
 // The control block's counters, read as NOTE [Node-shared shards]'s:
-// `published` = writes ended (the generation its parts hold), `completed` = generations this rank is done reading.
+// `published` = writes ended (the generation its parts hold), `completed` = generations this rank is done
+// reading.
 
 SharedShards::SharedShards(std::unique_ptr<ShmSegment> seg, int rank, std::chrono::milliseconds timeout)
     : seg_(std::move(seg)), rank_(rank), timeout_(timeout) {}
 
 SharedShards::~SharedShards() = default;
 
-int SharedShards::size() const { return seg_->size(); }
+int SharedShards::size() const {
+  return seg_->size();
+}
 // The ranks' arenas lie end to end: one region.
-uint8_t* SharedShards::data() const { return seg_->arena(0); }
-uint64_t SharedShards::bytes() const { return seg_->arenaBytes() * static_cast<uint64_t>(seg_->size()); }
+uint8_t* SharedShards::data() const {
+  return seg_->arena(0);
+}
+uint64_t SharedShards::bytes() const {
+  return seg_->arenaBytes() * static_cast<uint64_t>(seg_->size());
+}
 
 namespace {
 
@@ -41,7 +48,8 @@ void waitAll(ShmSegment& seg, int rank, std::chrono::milliseconds timeout, std::
   if (ready()) return;
   auto cause = waitOnSegment(
       seg, rank, ready,
-      [&] { return "rank(s) " + lagging() + " " + state + " " + std::to_string(atLeast) + " of the shards"; }, timeout);
+      [&] { return "rank(s) " + lagging() + " " + state + " " + std::to_string(atLeast) + " of the shards"; },
+      timeout);
   if (cause) throw std::runtime_error("shared shards: " + std::string(what) + ": " + *cause);
 }
 
@@ -56,7 +64,8 @@ void SharedShards::beginWrite(std::string_view what) {
   writing_ = true;
   seg_->control(rank_).completed.store(generation_);
   seg_->notifyAll();
-  waitAll(*seg_, rank_, timeout_, what, &ShmRankControl::completed, generation_, "to finish reading generation");
+  waitAll(*seg_, rank_, timeout_, what, &ShmRankControl::completed, generation_,
+          "to finish reading generation");
 }
 
 void SharedShards::endWrite() {

@@ -1,8 +1,7 @@
 #include "backend/dist/shm_communicator.h"
 
-#include <unistd.h>
-
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -23,9 +22,13 @@ using Parts = std::vector<const uint8_t*>;  // where each rank's publication lie
 
 constexpr uint64_t kAlign = 64;
 
-uint64_t alignUp(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+uint64_t alignUp(uint64_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
 
-uint64_t bytesOf(const at::Tensor& t) { return static_cast<uint64_t>(t.numel()) * t.element_size(); }
+uint64_t bytesOf(const at::Tensor& t) {
+  return static_cast<uint64_t>(t.numel()) * t.element_size();
+}
 
 at::Tensor viewOf(const uint8_t* p, int64_t n, at::ScalarType dtype) {
   return at::from_blob(const_cast<uint8_t*>(p), {n}, at::TensorOptions().dtype(dtype));
@@ -34,9 +37,15 @@ at::Tensor viewOf(const uint8_t* p, int64_t n, at::ScalarType dtype) {
 // Folds `part` into `acc` (both flat, one dtype).
 void combine(at::Tensor& acc, const at::Tensor& part, ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: acc.add_(part); break;
-    case ReduceOp::kMax: at::maximum_out(acc, acc, part); break;
-    case ReduceOp::kMin: at::minimum_out(acc, acc, part); break;
+    case ReduceOp::kSum:
+      acc.add_(part);
+      break;
+    case ReduceOp::kMax:
+      at::maximum_out(acc, acc, part);
+      break;
+    case ReduceOp::kMin:
+      at::minimum_out(acc, acc, part);
+      break;
   }
 }
 
@@ -55,7 +64,11 @@ std::string randomHex(int bytes) {
 class ShmCommunicator final : public Communicator, public std::enable_shared_from_this<ShmCommunicator> {
  public:
   ShmCommunicator(std::shared_ptr<Communicator> inner, std::unique_ptr<ShmSegment> seg, SharedMemoryOptions o)
-      : inner_(std::move(inner)), seg_(std::move(seg)), options_(o), rank_(inner_->rank()), size_(inner_->size()) {}
+      : inner_(std::move(inner)),
+        seg_(std::move(seg)),
+        options_(o),
+        rank_(inner_->rank()),
+        size_(inner_->size()) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -72,7 +85,8 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
     if (viaInner(bytesOf(t))) {
       return delegate("all_reduce", what, [&] { return inner_->allReduceAsync(t, op, what); });
     }
-    return asyncRun("all_reduce", std::move(what), [&](std::string w) { return issueAllReduce(t, op, std::move(w)); });
+    return asyncRun("all_reduce", std::move(what),
+                    [&](std::string w) { return issueAllReduce(t, op, std::move(w)); });
   }
 
   void broadcast(at::Tensor& t, int root, std::string_view what) override {
@@ -84,8 +98,8 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
       std::vector<uint64_t> expect(size_, 0);
       expect[root] = bytes;
       const bool mine = root == rank_;
-      return issue("broadcast", std::move(w), mine ? t.data_ptr() : nullptr, mine ? bytes : 0, std::move(expect),
-                   [t, root, bytes, mine](const Parts& parts) mutable {
+      return issue("broadcast", std::move(w), mine ? t.data_ptr() : nullptr, mine ? bytes : 0,
+                   std::move(expect), [t, root, bytes, mine](const Parts& parts) mutable {
                      if (!mine) std::memcpy(t.data_ptr(), parts[root], bytes);
                    });
     });
@@ -97,12 +111,14 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
     syncRun("all_gather", what, [&](std::string w) { return issueAllGather(out, in, std::move(w)); });
   }
 
-  std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in, std::string what) override {
+  std::unique_ptr<PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in,
+                                                    std::string what) override {
     checkGatherArgs(out, in);
     if (viaInner(bytesOf(in))) {
       return delegate("all_gather", what, [&] { return inner_->allGatherAsync(out, in, what); });
     }
-    return asyncRun("all_gather", std::move(what), [&](std::string w) { return issueAllGather(out, in, std::move(w)); });
+    return asyncRun("all_gather", std::move(what),
+                    [&](std::string w) { return issueAllGather(out, in, std::move(w)); });
   }
 
   void reduceScatter(at::Tensor& out, const at::Tensor& in, ReduceOp op, std::string_view what) override {
@@ -110,7 +126,8 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
     if (viaInner(bytesOf(in))) {
       return delegate("reduce_scatter", what, [&] { inner_->reduceScatter(out, in, op, what); });
     }
-    syncRun("reduce_scatter", what, [&](std::string w) { return issueReduceScatter(out, in, op, std::move(w)); });
+    syncRun("reduce_scatter", what,
+            [&](std::string w) { return issueReduceScatter(out, in, op, std::move(w)); });
   }
 
   std::unique_ptr<PendingCollective> reduceScatterAsync(at::Tensor out, at::Tensor in, ReduceOp op,
@@ -136,7 +153,8 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
 
   std::unique_ptr<SharedShards> shareShards(uint64_t bytes, std::string* why) override;
 
-  std::shared_ptr<Communicator> split(const std::vector<std::vector<int>>& groups, const std::string& name) override {
+  std::shared_ptr<Communicator> split(const std::vector<std::vector<int>>& groups,
+                                      const std::string& name) override {
     std::lock_guard<std::mutex> lock(mu_);
     drainLocked();
     return inner_->split(groups, name);
@@ -164,7 +182,8 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
       if (!owner_) return;
       try {  // peers may be waiting for this rank's completion to reuse their arenas
         owner_->completeThrough(seq_);
-      } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the caller never asked for the result
+      } catch (
+          const std::exception&) {  // NOLINT(bugprone-empty-catch): the caller never asked for the result
       }
     }
     void wait() override {
@@ -212,7 +231,8 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
   uint64_t issueReduceScatter(const at::Tensor& out, const at::Tensor& in, ReduceOp op, std::string what) {
     const at::Tensor src = in.contiguous();
     const uint64_t bytes = bytesOf(src);
-    return issue("reduce_scatter", std::move(what), src.data_ptr(), bytes, std::vector<uint64_t>(size_, bytes),
+    return issue("reduce_scatter", std::move(what), src.data_ptr(), bytes,
+                 std::vector<uint64_t>(size_, bytes),
                  [out, op, size = size_, rank = rank_](const Parts& parts) mutable {
                    const int64_t n = out.numel();
                    const auto dtype = out.scalar_type();
@@ -240,8 +260,8 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
   }
 
   // Publishes this rank's part of the next collective (NOTE [Shared-memory transport]).
-  uint64_t issue(const char* op, std::string what, const void* src, uint64_t bytes, std::vector<uint64_t> expect,
-                 std::function<void(const Parts&)> finish) {
+  uint64_t issue(const char* op, std::string what, const void* src, uint64_t bytes,
+                 std::vector<uint64_t> expect, std::function<void(const Parts&)> finish) {
     std::lock_guard<std::mutex> lock(mu_);
     throwIfBroken(op, what);
     const uint64_t seq = nextSeq_;
@@ -275,26 +295,31 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
   void completeFrontLocked() {
     Op& op = pending_.front();
     throwIfBroken(op.op, op.what);
-    waitLocked(op.op, op.what, [&] {
-      for (int r = 0; r < size_; ++r) {
-        if (seg_->control(r).published.load() <= op.seq) return false;
-      }
-      return true;
-    }, [&] {
-      std::string who;
-      for (int r = 0; r < size_; ++r) {
-        if (seg_->control(r).published.load() <= op.seq) who += (who.empty() ? "" : ", ") + std::to_string(r);
-      }
-      return "rank(s) " + who + " to join it";
-    });
+    waitLocked(
+        op.op, op.what,
+        [&] {
+          for (int r = 0; r < size_; ++r) {
+            if (seg_->control(r).published.load() <= op.seq) return false;
+          }
+          return true;
+        },
+        [&] {
+          std::string who;
+          for (int r = 0; r < size_; ++r) {
+            if (seg_->control(r).published.load() <= op.seq)
+              who += (who.empty() ? "" : ", ") + std::to_string(r);
+          }
+          return "rank(s) " + who + " to join it";
+        });
     Parts parts(size_);
     for (int r = 0; r < size_; ++r) {
       const ShmDescriptor d = seg_->control(r).descriptors[op.seq % kShmDescriptors];
       if (d.seq != op.seq || d.bytes != op.expect[r] || d.offset + d.bytes > seg_->arenaBytes()) {
         breakLocked(op.op, op.what,
-                    "rank " + std::to_string(r) + " published " + std::to_string(d.bytes) + " bytes as collective " +
-                        std::to_string(d.seq) + ", expected " + std::to_string(op.expect[r]) + " bytes as " +
-                        std::to_string(op.seq) + ": the ranks issued different collectives");
+                    "rank " + std::to_string(r) + " published " + std::to_string(d.bytes) +
+                        " bytes as collective " + std::to_string(d.seq) + ", expected " +
+                        std::to_string(op.expect[r]) + " bytes as " + std::to_string(op.seq) +
+                        ": the ranks issued different collectives");
       }
       parts[r] = seg_->arena(r) + d.offset;
     }
@@ -328,19 +353,23 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
       }
       // Full: complete our own reads first, so no peer waits on us.
       drainLocked();
-      waitLocked(op, what, [&] { return slowestCompletion() > low; }, [&] {
-        std::string who;
-        for (int r = 0; r < size_; ++r) {
-          if (seg_->control(r).completed.load() <= low) who += (who.empty() ? "" : ", ") + std::to_string(r);
-        }
-        return "rank(s) " + who + " to finish collective " + std::to_string(low) + " (shared arena full)";
-      });
+      waitLocked(
+          op, what, [&] { return slowestCompletion() > low; },
+          [&] {
+            std::string who;
+            for (int r = 0; r < size_; ++r) {
+              if (seg_->control(r).completed.load() <= low)
+                who += (who.empty() ? "" : ", ") + std::to_string(r);
+            }
+            return "rank(s) " + who + " to finish collective " + std::to_string(low) + " (shared arena full)";
+          });
     }
   }
 
   template <class Ready, class Describe>
   void waitLocked(const char* op, const std::string& what, Ready&& ready, Describe&& describe) {
-    if (auto cause = waitOnSegment(*seg_, rank_, ready, describe, options_.timeout)) breakLocked(op, what, *cause);
+    if (auto cause = waitOnSegment(*seg_, rank_, ready, describe, options_.timeout))
+      breakLocked(op, what, *cause);
   }
 
   [[noreturn]] void breakLocked(const char* op, const std::string& what, const std::string& cause) {
@@ -379,8 +408,12 @@ class ShmCommunicator final : public Communicator, public std::enable_shared_fro
   std::string broken_;
 };
 
-std::vector<uint8_t> bytesOfText(const std::string& s) { return {s.begin(), s.end()}; }
-std::string textOf(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+std::vector<uint8_t> bytesOfText(const std::string& s) {
+  return {s.begin(), s.end()};
+}
+std::string textOf(const std::vector<uint8_t>& b) {
+  return {b.begin(), b.end()};
+}
 
 // The segment's name and nonce travel from rank 0 in a fixed-size message over this group's own collectives.
 std::unique_ptr<SharedShards> ShmCommunicator::shareShards(uint64_t total, std::string* why) {
@@ -412,7 +445,8 @@ std::unique_ptr<SharedShards> ShmCommunicator::shareShards(uint64_t total, std::
       failure = e.what();
     }
   }
-  if (seg) seg->claim(rank_);  // before the agreement: a peer's first wait may already look for dead processes
+  if (seg)
+    seg->claim(rank_);  // before the agreement: a peer's first wait may already look for dead processes
   at::Tensor mapped = at::full({1}, seg ? 1 : 0, at::kInt);
   allReduce(mapped, ReduceOp::kMin, "shared shards: mapped");
   if (seg) seg->unlink();  // every member has mapped it or given up

@@ -38,12 +38,11 @@
 // state so a PendingCollective may be waited from another thread.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "backend/dist/communicator.h"
 

@@ -1,14 +1,13 @@
 #include "backend/dist/shm_segment.h"
 
 #include <fcntl.h>
+#include <immintrin.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include <immintrin.h>
-#include <signal.h>
 
 #include <cerrno>
 #include <cstring>
@@ -34,10 +33,13 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
-size_t roundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+size_t roundUp(size_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
 
 [[noreturn]] void failErrno(const std::string& name, const std::string& call) {
-  throw std::runtime_error("shared memory segment " + name + ": " + call + " failed: " + std::strerror(errno));
+  throw std::runtime_error("shared memory segment " + name + ": " + call +
+                           " failed: " + std::strerror(errno));
 }
 
 }  // namespace
@@ -116,7 +118,8 @@ std::unique_ptr<ShmSegment> ShmSegment::open(const std::string& name, int size, 
   std::atomic_thread_fence(std::memory_order_acquire);
   if (h.magic != Header::kMagic || h.size != size || h.arenaBytes != arenaBytes ||
       std::strncmp(h.nonce, nonce.c_str(), sizeof(h.nonce)) != 0) {
-    throw std::runtime_error("shared memory segment " + name + " belongs to another group (its header differs)");
+    throw std::runtime_error("shared memory segment " + name +
+                             " belongs to another group (its header differs)");
   }
   return seg;
 }
@@ -126,7 +129,9 @@ void ShmSegment::unlink() {
   linked_ = false;
 }
 
-ShmSegment::Header& ShmSegment::header() const { return *static_cast<Header*>(base_); }
+ShmSegment::Header& ShmSegment::header() const {
+  return *static_cast<Header*>(base_);
+}
 
 ShmRankControl& ShmSegment::control(int rank) const {
   auto* p = static_cast<uint8_t*>(base_) + roundUp(sizeof(Header)) +
@@ -136,7 +141,8 @@ ShmRankControl& ShmSegment::control(int rank) const {
 
 uint8_t* ShmSegment::arena(int rank) const {
   return static_cast<uint8_t*>(base_) + roundUp(sizeof(Header)) +
-         static_cast<size_t>(size_) * roundUp(sizeof(ShmRankControl)) + static_cast<size_t>(rank) * arenaBytes_;
+         static_cast<size_t>(size_) * roundUp(sizeof(ShmRankControl)) +
+         static_cast<size_t>(rank) * arenaBytes_;
 }
 
 void ShmSegment::claim(int rank) {
@@ -145,7 +151,9 @@ void ShmSegment::claim(int rank) {
   c.pidNamespace = currentPidNamespace();
 }
 
-uint32_t ShmSegment::epoch() const { return header().epoch.load(); }
+uint32_t ShmSegment::epoch() const {
+  return header().epoch.load();
+}
 
 void ShmSegment::notifyAll() {
   Header& h = header();
@@ -159,7 +167,8 @@ void ShmSegment::waitForChange(uint32_t seen, std::chrono::microseconds slice) {
   Header& h = header();
   h.sleepers.fetch_add(1);
   // The epoch is re-read by the kernel: a bump after `seen` was read returns at once.
-  const timespec ts{static_cast<time_t>(slice.count() / 1000000), static_cast<long>(slice.count() % 1000000) * 1000};
+  const timespec ts{static_cast<time_t>(slice.count() / 1000000),
+                    static_cast<long>(slice.count() % 1000000) * 1000};
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&h.epoch), FUTEX_WAIT, seen, &ts, nullptr, 0);
   h.sleepers.fetch_sub(1);
 }

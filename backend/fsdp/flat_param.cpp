@@ -14,12 +14,13 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
                              dist::Communicator* valuesFrom)
     : members_(std::move(members)), shardRank_(shardRank), shardSize_(shardSize) {
   TORCH_CHECK(!members_.empty(), "FlatParameter: no members");
-  TORCH_CHECK(shardSize_ >= 1 && shardRank_ >= 0 && shardRank_ < shardSize_, "FlatParameter: rank ", shardRank_,
-              " outside a shard group of ", shardSize_);
+  TORCH_CHECK(shardSize_ >= 1 && shardRank_ >= 0 && shardRank_ < shardSize_, "FlatParameter: rank ",
+              shardRank_, " outside a shard group of ", shardSize_);
   const auto& first = members_.front().param;
   trainable_ = first.requires_grad();
   for (const auto& m : members_) {
-    TORCH_CHECK(m.param.defined() && m.param.is_leaf(), "FlatParameter: ", m.name, " is not a leaf parameter");
+    TORCH_CHECK(m.param.defined() && m.param.is_leaf(), "FlatParameter: ", m.name,
+                " is not a leaf parameter");
     TORCH_CHECK(m.param.scalar_type() == first.scalar_type() && m.param.device() == first.device(),
                 "FlatParameter: ", m.name, " is ", m.param.scalar_type(), " on ", m.param.device(), ", ",
                 members_.front().name, " is ", first.scalar_type(), " on ", first.device());
@@ -58,7 +59,8 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
     } else if (broadcasts) {
       // NOTE [Values from the node's first rank]: a receiving rank keeps only its shard of what is
       // broadcast, one chunk at a time, so it never holds the whole flat parameter.
-      const int64_t chunk = std::max<int64_t>(1, kInitChunkBytes / static_cast<int64_t>(c10::elementSize(storage)));
+      const int64_t chunk =
+          std::max<int64_t>(1, kInitChunkBytes / static_cast<int64_t>(c10::elementSize(storage)));
       const int64_t begin = shardRank_ * shardNumel_, end = begin + shardNumel_;
       torch::Tensor buffer = holdsValues ? torch::Tensor() : torch::empty({std::min(chunk, padded)}, options);
       if (!holdsValues) shard_ = torch::empty({shardNumel_}, options);
@@ -67,7 +69,8 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
         torch::Tensor piece = holdsValues ? values.narrow(0, at, n) : buffer.narrow(0, 0, n);
         valuesFrom->broadcast(piece, 0, what);
         const int64_t lo = std::max(at, begin), hi = std::min(at + n, end);
-        if (!holdsValues && lo < hi) shard_.narrow(0, lo - begin, hi - lo).copy_(piece.narrow(0, lo - at, hi - lo));
+        if (!holdsValues && lo < hi)
+          shard_.narrow(0, lo - begin, hi - lo).copy_(piece.narrow(0, lo - at, hi - lo));
       }
     }
     if (values.defined()) {
@@ -143,7 +146,8 @@ void FlatParameter::free() {
   }
   if (!gathered_ || !needsGather_) return;  // the members view the shard itself
   c10::StorageImpl* s = full_.storage().unsafeGetStorageImpl();
-  if (shared_ && !cast_) telemetry::trackExternalBytes(telemetry::Phase::kGathered, -static_cast<int64_t>(s->nbytes()));
+  if (shared_ && !cast_)
+    telemetry::trackExternalBytes(telemetry::Phase::kGathered, -static_cast<int64_t>(s->nbytes()));
   s->set_data_ptr_noswap(at::DataPtr(nullptr, full_.device()));
   s->set_nbytes(0);
   gathered_ = false;
@@ -151,16 +155,16 @@ void FlatParameter::free() {
 
 void FlatParameter::moveShardInto(dist::SharedShards& store, uint64_t offset) {
   const uint64_t padded = static_cast<uint64_t>(paddedNumel()) * shard_.element_size();
-  TORCH_CHECK(store.size() == shardSize_ && store.rank() == shardRank_, "FlatParameter ", members_.front().name,
-              ": shared shards of rank ", store.rank(), " of ", store.size(), " for shard ", shardRank_, " of ",
-              shardSize_);
-  TORCH_CHECK(offset % 64 == 0 && offset + padded <= store.bytes(), "FlatParameter ", members_.front().name, ": ",
-              padded, " bytes at offset ", offset, " do not fit shared shards of ", store.bytes());
+  TORCH_CHECK(store.size() == shardSize_ && store.rank() == shardRank_, "FlatParameter ",
+              members_.front().name, ": shared shards of rank ", store.rank(), " of ", store.size(),
+              " for shard ", shardRank_, " of ", shardSize_);
+  TORCH_CHECK(offset % 64 == 0 && offset + padded <= store.bytes(), "FlatParameter ", members_.front().name,
+              ": ", padded, " bytes at offset ", offset, " do not fit shared shards of ", store.bytes());
   TORCH_CHECK(!gathered_ && !reduction_, "FlatParameter ", members_.front().name, ": moved while in use");
   torch::NoGradGuard noGrad;
   shared_ = store.data() + offset;
-  torch::Tensor mine = at::from_blob(shared_ + static_cast<uint64_t>(shardBytes()) * shardRank_, {shardNumel_},
-                                     shard_.options().requires_grad(false));
+  torch::Tensor mine = at::from_blob(shared_ + static_cast<uint64_t>(shardBytes()) * shardRank_,
+                                     {shardNumel_}, shard_.options().requires_grad(false));
   mine.copy_(shard_.detach());
   shard_.set_data(mine);  // the same leaf (the optimizer's), now in the node's segment
 }
@@ -242,7 +246,8 @@ void FlatParameter::beginReduce(dist::Communicator& comm, double scale, const st
     r->replicas = replicated ? replicas : nullptr;
   } else {
     r->mine = r->flat;  // a shard group of one: the flat gradient is the shard's
-    if (replicated) r->pending = replicas->allReduceAsync(r->mine, dist::ReduceOp::kSum, what + " across replicas");
+    if (replicated)
+      r->pending = replicas->allReduceAsync(r->mine, dist::ReduceOp::kSum, what + " across replicas");
   }
   // Published copies need no source: the full-size gradient is gone as soon as the reduction is issued.
   if (r->pending && r->pending->inputCopied()) r->flat = torch::Tensor();
@@ -260,7 +265,8 @@ void FlatParameter::finishReduce() {
   auto r = std::move(reduction_);
   if (r->pending) r->pending->wait();
   if (r->replicas) r->replicas->allReduce(r->mine, dist::ReduceOp::kSum, r->what + " across replicas");
-  torch::Tensor mine = r->mine.scalar_type() == shard_.scalar_type() ? r->mine : r->mine.to(shard_.scalar_type());
+  torch::Tensor mine =
+      r->mine.scalar_type() == shard_.scalar_type() ? r->mine : r->mine.to(shard_.scalar_type());
   if (r->scale != 1.0) mine.mul_(r->scale);
   if (shard_.grad().defined()) {
     shard_.mutable_grad().add_(mine);

@@ -55,13 +55,15 @@ struct FlatDtypes {
 };
 
 struct FlatMember {
-  std::string name;     // the parameter's path in the model, e.g. "lang_encoder.model.decoder.layers.0.fc1.weight"
+  std::string
+      name;  // the parameter's path in the model, e.g. "lang_encoder.model.decoder.layers.0.fc1.weight"
   torch::Tensor param;  // the module's parameter (a leaf); re-pointed into the full buffer
 };
 
 class FlatParameter {
  public:
-  // Delayed init: the most bytes a receiving rank holds of a flat parameter's values at once beyond its shard.
+  // Delayed init: the most bytes a receiving rank holds of a flat parameter's values at once beyond its
+  // shard.
   static constexpr int64_t kInitChunkBytes = int64_t{16} << 20;
 
   // Takes the members' current values as the unsharded values; with
@@ -79,7 +81,7 @@ class FlatParameter {
   FlatParameter& operator=(const FlatParameter&) = delete;
 
   const std::vector<FlatMember>& members() const { return members_; }
-  int64_t numel() const { return numel_; }              // without padding
+  int64_t numel() const { return numel_; }  // without padding
   int64_t paddedNumel() const { return shardNumel_ * shardSize_; }
   int64_t shardNumel() const { return shardNumel_; }
   int64_t padding() const { return paddedNumel() - numel_; }
@@ -168,8 +170,8 @@ class FlatParameter {
   int shardRank_ = 0;
   int shardSize_ = 1;
   bool trainable_ = false;
-  bool cast_ = false;          // the full buffer's dtype differs from the shard's
-  bool needsGather_ = false;   // sharded, or cast: the members do not view the shard itself
+  bool cast_ = false;         // the full buffer's dtype differs from the shard's
+  bool needsGather_ = false;  // sharded, or cast: the members do not view the shard itself
   c10::ScalarType modelDtype_ = c10::ScalarType::Float;
   c10::ScalarType reduceDtype_ = c10::ScalarType::Float;
   bool gathered_ = true;

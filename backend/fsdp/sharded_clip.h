@@ -26,8 +26,8 @@ namespace fs::fsdp {
 enum class ClipScope { kGlobal, kPerUnit };
 
 struct ShardedClipResult {
-  train::ClipResult total;              // the global norm (measured in both scopes), coef for kGlobal
-  std::vector<train::ClipResult> units; // kPerUnit: per unit with trainable parameters, in unit order
+  train::ClipResult total;               // the global norm (measured in both scopes), coef for kGlobal
+  std::vector<train::ClipResult> units;  // kPerUnit: per unit with trainable parameters, in unit order
 };
 
 ShardedClipResult clipShardedGradNorm(const ShardedModel& model, const train::ClipOptions& options,

@@ -40,14 +40,17 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
   const int world = comm_->size();
   switch (options_.strategy) {
     case Strategy::kFullShard:
-    case Strategy::kShardGradOp: shardComm_ = comm_; break;
+    case Strategy::kShardGradOp:
+      shardComm_ = comm_;
+      break;
     case Strategy::kNoShard:
       shardComm_ = dist::makeSoloCommunicator();
       replicateComm_ = comm_;
       break;
     case Strategy::kHybridShard: {
-      TORCH_CHECK(options_.ranksPerNode >= 1 && world % options_.ranksPerNode == 0, "hybrid_shard: ",
-                  options_.ranksPerNode, " ranks per node do not divide a world of ", world);
+      TORCH_CHECK(options_.ranksPerNode >= 1 && world % options_.ranksPerNode == 0,
+                  "hybrid_shard: ", options_.ranksPerNode, " ranks per node do not divide a world of ",
+                  world);
       shardComm_ = comm_->split(dist::intraNodeGroups(world, options_.ranksPerNode), "fsdp intra-node");
       replicateComm_ = comm_->split(dist::interNodeGroups(world, options_.ranksPerNode), "fsdp inter-node");
       break;
@@ -89,7 +92,8 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
   std::shared_ptr<dist::Communicator> valuesFrom;
   if (options_.valuesFromNodeLeader) {
     const int perNode = std::clamp(options_.ranksPerNode, 1, world);
-    TORCH_CHECK(world % perNode == 0, "delayed init: ", perNode, " ranks per node do not divide a world of ", world);
+    TORCH_CHECK(world % perNode == 0, "delayed init: ", perNode, " ranks per node do not divide a world of ",
+                world);
     if (perNode == world) {
       valuesFrom = comm_;
     } else if (options_.strategy == Strategy::kHybridShard) {
@@ -115,12 +119,14 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
           h = tensorfile::xxh64({bytes, static_cast<size_t>(m.param.numel()) * m.param.element_size()}, h);
         }
         valueHashes.push_back(static_cast<int64_t>(h));
-        flatNames.push_back(unit.path + " (" + list.front().name + ", " + std::to_string(list.size()) + " tensors)");
+        flatNames.push_back(unit.path + " (" + list.front().name + ", " + std::to_string(list.size()) +
+                            " tensors)");
       }
-      unit.flats.push_back(std::make_unique<FlatParameter>(std::move(list), shardComm_->rank(), shardComm_->size(),
-                                                           options_.dtypes, valuesFrom.get()));
+      unit.flats.push_back(std::make_unique<FlatParameter>(
+          std::move(list), shardComm_->rank(), shardComm_->size(), options_.dtypes, valuesFrom.get()));
       const FlatParameter& f = *unit.flats.back();
-      for (size_t m = 0; m < f.members().size(); ++m) memberOf_[f.members()[m].param.unsafeGetTensorImpl()] = {&f, m};
+      for (size_t m = 0; m < f.members().size(); ++m)
+        memberOf_[f.members()[m].param.unsafeGetTensorImpl()] = {&f, m};
     }
     if (unit.justInTime) unitOf_[unit.module] = units_.size();
     units_.push_back(std::move(unit));
@@ -154,7 +160,9 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
   }
 }
 
-ShardedModel::~ShardedModel() { telemetry::trackExternalBytes(telemetry::Phase::kParameters, -storeOwnBytes_); }
+ShardedModel::~ShardedModel() {
+  telemetry::trackExternalBytes(telemetry::Phase::kParameters, -storeOwnBytes_);
+}
 
 // NOTE [Node-shared shards]: every rank builds the same flat parameters in the same order, so they agree on
 // where each padded buffer lies in the segment.
@@ -202,10 +210,11 @@ void ShardedModel::checkShardsUnwritten() const {
   size_t k = 0;
   for (const auto& u : units_) {
     for (const auto& f : u.flats) {
-      TORCH_CHECK(static_cast<int64_t>(f->shard()._version()) == shardVersions_[k++], "FSDP: the shard of ",
-                  f->members().front().name, " (unit ", u.path,
-                  ") was written outside ShardedModel::beginShardWrite() / endShardWrite(); with node-shared shards "
-                  "(NOTE [Node-shared shards]) its peers may have read it half-written");
+      TORCH_CHECK(
+          static_cast<int64_t>(f->shard()._version()) == shardVersions_[k++], "FSDP: the shard of ",
+          f->members().front().name, " (unit ", u.path,
+          ") was written outside ShardedModel::beginShardWrite() / endShardWrite(); with node-shared shards "
+          "(NOTE [Node-shared shards]) its peers may have read it half-written");
     }
   }
 }
@@ -221,11 +230,12 @@ void ShardedModel::checkNodesAgree(const std::vector<int64_t>& hashes, const std
   for (int64_t f = 0; f < n; ++f) {
     for (int node = 1; node < world / perNode; ++node) {
       if (h[node * perNode * n + f] == h[f]) continue;
-      TORCH_CHECK(false, "delayed init: ranks 0 and ", node * perNode,
-                  " (the first ranks of nodes 0 and ", node, ") built different initial values for ", names[f],
-                  ": each node reads the weights and initialises the model itself, so the weights files (or the "
-                  "engine builds) must be the same on every node; or set parallel.delayed_init=false to broadcast "
-                  "rank 0's");
+      TORCH_CHECK(
+          false, "delayed init: ranks 0 and ", node * perNode, " (the first ranks of nodes 0 and ", node,
+          ") built different initial values for ", names[f],
+          ": each node reads the weights and initialises the model itself, so the weights files (or the "
+          "engine builds) must be the same on every node; or set parallel.delayed_init=false to broadcast "
+          "rank 0's");
     }
   }
 }
@@ -285,7 +295,9 @@ std::vector<size_t> ShardedModel::gatheredUnits() const {
   return out;
 }
 
-int ShardedModel::unitsGathered() const { return static_cast<int>(gatheredUnits().size()); }
+int ShardedModel::unitsGathered() const {
+  return static_cast<int>(gatheredUnits().size());
+}
 
 void ShardedModel::noteGathered() {
   peakGathered_ = std::max(peakGathered_, gatheredBytes());
@@ -298,8 +310,8 @@ void ShardedModel::noteGathered() {
 }
 
 void ShardedModel::gather(Unit& u) {
-  const bool needed =
-      std::any_of(u.flats.begin(), u.flats.end(), [](const auto& f) { return !f->gathered() || f->gathering(); });
+  const bool needed = std::any_of(u.flats.begin(), u.flats.end(),
+                                  [](const auto& f) { return !f->gathered() || f->gathering(); });
   if (!needed) return;
   // Counted as gathered memory, not as the activations of the forward that asked for it.
   telemetry::MemoryPhase phase(telemetry::Phase::kGathered);
@@ -370,7 +382,8 @@ void ShardedModel::reduce(size_t i) {
   telemetry::MemoryPhase phase(telemetry::Phase::kGradients);
   const auto t0 = std::chrono::steady_clock::now();
   for (auto& f : u.flats) {
-    if (f->trainable()) f->beginReduce(*shardComm_, gradScale_, "reduce-scatter " + u.path, replicateComm_.get());
+    if (f->trainable())
+      f->beginReduce(*shardComm_, gradScale_, "reduce-scatter " + u.path, replicateComm_.get());
   }
   if (std::find(reducing_.begin(), reducing_.end(), i) == reducing_.end()) reducing_.push_back(i);
   commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -383,7 +396,8 @@ void ShardedModel::finishReductions(bool holdingInputs) {
   std::vector<size_t> left;
   for (size_t i : reducing_) {
     auto& flats = units_[i].flats;
-    if (holdingInputs && std::none_of(flats.begin(), flats.end(), [](const auto& f) { return f->reductionHoldsInput(); })) {
+    if (holdingInputs &&
+        std::none_of(flats.begin(), flats.end(), [](const auto& f) { return f->reductionHoldsInput(); })) {
       left.push_back(i);
       continue;
     }
@@ -432,13 +446,15 @@ std::map<std::string, double> ShardedModel::gradientAbsSums() {
       for (size_t m = 0; m < f->members().size(); ++m) {
         names.push_back(f->members()[m].name);
         const auto s = f->localSlice(m);
-        sums.push_back(g.defined() && s.length > 0 ? g.narrow(0, s.shardOffset, s.length).abs().sum().item<double>()
-                                                   : 0.0);
+        sums.push_back(g.defined() && s.length > 0
+                           ? g.narrow(0, s.shardOffset, s.length).abs().sum().item<double>()
+                           : 0.0);
       }
     }
   }
   torch::Tensor all = torch::tensor(sums, torch::kFloat64);
-  if (shardComm_->size() > 1 && all.numel() > 0) shardComm_->allReduce(all, dist::ReduceOp::kSum, "gradient sums");
+  if (shardComm_->size() > 1 && all.numel() > 0)
+    shardComm_->allReduce(all, dist::ReduceOp::kSum, "gradient sums");
   std::map<std::string, double> out;
   for (size_t i = 0; i < names.size(); ++i) out[names[i]] = all[static_cast<int64_t>(i)].item<double>();
   return out;
@@ -450,7 +466,8 @@ std::vector<torch::Tensor> ShardedModel::parameterValues(const std::vector<torch
   int64_t total = 0;
   for (const auto& p : params) {
     auto it = memberOf_.find(p.unsafeGetTensorImpl());
-    TORCH_CHECK(it != memberOf_.end(), "ShardedModel: a tensor of shape ", p.sizes(), " is not a parameter of the model");
+    TORCH_CHECK(it != memberOf_.end(), "ShardedModel: a tensor of shape ", p.sizes(),
+                " is not a parameter of the model");
     where.push_back(it->second);
     total += p.numel();
   }
@@ -460,7 +477,8 @@ std::vector<torch::Tensor> ShardedModel::parameterValues(const std::vector<torch
   for (const auto& w : where) {
     const auto s = w.flat->localSlice(w.member);
     if (s.length > 0) {
-      all.narrow(0, at + s.memberOffset, s.length).copy_(w.flat->shard().detach().narrow(0, s.shardOffset, s.length));
+      all.narrow(0, at + s.memberOffset, s.length)
+          .copy_(w.flat->shard().detach().narrow(0, s.shardOffset, s.length));
     }
     at += w.flat->members()[w.member].param.numel();
   }

@@ -8,21 +8,17 @@
 // output's gradient, so the unit is gathered again just before its
 // backward; a hook on the input's gradient frees it once its backward is
 // done; a unit whose input takes no gradient (an embedding lookup) is done
-// once every trainable member's gradient is complete. When one unit's input is the previous unit's output (consecutive
-// layers) both hooks sit on one gradient: a single hook there ends the
-// later unit's backward before it gathers the earlier one, so the two are
-// never gathered at once for want of ordering. Everything not in a unit (embeddings, final norm, head) forms the
-// root unit, gathered from beginForward() to finishBackward(). Inside
-// activation-checkpointed regions the forward runs without a graph, so the
-// recompute during backward gathers the unit (before() in the backward phase
-// only gathers). With reduceDuringBackward on, a unit announced once per
-// forward is reduce-scattered from that input-gradient hook, so its
-// full-size gradients live only while its backward runs (autograd runs a
-// parameter's AccumulateGrad as soon as it is ready, before the node the
-// input's hook sits on). finishBackward() reduce-scatters every trainable
-// unit not done yet (the root, units without an input gradient, units
-// announced twice such as a tied embedding) and frees what is still
-// gathered.
+// once every trainable member's gradient is complete. When one unit's input is the previous unit's output
+// (consecutive layers) both hooks sit on one gradient: a single hook there ends the later unit's backward
+// before it gathers the earlier one, so the two are never gathered at once for want of ordering. Everything
+// not in a unit (embeddings, final norm, head) forms the root unit, gathered from beginForward() to
+// finishBackward(). Inside activation-checkpointed regions the forward runs without a graph, so the recompute
+// during backward gathers the unit (before() in the backward phase only gathers). With reduceDuringBackward
+// on, a unit announced once per forward is reduce-scattered from that input-gradient hook, so its full-size
+// gradients live only while its backward runs (autograd runs a parameter's AccumulateGrad as soon as it is
+// ready, before the node the input's hook sits on). finishBackward() reduce-scatters every trainable unit not
+// done yet (the root, units without an input gradient, units announced twice such as a tied embedding) and
+// frees what is still gathered.
 //
 // A unit whose module the model never announces (UnitSpec::justInTime
 // false) is gathered with the root. Units may nest: a parameter belongs to
@@ -115,7 +111,7 @@ struct ShardingOptions {
 // stitched from different weights.
 
 struct UnitSpec {
-  std::string path;                          // module path in the model, e.g. "perceiver"
+  std::string path;  // module path in the model, e.g. "perceiver"
   std::shared_ptr<torch::nn::Module> module;
   bool justInTime = true;  // false: the model never announces it; gathered with the root
 };
@@ -124,9 +120,9 @@ class ShardedModel final : public model::UnitHooks {
  public:
   struct Unit {
     std::string path;
-    torch::nn::Module* module = nullptr;  // null for the root unit
+    torch::nn::Module* module = nullptr;                // null for the root unit
     std::vector<std::unique_ptr<FlatParameter>> flats;  // one per requires-grad setting (and group) present
-    bool justInTime = true;  // false: gathered with the root
+    bool justInTime = true;                             // false: gathered with the root
   };
 
   // Moves every parameter of `root` into the flat parameters of its unit;
@@ -251,7 +247,7 @@ class ShardedModel final : public model::UnitHooks {
   // Before units_: the flat parameters' shards point into it.
   std::unique_ptr<dist::SharedShards> store_;
   std::string whyNotShared_;
-  int64_t storeOwnBytes_ = 0;         // this rank's shards in the segment, counted by the memory tracker
+  int64_t storeOwnBytes_ = 0;           // this rank's shards in the segment, counted by the memory tracker
   std::vector<int64_t> shardVersions_;  // per shared flat parameter: its shard's version after the last write
   std::shared_ptr<dist::Communicator> shardComm_;      // where parameters are sharded
   std::shared_ptr<dist::Communicator> replicateComm_;  // null: no replicas
@@ -278,12 +274,12 @@ class ShardedModel final : public model::UnitHooks {
   int64_t peakShardGrads_ = 0;
   PassOrder forwardOrder_, backwardOrder_;
   std::vector<std::optional<size_t>> nextInBackward_;  // per unit: what followed it in the last backward
-  std::vector<int> visits_;     // per unit: announcements in this forward
-  std::vector<bool> reduced_;   // per unit: reduced in this backward
+  std::vector<int> visits_;                            // per unit: announcements in this forward
+  std::vector<bool> reduced_;                          // per unit: reduced in this backward
   std::vector<bool> endsOnGradients_;  // per unit: its backward ends when its members' gradients are complete
   std::vector<int> arrived_;           // per unit: trainable members whose gradient is complete
   std::vector<int> trainableMembers_;  // per unit (just-in-time units only)
-  std::vector<size_t> reducing_;        // units whose reduction is in flight
+  std::vector<size_t> reducing_;       // units whose reduction is in flight
   std::vector<size_t> deferredReduce_;  // units whose gradients are complete once the current hook returns
   // This forward's unit outputs by gradient edge (grad_fn, output_nr): the units whose backward ends
   // where that output's gradient arrives, ended by the output's hook before it gathers its own unit.

@@ -44,10 +44,9 @@ std::vector<ShardParameter> shardParameters(const ShardedModel& model) {
   return out;
 }
 
-protocol::StatusOr<train::OptimizerStateDict> toShardState(const train::OptimizerStateDict& full,
-                                                           const std::vector<train::NamedParameter>& fullParams,
-                                                           const std::vector<ShardParameter>& shards,
-                                                           const ShardedModel& model, double weightDecay) {
+protocol::StatusOr<train::OptimizerStateDict> toShardState(
+    const train::OptimizerStateDict& full, const std::vector<train::NamedParameter>& fullParams,
+    const std::vector<ShardParameter>& shards, const ShardedModel& model, double weightDecay) {
   const auto fullNames = indexNames(train::groupParameters(fullParams, weightDecay));
   if (full.paramGroups.size() != 2) {
     return Status::invalidArgument("optimizer state: " + std::to_string(full.paramGroups.size()) +
@@ -152,7 +151,8 @@ train::OptimizerStateDict toFullState(const train::OptimizerStateDict& shardStat
     const torch::Tensor v = gather(e.expAvgSq, "optimizer exp_avg_sq");
     for (size_t k = 0; k < f.members().size(); ++k) {
       const auto& p = f.members()[k].param;
-      members[f.members()[k].name] = {e.step.clone(), m.narrow(0, f.offsetOf(k), p.numel()).view(p.sizes()).clone(),
+      members[f.members()[k].name] = {e.step.clone(),
+                                      m.narrow(0, f.offsetOf(k), p.numel()).view(p.sizes()).clone(),
                                       v.narrow(0, f.offsetOf(k), p.numel()).view(p.sizes()).clone()};
     }
   }
@@ -165,7 +165,8 @@ train::OptimizerStateDict toFullState(const train::OptimizerStateDict& shardStat
       gs.params.push_back(index);
       gs.paramNames.push_back(name);
       auto it = members.find(name);
-      if (it != members.end()) out.state.push_back({index, name, it->second.step, it->second.m, it->second.v});
+      if (it != members.end())
+        out.state.push_back({index, name, it->second.step, it->second.m, it->second.v});
       ++index;
     }
     out.paramGroups.push_back(std::move(gs));

@@ -35,10 +35,9 @@ std::vector<ShardParameter> shardParameters(const ShardedModel& model);
 // model parameters, in model order). Returns the state dict of a
 // GroupedAdamW over `shards`, with the same hyperparameters. Errors name the
 // parameters.
-protocol::StatusOr<train::OptimizerStateDict> toShardState(const train::OptimizerStateDict& full,
-                                                           const std::vector<train::NamedParameter>& fullParams,
-                                                           const std::vector<ShardParameter>& shards,
-                                                           const ShardedModel& model, double weightDecay);
+protocol::StatusOr<train::OptimizerStateDict> toShardState(
+    const train::OptimizerStateDict& full, const std::vector<train::NamedParameter>& fullParams,
+    const std::vector<ShardParameter>& shards, const ShardedModel& model, double weightDecay);
 
 // The inverse: `shardState` from the GroupedAdamW over `shards`; the result
 // is what a GroupedAdamW over `fullParams` would hold. Collective.

@@ -67,8 +67,8 @@ struct RankMemory {
   int64_t activations = 0;  // per model.gradient_checkpointing
   int64_t activationsWithoutCheckpointing = 0;
   int64_t activationsWithCheckpointing = 0;
-  int64_t inputs = 0;     // the step's batches, every dataset's, held for the whole step
-  int64_t stepPeak = 0;   // gathered + activations at the step's highest moment (NOTE [Step walk])
+  int64_t inputs = 0;    // the step's batches, every dataset's, held for the whole step
+  int64_t stepPeak = 0;  // gathered + activations at the step's highest moment (NOTE [Step walk])
 
   int64_t modelState() const { return parameters + gradients + optimizer; }
   int64_t peak() const { return modelState() + inputs + stepPeak; }

@@ -15,7 +15,9 @@ protocol::StatusOr<Dtype> mixedDtype(const std::string& value, Dtype fallback, c
 
 }  // namespace
 
-int64_t dtypeBytes(Dtype dtype) { return static_cast<int64_t>(tensorfile::itemSize(dtype)); }
+int64_t dtypeBytes(Dtype dtype) {
+  return static_cast<int64_t>(tensorfile::itemSize(dtype));
+}
 
 std::string dtypeName(Dtype dtype) {
   std::string_view name = tensorfile::torchName(dtype);
@@ -53,8 +55,8 @@ protocol::StatusOr<PrecisionPlan> oursPrecision(const protocol::RunConfig& confi
     // The forward computes with the gathered parameters (protocol/validate.cpp says the same).
     return Status::invalidArgument("parallel.mixed_precision.param_dtype: '" + mp.param_dtype +
                                    "' is neither what optim.precision '" + p + "' computes in (" +
-                                   dtypeName(plan.compute) + ") nor its weights' dtype (" + dtypeName(plan.weight) +
-                                   ")");
+                                   dtypeName(plan.compute) + ") nor its weights' dtype (" +
+                                   dtypeName(plan.weight) + ")");
   }
   plan.param = *param;
   plan.reduce = *reduce;

@@ -62,8 +62,9 @@ struct FlatGroup {
 };
 
 struct UnitShards {
-  std::vector<FlatGroup> groups;  // ours: trainable (decayed, then not) first, then frozen (NOTE [Flat groups])
-  int64_t shardBytes() const;     // this unit's bytes on every rank
+  std::vector<FlatGroup>
+      groups;                  // ours: trainable (decayed, then not) first, then frozen (NOTE [Flat groups])
+  int64_t shardBytes() const;  // this unit's bytes on every rank
   int64_t padding() const;
 };
 

@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <functional>
 
-#include "backend/protocol/wire/agent_events.h"
 #include "backend/protocol/status.h"
+#include "backend/protocol/wire/agent_events.h"
 
 namespace fs::launch {
 

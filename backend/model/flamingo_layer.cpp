@@ -22,12 +22,13 @@ torch::Tensor FlamingoLayerImpl::forward(const torch::Tensor& hidden, const Laye
     auto block = gated_cross_attn_layer.ptr();
     const auto text_time = ctx.text_time;
     const auto real_tokens = ctx.real_tokens;
-    auto run = [block, text_time, real_tokens, hooks = hooks](const torch::Tensor& in, const torch::Tensor& media) {
+    auto run = [block, text_time, real_tokens, hooks = hooks](const torch::Tensor& in,
+                                                              const torch::Tensor& media) {
       return runUnit(hooks, *block, in, [&] { return block->forward(in, media, text_time, real_tokens); });
     };
     if (gradient_checkpointing) {
-      x = checkpointed([run](const std::vector<torch::Tensor>& in) { return run(in[0], in[1]); }, {x, ctx.media},
-                       trainableParameters(*block));
+      x = checkpointed([run](const std::vector<torch::Tensor>& in) { return run(in[0], in[1]); },
+                       {x, ctx.media}, trainableParameters(*block));
     } else {
       x = run(x, ctx.media);
     }

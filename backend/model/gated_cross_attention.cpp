@@ -81,7 +81,8 @@ GatedCrossAttentionBlockImpl::GatedCrossAttentionBlockImpl(GatedCrossAttentionOp
 }
 
 torch::Tensor GatedCrossAttentionBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& media,
-                                                    const torch::Tensor& text_time, const torch::Tensor& real_tokens) {
+                                                    const torch::Tensor& text_time,
+                                                    const torch::Tensor& real_tokens) {
   const auto h = attn->forward(x, media, text_time) * attn_gate.tanh() + x;
   const auto f = onRealTokens(h, real_tokens, [this](const torch::Tensor& t) { return ff->forward(t); });
   return f * ff_gate.tanh() + h;

@@ -55,8 +55,9 @@ torch::Tensor GptNeoxLayerImpl::forward(const torch::Tensor& hidden, const Layer
   const auto attn_out =
       applyDropout(attention->forward(input_layernorm->forward(hidden), ctx), dropout, is_training());
   const auto mlpOf = [&](const torch::Tensor& in) {
-    return onRealTokens(in, ctx.real_tokens,
-                        [this](const torch::Tensor& x) { return mlp->forward(post_attention_layernorm->forward(x)); });
+    return onRealTokens(in, ctx.real_tokens, [this](const torch::Tensor& x) {
+      return mlp->forward(post_attention_layernorm->forward(x));
+    });
   };
   if (parallel_residual) return applyDropout(mlpOf(hidden), dropout, is_training()) + attn_out + hidden;
   const auto h = attn_out + hidden;

@@ -38,25 +38,26 @@ class SerialLayerNormFn : public torch::autograd::Function<SerialLayerNormFn> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const int64_t dim = ctx->saved_data["dim"].toInt();
-    const std::array<bool, 3> mask = {ctx->needs_input_grad(0), saved[3].defined() && ctx->needs_input_grad(1),
+    const std::array<bool, 3> mask = {ctx->needs_input_grad(0),
+                                      saved[3].defined() && ctx->needs_input_grad(1),
                                       saved[4].defined() && ctx->needs_input_grad(2)};
     SerialScope serial;
-    auto [dx, dw, db] =
-        at::native_layer_norm_backward(grads[0].contiguous(), saved[0], {dim}, saved[1], saved[2], saved[3], saved[4],
-                                       mask);
+    auto [dx, dw, db] = at::native_layer_norm_backward(grads[0].contiguous(), saved[0], {dim}, saved[1],
+                                                       saved[2], saved[3], saved[4], mask);
     return {dx, dw, db, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
-torch::Tensor layerNorm(const torch::Tensor& x, int64_t dim, const torch::Tensor& weight, const torch::Tensor& bias,
-                        double eps) {
+torch::Tensor layerNorm(const torch::Tensor& x, int64_t dim, const torch::Tensor& weight,
+                        const torch::Tensor& bias, double eps) {
   const bool small = x.device().is_cpu() && x.numel() <= kSerialLayerNormElements && x.is_contiguous() &&
                      omp_get_max_threads() > 1;
   if (!small) return torch::layer_norm(x, {dim}, weight, bias, eps);
   const bool hasBias = bias.defined();
-  return SerialLayerNormFn::apply(x, weight, hasBias ? bias : torch::empty({0}, x.options()), dim, eps, hasBias);
+  return SerialLayerNormFn::apply(x, weight, hasBias ? bias : torch::empty({0}, x.options()), dim, eps,
+                                  hasBias);
 }
 
 }  // namespace fs::model

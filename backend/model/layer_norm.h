@@ -25,7 +25,7 @@ namespace fs::model {
 inline constexpr int64_t kSerialLayerNormElements = 1 << 15;  // ATen's GRAIN_SIZE
 
 // torch::layer_norm over the last dimension (weight and bias may be undefined).
-torch::Tensor layerNorm(const torch::Tensor& x, int64_t dim, const torch::Tensor& weight, const torch::Tensor& bias,
-                        double eps);
+torch::Tensor layerNorm(const torch::Tensor& x, int64_t dim, const torch::Tensor& weight,
+                        const torch::Tensor& bias, double eps);
 
 }  // namespace fs::model

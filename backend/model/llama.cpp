@@ -36,8 +36,9 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LayerCon
     return applyRotary(t.view({-1, heads, head_dim}), tables).reshape({-1, width});
   };
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  const auto out = causalSelfAttention(rotated(q_proj->forward(xp)), rotated(k_proj->forward(xp)), v_proj->forward(xp),
-                                       heads, scale, ctx, attention_dropout, is_training());
+  const auto out =
+      causalSelfAttention(rotated(q_proj->forward(xp)), rotated(k_proj->forward(xp)), v_proj->forward(xp),
+                          heads, scale, ctx, attention_dropout, is_training());
   return unpackTokens(o_proj->forward(out), ctx.real_tokens, x.size(0), x.size(1));
 }
 
@@ -60,7 +61,7 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LmOptions& o) : dropout(o.dro
 
 torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
   const auto h = hidden + applyDropout(self_attn->forward(input_layernorm->forward(hidden), ctx), dropout,
-                                         is_training());
+                                       is_training());
   const auto f = onRealTokens(h, ctx.real_tokens, [this](const torch::Tensor& x) {
     return mlp->forward(post_attention_layernorm->forward(x));
   });
@@ -84,7 +85,8 @@ torch::Tensor LlamaLmImpl::embed(const torch::Tensor& input_ids, const torch::Te
 
 LayerContext LlamaLmImpl::layerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                        c10::ScalarType dtype) {
-  return rotaryLayerContext(input_ids, attention_mask, options_.width() / options_.heads(), options_.rotary_base(), dtype);
+  return rotaryLayerContext(input_ids, attention_mask, options_.width() / options_.heads(),
+                            options_.rotary_base(), dtype);
 }
 
 torch::Tensor LlamaLmImpl::finalNorm(const torch::Tensor& hidden) {

@@ -183,7 +183,8 @@ torch::Tensor CausalLmImpl::runLayers(const torch::Tensor& input_ids, const torc
 }
 
 torch::Tensor CausalLmImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                                    const torch::Tensor& media, const torch::Tensor& text_time, Padding padding) {
+                                    const torch::Tensor& media, const torch::Tensor& text_time,
+                                    Padding padding) {
   const auto mask = defaultMask(input_ids, attention_mask);
   const auto real = padding == Padding::kSkip ? realTokenIndex(mask) : torch::Tensor();
   const auto hidden = runLayers(input_ids, mask, media, text_time, real, padding);
@@ -222,8 +223,8 @@ std::shared_ptr<CausalLmImpl> makeCausalLm(const LmOptions& options) {
   TORCH_CHECK(false, "model.lm.family: unknown LM family '", f, "' (known: opt, mpt, gpt_neox, llama)");
 }
 
-LayerContext rotaryLayerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t rot_dim,
-                                double base, c10::ScalarType dtype) {
+LayerContext rotaryLayerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                int64_t rot_dim, double base, c10::ScalarType dtype) {
   const auto l = input_ids.size(1);
   const auto positions =
       torch::arange(l, torch::TensorOptions().dtype(torch::kLong).device(input_ids.device())).unsqueeze(0);

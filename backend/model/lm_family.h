@@ -22,14 +22,14 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
-#include "backend/model/common.h"
-#include "backend/model/unit_hooks.h"
-
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "backend/model/common.h"
+#include "backend/model/unit_hooks.h"
 
 namespace fs::protocol {
 struct LmConfig;
@@ -86,7 +86,7 @@ struct LmOptions {
 
 // Per-forward inputs of every decoder layer, built once per forward.
 struct LayerContext {
-  int64_t batch = 0;        // B and L of the hidden state (B, L, width)
+  int64_t batch = 0;  // B and L of the hidden state (B, L, width)
   int64_t length = 0;
   torch::Tensor attn_bias;  // additive, (B, 1|H, L, L): NOTE [Causal mask] in common.h
   // Rotary families: layerContext() gives (B|1, 1, L, rot); runLayers packs
@@ -94,8 +94,8 @@ struct LayerContext {
   // rotate packed q and k. Undefined for the other families.
   torch::Tensor rope_cos;
   torch::Tensor rope_sin;
-  torch::Tensor media;      // Flamingo only: (B, T_img, n_latents, d_vis)
-  torch::Tensor text_time;  // Flamingo only: (B, L), NOTE [Media masking]
+  torch::Tensor media;        // Flamingo only: (B, T_img, n_latents, d_vis)
+  torch::Tensor text_time;    // Flamingo only: (B, L), NOTE [Media masking]
   torch::Tensor real_tokens;  // NOTE [Skipped padding] in common.h; undefined = every position
   // Padding skipped: each sample's packed rows (packedOffsets), so causal
   // self-attention may run per sample (NOTE [Packed attention]). Empty when
@@ -113,8 +113,8 @@ torch::Tensor causalSelfAttention(const torch::Tensor& q, const torch::Tensor& k
 
 // The context of the rotary families (GPT-NeoX, LLaMA): causal padding bias
 // and rotate-half tables for positions 0..L-1 over the first `rot_dim` channels.
-LayerContext rotaryLayerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t rot_dim,
-                                double base, c10::ScalarType dtype);
+LayerContext rotaryLayerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                int64_t rot_dim, double base, c10::ScalarType dtype);
 
 // One entry of an LM's decoder-layer list (a family's own block, or a
 // FlamingoLayer wrapping one).
@@ -192,8 +192,9 @@ class CausalLmImpl : public torch::nn::Module {
   torch::Tensor defaultMask(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) const;
   // hiddenStates() with the mask defaulted and the real-token index computed
   // once (undefined: every position), shared with forward().
-  torch::Tensor runLayers(const torch::Tensor& input_ids, const torch::Tensor& mask, const torch::Tensor& media,
-                          const torch::Tensor& text_time, const torch::Tensor& real_tokens, Padding padding);
+  torch::Tensor runLayers(const torch::Tensor& input_ids, const torch::Tensor& mask,
+                          const torch::Tensor& media, const torch::Tensor& text_time,
+                          const torch::Tensor& real_tokens, Padding padding);
 
   LmOptions options_;
   torch::nn::Embedding embed_tokens_{nullptr};

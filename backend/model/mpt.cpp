@@ -45,7 +45,8 @@ MptAttentionImpl::MptAttentionImpl(const LmOptions& o)
 
 torch::Tensor MptAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& attn_bias,
                                         const torch::Tensor& real_tokens) {
-  const auto qkv = onRealTokens(x, real_tokens, [this](const torch::Tensor& t) { return Wqkv->forward(t); }).chunk(3, -1);
+  const auto qkv =
+      onRealTokens(x, real_tokens, [this](const torch::Tensor& t) { return Wqkv->forward(t); }).chunk(3, -1);
   auto q = qkv[0];
   auto k = qkv[1];
   if (q_ln) {
@@ -55,7 +56,8 @@ torch::Tensor MptAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
   const double scale = 1.0 / std::sqrt(static_cast<double>(x.size(-1) / heads));
   const auto out = scaledDotAttention(splitHeads(q, heads), splitHeads(k, heads), splitHeads(qkv[2], heads),
                                       scale, attn_bias, attention_dropout, is_training());
-  return onRealTokens(mergeHeads(out), real_tokens, [this](const torch::Tensor& t) { return out_proj->forward(t); });
+  return onRealTokens(mergeHeads(out), real_tokens,
+                      [this](const torch::Tensor& t) { return out_proj->forward(t); });
 }
 
 // ---------------------------------------------------------------- mlp / block
@@ -78,9 +80,10 @@ MptBlockImpl::MptBlockImpl(const LmOptions& o) : dropout(o.dropoutOr(0.0)) {
 }
 
 torch::Tensor MptBlockImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
-  auto h =
-      hidden + applyDropout(attn->forward(norm_1->forward(hidden), ctx.attn_bias, ctx.real_tokens), dropout, is_training());
-  const auto f = onRealTokens(h, ctx.real_tokens, [this](const torch::Tensor& x) { return ffn->forward(norm_2->forward(x)); });
+  auto h = hidden + applyDropout(attn->forward(norm_1->forward(hidden), ctx.attn_bias, ctx.real_tokens),
+                                 dropout, is_training());
+  const auto f = onRealTokens(h, ctx.real_tokens,
+                              [this](const torch::Tensor& x) { return ffn->forward(norm_2->forward(x)); });
   return h + applyDropout(f, dropout, is_training());
 }
 

@@ -26,7 +26,8 @@ class MptAttentionImpl : public torch::nn::Module {
  public:
   explicit MptAttentionImpl(const LmOptions& options);
   // real_tokens: NOTE [Skipped padding] in common.h (the projections).
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& attn_bias, const torch::Tensor& real_tokens = {});
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& attn_bias,
+                        const torch::Tensor& real_tokens = {});
 
   int64_t heads;
   double attention_dropout;

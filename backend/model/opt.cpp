@@ -25,8 +25,9 @@ OptAttentionImpl::OptAttentionImpl(int64_t width, int64_t heads_, double attenti
 torch::Tensor OptAttentionImpl::forward(const torch::Tensor& x, const LayerContext& ctx) {
   const double scaling = 1.0 / std::sqrt(static_cast<double>(x.size(-1) / heads));
   const auto xp = packTokens(x, ctx.real_tokens);
-  const auto out = causalSelfAttention(q_proj->forward(xp) * scaling, k_proj->forward(xp), v_proj->forward(xp), heads,
-                                       1.0, ctx, attention_dropout, is_training());
+  const auto out =
+      causalSelfAttention(q_proj->forward(xp) * scaling, k_proj->forward(xp), v_proj->forward(xp), heads, 1.0,
+                          ctx, attention_dropout, is_training());
   return unpackTokens(out_proj->forward(out), ctx.real_tokens, x.size(0), x.size(1));
 }
 

@@ -132,9 +132,10 @@ class PackedCausalAttentionFn : public torch::autograd::Function<PackedCausalAtt
       const int64_t at = blk.row * ld + blk.col;
       const int n = static_cast<int>(blk.n);
       // dV = P^T dO; dP = dO V^T; dS from dP; dQ = scale dS K; dK = scale dS^T Q.
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, n, 1.0f, pp, n, gp + at, l, 0.0f, dvp + at, l);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, 1.0f, gp + at, l, vp + at, l, 0.0f, ds.data(),
-                  n);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, n, 1.0f, pp, n, gp + at, l, 0.0f, dvp + at,
+                  l);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, 1.0f, gp + at, l, vp + at, l, 0.0f,
+                  ds.data(), n);
       softmaxBackwardRows(pp, ds.data(), blk.n);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, n, alpha, ds.data(), n, kp + at, l, 0.0f,
                   dqp + at, l);
@@ -155,8 +156,8 @@ bool packedAttentionSupports(const at::Tensor& q, double dropout, bool training)
 at::Tensor packedCausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t heads,
                                  double scale, const std::vector<int64_t>& offsets) {
   TORCH_CHECK(q.dim() == 2 && q.sizes() == k.sizes() && q.sizes() == v.sizes(),
-              "packedCausalAttention: q, k, v must share one (N, H*D) shape, got ", q.sizes(), ", ", k.sizes(),
-              ", ", v.sizes());
+              "packedCausalAttention: q, k, v must share one (N, H*D) shape, got ", q.sizes(), ", ",
+              k.sizes(), ", ", v.sizes());
   TORCH_CHECK(heads > 0 && q.size(1) % heads == 0, "packedCausalAttention: width ", q.size(1),
               " is not a multiple of ", heads, " heads");
   TORCH_CHECK(!offsets.empty() && offsets.front() == 0 && offsets.back() == q.size(0) &&
@@ -164,7 +165,8 @@ at::Tensor packedCausalAttention(const at::Tensor& q, const at::Tensor& k, const
               "packedCausalAttention: offsets must rise from 0 to the ", q.size(0), " packed rows");
   TORCH_CHECK(packedAttentionSupports(q, 0.0, false), "packedCausalAttention: fp32 CPU tensors only, got ",
               q.scalar_type(), " on ", q.device());
-  return PackedCausalAttentionFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), heads, scale, offsets);
+  return PackedCausalAttentionFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), heads, scale,
+                                        offsets);
 }
 
 std::vector<int64_t> packedOffsets(const at::Tensor& attention_mask) {

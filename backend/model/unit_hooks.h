@@ -32,8 +32,8 @@ class UnitHooks {
 
 // f() between hooks->before and hooks->after; just f() without hooks.
 template <class F>
-at::Tensor runUnit(const std::shared_ptr<UnitHooks>& hooks, torch::nn::Module& module, const at::Tensor& input,
-                   F&& f) {
+at::Tensor runUnit(const std::shared_ptr<UnitHooks>& hooks, torch::nn::Module& module,
+                   const at::Tensor& input, F&& f) {
   if (!hooks) return f();
   hooks->before(module, input);
   at::Tensor out = f();

@@ -40,7 +40,7 @@ class Status {
 template <class T>
 class StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   StatusOr(Status status) : status_(std::move(status)) {}  // NOLINT
   bool isOk() const { return value_.has_value(); }
   explicit operator bool() const { return isOk(); }

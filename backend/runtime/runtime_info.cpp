@@ -10,7 +10,9 @@
 
 namespace fs::runtime {
 
-std::string engineVersion() { return FS_VERSION; }
+std::string engineVersion() {
+  return FS_VERSION;
+}
 
 std::string libtorchVersion() {
   std::ostringstream os;
@@ -26,9 +28,13 @@ bool builtWithCuda() {
 #endif
 }
 
-bool cudaAvailable() { return torch::cuda::is_available(); }
+bool cudaAvailable() {
+  return torch::cuda::is_available();
+}
 
-int intraOpThreads() { return torch::get_num_threads(); }
+int intraOpThreads() {
+  return torch::get_num_threads();
+}
 
 std::string blasDescription() {
   // The first lines of ATen's build config name the BLAS it was built against;

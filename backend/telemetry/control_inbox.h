@@ -31,9 +31,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/protocol/status.h"
 #include "backend/protocol/wire/control_file.h"
 #include "backend/protocol/wire/run_dir.h"
-#include "backend/protocol/status.h"
 #include "backend/telemetry/emitter.h"
 
 namespace fs::telemetry {

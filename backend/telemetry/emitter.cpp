@@ -201,9 +201,8 @@ void TelemetryEmitter::writerLoop() {
         deadline = std::min(*deadline, sync_at);
       }
       const std::size_t half = std::max<std::size_t>(1, options_.queue_capacity / 2);
-      wake_.wait_until(lock, *deadline, [&] {
-        return closing_ || flush_requested_ > flush_done_ || queue_.size() >= half;
-      });
+      wake_.wait_until(lock, *deadline,
+                       [&] { return closing_ || flush_requested_ > flush_done_ || queue_.size() >= half; });
       batch.swap(queue_);
       // Every drop counted here happened after every event in `batch` was queued:
       // events are only dropped while the queue is full.

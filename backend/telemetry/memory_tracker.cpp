@@ -51,7 +51,8 @@ void recordPhasesAtPeak() {
 void add(std::size_t phase, std::int64_t bytes) {
   // fetch_add returns each value the counter takes, so the peak is exact (see the NOTE).
   raiseTo(g_phase[phase].peak, g_phase[phase].live.fetch_add(bytes, std::memory_order_relaxed) + bytes);
-  if (raiseTo(g_total.peak, g_total.live.fetch_add(bytes, std::memory_order_relaxed) + bytes)) recordPhasesAtPeak();
+  if (raiseTo(g_total.peak, g_total.live.fetch_add(bytes, std::memory_order_relaxed) + bytes))
+    recordPhasesAtPeak();
   g_allocations.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -39,8 +39,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "backend/protocol/wire/events.h"
 #include "backend/protocol/status.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::telemetry {
 
@@ -76,9 +76,9 @@ struct ProcessMemory {
 struct MemorySnapshot {
   bool tracking = false;  // installCpuMemoryTracker() succeeded; else all counters are 0
   std::array<PhaseBytes, kPhaseCount> phases{};
-  PhaseBytes total;              // all phases together
+  PhaseBytes total;                                // all phases together
   std::array<std::int64_t, kPhaseCount> atPeak{};  // each phase's live bytes when total.peak was reached
-  std::int64_t allocations = 0;  // live tracked allocations
+  std::int64_t allocations = 0;                    // live tracked allocations
   ProcessMemory process;
 
   const PhaseBytes& operator[](Phase p) const { return phases[static_cast<std::size_t>(p)]; }

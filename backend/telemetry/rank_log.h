@@ -18,8 +18,8 @@
 #include <memory>
 #include <string>
 
-#include "backend/protocol/wire/run_dir.h"
 #include "backend/protocol/status.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::telemetry {
 

@@ -13,7 +13,9 @@ constexpr std::uint64_t kP3 = 1609587929392839161ull;
 constexpr std::uint64_t kP4 = 9650029242287828579ull;
 constexpr std::uint64_t kP5 = 2870177450012600261ull;
 
-std::uint64_t rotl(std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+std::uint64_t rotl(std::uint64_t x, int r) {
+  return (x << r) | (x >> (64 - r));
+}
 
 // Hashes are defined on little-endian words; memcpy keeps unaligned reads legal.
 std::uint64_t read64(const std::byte* p) {
@@ -30,9 +32,13 @@ std::uint32_t read32(const std::byte* p) {
   return v;
 }
 
-std::uint64_t round(std::uint64_t acc, std::uint64_t input) { return rotl(acc + input * kP2, 31) * kP1; }
+std::uint64_t round(std::uint64_t acc, std::uint64_t input) {
+  return rotl(acc + input * kP2, 31) * kP1;
+}
 
-std::uint64_t merge(std::uint64_t acc, std::uint64_t lane) { return (acc ^ round(0, lane)) * kP1 + kP4; }
+std::uint64_t merge(std::uint64_t acc, std::uint64_t lane) {
+  return (acc ^ round(0, lane)) * kP1 + kP4;
+}
 
 }  // namespace
 

@@ -69,7 +69,9 @@ void GroupedAdamW::zeroGrad(bool setToNone) {
 
 int64_t GroupedAdamW::stateBytes() const {
   int64_t n = 0;
-  auto bytes = [](const torch::Tensor& t) { return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0; };
+  auto bytes = [](const torch::Tensor& t) {
+    return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
+  };
   for (const auto& [key, state] : adamw_->state()) {
     const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
     n += bytes(s.exp_avg()) + bytes(s.exp_avg_sq()) + bytes(s.max_exp_avg_sq());

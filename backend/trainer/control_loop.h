@@ -18,8 +18,8 @@
 
 #include "backend/checkpoint/checkpointer.h"
 #include "backend/dist/communicator.h"
-#include "backend/protocol/wire/control_file.h"
 #include "backend/protocol/status.h"
+#include "backend/protocol/wire/control_file.h"
 #include "backend/telemetry/control_inbox.h"
 #include "backend/telemetry/emitter.h"
 #include "backend/trainer/iteration_agreement.h"

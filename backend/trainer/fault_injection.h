@@ -19,8 +19,12 @@ namespace fs::engine {
 struct FaultPlan {
   int64_t nanRank = -1, nanIteration = -1;
   int64_t throwRank = -1, throwIteration = -1;
-  bool nanLossAt(int64_t rank, int64_t iteration) const { return rank == nanRank && iteration == nanIteration; }
-  bool throwAt(int64_t rank, int64_t iteration) const { return rank == throwRank && iteration == throwIteration; }
+  bool nanLossAt(int64_t rank, int64_t iteration) const {
+    return rank == nanRank && iteration == nanIteration;
+  }
+  bool throwAt(int64_t rank, int64_t iteration) const {
+    return rank == throwRank && iteration == throwIteration;
+  }
 };
 
 protocol::StatusOr<FaultPlan> faultPlanFromEnvironment(const std::map<std::string, std::string>& env);

@@ -10,8 +10,8 @@ namespace fs::engine {
 using protocol::Status;
 
 protocol::StatusOr<protocol::RunConfig> prepareGeneratedData(const protocol::RunConfig& config,
-                                                             const std::filesystem::path& runDir, int64_t rank,
-                                                             int64_t world) {
+                                                             const std::filesystem::path& runDir,
+                                                             int64_t rank, int64_t world) {
   data::SyntheticShardOptions o;
   o.outDir = (runDir / "generated-data" / ("rank" + std::to_string(rank))).string();
   o.seed = static_cast<uint64_t>(config.seed);

@@ -22,7 +22,7 @@ namespace fs::engine {
 // data.source "shards", every dataset's shards pattern and
 // model.lm.tokenizer_path (family opt) filled in.
 protocol::StatusOr<protocol::RunConfig> prepareGeneratedData(const protocol::RunConfig& config,
-                                                             const std::filesystem::path& runDir, int64_t rank,
-                                                             int64_t world);
+                                                             const std::filesystem::path& runDir,
+                                                             int64_t rank, int64_t world);
 
 }  // namespace fs::engine

@@ -30,7 +30,9 @@ void ControlRequest::merge(const ControlRequest& o) {
 }
 
 IterationAgreement::IterationAgreement(std::shared_ptr<dist::Communicator> comm, bool compat)
-    : comm_(comm && comm->size() > 1 ? std::move(comm) : nullptr), compat_(compat), world_(comm_ ? comm_->size() : 1) {}
+    : comm_(comm && comm->size() > 1 ? std::move(comm) : nullptr),
+      compat_(compat),
+      world_(comm_ ? comm_->size() : 1) {}
 
 // A collective still in flight must complete before its tensor goes away:
 // an exception between open() and awaitOpening() leaves the run failing
@@ -55,7 +57,8 @@ void IterationAgreement::open(const std::vector<int64_t>& localTargets, const Co
   }
   // float64 holds token counts exactly (below 2^53) beside the figures.
   std::vector<double> v(localTargets.begin(), localTargets.end());
-  for (int64_t f : {control.stop, control.kill, control.pause, control.resume, control.checkpoint, control.noCheckpoint})
+  for (int64_t f :
+       {control.stop, control.kill, control.pause, control.resume, control.checkpoint, control.noCheckpoint})
     v.push_back(static_cast<double>(f));
   if (figures) {
     const size_t at = v.size() + static_cast<size_t>(comm_->rank()) * figureCount;
@@ -82,7 +85,8 @@ void IterationAgreement::awaitOpening() {
 double IterationAgreement::backwardScale(size_t d) const {
   if (compat_ || world_ == 1) return 1.0;
   const int64_t g = global_.at(d);
-  return g > 0 ? static_cast<double>(world_) * static_cast<double>(local_.at(d)) / static_cast<double>(g) : 0.0;
+  return g > 0 ? static_cast<double>(world_) * static_cast<double>(local_.at(d)) / static_cast<double>(g)
+               : 0.0;
 }
 
 void IterationAgreement::close(const std::vector<double>& localLoss) {

@@ -60,7 +60,7 @@ class IterationAgreement {
   void awaitClosing();  // idempotent
   // After awaitClosing():
   bool nonFinite(size_t dataset) const { return nonFinite_.at(dataset); }  // on any rank
-  double loss(size_t dataset) const { return loss_.at(dataset); }           // the logged loss
+  double loss(size_t dataset) const { return loss_.at(dataset); }          // the logged loss
   // Time spent blocked in awaitOpening() and awaitClosing().
   double waitSeconds() const { return waitS_; }
 

@@ -3,9 +3,9 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
-#include "backend/data/data_source.h"
 #include "backend/checkpoint/checkpoint_io.h"
 #include "backend/checkpoint/weights.h"
+#include "backend/data/data_source.h"
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config/derived.h"
 #include "backend/protocol/wire/run_dir.h"
@@ -58,7 +58,8 @@ protocol::StatusOr<data::Batch> readBatchTuple(const tf::TorchFile& file, const 
 // run's would.
 class ReplaySource final : public data::DataSource {
  public:
-  ReplaySource(std::vector<data::StepBatches> steps, std::vector<data::DatasetInfo> infos, int64_t stepsPerEpoch)
+  ReplaySource(std::vector<data::StepBatches> steps, std::vector<data::DatasetInfo> infos,
+               int64_t stepsPerEpoch)
       : steps_(std::move(steps)), infos_(std::move(infos)), stepsPerEpoch_(stepsPerEpoch) {}
 
   protocol::StatusOr<std::optional<data::StepBatches>> next() override {
@@ -120,8 +121,9 @@ protocol::StatusOr<std::vector<data::StepBatches>> stepBatches(const protocol::R
       if (Status s = data::checkBatch(b); !s) return bad(at, s.message());
       const int64_t side = config.model.vision.image_size;
       if (b.images.size(4) != side || b.images.size(5) != side) {
-        return bad(at, "images are " + std::to_string(b.images.size(4)) + "x" + std::to_string(b.images.size(5)) +
-                           ", the config's model.vision.image_size is " + std::to_string(side));
+        return bad(at, "images are " + std::to_string(b.images.size(4)) + "x" +
+                           std::to_string(b.images.size(5)) + ", the config's model.vision.image_size is " +
+                           std::to_string(side));
       }
       const int64_t vocab = config.model.tokens.vocab_size;
       if (b.inputIds.numel() > 0 &&
@@ -133,7 +135,8 @@ protocol::StatusOr<std::vector<data::StepBatches>> stepBatches(const protocol::R
     for (const auto& [type, batch] : entry) {
       bool used = false;
       for (const auto& d : config.data.datasets) used = used || d.type == type;
-      if (!used) return bad(where, "has a '" + type + "' entry, but the config trains no dataset of that type");
+      if (!used)
+        return bad(where, "has a '" + type + "' entry, but the config trains no dataset of that type");
     }
     steps.push_back(std::move(step));
   }
@@ -170,7 +173,8 @@ protocol::StatusOr<ReplayReference> readReplayReference(const std::string& path)
   for (size_t k = 0; k < batches->items.size(); ++k) {
     const std::string where = path + ": batches[" + std::to_string(k) + "]";
     const tf::PyValue& entry = *batches->items[k];
-    if (!entry.isDict()) return bad(where, "expected a dict {\"laion\": (...), \"mmc4\": (...)}, got " + entry.typeName());
+    if (!entry.isDict())
+      return bad(where, "expected a dict {\"laion\": (...), \"mmc4\": (...)}, got " + entry.typeName());
     std::map<std::string, data::Batch> step;
     for (const auto& [key, value] : entry.entries) {
       const std::string type = key && key->isStr() ? key->text : tf::keyToString(*key);
@@ -193,8 +197,9 @@ Status runReplay(const protocol::RunConfig& config, const ReplayReference& refer
   if (!steps) return steps.status();
   std::vector<std::string> skipped;
   if (newestCompleteCheckpoint(runDir, &skipped)) {
-    return Status::invalidArgument(runDir.string() + ": holds checkpoints; a replay starts from 'init' in a new run "
-                                                     "directory");
+    return Status::invalidArgument(runDir.string() +
+                                   ": holds checkpoints; a replay starts from 'init' in a new run "
+                                   "directory");
   }
   protocol::RunConfig c = config;
   c.checkpoint.every_steps = 0;

@@ -16,6 +16,8 @@
 // one type. Thread-safety: runReplay blocks like runTraining.
 #pragma once
 
+#include <torch/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -23,12 +25,10 @@
 #include <string>
 #include <vector>
 
-#include <torch/types.h>
-
 #include "backend/data/batch.h"
-#include "backend/trainer/trainer.h"
 #include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
+#include "backend/trainer/trainer.h"
 
 namespace fs::engine {
 

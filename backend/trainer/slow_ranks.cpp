@@ -4,7 +4,8 @@
 
 namespace fs::engine {
 
-std::vector<int64_t> updateSlowRanks(const std::vector<double>& work, std::set<int64_t>* flagged, double* median) {
+std::vector<int64_t> updateSlowRanks(const std::vector<double>& work, std::set<int64_t>* flagged,
+                                     double* median) {
   std::vector<int64_t> became;
   if (work.empty()) return became;
   std::vector<double> sorted = work;

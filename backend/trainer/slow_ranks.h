@@ -20,6 +20,7 @@ inline constexpr double kSlowRankFactor = 1.5;
 // `work[r]` is rank r's own work per step. Updates `flagged` (ranks reported
 // and not yet recovered) and returns the ranks that just became slow;
 // `median` receives the median work.
-std::vector<int64_t> updateSlowRanks(const std::vector<double>& work, std::set<int64_t>* flagged, double* median);
+std::vector<int64_t> updateSlowRanks(const std::vector<double>& work, std::set<int64_t>* flagged,
+                                     double* median);
 
 }  // namespace fs::engine

@@ -32,9 +32,12 @@ namespace {
 using namespace fs;
 using Clock = std::chrono::steady_clock;
 
-std::string pattern(const std::string& dir, const std::string& kind) { return dir + "/" + kind + "-{000000..000003}.tar"; }
+std::string pattern(const std::string& dir, const std::string& kind) {
+  return dir + "/" + kind + "-{000000..000003}.tar";
+}
 
-int pipeline(const std::string& dir, const std::string& kind, int64_t workers, int64_t samples, int64_t batch) {
+int pipeline(const std::string& dir, const std::string& kind, int64_t workers, int64_t samples,
+             int64_t batch) {
   auto load = protocol::loadConfigFile(std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml");
   if (!load.ok()) return 1;
   protocol::RunConfig c = load.config;
@@ -55,7 +58,8 @@ int pipeline(const std::string& dir, const std::string& kind, int64_t workers, i
     std::fprintf(stderr, "%s\n", tok.status().message().c_str());
     return 1;
   }
-  auto src = data::ShardSource::create(c, 0, 1, std::shared_ptr<const data::Tokenizer>(std::move(tok.value())));
+  auto src =
+      data::ShardSource::create(c, 0, 1, std::shared_ptr<const data::Tokenizer>(std::move(tok.value())));
   if (!src) {
     std::fprintf(stderr, "%s\n", src.status().message().c_str());
     return 1;
@@ -73,15 +77,17 @@ int pipeline(const std::string& dir, const std::string& kind, int64_t workers, i
   }
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   const auto drops = (*src)->dropCounts().begin()->second;
-  std::printf("kind=%s workers=%lld samples=%lld seconds=%.3f samples_per_s=%.1f filtered=%lld dropped=%lld\n",
-              kind.c_str(), static_cast<long long>(workers), static_cast<long long>(n), s, n / s,
-              static_cast<long long>(drops.filtered), static_cast<long long>(drops.dropped));
+  std::printf(
+      "kind=%s workers=%lld samples=%lld seconds=%.3f samples_per_s=%.1f filtered=%lld dropped=%lld\n",
+      kind.c_str(), static_cast<long long>(workers), static_cast<long long>(n), s, n / s,
+      static_cast<long long>(drops.filtered), static_cast<long long>(drops.dropped));
   return 0;
 }
 
 // The image bytes of the first `samples` samples, per sample; none when the
 // shards cannot be read (the reason is printed).
-std::vector<std::vector<std::string>> readImages(const std::string& dir, const std::string& kind, int64_t samples) {
+std::vector<std::vector<std::string>> readImages(const std::string& dir, const std::string& kind,
+                                                 int64_t samples) {
   std::vector<std::vector<std::string>> images;
   const auto urls = protocol::expandShards(pattern(dir, kind));
   if (!urls) {
@@ -103,7 +109,8 @@ std::vector<std::vector<std::string>> readImages(const std::string& dir, const s
         if (jpg) sampleImages.emplace_back(jpg->begin(), jpg->end());
       } else {
         const auto* json = (**s).find("json");
-        auto doc = data::parseMmc4Document(std::string_view(reinterpret_cast<const char*>(json->data()), json->size()));
+        auto doc = data::parseMmc4Document(
+            std::string_view(reinterpret_cast<const char*>(json->data()), json->size()));
         if (doc.isOk()) {
           for (const auto& img : doc.value().images) {
             if (img && data::isValidMmc4ImageSize(img->size())) sampleImages.push_back(*img);
@@ -124,7 +131,8 @@ int decode(const std::string& dir, const std::string& kind, int64_t samples) {
   const auto t0 = Clock::now();
   for (const auto& sample : images) {
     for (const auto& bytes : sample) {
-      count += data::decodeImageInto({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, img).isOk();
+      count +=
+          data::decodeImageInto({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, img).isOk();
     }
   }
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -146,7 +154,8 @@ int preprocess(const std::string& dir, const std::string& kind, int64_t samples)
   for (const auto& sample : images) {
     for (const auto& bytes : sample) {
       const auto t0 = Clock::now();
-      if (!data::decodeImageInto({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, img).isOk()) continue;
+      if (!data::decodeImageInto({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, img).isOk())
+        continue;
       const auto t1 = Clock::now();
       const std::span<float> out(ring.data() + slot * clip.outputSize(), clip.outputSize());
       if (!clip.run(img, (count & 1) != 0, out).isOk()) return 1;
@@ -156,8 +165,8 @@ int preprocess(const std::string& dir, const std::string& kind, int64_t samples)
       ++count;
     }
   }
-  std::printf("kind=%s preprocess images=%lld decode_ms=%.4f preprocess_ms=%.4f images_per_s=%.1f\n", kind.c_str(),
-              static_cast<long long>(count), 1e3 * decodeS / count, 1e3 * preprocessS / count,
+  std::printf("kind=%s preprocess images=%lld decode_ms=%.4f preprocess_ms=%.4f images_per_s=%.1f\n",
+              kind.c_str(), static_cast<long long>(count), 1e3 * decodeS / count, 1e3 * preprocessS / count,
               count / (decodeS + preprocessS));
   return 0;
 }
@@ -168,7 +177,8 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1);
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "pipeline" && argc >= 6) {
-    return pipeline(argv[2], argv[3], std::stoll(argv[4]), std::stoll(argv[5]), argc > 6 ? std::stoll(argv[6]) : 64);
+    return pipeline(argv[2], argv[3], std::stoll(argv[4]), std::stoll(argv[5]),
+                    argc > 6 ? std::stoll(argv[6]) : 64);
   }
   if (mode == "decode" && argc >= 5) return decode(argv[2], argv[3], std::stoll(argv[4]));
   if (mode == "preprocess" && argc >= 5) return preprocess(argv[2], argv[3], std::stoll(argv[4]));

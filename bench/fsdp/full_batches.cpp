@@ -11,8 +11,8 @@ namespace {
 
 class FullBatchSource final : public data::DataSource {
  public:
-  FullBatchSource(std::unique_ptr<data::DataSource> inner, const protocol::TokensConfig& tokens, int64_t textId,
-                  int64_t width)
+  FullBatchSource(std::unique_ptr<data::DataSource> inner, const protocol::TokensConfig& tokens,
+                  int64_t textId, int64_t width)
       : inner_(std::move(inner)), pad_(tokens.pad_id), textId_(textId), width_(width) {}
 
   protocol::StatusOr<std::optional<data::StepBatches>> next() override {
@@ -75,7 +75,8 @@ class FullBatchSource final : public data::DataSource {
 std::unique_ptr<data::DataSource> fullBatches(std::unique_ptr<data::DataSource> inner,
                                               const protocol::TokensConfig& tokens, int64_t lmWidth) {
   int64_t id = 0;  // the smallest id that is no special token
-  while (id == tokens.pad_id || id == tokens.eos_id || id == tokens.image_id || id == tokens.endofchunk_id) ++id;
+  while (id == tokens.pad_id || id == tokens.eos_id || id == tokens.image_id || id == tokens.endofchunk_id)
+    ++id;
   return std::make_unique<FullBatchSource>(std::move(inner), tokens, id, lmWidth);
 }
 

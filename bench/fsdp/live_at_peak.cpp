@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <string>
-#include <tuple>
 #include <map>
 #include <mutex>
+#include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -150,7 +150,8 @@ std::string endLiveAtPeakStep() {
   std::sort(rows.rbegin(), rows.rend());
   std::string out = std::to_string(best) + " total (allocated since the probe started)\n";
   for (const auto& [bytes, count, l] : rows) {
-    out += std::to_string(bytes) + " " + std::to_string(count) + " " + g_labels[static_cast<size_t>(l)] + " [";
+    out +=
+        std::to_string(bytes) + " " + std::to_string(count) + " " + g_labels[static_cast<size_t>(l)] + " [";
     const auto& sizes = byLabel[l];
     for (size_t i = 0; i < sizes.size() && i < 12; ++i) out += (i ? " " : "") + std::to_string(sizes[i]);
     out += sizes.size() > 12 ? " ...]\n" : "]\n";

@@ -26,8 +26,8 @@
 //   {"rank":0,"step":3,"peak":...,"live":...,"phases":{"parameters":[live,peak,at_peak],...}}
 // (per phase: live at the step's end, its own peak, its live bytes when the total peaked).
 // --full-batches trains on the planner's worst case (NOTE [Full batches] in full_batches.h;
-// data.source must be synthetic). --live-at-peak also writes, per step, the storages live at the step's peak by phase and
-// operator (NOTE [Live at peak] in live_at_peak.h; slow, for finding a missing term).
+// data.source must be synthetic). --live-at-peak also writes, per step, the storages live at the step's peak
+// by phase and operator (NOTE [Live at peak] in live_at_peak.h; slow, for finding a missing term).
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -35,11 +35,11 @@
 #include <vector>
 
 #include "backend/cli/config_input.h"
-#include "backend/trainer/trainer.h"
+#include "backend/data/synthetic_source.h"
 #include "backend/launch/world_env.h"
 #include "backend/protocol/config/validate.h"
 #include "backend/telemetry/memory_tracker.h"
-#include "backend/data/synthetic_source.h"
+#include "backend/trainer/trainer.h"
 #include "bench/fsdp/full_batches.h"
 #include "bench/fsdp/live_at_peak.h"
 
@@ -54,12 +54,13 @@ int usage(const char* why) {
 
 std::string stepLine(int64_t rank, int64_t step, const fs::telemetry::MemorySnapshot& s) {
   std::string line = "{\"rank\":" + std::to_string(rank) + ",\"step\":" + std::to_string(step) +
-                     ",\"peak\":" + std::to_string(s.total.peak) + ",\"live\":" + std::to_string(s.total.live) +
-                     ",\"phases\":{";
+                     ",\"peak\":" + std::to_string(s.total.peak) +
+                     ",\"live\":" + std::to_string(s.total.live) + ",\"phases\":{";
   for (size_t i = 0; i < fs::telemetry::kPhaseCount; ++i) {
     const auto p = static_cast<fs::telemetry::Phase>(i);
-    line += (i ? ",\"" : "\"") + std::string(fs::telemetry::phaseName(p)) + "\":[" + std::to_string(s[p].live) +
-            "," + std::to_string(s[p].peak) + "," + std::to_string(s.atPeak[i]) + "]";
+    line += (i ? ",\"" : "\"") + std::string(fs::telemetry::phaseName(p)) + "\":[" +
+            std::to_string(s[p].live) + "," + std::to_string(s[p].peak) + "," + std::to_string(s.atPeak[i]) +
+            "]";
   }
   return line + "}}";
 }
@@ -92,7 +93,8 @@ int main(int argc, char** argv) {
       return usage(("unknown argument " + a).c_str());
     }
   }
-  if (config.empty() || runDir.empty() || out.empty()) return usage("--config, --run-dir and --out are required");
+  if (config.empty() || runDir.empty() || out.empty())
+    return usage("--config, --run-dir and --out are required");
   fs::cli::Io io{std::cout, std::cerr, std::cin};
   auto cfg = fs::cli::loadRunConfig(config, sets, io);
   if (!cfg) return 1;

@@ -32,9 +32,11 @@ double msSince(Clock::time_point start) {
 
 void report(const char* what, std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
-  auto at = [&](double q) { return ms[std::min(ms.size() - 1, std::size_t(q * double(ms.size() - 1) + 0.5))]; };
-  std::printf("%-34s n=%-4zu median %7.2f ms   p90 %7.2f ms   max %7.2f ms\n", what, ms.size(), at(0.5), at(0.9),
-              ms.back());
+  auto at = [&](double q) {
+    return ms[std::min(ms.size() - 1, std::size_t(q * double(ms.size() - 1) + 0.5))];
+  };
+  std::printf("%-34s n=%-4zu median %7.2f ms   p90 %7.2f ms   max %7.2f ms\n", what, ms.size(), at(0.5),
+              at(0.9), ms.back());
 }
 
 }  // namespace
@@ -75,8 +77,8 @@ int main(int argc, char** argv) {
   const double build_ms = msSince(start);
   cp->replot(QCustomPlot::rpImmediateRefresh);
   QApplication::processEvents();
-  std::printf("bench_curve_replot: %zu points, plot %dx%d (axis rect %d px wide), %d zoom ranges, seed %u\n", points,
-              cp->width(), cp->height(), cp->axisRect()->width(), ranges, seed);
+  std::printf("bench_curve_replot: %zu points, plot %dx%d (axis rect %d px wide), %d zoom ranges, seed %u\n",
+              points, cp->width(), cp->height(), cp->axisRect()->width(), ranges, seed);
   std::printf("%-34s %.1f ms (%.1f ns/point)\n", "initial take-in (pyramid build)", build_ms,
               build_ms * 1e6 / double(points));
 

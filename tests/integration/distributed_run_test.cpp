@@ -95,13 +95,31 @@ class DistributedRunTest : public ::testing::Test {
     return fs::testing::waitAll(pids, logs, std::chrono::seconds(seconds));
   }
 
-  std::vector<std::string> agent(const std::filesystem::path& runDir, const std::filesystem::path& config, int port,
-                                 int nnodes, int nproc, int nodeRank, const std::string& node,
+  std::vector<std::string> agent(const std::filesystem::path& runDir, const std::filesystem::path& config,
+                                 int port, int nnodes, int nproc, int nodeRank, const std::string& node,
                                  const std::string& master = "127.0.0.1") {
-    return {kTrain,         "launch",       "--nnodes",      std::to_string(nnodes), "--nproc-per-node",
-            std::to_string(nproc), "--node-rank", std::to_string(nodeRank), "--master-addr", master,
-            "--master-port", std::to_string(port), "--node-name", node, "--stop-grace-s", "60",
-            "--run-dir",     runDir.string(), "--",   "train",  "--config", config.string()};
+    return {kTrain,
+            "launch",
+            "--nnodes",
+            std::to_string(nnodes),
+            "--nproc-per-node",
+            std::to_string(nproc),
+            "--node-rank",
+            std::to_string(nodeRank),
+            "--master-addr",
+            master,
+            "--master-port",
+            std::to_string(port),
+            "--node-name",
+            node,
+            "--stop-grace-s",
+            "60",
+            "--run-dir",
+            runDir.string(),
+            "--",
+            "train",
+            "--config",
+            config.string()};
   }
 
   std::filesystem::path root_;
@@ -117,10 +135,10 @@ TEST_F(DistributedRunTest, TheAgentAndTorchrunStartTheSameRun) {
   ASSERT_FALSE(torchrun.empty()) << "Debian's python3-torch ships /usr/bin/torchrun";
   // Debian's torchrun (torch 1.13 on Python 3.11) fails on its default "--redirects 0 --tee 0": 3.11's
   // enum.Flag no longer iterates the zero member its parser looks up. "1" (stdout) parses.
-  auto t = wait({start("torchrun", {torchrun, "--nnodes", "1", "--nproc_per_node", "2", "--master_port",
-                                    std::to_string(fs::testing::freePort()), "--redirects", "1", "--tee", "1",
-                                    "--no_python", kTrain, "train",
-                                    "--config", config.string(), "--run-dir", viaTorchrun.string()})});
+  auto t = wait({start(
+      "torchrun", {torchrun, "--nnodes", "1", "--nproc_per_node", "2", "--master_port",
+                   std::to_string(fs::testing::freePort()), "--redirects", "1", "--tee", "1", "--no_python",
+                   kTrain, "train", "--config", config.string(), "--run-dir", viaTorchrun.string()})});
   ASSERT_EQ(t[0].code, 0) << t[0].output;
   const auto agentEventsRead = engine::test::readEvents(viaAgent, true);
   const auto torchrunEvents = engine::test::readEvents(viaTorchrun, true);
@@ -144,8 +162,8 @@ TEST_F(DistributedRunTest, TheAgentAndTorchrunStartTheSameRun) {
 }
 
 TEST_F(DistributedRunTest, SigtermToTheAgentStopsEveryRankAfterACheckpoint) {
-  const auto config = writeConfig("long", 2, {"data.datasets[0].samples_per_epoch=8000",
-                                              "data.datasets[1].samples_per_epoch=4000"});
+  const auto config = writeConfig(
+      "long", 2, {"data.datasets[0].samples_per_epoch=8000", "data.datasets[1].samples_per_epoch=4000"});
   const auto dir = root_ / "run";
   const pid_t pid = start("agent", agent(dir, config, fs::testing::freePort(), 1, 2, 0, "n0"));
   engine::test::waitForSteps(dir, 3);
@@ -154,21 +172,23 @@ TEST_F(DistributedRunTest, SigtermToTheAgentStopsEveryRankAfterACheckpoint) {
   ASSERT_EQ(exits[0].code, 0) << exits[0].output;
   bool stopped = false, checkpoint = false;
   for (const auto& e : engine::test::readEvents(dir, true)) {
-    if (const auto* f = std::get_if<protocol::RunFinishedEvent>(&e.body)) stopped = f->status == protocol::FinishStatus::kStopped;
+    if (const auto* f = std::get_if<protocol::RunFinishedEvent>(&e.body))
+      stopped = f->status == protocol::FinishStatus::kStopped;
     checkpoint = checkpoint || std::holds_alternative<protocol::CheckpointEvent>(e.body);
   }
   EXPECT_TRUE(stopped);
   EXPECT_TRUE(checkpoint);
   bool forwarded = false;
   for (const auto& e : agentEvents(dir, "n0").events) {
-    if (const auto* f = std::get_if<protocol::SignalForwardedEvent>(&e.body)) forwarded = f->signal == "SIGTERM";
+    if (const auto* f = std::get_if<protocol::SignalForwardedEvent>(&e.body))
+      forwarded = f->signal == "SIGTERM";
   }
   EXPECT_TRUE(forwarded);
 }
 
 TEST_F(DistributedRunTest, AKilledRankIsNamedByTheAgentAndEveryProcessExits) {
-  const auto config = writeConfig("long", 2, {"data.datasets[0].samples_per_epoch=8000",
-                                              "data.datasets[1].samples_per_epoch=4000"});
+  const auto config = writeConfig(
+      "long", 2, {"data.datasets[0].samples_per_epoch=8000", "data.datasets[1].samples_per_epoch=4000"});
   const auto dir = root_ / "run";
   const pid_t pid = start("agent", agent(dir, config, fs::testing::freePort(), 1, 2, 0, "n0"));
   engine::test::waitForSteps(dir, 3);
@@ -196,12 +216,14 @@ TEST_F(DistributedRunTest, ANodeThatCannotReachTheMasterIsNamed) {
   const auto dir = root_ / "run";
   const int port = fs::testing::freePort();
   const pid_t node0 = start("node0", agent(dir, config, port, 2, 2, 0, "n0"));
-  const pid_t node1 = start("node1", agent(dir, config, fs::testing::freePort(), 2, 2, 1, "n1"));  // wrong port
+  const pid_t node1 =
+      start("node1", agent(dir, config, fs::testing::freePort(), 2, 2, 1, "n1"));  // wrong port
   auto exits = wait({node0, node1});
   EXPECT_NE(exits[0].code, 0);
   EXPECT_NE(exits[1].code, 0);
   const std::string errors = engine::test::errorMessages(engine::test::readEvents(dir, true));
-  EXPECT_NE(errors.find("rank 2 (node 1), rank 3 (node 1) did not join the rendezvous"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("rank 2 (node 1), rank 3 (node 1) did not join the rendezvous"), std::string::npos)
+      << errors;
   const std::string rank2 = readFile(dir / "logs" / "rank-2.log");
   EXPECT_NE(rank2.find("could not reach the rendezvous"), std::string::npos) << rank2;
 }
@@ -218,13 +240,15 @@ TEST_F(DistributedRunTest, TwoNodesInNetworkNamespacesTrainAsOneProcess) {
   const auto config = writeConfig("four", 4);
   const auto dir = root_ / "run";
   const int port = 29000 + ::getpid() % 1000;  // inside fresh namespaces every port is free
-  const pid_t a = start("nodeA", nodes.in(true, agent(dir, config, port, 2, 2, 0, "a", nodes.masterAddress())));
-  const pid_t b = start("nodeB", nodes.in(false, agent(dir, config, port, 2, 2, 1, "b", nodes.masterAddress())));
+  const pid_t a =
+      start("nodeA", nodes.in(true, agent(dir, config, port, 2, 2, 0, "a", nodes.masterAddress())));
+  const pid_t b =
+      start("nodeB", nodes.in(false, agent(dir, config, port, 2, 2, 1, "b", nodes.masterAddress())));
   auto exits = wait({a, b});
   ASSERT_EQ(exits[0].code, 0) << exits[0].output;
   ASSERT_EQ(exits[1].code, 0) << exits[1].output;
-  expectSameLosses(stepLosses(engine::test::readEvents(single, true)), stepLosses(engine::test::readEvents(dir, true)),
-                   "1 process x 8 vs 2 nodes x 2 ranks x 2");
+  expectSameLosses(stepLosses(engine::test::readEvents(single, true)),
+                   stepLosses(engine::test::readEvents(dir, true)), "1 process x 8 vs 2 nodes x 2 ranks x 2");
   for (const auto& node : {"a", "b"}) {
     int clean = 0;
     for (const auto& e : agentEvents(dir, node).events) {

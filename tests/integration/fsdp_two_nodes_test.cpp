@@ -40,14 +40,31 @@ class FsdpTwoNodesTest : public engine::test::RankRunTest {
   }
 
   // `flamingo-train launch` for node `nodeRank` of 2, 2 ranks each.
-  static std::vector<std::string> agent(const std::filesystem::path& runDir, const std::filesystem::path& config,
-                                        int port, int nodeRank, const std::string& master) {
-    return {kTrain,          "launch",     "--nnodes",      "2",
-            "--nproc-per-node", "2",       "--node-rank",   std::to_string(nodeRank),
-            "--master-addr", master,       "--master-port", std::to_string(port),
-            "--node-name",   nodeRank == 0 ? "a" : "b", "--stop-grace-s", "60",
-            "--run-dir",     runDir.string(), "--",          "train",
-            "--config",      config.string()};
+  static std::vector<std::string> agent(const std::filesystem::path& runDir,
+                                        const std::filesystem::path& config, int port, int nodeRank,
+                                        const std::string& master) {
+    return {kTrain,
+            "launch",
+            "--nnodes",
+            "2",
+            "--nproc-per-node",
+            "2",
+            "--node-rank",
+            std::to_string(nodeRank),
+            "--master-addr",
+            master,
+            "--master-port",
+            std::to_string(port),
+            "--node-name",
+            nodeRank == 0 ? "a" : "b",
+            "--stop-grace-s",
+            "60",
+            "--run-dir",
+            runDir.string(),
+            "--",
+            "train",
+            "--config",
+            config.string()};
   }
 };
 
@@ -67,26 +84,29 @@ TEST_F(FsdpTwoNodesTest, HybridShardOnTwoNodesInNetworkNamespacesTrainsAsOneProc
   const RunOutput one = run("single", 1, config(1, {}));
   ASSERT_EQ(one.losses.size(), 10u);
 
-  // Ranks started by the node agents (launch.kind external: the validator refuses nnodes > 1 for a local run);
-  // the agents below start the ranks.
-  const auto cfg = config(4, {"parallel.mode=fsdp", "parallel.sharding_strategy=hybrid_shard", "launch.kind=external",
-                              "launch.nnodes=2", "launch.nproc_per_node=2"});
+  // Ranks started by the node agents (launch.kind external: the validator refuses nnodes > 1 for a local
+  // run); the agents below start the ranks.
+  const auto cfg = config(4, {"parallel.mode=fsdp", "parallel.sharding_strategy=hybrid_shard",
+                              "launch.kind=external", "launch.nnodes=2", "launch.nproc_per_node=2"});
   const auto cfgPath = root_ / "hybrid.yaml";
   ASSERT_TRUE(protocol::saveConfigFile(cfg, cfgPath.string()).isOk());
   RunOutput hybrid;
   hybrid.dir = root_ / "hybrid";
   const int port = 29000 + ::getpid() % 1000;  // inside fresh namespaces every port is free
   const std::vector<std::filesystem::path> logs = {root_ / "nodeA.out", root_ / "nodeB.out"};
-  const pid_t a = fs::testing::spawnWithEnv(nodes.in(true, agent(hybrid.dir, cfgPath, port, 0, nodes.masterAddress())),
-                                            {{"OMP_NUM_THREADS", "1"}}, logs[0]);
-  const pid_t b = fs::testing::spawnWithEnv(nodes.in(false, agent(hybrid.dir, cfgPath, port, 1, nodes.masterAddress())),
-                                            {{"OMP_NUM_THREADS", "1"}}, logs[1]);
+  const pid_t a =
+      fs::testing::spawnWithEnv(nodes.in(true, agent(hybrid.dir, cfgPath, port, 0, nodes.masterAddress())),
+                                {{"OMP_NUM_THREADS", "1"}}, logs[0]);
+  const pid_t b =
+      fs::testing::spawnWithEnv(nodes.in(false, agent(hybrid.dir, cfgPath, port, 1, nodes.masterAddress())),
+                                {{"OMP_NUM_THREADS", "1"}}, logs[1]);
   hybrid.exits = fs::testing::waitAll({a, b}, logs, std::chrono::seconds(500));
   ASSERT_EQ(hybrid.exits[0].code, 0) << "node A:\n" << hybrid.exits[0].output;
   ASSERT_EQ(hybrid.exits[1].code, 0) << "node B:\n" << hybrid.exits[1].output;
   engine::test::readRunResults(&hybrid);
 
-  engine::test::expectSameRun(one, hybrid, "hybrid_shard on 2 nodes (namespaces) x 2 ranks", 1e-5, kTensorRel);
+  engine::test::expectSameRun(one, hybrid, "hybrid_shard on 2 nodes (namespaces) x 2 ranks", 1e-5,
+                              kTensorRel);
   engine::test::expectPlannedLayout(hybrid, cfg, fsdp_plan::Strategy::kHybridShard, 4, 2);
 
   // Each agent ran its two ranks to a clean exit.

@@ -34,7 +34,9 @@ inline std::string findProgram(const std::vector<std::string>& candidates) {
 }
 
 // iproute2's `ip`, or "" when not installed.
-inline std::string findIpProgram() { return findProgram({"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}); }
+inline std::string findIpProgram() {
+  return findProgram({"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"});
+}
 
 class TwoNodes {
  public:
@@ -48,11 +50,12 @@ class TwoNodes {
     // Left over by an earlier process with our pid that was killed before its destructor ran.
     remove();
     ok_ = run({"netns", "add", a_}) && run({"netns", "add", b_}) &&
-          run({"link", "add", va, "type", "veth", "peer", "name", vb}) && run({"link", "set", va, "netns", a_}) &&
-          run({"link", "set", vb, "netns", b_}) && run({"-n", a_, "addr", "add", subnet_ + "1/24", "dev", va}) &&
-          run({"-n", b_, "addr", "add", subnet_ + "2/24", "dev", vb}) && run({"-n", a_, "link", "set", va, "up"}) &&
-          run({"-n", b_, "link", "set", vb, "up"}) && run({"-n", a_, "link", "set", "lo", "up"}) &&
-          run({"-n", b_, "link", "set", "lo", "up"});
+          run({"link", "add", va, "type", "veth", "peer", "name", vb}) &&
+          run({"link", "set", va, "netns", a_}) && run({"link", "set", vb, "netns", b_}) &&
+          run({"-n", a_, "addr", "add", subnet_ + "1/24", "dev", va}) &&
+          run({"-n", b_, "addr", "add", subnet_ + "2/24", "dev", vb}) &&
+          run({"-n", a_, "link", "set", va, "up"}) && run({"-n", b_, "link", "set", vb, "up"}) &&
+          run({"-n", a_, "link", "set", "lo", "up"}) && run({"-n", b_, "link", "set", "lo", "up"});
     if (!ok_) run({"link", "del", va});  // a veth not yet moved into a namespace
   }
   ~TwoNodes() { remove(); }

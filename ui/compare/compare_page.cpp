@@ -24,7 +24,9 @@ struct ComparePage::Run {
 namespace {
 
 // Golden-angle hues: 50+ curves stay distinguishable from their neighbours.
-QColor runColor(int i) { return QColor::fromHsv((i * 137) % 360, 200, 200); }
+QColor runColor(int i) {
+  return QColor::fromHsv((i * 137) % 360, 200, 200);
+}
 
 app::RunMonitor::Options readOnce() {
   app::RunMonitor::Options o;
@@ -38,7 +40,11 @@ app::RunMonitor::Options readOnce() {
 }  // namespace
 
 ComparePage::ComparePage(QWidget* parent)
-    : QWidget(parent), metric_(new QComboBox), xAxis_(new QComboBox), summary_(new QLabel), plot_(new CurvePlot) {
+    : QWidget(parent),
+      metric_(new QComboBox),
+      xAxis_(new QComboBox),
+      summary_(new QLabel),
+      plot_(new CurvePlot) {
   setObjectName(QStringLiteral("comparePage"));
   metric_->addItem(tr("LAION loss"), QStringLiteral("loss/laion"));
   metric_->addItem(tr("MMC4 loss"), QStringLiteral("loss/mmc4"));
@@ -73,9 +79,13 @@ ComparePage::ComparePage(QWidget* parent)
 
 ComparePage::~ComparePage() = default;
 
-std::string ComparePage::metricName() const { return metric_->currentData().toString().toStdString(); }
+std::string ComparePage::metricName() const {
+  return metric_->currentData().toString().toStdString();
+}
 
-app::XAxis ComparePage::axis() const { return app::XAxis{static_cast<app::XKind>(xAxis_->currentData().toInt()), {}}; }
+app::XAxis ComparePage::axis() const {
+  return app::XAxis{static_cast<app::XKind>(xAxis_->currentData().toInt()), {}};
+}
 
 void ComparePage::setRuns(const QStringList& runDirs) {
   runs_.clear();
@@ -113,13 +123,21 @@ void ComparePage::rebuildCurves() {
   for (size_t i = 0; i < runs_.size(); ++i) {
     const app::SeriesStore* store = runs_[i]->monitor->store();
     const app::XAxis x = axis();
-    plot_->addCurve(QFileInfo(runs_[i]->dir).fileName(),
-                    [store, metric, x] { return CurveSpans{store->x(metric, x), store->y(metric)}; },
-                    runColor(static_cast<int>(i)));
+    plot_->addCurve(
+        QFileInfo(runs_[i]->dir).fileName(),
+        [store, metric, x] {
+          return CurveSpans{store->x(metric, x), store->y(metric)};
+        },
+        runColor(static_cast<int>(i)));
   }
   for (const auto& ref : references_) {
     const app::ReferenceCurve* r = &ref;
-    plot_->addCurve(ref.name, [r] { return CurveSpans{r->x, r->y}; }, QColor(Qt::black));
+    plot_->addCurve(
+        ref.name,
+        [r] {
+          return CurveSpans{r->x, r->y};
+        },
+        QColor(Qt::black));
   }
   plot_->setAxisLabels(xAxis_->currentText(), metric_->currentText());
   plot_->setLegendVisible(runs_.size() + references_.size() <= 12);  // a legend of 50 hides the plot

@@ -19,7 +19,8 @@ QString problemLines(const std::vector<protocol::Problem>& problems) {
     lines << QStringLiteral("<span style=\"color:%1\">%2</span> %3: %4")
                  .arg(QLatin1String(error ? kErrorColor : kWarningColor),
                       error ? QObject::tr("error") : QObject::tr("warning"),
-                      QString::fromStdString(p.path).toHtmlEscaped(), QString::fromStdString(p.message).toHtmlEscaped());
+                      QString::fromStdString(p.path).toHtmlEscaped(),
+                      QString::fromStdString(p.message).toHtmlEscaped());
   }
   return lines.join(QStringLiteral("<br>"));
 }
@@ -41,7 +42,8 @@ CmdlineDialog::CmdlineDialog(app::ConfigDocument* document, QWidget* parent)
   setWindowTitle(tr("Import an OpenFlamingo command line"));
   setObjectName(QStringLiteral("cmdlineDialog"));
   input_->setPlaceholderText(
-      tr("torchrun --nnodes=1 --nproc_per_node=8 open_flamingo/train/train.py --lm_path ... --batch_size_mmc4 4 ..."));
+      tr("torchrun --nnodes=1 --nproc_per_node=8 open_flamingo/train/train.py --lm_path ... "
+         "--batch_size_mmc4 4 ..."));
   report_->setWordWrap(true);
   report_->setTextFormat(Qt::RichText);
   report_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -73,12 +75,15 @@ void CmdlineDialog::reimport() {
                        : tr("<b>Cannot import</b>: fix the errors below."));
   if (!last_.problems.empty()) parts << problemLines(last_.problems);
   if (!last_.unknownFlags.empty()) parts << tr("Unknown (not applied): %1").arg(words(last_.unknownFlags));
-  if (!last_.ignoredFlags.empty()) parts << tr("Ignored (no effect on the run): %1").arg(words(last_.ignoredFlags));
+  if (!last_.ignoredFlags.empty())
+    parts << tr("Ignored (no effect on the run): %1").arg(words(last_.ignoredFlags));
   report_->setText(parts.join(QStringLiteral("<br>")));
   buttons_->button(QDialogButtonBox::Apply)->setEnabled(last_.ok());
 }
 
-QString CmdlineDialog::reportText() const { return report_->text(); }
+QString CmdlineDialog::reportText() const {
+  return report_->text();
+}
 
 bool CmdlineDialog::apply() {
   if (input_->toPlainText().trimmed().isEmpty() || !last_.ok()) return false;
@@ -92,7 +97,8 @@ CmdlineCopy commandLineFor(const protocol::RunConfig& config) {
   out.line = QString::fromStdString(exported.line);
   QStringList problems;
   for (const auto& p : exported.notExpressible) {
-    problems << QStringLiteral("%1: %2").arg(QString::fromStdString(p.path), QString::fromStdString(p.message));
+    problems << QStringLiteral("%1: %2").arg(QString::fromStdString(p.path),
+                                             QString::fromStdString(p.message));
   }
   out.notExpressible = problems.join(QLatin1Char('\n'));
   return out;

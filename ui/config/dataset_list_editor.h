@@ -20,8 +20,8 @@
 #include <QWidget>
 #include <vector>
 
-#include "backend/protocol/problem.h"
 #include "backend/protocol/config/schema.h"
+#include "backend/protocol/problem.h"
 
 class QTabBar;
 class QToolButton;

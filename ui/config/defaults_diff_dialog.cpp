@@ -36,12 +36,15 @@ void DefaultsDiffDialog::refresh() {
   for (int row = 0; row < static_cast<int>(diffs.size()); ++row) {
     const auto& d = diffs[static_cast<size_t>(row)];
     table_->setItem(row, 0, new QTableWidgetItem(QString::fromStdString(d.path)));
-    table_->setItem(row, 1, new QTableWidgetItem(d.defaultText ? QString::fromStdString(*d.defaultText) : absent));
-    table_->setItem(row, 2, new QTableWidgetItem(d.currentText ? QString::fromStdString(*d.currentText) : absent));
+    table_->setItem(row, 1,
+                    new QTableWidgetItem(d.defaultText ? QString::fromStdString(*d.defaultText) : absent));
+    table_->setItem(row, 2,
+                    new QTableWidgetItem(d.currentText ? QString::fromStdString(*d.currentText) : absent));
   }
   table_->resizeColumnsToContents();
-  summary_->setText(diffs.empty() ? tr("This config is the default config.")
-                                  : tr("%n field(s) differ from the defaults.", nullptr, static_cast<int>(diffs.size())));
+  summary_->setText(
+      diffs.empty() ? tr("This config is the default config.")
+                    : tr("%n field(s) differ from the defaults.", nullptr, static_cast<int>(diffs.size())));
 }
 
 }  // namespace fs::ui

@@ -38,7 +38,9 @@
 namespace fs::ui {
 namespace {
 
-std::int64_t nowMs() { return QDateTime::currentMSecsSinceEpoch(); }
+std::int64_t nowMs() {
+  return QDateTime::currentMSecsSinceEpoch();
+}
 
 // spdlog's "[rank 0] [warning] text" lines of logs/rank-<r>.log.
 LogLine fromRankLog(const app::RankLogLine& in) {
@@ -95,7 +97,8 @@ MonitorPage::MonitorPage(app::RunMonitor* monitor, app::ControlClient* control, 
   for (const auto& choice : kSmoothing) smoothing_->addItem(tr(choice.label));
   banner_->setVisible(false);
   banner_->setWordWrap(true);
-  banner_->setStyleSheet(QStringLiteral("background: #fdecea; color: #b71c1c; padding: 6px; border-radius: 3px"));
+  banner_->setStyleSheet(
+      QStringLiteral("background: #fdecea; color: #b71c1c; padding: 6px; border-radius: 3px"));
 
   auto* top = new QHBoxLayout;
   top->addWidget(runDir_, 1);
@@ -122,8 +125,8 @@ MonitorPage::MonitorPage(app::RunMonitor* monitor, app::ControlClient* control, 
   layout->addWidget(banner_);
   layout->addWidget(tabs_, 1);
 
-  router_ = new SeriesRouter(monitor_->store(), RunPlots{loss_, lr_, gradNorm_, throughput_, timing_, gates_, memory_},
-                             this);
+  router_ = new SeriesRouter(monitor_->store(),
+                             RunPlots{loss_, lr_, gradNorm_, throughput_, timing_, gates_, memory_}, this);
   refreshAxisChoices();
   connect(xAxis_, &QComboBox::currentIndexChanged, this, &MonitorPage::applyAxisChoice);
   connect(smoothing_, &QComboBox::currentIndexChanged, this, &MonitorPage::applySmoothingChoice);
@@ -212,12 +215,24 @@ RunStatus MonitorPage::displayStatus(const app::RunStatus& s, bool stalled) {
   out.eta_s = s.eta_s;
   using protocol::RunState;
   switch (s.state.value_or(RunState::kStarting)) {
-    case RunState::kStarting: out.state = MonitorState::kStarting; break;
-    case RunState::kRunning: out.state = MonitorState::kRunning; break;
-    case RunState::kPaused: out.state = MonitorState::kPaused; break;
-    case RunState::kStopping: out.state = MonitorState::kStopping; break;
-    case RunState::kFinished: out.state = MonitorState::kFinished; break;
-    case RunState::kFailed: out.state = MonitorState::kFailed; break;
+    case RunState::kStarting:
+      out.state = MonitorState::kStarting;
+      break;
+    case RunState::kRunning:
+      out.state = MonitorState::kRunning;
+      break;
+    case RunState::kPaused:
+      out.state = MonitorState::kPaused;
+      break;
+    case RunState::kStopping:
+      out.state = MonitorState::kStopping;
+      break;
+    case RunState::kFinished:
+      out.state = MonitorState::kFinished;
+      break;
+    case RunState::kFailed:
+      out.state = MonitorState::kFailed;
+      break;
   }
   if (stalled && out.state == MonitorState::kRunning) out.state = MonitorState::kStalled;
   return out;
@@ -267,6 +282,8 @@ void MonitorPage::showAlert(const QString& title, const QString& message) {
   emit alert(title, message);
 }
 
-QString MonitorPage::alertText() const { return banner_->isVisible() ? banner_->text() : QString(); }
+QString MonitorPage::alertText() const {
+  return banner_->isVisible() ? banner_->text() : QString();
+}
 
 }  // namespace fs::ui

@@ -49,17 +49,24 @@ SeriesRouter::SeriesRouter(app::SeriesStore* store, RunPlots plots, QObject* par
 QString SeriesRouter::axisLabel(const app::XAxis& axis) {
   const QString ds = axis.dataset.empty() ? tr("all datasets") : QString::fromStdString(axis.dataset);
   switch (axis.kind) {
-    case app::XKind::kStep: return tr("step");
-    case app::XKind::kSamples: return tr("samples seen (%1)").arg(ds);
-    case app::XKind::kTokens: return tr("tokens seen (%1)").arg(ds);
-    case app::XKind::kWallTime: return tr("wall time (unix s)");
-    case app::XKind::kRelativeTime: return tr("time since start (s)");
+    case app::XKind::kStep:
+      return tr("step");
+    case app::XKind::kSamples:
+      return tr("samples seen (%1)").arg(ds);
+    case app::XKind::kTokens:
+      return tr("tokens seen (%1)").arg(ds);
+    case app::XKind::kWallTime:
+      return tr("wall time (unix s)");
+    case app::XKind::kRelativeTime:
+      return tr("time since start (s)");
   }
   return {};
 }
 
 void SeriesRouter::forEachPlot(const std::function<void(CurvePlot*)>& f) const {
-  for (CurvePlot* p : {plots_.loss, plots_.lr, plots_.gradNorm, plots_.throughput, plots_.timing, plots_.gates}) f(p);
+  for (CurvePlot* p :
+       {plots_.loss, plots_.lr, plots_.gradNorm, plots_.throughput, plots_.timing, plots_.gates})
+    f(p);
 }
 
 void SeriesRouter::setXAxis(const app::XAxis& axis) {
@@ -91,7 +98,8 @@ void SeriesRouter::route(const QString& qname) {
   const auto datasets = store_->datasets();
   auto datasetColor = [&](const QString& ds) {
     const auto it = std::find(datasets.begin(), datasets.end(), ds.toStdString());
-    return paletteColor(it == datasets.end() ? static_cast<int>(datasets.size()) : static_cast<int>(it - datasets.begin()));
+    return paletteColor(it == datasets.end() ? static_cast<int>(datasets.size())
+                                             : static_cast<int>(it - datasets.begin()));
   };
   if (parts[0] == QLatin1String("loss") && parts.size() == 2) {
     plots_.loss->addCurve(qname, source, datasetColor(parts[1]));
@@ -116,7 +124,8 @@ void SeriesRouter::route(const QString& qname) {
     const int layer = parts[2].toInt();
     const QColor c = paletteColor(layer);
     plots_.gates->addCurve(qname, source, parts[1] == QLatin1String("attn") ? c : c.lighter(150));
-  } else if (parts[0] == QLatin1String("memory") && parts.size() == 3 && parts[1].startsWith(QLatin1String("rank"))) {
+  } else if (parts[0] == QLatin1String("memory") && parts.size() == 3 &&
+             parts[1].startsWith(QLatin1String("rank"))) {
     const int rank = parts[1].mid(4).toInt();
     if (auto part = memoryPart(parts[2])) plots_.memory->setSeries(rank, *part, source);
   }
@@ -155,16 +164,26 @@ void SeriesRouter::updateLatestMemory() {
     r.step = step.empty() ? 0 : static_cast<std::int64_t>(step.back());
     const auto v = static_cast<std::int64_t>(y.back());
     const QString& part = parts[2];
-    if (part == QLatin1String("rss")) r.rss = v;
-    else if (part == QLatin1String("peak")) r.peak_rss = v;
-    else if (part == QLatin1String("params")) r.params = v;
-    else if (part == QLatin1String("grads")) r.grads = v;
-    else if (part == QLatin1String("optimizer")) r.optimizer = v;
-    else if (part == QLatin1String("gathered")) r.gathered = v;
-    else if (part == QLatin1String("activations")) r.activations = v;
-    else if (part == QLatin1String("device")) r.device = v;
-    else if (part == QLatin1String("device_peak")) r.device_peak = v;
-    else if (part == QLatin1String("gathered_units")) r.gathered_units = static_cast<int>(v);
+    if (part == QLatin1String("rss"))
+      r.rss = v;
+    else if (part == QLatin1String("peak"))
+      r.peak_rss = v;
+    else if (part == QLatin1String("params"))
+      r.params = v;
+    else if (part == QLatin1String("grads"))
+      r.grads = v;
+    else if (part == QLatin1String("optimizer"))
+      r.optimizer = v;
+    else if (part == QLatin1String("gathered"))
+      r.gathered = v;
+    else if (part == QLatin1String("activations"))
+      r.activations = v;
+    else if (part == QLatin1String("device"))
+      r.device = v;
+    else if (part == QLatin1String("device_peak"))
+      r.device_peak = v;
+    else if (part == QLatin1String("gathered_units"))
+      r.gathered_units = static_cast<int>(v);
   }
   std::vector<RankMemoryFigures> latest;
   for (auto& [rank, figures] : ranks) latest.push_back(figures);

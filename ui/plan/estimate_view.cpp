@@ -54,14 +54,16 @@ EstimateView::EstimateView(QWidget* parent)
   });
 }
 
-void EstimateView::setEngineSearch(const app::EngineSearch& search) { runner_->setEngineSearch(search); }
+void EstimateView::setEngineSearch(const app::EngineSearch& search) {
+  runner_->setEngineSearch(search);
+}
 
 void EstimateView::planRun(const QString& runDir, int world, int nodes) {
   estimate_.reset();
   world_ = world;
   app::PlanRequest request;
-  request.configFile = QDir(runDir).filePath(
-      QString::fromLatin1(protocol::kConfigFileName.data(), static_cast<qsizetype>(protocol::kConfigFileName.size())));
+  request.configFile = QDir(runDir).filePath(QString::fromLatin1(
+      protocol::kConfigFileName.data(), static_cast<qsizetype>(protocol::kConfigFileName.size())));
   request.world = world;
   request.nodes = nodes;
   request.runChoice = true;
@@ -121,7 +123,9 @@ void EstimateView::refreshTable() {
       continue;
     }
     const QString sign = *row.errorPercent >= 0 ? QStringLiteral("+") : QString();
-    table_->setItem(i, kError, cell(sign + QString::number(*row.errorPercent, 'f', 1) + QStringLiteral(" %"), *row.errorPercent));
+    table_->setItem(
+        i, kError,
+        cell(sign + QString::number(*row.errorPercent, 'f', 1) + QStringLiteral(" %"), *row.errorPercent));
   }
 }
 

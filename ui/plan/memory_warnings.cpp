@@ -29,7 +29,8 @@ QStringList memoryWarnings(const app::Plan& plan, std::int64_t deviceBytes) {
     } else {
       QStringList names;
       for (int r : over) names << QString::number(r);
-      where = QStringLiteral("on rank%1 %2").arg(over.size() > 1 ? QStringLiteral("s") : QString(), names.join(QStringLiteral(", ")));
+      where = QStringLiteral("on rank%1 %2")
+                  .arg(over.size() > 1 ? QStringLiteral("s") : QString(), names.join(QStringLiteral(", ")));
     }
     out << QStringLiteral("%1: peak %2 > %3 %4")
                .arg(estimate.label(), formatBytes(worst), formatBytes(deviceBytes), where);

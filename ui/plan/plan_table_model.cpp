@@ -12,15 +12,24 @@ namespace {
 
 std::int64_t bytesOf(const app::PlanFigures& f, int column) {
   switch (column) {
-    case PlanTableModel::kParameters: return f.parameters;
-    case PlanTableModel::kGradients: return f.gradients;
-    case PlanTableModel::kOptimizer: return f.optimizer;
-    case PlanTableModel::kGatheredPeak: return f.gatheredPeak;
-    case PlanTableModel::kActivations: return f.activations;
-    case PlanTableModel::kActivationsWithoutCkpt: return f.activationsWithoutCheckpointing;
-    case PlanTableModel::kActivationsWithCkpt: return f.activationsWithCheckpointing;
-    case PlanTableModel::kPeak: return f.peak;
-    default: return 0;
+    case PlanTableModel::kParameters:
+      return f.parameters;
+    case PlanTableModel::kGradients:
+      return f.gradients;
+    case PlanTableModel::kOptimizer:
+      return f.optimizer;
+    case PlanTableModel::kGatheredPeak:
+      return f.gatheredPeak;
+    case PlanTableModel::kActivations:
+      return f.activations;
+    case PlanTableModel::kActivationsWithoutCkpt:
+      return f.activationsWithoutCheckpointing;
+    case PlanTableModel::kActivationsWithCkpt:
+      return f.activationsWithCheckpointing;
+    case PlanTableModel::kPeak:
+      return f.peak;
+    default:
+      return 0;
   }
 }
 
@@ -34,7 +43,9 @@ void PlanTableModel::setPlan(const app::Plan& plan) {
   endResetModel();
 }
 
-void PlanTableModel::clear() { setPlan({}); }
+void PlanTableModel::clear() {
+  setPlan({});
+}
 
 void PlanTableModel::setDeviceMemory(std::int64_t bytes) {
   device_ = bytes;
@@ -45,7 +56,9 @@ int PlanTableModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(plan_.estimates.size());
 }
 
-int PlanTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : kColumnCount; }
+int PlanTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kColumnCount;
+}
 
 bool PlanTableModel::overDevice(int row) const {
   if (device_ <= 0 || row < 0 || row >= rowCount()) return false;
@@ -65,16 +78,22 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole:
       switch (column) {
-        case kEngine: return e.engine;
-        case kPolicy: return e.policy;
-        case kStrategy: return e.strategy;
-        case kShardGroup: return e.shardGroupSize;
-        default: return formatBytes(bytesOf(figures, column));
+        case kEngine:
+          return e.engine;
+        case kPolicy:
+          return e.policy;
+        case kStrategy:
+          return e.strategy;
+        case kShardGroup:
+          return e.shardGroupSize;
+        default:
+          return formatBytes(bytesOf(figures, column));
       }
     case kBytesRole:
       if (column < kParameters) return {};
       return QVariant::fromValue<qint64>(bytesOf(figures, column));
-    case kOverDeviceRole: return overDevice(index.row());
+    case kOverDeviceRole:
+      return overDevice(index.row());
     case Qt::TextAlignmentRole:
       return column >= kShardGroup ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
     case Qt::BackgroundRole:
@@ -90,26 +109,41 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
       }
       if (column == kActivations) return tr("Per micro-batch, as model.gradient_checkpointing says");
       return {};
-    default: return {};
+    default:
+      return {};
   }
 }
 
 QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    return QAbstractTableModel::headerData(section, orientation, role);
   switch (section) {
-    case kEngine: return tr("Engine");
-    case kPolicy: return tr("Policy");
-    case kStrategy: return tr("Strategy");
-    case kShardGroup: return tr("Shard group");
-    case kParameters: return tr("Parameters");
-    case kGradients: return tr("Gradients");
-    case kOptimizer: return tr("Optimizer");
-    case kGatheredPeak: return tr("Gathered peak");
-    case kActivations: return tr("Activations");
-    case kActivationsWithoutCkpt: return tr("Act. no ckpt");
-    case kActivationsWithCkpt: return tr("Act. ckpt");
-    case kPeak: return tr("Peak");
-    default: return {};
+    case kEngine:
+      return tr("Engine");
+    case kPolicy:
+      return tr("Policy");
+    case kStrategy:
+      return tr("Strategy");
+    case kShardGroup:
+      return tr("Shard group");
+    case kParameters:
+      return tr("Parameters");
+    case kGradients:
+      return tr("Gradients");
+    case kOptimizer:
+      return tr("Optimizer");
+    case kGatheredPeak:
+      return tr("Gathered peak");
+    case kActivations:
+      return tr("Activations");
+    case kActivationsWithoutCkpt:
+      return tr("Act. no ckpt");
+    case kActivationsWithCkpt:
+      return tr("Act. ckpt");
+    case kPeak:
+      return tr("Peak");
+    default:
+      return {};
   }
 }
 

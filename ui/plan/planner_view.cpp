@@ -47,10 +47,12 @@ PlannerView::PlannerView(const app::EngineSearch& search, QWidget* parent)
       plan_(new QPushButton(tr("Plan"))),
       cancel_(new QPushButton(tr("Cancel"))),
       progress_(new QProgressBar),
-      error_(bannerLabel("plannerError",
-                         QStringLiteral("background: #fdecea; color: #b71c1c; padding: 6px; border-radius: 3px"))),
-      warning_(bannerLabel("plannerWarning",
-                           QStringLiteral("background: #fff4e5; color: #8a4b00; padding: 6px; border-radius: 3px"))),
+      error_(bannerLabel(
+          "plannerError",
+          QStringLiteral("background: #fdecea; color: #b71c1c; padding: 6px; border-radius: 3px"))),
+      warning_(bannerLabel(
+          "plannerWarning",
+          QStringLiteral("background: #fff4e5; color: #8a4b00; padding: 6px; border-radius: 3px"))),
       table_(new QTableView),
       model_(new PlanTableModel(this)),
       chart_(new RankBarChart),
@@ -112,12 +114,15 @@ PlannerView::PlannerView(const app::EngineSearch& search, QWidget* parent)
   connect(runner_, &app::PlanRunner::runningChanged, this, &PlannerView::showRunning);
   connect(runner_, &app::PlanRunner::planned, this, &PlannerView::showPlan);
   connect(runner_, &app::PlanRunner::failed, this, &PlannerView::showError);
-  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &PlannerView::showSelected);
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          &PlannerView::showSelected);
   model_->setDeviceMemory(deviceMemory());
   chart_->setDeviceMemory(deviceMemory());
 }
 
-std::int64_t PlannerView::deviceMemory() const { return std::llround(device_->value() * kGiB); }
+std::int64_t PlannerView::deviceMemory() const {
+  return std::llround(device_->value() * kGiB);
+}
 
 void PlannerView::setConfig(const protocol::RunConfig& config) {
   const bool topologyChanged = !config_ || config_->launch.nnodes != config.launch.nnodes ||

@@ -27,22 +27,32 @@ class BytesTicker : public QCPAxisTicker {
 
 QString planPartName(PlanPart part) {
   switch (part) {
-    case PlanPart::kParameters: return QStringLiteral("parameters");
-    case PlanPart::kGradients: return QStringLiteral("gradients");
-    case PlanPart::kOptimizer: return QStringLiteral("optimizer state");
-    case PlanPart::kGathered: return QStringLiteral("gathered peak");
-    case PlanPart::kActivations: return QStringLiteral("activations");
+    case PlanPart::kParameters:
+      return QStringLiteral("parameters");
+    case PlanPart::kGradients:
+      return QStringLiteral("gradients");
+    case PlanPart::kOptimizer:
+      return QStringLiteral("optimizer state");
+    case PlanPart::kGathered:
+      return QStringLiteral("gathered peak");
+    case PlanPart::kActivations:
+      return QStringLiteral("activations");
   }
   return {};
 }
 
 std::int64_t planPartBytes(const app::PlanFigures& f, PlanPart part) {
   switch (part) {
-    case PlanPart::kParameters: return f.parameters;
-    case PlanPart::kGradients: return f.gradients;
-    case PlanPart::kOptimizer: return f.optimizer;
-    case PlanPart::kGathered: return f.gatheredPeak;
-    case PlanPart::kActivations: return f.activations;
+    case PlanPart::kParameters:
+      return f.parameters;
+    case PlanPart::kGradients:
+      return f.gradients;
+    case PlanPart::kOptimizer:
+      return f.optimizer;
+    case PlanPart::kGathered:
+      return f.gatheredPeak;
+    case PlanPart::kActivations:
+      return f.activations;
   }
   return 0;
 }
@@ -89,12 +99,15 @@ void RankBarChart::setRanks(const std::vector<app::PlanFigures>& ranks, const QS
     }
     highest_ = std::max(highest_, top);
   }
-  for (int p = 0; p < kPlanPartCount; ++p) bars_[static_cast<size_t>(p)]->setData(keys, values[static_cast<size_t>(p)], true);
+  for (int p = 0; p < kPlanPartCount; ++p)
+    bars_[static_cast<size_t>(p)]->setData(keys, values[static_cast<size_t>(p)], true);
   plot_->xAxis->setLabel(title.isEmpty() ? tr("rank") : tr("rank · %1").arg(title));
   rescale();
 }
 
-void RankBarChart::clear() { setRanks({}, {}); }
+void RankBarChart::clear() {
+  setRanks({}, {});
+}
 
 void RankBarChart::setDeviceMemory(std::int64_t bytes) {
   device_ = bytes;
@@ -110,7 +123,9 @@ double RankBarChart::barValue(PlanPart part, int rank) const {
   return it != data->constEnd() && it->key == rank ? it->value : 0.0;
 }
 
-int RankBarChart::barCount() const { return bars_[0]->data()->size(); }
+int RankBarChart::barCount() const {
+  return bars_[0]->data()->size();
+}
 
 void RankBarChart::rescale() {
   const int n = barCount();

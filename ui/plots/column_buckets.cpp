@@ -9,7 +9,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-void emitPoint(ColumnBuckets* out, double x, double line, double low, double high, double left, double right) {
+void emitPoint(ColumnBuckets* out, double x, double line, double low, double high, double left,
+               double right) {
   out->x.push_back(x);
   out->line.push_back(line);
   out->low.push_back(low);
@@ -90,8 +91,11 @@ void bucketColumns(const BucketSource& source, std::span<const double> edges, co
     } else {
       const YRange r = bands.range(band, begin, end);
       const bool empty = pos ? !r.hasPositive() : r.empty();
-      emitPoint(out, x[last], line[last], empty ? kNaN : pos ? r.min_positive : r.min, empty ? kNaN : r.max, edges[c],
-                edges[c + 1]);
+      emitPoint(out, x[last], line[last],
+                empty ? kNaN
+                : pos ? r.min_positive
+                      : r.min,
+                empty ? kNaN : r.max, edges[c], edges[c + 1]);
     }
     begin = end;
   }

@@ -33,7 +33,9 @@ void appendNumber(std::string* out, double v) {
 
 // x is never NaN by contract; should one slip in, it still gets its row
 // (NaN == NaN is false and the merge would never move past it).
-bool sameX(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+bool sameX(double a, double b) {
+  return a == b || (std::isnan(a) && std::isnan(b));
+}
 
 }  // namespace
 
@@ -66,7 +68,8 @@ std::string curvesToCsv(const std::string& x_header, const std::vector<CsvCurve>
     for (std::size_t k = 0; k < curves.size(); ++k) {
       const auto& c = curves[k];
       out += ',';
-      if (next[k] < std::min(c.x.size(), c.y.size()) && sameX(c.x[next[k]], row_x)) appendNumber(&out, c.y[next[k]++]);
+      if (next[k] < std::min(c.x.size(), c.y.size()) && sameX(c.x[next[k]], row_x))
+        appendNumber(&out, c.y[next[k]++]);
     }
     out += '\n';
   }

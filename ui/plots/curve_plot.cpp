@@ -76,7 +76,8 @@ class FormattedTicker : public Base {
 
 }  // namespace
 
-CurvePlot::CurvePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)), tick_(new QTimer(this)) {
+CurvePlot::CurvePlot(QWidget* parent)
+    : QWidget(parent), plot_(new QCustomPlot(this)), tick_(new QTimer(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(plot_);
@@ -92,7 +93,8 @@ CurvePlot::CurvePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(t
   plot_->setMouseTracking(true);
 
   // The crosshair has its own buffered layer: moving it repaints that layer only.
-  plot_->addLayer(QStringLiteral("crosshair"), plot_->layer(QStringLiteral("overlay")), QCustomPlot::limAbove);
+  plot_->addLayer(QStringLiteral("crosshair"), plot_->layer(QStringLiteral("overlay")),
+                  QCustomPlot::limAbove);
   crosshair_layer_ = plot_->layer(QStringLiteral("crosshair"));
   crosshair_layer_->setMode(QCPLayer::lmBuffered);
   crosshair_line_ = new QCPItemStraightLine(plot_);
@@ -113,7 +115,8 @@ CurvePlot::CurvePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(t
   tick_->setSingleShot(true);
   tick_->setInterval(kDefaultTickMs);
   connect(tick_, &QTimer::timeout, this, &CurvePlot::onTick);
-  connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onXRangeChanged);
+  connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+          &CurvePlot::onXRangeChanged);
   connect(plot_->yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] {
     if (setting_range_ == 0) setFollowing(false);
     for (auto& c : curves_) drawCurve(*c);  // the buckets stay; only their clamp to the view moves
@@ -269,7 +272,9 @@ void CurvePlot::setAxisLabels(const QString& x, const QString& y) {
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-QString CurvePlot::xLabel() const { return plot_->xAxis->label(); }
+QString CurvePlot::xLabel() const {
+  return plot_->xAxis->label();
+}
 
 void CurvePlot::setLogX(bool log) {
   if (log == log_x_) return;
@@ -320,7 +325,9 @@ void CurvePlot::setYRange(double lower, double upper) {
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void CurvePlot::setReplotInterval(int ms) { tick_->setInterval(std::max(ms, 0)); }
+void CurvePlot::setReplotInterval(int ms) {
+  tick_->setInterval(std::max(ms, 0));
+}
 
 void CurvePlot::setFollowing(bool following) {
   if (following == following_) return;
@@ -365,7 +372,8 @@ void CurvePlot::showEvent(QShowEvent* event) {
 
 void CurvePlot::sync(Curve& curve) const {
   const CurveSpans data = curve.source ? curve.source() : CurveSpans{};
-  if (data.size() < curve.raw_pyramid.size()) curve.clearCaches();  // shrunk: replaced (NOTE [Curve data contract])
+  if (data.size() < curve.raw_pyramid.size())
+    curve.clearCaches();  // shrunk: replaced (NOTE [Curve data contract])
   curve.raw_pyramid.update(data.y.first(data.size()));
   if (curve.smoother.smoothing().active()) curve.smooth_pyramid.update(curve.smoother.update(data));
 }
@@ -397,7 +405,8 @@ void CurvePlot::bucketCurve(Curve& curve, const std::vector<double>& edges) {
     sync(curve);
     const CurveSpans drawn = drawnData(curve);
     const CurveSpans raw = curve.source();
-    const BucketSource source{drawn.x, drawn.y, &curve.linePyramid(), raw.y.first(drawn.size()), &curve.raw_pyramid};
+    const BucketSource source{drawn.x, drawn.y, &curve.linePyramid(), raw.y.first(drawn.size()),
+                              &curve.raw_pyramid};
     bucketColumns(source, edges, BucketOptions{.positive_y = log_y_, .positive_x = log_x_}, &curve.buckets);
   }
   drawCurve(curve);
@@ -464,7 +473,8 @@ void CurvePlot::fitY() {
   for (const auto& c : curves_) {
     const ColumnBuckets& b = c->buckets;
     for (std::size_t i = 0; i < b.size(); ++i) {
-      if (b.x[i] < xr.lower || b.x[i] > xr.upper || std::isnan(b.line[i])) continue;  // neighbours are off-screen
+      if (b.x[i] < xr.lower || b.x[i] > xr.upper || std::isnan(b.line[i]))
+        continue;  // neighbours are off-screen
       // With smoothing the line is not inside the raw band everywhere.
       lower = std::min({lower, b.low[i], b.line[i]});
       upper = std::max({upper, b.high[i], b.line[i]});

@@ -15,7 +15,9 @@
 namespace fs::ui {
 namespace {
 
-QString number(double v) { return std::isnan(v) ? QStringLiteral("-") : QString::number(v, 'g', 6); }
+QString number(double v) {
+  return std::isnan(v) ? QStringLiteral("-") : QString::number(v, 'g', 6);
+}
 
 struct SmoothingChoice {
   const char* label;
@@ -50,7 +52,8 @@ QString CurvePlot::valuesAt(double x) const {
     if (!c->visible) continue;
     sync(*c);  // the mouse may come before the tick that takes in new points
     const CurveSpans drawn = drawnData(*c);
-    const std::size_t end = std::size_t(std::upper_bound(drawn.x.begin(), drawn.x.end(), x) - drawn.x.begin());
+    const std::size_t end =
+        std::size_t(std::upper_bound(drawn.x.begin(), drawn.x.end(), x) - drawn.x.begin());
     const std::size_t k = c->linePyramid().lastDrawable(drawn.y, 0, end, log_y_);
     if (k == MinMaxPyramid::npos) {
       lines << QStringLiteral("%1: -").arg(c->name);
@@ -82,7 +85,8 @@ void CurvePlot::moveCrosshair(double pixel_x, double pixel_y) {
   // Keep the label inside the plot: flip it to the cursor's left near the right edge.
   const bool left = pixel_x > rect.center().x();
   crosshair_text_->setPositionAlignment((left ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignTop);
-  crosshair_text_->position->setCoords(pixel_x + (left ? -10 : 10), std::max<double>(pixel_y, rect.top()) + 10);
+  crosshair_text_->position->setCoords(pixel_x + (left ? -10 : 10),
+                                       std::max<double>(pixel_y, rect.top()) + 10);
   crosshair_line_->setVisible(true);
   crosshair_text_->setVisible(true);
   crosshair_layer_->replot();
@@ -148,7 +152,8 @@ void CurvePlot::exportWithDialog(PlotExportFormat format) {
   const int index = int(format);
   QString path = QFileDialog::getSaveFileName(this, tr("Export plot"), QString(), tr(kFilters[index]));
   if (path.isEmpty()) return;
-  if (!path.endsWith(QLatin1String(kSuffixes[index]), Qt::CaseInsensitive)) path += QLatin1String(kSuffixes[index]);
+  if (!path.endsWith(QLatin1String(kSuffixes[index]), Qt::CaseInsensitive))
+    path += QLatin1String(kSuffixes[index]);
   exportTo(path, format);
 }
 

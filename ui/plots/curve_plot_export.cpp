@@ -30,7 +30,8 @@ void paintVector(QCustomPlot* plot, QPaintDevice* device, QSize size) {
 // updateLayout does), so the axis rect's width is the export's.
 void layOut(QCustomPlot* plot, const QRect& viewport) {
   plot->setViewport(viewport);
-  for (auto phase : {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
+  for (auto phase :
+       {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
     plot->plotLayout()->update(phase);
 }
 
@@ -66,7 +67,9 @@ std::string CurvePlot::csvXHeader() const {
   return plot_->xAxis->label().isEmpty() ? std::string("x") : plot_->xAxis->label().toStdString();
 }
 
-std::string CurvePlot::csvText() const { return curvesToCsv(csvXHeader(), csvCurves()); }
+std::string CurvePlot::csvText() const {
+  return curvesToCsv(csvXHeader(), csvCurves());
+}
 
 QByteArray CurvePlot::render(PlotExportFormat format, QSize size) {
   flush();  // export what is there now, not what was there at the last tick

@@ -47,7 +47,9 @@ int LayoutModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : int(layout_.units.size());
 }
 
-int LayoutModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : kFirstRank + ranks_; }
+int LayoutModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kFirstRank + ranks_;
+}
 
 QVariant LayoutModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal) return {};
@@ -82,7 +84,8 @@ QVariant LayoutModel::display(const protocol::LayoutUnit& unit, int column) cons
       return QString::fromStdString(unit.dtype);
     case kTrainable:
       if (!unit.trainable) return tr("frozen");
-      return unit.frozen_params > 0 ? tr("partly (%1 frozen)").arg(formatCount(unit.frozen_params)) : tr("trainable");
+      return unit.frozen_params > 0 ? tr("partly (%1 frozen)").arg(formatCount(unit.frozen_params))
+                                    : tr("trainable");
     case kGatherOrder:
       return unit.gather_order;
     case kPadding:

@@ -69,8 +69,9 @@ void LayoutTable::setLayout(const protocol::LayoutEvent& layout) {
     const QString least = formatBytes(*lo), most = formatBytes(*hi);
     text += least == most ? tr("; %1 per rank").arg(most) : tr("; %1 to %2 per rank").arg(least, most);
   }
-  text += layout.max_units_gathered > 0 ? tr("; at most %1 unit(s) gathered at once").arg(layout.max_units_gathered)
-                                        : tr("; no limit on units gathered at once");
+  text += layout.max_units_gathered > 0
+              ? tr("; at most %1 unit(s) gathered at once").arg(layout.max_units_gathered)
+              : tr("; no limit on units gathered at once");
   summary_->setText(text);
   refreshPeak();  // the new rows are unmarked
 }
@@ -97,13 +98,14 @@ void LayoutTable::showPeakOf(int rank) {
 void LayoutTable::refreshPeak() {
   peakRank_->setEnabled(peakRank_->count() > 1);
   const QVariant chosen = peakRank_->currentData();
-  const auto it = std::find_if(memory_.ranks.begin(), memory_.ranks.end(), [&](const protocol::RankMemory& r) {
-    return chosen.isValid() && r.rank == chosen.toInt();
-  });
+  const auto it = std::find_if(
+      memory_.ranks.begin(), memory_.ranks.end(),
+      [&](const protocol::RankMemory& r) { return chosen.isValid() && r.rank == chosen.toInt(); });
   if (it == memory_.ranks.end()) {
     model_->setGatheredTogether({});
-    peak_->setText(tr("No memory report yet: the units a rank gathers together at its peak are highlighted once "
-                      "one arrives."));
+    peak_->setText(
+        tr("No memory report yet: the units a rank gathers together at its peak are highlighted once "
+           "one arrives."));
     return;
   }
   const int unknown = model_->setGatheredTogether(it->gathered_at_peak);
@@ -119,8 +121,9 @@ void LayoutTable::refreshPeak() {
                          .arg(rank)
                          .arg(step));
     } else {
-      peak_->setText(
-          tr("Nothing highlighted: rank %1 gathered no unit apart from the root (step %2)").arg(rank).arg(step));
+      peak_->setText(tr("Nothing highlighted: rank %1 gathered no unit apart from the root (step %2)")
+                         .arg(rank)
+                         .arg(step));
     }
     return;
   }
@@ -132,7 +135,11 @@ void LayoutTable::refreshPeak() {
   peak_->setText(text);
 }
 
-QString LayoutTable::summaryText() const { return summary_->text(); }
-QString LayoutTable::peakText() const { return peak_->text(); }
+QString LayoutTable::summaryText() const {
+  return summary_->text();
+}
+QString LayoutTable::peakText() const {
+  return peak_->text();
+}
 
 }  // namespace fs::ui

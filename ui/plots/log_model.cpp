@@ -34,7 +34,8 @@ void LogModel::append(std::vector<LogLine> lines) {
   if (int(lines_.size()) > max_lines_) {
     const int drop = int(lines_.size()) - max_lines_ + max_lines_ / 10;
     beginRemoveRows({}, 0, std::min(drop, int(lines_.size())) - 1);
-    lines_.erase(lines_.begin(), lines_.begin() + std::min<std::ptrdiff_t>(drop, std::ptrdiff_t(lines_.size())));
+    lines_.erase(lines_.begin(),
+                 lines_.begin() + std::min<std::ptrdiff_t>(drop, std::ptrdiff_t(lines_.size())));
     endRemoveRows();
   }
 }
@@ -46,14 +47,19 @@ void LogModel::clear() {
   endResetModel();
 }
 
-void LogModel::setMaxLines(int max) { max_lines_ = std::max(max, 1); }
+void LogModel::setMaxLines(int max) {
+  max_lines_ = std::max(max, 1);
+}
 
-int LogModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(lines_.size()); }
+int LogModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : int(lines_.size());
+}
 
 QString LogModel::displayText(const LogLine& line) {
   QString out;
   if (line.time_ms > 0)
-    out += QDateTime::fromMSecsSinceEpoch(line.time_ms).toString(QStringLiteral("HH:mm:ss")) + QStringLiteral("  ");
+    out += QDateTime::fromMSecsSinceEpoch(line.time_ms).toString(QStringLiteral("HH:mm:ss")) +
+           QStringLiteral("  ");
   out += line.rank >= 0 ? QStringLiteral("rank %1  ").arg(line.rank) : QStringLiteral("run     ");
   if (line.level == LogLevel::kWarning) out += QStringLiteral("WARNING  ");
   if (line.level == LogLevel::kError) out += QStringLiteral("ERROR  ");

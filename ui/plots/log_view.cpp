@@ -94,7 +94,8 @@ void LogView::appendLines(std::vector<LogLine> lines) {
   if (pending_.empty())
     pending_ = std::move(lines);
   else
-    pending_.insert(pending_.end(), std::make_move_iterator(lines.begin()), std::make_move_iterator(lines.end()));
+    pending_.insert(pending_.end(), std::make_move_iterator(lines.begin()),
+                    std::make_move_iterator(lines.end()));
   if (!pending_.empty() && !flush_timer_->isActive()) flush_timer_->start();
 }
 
@@ -137,7 +138,9 @@ void LogView::setRankFilter(std::optional<int> rank) {
   rank_->setCurrentIndex(index);
 }
 
-void LogView::setLevelShown(LogLevel level, bool shown) { levels_[int(level)]->setChecked(shown); }
+void LogView::setLevelShown(LogLevel level, bool shown) {
+  levels_[int(level)]->setChecked(shown);
+}
 
 void LogView::setTextFilter(const QString& text) {
   text_->setText(text);
@@ -146,8 +149,12 @@ void LogView::setTextFilter(const QString& text) {
   updateCount();
 }
 
-int LogView::shownCount() const { return filter_->rowCount(); }
-int LogView::totalCount() const { return model_->rowCount(); }
+int LogView::shownCount() const {
+  return filter_->rowCount();
+}
+int LogView::totalCount() const {
+  return model_->rowCount();
+}
 
 void LogView::updateCount() {
   count_->setText(shownCount() == totalCount() ? tr("%n line(s)", nullptr, totalCount())

@@ -72,7 +72,11 @@ QString MemoryView::curveName(int rank, MemoryPart part) {
 }
 
 MemoryView::MemoryView(QWidget* parent)
-    : QWidget(parent), plot_(new CurvePlot), table_(new QTableWidget), part_(new QComboBox), rank_(new QComboBox) {
+    : QWidget(parent),
+      plot_(new CurvePlot),
+      table_(new QTableWidget),
+      part_(new QComboBox),
+      rank_(new QComboBox) {
   setObjectName(QStringLiteral("memoryView"));
   plot_->setAxisLabels(tr("step"), tr("memory"));
   plot_->setYFormatter([](double bytes) { return formatBytes(std::int64_t(std::llround(bytes))); });
@@ -151,7 +155,8 @@ void MemoryView::updateVisibility() {
   const QVariant part = part_->currentData();
   const QVariant rank = rank_->currentData();
   for (const auto& [key, name] : series_) {
-    const bool shown = (!part.isValid() || part.toInt() == key.second) && (!rank.isValid() || rank.toInt() == key.first);
+    const bool shown =
+        (!part.isValid() || part.toInt() == key.second) && (!rank.isValid() || rank.toInt() == key.first);
     plot_->setCurveVisible(name, shown);
     // One part: tell ranks apart. All parts: tell parts apart.
     plot_->setCurveColor(name, part.isValid() ? kRankColors[key.first % int(std::size(kRankColors))]
@@ -180,13 +185,18 @@ void MemoryView::setLatest(const std::vector<RankMemoryFigures>& ranks) {
     table_->setItem(row, kActivations, bytesItem(r.activations));
     table_->setItem(row, kDevice, bytesItem(r.device));
     table_->setItem(row, kDevicePeak, bytesItem(r.device_peak));
-    auto* units = new QTableWidgetItem(r.gathered_units ? QString::number(*r.gathered_units) : QStringLiteral("-"));
+    auto* units =
+        new QTableWidgetItem(r.gathered_units ? QString::number(*r.gathered_units) : QStringLiteral("-"));
     units->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     table_->setItem(row, kUnits, units);
   }
 }
 
-void MemoryView::dataGrew() { plot_->dataGrew(); }
-void MemoryView::resetData() { plot_->resetData(); }
+void MemoryView::dataGrew() {
+  plot_->dataGrew();
+}
+void MemoryView::resetData() {
+  plot_->resetData();
+}
 
 }  // namespace fs::ui

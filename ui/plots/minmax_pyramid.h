@@ -62,8 +62,10 @@ class MinMaxPyramid {
   // Whether block b of level L holds a drawable value.
   bool blockDrawable(std::size_t level, std::size_t b, bool positive_only) const;
   // The last / first drawable index inside block b of level L, which has one.
-  std::size_t descendLast(std::span<const double> y, std::size_t level, std::size_t b, bool positive_only) const;
-  std::size_t descendFirst(std::span<const double> y, std::size_t level, std::size_t b, bool positive_only) const;
+  std::size_t descendLast(std::span<const double> y, std::size_t level, std::size_t b,
+                          bool positive_only) const;
+  std::size_t descendFirst(std::span<const double> y, std::size_t level, std::size_t b,
+                           bool positive_only) const;
 
   std::size_t size_ = 0;
   std::vector<std::vector<YRange>> levels_;

@@ -65,9 +65,10 @@ RunStatusBar::RunStatusBar(QWidget* parent)
 void RunStatusBar::setStatus(const RunStatus& status) {
   status_ = status;
   state_->setText(stateLabelText());
-  state_->setStyleSheet(QStringLiteral("QLabel { color: white; background: %1; border-radius: 3px; padding: 1px 6px; "
-                                       "font-weight: bold; }")
-                            .arg(stateColor(status.state)));
+  state_->setStyleSheet(
+      QStringLiteral("QLabel { color: white; background: %1; border-radius: 3px; padding: 1px 6px; "
+                     "font-weight: bold; }")
+          .arg(stateColor(status.state)));
   step_->setText(stepText());
   rate_->setText(rateText());
   eta_->setText(etaText());
@@ -92,7 +93,9 @@ QString RunStatusBar::etaText() const {
   return tr("ETA %1").arg(formatDuration(*status_.eta_s));
 }
 
-QString RunStatusBar::stateLabelText() const { return stateText(status_.state); }
+QString RunStatusBar::stateLabelText() const {
+  return stateText(status_.state);
+}
 
 QString RunStatusBar::text() const {
   return QStringList{stateLabelText(), stepText(), rateText(), etaText()}.join(QStringLiteral(" \u00b7 "));

@@ -22,8 +22,8 @@ enum class MonitorState { kStarting, kRunning, kPaused, kStalled, kStopping, kFi
 
 struct RunStatus {
   MonitorState state = MonitorState::kStarting;
-  std::int64_t step = 0;         // optimizer steps done
-  std::int64_t total_steps = 0;  // 0: not known yet
+  std::int64_t step = 0;                // optimizer steps done
+  std::int64_t total_steps = 0;         // 0: not known yet
   std::optional<double> samples_per_s;  // all datasets, all ranks; absent: not known
   std::optional<double> eta_s;          // seconds to the last step; absent: not known
   bool operator==(const RunStatus&) const = default;

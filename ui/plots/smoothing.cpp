@@ -30,7 +30,9 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kMaxEmaWeight = 0.999;
 
-bool finite(double v) { return v - v == 0; }
+bool finite(double v) {
+  return v - v == 0;
+}
 
 std::size_t windowPoints(double parameter) {
   return parameter < 1 ? 1 : std::size_t(std::llround(parameter));

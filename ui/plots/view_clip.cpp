@@ -49,7 +49,8 @@ void clampToView(std::span<const double> x, std::span<const double> y, const Vie
       // Crossing the side between prev and cur (either direction): add the crossing.
       if (has_prev && ((prev.tx < side && cur.tx > side) || (prev.tx > side && cur.tx < side))) {
         const double t = (side - prev.tx) / (cur.tx - prev.tx);
-        const double ty = std::isnan(prev.ty) || std::isnan(cur.ty) ? std::nan("") : prev.ty + t * (cur.ty - prev.ty);
+        const double ty =
+            std::isnan(prev.ty) || std::isnan(cur.ty) ? std::nan("") : prev.ty + t * (cur.ty - prev.ty);
         v.push_back({side, ty, ax.from(side), std::isnan(ty) ? ty : ay.from(ty)});
       }
     }
@@ -74,7 +75,8 @@ void clampToView(std::span<const double> x, std::span<const double> y, const Vie
       double cross[2];
       int n = 0;
       for (const double side : {ay.lower, ay.upper})
-        if ((a.ty < side && b.ty > side) || (a.ty > side && b.ty < side)) cross[n++] = (side - a.ty) / (b.ty - a.ty);
+        if ((a.ty < side && b.ty > side) || (a.ty > side && b.ty < side))
+          cross[n++] = (side - a.ty) / (b.ty - a.ty);
       if (n == 2 && cross[0] > cross[1]) std::swap(cross[0], cross[1]);
       for (int k = 0; k < n; ++k) {
         const double tx = a.tx + cross[k] * (b.tx - a.tx);

@@ -31,7 +31,8 @@ protocol::StatusOr<std::string> decodeBase64Lenient(std::string_view text) {
     // Fast path: a whole group of four data characters (nearly all of an
     // image_base64), which the character loop below would decode alike.
     if (quad == 0 && pos + 4 <= text.size()) {
-      const uint32_t a = kTable[in[pos]], b = kTable[in[pos + 1]], c = kTable[in[pos + 2]], d = kTable[in[pos + 3]];
+      const uint32_t a = kTable[in[pos]], b = kTable[in[pos + 1]], c = kTable[in[pos + 2]],
+                     d = kTable[in[pos + 3]];
       if (((a | b | c | d) & 0xC0) == 0) {
         const uint32_t v = (a << 18) | (b << 12) | (c << 6) | d;
         o[n] = static_cast<uint8_t>(v >> 16);
@@ -81,7 +82,8 @@ protocol::StatusOr<std::string> decodeBase64Lenient(std::string_view text) {
     }
   }
   if (quad == 1)
-    return protocol::Status::invalidArgument("base64: number of data characters (" + std::to_string(n / 3 * 4 + 1) +
+    return protocol::Status::invalidArgument("base64: number of data characters (" +
+                                             std::to_string(n / 3 * 4 + 1) +
                                              ") cannot be 1 more than a multiple of 4");
   if (quad != 0) return protocol::Status::invalidArgument("base64: incorrect padding");
   out.resize(n);

@@ -1,9 +1,9 @@
 #include "backend/data/image/clip_preprocess.h"
 
+#include <immintrin.h>
+
 #include <cstdint>
 #include <string>
-
-#include <immintrin.h>
 
 #include "backend/data/image/cpu_features.h"
 
@@ -41,29 +41,29 @@ void normaliseRow(const std::uint8_t* src, int n, const std::array<std::array<fl
 // bytes from src); the rest of the row goes through the table.
 __attribute__((target("avx2"))) void normaliseRowAvx2(const std::uint8_t* src, int n, std::ptrdiff_t avail,
                                                       const std::array<std::array<float, 256>, 3>& lut,
-                                                      const ClipPreprocessOptions& o, bool flip, float* r, float* g,
-                                                      float* b) {
+                                                      const ClipPreprocessOptions& o, bool flip, float* r,
+                                                      float* g, float* b) {
   // The low 128-bit lane holds bytes 0..15 (pixels 0..3 and more), the high
   // lane bytes 12..27 (pixels 4..7): each pick moves one channel's byte of
   // pixel j into int32 slot j.
-  const __m256i pick[3] = {
-      _mm256_setr_epi8(0, -1, -1, -1, 3, -1, -1, -1, 6, -1, -1, -1, 9, -1, -1, -1,  //
-                       0, -1, -1, -1, 3, -1, -1, -1, 6, -1, -1, -1, 9, -1, -1, -1),
-      _mm256_setr_epi8(1, -1, -1, -1, 4, -1, -1, -1, 7, -1, -1, -1, 10, -1, -1, -1,  //
-                       1, -1, -1, -1, 4, -1, -1, -1, 7, -1, -1, -1, 10, -1, -1, -1),
-      _mm256_setr_epi8(2, -1, -1, -1, 5, -1, -1, -1, 8, -1, -1, -1, 11, -1, -1, -1,  //
-                       2, -1, -1, -1, 5, -1, -1, -1, 8, -1, -1, -1, 11, -1, -1, -1)};
+  const __m256i pick[3] = {_mm256_setr_epi8(0, -1, -1, -1, 3, -1, -1, -1, 6, -1, -1, -1, 9, -1, -1, -1,  //
+                                            0, -1, -1, -1, 3, -1, -1, -1, 6, -1, -1, -1, 9, -1, -1, -1),
+                           _mm256_setr_epi8(1, -1, -1, -1, 4, -1, -1, -1, 7, -1, -1, -1, 10, -1, -1, -1,  //
+                                            1, -1, -1, -1, 4, -1, -1, -1, 7, -1, -1, -1, 10, -1, -1, -1),
+                           _mm256_setr_epi8(2, -1, -1, -1, 5, -1, -1, -1, 8, -1, -1, -1, 11, -1, -1, -1,  //
+                                            2, -1, -1, -1, 5, -1, -1, -1, 8, -1, -1, -1, 11, -1, -1, -1)};
   const __m256i reverse = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
   const __m256 v255 = _mm256_set1_ps(255.0f);
   float* planes[3] = {r, g, b};
   int x = 0;
   for (; x + 8 <= n && 3 * static_cast<std::ptrdiff_t>(x) + 28 <= avail; x += 8) {
     const std::uint8_t* p = src + 3 * x;
-    const __m256i bytes = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(p + 12),
-                                              reinterpret_cast<const __m128i*>(p));
+    const __m256i bytes =
+        _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(p + 12), reinterpret_cast<const __m128i*>(p));
     for (int c = 0; c < 3; ++c) {
       const __m256 unit = _mm256_div_ps(_mm256_cvtepi32_ps(_mm256_shuffle_epi8(bytes, pick[c])), v255);
-      const __m256 v = _mm256_div_ps(_mm256_sub_ps(unit, _mm256_set1_ps(o.mean[c])), _mm256_set1_ps(o.std[c]));
+      const __m256 v =
+          _mm256_div_ps(_mm256_sub_ps(unit, _mm256_set1_ps(o.mean[c])), _mm256_set1_ps(o.std[c]));
       if (flip) {
         _mm256_storeu_ps(planes[c] + (n - 8 - x), _mm256_permutevar8x32_ps(v, reverse));
       } else {

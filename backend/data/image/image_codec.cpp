@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <exception>
-#include <string>
-#include <utility>
-
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <string>
+#include <utility>
 
 #include "backend/data/image/jpeg_decode.h"
 
@@ -56,8 +55,10 @@ Status decodeChecked(std::span<const std::uint8_t> bytes, const ImageHeader& h, 
   const cv::Mat buf(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<std::uint8_t*>(bytes.data()));
   const std::string what = formatName(h.format);
   if (h.format == ImageFormat::kPng && h.pngColorType == 0 && h.bitDepth == 16) {
-    cv::Mat gray = cv::imdecode(buf, cv::IMREAD_ANYDEPTH | cv::IMREAD_GRAYSCALE | cv::IMREAD_IGNORE_ORIENTATION);
-    if (gray.empty() || gray.type() != CV_16UC1) return Status::corruption(what + ": cannot decode (damaged data)");
+    cv::Mat gray =
+        cv::imdecode(buf, cv::IMREAD_ANYDEPTH | cv::IMREAD_GRAYSCALE | cv::IMREAD_IGNORE_ORIENTATION);
+    if (gray.empty() || gray.type() != CV_16UC1)
+      return Status::corruption(what + ": cannot decode (damaged data)");
     grayClampedToRgb(gray, out);
     return Status::ok();
   }
@@ -67,7 +68,8 @@ Status decodeChecked(std::span<const std::uint8_t> bytes, const ImageHeader& h, 
   // Not decoded in place through imdecode's `dst` argument: OpenCV 4.6
   // returns that Mat unchanged, not empty, when the header cannot be read.
   const cv::Mat bgr = cv::imdecode(buf, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
-  if (bgr.empty() || bgr.type() != CV_8UC3) return Status::corruption(what + ": cannot decode (damaged data)");
+  if (bgr.empty() || bgr.type() != CV_8UC3)
+    return Status::corruption(what + ": cannot decode (damaged data)");
   if (static_cast<std::int64_t>(bgr.cols) * bgr.rows > options.maxPixels) {  // decoder and header disagree
     return Status::invalidArgument(what + ": decoded size over the pixel limit");
   }

@@ -10,19 +10,33 @@ namespace {
 using protocol::Status;
 using Bytes = std::span<const std::uint8_t>;
 
-std::uint32_t be16(const std::uint8_t* p) { return (std::uint32_t{p[0]} << 8) | p[1]; }
-std::uint32_t be32(const std::uint8_t* p) { return (be16(p) << 16) | be16(p + 2); }
-std::uint32_t le16(const std::uint8_t* p) { return (std::uint32_t{p[1]} << 8) | p[0]; }
-std::uint32_t le24(const std::uint8_t* p) { return (std::uint32_t{p[2]} << 16) | le16(p); }
-std::uint32_t le32(const std::uint8_t* p) { return (std::uint32_t{p[3]} << 24) | le24(p); }
+std::uint32_t be16(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 8) | p[1];
+}
+std::uint32_t be32(const std::uint8_t* p) {
+  return (be16(p) << 16) | be16(p + 2);
+}
+std::uint32_t le16(const std::uint8_t* p) {
+  return (std::uint32_t{p[1]} << 8) | p[0];
+}
+std::uint32_t le24(const std::uint8_t* p) {
+  return (std::uint32_t{p[2]} << 16) | le16(p);
+}
+std::uint32_t le32(const std::uint8_t* p) {
+  return (std::uint32_t{p[3]} << 24) | le24(p);
+}
 
 bool startsWith(Bytes b, const char* magic, std::size_t n, std::size_t at = 0) {
   return b.size() >= at + n && std::memcmp(b.data() + at, magic, n) == 0;
 }
 
-Status cut(const char* format) { return Status::corruption(std::string(format) + " header cut short"); }
+Status cut(const char* format) {
+  return Status::corruption(std::string(format) + " header cut short");
+}
 
-bool isSof(std::uint8_t m) { return m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC; }
+bool isSof(std::uint8_t m) {
+  return m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
+}
 
 // Walks the marker segments up to the first SOS: the frame header (SOF)
 // must come before it, and its end is where entropy-coded data begins.
@@ -72,12 +86,23 @@ protocol::StatusOr<ImageHeader> parsePng(Bytes b) {
   h.bitDepth = b[24];
   h.pngColorType = b[25];
   switch (h.pngColorType) {
-    case 0: h.channels = 1; break;
-    case 2: h.channels = 3; break;
-    case 3: h.channels = 1; break;
-    case 4: h.channels = 2; break;
-    case 6: h.channels = 4; break;
-    default: return Status::corruption("PNG: unknown colour type " + std::to_string(h.pngColorType));
+    case 0:
+      h.channels = 1;
+      break;
+    case 2:
+      h.channels = 3;
+      break;
+    case 3:
+      h.channels = 1;
+      break;
+    case 4:
+      h.channels = 2;
+      break;
+    case 6:
+      h.channels = 4;
+      break;
+    default:
+      return Status::corruption("PNG: unknown colour type " + std::to_string(h.pngColorType));
   }
   return h;
 }
@@ -88,7 +113,8 @@ protocol::StatusOr<ImageHeader> parseWebp(Bytes b) {
   h.format = ImageFormat::kWebp;
   h.channels = 3;
   if (startsWith(b, "VP8 ", 4, 12)) {
-    if (b[23] != 0x9D || b[24] != 0x01 || b[25] != 0x2A) return Status::corruption("WebP: bad VP8 start code");
+    if (b[23] != 0x9D || b[24] != 0x01 || b[25] != 0x2A)
+      return Status::corruption("WebP: bad VP8 start code");
     h.width = static_cast<int>(le16(&b[26]) & 0x3FFF);
     h.height = static_cast<int>(le16(&b[28]) & 0x3FFF);
   } else if (startsWith(b, "VP8L", 4, 12)) {
@@ -127,10 +153,14 @@ protocol::StatusOr<ImageHeader> parseBmp(Bytes b) {
 
 const char* formatName(ImageFormat format) {
   switch (format) {
-    case ImageFormat::kJpeg: return "JPEG";
-    case ImageFormat::kPng: return "PNG";
-    case ImageFormat::kWebp: return "WebP";
-    case ImageFormat::kBmp: return "BMP";
+    case ImageFormat::kJpeg:
+      return "JPEG";
+    case ImageFormat::kPng:
+      return "PNG";
+    case ImageFormat::kWebp:
+      return "WebP";
+    case ImageFormat::kBmp:
+      return "BMP";
   }
   return "?";
 }

@@ -24,9 +24,9 @@ struct ImageHeader {
   ImageFormat format = ImageFormat::kJpeg;
   int width = 0;
   int height = 0;
-  int channels = 0;   // JPEG components, PNG channels before expansion
-  int bitDepth = 8;   // PNG bit depth; JPEG sample precision
-  int pngColorType = -1;  // PNG IHDR colour type, -1 for other formats
+  int channels = 0;                // JPEG components, PNG channels before expansion
+  int bitDepth = 8;                // PNG bit depth; JPEG sample precision
+  int pngColorType = -1;           // PNG IHDR colour type, -1 for other formats
   std::size_t jpegScanOffset = 0;  // offset just past the first SOS header
 };
 

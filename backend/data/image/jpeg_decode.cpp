@@ -1,12 +1,12 @@
 #include "backend/data/image/jpeg_decode.h"
 
+#include <jpeglib.h>
+
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <new>
 #include <string>
-
-#include <jpeglib.h>
 
 namespace fs::data {
 namespace {
@@ -32,7 +32,8 @@ enum class Outcome { kOk, kLibjpegError, kComponents, kTooLarge, kNoMemory };
 
 // Only trivially destructible locals live here: a longjmp out of libjpeg
 // lands in this frame and must not skip a destructor.
-Outcome decode(std::span<const std::uint8_t> bytes, RgbImage& out, std::int64_t maxPixels, ErrorManager& err) {
+Outcome decode(std::span<const std::uint8_t> bytes, RgbImage& out, std::int64_t maxPixels,
+               ErrorManager& err) {
   jpeg_decompress_struct cinfo;
   cinfo.err = jpeg_std_error(&err.pub);
   err.pub.error_exit = jumpOnError;

@@ -3,11 +3,11 @@
 // weights and so, now and then, a fixed-point coefficient.
 #include "backend/data/image/pil_resample.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-
-#include <immintrin.h>
 
 #include "backend/data/image/cpu_features.h"
 
@@ -67,8 +67,9 @@ int computeCoeffs(int inSize, int outSize, int lo, int hi, std::vector<int>& bou
 // halves the bookkeeping per multiply-add. `src1`/`dst1` may repeat row 0.
 // The hot loops are built twice (AVX2 and baseline x86-64) and picked at load
 // time; integer sums make both bit-identical.
-__attribute__((target_clones("avx2", "default"))) void horizontalRows(const std::uint8_t* src0, const std::uint8_t* src1, int count, const int* bounds,
-                    const std::int32_t* coeffs, int ksize, std::uint8_t* dst0, std::uint8_t* dst1) {
+__attribute__((target_clones("avx2", "default"))) void horizontalRows(
+    const std::uint8_t* src0, const std::uint8_t* src1, int count, const int* bounds,
+    const std::int32_t* coeffs, int ksize, std::uint8_t* dst0, std::uint8_t* dst1) {
   for (int i = 0; i < count; ++i, dst0 += 3, dst1 += 3) {
     const int first = bounds[2 * i] * 3;
     const std::uint8_t* p = src0 + first;
@@ -114,8 +115,9 @@ void expandCoeffs(const std::int32_t* coeffs, const int* bounds, int count, int 
 constexpr int kAvx2Overread = 13;
 
 __attribute__((target("avx2"))) void horizontalRowsAvx2(const std::uint8_t* src0, const std::uint8_t* src1,
-                                                        int count, const int* bounds, const std::int32_t* expanded,
-                                                        int pairs, std::uint8_t* dst0, std::uint8_t* dst1) {
+                                                        int count, const int* bounds,
+                                                        const std::int32_t* expanded, int pairs,
+                                                        std::uint8_t* dst0, std::uint8_t* dst1) {
   // Both 128-bit lanes hold the same 16 source bytes; the low lane picks
   // pixel t's R, G, B into int32 slots 0..2, the high lane pixel t + 1's.
   const __m256i pick = _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, -1, -1, -1, -1,  //
@@ -151,8 +153,8 @@ __attribute__((target("avx2"))) void horizontalRowsAvx2(const std::uint8_t* src0
 }
 
 __attribute__((target_clones("avx2", "default"))) void verticalRow(const std::uint8_t* const* rows, int taps,
-                                                                   const std::int32_t* k, int n, std::int32_t* acc,
-                                                                   std::uint8_t* out) {
+                                                                   const std::int32_t* k, int n,
+                                                                   std::int32_t* acc, std::uint8_t* out) {
   std::fill(acc, acc + n, kHalf);
   // Tap-major order keeps the inner loop contiguous (and vectorizable);
   // integer sums do not depend on the order.
@@ -166,8 +168,8 @@ __attribute__((target_clones("avx2", "default"))) void verticalRow(const std::ui
 
 // As verticalRow, 16 output bytes at a time with their sums kept in
 // registers across the taps (the portable loop goes through `acc` in memory).
-__attribute__((target("avx2"))) void verticalRowAvx2(const std::uint8_t* const* rows, int taps, const std::int32_t* k,
-                                                     int n, std::uint8_t* out) {
+__attribute__((target("avx2"))) void verticalRowAvx2(const std::uint8_t* const* rows, int taps,
+                                                     const std::int32_t* k, int n, std::uint8_t* out) {
   int x = 0;
   for (; x + 16 <= n; x += 16) {
     __m256i a0 = _mm256_set1_epi32(kHalf), a1 = a0;
@@ -179,7 +181,8 @@ __attribute__((target("avx2"))) void verticalRowAvx2(const std::uint8_t* const* 
     }
     // packs works within 128-bit lanes: put the four 64-bit quarters back in order.
     const __m256i w = _mm256_permute4x64_epi64(
-        _mm256_packs_epi32(_mm256_srai_epi32(a0, kPrecisionBits), _mm256_srai_epi32(a1, kPrecisionBits)), 0xD8);
+        _mm256_packs_epi32(_mm256_srai_epi32(a0, kPrecisionBits), _mm256_srai_epi32(a1, kPrecisionBits)),
+        0xD8);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x),
                      _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
   }

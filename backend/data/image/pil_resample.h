@@ -42,7 +42,7 @@ namespace fs::data {
 // Buffers reused between calls so that steady-state resizing allocates
 // nothing. Contents are meaningless between calls.
 struct ResampleScratch {
-  std::vector<int> hBounds, vBounds;          // per output index: first tap, tap count
+  std::vector<int> hBounds, vBounds;           // per output index: first tap, tap count
   std::vector<std::int32_t> hCoeffs, vCoeffs;  // fixed-point weights, ksize per index
   std::vector<std::uint8_t> rows;              // horizontal pass output
   std::vector<const std::uint8_t*> rowPtrs;    // vertical pass input rows

@@ -1,11 +1,10 @@
 #include "backend/data/shardgen/bpe_trainer.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 namespace fs::data {
@@ -40,7 +39,9 @@ std::string byteSymbol(unsigned char b) {
 // leading space, then a run of letters, of digits, or of other characters.
 std::vector<std::string> words(const std::string& text) {
   std::vector<std::string> out;
-  const auto kind = [](unsigned char c) { return std::isalpha(c) ? 0 : std::isdigit(c) ? 1 : c == ' ' ? 2 : 3; };
+  const auto kind = [](unsigned char c) {
+    return std::isalpha(c) ? 0 : std::isdigit(c) ? 1 : c == ' ' ? 2 : 3;
+  };
   size_t i = 0;
   while (i < text.size()) {
     size_t j = i;
@@ -75,7 +76,8 @@ protocol::StatusOr<TrainedBpe> trainByteLevelBpe(const std::vector<std::string>&
   bpe.vocab.insert(bpe.vocab.end(), symbols.begin(), symbols.end());
   if (bpe.vocab.size() > vocabSize) {
     return Status::invalidArgument("a vocabulary of " + std::to_string(vocabSize) + " cannot hold the " +
-                                   std::to_string(bpe.vocab.size()) + " specials and byte symbols of the text");
+                                   std::to_string(bpe.vocab.size()) +
+                                   " specials and byte symbols of the text");
   }
   while (bpe.vocab.size() < vocabSize) {
     std::map<std::pair<std::string, std::string>, int64_t> pairs;

@@ -2,11 +2,11 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 
@@ -85,10 +85,12 @@ class Converter {
         if (Status s = convertLine(path, f, lineNo, line); !s) return s;
       }
       if (progress_) {
-        progress_(path + ": " + std::to_string(sum.documents) + " documents, " + std::to_string(sum.imagesFound) +
-                  " images found, " + std::to_string(sum.imagesMissing) + " missing");
+        progress_(path + ": " + std::to_string(sum.documents) + " documents, " +
+                  std::to_string(sum.imagesFound) + " images found, " + std::to_string(sum.imagesMissing) +
+                  " missing");
       }
-      if (o_.docsPerShard <= 0 && (f + 1) % static_cast<size_t>(std::max<int64_t>(1, o_.filesPerShard)) == 0) {
+      if (o_.docsPerShard <= 0 &&
+          (f + 1) % static_cast<size_t>(std::max<int64_t>(1, o_.filesPerShard)) == 0) {
         if (Status s = closeShard(); !s) return s;
       }
     }
@@ -114,15 +116,17 @@ class Converter {
   Status convertLine(const std::string& path, size_t fileIndex, int64_t lineNo, const std::string& line) {
     const std::string where = path + ":" + std::to_string(lineNo);
     nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("image_info") || !doc["image_info"].is_array()) {
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("image_info") ||
+        !doc["image_info"].is_array()) {
       ++sum.badLines;
       problem(where + ": not a JSON document with an image_info list");
       return Status::ok();
     }
     for (auto& info : doc["image_info"]) {
-      const std::string name = info.is_object() && info.contains("image_name") && info["image_name"].is_string()
-                                   ? info["image_name"].get<std::string>()
-                                   : std::string();
+      const std::string name =
+          info.is_object() && info.contains("image_name") && info["image_name"].is_string()
+              ? info["image_name"].get<std::string>()
+              : std::string();
       if (!safeImageName(name)) {
         ++sum.imagesUnsafeName;
         problem(where + ": image_name '" + name + "' is not a plain file name");
@@ -136,7 +140,8 @@ class Converter {
       std::ifstream in(*file, std::ios::binary);
       std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       auto image = decodeImage(bytes);
-      auto jpeg = image ? encodeJpeg(image.value(), o_.jpegQuality) : StatusOr<std::vector<uint8_t>>(image.status());
+      auto jpeg =
+          image ? encodeJpeg(image.value(), o_.jpegQuality) : StatusOr<std::vector<uint8_t>>(image.status());
       if (!jpeg) {
         ++sum.imagesUnreadable;
         problem(file->string() + ": " + jpeg.status().message());
@@ -184,7 +189,8 @@ StatusOr<ConvertMmc4Summary> convertMmc4(const ConvertMmc4Options& options,
                                          const std::function<void(const std::string&)>& progress) {
   if (options.documents.empty()) return Status::invalidArgument("--documents: no document files given");
   if (options.imagesDir.empty()) return Status::invalidArgument("--images: no image directory given");
-  if (!options.dryRun && options.outDir.empty()) return Status::invalidArgument("--out: no output directory given");
+  if (!options.dryRun && options.outDir.empty())
+    return Status::invalidArgument("--out: no output directory given");
   Converter c(options, progress);
   if (Status s = c.run(); !s) return s;
   return c.sum;

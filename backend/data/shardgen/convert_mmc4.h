@@ -54,7 +54,7 @@ struct ConvertMmc4Summary {
 };
 
 // `progress` (may be empty) gets a line per input file.
-protocol::StatusOr<ConvertMmc4Summary> convertMmc4(const ConvertMmc4Options& options,
-                                                   const std::function<void(const std::string&)>& progress = {});
+protocol::StatusOr<ConvertMmc4Summary> convertMmc4(
+    const ConvertMmc4Options& options, const std::function<void(const std::string&)>& progress = {});
 
 }  // namespace fs::data

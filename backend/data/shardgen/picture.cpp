@@ -1,8 +1,8 @@
 #include "backend/data/shardgen/picture.h"
 
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 namespace fs::data {
@@ -24,7 +24,9 @@ constexpr std::array<NamedColor, 8> kColors = {{{"red", {220, 40, 40}},
 constexpr std::array<const char*, 3> kShapes = {"circle", "square", "bar"};
 constexpr std::array<const char*, 5> kPositions = {"left", "right", "top", "bottom", "middle"};
 
-uint8_t clampByte(int v) { return static_cast<uint8_t>(std::clamp(v, 0, 255)); }
+uint8_t clampByte(int v) {
+  return static_cast<uint8_t>(std::clamp(v, 0, 255));
+}
 
 // Centre of a position as fractions of the picture.
 std::pair<double, double> anchor(const std::string& position) {
@@ -65,8 +67,8 @@ Picture drawPicture(Rng& rng, int width, int height, int noise) {
     std::swap(positions[i], positions[pick]);
     size_t color = rng.below(kColors.size());
     if (kColors[color].name == p.background) color = (color + 1) % kColors.size();
-    p.shapes.push_back(
-        {kColors[color].name, kShapes[rng.below(kShapes.size())], kPositions[positions[i]], kColors[color].rgb});
+    p.shapes.push_back({kColors[color].name, kShapes[rng.below(kShapes.size())], kPositions[positions[i]],
+                        kColors[color].rgb});
   }
   p.image.width = width;
   p.image.height = height;
@@ -83,7 +85,8 @@ Picture drawPicture(Rng& rng, int width, int height, int noise) {
         if (inside(s, x, y, fx * width, fy * height, radius)) c = s.rgb;
       }
       for (int k = 0; k < 3; ++k) {
-        const int n = noise > 0 ? static_cast<int>(rng.below(2 * static_cast<uint64_t>(noise) + 1)) - noise : 0;
+        const int n =
+            noise > 0 ? static_cast<int>(rng.below(2 * static_cast<uint64_t>(noise) + 1)) - noise : 0;
         row[x * 3 + k] = clampByte(c[k] + n);
       }
     }

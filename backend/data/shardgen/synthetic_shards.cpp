@@ -1,10 +1,9 @@
 #include "backend/data/shardgen/synthetic_shards.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "backend/data/rng.h"
 #include "backend/data/shardgen/base64_encode.h"
@@ -35,7 +34,9 @@ std::string pattern(const std::string& dir, const char* prefix, int count) {
   return (std::filesystem::path(dir) / braces).string();
 }
 
-StatusOr<std::vector<uint8_t>> pictureJpeg(const Picture& p, int quality) { return encodeJpeg(p.image, quality); }
+StatusOr<std::vector<uint8_t>> pictureJpeg(const Picture& p, int quality) {
+  return encodeJpeg(p.image, quality);
+}
 
 struct Corpus {
   std::vector<std::string> texts;
@@ -124,8 +125,8 @@ StatusOr<nlohmann::json> mmc4Document(const SyntheticShardOptions& o, int64_t in
   nlohmann::json textList = nlohmann::json::array();
   std::vector<size_t> sentenceOf(n);
   for (size_t s = 0; s < order.size(); ++s) {
-    const std::string text = order[s] >= 0 ? describePicture(pictures[static_cast<size_t>(order[s])], rng)
-                                           : fillerSentence(rng);
+    const std::string text =
+        order[s] >= 0 ? describePicture(pictures[static_cast<size_t>(order[s])], rng) : fillerSentence(rng);
     if (order[s] >= 0) sentenceOf[static_cast<size_t>(order[s])] = s;
     corpus.texts.push_back(text);
     textList.push_back(text);
@@ -136,7 +137,8 @@ StatusOr<nlohmann::json> mmc4Document(const SyntheticShardOptions& o, int64_t in
   for (size_t i = 0; i < n; ++i) {
     nlohmann::json row = nlohmann::json::array();
     for (size_t s = 0; s < order.size(); ++s) {
-      const double v = s == sentenceOf[i] && !weak ? 0.26 + 0.10 * rng.unitFloat() : 0.08 + 0.12 * rng.unitFloat();
+      const double v =
+          s == sentenceOf[i] && !weak ? 0.26 + 0.10 * rng.unitFloat() : 0.08 + 0.12 * rng.unitFloat();
       row.push_back(static_cast<double>(static_cast<float>(v)));
     }
     auto jpeg = pictureJpeg(pictures[i], large[i] ? std::max(o.jpegQuality, 90) : 60);
@@ -147,7 +149,8 @@ StatusOr<nlohmann::json> mmc4Document(const SyntheticShardOptions& o, int64_t in
                                      " bytes, under MMC4's 11,000-byte rule");
     }
     std::string b64 = encodeBase64(jpeg.value());
-    if (o.badEvery > 0 && (index + 1) % o.badEvery == 0 && i == 0) b64.insert(b64.size() / 2, "\xc3\xa9");  // not ASCII: b64decode refuses it
+    if (o.badEvery > 0 && (index + 1) % o.badEvery == 0 && i == 0)
+      b64.insert(b64.size() / 2, "\xc3\xa9");  // not ASCII: b64decode refuses it
     char name[48];
     std::snprintf(name, sizeof name, "%09lld_%zu.jpg", static_cast<long long>(index), i);
     info.push_back({{"image_name", name},
@@ -158,7 +161,9 @@ StatusOr<nlohmann::json> mmc4Document(const SyntheticShardOptions& o, int64_t in
     sim.push_back(row);
     ++images;
   }
-  return nlohmann::json{{"text_list", textList}, {"image_info", info}, {"similarity_matrix", sim},
+  return nlohmann::json{{"text_list", textList},
+                        {"image_info", info},
+                        {"similarity_matrix", sim},
                         {"url", "https://example.invalid/doc/" + std::to_string(index)}};
 }
 
@@ -186,13 +191,14 @@ Status writeMmc4(const SyntheticShardOptions& o, SyntheticShardsSummary& sum, Co
 
 }  // namespace
 
-StatusOr<SyntheticShardsSummary> writeSyntheticShards(const SyntheticShardOptions& o,
-                                                      const std::function<void(const std::string&)>& progress) {
+StatusOr<SyntheticShardsSummary> writeSyntheticShards(
+    const SyntheticShardOptions& o, const std::function<void(const std::string&)>& progress) {
   if (o.outDir.empty()) return Status::invalidArgument("make-synthetic: no output directory");
   if (o.laionShards < 0 || o.mmc4Shards < 0 || o.laionSamplesPerShard < 1 || o.mmc4DocsPerShard < 1 ||
       o.imageWidth < 8 || o.imageHeight < 8 || o.maxImagesPerDoc < 1) {
-    return Status::invalidArgument("make-synthetic: shard counts must be >= 0, samples per shard >= 1, "
-                                   "pictures at least 8x8 and max images >= 1");
+    return Status::invalidArgument(
+        "make-synthetic: shard counts must be >= 0, samples per shard >= 1, "
+        "pictures at least 8x8 and max images >= 1");
   }
   std::error_code ec;
   std::filesystem::create_directories(o.outDir, ec);

@@ -261,7 +261,8 @@ bool isPipeUrl(const std::string& url) {
   return url.starts_with(kPipePrefix);
 }
 
-StatusOr<std::unique_ptr<ShardStream>> openShardStream(const std::string& url, const ReadInterrupt* interrupt) {
+StatusOr<std::unique_ptr<ShardStream>> openShardStream(const std::string& url,
+                                                       const ReadInterrupt* interrupt) {
   if (isPipeUrl(url)) return spawnPipe(url, interrupt);
   if (url.empty()) return Status::invalidArgument("empty shard path");
   int fd = ::open(url.c_str(), O_RDONLY | O_CLOEXEC);

@@ -102,7 +102,8 @@ protocol::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const Bpe
     if (it == t->vocab_.end() && unk == t->vocab_.end()) {
       char hex[8];
       std::snprintf(hex, sizeof(hex), "0x%02X", b);
-      return Status::corruption(spec.vocabSource + ": no token for byte " + hex + " (\"" + byteToUnicode()[b] +
+      return Status::corruption(spec.vocabSource + ": no token for byte " + hex + " (\"" +
+                                byteToUnicode()[b] +
                                 "\") and no <unk>; byte-level BPE needs all 256 byte tokens");
     }
     t->byteIds_[b] = it != t->vocab_.end() ? it->second : unk->second;

@@ -8,7 +8,8 @@ namespace fs::data::detail {
 
 using protocol::Status;
 
-SentencePieceTokenizer::SentencePieceTokenizer(const spm::Api* api, void* processor) : api_(api), sp_(processor) {}
+SentencePieceTokenizer::SentencePieceTokenizer(const spm::Api* api, void* processor)
+    : api_(api), sp_(processor) {}
 SentencePieceTokenizer::~SentencePieceTokenizer() {
   if (sp_) api_->destroy(sp_);
 }
@@ -28,10 +29,18 @@ protocol::StatusOr<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokeniz
   return t;
 }
 
-int SentencePieceTokenizer::bosPiece() const { return api_->specialId(sp_, 0); }
-int SentencePieceTokenizer::eosPiece() const { return api_->specialId(sp_, 1); }
-int SentencePieceTokenizer::unkPiece() const { return api_->specialId(sp_, 2); }
-int SentencePieceTokenizer::padPiece() const { return api_->specialId(sp_, 3); }
+int SentencePieceTokenizer::bosPiece() const {
+  return api_->specialId(sp_, 0);
+}
+int SentencePieceTokenizer::eosPiece() const {
+  return api_->specialId(sp_, 1);
+}
+int SentencePieceTokenizer::unkPiece() const {
+  return api_->specialId(sp_, 2);
+}
+int SentencePieceTokenizer::padPiece() const {
+  return api_->specialId(sp_, 3);
+}
 
 std::string SentencePieceTokenizer::pieceText(int id) const {
   std::string piece;
@@ -55,7 +64,9 @@ void SentencePieceTokenizer::decodeModel(const std::vector<int64_t>& ids, std::s
   if (api_->decode(sp_, pieces, &text)) out += text;
 }
 
-int64_t SentencePieceTokenizer::modelSize() const { return api_->pieceSize(sp_); }
+int64_t SentencePieceTokenizer::modelSize() const {
+  return api_->pieceSize(sp_);
+}
 
 std::optional<int64_t> SentencePieceTokenizer::modelTokenId(std::string_view token) const {
   const int id = api_->pieceToId(sp_, token);

@@ -1,17 +1,15 @@
-#include "backend/protocol/cmdline/cmdline.h"
-
 #include <algorithm>
 #include <array>
 #include <map>
 #include <optional>
 #include <string_view>
 
+#include "backend/protocol/cmdline/cmdline.h"
 #include "backend/protocol/cmdline/cmdline_flags.h"
 #include "backend/protocol/cmdline/cmdline_util.h"
+#include "backend/protocol/cmdline/shell_words.h"
 #include "backend/protocol/config/model_catalog.h"
 #include "backend/protocol/config/schema.h"
-#include "backend/protocol/cmdline/shell_words.h"
-
 
 namespace fs::protocol {
 namespace {

@@ -90,5 +90,4 @@ inline Problem error(std::string path, std::string message, std::string fix = ""
   return {Problem::Severity::kError, std::move(path), std::move(message), std::move(fix)};
 }
 
-
 }  // namespace fs::protocol::cmdline_detail

@@ -42,8 +42,9 @@ Status keepDatasets(RunConfig* config, const std::string& value) {
     auto it = std::find_if(config->data.datasets.begin(), config->data.datasets.end(),
                            [&](const DatasetConfig& d) { return d.name == name; });
     if (it == config->data.datasets.end()) {
-      return Status::invalidArgument("data.datasets: no dataset named '" + name + "'" + didYouMean(name, names) +
-                                     "; to add one, set data.datasets[" + std::to_string(names.size()) + "].name");
+      return Status::invalidArgument("data.datasets: no dataset named '" + name + "'" +
+                                     didYouMean(name, names) + "; to add one, set data.datasets[" +
+                                     std::to_string(names.size()) + "].name");
     }
     kept.push_back(*it);
   }

@@ -131,7 +131,7 @@ struct OptimConfig {
 };
 
 struct MixedPrecisionConfig {
-  std::string param_dtype;   // auto | fp32 | bf16 | fp16
+  std::string param_dtype;  // auto | fp32 | bf16 | fp16
   std::string reduce_dtype;
   std::string buffer_dtype;
   bool operator==(const MixedPrecisionConfig&) const = default;
@@ -157,7 +157,8 @@ struct ParallelConfig {
   int64_t preflight_timeout_s{};
   std::string intra_node_transport;  // shm | gloo: how ranks of one node exchange over Gloo
   int64_t shm_arena_mib{};
-  bool shared_shards{};  // FSDP over shared memory: shards in one node-shared segment, gathers copy without a collective
+  bool shared_shards{};  // FSDP over shared memory: shards in one node-shared segment, gathers copy without a
+                         // collective
   bool operator==(const ParallelConfig&) const = default;
 };
 
@@ -171,8 +172,8 @@ struct CheckpointConfig {
 };
 
 struct TelemetryConfig {
-  int64_t logging_steps{};    // --logging_steps: progress line / log file
-  int64_t interval_steps{};   // step events in events.jsonl
+  int64_t logging_steps{};   // --logging_steps: progress line / log file
+  int64_t interval_steps{};  // step events in events.jsonl
   int64_t memory_every_steps{};
   double heartbeat_s{};
   int64_t queue_capacity{};

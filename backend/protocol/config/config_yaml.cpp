@@ -7,9 +7,9 @@
 #include <regex>
 #include <sstream>
 
-#include "backend/protocol/wire/run_dir.h"
 #include "backend/protocol/config/schema.h"
 #include "backend/protocol/config/text_match.h"
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::protocol {
 
@@ -27,12 +27,13 @@ std::string joinKey(const std::string& prefix, const std::string& key) {
 
 class Loader {
  public:
-  Loader(std::string source, std::vector<Problem>* problems) : source_(std::move(source)), problems_(problems) {}
+  Loader(std::string source, std::vector<Problem>* problems)
+      : source_(std::move(source)), problems_(problems) {}
 
   void section(const SectionSpec& spec, void* obj, const YAML::Node& node, const std::string& path) {
     if (!node.IsMap()) {
-      error(path, at(node, source_) + ": expected a mapping of keys for section '" + (path.empty() ? "<root>" : path) +
-                      "', found " + kindName(node));
+      error(path, at(node, source_) + ": expected a mapping of keys for section '" +
+                      (path.empty() ? "<root>" : path) + "', found " + kindName(node));
       return;
     }
     for (const auto& kv : node) {
@@ -44,9 +45,15 @@ class Loader {
         continue;
       }
       switch (e->kind) {
-        case EntrySpec::Kind::kField: field(*e, obj, kv.second, p); break;
-        case EntrySpec::Kind::kSection: section(*e->section, e->child(obj), kv.second, p); break;
-        case EntrySpec::Kind::kList: list(*e, obj, kv.second, p); break;
+        case EntrySpec::Kind::kField:
+          field(*e, obj, kv.second, p);
+          break;
+        case EntrySpec::Kind::kSection:
+          section(*e->section, e->child(obj), kv.second, p);
+          break;
+        case EntrySpec::Kind::kList:
+          list(*e, obj, kv.second, p);
+          break;
       }
     }
   }
@@ -96,8 +103,8 @@ class Loader {
     }
     auto parsed = valueFromText(e, node.Scalar(), path);
     if (!parsed) {
-      error(path, at(node, source_) + ": " + parsed.status().message().substr(path.size() + 2) + " (expected " +
-                      describeAllowed(e) + ")");
+      error(path, at(node, source_) + ": " + parsed.status().message().substr(path.size() + 2) +
+                      " (expected " + describeAllowed(e) + ")");
       return;
     }
     e.set(obj, parsed.value());
@@ -132,10 +139,11 @@ bool checkSchemaVersion(const YAML::Node& root, const std::string& source, std::
   }
   const int ourMajor = std::stoi(std::string(kConfigSchemaVersion));
   if (std::stoi(m[1]) > ourMajor) {
-    problems->push_back({Problem::Severity::kError, "schema_version",
-                         at(v, source) + ": config schema " + s + " is newer than this build reads (" +
-                             std::to_string(ourMajor) + ".x)",
-                         "update Flamingo Studio, or export the config from the newer version with an older schema"});
+    problems->push_back(
+        {Problem::Severity::kError, "schema_version",
+         at(v, source) + ": config schema " + s + " is newer than this build reads (" +
+             std::to_string(ourMajor) + ".x)",
+         "update Flamingo Studio, or export the config from the newer version with an older schema"});
     return false;
   }
   return true;
@@ -151,8 +159,8 @@ ConfigLoad loadConfigYaml(const std::string& text, const std::string& source) {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     out.problems.push_back({Problem::Severity::kError, "",
-                            source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                                ": not valid YAML: " + e.msg,
+                            source + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                std::to_string(e.mark.column + 1) + ": not valid YAML: " + e.msg,
                             ""});
     return out;
   } catch (const std::exception& e) {
@@ -203,8 +211,10 @@ void emitScalar(YAML::Emitter& out, const EntrySpec& e, const Value& v) {
   if (e.type == FieldType::kStringList) {
     out << YAML::Flow << YAML::BeginSeq;
     for (const auto& s : std::get<std::vector<std::string>>(v)) {
-      if (plainSafe(s)) out << s;
-      else out << YAML::DoubleQuoted << s;
+      if (plainSafe(s))
+        out << s;
+      else
+        out << YAML::DoubleQuoted << s;
     }
     out << YAML::EndSeq;
     return;
@@ -226,7 +236,9 @@ void emitSection(YAML::Emitter& out, const SectionSpec& spec, const void* obj, c
         emitScalar(out, e, e.get(obj));
         if (opt.comments) out << YAML::Comment(comment(e));
         break;
-      case EntrySpec::Kind::kSection: emitSection(out, *e.section, e.childConst(obj), opt); break;
+      case EntrySpec::Kind::kSection:
+        emitSection(out, *e.section, e.childConst(obj), opt);
+        break;
       case EntrySpec::Kind::kList:
         out << YAML::BeginSeq;
         for (size_t i = 0; i < e.size(obj); ++i) emitSection(out, *e.section, e.elementConst(obj, i), opt);

@@ -7,7 +7,9 @@
 
 namespace fs::protocol {
 namespace {
-int64_t ceilDiv(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+int64_t ceilDiv(int64_t a, int64_t b) {
+  return b <= 0 ? 0 : (a + b - 1) / b;
+}
 }  // namespace
 
 int64_t resolvedMaxTokens(const DatasetConfig& d) {
@@ -34,7 +36,8 @@ DerivedFigures deriveFigures(const RunConfig& c) {
     if (c.data.source == "shards" && !d.shards.empty()) {
       if (auto n = countShards(d.shards)) df.shardCount = n.value();
     }
-    if (d.total_samples > 0) df.passes = static_cast<double>(df.samplesTotal) / static_cast<double>(d.total_samples);
+    if (d.total_samples > 0)
+      df.passes = static_cast<double>(df.samplesTotal) / static_cast<double>(d.total_samples);
     steps = steps < 0 ? df.batchesPerEpoch : std::min(steps, df.batchesPerEpoch);
     f.datasets.push_back(df);
   }
@@ -51,7 +54,10 @@ DerivedFigures deriveFigures(const RunConfig& c) {
         break;
       }
     }
-    f.schedulerSteps = ref ? (ref->samples_per_epoch / (std::max<int64_t>(1, ref->batch_size) * f.worldSize)) * c.optim.epochs : 0;
+    f.schedulerSteps =
+        ref ? (ref->samples_per_epoch / (std::max<int64_t>(1, ref->batch_size) * f.worldSize)) *
+                  c.optim.epochs
+            : 0;
   } else {
     f.schedulerSteps = f.totalOptimizerSteps;
   }
@@ -82,13 +88,14 @@ std::string formatFigures(const DerivedFigures& f) {
   }
   for (const auto& d : f.datasets) {
     line("dataset %s (%s):", d.name.c_str(), d.type.c_str());
-    line("  global batch:             %lld samples (%lld per optimizer step)", static_cast<long long>(d.globalBatch),
-         static_cast<long long>(d.samplesPerOptimizerStep));
-    line("  batches per epoch:        %lld (%lld samples drawn per epoch)", static_cast<long long>(d.batchesPerEpoch),
-         static_cast<long long>(d.samplesPerEpoch));
+    line("  global batch:             %lld samples (%lld per optimizer step)",
+         static_cast<long long>(d.globalBatch), static_cast<long long>(d.samplesPerOptimizerStep));
+    line("  batches per epoch:        %lld (%lld samples drawn per epoch)",
+         static_cast<long long>(d.batchesPerEpoch), static_cast<long long>(d.samplesPerEpoch));
     line("  samples over the run:     %lld", static_cast<long long>(d.samplesTotal));
     line("  tokens per sample:        %lld", static_cast<long long>(d.maxTokens));
-    if (d.shardCount) line("  shards:                   %llu", static_cast<unsigned long long>(*d.shardCount));
+    if (d.shardCount)
+      line("  shards:                   %llu", static_cast<unsigned long long>(*d.shardCount));
     if (d.passes) {
       line("  passes over the data:     %.3f", *d.passes);
     } else {

@@ -15,14 +15,14 @@ namespace fs::protocol {
 struct DatasetFigures {
   std::string name;
   std::string type;
-  int64_t maxTokens = 0;            // resolved type default
-  int64_t globalBatch = 0;          // batch x world
+  int64_t maxTokens = 0;                // resolved type default
+  int64_t globalBatch = 0;              // batch x world
   int64_t samplesPerOptimizerStep = 0;  // batch x world x grad_accum
-  int64_t batchesPerEpoch = 0;      // ceil(samples / global batch), rounded up to a multiple of workers
-  int64_t samplesPerEpoch = 0;      // what one epoch really draws: batches x global batch
-  int64_t samplesTotal = 0;         // over all epochs
+  int64_t batchesPerEpoch = 0;          // ceil(samples / global batch), rounded up to a multiple of workers
+  int64_t samplesPerEpoch = 0;          // what one epoch really draws: batches x global batch
+  int64_t samplesTotal = 0;             // over all epochs
   std::optional<uint64_t> shardCount;
-  std::optional<double> passes;     // samplesTotal / total_samples when the latter is known
+  std::optional<double> passes;  // samplesTotal / total_samples when the latter is known
 };
 
 struct DerivedFigures {
@@ -31,7 +31,8 @@ struct DerivedFigures {
   int64_t optimizerStepsPerEpoch = 0;
   int64_t totalSteps = 0;
   int64_t totalOptimizerSteps = 0;
-  int64_t schedulerSteps = 0;  // T of the lr schedule (ours: optimizer steps; compat: the reference's formula)
+  int64_t schedulerSteps =
+      0;  // T of the lr schedule (ours: optimizer steps; compat: the reference's formula)
   int64_t checkpointEverySteps = 0;  // 0 = per epoch only
   int64_t checkpointsPerEpoch = 0;   // step checkpoints written per epoch
   std::vector<DatasetFigures> datasets;

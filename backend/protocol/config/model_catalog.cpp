@@ -56,7 +56,8 @@ const std::vector<KnownLm>& knownLms() {
       lm("anas-awadalla/mpt-1b-redpajama-200b-dolly", "mpt", 50432, 2048, 24, 16, 8192, 2048, true),
       lm("anas-awadalla/mpt-7b", "mpt", 50432, 4096, 32, 32, 16384, 2048, true),
       lm("togethercomputer/RedPajama-INCITE-Base-3B-v1", "gpt_neox", 50432, 2560, 32, 32, 10240, 2048, false),
-      lm("togethercomputer/RedPajama-INCITE-Instruct-3B-v1", "gpt_neox", 50432, 2560, 32, 32, 10240, 2048, false),
+      lm("togethercomputer/RedPajama-INCITE-Instruct-3B-v1", "gpt_neox", 50432, 2560, 32, 32, 10240, 2048,
+         false),
       lm("huggyllama/llama-7b", "llama", 32000, 4096, 32, 32, 11008, 2048, false),
       lm("meta-llama/Llama-2-7b-hf", "llama", 32000, 4096, 32, 32, 11008, 4096, false),
   };

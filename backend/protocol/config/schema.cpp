@@ -12,12 +12,18 @@ namespace fs::protocol {
 
 const char* fieldTypeName(FieldType type) {
   switch (type) {
-    case FieldType::kBool: return "boolean";
-    case FieldType::kInt: return "integer";
-    case FieldType::kFloat: return "number";
-    case FieldType::kString: return "string";
-    case FieldType::kEnum: return "choice";
-    case FieldType::kStringList: return "list of strings";
+    case FieldType::kBool:
+      return "boolean";
+    case FieldType::kInt:
+      return "integer";
+    case FieldType::kFloat:
+      return "number";
+    case FieldType::kString:
+      return "string";
+    case FieldType::kEnum:
+      return "choice";
+    case FieldType::kStringList:
+      return "list of strings";
   }
   return "?";
 }
@@ -25,8 +31,12 @@ const char* fieldTypeName(FieldType type) {
 void SectionSpec::applyDefaults(void* obj) const {
   for (const auto& e : entries) {
     switch (e.kind) {
-      case EntrySpec::Kind::kField: e.set(obj, e.defaultValue); break;
-      case EntrySpec::Kind::kSection: e.section->applyDefaults(e.child(obj)); break;
+      case EntrySpec::Kind::kField:
+        e.set(obj, e.defaultValue);
+        break;
+      case EntrySpec::Kind::kSection:
+        e.section->applyDefaults(e.child(obj));
+        break;
       case EntrySpec::Kind::kList: {
         e.resize(obj, 0);
         e.resize(obj, e.defaultElements.size());
@@ -104,12 +114,11 @@ StatusOr<FieldRef> resolvePath(const SectionSpec& root, void* obj, const std::st
       return FieldRef{e, obj, section, canonical};
     }
     if (last) {
-      return Status::invalidArgument("'" + canonical + "' is a section; name one of its keys: " +
-                                     [&] {
-                                       std::string s;
-                                       for (const auto& k : e->section->keys()) s += (s.empty() ? "" : ", ") + k;
-                                       return s;
-                                     }());
+      return Status::invalidArgument("'" + canonical + "' is a section; name one of its keys: " + [&] {
+        std::string s;
+        for (const auto& k : e->section->keys()) s += (s.empty() ? "" : ", ") + k;
+        return s;
+      }());
     }
     if (e->kind == EntrySpec::Kind::kSection) {
       obj = e->child(obj);
@@ -161,8 +170,12 @@ void forEachFieldImpl(const SectionSpec& s, const void* obj, const std::string& 
   for (const auto& e : s.entries) {
     const std::string path = joinPath(prefix, e.key);
     switch (e.kind) {
-      case EntrySpec::Kind::kField: fn(path, e, obj); break;
-      case EntrySpec::Kind::kSection: forEachFieldImpl(*e.section, e.childConst(obj), path, fn); break;
+      case EntrySpec::Kind::kField:
+        fn(path, e, obj);
+        break;
+      case EntrySpec::Kind::kSection:
+        forEachFieldImpl(*e.section, e.childConst(obj), path, fn);
+        break;
       case EntrySpec::Kind::kList:
         for (size_t i = 0; i < e.size(obj); ++i) {
           forEachFieldImpl(*e.section, e.elementConst(obj, i), path + "[" + std::to_string(i) + "]", fn);
@@ -216,10 +229,14 @@ std::string valueToText(const EntrySpec& spec, const Value& value) {
   return std::visit(
       [](const auto& v) -> std::string {
         using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<V, bool>) return v ? "true" : "false";
-        else if constexpr (std::is_same_v<V, int64_t>) return std::to_string(v);
-        else if constexpr (std::is_same_v<V, double>) return formatDouble(v);
-        else if constexpr (std::is_same_v<V, std::string>) return v;
+        if constexpr (std::is_same_v<V, bool>)
+          return v ? "true" : "false";
+        else if constexpr (std::is_same_v<V, int64_t>)
+          return std::to_string(v);
+        else if constexpr (std::is_same_v<V, double>)
+          return formatDouble(v);
+        else if constexpr (std::is_same_v<V, std::string>)
+          return v;
         else {
           std::string s;
           for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
@@ -261,7 +278,8 @@ StatusOr<Value> valueFromText(const EntrySpec& spec, const std::string& rawText,
       return bad("a finite number");
     }
     case FieldType::kString:
-    case FieldType::kEnum: return Value(text);
+    case FieldType::kEnum:
+      return Value(text);
     case FieldType::kStringList: {
       std::string t = text;
       if (t.size() >= 2 && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
@@ -270,7 +288,8 @@ StatusOr<Value> valueFromText(const EntrySpec& spec, const std::string& rawText,
       std::string item;
       while (std::getline(ss, item, ',')) {
         item = trim(item);
-        if (item.size() >= 2 && (item.front() == '"' || item.front() == '\'') && item.back() == item.front()) {
+        if (item.size() >= 2 && (item.front() == '"' || item.front() == '\'') &&
+            item.back() == item.front()) {
           item = item.substr(1, item.size() - 2);
         }
         if (!item.empty()) items.push_back(item);
@@ -299,9 +318,12 @@ std::string describeAllowed(const EntrySpec& spec) {
       if (spec.max) return kind + " <= " + num(*spec.max);
       return kind;
     }
-    case FieldType::kBool: return "true or false";
-    case FieldType::kString: return spec.required ? "a non-empty string" : "a string";
-    case FieldType::kStringList: return "a list of strings";
+    case FieldType::kBool:
+      return "true or false";
+    case FieldType::kString:
+      return spec.required ? "a non-empty string" : "a string";
+    case FieldType::kStringList:
+      return "a list of strings";
   }
   return "";
 }
@@ -327,7 +349,8 @@ std::string checkValue(const EntrySpec& spec, const Value& value) {
     case FieldType::kString:
       if (spec.required && std::get<std::string>(value).empty()) return "must not be empty";
       return "";
-    default: return "";
+    default:
+      return "";
   }
 }
 

@@ -78,7 +78,7 @@ struct FieldRef {
   const EntrySpec* spec = nullptr;
   void* owner = nullptr;
   const SectionSpec* section = nullptr;  // the section that declares `spec`
-  std::string path;  // canonical, e.g. data.datasets[1].batch_size
+  std::string path;                      // canonical, e.g. data.datasets[1].batch_size
 };
 
 // Whether a field means something for `owner`: true unless its appliesWhen
@@ -91,8 +91,9 @@ bool fieldApplies(const SectionSpec& section, const EntrySpec& spec, const void*
 StatusOr<FieldRef> resolvePath(const SectionSpec& root, void* obj, const std::string& path);
 
 // Every scalar field with its canonical path, in declaration order.
-void forEachField(const SectionSpec& root, const void* obj,
-                  const std::function<void(const std::string& path, const EntrySpec&, const void* owner)>& fn);
+void forEachField(
+    const SectionSpec& root, const void* obj,
+    const std::function<void(const std::string& path, const EntrySpec&, const void* owner)>& fn);
 
 // Text forms shared by YAML, --set and the command line.
 std::string valueToText(const EntrySpec& spec, const Value& value);

@@ -12,44 +12,76 @@ namespace fs::protocol::detail {
 
 template <class M>
 constexpr FieldType fieldTypeOf() {
-  if constexpr (std::is_same_v<M, bool>) return FieldType::kBool;
-  else if constexpr (std::is_integral_v<M>) return FieldType::kInt;
-  else if constexpr (std::is_floating_point_v<M>) return FieldType::kFloat;
-  else if constexpr (std::is_same_v<M, std::string>) return FieldType::kString;
-  else return FieldType::kStringList;
+  if constexpr (std::is_same_v<M, bool>)
+    return FieldType::kBool;
+  else if constexpr (std::is_integral_v<M>)
+    return FieldType::kInt;
+  else if constexpr (std::is_floating_point_v<M>)
+    return FieldType::kFloat;
+  else if constexpr (std::is_same_v<M, std::string>)
+    return FieldType::kString;
+  else
+    return FieldType::kStringList;
 }
 
 template <class M>
 Value toValue(const M& m) {
-  if constexpr (std::is_same_v<M, bool>) return Value(m);
-  else if constexpr (std::is_integral_v<M>) return Value(static_cast<int64_t>(m));
-  else if constexpr (std::is_floating_point_v<M>) return Value(static_cast<double>(m));
-  else return Value(m);
+  if constexpr (std::is_same_v<M, bool>)
+    return Value(m);
+  else if constexpr (std::is_integral_v<M>)
+    return Value(static_cast<int64_t>(m));
+  else if constexpr (std::is_floating_point_v<M>)
+    return Value(static_cast<double>(m));
+  else
+    return Value(m);
 }
 
 template <class M>
 M fromValue(const Value& v) {
-  if constexpr (std::is_same_v<M, bool>) return std::get<bool>(v);
-  else if constexpr (std::is_integral_v<M>) return static_cast<M>(std::get<int64_t>(v));
-  else if constexpr (std::is_floating_point_v<M>) return static_cast<M>(std::get<double>(v));
-  else return std::get<M>(v);
+  if constexpr (std::is_same_v<M, bool>)
+    return std::get<bool>(v);
+  else if constexpr (std::is_integral_v<M>)
+    return static_cast<M>(std::get<int64_t>(v));
+  else if constexpr (std::is_floating_point_v<M>)
+    return static_cast<M>(std::get<double>(v));
+  else
+    return std::get<M>(v);
 }
 
 // Chained modifiers for the entry just declared.
 class FieldHandle {
  public:
   explicit FieldHandle(EntrySpec& e) : e_(&e) {}
-  FieldHandle& unit(std::string u) { e_->unit = std::move(u); return *this; }
-  FieldHandle& min(double v) { e_->min = v; return *this; }
-  FieldHandle& max(double v) { e_->max = v; return *this; }
-  FieldHandle& range(double lo, double hi) { e_->min = lo; e_->max = hi; return *this; }
+  FieldHandle& unit(std::string u) {
+    e_->unit = std::move(u);
+    return *this;
+  }
+  FieldHandle& min(double v) {
+    e_->min = v;
+    return *this;
+  }
+  FieldHandle& max(double v) {
+    e_->max = v;
+    return *this;
+  }
+  FieldHandle& range(double lo, double hi) {
+    e_->min = lo;
+    e_->max = hi;
+    return *this;
+  }
   FieldHandle& choices(std::vector<std::string> c) {
     e_->choices = std::move(c);
     e_->type = FieldType::kEnum;
     return *this;
   }
-  FieldHandle& required() { e_->required = true; return *this; }
-  FieldHandle& when(std::string cond) { e_->appliesWhen = std::move(cond); return *this; }
+  FieldHandle& required() {
+    e_->required = true;
+    return *this;
+  }
+  FieldHandle& when(std::string cond) {
+    e_->appliesWhen = std::move(cond);
+    return *this;
+  }
 
  private:
   EntrySpec* e_;

@@ -12,7 +12,9 @@ struct Range {
   int64_t from = 0, to = 0, step = 1;
   size_t width = 0;  // zero padding, from the wider endpoint written with a leading 0
   uint64_t count() const { return static_cast<uint64_t>((to >= from ? to - from : from - to) / step) + 1; }
-  int64_t at(uint64_t i) const { return to >= from ? from + static_cast<int64_t>(i) * step : from - static_cast<int64_t>(i) * step; }
+  int64_t at(uint64_t i) const {
+    return to >= from ? from + static_cast<int64_t>(i) * step : from - static_cast<int64_t>(i) * step;
+  }
 };
 struct Pattern;
 struct Group {
@@ -105,12 +107,16 @@ class Parser {
         (parts.size() == 3 && (!num(parts[2], &r->step) || r->step <= 0))) {
       return error("'{" + body + "}' is not a range like {000..999} or {0..100..10}");
     }
-    auto padded = [](const std::string& t) { return t.size() > 1 && (t[0] == '0' || (t[0] == '-' && t[1] == '0')); };
+    auto padded = [](const std::string& t) {
+      return t.size() > 1 && (t[0] == '0' || (t[0] == '-' && t[1] == '0'));
+    };
     if (padded(parts[0]) || padded(parts[1])) r->width = std::max(parts[0].size(), parts[1].size());
     return Status::ok();
   }
 
-  Status error(const std::string& what) { return Status::invalidArgument("shard pattern '" + s_ + "': " + what); }
+  Status error(const std::string& what) {
+    return Status::invalidArgument("shard pattern '" + s_ + "': " + what);
+  }
 
   const std::string& s_;
   size_t pos_ = 0;
@@ -118,7 +124,9 @@ class Parser {
 
 constexpr uint64_t kCountCap = uint64_t{1} << 62;
 
-uint64_t mulCapped(uint64_t a, uint64_t b) { return (a != 0 && b > kCountCap / a) ? kCountCap : a * b; }
+uint64_t mulCapped(uint64_t a, uint64_t b) {
+  return (a != 0 && b > kCountCap / a) ? kCountCap : a * b;
+}
 
 uint64_t countPattern(const Pattern& p);
 uint64_t countGroup(const Group& g) {
@@ -184,7 +192,8 @@ StatusOr<uint64_t> countShards(const std::string& spec) {
   if (spec.empty()) return Status::invalidArgument("shard list is empty");
   uint64_t total = 0;
   for (const auto& one : splitSpecs(spec)) {
-    if (one.empty()) return Status::invalidArgument("shard list '" + spec + "' has an empty part between '::'");
+    if (one.empty())
+      return Status::invalidArgument("shard list '" + spec + "' has an empty part between '::'");
     auto p = Parser(one).parse();
     if (!p) return p.status();
     total = std::min(kCountCap, total + countPattern(p.value()));

@@ -11,7 +11,9 @@
 namespace fs::protocol {
 namespace {
 
-std::string num(int64_t v) { return std::to_string(v); }
+std::string num(int64_t v) {
+  return std::to_string(v);
+}
 
 class Checker {
  public:
@@ -59,15 +61,17 @@ class Checker {
       const auto& d = ds[i];
       const std::string p = "data.datasets[" + num(static_cast<int64_t>(i)) + "]";
       if (!d.name.empty() && !names.insert(d.name).second) {
-        error(p + ".name", "'" + d.name + "' is used by two datasets; names must be unique", "rename one of them");
+        error(p + ".name", "'" + d.name + "' is used by two datasets; names must be unique",
+              "rename one of them");
       }
       if (d.type == "mmc4") {
         if (d.textsim_threshold > 1.0) {
-          warning(p + ".textsim_threshold",
-                  std::to_string(d.textsim_threshold).substr(0, 6) +
-                      " rejects every real MMC4 document (CLIP similarities are about 0.1-0.4); it is train.py's "
-                      "default",
-                  "use 0.24 as the released OpenFlamingo recipe does");
+          warning(
+              p + ".textsim_threshold",
+              std::to_string(d.textsim_threshold).substr(0, 6) +
+                  " rejects every real MMC4 document (CLIP similarities are about 0.1-0.4); it is train.py's "
+                  "default",
+              "use 0.24 as the released OpenFlamingo recipe does");
         }
         if (d.min_num_images > d.max_num_images) {
           error(p + ".min_num_images",
@@ -78,14 +82,16 @@ class Checker {
       }
       if (resolvedMaxTokens(d) > c_.model.lm.max_positions) {
         error(p + ".max_tokens",
-              num(resolvedMaxTokens(d)) + " tokens do not fit model.lm.max_positions " + num(c_.model.lm.max_positions),
+              num(resolvedMaxTokens(d)) + " tokens do not fit model.lm.max_positions " +
+                  num(c_.model.lm.max_positions),
               "lower max_tokens");
       }
       if (!d.val_shards.empty()) {
         if (auto vc = countShards(d.val_shards); !vc) {
           error(p + ".val_shards", vc.status().message());
         } else if (d.val_shards.rfind("pipe:", 0) != 0 && static_cast<int64_t>(vc.value()) < world) {
-          error(p + ".val_shards", num(static_cast<int64_t>(vc.value())) + " shards for " + num(world) + " ranks",
+          error(p + ".val_shards",
+                num(static_cast<int64_t>(vc.value())) + " shards for " + num(world) + " ranks",
                 "give every rank at least one validation shard");
         }
       }
@@ -102,20 +108,20 @@ class Checker {
         continue;
       }
       const int64_t needed = d.workers * world;
-      if (!c_.data.resampled && d.shards.rfind("pipe:", 0) != 0 && static_cast<int64_t>(count.value()) < needed) {
+      if (!c_.data.resampled && d.shards.rfind("pipe:", 0) != 0 &&
+          static_cast<int64_t>(count.value()) < needed) {
         const int64_t fitWorkers = static_cast<int64_t>(count.value()) / std::max<int64_t>(1, world);
         std::string fix = "enable data.resampled";
         if (fitWorkers >= 1) fix += ", use " + num(fitWorkers) + " worker" + (fitWorkers == 1 ? "" : "s");
         fix += ", or reshard into at least " + num(needed) + " shards";
         error(p + ".shards",
-              num(static_cast<int64_t>(count.value())) + " shards < " + num(d.workers) + " workers x " + num(world) +
-                  " ranks: some workers would get no shard",
+              num(static_cast<int64_t>(count.value())) + " shards < " + num(d.workers) + " workers x " +
+                  num(world) + " ranks: some workers would get no shard",
               fix);
       }
     }
-    if (c_.data.val_every_steps > 0 && std::none_of(ds.begin(), ds.end(), [](const DatasetConfig& d) {
-          return !d.val_shards.empty();
-        })) {
+    if (c_.data.val_every_steps > 0 &&
+        std::none_of(ds.begin(), ds.end(), [](const DatasetConfig& d) { return !d.val_shards.empty(); })) {
       warning("data.val_every_steps", "is " + num(c_.data.val_every_steps) + " but no dataset has val_shards",
               "set datasets[].val_shards, or val_every_steps=0");
     }
@@ -129,9 +135,10 @@ class Checker {
       const int64_t b = d.samples_per_epoch / d.batch_size;
       if (b != batches) {
         error("data.datasets[" + num(static_cast<int64_t>(i)) + "].samples_per_epoch",
-              "gives " + num(b) + " batches per epoch (" + num(d.samples_per_epoch) + " / " + num(d.batch_size) +
-                  ") but '" + first.name + "' gives " + num(batches) + " (" + num(first.samples_per_epoch) + " / " +
-                  num(first.batch_size) + "); every dataset must give the same number",
+              "gives " + num(b) + " batches per epoch (" + num(d.samples_per_epoch) + " / " +
+                  num(d.batch_size) + ") but '" + first.name + "' gives " + num(batches) + " (" +
+                  num(first.samples_per_epoch) + " / " + num(first.batch_size) +
+                  "); every dataset must give the same number",
               "set samples_per_epoch to " + num(batches * d.batch_size) + " or change the batch sizes");
       }
     }
@@ -140,14 +147,16 @@ class Checker {
   void modelRules() {
     const auto& m = c_.model;
     if (m.vision.heads > 0 && m.vision.width % m.vision.heads != 0) {
-      error("model.vision.heads", "width " + num(m.vision.width) + " is not divisible by " + num(m.vision.heads) + " heads");
+      error("model.vision.heads",
+            "width " + num(m.vision.width) + " is not divisible by " + num(m.vision.heads) + " heads");
     }
     if (m.vision.patch_size > 0 && m.vision.image_size % m.vision.patch_size != 0) {
-      error("model.vision.patch_size",
-            "image_size " + num(m.vision.image_size) + " is not a multiple of patch_size " + num(m.vision.patch_size));
+      error("model.vision.patch_size", "image_size " + num(m.vision.image_size) +
+                                           " is not a multiple of patch_size " + num(m.vision.patch_size));
     }
     if (m.lm.heads > 0 && m.lm.width % m.lm.heads != 0) {
-      error("model.lm.heads", "width " + num(m.lm.width) + " is not divisible by " + num(m.lm.heads) + " heads");
+      error("model.lm.heads",
+            "width " + num(m.lm.width) + " is not divisible by " + num(m.lm.heads) + " heads");
     }
     if (m.cross_attn.every_n_layers > m.lm.layers) {
       error("model.cross_attn.every_n_layers",
@@ -155,18 +164,19 @@ class Checker {
                 " layers: the model would have no cross-attention",
             "use a value <= " + num(m.lm.layers));
     } else if (m.cross_attn.every_n_layers > 0 && m.lm.layers % m.cross_attn.every_n_layers != 0) {
-      warning("model.cross_attn.every_n_layers",
-              num(m.lm.layers) + " layers are not a multiple of " + num(m.cross_attn.every_n_layers) +
-                  ": the last layers get no cross-attention");
+      warning("model.cross_attn.every_n_layers", num(m.lm.layers) + " layers are not a multiple of " +
+                                                     num(m.cross_attn.every_n_layers) +
+                                                     ": the last layers get no cross-attention");
     }
     if (m.lm.tokenizer_path.empty()) tokenRules();
     if (auto k = findKnownLm(m.lm.path)) {
       const LmConfig& s = k->shape;
-      if (s.family != m.lm.family || s.width != m.lm.width || s.layers != m.lm.layers || s.heads != m.lm.heads ||
-          s.ffn_dim != m.lm.ffn_dim || s.vocab_size != m.lm.vocab_size) {
-        warning("model.lm", "the dimensions differ from " + k->id + " (" + s.family + ", width " + num(s.width) + ", " +
-                                num(s.layers) + " layers, " + num(s.heads) + " heads, ffn " + num(s.ffn_dim) +
-                                ", vocab " + num(s.vocab_size) + "): its weights will not load",
+      if (s.family != m.lm.family || s.width != m.lm.width || s.layers != m.lm.layers ||
+          s.heads != m.lm.heads || s.ffn_dim != m.lm.ffn_dim || s.vocab_size != m.lm.vocab_size) {
+        warning("model.lm",
+                "the dimensions differ from " + k->id + " (" + s.family + ", width " + num(s.width) + ", " +
+                    num(s.layers) + " layers, " + num(s.heads) + " heads, ffn " + num(s.ffn_dim) +
+                    ", vocab " + num(s.vocab_size) + "): its weights will not load",
                 "use the preset for this model or clear model.lm.path for a random init");
       }
     }
@@ -174,7 +184,8 @@ class Checker {
       const VisionConfig& s = v->shape;
       if (s.width != m.vision.width || s.layers != m.vision.layers || s.patch_size != m.vision.patch_size ||
           s.heads != m.vision.heads) {
-        warning("model.vision", "the dimensions differ from OpenCLIP " + v->name + ": its weights will not load",
+        warning("model.vision",
+                "the dimensions differ from OpenCLIP " + v->name + ": its weights will not load",
                 "use the preset for this tower or clear model.vision.pretrained");
       }
     }
@@ -182,8 +193,10 @@ class Checker {
 
   void tokenRules() {
     const auto& t = c_.model.tokens;
-    const std::pair<const char*, int64_t> ids[] = {
-        {"eos_id", t.eos_id}, {"pad_id", t.pad_id}, {"image_id", t.image_id}, {"endofchunk_id", t.endofchunk_id}};
+    const std::pair<const char*, int64_t> ids[] = {{"eos_id", t.eos_id},
+                                                   {"pad_id", t.pad_id},
+                                                   {"image_id", t.image_id},
+                                                   {"endofchunk_id", t.endofchunk_id}};
     for (const auto& [name, id] : ids) {
       if (id >= t.vocab_size) {
         error(std::string("model.tokens.") + name,
@@ -191,7 +204,8 @@ class Checker {
       }
     }
     if (t.image_id == t.endofchunk_id) {
-      error("model.tokens.image_id", "<image> and <|endofchunk|> share id " + num(t.image_id) + "; they must differ");
+      error("model.tokens.image_id",
+            "<image> and <|endofchunk|> share id " + num(t.image_id) + "; they must differ");
     }
     for (const auto& [name, id] : {ids[0], ids[1]}) {
       if (id == t.image_id || id == t.endofchunk_id) {
@@ -216,8 +230,8 @@ class Checker {
             "use full_shard on one node, or set launch.nnodes >= 2");
     }
     if (!fsdp && p.sharding_strategy != "full_shard") {
-      warning("parallel.sharding_strategy", "'" + p.sharding_strategy + "' has no effect with parallel.mode=ddp",
-              "set parallel.mode=fsdp");
+      warning("parallel.sharding_strategy",
+              "'" + p.sharding_strategy + "' has no effect with parallel.mode=ddp", "set parallel.mode=fsdp");
     }
     if (fsdp && p.wrap_policy == "custom" && p.wrap_patterns.empty()) {
       error("parallel.wrap_patterns", "empty, but parallel.wrap_policy is 'custom'",
@@ -229,20 +243,23 @@ class Checker {
             "set model.freeze_lm_embeddings=true, or compat=default (our FSDP trains tied embeddings)");
     }
     if (!fsdp && c_.checkpoint.format == "sharded") {
-      error("checkpoint.format", "'sharded' writes each rank's FSDP shards, but parallel.mode is '" + p.mode + "'",
+      error("checkpoint.format",
+            "'sharded' writes each rank's FSDP shards, but parallel.mode is '" + p.mode + "'",
             "set parallel.mode=fsdp, or checkpoint.format=full");
     }
     mixedPrecisionRules(fsdp);
     if (fsdp && p.delayed_init && !p.sync_module_states) {
-      error("parallel.delayed_init", "takes every weight from its node's first rank, but parallel.sync_module_states is false",
+      error("parallel.delayed_init",
+            "takes every weight from its node's first rank, but parallel.sync_module_states is false",
             "set parallel.sync_module_states=true, or parallel.delayed_init=false");
     }
     if (p.cpu_offload) {
-      warning("parallel.cpu_offload",
-              fsdp ? "on CPU runs the shards live in host memory anyway; CUDA runs do not implement it yet and "
-                     "stop at start-up with an error"
-                   : "has no effect with parallel.mode=" + p.mode,
-              "leave it off");
+      warning(
+          "parallel.cpu_offload",
+          fsdp ? "on CPU runs the shards live in host memory anyway; CUDA runs do not implement it yet and "
+                 "stop at start-up with an error"
+               : "has no effect with parallel.mode=" + p.mode,
+          "leave it off");
     }
     if ((c_.optim.precision == "fp16" || c_.optim.precision == "amp_fp16") && p.dist_backend == "gloo") {
       warning("optim.precision", "fp16 is meant for CUDA; on CPU (gloo) use bf16 or amp_bf16");
@@ -255,19 +272,20 @@ class Checker {
     const auto& mp = c_.parallel.mixed_precision;
     const bool set = mp.param_dtype != "auto" || mp.reduce_dtype != "auto" || mp.buffer_dtype != "auto";
     if (!fsdp) {
-      if (set) warning("parallel.mixed_precision", "has no effect with parallel.mode=" + c_.parallel.mode,
-                       "set parallel.mode=fsdp, or leave the dtypes at auto");
+      if (set)
+        warning("parallel.mixed_precision", "has no effect with parallel.mode=" + c_.parallel.mode,
+                "set parallel.mode=fsdp, or leave the dtypes at auto");
       return;
     }
     const auto& prec = c_.optim.precision;
-    const std::string compute = prec == "bf16" || prec == "amp_bf16" ? "bf16"
+    const std::string compute = prec == "bf16" || prec == "amp_bf16"   ? "bf16"
                                 : prec == "fp16" || prec == "amp_fp16" ? "fp16"
-                                                                        : "fp32";
+                                                                       : "fp32";
     const std::string weight = prec.rfind("amp_", 0) == 0 || prec == "fp32" ? "fp32" : compute;
     if (mp.param_dtype != "auto" && mp.param_dtype != compute && mp.param_dtype != weight) {
       error("parallel.mixed_precision.param_dtype",
-            "'" + mp.param_dtype + "' under optim.precision " + prec + ": the forward computes in " + compute +
-                " with weights stored in " + weight,
+            "'" + mp.param_dtype + "' under optim.precision " + prec + ": the forward computes in " +
+                compute + " with weights stored in " + weight,
             "use auto, " + compute + (weight != compute ? " or " + weight : std::string()) +
                 ", or change optim.precision (amp_bf16 computes in bf16 from fp32 weights)");
     }
@@ -289,11 +307,13 @@ class Checker {
             "use launch.kind=external and start the ranks on each node yourself, or nnodes=1");
     }
     if (l.kind == "ssh" && static_cast<int64_t>(l.hosts.size()) != l.nnodes) {
-      error("launch.hosts", num(static_cast<int64_t>(l.hosts.size())) + " host(s) listed for " + num(l.nnodes) +
-                                " node(s); ssh launches need one host per node, node 0 first",
+      error("launch.hosts",
+            num(static_cast<int64_t>(l.hosts.size())) + " host(s) listed for " + num(l.nnodes) +
+                " node(s); ssh launches need one host per node, node 0 first",
             "list exactly " + num(l.nnodes) + " hosts or change launch.nnodes");
     }
-    if (l.nnodes > 1 && (l.master_addr.empty() || l.master_addr == "127.0.0.1" || l.master_addr == "localhost") &&
+    if (l.nnodes > 1 &&
+        (l.master_addr.empty() || l.master_addr == "127.0.0.1" || l.master_addr == "localhost") &&
         l.kind == "ssh") {
       error("launch.master_addr", "'" + l.master_addr + "' cannot be reached from other nodes",
             "use node 0's address as the other nodes see it" +
@@ -307,7 +327,8 @@ class Checker {
       if (d.batch_size <= 0 || d.workers <= 0) return;
     }
     const DerivedFigures f = deriveFigures(c_);
-    if (c_.optim.warmup_steps > 0 && c_.optim.warmup_steps >= f.schedulerSteps && c_.optim.scheduler != "constant") {
+    if (c_.optim.warmup_steps > 0 && c_.optim.warmup_steps >= f.schedulerSteps &&
+        c_.optim.scheduler != "constant") {
       warning("optim.warmup_steps",
               num(c_.optim.warmup_steps) + " warmup steps >= the schedule's " + num(f.schedulerSteps) +
                   " steps: the lr never decays",
@@ -330,6 +351,8 @@ class Checker {
 
 }  // namespace
 
-std::vector<Problem> validateConfig(const RunConfig& config) { return Checker(config).run(); }
+std::vector<Problem> validateConfig(const RunConfig& config) {
+  return Checker(config).run();
+}
 
 }  // namespace fs::protocol

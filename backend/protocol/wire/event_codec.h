@@ -26,8 +26,8 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/protocol/wire/events.h"
 #include "backend/protocol/status.h"
+#include "backend/protocol/wire/events.h"
 
 namespace fs::protocol {
 

@@ -133,7 +133,8 @@ struct RankMemory {
   std::int64_t activations = 0;              // bytes of saved activations at peak
   std::optional<std::int64_t> device_bytes;  // accelerator allocated now; absent on CPU
   std::optional<std::int64_t> device_peak;
-  std::optional<int> gathered_units;  // FSDP: most units unsharded (or being gathered) at once since the last report
+  std::optional<int>
+      gathered_units;  // FSDP: most units unsharded (or being gathered) at once since the last report
   // FSDP: the units gathered together when gathered_units was first reached, as gather_order values of the
   // layout event's units, ascending (as many as gathered_units; empty when none was gathered). Since 1.2.
   std::vector<int> gathered_at_peak;

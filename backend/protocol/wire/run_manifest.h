@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/protocol/status.h"
 #include "backend/protocol/wire/events.h"
 #include "backend/protocol/wire/run_dir.h"
-#include "backend/protocol/status.h"
 
 namespace fs::protocol {
 

@@ -11,13 +11,14 @@
 //    index.json removed are listed as incomplete naming the file, and not
 //    offered; index.json of an unknown version or missing a field is refused
 //    naming the file and the field.
+#include "app/checkpoints/checkpoint_listing.h"
+
 #include <QDir>
 #include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "app/checkpoints/checkpoint_listing.h"
 #include "app/checkpoints/sharded_index_reader.h"
 #include "app/history/run_dir_reader.h"
 #include "backend/protocol/wire/event_codec.h"
@@ -66,7 +67,7 @@ class CheckpointListingTest : public QObject {
 
  private:
   QTemporaryDir tmp_;
-  QString run_;  // the run directory
+  QString run_;         // the run directory
   QString checkpoint_;  // its final (epoch) checkpoint: a sharded directory
 };
 
@@ -74,14 +75,30 @@ void CheckpointListingTest::initTestCase() {
   QVERIFY(tmp_.isValid());
   run_ = tmp_.filePath(QStringLiteral("run"));
   // 2 ranks x (2 LAION + 2 MMC4) per step, 2 steps; a step checkpoint each step and the epoch's.
-  const QStringList sets = {"data.source=synthetic", "model.lm.family=llama", "optim.epochs=1",
-                            "data.datasets[0].batch_size=2", "data.datasets[0].samples_per_epoch=8",
-                            "data.datasets[1].batch_size=2", "data.datasets[1].samples_per_epoch=8",
-                            "launch.threads_per_rank=1", "parallel.mode=fsdp", "checkpoint.format=sharded",
-                            "checkpoint.every_steps=1", "checkpoint.keep_last=5",
-                            "parallel.collective_timeout_s=60", "parallel.preflight_timeout_s=60"};
-  QStringList args = {"launch", "--nproc-per-node", "2", "--master-port", QString::number(fs::testing::freePort()),
-                      "--run-dir", run_, "--", "train", "--config",
+  const QStringList sets = {"data.source=synthetic",
+                            "model.lm.family=llama",
+                            "optim.epochs=1",
+                            "data.datasets[0].batch_size=2",
+                            "data.datasets[0].samples_per_epoch=8",
+                            "data.datasets[1].batch_size=2",
+                            "data.datasets[1].samples_per_epoch=8",
+                            "launch.threads_per_rank=1",
+                            "parallel.mode=fsdp",
+                            "checkpoint.format=sharded",
+                            "checkpoint.every_steps=1",
+                            "checkpoint.keep_last=5",
+                            "parallel.collective_timeout_s=60",
+                            "parallel.preflight_timeout_s=60"};
+  QStringList args = {"launch",
+                      "--nproc-per-node",
+                      "2",
+                      "--master-port",
+                      QString::number(fs::testing::freePort()),
+                      "--run-dir",
+                      run_,
+                      "--",
+                      "train",
+                      "--config",
                       QStringLiteral(FS_SOURCE_DIR "/resources/presets/tiny.yaml")};
   for (const QString& s : sets) args << "--set" << s;
   QProcess p;
@@ -188,8 +205,9 @@ void CheckpointListingTest::aBadIndexIsRefusedNamingTheField() {
     return parseShardedIndex(QJsonDocument(o).toJson(), QStringLiteral("c/index.json")).error;
   };
   QCOMPARE(edited([](QJsonObject& o) { o[QStringLiteral("version")] = 2; }),
-           QStringLiteral("c/index.json: version: 2 is not a version this build reads (1); a newer Flamingo Studio "
-                          "wrote it"));
+           QStringLiteral(
+               "c/index.json: version: 2 is not a version this build reads (1); a newer Flamingo Studio "
+               "wrote it"));
   QCOMPARE(edited([](QJsonObject& o) { o.remove(QStringLiteral("parameter_order")); }),
            QStringLiteral("c/index.json: parameter_order: missing"));
   QString unitsError = edited([](QJsonObject& o) {
@@ -204,7 +222,8 @@ void CheckpointListingTest::aBadIndexIsRefusedNamingTheField() {
     o[QStringLiteral("units")] = units;
   });
   QCOMPARE(unitsError, QStringLiteral("c/index.json: units[0].flats[0].members: missing"));
-  QVERIFY(parseShardedIndex("{\"format\": ", QStringLiteral("c/index.json")).error.startsWith("c/index.json: not JSON"));
+  QVERIFY(parseShardedIndex("{\"format\": ", QStringLiteral("c/index.json"))
+              .error.startsWith("c/index.json: not JSON"));
 }
 
 }  // namespace fs::app

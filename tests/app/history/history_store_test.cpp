@@ -248,8 +248,9 @@ class HistoryStoreTest : public QObject {
     HistoryStore store;
     QVERIFY_OK(store.open(dbPath()));
     RunRecord withCheckpoints = record("id-1", "laion-baseline", "finished", 1000, 61'000, 100);
-    withCheckpoints.checkpoints = {{QStringLiteral("checkpoint_step50.pt"), 50, 0, QStringLiteral("step"), 10, 30'000},
-                                   {QStringLiteral("checkpoint_final.pt"), 100, 0, QStringLiteral("final"), 20, 61'000}};
+    withCheckpoints.checkpoints = {
+        {QStringLiteral("checkpoint_step50.pt"), 50, 0, QStringLiteral("step"), 10, 30'000},
+        {QStringLiteral("checkpoint_final.pt"), 100, 0, QStringLiteral("final"), 20, 61'000}};
     QVERIFY_OK(store.upsert(withCheckpoints));
     QVERIFY_OK(store.upsert(record("id-2", "mmc4-only", "failed", 2000, 5000, 7, "gpu-node-7")));
     QVERIFY_OK(store.upsert(record("id-3", "Laion_big", "running", 3000, 0, 50)));
@@ -259,7 +260,7 @@ class HistoryStoreTest : public QObject {
     QVERIFY(all.isOk());
     QCOMPARE(ids(all.value()), (QStringList{"id-4", "id-3", "id-2", "id-1"}));  // newest first by default
     QCOMPARE(all->total, 4);
-    QVERIFY(all->runs[0].configYaml.isEmpty());  // listings leave the config out
+    QVERIFY(all->runs[0].configYaml.isEmpty());                       // listings leave the config out
     QCOMPARE(all->runs[3].checkpoints, withCheckpoints.checkpoints);  // in the order written
     QVERIFY(all->runs[0].checkpoints.isEmpty());
 

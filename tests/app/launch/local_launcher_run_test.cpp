@@ -177,9 +177,9 @@ class LocalLauncherRunTest : public QObject {
                                                    QStringLiteral("launch.threads_per_rank=1")}));
     QTRY_COMPARE_WITH_TIMEOUT(started.count(), 1, kRunTimeoutMs);
     const QString runDir = launcher.runDir();
-    QTRY_VERIFY_WITH_TIMEOUT(test::eventsOf<proto::StepEvent>(test::readEvents(runDir)).size() >= 2 ||
-                                 !finished.isEmpty(),
-                             kRunTimeoutMs);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        test::eventsOf<proto::StepEvent>(test::readEvents(runDir)).size() >= 2 || !finished.isEmpty(),
+        kRunTimeoutMs);
     QVERIFY2(finished.isEmpty(), joined(lines).constData());
     launcher.terminate();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRunTimeoutMs);

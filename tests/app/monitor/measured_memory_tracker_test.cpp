@@ -147,7 +147,9 @@ class Figures {
     r.activations = draw(0, 80000) + (draw(0, 700) == 0 ? 20000000 : 0);
     return r;
   }
-  std::int64_t draw(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_); }
+  std::int64_t draw(std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_);
+  }
 
  private:
   std::mt19937_64 rng_;
@@ -159,7 +161,8 @@ class MeasuredMemoryTrackerTest : public QObject {
   Q_OBJECT
 
   // Appends what `run` built, updates, and checks both references.
-  void appendAndCheck(Run& run, SeriesStore& store, MeasuredMemoryTracker& tracker, bool from_scratch = true) {
+  void appendAndCheck(Run& run, SeriesStore& store, MeasuredMemoryTracker& tracker,
+                      bool from_scratch = true) {
     store.append(run.take());
     tracker.update(store);
     const auto expected = run.recompute();

@@ -240,8 +240,10 @@ class RunMonitorTest : public QObject {
     auto memoryLine = [](std::uint64_t seq, std::int64_t step, std::vector<proto::RankMemory> ranks) {
       return line(seq, proto::MemoryEvent{step, std::move(ranks)}, kT0 + step);
     };
-    QVERIFY(appendText(events(), line(0, started(100), kT0) + memoryLine(1, 1, {{0, 1, 1, 900, 0, 0, 0, 0}, {1, 1, 1, 5, 0, 0, 0, 0}}) +
-                                     memoryLine(2, 2, {{0, 1, 1, 100, 0, 0, 0, 0}, {1, 1, 1, 5, 0, 0, 0, 0}})));
+    QVERIFY(
+        appendText(events(), line(0, started(100), kT0) +
+                                 memoryLine(1, 1, {{0, 1, 1, 900, 0, 0, 0, 0}, {1, 1, 1, 5, 0, 0, 0, 0}}) +
+                                 memoryLine(2, 2, {{0, 1, 1, 100, 0, 0, 0, 0}, {1, 1, 1, 5, 0, 0, 0, 0}})));
     RunMonitor monitor(quietOptions());
     monitor.attach(QString::fromStdString(run_.string()));
     QTRY_COMPARE_WITH_TIMEOUT(monitor.status().events, std::uint64_t{3}, kWait);
@@ -253,9 +255,11 @@ class RunMonitorTest : public QObject {
     const auto other_run = testing::fsPath(other.path());
     QVERIFY(proto::RunDir(other_run).create().isOk());
     // More ranks than the first run: more series, so nothing could tell the stores apart by size.
-    QVERIFY(appendText(other_run / proto::kEventsFileName,
-                       line(0, started(100), kT0) +
-                           memoryLine(1, 1, {{0, 1, 1, 40, 0, 0, 0, 0}, {1, 1, 1, 40, 0, 0, 0, 0}, {2, 1, 1, 40, 0, 0, 0, 0}})));
+    QVERIFY(appendText(
+        other_run / proto::kEventsFileName,
+        line(0, started(100), kT0) +
+            memoryLine(1, 1,
+                       {{0, 1, 1, 40, 0, 0, 0, 0}, {1, 1, 1, 40, 0, 0, 0, 0}, {2, 1, 1, 40, 0, 0, 0, 0}})));
     monitor.attach(QString::fromStdString(other_run.string()));
     QTRY_COMPARE_WITH_TIMEOUT(monitor.status().events, std::uint64_t{2}, kWait);
     QCOMPARE(monitor.measuredMemory().size(), std::size_t{3});

@@ -1,9 +1,10 @@
 // parsePlanJson: a plan's fields, errors that name the JSON path; rankFigures
 // where shards differ by rank; compareEstimate's rows and error.
+#include "app/plan/plan_json.h"
+
 #include <QTest>
 
 #include "app/plan/estimate_comparison.h"
-#include "app/plan/plan_json.h"
 
 using namespace fs::app;
 
@@ -11,11 +12,12 @@ namespace {
 
 // A two-rank plan with one estimate whose shards differ by rank.
 QByteArray planJson(const QString& perRank = {}) {
-  const QString figures = perRank.isEmpty()
-                              ? QStringLiteral(R"("parameters": 300, "gradients": 20, "optimizer": 40, "model_state": 360,
+  const QString figures =
+      perRank.isEmpty()
+          ? QStringLiteral(R"("parameters": 300, "gradients": 20, "optimizer": 40, "model_state": 360,
                                    "gathered_peak": 50, "activations": 90, "activations_without_checkpointing": 90,
                                    "activations_with_checkpointing": 30, "peak": 500)")
-                              : perRank;
+          : perRank;
   return QStringLiteral(R"({"schema": "fs.plan/1", "world": 2, "nodes": 1,
     "model": {"family": "opt", "params": 84, "trainable_params": 29, "new_field": true},
     "layouts": [{"policy": "openflamingo", "units": [{"path": ""}, {"path": "perceiver"}]}],
@@ -63,14 +65,13 @@ class PlanJsonTest : public QObject {
   void anotherMajorVersionIsRejected() {
     QByteArray json = planJson();
     json.replace("fs.plan/1", "fs.plan/2");
-    QVERIFY2(parsePlanJson(json).error.contains("schema: 'fs.plan/2'"), qPrintable(parsePlanJson(json).error));
+    QVERIFY2(parsePlanJson(json).error.contains("schema: 'fs.plan/2'"),
+             qPrintable(parsePlanJson(json).error));
     json.replace("fs.plan/2", "fs.plan/1.3");
     QVERIFY(parsePlanJson(json).ok());
   }
 
-  void notJsonSaysWhere() {
-    QVERIFY(parsePlanJson("flamingo-train: oops").error.contains("not JSON"));
-  }
+  void notJsonSaysWhere() { QVERIFY(parsePlanJson("flamingo-train: oops").error.contains("not JSON")); }
 
   void rankFiguresTakeParametersFromTheUnits() {
     const PlanEstimate e = parsePlanJson(planJson()).plan.estimates[0];

@@ -1,11 +1,12 @@
 // PlanRunner on the real flamingo-train: its plan equals the CLI's own JSON,
 // the CLI's errors come through, cancel kills (and reaps) the child.
+#include "app/plan/plan_runner.h"
+
 #include <QJsonArray>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "app/plan/plan_runner.h"
 #include "plan_test_util.h"
 
 using namespace fs::app;
@@ -33,7 +34,8 @@ class PlanRunnerTest : public QObject {
     QSignalSpy failed(&runner, &PlanRunner::failed);
     runner.plan(tinyRequest(4, 2));
     QVERIFY(runner.isRunning());
-    QVERIFY2(planned.wait(kWaitMs), failed.isEmpty() ? "no result" : qPrintable(failed[0][0].value<PlanError>().message));
+    QVERIFY2(planned.wait(kWaitMs),
+             failed.isEmpty() ? "no result" : qPrintable(failed[0][0].value<PlanError>().message));
     QVERIFY(!runner.isRunning());
     const Plan plan = planned[0][0].value<Plan>();
 
@@ -57,14 +59,16 @@ class PlanRunnerTest : public QObject {
       QCOMPARE(mine.perRank.optimizer, r["optimizer"].toInteger());
       QCOMPARE(mine.perRank.gatheredPeak, r["gathered_peak"].toInteger());
       QCOMPARE(mine.perRank.activationsWithCheckpointing, r["activations_with_checkpointing"].toInteger());
-      QCOMPARE(mine.perRank.activationsWithoutCheckpointing, r["activations_without_checkpointing"].toInteger());
+      QCOMPARE(mine.perRank.activationsWithoutCheckpointing,
+               r["activations_without_checkpointing"].toInteger());
       QCOMPARE(mine.perRank.peak, r["peak"].toInteger());
       const QJsonArray units = e["units"].toArray();
       QCOMPARE(mine.units.size(), size_t(units.size()));
       for (qsizetype u = 0; u < units.size(); ++u) {
         const QJsonArray bytes = units[u]["shard_bytes"].toArray();
         QCOMPARE(mine.units[size_t(u)].shardBytes.size(), size_t(4));
-        for (int rank = 0; rank < 4; ++rank) QCOMPARE(mine.units[size_t(u)].shardBytes[size_t(rank)], bytes[rank].toInteger());
+        for (int rank = 0; rank < 4; ++rank)
+          QCOMPARE(mine.units[size_t(u)].shardBytes[size_t(rank)], bytes[rank].toInteger());
       }
       for (const PlanFigures& f : rankFigures(mine, 4)) QCOMPARE(f, mine.perRank);  // equal shards today
     }
@@ -105,7 +109,8 @@ class PlanRunnerTest : public QObject {
     QVERIFY(failed.wait(kWaitMs));
     const PlanError error = failed[0][0].value<PlanError>();
     QCOMPARE(error.kind, PlanErrorKind::kExit);
-    QVERIFY2(error.message.contains("model.lm.family") && error.message.contains("nosuch"), qPrintable(error.message));
+    QVERIFY2(error.message.contains("model.lm.family") && error.message.contains("nosuch"),
+             qPrintable(error.message));
     QVERIFY(!error.message.contains("usage:"));
   }
 

@@ -4,6 +4,8 @@
 // independent one. Blocking is fine in a test, never in the app.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -12,7 +14,6 @@
 #include <QStringList>
 #include <QTemporaryDir>
 #include <QTest>
-#include <sys/stat.h>
 #include <string>
 
 #include "app/launch/engine_locator.h"
@@ -21,9 +22,13 @@
 
 namespace fs::app::test {
 
-inline EngineSearch testEngine() { return EngineSearch{{}, QStringLiteral(FS_TEST_FLAMINGO_TRAIN), {}}; }
+inline EngineSearch testEngine() {
+  return EngineSearch{{}, QStringLiteral(FS_TEST_FLAMINGO_TRAIN), {}};
+}
 
-inline QString tinyPresetFile() { return QStringLiteral(FS_SOURCE_DIR "/resources/presets/tiny.yaml"); }
+inline QString tinyPresetFile() {
+  return QStringLiteral(FS_SOURCE_DIR "/resources/presets/tiny.yaml");
+}
 
 inline protocol::RunConfig tinyPreset() {
   const auto load = protocol::loadConfigFile(tinyPresetFile().toStdString());
@@ -34,8 +39,10 @@ inline protocol::RunConfig tinyPreset() {
 // The CLI's plan of `configFile`; args after "--json", e.g. {"--world", "4"}.
 inline QJsonObject cliPlan(const QString& configFile, const QStringList& args) {
   QProcess p;
-  p.start(QStringLiteral(FS_TEST_FLAMINGO_TRAIN),
-          QStringList{QStringLiteral("plan"), QStringLiteral("--config"), configFile, QStringLiteral("--json")} + args);
+  p.start(
+      QStringLiteral(FS_TEST_FLAMINGO_TRAIN),
+      QStringList{QStringLiteral("plan"), QStringLiteral("--config"), configFile, QStringLiteral("--json")} +
+          args);
   if (!p.waitForFinished(120000) || p.exitCode() != 0) {
     qFatal("flamingo-train plan failed: %s", p.readAllStandardError().constData());
   }
@@ -53,6 +60,8 @@ inline PlanRequest blockedRequest(const QTemporaryDir& dir) {
 }
 
 // True while `pid` exists, zombies included (/proc/<pid> stays until reaped).
-inline bool processExists(qint64 pid) { return QFile::exists(QStringLiteral("/proc/%1").arg(pid)); }
+inline bool processExists(qint64 pid) {
+  return QFile::exists(QStringLiteral("/proc/%1").arg(pid));
+}
 
 }  // namespace fs::app::test

@@ -13,11 +13,13 @@ namespace fs::engine::test {
 
 // Model tensors (names, order, bits), optimizer state and param groups,
 // scheduler, epoch and resume position.
-inline void expectBitwiseEqual(const CheckpointContents& a, const CheckpointContents& b, const std::string& what) {
+inline void expectBitwiseEqual(const CheckpointContents& a, const CheckpointContents& b,
+                               const std::string& what) {
   ASSERT_EQ(a.modelState.size(), b.modelState.size()) << what;
   for (size_t i = 0; i < a.modelState.size(); ++i) {
     EXPECT_EQ(a.modelState[i].first, b.modelState[i].first) << what;
-    EXPECT_TRUE(torch::equal(a.modelState[i].second, b.modelState[i].second)) << what << " " << a.modelState[i].first;
+    EXPECT_TRUE(torch::equal(a.modelState[i].second, b.modelState[i].second))
+        << what << " " << a.modelState[i].first;
   }
   ASSERT_EQ(a.optimizer.state.size(), b.optimizer.state.size()) << what;
   for (size_t i = 0; i < a.optimizer.state.size(); ++i) {

@@ -15,12 +15,12 @@
 //    by the start-up scan and named; an index that disagrees with a rank
 //    file, or of an unknown version, is refused by name.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "backend/checkpoint/checkpoint_sharded_index.h"
 #include "tests/backend/checkpoint/checkpoint_compare.h"
@@ -54,10 +54,12 @@ class FsdpShardedCheckpointTest : public test::RankRunTest {
                              int nodes = 1) {
     const int batch = nodes > 1 ? 8 : 6;
     auto sets = test::rankRunSets(world, batch, batch, 4);
-    sets.insert(sets.end(), {"launch.nproc_per_node=" + std::to_string(world / nodes),
-                             "launch.nnodes=" + std::to_string(nodes), "parallel.mode=fsdp",
-                             "checkpoint.format=" + format, "checkpoint.every_steps=2", "checkpoint.keep_last=5"});
-    if (nodes > 1) sets.push_back("launch.kind=external");  // the test starts the ranks with torchrun's variables
+    sets.insert(sets.end(),
+                {"launch.nproc_per_node=" + std::to_string(world / nodes),
+                 "launch.nnodes=" + std::to_string(nodes), "parallel.mode=fsdp",
+                 "checkpoint.format=" + format, "checkpoint.every_steps=2", "checkpoint.keep_last=5"});
+    if (nodes > 1)
+      sets.push_back("launch.kind=external");  // the test starts the ranks with torchrun's variables
     sets.insert(sets.end(), extra.begin(), extra.end());
     return test::tinyConfig(sets);
   }
@@ -76,8 +78,8 @@ class FsdpShardedCheckpointTest : public test::RankRunTest {
   }
   std::filesystem::path consolidate(const std::filesystem::path& dir, const std::string& name) {
     const auto out = root_ / name;
-    commandOutput(std::string(FS_BINARY_DIR) + "/bin/flamingo-train checkpoint consolidate '" + dir.string() + "' '" +
-                  out.string() + "' 2>&1");
+    commandOutput(std::string(FS_BINARY_DIR) + "/bin/flamingo-train checkpoint consolidate '" + dir.string() +
+                  "' '" + out.string() + "' 2>&1");
     return out;
   }
 };
@@ -97,7 +99,8 @@ int64_t layoutShardBytes(const RunOutput& r, int rank) {
 void expectSameLosses(const RunOutput& a, const RunOutput& b, const std::string& what) {
   ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
   ASSERT_FALSE(a.losses.empty()) << what;
-  for (size_t i = 0; i < a.losses.size(); ++i) EXPECT_EQ(a.losses[i], b.losses[i]) << what << " step " << i + 1;
+  for (size_t i = 0; i < a.losses.size(); ++i)
+    EXPECT_EQ(a.losses[i], b.losses[i]) << what << " step " << i + 1;
 }
 
 TEST_F(FsdpShardedCheckpointTest, RankFilesHoldTheirShardsAndTorchLoadReadsThem) {
@@ -107,14 +110,16 @@ TEST_F(FsdpShardedCheckpointTest, RankFilesHoldTheirShardsAndTorchLoadReadsThem)
   EXPECT_FALSE(std::filesystem::exists(r.dir / "checkpoint_step2.pt"));
   const auto dir = r.dir / "checkpoint_step4.pt";
   ASSERT_TRUE(std::filesystem::is_directory(dir));
-  for (const char* f : {"index.json", "rank-0.pt", "rank-1.pt"}) EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+  for (const char* f : {"index.json", "rank-0.pt", "rank-1.pt"})
+    EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
   for (const auto& e : std::filesystem::directory_iterator(r.dir)) {
     EXPECT_NE(e.path().filename().string().rfind(".checkpoint", 0), 0u) << "left behind: " << e.path();
   }
   const auto full = consolidate(dir, "consolidated.pt");
-  const auto j = nlohmann::json::parse(commandOutput(std::string(FS_PYTHON) + " " + FS_SOURCE_DIR +
-                                                     "/tests/backend/checkpoint/check_sharded_checkpoint.py '" +
-                                                     dir.string() + "' '" + full.string() + "'"));
+  const auto j =
+      nlohmann::json::parse(commandOutput(std::string(FS_PYTHON) + " " + FS_SOURCE_DIR +
+                                          "/tests/backend/checkpoint/check_sharded_checkpoint.py '" +
+                                          dir.string() + "' '" + full.string() + "'"));
   ASSERT_EQ(j["files"].size(), 2u);
   for (int rank = 0; rank < 2; ++rank) {
     const auto& f = j["files"][rank];
@@ -139,7 +144,8 @@ TEST_F(FsdpShardedCheckpointTest, ConsolidatedIsTheFullCheckpointAndResumesAlike
     EXPECT_EQ(a->resume.manifest, b->resume.manifest) << name;
   }
   // Resume from step 2 of either format on other world sizes and modes: the same losses.
-  auto resumed = [&](const std::string& name, int world, const protocol::RunConfig& cfg, const RunOutput& from) {
+  auto resumed = [&](const std::string& name, int world, const protocol::RunConfig& cfg,
+                     const RunOutput& from) {
     seed(name, from.dir / "checkpoint_step2.pt");
     RunOutput r = run(name, world, cfg);
     EXPECT_EQ(r.losses.size(), 2u) << name;
@@ -158,7 +164,8 @@ TEST_F(FsdpShardedCheckpointTest, ConsolidatedIsTheFullCheckpointAndResumesAlike
   expectSameLosses(fromFull1, fromSharded1, "resumed in one process");
   for (size_t i = 0; i < fromSharded1.losses.size(); ++i) {
     for (const auto& [dataset, l] : full.losses[2 + i]) {
-      EXPECT_NEAR(fromSharded1.losses[i].at(dataset), l, 1e-5 * std::abs(l)) << "step " << 3 + i << " " << dataset;
+      EXPECT_NEAR(fromSharded1.losses[i].at(dataset), l, 1e-5 * std::abs(l))
+          << "step " << 3 + i << " " << dataset;
     }
   }
 }
@@ -207,8 +214,8 @@ TEST_F(FsdpShardedCheckpointTest, AnIncompleteCheckpointIsSkippedByName) {
   for (const char* name : {"checkpoint_step2.pt", "checkpoint_step4.pt", "checkpoint_0.pt"}) {
     std::filesystem::copy(r.dir / name, dir / name, std::filesystem::copy_options::recursive);
   }
-  std::filesystem::remove(dir / "checkpoint_0.pt" / "index.json");           // a write cut before its index
-  std::filesystem::remove(dir / "checkpoint_step4.pt" / "rank-1.pt");        // a rank file lost
+  std::filesystem::remove(dir / "checkpoint_0.pt" / "index.json");     // a write cut before its index
+  std::filesystem::remove(dir / "checkpoint_step4.pt" / "rank-1.pt");  // a rank file lost
   std::vector<std::string> skipped;
   const auto candidates = checkpointCandidates(dir, &skipped);
   ASSERT_EQ(candidates.size(), 1u);
@@ -255,7 +262,8 @@ TEST_F(FsdpShardedCheckpointTest, AnIncompleteCheckpointIsSkippedByName) {
   bool warned = false;
   for (const auto& e : fresh.events) {
     if (const auto* w = std::get_if<protocol::WarningEvent>(&e.body)) {
-      warned = warned || (w->code == "checkpoint_skipped" && w->message.find("index.json") != std::string::npos);
+      warned =
+          warned || (w->code == "checkpoint_skipped" && w->message.find("index.json") != std::string::npos);
     }
   }
   EXPECT_TRUE(warned);

@@ -4,30 +4,32 @@
 #include "backend/checkpoint/weights.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "backend/checkpoint/checkpoint_io.h"
-#include "tests/backend/trainer/engine_test_util.h"
-#include "backend/trainer/trainer.h"
 #include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/wire/event_codec.h"
 #include "backend/telemetry/stop_signals.h"
 #include "backend/train/optimizer.h"
 #include "backend/train/seeding.h"
+#include "backend/trainer/trainer.h"
+#include "tests/backend/trainer/engine_test_util.h"
 
 namespace fs::engine {
 namespace {
 
 namespace fsys = std::filesystem;
 
-protocol::RunConfig tiny(const std::vector<std::string>& sets = {}) { return test::tinyConfig(sets); }
+protocol::RunConfig tiny(const std::vector<std::string>& sets = {}) {
+  return test::tinyConfig(sets);
+}
 
 model::Flamingo buildTiny(const protocol::RunConfig& config) {
   train::seedForModelInit(config);
@@ -40,10 +42,14 @@ model::Flamingo buildTiny(const protocol::RunConfig& config) {
 torch::Tensor value(size_t k, const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
-  return (torch::arange(n, torch::kDouble) * 1e-3 + 0.01 * static_cast<double>(k + 1)).to(torch::kFloat).reshape(shape);
+  return (torch::arange(n, torch::kDouble) * 1e-3 + 0.01 * static_cast<double>(k + 1))
+      .to(torch::kFloat)
+      .reshape(shape);
 }
 
-bool startsWith(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+bool startsWith(const std::string& s, const std::string& p) {
+  return s.rfind(p, 0) == 0;
+}
 
 // Our LM parameter name -> its HF name.
 std::string hfName(const std::string& ours) {
@@ -67,7 +73,8 @@ class WeightsTest : public ::testing::Test {
     std::vector<train::NamedParameter> trainable;
     for (const auto& [name, t] : m->namedParameters()) {
       if (startsWith(name, "vision_encoder.")) spec["vision"][name.substr(15)] = t.sizes().vec();
-      if (t.requires_grad() || name.find("embed") != std::string::npos) spec["checkpoint"][name] = t.sizes().vec();
+      if (t.requires_grad() || name.find("embed") != std::string::npos)
+        spec["checkpoint"][name] = t.sizes().vec();
       if (t.requires_grad()) trainable.push_back({name, t});
     }
     spec["groups"] = nlohmann::json::array();
@@ -78,8 +85,8 @@ class WeightsTest : public ::testing::Test {
     }
     std::ofstream(*dir_ / "spec.json") << spec.dump();
     const std::string cmd = std::string(FS_PYTHON) + " " + FS_SOURCE_DIR +
-                            "/tests/backend/checkpoint/make_weight_fixtures.py '" + (*dir_ / "spec.json").string() +
-                            "' '" + dir_->string() + "' 2>&1";
+                            "/tests/backend/checkpoint/make_weight_fixtures.py '" +
+                            (*dir_ / "spec.json").string() + "' '" + dir_->string() + "' 2>&1";
     scriptStatus_ = std::system(cmd.c_str());
   }
   static void TearDownTestSuite() {
@@ -102,9 +109,11 @@ class WeightsTest : public ::testing::Test {
     EXPECT_TRUE(loaded->warnings.empty()) << loaded->warnings.front();
     std::map<std::string, std::vector<int64_t>> hf;  // HF name -> HF shape
     for (const auto& [name, t] : m->namedParameters()) {
-      if (!startsWith(name, "lang_encoder.") || name.find(".gated_cross_attn_layer.") != std::string::npos) continue;
+      if (!startsWith(name, "lang_encoder.") || name.find(".gated_cross_attn_layer.") != std::string::npos)
+        continue;
       auto shape = t.sizes().vec();
-      if (name.find("embed_tokens") != std::string::npos) shape[0] = 128;  // HF vocab, before the special tokens
+      if (name.find("embed_tokens") != std::string::npos)
+        shape[0] = 128;  // HF vocab, before the special tokens
       hf[hfName(name)] = shape;
     }
     ASSERT_EQ(hf.size(), 36u);  // 4 + 2 layers x 16
@@ -113,11 +122,13 @@ class WeightsTest : public ::testing::Test {
     for (const auto& [name, shape] : hf) expected[name] = value(k++, shape);
     int checked = 0;
     for (const auto& [name, t] : m->namedParameters()) {
-      if (!startsWith(name, "lang_encoder.") || name.find(".gated_cross_attn_layer.") != std::string::npos) continue;
+      if (!startsWith(name, "lang_encoder.") || name.find(".gated_cross_attn_layer.") != std::string::npos)
+        continue;
       const auto& want = expected.at(hfName(name));
       if (name.find("embed_tokens") != std::string::npos) {
         EXPECT_TRUE(torch::equal(t.narrow(0, 0, 128), want)) << name;
-        EXPECT_TRUE(torch::equal(t.narrow(0, 128, 2), initEmbedding.narrow(0, 128, 2))) << "new rows keep their init";
+        EXPECT_TRUE(torch::equal(t.narrow(0, 128, 2), initEmbedding.narrow(0, 128, 2)))
+            << "new rows keep their init";
       } else {
         EXPECT_TRUE(torch::equal(t, want)) << name << " (" << sub << ")";
       }
@@ -132,10 +143,18 @@ class WeightsTest : public ::testing::Test {
 fsys::path* WeightsTest::dir_ = nullptr;
 int WeightsTest::scriptStatus_ = -1;
 
-TEST_F(WeightsTest, HfTorchSaveDirectoryLoadsExactValues) { expectLmLoaded("lm_bin"); }
-TEST_F(WeightsTest, HfSafetensorsLoadsExactValues) { expectLmLoaded("lm_st"); }
-TEST_F(WeightsTest, HfBaseModelNamesWithoutPrefixLoad) { expectLmLoaded("lm_base"); }
-TEST_F(WeightsTest, HfShardedIndexLoads) { expectLmLoaded("lm_sharded"); }
+TEST_F(WeightsTest, HfTorchSaveDirectoryLoadsExactValues) {
+  expectLmLoaded("lm_bin");
+}
+TEST_F(WeightsTest, HfSafetensorsLoadsExactValues) {
+  expectLmLoaded("lm_st");
+}
+TEST_F(WeightsTest, HfBaseModelNamesWithoutPrefixLoad) {
+  expectLmLoaded("lm_base");
+}
+TEST_F(WeightsTest, HfShardedIndexLoads) {
+  expectLmLoaded("lm_sharded");
+}
 
 TEST_F(WeightsTest, NonContiguousAndSharedTensorsConvert) {
   auto sd = loadStateDictFile((*dir_ / "lm_bin" / "pytorch_model.bin").string());
@@ -163,20 +182,22 @@ TEST_F(WeightsTest, HuggingFaceIdIsNotDownloaded) {
   auto m = buildTiny(tiny());
   auto loaded = loadPretrained(*m, tiny({"model.lm.path=facebook/opt-1.3b"}).model);
   ASSERT_FALSE(loaded.isOk());
-  EXPECT_NE(loaded.status().message().find(
-                "model.lm.path 'facebook/opt-1.3b': not a local directory; Flamingo Studio does not download weights"),
+  EXPECT_NE(loaded.status().message().find("model.lm.path 'facebook/opt-1.3b': not a local directory; "
+                                           "Flamingo Studio does not download weights"),
             std::string::npos)
       << loaded.status().message();
   EXPECT_NE(loaded.status().message().find("huggingface-cli download"), std::string::npos);
   auto vision = loadPretrained(*m, tiny({"model.vision.pretrained=openai"}).model);
   ASSERT_FALSE(vision.isOk());
-  EXPECT_NE(vision.status().message().find("model.vision.pretrained 'openai': not a local file"), std::string::npos)
+  EXPECT_NE(vision.status().message().find("model.vision.pretrained 'openai': not a local file"),
+            std::string::npos)
       << vision.status().message();
 }
 
 TEST_F(WeightsTest, OpenClipCheckpointLoadsTheVisionTower) {
   auto m = buildTiny(tiny());
-  auto loaded = loadPretrained(*m, tiny({"model.vision.pretrained=" + (*dir_ / "open_clip.bin").string()}).model);
+  auto loaded =
+      loadPretrained(*m, tiny({"model.vision.pretrained=" + (*dir_ / "open_clip.bin").string()}).model);
   ASSERT_TRUE(loaded.isOk()) << loaded.status().message();
   std::map<std::string, torch::Tensor> vision;
   for (const auto& [name, t] : m->namedParameters()) {
@@ -220,8 +241,9 @@ TEST_F(WeightsTest, ResumesFromAnOpenFlamingoCheckpointAtTheNextEpoch) {
   const auto run = *dir_ / "run_resume";
   TrainerOptions options;
   options.installSignalHandlers = false;
-  auto outcome = runTraining(
-      tiny({"optim.epochs=2", "checkpoint.resume_from=" + (*dir_ / "openflamingo.pt").string()}), run, options);
+  auto outcome =
+      runTraining(tiny({"optim.epochs=2", "checkpoint.resume_from=" + (*dir_ / "openflamingo.pt").string()}),
+                  run, options);
   ASSERT_TRUE(outcome.isOk()) << outcome.status().message();
   std::set<std::string> warnings;
   std::set<int> epochs;
@@ -285,9 +307,11 @@ TEST_F(WeightsTest, IncompatibleOptimizerStateWarnsAndStartsFresh) {
 TEST_F(WeightsTest, HuggingFaceIdFailsTheRunClearly) {
   TrainerOptions options;
   options.installSignalHandlers = false;
-  auto bad = runTraining(tiny({"optim.epochs=1", "model.lm.path=facebook/opt-1.3b"}), *dir_ / "run_bad", options);
+  auto bad =
+      runTraining(tiny({"optim.epochs=1", "model.lm.path=facebook/opt-1.3b"}), *dir_ / "run_bad", options);
   ASSERT_FALSE(bad.isOk());
-  EXPECT_NE(bad.status().message().find("does not download weights"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("does not download weights"), std::string::npos)
+      << bad.status().message();
 }
 
 }  // namespace

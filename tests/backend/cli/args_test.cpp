@@ -27,8 +27,10 @@ TEST(Args, ShortAlias) {
 }
 
 TEST(Args, Errors) {
-  EXPECT_NE(parseArgs({"--jsno"}, kSpecs).status().message().find("did you mean '--json'?"), std::string::npos);
-  EXPECT_NE(parseArgs({"--output"}, kSpecs).status().message().find("needs a value (FILE)"), std::string::npos);
+  EXPECT_NE(parseArgs({"--jsno"}, kSpecs).status().message().find("did you mean '--json'?"),
+            std::string::npos);
+  EXPECT_NE(parseArgs({"--output"}, kSpecs).status().message().find("needs a value (FILE)"),
+            std::string::npos);
   EXPECT_NE(parseArgs({"--output", "a", "--output", "b"}, kSpecs).status().message().find("given twice"),
             std::string::npos);
   EXPECT_NE(parseArgs({"--json=1"}, kSpecs).status().message().find("takes no value"), std::string::npos);

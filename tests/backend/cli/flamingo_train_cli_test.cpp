@@ -27,7 +27,8 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("fs_cli_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("fs_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -35,10 +36,11 @@ class Cli : public ::testing::Test {
   // Runs flamingo-train with a shell-quoted argument string (arguments here are test literals).
   Result run(const std::string& args, const std::string& stdinText = "") {
     const std::string bin = std::string(FS_BINARY_DIR) + "/bin/flamingo-train";
-    const std::string in = (dir_ / "stdin").string(), out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
+    const std::string in = (dir_ / "stdin").string(), out = (dir_ / "stdout").string(),
+                      err = (dir_ / "stderr").string();
     std::ofstream(in) << stdinText;
-    const std::string cmd = "cd '" + dir_.string() + "' && '" + bin + "' " + args + " <'" + in + "' >'" + out +
-                            "' 2>'" + err + "'";
+    const std::string cmd = "cd '" + dir_.string() + "' && '" + bin + "' " + args + " <'" + in + "' >'" +
+                            out + "' 2>'" + err + "'";
     const int status = std::system(cmd.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
   }
@@ -52,7 +54,9 @@ class Cli : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-std::string preset(const std::string& name) { return std::string(FS_SOURCE_DIR) + "/resources/presets/" + name + ".yaml"; }
+std::string preset(const std::string& name) {
+  return std::string(FS_SOURCE_DIR) + "/resources/presets/" + name + ".yaml";
+}
 
 TEST_F(Cli, HelpAndUsageCodes) {
   EXPECT_EQ(run("--help").code, 0);
@@ -62,8 +66,8 @@ TEST_F(Cli, HelpAndUsageCodes) {
   Result typo = run("valdate x.yaml");
   EXPECT_EQ(typo.code, 2);
   EXPECT_NE(typo.err.find("unknown command 'valdate' (did you mean 'validate'?)"), std::string::npos);
-  std::vector<std::string> commands = {"validate", "show-defaults", "import-cmdline", "export-cmdline", "version",
-                                      "launch"};
+  std::vector<std::string> commands = {"validate",       "show-defaults", "import-cmdline",
+                                       "export-cmdline", "version",       "launch"};
 #ifdef FS_TEST_ENGINE
   commands.insert(commands.end(), {"train", "demo", "checkpoint"});
 #endif
@@ -76,7 +80,8 @@ TEST_F(Cli, HelpAndUsageCodes) {
 }
 
 #ifdef FS_TEST_ENGINE
-// The happy path runs on real sharded checkpoints in tests/backend/checkpoint/fsdp_sharded_checkpoint_test.cpp.
+// The happy path runs on real sharded checkpoints in
+// tests/backend/checkpoint/fsdp_sharded_checkpoint_test.cpp.
 TEST_F(Cli, ConsolidateNamesWhatIsWrong) {
   EXPECT_EQ(run("checkpoint consolidate only-one-arg").code, 2);
   EXPECT_EQ(run("checkpoint consolidat a b").code, 2);
@@ -86,7 +91,8 @@ TEST_F(Cli, ConsolidateNamesWhatIsWrong) {
   std::filesystem::create_directories(dir_ / "checkpoint_step5.pt");
   Result incomplete = run("checkpoint consolidate checkpoint_step5.pt out.pt");
   EXPECT_EQ(incomplete.code, 1);
-  EXPECT_NE(incomplete.err.find("checkpoint_step5.pt/index.json: missing"), std::string::npos) << incomplete.err;
+  EXPECT_NE(incomplete.err.find("checkpoint_step5.pt/index.json: missing"), std::string::npos)
+      << incomplete.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out.pt"));
 }
 #endif
@@ -100,7 +106,8 @@ TEST_F(Cli, ValidateTinyPrintsFigures) {
 }
 
 TEST_F(Cli, ValidateErrorsNameFileAndField) {
-  const std::string cfg = write("bad.yaml", "optim:\n  lr: -1\ndata:\n  datasets:\n    - {name: a, batch_size: 0}\n");
+  const std::string cfg =
+      write("bad.yaml", "optim:\n  lr: -1\ndata:\n  datasets:\n    - {name: a, batch_size: 0}\n");
   Result r = run("validate bad.yaml");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("bad.yaml: error: optim.lr: -1.0 is out of range"), std::string::npos) << r.err;
@@ -129,9 +136,10 @@ TEST_F(Cli, ShowDefaultsRoundTrips) {
 }
 
 TEST_F(Cli, ImportAndExportCommandLines) {
-  Result imp = run(
-      "import-cmdline -o imported.yaml -- torchrun --nnodes=1 --nproc_per_node=2 train.py --lm_path "
-      "anas-awadalla/mpt-1b-redpajama-200b --batch_size_mmc4 16 --batch_size_laion 32 --report_to_wandb --frobnicate 3");
+  Result imp =
+      run("import-cmdline -o imported.yaml -- torchrun --nnodes=1 --nproc_per_node=2 train.py --lm_path "
+          "anas-awadalla/mpt-1b-redpajama-200b --batch_size_mmc4 16 --batch_size_laion 32 --report_to_wandb "
+          "--frobnicate 3");
   EXPECT_EQ(imp.code, 0) << imp.err;
   EXPECT_NE(imp.err.find("--frobnicate"), std::string::npos) << imp.err;
   EXPECT_NE(imp.err.find("--report_to_wandb"), std::string::npos) << imp.err;

@@ -38,16 +38,19 @@ class ShardsCli : public ::testing::Test {
 
   Result sh(const std::string& cmd) {
     const auto out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string full = "cd '" + dir_.string() + "' && " + cmd + " </dev/null >'" + out.string() + "' 2>'" +
-                             err.string() + "'";
+    const std::string full = "cd '" + dir_.string() + "' && " + cmd + " </dev/null >'" + out.string() +
+                             "' 2>'" + err.string() + "'";
     const int status = std::system(full.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
   }
-  Result cli(const std::string& args) { return sh("'" + std::string(FS_BINARY_DIR) + "/bin/flamingo-train' " + args); }
+  Result cli(const std::string& args) {
+    return sh("'" + std::string(FS_BINARY_DIR) + "/bin/flamingo-train' " + args);
+  }
 
   void makeShards(const std::string& out, const std::string& extra = "") {
-    Result r = cli("shards make-synthetic --out " + out +
-                   " --laion-shards 2 --laion-samples 12 --mmc4-shards 2 --mmc4-docs 6 --width 64 --height 48 " + extra);
+    Result r = cli(
+        "shards make-synthetic --out " + out +
+        " --laion-shards 2 --laion-samples 12 --mmc4-shards 2 --mmc4-docs 6 --width 64 --height 48 " + extra);
     ASSERT_EQ(r.code, 0) << r.err;
   }
 
@@ -56,25 +59,30 @@ class ShardsCli : public ::testing::Test {
 
 TEST_F(ShardsCli, MakeSyntheticWritesShardsAndATokenizer) {
   makeShards("data");
-  for (const char* f : {"laion-000000.tar", "laion-000001.tar", "mmc4-000000.tar", "mmc4-000001.tar",
-                        "tokenizer/vocab.json", "tokenizer/merges.txt", "tokenizer/special_tokens_map.json"}) {
+  for (const char* f :
+       {"laion-000000.tar", "laion-000001.tar", "mmc4-000000.tar", "mmc4-000001.tar", "tokenizer/vocab.json",
+        "tokenizer/merges.txt", "tokenizer/special_tokens_map.json"}) {
     EXPECT_TRUE(fsys::exists(dir_ / "data" / f)) << f;
   }
   // Python's tarfile lists the members (the shards are plain tars).
-  Result py = sh(std::string(FS_PYTHON) +
-                 " -c \"import tarfile; t = tarfile.open('data/laion-000000.tar'); print(len(t.getnames()))\"");
+  Result py =
+      sh(std::string(FS_PYTHON) +
+         " -c \"import tarfile; t = tarfile.open('data/laion-000000.tar'); print(len(t.getnames()))\"");
   ASSERT_EQ(py.code, 0) << py.err;
   EXPECT_EQ(py.out, "36\n");  // 12 samples x (jpg, txt, json)
-  Result again = cli("shards make-synthetic --out data2 --laion-shards 2 --laion-samples 12 --mmc4-shards 2 "
-                     "--mmc4-docs 6 --width 64 --height 48");
+  Result again =
+      cli("shards make-synthetic --out data2 --laion-shards 2 --laion-samples 12 --mmc4-shards 2 "
+          "--mmc4-docs 6 --width 64 --height 48");
   ASSERT_EQ(again.code, 0);
-  EXPECT_EQ(slurp(dir_ / "data" / "mmc4-000001.tar"), slurp(dir_ / "data2" / "mmc4-000001.tar"));  // reproducible
+  EXPECT_EQ(slurp(dir_ / "data" / "mmc4-000001.tar"),
+            slurp(dir_ / "data2" / "mmc4-000001.tar"));  // reproducible
 }
 
 TEST_F(ShardsCli, ValidateCountsReasonsAndFailsOnBrokenSamples) {
   makeShards("good");
-  Result ok = cli("shards validate 'good/laion-{000000..000001}.tar' 'good/mmc4-{000000..000001}.tar' "
-                  "--tokenizer good/tokenizer --image-size 32 --max-images 3");
+  Result ok =
+      cli("shards validate 'good/laion-{000000..000001}.tar' 'good/mmc4-{000000..000001}.tar' "
+          "--tokenizer good/tokenizer --image-size 32 --max-images 3");
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("4 shard(s), 36 samples"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("0 broken"), std::string::npos) << ok.out;
@@ -128,13 +136,15 @@ for z in range(2):
 
   Result dry = cli("shards convert-mmc4 --documents 'docs_{0..1}.zip' --images images --out out --dry-run");
   ASSERT_EQ(dry.code, 0) << dry.err;
-  EXPECT_NE(dry.out.find("2 file(s), 6 documents (2 bad lines); images: 12 found, 1 missing, 0 unreadable, 1 with "
-                         "unsafe names; 0 shard(s) written"),
-            std::string::npos)
+  EXPECT_NE(
+      dry.out.find("2 file(s), 6 documents (2 bad lines); images: 12 found, 1 missing, 0 unreadable, 1 with "
+                   "unsafe names; 0 shard(s) written"),
+      std::string::npos)
       << dry.out;
   EXPECT_FALSE(fsys::exists(dir_ / "out"));
 
-  Result real = cli("shards convert-mmc4 --documents 'docs_{0..1}.zip' --images images --out out --docs-per-shard 4");
+  Result real =
+      cli("shards convert-mmc4 --documents 'docs_{0..1}.zip' --images images --out out --docs-per-shard 4");
   ASSERT_EQ(real.code, 0) << real.err;
   EXPECT_NE(real.out.find("2 shard(s) written"), std::string::npos) << real.out;
   EXPECT_FALSE(fsys::exists(dir_ / "etc"));

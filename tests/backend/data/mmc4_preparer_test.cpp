@@ -2,6 +2,8 @@
 // fill their image slots, and a document whose images cannot be decoded is
 // rejected as bad_image unless a token rule rejects it first
 // (NOTE [MMC4 check order]); the coins follow the same stream either way.
+#include "backend/data/mmc4_preparer.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "backend/data/documents/base64.h"
-#include "backend/data/mmc4_preparer.h"
 #include "backend/data/shardgen/synthetic_shards.h"
 #include "backend/data/shards/tar_samples.h"
 
@@ -80,7 +81,8 @@ TEST(Mmc4PreparerTest, TokenRulesComeBeforeDecodingAndKeptDocumentsFillTheirSlot
       ASSERT_GE(good.imagesWritten, 1);
       ASSERT_LE(good.imagesWritten, 3);
       for (int64_t i = 0; i < good.imagesWritten; ++i) {
-        for (size_t k = 0; k < imageFloats; ++k) ASSERT_NE(pixels[i * imageFloats + k], -7.0f) << "slot " << i;
+        for (size_t k = 0; k < imageFloats; ++k)
+          ASSERT_NE(pixels[i * imageFloats + k], -7.0f) << "slot " << i;
       }
       ASSERT_TRUE(badDrop);
       EXPECT_EQ(badDrop->reason, "bad_image");
@@ -92,7 +94,8 @@ TEST(Mmc4PreparerTest, TokenRulesComeBeforeDecodingAndKeptDocumentsFillTheirSlot
       ASSERT_TRUE(badDrop);
       EXPECT_EQ(badDrop->reason, goodDrop->reason);
       EXPECT_EQ(good.imagesWritten, 0);
-      tokenRejected += goodDrop->reason == "single_image_coin" || goodDrop->reason == "too_few_images" ? 1 : 0;
+      tokenRejected +=
+          goodDrop->reason == "single_image_coin" || goodDrop->reason == "too_few_images" ? 1 : 0;
     }
     EXPECT_EQ(rngGood.nextU64(), rngBad.nextU64()) << "the two copies drew different coins";
   }

@@ -3,9 +3,8 @@
 // rank/worker splits, and broken data counted, skipped and, past the
 // threshold, stopping the run.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
-
 #include <sys/wait.h>
+#include <torch/torch.h>
 
 #include <cerrno>
 #include <chrono>
@@ -66,7 +65,8 @@ class ShardPipelineTest : public ::testing::Test {
     return c;
   }
 
-  static std::unique_ptr<ShardSource> source(const protocol::RunConfig& c, int64_t rank = 0, int64_t world = 1) {
+  static std::unique_ptr<ShardSource> source(const protocol::RunConfig& c, int64_t rank = 0,
+                                             int64_t world = 1) {
     auto s = ShardSource::create(c, rank, world, tokenizer());
     EXPECT_TRUE(s) << s.status().message();
     return s ? std::move(s.value()) : nullptr;
@@ -202,7 +202,8 @@ TEST_F(ShardPipelineTest, RanksAndWorkersReadDisjointShards) {
     for (const auto& s : r0->workerShards(0, pass, 0)) many.insert(s);
   }
   EXPECT_LT(std::set<std::string>(many.begin(), many.end()).size(), many.size());  // repeats
-  EXPECT_TRUE(ShardPlan::create("laion", good_->laionShards, {7, 0, 4, 2, true}));  // fewer shards than workers
+  EXPECT_TRUE(
+      ShardPlan::create("laion", good_->laionShards, {7, 0, 4, 2, true}));  // fewer shards than workers
   auto p0 = ShardPlan::create("laion", spec, {7, 0, 1, 1, false});
   EXPECT_NE(p0->workerShards(0, 0, 0), p0->workerShards(1, 0, 0));  // a new order each epoch
   auto few = ShardPlan::create("laion", good_->laionShards, {7, 0, 4, 2, false});
@@ -229,7 +230,8 @@ TEST_F(ShardPipelineTest, BrokenDataIsCountedAndPastTheThresholdStopsTheRun) {
   std::ofstream(*dir_ / "bad" / "junk.tar") << "this is not a tar archive";
 
   auto c = config();
-  c.data.datasets[0].shards = bad->laionShards + "::" + cut.string() + "::" + (*dir_ / "bad" / "junk.tar").string();
+  c.data.datasets[0].shards =
+      bad->laionShards + "::" + cut.string() + "::" + (*dir_ / "bad" / "junk.tar").string();
   c.data.datasets[1].shards = bad->mmc4Shards;
   c.data.max_drop_rate_pct = 100;
   auto tolerant = source(c);

@@ -245,10 +245,13 @@ TEST(SyntheticSource, RanksHoldSlicesOfTheGlobalBatch) {
         for (int64_t j = 0; j < 2; ++j) {
           const int64_t g = r * 2 + j;
           const int64_t n = part.attentionMask[j].sum().item<int64_t>();
-          ASSERT_EQ(w.batches[d].attentionMask[g].sum().item<int64_t>(), n) << "step " << step << " sample " << g;
-          EXPECT_TRUE(torch::equal(part.inputIds[j].narrow(0, 0, n), w.batches[d].inputIds[g].narrow(0, 0, n)))
+          ASSERT_EQ(w.batches[d].attentionMask[g].sum().item<int64_t>(), n)
+              << "step " << step << " sample " << g;
+          EXPECT_TRUE(
+              torch::equal(part.inputIds[j].narrow(0, 0, n), w.batches[d].inputIds[g].narrow(0, 0, n)))
               << "step " << step << " dataset " << d << " sample " << g;
-          EXPECT_TRUE(torch::equal(part.images[j], w.batches[d].images[g])) << "step " << step << " sample " << g;
+          EXPECT_TRUE(torch::equal(part.images[j], w.batches[d].images[g]))
+              << "step " << step << " sample " << g;
         }
       }
     }

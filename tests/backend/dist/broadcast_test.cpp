@@ -18,13 +18,11 @@ std::vector<torch::Tensor> tensorsOf(int rank) {
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
   const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
   const double r = rank;
-  return {torch::full({1}, r, f32),
-          torch::arange(7, f32) + r,
-          torch::full({5, 6}, r + 0.5, bf16),
-          (torch::arange(300, f32) * (r + 1)).view({20, 15}),
-          torch::full({3}, -r, f32),
-          (torch::arange(12, f32) + r).view({3, 4}).t(),  // not contiguous
-          torch::full({40}, r + 2, bf16)};
+  return {
+      torch::full({1}, r, f32),           torch::arange(7, f32) + r,
+      torch::full({5, 6}, r + 0.5, bf16), (torch::arange(300, f32) * (r + 1)).view({20, 15}),
+      torch::full({3}, -r, f32),          (torch::arange(12, f32) + r).view({3, 4}).t(),  // not contiguous
+      torch::full({40}, r + 2, bf16)};
 }
 
 TEST(BroadcastFromRank0, EveryRankEndsWithRankZerosValues) {

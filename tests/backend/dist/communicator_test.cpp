@@ -9,13 +9,14 @@
 //
 // The parent tests run this binary again as rank processes (Worker.Run,
 // selected by FS_TEST_ROLE); see rank_processes.h.
+#include "backend/dist/communicator.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cstdlib>
 #include <thread>
 
-#include "backend/dist/communicator.h"
 #include "backend/dist/rendezvous.h"
 #include "tests/backend/dist/rank_processes.h"
 
@@ -26,7 +27,9 @@ std::string env(const char* name, const std::string& fallback = "") {
   const char* v = std::getenv(name);
   return v ? v : fallback;
 }
-int envInt(const char* name, int fallback) { return std::atoi(env(name, std::to_string(fallback)).c_str()); }
+int envInt(const char* name, int fallback) {
+  return std::atoi(env(name, std::to_string(fallback)).c_str());
+}
 
 // Every rank's input of one case, identical on every rank.
 std::vector<torch::Tensor> inputsOf(int world, int caseId, int64_t n, torch::ScalarType dtype) {
@@ -60,7 +63,8 @@ void expectClose(const torch::Tensor& got, const torch::Tensor& want, const std:
     const bool half = got.scalar_type() == torch::kBFloat16 || got.scalar_type() == torch::kFloat16;
     const double tol = got.scalar_type() == torch::kBFloat16 ? 2e-2 : half ? 2e-3 : 1e-6;
     EXPECT_TRUE(torch::allclose(got.to(torch::kFloat64), want.to(torch::kFloat64), tol, tol))
-        << what << ": max diff " << (got.to(torch::kFloat64) - want.to(torch::kFloat64)).abs().max().item<double>();
+        << what << ": max diff "
+        << (got.to(torch::kFloat64) - want.to(torch::kFloat64)).abs().max().item<double>();
   }
 }
 
@@ -68,20 +72,22 @@ void runCollectives(Communicator& c, int caseBase) {
   const int W = c.size(), r = c.rank();
   int caseId = caseBase;
   // bfloat16 and float16: FSDP's mixed precision gathers and reduces in them (NOTE [bfloat16 over Gloo]).
-  for (torch::ScalarType dtype : {torch::kFloat32, torch::kFloat64, torch::kInt64, torch::kBFloat16, torch::kFloat16}) {
+  for (torch::ScalarType dtype :
+       {torch::kFloat32, torch::kFloat64, torch::kInt64, torch::kBFloat16, torch::kFloat16}) {
     for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{1001}}) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin}) {
         const auto xs = inputsOf(W, ++caseId, n, dtype);
         torch::Tensor t = xs[r].clone();
         c.allReduce(t, op, "test all_reduce");
-        expectClose(t, naiveReduce(xs, op), "all_reduce " + std::string(c10::toString(dtype)) + " case " +
-                    std::to_string(caseId), op != ReduceOp::kSum);
+        expectClose(t, naiveReduce(xs, op),
+                    "all_reduce " + std::string(c10::toString(dtype)) + " case " + std::to_string(caseId),
+                    op != ReduceOp::kSum);
 
         const auto big = inputsOf(W, ++caseId, n * W, dtype);
         torch::Tensor out = torch::full({n}, 77, torch::TensorOptions().dtype(dtype));
         c.reduceScatter(out, big[r], op, "test reduce_scatter");
-        expectClose(out, naiveReduce(big, op).narrow(0, r * n, n), "reduce_scatter case " + std::to_string(caseId),
-                    true);
+        expectClose(out, naiveReduce(big, op).narrow(0, r * n, n),
+                    "reduce_scatter case " + std::to_string(caseId), true);
       }
       const auto xs = inputsOf(W, ++caseId, n, dtype);
       torch::Tensor gathered = torch::zeros({n * W}, torch::TensorOptions().dtype(dtype));
@@ -259,8 +265,8 @@ class DistTest : public ::testing::Test {
                                               {"OMP_NUM_THREADS", "1"}};
       for (const auto& [k, v] : extra[r]) e[k] = v;
       l.logs.push_back(dir_ / ("rank" + std::to_string(r) + ".log"));
-      l.pids.push_back(fs::testing::spawnWithEnv({"/proc/self/exe", "--gtest_filter=Worker.Run", "--gtest_color=no"},
-                                                 e, l.logs.back()));
+      l.pids.push_back(fs::testing::spawnWithEnv(
+          {"/proc/self/exe", "--gtest_filter=Worker.Run", "--gtest_color=no"}, e, l.logs.back()));
     }
     return l;
   }
@@ -270,7 +276,8 @@ class DistTest : public ::testing::Test {
 
 void expectAllPassed(const std::vector<fs::testing::RankExit>& exits) {
   for (size_t r = 0; r < exits.size(); ++r) {
-    EXPECT_EQ(exits[r].code, 0) << "rank " << r << " (signal " << exits[r].signal << "):\n" << exits[r].output;
+    EXPECT_EQ(exits[r].code, 0) << "rank " << r << " (signal " << exits[r].signal << "):\n"
+                                << exits[r].output;
   }
 }
 
@@ -292,7 +299,8 @@ TEST_F(DistTest, PreflightNamesTheRankThatNeverJoined) {
   auto l = start("preflight", 3, {0, 1}, extra, 1);
   const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(60));
   ASSERT_EQ(exits[0].code, 0) << exits[0].output;
-  EXPECT_NE(exits[0].output.find("pre-flight: rank 2 (node 2) did not join"), std::string::npos) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("pre-flight: rank 2 (node 2) did not join"), std::string::npos)
+      << exits[0].output;
   EXPECT_NE(exits[0].output.find("rank 1 on rank1-host"), std::string::npos) << exits[0].output;
 }
 
@@ -322,7 +330,8 @@ TEST_F(DistTest, ADeadPeerIsAnErrorNotAHang) {
   const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(120));
   ASSERT_EQ(exits[0].code, 0) << exits[0].output;
   EXPECT_NE(exits[0].output.find("COLLECTIVE all_reduce #"), std::string::npos) << exits[0].output;
-  EXPECT_NE(exits[0].output.find("(after peer loss) failed on rank 0 of 2"), std::string::npos) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("(after peer loss) failed on rank 0 of 2"), std::string::npos)
+      << exits[0].output;
   EXPECT_NE(exits[0].output.find("GATHER all_gather #"), std::string::npos) << exits[0].output;
   EXPECT_NE(exits[0].output.find("(gather after peer loss) failed on rank 0 of 2"), std::string::npos)
       << exits[0].output;
@@ -339,7 +348,8 @@ TEST_F(DistTest, AStalledPeerIsNamedWithItsLastCollective) {
   const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(120));
   ASSERT_EQ(exits[0].code, 0) << exits[0].output;
   EXPECT_NE(exits[0].output.find("failed on rank 0 of 2"), std::string::npos) << exits[0].output;
-  EXPECT_NE(exits[0].output.find("peers: rank 1: last left #1 'all_reduce pre-flight confirm'"), std::string::npos)
+  EXPECT_NE(exits[0].output.find("peers: rank 1: last left #1 'all_reduce pre-flight confirm'"),
+            std::string::npos)
       << exits[0].output;
   // The gathers time out too (2 s each), rather than waiting for the peer.
   EXPECT_NE(exits[0].output.find("(gather after peer loss) failed on rank 0 of 2"), std::string::npos)
@@ -348,8 +358,8 @@ TEST_F(DistTest, AStalledPeerIsNamedWithItsLastCollective) {
       << exits[0].output;
 }
 
-std::map<int, std::map<std::string, std::string>> sharedMemoryEnv(int world, int arenaBytes,
-                                                                 std::map<std::string, std::string> more = {}) {
+std::map<int, std::map<std::string, std::string>> sharedMemoryEnv(
+    int world, int arenaBytes, std::map<std::string, std::string> more = {}) {
   std::map<int, std::map<std::string, std::string>> extra;
   for (int r = 0; r < world; ++r) {
     extra[r] = more;
@@ -385,9 +395,10 @@ TEST_F(DistTest, SharedMemoryCarriesTheCollectivesOfOneNode) {
     if (perNode == world) {
       EXPECT_NE(out.find("TRANSPORT world gloo + shared memory"), std::string::npos) << out;
     } else {
-      EXPECT_NE(out.find("TRANSPORT world gloo (no shared memory: group rank 2 is on node 1 on test-host, this "
-                         "rank on node 0 on test-host)"),
-                std::string::npos)
+      EXPECT_NE(
+          out.find("TRANSPORT world gloo (no shared memory: group rank 2 is on node 1 on test-host, this "
+                   "rank on node 0 on test-host)"),
+          std::string::npos)
           << out;
       EXPECT_NE(out.find("TRANSPORT inter gloo (no shared memory"), std::string::npos) << out;
     }
@@ -400,9 +411,10 @@ TEST_F(DistTest, RanksOnSeparateHostsKeepToGloo) {
   auto l = start("collectives", 2, {0, 1});
   const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(240));
   expectAllPassed(exits);
-  EXPECT_NE(exits[0].output.find("TRANSPORT world gloo (no shared memory: group rank 1 is on node 0 on rank1-host, "
-                                 "this rank on node 0 on rank0-host)"),
-            std::string::npos)
+  EXPECT_NE(
+      exits[0].output.find("TRANSPORT world gloo (no shared memory: group rank 1 is on node 0 on rank1-host, "
+                           "this rank on node 0 on rank0-host)"),
+      std::string::npos)
       << exits[0].output;
 }
 
@@ -417,9 +429,10 @@ TEST_F(DistTest, ADeadPeerOnSharedMemoryIsNamed) {
             std::string::npos)
       << out;
   // Later collectives fail at once with the same cause.
-  EXPECT_NE(out.find("(gather after peer loss) failed on rank 0 of 2: an earlier collective failed: shared memory: "
-                     "rank 1 (pid"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("(gather after peer loss) failed on rank 0 of 2: an earlier collective failed: shared memory: "
+               "rank 1 (pid"),
+      std::string::npos)
       << out;
   EXPECT_NE(out.find("(async gather after peer loss) failed on rank 0 of 2"), std::string::npos) << out;
 }
@@ -431,9 +444,10 @@ TEST_F(DistTest, AStalledPeerOnSharedMemoryTimesOutNamingIt) {
   const auto exits = fs::testing::waitAll(l.pids, l.logs, std::chrono::seconds(120));
   ASSERT_EQ(exits[0].code, 0) << exits[0].output;
   const std::string& out = exits[0].output;
-  EXPECT_NE(out.find("(after peer loss) failed on rank 0 of 2: shared memory: timed out after 2 s waiting for "
-                     "rank(s) 1 to join it; peers: rank 1: last left #1 'all_reduce pre-flight confirm'"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("(after peer loss) failed on rank 0 of 2: shared memory: timed out after 2 s waiting for "
+               "rank(s) 1 to join it; peers: rank 1: last left #1 'all_reduce pre-flight confirm'"),
+      std::string::npos)
       << out;
 }
 
@@ -446,9 +460,10 @@ TEST_F(DistTest, RanksIssuingDifferentCollectivesGetAnError) {
               std::string::npos)
         << exits[r].output;
   }
-  EXPECT_NE(exits[0].output.find("rank 1 published 32 bytes as collective 1, expected 16 bytes as 1: the ranks "
-                                 "issued different collectives"),
-            std::string::npos)
+  EXPECT_NE(
+      exits[0].output.find("rank 1 published 32 bytes as collective 1, expected 16 bytes as 1: the ranks "
+                           "issued different collectives"),
+      std::string::npos)
       << exits[0].output;
 }
 

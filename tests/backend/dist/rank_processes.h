@@ -27,8 +27,8 @@ extern char** environ;
 namespace fs::testing {
 
 struct RankExit {
-  int code = -1;    // exit code, or -1 when signalled / not finished
-  int signal = 0;   // terminating signal
+  int code = -1;       // exit code, or -1 when signalled / not finished
+  int signal = 0;      // terminating signal
   std::string output;  // stdout + stderr
 };
 
@@ -74,7 +74,8 @@ inline pid_t spawnWithEnv(const std::vector<std::string>& argv, const std::map<s
 
 // Waits for every pid, at most `limit` in all; children still running then
 // are killed (their RankExit says signal 9). Never returns with a child alive.
-inline std::vector<RankExit> waitAll(const std::vector<pid_t>& pids, const std::vector<std::filesystem::path>& logs,
+inline std::vector<RankExit> waitAll(const std::vector<pid_t>& pids,
+                                     const std::vector<std::filesystem::path>& logs,
                                      std::chrono::seconds limit) {
   std::vector<RankExit> out(pids.size());
   std::vector<bool> done(pids.size(), false);

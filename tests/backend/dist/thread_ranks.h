@@ -13,7 +13,8 @@
 
 namespace fs::testing {
 
-inline std::vector<std::string> runThreadRanks(int world, const std::function<void(dist::Communicator&)>& body) {
+inline std::vector<std::string> runThreadRanks(int world,
+                                               const std::function<void(dist::Communicator&)>& body) {
   const int port = freePort();
   std::vector<std::string> errors(static_cast<size_t>(world));
   std::vector<std::thread> threads;

@@ -66,7 +66,8 @@ TEST(FlatParameterTest, ShardsPadAndRoundTrip) {
       // This rank's chunk of weight-then-bias, zeros in the padding.
       torch::Tensor all = torch::cat({reference.a->weight.detach().reshape({-1}), reference.a->bias.detach(),
                                       torch::zeros({flat.padding()})});
-      EXPECT_TRUE(torch::equal(flat.shard(), all.narrow(0, comm.rank() * flat.shardNumel(), flat.shardNumel())));
+      EXPECT_TRUE(
+          torch::equal(flat.shard(), all.narrow(0, comm.rank() * flat.shardNumel(), flat.shardNumel())));
       EXPECT_TRUE(flat.shard().requires_grad());
     });
     for (const auto& e : errors) ASSERT_EQ(e, "") << "world " << world;
@@ -177,15 +178,16 @@ TEST(FlatParameterTest, MixedPrecisionGathersACastAndReducesIntoTheMasterShard) 
       const char* names[] = {"a", "b", "c"};
       int i = 0;
       for (auto& l : model.layers()) {
-        units.push_back(std::make_unique<FlatParameter>(membersOf(*l, names[i++]), comm.rank(), comm.size(), bf16));
+        units.push_back(
+            std::make_unique<FlatParameter>(membersOf(*l, names[i++]), comm.rank(), comm.size(), bf16));
       }
       {
         std::lock_guard<std::mutex> lock(mu);
         for (size_t u = 0; u < units.size(); ++u) {
           const auto& f = *units[u];
           const auto l = reference.layers()[u];
-          const torch::Tensor all = torch::cat({l->weight.detach().reshape({-1}), l->bias.detach(),
-                                                torch::zeros({f.padding()})});
+          const torch::Tensor all =
+              torch::cat({l->weight.detach().reshape({-1}), l->bias.detach(), torch::zeros({f.padding()})});
           const torch::Tensor mine = all.narrow(0, comm.rank() * f.shardNumel(), f.shardNumel());
           const bool frozen = u == 1;
           EXPECT_EQ(f.shard().scalar_type(), frozen ? torch::kBFloat16 : torch::kFloat) << "unit " << u;
@@ -204,7 +206,8 @@ TEST(FlatParameterTest, MixedPrecisionGathersACastAndReducesIntoTheMasterShard) 
         std::lock_guard<std::mutex> lock(mu);
         const auto l = reference.layers()[u];
         const torch::Tensor want = torch::cat({l->weight.detach().reshape({-1}), l->bias.detach()});
-        EXPECT_TRUE(torch::equal(values.narrow(0, 0, want.numel()), u == 1 ? want.to(torch::kBFloat16) : want))
+        EXPECT_TRUE(
+            torch::equal(values.narrow(0, 0, want.numel()), u == 1 ? want.to(torch::kBFloat16) : want))
             << "unit " << u;
         EXPECT_EQ(units[u]->gatheredBytes(), 0) << "unit " << u;
       }
@@ -214,9 +217,11 @@ TEST(FlatParameterTest, MixedPrecisionGathersACastAndReducesIntoTheMasterShard) 
         units[u]->gather(comm, "forward gather");
         {
           std::lock_guard<std::mutex> lock(mu);
-          EXPECT_EQ(units[u]->gatheredBytes(), u == 1 && world == 1 ? 0 : units[u]->paddedNumel() * 2) << "unit " << u;
+          EXPECT_EQ(units[u]->gatheredBytes(), u == 1 && world == 1 ? 0 : units[u]->paddedNumel() * 2)
+              << "unit " << u;
           const auto l = reference.layers()[u];
-          EXPECT_TRUE(torch::equal(model.layers()[u]->weight, l->weight.to(torch::kBFloat16))) << "unit " << u;
+          EXPECT_TRUE(torch::equal(model.layers()[u]->weight, l->weight.to(torch::kBFloat16)))
+              << "unit " << u;
         }
         x = torch::tanh(model.layers()[u]->forward(x));
         units[u]->free();
@@ -243,7 +248,8 @@ TEST(FlatParameterTest, MixedPrecisionGathersACastAndReducesIntoTheMasterShard) 
         // bfloat16 rounding of per-rank gradients and of their sum: a few units in the last place.
         const double scale = want.abs().max().item<double>();
         EXPECT_TRUE(torch::allclose(got, want, 3e-2, 3e-2 * scale))
-            << "world " << comm.size() << " unit " << u << ": max diff " << (got - want).abs().max().item<double>();
+            << "world " << comm.size() << " unit " << u << ": max diff "
+            << (got - want).abs().max().item<double>();
         for (const auto& m : f.members()) EXPECT_FALSE(m.param.grad().defined()) << m.name;
       }
       for (const auto& m : units[1]->members()) EXPECT_FALSE(m.param.grad().defined()) << m.name;
@@ -267,11 +273,13 @@ TEST(FlatParameterTest, ValuesComeFromRankZeroAlone) {
       FlatParameter flat(membersOf(*model.b, "b"), comm.rank(), comm.size(), {}, &comm);
       flat.gather(comm, "test gather");
       std::lock_guard<std::mutex> lock(mu);
-      const torch::Tensor all =
-          torch::cat({reference.b->weight.detach().reshape({-1}), reference.b->bias.detach(), torch::zeros({flat.padding()})});
-      EXPECT_TRUE(torch::equal(flat.shard(), all.narrow(0, comm.rank() * flat.shardNumel(), flat.shardNumel())))
+      const torch::Tensor all = torch::cat({reference.b->weight.detach().reshape({-1}),
+                                            reference.b->bias.detach(), torch::zeros({flat.padding()})});
+      EXPECT_TRUE(
+          torch::equal(flat.shard(), all.narrow(0, comm.rank() * flat.shardNumel(), flat.shardNumel())))
           << "world " << world << " rank " << comm.rank();
-      EXPECT_TRUE(torch::equal(model.b->weight, reference.b->weight)) << "world " << world << " rank " << comm.rank();
+      EXPECT_TRUE(torch::equal(model.b->weight, reference.b->weight))
+          << "world " << world << " rank " << comm.rank();
     });
     for (const auto& e : errors) ASSERT_EQ(e, "") << "world " << world;
   }
@@ -288,7 +296,8 @@ TEST(FlatParameterTest, ValuesFromRankZeroArriveInChunks) {
     torch::nn::Linear layer(in, out);
     {
       torch::NoGradGuard noGrad;
-      for (auto& p : layer->parameters()) p.fill_(comm.rank() == 0 ? 0.0 : std::numeric_limits<float>::quiet_NaN());
+      for (auto& p : layer->parameters())
+        p.fill_(comm.rank() == 0 ? 0.0 : std::numeric_limits<float>::quiet_NaN());
       if (comm.rank() == 0) {
         layer->weight.copy_(reference->weight);
         layer->bias.copy_(reference->bias);
@@ -297,8 +306,8 @@ TEST(FlatParameterTest, ValuesFromRankZeroArriveInChunks) {
     FlatParameter flat(membersOf(*layer, "big"), comm.rank(), comm.size(), {}, &comm);
     std::lock_guard<std::mutex> lock(mu);
     EXPECT_GT(flat.paddedNumel() * 4, 2 * FlatParameter::kInitChunkBytes);
-    const torch::Tensor all = torch::cat({reference->weight.detach().reshape({-1}), reference->bias.detach(),
-                                          torch::zeros({flat.padding()})});
+    const torch::Tensor all = torch::cat(
+        {reference->weight.detach().reshape({-1}), reference->bias.detach(), torch::zeros({flat.padding()})});
     EXPECT_TRUE(torch::equal(flat.shard(), all.narrow(0, comm.rank() * flat.shardNumel(), flat.shardNumel())))
         << "rank " << comm.rank();
     EXPECT_FALSE(flat.gathered()) << "left freed";

@@ -95,7 +95,8 @@ void expectClippedAsUnsharded(const Case& c) {
     }
     m->setUnitHooks(nullptr);
     std::lock_guard<std::mutex> lock(mu);
-    const std::string what = c.strategy + " world " + std::to_string(c.world) + " rank " + std::to_string(comm.rank());
+    const std::string what =
+        c.strategy + " world " + std::to_string(c.world) + " rank " + std::to_string(comm.rank());
     EXPECT_NEAR(r.total.norm, wantNorm, 1e-5 * wantNorm) << what;
     EXPECT_TRUE(r.total.finite) << what;
     if (c.scope == ClipScope::kGlobal) {

@@ -33,7 +33,8 @@ inline Flamingo buildModel(const std::string& family, bool checkpointing) {
 
 // Sum of next-token cross-entropy over the rows' real tokens, divided by the
 // whole batch's count: summed over ranks it is the batch's mean loss.
-inline torch::Tensor lossOf(Flamingo& m, const mt::Batch& b, int64_t row0, int64_t rows, double globalTargets) {
+inline torch::Tensor lossOf(Flamingo& m, const mt::Batch& b, int64_t row0, int64_t rows,
+                            double globalTargets) {
   const auto ids = b.input_ids.narrow(0, row0, rows);
   const auto mask = b.attention_mask.narrow(0, row0, rows);
   const auto logits = m->forward(b.vision_x.narrow(0, row0, rows), ids, mask);
@@ -47,11 +48,13 @@ inline torch::Tensor lossOf(Flamingo& m, const mt::Batch& b, int64_t row0, int64
 }
 
 inline std::vector<UnitSpec> flamingoUnits(Flamingo& m) {
-  std::vector<UnitSpec> units{{"vision_encoder", m->visionEncoder().ptr()}, {"perceiver", m->perceiver().ptr()}};
+  std::vector<UnitSpec> units{{"vision_encoder", m->visionEncoder().ptr()},
+                              {"perceiver", m->perceiver().ptr()}};
   for (size_t i = 0; i < m->flamingoLayers().size(); ++i) {
     const auto& layer = m->flamingoLayers()[i];
     const std::string at = "lang_encoder.layers." + std::to_string(i);
-    if (layer->hasCrossAttention()) units.push_back({at + ".gated_cross_attn_layer", layer->gated_cross_attn_layer.ptr()});
+    if (layer->hasCrossAttention())
+      units.push_back({at + ".gated_cross_attn_layer", layer->gated_cross_attn_layer.ptr()});
     units.push_back({at + ".decoder_layer", layer->decoder_layer});
   }
   return units;

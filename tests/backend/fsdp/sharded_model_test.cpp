@@ -28,8 +28,8 @@ using namespace fs::fsdp::testing;
 // and what stays gathered after forward and after backward. `early`: units
 // are reduce-scattered during backward (the gated blocks must be, before
 // finishBackward).
-void expectUnshardedGradients(const std::string& family, bool checkpointing, const mt::Batch& batch, int world,
-                              ShardingOptions options, bool early = false) {
+void expectUnshardedGradients(const std::string& family, bool checkpointing, const mt::Batch& batch,
+                              int world, ShardingOptions options, bool early = false) {
   const int64_t B = batch.input_ids.size(0);
   const double targets = batch.attention_mask.slice(1, 1).sum().item<double>();
   std::map<std::string, torch::Tensor> want;
@@ -47,8 +47,8 @@ void expectUnshardedGradients(const std::string& family, bool checkpointing, con
     // Checkpointing's recompute restores torch's global generator, which the other rank threads may still be
     // drawing their weights from: everyone builds first.
     comm.barrier("models built");
-    auto sharded = std::make_shared<ShardedModel>(*m, flamingoUnits(m),
-                                                  std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
+    auto sharded = std::make_shared<ShardedModel>(
+        *m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
     m->setUnitHooks(sharded);
     sharded->setReduceDuringBackward(early);
     const int64_t rows = B / world;
@@ -116,8 +116,9 @@ void expectUnshardedGradients(const std::string& family, bool checkpointing, con
       case Strategy::kShardGradOp:
         // Units whose forward built a graph stay gathered for backward; the vision tower (no graph) and
         // checkpointed units (gathered again by their recompute) do not.
-        EXPECT_EQ(afterForward,
-                  checkpointing ? rootBytes : allBytes - sharded->units().front().flats.front()->paddedNumel() * 4);
+        EXPECT_EQ(afterForward, checkpointing
+                                    ? rootBytes
+                                    : allBytes - sharded->units().front().flats.front()->paddedNumel() * 4);
         EXPECT_EQ(afterBackward, 0);
         break;
     }
@@ -219,13 +220,14 @@ TEST_P(PrefetchTest, GathersAheadWithinTheLimit) {
   options.backwardPrefetch = c.backward;
   options.limitAllGathers = c.limit;
   options.sharedShards = false;  // node-shared shards never prefetch (NOTE [Node-shared shards])
-  const bool mayPrefetch = (c.forward || c.backward != ShardingOptions::BackwardPrefetch::kNone) && c.limit != 1;
+  const bool mayPrefetch =
+      (c.forward || c.backward != ShardingOptions::BackwardPrefetch::kNone) && c.limit != 1;
   std::mutex mu;
   const auto errors = fs::testing::runThreadRanks(2, [&](dist::Communicator& comm) {
     Flamingo m = buildModel("opt", c.checkpointing);
     comm.barrier("models built");
-    auto sharded = std::make_shared<ShardedModel>(*m, flamingoUnits(m),
-                                                  std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
+    auto sharded = std::make_shared<ShardedModel>(
+        *m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
     m->setUnitHooks(sharded);
     sharded->setReduceDuringBackward(true);
     int firstPeak = 0;
@@ -331,8 +333,8 @@ TEST_P(GatherWindowTest, RecordsTheUnitsGatheredTogetherAtThePeak) {
     for (size_t i = 0; i < m->flamingoLayers().size(); ++i) {
       units.push_back({"layers." + std::to_string(i), m->flamingoLayers()[i]->decoder_layer});
     }
-    auto sharded = std::make_shared<ShardedModel>(*m, units, std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}),
-                                                  options);
+    auto sharded = std::make_shared<ShardedModel>(
+        *m, units, std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
     m->setUnitHooks(sharded);
     std::vector<std::vector<size_t>> sets;
     for (int pass = 0; pass < 2; ++pass) {
@@ -374,7 +376,8 @@ TEST(DelayedInit, EveryShardComesFromItsNodesFirstRank) {
         torch::NoGradGuard noGrad;
         for (auto& p : m->parameters()) p.fill_(std::numeric_limits<float>::quiet_NaN());
       }
-      ShardedModel sharded(*m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
+      ShardedModel sharded(*m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}),
+                           options);
       for (const auto& u : sharded.units()) {
         for (const auto& f : u.flats) {
           torch::Tensor full = torch::empty({f->paddedNumel()}, f->shard().options().requires_grad(false));
@@ -404,12 +407,14 @@ TEST(DelayedInit, NodesWithDifferentValuesAreRefusedByName) {
     ShardingOptions options;
     options.ranksPerNode = 2;
     options.valuesFromNodeLeader = true;
-    ShardedModel sharded(*m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
+    ShardedModel sharded(*m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}),
+                         options);
   });
   for (size_t r = 0; r < errors.size(); ++r) {
-    EXPECT_NE(errors[r].find("ranks 0 and 2 (the first ranks of nodes 0 and 1) built different initial values "
-                             "for perceiver ("),
-              std::string::npos)
+    EXPECT_NE(
+        errors[r].find("ranks 0 and 2 (the first ranks of nodes 0 and 1) built different initial values "
+                       "for perceiver ("),
+        std::string::npos)
         << "rank " << r << ": " << errors[r];
     EXPECT_NE(errors[r].find("parallel.delayed_init=false"), std::string::npos) << errors[r];
   }
@@ -426,7 +431,8 @@ TEST(ShardingStrategy, UnknownNameIsRefusedByName) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ShardedModelTest,
-                         ::testing::Combine(::testing::Values("opt", "mpt", "gpt_neox", "llama"), ::testing::Bool()),
+                         ::testing::Combine(::testing::Values("opt", "mpt", "gpt_neox", "llama"),
+                                            ::testing::Bool()),
                          [](const auto& info) {
                            return std::get<0>(info.param) + (std::get<1>(info.param) ? "_checkpointed" : "");
                          });

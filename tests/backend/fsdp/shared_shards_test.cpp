@@ -41,10 +41,10 @@ void sgdStep(ShardedModel& sharded, double lr) {
 }
 
 struct Training {
-  std::vector<double> losses;                     // rank 0's, per step
-  std::map<std::string, torch::Tensor> shards;    // "rank/unit/flat" -> final shard
-  std::vector<int64_t> forwardCollectives;        // per rank: collectives issued during the forwards
-  std::vector<std::string> whyNotShared;          // per rank ("" when shared)
+  std::vector<double> losses;                   // rank 0's, per step
+  std::map<std::string, torch::Tensor> shards;  // "rank/unit/flat" -> final shard
+  std::vector<int64_t> forwardCollectives;      // per rank: collectives issued during the forwards
+  std::vector<std::string> whyNotShared;        // per rank ("" when shared)
 };
 
 // Three steps of two passes each (two batches, as two datasets), reductions left in flight between passes as

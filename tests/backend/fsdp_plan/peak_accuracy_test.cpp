@@ -59,26 +59,38 @@ TEST_P(PeakAccuracyTest, PlannedPeakWithinTargetOfMeasured) {
   const Case c = GetParam();
   const int world = c.world;
   const std::vector<std::string> sets = {
-      "data.source=synthetic", "launch.threads_per_rank=1", "parallel.mode=fsdp",
-      "launch.nproc_per_node=" + std::to_string(world), "optim.epochs=1", "checkpoint.every_steps=0",
+      "data.source=synthetic",
+      "launch.threads_per_rank=1",
+      "parallel.mode=fsdp",
+      "launch.nproc_per_node=" + std::to_string(world),
+      "optim.epochs=1",
+      "checkpoint.every_steps=0",
       "data.datasets[0].samples_per_epoch=" + std::to_string(4 * world * 3),
       "data.datasets[1].samples_per_epoch=" + std::to_string(2 * world * 3),
-      "parallel.sharding_strategy=" + c.strategy, "parallel.wrap_policy=" + c.policy,
+      "parallel.sharding_strategy=" + c.strategy,
+      "parallel.wrap_policy=" + c.policy,
       std::string("model.gradient_checkpointing=") + (c.checkpointing ? "true" : "false")};
   const int port = fs::testing::freePort();
   std::vector<pid_t> pids;
   std::vector<std::filesystem::path> logs;
   for (int r = 0; r < world; ++r) {
-    std::vector<std::string> argv = {std::string(FS_BINARY_DIR) + "/bin/fsdp_peak_probe", "--config",
-                                     std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml", "--run-dir",
-                                     (dir_ / "run").string(), "--out",
-                                     (dir_ / ("peak." + std::to_string(r) + ".jsonl")).string(), "--full-batches"};
+    std::vector<std::string> argv = {std::string(FS_BINARY_DIR) + "/bin/fsdp_peak_probe",
+                                     "--config",
+                                     std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml",
+                                     "--run-dir",
+                                     (dir_ / "run").string(),
+                                     "--out",
+                                     (dir_ / ("peak." + std::to_string(r) + ".jsonl")).string(),
+                                     "--full-batches"};
     for (const auto& s : sets) argv.insert(argv.end(), {"--set", s});
     std::map<std::string, std::string> env = {{"OMP_NUM_THREADS", "1"}};
     if (world > 1) {
-      env.insert({{"RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(world)},
-                  {"LOCAL_RANK", std::to_string(r)}, {"LOCAL_WORLD_SIZE", std::to_string(world)},
-                  {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}});
+      env.insert({{"RANK", std::to_string(r)},
+                  {"WORLD_SIZE", std::to_string(world)},
+                  {"LOCAL_RANK", std::to_string(r)},
+                  {"LOCAL_WORLD_SIZE", std::to_string(world)},
+                  {"MASTER_ADDR", "127.0.0.1"},
+                  {"MASTER_PORT", std::to_string(port)}});
     }
     logs.push_back(dir_ / ("rank" + std::to_string(r) + ".out"));
     pids.push_back(fs::testing::spawnWithEnv(argv, env, logs.back()));

@@ -98,7 +98,8 @@ TEST(RuntimeAgreement, EveryPolicyAndStrategyHoldsThePlannedShards) {
       {"parallel.wrap_policy=openflamingo"},
       {"parallel.wrap_policy=transformer_layer"},
       {"parallel.wrap_policy=size_based", "parallel.wrap_min_params=3000"},
-      // One unit over the LM: its embedding (not decayed) and the gated blocks (decayed), two trainable groups.
+      // One unit over the LM: its embedding (not decayed) and the gated blocks (decayed), two trainable
+      // groups.
       {"parallel.wrap_policy=custom", "parallel.wrap_patterns=[lang_encoder, vision_encoder]"},
       {"parallel.wrap_policy=custom",
        "parallel.wrap_patterns=[lang_encoder.model.decoder.layers.*, perceiver]"},

@@ -24,7 +24,8 @@ TEST(Dropout, KeepsOneMinusPAndScalesTheKept) {
     EXPECT_FLOAT_EQ(y.masked_select(kept).min().item<float>(), static_cast<float>(1.0 / (1.0 - p)));
     EXPECT_FLOAT_EQ(y.masked_select(kept).max().item<float>(), static_cast<float>(1.0 / (1.0 - p)));
     // Neighbouring elements are independent: both kept at rate (1 - p)^2.
-    const auto both = (kept.narrow(0, 0, n - 1) & kept.narrow(0, 1, n - 1)).to(torch::kDouble).mean().item<double>();
+    const auto both =
+        (kept.narrow(0, 0, n - 1) & kept.narrow(0, 1, n - 1)).to(torch::kDouble).mean().item<double>();
     const double q = (1 - p) * (1 - p);
     EXPECT_NEAR(both, q, 5 * std::sqrt(q * (1 - q) / static_cast<double>(n))) << "p " << p;
   }
@@ -78,7 +79,8 @@ TEST(Dropout, IdentityWhenOffAndClearErrorsOutOfRange) {
     applyDropout(x, 1.5, true);
     ADD_FAILURE() << "p = 1.5 accepted";
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("dropout probability must lie in [0, 1], got 1.5"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("dropout probability must lie in [0, 1], got 1.5"),
+              std::string::npos)
         << e.what();
   }
 }

@@ -207,8 +207,10 @@ TEST(Flamingo, CheckpointWithoutFrozenWeightsReportsThemAsExpectedFrozen) {
   std::map<std::string, torch::Tensor> state;
   std::set<std::string> frozen;
   for (const auto& [name, t] : source->namedParameters()) {
-    if (t.requires_grad()) state[name] = t;
-    else frozen.insert(name);
+    if (t.requires_grad())
+      state[name] = t;
+    else
+      frozen.insert(name);
   }
   ASSERT_FALSE(frozen.empty());
   state.erase("perceiver.latents");  // a trainable one: really missing
@@ -219,7 +221,8 @@ TEST(Flamingo, CheckpointWithoutFrozenWeightsReportsThemAsExpectedFrozen) {
   EXPECT_EQ(std::set<std::string>(report.expectedFrozen.begin(), report.expectedFrozen.end()), frozen);
   EXPECT_FALSE(report.ok());
   const auto summary = report.summary();
-  EXPECT_NE(summary.find(std::to_string(frozen.size()) + " frozen kept from the base weights"), std::string::npos)
+  EXPECT_NE(summary.find(std::to_string(frozen.size()) + " frozen kept from the base weights"),
+            std::string::npos)
       << summary;
   EXPECT_NE(summary.find("missing 1 (perceiver.latents)"), std::string::npos) << summary;
 }

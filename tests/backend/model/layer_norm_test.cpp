@@ -35,7 +35,8 @@ class LayerNormTest : public ::testing::Test {
 TEST_F(LayerNormTest, EqualsTorchLayerNormSmallAndLarge) {
   torch::manual_seed(3);
   // Small (serial), just over the limit, and large (ATen's threads), in fp32 and fp64.
-  for (const auto& shape : std::vector<std::vector<int64_t>>{{6, 17, 33}, {2, 5}, {1, 1, 64}, {257, 128}, {64, 48, 96}}) {
+  for (const auto& shape :
+       std::vector<std::vector<int64_t>>{{6, 17, 33}, {2, 5}, {1, 1, 64}, {257, 128}, {64, 48, 96}}) {
     for (const auto dtype : {torch::kFloat32, torch::kFloat64}) {
       for (const bool withBias : {true, false}) {
         const auto opts = torch::TensorOptions().dtype(dtype);
@@ -46,7 +47,8 @@ TEST_F(LayerNormTest, EqualsTorchLayerNormSmallAndLarge) {
         const auto dy = torch::randn(shape, opts);
         const auto want = run(false, x, w, b, dy);
         const auto got = run(true, x, w, b, dy);
-        const std::string what = "shape " + c10::str(shape) + " " + c10::toString(dtype) + (withBias ? " bias" : "");
+        const std::string what =
+            "shape " + c10::str(shape) + " " + c10::toString(dtype) + (withBias ? " bias" : "");
         EXPECT_EQ(at::get_num_threads(), 2) << what;
         // Each row's arithmetic is ATen's own: the output and the input gradient are bit-equal.
         EXPECT_TRUE(torch::equal(got.out, want.out)) << what;

@@ -17,21 +17,24 @@ struct Grads {
 
 // The composite reference: unpack to (B, L), mask with the causal padding
 // bias, scaledDotAttention, pack the real rows back.
-Grads composite(const torch::Tensor& q0, const torch::Tensor& k0, const torch::Tensor& v0, const torch::Tensor& mask,
-                int64_t heads, double scale, const torch::Tensor& upstream) {
-  auto q = q0.detach().requires_grad_(true), k = k0.detach().requires_grad_(true), v = v0.detach().requires_grad_(true);
+Grads composite(const torch::Tensor& q0, const torch::Tensor& k0, const torch::Tensor& v0,
+                const torch::Tensor& mask, int64_t heads, double scale, const torch::Tensor& upstream) {
+  auto q = q0.detach().requires_grad_(true), k = k0.detach().requires_grad_(true),
+       v = v0.detach().requires_grad_(true);
   const auto real = realTokenIndex(mask);
   const int64_t b = mask.size(0), l = mask.size(1);
   const auto split = [&](const torch::Tensor& t) { return splitHeads(unpackTokens(t, real, b, l), heads); };
   const auto bias = causalAttentionBias(mask, torch::kFloat);
-  const auto out = packTokens(mergeHeads(scaledDotAttention(split(q), split(k), split(v), scale, bias, 0.0, false)), real);
+  const auto out =
+      packTokens(mergeHeads(scaledDotAttention(split(q), split(k), split(v), scale, bias, 0.0, false)), real);
   (out * upstream).sum().backward();
   return {out.detach(), q.grad(), k.grad(), v.grad()};
 }
 
-Grads packed(const torch::Tensor& q0, const torch::Tensor& k0, const torch::Tensor& v0, const torch::Tensor& mask,
-             int64_t heads, double scale, const torch::Tensor& upstream) {
-  auto q = q0.detach().requires_grad_(true), k = k0.detach().requires_grad_(true), v = v0.detach().requires_grad_(true);
+Grads packed(const torch::Tensor& q0, const torch::Tensor& k0, const torch::Tensor& v0,
+             const torch::Tensor& mask, int64_t heads, double scale, const torch::Tensor& upstream) {
+  auto q = q0.detach().requires_grad_(true), k = k0.detach().requires_grad_(true),
+       v = v0.detach().requires_grad_(true);
   const auto out = packedCausalAttention(q, k, v, heads, scale, packedOffsets(mask));
   (out * upstream).sum().backward();
   return {out.detach(), q.grad(), k.grad(), v.grad()};
@@ -55,9 +58,9 @@ void expectAgree(const torch::Tensor& mask, int64_t heads, int64_t head_dim, dou
 }
 
 TEST(PackedAttention, RightPaddingEqualsTheMaskedComposite) {
-  const auto mask = torch::tensor({1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
-                                  torch::kLong)
-                        .view({3, 8});
+  const auto mask =
+      torch::tensor({1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}, torch::kLong)
+          .view({3, 8});
   expectAgree(mask, 4, 8, 1.0 / std::sqrt(8.0));
   expectAgree(mask, 1, 16, 1.0);
   expectAgree(mask, 3, 5, 0.37);
@@ -66,11 +69,10 @@ TEST(PackedAttention, RightPaddingEqualsTheMaskedComposite) {
 TEST(PackedAttention, HolesSingleTokensAndEmptySamples) {
   // Real tokens that are not a prefix (a real query still sees exactly the
   // real keys before it), a one-token sample and an all-padding sample.
-  const auto mask =
-      torch::tensor({0, 1, 1, 0, 1, 1, 0, 1, /**/ 1, 0, 0, 0, 0, 0, 0, 0, /**/ 0, 0, 0, 0, 0, 0, 0, 0, /**/ 1, 1, 1, 1,
-                     1, 1, 1, 1},
-                    torch::kLong)
-          .view({4, 8});
+  const auto mask = torch::tensor({0,      1, 1, 0, 1, 1, 0, 1, /**/ 1, 0, 0, 0, 0, 0, 0, 0,
+                                   /**/ 0, 0, 0, 0, 0, 0, 0, 0, /**/ 1, 1, 1, 1, 1, 1, 1, 1},
+                                  torch::kLong)
+                        .view({4, 8});
   expectAgree(mask, 2, 8, 0.25);
 }
 
@@ -97,10 +99,18 @@ TEST(PackedAttention, BadInputsNameTheProblem) {
     }
   };
   fails([&] { packedCausalAttention(t, t, t, 4, 1.0, {0, 4}); }, "not a multiple of 4 heads");
-  fails([&] { packedCausalAttention(t, t, t, 2, 1.0, {0, 3}); }, "offsets must rise from 0 to the 4 packed rows");
+  fails(
+      [&] {
+        packedCausalAttention(t, t, t, 2, 1.0, {0, 3});
+      },
+      "offsets must rise from 0 to the 4 packed rows");
   fails([&] { packedCausalAttention(t, t, t.narrow(0, 0, 3), 2, 1.0, {0, 4}); }, "share one (N, H*D) shape");
-  fails([&] { packedCausalAttention(t.to(torch::kDouble), t.to(torch::kDouble), t.to(torch::kDouble), 2, 1.0, {0, 4}); },
-        "fp32 CPU tensors only");
+  fails(
+      [&] {
+        packedCausalAttention(t.to(torch::kDouble), t.to(torch::kDouble), t.to(torch::kDouble), 2, 1.0,
+                              {0, 4});
+      },
+      "fp32 CPU tensors only");
   EXPECT_TRUE(packedAttentionSupports(t, 0.1, false));
   EXPECT_FALSE(packedAttentionSupports(t, 0.1, true));
   EXPECT_FALSE(packedAttentionSupports(t.to(torch::kBFloat16), 0.0, true));

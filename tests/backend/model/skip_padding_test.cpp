@@ -26,8 +26,10 @@ Result run(const std::string& variant, bool checkpointing, Padding padding) {
   model->freezeAsOpenFlamingo();
   auto batch = testing::tinyBatch(options, 4);
   // A third row with more padding than text.
-  batch.input_ids = torch::cat({batch.input_ids, testing::longTensor({{options.image_id(), 30, 31, 1, 1, 1, 1, 1, 1, 1, 1, 1}})});
-  batch.attention_mask = torch::cat({batch.attention_mask, testing::longTensor({{1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}})});
+  batch.input_ids = torch::cat(
+      {batch.input_ids, testing::longTensor({{options.image_id(), 30, 31, 1, 1, 1, 1, 1, 1, 1, 1, 1}})});
+  batch.attention_mask =
+      torch::cat({batch.attention_mask, testing::longTensor({{1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}})});
   batch.vision_x = torch::cat({batch.vision_x, batch.vision_x.narrow(0, 0, 1)});
   Result r;
   r.logits = model->forward(batch.vision_x, batch.input_ids, batch.attention_mask, padding);
@@ -36,7 +38,8 @@ Result run(const std::string& variant, bool checkpointing, Padding padding) {
   const auto weights = torch::randn_like(r.logits) * batch.attention_mask.unsqueeze(-1).to(torch::kFloat);
   (r.logits * weights).sum().backward();
   for (const auto& [name, p] : model->namedParameters()) {
-    if (p.requires_grad()) r.grads.emplace_back(name, p.grad().defined() ? p.grad().clone() : torch::Tensor());
+    if (p.requires_grad())
+      r.grads.emplace_back(name, p.grad().defined() ? p.grad().clone() : torch::Tensor());
   }
   r.logits = r.logits.detach();
   return r;

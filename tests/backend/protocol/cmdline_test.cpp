@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/protocol/cmdline/shell_words.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/model_catalog.h"
-#include "backend/protocol/cmdline/shell_words.h"
 #include "random_config.h"
 
 namespace fs::protocol {

@@ -346,7 +346,8 @@ TEST(EventCodecTest, GatheredAtPeakIsOptionalSince1_2) {
   const std::string rank =
       R"({"rank":1,"rss_bytes":1,"peak_bytes":2,"params":3,"grads":4,"optimizer":5,"gathered":6,"activations":7,)"
       R"("gathered_units":2)";
-  DecodedLine got = decodeOne(R"({"v":"1.1","seq":0,"t":1,"type":"memory","step":4,"ranks":[)" + rank + "}]}");
+  DecodedLine got =
+      decodeOne(R"({"v":"1.1","seq":0,"t":1,"type":"memory","step":4,"ranks":[)" + rank + "}]}");
   ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message();
   EXPECT_TRUE(std::get<MemoryEvent>(got.event.body).ranks.at(0).gathered_at_peak.empty());
   got = decodeOne(R"({"v":"1.2","seq":1,"t":1,"type":"memory","step":4,"ranks":[)" + rank +

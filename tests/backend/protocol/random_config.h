@@ -13,10 +13,33 @@
 namespace fs::test {
 
 inline const std::vector<std::string>& trickyStrings() {
-  static const std::vector<std::string> s = {
-      "plain", "true", "no", "null", "~", "123", "1e5", "-dash", "with space", "a: b", "#hash", "x # y",
-      "quote\"d", "it's", "/data/{00000..00099}.tar", "pipe:aws s3 cp s3://b/{0..9}.tar -", "π ünïcode",
-      "[bracket", "{brace}", "*star", "&anchor", "!tag", "%pct", "@at", "`tick`", "back\\slash", ""};
+  static const std::vector<std::string> s = {"plain",
+                                             "true",
+                                             "no",
+                                             "null",
+                                             "~",
+                                             "123",
+                                             "1e5",
+                                             "-dash",
+                                             "with space",
+                                             "a: b",
+                                             "#hash",
+                                             "x # y",
+                                             "quote\"d",
+                                             "it's",
+                                             "/data/{00000..00099}.tar",
+                                             "pipe:aws s3 cp s3://b/{0..9}.tar -",
+                                             "π ünïcode",
+                                             "[bracket",
+                                             "{brace}",
+                                             "*star",
+                                             "&anchor",
+                                             "!tag",
+                                             "%pct",
+                                             "@at",
+                                             "`tick`",
+                                             "back\\slash",
+                                             ""};
   return s;
 }
 
@@ -37,7 +60,9 @@ class RandomConfig {
         case protocol::EntrySpec::Kind::kField:
           if (e.key != "schema_version") e.set(obj, value(e));
           break;
-        case protocol::EntrySpec::Kind::kSection: fill(*e.section, e.child(obj)); break;
+        case protocol::EntrySpec::Kind::kSection:
+          fill(*e.section, e.child(obj));
+          break;
         case protocol::EntrySpec::Kind::kList: {
           const size_t n = 1 + rng_() % 3;
           e.resize(obj, n);
@@ -51,18 +76,22 @@ class RandomConfig {
   protocol::Value value(const protocol::EntrySpec& e) {
     using protocol::FieldType;
     switch (e.type) {
-      case FieldType::kBool: return protocol::Value(rng_() % 2 == 0);
+      case FieldType::kBool:
+        return protocol::Value(rng_() % 2 == 0);
       case FieldType::kInt: {
         const int64_t lo = e.min ? static_cast<int64_t>(*e.min) : -1000;
         const int64_t hi = e.max ? static_cast<int64_t>(*e.max) : lo + 100000;
-        return protocol::Value(lo + static_cast<int64_t>(rng_() % static_cast<uint64_t>(std::min<int64_t>(hi - lo, 1 << 20) + 1)));
+        return protocol::Value(
+            lo +
+            static_cast<int64_t>(rng_() % static_cast<uint64_t>(std::min<int64_t>(hi - lo, 1 << 20) + 1)));
       }
       case FieldType::kFloat: {
         const double lo = e.min.value_or(-10.0), hi = e.max.value_or(lo + 1000.0);
         std::uniform_real_distribution<double> d(lo, hi);
         return protocol::Value(d(rng_));
       }
-      case FieldType::kEnum: return protocol::Value(e.choices[rng_() % e.choices.size()]);
+      case FieldType::kEnum:
+        return protocol::Value(e.choices[rng_() % e.choices.size()]);
       case FieldType::kString: {
         std::string s = trickyStrings()[rng_() % trickyStrings().size()];
         if (s.empty() && e.required) s = "x";

@@ -7,7 +7,9 @@
 
 namespace fs::test {
 
-inline std::string sourcePath(const std::string& rel) { return std::string(FS_SOURCE_DIR) + "/" + rel; }
+inline std::string sourcePath(const std::string& rel) {
+  return std::string(FS_SOURCE_DIR) + "/" + rel;
+}
 
 inline std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -141,14 +141,14 @@ TEST(Validate, GatheredDtypeMustBeWhatTheForwardComputesInOrTheWeights) {
   EXPECT_NE(p.message.find("'bf16' under optim.precision fp32"), std::string::npos) << p.message;
   // amp_bf16 computes in bf16 from fp32 weights: both may be gathered.
   for (const std::string dtype : {"auto", "bf16", "fp32"}) {
-    for (const auto& q : validateConfig(with(tiny(), {fsdp, "optim.precision=amp_bf16",
-                                                      "parallel.mixed_precision.param_dtype=" + dtype,
-                                                      "parallel.mixed_precision.reduce_dtype=fp32"}))) {
+    for (const auto& q : validateConfig(
+             with(tiny(), {fsdp, "optim.precision=amp_bf16", "parallel.mixed_precision.param_dtype=" + dtype,
+                           "parallel.mixed_precision.reduce_dtype=fp32"}))) {
       EXPECT_NE(q.path, "parallel.mixed_precision.param_dtype") << dtype << ": " << q.message;
     }
   }
   EXPECT_TRUE(problemAt(validateConfig(with(tiny(), {fsdp, "optim.precision=amp_bf16",
-                                                      "parallel.mixed_precision.param_dtype=fp16"})),
+                                                     "parallel.mixed_precision.param_dtype=fp16"})),
                         "parallel.mixed_precision.param_dtype")
                   .isError());
   // Without FSDP nothing is gathered: a warning, not an error.
@@ -159,15 +159,17 @@ TEST(Validate, GatheredDtypeMustBeWhatTheForwardComputesInOrTheWeights) {
 }
 
 TEST(Validate, DelayedInitNeedsTheWeightsBroadcast) {
-  Problem p = problemAt(validateConfig(with(tiny(), {"parallel.mode=fsdp", "parallel.sync_module_states=false"})),
-                        "parallel.delayed_init");
+  Problem p =
+      problemAt(validateConfig(with(tiny(), {"parallel.mode=fsdp", "parallel.sync_module_states=false"})),
+                "parallel.delayed_init");
   EXPECT_TRUE(p.isError());
   EXPECT_NE(p.message.find("parallel.sync_module_states is false"), std::string::npos) << p.message;
   // Either switch alone is fine, and DDP never reads delayed_init.
   for (const auto& sets : std::vector<std::vector<std::string>>{
            {"parallel.mode=fsdp", "parallel.sync_module_states=false", "parallel.delayed_init=false"},
            {"parallel.sync_module_states=false"}}) {
-    for (const auto& q : validateConfig(with(tiny(), sets))) EXPECT_NE(q.path, "parallel.delayed_init") << q.message;
+    for (const auto& q : validateConfig(with(tiny(), sets)))
+      EXPECT_NE(q.path, "parallel.delayed_init") << q.message;
   }
 }
 

@@ -3,12 +3,12 @@
 #include "backend/tensorfile/content_hash.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <unistd.h>
 #include <vector>
 
 namespace fs::tensorfile {
@@ -27,7 +27,8 @@ std::string xxhsum(const std::filesystem::path& file) {
 TEST(ContentHash, KnownValues) {
   EXPECT_EQ(contentHashText(xxh64({})), "xxh64:ef46db3751d8e999");
   const std::string abc = "abc";
-  EXPECT_EQ(contentHashText(xxh64(std::as_bytes(std::span(abc.data(), abc.size())))), "xxh64:44bc2cf5ad770999");
+  EXPECT_EQ(contentHashText(xxh64(std::as_bytes(std::span(abc.data(), abc.size())))),
+            "xxh64:44bc2cf5ad770999");
 }
 
 TEST(ContentHash, MatchesXxhsumOnEveryTailLength) {
@@ -38,7 +39,8 @@ TEST(ContentHash, MatchesXxhsumOnEveryTailLength) {
     std::vector<std::byte> bytes(len);
     for (auto& b : bytes) b = static_cast<std::byte>(rng() & 0xff);
     const auto file = dir / ("bytes_" + std::to_string(len));
-    std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(len));
+    std::ofstream(file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(len));
     EXPECT_EQ(contentHashText(xxh64(bytes)), "xxh64:" + xxhsum(file)) << "length " << len;
   }
   std::filesystem::remove_all(dir);

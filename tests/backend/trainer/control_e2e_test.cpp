@@ -55,7 +55,9 @@ class Process {
   bool reaped_ = false;
 };
 
-std::vector<Event> readEvents(const fsys::path& dir) { return fs::engine::test::readEvents(dir, /*finished=*/false); }
+std::vector<Event> readEvents(const fsys::path& dir) {
+  return fs::engine::test::readEvents(dir, /*finished=*/false);
+}
 
 // Polls events.jsonl until `pred` holds for some event; fails after a deadline.
 const Event waitFor(const fsys::path& dir, const std::function<bool(const Event&)>& pred, const char* what) {
@@ -78,28 +80,29 @@ bool isAck(const Event& e, uint64_t seq) {
 class ControlE2e : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fsys::temp_directory_path() /
-           ("fs_control_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fsys::temp_directory_path() / ("fs_control_" + std::to_string(::getpid()) + "_" +
+                                          ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fsys::remove_all(dir_);
   }
   void TearDown() override { fsys::remove_all(dir_); }
 
   Process start() {
     // Long enough that it cannot finish while the test drives it.
-    return Process({std::string(FS_BINARY_DIR) + "/bin/flamingo-train", "demo", "--run-dir", dir_.string(), "--set",
-                    "optim.epochs=100000"});
+    return Process({std::string(FS_BINARY_DIR) + "/bin/flamingo-train", "demo", "--run-dir", dir_.string(),
+                    "--set", "optim.epochs=100000"});
   }
   fsys::path dir_;
 };
 
 TEST_F(ControlE2e, PauseCheckpointResumeStop) {
   Process p = start();
-  waitFor(dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
+  waitFor(
+      dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
 
   auto pause = issueControl(dir_, ControlVerb::kPause);
   ASSERT_TRUE(pause.isOk()) << pause.status().message();
-  Event ack = waitFor(dir_, [&](const Event& e) { return isAck(e, pause->seq); }, "the pause ack");
+  Event ack = waitFor(
+      dir_, [&](const Event& e) { return isAck(e, pause->seq); }, "the pause ack");
   EXPECT_TRUE(std::get<ControlAckEvent>(ack.body).ok);
   auto manifest = readManifest(dir_);
   ASSERT_TRUE(manifest.isOk());
@@ -107,14 +110,16 @@ TEST_F(ControlE2e, PauseCheckpointResumeStop) {
 
   auto checkpoint = issueControl(dir_, ControlVerb::kCheckpoint);
   ASSERT_TRUE(checkpoint.isOk());
-  ack = waitFor(dir_, [&](const Event& e) { return isAck(e, checkpoint->seq); }, "the checkpoint ack");
+  ack = waitFor(
+      dir_, [&](const Event& e) { return isAck(e, checkpoint->seq); }, "the checkpoint ack");
   EXPECT_TRUE(std::get<ControlAckEvent>(ack.body).ok) << std::get<ControlAckEvent>(ack.body).message;
   // While paused no step runs: the checkpoint's step is the pause step.
   const int64_t pausedAt = std::get<ControlAckEvent>(ack.body).step;
 
   auto resume = issueControl(dir_, ControlVerb::kResume);
   ASSERT_TRUE(resume.isOk());
-  waitFor(dir_, [&](const Event& e) { return isAck(e, resume->seq); }, "the resume ack");
+  waitFor(
+      dir_, [&](const Event& e) { return isAck(e, resume->seq); }, "the resume ack");
   waitFor(
       dir_,
       [&](const Event& e) {
@@ -130,8 +135,10 @@ TEST_F(ControlE2e, PauseCheckpointResumeStop) {
   bool acked = false, finished = false, stepCheckpoint = false;
   for (const auto& e : events) {
     acked |= isAck(e, stop->seq);
-    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body)) finished = f->status == FinishStatus::kStopped;
-    if (const auto* c = std::get_if<CheckpointEvent>(&e.body)) stepCheckpoint |= c->kind == CheckpointKind::kStep;
+    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body))
+      finished = f->status == FinishStatus::kStopped;
+    if (const auto* c = std::get_if<CheckpointEvent>(&e.body))
+      stepCheckpoint |= c->kind == CheckpointKind::kStep;
   }
   EXPECT_TRUE(acked && finished && stepCheckpoint);
   EXPECT_TRUE(fsys::is_empty(dir_ / "control" / "done") == false);
@@ -139,7 +146,8 @@ TEST_F(ControlE2e, PauseCheckpointResumeStop) {
 
 TEST_F(ControlE2e, SigtermStopsGracefullyWithACheckpoint) {
   Process p = start();
-  waitFor(dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
+  waitFor(
+      dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
   ASSERT_EQ(::kill(p.pid(), SIGTERM), 0);
   EXPECT_EQ(p.wait(), 0);
   bool checkpoint = false, stopped = false;
@@ -156,7 +164,8 @@ TEST_F(ControlE2e, SigtermStopsGracefullyWithACheckpoint) {
 
 TEST_F(ControlE2e, KillVerbExitsWithoutCheckpoint) {
   Process p = start();
-  waitFor(dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
+  waitFor(
+      dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
   auto kill = issueControl(dir_, ControlVerb::kKill);
   ASSERT_TRUE(kill.isOk());
   EXPECT_EQ(p.wait(), 1);
@@ -173,13 +182,15 @@ namespace {
 
 TEST_F(ControlE2e, StopWithoutCheckpointWhenAsked) {
   Process p = start();
-  waitFor(dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
+  waitFor(
+      dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
   auto stop = issueControl(dir_, ControlVerb::kStop, nlohmann::json{{"checkpoint", false}});
   ASSERT_TRUE(stop.isOk());
   EXPECT_EQ(p.wait(), 0);
   bool finished = false;
   for (const auto& e : readEvents(dir_)) {
-    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body)) finished = f->status == FinishStatus::kStopped;
+    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body))
+      finished = f->status == FinishStatus::kStopped;
     if (const auto* c = std::get_if<CheckpointEvent>(&e.body)) {
       EXPECT_EQ(c->step % 8, 0) << "only the periodic checkpoints (every 8 steps) may exist";
     }

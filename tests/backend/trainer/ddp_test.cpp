@@ -10,9 +10,9 @@
 // process by design.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <torch/torch.h>
 
 #include <thread>
-#include <torch/torch.h>
 
 #include "backend/checkpoint/checkpoint_io.h"
 #include "backend/protocol/wire/control_file.h"
@@ -55,7 +55,8 @@ TEST_F(DdpTest, RanksTimesBatchTrainsAsOneProcess) {
       EXPECT_EQ(s->rank_loss.at("mmc4").size(), 4u) << "step " << s->step;
     }
     if (const auto* m = std::get_if<protocol::MemoryEvent>(&e.body)) {
-      sawRankMemory = sawRankMemory || (m->ranks.size() == 4 && m->ranks[3].rank == 3 && m->ranks[3].rss_bytes > 0);
+      sawRankMemory =
+          sawRankMemory || (m->ranks.size() == 4 && m->ranks[3].rank == 3 && m->ranks[3].rss_bytes > 0);
     }
   }
   EXPECT_EQ(lastStep, 10);
@@ -104,11 +105,13 @@ TEST_F(DdpTest, ARankThatRaisesStopsEveryRankAndIsNamed) {
 }
 
 TEST_F(DdpTest, AKilledRankEndsTheRunWithAnErrorNamingIt) {
-  const RunOutput r = run("kill", 2, config(2, {"data.datasets[0].samples_per_epoch=800", "data.datasets[1].samples_per_epoch=400"}),
-                    {}, false, [](const std::vector<pid_t>& pids, const std::filesystem::path& dir) {
-                      test::waitForSteps(dir, 3);  // training is under way: kill rank 1 mid-run
-                      ::kill(pids[1], SIGKILL);
-                    });
+  const RunOutput r =
+      run("kill", 2,
+          config(2, {"data.datasets[0].samples_per_epoch=800", "data.datasets[1].samples_per_epoch=400"}), {},
+          false, [](const std::vector<pid_t>& pids, const std::filesystem::path& dir) {
+            test::waitForSteps(dir, 3);  // training is under way: kill rank 1 mid-run
+            ::kill(pids[1], SIGKILL);
+          });
   EXPECT_EQ(r.exits[1].signal, SIGKILL);
   EXPECT_NE(r.exits[0].code, 0) << r.exits[0].output;
   EXPECT_NE(test::errorMessages(r.events).find("rank 1"), std::string::npos) << r.exits[0].output;
@@ -116,52 +119,54 @@ TEST_F(DdpTest, AKilledRankEndsTheRunWithAnErrorNamingIt) {
 
 // Control files reach rank 0 only; every rank acts at the same step.
 TEST_F(DdpTest, ControlCommandsActOnEveryRank) {
-  const auto cfg = config(2, {"data.datasets[0].samples_per_epoch=8000", "data.datasets[1].samples_per_epoch=4000",
-                              "telemetry.heartbeat_s=0.2"});
-  const RunOutput r = run("control", 2, cfg, {}, true, [](const std::vector<pid_t>&, const std::filesystem::path& dir) {
-    auto waitAck = [&](uint64_t seq) {
-      for (int i = 0; i < 6000; ++i) {
-        for (const auto& e : test::readEvents(dir, false)) {
-          const auto* a = std::get_if<protocol::ControlAckEvent>(&e.body);
-          if (a && a->control_seq == seq) return *a;
+  const auto cfg = config(2, {"data.datasets[0].samples_per_epoch=8000",
+                              "data.datasets[1].samples_per_epoch=4000", "telemetry.heartbeat_s=0.2"});
+  const RunOutput r =
+      run("control", 2, cfg, {}, true, [](const std::vector<pid_t>&, const std::filesystem::path& dir) {
+        auto waitAck = [&](uint64_t seq) {
+          for (int i = 0; i < 6000; ++i) {
+            for (const auto& e : test::readEvents(dir, false)) {
+              const auto* a = std::get_if<protocol::ControlAckEvent>(&e.body);
+              if (a && a->control_seq == seq) return *a;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+          ADD_FAILURE() << "no ack for control " << seq;
+          return protocol::ControlAckEvent{};
+        };
+        for (int i = 0; i < 6000 && !std::filesystem::exists(dir / "events.jsonl"); ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        auto pause = protocol::issueControl(dir, protocol::ControlVerb::kPause);
+        ASSERT_TRUE(pause.isOk());
+        const auto paused = waitAck(pause->seq);
+        // Refused, the run trains on to its end: the waits below would only time out.
+        ASSERT_TRUE(paused.ok) << paused.message;
+        // While paused, the ranks keep meeting in the control all-reduce, and rank 0
+        // reports every rank's last collective in heartbeat events.
+        bool sawBoard = false;
+        for (int i = 0; i < 6000 && !sawBoard; ++i) {
+          for (const auto& e : test::readEvents(dir, false)) {
+            const auto* h = std::get_if<protocol::HeartbeatEvent>(&e.body);
+            if (!h || h->state != protocol::RunState::kPaused || h->ranks.size() != 2) continue;
+            sawBoard = h->ranks[1].rank == 1 && h->ranks[1].collective_seq > 0 &&
+                       h->ranks[1].last_collective.find("control") != std::string::npos;
+          }
+          if (!sawBoard) std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-      ADD_FAILURE() << "no ack for control " << seq;
-      return protocol::ControlAckEvent{};
-    };
-    for (int i = 0; i < 6000 && !std::filesystem::exists(dir / "events.jsonl"); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    auto pause = protocol::issueControl(dir, protocol::ControlVerb::kPause);
-    ASSERT_TRUE(pause.isOk());
-    const auto paused = waitAck(pause->seq);
-    // Refused, the run trains on to its end: the waits below would only time out.
-    ASSERT_TRUE(paused.ok) << paused.message;
-    // While paused, the ranks keep meeting in the control all-reduce, and rank 0
-    // reports every rank's last collective in heartbeat events.
-    bool sawBoard = false;
-    for (int i = 0; i < 6000 && !sawBoard; ++i) {
-      for (const auto& e : test::readEvents(dir, false)) {
-        const auto* h = std::get_if<protocol::HeartbeatEvent>(&e.body);
-        if (!h || h->state != protocol::RunState::kPaused || h->ranks.size() != 2) continue;
-        sawBoard = h->ranks[1].rank == 1 && h->ranks[1].collective_seq > 0 &&
-                   h->ranks[1].last_collective.find("control") != std::string::npos;
-      }
-      if (!sawBoard) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    EXPECT_TRUE(sawBoard) << "no heartbeat event with both ranks while paused";
-    auto checkpoint = protocol::issueControl(dir, protocol::ControlVerb::kCheckpoint);
-    const auto written = waitAck(checkpoint->seq);
-    EXPECT_TRUE(written.ok) << written.message;
-    EXPECT_EQ(written.step, paused.step) << "paused ranks do not step";
-    auto resume = protocol::issueControl(dir, protocol::ControlVerb::kResume);
-    EXPECT_TRUE(waitAck(resume->seq).ok);
-    auto stop = protocol::issueControl(dir, protocol::ControlVerb::kStop);
-    EXPECT_TRUE(waitAck(stop->seq).ok);
-  });
+        EXPECT_TRUE(sawBoard) << "no heartbeat event with both ranks while paused";
+        auto checkpoint = protocol::issueControl(dir, protocol::ControlVerb::kCheckpoint);
+        const auto written = waitAck(checkpoint->seq);
+        EXPECT_TRUE(written.ok) << written.message;
+        EXPECT_EQ(written.step, paused.step) << "paused ranks do not step";
+        auto resume = protocol::issueControl(dir, protocol::ControlVerb::kResume);
+        EXPECT_TRUE(waitAck(resume->seq).ok);
+        auto stop = protocol::issueControl(dir, protocol::ControlVerb::kStop);
+        EXPECT_TRUE(waitAck(stop->seq).ok);
+      });
   bool stopped = false;
   for (const auto& e : r.events) {
-    if (const auto* f = std::get_if<protocol::RunFinishedEvent>(&e.body)) stopped = f->status == protocol::FinishStatus::kStopped;
+    if (const auto* f = std::get_if<protocol::RunFinishedEvent>(&e.body))
+      stopped = f->status == protocol::FinishStatus::kStopped;
   }
   EXPECT_TRUE(stopped);
   // Both ranks logged the stop at the same step and exited 0 (checked in run()).
@@ -194,7 +199,8 @@ TEST_F(DdpTest, ResumeOnAnotherWorldSizeContinuesTheRun) {
   }
   bool warned = false;
   for (const auto& e : r.events) {
-    if (const auto* w = std::get_if<protocol::WarningEvent>(&e.body)) warned = warned || w->code == "world_size_changed";
+    if (const auto* w = std::get_if<protocol::WarningEvent>(&e.body))
+      warned = warned || w->code == "world_size_changed";
   }
   EXPECT_TRUE(warned);
 }

@@ -62,7 +62,8 @@ inline std::string errorMessages(const std::vector<protocol::Event>& events) {
 inline void waitForSteps(const std::filesystem::path& dir, int steps) {
   for (int i = 0; i < 6000; ++i) {
     int n = 0;
-    for (const auto& e : readEvents(dir, false)) n += std::holds_alternative<protocol::StepEvent>(e.body) ? 1 : 0;
+    for (const auto& e : readEvents(dir, false))
+      n += std::holds_alternative<protocol::StepEvent>(e.body) ? 1 : 0;
     if (n >= steps) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

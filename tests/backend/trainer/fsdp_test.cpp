@@ -36,8 +36,8 @@ namespace {
 
 using test::expectBitwiseEqual;
 using test::expectPlannedLayout;
-using test::layoutOf;
 using test::expectSameRun;
+using test::layoutOf;
 using test::RunOutput;
 using Env = std::map<int, std::map<std::string, std::string>>;
 // Per tensor: NOTE [Tensor tolerance] in rank_runs.h; all tensors together stay within 1e-5.
@@ -100,7 +100,8 @@ void expectGatherLimit(const RunOutput& r, int expected, const std::string& what
       // Which units: that many distinct layout units (gather_order values), never the root (0).
       const auto& at = rank.gathered_at_peak;
       EXPECT_EQ(at.size(), static_cast<size_t>(*rank.gathered_units)) << what << ": rank " << rank.rank;
-      EXPECT_TRUE(std::is_sorted(at.begin(), at.end()) && std::adjacent_find(at.begin(), at.end()) == at.end())
+      EXPECT_TRUE(std::is_sorted(at.begin(), at.end()) &&
+                  std::adjacent_find(at.begin(), at.end()) == at.end())
           << what << ": rank " << rank.rank;
       for (int u : at) {
         EXPECT_GT(u, 0) << what << ": rank " << rank.rank;
@@ -183,13 +184,15 @@ TEST_F(FsdpTest, EveryWrapPolicyTrainsAsOneProcess) {
 TEST_F(FsdpTest, AccumulationCheckpointingAndAnUntiedHeadTrainAsOneProcess) {
   const RunOutput oneAccum = run("single_accum", 1, single({"optim.grad_accum_steps=2"}));
   ASSERT_EQ(oneAccum.losses.size(), 5u);
-  expectSameRun(oneAccum, run("accum", 2, config(2, {"optim.grad_accum_steps=2"})), "accumulation", 1e-5, kTensorRel);
+  expectSameRun(oneAccum, run("accum", 2, config(2, {"optim.grad_accum_steps=2"})), "accumulation", 1e-5,
+                kTensorRel);
   // Recomputed units are gathered again inside backward and reduced from their input's gradient hook.
   const RunOutput oneCkpt = run("single_ckpt", 1, single({"model.gradient_checkpointing=true"}));
-  expectSameRun(oneCkpt, run("ckpt", 2, config(2, {"model.gradient_checkpointing=true"})), "checkpointing", 1e-5,
-                kTensorRel);
+  expectSameRun(oneCkpt, run("ckpt", 2, config(2, {"model.gradient_checkpointing=true"})), "checkpointing",
+                1e-5, kTensorRel);
   const RunOutput oneUntied = run("single_untied", 1, single({"model.lm.tied_head=false"}));
-  expectSameRun(oneUntied, run("untied", 2, config(2, {"model.lm.tied_head=false"})), "untied head", 1e-5, kTensorRel);
+  expectSameRun(oneUntied, run("untied", 2, config(2, {"model.lm.tied_head=false"})), "untied head", 1e-5,
+                kTensorRel);
 }
 
 TEST_F(FsdpTest, OnlyThePerceiverTheCrossAttentionAndTheNewRowsChange) {
@@ -205,9 +208,11 @@ TEST_F(FsdpTest, OnlyThePerceiverTheCrossAttentionAndTheNewRowsChange) {
   int changed = 0;
   for (const auto& [name, t] : r.state) {
     if (!before.count(name)) continue;  // buffers
-    const bool trains = name.rfind("perceiver.", 0) == 0 || name.find("gated_cross_attn") != std::string::npos;
+    const bool trains =
+        name.rfind("perceiver.", 0) == 0 || name.find("gated_cross_attn") != std::string::npos;
     if (name == embedding) {
-      EXPECT_TRUE(torch::equal(t.index({~rowMask}), before[name].index({~rowMask}))) << "old rows of " << name;
+      EXPECT_TRUE(torch::equal(t.index({~rowMask}), before[name].index({~rowMask})))
+          << "old rows of " << name;
       EXPECT_FALSE(torch::equal(t.index({rowMask}), before[name].index({rowMask}))) << "new rows of " << name;
     } else if (trains) {
       changed += torch::equal(t, before[name]) ? 0 : 1;
@@ -258,7 +263,8 @@ TEST_F(FsdpTest, ResumesOnAnotherWorldSizeAndMode) {
     ASSERT_EQ(r.losses.size(), 5u) << r.exits[0].output;
     for (size_t i = 0; i < 5; ++i) {
       for (const auto& [dataset, l] : whole.losses[5 + i]) {
-        EXPECT_NEAR(r.losses[i].at(dataset), l, 1e-5 * std::abs(l)) << name << " step " << 6 + i << " " << dataset;
+        EXPECT_NEAR(r.losses[i].at(dataset), l, 1e-5 * std::abs(l))
+            << name << " step " << 6 + i << " " << dataset;
       }
     }
   };
@@ -268,8 +274,8 @@ TEST_F(FsdpTest, ResumesOnAnotherWorldSizeAndMode) {
 }
 
 TEST_F(FsdpTest, HybridSaveAndRestartIsBitwiseTheUninterruptedRun) {
-  const std::vector<std::string> sets = {"parallel.sharding_strategy=hybrid_shard", "checkpoint.every_steps=5",
-                                         "checkpoint.keep_last=5"};
+  const std::vector<std::string> sets = {"parallel.sharding_strategy=hybrid_shard",
+                                         "checkpoint.every_steps=5", "checkpoint.keep_last=5"};
   const auto cfg = config(4, sets, 2);
   const RunOutput whole = run("whole", 4, cfg, nodes(4, 2));
   ASSERT_EQ(whole.losses.size(), 10u);
@@ -342,7 +348,8 @@ void expectCloseRun(const RunOutput& a, const RunOutput& b, double rel, const st
   for (const auto& [name, t] : a.state) {
     ASSERT_TRUE(b.state.count(name)) << what << " " << name;
     const torch::Tensor x = t.to(torch::kFloat64), y = b.state.at(name).to(torch::kFloat64);
-    EXPECT_LE((x - y).abs().max().item<double>(), rel * x.abs().max().item<double>() + drift) << what << " " << name;
+    EXPECT_LE((x - y).abs().max().item<double>(), rel * x.abs().max().item<double>() + drift)
+        << what << " " << name;
     diff2 += (x - y).pow(2).sum().item<double>();
     norm2 += x.pow(2).sum().item<double>();
   }

@@ -25,14 +25,15 @@ inline const protocol::LayoutEvent* layoutOf(const RunOutput& r) {
 // config (`world` ranks on `nodes` nodes): units, parameter counts, padding and
 // shard bytes on every rank; and each memory event's parameters, gradients and
 // optimizer state per rank equal the planner's estimate to the byte.
-inline void expectPlannedLayout(const RunOutput& r, const protocol::RunConfig& cfg, fsdp_plan::Strategy strategy,
-                                int world, int nodes) {
+inline void expectPlannedLayout(const RunOutput& r, const protocol::RunConfig& cfg,
+                                fsdp_plan::Strategy strategy, int world, int nodes) {
   const auto* layout = layoutOf(r);
   ASSERT_NE(layout, nullptr);
   auto inventory = fsdp_plan::buildParamInventory(cfg.model);
   ASSERT_TRUE(inventory.isOk());
   const auto precision = *fsdp_plan::oursPrecision(cfg);
-  auto planned = fsdp_plan::buildLayout(*inventory, *fsdp_plan::wrapPolicyFromConfig(cfg.parallel), precision);
+  auto planned =
+      fsdp_plan::buildLayout(*inventory, *fsdp_plan::wrapPolicyFromConfig(cfg.parallel), precision);
   ASSERT_TRUE(planned.isOk()) << planned.status().message();
   const auto shards = fsdp_plan::planShards(*planned, precision, strategy, {world, nodes});
   std::vector<size_t> nonEmpty;

@@ -57,9 +57,10 @@ class RankRunTest : public ::testing::Test {
   }
 
   // Starts `world` ranks on `cfg` in run directory `name`; `env[r]` adds to rank r's environment.
-  RunOutput run(const std::string& name, int world, const protocol::RunConfig& cfg,
-          std::map<int, std::map<std::string, std::string>> env = {}, bool expectOk = true,
-          const std::function<void(const std::vector<pid_t>&, const std::filesystem::path&)>& during = {}) {
+  RunOutput run(
+      const std::string& name, int world, const protocol::RunConfig& cfg,
+      std::map<int, std::map<std::string, std::string>> env = {}, bool expectOk = true,
+      const std::function<void(const std::vector<pid_t>&, const std::filesystem::path&)>& during = {}) {
     RunOutput out;
     out.dir = root_ / name;
     const auto cfgPath = root_ / (name + ".yaml");
@@ -70,9 +71,9 @@ class RankRunTest : public ::testing::Test {
     for (int r = 0; r < world; ++r) {
       std::map<std::string, std::string> e = {{"OMP_NUM_THREADS", "1"}};
       if (world > 1) {
-        e = {{"RANK", std::to_string(r)},           {"WORLD_SIZE", std::to_string(world)},
-             {"LOCAL_RANK", std::to_string(r)},     {"LOCAL_WORLD_SIZE", std::to_string(world)},
-             {"MASTER_ADDR", "127.0.0.1"},          {"MASTER_PORT", std::to_string(port)},
+        e = {{"RANK", std::to_string(r)},       {"WORLD_SIZE", std::to_string(world)},
+             {"LOCAL_RANK", std::to_string(r)}, {"LOCAL_WORLD_SIZE", std::to_string(world)},
+             {"MASTER_ADDR", "127.0.0.1"},      {"MASTER_PORT", std::to_string(port)},
              {"OMP_NUM_THREADS", "1"}};
       }
       for (const auto& [k, v] : env[r]) e[k] = v;

@@ -5,13 +5,13 @@
 #include "backend/trainer/replay.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "backend/data/synthetic_source.h"
@@ -50,23 +50,38 @@ void writeBytes(const fsys::path& path, const std::vector<char>& bytes) {
 std::string configJson(const protocol::RunConfig& config) {
   const auto& m = config.model;
   const auto figures = protocol::deriveFigures(config);
-  nlohmann::json j = {
-      {"family", m.lm.family}, {"patch_size", m.vision.patch_size}, {"vision_layers", m.vision.layers},
-      {"vision_heads", m.vision.heads}, {"quick_gelu", m.vision.quick_gelu},
-      {"ln_post_on_tokens", m.vision.ln_post_on_tokens}, {"perceiver_depth", m.perceiver.depth},
-      {"perceiver_heads", m.perceiver.heads}, {"perceiver_head_dim", m.perceiver.head_dim},
-      {"xattn_heads", m.cross_attn.heads}, {"xattn_head_dim", m.cross_attn.head_dim},
-      {"every_n", m.cross_attn.every_n_layers}, {"lm_layers", m.lm.layers}, {"lm_heads", m.lm.heads},
-      {"tied", m.lm.tied_head}, {"norm_eps", 1e-5},
-      {"image_id", m.tokens.image_id}, {"endofchunk_id", m.tokens.endofchunk_id}, {"pad_id", m.tokens.pad_id},
-      {"input_embedding", "lang_encoder.model.decoder.embed_tokens.weight"},
-      {"freeze_lm_embeddings", m.freeze_lm_embeddings},
-      {"lr", config.optim.lr}, {"weight_decay", config.optim.weight_decay}, {"beta1", config.optim.beta1},
-      {"beta2", config.optim.beta2}, {"eps", config.optim.eps}, {"max_grad_norm", config.optim.max_grad_norm},
-      {"warmup_steps", config.optim.warmup_steps}, {"scheduler", config.optim.scheduler},
-      {"scheduler_steps", figures.schedulerSteps},
-      {"loss_multiplier_laion", config.data.datasets.at(0).loss_multiplier},
-      {"loss_multiplier_mmc4", config.data.datasets.at(1).loss_multiplier}};
+  nlohmann::json j = {{"family", m.lm.family},
+                      {"patch_size", m.vision.patch_size},
+                      {"vision_layers", m.vision.layers},
+                      {"vision_heads", m.vision.heads},
+                      {"quick_gelu", m.vision.quick_gelu},
+                      {"ln_post_on_tokens", m.vision.ln_post_on_tokens},
+                      {"perceiver_depth", m.perceiver.depth},
+                      {"perceiver_heads", m.perceiver.heads},
+                      {"perceiver_head_dim", m.perceiver.head_dim},
+                      {"xattn_heads", m.cross_attn.heads},
+                      {"xattn_head_dim", m.cross_attn.head_dim},
+                      {"every_n", m.cross_attn.every_n_layers},
+                      {"lm_layers", m.lm.layers},
+                      {"lm_heads", m.lm.heads},
+                      {"tied", m.lm.tied_head},
+                      {"norm_eps", 1e-5},
+                      {"image_id", m.tokens.image_id},
+                      {"endofchunk_id", m.tokens.endofchunk_id},
+                      {"pad_id", m.tokens.pad_id},
+                      {"input_embedding", "lang_encoder.model.decoder.embed_tokens.weight"},
+                      {"freeze_lm_embeddings", m.freeze_lm_embeddings},
+                      {"lr", config.optim.lr},
+                      {"weight_decay", config.optim.weight_decay},
+                      {"beta1", config.optim.beta1},
+                      {"beta2", config.optim.beta2},
+                      {"eps", config.optim.eps},
+                      {"max_grad_norm", config.optim.max_grad_norm},
+                      {"warmup_steps", config.optim.warmup_steps},
+                      {"scheduler", config.optim.scheduler},
+                      {"scheduler_steps", figures.schedulerSteps},
+                      {"loss_multiplier_laion", config.data.datasets.at(0).loss_multiplier},
+                      {"loss_multiplier_mmc4", config.data.datasets.at(1).loss_multiplier}};
   return j.dump(2);
 }
 
@@ -101,7 +116,8 @@ class ReplayTest : public ::testing::Test {
       ASSERT_TRUE(next.isOk() && next->has_value());
       c10::impl::GenericDict step(c10::StringType::get(), c10::AnyType::get());
       for (const auto& b : next.value()->batches) {
-        step.insert(b.dataset, c10::ivalue::Tuple::create(std::vector<c10::IValue>{b.images, b.inputIds, b.attentionMask}));
+        step.insert(b.dataset, c10::ivalue::Tuple::create(
+                                   std::vector<c10::IValue>{b.images, b.inputIds, b.attentionMask}));
       }
       batches.push_back(step);
     }
@@ -113,7 +129,8 @@ class ReplayTest : public ::testing::Test {
   }
 
   std::string python(const std::string& args) {
-    return std::string(FS_PYTHON) + " " + FS_SOURCE_DIR + "/tests/backend/trainer/replay_reference.py " + args;
+    return std::string(FS_PYTHON) + " " + FS_SOURCE_DIR + "/tests/backend/trainer/replay_reference.py " +
+           args;
   }
   std::string replay(const std::string& args) {
     return std::string(FS_BINARY_DIR) + "/bin/flamingo-train replay " + args;
@@ -177,8 +194,8 @@ TEST_F(ReplayTest, BadReferencesAreClearErrors) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("junk.pt"), std::string::npos) << r.output;
   // A dict without the keys.
-  writeBytes(root_ / "nokeys.pt", torch::pickle_save(c10::impl::GenericDict(c10::StringType::get(),
-                                                                            c10::AnyType::get())));
+  writeBytes(root_ / "nokeys.pt",
+             torch::pickle_save(c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get())));
   r = run(replay(config + " --reference " + (root_ / "nokeys.pt").string()));
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("no 'init' dict"), std::string::npos) << r.output;
@@ -188,8 +205,8 @@ TEST_F(ReplayTest, BadReferencesAreClearErrors) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("mis-shaped"), std::string::npos) << r.output;
   // Images of another size than the config's vision tower takes.
-  r = run(replay(config + " --set model.vision.image_size=64 --reference " + (root_ / "reference.pt").string() +
-                 " --run-dir " + (root_ / "big").string()));
+  r = run(replay(config + " --set model.vision.image_size=64 --reference " +
+                 (root_ / "reference.pt").string() + " --run-dir " + (root_ / "big").string()));
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("model.vision.image_size"), std::string::npos) << r.output;
   // A run directory that already holds checkpoints is not a replay's.

@@ -8,9 +8,9 @@
 #include <filesystem>
 
 #include "backend/data/shardgen/synthetic_shards.h"
-#include "backend/trainer/trainer.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/telemetry/stop_signals.h"
+#include "backend/trainer/trainer.h"
 #include "engine_test_util.h"
 
 namespace fs::engine {
@@ -104,7 +104,8 @@ TEST_F(ShardTrainingTest, ResumedRunSeesTheSameBatchesAsAnUninterruptedOne) {
   ASSERT_EQ(a.size(), 16u);
   for (int64_t step = 6; step <= 16; ++step) {
     ASSERT_TRUE(b.count(step)) << step;
-    for (const auto& [name, l] : a[step]) EXPECT_NEAR(b[step][name], l, 1e-5 * std::max(1.0, l)) << name << " " << step;
+    for (const auto& [name, l] : a[step])
+      EXPECT_NEAR(b[step][name], l, 1e-5 * std::max(1.0, l)) << name << " " << step;
   }
 }
 

@@ -21,7 +21,8 @@ TEST(SlowRanks, ReportedOnceUntilRecovered) {
   EXPECT_TRUE(updateSlowRanks(slowTwo, &flagged, &median).empty()) << "still slow: no second report";
   EXPECT_TRUE(updateSlowRanks({0.1, 0.1, 0.1, 0.1}, &flagged, &median).empty());
   EXPECT_TRUE(flagged.empty()) << "recovered";
-  EXPECT_EQ(updateSlowRanks(slowTwo, &flagged, &median), (std::vector<int64_t>{2})) << "slow again: reported again";
+  EXPECT_EQ(updateSlowRanks(slowTwo, &flagged, &median), (std::vector<int64_t>{2}))
+      << "slow again: reported again";
 }
 
 TEST(SlowRanks, ExactlyAtTheFactorIsNotSlowAndIdleRanksNeverAre) {

@@ -3,33 +3,37 @@
 #include "backend/trainer/trainer.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "backend/checkpoint/checkpoint_io.h"
 #include "backend/checkpoint/checkpoint_manifest.h"
-#include "backend/tensorfile/torch_file.h"
-#include "backend/tensorfile/state_dict.h"
-#include "engine_test_util.h"
 #include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/wire/event_codec.h"
 #include "backend/protocol/wire/run_manifest.h"
 #include "backend/telemetry/stop_signals.h"
+#include "backend/tensorfile/state_dict.h"
+#include "backend/tensorfile/torch_file.h"
+#include "engine_test_util.h"
 
 namespace fs::engine {
 namespace {
 
 namespace fsys = std::filesystem;
 
-protocol::RunConfig tiny(const std::vector<std::string>& sets = {}) { return test::tinyConfig(sets); }
+protocol::RunConfig tiny(const std::vector<std::string>& sets = {}) {
+  return test::tinyConfig(sets);
+}
 
-std::vector<protocol::Event> readEvents(const fsys::path& dir) { return test::readEvents(dir, /*finished=*/true); }
+std::vector<protocol::Event> readEvents(const fsys::path& dir) {
+  return test::readEvents(dir, /*finished=*/true);
+}
 
 // step -> per-dataset loss, from the step events of a run directory.
 std::map<int64_t, std::map<std::string, double>> stepLosses(const fsys::path& dir) {
@@ -43,9 +47,8 @@ std::map<int64_t, std::map<std::string, double>> stepLosses(const fsys::path& di
 class TrainerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fsys::temp_directory_path() /
-            ("fs_trainer_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ = fsys::temp_directory_path() / ("fs_trainer_" + std::to_string(::getpid()) + "_" +
+                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fsys::remove_all(root_);
     fsys::create_directories(root_);
     telemetry::clearStopRequests();
@@ -91,8 +94,8 @@ TEST_F(TrainerTest, CheckpointIsReadByPythonTorchLoadInOpenFlamingoLayout) {
   while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   ASSERT_EQ(::pclose(p), 0) << out;
   const auto j = nlohmann::json::parse(out);
-  EXPECT_EQ(j["keys"], (nlohmann::json{"epoch", "flamingo_studio", "lr_scheduler_state_dict", "model_state_dict",
-                                       "optimizer_state_dict"}));
+  EXPECT_EQ(j["keys"], (nlohmann::json{"epoch", "flamingo_studio", "lr_scheduler_state_dict",
+                                       "model_state_dict", "optimizer_state_dict"}));
   EXPECT_EQ(j["epoch"], 0);
   EXPECT_TRUE(j["optimizer_loaded"].get<bool>());
   EXPECT_EQ(j["param_groups"].size(), 2u);
@@ -111,7 +114,8 @@ TEST_F(TrainerTest, CheckpointIsReadByPythonTorchLoadInOpenFlamingoLayout) {
   for (const auto& [name, t] : ours->modelState) {
     ASSERT_TRUE(j["model"].contains(name)) << name;
     EXPECT_EQ(j["model"][name]["shape"].get<std::vector<int64_t>>(), t.sizes().vec()) << name;
-    EXPECT_NEAR(j["model"][name]["sum"].get<double>(), t.to(torch::kDouble).sum().item<double>(), 1e-9) << name;
+    EXPECT_NEAR(j["model"][name]["sum"].get<double>(), t.to(torch::kDouble).sum().item<double>(), 1e-9)
+        << name;
     sawPerceiver |= name.rfind("perceiver.", 0) == 0;
     sawGate |= name.find("gated_cross_attn_layer.attn_gate") != std::string::npos;
     sawEmbedding |= name.find("embed_tokens") != std::string::npos;
@@ -204,8 +208,8 @@ TEST_F(TrainerTest, ManifestHashesEveryTensorAndADamagedCheckpointIsRefused) {
   EXPECT_NE(explicitResume.status().message().find("perceiver.latents"), std::string::npos)
       << explicitResume.status().message();
   // ... and the automatic one falls back to the previous checkpoint with a warning.
-  auto resumed = runTraining(tiny({"optim.epochs=1", "checkpoint.every_steps=4", "checkpoint.keep_last=3"}), dir,
-                             TrainerOptions{});
+  auto resumed = runTraining(tiny({"optim.epochs=1", "checkpoint.every_steps=4", "checkpoint.keep_last=3"}),
+                             dir, TrainerOptions{});
   ASSERT_TRUE(resumed.isOk()) << resumed.status().message();
   bool warned = false;
   int starts = 0;
@@ -213,7 +217,8 @@ TEST_F(TrainerTest, ManifestHashesEveryTensorAndADamagedCheckpointIsRefused) {
   for (const auto& e : test::readEvents(dir, /*finished=*/true)) {
     if (std::holds_alternative<protocol::RunStartedEvent>(e.body)) ++starts;
     if (const auto* w = std::get_if<protocol::WarningEvent>(&e.body)) {
-      warned = warned || (w->code == "checkpoint_skipped" && w->message.find("perceiver.latents") != std::string::npos);
+      warned = warned ||
+               (w->code == "checkpoint_skipped" && w->message.find("perceiver.latents") != std::string::npos);
     }
     if (const auto* s = std::get_if<protocol::StepEvent>(&e.body); s && starts == 2 && firstStep < 0) {
       firstStep = s->step;
@@ -228,7 +233,8 @@ TEST_F(TrainerTest, BadSetupIsAClearErrorNotACrash) {
   config.model.lm.path = "/nonexistent/opt";
   auto outcome = runTraining(config, root_ / "run", TrainerOptions{});
   ASSERT_FALSE(outcome.isOk());
-  EXPECT_NE(outcome.status().message().find("model.lm.path"), std::string::npos) << outcome.status().message();
+  EXPECT_NE(outcome.status().message().find("model.lm.path"), std::string::npos)
+      << outcome.status().message();
   auto m = protocol::readManifest(root_ / "run");
   ASSERT_TRUE(m.isOk());
   EXPECT_EQ(m->state, protocol::RunState::kFailed);

@@ -60,9 +60,9 @@ class EstimateViewTest : public QObject {
     train.setWorkingDirectory(work.path());
     train.setProcessChannelMode(QProcess::MergedChannels);
     train.start(QStringLiteral(FS_TEST_FLAMINGO_TRAIN),
-                {"train", "--config", app::test::tinyPresetFile(), "--run-dir", runDir,
-                 "--set", "parallel.mode=fsdp", "--set", "optim.epochs=1", "--set", "optim.warmup_steps=0",
-                 "--set", "data.datasets.laion.samples_per_epoch=8", "--set", "data.datasets.mmc4.samples_per_epoch=4",
+                {"train", "--config", app::test::tinyPresetFile(), "--run-dir", runDir, "--set",
+                 "parallel.mode=fsdp", "--set", "optim.epochs=1", "--set", "optim.warmup_steps=0", "--set",
+                 "data.datasets.laion.samples_per_epoch=8", "--set", "data.datasets.mmc4.samples_per_epoch=4",
                  "--set", "telemetry.memory_every_steps=1"});
     QVERIFY(train.waitForFinished(kWaitMs));
     QVERIFY2(train.exitCode() == 0, train.readAll().constData());
@@ -81,7 +81,8 @@ class EstimateViewTest : public QObject {
     monitor.attach(runDir);
     page.runAttached(runDir);
     QVERIFY(planned.wait(kWaitMs));
-    while (!view->table()->rowCount() || view->table()->item(0, EstimateView::kLatest)->text() == QLatin1String("-")) {
+    while (!view->table()->rowCount() ||
+           view->table()->item(0, EstimateView::kLatest)->text() == QLatin1String("-")) {
       QVERIFY(delivered.wait(kWaitMs));
     }
 
@@ -89,10 +90,11 @@ class EstimateViewTest : public QObject {
     QVERIFY(view->estimate());
     QCOMPARE(view->estimate()->strategy, QStringLiteral("full_shard"));
     QCOMPARE(view->estimate()->policy, QStringLiteral("openflamingo"));
-    QVERIFY2(view->statusLabel()->text().contains("full_shard / openflamingo"), qPrintable(view->statusLabel()->text()));
-    const QJsonObject cli = app::test::cliPlan(
-        QDir(runDir).filePath("config.yaml"),
-        {"--world", "1", "--nodes", "1", "--strategies", "full_shard", "--policies", "openflamingo", "--no-reference"});
+    QVERIFY2(view->statusLabel()->text().contains("full_shard / openflamingo"),
+             qPrintable(view->statusLabel()->text()));
+    const QJsonObject cli = app::test::cliPlan(QDir(runDir).filePath("config.yaml"),
+                                               {"--world", "1", "--nodes", "1", "--strategies", "full_shard",
+                                                "--policies", "openflamingo", "--no-reference"});
     const QJsonObject estimate = cli["estimates"][0].toObject()["per_rank"].toObject();
 
     const QTableWidget* table = view->table();

@@ -2,6 +2,8 @@
 // the CLI's own JSON (read here with QJsonDocument alone), the bars are the
 // rank's units, device-memory warnings name the rows, the CLI's errors show,
 // Cancel kills the child; the config form's button opens the view.
+#include "ui/plan/planner_view.h"
+
 #include <QApplication>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -20,12 +22,11 @@
 #include "app/launch/local_launcher.h"
 #include "app/plan/plan_runner.h"
 #include "plan_test_util.h"
-#include "ui_plan_test_util.h"
 #include "ui/config/config_form.h"
 #include "ui/main_window.h"
 #include "ui/plan/plan_table_model.h"
-#include "ui/plan/planner_view.h"
 #include "ui/plan/rank_bar_chart.h"
+#include "ui_plan_test_util.h"
 
 using namespace fs;
 using namespace fs::ui;
@@ -89,7 +90,8 @@ class PlannerViewTest : public QObject {
       QCOMPARE(bytesAt(model, row, PlanTableModel::kActivations), r["activations"].toInteger());
       QCOMPARE(bytesAt(model, row, PlanTableModel::kActivationsWithoutCkpt),
                r["activations_without_checkpointing"].toInteger());
-      QCOMPARE(bytesAt(model, row, PlanTableModel::kActivationsWithCkpt), r["activations_with_checkpointing"].toInteger());
+      QCOMPARE(bytesAt(model, row, PlanTableModel::kActivationsWithCkpt),
+               r["activations_with_checkpointing"].toInteger());
       QCOMPARE(bytesAt(model, row, PlanTableModel::kPeak), r["peak"].toInteger());
       QVERIFY(text(PlanTableModel::kPeak).endsWith(QLatin1String("iB")));  // human-readable, "1.34 MiB"
     }
@@ -102,11 +104,13 @@ class PlannerViewTest : public QObject {
     QCOMPARE(view.chart()->barCount(), 4);
     for (int rank = 0; rank < 4; ++rank) {
       qint64 shards = 0;
-      for (const auto& unit : e["units"].toArray()) shards += unit.toObject()["shard_bytes"].toArray()[rank].toInteger();
+      for (const auto& unit : e["units"].toArray())
+        shards += unit.toObject()["shard_bytes"].toArray()[rank].toInteger();
       QCOMPARE(qint64(view.chart()->barValue(PlanPart::kParameters, rank)), shards);
       const QJsonObject perRank = e["per_rank"].toObject();
       QCOMPARE(qint64(view.chart()->barValue(PlanPart::kGradients, rank)), perRank["gradients"].toInteger());
-      QCOMPARE(qint64(view.chart()->barValue(PlanPart::kActivations, rank)), perRank["activations"].toInteger());
+      QCOMPARE(qint64(view.chart()->barValue(PlanPart::kActivations, rank)),
+               perRank["activations"].toInteger());
     }
     view.resize(1200, 760);
     view.deviceMemoryBox()->setValue(0.0013);  // between the rows' peaks: some marked
@@ -133,7 +137,8 @@ class PlannerViewTest : public QObject {
     for (int row = 0; row < int(estimates.size()); ++row) {
       const auto& e = estimates[size_t(row)];
       const bool exceeds = e.perRank.peak > device;
-      QCOMPARE(view.model()->data(view.model()->index(row, 0), PlanTableModel::kOverDeviceRole).toBool(), exceeds);
+      QCOMPARE(view.model()->data(view.model()->index(row, 0), PlanTableModel::kOverDeviceRole).toBool(),
+               exceeds);
       const QString line = e.label() + QStringLiteral(": peak ");
       QCOMPARE(warning.contains(line), exceeds);
       over += exceeds;
@@ -159,7 +164,8 @@ class PlannerViewTest : public QObject {
     QCOMPARE(view.chart()->barCount(), 2);
     const QJsonObject cli = app::test::cliPlan(app::test::tinyPresetFile(), {"--world", "2", "--nodes", "1"});
     QCOMPARE(view.model()->rowCount(), int(cli["estimates"].toArray().size()));
-    QCOMPARE(bytesAt(*view.model(), 0, PlanTableModel::kPeak), cli["estimates"][0].toObject()["per_rank"].toObject()["peak"].toInteger());
+    QCOMPARE(bytesAt(*view.model(), 0, PlanTableModel::kPeak),
+             cli["estimates"][0].toObject()["per_rank"].toObject()["peak"].toInteger());
   }
 
   void aBadConfigShowsTheCliError() {

@@ -98,8 +98,8 @@ class CurvePlotTest : public QObject {
     QCustomPlot* cp = plot_->customPlot();
     const QPoint centre = cp->axisRect()->rect().center();
     for (int k = 0; k < 40; ++k) {
-      QWheelEvent wheel(centre, cp->mapToGlobal(centre), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
-                        Qt::NoScrollPhase, false);
+      QWheelEvent wheel(centre, cp->mapToGlobal(centre), QPoint(), QPoint(0, 120), Qt::NoButton,
+                        Qt::NoModifier, Qt::NoScrollPhase, false);
       QApplication::sendEvent(cp, &wheel);
     }
     const QCPRange range = cp->xAxis->range();
@@ -213,7 +213,7 @@ class CurvePlotTest : public QObject {
     plot_->setSmoothing({SmoothingKind::kEma, 0.99});
     plot_->flush();
     QCOMPARE(maxValue(plot_->bandHighGraph("loss")), 1000.0);
-    QVERIFY(maxValue(plot_->lineGraph("loss")) < 20);  // 1 + 999 * 0.01 at most
+    QVERIFY(maxValue(plot_->lineGraph("loss")) < 20);   // 1 + 999 * 0.01 at most
     QVERIFY(maxValue(plot_->lineGraph("loss")) > 1.5);  // but the smoothed line does bump
     QVERIFY(plot_->customPlot()->yAxis->range().upper >= 1000);
   }
@@ -318,7 +318,8 @@ class CurvePlotTest : public QObject {
     b.y = {200, 400};
     plot_->addCurve("a", a.source());
     plot_->addCurve("b", b.source());
-    QCOMPARE(QString::fromStdString(plot_->csvText()), QStringLiteral("x,a,b\n1,10,\n2,20,200\n2,21,\n3,30,\n4,,400\n"));
+    QCOMPARE(QString::fromStdString(plot_->csvText()),
+             QStringLiteral("x,a,b\n1,10,\n2,20,200\n2,21,\n3,30,\n4,,400\n"));
   }
 
   void hiddenCurvesAreNotDrawn() {

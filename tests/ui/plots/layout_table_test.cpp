@@ -21,9 +21,16 @@ namespace proto = fs::protocol;
 proto::LayoutEvent sampleLayout() {
   proto::LayoutEvent layout;
   layout.max_units_gathered = 2;
-  layout.units.push_back({"vision_encoder", 303'000'000, "bfloat16", false, 303'000'000, {151'500'000, 151'500'000}, 0, 0});
-  layout.units.push_back({"lang_encoder.gated_cross_attn_layers.0", 50'000'000, "float32", true, 0,
-                          {100'000'000, 100'000'000}, 0, 1});
+  layout.units.push_back(
+      {"vision_encoder", 303'000'000, "bfloat16", false, 303'000'000, {151'500'000, 151'500'000}, 0, 0});
+  layout.units.push_back({"lang_encoder.gated_cross_attn_layers.0",
+                          50'000'000,
+                          "float32",
+                          true,
+                          0,
+                          {100'000'000, 100'000'000},
+                          0,
+                          1});
   layout.units.push_back({"lang_encoder.layers.0", 9'000, "float32", true, 1'000, {18'000, 18'004}, 1, 2});
   return layout;
 }
@@ -126,8 +133,10 @@ class LayoutTableTest : public QObject {
     table.setLayout(one);
     QCOMPARE(table.model()->rowCount(), 1);
     QCOMPARE(table.model()->columnCount(), LayoutModel::kFirstRank + 1);
-    QCOMPARE(table.summaryText(),
-             QStringLiteral("1 unit(s), 10 parameters (10 trainable); 40 B per rank; no limit on units gathered at once"));
+    QCOMPARE(
+        table.summaryText(),
+        QStringLiteral(
+            "1 unit(s), 10 parameters (10 trainable); 40 B per rank; no limit on units gathered at once"));
   }
 
   void highlightsTheUnitsGatheredTogetherAtTheChosenRanksPeak() {
@@ -156,7 +165,9 @@ class LayoutTableTest : public QObject {
     QVERIFY(!m->data(m->index(2, LayoutModel::kParams), Qt::BackgroundRole).isValid());
     QVERIFY(m->data(m->index(4, LayoutModel::kPath), Qt::FontRole).value<QFont>().bold());
     QVERIFY(m->data(m->index(4, LayoutModel::kPath), Qt::ForegroundRole).isValid());
-    QVERIFY(m->data(m->index(4, LayoutModel::kPath), Qt::ToolTipRole).toString().contains(QStringLiteral("together")));
+    QVERIFY(m->data(m->index(4, LayoutModel::kPath), Qt::ToolTipRole)
+                .toString()
+                .contains(QStringLiteral("together")));
     // Sorted some other way, the marks stay with their units.
     table.view()->sortByColumn(LayoutModel::kGatherOrder, Qt::DescendingOrder);
     QCOMPARE(marked(table.sortedModel()), (QStringList{"layers.2", "layers.1"}));
@@ -188,7 +199,8 @@ class LayoutTableTest : public QObject {
              QStringLiteral("Nothing highlighted: rank 1 gathered no unit apart from the root (step 50)"));
     memory.ranks[1] = rankPeak(1, std::nullopt, {});
     table.setMemory(memory);
-    QCOMPARE(table.peakText(), QStringLiteral("Nothing highlighted: rank 1 gathers no units (not an FSDP run)"));
+    QCOMPARE(table.peakText(),
+             QStringLiteral("Nothing highlighted: rank 1 gathers no units (not an FSDP run)"));
 
     // A new layout unmarks, and the latest report marks it again; another run clears both.
     memory.ranks[1] = rankPeak(1, 2, {3, 4});

@@ -48,7 +48,9 @@ double valueAt(const std::vector<double>& px, const std::vector<double>& py, dou
   return py[i - 1] + t * (py[i] - py[i - 1]);
 }
 
-bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+bool same(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || a == b;
+}
 
 std::size_t bruteLast(const std::vector<double>& y, std::size_t b, std::size_t e, bool pos) {
   for (std::size_t i = e; i-- > b;)
@@ -83,7 +85,8 @@ ColumnBuckets bruteBuckets(const Data& d, const std::vector<double>& edges, bool
       first_in = std::min(first_in, i);
       end_in = i + 1;
     }
-  if (first_in == n) first_in = end_in = std::size_t(std::lower_bound(d.x.begin(), d.x.end(), edges.front()) - d.x.begin());
+  if (first_in == n)
+    first_in = end_in = std::size_t(std::lower_bound(d.x.begin(), d.x.end(), edges.front()) - d.x.begin());
   if (first_in > 0) {
     const std::size_t k = bruteLast(d.y, 0, first_in, pos);
     if (k != npos) point(d.x[k], d.y[k], d.y[k], d.y[k], d.x[k], d.x[k]);
@@ -93,7 +96,8 @@ ColumnBuckets bruteBuckets(const Data& d, const std::vector<double>& edges, bool
   for (std::size_t c = 0; c < columns; ++c) {
     std::vector<std::size_t> in;
     for (std::size_t i = first_in; i < end_in; ++i) {
-      const bool inside = d.x[i] >= edges[c] && (c + 1 == columns ? d.x[i] <= edges[c + 1] : d.x[i] < edges[c + 1]);
+      const bool inside =
+          d.x[i] >= edges[c] && (c + 1 == columns ? d.x[i] <= edges[c + 1] : d.x[i] < edges[c + 1]);
       if (inside) in.push_back(i);
     }
     if (in.empty()) continue;
@@ -207,7 +211,8 @@ class LevelOfDetailTest : public QObject {
     ColumnBuckets b;
     bucketColumns({x, y}, p, edges, {}, &b);
     QVERIFY(b.size() <= 1600);
-    const std::size_t column = std::size_t(std::upper_bound(edges.begin(), edges.end(), x[spike_at]) - edges.begin()) - 1;
+    const std::size_t column =
+        std::size_t(std::upper_bound(edges.begin(), edges.end(), x[spike_at]) - edges.begin()) - 1;
     // The bucket of that column is the one whose x (its last point) is in it.
     std::size_t found = npos;
     for (std::size_t i = 0; i < b.size(); ++i)
@@ -277,7 +282,8 @@ class LevelOfDetailTest : public QObject {
     MinMaxPyramid p;
     p.update(y);
     ColumnBuckets b;
-    bucketColumns({x, y}, p, columnEdges(1, 6, 1, true), BucketOptions{.positive_y = true, .positive_x = true}, &b);
+    bucketColumns({x, y}, p, columnEdges(1, 6, 1, true),
+                  BucketOptions{.positive_y = true, .positive_x = true}, &b);
     QCOMPARE(b.size(), std::size_t(1));
     QCOMPARE(b.line[0], 2.0);  // the last positive value
     QCOMPARE(b.low[0], 0.5);   // the smallest positive value

@@ -22,7 +22,9 @@ std::vector<LogLine> sampleLines() {
     LogLine l;
     l.rank = i % 4;
     l.level = i % 10 == 0 ? LogLevel::kError : i % 5 == 0 ? LogLevel::kWarning : LogLevel::kInfo;
-    l.text = QStringLiteral("line %1 %2").arg(i).arg(i % 2 == 0 ? QStringLiteral("loss ok") : QStringLiteral("data"));
+    l.text = QStringLiteral("line %1 %2")
+                 .arg(i)
+                 .arg(i % 2 == 0 ? QStringLiteral("loss ok") : QStringLiteral("data"));
     lines.push_back(l);
   }
   return lines;
@@ -33,7 +35,8 @@ int expected(std::optional<int> rank, bool info, bool warning, bool error, const
   int n = 0;
   for (const auto& l : sampleLines()) {
     const bool level = l.level == LogLevel::kInfo ? info : l.level == LogLevel::kWarning ? warning : error;
-    if (level && (!rank || *rank == l.rank) && (text.isEmpty() || l.text.contains(text, Qt::CaseInsensitive))) ++n;
+    if (level && (!rank || *rank == l.rank) && (text.isEmpty() || l.text.contains(text, Qt::CaseInsensitive)))
+      ++n;
   }
   return n;
 }
@@ -119,7 +122,11 @@ class LogViewTest : public QObject {
     // Typing goes through the line edit too (debounced, then applied).
     auto* edit = view.findChild<QLineEdit*>(QStringLiteral("logText"));
     edit->setText(QStringLiteral("step 12"));
-    QVERIFY(QTest::qWaitFor([&] { return view.shownCount() == 1 && view.filter()->index(0, 0).data().toString().contains("step 12"); }, 5000));
+    QVERIFY(QTest::qWaitFor(
+        [&] {
+          return view.shownCount() == 1 && view.filter()->index(0, 0).data().toString().contains("step 12");
+        },
+        5000));
   }
 
   void warningsAndErrorsAreHighlighted() {
@@ -144,7 +151,8 @@ class LogViewTest : public QObject {
     view.model()->setMaxLines(1000);
     for (int batch = 0; batch < 30; ++batch) {
       std::vector<LogLine> lines;
-      for (int i = 0; i < 100; ++i) lines.push_back({0, 0, LogLevel::kInfo, QStringLiteral("l%1").arg(batch * 100 + i), {}});
+      for (int i = 0; i < 100; ++i)
+        lines.push_back({0, 0, LogLevel::kInfo, QStringLiteral("l%1").arg(batch * 100 + i), {}});
       view.appendLines(std::move(lines));
       view.flush();
       QVERIFY(view.totalCount() <= 1000);

@@ -24,7 +24,8 @@ class MemoryViewTest : public QObject {
     std::vector<std::vector<double>> bytes;  // rank-major, one vector per (rank, part)
     for (int rank = 0; rank < 2; ++rank)
       for (int part = 0; part < kMemoryPartCount; ++part)
-        bytes.push_back({double((rank + 1) << 20), double((part + 1) << 20), double((rank + part + 1) << 20)});
+        bytes.push_back(
+            {double((rank + 1) << 20), double((part + 1) << 20), double((rank + part + 1) << 20)});
     for (int rank = 0; rank < 2; ++rank)
       for (int part = 0; part < kMemoryPartCount; ++part) {
         const auto* y = &bytes[std::size_t(rank * kMemoryPartCount + part)];

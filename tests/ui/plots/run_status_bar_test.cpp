@@ -17,10 +17,14 @@ class RunStatusBarTest : public QObject {
   void runningWithEverythingKnown() {
     RunStatusBar bar;
     bar.setStatus({MonitorState::kRunning, 1250, 10000, 532.4, 5025.0});
-    QCOMPARE(bar.text(), QStringLiteral("running \u00b7 Step 1,250 / 10,000 (12.5%) \u00b7 532 samples/s \u00b7 ETA 1:23:45"));
+    QCOMPARE(
+        bar.text(),
+        QStringLiteral("running \u00b7 Step 1,250 / 10,000 (12.5%) \u00b7 532 samples/s \u00b7 ETA 1:23:45"));
     QCOMPARE(bar.findChild<QLabel*>(QStringLiteral("runEta"))->text(), QStringLiteral("ETA 1:23:45"));
     QVERIFY(saveScreenshot(bar, QStringLiteral("run_status_bar.png")));
-    QVERIFY(bar.findChild<QLabel*>(QStringLiteral("runState"))->styleSheet().contains(stateColor(MonitorState::kRunning)));
+    QVERIFY(bar.findChild<QLabel*>(QStringLiteral("runState"))
+                ->styleSheet()
+                .contains(stateColor(MonitorState::kRunning)));
   }
 
   void startingWithNothingKnown() {
@@ -40,15 +44,18 @@ class RunStatusBarTest : public QObject {
   void finishedAndFailedHaveNoEta() {
     RunStatusBar bar;
     bar.setStatus({MonitorState::kFinished, 100, 100, 12.0, 0.0});
-    QCOMPARE(bar.text(), QStringLiteral("finished \u00b7 Step 100 / 100 (100.0%) \u00b7 12.0 samples/s \u00b7 ETA -"));
+    QCOMPARE(bar.text(),
+             QStringLiteral("finished \u00b7 Step 100 / 100 (100.0%) \u00b7 12.0 samples/s \u00b7 ETA -"));
     bar.setStatus({MonitorState::kFailed, 40, 100, std::nullopt, 60.0});
-    QCOMPARE(bar.text(), QStringLiteral("failed \u00b7 Step 40 / 100 (40.0%) \u00b7 - samples/s \u00b7 ETA -"));
+    QCOMPARE(bar.text(),
+             QStringLiteral("failed \u00b7 Step 40 / 100 (40.0%) \u00b7 - samples/s \u00b7 ETA -"));
   }
 
   void everyStateHasItsOwnWordAndColour() {
     QSet<QString> words, colours;
-    for (auto s : {MonitorState::kStarting, MonitorState::kRunning, MonitorState::kPaused, MonitorState::kStalled,
-                   MonitorState::kStopping, MonitorState::kFinished, MonitorState::kFailed}) {
+    for (auto s :
+         {MonitorState::kStarting, MonitorState::kRunning, MonitorState::kPaused, MonitorState::kStalled,
+          MonitorState::kStopping, MonitorState::kFinished, MonitorState::kFailed}) {
       words.insert(stateText(s));
       colours.insert(stateColor(s));
     }
@@ -73,7 +80,8 @@ class RunStatusBarTest : public QObject {
     QCOMPARE(formatDuration(59.6), QStringLiteral("0:01:00"));
     QCOMPARE(formatDuration(std::nan("")), QStringLiteral("-"));
     QCOMPARE(formatInteger(-1234567), QStringLiteral("-1,234,567"));
-    QCOMPARE(formatInteger(std::numeric_limits<std::int64_t>::min()), QStringLiteral("-9,223,372,036,854,775,808"));
+    QCOMPARE(formatInteger(std::numeric_limits<std::int64_t>::min()),
+             QStringLiteral("-9,223,372,036,854,775,808"));
   }
 };
 

@@ -14,7 +14,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::vector<double> smoothAll(const Smoothing& s, const std::vector<double>& x, const std::vector<double>& y) {
+std::vector<double> smoothAll(const Smoothing& s, const std::vector<double>& x,
+                              const std::vector<double>& y) {
   Smoother smoother;
   smoother.setSmoothing(s);
   const auto out = smoother.update({x, y});
@@ -141,8 +142,9 @@ class SmoothingTest : public QObject {
 
   void inactiveSettingsReturnTheRawValues() {
     const std::vector<double> x{1, 2, 3}, y{3, 1, 2};
-    for (const Smoothing& s : {Smoothing{}, Smoothing{SmoothingKind::kEma, 0}, Smoothing{SmoothingKind::kRunningMean, 1},
-                               Smoothing{SmoothingKind::kTimeEma, 0}}) {
+    for (const Smoothing& s :
+         {Smoothing{}, Smoothing{SmoothingKind::kEma, 0}, Smoothing{SmoothingKind::kRunningMean, 1},
+          Smoothing{SmoothingKind::kTimeEma, 0}}) {
       QVERIFY(!s.active());
       Smoother smoother;
       smoother.setSmoothing(s);

@@ -1,5 +1,7 @@
 // ClipPreprocessor properties that need no oracle: flip, argument checks,
 // reuse and thread-safety. PIL parity lives in pil_parity_test.cpp.
+#include "backend/data/image/clip_preprocess.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -9,8 +11,6 @@
 #include <vector>
 
 #include "backend/data/image/cpu_features.h"
-
-#include "backend/data/image/clip_preprocess.h"
 #include "backend/data/image/image_codec.h"
 #include "backend/data/image/pil_resample.h"
 
@@ -45,9 +45,9 @@ RgbImage noise(int w, int h, unsigned seed) {
 // sides, zero-padded crops, both flips.
 TEST(ClipPreprocess, Avx2KernelsMatchThePortableLoops) {
   if (!cpuHasAvx2()) GTEST_SKIP() << "this CPU has no AVX2: only the portable loops run";
-  const std::vector<std::pair<int, int>> sizes = {{448, 336}, {336, 448}, {224, 224}, {225, 224}, {640, 427},
-                                                  {1, 1},     {2, 300},   {300, 2},   {5, 7},     {100, 1},
-                                                  {9000, 230}, {97, 61},  {2048, 1536}};
+  const std::vector<std::pair<int, int>> sizes = {
+      {448, 336}, {336, 448}, {224, 224}, {225, 224},  {640, 427}, {1, 1},      {2, 300},
+      {300, 2},   {5, 7},     {100, 1},   {9000, 230}, {97, 61},   {2048, 1536}};
   const std::vector<std::pair<int, int>> options = {{224, 224}, {32, 32}, {16, 32}, {31, 31}, {300, 299}};
   unsigned seed = 1;
   for (const auto& [w, h] : sizes) {
@@ -62,7 +62,8 @@ TEST(ClipPreprocess, Avx2KernelsMatchThePortableLoops) {
     }
     // The whole resized image too (no crop window), both ways of scaling.
     for (const auto& [ow, oh] : {std::pair{w * 2 + 1, h + 3}, {std::max(1, w / 3), std::max(1, h / 2)}}) {
-      RgbImage fast{ow, oh, std::vector<std::uint8_t>(static_cast<std::size_t>(ow) * oh * 3)}, portable = fast;
+      RgbImage fast{ow, oh, std::vector<std::uint8_t>(static_cast<std::size_t>(ow) * oh * 3)},
+          portable = fast;
       ResampleScratch fs, ps;
       ps.scalarOnly = true;
       resizeBicubicWindow(img, ow, oh, 0, 0, fast, fs);

@@ -1,6 +1,8 @@
 // decodeImage on bad input (clean errors, never a crash), the header reader,
 // and encode/decode round trips within our own code. PIL parity lives in
 // pil_parity_test.cpp.
+#include "backend/data/image/image_codec.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/data/image/image_codec.h"
 #include "backend/data/image/image_header.h"
 
 namespace fs::data {
@@ -31,8 +32,12 @@ RgbImage gradient(int w, int h) {
   return img;
 }
 
-Bytes jpeg(int w = 64, int h = 48) { return encodeJpeg(gradient(w, h), 90).value(); }
-Bytes png(int w = 64, int h = 48) { return encodePng(gradient(w, h)).value(); }
+Bytes jpeg(int w = 64, int h = 48) {
+  return encodeJpeg(gradient(w, h), 90).value();
+}
+Bytes png(int w = 64, int h = 48) {
+  return encodePng(gradient(w, h)).value();
+}
 
 TEST(DecodeImage, EmptyBytesAreCorruption) {
   auto r = decodeImage({});
@@ -177,7 +182,8 @@ TEST(Encode, JpegQualityShowsInSizeAndError) {
   auto back = decodeImage(hi);
   ASSERT_TRUE(back.isOk());
   int maxDiff = 0;
-  for (std::size_t i = 0; i < src.pixels.size(); ++i) maxDiff = std::max(maxDiff, std::abs(back->pixels[i] - src.pixels[i]));
+  for (std::size_t i = 0; i < src.pixels.size(); ++i)
+    maxDiff = std::max(maxDiff, std::abs(back->pixels[i] - src.pixels[i]));
   EXPECT_LE(maxDiff, 12);  // a smooth image; a swapped colour order would be far off
 }
 

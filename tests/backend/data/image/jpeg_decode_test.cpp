@@ -1,24 +1,23 @@
 // decodeJpegRgb against OpenCV's imdecode (the decoder it replaces, built on
 // the same libjpeg-turbo): byte-equal on real photographs and our encodings;
 // on damaged scans, decodeImage against PIL (verdict and pixels).
-#include <gtest/gtest.h>
+#include "backend/data/image/jpeg_decode.h"
 
+#include <gtest/gtest.h>
 #include <jpeglib.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <cstdio>
-#include <cstdlib>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
-
 #include "backend/data/image/image_codec.h"
-#include "backend/data/image/jpeg_decode.h"
 
 namespace fs::data {
 namespace {
@@ -46,7 +45,8 @@ RgbImage noisyPicture(int w, int h, unsigned seed) {
   std::mt19937 rng(seed);
   RgbImage img{w, h, Bytes(static_cast<std::size_t>(w) * h * 3)};
   for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w * 3; ++x) img.row(y)[x] = static_cast<std::uint8_t>((x * 7 + y * 3) % 256 ^ (rng() % 32));
+    for (int x = 0; x < w * 3; ++x)
+      img.row(y)[x] = static_cast<std::uint8_t>((x * 7 + y * 3) % 256 ^ (rng() % 32));
   }
   return img;
 }
@@ -54,7 +54,8 @@ RgbImage noisyPicture(int w, int h, unsigned seed) {
 Bytes grayJpeg(int w, int h) {
   cv::Mat gray(h, w, CV_8UC1);
   for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) gray.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>((x * x + y * 5) % 256);
+    for (int x = 0; x < w; ++x)
+      gray.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>((x * x + y * 5) % 256);
   }
   Bytes out;
   EXPECT_TRUE(cv::imencode(".jpg", gray, out, {cv::IMWRITE_JPEG_QUALITY, 80}));
@@ -188,7 +189,8 @@ TEST(DecodeJpegRgb, DamagedScansGivePilsVerdict) {
     std::ifstream(stem.string() + ".size") >> w >> h;
     ASSERT_EQ(ours->width, w) << "case " << i;
     ASSERT_EQ(ours->height, h) << "case " << i;
-    EXPECT_TRUE(ours->pixels == readFile(stem.string() + ".rgb")) << "case " << i << ": pixels differ from PIL's";
+    EXPECT_TRUE(ours->pixels == readFile(stem.string() + ".rgb"))
+        << "case " << i << ": pixels differ from PIL's";
   }
   std::printf("%d of %d damaged JPEGs refused (as PIL does); OpenCV would have kept %d of those\n", refused,
               kCases, openCvKept);

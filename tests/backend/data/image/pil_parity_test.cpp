@@ -30,8 +30,8 @@ std::vector<std::uint8_t> readFile(const stdfs::path& p) {
 }
 
 void writeFile(const stdfs::path& p, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                           static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(p, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::vector<float> readFloats(const stdfs::path& p) {
@@ -61,7 +61,8 @@ class PilParity : public ::testing::Test {
     writeFile(*work_ / "inputs" / "ours_q40.jpg", encodeJpeg(*ourSource_, 40).value());
     writeFile(*work_ / "inputs" / "ours.png", encodePng(*ourSource_).value());
     const std::string cmd = std::string(FS_PYTHON) + " -W ignore " + FS_SOURCE_DIR +
-                            "/tests/backend/data/image/pil_reference.py " + kSkimageData + " " + work_->string();
+                            "/tests/backend/data/image/pil_reference.py " + kSkimageData + " " +
+                            work_->string();
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     refs_ = new std::vector<Reference>;
     std::ifstream manifest(*work_ / "manifest.txt");
@@ -107,7 +108,8 @@ int maxAbsDiff(const RgbImage& a, const RgbImage& b) {
 double maxUnitDiff(const std::vector<float>& ours, const std::vector<float>& pil, int crop) {
   double m = 0;
   const std::size_t plane = static_cast<std::size_t>(crop) * crop;
-  for (std::size_t i = 0; i < ours.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(ours[i] - pil[i])) * kClipStd[i / plane]);
+  for (std::size_t i = 0; i < ours.size(); ++i)
+    m = std::max(m, static_cast<double>(std::fabs(ours[i] - pil[i])) * kClipStd[i / plane]);
   return m;
 }
 
@@ -142,10 +144,13 @@ TEST_F(PilParity, PreprocessOfPilPixelsIsExact) {
     for (const auto& r : *refs_) {
       if (r.error) continue;
       ASSERT_TRUE(p.run(pilRgb(r), false, out).isOk());
-      const auto pil = readFloats(*work_ / (r.name + "." + std::to_string(resize) + "_" + std::to_string(crop) + ".f32"));
+      const auto pil =
+          readFloats(*work_ / (r.name + "." + std::to_string(resize) + "_" + std::to_string(crop) + ".f32"));
       ASSERT_EQ(pil.size(), out.size()) << r.name;
       const double diff = maxUnitDiff(out, pil, crop);
-      if (diff > 0) std::printf("resize %d crop %d %-32s max diff %.3g (x255 = %.3f)\n", resize, crop, r.name.c_str(), diff, diff * 255);
+      if (diff > 0)
+        std::printf("resize %d crop %d %-32s max diff %.3g (x255 = %.3f)\n", resize, crop, r.name.c_str(),
+                    diff, diff * 255);
       EXPECT_LE(diff, 1e-6) << r.name << " resize " << resize << " crop " << crop;
     }
   }
@@ -161,7 +166,8 @@ TEST_F(PilParity, DecodeAndPreprocessWithinTwoLevels) {
       auto img = decodeImage(readFile(r.path));
       ASSERT_TRUE(img.isOk()) << r.name;
       ASSERT_TRUE(p.run(img.value(), false, out).isOk());
-      const auto pil = readFloats(*work_ / (r.name + "." + std::to_string(resize) + "_" + std::to_string(crop) + ".f32"));
+      const auto pil =
+          readFloats(*work_ / (r.name + "." + std::to_string(resize) + "_" + std::to_string(crop) + ".f32"));
       const double diff = maxUnitDiff(out, pil, crop);
       std::printf("e2e %3d %-32s max |diff| * std * 255 = %.3f\n", resize, r.name.c_str(), diff * 255);
       EXPECT_LE(diff, 2.0 / 255 + 1e-6) << r.name << " size " << resize;
