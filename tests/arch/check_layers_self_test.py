@@ -1,6 +1,7 @@
 """check_layers.py catches what it is there to catch: each case plants one
-violation in a scratch copy of the tree's sources and expects the check to
-fail naming it; the unplanted copy passes.
+violation (an include in a scratch copy of the tree's sources, or a link in a
+small link graph) and expects the check to fail naming it; the unplanted
+copies pass.
 
 Usage: check_layers_self_test.py SOURCE_DIR
 """
@@ -57,7 +58,34 @@ with tempfile.TemporaryDirectory(prefix="fs-arch-") as scratch:
             failures.append(f"{path} with {line!r}: expected a failure naming {expected!r}, got exit {code}:\n{out}")
         else:
             print(f"caught: {path}: {line}")
+
+# The link graph: a planted link, in a graph of three real target names.
+LINK_CASES = [
+    ("backend/fsdp\tfs_fsdp\tfs_dist;fs_model\t\t\n", "fs_fsdp links fs_model (backend/model)"),
+    ("backend/model\tfs_model\tfs_dist\t\t\n", "backend/model may not depend on backend/dist"),
+    ("app\tfs_app\tfs_model\t\t\n", "links LibTorch"),
+]
+BASE = "backend/dist\tfs_dist\tfs_protocol\t\t\nbackend/model\tfs_model\ttorch\t\t\n"
+with tempfile.TemporaryDirectory(prefix="fs-arch-") as scratch:
+    graph = os.path.join(scratch, "link_graph.tsv")
+    os.makedirs(os.path.join(scratch, "src"))
+    for row, expected in LINK_CASES:
+        with open(graph, "w") as f:
+            f.write(BASE + row)
+        r = subprocess.run([sys.executable, checker, graph, os.path.join(scratch, "src")],
+                           capture_output=True, text=True)
+        if r.returncode == 0 or expected not in r.stdout:
+            failures.append(f"link {row.strip()!r}: expected a failure naming {expected!r}, got {r.returncode}:\n"
+                            f"{r.stdout}{r.stderr}")
+        else:
+            print(f"caught: link {row.split(chr(9))[1]} -> {row.split(chr(9))[2]}")
+    with open(graph, "w") as f:
+        f.write(BASE)
+    r = subprocess.run([sys.executable, checker, graph, os.path.join(scratch, "src")], capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"the unplanted link graph fails:\n{r.stdout}")
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)
-print(f"{len(CASES)} planted violations caught")
+print(f"{len(CASES) + len(LINK_CASES)} planted violations caught")
