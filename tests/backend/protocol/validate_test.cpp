@@ -289,9 +289,6 @@ TEST(Derived, PassesOverTheData) {
   EXPECT_NE(formatFigures(f).find("passes over the data:     4.000"), std::string::npos) << formatFigures(f);
 }
 
-}  // namespace
-}  // namespace fs::protocol
-
 // NOTE [Planned launchers]: a config naming a launcher that does not exist yet is refused by name, so it
 // never silently starts a local run.
 TEST(Validate, PlannedLaunchersAreRefused) {
@@ -305,3 +302,6 @@ TEST(Validate, PlannedLaunchersAreRefused) {
   EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"launch.kind=external"}))));
   EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"launch.kind=local"}))));
 }
+
+}  // namespace
+}  // namespace fs::protocol
