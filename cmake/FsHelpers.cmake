@@ -15,9 +15,9 @@ function(fs_setup_ccache)
   endif()
 endfunction()
 
-# NOTE [Build time]: linking ~100 LibTorch test executables was a large part of a
-# cold build (docs/build-times.md); mold links them several times faster than
-# GNU ld. FS_DEBUG_INFO trades debug information for compile and link time.
+# NOTE [Build time]: compiling is where a cold build goes (docs/build-times.md);
+# FS_DEBUG_INFO trades debug information for compile time, and mold links the
+# ~150 executables in a fraction of GNU ld's time (3.2 -> 0.4 cpu-min).
 function(fs_setup_linker)
   if(FS_USE_MOLD)
     find_program(FS_MOLD_PROGRAM mold)
