@@ -382,6 +382,19 @@ inline StatusOr<Json> parseObject(std::string_view text, const std::string& src)
   return obj;
 }
 
+// The same for the codecs whose callers name the file themselves (the plan JSON,
+// index.json): "not JSON: <detail>" or "not a JSON object".
+inline StatusOr<Json> parseDocument(std::string_view text) {
+  Json root;
+  try {
+    root = Json::parse(text.begin(), text.end());
+  } catch (const std::exception& e) {
+    return Status::corruption("not JSON: " + parseProblem(e));
+  }
+  if (!root.is_object()) return Status::corruption("not a JSON object");
+  return root;
+}
+
 // ---- typed lines (events.jsonl, agent-<node>.jsonl) ---------------------------------
 
 template <class Variant, std::size_t... I>

@@ -153,13 +153,9 @@ std::string encodePlanJson(const PlanRecord& plan) {
 StatusOr<PlanRecord> decodePlanJson(std::string_view text) {
   using json_fields::ErrorStyle;
   using json_fields::Json;
-  Json root;
-  try {
-    root = Json::parse(text.begin(), text.end());
-  } catch (const std::exception& e) {
-    return Status::corruption("not JSON: " + json_fields::parseProblem(e));
-  }
-  if (!root.is_object()) return Status::corruption("not a JSON object");
+  StatusOr<Json> parsed = json_fields::parseDocument(text);
+  if (!parsed.isOk()) return parsed.status();
+  const Json& root = *parsed;
 
   PlanRecord plan;
   std::string error;

@@ -110,13 +110,9 @@ std::string encodeShardedIndex(const ShardedIndexRecord& index) {
 StatusOr<ShardedIndexRecord> decodeShardedIndex(std::string_view text, std::int64_t* versionFound) {
   using json_fields::Json;
   if (versionFound != nullptr) *versionFound = 0;
-  Json root;
-  try {
-    root = Json::parse(text.begin(), text.end());
-  } catch (const std::exception& e) {
-    return Status::corruption("not JSON: " + json_fields::parseProblem(e));
-  }
-  if (!root.is_object()) return Status::corruption("not a JSON object");
+  StatusOr<Json> parsed = json_fields::parseDocument(text);
+  if (!parsed.isOk()) return parsed.status();
+  const Json& root = *parsed;
 
   ShardedIndexRecord x;
   std::string error;
