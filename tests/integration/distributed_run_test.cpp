@@ -12,6 +12,7 @@
 #include "backend/protocol/wire/run_dir.h"
 #include "tests/backend/dist/rank_processes.h"
 #include "tests/backend/trainer/engine_test_util.h"
+#include "tests/fixtures/fixture_unavailable.h"
 #include "tests/integration/two_nodes.h"
 
 namespace fs::integration {
@@ -232,7 +233,8 @@ TEST_F(DistributedRunTest, TwoNodesInNetworkNamespacesTrainAsOneProcess) {
   const std::string ip = findIpProgram();
   ASSERT_FALSE(ip.empty()) << "iproute2's ip is needed (scripts/install-deps.sh installs it)";
   TwoNodes nodes(ip);
-  if (!nodes.ok()) GTEST_SKIP() << "cannot create network namespaces here (needs root / CAP_NET_ADMIN)";
+  if (!nodes.ok())
+    FS_FIXTURE_UNAVAILABLE("cannot create network namespaces here (needs root / CAP_NET_ADMIN)");
   const auto single = root_ / "single";
   auto s = wait({start("single", {kTrain, "train", "--config", writeConfig("one", 1).string(), "--run-dir",
                                   single.string()})});

@@ -17,6 +17,7 @@
 #include "backend/protocol/wire/run_dir.h"
 #include "tests/backend/trainer/planned_layout_check.h"
 #include "tests/backend/trainer/rank_runs.h"
+#include "tests/fixtures/fixture_unavailable.h"
 #include "tests/integration/two_nodes.h"
 
 namespace fs::integration {
@@ -79,7 +80,8 @@ TEST_F(FsdpTwoNodesTest, HybridShardOnTwoNodesInNetworkNamespacesTrainsAsOneProc
   const std::string ip = findIpProgram();
   ASSERT_FALSE(ip.empty()) << "iproute2's ip is needed (scripts/install-deps.sh installs it)";
   TwoNodes nodes(ip);
-  if (!nodes.ok()) GTEST_SKIP() << "cannot create network namespaces here (needs root / CAP_NET_ADMIN)";
+  if (!nodes.ok())
+    FS_FIXTURE_UNAVAILABLE("cannot create network namespaces here (needs root / CAP_NET_ADMIN)");
 
   const RunOutput one = run("single", 1, config(1, {}));
   ASSERT_EQ(one.losses.size(), 10u);
