@@ -332,8 +332,8 @@ struct Schema {
     {
       SectionBuilder<LaunchConfig> b(launch, "launch", "Where and how the ranks run");
       b.field(&LaunchConfig::kind, "kind", "local",
-              "local: this machine; external: ranks started by torchrun, srun or flamingo-train launch; ssh, "
-              "slurm: planned")
+              "local: this machine; external: ranks started by torchrun, srun or flamingo-train launch; ssh: "
+              "one node agent per host in launch.hosts; slurm: sbatch through a login node")
           .choices({"local", "external", "ssh", "slurm"});
       b.field(&LaunchConfig::nnodes, "nnodes", 1, "Nodes (torchrun --nnodes)").range(1, 4096);
       b.field(&LaunchConfig::nproc_per_node, "nproc_per_node", 1,

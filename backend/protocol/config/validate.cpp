@@ -293,14 +293,13 @@ class Checker {
 
   void launchRules() {
     const auto& l = c_.launch;
-    // NOTE [Planned launchers]: the schema names ssh and slurm so configs and imported command lines
-    // can say what they mean, but nothing launches them yet; refuse them rather than run locally.
-    if (l.kind == "ssh" || l.kind == "slurm") {
-      error("launch.kind",
-            "'" + l.kind + "': launching " + (l.kind == "ssh" ? "on SSH nodes" : "through SLURM") +
-                " is planned, not implemented yet",
-            "use launch.kind=local on this machine, or external and start the ranks on each node yourself "
-            "(torchrun, srun or flamingo-train launch)");
+    // ssh: the app starts one node agent per host (app/cluster/ssh_launch.h); slurm: sbatch through a
+    // login node, srun starts the ranks and SLURM picks the nodes, so hosts are not SLURM's to take.
+    if (l.kind == "slurm" && !l.hosts.empty()) {
+      error("launch.hosts",
+            num(static_cast<int64_t>(l.hosts.size())) +
+                " host(s) listed with launch.kind=slurm: SLURM chooses the nodes",
+            "remove launch.hosts (use launch.slurm.extra_args with --nodelist=... to pin nodes)");
     }
     if (l.kind == "local" && l.nnodes > 1) {
       error("launch.nnodes", num(l.nnodes) + " nodes with launch.kind=local: a local run is one node",

@@ -289,16 +289,22 @@ TEST(Derived, PassesOverTheData) {
   EXPECT_NE(formatFigures(f).find("passes over the data:     4.000"), std::string::npos) << formatFigures(f);
 }
 
-// NOTE [Planned launchers]: a config naming a launcher that does not exist yet is refused by name, so it
-// never silently starts a local run.
-TEST(Validate, PlannedLaunchersAreRefused) {
-  for (const std::string kind : {"ssh", "slurm"}) {
-    const Problem p = problemAt(validateConfig(with(tiny(), {"launch.kind=" + kind})), "launch.kind");
-    EXPECT_TRUE(p.isError()) << kind;
-    EXPECT_NE(p.message.find("'" + kind + "'"), std::string::npos) << p.message;
-    EXPECT_NE(p.message.find("planned, not implemented yet"), std::string::npos) << p.message;
-    EXPECT_NE(p.fix.find("launch.kind=local"), std::string::npos) << p.fix;
-  }
+// ssh and slurm launch now; each has its own rules about hosts.
+TEST(Validate, SshAndSlurmLaunchRules) {
+  const RunConfig sshOk = with(
+      tiny(), {"launch.kind=ssh", "launch.nnodes=2", "launch.hosts=[a, b]", "launch.master_addr=10.0.0.2"});
+  EXPECT_FALSE(hasErrors(validateConfig(sshOk)));
+  const Problem hosts = problemAt(validateConfig(with(sshOk, {"launch.hosts=[a]"})), "launch.hosts");
+  EXPECT_TRUE(hosts.isError());
+  EXPECT_NE(hosts.message.find("1 host(s) listed for 2 node(s)"), std::string::npos) << hosts.message;
+  const Problem addr =
+      problemAt(validateConfig(with(sshOk, {"launch.master_addr=127.0.0.1"})), "launch.master_addr");
+  EXPECT_TRUE(addr.isError());
+  EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"launch.kind=slurm", "launch.nnodes=2"}))));
+  const Problem slurmHosts =
+      problemAt(validateConfig(with(tiny(), {"launch.kind=slurm", "launch.hosts=[a]"})), "launch.hosts");
+  EXPECT_TRUE(slurmHosts.isError());
+  EXPECT_NE(slurmHosts.message.find("SLURM chooses the nodes"), std::string::npos) << slurmHosts.message;
   EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"launch.kind=external"}))));
   EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"launch.kind=local"}))));
 }

@@ -1,0 +1,151 @@
+#include "app/cluster/remote_agent.h"
+
+#include <charconv>
+#include <sstream>
+
+namespace fs::app::cluster {
+namespace {
+
+using protocol::Status;
+using protocol::StatusOr;
+
+// $1 work dir, $2 log file, $3... argv. Prints "fs-agent PID BOOT_ID START_TICKS".
+constexpr const char* kStartScript = R"sh(set -f
+cd -- "$1" 2>/dev/null || { echo "fs-agent-error no such directory"; exit 97; }
+log=$2
+shift 2
+command -v -- "$1" >/dev/null 2>&1 || { echo "fs-agent-error not found"; exit 98; }
+boot=$(cat /proc/sys/kernel/random/boot_id) || { echo "fs-agent-error no /proc"; exit 96; }
+setsid "$@" </dev/null >>"$log" 2>&1 &
+pid=$!
+stat=$(cat "/proc/$pid/stat" 2>/dev/null) || { echo "fs-agent-error exited at once"; exit 95; }
+rest=${stat##*) }
+set -- $rest
+echo "fs-agent $pid $boot ${20}"
+)sh";
+
+// $1 pid, $2 boot id, $3 start ticks, $4 signal ("" = probe only), $5 "group" or "".
+// Prints "fs-agent STATE".
+constexpr const char* kSignalScript = R"sh(set -f
+pid=$1 boot=$2 start=$3 sig=$4 scope=$5
+[ "$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)" = "$boot" ] || { echo "fs-agent rebooted"; exit 0; }
+stat=$(cat "/proc/$pid/stat" 2>/dev/null) || { echo "fs-agent gone"; exit 0; }
+rest=${stat##*) }
+set -- $rest
+[ "${20}" = "$start" ] || { echo "fs-agent reused"; exit 0; }
+[ "$1" = Z ] && { echo "fs-agent gone"; exit 0; }
+if [ -n "$sig" ]; then
+  if [ "$scope" = group ]; then kill -s "$sig" -- "-$pid" || exit 1; else kill -s "$sig" "$pid" || exit 1; fi
+fi
+echo "fs-agent alive"
+)sh";
+
+std::string firstLine(const std::string& s) {
+  const auto end = s.find('\n');
+  return end == std::string::npos ? s : s.substr(0, end);
+}
+
+std::string describeFailure(const remote::CommandResult& r) {
+  std::string text = firstLine(r.err.empty() ? r.out : r.err);
+  if (text.empty())
+    text = r.signal.empty() ? "exit code " + std::to_string(r.exit_code) : "signal " + r.signal;
+  return text;
+}
+
+bool parseInt(const std::string& s, std::int64_t* out) {
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+const char* agentStateName(AgentState s) {
+  switch (s) {
+    case AgentState::kAlive:
+      return "alive";
+    case AgentState::kGone:
+      return "gone";
+    case AgentState::kReused:
+      return "pid reused";
+    case AgentState::kRebooted:
+      return "host rebooted";
+  }
+  return "?";
+}
+
+StatusOr<AgentIdentity> startDetached(remote::Host& host, const std::string& workDir,
+                                      const std::string& logFile, const std::vector<std::string>& argv) {
+  if (argv.empty()) return Status::invalidArgument("startDetached: empty argv");
+  std::vector<std::string> command = {"sh", "-c", kStartScript, "sh", workDir, logFile};
+  command.insert(command.end(), argv.begin(), argv.end());
+  remote::ExecOptions options;
+  options.timeout_ms = 30'000;
+  auto result = host.run(command, options);
+  if (!result) return result.status();
+  const std::string line = firstLine(result->out);
+  const std::string where = host.name() + ": ";
+  if (line.starts_with("fs-agent-error ")) {
+    const std::string what = line.substr(15);
+    if (what == "no such directory") return Status::notFound(where + "no directory " + workDir);
+    if (what == "not found") {
+      return Status::notFound(where + argv[0] + " not found (not on the login PATH, or not executable)");
+    }
+    if (what == "exited at once") {
+      return Status::ioError(where + argv[0] + " exited as soon as it started; see " + logFile);
+    }
+    return Status::ioError(where + what);
+  }
+  std::istringstream words(line);
+  std::string tag, pid, boot, start;
+  words >> tag >> pid >> boot >> start;
+  AgentIdentity id;
+  id.boot_id = boot;
+  if (result->exit_code != 0 || tag != "fs-agent" || !parseInt(pid, &id.pid) ||
+      !parseInt(start, &id.start_ticks) || boot.empty()) {
+    return Status::ioError(where + "starting " + argv[0] + " failed: " + describeFailure(result.value()));
+  }
+  return id;
+}
+
+namespace {
+
+StatusOr<AgentState> runSignalScript(remote::Host& host, const AgentIdentity& agent,
+                                     const std::string& signal, bool wholeGroup) {
+  std::vector<std::string> command = {"sh",
+                                      "-c",
+                                      kSignalScript,
+                                      "sh",
+                                      std::to_string(agent.pid),
+                                      agent.boot_id,
+                                      std::to_string(agent.start_ticks),
+                                      signal,
+                                      wholeGroup ? "group" : ""};
+  remote::ExecOptions options;
+  options.timeout_ms = 30'000;
+  auto result = host.run(command, options);
+  if (!result) return result.status();
+  const std::string line = firstLine(result->out);
+  if (line == "fs-agent alive" && result->exit_code == 0) return AgentState::kAlive;
+  if (line == "fs-agent gone") return AgentState::kGone;
+  if (line == "fs-agent reused") return AgentState::kReused;
+  if (line == "fs-agent rebooted") return AgentState::kRebooted;
+  return Status::ioError(host.name() + ": " + (signal.empty() ? "checking" : "signalling") + " agent pid " +
+                         std::to_string(agent.pid) + " failed: " + describeFailure(result.value()));
+}
+
+}  // namespace
+
+StatusOr<AgentState> probeAgent(remote::Host& host, const AgentIdentity& agent) {
+  return runSignalScript(host, agent, "", false);
+}
+
+StatusOr<AgentState> signalAgent(remote::Host& host, const AgentIdentity& agent, const std::string& signal,
+                                 bool wholeGroup) {
+  if (signal.empty() ||
+      signal.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != std::string::npos) {
+    return Status::invalidArgument("signal '" + signal + "': expected a name such as TERM or KILL");
+  }
+  return runSignalScript(host, agent, signal, wholeGroup);
+}
+
+}  // namespace fs::app::cluster

@@ -1,0 +1,56 @@
+// An SSH launch, step by step: run directory, config upload, shared-filesystem
+// check, one detached node agent per host, launch.json. The launcher (ssh_launcher.h)
+// runs it on a worker thread; the headless CLI runs it directly.
+//
+// Every step blocks on Hosts and reports progress; `cancel` is checked between
+// steps. On failure after agents started, those agents are stopped (SIGTERM, by
+// identity) before the error is returned, so a failed launch leaves no ranks behind.
+// The run directory is left in place with what was written, for the logs.
+//
+// Thread-safety: stateless functions; one launch per call.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/remote/remote_host.h"
+#include "backend/protocol/config/config_types.h"
+#include "backend/protocol/status.h"
+#include "backend/protocol/wire/launch_record.h"
+
+namespace fs::app::cluster {
+
+struct SshLaunchPlan {
+  protocol::RunConfig config;  // resolved and valid; launch.kind == "ssh", one host per node
+  std::string runRoot;         // on the hosts; relative = under the login directory
+  std::string runName;         // directory base name (sanitised); "-2", "-3"... when taken
+  std::string engine;          // flamingo-train on the hosts: a path, or a name found on the login PATH
+};
+
+// Opens (or returns the open) Host for a name in launch.hosts.
+using HostOpener = std::function<protocol::StatusOr<std::shared_ptr<remote::Host>>(const std::string& host)>;
+using ProgressFn = std::function<void(const std::string& message)>;
+
+struct SshLaunchResult {
+  protocol::LaunchRecord record;  // also written to <run_dir>/launch.json
+  std::vector<std::string> warnings;
+};
+
+// The agent's node name for host i (agent-<name>.jsonl, logs/agent-<name>.log): the
+// host as written, or "<host>-<i>" when the same host runs several nodes.
+std::string nodeName(const std::vector<std::string>& hosts, std::size_t i);
+
+// The argv of node i's agent (flamingo-train launch ... -- train ...).
+std::vector<std::string> agentArgv(const SshLaunchPlan& plan, const std::string& runDir, std::size_t node);
+
+protocol::StatusOr<SshLaunchResult> launchOverSsh(const SshLaunchPlan& plan, const HostOpener& open,
+                                                  const ProgressFn& progress,
+                                                  const std::atomic<bool>* cancel = nullptr);
+
+// Reads <runDir>/launch.json on `host`.
+protocol::StatusOr<protocol::LaunchRecord> readLaunchRecord(remote::Host& host, const std::string& runDir);
+
+}  // namespace fs::app::cluster
