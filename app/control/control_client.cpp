@@ -68,9 +68,15 @@ ControlClient::~ControlClient() {
   writer_->finishPending();
 }
 
-void ControlClient::setRunDir(const QString& runDir) {
-  if (runDir == runDir_) return;
+void ControlClient::setRunDir(const QString& runDir, std::shared_ptr<remote::Host> host) {
+  if (runDir == runDir_ && host == host_) return;
   runDir_ = runDir;
+  host_ = host;
+  // Queued before any write for the new run, so the writer sees it first.
+  ControlWriter* writer = writer_->worker();
+  QMetaObject::invokeMethod(
+      writer, [writer, host = std::move(host)]() mutable { writer->setHost(std::move(host)); },
+      Qt::QueuedConnection);
   const bool hadPending = !pending_.isEmpty();
   pending_.clear();
   timedOut_.clear();

@@ -25,6 +25,9 @@ class QTimer;
 
 namespace fs::app {
 
+namespace remote {
+class Host;
+}
 class ControlWriter;
 template <class Worker>
 class WorkerThread;
@@ -53,9 +56,11 @@ class ControlClient : public QObject {
   ~ControlClient() override;
 
   // The run to control; "" detaches. A different run forgets everything pending
-  // and the derived state.
-  void setRunDir(const QString& runDir);
+  // and the derived state. With `host`, the run directory is on that machine and
+  // control files are written there (remote_control.h); without, on this one.
+  void setRunDir(const QString& runDir, std::shared_ptr<remote::Host> host = nullptr);
   QString runDir() const { return runDir_; }
+  const std::shared_ptr<remote::Host>& host() const { return host_; }
   void setTimeoutMs(int ms) { timeoutMs_ = ms; }
   int timeoutMs() const { return timeoutMs_; }
 
@@ -107,6 +112,7 @@ class ControlClient : public QObject {
 
   Clock clock_;
   QString runDir_;
+  std::shared_ptr<remote::Host> host_;
   int timeoutMs_ = kDefaultTimeoutMs;
   quint64 nextTicket_ = 1;
   QList<ControlRequest> pending_;

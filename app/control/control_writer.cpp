@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "app/control/remote_control.h"
 #include "backend/protocol/wire/control_file.h"
 
 namespace fs::app {
@@ -20,8 +21,9 @@ void ControlWriter::write(quint64 ticket, const QString& runDir, int verb, const
                           QString::fromUtf8(args)));
     return;
   }
-  const std::filesystem::path dir(QFile::encodeName(runDir).toStdString());
-  auto issued = protocol::issueControl(dir, controlVerb, std::move(json));
+  const std::string dirName = QFile::encodeName(runDir).toStdString();
+  auto issued = host_ ? issueRemoteControl(*host_, dirName, controlVerb, std::move(json))
+                      : protocol::issueControl(std::filesystem::path(dirName), controlVerb, std::move(json));
   if (!issued) {
     emit written(ticket, 0, QString::fromStdString(issued.status().message()));
     return;

@@ -27,15 +27,15 @@
 namespace fs::app::remote {
 
 struct ExecOptions {
-  std::string stdin_data;                   // written to the command's stdin, then EOF
-  int timeout_ms = 60'000;                  // the command is ended (and kIOError returned) after this
-  std::size_t max_output = 16u << 20;       // stdout and stderr each; more is cut, and says so
+  std::string stdin_data;                     // written to the command's stdin, then EOF
+  int timeout_ms = 60'000;                    // the command is ended (and kIOError returned) after this
+  std::size_t max_output = 16u << 20;         // stdout and stderr each; more is cut, and says so
   const std::atomic<bool>* cancel = nullptr;  // polled; set: the command is ended, kIOError "cancelled"
 };
 
 struct CommandResult {
-  int exit_code = -1;   // -1 when it ended by a signal
-  std::string signal;   // e.g. "KILL"; empty when it exited
+  int exit_code = -1;  // -1 when it ended by a signal
+  std::string signal;  // e.g. "KILL"; empty when it exited
   std::string out;
   std::string err;
 };
@@ -70,6 +70,10 @@ class Host {
   // it over `path`: a reader sees the old file or the new one, never a torn one.
   virtual protocol::Status writeFileAtomic(const std::string& path, std::string_view bytes,
                                            std::uint32_t mode = 0644) = 0;
+  // Like writeFileAtomic, but never replaces: false, and nothing written, when `path`
+  // exists (control files: two clients never overwrite each other's command).
+  virtual protocol::StatusOr<bool> writeFileIfAbsent(const std::string& path, std::string_view bytes,
+                                                     std::uint32_t mode = 0644) = 0;
   // Like mkdir -p.
   virtual protocol::Status makeDirs(const std::string& path) = 0;
   virtual protocol::Status remove(const std::string& path) = 0;
