@@ -23,12 +23,18 @@ QString fromStd(std::string_view s) {
 
 // Summary of one directory, or nothing when it is not a run directory.
 std::optional<RunSummary> summarize(const stdfs::path& dir) {
-  RunSummary s;
-  s.name = fromPath(dir.filename());
-  s.dir = fromPath(dir);
   std::error_code ec;
   if (!stdfs::exists(dir / protocol::kManifestFileName, ec)) return std::nullopt;
-  auto manifest = protocol::readManifest(dir);
+  return summarizeManifest(fromPath(dir.filename()), fromPath(dir), protocol::readManifest(dir));
+}
+
+}  // namespace
+
+RunSummary summarizeManifest(const QString& name, const QString& dir,
+                             const protocol::StatusOr<protocol::RunManifest>& manifest) {
+  RunSummary s;
+  s.name = name;
+  s.dir = dir;
   if (!manifest.isOk()) {
     s.error = fromStd(manifest.status().message());
     return s;
@@ -49,8 +55,6 @@ void sortRuns(QList<RunSummary>* runs) {
     return a.name < b.name;
   });
 }
-
-}  // namespace
 
 RunScan scanRunRoot(const QString& root, const std::atomic<bool>* cancel) {
   RunScan scan;

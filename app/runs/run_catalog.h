@@ -20,12 +20,15 @@
 #include <QString>
 #include <atomic>
 
+#include "backend/protocol/wire/run_manifest.h"
+
 namespace fs::app {
 
 // One run directory as its manifest describes it.
 struct RunSummary {
   QString name;       // the directory's name
-  QString dir;        // absolute path of the run directory
+  QString dir;        // absolute path of the run directory (on `host`)
+  QString host;       // empty: this machine; else the host it was listed on (app/cluster/remote_runs.h)
   QString runId;      // run.json run_id; empty when unreadable
   QString state;      // starting | running | paused | stopping | finished | failed; empty when unreadable
   QDateTime created;  // invalid when unreadable
@@ -44,6 +47,13 @@ struct RunScan {
   bool rootMissing = false;  // the error is only that the root does not exist (yet)
   bool cancelled = false;    // stopped early: runs holds what was read until then
 };
+
+// The summary of a run directory from its manifest, however it was read (a local
+// file here, SFTP in app/cluster/remote_runs.h); a failed read gives `error`.
+RunSummary summarizeManifest(const QString& name, const QString& dir,
+                             const protocol::StatusOr<protocol::RunManifest>& manifest);
+// Readable runs newest first (then by name), then unreadable ones by name.
+void sortRuns(QList<RunSummary>* runs);
 
 // Lists `root` and reads every run.json in it. Never throws. A missing root
 // is an error naming it. Polls `cancel` (may be null) between directories.
