@@ -77,6 +77,28 @@ CreatedDir createUniqueRunDirectory(const QString& root, const QString& base) {
               .arg(base, root)};
 }
 
+ResolvedConfig resolveLaunchConfig(const LaunchRequest& request, bool absoluteRoot) {
+  ResolvedConfig out;
+  protocol::RunConfig config = request.config;
+  std::vector<std::string> overrides;
+  for (const QString& o : request.overrides) overrides.push_back(o.toStdString());
+  if (auto problems = protocol::applyOverrides(&config, overrides); protocol::hasErrors(problems)) {
+    out.error = QStringLiteral("override rejected:\n%1").arg(errorText(problems));
+    return out;
+  }
+  const QString name = request.name.isEmpty() ? fromStd(config.name) : request.name;
+  config.name = name.toStdString();
+  if (!request.runRoot.isEmpty()) {
+    config.run_root = (absoluteRoot ? QDir(request.runRoot).absolutePath() : request.runRoot).toStdString();
+  }
+  if (auto problems = protocol::validateConfig(config); protocol::hasErrors(problems)) {
+    out.error = QStringLiteral("the run config is not valid:\n%1").arg(errorText(problems));
+    return out;
+  }
+  out.config = std::move(config);
+  return out;
+}
+
 PreparedRun prepareRun(const LaunchRequest& request, const EngineSearch& search, const QDateTime& now) {
   PreparedRun out;
   const EngineLocation engine = locateEngine(search);
@@ -90,25 +112,19 @@ PreparedRun prepareRun(const LaunchRequest& request, const EngineSearch& search,
     return out;
   }
 
-  protocol::RunConfig config = request.config;
-  std::vector<std::string> overrides;
-  for (const QString& o : request.overrides) overrides.push_back(o.toStdString());
-  if (auto problems = protocol::applyOverrides(&config, overrides); protocol::hasErrors(problems)) {
-    out.error = QStringLiteral("override rejected:\n%1").arg(errorText(problems));
+  auto resolved = resolveLaunchConfig(request);
+  if (!resolved.isOk()) {
+    out.error = resolved.error;
     return out;
   }
-  const QString name = request.name.isEmpty() ? fromStd(config.name) : request.name;
-  const QString root = QDir(request.runRoot).absolutePath();
-  config.name = name.toStdString();
-  config.run_root = root.toStdString();
-  if (auto problems = protocol::validateConfig(config); protocol::hasErrors(problems)) {
-    out.error = QStringLiteral("the run config is not valid:\n%1").arg(errorText(problems));
-    return out;
-  }
+  const protocol::RunConfig& config = resolved.config;
+  const QString name = fromStd(config.name);
+  const QString root = fromStd(config.run_root);
   if (config.launch.kind != "local") {
+    // The form's launch target picks the launcher; a config that says otherwise never runs here.
     out.error = QStringLiteral(
-                    "launch.kind is '%1': this app starts local runs only; start the ranks on each "
-                    "node yourself (torchrun, srun or flamingo-train launch), or set launch.kind=local")
+                    "launch.kind is '%1': the local launcher starts only launch.kind=local runs; choose the "
+                    "matching launch target (SSH nodes, SLURM cluster), or set launch.kind=local")
                     .arg(fromStd(config.launch.kind));
     return out;
   }

@@ -41,6 +41,16 @@ struct CreatedDir {
 };
 CreatedDir createUniqueRunDirectory(const QString& root, const QString& base);
 
+// The config a launch runs: the overrides applied, `name` and `run_root` set
+// (run_root made absolute only when `absoluteRoot`), validated. Errors list
+// their field paths; warnings do not stop a launch.
+struct ResolvedConfig {
+  protocol::RunConfig config;
+  QString error;
+  bool isOk() const { return error.isEmpty(); }
+};
+ResolvedConfig resolveLaunchConfig(const LaunchRequest& request, bool absoluteRoot = true);
+
 // Locates the engine, resolves and validates the config (overrides applied,
 // `name` and `run_root` set), creates "<name>-<yyyyMMdd-HHmmss of now>" under the
 // run root and writes config.yaml there atomically. Validation warnings do not

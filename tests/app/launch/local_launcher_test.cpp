@@ -155,16 +155,19 @@ class LocalLauncherTest : public QObject {
     QVERIFY2(message.contains(QStringLiteral("data.datasets[0].batch_size")), qPrintable(message));
   }
 
-  // NOTE [Planned launchers]: no launch kind but local starts anything from the app.
+  // The local launcher never starts a config meant for another launcher (it once ran ssh configs locally).
   void onlyLocalRunsAreStarted() {
     const QString engine = placeEngine(tmp_->filePath(QStringLiteral("bin")));
-    for (const QString kind : {QStringLiteral("ssh"), QStringLiteral("slurm"), QStringLiteral("external")}) {
+    const QList<QStringList> others = {
+        {QStringLiteral("launch.kind=ssh"), QStringLiteral("launch.hosts=[node-a]")},
+        {QStringLiteral("launch.kind=slurm")},
+        {QStringLiteral("launch.kind=external")}};
+    for (const QStringList& overrides : others) {
       LaunchRequest request = tinyRequest(tmp_->filePath(QStringLiteral("runs")));
-      request.overrides = {QStringLiteral("launch.kind=") + kind};
+      request.overrides = overrides;
       const PreparedRun run = prepareRun(request, {{}, engine, {}}, QDateTime::currentDateTime());
-      QVERIFY2(!run.isOk(), qPrintable(kind));
-      QVERIFY2(run.error.contains(QStringLiteral("launch.kind")), qPrintable(run.error));
-      QVERIFY2(kind == QStringLiteral("external") || run.error.contains(QStringLiteral("planned")),
+      QVERIFY2(!run.isOk(), qPrintable(overrides.join(' ')));
+      QVERIFY2(run.error.contains(QStringLiteral("the local launcher starts only launch.kind=local runs")),
                qPrintable(run.error));
       QVERIFY2(!QFileInfo::exists(request.runRoot), "no run directory for a launch that cannot start");
     }
