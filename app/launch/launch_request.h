@@ -20,6 +20,10 @@ struct LaunchRequest {
   QString runRoot;             // the new run directory is created under it (created if missing)
   QString name;                // run name; empty = config.name; the directory is <name>-<time>
   QStringList overrides;       // "path=value", as `flamingo-train --set` takes them
+  // SSH and SLURM launches: flamingo-train on the hosts, a path or a name looked up on
+  // the login PATH; empty = "flamingo-train". runRoot is then on the hosts too (empty =
+  // launch.remote_workdir, else ~/flamingo-runs).
+  QString remoteEngine;
 };
 
 // Where a launch stands. kFailed: it never got a process (preparation or start
