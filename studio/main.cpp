@@ -6,8 +6,13 @@
 #include <QStandardPaths>
 #include <QTimer>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
 
 #include "app/config/config_document.h"
+#include "studio/remote/remote_cli.h"
 #include "ui/main_window.h"
 
 namespace {
@@ -33,6 +38,12 @@ void screenshotAndQuit(QWidget* window, const QString& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The headless front end: no display needed, no widgets created.
+  if (argc > 1 && std::strcmp(argv[1], "remote") == 0) {
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("flamingo-studio"));
+    return fs::studio::remote::runRemoteCli(std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr);
+  }
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("flamingo-studio"));
   QApplication::setOrganizationName(QStringLiteral("Flamingo Studio"));

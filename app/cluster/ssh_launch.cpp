@@ -136,20 +136,10 @@ StatusOr<SshLaunchResult> launchOverSsh(const SshLaunchPlan& plan, const HostOpe
   remote::Host& head = *hosts[0];
 
   // The run directory, made on node 0 with mkdir(1): an existing one is never reused.
-  auto root = absoluteDir(head, plan.runRoot);
-  if (!root) return root.status();
-  std::string runDir;
-  for (int n = 1; n <= 1000 && runDir.empty(); ++n) {
-    const std::string candidate =
-        join(root.value(), n == 1 ? plan.runName : plan.runName + "-" + std::to_string(n));
-    auto made = makeNewDir(head, candidate);
-    if (!made) return made.status();
-    if (made.value()) runDir = candidate;
-  }
-  if (runDir.empty()) {
-    return Status::invalidArgument(head.name() + ": 1000 run directories named " + plan.runName +
-                                   " exist under " + root.value() + "; choose another run name");
-  }
+  auto made = createRunDirectory(head, plan.runRoot, plan.runName);
+  if (!made) return made.status();
+  const std::string runDir = made.value();
+  const std::string root = runDir.substr(0, runDir.rfind('/'));
   say(head.name() + ": run directory " + runDir);
 
   // NOTE [Shared run root]: the engine writes events.jsonl and run.json on node 0 only;
@@ -166,11 +156,11 @@ StatusOr<SshLaunchResult> launchOverSsh(const SshLaunchPlan& plan, const HostOpe
     }
     (void)head.remove(probe);
     result.record.shared_fs = shared;
-    say(shared ? "run root " + root.value() + " is shared by all nodes"
-               : "run root " + root.value() + " is not shared: each node keeps its own copy");
+    say(shared ? "run root " + root + " is shared by all nodes"
+               : "run root " + root + " is not shared: each node keeps its own copy");
     if (!shared) {
       result.warnings.push_back(
-          "the run root " + root.value() +
+          "the run root " + root +
           " is not on a shared file system: node 0 holds the events, each node its own rank logs and "
           "checkpoint shards; resuming this run needs them in one directory");
     }
@@ -245,6 +235,19 @@ StatusOr<SshLaunchResult> launchOverSsh(const SshLaunchPlan& plan, const HostOpe
   }
   say("started " + std::to_string(hosts.size()) + " node agent(s)");
   return result;
+}
+
+StatusOr<std::string> createRunDirectory(remote::Host& host, const std::string& runRoot, const std::string& runName) {
+  auto root = absoluteDir(host, runRoot);
+  if (!root) return root.status();
+  for (int n = 1; n <= 1000; ++n) {
+    const std::string candidate = join(root.value(), n == 1 ? runName : runName + "-" + std::to_string(n));
+    auto made = makeNewDir(host, candidate);
+    if (!made) return made.status();
+    if (made.value()) return candidate;
+  }
+  return Status::invalidArgument(host.name() + ": 1000 run directories named " + runName + " exist under " +
+                                 root.value() + "; choose another run name");
 }
 
 StatusOr<protocol::LaunchRecord> readLaunchRecord(remote::Host& host, const std::string& runDir) {

@@ -50,6 +50,12 @@ protocol::StatusOr<SshLaunchResult> launchOverSsh(const SshLaunchPlan& plan, con
                                                   const ProgressFn& progress,
                                                   const std::atomic<bool>* cancel = nullptr);
 
+// Makes <runRoot>/<runName> on `host` (mkdir(1): never an existing one; "-2", "-3", ...
+// when taken), the run root first when missing (relative = under the login directory).
+// Returns the absolute path.
+protocol::StatusOr<std::string> createRunDirectory(remote::Host& host, const std::string& runRoot,
+                                                   const std::string& runName);
+
 // Reads <runDir>/launch.json on `host`.
 protocol::StatusOr<protocol::LaunchRecord> readLaunchRecord(remote::Host& host, const std::string& runDir);
 

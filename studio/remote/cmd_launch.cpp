@@ -1,0 +1,199 @@
+// remote launch: on SSH nodes (app/cluster/ssh_launch.h) after a pre-flight, or as a
+// SLURM batch job through a login node (app/cluster/slurm_script.h, slurm_jobs.h).
+#include <QDateTime>
+#include <fstream>
+#include <sstream>
+
+#include "app/cluster/preflight.h"
+#include "app/cluster/slurm_jobs.h"
+#include "app/cluster/slurm_script.h"
+#include "app/cluster/ssh_launch.h"
+#include "app/launch/run_preparation.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "studio/remote/cli_context.h"
+#include "studio/remote/commands.h"
+#include "studio/remote/remote_cli.h"
+
+namespace fs::studio::remote {
+
+namespace {
+
+const char* const kUsage =
+    "usage: flamingo-studio remote launch --config FILE --hosts A[,B...] [options]\n"
+    "       flamingo-studio remote launch --config FILE --slurm LOGIN [--print-script | --script FILE] "
+    "[options]\n";
+const char* const kHelp =
+    "\nWith --hosts: sets launch.kind=ssh, launch.hosts and launch.nnodes from the list, runs the\n"
+    "pre-flight checks (a failing one stops the launch; --no-preflight skips them), creates a new run\n"
+    "directory under the run root on node 0, uploads config.yaml over SFTP, checks whether the run root\n"
+    "is shared by all nodes, and starts one detached node agent (flamingo-train launch) per host. The\n"
+    "run outlives this command and the SSH connections. Prints HOST:RUN_DIR for follow, stop, ...\n\n"
+    "With --slurm: sets launch.kind=slurm, generates the batch script from the config (launch.slurm.*),\n"
+    "creates the run directory on the login node and submits the script with sbatch. --print-script\n"
+    "prints the script and submits nothing; --script FILE submits FILE instead (an edited preview).\n";
+
+std::string utcStamp() {
+  return QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")).toStdString();
+}
+
+int fail(std::ostream& err, const std::string& message) {
+  err << message << "\n";
+  return kExitFailure;
+}
+
+int launchSsh(CliContext& ctx, const ParsedArgs& a, app::LaunchRequest request, std::ostream& out,
+              std::ostream& err) {
+  const auto hosts = splitList(a.get("hosts"));
+  if (hosts.empty()) return fail(err, "--hosts: no host given");
+  std::string list;
+  for (const auto& h : hosts) list += (list.empty() ? "" : ", ") + h;
+  request.overrides << QStringLiteral("launch.kind=ssh")
+                    << QStringLiteral("launch.nnodes=%1").arg(hosts.size())
+                    << QString::fromStdString("launch.hosts=[" + list + "]");
+  if (a.has("master-addr")) {
+    request.overrides << QString::fromStdString("launch.master_addr=" + a.get("master-addr"));
+  } else if (hosts.size() > 1 && (request.config.launch.master_addr.empty() ||
+                                  request.config.launch.master_addr == "127.0.0.1")) {
+    request.overrides << QString::fromStdString("launch.master_addr=" + ctx.addressOf(hosts[0]));
+  }
+  auto resolved = app::resolveLaunchConfig(request, false);
+  if (!resolved.isOk()) return fail(err, resolved.error.toStdString());
+  app::cluster::SshLaunchPlan plan;
+  plan.config = resolved.config;
+  plan.runRoot =
+      a.get("run-root",
+            plan.config.launch.remote_workdir.empty() ? "flamingo-runs" : plan.config.launch.remote_workdir);
+  plan.config.run_root = plan.runRoot;
+  plan.runName =
+      app::sanitizeRunName(QString::fromStdString(plan.config.name)).toStdString() + "-" + utcStamp();
+  plan.engine = a.get("engine", "flamingo-train");
+  auto open = [&ctx](const std::string& name) { return ctx.open(name); };
+  if (!a.has("no-preflight")) {
+    app::cluster::PreflightRequest check;
+    std::vector<std::shared_ptr<app::remote::Host>> opened;
+    for (const auto& h : hosts) {
+      auto host = ctx.open(h);
+      if (!host) return fail(err, host.status().message());
+      opened.push_back(host.value());
+      check.hosts.push_back({host->get(), a.has("engine") ? a.get("engine") : std::string()});
+    }
+    check.rendezvous_address = plan.config.launch.master_addr;
+    check.rendezvous_port = static_cast<int>(plan.config.launch.master_port);
+    check.run_root = plan.runRoot;
+    check.gpus_per_node = static_cast<int>(plan.config.launch.slurm.gpus_per_node);
+    const auto table = app::cluster::runPreflight(check);
+    out << table.toText();
+    if (!table.ok())
+      return fail(err, "pre-flight failed: nothing launched (fix the rows above, or --no-preflight)");
+  }
+  auto result = app::cluster::launchOverSsh(plan, open, [&out](const std::string& m) { out << m << "\n"; });
+  if (!result) return fail(err, result.status().message());
+  for (const auto& w : result->warnings) err << "warning: " << w << "\n";
+  out << hosts[0] << ":" << result->record.run_dir << "\n";
+  return kExitOk;
+}
+
+int launchSlurm(CliContext& ctx, const ParsedArgs& a, app::LaunchRequest request, std::ostream& out,
+                std::ostream& err) {
+  const std::string login = a.get("slurm");
+  request.overrides << QStringLiteral("launch.kind=slurm");
+  auto resolved = app::resolveLaunchConfig(request, false);
+  if (!resolved.isOk()) return fail(err, resolved.error.toStdString());
+  protocol::RunConfig config = resolved.config;
+  const std::string root = a.get(
+      "run-root", config.launch.remote_workdir.empty() ? "flamingo-runs" : config.launch.remote_workdir);
+  config.run_root = root;
+  const std::string runName =
+      app::sanitizeRunName(QString::fromStdString(config.name)).toStdString() + "-" + utcStamp();
+  std::vector<std::string> prefix;
+  for (const auto& kv : a.all("slurm-env")) {
+    if (prefix.empty()) prefix.push_back("env");
+    prefix.push_back(kv);
+  }
+  auto host = ctx.open(login);
+  if (!host) return fail(err, host.status().message());
+  app::cluster::SlurmJobSpec spec;
+  spec.engine = a.get("engine", "flamingo-train");
+  if (a.has("print-script")) {
+    spec.run_dir = root + "/" + runName;  // shown, not created
+    for (const auto& p : app::cluster::validateSlurmJob(config, spec)) err << protocol::formatProblems({p});
+    auto script = app::cluster::makeSlurmScript(config, spec);
+    if (!script) return fail(err, script.status().message());
+    out << script.value();
+    return kExitOk;
+  }
+  auto runDir = app::cluster::createRunDirectory(*host.value(), root, runName);
+  if (!runDir) return fail(err, runDir.status().message());
+  spec.run_dir = runDir.value();
+  std::string script;
+  if (a.has("script")) {
+    std::ifstream in(a.get("script"), std::ios::binary);
+    if (!in) return fail(err, "--script " + a.get("script") + ": cannot read it");
+    std::ostringstream text;
+    text << in.rdbuf();
+    script = text.str();
+  } else {
+    auto made = app::cluster::makeSlurmScript(config, spec);
+    if (!made) return fail(err, made.status().message());
+    script = made.value();
+  }
+  app::cluster::SlurmJobs jobs(*host.value(), prefix);
+  auto id = jobs.submit(spec.run_dir, script, config);
+  if (!id) return fail(err, id.status().message());
+  protocol::LaunchRecord record;
+  record.launcher = protocol::LauncherKind::kSlurm;
+  record.run_dir = spec.run_dir;
+  record.created = QDateTime::currentMSecsSinceEpoch();
+  record.slurm = protocol::LaunchedJob{login, id.value(), "slurm.sbatch"};
+  if (auto s =
+          host.value()->writeFileAtomic(spec.run_dir + "/" + std::string(protocol::kLaunchRecordFileName),
+                                        protocol::encodeLaunchRecord(record));
+      !s) {
+    err << "warning: launch.json not written: " << s.message() << "\n";
+  }
+  out << "submitted batch job " << id.value() << "\n" << login << ":" << spec.run_dir << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmdLaunch(const Args& args, std::ostream& out, std::ostream& err) {
+  auto start = startCommand(
+      args, kUsage, kHelp,
+      {{"config", true, false, "FILE", "Run config (YAML) on this machine (required)"},
+       {"hosts", true, false, "A,B", "SSH nodes, node 0 first: ssh_config aliases or [user@]host"},
+       {"slurm", true, false, "LOGIN", "Submit through this login node ('local': sbatch here)"},
+       {"name", true, false, "NAME", "Run name (default: the config's name)"},
+       {"run-root", true, false, "DIR",
+        "Run root on the hosts (default: launch.remote_workdir, else flamingo-runs)"},
+       {"engine", true, false, "PATH", "flamingo-train on the hosts (default: found on the login PATH)"},
+       {"master-addr", true, false, "ADDR",
+        "Node 0's address as the others reach it (default: its HostName)"},
+       {"set", true, true, "PATH=VALUE", "Override a config value (repeatable)"},
+       {"no-preflight", false, false, "", "Launch without the pre-flight checks"},
+       {"print-script", false, false, "", "SLURM: print the batch script; submit nothing"},
+       {"script", true, false, "FILE", "SLURM: submit this script (an edited preview) instead"},
+       {"slurm-env", true, true, "NAME=VALUE",
+        "SLURM: environment for the SLURM commands (e.g. SLURM_CONF=...)"}},
+      0, 0, out, err);
+  if (start.exitCode >= 0) return start.exitCode;
+  const ParsedArgs& a = start.args;
+  if (!a.has("config")) {
+    err << "flamingo-studio remote launch: --config is required\n" << kUsage;
+    return kExitUsage;
+  }
+  if (a.has("hosts") == a.has("slurm")) {
+    err << "flamingo-studio remote launch: give exactly one of --hosts and --slurm\n" << kUsage;
+    return kExitUsage;
+  }
+  const auto loaded = protocol::loadConfigFile(a.get("config"));
+  if (!loaded.ok()) return fail(err, protocol::formatProblems(loaded.problems));
+  app::LaunchRequest request;
+  request.config = loaded.config;
+  request.name = QString::fromStdString(a.get("name"));
+  for (const auto& s : a.all("set")) request.overrides << QString::fromStdString(s);
+  return a.has("hosts") ? launchSsh(*start.ctx, a, request, out, err)
+                        : launchSlurm(*start.ctx, a, request, out, err);
+}
+
+}  // namespace fs::studio::remote

@@ -1,0 +1,54 @@
+// remote queue: the user's SLURM jobs on a login node (app/cluster/slurm_jobs.h).
+#include <iomanip>
+
+#include "app/cluster/slurm_jobs.h"
+#include "studio/remote/cli_context.h"
+#include "studio/remote/commands.h"
+#include "studio/remote/remote_cli.h"
+
+namespace fs::studio::remote {
+
+namespace {
+
+const char* const kUsage = "usage: flamingo-studio remote queue LOGIN [--job ID]... [options]\n";
+const char* const kHelp =
+    "\nOne squeue call on LOGIN ('local': this machine) for all your jobs, or the jobs given with --job:\n"
+    "id, name, state, reason, elapsed time, node count and nodes. Cancel one with scancel, or with\n"
+    "'flamingo-studio remote stop HOST:RUN_DIR' to checkpoint first.\n";
+
+}  // namespace
+
+int cmdQueue(const Args& args, std::ostream& out, std::ostream& err) {
+  auto start = startCommand(
+      args, kUsage, kHelp,
+      {{"job", true, true, "ID", "Only this job (repeatable)"},
+       {"slurm-env", true, true, "NAME=VALUE", "Environment for the SLURM commands (e.g. SLURM_CONF=...)"}},
+      1, 1, out, err);
+  if (start.exitCode >= 0) return start.exitCode;
+  auto host = start.ctx->open(start.args.positionals[0]);
+  if (!host) {
+    err << host.status().message() << "\n";
+    return kExitFailure;
+  }
+  std::vector<std::string> prefix;
+  for (const auto& kv : start.args.all("slurm-env")) {
+    if (prefix.empty()) prefix.push_back("env");
+    prefix.push_back(kv);
+  }
+  app::cluster::SlurmJobs jobs(*host.value(), prefix);
+  auto rows = jobs.queue(start.args.all("job"));
+  if (!rows) {
+    err << rows.status().message() << "\n";
+    return kExitFailure;
+  }
+  out << std::left << std::setw(12) << "JOBID" << std::setw(24) << "NAME" << std::setw(12) << "STATE"
+      << std::setw(16) << "REASON" << std::setw(12) << "ELAPSED" << std::setw(6) << "NODES"
+      << "NODELIST\n";
+  for (const auto& r : rows.value()) {
+    out << std::setw(12) << r.id << std::setw(24) << r.name << std::setw(12) << r.state << std::setw(16)
+        << r.reason << std::setw(12) << r.elapsed << std::setw(6) << r.nodes << r.nodelist << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace fs::studio::remote
