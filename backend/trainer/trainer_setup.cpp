@@ -177,7 +177,9 @@ Status Trainer::prepareRunDirectory() {
   m.world_size = static_cast<int>(options_.world);
   m.nproc_per_node = place_.ranksPerNode;
   m.nnodes = static_cast<int>(options_.world / m.nproc_per_node);
-  m.hosts.clear();
+  // An SSH launcher writes run.json with its hosts before any rank exists; keep them when they
+  // fit this world (a resumed run on another world forgets them).
+  if (m.hosts.size() != static_cast<std::size_t>(m.nnodes)) m.hosts.clear();
   m.state = protocol::RunState::kStarting;
   m.pid = static_cast<int64_t>(::getpid());
   m.updated = protocol::unixMillisNow();
