@@ -101,11 +101,23 @@ std::string makeNonce() {
 // rendezvous address. Connections refused are retried for connect_wait_s,
 // since the listener may start after a connection attempt. The listener stops
 // after one answer per node, and is cancelled once every connection check has
-// ended; when it cannot listen, the connection checks are cancelled.
+// ended; when it cannot listen, the connection checks are cancelled. The
+// listener binds with SO_REUSEADDR, as c10d's TCPStore does, so the connections
+// it closed (TIME_WAIT) do not keep the rank 0 store off the port afterwards.
 std::vector<PreflightRow> rendezvousRows(std::vector<HostState>& hosts, const PreflightRequest& req) {
   std::vector<PreflightRow> rows(hosts.size());
   HostState& node0 = hosts[0];
   const std::string target = req.rendezvous_address + ":" + std::to_string(req.rendezvous_port);
+  if (req.rendezvous_address.empty()) {
+    for (auto& h : hosts)
+      rows[h.ctx.node] = {h.ctx.host,
+                          h.ctx.node,
+                          CheckKind::kRendezvous,
+                          CheckStatus::kFail,
+                          "no address",
+                          h.ctx.node == 0 ? "set node 0's (" + node0.ctx.host + ") rendezvous address" : ""};
+    return rows;
+  }
   if (!node0.usable) {
     for (auto& h : hosts)
       rows[h.ctx.node] = skippedRow(h.ctx, CheckKind::kRendezvous,

@@ -70,7 +70,7 @@ struct PreflightHost {
 };
 
 struct PreflightRequest {
-  std::vector<PreflightHost> hosts;  // node 0 (the rendezvous node) first; REQUIRES: not empty
+  std::vector<PreflightHost> hosts;  // node 0 (the rendezvous node) first; REQUIRES: hosts non-null
   std::string rendezvous_address;    // node 0's address as every node reaches it (MASTER_ADDR)
   int rendezvous_port = 29500;       // MASTER_PORT
   std::string run_root;              // the run root on the hosts (created by the launch when missing)

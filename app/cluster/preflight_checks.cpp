@@ -107,7 +107,8 @@ PreflightRow judgeEngine(const RowContext& ctx, const protocol::StatusOr<remote:
         ctx, k, CheckStatus::kFail, old ? "too old: no 'version --json'" : "did not run",
         old ? "the flamingo-train " + where(ctx) +
                   " is older than this Flamingo Studio (no 'version --json'); install a matching engine"
-            : j.status().message().substr(ctx.host.size() + 2) + "; check the engine on this host");
+            : j.status().message().substr(ctx.host.size() + 2) +
+                  (r ? "; check the engine on this host" : "; check the connection to this host"));
   }
   const std::string engineVersion = j->value("engine_version", std::string("?"));
   if (!j->contains("protocol_major") || !(*j)["protocol_major"].is_number_integer()) {

@@ -12,10 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "app/cluster/preflight_checks.h"
 #include "backend/protocol/wire/events.h"
 #include "tests/app/cluster/this_machine_host.h"
+#include "tests/fixtures/fixture_unavailable.h"
 
 namespace {
 
@@ -265,7 +267,10 @@ TEST_F(Preflight, RendezvousPortHeldByAnotherProgram) {
 
 TEST_F(Preflight, RendezvousAddressWhereNothingListens) {
   // The listener takes IPv4 (0.0.0.0); an address of node 0 where nothing listens is its IPv6 loopback.
-  if (::access("/proc/net/if_inet6", F_OK) != 0) GTEST_SKIP() << "no IPv6 on this machine";
+  std::ifstream inet6("/proc/net/if_inet6");
+  const std::string addresses((std::istreambuf_iterator<char>(inet6)), std::istreambuf_iterator<char>());
+  if (addresses.find("00000000000000000000000000000001") == std::string::npos)
+    FS_FIXTURE_UNAVAILABLE("no IPv6 loopback (::1) on this machine");
   ThisMachineHost node0("node0", enginePath()), node1("node1", enginePath());
   auto req = request({&node0, &node1});
   req.rendezvous_address = "::1";
