@@ -81,10 +81,10 @@ class ProbeCli : public ::testing::Test {
     stdfs::remove_all(dir_);
   }
 
-  // Runs flamingo-train with the arguments verbatim and waits for it.
-  Result run(const std::vector<std::string>& args) {
+  // Runs flamingo-train with the arguments verbatim and waits for it; `path`: its PATH, when not empty.
+  Result run(const std::vector<std::string>& args, const std::string& path = "") {
     const stdfs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    const pid_t pid = spawn(args, out.string(), err.string(), nullptr);
+    const pid_t pid = spawn(args, out.string(), err.string(), nullptr, path);
     int status = 0;
     ::waitpid(pid, &status, 0);
     children_.erase(std::remove(children_.begin(), children_.end(), pid), children_.end());
@@ -93,7 +93,15 @@ class ProbeCli : public ::testing::Test {
 
   // Starts flamingo-train with stdout on a pipe (*outFd) and stderr in a file.
   pid_t spawn(const std::vector<std::string>& args, const std::string& out, const std::string& err,
-              int* outFd) {
+              int* outFd, const std::string& path = "") {
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+      if (path.empty() || std::string(*e).rfind("PATH=", 0) != 0) env.emplace_back(*e);
+    }
+    if (!path.empty()) env.push_back("PATH=" + path);
+    std::vector<char*> cenv;
+    for (auto& e : env) cenv.push_back(e.data());
+    cenv.push_back(nullptr);
     std::vector<std::string> argv = {kBin};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargv;
@@ -111,7 +119,7 @@ class ProbeCli : public ::testing::Test {
     }
     posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid = 0;
-    EXPECT_EQ(::posix_spawn(&pid, kBin.c_str(), &fa, nullptr, cargv.data(), environ), 0);
+    EXPECT_EQ(::posix_spawn(&pid, kBin.c_str(), &fa, nullptr, cargv.data(), cenv.data()), 0);
     posix_spawn_file_actions_destroy(&fa);
     if (outFd) {
       ::close(pipefd[1]);
@@ -206,6 +214,37 @@ TEST_F(ProbeCli, HostReportsTheMachineAndAWritableRunRoot) {
   Result clock = run({"probe", "clock"});
   ASSERT_EQ(clock.code, 0) << clock.err;
   EXPECT_GE(clock.json()["unix_time_ms"].get<std::int64_t>(), before);
+}
+
+// nvidia-smi's answer as an H200 machine gave it (2026-11-27); the script stands in for the driver's tool.
+TEST_F(ProbeCli, HostListsTheGpusNvidiaSmiReports) {
+  stdfs::create_directories(dir_ / "bin");
+  const auto smi = dir_ / "bin" / "nvidia-smi";
+  std::ofstream(smi)
+      << "#!/bin/sh\n"
+         "[ \"$*\" = \"--query-gpu=index,name,memory.total --format=csv,noheader,nounits\" ] || exit 9\n"
+         "printf '0, NVIDIA H200, 143771\\n1, NVIDIA H200, 143771\\n'\n";
+  stdfs::permissions(smi, stdfs::perms::owner_all);
+  const std::string path = (dir_ / "bin").string() + ":/usr/bin:/bin";
+  auto gpus = run({"probe", "host", "--run-root", dir_.string()}, path).json()["gpus"];
+  EXPECT_TRUE(gpus["nvidia_smi"].get<bool>());
+  EXPECT_FALSE(gpus.contains("error")) << gpus;
+  ASSERT_EQ(gpus["devices"].size(), 2u) << gpus;
+  EXPECT_EQ(gpus["devices"][1],
+            (nlohmann::json{{"index", 1}, {"name", "NVIDIA H200"}, {"memory_total_mib", 143771}}));
+
+  std::ofstream(smi) << "#!/bin/sh\necho 'NVIDIA-SMI has failed'\nexit 9\n";
+  auto failed = run({"probe", "host", "--run-root", dir_.string()}, path).json()["gpus"];
+  EXPECT_TRUE(failed["devices"].empty());
+  EXPECT_EQ(failed["error"], "nvidia-smi exited with code 9: NVIDIA-SMI has failed") << failed;
+
+  // Without nvidia-smi on PATH: no GPUs, and no error.
+  auto none = run({"probe", "host", "--run-root", dir_.string()}, "/usr/bin:/bin").json()["gpus"];
+  if (!stdfs::exists("/usr/bin/nvidia-smi") && !stdfs::exists("/bin/nvidia-smi")) {
+    EXPECT_FALSE(none["nvidia_smi"].get<bool>());
+    EXPECT_TRUE(none["devices"].empty());
+    EXPECT_FALSE(none.contains("error"));
+  }
 }
 
 TEST_F(ProbeCli, HostMissingRunRootMeasuresTheNearestParent) {
