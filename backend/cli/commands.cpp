@@ -21,13 +21,15 @@ const std::vector<Command>& commands() {
        runLaunch},
       {"plan", "Plan FSDP without building the model: unit layout and per-rank memory per strategy x policy",
        runPlan},
+      {"probe", "Pre-flight facts for the app: host (disk, cores, GPUs), clock, listen/connect (rendezvous)",
+       runProbe},
       {"validate", "Check a run config: every problem at once, plus the derived figures", runValidate},
       {"show-defaults", "Print the default run config as YAML (with help comments)", runShowDefaults},
       {"import-cmdline", "Turn an OpenFlamingo torchrun/train.py command line into a run config",
        runImportCmdline},
       {"export-cmdline", "Turn a run config into an OpenFlamingo torchrun/train.py command line",
        runExportCmdline},
-      {"version", "Print engine, schema and LibTorch versions", runVersion},
+      {"version", "Print engine, schema and LibTorch versions (--json: one JSON object)", runVersion},
   };
   return list;
 }

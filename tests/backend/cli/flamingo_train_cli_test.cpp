@@ -66,8 +66,8 @@ TEST_F(Cli, HelpAndUsageCodes) {
   Result typo = run("valdate x.yaml");
   EXPECT_EQ(typo.code, 2);
   EXPECT_NE(typo.err.find("unknown command 'valdate' (did you mean 'validate'?)"), std::string::npos);
-  std::vector<std::string> commands = {"validate",       "show-defaults", "import-cmdline",
-                                       "export-cmdline", "version",       "launch"};
+  std::vector<std::string> commands = {"validate", "show-defaults", "import-cmdline", "export-cmdline",
+                                       "version",  "launch",        "probe"};
 #ifdef FS_TEST_ENGINE
   commands.insert(commands.end(), {"train", "demo", "checkpoint"});
 #endif
