@@ -7,6 +7,8 @@
 
 #include "app/monitor/event_tail.h"
 #include "app/monitor/host_file_source.h"
+#include "app/monitor/local_file_source.h"
+#include "app/monitor/rank_log_tail.h"
 #include "faulty_sources.h"
 #include "monitor_test_util.h"
 
@@ -260,6 +262,34 @@ class ByteSourceTest : public QObject {
     auto text = readWhole(*log, 100);
     QVERIFY(text.isOk());
     QCOMPARE(*text, std::string("hello\n"));
+  }
+  void rankLogReplacedOrShrunkIsReadFromItsStart() {
+    const auto run = file_.parent_path();
+    const auto log = run / "logs" / "rank-0.log";
+    std::filesystem::create_directories(log.parent_path());
+    QVERIFY(appendText(log, "a\nb\n"));
+    RankLogTail logs(std::make_shared<LocalRunDir>(run), {});
+    QList<RankLogLine> lines;
+    std::vector<FollowIssue> issues;
+    logs.poll(&lines, &issues);
+    QCOMPARE(lines.size(), 2);
+    // Renamed over it, and longer: the file held open is not the one at the path.
+    const auto fresh = run / "logs" / "rank-0.log.new";
+    QVERIFY(appendText(fresh, "c\nd\ne\n"));
+    std::filesystem::rename(fresh, log);
+    logs.poll(&lines, &issues);
+    logs.poll(&lines, &issues);
+    QCOMPARE(issues.size(), std::size_t{1});
+    QVERIFY2(issues[0].message.contains(QStringLiteral("replaced")), qPrintable(issues[0].message));
+    QCOMPARE(lines.size(), 5);
+    QCOMPARE(lines.back().text, QStringLiteral("e"));
+    std::filesystem::resize_file(log, 0);
+    QVERIFY(appendText(log, "f\n"));
+    logs.poll(&lines, &issues);
+    QCOMPARE(issues.size(), std::size_t{2});
+    QVERIFY2(issues[1].message.contains(QStringLiteral("shrank")), qPrintable(issues[1].message));
+    QCOMPARE(lines.back().text, QStringLiteral("f"));
+    QCOMPARE(logs.offsets().at(0), std::uint64_t{2});
   }
 };
 
