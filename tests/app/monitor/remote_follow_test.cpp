@@ -10,6 +10,8 @@
 
 #include "app/monitor/host_file_source.h"
 #include "app/monitor/run_follower.h"
+#include "app/monitor/run_monitor.h"
+#include "app/monitor/series_names.h"
 #include "backend/protocol/wire/run_dir.h"
 #include "backend/protocol/wire/run_manifest.h"
 #include "faulty_sources.h"
@@ -165,6 +167,19 @@ class RemoteFollowTest : public QObject {
     QCOMPARE(got.seqs, iota(0, 9));  // read to its end before the exit is said
     QVERIFY2(got.exits[0].contains(QStringLiteral("999999999")), qPrintable(got.exits[0]));
     QVERIFY(asked >= 1);
+  }
+  void runMonitorAttachesThroughASource() {
+    QVERIFY(appendText(run_ / proto::kEventsFileName, steps(0, 99)));
+    host_.failEveryNthRead(2);
+    RunMonitor::Options o;
+    o.poll_interval_ms = 2;
+    o.stall_check_interval_ms = 0;
+    RunMonitor monitor(o);
+    monitor.attach(std::make_shared<HostRunDir>(host_, run_.string()));
+    QCOMPARE(monitor.runDir(), QString::fromStdString("files:" + run_.string()));
+    QTRY_COMPARE_WITH_TIMEOUT(monitor.status().events, std::uint64_t{100}, kWait);
+    QCOMPARE(monitor.store()->y(series::loss("laion")).size(), std::size_t{100});
+    QVERIFY(host_.failedReads() > 0);
   }
 };
 
