@@ -1,17 +1,13 @@
 #include "app/monitor/event_tail.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <QString>
 #include <QThread>
 #include <QThreadPool>
-#include <cerrno>
 #include <cstring>
 #include <latch>
 #include <variant>
 
+#include "app/monitor/local_file_source.h"
 #include "backend/protocol/wire/event_codec.h"
 #include "backend/protocol/wire/run_dir.h"
 
@@ -22,12 +18,11 @@ namespace {
 // a file of garbage must not flood the GUI thread with a signal per line.
 constexpr int kMaxIssuesPerChunk = 50;
 
-QString fileName(const std::filesystem::path& p) {
-  return QString::fromStdString(p.filename().string());
-}
+using protocol::Status;
 
-QString errnoText() {
-  return QString::fromLocal8Bit(std::strerror(errno));
+QString baseName(const std::string& described) {
+  const auto slash = described.find_last_of('/');
+  return QString::fromStdString(slash == std::string::npos ? described : described.substr(slash + 1));
 }
 
 }  // namespace
@@ -94,11 +89,18 @@ struct EventTail::Piece {
 
 EventTail::EventTail(std::filesystem::path eventsFile, const FollowPosition& start, std::size_t maxReadBytes,
                      std::size_t maxLineBytes, const std::atomic<bool>* cancel)
-    : path_(std::move(eventsFile)),
+    : EventTail(std::make_unique<LocalFileSource>(std::move(eventsFile)), start, maxReadBytes, maxLineBytes,
+                cancel) {}
+
+EventTail::EventTail(std::unique_ptr<ByteSource> source, const FollowPosition& start,
+                     std::size_t maxReadBytes, std::size_t maxLineBytes, const std::atomic<bool>* cancel)
+    : source_(std::move(source)),
+      name_(baseName(source_->describe())),
       max_read_bytes_(maxReadBytes),
       max_line_bytes_(maxLineBytes),
       cancel_(cancel),
       expected_inode_(start.inode),
+      head_(start.head),
       buf_(std::make_unique<Buffer>()),
       line_start_(start.offset),
       next_line_(start.next_line),
@@ -112,16 +114,15 @@ EventTail::EventTail(std::filesystem::path eventsFile, const FollowPosition& sta
   }
 }
 
-EventTail::~EventTail() {
-  if (fd_ >= 0) ::close(fd_);
-}
+EventTail::~EventTail() = default;
 
 FollowPosition EventTail::position() const {
   FollowPosition p;
   p.offset = skipping_ ? skip_start_ : line_start_;
   p.next_line = next_line_;
   p.last_seq = last_seq_;
-  p.inode = inode_ != 0 ? inode_ : expected_inode_;
+  p.inode = identity_ ? identity_->inode : expected_inode_;
+  p.head = head_;
   return p;
 }
 
@@ -150,70 +151,134 @@ void EventTail::restartFromBeginning() {
   buf_->size = 0;
   skipping_ = false;
   recovering_ = true;
+  head_.clear();
+  head_checked_at_size_ = UINT64_MAX;
 }
 
-bool EventTail::open(std::vector<FollowIssue>* issues) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) {
-    if (errno != ENOENT) {
-      const std::string why = std::strerror(errno);
-      if (why != last_read_error_) {
-        last_read_error_ = why;
-        issues->push_back(
-            {FollowIssue::Kind::kReadError,
-             QStringLiteral("cannot open %1: %2").arg(QString::fromStdString(path_.string()), errnoText())});
-      }
-    }
-    // Not created yet: the run has not started writing. A missing run directory,
-    // though, will not fill itself: say so once.
-    std::error_code ec;
-    if (errno == ENOENT && !std::filesystem::is_directory(path_.parent_path(), ec)) {
-      const std::string why = "no run directory";
-      if (why != last_read_error_) {
-        last_read_error_ = why;
-        issues->push_back(
-            {FollowIssue::Kind::kReadError,
-             QStringLiteral("run directory %1 does not exist (or is not a folder); waiting for it")
-                 .arg(QString::fromStdString(path_.parent_path().string()))});
-      }
-    }
-    return false;
+QString EventTail::skippingSeqs() const {
+  return last_seq_ ? QStringLiteral(", skipping events up to seq %1 already shown").arg(*last_seq_)
+                   : QString();
+}
+
+void EventTail::statFailed(const Status& status, std::vector<FollowIssue>* issues) {
+  if (status.code() != Status::Code::kNotFound) {
+    reportReadError(issues, QString::fromStdString(status.message()));
+    return;
   }
-  struct stat st {};
-  ::fstat(fd_, &st);
-  inode_ = st.st_ino;
-  dev_ = st.st_dev;
-  last_read_error_.clear();
-  if (expected_inode_ != 0 && expected_inode_ != inode_) {
-    const QString seqs = last_seq_
-                             ? QStringLiteral(", skipping events up to seq %1 already shown").arg(*last_seq_)
-                             : QString();
+  // Not created yet: the run has not started writing. Gone after it was there: said
+  // once, and read from its start when it comes back.
+  if (!seen_) return;
+  vanished_ = true;
+  if (!removed_reported_) {
+    removed_reported_ = true;
+    issues->push_back({FollowIssue::Kind::kRemoved,
+                       QStringLiteral("%1 was removed; waiting for it to come back").arg(name_)});
+  }
+}
+
+void EventTail::checkIdentity(const SourceStat& st, std::vector<FollowIssue>* issues) {
+  if (!seen_) {
+    seen_ = true;
+    last_read_error_.clear();
+  }
+  const bool came_back = vanished_;
+  vanished_ = false;
+  if (st.identity) {
+    const std::uint64_t inode = st.identity->inode;
+    identity_ = st.identity;
+    if (expected_inode_ == 0 || expected_inode_ == inode) {
+      expected_inode_ = inode;
+      return;
+    }
     issues->push_back({FollowIssue::Kind::kReplaced,
                        QStringLiteral("%1 is not the file read before (inode %2, now %3): it was replaced; "
                                       "reading the new file from the start%4")
-                           .arg(fileName(path_))
+                           .arg(name_)
                            .arg(expected_inode_)
-                           .arg(inode_)
-                           .arg(seqs)});
+                           .arg(inode)
+                           .arg(skippingSeqs())});
+    expected_inode_ = inode;
+    restartFromBeginning();
+    return;
+  }
+  if (!came_back) return;
+  removed_reported_ = false;
+  issues->push_back({FollowIssue::Kind::kReplaced,
+                     QStringLiteral("%1 is back after it was removed; reading it from the start%2")
+                         .arg(name_)
+                         .arg(skippingSeqs())});
+  restartFromBeginning();
+}
+
+bool EventTail::checkHead(std::uint64_t size, std::vector<FollowIssue>* issues) {
+  if (size == head_checked_at_size_) return true;
+  char now[kHeadBytes];
+  const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(size, kHeadBytes));
+  std::size_t got = 0;
+  while (got < want) {
+    auto n = source_->read(got, now + got, want - got);
+    if (!n) {
+      if (n.status().code() != Status::Code::kNotFound)
+        reportReadError(issues, QString::fromStdString(n.status().message()));
+      return false;
+    }
+    if (*n == 0) break;
+    got += *n;
+  }
+  if (std::memcmp(now, head_.data(), std::min(got, head_.size())) != 0) {
+    issues->push_back(
+        {FollowIssue::Kind::kReplaced,
+         QStringLiteral("%1 starts with other bytes than the file read before: it was replaced; "
+                        "reading the new file from the start%2")
+             .arg(name_)
+             .arg(skippingSeqs()),
+         next_line_, line_start_ + buf_->size});
     restartFromBeginning();
   }
-  expected_inode_ = inode_;
+  if (got >= head_.size()) head_.assign(now, got);
+  head_checked_at_size_ = size;
   return true;
+}
+
+bool EventTail::checkPath(std::vector<FollowIssue>* issues) {
+  auto at_path = source_->statPath();
+  if (!at_path) {
+    if (at_path.status().code() == Status::Code::kNotFound && !removed_reported_) {
+      removed_reported_ = true;
+      issues->push_back({FollowIssue::Kind::kRemoved,
+                         QStringLiteral("%1 was removed; waiting for it to come back").arg(name_)});
+    }
+    return false;
+  }
+  removed_reported_ = false;
+  if (!at_path->identity || at_path->identity == identity_) return false;
+  source_->reopen();
+  issues->push_back(
+      {FollowIssue::Kind::kReplaced,
+       QStringLiteral("%1 was replaced by another file (inode %2, now %3); reading the new file "
+                      "from the start%4")
+           .arg(name_)
+           .arg(identity_->inode)
+           .arg(at_path->identity->inode)
+           .arg(skippingSeqs())});
+  // The next stat() opens whatever the path names then: this file, or a newer one
+  // (reported in its turn).
+  expected_inode_ = at_path->identity->inode;
+  identity_.reset();
+  restartFromBeginning();
+  return true;  // read the new file at once
 }
 
 bool EventTail::poll(std::vector<FollowIssue>* issues) {
   reported_this_chunk_ = 0;
   suppressed_this_chunk_ = 0;
-  if (fd_ < 0 && !open(issues)) return false;
-
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0) {
-    reportReadError(
-        issues,
-        QStringLiteral("cannot stat %1: %2").arg(QString::fromStdString(path_.string()), errnoText()));
+  auto stat = source_->stat();
+  if (!stat) {
+    statFailed(stat.status(), issues);
     return false;
   }
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  checkIdentity(*stat, issues);
+  const std::uint64_t size = stat->size;
   file_size_ = size;
   std::uint64_t read_pos = line_start_ + buf_->size;
   // A file truncated and rewritten past our position between two polls does not
@@ -221,26 +286,27 @@ bool EventTail::poll(std::vector<FollowIssue>* issues) {
   bool rewritten = false;
   if (size > read_pos && buf_->size == 0 && line_start_ > 0 && !skipping_) {
     char before = '\n';
-    rewritten = ::pread(fd_, &before, 1, static_cast<off_t>(line_start_ - 1)) == 1 && before != '\n';
+    auto n = source_->read(line_start_ - 1, &before, 1);
+    rewritten = n && *n == 1 && before != '\n';
   }
   if (size < read_pos || rewritten) {
-    const QString seqs = last_seq_
-                             ? QStringLiteral(", skipping events up to seq %1 already shown").arg(*last_seq_)
-                             : QString();
     const QString what = rewritten
                              ? QStringLiteral("%1 was rewritten: byte offset %2 no longer starts a line")
-                                   .arg(fileName(path_))
+                                   .arg(name_)
                                    .arg(read_pos)
                              : QStringLiteral("%1 shrank to %2 bytes, below the read position %3")
-                                   .arg(fileName(path_))
+                                   .arg(name_)
                                    .arg(size)
                                    .arg(read_pos);
-    issues->push_back({FollowIssue::Kind::kTruncated,
-                       what + QStringLiteral(": it was truncated; reading it again from the start") + seqs,
-                       next_line_, read_pos});
+    issues->push_back(
+        {FollowIssue::Kind::kTruncated,
+         what + QStringLiteral(": it was truncated; reading it again from the start") + skippingSeqs(),
+         next_line_, read_pos});
     restartFromBeginning();
-    read_pos = 0;
   }
+  // Without an identity, another file at the path shows in its first bytes.
+  if (!stat->identity && !checkHead(size, issues)) return false;
+  read_pos = line_start_ + buf_->size;
 
   if (size > read_pos) {
     const std::size_t want =
@@ -248,18 +314,16 @@ bool EventTail::poll(std::vector<FollowIssue>* issues) {
     buf_->reserve(buf_->size + want);
     std::size_t got = 0;
     while (got < want) {
-      const ssize_t n =
-          ::pread(fd_, buf_->data.get() + buf_->size + got, want - got, static_cast<off_t>(read_pos + got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        reportReadError(issues, QStringLiteral("cannot read %1 at byte offset %2: %3")
-                                    .arg(QString::fromStdString(path_.string()))
-                                    .arg(read_pos + got)
-                                    .arg(errnoText()));
+      auto n = source_->read(read_pos + got, buf_->data.get() + buf_->size + got, want - got);
+      if (!n) {
+        // Gone since stat(): the next poll says so. Anything else: said once, and the
+        // next poll reads on from here.
+        if (n.status().code() != Status::Code::kNotFound)
+          reportReadError(issues, QString::fromStdString(n.status().message()));
         break;
       }
-      if (n == 0) break;
-      got += static_cast<std::size_t>(n);
+      if (*n == 0) break;
+      got += *n;
     }
     buf_->size += got;
     if (got == want) last_read_error_.clear();
@@ -268,44 +332,18 @@ bool EventTail::poll(std::vector<FollowIssue>* issues) {
       issues->push_back(
           {FollowIssue::Kind::kUndecodable,
            QStringLiteral("%1: %2 more undecodable or duplicate lines in this read were skipped")
-               .arg(fileName(path_))
+               .arg(name_)
                .arg(suppressed_this_chunk_)});
     }
     const bool cancelled = cancel_ != nullptr && cancel_->load(std::memory_order_relaxed);
     if (cancelled) return false;
     if (got == want && read_pos + got < size) return true;
+    if (got < want) return false;  // a failed or short read: try again at the next poll
   }
 
-  // Everything in the open file is read: has another file taken its name?
-  struct stat at_path {};
-  if (::stat(path_.c_str(), &at_path) != 0) {
-    if (errno == ENOENT && !removed_reported_) {
-      removed_reported_ = true;
-      issues->push_back({FollowIssue::Kind::kRemoved,
-                         QStringLiteral("%1 was removed; waiting for it to come back").arg(fileName(path_))});
-    }
-    return false;
-  }
-  removed_reported_ = false;
-  if (at_path.st_ino != inode_ || at_path.st_dev != dev_) {
-    ::close(fd_);
-    fd_ = -1;
-    const QString seqs = last_seq_
-                             ? QStringLiteral(", skipping events up to seq %1 already shown").arg(*last_seq_)
-                             : QString();
-    issues->push_back(
-        {FollowIssue::Kind::kReplaced,
-         QStringLiteral("%1 was replaced by another file (inode %2, now %3); reading the new file "
-                        "from the start%4")
-             .arg(fileName(path_))
-             .arg(inode_)
-             .arg(static_cast<std::uint64_t>(at_path.st_ino))
-             .arg(seqs)});
-    expected_inode_ = 0;
-    restartFromBeginning();
-    return true;  // read the new file at once
-  }
-  return false;
+  // Everything in the file is read: has another file taken its name? (Only a source
+  // that holds its file open can be reading another file than the path names.)
+  return stat->identity && checkPath(issues);
 }
 
 void EventTail::drain(std::vector<FollowIssue>* issues) {
@@ -445,7 +483,7 @@ bool EventTail::accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t li
       FollowIssue gap{
           FollowIssue::Kind::kSeqGap,
           QStringLiteral("%1 line %2 (byte offset %3): seq %4 follows %5: events %6..%7 are missing")
-              .arg(fileName(path_))
+              .arg(name_)
               .arg(lineNo)
               .arg(offset)
               .arg(seq)
@@ -465,7 +503,7 @@ bool EventTail::accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t li
   report(issues,
          {FollowIssue::Kind::kDuplicate,
           QStringLiteral("%1 line %2 (byte offset %3): seq %4 was already delivered (expected %5); dropped")
-              .arg(fileName(path_))
+              .arg(name_)
               .arg(lineNo)
               .arg(offset)
               .arg(seq)
@@ -479,7 +517,7 @@ bool EventTail::reportIfTooLong(std::size_t length, std::uint64_t offset, std::u
   if (length <= max_line_bytes_) return false;
   report(issues, {FollowIssue::Kind::kUndecodable,
                   QStringLiteral("%1 line %2 (byte offset %3): line longer than %4 bytes; skipped")
-                      .arg(fileName(path_))
+                      .arg(name_)
                       .arg(lineNo)
                       .arg(offset)
                       .arg(max_line_bytes_),

@@ -1,6 +1,8 @@
 // EventTail: reads what was appended to one events.jsonl and decodes it, keeping the
 // guarantees of NOTE [Follow guarantees] (run_follower.cpp): partial lines wait,
 // truncation and replacement are detected and recovered from, seqs are checked.
+// The bytes come from a ByteSource it owns: a local file or one on a remote::Host
+// (NOTE [Sources and decoders] in byte_source.h).
 //
 // RunFollower drives it from its poll timer; it has no Qt event loop of its own, so a
 // test can drive it directly, one poll() at a time.
@@ -15,7 +17,7 @@
 // plain one-thread path.
 //
 // Thread-safety: not thread-safe; one thread at a time (it uses its helpers itself).
-// Does file I/O.
+// Does I/O through its source.
 #pragma once
 
 #include <QString>
@@ -24,8 +26,10 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "app/monitor/byte_source.h"
 #include "app/monitor/fast_event_decoder.h"
 #include "app/monitor/follow_types.h"
 #include "app/monitor/series_batch.h"
@@ -36,7 +40,10 @@ namespace fs::app {
 
 class EventTail {
  public:
-  // `cancel` (may be null) is polled while decoding a chunk.
+  // `cancel` (may be null) is polled while decoding a chunk. REQUIRES: source.
+  EventTail(std::unique_ptr<ByteSource> source, const FollowPosition& start, std::size_t maxReadBytes,
+            std::size_t maxLineBytes, const std::atomic<bool>* cancel);
+  // A local file (LocalFileSource).
   EventTail(std::filesystem::path eventsFile, const FollowPosition& start, std::size_t maxReadBytes,
             std::size_t maxLineBytes, const std::atomic<bool>* cancel);
   ~EventTail();
@@ -47,6 +54,8 @@ class EventTail {
   // when more is waiting (the caller should poll again soon rather than wait).
   bool poll(std::vector<FollowIssue>* issues);
   static constexpr std::size_t kParallelMinBytes = 1u << 20;
+  // How much of the file's start identifies it where the source knows no identity.
+  static constexpr std::size_t kHeadBytes = 128;
   // Reads and decodes until the end of the file (or cancellation).
   void drain(std::vector<FollowIssue>* issues);
 
@@ -60,7 +69,17 @@ class EventTail {
  private:
   struct Buffer;
   struct Piece;
-  bool open(std::vector<FollowIssue>* issues);
+  // stat() failed: quiet while the file was never there, said once when it went away.
+  void statFailed(const protocol::Status& status, std::vector<FollowIssue>* issues);
+  // After a successful stat(): when the source now reads another file than the
+  // position was in, says so and restarts from the beginning.
+  void checkIdentity(const SourceStat& st, std::vector<FollowIssue>* issues);
+  // Sources without identity: compares the file's first bytes with those read before;
+  // false when they could not be read (reported).
+  bool checkHead(std::uint64_t size, std::vector<FollowIssue>* issues);
+  // At the end of the file read: a file held open may have lost its path.
+  bool checkPath(std::vector<FollowIssue>* issues);
+  QString skippingSeqs() const;
   void restartFromBeginning();
   void processLines(std::vector<FollowIssue>* issues);
   // Decodes the complete lines of the buffer with the helpers; returns the buffer
@@ -85,24 +104,27 @@ class EventTail {
   void report(std::vector<FollowIssue>* issues, FollowIssue issue);
   void reportReadError(std::vector<FollowIssue>* issues, const QString& message);
 
-  std::filesystem::path path_;
+  std::unique_ptr<ByteSource> source_;
+  QString name_;  // the file's base name, for line-level messages
   std::size_t max_read_bytes_;
   std::size_t max_line_bytes_;
   const std::atomic<bool>* cancel_;
 
-  int fd_ = -1;
-  std::uint64_t inode_ = 0;
-  std::uint64_t dev_ = 0;
-  std::uint64_t expected_inode_;  // from the start position; 0 = accept any
-  std::unique_ptr<Buffer> buf_;   // bytes from line_start_ on, no complete line once processed
-  std::uint64_t line_start_;      // file offset of buf_'s first byte
+  bool seen_ = false;                     // stat() has succeeded at least once
+  bool vanished_ = false;                 // stat() said kNotFound after that
+  std::optional<FileIdentity> identity_;  // of the file the source reads, where it knows one
+  std::uint64_t expected_inode_;          // from the start position; 0 = accept any
+  std::string head_;                      // the file's first bytes (identity-less sources)
+  std::uint64_t head_checked_at_size_ = UINT64_MAX;
+  std::unique_ptr<Buffer> buf_;  // bytes from line_start_ on, no complete line once processed
+  std::uint64_t line_start_;     // file offset of buf_'s first byte
   std::uint64_t next_line_;
   bool skipping_ = false;         // inside an over-long line, dropping bytes up to its newline
   std::uint64_t skip_start_ = 0;  // where that line started
   std::optional<std::uint64_t> last_seq_;
   bool recovering_ = false;  // after truncation / replacement: drop seqs already delivered quietly
   bool removed_reported_ = false;
-  std::string last_read_error_;
+  std::string last_read_error_;  // said already; cleared when reading works again
   int reported_this_chunk_ = 0;
   int suppressed_this_chunk_ = 0;
 

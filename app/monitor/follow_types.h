@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "app/monitor/series_batch.h"
@@ -24,6 +25,7 @@ struct FollowPosition {
   std::uint64_t next_line = 1;               // line number of the line starting at `offset`
   std::optional<std::uint64_t> last_seq;     // highest seq delivered; none before the first event
   std::uint64_t inode = 0;                   // events.jsonl's inode when read; 0 when not known yet
+  std::string head;                          // its first bytes, where the source knows no inode (remote)
   std::map<int, std::uint64_t> log_offsets;  // logs/rank-<r>.log: offset after its last complete line
   bool operator==(const FollowPosition&) const = default;
 };
@@ -32,7 +34,7 @@ struct FollowPosition {
 struct FollowIssue {
   enum class Kind {
     kTruncated,    // events.jsonl shrank below the read position; re-read from the start
-    kReplaced,     // events.jsonl is another file now (new inode); re-read from the start
+    kReplaced,     // events.jsonl is another file now (new inode, new first bytes); re-read from the start
     kRemoved,      // events.jsonl disappeared; waiting for it to come back
     kUndecodable,  // a line the decoder rejected; skipped
     kSeqGap,       // seqs missing between two delivered events

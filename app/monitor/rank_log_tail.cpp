@@ -1,22 +1,10 @@
 #include "app/monitor/rank_log_tail.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <system_error>
+
+#include "backend/protocol/wire/run_dir.h"
 
 namespace fs::app {
-namespace {
-
-QString fromPath(const std::filesystem::path& p) {
-  return QString::fromStdString(p.string());
-}
-
-}  // namespace
 
 int rankOfLogFileName(std::string_view name) {
   constexpr std::string_view kPrefix = "rank-";
@@ -30,8 +18,8 @@ int rankOfLogFileName(std::string_view name) {
   return rank;
 }
 
-RankLogTail::RankLogTail(std::filesystem::path logsDir, std::map<int, std::uint64_t> offsets)
-    : dir_(std::move(logsDir)) {
+RankLogTail::RankLogTail(std::shared_ptr<RunDirSource> runDir, std::map<int, std::uint64_t> offsets)
+    : dir_(std::move(runDir)) {
   for (const auto& [rank, offset] : offsets) files_[rank].offset = offset;
 }
 
@@ -42,43 +30,39 @@ std::map<int, std::uint64_t> RankLogTail::offsets() const {
 }
 
 void RankLogTail::poll(QList<RankLogLine>* lines, std::vector<FollowIssue>* issues) {
-  std::error_code ec;
-  std::filesystem::directory_iterator it(dir_, ec);
-  if (ec) return;  // logs/ not created yet: nothing to follow
-  std::map<int, std::filesystem::path> present;
-  for (const std::filesystem::directory_iterator end; it != end; it.increment(ec)) {
-    const int rank = rankOfLogFileName(it->path().filename().native());
-    if (rank >= 0) present.emplace(rank, it->path());
-    if (ec) break;
+  auto names = dir_->list(std::string(protocol::kLogsDirName));
+  if (!names) return;  // logs/ not created yet (or unreadable now): nothing to follow
+  std::map<int, std::string> present;
+  for (const std::string& name : *names) {
+    const int rank = rankOfLogFileName(name);
+    if (rank >= 0) present.emplace(rank, name);
   }
-  for (const auto& [rank, path] : present) readFile(rank, path, files_[rank], lines, issues);
+  for (auto& [rank, f] : files_)
+    if (!present.contains(rank)) f.source.reset();  // gone: let go of it
+  for (const auto& [rank, name] : present) readFile(rank, name, files_[rank], lines, issues);
 }
 
-void RankLogTail::readFile(int rank, const std::filesystem::path& path, File& f, QList<RankLogLine>* lines,
+void RankLogTail::reportOnce(File& f, const std::string& message, std::vector<FollowIssue>* issues) {
+  // Said once per file until it can be read again: polls come every few ms.
+  if (f.error_reported) return;
+  f.error_reported = true;
+  issues->push_back({FollowIssue::Kind::kLogIssue, QString::fromStdString(message)});
+}
+
+void RankLogTail::readFile(int rank, const std::string& name, File& f, QList<RankLogLine>* lines,
                            std::vector<FollowIssue>* issues) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    // Said once per file until it can be read again: polls come every few ms.
-    if (errno != ENOENT && !f.error_reported) {
-      f.error_reported = true;
-      issues->push_back({FollowIssue::Kind::kLogIssue,
-                         QStringLiteral("cannot read %1: %2")
-                             .arg(fromPath(path), QString::fromLocal8Bit(std::strerror(errno)))});
-    }
+  if (!f.source) f.source = dir_->open(std::string(protocol::kLogsDirName) + "/" + name);
+  auto st = f.source->stat();
+  if (!st) {
+    if (st.status().code() != protocol::Status::Code::kNotFound) reportOnce(f, st.status().message(), issues);
     return;
   }
-  f.error_reported = false;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return;
-  }
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const auto size = st->size;
   const std::uint64_t read_from = f.offset + f.partial.size();
   if (size < read_from) {
     issues->push_back({FollowIssue::Kind::kLogIssue,
                        QStringLiteral("%1 shrank to %2 bytes (had %3): reading it again from the start")
-                           .arg(fromPath(path))
+                           .arg(QString::fromStdString(f.source->describe()))
                            .arg(size)
                            .arg(read_from)});
     f.offset = 0;
@@ -87,15 +71,29 @@ void RankLogTail::readFile(int rank, const std::filesystem::path& path, File& f,
   const std::uint64_t from = f.offset + f.partial.size();
   const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(size - from, kMaxReadPerPoll));
   if (want == 0) {
-    ::close(fd);
+    f.error_reported = false;
+    // Read to its end: a file held open may have lost its path to another one.
+    if (!st->identity) return;
+    auto at_path = f.source->statPath();
+    if (!at_path || !at_path->identity || at_path->identity == st->identity) return;
+    issues->push_back({FollowIssue::Kind::kLogIssue,
+                       QStringLiteral("%1 was replaced by another file: reading the new one from the start")
+                           .arg(QString::fromStdString(f.source->describe()))});
+    f.source->reopen();
+    f.offset = 0;
+    f.partial.clear();
     return;
   }
-  std::string chunk(want, '\0');
-  const ssize_t got = ::pread(fd, chunk.data(), want, static_cast<off_t>(from));
-  ::close(fd);
-  if (got <= 0) return;
-  chunk.resize(static_cast<std::size_t>(got));
-  f.partial += chunk;
+  const std::size_t had = f.partial.size();
+  f.partial.resize(had + want);
+  auto got = f.source->read(from, f.partial.data() + had, want);
+  f.partial.resize(had + (got ? *got : 0));
+  if (!got) {
+    if (got.status().code() != protocol::Status::Code::kNotFound)
+      reportOnce(f, got.status().message(), issues);
+    return;
+  }
+  f.error_reported = false;
 
   std::size_t start = 0;
   for (std::size_t nl = f.partial.find('\n'); nl != std::string::npos; nl = f.partial.find('\n', start)) {

@@ -3,19 +3,24 @@
 // Each call to poll() lists logs/ (files appear as ranks start), reads what was
 // appended to each file since the last call (bounded per call), and returns the
 // complete lines with their rank; a partial last line waits for its newline. A file
-// that shrank is read again from its start and reported.
+// that shrank, or that another file replaced (where the source tells), is read again
+// from its start and reported. The files come from a RunDirSource: local, or on a
+// remote::Host (NOTE [Sources and decoders] in byte_source.h).
 //
-// Thread-safety: not thread-safe; used by the follower's thread only. Does file I/O.
+// Thread-safety: not thread-safe; used by the follower's thread only. Does I/O
+// through its sources.
 #pragma once
 
 #include <QList>
 #include <QString>
 #include <cstdint>
-#include <filesystem>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "app/monitor/byte_source.h"
 #include "app/monitor/follow_types.h"
 
 namespace fs::app {
@@ -23,7 +28,8 @@ namespace fs::app {
 class RankLogTail {
  public:
   // `offsets`: where to continue in each rank's file (from FollowPosition).
-  RankLogTail(std::filesystem::path logsDir, std::map<int, std::uint64_t> offsets);
+  // REQUIRES: runDir.
+  RankLogTail(std::shared_ptr<RunDirSource> runDir, std::map<int, std::uint64_t> offsets);
 
   // Appends new complete lines to *lines and problems to *issues.
   void poll(QList<RankLogLine>* lines, std::vector<FollowIssue>* issues);
@@ -38,11 +44,13 @@ class RankLogTail {
     std::uint64_t offset = 0;  // after the last complete line
     std::string partial;       // bytes after `offset` without a newline yet
     bool error_reported = false;
+    std::unique_ptr<ByteSource> source;  // while the file is listed
   };
-  void readFile(int rank, const std::filesystem::path& path, File& f, QList<RankLogLine>* lines,
+  void readFile(int rank, const std::string& name, File& f, QList<RankLogLine>* lines,
                 std::vector<FollowIssue>* issues);
+  void reportOnce(File& f, const std::string& message, std::vector<FollowIssue>* issues);
 
-  std::filesystem::path dir_;
+  std::shared_ptr<RunDirSource> dir_;
   std::map<int, File> files_;
 };
 

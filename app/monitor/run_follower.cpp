@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "app/monitor/event_tail.h"
+#include "app/monitor/local_file_source.h"
 #include "app/monitor/process_probe.h"
 #include "app/monitor/rank_log_tail.h"
 #include "backend/protocol/wire/run_dir.h"
@@ -37,13 +38,31 @@
 //  - stop() emits stopped() with the position; a follower started from that position
 //    continues exactly there: nothing lost, nothing delivered twice.
 //  - For local runs, run.json's pid is checked about once a second while the manifest
-//    says the run is live; when the process is gone, the file is read to its end first
-//    and then processExited() is emitted once.
+//    says the run is live (for others, FollowOptions::process_alive, when given); when
+//    the process is gone, the file is read to its end first and then processExited()
+//    is emitted once.
+//  - All of it holds for a run directory on another machine too (FollowOptions::source):
+//    a failed read is reported once and retried from the same position at the next
+//    poll; replacement is told by content where no inode is known (NOTE [Sources and
+//    decoders] in byte_source.h).
 
 namespace fs::app {
 
+namespace {
+
+// run.json is a few hundred bytes; anything past this is not a manifest.
+constexpr std::size_t kMaxManifestBytes = 1u << 20;
+
+std::optional<bool> localProcessAlive(const protocol::RunManifest& m) {
+  if (m.launcher != protocol::LauncherKind::kLocal || !m.pid) return std::nullopt;
+  return isProcessAlive(*m.pid);
+}
+
+}  // namespace
+
 struct RunFollower::State {
-  std::filesystem::path dir;
+  std::shared_ptr<RunDirSource> dir;
+  std::unique_ptr<ByteSource> manifest;  // run.json, read again at every check
   std::unique_ptr<EventTail> events;
   std::unique_ptr<RankLogTail> logs;
   QElapsedTimer since_process_check;
@@ -54,7 +73,11 @@ struct RunFollower::State {
 
 RunFollower::RunFollower(FollowOptions options, QObject* parent)
     : QObject(parent), options_(std::move(options)), s_(std::make_unique<State>()) {
-  s_->dir = std::filesystem::path(QFile::encodeName(options_.run_dir).toStdString());
+  s_->dir = options_.source;
+  if (!s_->dir) {
+    s_->dir = std::make_shared<LocalRunDir>(QFile::encodeName(options_.run_dir).toStdString());
+    if (!options_.process_alive) options_.process_alive = localProcessAlive;
+  }
 }
 
 RunFollower::~RunFollower() = default;
@@ -66,10 +89,10 @@ void RunFollower::cancel() {
 void RunFollower::start() {
   if (s_->running || cancel_.load(std::memory_order_relaxed)) return;
   s_->running = true;
-  s_->events = std::make_unique<EventTail>(s_->dir / protocol::kEventsFileName, options_.start,
-                                           options_.max_read_bytes, options_.max_line_bytes, &cancel_);
-  if (options_.follow_logs)
-    s_->logs = std::make_unique<RankLogTail>(s_->dir / protocol::kLogsDirName, options_.start.log_offsets);
+  s_->events =
+      std::make_unique<EventTail>(s_->dir->open(std::string(protocol::kEventsFileName)), options_.start,
+                                  options_.max_read_bytes, options_.max_line_bytes, &cancel_);
+  if (options_.follow_logs) s_->logs = std::make_unique<RankLogTail>(s_->dir, options_.start.log_offsets);
   s_->since_process_check.start();
   if (timer_ == nullptr) {
     timer_ = new QTimer(this);
@@ -130,7 +153,7 @@ void RunFollower::poll() {
     }
     return;
   }
-  if (options_.process_check_interval_ms > 0 &&
+  if (options_.process_check_interval_ms > 0 && options_.process_alive &&
       s_->since_process_check.elapsed() >= options_.process_check_interval_ms) {
     s_->since_process_check.restart();
     checkProcess();
@@ -138,11 +161,17 @@ void RunFollower::poll() {
 }
 
 void RunFollower::checkProcess() {
-  auto manifest = protocol::readManifest(s_->dir);
-  if (!manifest.isOk()) return;  // no run.json (yet), or unreadable: nothing to check against
+  // run.json is replaced whole (rename) at every change: read what the path names now.
+  if (!s_->manifest) s_->manifest = s_->dir->open(std::string(protocol::kManifestFileName));
+  s_->manifest->reopen();
+  auto text = readWhole(*s_->manifest, kMaxManifestBytes);
+  if (!text.isOk()) return;  // no run.json (yet), or unreadable: nothing to check against
+  auto manifest = protocol::decodeManifest(text.value(), s_->manifest->describe());
+  if (!manifest.isOk()) return;
   const protocol::RunManifest& m = manifest.value();
-  if (m.launcher != protocol::LauncherKind::kLocal || !m.pid || protocol::isTerminal(m.state)) return;
-  if (s_->reported_pid == m.pid || isProcessAlive(*m.pid)) return;
+  if (!m.pid || protocol::isTerminal(m.state) || s_->reported_pid == m.pid) return;
+  const std::optional<bool> alive = options_.process_alive(m);
+  if (!alive || *alive) return;
   // The process is gone: whatever it wrote is complete now. Deliver it first, so the
   // owner judges the exit knowing the run's last events (a run_finished, say).
   std::vector<FollowIssue> issues;

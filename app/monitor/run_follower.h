@@ -1,4 +1,6 @@
-// RunFollower: tails a run directory's events.jsonl and rank logs on a worker thread.
+// RunFollower: tails a run directory's events.jsonl and rank logs on a worker thread;
+// a local one, or any other through a RunDirSource (e.g. HostRunDir: a run on a
+// cluster, read over SFTP).
 //
 // Run it on a WorkerThread (app/common/worker_thread.h): start() in, batchReady()
 // out. See NOTE [Polling a run directory] and NOTE [Follow guarantees] in
@@ -11,22 +13,37 @@
 #include <QString>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 
+#include "app/monitor/byte_source.h"
 #include "app/monitor/follow_types.h"
 
 class QTimer;
 
+namespace fs::protocol {
+struct RunManifest;
+}
+
 namespace fs::app {
 
 struct FollowOptions {
-  QString run_dir;
+  QString run_dir;  // a local run directory; ignored when `source` is set
+  // The run directory to follow instead of run_dir (e.g. a HostRunDir); used on the
+  // follower's thread only, from start() to stop().
+  std::shared_ptr<RunDirSource> source;
   FollowPosition start;  // default: from the beginning
   int poll_interval_ms = 50;
   std::size_t max_read_bytes = 16u << 20;  // events.jsonl bytes per batch at most
   std::size_t max_line_bytes = 64u << 20;  // longer lines are reported and skipped
   bool follow_logs = true;
   int process_check_interval_ms = 1000;  // 0: never check run.json's pid
+  // Whether the process of a live run (run.json) is still running: true, false, or
+  // nullopt when it cannot tell. Unset: for a local run_dir, run.json's pid on this
+  // machine (isProcessAlive) when its launcher is local; with a `source`, no check.
+  // Called on the follower's thread; may block (a remote command).
+  std::function<std::optional<bool>(const protocol::RunManifest&)> process_alive;
 };
 
 class RunFollower : public QObject {

@@ -75,7 +75,17 @@ void RunMonitor::stopFollower() {
   follower_ = nullptr;
 }
 
+void RunMonitor::attach(std::shared_ptr<RunDirSource> source, const FollowPosition& from) {
+  const QString described = QString::fromStdString(source->describe());
+  attachTo(described, std::move(source), from);
+}
+
 void RunMonitor::attach(const QString& runDir, const FollowPosition& from) {
+  attachTo(runDir, nullptr, from);
+}
+
+void RunMonitor::attachTo(const QString& runDir, std::shared_ptr<RunDirSource> source,
+                          const FollowPosition& from) {
   stopFollower();
   const bool fresh = from == FollowPosition{};
   if (fresh || runDir != run_dir_) {
@@ -94,6 +104,7 @@ void RunMonitor::attach(const QString& runDir, const FollowPosition& from) {
 
   FollowOptions fo;
   fo.run_dir = runDir;
+  fo.source = std::move(source);
   fo.start = from;
   fo.poll_interval_ms = options_.poll_interval_ms;
   fo.follow_logs = options_.follow_logs;

@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "app/monitor/byte_source.h"
 #include "app/monitor/follow_types.h"
 #include "app/monitor/measured_memory_tracker.h"
 #include "app/monitor/series_store.h"
@@ -61,6 +62,10 @@ class RunMonitor : public QObject {
 
   // Starts following `run_dir` from `from`; detaches first if attached.
   void attach(const QString& runDir, const FollowPosition& from = {});
+  // The same through a RunDirSource (e.g. a HostRunDir: a run on a cluster); runDir()
+  // is then its describe(). No process check (FollowOptions::process_alive).
+  // REQUIRES: source.
+  void attach(std::shared_ptr<RunDirSource> source, const FollowPosition& from = {});
   // Stops following; detached() brings the position to attach() from later.
   void detach();
   bool isAttached() const { return follower_ != nullptr; }
@@ -107,6 +112,8 @@ class RunMonitor : public QObject {
   void apply(const FollowBatchPtr& batch);
   void applyEvent(const protocol::Event& e);
   void updateEta();
+  // source: null for a local runDir.
+  void attachTo(const QString& runDir, std::shared_ptr<RunDirSource> source, const FollowPosition& from);
   void stopFollower();
   bool live() const;
 

@@ -1,0 +1,131 @@
+// Test stand-ins for a network between the follower and its files, over real files:
+//  - FaultySource: a LocalFileSource that fails where a test says, and that can read
+//    by path without an identity, as an SFTP source does (like leveldb's
+//    fault-injection Env: it stands in for a failing network, not for the product);
+//  - FilesHost: a remote::Host whose files are this machine's (readFile, stat, list
+//    only), with reads that fail where a test says, to drive HostFileSource and
+//    HostRunDir until the real LocalHost / SshHost are there to test them with.
+// Thread-safety: one test thread (FilesHost: the follower's thread and the test's
+// thread, through atomics).
+#pragma once
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/monitor/local_file_source.h"
+#include "app/remote/remote_host.h"
+
+namespace fs::app::testing {
+
+struct Faults {
+  bool by_path = false;                // reopen at every call and hide the identity (as over SFTP)
+  std::uint64_t fail_at = UINT64_MAX;  // reads reaching past this offset stop there, and
+  int read_failures = 0;               // the next ones from there fail with kIOError
+  int stat_failures = 0;               // the next stat() calls fail with kIOError
+  int failed = 0;                      // failures injected so far
+};
+
+class FaultySource : public ByteSource {
+ public:
+  FaultySource(std::filesystem::path path, std::shared_ptr<Faults> faults)
+      : inner_(std::move(path)), faults_(std::move(faults)) {}
+
+  std::string describe() const override { return inner_.describe(); }
+  protocol::StatusOr<SourceStat> stat() override {
+    if (faults_->stat_failures > 0) {
+      --faults_->stat_failures;
+      ++faults_->failed;
+      return protocol::Status::ioError("connection lost: cannot stat " + describe());
+    }
+    if (faults_->by_path) inner_.reopen();
+    auto st = inner_.stat();
+    if (st && faults_->by_path) st->identity.reset();
+    return st;
+  }
+  protocol::StatusOr<std::size_t> read(std::uint64_t offset, char* buf, std::size_t n) override {
+    if (faults_->read_failures > 0 && offset + n > faults_->fail_at) {
+      if (offset < faults_->fail_at) {
+        n = static_cast<std::size_t>(faults_->fail_at - offset);
+      } else {
+        --faults_->read_failures;
+        ++faults_->failed;
+        return protocol::Status::ioError("connection lost: cannot read " + describe() + " at byte offset " +
+                                         std::to_string(offset));
+      }
+    }
+    if (faults_->by_path) inner_.reopen();
+    return inner_.read(offset, buf, n);
+  }
+  protocol::StatusOr<SourceStat> statPath() override { return faults_->by_path ? stat() : inner_.statPath(); }
+  void reopen() override { inner_.reopen(); }
+
+ private:
+  LocalFileSource inner_;
+  std::shared_ptr<Faults> faults_;
+};
+
+class FilesHost : public remote::Host {
+ public:
+  std::string name() const override { return "files"; }
+  bool connected() const override { return true; }
+  // Every `n`-th readFile() fails with kIOError (0: none).
+  void failEveryNthRead(int n) { fail_every_ = n; }
+  int failedReads() const { return failed_; }
+
+  protocol::StatusOr<remote::CommandResult> run(const std::vector<std::string>&,
+                                                const remote::ExecOptions&) override {
+    return protocol::Status::unsupported("FilesHost runs no commands");
+  }
+  protocol::StatusOr<std::string> readFile(const std::string& path, std::uint64_t offset,
+                                           std::size_t max) override {
+    if (const int n = fail_every_.load(); n > 0 && ++reads_ % n == 0) {
+      ++failed_;
+      return protocol::Status::ioError("files: connection lost reading " + path + " at byte offset " +
+                                       std::to_string(offset));
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return protocol::Status::notFound("files:" + path + " does not exist");
+    in.seekg(static_cast<std::streamoff>(offset));
+    std::string out(max, '\0');
+    in.read(out.data(), static_cast<std::streamsize>(max));
+    out.resize(in ? max : static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+    return out;
+  }
+  protocol::StatusOr<remote::FileInfo> stat(const std::string& path) override {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+      return protocol::Status::notFound("files:" + path + " does not exist");
+    return remote::FileInfo{path, static_cast<std::uint64_t>(st.st_size), st.st_mtime, S_ISDIR(st.st_mode),
+                            st.st_mode & 07777u};
+  }
+  protocol::StatusOr<std::vector<remote::FileInfo>> list(const std::string& dir) override {
+    std::error_code ec;
+    std::vector<remote::FileInfo> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      out.push_back({e.path().filename().string(), 0, 0, e.is_directory(), 0});
+    if (ec) return protocol::Status::notFound("files:" + dir + " does not exist");
+    return out;
+  }
+  protocol::Status writeFileAtomic(const std::string&, std::string_view, std::uint32_t) override {
+    return protocol::Status::unsupported("FilesHost writes nothing");
+  }
+  protocol::Status makeDirs(const std::string&) override {
+    return protocol::Status::unsupported("FilesHost writes nothing");
+  }
+  protocol::Status remove(const std::string&) override {
+    return protocol::Status::unsupported("FilesHost writes nothing");
+  }
+
+ private:
+  std::atomic<int> fail_every_{0};
+  std::atomic<int> reads_{0};
+  std::atomic<int> failed_{0};
+};
+
+}  // namespace fs::app::testing
