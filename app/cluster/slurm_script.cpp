@@ -1,0 +1,185 @@
+// The batch script: validation of the SLURM settings, then the text
+// (NOTE [SLURM batch script] in slurm_script.h).
+#include "app/cluster/slurm_script.h"
+
+#include <algorithm>
+#include <regex>
+
+namespace fs::app::cluster {
+
+using protocol::Problem;
+using protocol::Status;
+using protocol::StatusOr;
+
+namespace {
+
+// Options the script sets itself; an extra line repeating one would silently
+// change where the log goes or how many ranks start.
+const std::vector<std::string> kOwnedOptions = {
+    "--job-name", "-J",          "--nodes",  "-N", "--ntasks-per-node",
+    "--ntasks",   "-n",          "--output", "-o", "--error",
+    "-e",         "--open-mode", "--chdir",  "-D", "--parsable"};
+
+bool hasControl(std::string_view s) {
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
+// A value on an #SBATCH line: sbatch splits the line at blanks outside double
+// quotes and takes '\' as an escape, so: in double quotes, '"' and '\' escaped.
+std::string sbatchQuote(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// SLURM expands %j, %u, ... in --output; "%%" is a '%'.
+std::string escapePercent(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    out += c;
+    if (c == '%') out += '%';
+  }
+  return out;
+}
+
+std::string optionName(const std::string& line) {
+  const auto end = line.find_first_of("= \t");
+  return line.substr(0, end);
+}
+
+std::string num(int64_t v) {
+  return std::to_string(v);
+}
+
+}  // namespace
+
+std::string quoteForScript(std::string_view text) {
+  static const std::string kSafe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-";
+  if (!text.empty() && text.find_first_not_of(kSafe) == std::string_view::npos) return std::string(text);
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string slurmLogPath(const std::string& run_dir, const std::string& job_id) {
+  return run_dir + "/logs/slurm-" + job_id + ".out";
+}
+
+std::vector<Problem> validateSlurmJob(const protocol::RunConfig& config, const SlurmJobSpec& spec) {
+  std::vector<Problem> problems;
+  auto error = [&](std::string path, std::string message, std::string fix = {}) {
+    problems.push_back({Problem::Severity::kError, std::move(path), std::move(message), std::move(fix)});
+  };
+  const auto& l = config.launch;
+  const auto& s = l.slurm;
+  if (l.nnodes < 1)
+    error("launch.nnodes", num(l.nnodes) + " nodes; a job needs at least one", "set 1 or more");
+  if (l.nproc_per_node < 1) {
+    error("launch.nproc_per_node", num(l.nproc_per_node) + " ranks per node; a job needs at least one",
+          "set 1 or more");
+  }
+  static const std::regex kName("[A-Za-z0-9_.,+-]+");
+  if (!s.partition.empty() && !std::regex_match(s.partition, kName)) {
+    error("launch.slurm.partition", "'" + s.partition + "' is not a partition name",
+          "letters, digits and _ . , + - only (a comma list for several); empty = the cluster's default");
+  }
+  if (!s.account.empty() && !std::regex_match(s.account, kName)) {
+    error("launch.slurm.account", "'" + s.account + "' is not an account name",
+          "letters, digits and _ . , + - only; empty = none");
+  }
+  static const std::regex kTime(R"((\d+-)?\d+(:\d+){0,2}|UNLIMITED|unlimited|INFINITE|infinite)");
+  if (!s.time_limit.empty() && !std::regex_match(s.time_limit, kTime)) {
+    error("launch.slurm.time_limit", "'" + s.time_limit + "' is not a SLURM time",
+          "use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (e.g. 2-00:00:00); empty = partition "
+          "default");
+  }
+  if (s.gpus_per_node < 0)
+    error("launch.slurm.gpus_per_node", num(s.gpus_per_node) + " is negative", "0 or more");
+  if (s.cpus_per_task < 0)
+    error("launch.slurm.cpus_per_task", num(s.cpus_per_task) + " is negative", "0 or more");
+  for (std::size_t i = 0; i < s.extra_args.size(); ++i) {
+    const std::string path = "launch.slurm.extra_args[" + std::to_string(i) + "]";
+    std::string line = s.extra_args[i];
+    if (line.rfind("#SBATCH", 0) == 0) line = line.substr(7);
+    line.erase(0, line.find_first_not_of(" \t"));
+    if (hasControl(s.extra_args[i])) {
+      error(path, "'" + s.extra_args[i] + "' holds a line break or another control character",
+            "one option per item, e.g. --mem=64G");
+    } else if (line.empty() || line[0] != '-') {
+      error(path, "'" + s.extra_args[i] + "' is not an sbatch option", "one option per item, e.g. --mem=64G");
+    } else if (std::find(kOwnedOptions.begin(), kOwnedOptions.end(), optionName(line)) !=
+               kOwnedOptions.end()) {
+      error(path, "'" + optionName(line) + "' is set by the app (log file, ranks, job name)",
+            "use launch.nnodes / nproc_per_node, or edit the previewed script");
+    }
+  }
+  if (spec.run_dir.empty() || spec.run_dir[0] != '/') {
+    error("run directory", "'" + spec.run_dir + "' is not an absolute path on the cluster");
+  } else if (hasControl(spec.run_dir) || spec.run_dir.find('\\') != std::string::npos) {
+    error("run directory", "'" + spec.run_dir + "' holds a control character or a backslash",
+          "SLURM's --output stops expanding %j when it sees a backslash; choose another run root");
+  }
+  if (spec.engine.empty() || hasControl(spec.engine)) {
+    error("engine", "'" + spec.engine + "' is not a path of flamingo-train on the cluster");
+  }
+  const std::string name = spec.job_name.empty() ? config.name : spec.job_name;
+  if (name.empty() || hasControl(name))
+    error("job name", "'" + name + "' is empty or holds a control character");
+  return problems;
+}
+
+StatusOr<std::string> makeSlurmScript(const protocol::RunConfig& config, const SlurmJobSpec& spec) {
+  const auto problems = validateSlurmJob(config, spec);
+  if (protocol::hasErrors(problems)) return Status::invalidArgument(protocol::formatProblems(problems));
+  const auto& l = config.launch;
+  const auto& s = l.slurm;
+  const std::string& run = spec.run_dir;
+  const int64_t cpusPerTask = s.cpus_per_task > 0 ? s.cpus_per_task : l.threads_per_rank;
+  std::string out = "#!/bin/bash\n";
+  auto sbatch = [&out](const std::string& line) { out += "#SBATCH " + line + "\n"; };
+  sbatch("--job-name=" + sbatchQuote(spec.job_name.empty() ? config.name : spec.job_name));
+  sbatch("--nodes=" + num(l.nnodes));
+  sbatch("--ntasks-per-node=" + num(l.nproc_per_node));
+  if (cpusPerTask > 0) sbatch("--cpus-per-task=" + num(cpusPerTask));
+  if (s.gpus_per_node > 0) sbatch("--gpus-per-node=" + num(s.gpus_per_node));
+  if (!s.partition.empty()) sbatch("--partition=" + s.partition);
+  if (!s.account.empty()) sbatch("--account=" + s.account);
+  if (!s.time_limit.empty()) {
+    sbatch("--time=" + s.time_limit);
+    sbatch("--signal=TERM@" + std::to_string(kStopLeadS));
+  }
+  sbatch("--requeue");
+  sbatch("--chdir=" + sbatchQuote(run));
+  sbatch("--output=" + sbatchQuote(escapePercent(run) + "/logs/slurm-%j.out"));
+  sbatch("--open-mode=append");
+  for (const auto& extra : s.extra_args) {
+    std::string line = extra.rfind("#SBATCH", 0) == 0 ? extra.substr(7) : extra;
+    line.erase(0, line.find_first_not_of(" \t"));
+    sbatch(line);
+  }
+  out += "\n# One task per rank; ranks read SLURM_PROCID etc. and rank 0's host from SLURM_JOB_NODELIST.\n";
+  out += "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n";
+  out += "echo \"job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, restart ${SLURM_RESTART_COUNT:-0}\"\n";
+  std::string srun = "exec srun --kill-on-bad-exit=1 --nodes=" + num(l.nnodes) +
+                     " --ntasks-per-node=" + num(l.nproc_per_node);
+  if (cpusPerTask > 0) srun += " --cpus-per-task=" + num(cpusPerTask);
+  srun += " \\\n  " + quoteForScript(spec.engine) + " train --config " +
+          quoteForScript(run + "/config.yaml") + " --run-dir " + quoteForScript(run) +
+          " --set launch.kind=external\n";
+  out += srun;
+  return out;
+}
+
+}  // namespace fs::app::cluster

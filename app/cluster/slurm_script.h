@@ -1,0 +1,68 @@
+// The SLURM batch script of a run: made from the run config's launch section
+// (launch.nnodes, nproc_per_node, threads_per_rank, launch.slurm.*), the run
+// directory and the engine's path on the cluster. The GUI shows it, lets the
+// user edit it, and SlurmJobs::submit hands the text to sbatch as it is.
+//
+//   #!/bin/bash
+//   #SBATCH --job-name=...  --nodes, --ntasks-per-node, --cpus-per-task,
+//   #SBATCH --gpus-per-node, --partition, --account, --time, --requeue,
+//   #SBATCH --signal, --chdir, --output=<run>/logs/slurm-%j.out, --open-mode=append
+//   #SBATCH <launch.slurm.extra_args, one per line>
+//   srun <engine> train --config <run>/config.yaml --run-dir <run> --set launch.kind=external
+//
+// NOTE [SLURM batch script]: one srun task per rank; each rank finds its rank,
+// world, local rank and node from SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID /
+// SLURM_NTASKS_PER_NODE / SLURM_NODEID and its master address from the first
+// host of SLURM_JOB_NODELIST (backend/launch/world_env.cpp). MASTER_PORT is
+// derived from the job id, so two jobs sharing a node do not meet on one port.
+// "--set launch.kind=external" because, to the engine, srun is an external
+// launcher (the config in the run directory keeps kind=slurm; a resume
+// compares configs without their launch section). Requeue and preemption:
+// SLURM sends SIGTERM to every task, then SIGKILL after KillWait; the engine
+// writes a checkpoint on SIGTERM and a requeued job resumes from the newest one
+// in the same run directory (--open-mode=append keeps one log). With a time
+// limit, --signal=TERM@kStopLeadS asks for that checkpoint before the limit.
+//
+// Quoting: the shell part quotes every value with quoteForScript (single
+// quotes); #SBATCH lines are read by sbatch, not by a shell, and take values in
+// double quotes with '\' escapes (sbatchQuote); in --output, '%' is doubled
+// since SLURM expands %j etc. there.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/protocol/config/config_types.h"
+#include "backend/protocol/problem.h"
+#include "backend/protocol/status.h"
+
+namespace fs::app::cluster {
+
+// Seconds before the time limit at which SLURM sends SIGTERM (checkpoint time).
+inline constexpr int kStopLeadS = 300;
+
+struct SlurmJobSpec {
+  std::string run_dir;   // absolute path on the cluster
+  std::string engine;    // flamingo-train on the cluster: an absolute path or a name on its PATH
+  std::string job_name;  // empty: the config's name
+};
+
+// Problems of the launch.slurm fields and of the spec, each naming its field
+// ("launch.slurm.extra_args[1]", "run directory", ...); empty when fine.
+std::vector<protocol::Problem> validateSlurmJob(const protocol::RunConfig& config, const SlurmJobSpec& spec);
+
+// The batch script, or kInvalidArgument listing every problem.
+protocol::StatusOr<std::string> makeSlurmScript(const protocol::RunConfig& config, const SlurmJobSpec& spec);
+
+// Where the script sends the job's output: <run>/logs/slurm-<job id>.out.
+std::string slurmLogPath(const std::string& run_dir, const std::string& job_id);
+
+// `text` as one word for a POSIX shell: bare when it has only safe characters,
+// else in single quotes ('\'' for a quote). Merge note: the same contract as
+// app/remote/shell_quote.h's quote, which replaces it once both are in.
+std::string quoteForScript(std::string_view text);
+
+}  // namespace fs::app::cluster
