@@ -18,9 +18,9 @@ PACKAGES=(
   # a real sshd, network namespaces, a virtual display for screenshots
   # (python3-skimage ships real photographs; node + the npm package gpt-3-encoder are the BPE oracle)
   libgtest-dev python3 python3-torch python3-pil python3-scipy python3-sentencepiece python3-yaml python3-skimage
-  xxhash openssh-server iproute2 xvfb xauth binutils
   # a private SLURM cluster on this machine (tests/fixtures/slurm_cluster.*): slurmctld, slurmd, munged
   slurm-wlm munge
+  xxhash openssh-server openssh-client iproute2 xvfb xauth binutils
   # benchmarks (bench/ddp reads events.jsonl with jq)
   jq
 )

@@ -1,0 +1,240 @@
+#include "app/remote/known_hosts.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs::app::remote {
+
+using protocol::Status;
+using protocol::StatusOr;
+
+namespace {
+
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool globMatch(const char* s, const char* p) {
+  for (; *p != '\0'; ++p, ++s) {
+    if (*p == '*') {
+      for (const char* t = s;; ++t) {
+        if (globMatch(t, p + 1)) return true;
+        if (*t == '\0') return false;
+      }
+    }
+    if (*s == '\0' || (*p != '?' && *p != *s)) return false;
+  }
+  return *s == '\0';
+}
+
+bool hashedMatch(const std::string& entry, const std::string& name) {
+  // |1|base64(salt)|base64(HMAC-SHA1(salt, name))
+  const auto bar = entry.find('|', 3);
+  if (entry.rfind("|1|", 0) != 0 || bar == std::string::npos) return false;
+  std::string salt, hash;
+  if (!base64Decode(entry.substr(3, bar - 3), &salt) || !base64Decode(entry.substr(bar + 1), &hash))
+    return false;
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_len = 0;
+  HMAC(EVP_sha1(), salt.data(), static_cast<int>(salt.size()),
+       reinterpret_cast<const unsigned char*>(name.data()), name.size(), mac, &mac_len);
+  return hash.size() == mac_len && std::memcmp(hash.data(), mac, mac_len) == 0;
+}
+
+// A comma list of patterns (or one hashed name) against the lookup name.
+bool hostFieldMatches(const std::string& field, const std::string& name) {
+  if (field.rfind("|1|", 0) == 0) return hashedMatch(field, name);
+  bool found = false;
+  std::stringstream list(field);
+  std::string pattern;
+  while (std::getline(list, pattern, ',')) {
+    const bool negated = !pattern.empty() && pattern[0] == '!';
+    const std::string p = lower(negated ? pattern.substr(1) : pattern);
+    if (globMatch(name.c_str(), p.c_str())) {
+      if (negated) return false;
+      found = true;
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+std::string base64Encode(std::string_view bytes, bool pad) {
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) |
+                       (static_cast<unsigned char>(bytes[i + 1]) << 8) |
+                       static_cast<unsigned char>(bytes[i + 2]);
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    out += kBase64[(v >> 6) & 63];
+    out += kBase64[v & 63];
+  }
+  if (i + 1 == bytes.size()) {
+    const unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    if (pad) out += "==";
+  } else if (i + 2 == bytes.size()) {
+    const unsigned v =
+        (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8);
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    out += kBase64[(v >> 6) & 63];
+    if (pad) out += '=';
+  }
+  return out;
+}
+
+bool base64Decode(std::string_view text, std::string* bytes) {
+  bytes->clear();
+  unsigned v = 0;
+  int bits = 0;
+  std::size_t padding = 0;
+  for (const char c : text) {
+    if (c == '=') {
+      ++padding;
+      continue;
+    }
+    const char* p = std::strchr(kBase64, c);
+    if (c == '\0' || p == nullptr || padding > 0) return false;
+    v = (v << 6) | static_cast<unsigned>(p - kBase64);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes->push_back(static_cast<char>((v >> bits) & 0xff));
+    }
+  }
+  return padding <= 2 && bits < 6;
+}
+
+std::string knownHostsName(const std::string& host, int port) {
+  return port == 22 ? lower(host) : "[" + lower(host) + "]:" + std::to_string(port);
+}
+
+std::string keyBlobType(std::string_view blob) {
+  if (blob.size() < 4) return {};
+  const std::size_t n = (static_cast<unsigned char>(blob[0]) << 24) |
+                        (static_cast<unsigned char>(blob[1]) << 16) |
+                        (static_cast<unsigned char>(blob[2]) << 8) | static_cast<unsigned char>(blob[3]);
+  if (n > blob.size() - 4) return {};
+  return std::string(blob.substr(4, n));
+}
+
+std::string fingerprintSha256(std::string_view key_blob) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(key_blob.data(), key_blob.size(), digest, &len, EVP_sha256(), nullptr);
+  return "SHA256:" +
+         base64Encode(std::string_view(reinterpret_cast<const char*>(digest), len), /*pad=*/false);
+}
+
+StatusOr<KnownHostResult> checkKnownHost(const std::vector<std::string>& files, const std::string& host,
+                                         int port, std::string_view key_blob) {
+  const std::string name = knownHostsName(host, port);
+  const std::string type = keyBlobType(key_blob);
+  KnownHostResult known, changed;
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    if (!in) {
+      if (errno == ENOENT || !std::filesystem::exists(file)) continue;
+      return Status::ioError("known_hosts " + file + ": cannot read: " + std::strerror(errno));
+    }
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      std::istringstream fields(line);
+      std::string first, field_host, key_type, key_text;
+      if (!(fields >> first) || first[0] == '#') continue;
+      std::string marker;
+      if (first[0] == '@') {
+        marker = first;
+        if (!(fields >> field_host)) continue;
+      } else {
+        field_host = first;
+      }
+      if (!(fields >> key_type >> key_text)) continue;
+      if (marker == "@cert-authority") continue;
+      if (!marker.empty() && marker != "@revoked") continue;
+      std::string stored;
+      if (!base64Decode(key_text, &stored)) continue;
+      if (marker == "@revoked") {
+        if (stored == key_blob) {
+          KnownHostResult r;
+          r.kind = KnownHostResult::Kind::kRevoked;
+          r.file = file;
+          r.line = number;
+          return r;  // revoked for every host
+        }
+        continue;
+      }
+      if (!hostFieldMatches(field_host, name)) continue;
+      if (stored == key_blob) {
+        if (known.line == 0) {
+          known.kind = KnownHostResult::Kind::kKnown;
+          known.file = file;
+          known.line = number;
+        }
+      } else if (keyBlobType(stored) == type && changed.line == 0) {
+        changed.kind = KnownHostResult::Kind::kChanged;
+        changed.file = file;
+        changed.line = number;
+        changed.stored_key_type = key_type;
+        changed.stored_fingerprint = fingerprintSha256(stored);
+      }
+    }
+  }
+  if (known.line != 0) return known;
+  if (changed.line != 0) return changed;
+  return KnownHostResult{};
+}
+
+Status appendKnownHost(const std::string& file, const std::string& host, int port,
+                       std::string_view key_blob) {
+  const std::string type = keyBlobType(key_blob);
+  if (type.empty())
+    return Status::invalidArgument("known_hosts " + file + ": the key for " + host + " is malformed");
+  const std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  if (!dir.empty() && !std::filesystem::exists(dir)) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+      return Status::ioError("known_hosts " + file + ": cannot create " + dir.string() + ": " + ec.message());
+    chmod(dir.c_str(), 0700);
+  }
+  const std::string line = knownHostsName(host, port) + " " + type + " " + base64Encode(key_blob) + "\n";
+  const int fd = open(file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return Status::ioError("known_hosts " + file + ": cannot open for writing: " + std::strerror(errno));
+  // A file that does not end in a newline would glue our line to its last one.
+  struct stat st {};
+  std::string text = line;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    char last = '\n';
+    if (pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') text = "\n" + line;
+  }
+  const ssize_t n = write(fd, text.data(), text.size());
+  const int saved = errno;
+  close(fd);
+  if (n != static_cast<ssize_t>(text.size())) {
+    return Status::ioError("known_hosts " + file + ": cannot write: " + std::strerror(saved));
+  }
+  return Status::ok();
+}
+
+}  // namespace fs::app::remote

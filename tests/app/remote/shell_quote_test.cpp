@@ -1,0 +1,225 @@
+// shellQuote / shellCommand against real shells: hostile arguments go through
+// `sh -c "printf '%s\0' ARGS"` (and dash, bash) and must come back byte for
+// byte, while a canary file that any expansion would create never appears.
+#include "app/remote/shell_quote.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fs::app::remote {
+namespace {
+
+namespace fsys = std::filesystem;
+
+// Runs `shell -c line` in `dir`; returns its stdout ("" and a failure on error).
+std::string runShell(const std::string& shell, const std::string& line, const fsys::path& dir, int* status) {
+  int out[2];
+  if (pipe(out) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    close(out[1]);
+    if (chdir(dir.c_str()) != 0) _exit(126);
+    execl(shell.c_str(), shell.c_str(), "-c", line.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  close(out[0]);
+  waitpid(pid, status, 0);
+  return text;
+}
+
+std::vector<std::string> hostileArguments(const std::string& canary) {
+  const std::string touch = "touch " + canary;
+  const std::vector<std::string> payloads = {"$(" + touch + ")",
+                                             "`" + touch + "`",
+                                             ";" + touch,
+                                             "&&" + touch,
+                                             "|" + touch,
+                                             "\n" + touch,
+                                             "'; " + touch + "; '",
+                                             "\"; " + touch + "; \"",
+                                             "'$(" + touch + ")'",
+                                             "\\'; " + touch + " #",
+                                             "$(" + touch + ")'\"`" + touch + "`",
+                                             "${IFS}" + touch,
+                                             "> " + canary,
+                                             ">>" + canary,
+                                             "<(" + touch + ")",
+                                             "'\n" + touch + "\n'"};
+  const std::vector<std::string> plain = {"",
+                                          " ",
+                                          "  two  spaces ",
+                                          "'",
+                                          "''",
+                                          "\"",
+                                          "\\",
+                                          "\\\\",
+                                          "it's",
+                                          "a'b'c",
+                                          "-n",
+                                          "-e",
+                                          "--",
+                                          "-",
+                                          "--help",
+                                          "-rf /",
+                                          "*",
+                                          "?",
+                                          "[a-z]*",
+                                          "~",
+                                          "~root",
+                                          "~/x",
+                                          "$HOME",
+                                          "${HOME}",
+                                          "$",
+                                          "$$",
+                                          "$?",
+                                          "!",
+                                          "!!",
+                                          "#comment",
+                                          "a#b",
+                                          "\t",
+                                          "\r\n",
+                                          "\n",
+                                          "tab\tand\nnewline",
+                                          "{a,b}",
+                                          "a=b",
+                                          "%s%n%d",
+                                          "\\0",
+                                          "\\n",
+                                          "é",
+                                          "日本語",
+                                          "\xff",
+                                          "\xfe\xff",
+                                          "\xc3\x28",
+                                          "\x80\x81",
+                                          "\x01\x02\x1b[31m",
+                                          "space at end ",
+                                          " space at start",
+                                          "semi;colon",
+                                          "pipe|x",
+                                          "amp&x",
+                                          "(paren)",
+                                          "<in",
+                                          ">out",
+                                          "a\\'b",
+                                          "'\\''",
+                                          "plain",
+                                          "/usr/bin/env",
+                                          "x=1",
+                                          "%@+=:,./-_",
+                                          "ünïcödé",
+                                          "\x7f"};
+  std::vector<std::string> args = plain;
+  for (const std::string& p : payloads) {
+    args.push_back(p);
+    args.push_back("x" + p + "y");
+    args.push_back("'" + p + "'");
+    args.push_back("\"" + p + "\"");
+    args.push_back(p + "\\");
+  }
+  // Deterministic random bytes (no NUL), lengths 1..40.
+  std::mt19937 rng(24);
+  for (int i = 0; i < 80; ++i) {
+    std::string s(1 + rng() % 40, 'x');
+    for (char& c : s) c = static_cast<char>(1 + rng() % 255);
+    args.push_back(s);
+  }
+  return args;
+}
+
+class ShellQuoteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fsys::temp_directory_path() / ("fs_shell_quote_" + std::to_string(getpid()));
+    fsys::remove_all(dir_);
+    fsys::create_directories(dir_);
+    canary_ = (dir_ / "CANARY").string();
+  }
+  void TearDown() override { fsys::remove_all(dir_); }
+
+  void roundTrip(const std::string& shell) {
+    if (!fsys::exists(shell)) GTEST_SKIP() << shell << " is not installed";
+    const std::vector<std::string> args = hostileArguments(canary_);
+    ASSERT_GE(args.size(), 200u);
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      auto line = shellCommand({"printf", "%s\\0", args[i]});
+      ASSERT_TRUE(line.isOk()) << line.status().message();
+      int status = 0;
+      const std::string out = runShell(shell, *line, dir_, &status);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << shell << " argument " << i;
+      EXPECT_EQ(out, args[i] + std::string(1, '\0')) << shell << " argument " << i << ": " << *line;
+    }
+    // All of them in one command line too.
+    std::vector<std::string> argv = {"printf", "%s\\0"};
+    std::string expected;
+    for (const std::string& a : args) {
+      argv.push_back(a);
+      expected += a;
+      expected += '\0';
+    }
+    auto line = shellCommand(argv);
+    ASSERT_TRUE(line.isOk());
+    int status = 0;
+    EXPECT_EQ(runShell(shell, *line, dir_, &status), expected) << shell;
+    EXPECT_FALSE(fsys::exists(canary_)) << shell << " executed an injected command";
+    // Nothing else was created in the working directory (redirections).
+    EXPECT_TRUE(fsys::is_empty(dir_)) << shell;
+  }
+
+  fsys::path dir_;
+  std::string canary_;
+};
+
+TEST_F(ShellQuoteTest, QuotesByPosixRules) {
+  EXPECT_EQ(shellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shellQuote(""), "''");
+  EXPECT_EQ(shellQuote("/usr/bin/python3"), "/usr/bin/python3");
+  EXPECT_EQ(shellQuote("--lr=0.1,x:y@z%+"), "--lr=0.1,x:y@z%+");
+  EXPECT_EQ(shellQuote("a b"), "'a b'");
+  EXPECT_EQ(shellQuote("~"), "'~'");
+  EXPECT_EQ(shellQuote("*"), "'*'");
+  EXPECT_EQ(shellQuote("\xff"), "'\xff'");
+}
+
+TEST_F(ShellQuoteTest, CommandJoinsAndQuotesAnAssignmentLikeFirstWord) {
+  auto line = shellCommand({"ls", "-l", "my dir"});
+  ASSERT_TRUE(line.isOk());
+  EXPECT_EQ(*line, "ls -l 'my dir'");
+  auto assignment = shellCommand({"A=B", "c=d"});
+  ASSERT_TRUE(assignment.isOk());
+  EXPECT_EQ(*assignment, "'A=B' c=d");
+}
+
+TEST_F(ShellQuoteTest, RejectsNulNamingTheArgument) {
+  auto line = shellCommand({"echo", "ok", std::string("a\0b", 3)});
+  ASSERT_FALSE(line.isOk());
+  EXPECT_EQ(line.status().code(), protocol::Status::Code::kInvalidArgument);
+  EXPECT_NE(line.status().message().find("argument 2"), std::string::npos) << line.status().message();
+  EXPECT_FALSE(shellCommand({}).isOk());
+}
+
+TEST_F(ShellQuoteTest, RoundTripsThroughBinSh) {
+  roundTrip("/bin/sh");
+}
+TEST_F(ShellQuoteTest, RoundTripsThroughDash) {
+  roundTrip("/bin/dash");
+}
+TEST_F(ShellQuoteTest, RoundTripsThroughBash) {
+  roundTrip("/bin/bash");
+}
+
+}  // namespace
+}  // namespace fs::app::remote
