@@ -116,7 +116,12 @@ StatusOr<std::vector<FileInfo>> LocalHost::list(const std::string& dir) {
   return entries;
 }
 
-Status LocalHost::writeFileAtomic(const std::string& path, std::string_view bytes, std::uint32_t mode) {
+namespace {
+
+// A temporary file beside `path`, then rename (replace) or link (no replace: false when
+// `path` exists); then the directory is fsynced so the result is durable.
+StatusOr<bool> writeBeside(const std::string& path, std::string_view bytes, std::uint32_t mode,
+                           bool replace) {
   const std::string dir = parentOf(path);
   const std::string base = path.substr(path.find_last_of('/') + 1);
   if (base.empty()) return Status::invalidArgument("local: " + path + ": not a file name");
@@ -130,17 +135,41 @@ Status LocalHost::writeFileAtomic(const std::string& path, std::string_view byte
     if (s && ::fchmod(file.fd, static_cast<mode_t>(mode)) != 0) s = fileError(temp, "cannot chmod", errno);
     if (s && ::fsync(file.fd) != 0) s = fileError(temp, "cannot fsync", errno);
   }
-  if (s && ::rename(temp.c_str(), path.c_str()) != 0)
+  bool written = true;
+  if (s && replace && ::rename(temp.c_str(), path.c_str()) != 0) {
     s = fileError(path, "cannot rename " + temp + " over it", errno);
+  }
+  if (s && !replace) {
+    if (::link(temp.c_str(), path.c_str()) != 0) {
+      if (errno == EEXIST) {
+        written = false;
+      } else {
+        s = fileError(path, "cannot link " + temp + " to it", errno);
+      }
+    }
+    ::unlink(temp.c_str());
+  }
   if (!s) {
     ::unlink(temp.c_str());
     return s;
   }
-  // The rename is durable once the directory is.
+  if (!written) return false;
   Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (d.fd < 0) return fileError(dir, "cannot open the directory to fsync it", errno);
   if (::fsync(d.fd) != 0) return fileError(dir, "cannot fsync the directory", errno);
-  return Status::ok();
+  return true;
+}
+
+}  // namespace
+
+Status LocalHost::writeFileAtomic(const std::string& path, std::string_view bytes, std::uint32_t mode) {
+  auto written = writeBeside(path, bytes, mode, true);
+  return written ? Status::ok() : written.status();
+}
+
+StatusOr<bool> LocalHost::writeFileIfAbsent(const std::string& path, std::string_view bytes,
+                                            std::uint32_t mode) {
+  return writeBeside(path, bytes, mode, false);
 }
 
 Status LocalHost::makeDirs(const std::string& path) {

@@ -115,6 +115,9 @@ class ThisMachineHost : public app::remote::Host {
   protocol::Status writeFileAtomic(const std::string&, std::string_view, std::uint32_t) override {
     return unused("writeFileAtomic");
   }
+  protocol::StatusOr<bool> writeFileIfAbsent(const std::string&, std::string_view, std::uint32_t) override {
+    return unused("writeFileIfAbsent");
+  }
   protocol::Status makeDirs(const std::string&) override { return unused("makeDirs"); }
   protocol::Status remove(const std::string&) override { return unused("remove"); }
 

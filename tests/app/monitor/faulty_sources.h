@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "app/monitor/local_file_source.h"
+#include "app/remote/local_host.h"
 #include "app/remote/remote_host.h"
 
 namespace fs::app::testing {
@@ -70,6 +71,8 @@ class FaultySource : public ByteSource {
   std::shared_ptr<Faults> faults_;
 };
 
+// This machine's files through the product's LocalHost, with every n-th readFile()
+// failing as a dropped connection would (fault injection, like leveldb's Env).
 class FilesHost : public remote::Host {
  public:
   std::string name() const override { return "files"; }
@@ -78,9 +81,9 @@ class FilesHost : public remote::Host {
   void failEveryNthRead(int n) { fail_every_ = n; }
   int failedReads() const { return failed_; }
 
-  protocol::StatusOr<remote::CommandResult> run(const std::vector<std::string>&,
-                                                const remote::ExecOptions&) override {
-    return protocol::Status::unsupported("FilesHost runs no commands");
+  protocol::StatusOr<remote::CommandResult> run(const std::vector<std::string>& argv,
+                                                const remote::ExecOptions& options) override {
+    return inner_.run(argv, options);
   }
   protocol::StatusOr<std::string> readFile(const std::string& path, std::uint64_t offset,
                                            std::size_t max) override {
@@ -89,43 +92,29 @@ class FilesHost : public remote::Host {
       return protocol::Status::ioError("files: connection lost reading " + path + " at byte offset " +
                                        std::to_string(offset));
     }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return protocol::Status::notFound("files:" + path + " does not exist");
-    in.seekg(static_cast<std::streamoff>(offset));
-    std::string out(max, '\0');
-    in.read(out.data(), static_cast<std::streamsize>(max));
-    out.resize(in ? max : static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-    return out;
+    return inner_.readFile(path, offset, max);
   }
-  protocol::StatusOr<remote::FileInfo> stat(const std::string& path) override {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0)
-      return protocol::Status::notFound("files:" + path + " does not exist");
-    return remote::FileInfo{path, static_cast<std::uint64_t>(st.st_size), st.st_mtime, S_ISDIR(st.st_mode),
-                            st.st_mode & 07777u};
-  }
+  protocol::StatusOr<remote::FileInfo> stat(const std::string& path) override { return inner_.stat(path); }
   protocol::StatusOr<std::vector<remote::FileInfo>> list(const std::string& dir) override {
-    std::error_code ec;
-    std::vector<remote::FileInfo> out;
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-      out.push_back({e.path().filename().string(), 0, 0, e.is_directory(), 0});
-    if (ec) return protocol::Status::notFound("files:" + dir + " does not exist");
-    return out;
+    return inner_.list(dir);
   }
-  protocol::Status writeFileAtomic(const std::string&, std::string_view, std::uint32_t) override {
-    return protocol::Status::unsupported("FilesHost writes nothing");
+  protocol::Status writeFileAtomic(const std::string& path, std::string_view bytes,
+                                   std::uint32_t mode) override {
+    return inner_.writeFileAtomic(path, bytes, mode);
   }
-  protocol::Status makeDirs(const std::string&) override {
-    return protocol::Status::unsupported("FilesHost writes nothing");
+  protocol::StatusOr<bool> writeFileIfAbsent(const std::string& path, std::string_view bytes,
+                                             std::uint32_t mode) override {
+    return inner_.writeFileIfAbsent(path, bytes, mode);
   }
-  protocol::Status remove(const std::string&) override {
-    return protocol::Status::unsupported("FilesHost writes nothing");
-  }
+  protocol::Status makeDirs(const std::string& path) override { return inner_.makeDirs(path); }
+  protocol::Status remove(const std::string& path) override { return inner_.remove(path); }
 
  private:
+  remote::LocalHost inner_;
   std::atomic<int> fail_every_{0};
   std::atomic<int> reads_{0};
   std::atomic<int> failed_{0};
+};
 };
 
 }  // namespace fs::app::testing
