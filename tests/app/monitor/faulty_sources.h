@@ -115,6 +115,5 @@ class FilesHost : public remote::Host {
   std::atomic<int> reads_{0};
   std::atomic<int> failed_{0};
 };
-};
 
 }  // namespace fs::app::testing
