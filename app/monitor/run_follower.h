@@ -39,8 +39,8 @@ struct FollowOptions {
   std::size_t max_line_bytes = 64u << 20;  // longer lines are reported and skipped
   bool follow_logs = true;
   int process_check_interval_ms = 1000;  // 0: never check run.json's pid
-  // Whether the process of a live run (run.json) is still running: true, false, or
-  // nullopt when it cannot tell. Unset: for a local run_dir, run.json's pid on this
+  // Whether the process of a live run (run.json, with a pid) is still running: true,
+  // false, or nullopt when it cannot tell. Unset: for a local run_dir, run.json's pid on this
   // machine (isProcessAlive) when its launcher is local; with a `source`, no check.
   // Called on the follower's thread; may block (a remote command).
   std::function<std::optional<bool>(const protocol::RunManifest&)> process_alive;
