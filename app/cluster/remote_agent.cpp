@@ -9,11 +9,14 @@ namespace {
 using protocol::Status;
 using protocol::StatusOr;
 
-// $1 work dir, $2 log file, $3... argv. Prints "fs-agent PID BOOT_ID START_TICKS".
+// $1 work dir, $2 log file, $3 N, then N "NAME=VALUE", then argv.
+// Prints "fs-agent PID BOOT_ID START_TICKS".
 constexpr const char* kStartScript = R"sh(set -f
 cd -- "$1" 2>/dev/null || { echo "fs-agent-error no such directory"; exit 97; }
 log=$2
-shift 2
+n=$3
+shift 3
+while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n - 1)); done
 command -v -- "$1" >/dev/null 2>&1 || { echo "fs-agent-error not found"; exit 98; }
 boot=$(cat /proc/sys/kernel/random/boot_id) || { echo "fs-agent-error no /proc"; exit 96; }
 setsid "$@" </dev/null >>"$log" 2>&1 &

@@ -40,10 +40,13 @@ struct AgentIdentity {
 };
 
 // Starts argv detached on `host`, working directory `workDir`, output appended to
-// `logFile`. Fails (naming the host) when workDir is missing or argv[0] is not found.
+// `logFile`, with `env` ("NAME=VALUE" each) added to the login environment. Fails
+// (naming the host) when workDir is missing, argv[0] is not found or a name is not a
+// variable name.
 protocol::StatusOr<AgentIdentity> startDetached(remote::Host& host, const std::string& workDir,
                                                 const std::string& logFile,
-                                                const std::vector<std::string>& argv);
+                                                const std::vector<std::string>& argv,
+                                                const std::vector<std::string>& env = {});
 
 enum class AgentState {
   kAlive,     // the recorded process runs

@@ -85,6 +85,16 @@ std::string nodeName(const std::vector<std::string>& hosts, std::size_t i) {
   return hosts[i];
 }
 
+// NOTE [Threads per rank]
+// The engine sets LibTorch's intra-op threads from launch.threads_per_rank, but Debian's
+// LibTorch does not pass that bound on to OpenBLAS, which then starts one thread per
+// core in every rank. The environment is the one knob both read, so the agents get
+// OMP_NUM_THREADS (inherited by their ranks) when the config sets a number.
+std::vector<std::string> agentEnvironment(const protocol::RunConfig& config) {
+  if (config.launch.threads_per_rank <= 0) return {};
+  return {"OMP_NUM_THREADS=" + std::to_string(config.launch.threads_per_rank)};
+}
+
 std::vector<std::string> agentArgv(const SshLaunchPlan& plan, const std::string& runDir, std::size_t node) {
   const auto& l = plan.config.launch;
   return {plan.engine,
@@ -210,7 +220,8 @@ StatusOr<SshLaunchResult> launchOverSsh(const SshLaunchPlan& plan, const HostOpe
     const std::string log =
         join(runDir, std::string(protocol::kLogsDirName) + "/agent-" + nodeName(l.hosts, i) + ".log");
     say(hosts[i]->name() + ": starting node agent " + std::to_string(i));
-    auto id = startDetached(*hosts[i], runDir, log, agentArgv(plan, runDir, i));
+    auto id =
+        startDetached(*hosts[i], runDir, log, agentArgv(plan, runDir, i), agentEnvironment(plan.config));
     if (!id) {
       stopStarted(hosts, record.nodes);
       return Status::ioError("node " + std::to_string(i) + " (" + l.hosts[i] + "): " + id.status().message());
@@ -237,7 +248,8 @@ StatusOr<SshLaunchResult> launchOverSsh(const SshLaunchPlan& plan, const HostOpe
   return result;
 }
 
-StatusOr<std::string> createRunDirectory(remote::Host& host, const std::string& runRoot, const std::string& runName) {
+StatusOr<std::string> createRunDirectory(remote::Host& host, const std::string& runRoot,
+                                         const std::string& runName) {
   auto root = absoluteDir(host, runRoot);
   if (!root) return root.status();
   for (int n = 1; n <= 1000; ++n) {

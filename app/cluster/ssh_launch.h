@@ -43,6 +43,10 @@ struct SshLaunchResult {
 // host as written, or "<host>-<i>" when the same host runs several nodes.
 std::string nodeName(const std::vector<std::string>& hosts, std::size_t i);
 
+// The environment node agents get on top of the login one: OMP_NUM_THREADS from
+// launch.threads_per_rank when set (NOTE [Threads per rank] in ssh_launch.cpp).
+std::vector<std::string> agentEnvironment(const protocol::RunConfig& config);
+
 // The argv of node i's agent (flamingo-train launch ... -- train ...).
 std::vector<std::string> agentArgv(const SshLaunchPlan& plan, const std::string& runDir, std::size_t node);
 

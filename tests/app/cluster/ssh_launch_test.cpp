@@ -1,0 +1,245 @@
+// SSH launches end to end: real sshd servers in network namespaces
+// (tests/fixtures/ssh_hosts.h), the app's SshLauncher starting one detached node
+// agent per host, the run followed over SFTP (RunFollower through HostRunDir) and
+// controlled through control files written over SFTP (ControlClient with the host).
+// A 2-node x 2-rank run is paused, checkpointed, resumed and stopped; its losses
+// equal, bit for bit, those of the same config on two agents of this machine. The
+// launcher and follower going away leaves the run going, and a new follower gets
+// its whole history. Waits are on conditions with generous limits (hang guards).
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <memory>
+
+#include "app/cluster/remote_agent.h"
+#include "app/cluster/ssh_launcher.h"
+#include "app/control/control_client.h"
+#include "app/monitor/host_file_source.h"
+#include "app/remote/local_host.h"
+#include "tests/app/cluster/follow_recorder.h"
+#include "tests/app/cluster/ssh_test_util.h"
+#include "tests/fixtures/fixture_unavailable.h"
+
+namespace fs::app::cluster {
+
+namespace {
+
+constexpr int kWaitMs = 240'000;
+const std::string kEngine = FS_TEST_FLAMINGO_TRAIN;
+
+int portFor(int k) {
+  return 20000 + (::getpid() % 2000) * 10 + k;
+}
+
+// Waits until every agent of `argvs` started on this machine has ended.
+bool runLocally(const std::string& runDir, const std::vector<std::vector<std::string>>& argvs, QString* why) {
+  remote::LocalHost local;
+  if (auto s = local.makeDirs(runDir + "/logs"); !s) {
+    *why = QString::fromStdString(s.message());
+    return false;
+  }
+  std::vector<AgentIdentity> agents;
+  for (std::size_t i = 0; i < argvs.size(); ++i) {
+    auto id = startDetached(local, runDir, runDir + "/logs/agent-" + std::to_string(i) + ".log", argvs[i],
+                            {"OMP_NUM_THREADS=1"});
+    if (!id) {
+      *why = QString::fromStdString(id.status().message());
+      return false;
+    }
+    agents.push_back(id.value());
+  }
+  QDeadlineTimer deadline(kWaitMs);
+  for (const auto& a : agents) {
+    while (true) {
+      auto state = probeAgent(local, a);
+      if (!state || state.value() != AgentState::kAlive) break;
+      if (deadline.hasExpired()) {
+        *why = QStringLiteral("local reference run did not end");
+        return false;
+      }
+      QTest::qWait(200);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+class SshLaunchTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    hosts_ = std::make_unique<fs::testing::SshHosts>(2);
+    if (!hosts_->ok()) FS_QT_FIXTURE_UNAVAILABLE("sshd hosts in network namespaces: " + hosts_->error());
+    QVERIFY(runs_.isValid());
+  }
+  void cleanupTestCase() { hosts_.reset(); }
+
+  void twoNodesArePausedCheckpointedStoppedAndMatchALocalRun() {
+    test::SshOpener opener(*hosts_);
+    SshLauncher launcher(opener.function());
+    launcher.setPollIntervalMs(300);
+    QSignalSpy started(&launcher, &Launcher::started);
+    QSignalSpy failed(&launcher, &Launcher::failed);
+    QSignalSpy finished(&launcher, &Launcher::finished);
+    const int port = portFor(0);
+    LaunchRequest request;
+    request.config = test::tinyRun({"launch.kind=ssh", "launch.nnodes=2", "launch.nproc_per_node=2",
+                                    "launch.hosts=[" + hosts_->alias(0) + ", " + hosts_->alias(1) + "]",
+                                    "launch.master_addr=" + hosts_->hostAddress(0),
+                                    "launch.master_port=" + std::to_string(port)});
+    request.runRoot = runs_.filePath(QStringLiteral("ssh"));
+    request.remoteEngine = QString::fromStdString(kEngine);
+    launcher.launch(request);
+    QTRY_VERIFY_WITH_TIMEOUT(started.count() == 1 || failed.count() == 1, kWaitMs);
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
+    const protocol::LaunchRecord record = launcher.record();
+    QCOMPARE(record.nodes.size(), std::size_t{2});
+    QVERIFY(record.shared_fs.value_or(false));  // one machine: the namespaces share the file system
+    QVERIFY(record.nodes[0].agent_pid != record.nodes[1].agent_pid);
+    const std::string runDir = record.run_dir;
+    QVERIFY(runDir.starts_with(request.runRoot.toStdString()));
+
+    auto head = opener.open(hosts_->alias(0));
+    QVERIFY(head.isOk());
+    ControlClient control;
+    control.setRunDir(QString::fromStdString(runDir), head.value());
+    QSignalSpy acked(&control, &ControlClient::acknowledged);
+    test::FollowRecorder follow(std::make_shared<HostRunDir>(*head.value(), runDir), &control);
+    QTRY_VERIFY_WITH_TIMEOUT(!follow.losses.empty(), kWaitMs);
+
+    // Pause, checkpoint while paused, resume, stop: each acknowledged through the events.
+    control.pause();
+    QTRY_COMPARE_WITH_TIMEOUT(acked.count(), 1, kWaitMs);
+    QVERIFY2(acked.at(0).at(1).toBool(), qPrintable(acked.at(0).at(2).toString()));
+    control.checkpoint();
+    QTRY_COMPARE_WITH_TIMEOUT(acked.count(), 2, kWaitMs);
+    QVERIFY2(acked.at(1).at(1).toBool(), qPrintable(acked.at(1).at(2).toString()));
+    const qint64 pausedAt = acked.at(1).at(3).toLongLong();
+    control.resume();
+    QTRY_COMPARE_WITH_TIMEOUT(acked.count(), 3, kWaitMs);
+    control.stop();
+    QTRY_COMPARE_WITH_TIMEOUT(acked.count(), 4, kWaitMs);
+    QVERIFY2(acked.at(3).at(1).toBool(), qPrintable(acked.at(3).at(2).toString()));
+
+    QTRY_VERIFY_WITH_TIMEOUT(follow.finished, kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kWaitMs);
+    QCOMPARE(finished.at(0).at(0).toInt(), 0);
+    QCOMPARE(launcher.state(), LaunchState::kExited);
+    QString why;
+    QVERIFY2(follow.seqsComplete(&why), qPrintable(why));
+    QVERIFY(QFileInfo::exists(
+        QString::fromStdString(runDir + "/checkpoint_step" + std::to_string(pausedAt) + ".pt")));
+    QVERIFY(QFileInfo::exists(QString::fromStdString(runDir + "/checkpoint_final.pt")));
+    // What the follower saw over SFTP is what the engine wrote.
+    QCOMPARE(follow.losses, test::lossesByStep(runDir));
+
+    // The same config on two agents of this machine, run to its end.
+    const std::string reference = runs_.filePath(QStringLiteral("reference")).toStdString();
+    std::vector<std::vector<std::string>> agents;
+    for (int node = 0; node < 2; ++node) {
+      agents.push_back({kEngine,
+                        "launch",
+                        "--nnodes",
+                        "2",
+                        "--node-rank",
+                        std::to_string(node),
+                        "--nproc-per-node",
+                        "2",
+                        "--master-addr",
+                        "127.0.0.1",
+                        "--master-port",
+                        std::to_string(portFor(1)),
+                        "--run-dir",
+                        reference,
+                        "--node-name",
+                        "n" + std::to_string(node),
+                        "--",
+                        "train",
+                        "--config",
+                        runDir + "/config.yaml"});
+    }
+    QVERIFY2(runLocally(reference, agents, &why), qPrintable(why));
+    const auto local = test::lossesByStep(reference);
+    QVERIFY(local.size() > follow.losses.size());  // the SSH run was stopped part-way
+    for (const auto& [step, losses] : follow.losses) {
+      QVERIFY2(local.count(step) == 1, qPrintable(QStringLiteral("step %1").arg(step)));
+      QVERIFY2(local.at(step) == losses, qPrintable(QStringLiteral("losses differ at step %1").arg(step)));
+    }
+  }
+
+  void closingTheAppLeavesTheRunGoingAndANewFollowerGetsItAll() {
+    std::string runDir;
+    protocol::LaunchRecord record;
+    std::size_t seenBefore = 0;
+    {
+      test::SshOpener opener(*hosts_);
+      auto launcher = std::make_unique<SshLauncher>(opener.function());
+      QSignalSpy started(launcher.get(), &Launcher::started);
+      QSignalSpy failed(launcher.get(), &Launcher::failed);
+      LaunchRequest request;
+      request.config =
+          test::tinyRun({"optim.epochs=40", "launch.kind=ssh", "launch.nnodes=2", "launch.nproc_per_node=1",
+                         "launch.hosts=[" + hosts_->alias(0) + ", " + hosts_->alias(1) + "]",
+                         "launch.master_addr=" + hosts_->hostAddress(0),
+                         "launch.master_port=" + std::to_string(portFor(2))});
+      request.runRoot = runs_.filePath(QStringLiteral("closed"));
+      request.remoteEngine = QString::fromStdString(kEngine);
+      launcher->launch(request);
+      QTRY_VERIFY_WITH_TIMEOUT(started.count() == 1 || failed.count() == 1, kWaitMs);
+      QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
+      record = launcher->record();
+      runDir = record.run_dir;
+      auto head = opener.open(hosts_->alias(0));
+      QVERIFY(head.isOk());
+      auto follow =
+          std::make_unique<test::FollowRecorder>(std::make_shared<HostRunDir>(*head.value(), runDir));
+      QTRY_VERIFY_WITH_TIMEOUT(follow->losses.size() >= 2, kWaitMs);
+      seenBefore = follow->seqs.size();
+      // The window closes: follower, launcher and every SSH session go away.
+      follow.reset();
+      launcher.reset();
+    }
+    test::SshOpener opener(*hosts_);
+    for (const auto& n : record.nodes) {
+      auto host = opener.open(n.host);
+      QVERIFY(host.isOk());
+      auto state = probeAgent(*host.value(), {n.agent_pid, n.boot_id, n.start_ticks});
+      QVERIFY2(state.isOk(), state.isOk() ? "" : state.status().message().c_str());
+      QCOMPARE(state.value(), AgentState::kAlive);
+      // The same pid with another start time is not this agent: nothing is signalled.
+      auto reused = signalAgent(*host.value(), {n.agent_pid, n.boot_id, n.start_ticks + 1}, "KILL", true);
+      QVERIFY(reused.isOk());
+      QCOMPARE(reused.value(), AgentState::kReused);
+    }
+    auto head = opener.open(hosts_->alias(0));
+    QVERIFY(head.isOk());
+    ControlClient control;
+    control.setRunDir(QString::fromStdString(runDir), head.value());
+    QSignalSpy acked(&control, &ControlClient::acknowledged);
+    test::FollowRecorder follow(std::make_shared<HostRunDir>(*head.value(), runDir), &control);
+    QTRY_VERIFY_WITH_TIMEOUT(follow.seqs.size() > seenBefore, kWaitMs);  // the run went on meanwhile
+    control.stop();
+    QTRY_COMPARE_WITH_TIMEOUT(acked.count(), 1, kWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(follow.finished, kWaitMs);
+    QString why;
+    QVERIFY2(follow.seqsComplete(&why), qPrintable(why));  // the whole history, from seq 0
+    QCOMPARE(follow.losses, test::lossesByStep(runDir));
+    for (const auto& n : record.nodes) {
+      auto host = opener.open(n.host);
+      QTRY_VERIFY_WITH_TIMEOUT(
+          probeAgent(*host.value(), {n.agent_pid, n.boot_id, n.start_ticks}).value() == AgentState::kGone,
+          kWaitMs);
+    }
+  }
+
+ private:
+  std::unique_ptr<fs::testing::SshHosts> hosts_;
+  QTemporaryDir runs_{QStringLiteral("/tmp/fs-ssh-launch-XXXXXX")};
+};
+
+}  // namespace fs::app::cluster
+
+QTEST_GUILESS_MAIN(fs::app::cluster::SshLaunchTest)
+#include "ssh_launch_test.moc"
