@@ -2,7 +2,8 @@
 // keeps what a test checks: every delivered seq, the steps' losses, the acks (fed
 // to a ControlClient, as the monitor does), the issues, whether run_finished came.
 //
-// Thread-safety: the test's thread (the follower polls on it with its timer).
+// Thread-safety: the test's thread; the follower polls on a worker thread of its own,
+// as in the app, so a blocked network call never stalls the test's event loop.
 #pragma once
 
 #include <QObject>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "app/common/worker_thread.h"
 #include "app/control/control_client.h"
 #include "app/monitor/run_follower.h"
 
@@ -88,7 +90,7 @@ class FollowRecorder : public QObject {
   }
 
   ControlClient* control_;
-  std::unique_ptr<RunFollower> follower_;
+  std::unique_ptr<WorkerThread<RunFollower>> thread_;
 };
 
 }  // namespace fs::app::test
