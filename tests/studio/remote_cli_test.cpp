@@ -1,0 +1,146 @@
+// `flamingo-studio remote ...` as a person on a terminal or a script uses it: the
+// real binary against real sshd hosts in network namespaces (tests/fixtures/
+// ssh_hosts.h), with the fixture's ssh_config and --batch (nothing is asked).
+// Pre-flight, launch on two nodes, ls, follow --jsonl, pause / resume / stop
+// acknowledged, the SLURM script printed, an unknown host key refused with its
+// fingerprint, usage errors with exit code 2.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "app/remote/known_hosts.h"
+#include "tests/app/cluster/ssh_test_util.h"
+#include "tests/fixtures/fixture_unavailable.h"
+
+namespace fs::studio {
+
+namespace {
+
+constexpr int kWaitMs = 300'000;
+
+struct Result {
+  int code = -1;
+  QString out, err;
+};
+
+}  // namespace
+
+class RemoteCliTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    hosts_ = std::make_unique<fs::testing::SshHosts>(2);
+    if (!hosts_->ok()) FS_QT_FIXTURE_UNAVAILABLE("sshd hosts in network namespaces: " + hosts_->error());
+    protocol::RunConfig c = app::test::tinyRun({"optim.epochs=20", "launch.nproc_per_node=1"});
+    config_ = dir_.filePath(QStringLiteral("tiny.yaml"));
+    QVERIFY(protocol::saveConfigFile(c, config_.toStdString()).isOk());
+  }
+  void cleanupTestCase() { hosts_.reset(); }
+
+  void usageAndHelp() {
+    Result help = studio({"--help"});
+    QCOMPARE(help.code, 0);
+    for (const char* word : {"hosts", "ls", "launch", "follow", "stop", "queue"})
+      QVERIFY(help.out.contains(word));
+    QCOMPARE(studio({"frobnicate"}).code, 2);
+    QCOMPARE(studio({"launch", "--hosts", "a"}).code, 2);  // no --config
+    Result bad = studio({"follow", "no-colon"});
+    QCOMPARE(bad.code, 2);
+    QVERIFY2(bad.err.contains(QStringLiteral("HOST:RUN_DIR")), qPrintable(bad.err));
+    QVERIFY(studio({"stop", "--help"}).out.contains(QStringLiteral("control_ack")));
+  }
+
+  void anUnknownHostKeyIsRefusedWithItsFingerprint() {
+    const QString empty = dir_.filePath(QStringLiteral("empty_known_hosts"));
+    QFile(empty).open(QIODevice::WriteOnly);
+    Result r = studio({"ls", QString::fromStdString(hosts_->alias(0)), "--known-hosts", empty});
+    QCOMPARE(r.code, 1);
+    // The fingerprint as ssh-keygen -lf prints it for the host's public key.
+    QProcess keygen;
+    keygen.start(QStringLiteral("ssh-keygen"), {"-lf", QString::fromStdString(hosts_->hostPublicKeyFile(0))});
+    QVERIFY(keygen.waitForFinished());
+    const QString fingerprint = QString::fromUtf8(keygen.readAllStandardOutput()).split(' ').value(1);
+    QVERIFY(fingerprint.startsWith(QStringLiteral("SHA256:")));
+    QVERIFY2(r.err.contains(fingerprint), qPrintable(r.err));
+  }
+
+  void preflightLaunchFollowControl() {
+    const QString hosts = QString::fromStdString(hosts_->alias(0) + "," + hosts_->alias(1));
+    const QString root = dir_.filePath(QStringLiteral("runs"));
+    const QString port = QString::number(21000 + ::getpid() % 4000);
+    Result pre =
+        studio({"hosts", hosts, "--engine", QStringLiteral(FS_TEST_FLAMINGO_TRAIN), "--run-root", root,
+                "--master-addr", QString::fromStdString(hosts_->hostAddress(0)), "--master-port", port});
+    QVERIFY2(pre.code == 0, qPrintable(pre.out + pre.err));
+    QVERIFY2(pre.out.contains(QStringLiteral("rendezvous")), qPrintable(pre.out));
+
+    Result launched = studio({"launch", "--config", config_, "--hosts", hosts, "--engine",
+                              QStringLiteral(FS_TEST_FLAMINGO_TRAIN), "--run-root", root, "--set",
+                              "launch.master_port=" + port});
+    QVERIFY2(launched.code == 0, qPrintable(launched.out + launched.err));
+    const QString where = launched.out.trimmed().split('\n').last();
+    QVERIFY2(where.startsWith(QString::fromStdString(hosts_->alias(0)) + ':'), qPrintable(where));
+    const QString runDir = where.section(':', 1);
+
+    Result ls = studio({"ls", QString::fromStdString(hosts_->alias(0)), "--run-root", root});
+    QCOMPARE(ls.code, 0);
+    QVERIFY2(ls.out.contains(QFileInfo(runDir).fileName()) && ls.out.contains(QStringLiteral("ssh")),
+             qPrintable(ls.out));
+
+    QProcess follow;
+    follow.start(QStringLiteral(FS_STUDIO), cliArgs({"follow", where, "--jsonl"}));
+    QVERIFY(follow.waitForStarted());
+    Result paused = studio({"pause", where});
+    QVERIFY2(paused.code == 0 && paused.out.contains(QStringLiteral("done: pause")),
+             qPrintable(paused.out + paused.err));
+    Result resumed = studio({"resume", where});
+    QVERIFY2(resumed.code == 0, qPrintable(resumed.out + resumed.err));
+    Result stopped = studio({"stop", where});
+    QVERIFY2(stopped.code == 0 && stopped.out.contains(QStringLiteral("done: stop")),
+             qPrintable(stopped.out + stopped.err));
+    QVERIFY(follow.waitForFinished(kWaitMs));
+    QCOMPARE(follow.exitCode(), 0);
+    // --jsonl copied every line the engine wrote, once, in order.
+    QFile events(runDir + QStringLiteral("/events.jsonl"));
+    QVERIFY(events.open(QIODevice::ReadOnly));
+    QCOMPARE(follow.readAllStandardOutput(), events.readAll());
+  }
+
+  void theSlurmScriptIsPrinted() {
+    Result r = studio({"launch", "--config", config_, "--slurm", "local", "--print-script", "--set",
+                       "launch.nnodes=2", "--engine", "/opt/flamingo/bin/flamingo-train"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(r.out.startsWith(QStringLiteral("#!")));
+    QVERIFY(r.out.contains(QStringLiteral("#SBATCH --nodes=2")));
+    QVERIFY(r.out.contains(QStringLiteral("srun")));
+    QVERIFY(r.out.contains(QStringLiteral("/opt/flamingo/bin/flamingo-train")));
+  }
+
+ private:
+  QStringList cliArgs(QStringList args) const {
+    args.prepend(QStringLiteral("remote"));
+    args << "--ssh-config" << QString::fromStdString(hosts_->configPath()) << "--batch";
+    return args;
+  }
+  Result studio(const QStringList& args) const {
+    QProcess p;
+    p.start(QStringLiteral(FS_STUDIO), cliArgs(args));
+    Result r;
+    if (!p.waitForFinished(kWaitMs)) return r;
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+  }
+
+  QTemporaryDir dir_{QStringLiteral("/tmp/fs-remote-cli-XXXXXX")};
+  std::unique_ptr<fs::testing::SshHosts> hosts_;
+  QString config_;
+};
+
+}  // namespace fs::studio
+
+QTEST_GUILESS_MAIN(fs::studio::RemoteCliTest)
+#include "remote_cli_test.moc"
