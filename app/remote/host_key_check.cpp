@@ -1,0 +1,101 @@
+// verifyHostKey: NOTE [Host keys] in ssh_session.h.
+#include <mutex>
+#include <set>
+
+#include "app/remote/known_hosts.h"
+#include "app/remote/ssh_internal.h"
+
+namespace fs::app::remote {
+
+using protocol::Status;
+
+namespace {
+
+// Keys accepted once in this process: "hostname:port key-blob".
+std::mutex& acceptedMutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<std::string>& acceptedOnce() {
+  static std::set<std::string> keys;
+  return keys;
+}
+
+}  // namespace
+
+std::string hostLabel(const HostSpec& spec) {
+  return spec.alias + " (" + spec.user + "@" + spec.hostname + ":" + std::to_string(spec.port) + ")";
+}
+
+Status verifyHostKey(ssh_session session, const HostSpec& spec, Prompter& prompter) {
+  const std::string label = hostLabel(spec);
+  ssh_key key = nullptr;
+  if (ssh_get_server_publickey(session, &key) != SSH_OK) {
+    return Status::ioError(label + ": the server sent no host key: " + ssh_get_error(session));
+  }
+  char* base64 = nullptr;
+  const int rc = ssh_pki_export_pubkey_base64(key, &base64);
+  const char* type_name = ssh_key_type_to_char(ssh_key_type(key));
+  const std::string key_type = type_name != nullptr ? type_name : "";
+  ssh_key_free(key);
+  std::string blob;
+  const bool decoded = rc == SSH_OK && base64Decode(base64, &blob);
+  ssh_string_free_char(base64);
+  if (!decoded) return Status::ioError(label + ": cannot read the server's host key");
+  const std::string fingerprint = fingerprintSha256(blob);
+
+  std::vector<std::string> files = spec.user_known_hosts_files;
+  files.insert(files.end(), spec.global_known_hosts_files.begin(), spec.global_known_hosts_files.end());
+  auto result = checkKnownHost(files, spec.hostname, spec.port, blob);
+  if (!result.isOk()) return Status::ioError(label + ": " + result.status().message());
+  const std::string name = knownHostsName(spec.hostname, spec.port);
+  switch (result->kind) {
+    case KnownHostResult::Kind::kKnown:
+      return Status::ok();
+    case KnownHostResult::Kind::kRevoked:
+      return Status::ioError(label + ": the host key " + key_type + " " + fingerprint + " is REVOKED (" +
+                             result->file + ":" + std::to_string(result->line) + "); refusing to connect");
+    case KnownHostResult::Kind::kChanged:
+      return Status::ioError(
+          label + ": the host key of " + name + " has CHANGED: the server offers " + key_type + " " +
+          fingerprint + ", but " + result->file + ":" + std::to_string(result->line) + " holds " +
+          result->stored_key_type + " " + result->stored_fingerprint +
+          ". Refusing to connect: this may be an attack; if the host was reinstalled, remove "
+          "that line (ssh-keygen -R '" +
+          name + "') and connect again");
+    case KnownHostResult::Kind::kUnknown:
+      break;
+  }
+  const std::string remembered = name + " " + blob;
+  {
+    std::lock_guard<std::mutex> lock(acceptedMutex());
+    if (acceptedOnce().count(remembered) != 0) return Status::ok();
+  }
+  if (spec.strict_host_key_checking == StrictHostKeyChecking::kYes) {
+    return Status::ioError(label + ": the host key " + key_type + " " + fingerprint + " of " + name +
+                           " is not in known_hosts and StrictHostKeyChecking is yes; refusing to connect");
+  }
+  HostKeyQuestion question;
+  question.host = spec.hostname;
+  question.port = spec.port;
+  question.alias = spec.alias;
+  question.key_type = key_type;
+  question.fingerprint_sha256 = fingerprint;
+  question.save_file =
+      spec.user_known_hosts_files.empty() ? std::string() : spec.user_known_hosts_files.front();
+  const HostKeyAnswer answer = prompter.hostKey(question);
+  if (answer == HostKeyAnswer::kReject) {
+    return Status::ioError(label + ": the host key " + key_type + " " + fingerprint + " was not accepted");
+  }
+  if (answer == HostKeyAnswer::kAcceptAndSave) {
+    if (question.save_file.empty())
+      return Status::ioError(label + ": no UserKnownHostsFile to save the host key in");
+    Status saved = appendKnownHost(question.save_file, spec.hostname, spec.port, blob);
+    if (!saved.isOk()) return Status::ioError(label + ": " + saved.message());
+  }
+  std::lock_guard<std::mutex> lock(acceptedMutex());
+  acceptedOnce().insert(remembered);
+  return Status::ok();
+}
+
+}  // namespace fs::app::remote

@@ -1,0 +1,260 @@
+// SshConnection's file operations over one reused SFTP session.
+#include <fcntl.h>
+
+#include <random>
+
+#include "app/remote/ssh_internal.h"
+
+namespace fs::app::remote {
+
+using protocol::Status;
+using protocol::StatusOr;
+
+namespace {
+
+constexpr std::size_t kChunk = 32768;
+
+std::string baseName(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string dirName(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+FileInfo toInfo(sftp_attributes a, const std::string& name) {
+  FileInfo info;
+  info.name = name;
+  info.size = a->size;
+  info.mtime = static_cast<std::int64_t>(a->mtime64 != 0 ? a->mtime64 : a->mtime);
+  info.is_dir = a->type == SSH_FILEXFER_TYPE_DIRECTORY;
+  info.mode = a->permissions & 07777;
+  return info;
+}
+
+}  // namespace
+
+Status SshConnection::ensureSftp() {
+  if (sftp_ != nullptr) return Status::ok();
+  sftp_session sftp = sftp_new(endpoint_->session);
+  if (sftp == nullptr)
+    return Status::ioError(label() + ": cannot open an SFTP channel: " + ssh_get_error(endpoint_->session));
+  if (sftp_init(sftp) != SSH_OK) {
+    const std::string error = ssh_get_error(endpoint_->session);
+    sftp_free(sftp);
+    return Status::ioError(label() + ": the SFTP subsystem did not start: " + error);
+  }
+  sftp_ = sftp;
+  return Status::ok();
+}
+
+// Runs `body` with a connected SFTP session under the watchdog; a failure of
+// the session (not of the file) closes it so that the next call reconnects.
+Status SshConnection::sftpCall(const std::string& what, std::size_t bytes,
+                               const std::function<Status(void* sftp, bool* io_failed)>& body) {
+  Status connected = connect();
+  if (!connected.isOk()) return connected;
+  bool io_failed = false;
+  Status status;
+  {
+    const auto within =
+        std::chrono::seconds(connectTimeout(spec_) + aliveWindowSeconds() + static_cast<int>(bytes >> 20));
+    WatchdogScope guard(*watchdog_, ssh_get_fd(endpoint_->session), within);
+    status = ensureSftp();
+    if (status.isOk()) {
+      status = body(sftp_, &io_failed);
+    } else {
+      io_failed = true;
+    }
+  }
+  if (io_failed || watchdog_->fired()) {
+    checkAlive();
+    if (!connected_.load() && !status.isOk()) {
+      return Status::ioError(status.message() + " (connection lost; the next call reconnects)");
+    }
+  }
+  return status;
+}
+
+// The Status for a failed SFTP request about `what`.
+static Status sftpFailure(sftp_session sftp, const std::string& what, bool* io_failed) {
+  ssh_session s = sftp->session;
+  if (!ssh_is_connected(s) || (ssh_get_status(s) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0) {
+    *io_failed = true;
+    return Status::ioError(what + ": " + ssh_get_error(s));
+  }
+  switch (sftp_get_error(sftp)) {
+    case SSH_FX_NO_SUCH_FILE:
+    case SSH_FX_NO_SUCH_PATH:
+      return Status::notFound(what + ": no such file or directory");
+    case SSH_FX_PERMISSION_DENIED:
+      return Status::ioError(what + ": permission denied");
+    case SSH_FX_FILE_ALREADY_EXISTS:
+      return Status::ioError(what + ": already exists");
+    case SSH_FX_NO_CONNECTION:
+    case SSH_FX_CONNECTION_LOST:
+      *io_failed = true;
+      return Status::ioError(what + ": connection lost");
+    default:
+      return Status::ioError(what + ": failed (SFTP error " + std::to_string(sftp_get_error(sftp)) + ": " +
+                             ssh_get_error(s) + ")");
+  }
+}
+
+StatusOr<std::string> SshConnection::readFile(const std::string& path, std::uint64_t offset,
+                                              std::size_t max) {
+  const std::string what = label() + ": " + path;
+  std::string data;
+  Status status = sftpCall(what, max, [&](void* p, bool* io_failed) {
+    auto sftp = static_cast<sftp_session>(p);
+    sftp_file file = sftp_open(sftp, path.c_str(), O_RDONLY, 0);
+    if (file == nullptr) return sftpFailure(sftp, what, io_failed);
+    Status result;
+    if (sftp_seek64(file, offset) != 0) result = sftpFailure(sftp, what, io_failed);
+    char buf[kChunk];
+    while (result.isOk() && data.size() < max) {
+      const ssize_t n = sftp_read(file, buf, std::min(sizeof buf, max - data.size()));
+      if (n < 0) {
+        result = sftpFailure(sftp, what, io_failed);
+      } else if (n == 0) {
+        break;
+      } else {
+        data.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+    sftp_close(file);
+    return result;
+  });
+  if (!status.isOk()) return status;
+  return data;
+}
+
+StatusOr<FileInfo> SshConnection::stat(const std::string& path) {
+  const std::string what = label() + ": " + path;
+  FileInfo info;
+  Status status = sftpCall(what, 0, [&](void* p, bool* io_failed) {
+    auto sftp = static_cast<sftp_session>(p);
+    sftp_attributes a = sftp_stat(sftp, path.c_str());
+    if (a == nullptr) return sftpFailure(sftp, what, io_failed);
+    info = toInfo(a, path);
+    sftp_attributes_free(a);
+    return Status::ok();
+  });
+  if (!status.isOk()) return status;
+  return info;
+}
+
+StatusOr<std::vector<FileInfo>> SshConnection::list(const std::string& dir) {
+  const std::string what = label() + ": " + dir;
+  std::vector<FileInfo> entries;
+  Status status = sftpCall(what, 0, [&](void* p, bool* io_failed) {
+    auto sftp = static_cast<sftp_session>(p);
+    sftp_dir d = sftp_opendir(sftp, dir.c_str());
+    if (d == nullptr) return sftpFailure(sftp, what, io_failed);
+    while (sftp_attributes a = sftp_readdir(sftp, d)) {
+      const std::string name = a->name != nullptr ? a->name : "";
+      if (name != "." && name != "..") entries.push_back(toInfo(a, name));
+      sftp_attributes_free(a);
+    }
+    Status result = sftp_dir_eof(d) ? Status::ok() : sftpFailure(sftp, what, io_failed);
+    sftp_closedir(d);
+    return result;
+  });
+  if (!status.isOk()) return status;
+  return entries;
+}
+
+Status SshConnection::writeFileAtomic(const std::string& path, std::string_view bytes, std::uint32_t mode) {
+  const std::string what = label() + ": " + path;
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const char* digits = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::string suffix;
+  for (int i = 0; i < 8; ++i) suffix += digits[rng() % 36];
+  const std::string dir = dirName(path);
+  const std::string temp = (dir == "/" ? "" : dir) + "/." + baseName(path) + "." + suffix;
+  bool renamed = false;
+  Status status = sftpCall(what, bytes.size(), [&](void* p, bool* io_failed) {
+    auto sftp = static_cast<sftp_session>(p);
+    sftp_file file = sftp_open(sftp, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
+    if (file == nullptr) return sftpFailure(sftp, label() + ": " + temp, io_failed);
+    Status result;
+    for (std::size_t done = 0; done < bytes.size() && result.isOk();) {
+      const ssize_t n = sftp_write(file, bytes.data() + done, std::min(kChunk, bytes.size() - done));
+      if (n <= 0) {
+        result = sftpFailure(sftp, label() + ": " + temp, io_failed);
+      } else {
+        done += static_cast<std::size_t>(n);
+      }
+    }
+    if (result.isOk() && sftp_extension_supported(sftp, "fsync@openssh.com", "1") && sftp_fsync(file) != 0) {
+      result = sftpFailure(sftp, label() + ": " + temp + " (fsync)", io_failed);
+    }
+    if (sftp_close(file) != 0 && result.isOk()) result = sftpFailure(sftp, label() + ": " + temp, io_failed);
+    if (result.isOk() && sftp_chmod(sftp, temp.c_str(), mode) != 0) {
+      result = sftpFailure(sftp, label() + ": " + temp + " (chmod)", io_failed);
+    }
+    // SFTP v3 rename does not replace an existing file; then mv does (below).
+    if (result.isOk()) renamed = sftp_rename(sftp, temp.c_str(), path.c_str()) == 0;
+    if (!result.isOk() && !*io_failed) sftp_unlink(sftp, temp.c_str());
+    return result;
+  });
+  if (!status.isOk() || renamed) return status;
+  // rename(2) through mv: atomic, and replaces the old file.
+  auto moved = run({"mv", "-f", "--", temp, path}, ExecOptions{});
+  if (moved.isOk() && moved->exit_code == 0) return Status::ok();
+  const std::string why = moved.isOk() ? moved->err : moved.status().message();
+  sftpCall(what, 0, [&](void* p, bool*) {
+    sftp_unlink(static_cast<sftp_session>(p), temp.c_str());
+    return Status::ok();
+  });
+  return Status::ioError(what + ": cannot rename " + temp + " over it: " + why);
+}
+
+Status SshConnection::makeDirs(const std::string& path) {
+  const std::string what = label() + ": " + path;
+  return sftpCall(what, 0, [&](void* p, bool* io_failed) {
+    auto sftp = static_cast<sftp_session>(p);
+    std::string prefix = path.rfind('/', 0) == 0 ? "/" : "";
+    std::size_t start = 0;
+    while (start <= path.size()) {
+      std::size_t slash = path.find('/', start);
+      if (slash == std::string::npos) slash = path.size();
+      const std::string part = path.substr(start, slash - start);
+      start = slash + 1;
+      if (part.empty() || part == ".") continue;
+      prefix += (prefix.empty() || prefix.back() == '/' ? "" : "/") + part;
+      sftp_attributes a = sftp_stat(sftp, prefix.c_str());
+      if (a != nullptr) {
+        const bool is_dir = a->type == SSH_FILEXFER_TYPE_DIRECTORY;
+        sftp_attributes_free(a);
+        if (!is_dir) return Status::ioError(label() + ": " + prefix + " exists and is not a directory");
+        continue;
+      }
+      if (sftp_mkdir(sftp, prefix.c_str(), 0755) != 0) {
+        // Someone else may have made it meanwhile.
+        sftp_attributes again = sftp_stat(sftp, prefix.c_str());
+        if (again == nullptr) return sftpFailure(sftp, label() + ": " + prefix + " (mkdir)", io_failed);
+        sftp_attributes_free(again);
+      }
+    }
+    return Status::ok();
+  });
+}
+
+Status SshConnection::remove(const std::string& path) {
+  const std::string what = label() + ": " + path;
+  return sftpCall(what, 0, [&](void* p, bool* io_failed) {
+    auto sftp = static_cast<sftp_session>(p);
+    sftp_attributes a = sftp_lstat(sftp, path.c_str());
+    if (a == nullptr) return sftpFailure(sftp, what, io_failed);
+    const bool is_dir = a->type == SSH_FILEXFER_TYPE_DIRECTORY;
+    sftp_attributes_free(a);
+    const int rc = is_dir ? sftp_rmdir(sftp, path.c_str()) : sftp_unlink(sftp, path.c_str());
+    return rc == 0 ? Status::ok() : sftpFailure(sftp, what, io_failed);
+  });
+}
+
+}  // namespace fs::app::remote

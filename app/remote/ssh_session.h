@@ -1,0 +1,107 @@
+// SshConnection: one SSH session to one host (libssh 0.10), through ProxyJump
+// hosts when configured, carrying many short-lived channels: exec of argument
+// vectors and SFTP (one SFTP session, reused). SshHost (ssh_host.h) is the
+// thread-safe Host made of it.
+//
+// Connecting verifies the host key of every hop against known_hosts ourselves
+// (known_hosts.h), asking the Prompter about unknown keys; a changed or
+// revoked key is refused without asking (NOTE [Host keys]). Authentication:
+// the agent, then the identity files (NOTE [Authentication order]).
+// A call on a connection found dead returns kIOError and leaves connected()
+// false; the next call reconnects (NOTE [Dead connections]).
+//
+// Thread-safety: none; one thread at a time (SshHost holds a mutex). The
+// jump tunnels run their own pump threads, owned here. connected() may be
+// read from any thread. Every call blocks.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/remote/prompter.h"
+#include "app/remote/remote_host.h"
+#include "app/remote/ssh_config.h"
+#include "backend/protocol/status.h"
+
+namespace fs::app::remote {
+
+// NOTE [Host keys]
+// Every hop's key is looked up in the hop's UserKnownHostsFile and
+// GlobalKnownHostsFile (known_hosts.h), under the name ssh uses
+// ("[hostname]:port" unless port 22), so files written by OpenSSH and by us
+// are interchangeable. Known: connect. Changed or revoked: refuse, naming the
+// host, the stored key and known_hosts file:line, without asking — a dialog
+// would train people to click through an attack. Unknown: with
+// StrictHostKeyChecking=yes refuse; otherwise ask the Prompter (even for
+// "no" and "accept-new": nothing is accepted silently). "Accept once" is
+// remembered for this process (reconnects do not ask again); "accept and
+// save" also appends to the first UserKnownHostsFile.
+//
+// NOTE [Authentication order]
+// Like ssh: the agent (IdentityAgent, else SSH_AUTH_SOCK; skipped with
+// IdentitiesOnly yes, which here means "only the files"), then each
+// IdentityFile that exists; an encrypted one is offered by its .pub first and
+// the Prompter is asked for the passphrase only when the server would accept
+// it (or there is no .pub). Failure names every key tried and why.
+//
+// NOTE [Dead connections]
+// libssh has no keepalive of its own and its SFTP calls wait forever. We set
+// TCP keepalive and TCP_USER_TIMEOUT on the socket from ServerAliveInterval x
+// ServerAliveCountMax (defaults 15 s x 3), send an SSH ignore message while a
+// command runs, and bound every call with a watchdog that shuts the socket
+// down when the call overruns (SFTP: ConnectTimeout + the alive window; exec:
+// its timeout + the window). A failed call closes the session; the next call
+// connects again, and the jump tunnels with it.
+
+// Resolves a ProxyJump hop ("[user@]host[:port]") into its HostSpec; usually
+// SshConfig::resolve of the config the destination came from.
+using HopResolver = std::function<protocol::StatusOr<HostSpec>(const std::string& hop)>;
+
+class SshConnection {
+ public:
+  // REQUIRES: prompter not null.
+  SshConnection(HostSpec spec, std::shared_ptr<Prompter> prompter, HopResolver resolve_hop);
+  ~SshConnection();
+  SshConnection(const SshConnection&) = delete;
+  SshConnection& operator=(const SshConnection&) = delete;
+
+  const HostSpec& spec() const { return spec_; }
+  // Connects (all hops, host keys, authentication) unless connected.
+  protocol::Status connect();
+  void disconnect();
+  bool connected() const { return connected_.load(); }
+
+  // Host's operations (remote_host.h), connecting first when needed.
+  protocol::StatusOr<CommandResult> run(const std::vector<std::string>& argv, const ExecOptions& options);
+  protocol::StatusOr<std::string> readFile(const std::string& path, std::uint64_t offset, std::size_t max);
+  protocol::StatusOr<FileInfo> stat(const std::string& path);
+  protocol::StatusOr<std::vector<FileInfo>> list(const std::string& dir);
+  protocol::Status writeFileAtomic(const std::string& path, std::string_view bytes, std::uint32_t mode);
+  protocol::Status makeDirs(const std::string& path);
+  protocol::Status remove(const std::string& path);
+
+  struct Endpoint;  // one authenticated session (+ the tunnel it runs through)
+  class Watchdog;
+
+ private:
+  protocol::Status ensureSftp();
+  protocol::Status sftpCall(const std::string& what, std::size_t bytes,
+                            const std::function<protocol::Status(void* sftp, bool* io_failed)>& body);
+  // After a failed call: is the session still usable? If not, closes it.
+  void checkAlive();
+  std::string label() const;  // "alias (user@host:port)"
+  int aliveWindowSeconds() const;
+
+  HostSpec spec_;
+  std::shared_ptr<Prompter> prompter_;
+  HopResolver resolve_hop_;
+  std::unique_ptr<Endpoint> endpoint_;
+  std::unique_ptr<Watchdog> watchdog_;
+  void* sftp_ = nullptr;  // sftp_session
+  std::atomic<bool> connected_{false};
+};
+
+}  // namespace fs::app::remote
