@@ -60,6 +60,18 @@ bool parseInt(const std::string& s, std::int64_t* out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
+bool isVariableAssignment(const std::string& kv) {
+  const auto eq = kv.find('=');
+  if (eq == 0 || eq == std::string::npos) return false;
+  for (std::size_t i = 0; i < eq; ++i) {
+    const char c = kv[i];
+    const bool ok =
+        c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 const char* agentStateName(AgentState s) {
@@ -77,9 +89,18 @@ const char* agentStateName(AgentState s) {
 }
 
 StatusOr<AgentIdentity> startDetached(remote::Host& host, const std::string& workDir,
-                                      const std::string& logFile, const std::vector<std::string>& argv) {
+                                      const std::string& logFile, const std::vector<std::string>& argv,
+                                      const std::vector<std::string>& env) {
   if (argv.empty()) return Status::invalidArgument("startDetached: empty argv");
-  std::vector<std::string> command = {"sh", "-c", kStartScript, "sh", workDir, logFile};
+  for (const auto& kv : env) {
+    if (!isVariableAssignment(kv)) {
+      return Status::invalidArgument("environment entry '" + kv +
+                                     "': expected NAME=VALUE with a variable name");
+    }
+  }
+  std::vector<std::string> command = {
+      "sh", "-c", kStartScript, "sh", workDir, logFile, std::to_string(env.size())};
+  command.insert(command.end(), env.begin(), env.end());
   command.insert(command.end(), argv.begin(), argv.end());
   remote::ExecOptions options;
   options.timeout_ms = 30'000;

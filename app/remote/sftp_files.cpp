@@ -168,6 +168,20 @@ StatusOr<std::vector<FileInfo>> SshConnection::list(const std::string& dir) {
 }
 
 Status SshConnection::writeFileAtomic(const std::string& path, std::string_view bytes, std::uint32_t mode) {
+  auto written = writeFile(path, bytes, mode, /*replace=*/true);
+  return written.isOk() ? Status::ok() : written.status();
+}
+
+StatusOr<bool> SshConnection::writeFileIfAbsent(const std::string& path, std::string_view bytes,
+                                                std::uint32_t mode) {
+  return writeFile(path, bytes, mode, /*replace=*/false);
+}
+
+// A temporary file beside `path`, then SFTP's rename, which never replaces (OpenSSH's
+// server links, then unlinks); replacing falls back to mv. Without `replace`, a taken
+// name is `false`, and the temporary file is removed.
+StatusOr<bool> SshConnection::writeFile(const std::string& path, std::string_view bytes, std::uint32_t mode,
+                                        bool replace) {
   const std::string what = label() + ": " + path;
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   const char* digits = "0123456789abcdefghijklmnopqrstuvwxyz";
@@ -176,6 +190,7 @@ Status SshConnection::writeFileAtomic(const std::string& path, std::string_view 
   const std::string dir = dirName(path);
   const std::string temp = (dir == "/" ? "" : dir) + "/." + baseName(path) + "." + suffix;
   bool renamed = false;
+  bool taken = false;
   Status status = sftpCall(what, bytes.size(), [&](void* p, bool* io_failed) {
     auto sftp = static_cast<sftp_session>(p);
     sftp_file file = sftp_open(sftp, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
@@ -198,13 +213,24 @@ Status SshConnection::writeFileAtomic(const std::string& path, std::string_view 
     }
     // SFTP v3 rename does not replace an existing file; then mv does (below).
     if (result.isOk()) renamed = sftp_rename(sftp, temp.c_str(), path.c_str()) == 0;
+    if (result.isOk() && !renamed && !replace) {
+      sftp_attributes existing = sftp_lstat(sftp, path.c_str());
+      taken = existing != nullptr;
+      if (existing != nullptr) sftp_attributes_free(existing);
+      if (!taken) result = sftpFailure(sftp, label() + ": cannot rename " + temp + " to " + path, io_failed);
+      if (!*io_failed) sftp_unlink(sftp, temp.c_str());
+      return result;
+    }
     if (!result.isOk() && !*io_failed) sftp_unlink(sftp, temp.c_str());
     return result;
   });
-  if (!status.isOk() || renamed) return status;
+  if (!status.isOk()) return status;
+  if (renamed) return true;
+  if (!replace)
+    return !taken ? StatusOr<bool>(Status::ioError(what + ": not written")) : StatusOr<bool>(false);
   // rename(2) through mv: atomic, and replaces the old file.
   auto moved = run({"mv", "-f", "--", temp, path}, ExecOptions{});
-  if (moved.isOk() && moved->exit_code == 0) return Status::ok();
+  if (moved.isOk() && moved->exit_code == 0) return true;
   const std::string why = moved.isOk() ? moved->err : moved.status().message();
   sftpCall(what, 0, [&](void* p, bool*) {
     sftp_unlink(static_cast<sftp_session>(p), temp.c_str());

@@ -52,6 +52,12 @@ Status SshHost::writeFileAtomic(const std::string& path, std::string_view bytes,
   return connection_.writeFileAtomic(path, bytes, mode);
 }
 
+StatusOr<bool> SshHost::writeFileIfAbsent(const std::string& path, std::string_view bytes,
+                                          std::uint32_t mode) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return connection_.writeFileIfAbsent(path, bytes, mode);
+}
+
 Status SshHost::makeDirs(const std::string& path) {
   std::lock_guard<std::mutex> lock(mutex_);
   return connection_.makeDirs(path);

@@ -43,6 +43,8 @@ class SshHost : public Host {
   protocol::StatusOr<std::vector<FileInfo>> list(const std::string& dir) override;
   protocol::Status writeFileAtomic(const std::string& path, std::string_view bytes,
                                    std::uint32_t mode = 0644) override;
+  protocol::StatusOr<bool> writeFileIfAbsent(const std::string& path, std::string_view bytes,
+                                             std::uint32_t mode = 0644) override;
   protocol::Status makeDirs(const std::string& path) override;
   protocol::Status remove(const std::string& path) override;
 

@@ -80,6 +80,8 @@ class SshConnection {
   protocol::StatusOr<FileInfo> stat(const std::string& path);
   protocol::StatusOr<std::vector<FileInfo>> list(const std::string& dir);
   protocol::Status writeFileAtomic(const std::string& path, std::string_view bytes, std::uint32_t mode);
+  protocol::StatusOr<bool> writeFileIfAbsent(const std::string& path, std::string_view bytes,
+                                             std::uint32_t mode);
   protocol::Status makeDirs(const std::string& path);
   protocol::Status remove(const std::string& path);
 
@@ -87,6 +89,8 @@ class SshConnection {
   class Watchdog;
 
  private:
+  protocol::StatusOr<bool> writeFile(const std::string& path, std::string_view bytes, std::uint32_t mode,
+                                     bool replace);
   protocol::Status ensureSftp();
   protocol::Status sftpCall(const std::string& what, std::size_t bytes,
                             const std::function<protocol::Status(void* sftp, bool* io_failed)>& body);

@@ -27,15 +27,16 @@ class FollowRecorder : public QObject {
     options.source = std::move(source);
     options.poll_interval_ms = 50;
     options.process_check_interval_ms = 0;
-    follower_ = std::make_unique<RunFollower>(options);
-    connect(follower_.get(), &RunFollower::batchReady, this, [this](const FollowBatchPtr& b) { take(*b); });
-    connect(follower_.get(), &RunFollower::issue, this,
-            [this](const FollowIssue& i) { issues.push_back(i); });
-    follower_->start();
+    thread_ =
+        std::make_unique<WorkerThread<RunFollower>>(new RunFollower(options), QStringLiteral("follower"));
+    RunFollower* f = thread_->worker();
+    connect(f, &RunFollower::batchReady, this, [this](const FollowBatchPtr& b) { take(*b); });
+    connect(f, &RunFollower::issue, this, [this](const FollowIssue& i) { issues.push_back(i); });
+    QMetaObject::invokeMethod(f, &RunFollower::start, Qt::QueuedConnection);
   }
   ~FollowRecorder() override {
-    follower_->cancel();
-    follower_.reset();
+    thread_->worker()->cancel();
+    thread_.reset();
   }
 
   // Seqs delivered exactly once each, from 0 up, with no gap or duplicate issue.
