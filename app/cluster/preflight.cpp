@@ -102,8 +102,9 @@ std::string makeNonce() {
 // listener, so no host ever runs two commands at once: Host implementations
 // may serialise calls. Connections refused are retried for connect_wait_s,
 // since the listener may start after a connection attempt. The listener stops
-// after one answer per node, or connect_timeout_s + connect_wait_s + 5 s after
-// it started (when some node could not reach it); when it cannot listen, the
+// after one answer per node, or connect_timeout_s + 5 s after it started (when
+// some node could not reach it: every check ends within connect_timeout_s, retries
+// included; the 5 s allow for starting the commands); when it cannot listen, the
 // connection checks are cancelled. It binds with SO_REUSEADDR, as c10d's
 // TCPStore does, so connections it closed (TIME_WAIT) do not keep the rank 0
 // store off the port afterwards.
@@ -140,7 +141,7 @@ std::vector<PreflightRow> rendezvousRows(std::vector<HostState>& hosts, const Pr
   std::vector<Result> connected(connecting.size(), protocol::Status::ioError("not run"));
   std::vector<std::thread> threads;
   threads.emplace_back([&] {
-    const int listenS = req.connect_timeout_s + req.connect_wait_s + 5;
+    const int listenS = req.connect_timeout_s + 5;  // a connection check ends within connect_timeout_s
     ExecOptions o;
     o.timeout_ms = (listenS + 30) * 1000;
     o.cancel = &stopListener;

@@ -24,7 +24,7 @@ struct ListenOptions {
   int connections = 0;  // stop after this many answered connections; 0 = until the timeout
   // When set: once listening, connect to self_check_host:port from here too (the
   // ranks on node 0 reach MASTER_ADDR as well), as connectAndCheck does; counts as
-  // one of `connections`.
+  // one of `connections` (and, when it fails, is no longer waited for).
   std::string self_check_host;
 };
 
@@ -42,7 +42,8 @@ struct ConnectOptions {
   int port = 0;
   std::string nonce;
   int timeout_s = 10;  // for the whole check: resolving, connecting (with retries), reading
-  int wait_s = 0;      // retry a refused connection for this long (the listener may start later)
+  int wait_s =
+      0;  // retry a refused connection for this long (within timeout_s: the listener may start later)
 };
 
 // {"reachable":true,"host":H,"port":P} or {"reachable":false,"host":H,"port":P,"error":"..."}.

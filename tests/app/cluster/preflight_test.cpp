@@ -276,6 +276,7 @@ TEST_F(Preflight, RendezvousAddressWhereNothingListens) {
   ThisMachineHost node0("node0", enginePath()), node1("node1", enginePath());
   auto req = request({&node0, &node1});
   req.rendezvous_address = "::1";
+  req.connect_timeout_s = 5;  // node 1's check fails at once, then the listener waits this long for it
   req.connect_wait_s = 1;
   const PreflightTable t = fs::app::cluster::runPreflight(req);
   const std::string refused =
