@@ -95,19 +95,24 @@ std::string makeNonce() {
   return buf;
 }
 
-// NOTE [Rendezvous check]: node 0 runs `probe listen` on the rendezvous port
-// (on a thread: Host::run returns only when the listener ends) while every node,
-// node 0 included (its ranks reach MASTER_ADDR too), runs `probe connect` to the
-// rendezvous address. Connections refused are retried for connect_wait_s,
+// NOTE [Rendezvous check]: node 0 runs `probe listen --self-check ADDRESS` on
+// the rendezvous port (on a thread: Host::run returns only when the listener
+// ends) while every other node runs `probe connect` to the rendezvous address.
+// Node 0's own check (its ranks reach MASTER_ADDR too) runs inside the
+// listener, so no host ever runs two commands at once: Host implementations
+// may serialise calls. Connections refused are retried for connect_wait_s,
 // since the listener may start after a connection attempt. The listener stops
-// after one answer per node, and is cancelled once every connection check has
-// ended; when it cannot listen, the connection checks are cancelled. The
-// listener binds with SO_REUSEADDR, as c10d's TCPStore does, so the connections
-// it closed (TIME_WAIT) do not keep the rank 0 store off the port afterwards.
+// after one answer per node, or connect_timeout_s + 5 s after it started (when
+// some node could not reach it: every check ends within connect_timeout_s, retries
+// included; the 5 s allow for starting the commands); when it cannot listen, the
+// connection checks are cancelled. It binds with SO_REUSEADDR, as c10d's
+// TCPStore does, so connections it closed (TIME_WAIT) do not keep the rank 0
+// store off the port afterwards.
 std::vector<PreflightRow> rendezvousRows(std::vector<HostState>& hosts, const PreflightRequest& req) {
   std::vector<PreflightRow> rows(hosts.size());
   HostState& node0 = hosts[0];
-  const std::string target = req.rendezvous_address + ":" + std::to_string(req.rendezvous_port);
+  const std::string port = std::to_string(req.rendezvous_port);
+  const std::string target = req.rendezvous_address + ":" + port;
   if (req.rendezvous_address.empty()) {
     for (auto& h : hosts)
       rows[h.ctx.node] = {h.ctx.host,
@@ -115,87 +120,93 @@ std::vector<PreflightRow> rendezvousRows(std::vector<HostState>& hosts, const Pr
                           CheckKind::kRendezvous,
                           CheckStatus::kFail,
                           "no address",
-                          h.ctx.node == 0 ? "set node 0's (" + node0.ctx.host + ") rendezvous address" : ""};
+                          h.ctx.node == 0 ? node0.ctx.host + ": set node 0's rendezvous address" : ""};
     return rows;
   }
-  if (!node0.usable) {
-    for (auto& h : hosts)
+  for (auto& h : hosts) {
+    if (!node0.usable || !h.usable)
       rows[h.ctx.node] = skippedRow(h.ctx, CheckKind::kRendezvous,
-                                    "flamingo-train did not run on node 0 (" + node0.ctx.host + ")");
-    return rows;
+                                    "flamingo-train did not run on " + (node0.usable ? h : node0).ctx.host);
   }
+  if (!node0.usable) return rows;
   const std::string nonce = makeNonce();
   std::vector<HostState*> connecting;
-  for (auto& h : hosts) {
-    if (h.usable) {
-      connecting.push_back(&h);
-    } else {
-      rows[h.ctx.node] =
-          skippedRow(h.ctx, CheckKind::kRendezvous, "flamingo-train did not run on " + h.ctx.host);
-    }
+  for (size_t i = 1; i < hosts.size(); ++i) {
+    if (hosts[i].usable) connecting.push_back(&hosts[i]);
   }
+
   std::atomic<bool> stopListener{false}, stopConnects{false};
+  std::atomic<int> running{static_cast<int>(connecting.size()) + 1};
   Result listened = protocol::Status::ioError("not run");
-  std::thread listener([&] {
+  std::vector<Result> connected(connecting.size(), protocol::Status::ioError("not run"));
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {
+    const int listenS = req.connect_timeout_s + 5;  // a connection check ends within connect_timeout_s
     ExecOptions o;
-    o.timeout_ms = (req.connect_timeout_s + req.connect_wait_s + 30) * 1000;
+    o.timeout_ms = (listenS + 30) * 1000;
     o.cancel = &stopListener;
     listened = node0.host->run(
-        engineArgv(node0, {"probe", "listen", "--port", std::to_string(req.rendezvous_port), "--nonce", nonce,
-                           "--timeout-s", std::to_string(req.connect_timeout_s + req.connect_wait_s + 20),
-                           "--connections", std::to_string(connecting.size())}),
+        engineArgv(node0, {"probe", "listen", "--port", port, "--nonce", nonce, "--timeout-s",
+                           std::to_string(listenS), "--connections", std::to_string(connecting.size() + 1),
+                           "--self-check", req.rendezvous_address}),
         o);
-    // A listener that failed by itself (not cancelled by us): nobody will answer.
-    if (!stopListener.load() && listened && listened->exit_code != 0) stopConnects = true;
+    // It could not listen: nobody will answer the others.
+    if (listened && listened->exit_code != 0) stopConnects = true;
+    --running;
   });
-  std::vector<Result> connected(connecting.size(), protocol::Status::ioError("not run"));
-  {
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < connecting.size(); ++i) {
-      threads.emplace_back([&, i] {
-        ExecOptions o;
-        o.timeout_ms = (req.connect_timeout_s + 30) * 1000;
-        o.cancel = &stopConnects;
-        connected[i] = connecting[i]->host->run(
-            engineArgv(*connecting[i], {"probe", "connect", "--host", req.rendezvous_address, "--port",
-                                        std::to_string(req.rendezvous_port), "--nonce", nonce, "--timeout-s",
-                                        std::to_string(req.connect_timeout_s), "--wait-s",
-                                        std::to_string(req.connect_wait_s)}),
-            o);
-      });
-    }
-    for (auto& t : threads) t.join();
+  for (size_t i = 0; i < connecting.size(); ++i) {
+    threads.emplace_back([&, i] {
+      ExecOptions o;
+      o.timeout_ms = (req.connect_timeout_s + 30) * 1000;
+      o.cancel = &stopConnects;
+      connected[i] = connecting[i]->host->run(
+          engineArgv(*connecting[i], {"probe", "connect", "--host", req.rendezvous_address, "--port", port,
+                                      "--nonce", nonce, "--timeout-s", std::to_string(req.connect_timeout_s),
+                                      "--wait-s", std::to_string(req.connect_wait_s)}),
+          o);
+      --running;
+    });
   }
-  stopListener = true;
-  listener.join();
+  while (running.load() > 0) {
+    if (req.cancel && req.cancel->load()) stopListener = stopConnects = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (auto& t : threads) t.join();
 
-  // Node 0's listener: its own failure is the cause of every other failure.
-  std::string listenError;
-  if (listened && listened->exit_code != 0) {
-    auto j = commandJson(node0.ctx, "probe listen", listened);
-    listenError = j ? j->value("error", std::string("could not listen")) : j.status().message();
+  // Node 0: the listener, and its own connection to the rendezvous address.
+  auto heard = commandJson(node0.ctx, "probe listen", listened);
+  const bool bound = heard && heard->value("listening", false);
+  PreflightRow& first = rows[0];
+  first = {node0.ctx.host, 0, CheckKind::kRendezvous, CheckStatus::kOk, "reaches " + target, {}};
+  if (!bound) {
+    first.status = CheckStatus::kFail;
+    first.value = "cannot listen on port " + port;
+    first.action = heard ? node0.ctx.host + ": " + heard->value("error", std::string("could not listen"))
+                         : heard.status().message();
+  } else if (const auto self = heard->value("self_check", nlohmann::json::object());
+             !self.value("reachable", false)) {
+    first.status = CheckStatus::kFail;
+    first.value = "cannot reach " + target;
+    first.action = node0.ctx.host + ": cannot reach its own rendezvous address (" +
+                   self.value("error", std::string("no answer")) + "); make " + req.rendezvous_address +
+                   " an address of node 0 (" + node0.ctx.host + "), which its own ranks reach too";
   }
   for (size_t i = 0; i < connecting.size(); ++i) {
     HostState& h = *connecting[i];
     PreflightRow& row = rows[h.ctx.node];
     row = {h.ctx.host, h.ctx.node, CheckKind::kRendezvous, CheckStatus::kOk, "reaches " + target, {}};
     auto j = commandJson(h.ctx, "probe connect", connected[i]);
-    const bool reached = j && j->value("reachable", false);
-    if (reached) continue;
-    row.status = CheckStatus::kFail;
-    const std::string error = j ? j->value("error", std::string("unreachable")) : j.status().message();
-    if (!listenError.empty()) {
-      row.value = &h == &node0 ? "cannot listen on port " + std::to_string(req.rendezvous_port)
-                               : "not checked: node 0 could not listen";
-      row.action = &h == &node0 ? node0.ctx.host + ": " + listenError : "";
-      if (&h != &node0) row.status = CheckStatus::kSkipped;
+    if (j && j->value("reachable", false)) continue;
+    if (listened && listened->exit_code != 0) {
+      row = skippedRow(h.ctx, CheckKind::kRendezvous, "node 0 could not listen");
       continue;
     }
+    row.status = CheckStatus::kFail;
     row.value = "cannot reach " + target;
-    row.action = h.ctx.host + ": cannot reach node 0's rendezvous port (" + error + "); make " +
+    row.action = h.ctx.host + ": cannot reach node 0's rendezvous port (" +
+                 (j ? j->value("error", std::string("unreachable")) : j.status().message()) + "); make " +
                  req.rendezvous_address + " node 0's (" + node0.ctx.host + ") address as " + h.ctx.host +
-                 " sees it, and let TCP port " + std::to_string(req.rendezvous_port) +
-                 " through any firewall between them";
+                 " sees it, and let TCP port " + port + " through any firewall between them";
   }
   return rows;
 }

@@ -78,7 +78,8 @@ struct PreflightRequest {
   bool require_engine = true;        // fail a tools-only flamingo-train (built without LibTorch)
   int command_timeout_ms = 60'000;   // each version / probe command
   int connect_timeout_s = 10;        // each node's connection check, from its start
-  int connect_wait_s = 10;           // retry refused connections this long: node 0's listener may start later
+  int connect_wait_s = 10;  // retry refused connections this long (within connect_timeout_s): node 0's
+                            // listener may start later
   const std::atomic<bool>* cancel = nullptr;  // polled by the version / probe commands
 };
 

@@ -73,7 +73,8 @@ protocol::StatusOr<nlohmann::json> commandJson(const RowContext& ctx, const std:
     const std::string why = firstLine(r->err).empty() ? firstLine(r->out) : firstLine(r->err);
     if (why.find("unknown command") != std::string::npos || why.find("unknown option") != std::string::npos)
       return Status::unsupported(ctx.host + ": the flamingo-train " + where(ctx) + " has no '" + what +
-                                 "' (an older engine): " + why);
+                                 "' (an older engine: " + why +
+                                 "); install the flamingo-train that matches this Flamingo Studio");
     return Status::ioError(ctx.host + ": " + cmd + " failed" +
                            (r->exit_code >= 0 ? " with exit code " + std::to_string(r->exit_code)
                                               : " (signal " + r->signal + ")") +

@@ -16,7 +16,8 @@ namespace {
 const char* const kUsage =
     "usage: flamingo-train probe host --run-root DIR\n"
     "       flamingo-train probe clock\n"
-    "       flamingo-train probe listen --port P --nonce N [--timeout-s S] [--connections C]\n"
+    "       flamingo-train probe listen --port P --nonce N [--timeout-s S] [--connections C] [--self-check "
+    "H]\n"
     "       flamingo-train probe connect --host H --port P --nonce N [--timeout-s S] [--wait-s W]\n";
 
 const char* const kHelp =
@@ -37,6 +38,9 @@ const char* const kHelp =
     "  is the caller's time for it, give or take half the bracket.\n\n"
     "listen: binds 0.0.0.0:P, prints {\"listening\":true,\"port\":P}, then answers every connection with\n"
     "  the line \"flamingo-probe N\" until S seconds pass (default 30) or C connections were answered.\n"
+    "  At the end it prints {\"listening\":true,\"port\":P,\"answered\":N}; with --self-check H it also\n"
+    "  connects to H:P from here once listening (as connect does) and adds \"self_check\": connect's "
+    "object.\n"
     "  Exit 0; 1 with {\"listening\":false,\"port\":P,\"error\":...} when the port cannot be bound.\n\n"
     "connect: connects to H:P and reads the line; only \"flamingo-probe N\" counts, so another program\n"
     "  on the port is not mistaken for the probe. Prints {\"reachable\":true,\"host\":H,\"port\":P} (exit "
@@ -55,6 +59,7 @@ const std::vector<OptionSpec> kOptions = {
     {"connections", true, false, "C",
      "listen: stop after C answered connections (default 0: at the timeout)"},
     {"wait-s", true, false, "W", "connect: retry a refused connection for this long (default 0)"},
+    {"self-check", true, false, "H", "listen: also connect to H:P from this host (counts as a connection)"},
     {"help", false, false, "", "Show this help"},
 };
 
@@ -62,7 +67,7 @@ const std::vector<OptionSpec> kOptions = {
 const std::vector<std::pair<std::string, std::vector<std::string>>> kAllowed = {
     {"host", {"run-root"}},
     {"clock", {}},
-    {"listen", {"port", "nonce", "timeout-s", "connections"}},
+    {"listen", {"port", "nonce", "timeout-s", "connections", "self-check"}},
     {"connect", {"host", "port", "nonce", "timeout-s", "wait-s"}},
 };
 
@@ -127,12 +132,15 @@ int runProbe(const std::vector<std::string>& args, Io& io) {
   if (what == "listen") {
     auto connections = wholeNumber(*parsed, "connections", 0, 0, 1'000'000);
     if (!connections) return fail(connections.status().message());
-    ListenOptions o{*port, nonce, *timeout, *connections};
+    ListenOptions o{*port, nonce, *timeout, *connections, parsed->get("self-check")};
     const auto result = listenAndAnswer(o, [&](const nlohmann::json& listening) {
       io.out << listening.dump() << "\n";
       io.out.flush();
     });
-    if (result.value("listening", false)) return kExitOk;
+    if (result.value("listening", false)) {
+      io.out << result.dump() << "\n";
+      return kExitOk;
+    }
     io.out << result.dump() << "\n";
     io.err << "flamingo-train probe listen: " << result.value("error", "") << "\n";
     return kExitFailure;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -27,8 +28,10 @@ struct Fd {
   explicit Fd(int f) : fd(f) {}
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
-  ~Fd() {
+  ~Fd() { reset(); }
+  void reset() {
     if (fd >= 0) ::close(fd);
+    fd = -1;
   }
 };
 
@@ -136,14 +139,24 @@ nlohmann::json listenAndAnswer(const ListenOptions& options,
   const int port = ntohs(addr.sin_port);
   onListening({{"listening", true}, {"port", port}});
 
+  nlohmann::json selfCheck;
+  std::atomic<bool> selfFailed{false};  // its connection will never come: do not wait for it
+  std::thread self;
+  if (!options.self_check_host.empty()) {
+    self = std::thread([&] {
+      selfCheck = connectAndCheck({options.self_check_host, port, options.nonce, options.timeout_s, 0});
+      if (!selfCheck.value("reachable", false)) selfFailed = true;
+    });
+  }
   const std::string line = probeGreeting(options.nonce) + "\n";
   const auto deadline = Clock::now() + std::chrono::seconds(options.timeout_s);
   int answered = 0;
-  while (options.connections == 0 || answered < options.connections) {
+  while (options.connections == 0 || answered < options.connections - (selfFailed.load() ? 1 : 0)) {
     const int left = msLeft(deadline);
     if (left == 0) break;
     pollfd pfd{sock.fd, POLLIN, 0};
-    const int n = ::poll(&pfd, 1, left);
+    // In slices while a self-check runs, so that its failure is noticed.
+    const int n = ::poll(&pfd, 1, self.joinable() ? std::min(left, 100) : left);
     if (n <= 0) continue;  // EINTR or the deadline: the loop head decides
     Fd conn(::accept4(sock.fd, nullptr, nullptr, SOCK_CLOEXEC));
     if (conn.fd < 0) continue;
@@ -151,7 +164,13 @@ nlohmann::json listenAndAnswer(const ListenOptions& options,
     if (::send(conn.fd, line.data(), line.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(line.size()))
       ++answered;
   }
-  return {{"listening", true}, {"port", port}, {"answered", answered}};
+  sock.reset();  // a self-check still waiting for its answer gets none: it ends at once
+  nlohmann::json result = {{"listening", true}, {"port", port}, {"answered", answered}};
+  if (self.joinable()) {
+    self.join();
+    result["self_check"] = selfCheck;
+  }
+  return result;
 }
 
 nlohmann::json connectAndCheck(const ConnectOptions& o) {

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -31,11 +32,14 @@ class ThisMachineHost : public app::remote::Host {
   ThisMachineHost(std::string name, std::string path) : name_(std::move(name)), path_(std::move(path)) {}
 
   std::string name() const override { return name_; }
+  // The most run() calls that were in flight at once (a Host may serialise them).
+  int maxConcurrentRuns() const { return maxInFlight_.load(); }
   bool connected() const override { return true; }
 
   protocol::StatusOr<app::remote::CommandResult> run(const std::vector<std::string>& argv,
                                                      const app::remote::ExecOptions& options) override {
     using protocol::Status;
+    InFlight counted(this);
     if (argv.empty()) return Status::invalidArgument(name_ + ": empty command");
     const std::string program = resolve(argv[0]);
     if (program.empty()) return app::remote::CommandResult{127, "", "", argv[0] + ": command not found\n"};
@@ -138,8 +142,20 @@ class ThisMachineHost : public app::remote::Host {
     return "";
   }
 
+  struct InFlight {
+    explicit InFlight(ThisMachineHost* h) : host(h) {
+      const int now = ++host->inFlight_;
+      int seen = host->maxInFlight_.load();
+      while (now > seen && !host->maxInFlight_.compare_exchange_weak(seen, now)) {
+      }
+    }
+    ~InFlight() { --host->inFlight_; }
+    ThisMachineHost* host;
+  };
+
   std::string name_;
   std::string path_;
+  std::atomic<int> inFlight_{0}, maxInFlight_{0};
 };
 
 }  // namespace fs::test

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -285,7 +286,6 @@ TEST_F(ProbeCli, ListenAnswersConnect) {
       spawn({"probe", "listen", "--port", "0", "--nonce", "n1", "--timeout-s", "60", "--connections", "1"},
             "", (dir_ / "listen.err").string(), &outFd);
   auto first = nlohmann::json::parse(readLine(outFd), nullptr, false);
-  ::close(outFd);
   ASSERT_TRUE(first.is_object()) << slurp(dir_ / "listen.err");
   EXPECT_TRUE(first["listening"].get<bool>());
   const int port = first["port"].get<int>();
@@ -298,8 +298,39 @@ TEST_F(ProbeCli, ListenAnswersConnect) {
   EXPECT_EQ(j["host"], "127.0.0.1");
   EXPECT_EQ(j["port"], port);
   EXPECT_FALSE(j.contains("error"));
-  // One answered connection was asked for: the listener is done.
+  // One answered connection was asked for: the listener is done, and says so.
+  const auto end = nlohmann::json::parse(readLine(outFd), nullptr, false);
+  ::close(outFd);
+  EXPECT_EQ(end, (nlohmann::json{{"listening", true}, {"port", port}, {"answered", 1}}));
   EXPECT_EQ(waitExit(listener), 0);
+}
+
+TEST_F(ProbeCli, ListenChecksItsOwnAddress) {
+  Result r = run({"probe", "listen", "--port", "0", "--nonce", "s1", "--timeout-s", "60", "--connections",
+                  "1", "--self-check", "127.0.0.1"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string first, last;
+  std::getline(lines, first);
+  std::getline(lines, last);
+  const auto listening = nlohmann::json::parse(first, nullptr, false);
+  const auto end = nlohmann::json::parse(last, nullptr, false);
+  ASSERT_TRUE(end.is_object()) << r.out;
+  EXPECT_EQ(end["port"], listening["port"]);
+  EXPECT_EQ(end["answered"], 1);
+  EXPECT_TRUE(end["self_check"]["reachable"].get<bool>()) << r.out;
+  EXPECT_EQ(end["self_check"]["host"], "127.0.0.1");
+
+  // An address of this host where the listener (IPv4 only) is not: refused.
+  std::ifstream inet6("/proc/net/if_inet6");
+  const std::string addresses((std::istreambuf_iterator<char>(inet6)), std::istreambuf_iterator<char>());
+  if (addresses.find("00000000000000000000000000000001") == std::string::npos) return;
+  Result v6 = run({"probe", "listen", "--port", "0", "--nonce", "s1", "--timeout-s", "60", "--connections",
+                   "1", "--self-check", "::1"});
+  EXPECT_EQ(v6.code, 0) << v6.err;
+  const auto self = nlohmann::json::parse(v6.out.substr(v6.out.find('\n') + 1), nullptr, false)["self_check"];
+  EXPECT_FALSE(self["reachable"].get<bool>()) << v6.out;
+  EXPECT_NE(self["error"].get<std::string>().find("connection refused"), std::string::npos) << v6.out;
 }
 
 TEST_F(ProbeCli, ConnectTellsAnotherCheckByItsNonce) {
