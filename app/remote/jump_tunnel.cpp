@@ -115,7 +115,8 @@ void JumpTunnel::pump() {
       if (n <= 0) break;
     }
     if (!to_local.empty()) {
-      const ssize_t n = write(pump_fd_, to_local.data(), to_local.size());
+      // send, not write: no SIGPIPE when the target's session has closed its end.
+      const ssize_t n = send(pump_fd_, to_local.data(), to_local.size(), MSG_NOSIGNAL);
       if (n > 0) {
         to_local.erase(0, static_cast<std::size_t>(n));
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
