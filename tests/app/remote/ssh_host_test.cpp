@@ -191,6 +191,15 @@ TEST_F(SshHostTest, ChainOfTwoJumpHosts) {
   EXPECT_TRUE(contains(result->out, " 10.77.0.2 2222")) << result->out;
 }
 
+TEST_F(SshHostTest, UnreachableTargetBehindAJumpHostIsNamed) {
+  auto host = open("hidden", std::make_shared<ScriptedPrompter>(), "Host hidden\n  Port 2223\n");
+  ASSERT_NE(host, nullptr);
+  Status status = host->connect();
+  ASSERT_FALSE(status.isOk());
+  EXPECT_TRUE(contains(status.message(), "jump host h1")) << status.message();
+  EXPECT_TRUE(contains(status.message(), "cannot open a connection to 10.77.0.2:2223")) << status.message();
+}
+
 TEST_F(SshHostTest, ChangedHostKeyIsRefusedNamingHostFileAndLine) {
   // known_hosts line 3 holds host 1's key under host 0's name.
   std::istringstream pub(runCapture("cat '" + hosts_->hostPublicKeyFile(1) + "'"));
