@@ -27,15 +27,15 @@
 namespace fs::app::remote {
 
 struct ExecOptions {
-  std::string stdin_data;                   // written to the command's stdin, then EOF
-  int timeout_ms = 60'000;                  // the command is ended (and kIOError returned) after this
-  std::size_t max_output = 16u << 20;       // stdout and stderr each; more is cut, and says so
+  std::string stdin_data;                     // written to the command's stdin, then EOF
+  int timeout_ms = 60'000;                    // the command is ended (and kIOError returned) after this
+  std::size_t max_output = 16u << 20;         // stdout and stderr each; more is cut, and says so
   const std::atomic<bool>* cancel = nullptr;  // polled; set: the command is ended, kIOError "cancelled"
 };
 
 struct CommandResult {
-  int exit_code = -1;   // -1 when it ended by a signal
-  std::string signal;   // e.g. "KILL"; empty when it exited
+  int exit_code = -1;  // -1 when it ended by a signal
+  std::string signal;  // e.g. "KILL"; empty when it exited
   std::string out;
   std::string err;
 };

@@ -117,6 +117,11 @@ class SlurmJobsTest : public QObject {
     }
     QCOMPARE(comp.state, std::string("CANCELLED"));
     QVERIFY(!jobs_->cancel("1;rm").isOk());
+    // Ids the controller never had: no rows, and kNotFound from scontrol.
+    auto none = jobs_->queue({"999999"});
+    QVERIFY2(none.isOk(), none.status().message().c_str());
+    QVERIFY(none->empty());
+    QCOMPARE(jobs_->job("999999").status().code(), proto::Status::Code::kNotFound);
     auto refused = jobs_->submit(dir, "no shebang\n", tinyJob(1));
     QVERIFY(!refused.isOk());
     QVERIFY2(refused.status().message().find("sbatch") != std::string::npos,
@@ -153,10 +158,30 @@ class SlurmJobsTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(
         std::any_of(seen.begin(), seen.end(), [](const SlurmJobRow& r) { return r.state == "COMPLETED"; }),
         kWaitMs);
+    // The log went where the script said, with the run directory's '%' and quotes intact.
+    QVERIFY2(readAll(slurmLogPath(dir, id.value())).find("job " + id.value() + " on ") != std::string::npos,
+             log(dir, id.value()).c_str());
     auto ended = jobs_->job(id.value());
     QVERIFY2(ended.isOk(), ended.status().message().c_str());
     QCOMPARE(ended->exit_code, std::string("0:0"));
     poller->stop();
+  }
+
+  void aFailingSqueueIsReportedAndBacksOff() {
+    // A login node without the SLURM commands: every poll fails at once.
+    SlurmPoller poller(std::make_shared<remote::LocalHost>(), {"env", "PATH=" + runDir("no-such-dir")});
+    poller.setIntervalMs(50'000);  // no second poll within the test
+    QSignalSpy failed(&poller, &SlurmPoller::failed);
+    QSignalSpy rows(&poller, &SlurmPoller::rows);
+    poller.watch({QStringLiteral("1")});
+    QCOMPARE(failed.count(), 1);
+    QCOMPARE(rows.count(), 0);
+    QVERIFY2(failed.at(0).at(0).toString().contains(QLatin1String("squeue")),
+             qPrintable(failed.at(0).at(0).toString()));
+    QCOMPARE(failed.at(0).at(1).toInt(), 100'000);
+    poller.pollNow();
+    QCOMPARE(failed.at(1).at(1).toInt(), SlurmPoller::kMaxBackoffMs);  // 200 s, capped
+    poller.stop();
   }
 
   void requeuedRunResumesWithTheSameLosses() {

@@ -12,6 +12,7 @@
 #include "app/cluster/slurm_jobs.h"
 #include "app/cluster/slurm_poller.h"
 #include "app/remote/local_host.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::app::cluster {
 namespace {
@@ -130,6 +131,22 @@ TEST(SlurmScriptTest, HostileRunDirectoriesReachTheEngineVerbatim) {
                          "slurm-%j.out\"\n"),
             std::string::npos)
       << script.value();
+}
+
+TEST(SlurmJobsTest, SubmitRefusesARunDirectoryWithAnotherConfig) {
+  const std::string run = "/tmp/fs_slurm_submit_test." + std::to_string(::getpid());
+  std::filesystem::remove_all(run);
+  remote::LocalHost host;
+  ASSERT_TRUE(host.makeDirs(run).isOk());
+  protocol::RunConfig other = slurmConfig();
+  other.seed = 12345;
+  ASSERT_TRUE(host.writeFileAtomic(run + "/config.yaml", protocol::dumpConfigYaml(other)).isOk());
+  SlurmJobs jobs(host, {"sbatch-must-not-run"});
+  auto id = jobs.submit(run, "#!/bin/bash\n", slurmConfig());
+  std::filesystem::remove_all(run);
+  ASSERT_FALSE(id.isOk());
+  EXPECT_NE(id.status().message().find(run + "/config.yaml holds a different config"), std::string::npos)
+      << id.status().message();
 }
 
 TEST(SlurmParseTest, SqueueRows) {
