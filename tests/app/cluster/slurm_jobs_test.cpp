@@ -80,6 +80,14 @@ class SlurmJobsTest : public QObject {
     QVERIFY(runs_.isValid());
     jobs_ = std::make_unique<SlurmJobs>(host_, cluster_->commandPrefix());
   }
+  // A test that failed half way leaves no job to hold the node's CPUs for the next one.
+  void cleanup() {
+    for (const auto& id : submitted_) {
+      auto j = jobs_->job(id);
+      if (j && isActiveState(j->state)) jobs_->cancel(id);
+    }
+    submitted_.clear();
+  }
   void cleanupTestCase() {
     jobs_.reset();
     cluster_.reset();  // ends every job and daemon of this cluster
@@ -90,7 +98,7 @@ class SlurmJobsTest : public QObject {
     const std::string name = "a job | with bars, spaces and 'quotes'";
     const std::string script = "#!/bin/bash\n#SBATCH --job-name=\"" + name + "\"\n#SBATCH --output=" + dir +
                                "/logs/slurm-%j.out\nsleep 600\n";
-    auto id = jobs_->submit(dir, script, tinyJob(1));
+    auto id = submit(dir, script, tinyJob(1));
     QVERIFY2(id.isOk(), id.status().message().c_str());
     std::vector<SlurmJobRow> rows;
     QTRY_VERIFY_WITH_TIMEOUT(state(id.value(), &rows) == "RUNNING", kWaitMs);
@@ -122,7 +130,7 @@ class SlurmJobsTest : public QObject {
     QVERIFY2(none.isOk(), none.status().message().c_str());
     QVERIFY(none->empty());
     QCOMPARE(jobs_->job("999999").status().code(), proto::Status::Code::kNotFound);
-    auto refused = jobs_->submit(dir, "no shebang\n", tinyJob(1));
+    auto refused = submit(dir, "no shebang\n", tinyJob(1));
     QVERIFY(!refused.isOk());
     QVERIFY2(refused.status().message().find("sbatch") != std::string::npos,
              refused.status().message().c_str());
@@ -133,7 +141,7 @@ class SlurmJobsTest : public QObject {
     const proto::RunConfig config = tinyJob(2);
     auto script = makeSlurmScript(config, {dir, FS_TEST_FLAMINGO_TRAIN, ""});
     QVERIFY2(script.isOk(), script.status().message().c_str());
-    auto id = jobs_->submit(dir, script.value(), config);
+    auto id = submit(dir, script.value(), config);
     QVERIFY2(id.isOk(), id.status().message().c_str());
 
     // The poller on its worker thread, as the app runs it.
@@ -193,7 +201,7 @@ class SlurmJobsTest : public QObject {
     const std::string dir = runDir("requeued"), reference = runDir("reference");
     auto script = makeSlurmScript(config, {dir, FS_TEST_FLAMINGO_TRAIN, ""});
     QVERIFY2(script.isOk(), script.status().message().c_str());
-    auto id = jobs_->submit(dir, script.value(), config);
+    auto id = submit(dir, script.value(), config);
     QVERIFY2(id.isOk(), id.status().message().c_str());
     auto stepCheckpoint = [&] {
       for (const auto& c :
@@ -226,8 +234,8 @@ class SlurmJobsTest : public QObject {
     QVERIFY(newestCheckpoint >= 2);
     QCOMPARE(firstStepOfSecond, newestCheckpoint + 1);
 
-    auto ref = jobs_->submit(
-        reference, makeSlurmScript(config, {reference, FS_TEST_FLAMINGO_TRAIN, ""}).value(), config);
+    auto ref =
+        submit(reference, makeSlurmScript(config, {reference, FS_TEST_FLAMINGO_TRAIN, ""}).value(), config);
     QVERIFY2(ref.isOk(), ref.status().message().c_str());
     QTRY_VERIFY2_WITH_TIMEOUT(finished(reference).has_value(), log(reference, ref.value()).c_str(), kWaitMs);
 
@@ -247,6 +255,12 @@ class SlurmJobsTest : public QObject {
   }
 
  private:
+  proto::StatusOr<std::string> submit(const std::string& dir, const std::string& script,
+                                      const proto::RunConfig& config) {
+    auto id = jobs_->submit(dir, script, config);
+    if (id) submitted_.push_back(id.value());
+    return id;
+  }
   std::string runDir(const std::string& name) const { return runs_.path().toStdString() + "/" + name; }
 
   // The job's state as squeue shows it ("" when it is not listed).
@@ -269,6 +283,7 @@ class SlurmJobsTest : public QObject {
   std::unique_ptr<fs::testing::SlurmCluster> cluster_;
   remote::LocalHost host_;
   std::unique_ptr<SlurmJobs> jobs_;
+  std::vector<std::string> submitted_;
   QTemporaryDir runs_{QDir::tempPath() + QStringLiteral("/fs_slurm_runs.XXXXXX")};
 };
 
