@@ -1,7 +1,8 @@
 // SlurmJobs and SlurmPoller against a real private SLURM cluster
 // (tests/fixtures/slurm_cluster.h) through LocalHost: squeue's real output
 // parsed, scancel, a real flamingo-train run started by the generated script
-// (two ranks found through SLURM's variables) and followed to its end, the
+// (two ranks found through SLURM's variables) and followed to its end, a
+// cancelled one that stops with a checkpoint (scancel's SIGTERM), the
 // script sbatch received equal to the previewed one, and a requeued run that
 // resumes from its newest step checkpoint with losses equal, bit for bit, to
 // those of an uninterrupted run. Waits are on conditions with generous limits
@@ -173,6 +174,31 @@ class SlurmJobsTest : public QObject {
     QVERIFY2(ended.isOk(), ended.status().message().c_str());
     QCOMPARE(ended->exit_code, std::string("0:0"));
     poller->stop();
+  }
+
+  void cancelledRunStopsWithACheckpoint() {
+    const proto::RunConfig config = tinyJob(1, {"optim.epochs=100000"});  // ended by the test
+    const std::string dir = runDir("cancelled");
+    auto id = submit(dir, makeSlurmScript(config, {dir, FS_TEST_FLAMINGO_TRAIN, ""}).value(), config);
+    QVERIFY2(id.isOk(), id.status().message().c_str());
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        !test::eventsOf<proto::StepEvent>(test::readEvents(QString::fromStdString(dir))).empty(),
+        log(dir, id.value()).c_str(), kWaitMs);
+    QVERIFY(jobs_->cancel(id.value()).isOk());
+    QTRY_VERIFY2_WITH_TIMEOUT(endedState(id.value()) == "CANCELLED", log(dir, id.value()).c_str(), kWaitMs);
+    // scancel's SIGTERM reached the engine, which checkpointed and said it stopped.
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        [&] {
+          const auto ends =
+              test::eventsOf<proto::RunFinishedEvent>(test::readEvents(QString::fromStdString(dir)));
+          return !ends.empty() && ends.back().status == proto::FinishStatus::kStopped;
+        }(),
+        log(dir, id.value()).c_str(), kWaitMs);
+    const auto steps = test::eventsOf<proto::StepEvent>(test::readEvents(QString::fromStdString(dir)));
+    const auto checkpoints =
+        test::eventsOf<proto::CheckpointEvent>(test::readEvents(QString::fromStdString(dir)));
+    QVERIFY(!checkpoints.empty());
+    QCOMPARE(checkpoints.back().step, steps.back().step);
   }
 
   void aFailingSqueueIsReportedAndBacksOff() {
