@@ -129,8 +129,11 @@ SlurmJobs::SlurmJobs(remote::Host& host, std::vector<std::string> prefix, int ti
     : host_(host), prefix_(std::move(prefix)), timeout_ms_(timeout_ms) {}
 
 std::string SlurmJobs::describe(const std::vector<std::string>& argv) const {
+  // The command and its first arguments, without the squeue format (it holds separators).
   std::string out = host_.name() + ": " + argv.front();
-  for (std::size_t i = 1; i < argv.size() && i < 4; ++i) out += " " + argv[i];
+  for (std::size_t i = 1; i < argv.size() && i < 5; ++i) {
+    if (argv[i].rfind("--format=", 0) != 0) out += " " + argv[i];
+  }
   return out;
 }
 

@@ -170,7 +170,15 @@ StatusOr<std::string> makeSlurmScript(const protocol::RunConfig& config, const S
     sbatch(line);
   }
   out += "\n# One task per rank; ranks read SLURM_PROCID etc. and rank 0's host from SLURM_JOB_NODELIST.\n";
-  out += "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n";
+  out +=
+      "# Rank 0 listens on the first node, where this script runs: the first port from one derived\n"
+      "# from the job id that nothing listens on yet.\n"
+      "MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n"
+      "for _ in $(seq 100); do\n"
+      "  (exec 3<>\"/dev/tcp/127.0.0.1/$MASTER_PORT\") 2>/dev/null || break\n"
+      "  MASTER_PORT=$((MASTER_PORT + 1))\n"
+      "done\n"
+      "export MASTER_PORT\n";
   out += "echo \"job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, restart ${SLURM_RESTART_COUNT:-0}\"\n";
   std::string srun = "exec srun --kill-on-bad-exit=1 --nodes=" + num(l.nnodes) +
                      " --ntasks-per-node=" + num(l.nproc_per_node);

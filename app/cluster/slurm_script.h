@@ -14,7 +14,9 @@
 // world, local rank and node from SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID /
 // SLURM_NTASKS_PER_NODE / SLURM_NODEID and its master address from the first
 // host of SLURM_JOB_NODELIST (backend/launch/world_env.cpp). MASTER_PORT is
-// derived from the job id, so two jobs sharing a node do not meet on one port.
+// derived from the job id, so two jobs sharing a node do not meet on one port,
+// and moved past ports something already listens on (the script runs on the
+// first node, where rank 0 listens).
 // "--set launch.kind=external" because, to the engine, srun is an external
 // launcher (the config in the run directory keeps kind=slurm; a resume
 // compares configs without their launch section). Requeue and preemption:

@@ -28,7 +28,14 @@ StatusOr<std::unique_ptr<JumpTunnel>> JumpTunnel::open(std::unique_ptr<SshConnec
   ssh_channel channel = ssh_channel_new(jump->session);
   if (channel == nullptr)
     return Status::ioError("jump host " + hostLabel(jump_spec) + ": cannot create a channel");
-  if (ssh_channel_open_forward(channel, host.c_str(), port, "127.0.0.1", 0) != SSH_OK) {
+  int opened = SSH_ERROR;
+  {
+    // libssh waits for the channel's confirmation without a limit.
+    SshConnection::Watchdog dog;
+    WatchdogScope scope(dog, ssh_get_fd(jump->session), std::chrono::seconds(connectTimeout(jump_spec)));
+    opened = ssh_channel_open_forward(channel, host.c_str(), port, "127.0.0.1", 0);
+  }
+  if (opened != SSH_OK) {
     const std::string error = ssh_get_error(jump->session);
     ssh_channel_free(channel);
     return Status::ioError("jump host " + hostLabel(jump_spec) + " cannot open a connection to " + host +
@@ -115,7 +122,8 @@ void JumpTunnel::pump() {
       if (n <= 0) break;
     }
     if (!to_local.empty()) {
-      const ssize_t n = write(pump_fd_, to_local.data(), to_local.size());
+      // send, not write: no SIGPIPE when the target's session has closed its end.
+      const ssize_t n = send(pump_fd_, to_local.data(), to_local.size(), MSG_NOSIGNAL);
       if (n > 0) {
         to_local.erase(0, static_cast<std::size_t>(n));
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {

@@ -70,6 +70,11 @@ std::atomic<unsigned> tempCounter{0};
 StatusOr<std::string> LocalHost::readFile(const std::string& path, std::uint64_t offset, std::size_t max) {
   Fd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (file.fd < 0) return fileError(path, "cannot open", errno);
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) return fileError(path, "cannot stat", errno);
+  // Room for what the file holds now (it may grow while it is read: the rest is for the next call).
+  const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+  max = static_cast<std::size_t>(std::min<std::uint64_t>(max, size > offset ? size - offset : 0));
   std::string out;
   out.resize(max);
   std::size_t got = 0;

@@ -13,7 +13,9 @@
 // kStopGraceMs). Output past ExecOptions::max_output is read and dropped, and
 // the kept part ends with a line that says so.
 //
-// Messages start with "local: " and name the path or the command.
+// Files: remove() takes a file or an empty directory; list() is sorted by name;
+// writeFileAtomic() fsyncs the file, renames it over the path and fsyncs the
+// directory. Messages start with "local: " and name the path or the command.
 //
 // Thread-safety: stateless; any thread may call any method at the same time.
 #pragma once

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -82,6 +83,29 @@ bool drain(int fd, Sink& sink) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     return false;
   }
+}
+
+// write() without SIGPIPE for this process when the command has closed its
+// stdin (it gets EPIPE instead): SIGPIPE is blocked for this thread around the
+// write and a pending one is consumed before it is unblocked.
+ssize_t writeNoSigpipe(int fd, const char* data, std::size_t n) {
+  sigset_t pipeSet, old;
+  ::sigemptyset(&pipeSet);
+  ::sigaddset(&pipeSet, SIGPIPE);
+  sigset_t pending;
+  ::sigpending(&pending);
+  const bool alreadyPending = ::sigismember(&pending, SIGPIPE) == 1;
+  ::pthread_sigmask(SIG_BLOCK, &pipeSet, &old);
+  const ssize_t w = ::write(fd, data, n);
+  const int err = errno;
+  if (w < 0 && err == EPIPE && !alreadyPending) {
+    const timespec zero{0, 0};
+    while (::sigtimedwait(&pipeSet, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = err;
+  return w;
 }
 
 void setNonBlocking(int fd) {
@@ -208,8 +232,8 @@ StatusOr<CommandResult> LocalHost::run(const std::vector<std::string>& argv, con
     for (int i = 0; i < n && ready > 0; ++i) {
       if (fds[i].revents == 0) continue;
       if (fds[i].fd == in.fd[1]) {
-        const ssize_t w =
-            ::write(in.fd[1], options.stdin_data.data() + written, options.stdin_data.size() - written);
+        const ssize_t w = writeNoSigpipe(in.fd[1], options.stdin_data.data() + written,
+                                         options.stdin_data.size() - written);
         if (w > 0) written += static_cast<std::size_t>(w);
         if ((w < 0 && errno != EAGAIN && errno != EINTR) || written == options.stdin_data.size()) in.close(1);
       } else if (fds[i].fd == out.fd[0]) {

@@ -1,6 +1,7 @@
 // SshConnection::run: one exec channel per command (NOTE [Remote command lines]).
 #include <libssh/callbacks.h>
 #include <libssh/server.h>  // ssh_send_keepalive is declared here, and works for clients
+#include <poll.h>
 
 #include "app/remote/shell_quote.h"
 #include "app/remote/ssh_internal.h"
@@ -87,16 +88,24 @@ StatusOr<CommandResult> SshConnection::run(const std::vector<std::string>& argv,
     auto last_keepalive = start;
     std::string ended;  // "timed out" or "cancelled"
     while (true) {
-      const int n = ssh_channel_read_timeout(channel.channel, buf, sizeof buf, 0, 100);
-      if (n == SSH_ERROR) return lost("reading its output");
-      if (n > 0) appendCapped(result.out, buf, n, options.max_output, &out_cut);
-      int m = 0;
+      // Drain what libssh has (it reads the socket first), then wait on the
+      // socket itself: read_timeout would sleep its whole timeout at times.
+      bool progress = false;
+      int n = 0, m = 0;
+      while ((n = ssh_channel_read_nonblocking(channel.channel, buf, sizeof buf, 0)) > 0) {
+        appendCapped(result.out, buf, n, options.max_output, &out_cut);
+        progress = true;
+      }
       while ((m = ssh_channel_read_nonblocking(channel.channel, buf, sizeof buf, 1)) > 0) {
         appendCapped(result.err, buf, m, options.max_output, &err_cut);
+        progress = true;
       }
-      if (m == SSH_ERROR) return lost("reading its output");
-      // read_nonblocking says SSH_EOF at the end, read_timeout 0.
-      if (n == 0 && (m == 0 || m == SSH_EOF) && ssh_channel_is_eof(channel.channel)) break;
+      if (n == SSH_ERROR || m == SSH_ERROR) return lost("reading its output");
+      if (!progress && ssh_channel_is_eof(channel.channel)) break;  // both streams say SSH_EOF (or 0) now
+      if (!progress) {
+        pollfd pfd{ssh_get_fd(s), POLLIN, 0};
+        poll(&pfd, 1, 100);
+      }
       const auto now = std::chrono::steady_clock::now();
       if (options.cancel != nullptr && options.cancel->load()) {
         ended = "cancelled";

@@ -1,7 +1,8 @@
 // SlurmJobs and SlurmPoller against a real private SLURM cluster
 // (tests/fixtures/slurm_cluster.h) through LocalHost: squeue's real output
 // parsed, scancel, a real flamingo-train run started by the generated script
-// (two ranks found through SLURM's variables) and followed to its end, the
+// (two ranks found through SLURM's variables) and followed to its end, a
+// cancelled one that stops with a checkpoint (scancel's SIGTERM), the
 // script sbatch received equal to the previewed one, and a requeued run that
 // resumes from its newest step checkpoint with losses equal, bit for bit, to
 // those of an uninterrupted run. Waits are on conditions with generous limits
@@ -80,6 +81,14 @@ class SlurmJobsTest : public QObject {
     QVERIFY(runs_.isValid());
     jobs_ = std::make_unique<SlurmJobs>(host_, cluster_->commandPrefix());
   }
+  // A test that failed half way leaves no job to hold the node's CPUs for the next one.
+  void cleanup() {
+    for (const auto& id : submitted_) {
+      auto j = jobs_->job(id);
+      if (j && isActiveState(j->state)) jobs_->cancel(id);
+    }
+    submitted_.clear();
+  }
   void cleanupTestCase() {
     jobs_.reset();
     cluster_.reset();  // ends every job and daemon of this cluster
@@ -90,7 +99,7 @@ class SlurmJobsTest : public QObject {
     const std::string name = "a job | with bars, spaces and 'quotes'";
     const std::string script = "#!/bin/bash\n#SBATCH --job-name=\"" + name + "\"\n#SBATCH --output=" + dir +
                                "/logs/slurm-%j.out\nsleep 600\n";
-    auto id = jobs_->submit(dir, script, tinyJob(1));
+    auto id = submit(dir, script, tinyJob(1));
     QVERIFY2(id.isOk(), id.status().message().c_str());
     std::vector<SlurmJobRow> rows;
     QTRY_VERIFY_WITH_TIMEOUT(state(id.value(), &rows) == "RUNNING", kWaitMs);
@@ -117,7 +126,12 @@ class SlurmJobsTest : public QObject {
     }
     QCOMPARE(comp.state, std::string("CANCELLED"));
     QVERIFY(!jobs_->cancel("1;rm").isOk());
-    auto refused = jobs_->submit(dir, "no shebang\n", tinyJob(1));
+    // Ids the controller never had: no rows, and kNotFound from scontrol.
+    auto none = jobs_->queue({"999999"});
+    QVERIFY2(none.isOk(), none.status().message().c_str());
+    QVERIFY(none->empty());
+    QCOMPARE(jobs_->job("999999").status().code(), proto::Status::Code::kNotFound);
+    auto refused = submit(dir, "no shebang\n", tinyJob(1));
     QVERIFY(!refused.isOk());
     QVERIFY2(refused.status().message().find("sbatch") != std::string::npos,
              refused.status().message().c_str());
@@ -128,7 +142,7 @@ class SlurmJobsTest : public QObject {
     const proto::RunConfig config = tinyJob(2);
     auto script = makeSlurmScript(config, {dir, FS_TEST_FLAMINGO_TRAIN, ""});
     QVERIFY2(script.isOk(), script.status().message().c_str());
-    auto id = jobs_->submit(dir, script.value(), config);
+    auto id = submit(dir, script.value(), config);
     QVERIFY2(id.isOk(), id.status().message().c_str());
 
     // The poller on its worker thread, as the app runs it.
@@ -153,10 +167,55 @@ class SlurmJobsTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(
         std::any_of(seen.begin(), seen.end(), [](const SlurmJobRow& r) { return r.state == "COMPLETED"; }),
         kWaitMs);
+    // The log went where the script said, with the run directory's '%' and quotes intact.
+    QVERIFY2(readAll(slurmLogPath(dir, id.value())).find("job " + id.value() + " on ") != std::string::npos,
+             log(dir, id.value()).c_str());
     auto ended = jobs_->job(id.value());
     QVERIFY2(ended.isOk(), ended.status().message().c_str());
     QCOMPARE(ended->exit_code, std::string("0:0"));
     poller->stop();
+  }
+
+  void cancelledRunStopsWithACheckpoint() {
+    const proto::RunConfig config = tinyJob(1, {"optim.epochs=100000"});  // ended by the test
+    const std::string dir = runDir("cancelled");
+    auto id = submit(dir, makeSlurmScript(config, {dir, FS_TEST_FLAMINGO_TRAIN, ""}).value(), config);
+    QVERIFY2(id.isOk(), id.status().message().c_str());
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        !test::eventsOf<proto::StepEvent>(test::readEvents(QString::fromStdString(dir))).empty(),
+        log(dir, id.value()).c_str(), kWaitMs);
+    QVERIFY(jobs_->cancel(id.value()).isOk());
+    QTRY_VERIFY2_WITH_TIMEOUT(endedState(id.value()) == "CANCELLED", log(dir, id.value()).c_str(), kWaitMs);
+    // scancel's SIGTERM reached the engine, which checkpointed and said it stopped.
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        [&] {
+          const auto ends =
+              test::eventsOf<proto::RunFinishedEvent>(test::readEvents(QString::fromStdString(dir)));
+          return !ends.empty() && ends.back().status == proto::FinishStatus::kStopped;
+        }(),
+        log(dir, id.value()).c_str(), kWaitMs);
+    const auto steps = test::eventsOf<proto::StepEvent>(test::readEvents(QString::fromStdString(dir)));
+    const auto checkpoints =
+        test::eventsOf<proto::CheckpointEvent>(test::readEvents(QString::fromStdString(dir)));
+    QVERIFY(!checkpoints.empty());
+    QCOMPARE(checkpoints.back().step, steps.back().step);
+  }
+
+  void aFailingSqueueIsReportedAndBacksOff() {
+    // A login node without the SLURM commands: every poll fails at once.
+    SlurmPoller poller(std::make_shared<remote::LocalHost>(), {"env", "PATH=" + runDir("no-such-dir")});
+    poller.setIntervalMs(50'000);  // no second poll within the test
+    QSignalSpy failed(&poller, &SlurmPoller::failed);
+    QSignalSpy rows(&poller, &SlurmPoller::rows);
+    poller.watch({QStringLiteral("1")});
+    QCOMPARE(failed.count(), 1);
+    QCOMPARE(rows.count(), 0);
+    QVERIFY2(failed.at(0).at(0).toString().contains(QLatin1String("squeue")),
+             qPrintable(failed.at(0).at(0).toString()));
+    QCOMPARE(failed.at(0).at(1).toInt(), 100'000);
+    poller.pollNow();
+    QCOMPARE(failed.at(1).at(1).toInt(), SlurmPoller::kMaxBackoffMs);  // 200 s, capped
+    poller.stop();
   }
 
   void requeuedRunResumesWithTheSameLosses() {
@@ -168,7 +227,7 @@ class SlurmJobsTest : public QObject {
     const std::string dir = runDir("requeued"), reference = runDir("reference");
     auto script = makeSlurmScript(config, {dir, FS_TEST_FLAMINGO_TRAIN, ""});
     QVERIFY2(script.isOk(), script.status().message().c_str());
-    auto id = jobs_->submit(dir, script.value(), config);
+    auto id = submit(dir, script.value(), config);
     QVERIFY2(id.isOk(), id.status().message().c_str());
     auto stepCheckpoint = [&] {
       for (const auto& c :
@@ -201,8 +260,8 @@ class SlurmJobsTest : public QObject {
     QVERIFY(newestCheckpoint >= 2);
     QCOMPARE(firstStepOfSecond, newestCheckpoint + 1);
 
-    auto ref = jobs_->submit(
-        reference, makeSlurmScript(config, {reference, FS_TEST_FLAMINGO_TRAIN, ""}).value(), config);
+    auto ref =
+        submit(reference, makeSlurmScript(config, {reference, FS_TEST_FLAMINGO_TRAIN, ""}).value(), config);
     QVERIFY2(ref.isOk(), ref.status().message().c_str());
     QTRY_VERIFY2_WITH_TIMEOUT(finished(reference).has_value(), log(reference, ref.value()).c_str(), kWaitMs);
 
@@ -222,6 +281,12 @@ class SlurmJobsTest : public QObject {
   }
 
  private:
+  proto::StatusOr<std::string> submit(const std::string& dir, const std::string& script,
+                                      const proto::RunConfig& config) {
+    auto id = jobs_->submit(dir, script, config);
+    if (id) submitted_.push_back(id.value());
+    return id;
+  }
   std::string runDir(const std::string& name) const { return runs_.path().toStdString() + "/" + name; }
 
   // The job's state as squeue shows it ("" when it is not listed).
@@ -244,6 +309,7 @@ class SlurmJobsTest : public QObject {
   std::unique_ptr<fs::testing::SlurmCluster> cluster_;
   remote::LocalHost host_;
   std::unique_ptr<SlurmJobs> jobs_;
+  std::vector<std::string> submitted_;
   QTemporaryDir runs_{QDir::tempPath() + QStringLiteral("/fs_slurm_runs.XXXXXX")};
 };
 

@@ -5,6 +5,8 @@
 #include "app/cluster/slurm_script.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include "app/cluster/slurm_jobs.h"
 #include "app/cluster/slurm_poller.h"
 #include "app/remote/local_host.h"
+#include "backend/protocol/config/config_yaml.h"
 
 namespace fs::app::cluster {
 namespace {
@@ -111,15 +114,29 @@ TEST(SlurmScriptTest, HostileRunDirectoriesReachTheEngineVerbatim) {
   const std::string bin = "/tmp/fs_slurm_script_test." + std::to_string(::getpid());
   std::filesystem::create_directories(bin);
   remote::LocalHost host;
-  ASSERT_TRUE(host.writeFileAtomic(bin + "/srun", "#!/bin/sh\nprintf '[%s]' \"$@\"\n", 0755).isOk());
+  ASSERT_TRUE(host.writeFileAtomic(bin + "/srun",
+                                   "#!/bin/sh\nprintf '{%s}' \"$MASTER_PORT\"\nprintf '[%s]' \"$@\"\n", 0755)
+                  .isOk());
+  // Something listens on the port job 7 would take (this test, or whoever had it already).
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(20007);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) ::listen(listener, 1);
   const std::string run = "/tmp/it's a \"run\" $HOME `id` $(id) ; & | * %j ~";
   auto script = makeSlurmScript(slurmConfig(), {run, "/opt/my engine/flamingo-train", "job's \"name\""});
   ASSERT_TRUE(script.isOk()) << script.status().message();
   auto r =
       host.run({"env", "PATH=" + bin + ":/usr/bin:/bin", "SLURM_JOB_ID=7", "bash", "-c", script.value()});
   std::filesystem::remove_all(bin);
+  ::close(listener);
   ASSERT_TRUE(r.isOk()) << r.status().message();
   EXPECT_EQ(r->exit_code, 0) << r->err;
+  // MASTER_PORT: from the job id (20000 + 7), moved past the port in use.
+  const int port = std::stoi(r->out.substr(r->out.find('{') + 1));
+  EXPECT_GT(port, 20007) << r->out;
+  EXPECT_LT(port, 20107) << r->out;
   EXPECT_NE(r->out.find("[/opt/my engine/flamingo-train][train][--config][" + run +
                         "/config.yaml][--run-dir][" + run + "][--set][launch.kind=external]"),
             std::string::npos)
@@ -130,6 +147,22 @@ TEST(SlurmScriptTest, HostileRunDirectoriesReachTheEngineVerbatim) {
                          "slurm-%j.out\"\n"),
             std::string::npos)
       << script.value();
+}
+
+TEST(SlurmJobsTest, SubmitRefusesARunDirectoryWithAnotherConfig) {
+  const std::string run = "/tmp/fs_slurm_submit_test." + std::to_string(::getpid());
+  std::filesystem::remove_all(run);
+  remote::LocalHost host;
+  ASSERT_TRUE(host.makeDirs(run).isOk());
+  protocol::RunConfig other = slurmConfig();
+  other.seed = 12345;
+  ASSERT_TRUE(host.writeFileAtomic(run + "/config.yaml", protocol::dumpConfigYaml(other)).isOk());
+  SlurmJobs jobs(host, {"sbatch-must-not-run"});
+  auto id = jobs.submit(run, "#!/bin/bash\n", slurmConfig());
+  std::filesystem::remove_all(run);
+  ASSERT_FALSE(id.isOk());
+  EXPECT_NE(id.status().message().find(run + "/config.yaml holds a different config"), std::string::npos)
+      << id.status().message();
 }
 
 TEST(SlurmParseTest, SqueueRows) {

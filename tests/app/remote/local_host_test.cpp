@@ -64,6 +64,14 @@ TEST_F(LocalHostTest, StdinReachesTheCommandAndOutputComesBackWhole) {
   EXPECT_TRUE(r->out == big) << r->out.size() << " bytes back of " << big.size();
 }
 
+TEST_F(LocalHostTest, ACommandThatLeavesItsStdinUnreadDoesNotKillTheCaller) {
+  ExecOptions o;
+  o.stdin_data.assign(4u << 20, 'x');  // more than a pipe holds: the write meets a closed pipe (EPIPE)
+  auto r = host_.run({"true"}, o);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(r->exit_code, 0);
+}
+
 TEST_F(LocalHostTest, StderrAndExitCodeAreApart) {
   auto r = host_.run({"sh", "-c", "echo out; echo err >&2; exit 7"});
   ASSERT_TRUE(r.isOk()) << r.status().message();

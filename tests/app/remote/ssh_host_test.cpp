@@ -191,6 +191,41 @@ TEST_F(SshHostTest, ChainOfTwoJumpHosts) {
   EXPECT_TRUE(contains(result->out, " 10.77.0.2 2222")) << result->out;
 }
 
+TEST_F(SshHostTest, UnreachableTargetBehindAJumpHostIsNamed) {
+  auto host = open("hidden", std::make_shared<ScriptedPrompter>(), "Host hidden\n  Port 2223\n");
+  ASSERT_NE(host, nullptr);
+  Status status = host->connect();
+  ASSERT_FALSE(status.isOk());
+  EXPECT_TRUE(contains(status.message(), "jump host h1")) << status.message();
+  EXPECT_TRUE(contains(status.message(), "cannot open a connection to 10.77.0.2:2223")) << status.message();
+}
+
+TEST_F(SshHostTest, ChangedHostKeyIsRefusedNamingHostFileAndLine) {
+  // known_hosts line 3 holds host 1's key under host 0's name.
+  std::istringstream pub(runCapture("cat '" + hosts_->hostPublicKeyFile(1) + "'"));
+  std::string type, key1;
+  pub >> type >> key1;
+  const std::string kh = (dir_ / "known_hosts").string();
+  std::ofstream(kh) << "# a comment\nother.example " << type << " " << key1 << "\n[" << hosts_->hostAddress(0)
+                    << "]:2222 " << type << " " << key1 << "\n";
+  auto prompter = std::make_shared<ScriptedPrompter>();
+  prompter->answer = HostKeyAnswer::kAcceptAndSave;
+  auto host = open("h0", prompter, "Host *\n  UserKnownHostsFile " + kh + "\n  StrictHostKeyChecking ask\n");
+  ASSERT_NE(host, nullptr);
+  auto result = host->run({"true"});
+  ASSERT_FALSE(result.isOk());
+  const std::string& message = result.status().message();
+  EXPECT_TRUE(contains(message, "h0 (root@" + hosts_->hostAddress(0) + ":2222)")) << message;
+  EXPECT_TRUE(contains(message, kh + ":3")) << message;
+  EXPECT_TRUE(contains(message, "CHANGED")) << message;
+  std::istringstream oracle(runCapture("ssh-keygen -lf '" + hosts_->hostPublicKeyFile(0) + "'"));
+  std::string bits, offered;
+  oracle >> bits >> offered;
+  EXPECT_TRUE(contains(message, offered)) << message;
+  EXPECT_TRUE(prompter->questions.empty());
+  EXPECT_FALSE(host->connected());
+}
+
 TEST_F(SshHostTest, ChangedHostKeyOfAJumpHostIsRefused) {
   // Checked for every hop: a wrong key for h1 in known_hosts stops "hidden".
   const std::string kh = (dir_ / "known_hosts").string();
