@@ -16,6 +16,7 @@
 #include "app/control/control_client.h"
 #include "app/monitor/host_file_source.h"
 #include "app/remote/local_host.h"
+#include "backend/protocol/wire/control_file.h"
 #include "tests/app/cluster/follow_recorder.h"
 #include "tests/app/cluster/ssh_test_util.h"
 #include "tests/fixtures/fixture_unavailable.h"
@@ -31,8 +32,10 @@ int portFor(int k) {
   return 20000 + (::getpid() % 2000) * 10 + k;
 }
 
-// Waits until every agent of `argvs` started on this machine has ended.
-bool runLocally(const std::string& runDir, const std::vector<std::vector<std::string>>& argvs, QString* why) {
+// Starts the agents of `argvs` on this machine, stops the run (a control file) once it has
+// done `steps` steps, and waits until every agent has ended.
+bool runLocally(const std::string& runDir, const std::vector<std::vector<std::string>>& argvs, qint64 steps,
+                QString* why) {
   remote::LocalHost local;
   if (auto s = local.makeDirs(runDir + "/logs"); !s) {
     *why = QString::fromStdString(s.message());
@@ -49,6 +52,17 @@ bool runLocally(const std::string& runDir, const std::vector<std::vector<std::st
     agents.push_back(id.value());
   }
   QDeadlineTimer deadline(kWaitMs);
+  while (test::lossesByStep(runDir).size() < static_cast<std::size_t>(steps)) {
+    if (deadline.hasExpired()) {
+      *why = QStringLiteral("local reference run did not reach step %1").arg(steps);
+      return false;
+    }
+    QTest::qWait(100);
+  }
+  if (auto issued = protocol::issueControl(runDir, protocol::ControlVerb::kStop); !issued) {
+    *why = QString::fromStdString(issued.status().message());
+    return false;
+  }
   for (const auto& a : agents) {
     while (true) {
       auto state = probeAgent(local, a);
@@ -85,10 +99,11 @@ class SshLaunchTest : public QObject {
     QSignalSpy finished(&launcher, &Launcher::finished);
     const int port = portFor(0);
     LaunchRequest request;
-    request.config = test::tinyRun({"launch.kind=ssh", "launch.nnodes=2", "launch.nproc_per_node=2",
-                                    "launch.hosts=[" + hosts_->alias(0) + ", " + hosts_->alias(1) + "]",
-                                    "launch.master_addr=" + hosts_->hostAddress(0),
-                                    "launch.master_port=" + std::to_string(port)});
+    // Long enough never to end by itself: it ends when it is stopped (no race with its end).
+    request.config = test::tinyRun(
+        {"optim.epochs=1000", "launch.kind=ssh", "launch.nnodes=2", "launch.nproc_per_node=2",
+         "launch.hosts=[" + hosts_->alias(0) + ", " + hosts_->alias(1) + "]",
+         "launch.master_addr=" + hosts_->hostAddress(0), "launch.master_port=" + std::to_string(port)});
     request.runRoot = runs_.filePath(QStringLiteral("ssh"));
     request.remoteEngine = QString::fromStdString(kEngine);
     launcher.launch(request);
@@ -119,6 +134,7 @@ class SshLaunchTest : public QObject {
     const qint64 pausedAt = acked.at(1).at(3).toLongLong();
     control.resume();
     QTRY_COMPARE_WITH_TIMEOUT(acked.count(), 3, kWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(follow.losses.rbegin()->first > pausedAt, kWaitMs);  // it stepped on
     control.stop();
     QTRY_COMPARE_WITH_TIMEOUT(acked.count(), 4, kWaitMs);
     QVERIFY2(acked.at(3).at(1).toBool(), qPrintable(acked.at(3).at(2).toString()));
@@ -131,7 +147,11 @@ class SshLaunchTest : public QObject {
     QVERIFY2(follow.seqsComplete(&why), qPrintable(why));
     QVERIFY(QFileInfo::exists(
         QString::fromStdString(runDir + "/checkpoint_step" + std::to_string(pausedAt) + ".pt")));
-    QVERIFY(QFileInfo::exists(QString::fromStdString(runDir + "/checkpoint_final.pt")));
+    // A stop checkpoints at the step it stopped after.
+    const qint64 stoppedAt = acked.at(3).at(3).toLongLong();
+    QVERIFY(QFileInfo::exists(
+        QString::fromStdString(runDir + "/checkpoint_step" + std::to_string(stoppedAt) + ".pt")));
+    QCOMPARE(static_cast<qint64>(follow.losses.rbegin()->first), stoppedAt);
     // What the follower saw over SFTP is what the engine wrote.
     QCOMPARE(follow.losses, test::lossesByStep(runDir));
 
@@ -160,9 +180,8 @@ class SshLaunchTest : public QObject {
                         "--config",
                         runDir + "/config.yaml"});
     }
-    QVERIFY2(runLocally(reference, agents, &why), qPrintable(why));
+    QVERIFY2(runLocally(reference, agents, stoppedAt, &why), qPrintable(why));
     const auto local = test::lossesByStep(reference);
-    QVERIFY(local.size() > follow.losses.size());  // the SSH run was stopped part-way
     for (const auto& [step, losses] : follow.losses) {
       QVERIFY2(local.count(step) == 1, qPrintable(QStringLiteral("step %1").arg(step)));
       QVERIFY2(local.at(step) == losses, qPrintable(QStringLiteral("losses differ at step %1").arg(step)));
