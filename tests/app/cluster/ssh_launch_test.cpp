@@ -199,7 +199,7 @@ class SshLaunchTest : public QObject {
       QSignalSpy failed(launcher.get(), &Launcher::failed);
       LaunchRequest request;
       request.config =
-          test::tinyRun({"optim.epochs=40", "launch.kind=ssh", "launch.nnodes=2", "launch.nproc_per_node=1",
+          test::tinyRun({"optim.epochs=1000", "launch.kind=ssh", "launch.nnodes=2", "launch.nproc_per_node=1",
                          "launch.hosts=[" + hosts_->alias(0) + ", " + hosts_->alias(1) + "]",
                          "launch.master_addr=" + hosts_->hostAddress(0),
                          "launch.master_port=" + std::to_string(portFor(2))});
