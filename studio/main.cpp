@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
         const QString root = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
                              QStringLiteral("/flamingo-studio/runs");
         (void)document.setField("run_root", root.toStdString());
-        window.launchLocally();
+        window.launch();
       }
     });
     QObject::connect(&document, &fs::app::ConfigDocument::loadFailed, &window,

@@ -177,13 +177,15 @@ void LaunchTargetPage::setTarget(Target target) {
     writeHosts(hosts);
     return;
   }
-  // Local and SLURM launches refuse launch.hosts; the panel keeps them for a way back.
-  if (!launch.hosts.empty()) {
-    ssh_->setHosts(toQt(launch.hosts));
+  // Local and SLURM launches refuse launch.hosts; the panel keeps them for a way
+  // back. The kind first: the hosts' change must not show as SSH hosts.
+  const QStringList kept = toQt(launch.hosts);
+  document_->setField("launch.kind", kind);
+  if (!kept.isEmpty()) {
+    ssh_->setHosts(kept);
     document_->setFieldValue("launch.hosts", protocol::Value(std::vector<std::string>{}));
   }
   if (target == kLocal && document_->config().launch.nnodes > 1) document_->setField("launch.nnodes", "1");
-  document_->setField("launch.kind", kind);
 }
 
 void LaunchTargetPage::writeHosts(const QStringList& hosts) {

@@ -43,7 +43,7 @@ RemoteRunFollow::RemoteRunFollow(std::shared_ptr<HostOpenerService> hosts, app::
             if (name != host_) return;
             monitor_->attach(hostRunDir(host, runDir_.toStdString()));
             indicator_->setRemote(host_);
-            emit attached(host_, runDir_);
+            emit attached(host_, runDir_, host);
           });
   connect(worker_->worker(), &RemoteWorker::hostFailed, this,
           [this](const QString& name, const QString& why) {

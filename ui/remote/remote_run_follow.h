@@ -40,7 +40,9 @@ class RemoteRunFollow : public QObject {
   void followingLocal();
 
  signals:
-  void attached(const QString& host, const QString& runDir);
+  // The monitor follows the run; `open` is its Host (for the control client).
+  void attached(const QString& host, const QString& runDir,
+                const std::shared_ptr<fs::app::remote::Host>& open);
   void failed(const QString& message);
 
  private:

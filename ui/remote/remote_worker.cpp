@@ -68,7 +68,6 @@ void RemoteWorker::openHost(const QString& name) {
 }
 
 void RemoteWorker::preflight(const PreflightInput& input) {
-  cancel_ = false;
   std::vector<std::shared_ptr<app::remote::Host>> open;
   std::vector<std::string> errors(input.hosts.size());
   bool allOpen = true;

@@ -43,8 +43,10 @@ class RemoteWorker : public QObject {
  public:
   explicit RemoteWorker(std::shared_ptr<HostOpenerService> hosts);
 
-  // From any thread: the running pre-flight's commands end ("cancelled").
+  // From any thread: the running (or next queued) pre-flight ends ("cancelled").
   void cancel() { cancel_ = true; }
+  // Before queueing a pre-flight (on the requesting thread): clears an old cancel.
+  void armCancel() { cancel_ = false; }
 
   // Slots, called queued on the worker thread.
   void loadAliases();

@@ -157,6 +157,7 @@ void SshTargetPanel::checkHosts() {
   table_->clear();
   state_->setText(tr("Starting the checks\u2026"));
   RemoteWorker* worker = worker_;
+  worker->armCancel();
   QMetaObject::invokeMethod(worker, [worker, input] { worker->preflight(input); });
 }
 

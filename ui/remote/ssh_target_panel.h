@@ -44,6 +44,7 @@ class SshTargetPanel : public QWidget {
   PreflightTableView* preflightView() const { return table_; }
   QPushButton* checkButton() const { return check_; }
   bool isChecking() const { return checking_; }
+  QLabel* stateLabel() const { return state_; }
 
   // Where the engine and run root of a check come from (set by the page).
   void setInputSource(std::function<PreflightInput()> source) { inputSource_ = std::move(source); }
