@@ -103,7 +103,7 @@ void PreflightTableView::setTable(const app::cluster::PreflightTable& table) {
     failed += row.status == CheckStatus::kFail;
     warned += row.status == CheckStatus::kWarn;
   }
-  view_->resizeColumnsToContents();
+  for (int c = 0; c < kValue; ++c) view_->resizeColumnToContents(c);  // the value column stretches
   actions_->setPlainText(actions.join(QLatin1Char('\n')));
   if (table.rows.empty())
     summary_->setText(tr("No checks run yet."));

@@ -123,7 +123,7 @@ void SlurmQueuePanel::startPoller(const std::shared_ptr<app::remote::Host>& host
 }
 
 void SlurmQueuePanel::showInterval(int ms, const QString& failure) {
-  const QString where = host_.isEmpty() ? tr("no login host yet") : host_;
+  const QString where = host_.isEmpty() ? tr("Jobs submitted from here") : host_;
   if (failure.isEmpty())
     state_->setText(tr("%1: polled every %2 s").arg(where).arg(ms / 1000));
   else
@@ -146,7 +146,7 @@ void SlurmQueuePanel::setRows(const QList<SlurmJobRow>& rows) {
     }
     if (QString::fromStdString(row.id) == selected) table_->selectRow(r);
   }
-  table_->resizeColumnsToContents();
+  for (int c = 0; c < kNodeList; ++c) table_->resizeColumnToContents(c);  // the node list stretches
 }
 
 void SlurmQueuePanel::refresh() {

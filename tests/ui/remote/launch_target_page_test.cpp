@@ -132,6 +132,7 @@ class LaunchTargetPageTest : public QObject {
     QVERIFY(!view->table().ok());
     QVERIFY2(view->actionsText().contains(QStringLiteral("SSH hosts arrive with the SSH transport")),
              qPrintable(view->actionsText()));
+    save(view, QStringLiteral("preflight_table_unreachable.png"));
 
     // This machine alone: the real checks, each row shown.
     page.sshPanel()->setHosts({QStringLiteral("local")});
