@@ -123,9 +123,13 @@ LaunchTargetPage::LaunchTargetPage(app::ConfigDocument* document, std::shared_pt
     if (path == QLatin1String("launch.kind") || path == QLatin1String("launch.hosts")) showKind();
   });
   connect(worker_->worker(), &RemoteWorker::aliasesLoaded, this, &LaunchTargetPage::onAliases);
-  RemoteWorker* worker = worker_->worker();
-  QMetaObject::invokeMethod(worker, [worker] { worker->loadAliases(); });
+  loadAliases();
   showKind();
+}
+
+void LaunchTargetPage::loadAliases(const app::remote::SshConfigOptions& options) {
+  RemoteWorker* worker = worker_->worker();
+  QMetaObject::invokeMethod(worker, [worker, options] { worker->loadAliases(options); });
 }
 
 LaunchTargetPage::~LaunchTargetPage() {
@@ -214,6 +218,7 @@ void LaunchTargetPage::onAliases(const QStringList& aliases, const QString& erro
   aliasState_->setText(error.isEmpty()
                            ? tr("%n host(s) from your ssh config.", nullptr, static_cast<int>(aliases.size()))
                            : tr("ssh config not read: %1").arg(error));
+  emit aliasesLoaded(aliases, error);
 }
 
 }  // namespace fs::ui

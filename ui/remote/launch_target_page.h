@@ -67,8 +67,13 @@ class LaunchTargetPage : public QWidget {
  public slots:
   // Writes launch.kind (and the hosts) for `target`.
   void setTarget(Target target);
+  // Reads the ssh config's aliases for the host pickers again (the user's and
+  // the system's files by default; done once on construction).
+  void loadAliases(const app::remote::SshConfigOptions& options = {});
 
  signals:
+  // The host pickers were filled (`error`: the ssh config could not be read).
+  void aliasesLoaded(const QStringList& aliases, const QString& error);
   // A SLURM job was submitted (for the queue panel).
   void slurmSubmitted(const QString& loginHost, const QString& jobId, const QString& runDir);
 

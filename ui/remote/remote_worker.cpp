@@ -1,7 +1,6 @@
 #include "ui/remote/remote_worker.h"
 
 #include "app/cluster/slurm_jobs.h"
-#include "app/remote/ssh_config.h"
 
 namespace fs::ui {
 namespace {
@@ -47,8 +46,8 @@ RemoteWorker::RemoteWorker(std::shared_ptr<HostOpenerService> hosts) : hosts_(st
   qRegisterMetaType<std::shared_ptr<fs::app::remote::Host>>();
 }
 
-void RemoteWorker::loadAliases() {
-  auto config = app::remote::SshConfig::load();
+void RemoteWorker::loadAliases(const app::remote::SshConfigOptions& options) {
+  auto config = app::remote::SshConfig::load(options);
   if (!config) {
     emit aliasesLoaded({}, qs(config.status().message()));
     return;

@@ -19,6 +19,7 @@
 
 #include "app/cluster/preflight.h"
 #include "app/remote/remote_host.h"
+#include "app/remote/ssh_config.h"
 #include "backend/protocol/config/config_types.h"
 #include "ui/remote/host_opener_service.h"
 
@@ -49,7 +50,7 @@ class RemoteWorker : public QObject {
   void armCancel() { cancel_ = false; }
 
   // Slots, called queued on the worker thread.
-  void loadAliases();
+  void loadAliases(const app::remote::SshConfigOptions& options = {});
   void openHost(const QString& name);
   void preflight(const PreflightInput& input);
   void submitSlurm(const QString& host, const QString& runDir, const QString& script,

@@ -12,11 +12,13 @@
 #include <QButtonGroup>
 #include <QComboBox>
 #include <QDir>
+#include <QFile>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -103,6 +105,37 @@ class LaunchTargetPageTest : public QObject {
              (QStringList{QStringLiteral("login-x"), QStringLiteral("login-y"), QStringLiteral("login-z")}));
     QVERIFY(doc.setField("launch.kind", "local").isOk());
     QVERIFY(targetButton(page, "local")->isChecked());
+  }
+
+  void hostPickersOfferTheSshConfigAliases() {
+    QTemporaryDir home;
+    QVERIFY(home.isValid());
+    QFile config(home.filePath(QStringLiteral("config")));
+    QVERIFY(config.open(QIODevice::WriteOnly));
+    config.write(
+        "Host gpu-node-a gpu-node-b\n  User alice\nHost *.cluster.example.org !bastion\n  Port 2222\n"
+        "Host login\n  HostName login.cluster.example.org\n");
+    config.close();
+    app::ConfigDocument doc;
+    LaunchTargetPage page(&doc, HostOpenerService::create());
+    QSignalSpy loaded(&page, &LaunchTargetPage::aliasesLoaded);
+    app::remote::SshConfigOptions options;
+    options.user_config = config.fileName().toStdString();
+    options.system_config.clear();
+    page.loadAliases(options);
+    // The one from construction (the user's real files) may come first: wait for ours.
+    QTRY_VERIFY_WITH_TIMEOUT(page.sshPanel()->hostPicker()->findText(QStringLiteral("gpu-node-b")) >= 0,
+                             5000);
+    QVERIFY(!loaded.isEmpty());
+    QComboBox* picker = page.sshPanel()->hostPicker();
+    QStringList entries;
+    for (int i = 0; i < picker->count(); ++i) entries << picker->itemText(i);
+    QCOMPARE(entries, (QStringList{QStringLiteral("local"), QStringLiteral("gpu-node-a"),
+                                   QStringLiteral("gpu-node-b"), QStringLiteral("login")}));
+
+    options.user_config = home.filePath(QStringLiteral("missing/config")).toStdString();
+    page.loadAliases(options);  // a missing file is an empty one
+    QTRY_COMPARE_WITH_TIMEOUT(picker->count(), 1, 5000);
   }
 
   void checkHostsRunsThePreflightOnThisMachine() {
