@@ -26,6 +26,8 @@ const char* kindOf(LaunchTargetPage::Target t) {
       return "ssh";
     case LaunchTargetPage::kSlurm:
       return "slurm";
+    case LaunchTargetPage::kExternal:
+      return "external";
     case LaunchTargetPage::kLocal:
       break;
   }
@@ -88,9 +90,15 @@ LaunchTargetPage::LaunchTargetPage(app::ConfigDocument* document, std::shared_pt
          "run_root, and the Monitor tab follows it."));
   local->setWordWrap(true);
   local->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  auto* external = new QLabel(
+      tr("launch.kind is external: the ranks are started by another launcher (torchrun, srun, a "
+         "script of yours), which gives each its rank. Choose a target above to launch from here."));
+  external->setWordWrap(true);
+  external->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   stack_->addWidget(local);
   stack_->addWidget(ssh_);
   stack_->addWidget(slurm_);
+  stack_->addWidget(external);  // kExternal
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(choice);
@@ -114,8 +122,9 @@ LaunchTargetPage::LaunchTargetPage(app::ConfigDocument* document, std::shared_pt
   connect(ssh_, &SshTargetPanel::hostsEdited, this, &LaunchTargetPage::writeHosts);
   connect(slurm_, &SlurmTargetPanel::submitted, this,
           [this](const QString& host, const QString& id, const QString& dir) {
-            stamp_ = timeStamp();  // the next job gets a directory of its own
-            slurm_->refresh();
+            submitted_.insert(dir);  // the next job gets a directory of its own
+            stamp_ = timeStamp();
+            slurm_->resetToGenerated();  // an edited script named the old directory
             emit slurmSubmitted(host, id, dir);
           });
   connect(document_, &app::ConfigDocument::configReset, this, &LaunchTargetPage::showKind);
@@ -140,6 +149,7 @@ LaunchTargetPage::Target LaunchTargetPage::target() const {
   const std::string& kind = document_->config().launch.kind;
   if (kind == "ssh") return kSsh;
   if (kind == "slurm") return kSlurm;
+  if (kind == "external") return kExternal;
   return kLocal;
 }
 
@@ -154,14 +164,17 @@ QString LaunchTargetPage::slurmRunDir() const {
   if (QDir::isRelativePath(root) && slurm_->loginHost() == QLatin1String("local"))
     root = QDir::home().filePath(root);
   const std::string& name = document_->config().name;
-  return QDir::cleanPath(root) + QLatin1Char('/') + QString::fromStdString(name.empty() ? "run" : name) +
-         QLatin1Char('-') + stamp_;
+  const QString base = QDir::cleanPath(root) + QLatin1Char('/') +
+                       QString::fromStdString(name.empty() ? "run" : name) + QLatin1Char('-') + stamp_;
+  QString dir = base;
+  for (int n = 2; submitted_.contains(dir); ++n) dir = base + QLatin1Char('-') + QString::number(n);
+  return dir;
 }
 
 app::LaunchRequest LaunchTargetPage::request(const QString& localRunRoot) const {
   app::LaunchRequest request;
   request.config = document_->config();
-  if (target() == kLocal) {
+  if (target() == kLocal || target() == kExternal) {
     request.runRoot = localRunRoot;
   } else {
     request.runRoot = QString::fromStdString(request.config.launch.remote_workdir);
@@ -205,9 +218,16 @@ void LaunchTargetPage::writeHosts(const QStringList& hosts) {
 
 void LaunchTargetPage::showKind() {
   const Target t = target();
-  if (auto* b = targets_->button(t); b && !b->isChecked()) b->setChecked(true);
+  if (auto* b = targets_->button(t); b && !b->isChecked()) {
+    b->setChecked(true);
+  } else if (!b && targets_->checkedButton()) {
+    // External: no button. An exclusive group cannot uncheck its last button.
+    targets_->setExclusive(false);
+    targets_->checkedButton()->setChecked(false);
+    targets_->setExclusive(true);
+  }
   stack_->setCurrentIndex(t);
-  remote_->setVisible(t != kLocal);
+  remote_->setVisible(t == kSsh || t == kSlurm);
   if (t == kSsh) ssh_->setHosts(toQt(document_->config().launch.hosts));
   if (t == kSlurm) slurm_->refresh();
 }

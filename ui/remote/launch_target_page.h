@@ -16,6 +16,7 @@
 // Thread-safety: GUI thread only.
 #pragma once
 
+#include <QSet>
 #include <QWidget>
 #include <memory>
 
@@ -42,13 +43,15 @@ class SlurmTargetPanel;
 class LaunchTargetPage : public QWidget {
   Q_OBJECT
  public:
-  enum Target { kLocal, kSsh, kSlurm };
+  // kExternal (the ranks are started by another launcher) has no button: no
+  // target is checked, and choosing one replaces it.
+  enum Target { kLocal, kSsh, kSlurm, kExternal };
 
   LaunchTargetPage(app::ConfigDocument* document, std::shared_ptr<HostOpenerService> hosts,
                    QWidget* parent = nullptr);
   ~LaunchTargetPage() override;
 
-  // The target launch.kind names; kLocal for "local" and "external".
+  // The target launch.kind names (kLocal for an unknown kind, which validation reports).
   Target target() const;
   SshTargetPanel* sshPanel() const { return ssh_; }
   SlurmTargetPanel* slurmPanel() const { return slurm_; }
@@ -61,7 +64,8 @@ class LaunchTargetPage : public QWidget {
   // A launch request for the document's config: the local run root for a local
   // launch, the remote run root and engine for an SSH one.
   app::LaunchRequest request(const QString& localRunRoot) const;
-  // The SLURM job's run directory: <remote run root>/<name>-<time of the page or last submit>.
+  // The SLURM job's run directory: <remote run root>/<name>-<time of the page or
+  // last submit>, with "-2", "-3", ... when a job from here already has that one.
   QString slurmRunDir() const;
 
  public slots:
@@ -93,7 +97,8 @@ class LaunchTargetPage : public QWidget {
   QLabel* aliasState_;
   SshTargetPanel* ssh_;
   SlurmTargetPanel* slurm_;
-  QString stamp_;  // the SLURM run directory's time suffix
+  QString stamp_;            // the SLURM run directory's time suffix
+  QSet<QString> submitted_;  // run directories of jobs submitted from here: never reused
 };
 
 }  // namespace fs::ui

@@ -6,7 +6,8 @@
 // The preview is makeSlurmScript's output (app/cluster/slurm_script.h) for the
 // document's config and the page's run directory and engine, regenerated on
 // every change until the user edits it; from then on edits are kept (and
-// submitted as they are) until "Reset to generated".
+// submitted as they are) until "Reset to generated" (which the page also does
+// after a submit: the next job has a run directory of its own).
 //
 // Submit runs SlurmJobs::submit on the RemoteWorker's thread; submitted()
 // brings the job id. Ownership: borrows the document and the worker.

@@ -34,6 +34,7 @@ SshTargetPanel::SshTargetPanel(app::ConfigDocument* document, RemoteWorker* work
   picker_->setInsertPolicy(QComboBox::NoInsert);
   picker_->lineEdit()->setPlaceholderText(tr("ssh config alias or [user@]host[:port]"));
   picker_->addItem(QStringLiteral("local"));
+  picker_->setCurrentIndex(-1);  // empty: the placeholder says what to type
   list_->setObjectName(QStringLiteral("hostList"));
   list_->setMaximumHeight(120);
 

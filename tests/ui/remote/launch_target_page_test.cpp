@@ -103,6 +103,9 @@ class LaunchTargetPageTest : public QObject {
     QVERIFY(targetButton(page, "ssh")->isChecked());
     QCOMPARE(page.sshPanel()->hosts(),
              (QStringList{QStringLiteral("login-x"), QStringLiteral("login-y"), QStringLiteral("login-z")}));
+    QVERIFY(doc.setField("launch.kind", "external").isOk());  // no button says "local" then
+    QCOMPARE(page.target(), LaunchTargetPage::kExternal);
+    QCOMPARE(page.targetButtons()->checkedButton(), nullptr);
     QVERIFY(doc.setField("launch.kind", "local").isOk());
     QVERIFY(targetButton(page, "local")->isChecked());
   }
@@ -255,6 +258,58 @@ class LaunchTargetPageTest : public QObject {
     QVERIFY(regenerated.isOk());
     QCOMPARE(panel->script(), QString::fromStdString(regenerated.value()));
     QVERIFY(panel->script().contains(QStringLiteral("gpu-h100")));
+  }
+
+  void submitHandsTheEditedScriptToSbatch() {
+    // sbatch on this machine (the login node is "local"): a stand-in printing a
+    // job id as `sbatch --parsable` does; the script it gets is the one shown.
+    QTemporaryDir bin, runs;
+    QVERIFY(bin.isValid() && runs.isValid());
+    QFile sbatch(bin.filePath(QStringLiteral("sbatch")));
+    QVERIFY(sbatch.open(QIODevice::WriteOnly));
+    sbatch.write("#!/bin/sh\necho \"$@\" > \"$(dirname \"$0\")/sbatch.args\"\necho 4242\n");
+    sbatch.close();
+    QVERIFY(sbatch.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner));
+    const QByteArray oldPath = qgetenv("PATH");
+    qputenv("PATH", bin.path().toUtf8() + ':' + oldPath);
+
+    app::ConfigDocument doc;
+    loadTiny(doc);
+    LaunchTargetPage page(&doc, HostOpenerService::create());
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    QTest::mouseClick(targetButton(page, "slurm"), Qt::LeftButton);
+    page.remoteRootEdit()->setText(runs.path());
+    emit page.remoteRootEdit()->editingFinished();
+    QCOMPARE(doc.errorCount(), 0);
+    SlurmTargetPanel* panel = page.slurmPanel();
+    QTextCursor end = panel->preview()->textCursor();
+    end.movePosition(QTextCursor::End);
+    panel->preview()->setTextCursor(end);
+    panel->preview()->insertPlainText(QStringLiteral("# edited before submitting\n"));
+    const QString runDir = page.slurmRunDir();
+    QVERIFY(runDir.startsWith(runs.path()));
+
+    const QString shown = panel->script();
+    QSignalSpy submitted(&page, &LaunchTargetPage::slurmSubmitted);
+    QTest::mouseClick(panel->submitButton(), Qt::LeftButton);
+    QVERIFY(submitted.wait(20000));
+    QCOMPARE(submitted.at(0).at(0).toString(), QStringLiteral("local"));
+    QCOMPARE(submitted.at(0).at(1).toString(), QStringLiteral("4242"));
+    QCOMPARE(submitted.at(0).at(2).toString(), runDir);
+    QFile script(runDir + QStringLiteral("/slurm.sbatch"));
+    QVERIFY(script.open(QIODevice::ReadOnly));
+    QCOMPARE(QString::fromUtf8(script.readAll()), shown);
+    QVERIFY(shown.contains(QStringLiteral("# edited before submitting")));
+    QFile args(bin.filePath(QStringLiteral("sbatch.args")));
+    QVERIFY(args.open(QIODevice::ReadOnly));
+    QCOMPARE(QString::fromUtf8(args.readAll()).trimmed(),
+             QStringLiteral("--parsable ") + runDir + QStringLiteral("/slurm.sbatch"));
+    QVERIFY(QFile::exists(runDir + QStringLiteral("/config.yaml")));
+    QVERIFY(page.slurmRunDir() != runDir);  // the next job gets a directory of its own
+    QVERIFY(!panel->isEdited());
+    QVERIFY(panel->script().contains(page.slurmRunDir()));
+    qputenv("PATH", oldPath);
   }
 };
 

@@ -56,6 +56,15 @@ class RemoteLaunchTest : public QObject {
     QCOMPARE(localState.count(), 0);
     QCOMPARE(window.launcher()->state(), app::LaunchState::kIdle);
     QVERIFY(!QDir(localRoot).exists() || QDir(localRoot).isEmpty());
+
+    window.resize(1280, 820);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.tabs()->setCurrentWidget(window.launchTargetPage());
+    QTest::qWait(50);
+    const QString dir = QStringLiteral(FS_BINARY_DIR "/tests/screenshots");
+    QVERIFY(QDir().mkpath(dir));
+    QVERIFY(window.grab().save(dir + QStringLiteral("/main_window_launch.png")));
   }
 
   void externalStartsNothingFromLaunch() {
