@@ -77,7 +77,8 @@ LaunchTargetPage::LaunchTargetPage(app::ConfigDocument* document, std::shared_pt
 
   engine_->setObjectName(QStringLiteral("remoteEngine"));
   engine_->setPlaceholderText(tr("flamingo-train (found on the hosts' login PATH)"));
-  remoteRoot_->setPlaceholderText(tr("absolute path on the hosts, e.g. /scratch/$USER/flamingo-runs"));
+  remoteRoot_->setPlaceholderText(
+      tr("flamingo-runs under the login directory; or absolute, e.g. /scratch/$USER/flamingo-runs"));
   bindLineEdit(remoteRoot_, document_, QStringLiteral("launch.remote_workdir"));
   aliasState_->setTextFormat(Qt::PlainText);
   auto* remoteForm = new QFormLayout(remote_);
@@ -108,7 +109,9 @@ LaunchTargetPage::LaunchTargetPage(app::ConfigDocument* document, std::shared_pt
   ssh_->setInputSource([this] {
     PreflightInput input;
     input.engine = remoteEngine().toStdString();
+    // As the SSH launcher picks it: launch.remote_workdir, else flamingo-runs under the login directory.
     input.runRoot = document_->config().launch.remote_workdir;
+    if (input.runRoot.empty()) input.runRoot = "flamingo-runs";
     return input;
   });
   slurm_->setSpecSource([this] {

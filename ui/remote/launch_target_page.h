@@ -58,6 +58,8 @@ class LaunchTargetPage : public QWidget {
   QButtonGroup* targetButtons() const { return targets_; }
   QLineEdit* engineEdit() const { return engine_; }
   QLineEdit* remoteRootEdit() const { return remoteRoot_; }
+  // The worker thread's object (for queueing work behind the page's own, in tests).
+  RemoteWorker* remoteWorker() const { return worker_->worker(); }
 
   // The engine on the hosts ("" = flamingo-train on their PATH).
   QString remoteEngine() const;

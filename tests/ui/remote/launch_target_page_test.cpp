@@ -18,6 +18,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QSemaphore>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -206,9 +207,14 @@ class LaunchTargetPageTest : public QObject {
     QTest::mouseClick(targetButton(page, "ssh"), Qt::LeftButton);
     page.engineEdit()->setText(QStringLiteral(FS_TEST_FLAMINGO_TRAIN));
     addHosts(page, {QStringLiteral("local")});
+    // Hold the worker so that the cancel comes before the check starts, every time.
+    QSemaphore hold;
+    RemoteWorker* worker = page.remoteWorker();
+    QMetaObject::invokeMethod(worker, [&hold] { hold.acquire(); });
     QTest::mouseClick(page.sshPanel()->checkButton(), Qt::LeftButton);
     QVERIFY(page.sshPanel()->isChecking());
     page.sshPanel()->cancelCheck();
+    hold.release();
     QTRY_VERIFY_WITH_TIMEOUT(!page.sshPanel()->isChecking(), 120000);
     QVERIFY2(page.sshPanel()->stateLabel()->text().contains(QStringLiteral("cancelled")),
              qPrintable(page.sshPanel()->stateLabel()->text()));
