@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "remote") == 0) {
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("flamingo-studio"));
-    return fs::studio::remote::runRemoteCli(std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr);
+    return fs::studio::remote::runRemoteCli(std::vector<std::string>(argv + 2, argv + argc), std::cout,
+                                            std::cerr);
   }
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("flamingo-studio"));
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
         const QString root = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
                              QStringLiteral("/flamingo-studio/runs");
         (void)document.setField("run_root", root.toStdString());
-        window.launchLocally();
+        window.launch();
       }
     });
     QObject::connect(&document, &fs::app::ConfigDocument::loadFailed, &window,

@@ -19,6 +19,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include "app/cluster/ssh_launcher.h"
 #include "app/common/worker_thread.h"
 #include "app/config/config_document.h"
 #include "app/control/control_client.h"
@@ -36,26 +37,36 @@
 #include "ui/monitor/monitor_page.h"
 #include "ui/plan/estimate_view.h"
 #include "ui/plan/planner_view.h"
+#include "ui/remote/connection_indicator.h"
+#include "ui/remote/dialog_prompter.h"
+#include "ui/remote/host_opener_service.h"
+#include "ui/remote/launch_dispatcher.h"
+#include "ui/remote/launch_target_page.h"
+#include "ui/remote/remote_run_follow.h"
+#include "ui/remote/slurm_queue_panel.h"
+#include "ui/remote/slurm_target_panel.h"
 #include "ui/runs/runs_panel.h"
 
 // NOTE [Main window layout]
 //   tabs: Configure (ConfigForm on the ConfigDocument | RunsPanel fed by a
 //         RunCatalogWorker) | Monitor (MonitorPage on a RunMonitor and a
 //         ControlClient) | History (HistoryView on a HistoryWorker) |
-//         Compare (ComparePage: the runs History overlays, reference CSVs)
+//         Compare (ComparePage: the runs History overlays, reference CSVs) |
+//         Launch (LaunchTargetPage: this machine / SSH nodes / SLURM cluster,
+//         which is launch.kind) | SLURM queue (SlurmQueuePanel)
 //   File: Open..., Save YAML, Save YAML As..., Import / Copy OpenFlamingo
 //         command line, Show changes from the defaults, Quit
-//   Run:  Launch locally, Plan memory..., Open run directory..., Detach, Refresh runs
-//   Plan memory... (also the config form's button): a PlannerView window on
+//   Run:  Launch (the launcher of launch.kind: LaunchDispatcher), Plan memory..., Open run directory...,
+//   Detach, Refresh runs Plan memory... (also the config form's button): a PlannerView window on
 //         the document's config, following its edits
-//   status bar: file, load / save / launch results, error and warning counts
+//   status bar: file, load / save / launch results, error and warning counts,
+//         the remote run's connection (ConnectionIndicator)
 //
-// A launch (LocalLauncher) creates the run directory and the monitor follows
-// it at once; a run activated in the runs panel or the history is followed
-// the same way. Every file, process and database action runs on a worker
-// thread or asynchronously (QProcess); the window only picks paths
-// (QFileDialog) and shows results. Alerts (a stalled run, a dead process)
-// raise a desktop notification where the platform has a tray.
+// A launch creates the run directory and the monitor follows it at once (an
+// SSH or SLURM run through its Host: RemoteRunFollow); a run activated in the runs panel or the history is
+// followed the same way. Every file, process and database action runs on a worker thread or asynchronously
+// (QProcess); the window only picks paths (QFileDialog) and shows results. Alerts (a stalled run, a dead
+// process) raise a desktop notification where the platform has a tray.
 
 namespace fs::ui {
 namespace {
@@ -73,6 +84,13 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
       monitor_(new app::RunMonitor(this)),
       control_(new app::ControlClient(this)),
       launcher_(new app::LocalLauncher(app::EngineSearch::fromEnvironment(), this)),
+      hosts_(HostOpenerService::create()),
+      prompter_(DialogPrompter::create(this)),
+      dispatcher_(new LaunchDispatcher(launcher_, hosts_, this)),
+      launchPage_(new LaunchTargetPage(document, hosts_)),
+      queue_(new SlurmQueuePanel(hosts_)),
+      connection_(new ConnectionIndicator),
+      remoteFollow_(new RemoteRunFollow(hosts_, monitor_, connection_, this)),
       monitorPage_(new MonitorPage(monitor_, control_)),
       historyView_(new HistoryView),
       comparePage_(new ComparePage),
@@ -93,8 +111,11 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
   tabs_->addTab(monitorPage_, tr("Monitor"));
   tabs_->addTab(historyView_, tr("History"));
   tabs_->addTab(comparePage_, tr("Compare"));
+  tabs_->insertTab(1, launchPage_, tr("Launch"));
+  tabs_->addTab(queue_, tr("SLURM queue"));
   setCentralWidget(tabs_);
   statusBar()->addPermanentWidget(problemCount_);
+  statusBar()->addPermanentWidget(connection_);
   monitorPage_->controlBar()->setLauncher(launcher_);
   if (QSystemTrayIcon::isSystemTrayAvailable()) {
     tray_ = new QSystemTrayIcon(windowIcon(), this);
@@ -106,6 +127,7 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
   wireDocument();
   wireRuns();
   wireLaunch();
+  wireRemote();
   wireHistory();
   updateTitle();
   updateProblemCount();
@@ -113,6 +135,7 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
 }
 
 MainWindow::~MainWindow() {
+  prompter_->shutDown();         // a worker waiting on a dialog gives up before its thread is joined
   catalog_->worker()->cancel();  // so the threads' stop does not wait for a long scan or import
   history_->worker()->cancel();
 }
@@ -137,8 +160,9 @@ void MainWindow::createMenus() {
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
   QMenu* runs = menuBar()->addMenu(tr("&Run"));
-  QAction* launch = runs->addAction(tr("&Launch locally"), QKeySequence(Qt::CTRL | Qt::Key_R), this,
-                                    &MainWindow::launchLocally);
+  QAction* launch =
+      runs->addAction(tr("&Launch"), QKeySequence(Qt::CTRL | Qt::Key_R), this, &MainWindow::launch);
+  launch->setObjectName(QStringLiteral("launchAction"));
   runs->addAction(tr("Plan &memory\u2026"), this, &MainWindow::openPlanner);
   runs->addAction(tr("&Open run directory\u2026"), this, &MainWindow::openRunDirectory);
   runs->addAction(tr("&Detach"), this, &MainWindow::detachRun);
@@ -206,6 +230,51 @@ void MainWindow::wireLaunch() {
   connect(monitor_, &app::RunMonitor::runStarted, this, [this] { importIntoHistory(monitor_->runDir()); });
 }
 
+void MainWindow::wireRemote() {
+  using app::Launcher;
+  auto* ssh = dispatcher_->sshLauncher();
+  // An SSH run is followed through node 0's Host (its launch.json names it).
+  connect(ssh, &Launcher::runDirectoryReady, this, [this, ssh](const QString& runDir) {
+    const auto& nodes = ssh->record().nodes;
+    remoteFollow_->follow(
+        nodes.empty() ? QStringLiteral("local") : QString::fromStdString(nodes.front().host), runDir);
+  });
+  connect(ssh, &app::cluster::SshLauncher::progress, this,
+          [this](const QString& message) { statusBar()->showMessage(message, kStatusMs); });
+  connect(ssh, &Launcher::started, this, [this](const QString& runDir, const QString& ids) {
+    statusBar()->showMessage(tr("Started node agents %1 in %2").arg(ids, runDir), kStatusMs);
+  });
+  connect(ssh, &Launcher::failed, this, [this](const QString& message) {
+    statusBar()->showMessage(tr("Launch failed"), kStatusMs);
+    notify(tr("Launch failed"), message);
+  });
+  connect(ssh, &Launcher::finished, this, [this](int code, app::ExitKind how) {
+    statusBar()->showMessage(app::describeExit(code, how), kStatusMs);
+  });
+  // A SLURM job: the queue panel follows it, the monitor its run directory (on the login host).
+  connect(launchPage_, &LaunchTargetPage::slurmSubmitted, this,
+          [this](const QString& host, const QString& jobId, const QString& runDir) {
+            queue_->watch(host, jobId);
+            statusBar()->showMessage(tr("Submitted SLURM job %1 on %2").arg(jobId, host), kStatusMs);
+            if (host == QLatin1String("local"))
+              followRun(runDir);
+            else
+              remoteFollow_->follow(host, runDir);
+          });
+  connect(launchPage_->slurmPanel(), &SlurmTargetPanel::submitFailed, this,
+          [this](const QString& message) { notify(tr("SLURM submit failed"), message); });
+  connect(queue_, &SlurmQueuePanel::message, this,
+          [this](const QString& message) { statusBar()->showMessage(message, kStatusMs); });
+  connect(remoteFollow_, &RemoteRunFollow::attached, this,
+          [this](const QString& host, const QString& runDir, const std::shared_ptr<app::remote::Host>& open) {
+            control_->setRunDir(runDir, open);  // control files are written on that host
+            monitorPage_->runAttached(host + QLatin1Char(':') + runDir);
+            tabs_->setCurrentWidget(monitorPage_);
+          });
+  connect(remoteFollow_, &RemoteRunFollow::failed, this,
+          [this](const QString& message) { notify(tr("Cannot follow the remote run"), message); });
+}
+
 void MainWindow::wireHistory() {
   connectHistoryView(historyView_, history_->worker());
   connect(historyView_, &HistoryView::openRun, this, &MainWindow::followRun);
@@ -243,21 +312,27 @@ void MainWindow::copyCommandLine() {
   }
 }
 
-void MainWindow::launchLocally() {
+void MainWindow::launch() {
   if (document_->errorCount() > 0) {
     tabs_->setCurrentIndex(0);
     statusBar()->showMessage(tr("The config has errors: fix them before launching"), kStatusMs);
     return;
   }
-  if (launcher_->isActive()) {
-    statusBar()->showMessage(tr("A run launched from here is still running: stop it first"), kStatusMs);
+  if (document_->config().launch.kind == "slurm") {
+    tabs_->setCurrentWidget(launchPage_);
+    launchPage_->slurmPanel()->submit();
     return;
   }
-  app::LaunchRequest request;
-  request.config = document_->config();
-  request.runRoot = runRootPath();
-  launcher_->launch(request);
-  statusBar()->showMessage(tr("Launching %1\u2026").arg(QString::fromStdString(request.config.name)),
+  const app::LaunchRequest request = launchPage_->request(runRootPath());
+  if (const QString why = dispatcher_->launch(request); !why.isEmpty()) {
+    tabs_->setCurrentWidget(launchPage_);
+    statusBar()->showMessage(why, kStatusMs);
+    return;
+  }
+  monitorPage_->controlBar()->setLauncher(dispatcher_->launcherFor(request.config.launch.kind));
+  statusBar()->showMessage(tr("Launching %1 (%2)\u2026")
+                               .arg(QString::fromStdString(request.config.name),
+                                    QString::fromStdString(request.config.launch.kind)),
                            kStatusMs);
 }
 
@@ -290,6 +365,7 @@ void MainWindow::openPlanner() {
 
 void MainWindow::followRun(const QString& runDir) {
   monitorPage_->estimateView()->setEngineSearch(launcher_->engineSearch());
+  remoteFollow_->followingLocal();
   monitor_->attach(runDir);
   control_->setRunDir(runDir);
   monitorPage_->runAttached(runDir);

@@ -33,6 +33,13 @@ class HistoryView;
 class MonitorPage;
 class PlannerView;
 class RunsPanel;
+class ConnectionIndicator;
+class DialogPrompter;
+class HostOpenerService;
+class LaunchDispatcher;
+class LaunchTargetPage;
+class RemoteRunFollow;
+class SlurmQueuePanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -47,13 +54,20 @@ class MainWindow : public QMainWindow {
   ComparePage* comparePage() const { return comparePage_; }
   QTabWidget* tabs() const { return tabs_; }
   app::LocalLauncher* launcher() const { return launcher_; }
+  LaunchTargetPage* launchTargetPage() const { return launchPage_; }
+  SlurmQueuePanel* slurmQueuePanel() const { return queue_; }
+  LaunchDispatcher* launchDispatcher() const { return dispatcher_; }
+  ConnectionIndicator* connectionIndicator() const { return connection_; }
+  // The hosts the window opens; NOTE [SSH host factory] in ui/remote/host_opener_service.h.
+  const std::shared_ptr<HostOpenerService>& hosts() const { return hosts_; }
   app::RunMonitor* monitor() const { return monitor_; }
   // The open planner window's view; nullptr when none is open.
   PlannerView* plannerView() const;
 
  public slots:
-  // Starts the document's config as a local run and follows it.
-  void launchLocally();
+  // Starts the document's config with the launcher of its launch.kind (local,
+  // ssh; slurm: the Launch tab's script is submitted) and follows the run.
+  void launch();
   // Opens (or raises) the memory planner on the document's config.
   void openPlanner();
   // The config as an OpenFlamingo torchrun line, to the clipboard.
@@ -70,6 +84,7 @@ class MainWindow : public QMainWindow {
   void wireDocument();
   void wireRuns();
   void wireLaunch();
+  void wireRemote();
   void wireHistory();
   void openConfig();
   void saveConfig();
@@ -88,6 +103,13 @@ class MainWindow : public QMainWindow {
   app::RunMonitor* monitor_;
   app::ControlClient* control_;
   app::LocalLauncher* launcher_;
+  std::shared_ptr<HostOpenerService> hosts_;
+  std::shared_ptr<DialogPrompter> prompter_;
+  LaunchDispatcher* dispatcher_;
+  LaunchTargetPage* launchPage_;
+  SlurmQueuePanel* queue_;
+  ConnectionIndicator* connection_;
+  RemoteRunFollow* remoteFollow_;
   MonitorPage* monitorPage_;
   HistoryView* historyView_;
   ComparePage* comparePage_;

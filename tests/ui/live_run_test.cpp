@@ -76,7 +76,7 @@ class LiveRunTest : public QObject {
     QVERIFY(doc.setField("optim.epochs", "500").isOk());  // long enough to be stopped by hand
     QVERIFY(doc.setField("checkpoint.every_steps", "200").isOk());
 
-    window.launchLocally();
+    window.launch();
     QTRY_VERIFY_WITH_TIMEOUT(!window.monitor()->runDir().isEmpty(), 30000);
     const QString runDir = window.monitor()->runDir();
     QCOMPARE(window.tabs()->currentWidget(), window.monitorPage());

@@ -1,0 +1,70 @@
+#include "ui/remote/remote_run_follow.h"
+
+#include "app/monitor/host_file_source.h"
+#include "app/monitor/run_monitor.h"
+#include "ui/remote/connection_indicator.h"
+
+namespace fs::ui {
+namespace {
+
+class SharedHostRunDir : public app::RunDirSource {
+ public:
+  SharedHostRunDir(std::shared_ptr<app::remote::Host> host, std::string dir)
+      : host_(std::move(host)), dir_(*host_, std::move(dir)) {}
+  std::string describe() const override { return dir_.describe(); }
+  std::unique_ptr<app::ByteSource> open(const std::string& relativePath) override {
+    return dir_.open(relativePath);
+  }
+  protocol::StatusOr<std::vector<std::string>> list(const std::string& relativeDir) override {
+    return dir_.list(relativeDir);
+  }
+
+ private:
+  std::shared_ptr<app::remote::Host> host_;  // before dir_: it borrows the Host
+  app::HostRunDir dir_;
+};
+
+}  // namespace
+
+std::shared_ptr<app::RunDirSource> hostRunDir(std::shared_ptr<app::remote::Host> host,
+                                              const std::string& dir) {
+  return std::make_shared<SharedHostRunDir>(std::move(host), dir);
+}
+
+RemoteRunFollow::RemoteRunFollow(std::shared_ptr<HostOpenerService> hosts, app::RunMonitor* monitor,
+                                 ConnectionIndicator* indicator, QObject* parent)
+    : QObject(parent),
+      worker_(std::make_unique<app::WorkerThread<RemoteWorker>>(new RemoteWorker(std::move(hosts)),
+                                                                QStringLiteral("remote-follow"))),
+      monitor_(monitor),
+      indicator_(indicator) {
+  connect(worker_->worker(), &RemoteWorker::hostOpened, this,
+          [this](const QString& name, const std::shared_ptr<app::remote::Host>& host) {
+            if (name != host_) return;
+            monitor_->attach(hostRunDir(host, runDir_.toStdString()));
+            indicator_->setRemote(host_);
+            emit attached(host_, runDir_, host);
+          });
+  connect(worker_->worker(), &RemoteWorker::hostFailed, this,
+          [this](const QString& name, const QString& why) {
+            if (name == host_) emit failed(why);
+          });
+  connect(monitor_, &app::RunMonitor::issue, indicator_, &ConnectionIndicator::noteIssue);
+  connect(monitor_, &app::RunMonitor::delivered, indicator_, &ConnectionIndicator::noteDelivered);
+}
+
+RemoteRunFollow::~RemoteRunFollow() = default;
+
+void RemoteRunFollow::follow(const QString& host, const QString& runDir) {
+  host_ = host;
+  runDir_ = runDir;
+  RemoteWorker* worker = worker_->worker();
+  QMetaObject::invokeMethod(worker, [worker, host] { worker->openHost(host); });
+}
+
+void RemoteRunFollow::followingLocal() {
+  host_.clear();
+  indicator_->setLocal();
+}
+
+}  // namespace fs::ui

@@ -1,0 +1,60 @@
+// Prompter: the questions connecting over SSH may have to ask a person — is
+// this unknown host key the right one, and what is the passphrase of a key
+// file. The GUI implements it with dialogs, the CLI on a terminal, tests with
+// fixed answers. Secret: a passphrase in memory only, zeroed when destroyed.
+//
+// Thread-safety: an SshConnection calls its Prompter from the thread that
+// called connect() (or the call that reconnects), one question at a time; an
+// implementation that shows dialogs must hop to the GUI thread itself and
+// block the caller until answered.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace fs::app::remote {
+
+// A string that is wiped (OPENSSL_cleanse) when destroyed or cleared. Never
+// logged, never written to disk.
+class Secret {
+ public:
+  Secret() = default;
+  explicit Secret(std::string value) : value_(std::move(value)) {}
+  Secret(Secret&& other) noexcept : value_(std::move(other.value_)) { other.clear(); }
+  Secret& operator=(Secret&& other) noexcept;
+  Secret(const Secret&) = delete;
+  Secret& operator=(const Secret&) = delete;
+  ~Secret() { clear(); }
+
+  const char* c_str() const { return value_.c_str(); }
+  bool empty() const { return value_.empty(); }
+  void clear();
+
+ private:
+  std::string value_;
+};
+
+struct HostKeyQuestion {
+  enum class Kind { kUnknown };  // a changed key is refused, never asked about
+  std::string host;              // the HostName connected to (through a jump host: as the jump host sees it)
+  int port = 22;
+  std::string alias;               // the destination as written, for the dialog's title
+  std::string key_type;            // "ssh-ed25519", ...
+  std::string fingerprint_sha256;  // "SHA256:...", as ssh-keygen -l prints
+  std::string save_file;           // where kAcceptAndSave writes (the first UserKnownHostsFile)
+  Kind kind = Kind::kUnknown;
+};
+
+enum class HostKeyAnswer { kReject, kAcceptOnce, kAcceptAndSave };
+
+class Prompter {
+ public:
+  virtual ~Prompter() = default;
+  virtual HostKeyAnswer hostKey(const HostKeyQuestion& question) = 0;
+  // The passphrase of an encrypted private key; nullopt: the person declined
+  // (the key is skipped). `attempt` counts from 1; a wrong answer asks again
+  // up to three times.
+  virtual std::optional<Secret> passphrase(const std::string& key_file, int attempt) = 0;
+};
+
+}  // namespace fs::app::remote
