@@ -103,8 +103,8 @@ class MainWindow : public QMainWindow {
   app::RunMonitor* monitor_;
   app::ControlClient* control_;
   app::LocalLauncher* launcher_;
+  std::shared_ptr<DialogPrompter> prompter_;  // before hosts_: their SSH factory asks it
   std::shared_ptr<HostOpenerService> hosts_;
-  std::shared_ptr<DialogPrompter> prompter_;
   LaunchDispatcher* dispatcher_;
   LaunchTargetPage* launchPage_;
   SlurmQueuePanel* queue_;

@@ -1,15 +1,37 @@
 #include "ui/remote/host_opener_service.h"
 
 #include "app/remote/local_host.h"
+#include "app/remote/ssh_host.h"
 
 namespace fs::ui {
 
-SshHostFactory sshTransportMissing() {
-  return [](const std::string& name) -> protocol::StatusOr<std::shared_ptr<app::remote::Host>> {
-    return protocol::Status::unsupported("cannot open host '" + name +
-                                         "': SSH hosts arrive with the SSH transport; only 'local' "
-                                         "(this machine) can be used in this build");
-  };
+namespace {
+
+// For hosts opened where nobody can be asked.
+class RefusingPrompter : public app::remote::Prompter {
+ public:
+  app::remote::HostKeyAnswer hostKey(const app::remote::HostKeyQuestion&) override {
+    return app::remote::HostKeyAnswer::kReject;
+  }
+  std::optional<app::remote::Secret> passphrase(const std::string&, int) override { return std::nullopt; }
+};
+
+}  // namespace
+
+SshHostFactory sshHostFactory(std::shared_ptr<app::remote::Prompter> prompter,
+                              app::remote::SshConfigOptions options) {
+  if (!prompter) prompter = std::make_shared<RefusingPrompter>();
+  return
+      [prompter, options](const std::string& name) -> protocol::StatusOr<std::shared_ptr<app::remote::Host>> {
+        auto config = app::remote::SshConfig::load(options);  // each open: edits to ~/.ssh/config apply
+        if (!config) return config.status();
+        auto resolve = [c = std::move(config.value())](const std::string& d) { return c.resolve(d); };
+        auto spec = resolve(name);
+        if (!spec) return spec.status();
+        auto host = std::make_shared<app::remote::SshHost>(name, spec.value(), prompter, resolve);
+        if (auto s = host->connect(); !s) return s;
+        return std::shared_ptr<app::remote::Host>(host);
+      };
 }
 
 HostOpenerService::HostOpenerService(SshHostFactory ssh) : ssh_(std::move(ssh)) {}

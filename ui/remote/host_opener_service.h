@@ -2,12 +2,11 @@
 // first use and shared afterwards: "local" is this machine (LocalHost); any
 // other name goes to the SSH factory.
 //
-// NOTE [SSH host factory]: until the SSH transport (app/remote/ssh_host.h) is
-// merged there is no SshHost, so the default factory is sshTransportMissing(),
-// which refuses every name with "SSH hosts arrive with the SSH transport". The
-// lead plugs SshHost in with setSshFactory() in one place (MainWindow's
-// constructor), e.g. resolving the name through SshConfig and connecting with
-// a DialogPrompter, as studio/remote/cli_ssh.cpp does for the terminal.
+// NOTE [SSH host factory]: names other than "local" become SshHosts resolved
+// through the user's ssh config (sshHostFactory). Whoever can ask a person
+// passes a prompter that can (MainWindow: its DialogPrompter); the default one
+// asks nobody: unknown host keys are refused and encrypted keys skipped, as
+// `flamingo-studio remote --batch` does.
 //
 // Ownership: owns the Hosts (shared_ptr: launchers and pollers keep theirs).
 // Thread-safety: open() blocks (SSH connect, host-key questions) and is called
@@ -22,7 +21,9 @@
 #include <string>
 
 #include "app/cluster/ssh_launch.h"
+#include "app/remote/prompter.h"
 #include "app/remote/remote_host.h"
+#include "app/remote/ssh_config.h"
 #include "backend/protocol/status.h"
 
 namespace fs::ui {
@@ -30,12 +31,14 @@ namespace fs::ui {
 using SshHostFactory =
     std::function<protocol::StatusOr<std::shared_ptr<app::remote::Host>>(const std::string& name)>;
 
-// The factory used until the SSH transport is plugged in: always kUnsupported.
-SshHostFactory sshTransportMissing();
+// SshHosts for names resolved in the ssh config `options` names (default: the
+// user's), asking `prompter` (null: a prompter that refuses everything).
+SshHostFactory sshHostFactory(std::shared_ptr<app::remote::Prompter> prompter = nullptr,
+                              app::remote::SshConfigOptions options = {});
 
 class HostOpenerService : public std::enable_shared_from_this<HostOpenerService> {
  public:
-  explicit HostOpenerService(SshHostFactory ssh = sshTransportMissing());
+  explicit HostOpenerService(SshHostFactory ssh = sshHostFactory());
 
   // Replaces the SSH factory; hosts already open stay open.
   void setSshFactory(SshHostFactory ssh);
@@ -49,7 +52,7 @@ class HostOpenerService : public std::enable_shared_from_this<HostOpenerService>
   // Forgets every host (connections close once nobody else holds them).
   void clear();
 
-  static std::shared_ptr<HostOpenerService> create(SshHostFactory ssh = sshTransportMissing()) {
+  static std::shared_ptr<HostOpenerService> create(SshHostFactory ssh = sshHostFactory()) {
     return std::make_shared<HostOpenerService>(std::move(ssh));
   }
 

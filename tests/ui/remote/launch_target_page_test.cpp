@@ -162,12 +162,12 @@ class LaunchTargetPageTest : public QObject {
     addHosts(page, {QStringLiteral("local"), QStringLiteral("gpu-node-b.cluster.example.org")});
     save(&page, QStringLiteral("launch_target_ssh.png"));
 
-    // A host that cannot be opened yet (no SSH transport): its row says why.
+    // A host that cannot be reached: its row says why, naming it.
     QTest::mouseClick(page.sshPanel()->checkButton(), Qt::LeftButton);
     QTRY_VERIFY_WITH_TIMEOUT(!page.sshPanel()->isChecking(), 60000);
     PreflightTableView* view = page.sshPanel()->preflightView();
     QVERIFY(!view->table().ok());
-    QVERIFY2(view->actionsText().contains(QStringLiteral("SSH hosts arrive with the SSH transport")),
+    QVERIFY2(view->actionsText().contains(QStringLiteral("gpu-node-b.cluster.example.org")),
              qPrintable(view->actionsText()));
     save(view, QStringLiteral("preflight_table_unreachable.png"));
 

@@ -1,6 +1,6 @@
 // The window's Launch uses the launcher of launch.kind: a config with
-// launch.kind=ssh goes to the SSH launcher — which, until the SSH transport is
-// plugged in, fails naming it — and never starts locally: no run directory
+// launch.kind=ssh goes to the SSH launcher — which fails naming a host that
+// cannot be reached — and never starts locally: no run directory
 // appears under the local run root and the local launcher stays idle. An
 // external config starts nothing from the Launch action either.
 #include <QDir>
@@ -48,10 +48,8 @@ class RemoteLaunchTest : public QObject {
     QSignalSpy sshFailed(window.launchDispatcher()->sshLauncher(), &app::Launcher::failed);
     QSignalSpy localState(window.launcher(), &app::Launcher::stateChanged);
     window.launch();
-    QVERIFY(sshFailed.wait(20000));
+    QVERIFY(sshFailed.wait(60000));  // a name the resolver does not know (maybe after its timeout)
     const QString message = sshFailed.takeFirst().at(0).toString();
-    QVERIFY2(message.contains(QStringLiteral("SSH hosts arrive with the SSH transport")),
-             qPrintable(message));
     QVERIFY2(message.contains(QStringLiteral("gpu-node-a")), qPrintable(message));
     QCOMPARE(localState.count(), 0);
     QCOMPARE(window.launcher()->state(), app::LaunchState::kIdle);
