@@ -115,7 +115,14 @@ int launchSlurm(CliContext& ctx, const ParsedArgs& a, app::LaunchRequest request
   app::cluster::SlurmJobSpec spec;
   spec.engine = a.get("engine", "flamingo-train");
   if (a.has("print-script")) {
-    spec.run_dir = root + "/" + runName;  // shown, not created
+    std::string absolute = root;  // shown, not created: a relative root is under the login directory
+    if (!absolute.starts_with('/')) {
+      auto home = host.value()->run({"sh", "-c", "printf '%s' \"$HOME\""});
+      if (!home || home->exit_code != 0 || home->out.empty())
+        return fail(err, login + ": cannot find the login directory");
+      absolute = home->out + "/" + root;
+    }
+    spec.run_dir = absolute + "/" + runName;
     for (const auto& p : app::cluster::validateSlurmJob(config, spec)) err << protocol::formatProblems({p});
     auto script = app::cluster::makeSlurmScript(config, spec);
     if (!script) return fail(err, script.status().message());

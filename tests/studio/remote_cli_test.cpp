@@ -92,6 +92,12 @@ class RemoteCliTest : public QObject {
     QProcess follow;
     follow.start(QStringLiteral(FS_STUDIO), cliArgs({"follow", where, "--jsonl"}));
     QVERIFY(follow.waitForStarted());
+    // Commands issued before the engine's attempt started are refused as stale: wait for a step.
+    auto stepped = [&runDir] {
+      QFile f(runDir + QStringLiteral("/events.jsonl"));
+      return f.open(QIODevice::ReadOnly) && f.readAll().contains("\"type\":\"step\"");
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(stepped(), kWaitMs);
     Result paused = studio({"pause", where});
     QVERIFY2(paused.code == 0 && paused.out.contains(QStringLiteral("done: pause")),
              qPrintable(paused.out + paused.err));
