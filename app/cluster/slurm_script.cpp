@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <regex>
 
+#include "app/remote/shell_quote.h"
+
 namespace fs::app::cluster {
 
 using protocol::Problem;
@@ -58,20 +60,6 @@ std::string num(int64_t v) {
 }
 
 }  // namespace
-
-std::string quoteForScript(std::string_view text) {
-  static const std::string kSafe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-";
-  if (!text.empty() && text.find_first_not_of(kSafe) == std::string_view::npos) return std::string(text);
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 std::string slurmLogPath(const std::string& run_dir, const std::string& job_id) {
   return run_dir + "/logs/slurm-" + job_id + ".out";
@@ -183,8 +171,8 @@ StatusOr<std::string> makeSlurmScript(const protocol::RunConfig& config, const S
   std::string srun = "exec srun --kill-on-bad-exit=1 --nodes=" + num(l.nnodes) +
                      " --ntasks-per-node=" + num(l.nproc_per_node);
   if (cpusPerTask > 0) srun += " --cpus-per-task=" + num(cpusPerTask);
-  srun += " \\\n  " + quoteForScript(spec.engine) + " train --config " +
-          quoteForScript(run + "/config.yaml") + " --run-dir " + quoteForScript(run) +
+  srun += " \\\n  " + remote::shellQuote(spec.engine) + " train --config " +
+          remote::shellQuote(run + "/config.yaml") + " --run-dir " + remote::shellQuote(run) +
           " --set launch.kind=external\n";
   out += srun;
   return out;

@@ -25,10 +25,10 @@
 // in the same run directory (--open-mode=append keeps one log). With a time
 // limit, --signal=TERM@kStopLeadS asks for that checkpoint before the limit.
 //
-// Quoting: the shell part quotes every value with quoteForScript (single
-// quotes); #SBATCH lines are read by sbatch, not by a shell, and take values in
-// double quotes with '\' escapes (sbatchQuote); in --output, '%' is doubled
-// since SLURM expands %j etc. there.
+// Quoting: the shell part quotes every value with remote::shellQuote
+// (app/remote/shell_quote.h, single quotes); #SBATCH lines are read by sbatch, not by a shell, and take
+// values in double quotes with '\' escapes (sbatchQuote); in --output, '%' is doubled since SLURM expands %j
+// etc. there.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -61,10 +61,5 @@ protocol::StatusOr<std::string> makeSlurmScript(const protocol::RunConfig& confi
 
 // Where the script sends the job's output: <run>/logs/slurm-<job id>.out.
 std::string slurmLogPath(const std::string& run_dir, const std::string& job_id);
-
-// `text` as one word for a POSIX shell: bare when it has only safe characters,
-// else in single quotes ('\'' for a quote). Merge note: the same contract as
-// app/remote/shell_quote.h's quote, which replaces it once both are in.
-std::string quoteForScript(std::string_view text);
 
 }  // namespace fs::app::cluster

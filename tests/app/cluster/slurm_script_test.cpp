@@ -14,6 +14,7 @@
 #include "app/cluster/slurm_jobs.h"
 #include "app/cluster/slurm_poller.h"
 #include "app/remote/local_host.h"
+#include "app/remote/shell_quote.h"
 #include "backend/protocol/config/config_yaml.h"
 
 namespace fs::app::cluster {
@@ -102,11 +103,11 @@ TEST(SlurmScriptTest, ProblemsNameTheirField) {
 }
 
 TEST(SlurmScriptTest, QuoteForScript) {
-  EXPECT_EQ(quoteForScript("/plain/path-1.yaml"), "/plain/path-1.yaml");
-  EXPECT_EQ(quoteForScript(""), "''");
-  EXPECT_EQ(quoteForScript("a b"), "'a b'");
-  EXPECT_EQ(quoteForScript("it's"), "'it'\\''s'");
-  EXPECT_EQ(quoteForScript("$(id)`x`"), "'$(id)`x`'");
+  EXPECT_EQ(remote::shellQuote("/plain/path-1.yaml"), "/plain/path-1.yaml");
+  EXPECT_EQ(remote::shellQuote(""), "''");
+  EXPECT_EQ(remote::shellQuote("a b"), "'a b'");
+  EXPECT_EQ(remote::shellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(remote::shellQuote("$(id)`x`"), "'$(id)`x`'");
 }
 
 // The shell part run by a real bash, with an srun that prints its arguments.
