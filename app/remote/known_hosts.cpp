@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/remote/ssh_patterns.h"
+
 namespace fs::app::remote {
 
 using protocol::Status;
@@ -21,25 +23,10 @@ using protocol::StatusOr;
 
 namespace {
 
+using patterns::globMatch;
+using patterns::lower;
+
 constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-bool globMatch(const char* s, const char* p) {
-  for (; *p != '\0'; ++p, ++s) {
-    if (*p == '*') {
-      for (const char* t = s;; ++t) {
-        if (globMatch(t, p + 1)) return true;
-        if (*t == '\0') return false;
-      }
-    }
-    if (*s == '\0' || (*p != '?' && *p != *s)) return false;
-  }
-  return *s == '\0';
-}
 
 bool hashedMatch(const std::string& entry, const std::string& name) {
   // |1|base64(salt)|base64(HMAC-SHA1(salt, name))

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "app/remote/ssh_config.h"
+#include "app/remote/ssh_patterns.h"
 
 namespace fs::app::remote {
 
@@ -16,24 +17,8 @@ using protocol::StatusOr;
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-// OpenSSH's match_pattern: * any run, ? one character.
-bool globMatch(const char* s, const char* p) {
-  for (; *p != '\0'; ++p, ++s) {
-    if (*p == '*') {
-      for (const char* t = s;; ++t) {
-        if (globMatch(t, p + 1)) return true;
-        if (*t == '\0') return false;
-      }
-    }
-    if (*s == '\0' || (*p != '?' && *p != *s)) return false;
-  }
-  return *s == '\0';
-}
+using patterns::globMatch;
+using patterns::lower;
 
 // A Host line matches when a positive pattern matches and no negated one does.
 bool patternsMatch(const std::vector<std::string>& patterns, const std::string& host) {

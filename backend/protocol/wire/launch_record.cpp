@@ -4,6 +4,7 @@
 
 #include "backend/protocol/wire/event_codec.h"
 #include "backend/protocol/wire/json_fields.h"
+#include "backend/protocol/wire/versioned_document.h"
 
 namespace fs::protocol {
 
@@ -75,20 +76,10 @@ std::string encodeLaunchRecord(const LaunchRecord& r) {
 
 StatusOr<LaunchRecord> decodeLaunchRecord(std::string_view text, std::string_view source) {
   std::string src(source);
-  auto parsed = json_fields::parseObject(text, src);
+  auto parsed = parseVersionedDocument(text, src, {kLaunchRecordSchemaMajor, kLaunchRecordSchemaMinor});
   if (!parsed) return parsed.status();
   nlohmann::json& obj = parsed.value();
-  auto v = obj.find("schema_version");
-  if (v == obj.end()) return Status::corruption(src + ": missing required field 'schema_version'");
-  if (!v->is_string()) {
-    return Status::corruption(src + ": field 'schema_version' is " + json_fields::brief(*v) +
-                              ", expected a string \"MAJOR.MINOR\"");
-  }
-  auto version = parseSchemaVersion(v->get_ref<const std::string&>());
-  if (!version) return Status::corruption(src + ": " + version.status().message());
-  Status compatible =
-      checkSchemaVersion(version.value(), {kLaunchRecordSchemaMajor, kLaunchRecordSchemaMinor}, src);
-  if (!compatible) return compatible;
+
   LaunchRecord r;
   if (std::string error = json_fields::readRecord(obj, r); !error.empty()) {
     return Status::corruption(src + ": " + error);

@@ -4,6 +4,7 @@
 
 #include "backend/protocol/wire/event_codec.h"
 #include "backend/protocol/wire/json_fields.h"
+#include "backend/protocol/wire/versioned_document.h"
 
 namespace fs::protocol {
 
@@ -86,19 +87,9 @@ std::string encodeManifest(const RunManifest& m) {
 
 StatusOr<RunManifest> decodeManifest(std::string_view text, std::string_view source) {
   std::string src(source);
-  auto parsed = json_fields::parseObject(text, src);
+  auto parsed = parseVersionedDocument(text, src, {kManifestSchemaMajor, kManifestSchemaMinor});
   if (!parsed) return parsed.status();
   nlohmann::json& obj = parsed.value();
-  auto v = obj.find("schema_version");
-  if (v == obj.end()) return Status::corruption(src + ": missing required field 'schema_version'");
-  if (!v->is_string()) {
-    return Status::corruption(src + ": field 'schema_version' is " + json_fields::brief(*v) +
-                              ", expected a string \"MAJOR.MINOR\"");
-  }
-  auto version = parseSchemaVersion(v->get_ref<const std::string&>());
-  if (!version) return Status::corruption(src + ": " + version.status().message());
-  Status compatible = checkSchemaVersion(version.value(), {kManifestSchemaMajor, kManifestSchemaMinor}, src);
-  if (!compatible) return compatible;
 
   RunManifest m;
   std::string error = json_fields::readRecord(obj, m);
