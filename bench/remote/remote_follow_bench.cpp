@@ -4,8 +4,8 @@
 // file system is this machine's: the same files are read locally and through SFTP.
 //  1. attach to a finished run of N step events until the store holds all of them;
 //  2. live: a writer appends one step event every ~20 ms, write() -> store changed();
-//  3. idle: attached to a run whose files do not change, this process's CPU (and the
-//     CPU of the sshd serving us) as % of one core.
+//  3. idle: attached to a run (events, 2 rank logs) whose files do not change, this
+//     process's CPU (and the CPU of the sshd serving us) as % of one core.
 // RunMonitor with the app's default options (50 ms poll, logs followed).
 // Usage: bench_remote_follow [events=1000000] [runs=3] [lines=200] [idle_s=20]
 #include <fcntl.h>
@@ -271,6 +271,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot write the runs under %s\n", base.c_str());
     return 1;
   }
+  // The idle run has rank logs too, as a real one does: each poll lists logs/ and stats them.
+  std::filesystem::create_directory(base + "/idle/logs");
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ofstream log(base + "/idle/logs/rank-" + std::to_string(rank) + ".log");
+    for (int i = 0; i < 100; ++i) log << "rank " << rank << ": step " << i << " done\n";
+  }
   const double mb = static_cast<double>(std::filesystem::file_size(base + "/finished/events.jsonl")) / 1e6;
   std::printf("finished run: %ld step events, %.1f MB\n", n, mb);
 
@@ -309,8 +315,9 @@ int main(int argc, char** argv) {
   std::printf("| live, %d events 20 ms apart: write() -> changed(), median ms | %.1f | %.1f | < 250 ms |\n",
               lines, median(*live_local), median(*live_ssh));
   std::printf("| ... p90 ms | %.1f | %.1f | |\n", percentile(*live_local, 0.9), percentile(*live_ssh, 0.9));
-  std::printf("| idle following, %d s: CPU of this process, %% of one core | %.2f | %.2f | < 2 %% |\n",
-              idle_s, idle_local->cpu_pct, idle_ssh->cpu_pct);
+  std::printf(
+      "| idle following (2 rank logs), %d s: CPU of this process, %% of one core | %.2f | %.2f | < 2 %% |\n",
+      idle_s, idle_local->cpu_pct, idle_ssh->cpu_pct);
   std::printf("| ... CPU of sshd, %% of one core | - | %.2f | |\n", idle_ssh->sshd_pct);
   return 0;
 }
