@@ -104,7 +104,7 @@ bool writeRun(const std::string& dir, long n) {
   return static_cast<bool>(out);
 }
 
-// Runs the event loop until the store holds n losses; nullopt after `limit_ms`.
+// Runs the event loop until the store holds n losses; false after `limit_ms`.
 bool waitForPoints(fs::app::RunMonitor& monitor, std::size_t n, int limit_ms) {
   auto* store = monitor.store();
   if (store->y(fs::app::series::loss("mmc4")).size() == n) return true;
