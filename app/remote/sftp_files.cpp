@@ -1,6 +1,7 @@
 // SshConnection's file operations over one reused SFTP session.
 #include <fcntl.h>
 
+#include <deque>
 #include <random>
 
 #include "app/remote/ssh_internal.h"
@@ -13,6 +14,8 @@ using protocol::StatusOr;
 namespace {
 
 constexpr std::size_t kChunk = 32768;
+constexpr std::size_t kReadChunk = 131072;  // one read request; NOTE [Pipelined SFTP reads]
+constexpr std::size_t kReadsInFlight = 8;
 
 std::string baseName(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -104,6 +107,19 @@ static Status sftpFailure(sftp_session sftp, const std::string& what, bool* io_f
   }
 }
 
+// NOTE [Pipelined SFTP reads]
+// sftp_read() is one request and one answer: a round trip per 32 KiB, so a large read
+// (a finished run's events.jsonl, hundreds of MB, opened in 16 MiB chunks) waited on the
+// network and on sshd in turn, at ~60 MB/s over a local link. readFile() keeps up to
+// kReadsInFlight requests of kReadChunk outstanding (OpenSSH's sftp client pipelines too;
+// its server answers up to 255 KiB a request, and 1 MiB in flight is below libssh's
+// channel window). The server may answer a request short (it must only
+// at the end of the file): then the bytes after it are not contiguous, so the answers still
+// outstanding are collected and dropped (after an end-of-file answer libssh returns 0 for
+// every request of that file without taking its answer off the queue, a leak for the
+// session's life; sftp_seek64 clears that flag), and the call returns what it has. The
+// window starts at one request and doubles with each full answer, so a small file (or a
+// poll that finds a few hundred bytes) costs one request as before.
 StatusOr<std::string> SshConnection::readFile(const std::string& path, std::uint64_t offset,
                                               std::size_t max) {
   const std::string what = label() + ": " + path;
@@ -114,15 +130,51 @@ StatusOr<std::string> SshConnection::readFile(const std::string& path, std::uint
     if (file == nullptr) return sftpFailure(sftp, what, io_failed);
     Status result;
     if (sftp_seek64(file, offset) != 0) result = sftpFailure(sftp, what, io_failed);
-    char buf[kChunk];
-    while (result.isOk() && data.size() < max) {
-      const ssize_t n = sftp_read(file, buf, std::min(sizeof buf, max - data.size()));
-      if (n < 0) {
-        result = sftpFailure(sftp, what, io_failed);
-      } else if (n == 0) {
-        break;
+    struct Request {
+      int id;
+      std::uint32_t len;
+    };
+    std::deque<Request> in_flight;
+    std::size_t window = 1;
+    std::size_t requested = 0;
+    bool done = false;    // EOF, a short answer or an error: no more requests, answers dropped
+    std::string dropped;  // answers read only to take them off the queue
+    while (result.isOk() || !in_flight.empty()) {
+      while (!done && result.isOk() && in_flight.size() < window && requested < max) {
+        const auto len = static_cast<std::uint32_t>(std::min(kReadChunk, max - requested));
+        const int id = sftp_async_read_begin(file, len);
+        if (id < 0) {
+          result = sftpFailure(sftp, what, io_failed);
+          done = true;
+          break;
+        }
+        in_flight.push_back({id, len});
+        requested += len;
+      }
+      if (in_flight.empty()) break;
+      const Request r = in_flight.front();
+      in_flight.pop_front();
+      if (done) sftp_seek64(file, 0);  // clears libssh's end-of-file flag: the answer is collected
+      const bool keep = !done;
+      const std::size_t at = data.size();
+      if (keep) {
+        data.resize(at + r.len);  // read in place: no copy through a buffer
       } else {
-        data.append(buf, static_cast<std::size_t>(n));
+        dropped.resize(r.len);
+      }
+      const int n = sftp_async_read(file, keep ? data.data() + at : dropped.data(), r.len,
+                                    static_cast<std::uint32_t>(r.id));
+      if (keep) data.resize(at + static_cast<std::size_t>(std::max(n, 0)));
+      if (n < 0) {
+        if (result.isOk()) result = sftpFailure(sftp, what, io_failed);
+        done = true;
+        if (*io_failed) break;  // the session is gone: no answers to collect
+      } else if (keep) {
+        if (static_cast<std::uint32_t>(n) < r.len) {
+          done = true;
+        } else {
+          window = std::min(window * 2, kReadsInFlight);
+        }
       }
     }
     sftp_close(file);

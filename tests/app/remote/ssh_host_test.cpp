@@ -422,6 +422,35 @@ TEST_F(SshHostTest, SftpReadWriteListStatRemove) {
   EXPECT_TRUE(contains(host->remove(file).message(), file));
 }
 
+// Reads larger than one SFTP request go out pipelined (NOTE [Pipelined SFTP reads]):
+// the bytes come back in order, reads past the end stop there, and the answers to the
+// requests past the end never reach a later read on the same session.
+TEST_F(SshHostTest, SftpLargeReadsArePipelinedInOrder) {
+  auto host = open("h1", std::make_shared<ScriptedPrompter>());
+  ASSERT_NE(host, nullptr);
+  const std::string file = (dir_ / "large.bin").string();
+  std::string content(3'000'017, '\0');
+  std::uint32_t x = 12345;
+  for (char& c : content) c = static_cast<char>((x = x * 1664525u + 1013904223u) >> 24);
+  ASSERT_TRUE(host->writeFileAtomic(file, content).isOk());
+  auto whole = host->readFile(file, 0, content.size());
+  ASSERT_TRUE(whole.isOk()) << whole.status().message();
+  EXPECT_TRUE(*whole == content);
+  const std::string small = (dir_ / "small.txt").string();
+  ASSERT_TRUE(host->writeFileAtomic(small, "tiny").isOk());
+  for (int i = 0; i < 20; ++i) {
+    auto past = host->readFile(file, 1'000'003, 8u << 20);  // ends 2 MB into an 8 MB read
+    ASSERT_TRUE(past.isOk()) << past.status().message();
+    EXPECT_TRUE(*past == content.substr(1'000'003)) << "read " << i << ": " << past->size() << " bytes";
+    auto tiny = host->readFile(small, 0, 1u << 20);
+    ASSERT_TRUE(tiny.isOk()) << tiny.status().message();
+    EXPECT_EQ(*tiny, "tiny");
+  }
+  auto middle = host->readFile(file, 65537, 700000);
+  ASSERT_TRUE(middle.isOk());
+  EXPECT_TRUE(*middle == content.substr(65537, 700000));
+}
+
 TEST_F(SshHostTest, ThreadsShareOneHost) {
   auto host = open("h0", std::make_shared<ScriptedPrompter>());
   ASSERT_NE(host, nullptr);
