@@ -470,7 +470,9 @@ void MainWindow::updateProblemCount() {
 }
 
 void MainWindow::importIntoHistory(const QString& runDir) {
-  if (runDir.isEmpty()) return;
+  // A remote run's runDir() is "host:/path", which the history reads as a local path
+  // and reports missing: remote runs are not imported (yet).
+  if (runDir.isEmpty() || !followingHost_.isEmpty()) return;
   auto* worker = history_->worker();
   QMetaObject::invokeMethod(worker, [worker, runDir] { worker->importRunDirs({runDir}); });
 }
