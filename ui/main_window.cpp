@@ -42,7 +42,9 @@
 #include "ui/remote/host_opener_service.h"
 #include "ui/remote/launch_dispatcher.h"
 #include "ui/remote/launch_target_page.h"
+#include "ui/remote/reattach_offer.h"
 #include "ui/remote/remote_run_follow.h"
+#include "ui/remote/remote_runs_dialog.h"
 #include "ui/remote/slurm_queue_panel.h"
 #include "ui/remote/slurm_target_panel.h"
 #include "ui/runs/runs_panel.h"
@@ -91,6 +93,7 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
       queue_(new SlurmQueuePanel(hosts_)),
       connection_(new ConnectionIndicator),
       remoteFollow_(new RemoteRunFollow(hosts_, monitor_, connection_, this)),
+      reattach_(new ReattachOffer),
       monitorPage_(new MonitorPage(monitor_, control_)),
       historyView_(new HistoryView),
       comparePage_(new ComparePage),
@@ -114,6 +117,7 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
   tabs_->insertTab(1, launchPage_, tr("Launch"));
   tabs_->addTab(queue_, tr("SLURM queue"));
   setCentralWidget(tabs_);
+  statusBar()->addWidget(reattach_);
   statusBar()->addPermanentWidget(problemCount_);
   statusBar()->addPermanentWidget(connection_);
   monitorPage_->controlBar()->setLauncher(launcher_);
@@ -132,6 +136,7 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
   updateTitle();
   updateProblemCount();
   followRunRoot();
+  reattach_->offerRemembered();
 }
 
 MainWindow::~MainWindow() {
@@ -166,6 +171,7 @@ void MainWindow::createMenus() {
   runs->addAction(tr("Plan &memory\u2026"), this, &MainWindow::openPlanner);
   runs->addAction(tr("&Open run directory\u2026"), this, &MainWindow::openRunDirectory);
   runs->addAction(tr("&Detach"), this, &MainWindow::detachRun);
+  runs->addAction(tr("Browse &remote runs\u2026"), this, &MainWindow::openRemoteRuns);
   runs->addSeparator();
   runs->addAction(tr("&Refresh runs"), QKeySequence::Refresh, runs_, &RunsPanel::refresh);
   QToolBar* bar = addToolBar(tr("Run"));
@@ -268,11 +274,14 @@ void MainWindow::wireRemote() {
   connect(remoteFollow_, &RemoteRunFollow::attached, this,
           [this](const QString& host, const QString& runDir, const std::shared_ptr<app::remote::Host>& open) {
             control_->setRunDir(runDir, open);  // control files are written on that host
+            followingHost_ = host;
+            followingDir_ = runDir;
             monitorPage_->runAttached(host + QLatin1Char(':') + runDir);
             tabs_->setCurrentWidget(monitorPage_);
           });
   connect(remoteFollow_, &RemoteRunFollow::failed, this,
           [this](const QString& message) { notify(tr("Cannot follow the remote run"), message); });
+  connect(reattach_, &ReattachOffer::reattachRequested, remoteFollow_, &RemoteRunFollow::follow);
 }
 
 void MainWindow::wireHistory() {
@@ -366,6 +375,8 @@ void MainWindow::openPlanner() {
 void MainWindow::followRun(const QString& runDir) {
   monitorPage_->estimateView()->setEngineSearch(launcher_->engineSearch());
   remoteFollow_->followingLocal();
+  followingHost_.clear();
+  followingDir_.clear();
   monitor_->attach(runDir);
   control_->setRunDir(runDir);
   monitorPage_->runAttached(runDir);
@@ -375,6 +386,17 @@ void MainWindow::followRun(const QString& runDir) {
 void MainWindow::detachRun() {
   monitor_->detach();
   statusBar()->showMessage(tr("Detached; the run goes on"), kStatusMs);
+}
+
+RemoteRunsDialog* MainWindow::openRemoteRuns() {
+  if (!remoteRuns_) {
+    remoteRuns_ = new RemoteRunsDialog(hosts_, this);
+    remoteRuns_->setAttribute(Qt::WA_DeleteOnClose);
+    connect(remoteRuns_, &RemoteRunsDialog::attachRequested, remoteFollow_, &RemoteRunFollow::follow);
+  }
+  remoteRuns_->show();
+  remoteRuns_->raise();
+  return remoteRuns_;
 }
 
 void MainWindow::openRunDirectory() {
@@ -397,6 +419,13 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     event->ignore();
     return;
   }
+  // A live remote run goes on without us: offer it again on the next start.
+  const auto& state = monitor_->status().state;
+  const bool live =
+      monitor_->isAttached() && !followingHost_.isEmpty() && state &&
+      ReattachOffer::isLiveState(QString::fromStdString(std::string(protocol::toString(*state))));
+  ReattachOffer::remember(live ? std::optional<RemoteRunRef>(RemoteRunRef{followingHost_, followingDir_})
+                               : std::nullopt);
   event->accept();
 }
 
@@ -441,7 +470,9 @@ void MainWindow::updateProblemCount() {
 }
 
 void MainWindow::importIntoHistory(const QString& runDir) {
-  if (runDir.isEmpty()) return;
+  // A remote run's runDir() is "host:/path", which the history reads as a local path
+  // and reports missing: remote runs are not imported (yet).
+  if (runDir.isEmpty() || !followingHost_.isEmpty()) return;
   auto* worker = history_->worker();
   QMetaObject::invokeMethod(worker, [worker, runDir] { worker->importRunDirs({runDir}); });
 }

@@ -39,6 +39,8 @@ class HostOpenerService;
 class LaunchDispatcher;
 class LaunchTargetPage;
 class RemoteRunFollow;
+class RemoteRunsDialog;
+class ReattachOffer;
 class SlurmQueuePanel;
 
 class MainWindow : public QMainWindow {
@@ -61,6 +63,9 @@ class MainWindow : public QMainWindow {
   // The hosts the window opens; NOTE [SSH host factory] in ui/remote/host_opener_service.h.
   const std::shared_ptr<HostOpenerService>& hosts() const { return hosts_; }
   app::RunMonitor* monitor() const { return monitor_; }
+  RemoteRunFollow* remoteRunFollow() const { return remoteFollow_; }
+  // The bar offering to re-attach the remote run followed when the window last closed.
+  ReattachOffer* reattachOffer() const { return reattach_; }
   // The open planner window's view; nullptr when none is open.
   PlannerView* plannerView() const;
 
@@ -75,6 +80,8 @@ class MainWindow : public QMainWindow {
   // Follows an existing run directory (also one started from a terminal).
   void followRun(const QString& runDir);
   void detachRun();
+  // Opens (or raises) the remote runs browser; its Attach follows through RemoteRunFollow.
+  RemoteRunsDialog* openRemoteRuns();
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -110,6 +117,10 @@ class MainWindow : public QMainWindow {
   SlurmQueuePanel* queue_;
   ConnectionIndicator* connection_;
   RemoteRunFollow* remoteFollow_;
+  ReattachOffer* reattach_;
+  QPointer<RemoteRunsDialog> remoteRuns_;
+  QString followingHost_;  // the remote run followed (empty: a local one or none)
+  QString followingDir_;
   MonitorPage* monitorPage_;
   HistoryView* historyView_;
   ComparePage* comparePage_;

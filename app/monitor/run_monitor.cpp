@@ -20,7 +20,8 @@
 //    interval between step events) while the run is running and the file has been
 //    read to its end (StallDetector), recovered() when it is over. Time comes from an
 //    injectable clock, so a test drives it with checkStall().
-//  - processDied(why) when run.json's pid (local runs) is gone while the run is still
+//  - processDied(why) when run.json's pid (local runs; for others the check given to
+//    attach()) is gone while the run is still
 //    live by its events.
 // Nothing here does I/O: the follower reads, the monitor applies batches.
 //
@@ -77,15 +78,21 @@ void RunMonitor::stopFollower() {
 
 void RunMonitor::attach(std::shared_ptr<RunDirSource> source, const FollowPosition& from) {
   const QString described = QString::fromStdString(source->describe());
-  attachTo(described, std::move(source), from);
+  attachTo(described, std::move(source), nullptr, from);
+}
+
+void RunMonitor::attach(std::shared_ptr<RunDirSource> source, ProcessAlive processAlive,
+                        const FollowPosition& from) {
+  const QString described = QString::fromStdString(source->describe());
+  attachTo(described, std::move(source), std::move(processAlive), from);
 }
 
 void RunMonitor::attach(const QString& runDir, const FollowPosition& from) {
-  attachTo(runDir, nullptr, from);
+  attachTo(runDir, nullptr, nullptr, from);
 }
 
 void RunMonitor::attachTo(const QString& runDir, std::shared_ptr<RunDirSource> source,
-                          const FollowPosition& from) {
+                          ProcessAlive processAlive, const FollowPosition& from) {
   stopFollower();
   const bool fresh = from == FollowPosition{};
   if (fresh || runDir != run_dir_) {
@@ -109,6 +116,7 @@ void RunMonitor::attachTo(const QString& runDir, std::shared_ptr<RunDirSource> s
   fo.poll_interval_ms = options_.poll_interval_ms;
   fo.follow_logs = options_.follow_logs;
   fo.process_check_interval_ms = options_.process_check_interval_ms;
+  fo.process_alive = std::move(processAlive);
   follower_ = new RunFollower(fo);
   const std::uint64_t gen = ++generation_;
   connect(follower_, &RunFollower::batchReady, this, [this, gen](const FollowBatchPtr& b) {

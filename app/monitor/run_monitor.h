@@ -22,6 +22,7 @@
 #include "app/monitor/series_store.h"
 #include "app/monitor/stall_detector.h"
 #include "backend/protocol/wire/events.h"
+#include "backend/protocol/wire/run_manifest.h"
 
 namespace fs::app {
 
@@ -47,6 +48,8 @@ class RunMonitor : public QObject {
   Q_OBJECT
  public:
   using Clock = std::function<std::int64_t()>;  // unix ms
+  // FollowOptions::process_alive: runs on the follower's thread and may block.
+  using ProcessAlive = std::function<std::optional<bool>(const protocol::RunManifest&)>;
   struct Options {
     int poll_interval_ms = 50;
     bool follow_logs = true;
@@ -66,6 +69,11 @@ class RunMonitor : public QObject {
   // is then its describe(). No process check (FollowOptions::process_alive).
   // REQUIRES: source.
   void attach(std::shared_ptr<RunDirSource> source, const FollowPosition& from = {});
+  // The same with a process check: processDied() when `processAlive` says false while
+  // run.json says the run is live (e.g. cluster::agentsAliveCheck for a remote run).
+  // REQUIRES: source.
+  void attach(std::shared_ptr<RunDirSource> source, ProcessAlive processAlive,
+              const FollowPosition& from = {});
   // Stops following; detached() brings the position to attach() from later.
   void detach();
   bool isAttached() const { return follower_ != nullptr; }
@@ -113,7 +121,8 @@ class RunMonitor : public QObject {
   void applyEvent(const protocol::Event& e);
   void updateEta();
   // source: null for a local runDir.
-  void attachTo(const QString& runDir, std::shared_ptr<RunDirSource> source, const FollowPosition& from);
+  void attachTo(const QString& runDir, std::shared_ptr<RunDirSource> source, ProcessAlive processAlive,
+                const FollowPosition& from);
   void stopFollower();
   bool live() const;
 

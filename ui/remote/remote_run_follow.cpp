@@ -1,5 +1,6 @@
 #include "ui/remote/remote_run_follow.h"
 
+#include "app/cluster/agent_liveness.h"
 #include "app/monitor/host_file_source.h"
 #include "app/monitor/run_monitor.h"
 #include "ui/remote/connection_indicator.h"
@@ -34,6 +35,7 @@ std::shared_ptr<app::RunDirSource> hostRunDir(std::shared_ptr<app::remote::Host>
 RemoteRunFollow::RemoteRunFollow(std::shared_ptr<HostOpenerService> hosts, app::RunMonitor* monitor,
                                  ConnectionIndicator* indicator, QObject* parent)
     : QObject(parent),
+      hosts_(hosts),
       worker_(std::make_unique<app::WorkerThread<RemoteWorker>>(new RemoteWorker(std::move(hosts)),
                                                                 QStringLiteral("remote-follow"))),
       monitor_(monitor),
@@ -41,7 +43,9 @@ RemoteRunFollow::RemoteRunFollow(std::shared_ptr<HostOpenerService> hosts, app::
   connect(worker_->worker(), &RemoteWorker::hostOpened, this,
           [this](const QString& name, const std::shared_ptr<app::remote::Host>& host) {
             if (name != host_) return;
-            monitor_->attach(hostRunDir(host, runDir_.toStdString()));
+            const std::string dir = runDir_.toStdString();
+            monitor_->attach(hostRunDir(host, dir),
+                             app::cluster::agentsAliveCheck(host, dir, hosts_->opener()));
             indicator_->setRemote(host_);
             emit attached(host_, runDir_, host);
           });

@@ -1,6 +1,8 @@
 // RemoteRunFollow: follows a run directory on a Host in the window's RunMonitor
 // (RunMonitor::attach with a HostRunDir), opening the Host on a worker thread
-// first, and keeps the ConnectionIndicator on it.
+// first, and keeps the ConnectionIndicator on it. The monitor's dead-process alert
+// probes the node agents launch.json records (cluster::agentsAliveCheck), on their
+// hosts opened through the HostOpenerService.
 //
 // Ownership: shares the hosts; the source it attaches holds its Host, so the
 // Host outlives the follower. Thread-safety: GUI thread only.
@@ -46,6 +48,7 @@ class RemoteRunFollow : public QObject {
   void failed(const QString& message);
 
  private:
+  std::shared_ptr<HostOpenerService> hosts_;
   std::unique_ptr<app::WorkerThread<RemoteWorker>> worker_;
   app::RunMonitor* monitor_;
   ConnectionIndicator* indicator_;

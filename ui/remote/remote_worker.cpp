@@ -43,6 +43,7 @@ PreflightTable unopenedTable(const std::vector<std::string>& hosts, const std::v
 
 RemoteWorker::RemoteWorker(std::shared_ptr<HostOpenerService> hosts) : hosts_(std::move(hosts)) {
   qRegisterMetaType<fs::app::cluster::PreflightTable>();
+  qRegisterMetaType<fs::app::cluster::RemoteRunScan>();
   qRegisterMetaType<std::shared_ptr<fs::app::remote::Host>>();
 }
 
@@ -132,6 +133,20 @@ void RemoteWorker::cancelSlurmJob(const QString& hostName, const QString& jobId)
     return;
   }
   emit slurmCancelled(hostName, jobId);
+}
+
+void RemoteWorker::scanRunRoot(const QString& hostName, const QString& root) {
+  auto host = hosts_->open(hostName.toStdString());
+  if (!host) {
+    app::cluster::RemoteRunScan scan;
+    scan.host = hostName;
+    scan.root = root;
+    scan.error = qs(host.status().message());
+    emit runRootScanned(scan);
+    return;
+  }
+  app::cluster::RemoteRunScan scan = app::cluster::scanRemoteRunRoot(*host.value(), root, &cancel_);
+  emit runRootScanned(scan);
 }
 
 }  // namespace fs::ui

@@ -1,7 +1,7 @@
 // RemoteWorker: the blocking remote work of the launch target page and the
 // SLURM queue panel, on a WorkerThread (app/common/worker_thread.h): loading the
 // user's ssh config, opening hosts (HostOpenerService), the pre-flight checks,
-// submitting and cancelling SLURM jobs. Requests are queued calls
+// submitting and cancelling SLURM jobs, listing a remote run root. Requests are queued calls
 // (QMetaObject::invokeMethod with a lambda); results come back as signals.
 //
 // cancel() may be called from any thread: the pre-flight's commands poll it.
@@ -18,12 +18,14 @@
 #include <vector>
 
 #include "app/cluster/preflight.h"
+#include "app/cluster/remote_runs.h"
 #include "app/remote/remote_host.h"
 #include "app/remote/ssh_config.h"
 #include "backend/protocol/config/config_types.h"
 #include "ui/remote/host_opener_service.h"
 
 Q_DECLARE_METATYPE(fs::app::cluster::PreflightTable)
+Q_DECLARE_METATYPE(fs::app::cluster::RemoteRunScan)
 Q_DECLARE_METATYPE(std::shared_ptr<fs::app::remote::Host>)
 
 namespace fs::ui {
@@ -56,6 +58,8 @@ class RemoteWorker : public QObject {
   void submitSlurm(const QString& host, const QString& runDir, const QString& script,
                    const protocol::RunConfig& config);
   void cancelSlurmJob(const QString& host, const QString& jobId);
+  // Lists the runs under `root` on `host` (scanRemoteRunRoot); cancel() ends it early.
+  void scanRunRoot(const QString& host, const QString& root);
 
  signals:
   // The ssh config's aliases (empty with `error` when it could not be read).
@@ -68,6 +72,8 @@ class RemoteWorker : public QObject {
   void slurmSubmitted(const QString& host, const QString& jobId, const QString& runDir);
   void slurmCancelled(const QString& host, const QString& jobId);
   void slurmFailed(const QString& what, const QString& message);
+  // The runs (or the error: the host could not be opened, the root not listed).
+  void runRootScanned(const fs::app::cluster::RemoteRunScan& scan);
 
  private:
   std::shared_ptr<HostOpenerService> hosts_;

@@ -1,0 +1,164 @@
+// agentsAliveCheck and RunMonitor's dead-process alert for a run followed through a
+// Host: real detached agents (`sleep 600`, started by startDetached on LocalHost) in
+// a run directory with a launch.json that records them and a run.json that says
+// "running". The alert comes after an agent is killed, never before.
+#include "app/cluster/agent_liveness.h"
+
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <atomic>
+#include <memory>
+
+#include "app/cluster/remote_agent.h"
+#include "app/monitor/host_file_source.h"
+#include "app/monitor/run_monitor.h"
+#include "app/remote/local_host.h"
+#include "backend/protocol/wire/events.h"
+#include "backend/protocol/wire/launch_record.h"
+#include "backend/protocol/wire/run_manifest.h"
+
+namespace fs::app::cluster {
+namespace {
+
+constexpr int kWaitMs = 20'000;  // a hang guard, never a duration asserted
+
+}  // namespace
+
+class AgentLivenessTest : public QObject {
+  Q_OBJECT
+
+  std::unique_ptr<QTemporaryDir> tmp_;
+  std::string run_;
+  std::shared_ptr<remote::LocalHost> local_ = std::make_shared<remote::LocalHost>();
+  std::vector<AgentIdentity> started_;
+
+  AgentIdentity startSleeper(const std::string& name) {
+    auto id = startDetached(*local_, run_, run_ + "/logs/agent-" + name + ".log", {"sleep", "600"});
+    if (!id) qFatal("startDetached: %s", id.status().message().c_str());
+    started_.push_back(id.value());
+    return id.value();
+  }
+  void writeRun(std::int64_t pid) {
+    protocol::RunManifest m;
+    m.run_id = "liveness-" + std::to_string(::getpid());
+    m.created = protocol::unixMillisNow();
+    m.launcher = protocol::LauncherKind::kSsh;
+    m.hosts = {"local"};
+    m.state = protocol::RunState::kRunning;
+    m.pid = pid;
+    m.agent_pid = pid;
+    QVERIFY(protocol::writeManifest(run_, m).isOk());
+  }
+  void writeLaunch(const std::vector<std::pair<std::string, AgentIdentity>>& nodes) {
+    protocol::LaunchRecord r;
+    r.launcher = protocol::LauncherKind::kSsh;
+    r.run_dir = run_;
+    r.created = protocol::unixMillisNow();
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      protocol::LaunchedNode n;
+      n.node_rank = static_cast<int>(i);
+      n.host = nodes[i].first;
+      n.address = nodes[i].first;
+      n.agent_pid = nodes[i].second.pid;
+      n.boot_id = nodes[i].second.boot_id;
+      n.start_ticks = nodes[i].second.start_ticks;
+      n.started = r.created;
+      r.nodes.push_back(n);
+    }
+    QVERIFY(local_->writeFileAtomic(run_ + "/launch.json", protocol::encodeLaunchRecord(r)).isOk());
+  }
+  void kill(const AgentIdentity& a) {
+    auto s = signalAgent(*local_, a, "KILL");
+    QVERIFY(s.isOk());
+    QTRY_VERIFY_WITH_TIMEOUT(probeAgent(*local_, a).value() != AgentState::kAlive, kWaitMs);
+  }
+  HostOpener localOpener() {
+    return [this](const std::string& name) -> protocol::StatusOr<std::shared_ptr<remote::Host>> {
+      if (name == "local") return std::shared_ptr<remote::Host>(local_);
+      return protocol::Status::ioError("no host " + name);
+    };
+  }
+
+ private slots:
+  void init() {
+    tmp_ = std::make_unique<QTemporaryDir>();
+    QVERIFY(tmp_->isValid());
+    run_ = tmp_->path().toStdString() + "/run";
+    QVERIFY(local_->makeDirs(run_ + "/logs").isOk());
+  }
+  void cleanup() {
+    for (const auto& a : started_) (void)signalAgent(*local_, a, "KILL");
+    started_.clear();
+    tmp_.reset();
+  }
+
+  void unknownWithoutLaunchRecord() {
+    const AgentIdentity a = startSleeper("0");
+    writeRun(a.pid);
+    auto alive = agentsAliveCheck(local_, run_, localOpener());
+    QCOMPARE(alive({}), std::optional<bool>());
+    writeLaunch({{"local", a}});  // written later: read then
+    QCOMPARE(alive({}), std::optional<bool>(true));
+  }
+
+  void aliveWhileAnyAgentIs() {
+    const AgentIdentity a = startSleeper("0");
+    const AgentIdentity b = startSleeper("1");
+    writeLaunch({{"local", a}, {"local", b}});
+    auto alive = agentsAliveCheck(local_, run_, localOpener());
+    QCOMPARE(alive({}), std::optional<bool>(true));
+    kill(a);
+    QCOMPARE(alive({}), std::optional<bool>(true));
+    kill(b);
+    QCOMPARE(alive({}), std::optional<bool>(false));
+  }
+
+  void reusedIdentityCountsAsGone() {
+    AgentIdentity a = startSleeper("0");
+    a.start_ticks += 1;  // the pid runs, but it is not the recorded process
+    writeLaunch({{"local", a}});
+    QCOMPARE(agentsAliveCheck(local_, run_, localOpener())({}), std::optional<bool>(false));
+  }
+
+  void unknownWhenAHostCannotBeOpened() {
+    const AgentIdentity a = startSleeper("0");
+    writeLaunch({{"local", a}, {"gpu-node-unreachable", a}});
+    auto alive = agentsAliveCheck(local_, run_, localOpener());
+    QCOMPARE(alive({}), std::optional<bool>(true));  // node 0 alive is enough
+    kill(a);
+    QCOMPARE(alive({}), std::optional<bool>());  // node 1 unknown: cannot tell
+  }
+
+  void monitorAlertsAfterTheAgentIsKilled() {
+    const AgentIdentity a = startSleeper("0");
+    writeRun(a.pid);
+    writeLaunch({{"local", a}});
+    std::atomic<int> aliveAnswers{0};
+    auto check = agentsAliveCheck(local_, run_, localOpener());
+    RunMonitor::Options o;
+    o.poll_interval_ms = 5;
+    o.process_check_interval_ms = 5;
+    o.stall_check_interval_ms = 0;
+    RunMonitor monitor(o);
+    QSignalSpy died(&monitor, &RunMonitor::processDied);
+    monitor.attach(std::make_shared<HostRunDir>(*local_, run_), [&](const protocol::RunManifest& m) {
+      auto r = check(m);
+      if (r == std::optional<bool>(true)) ++aliveAnswers;
+      return r;
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(aliveAnswers.load() >= 3, kWaitMs);  // checked while alive...
+    QCOMPARE(died.count(), 0);                                    // ...and no alert
+    kill(a);
+    QTRY_COMPARE_WITH_TIMEOUT(died.count(), 1, kWaitMs);
+    const QString why = died.at(0).at(0).toString();
+    QVERIFY2(why.contains(QString::number(a.pid)), qPrintable(why));
+    monitor.detach();
+    QTRY_VERIFY_WITH_TIMEOUT(!monitor.isAttached(), kWaitMs);
+  }
+};
+
+}  // namespace fs::app::cluster
+
+QTEST_GUILESS_MAIN(fs::app::cluster::AgentLivenessTest)
+#include "agent_liveness_test.moc"

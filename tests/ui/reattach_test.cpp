@@ -1,0 +1,148 @@
+// The window's re-attach offer: a live remote run ("local" through RemoteRunFollow,
+// i.e. LocalHost) followed when the window closes is remembered in QSettings (a
+// temporary settings path) and offered on the next start in the status bar; the
+// "Re-attach" button follows it again. A finished run is not offered. The remote
+// runs browser's Attach goes through the same RemoteRunFollow.
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <filesystem>
+
+#include "app/config/config_document.h"
+#include "app/monitor/run_monitor.h"
+#include "backend/protocol/wire/run_dir.h"
+#include "backend/protocol/wire/run_manifest.h"
+#include "monitor_test_util.h"
+#include "ui/main_window.h"
+#include "ui/remote/reattach_offer.h"
+#include "ui/remote/remote_run_follow.h"
+#include "ui/remote/remote_runs_dialog.h"
+
+namespace fs::ui {
+namespace {
+
+namespace proto = fs::protocol;
+constexpr int kWaitMs = 20'000;  // a hang guard
+
+// A run directory whose events say `state`.
+void writeRun(const QString& dir, proto::RunState state) {
+  const std::filesystem::path p(QFile::encodeName(dir).toStdString());
+  QVERIFY(proto::RunDir(p).create().isOk());
+  proto::RunManifest m;
+  m.run_id = p.filename().string();
+  m.created = proto::unixMillisNow();
+  m.launcher = proto::LauncherKind::kSsh;
+  m.state = state;
+  QVERIFY(proto::writeManifest(p, m).isOk());
+  proto::StateEvent e;
+  e.state = state;
+  QVERIFY(app::testing::appendText(p / proto::kEventsFileName, app::testing::line(0, e)));
+}
+
+// Follows `dir` on "local" through the window's RemoteRunFollow until its state is read.
+void followRemote(MainWindow& w, const QString& dir, proto::RunState state) {
+  QSignalSpy attached(w.remoteRunFollow(), &RemoteRunFollow::attached);
+  w.remoteRunFollow()->follow(QStringLiteral("local"), dir);
+  QTRY_COMPARE_WITH_TIMEOUT(attached.count(), 1, kWaitMs);
+  QTRY_VERIFY_WITH_TIMEOUT(w.monitor()->status().state == state, kWaitMs);
+}
+
+}  // namespace
+
+class ReattachTest : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir tmp_;
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope,
+                       tmp_.filePath(QStringLiteral("settings")));
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, tmp_.filePath(QStringLiteral("settings")));
+    ReattachOffer::remember(std::nullopt);
+  }
+
+  void liveRemoteRunIsOfferedAgain() {
+    const QString dir = tmp_.filePath(QStringLiteral("runs/live"));
+    writeRun(dir, proto::RunState::kRunning);
+    app::ConfigDocument doc;
+    {
+      MainWindow first(&doc);
+      QVERIFY(!first.reattachOffer()->isVisibleTo(&first));  // nothing remembered yet
+      first.show();
+      followRemote(first, dir, proto::RunState::kRunning);
+      QVERIFY(first.close());
+    }
+    const auto remembered = ReattachOffer::remembered();
+    QVERIFY(remembered.has_value());
+    QCOMPARE(remembered->host, QStringLiteral("local"));
+    QCOMPARE(remembered->runDir, dir);
+
+    MainWindow second(&doc);
+    second.show();
+    QVERIFY(second.reattachOffer()->isVisibleTo(&second));
+    QVERIFY(!second.monitor()->isAttached());  // an offer, not an attach
+    QSignalSpy attached(second.remoteRunFollow(), &RemoteRunFollow::attached);
+    QTest::mouseClick(second.reattachOffer()->reattachButton(), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(attached.count(), 1, kWaitMs);
+    QCOMPARE(attached.at(0).at(0).toString(), QStringLiteral("local"));
+    QCOMPARE(attached.at(0).at(1).toString(), dir);
+    QVERIFY(!second.reattachOffer()->isVisibleTo(&second));
+    QTRY_VERIFY_WITH_TIMEOUT(second.monitor()->status().state == proto::RunState::kRunning, kWaitMs);
+  }
+
+  void finishedRunIsForgotten() {
+    ReattachOffer::remember(RemoteRunRef{QStringLiteral("local"), QStringLiteral("/old")});
+    const QString dir = tmp_.filePath(QStringLiteral("runs/done"));
+    writeRun(dir, proto::RunState::kFinished);
+    app::ConfigDocument doc;
+    {
+      MainWindow first(&doc);
+      first.show();
+      QVERIFY(first.reattachOffer()->isVisibleTo(&first));  // "/old" offered
+      followRemote(first, dir, proto::RunState::kFinished);
+      QVERIFY(first.close());
+    }
+    QVERIFY(!ReattachOffer::remembered().has_value());
+    MainWindow second(&doc);
+    second.show();
+    QVERIFY(!second.reattachOffer()->isVisibleTo(&second));
+  }
+
+  void dismissForgets() {
+    ReattachOffer::remember(RemoteRunRef{QStringLiteral("gpu-a"), QStringLiteral("/runs/x")});
+    app::ConfigDocument doc;
+    MainWindow w(&doc);
+    w.show();
+    QVERIFY(w.reattachOffer()->isVisibleTo(&w));
+    QTest::mouseClick(w.reattachOffer()->dismissButton(), Qt::LeftButton);
+    QVERIFY(!w.reattachOffer()->isVisibleTo(&w));
+    QVERIFY(!ReattachOffer::remembered().has_value());
+  }
+
+  void browserAttachFollowsThroughTheWindow() {
+    const QString dir = tmp_.filePath(QStringLiteral("runs/browsed"));
+    writeRun(dir, proto::RunState::kPaused);
+    app::ConfigDocument doc;
+    MainWindow w(&doc);
+    w.show();
+    RemoteRunsDialog* browser = w.openRemoteRuns();
+    QVERIFY(browser != nullptr);
+    QSignalSpy attached(w.remoteRunFollow(), &RemoteRunFollow::attached);
+    emit browser->attachRequested(QStringLiteral("local"), dir);
+    QTRY_COMPARE_WITH_TIMEOUT(attached.count(), 1, kWaitMs);
+    QCOMPARE(attached.at(0).at(1).toString(), dir);
+    QTRY_VERIFY_WITH_TIMEOUT(w.monitor()->status().state == proto::RunState::kPaused, kWaitMs);
+    QVERIFY(w.close());
+    QCOMPARE(ReattachOffer::remembered()->runDir, dir);  // paused is live
+    ReattachOffer::remember(std::nullopt);
+  }
+};
+
+}  // namespace fs::ui
+
+QTEST_MAIN(fs::ui::ReattachTest)
+#include "reattach_test.moc"
