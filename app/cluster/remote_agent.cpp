@@ -10,7 +10,7 @@ using protocol::Status;
 using protocol::StatusOr;
 
 // $1 work dir, $2 log file, $3 N, then N "NAME=VALUE", then argv.
-// Prints "fs-agent PID BOOT_ID START_TICKS".
+// Prints "fs-agent PID BOOT_ID START_TICKS HOSTNAME".
 constexpr const char* kStartScript = R"sh(set -f
 cd -- "$1" 2>/dev/null || { echo "fs-agent-error no such directory"; exit 97; }
 log=$2
@@ -24,7 +24,7 @@ pid=$!
 stat=$(cat "/proc/$pid/stat" 2>/dev/null) || { echo "fs-agent-error exited at once"; exit 95; }
 rest=${stat##*) }
 set -- $rest
-echo "fs-agent $pid $boot ${20}"
+echo "fs-agent $pid $boot ${20} $(uname -n)"
 )sh";
 
 // $1 pid, $2 boot id, $3 start ticks, $4 signal ("" = probe only), $5 "group" or "".
@@ -120,10 +120,11 @@ StatusOr<AgentIdentity> startDetached(remote::Host& host, const std::string& wor
     return Status::ioError(where + what);
   }
   std::istringstream words(line);
-  std::string tag, pid, boot, start;
-  words >> tag >> pid >> boot >> start;
+  std::string tag, pid, boot, start, id_host;
+  words >> tag >> pid >> boot >> start >> id_host;
   AgentIdentity id;
   id.boot_id = boot;
+  id.host_name = id_host;
   if (result->exit_code != 0 || tag != "fs-agent" || !parseInt(pid, &id.pid) ||
       !parseInt(start, &id.start_ticks) || boot.empty()) {
     return Status::ioError(where + "starting " + argv[0] + " failed: " + describeFailure(result.value()));

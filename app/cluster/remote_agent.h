@@ -37,6 +37,7 @@ struct AgentIdentity {
   std::int64_t pid = 0;
   std::string boot_id;
   std::int64_t start_ticks = 0;
+  std::string host_name;  // the node's own name (uname -n) when it started; for messages only
 };
 
 // Starts argv detached on `host`, working directory `workDir`, output appended to

@@ -229,7 +229,7 @@ StatusOr<SshLaunchResult> launchOverSsh(const SshLaunchPlan& plan, const HostOpe
     protocol::LaunchedNode node;
     node.node_rank = static_cast<int>(i);
     node.host = l.hosts[i];
-    node.address = l.hosts[i];
+    node.address = id->host_name.empty() ? l.hosts[i] : id->host_name;
     node.agent_pid = id->pid;
     node.boot_id = id->boot_id;
     node.start_ticks = id->start_ticks;

@@ -36,7 +36,7 @@ inline constexpr std::string_view kLaunchRecordSchemaVersion = "1.0";
 struct LaunchedNode {
   int node_rank = 0;
   std::string host;     // as the user named it: ssh_config alias or [user@]host[:port]
-  std::string address;  // the address it was reached at (HostName), for messages
+  std::string address;  // the node's own name (uname -n) when its agent started, for messages
   std::int64_t agent_pid = 0;
   std::string boot_id;           // /proc/sys/kernel/random/boot_id when it started
   std::int64_t start_ticks = 0;  // field 22 of /proc/<pid>/stat: start time in clock ticks after boot
