@@ -42,7 +42,8 @@ inline constexpr std::string_view kStaleCommandMessage = "issued before this att
 
 class ControlInbox {
  public:
-  // `attempt_started_ms`: unix ms when this attempt (process start, or resume) began.
+  // `attempt_started_ms`: unix ms when this attempt (process start, or resume) began;
+  // 0 for a run's first attempt, where no command can be stale.
   ControlInbox(protocol::RunDir run_dir, TelemetryEmitter& emitter, std::int64_t attempt_started_ms);
 
   // Handles everything in control/ as the file comment says; returns the commands to

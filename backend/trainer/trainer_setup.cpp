@@ -140,8 +140,14 @@ Status Trainer::setUp() {
 Status Trainer::prepareRunDirectory() {
   // NOTE [Stale commands] in control_inbox.h: this attempt starts before its
   // events.jsonl appears, so a command a client issues as soon as it sees that
-  // file (before the inbox exists) is this attempt's, not a leftover.
-  const std::int64_t attemptStartedMs = protocol::unixMillisNow();
+  // file (before the inbox exists) is this attempt's, not a leftover. The run's
+  // first attempt (no events.jsonl yet) has no earlier attempt to leave any: a
+  // command issued between the launch and now (a pause right after an SSH or
+  // SLURM launch) is acted on, so the inbox treats none as stale.
+  std::int64_t attemptStartedMs = protocol::unixMillisNow();
+  std::error_code ec;
+  if (std::filesystem::file_size(dir_.root() / protocol::kEventsFileName, ec) == 0 || ec)
+    attemptStartedMs = 0;
   if (Status s = dir_.create(); !s) return s;
   telemetry::RankLogOptions logOptions;
   logOptions.stderr_level = options_.logInfoToStderr ? spdlog::level::info : spdlog::level::warn;

@@ -199,3 +199,57 @@ TEST_F(ControlE2e, StopWithoutCheckpointWhenAsked) {
 }
 
 }  // namespace
+
+namespace {
+
+// Writes control/<seq>-<verb>.json issued, and last modified, a minute ago: older
+// than any attempt the test starts afterwards.
+ControlCommand writeBackdated(const fsys::path& dir, ControlVerb verb) {
+  const std::int64_t past = unixMillisNow() - 60'000;
+  auto c = issueControl(dir, verb, nlohmann::json::object(), "test", past);
+  EXPECT_TRUE(c.isOk()) << c.status().message();
+  if (!c.isOk()) return {};
+  for (const auto& entry : fsys::directory_iterator(dir / "control")) {
+    if (entry.is_regular_file())
+      fsys::last_write_time(entry.path(), fsys::file_time_type::clock::now() - std::chrono::minutes(1));
+  }
+  return *c;
+}
+
+// A pause written before the engine's first attempt began (a launcher's client
+// pausing right after launch) is acted on: no earlier attempt can have left it.
+TEST_F(ControlE2e, CommandIssuedBeforeTheFirstAttemptIsActedOn) {
+  ASSERT_TRUE(RunDir(dir_).create().isOk());
+  const ControlCommand pause = writeBackdated(dir_, ControlVerb::kPause);
+  Process p = start();
+  Event ack = waitFor(
+      dir_, [&](const Event& e) { return isAck(e, pause.seq); }, "the pause ack");
+  EXPECT_TRUE(std::get<ControlAckEvent>(ack.body).ok) << std::get<ControlAckEvent>(ack.body).message;
+  auto stop = issueControl(dir_, ControlVerb::kStop, nlohmann::json{{"checkpoint", false}});
+  ASSERT_TRUE(stop.isOk());
+  EXPECT_EQ(p.wait(), 0);
+}
+
+// A later attempt (events.jsonl holds the first one's) still refuses what an
+// earlier attempt left behind.
+TEST_F(ControlE2e, CommandLeftBeforeALaterAttemptIsRefused) {
+  {
+    Process first = start();
+    waitFor(
+        dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
+    auto stop = issueControl(dir_, ControlVerb::kStop);
+    ASSERT_TRUE(stop.isOk());
+    ASSERT_EQ(first.wait(), 0);
+  }
+  const ControlCommand pause = writeBackdated(dir_, ControlVerb::kPause);
+  Process second = start();
+  Event ack = waitFor(
+      dir_, [&](const Event& e) { return isAck(e, pause.seq); }, "the stale pause's ack");
+  EXPECT_FALSE(std::get<ControlAckEvent>(ack.body).ok);
+  EXPECT_EQ(std::get<ControlAckEvent>(ack.body).message, "issued before this attempt started");
+  auto stop = issueControl(dir_, ControlVerb::kStop, nlohmann::json{{"checkpoint", false}});
+  ASSERT_TRUE(stop.isOk());
+  EXPECT_EQ(second.wait(), 0);
+}
+
+}  // namespace
