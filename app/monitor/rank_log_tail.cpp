@@ -1,5 +1,6 @@
 #include "app/monitor/rank_log_tail.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "backend/protocol/wire/run_dir.h"
@@ -18,8 +19,9 @@ int rankOfLogFileName(std::string_view name) {
   return rank;
 }
 
-RankLogTail::RankLogTail(std::shared_ptr<RunDirSource> runDir, std::map<int, std::uint64_t> offsets)
-    : dir_(std::move(runDir)) {
+RankLogTail::RankLogTail(std::shared_ptr<RunDirSource> runDir, std::map<int, std::uint64_t> offsets,
+                         int listEvery)
+    : dir_(std::move(runDir)), list_every_(std::max(1, listEvery)) {
   for (const auto& [rank, offset] : offsets) files_[rank].offset = offset;
 }
 
@@ -30,16 +32,31 @@ std::map<int, std::uint64_t> RankLogTail::offsets() const {
 }
 
 void RankLogTail::poll(QList<RankLogLine>* lines, std::vector<FollowIssue>* issues) {
-  auto names = dir_->list(std::string(protocol::kLogsDirName));
-  if (!names) return;  // logs/ not created yet (or unreadable now): nothing to follow
-  std::map<int, std::string> present;
-  for (const std::string& name : *names) {
-    const int rank = rankOfLogFileName(name);
-    if (rank >= 0) present.emplace(rank, name);
+  const bool known =
+      std::any_of(files_.begin(), files_.end(), [](const auto& e) { return !e.second.name.empty(); });
+  if (!known || ++polls_since_list_ >= list_every_) {
+    polls_since_list_ = 0;
+    auto names = dir_->list(std::string(protocol::kLogsDirName));
+    if (!names) return;  // logs/ not created yet (or unreadable now): nothing to follow
+    std::map<int, std::string> present;
+    for (const std::string& name : *names) {
+      const int rank = rankOfLogFileName(name);
+      if (rank >= 0) present.emplace(rank, name);
+    }
+    for (auto& [rank, f] : files_) {
+      if (!present.contains(rank)) {  // gone: let go of it
+        f.source.reset();
+        f.name.clear();
+      }
+    }
+    for (const auto& [rank, name] : present) {
+      File& f = files_[rank];
+      if (f.name != name) f.source.reset();
+      f.name = name;
+    }
   }
   for (auto& [rank, f] : files_)
-    if (!present.contains(rank)) f.source.reset();  // gone: let go of it
-  for (const auto& [rank, name] : present) readFile(rank, name, files_[rank], lines, issues);
+    if (!f.name.empty()) readFile(rank, f.name, f, lines, issues);
 }
 
 void RankLogTail::reportOnce(File& f, const std::string& message, std::vector<FollowIssue>* issues) {

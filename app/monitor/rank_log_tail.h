@@ -1,6 +1,7 @@
 // RankLogTail: follows every logs/rank-<r>.log of a run directory, line by line.
 //
-// Each call to poll() lists logs/ (files appear as ranks start), reads what was
+// Each call to poll() lists logs/ (files appear as ranks start; every `listEvery`-th
+// call, and every call while no log is known), reads what was
 // appended to each file since the last call (bounded per call), and returns the
 // complete lines with their rank; a partial last line waits for its newline. A file
 // that shrank, or that another file replaced (where the source tells), is read again
@@ -29,7 +30,9 @@ class RankLogTail {
  public:
   // `offsets`: where to continue in each rank's file (from FollowPosition).
   // REQUIRES: runDir.
-  RankLogTail(std::shared_ptr<RunDirSource> runDir, std::map<int, std::uint64_t> offsets);
+  // `listEvery`: list logs/ at every listEvery-th poll (NOTE [Idle polling] in
+  // run_follower.cpp); the polls between read the files already known.
+  RankLogTail(std::shared_ptr<RunDirSource> runDir, std::map<int, std::uint64_t> offsets, int listEvery = 1);
 
   // Appends new complete lines to *lines and problems to *issues.
   void poll(QList<RankLogLine>* lines, std::vector<FollowIssue>* issues);
@@ -45,6 +48,7 @@ class RankLogTail {
     std::string partial;       // bytes after `offset` without a newline yet
     bool error_reported = false;
     std::unique_ptr<ByteSource> source;  // while the file is listed
+    std::string name;                    // its name in logs/ when last listed
   };
   void readFile(int rank, const std::string& name, File& f, QList<RankLogLine>* lines,
                 std::vector<FollowIssue>* issues);
@@ -52,6 +56,8 @@ class RankLogTail {
 
   std::shared_ptr<RunDirSource> dir_;
   std::map<int, File> files_;
+  int list_every_ = 1;
+  int polls_since_list_ = 0;
 };
 
 // The rank of "rank-<r>.log", or -1 for any other name.

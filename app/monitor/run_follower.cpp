@@ -5,6 +5,7 @@
 #include <QMetaObject>
 #include <QThread>
 #include <QTimer>
+#include <algorithm>
 #include <filesystem>
 
 #include "app/monitor/event_tail.h"
@@ -22,6 +23,19 @@
 // the other events, and the seqs delivered. A long backlog (opening a finished run) is
 // read in chunks of FollowOptions::max_read_bytes, one batch each, with the thread's
 // event loop free between chunks so stop() is never stuck behind a large file.
+//
+// NOTE [Idle polling]
+// A local poll costs a few system calls; a remote one a network round trip per file
+// (stat, read) and per listing of logs/, so a 2-rank run cost ~7 round trips every
+// 50 ms while nothing happened, growing with the ranks. Remote follows
+// (RunMonitor::attach with a source) therefore pace themselves: events.jsonl is looked
+// at every poll, rank logs every few polls (and whenever events arrived, since a step
+// usually brings log lines), logs/ listed every few reads of the logs; and a follow
+// that has found nothing for kIdlePollsBeforeBackoff polls doubles its interval up to
+// FollowOptions::idle_poll_interval_ms, so an idle run costs a few round trips a
+// second. The first new byte brings the interval back at once; a step after a long
+// quiet waits half the longest interval on average, within the latency the product
+// promises (docs/benchmarks.md).
 //
 // NOTE [Follow guarantees]
 //  - A line is decoded only once its '\n' is there; a partial last line waits.
@@ -69,6 +83,8 @@ struct RunFollower::State {
   std::optional<std::int64_t> reported_pid;  // processExited already emitted for it
   bool running = false;
   bool continuation_queued = false;
+  int idle_polls = 0;        // polls in a row that found nothing new
+  int polls_since_logs = 0;  // polls since the rank logs were last read
 };
 
 RunFollower::RunFollower(FollowOptions options, QObject* parent)
@@ -92,7 +108,8 @@ void RunFollower::start() {
   s_->events =
       std::make_unique<EventTail>(s_->dir->open(std::string(protocol::kEventsFileName)), options_.start,
                                   options_.max_read_bytes, options_.max_line_bytes, &cancel_);
-  if (options_.follow_logs) s_->logs = std::make_unique<RankLogTail>(s_->dir, options_.start.log_offsets);
+  if (options_.follow_logs)
+    s_->logs = std::make_unique<RankLogTail>(s_->dir, options_.start.log_offsets, options_.log_list_every);
   s_->since_process_check.start();
   if (timer_ == nullptr) {
     timer_ = new QTimer(this);
@@ -107,7 +124,9 @@ void RunFollower::start() {
         },
         Qt::DirectConnection);
   }
-  timer_->start(options_.poll_interval_ms);
+  interval_ms_ = options_.poll_interval_ms;
+  s_->idle_polls = 0;
+  timer_->start(interval_ms_);
   poll();
 }
 
@@ -143,7 +162,12 @@ void RunFollower::poll() {
   std::vector<FollowIssue> issues;
   QList<RankLogLine> lines;
   const bool more = s_->events->poll(&issues);
-  if (s_->logs) s_->logs->poll(&lines, &issues);
+  const bool newEvents = more || s_->events->hasPending() || !issues.empty();
+  if (s_->logs && (newEvents || ++s_->polls_since_logs >= options_.log_poll_every)) {
+    s_->polls_since_logs = 0;
+    s_->logs->poll(&lines, &issues);
+  }
+  pace(newEvents || !lines.isEmpty() || !issues.empty());
   emitPending(issues, lines, !more);
   if (more) {
     // A backlog: the next chunk right after whatever is queued (a stop(), say).
@@ -158,6 +182,21 @@ void RunFollower::poll() {
     s_->since_process_check.restart();
     checkProcess();
   }
+}
+
+int RunFollower::nextPollIntervalMs(int current, int base, int idleMax, int idlePolls, bool sawNew) {
+  if (sawNew || idleMax <= base) return base;
+  if (idlePolls < kIdlePollsBeforeBackoff) return current;
+  return std::min(idleMax, std::max(current, 1) * 2);
+}
+
+void RunFollower::pace(bool sawNew) {
+  s_->idle_polls = sawNew ? 0 : s_->idle_polls + 1;
+  const int next = nextPollIntervalMs(interval_ms_, options_.poll_interval_ms, options_.idle_poll_interval_ms,
+                                      s_->idle_polls, sawNew);
+  if (next == interval_ms_) return;
+  interval_ms_ = next;
+  if (timer_ != nullptr && timer_->isActive()) timer_->setInterval(next);
 }
 
 void RunFollower::checkProcess() {

@@ -35,6 +35,15 @@ struct FollowOptions {
   std::shared_ptr<RunDirSource> source;
   FollowPosition start;  // default: from the beginning
   int poll_interval_ms = 50;
+  // Pacing for sources where every look is a network round trip (NOTE [Idle polling]
+  // in run_follower.cpp). After kIdlePollsBeforeBackoff polls that found nothing new
+  // the interval doubles, up to idle_poll_interval_ms; anything new brings it back to
+  // poll_interval_ms. <= poll_interval_ms: the interval never changes.
+  int idle_poll_interval_ms = 0;
+  // Rank logs are read at every log_poll_every-th poll and at every poll that found
+  // events; logs/ is listed at every log_list_every-th read (and while no log is known).
+  int log_poll_every = 1;
+  int log_list_every = 1;
   std::size_t max_read_bytes = 16u << 20;  // events.jsonl bytes per batch at most
   std::size_t max_line_bytes = 64u << 20;  // longer lines are reported and skipped
   bool follow_logs = true;
@@ -64,6 +73,14 @@ class RunFollower : public QObject {
   // One poll now (tests and owners that know something was written).
   void poll();
 
+ public:
+  static constexpr int kIdlePollsBeforeBackoff = 10;
+  // The interval after a poll: `base` when it saw something new, else doubled (up to
+  // `idleMax`) once `idlePolls` polls in a row found nothing.
+  static int nextPollIntervalMs(int current, int base, int idleMax, int idlePolls, bool sawNew);
+  // The polling interval now (ms). Follower's thread.
+  int pollIntervalMs() const { return interval_ms_; }
+
  signals:
   void batchReady(fs::app::FollowBatchPtr batch);
   void issue(const fs::app::FollowIssue& issue);
@@ -77,10 +94,12 @@ class RunFollower : public QObject {
   bool readEvents();  // one chunk; true when more bytes are waiting
   void checkProcess();
   void emitPending(std::vector<FollowIssue>& issues, QList<RankLogLine>& lines, bool atEnd);
+  void pace(bool sawNew);
 
   FollowOptions options_;
   std::atomic<bool> cancel_{false};
   QTimer* timer_ = nullptr;
+  int interval_ms_ = 0;
   std::unique_ptr<State> s_;
 };
 

@@ -114,6 +114,11 @@ void RunMonitor::attachTo(const QString& runDir, std::shared_ptr<RunDirSource> s
   fo.source = std::move(source);
   fo.start = from;
   fo.poll_interval_ms = options_.poll_interval_ms;
+  if (fo.source) {
+    fo.idle_poll_interval_ms = options_.source_idle_poll_interval_ms;
+    fo.log_poll_every = options_.source_log_poll_every;
+    fo.log_list_every = options_.source_log_list_every;
+  }
   fo.follow_logs = options_.follow_logs;
   fo.process_check_interval_ms = options_.process_check_interval_ms;
   fo.process_alive = std::move(processAlive);

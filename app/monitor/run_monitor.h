@@ -52,6 +52,12 @@ class RunMonitor : public QObject {
   using ProcessAlive = std::function<std::optional<bool>(const protocol::RunManifest&)>;
   struct Options {
     int poll_interval_ms = 50;
+    // Pacing of a follow through a source (attach(source, ...), e.g. over SSH):
+    // FollowOptions' idle_poll_interval_ms, log_poll_every, log_list_every
+    // (NOTE [Idle polling] in run_follower.cpp). Local run directories poll evenly.
+    int source_idle_poll_interval_ms = 250;
+    int source_log_poll_every = 5;
+    int source_log_list_every = 4;
     bool follow_logs = true;
     int process_check_interval_ms = 1000;  // 0: no dead-process check
     StallOptions stall;

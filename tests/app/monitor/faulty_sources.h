@@ -80,6 +80,9 @@ class FilesHost : public remote::Host {
   // Every `n`-th readFile() fails with kIOError (0: none).
   void failEveryNthRead(int n) { fail_every_ = n; }
   int failedReads() const { return failed_; }
+  // Calls made so far: each is a round trip over SSH.
+  int stats() const { return stats_; }
+  int lists() const { return lists_; }
 
   protocol::StatusOr<remote::CommandResult> run(const std::vector<std::string>& argv,
                                                 const remote::ExecOptions& options) override {
@@ -94,8 +97,12 @@ class FilesHost : public remote::Host {
     }
     return inner_.readFile(path, offset, max);
   }
-  protocol::StatusOr<remote::FileInfo> stat(const std::string& path) override { return inner_.stat(path); }
+  protocol::StatusOr<remote::FileInfo> stat(const std::string& path) override {
+    ++stats_;
+    return inner_.stat(path);
+  }
   protocol::StatusOr<std::vector<remote::FileInfo>> list(const std::string& dir) override {
+    ++lists_;
     return inner_.list(dir);
   }
   protocol::Status writeFileAtomic(const std::string& path, std::string_view bytes,
@@ -114,6 +121,8 @@ class FilesHost : public remote::Host {
   std::atomic<int> fail_every_{0};
   std::atomic<int> reads_{0};
   std::atomic<int> failed_{0};
+  std::atomic<int> stats_{0};
+  std::atomic<int> lists_{0};
 };
 
 }  // namespace fs::app::testing

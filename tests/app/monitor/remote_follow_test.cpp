@@ -168,6 +168,71 @@ class RemoteFollowTest : public QObject {
     QVERIFY2(got.exits[0].contains(QStringLiteral("999999999")), qPrintable(got.exits[0]));
     QVERIFY(asked >= 1);
   }
+  void idleFollowBacksOffAndLooksAtLogsLessOften() {
+    // NOTE [Idle polling]: the test drives every poll itself; the timer's interval is
+    // far longer than the test, so only the interval's value is looked at.
+    writeManifest();
+    QVERIFY(appendText(run_ / proto::kEventsFileName, steps(0, 9)));
+    QVERIFY(appendText(run_ / proto::kLogsDirName / "rank-0.log", "r0 a\n"));
+    QVERIFY(appendText(run_ / proto::kLogsDirName / "rank-1.log", "r1 a\n"));
+    FollowOptions o = options();
+    o.poll_interval_ms = 100'000;
+    o.idle_poll_interval_ms = 800'000;
+    o.log_poll_every = 5;
+    o.log_list_every = 4;
+    o.process_check_interval_ms = 0;
+    Received got;
+    RunFollower follower(o);
+    got.connectTo(follower);
+    follower.start();  // the first poll: events and logs (new events came)
+    QCOMPARE(got.seqs, iota(0, 9));
+    QCOMPARE(got.log_lines.size(), 2);
+    QCOMPARE(follower.pollIntervalMs(), 100'000);
+
+    const int stats0 = host_.stats(), lists0 = host_.lists();
+    std::vector<int> intervals;
+    for (int i = 0; i < 40; ++i) {
+      follower.poll();
+      intervals.push_back(follower.pollIntervalMs());
+    }
+    // 40 idle polls: events.jsonl looked at each time; the two rank logs at every 5th
+    // poll (8 times); logs/ listed at every 4th of those (twice).
+    QCOMPARE(host_.stats() - stats0, 40 + 8 * 2);
+    QCOMPARE(host_.lists() - lists0, 2);
+    // The interval holds for kIdlePollsBeforeBackoff polls, then doubles to the cap.
+    const int k = RunFollower::kIdlePollsBeforeBackoff;
+    QCOMPARE(intervals[k - 2], 100'000);
+    QCOMPARE(intervals[k - 1], 200'000);
+    QCOMPARE(intervals[k], 400'000);
+    QCOMPARE(intervals[k + 1], 800'000);
+    QCOMPARE(intervals.back(), 800'000);
+
+    // Something new: back to the base at once, and the logs are read with the events.
+    QVERIFY(appendText(run_ / proto::kEventsFileName, steps(10, 10)));
+    QVERIFY(appendText(run_ / proto::kLogsDirName / "rank-1.log", "r1 b\n"));
+    follower.poll();
+    QCOMPARE(follower.pollIntervalMs(), 100'000);
+    QCOMPARE(got.seqs, iota(0, 10));
+    QCOMPARE(got.log_lines.size(), 3);
+    // A rank that appears later is found at the next listing.
+    QVERIFY(appendText(run_ / proto::kLogsDirName / "rank-2.log", "r2 a\n"));
+    for (int i = 0; i < 5 * 4; ++i) follower.poll();
+    QCOMPARE(got.log_lines.size(), 4);
+    QCOMPARE(got.log_lines.back(), QStringLiteral("2:r2 a"));
+    follower.stop();
+    QCOMPARE(got.count(FollowIssue::Kind::kDuplicate), 0);
+  }
+
+  void nextPollInterval() {
+    const int k = RunFollower::kIdlePollsBeforeBackoff;
+    QCOMPARE(RunFollower::nextPollIntervalMs(50, 50, 250, k - 1, false), 50);
+    QCOMPARE(RunFollower::nextPollIntervalMs(50, 50, 250, k, false), 100);
+    QCOMPARE(RunFollower::nextPollIntervalMs(200, 50, 250, k + 2, false), 250);
+    QCOMPARE(RunFollower::nextPollIntervalMs(250, 50, 250, k + 3, false), 250);
+    QCOMPARE(RunFollower::nextPollIntervalMs(250, 50, 250, 0, true), 50);
+    QCOMPARE(RunFollower::nextPollIntervalMs(50, 50, 0, 100, false), 50);  // no pacing
+  }
+
   void runMonitorAttachesThroughASource() {
     QVERIFY(appendText(run_ / proto::kEventsFileName, steps(0, 99)));
     host_.failEveryNthRead(2);
