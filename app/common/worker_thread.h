@@ -19,6 +19,7 @@
 #include <QObject>
 #include <QString>
 #include <QThread>
+#include <QTimer>
 
 namespace fs::app {
 
@@ -32,6 +33,15 @@ class WorkerThread {
     thread_.start();
   }
   ~WorkerThread() {
+    // NOTE [Worker timers]: a QTimer may be stopped only on its own thread, and the
+    // worker is deleted here, on the owner's. Its timers are stopped on the worker's
+    // thread as that thread's last act (QThread::finished is emitted there).
+    QObject::connect(
+        &thread_, &QThread::finished, worker_,
+        [w = worker_] {
+          for (QTimer* t : w->template findChildren<QTimer*>()) t->stop();
+        },
+        Qt::DirectConnection);
     thread_.quit();
     thread_.wait();
     delete worker_;  // its thread has stopped: no event can reach it any more
