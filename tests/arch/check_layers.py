@@ -6,7 +6,7 @@ reaches Qt; the torch-free backend folders never reach LibTorch.
 
 Backend layers (BACKEND_LAYERS below): a folder may link and include only
 the folders listed for it, so the arrows point one way:
-  protocol <- {runtime, tensorfile, launch, telemetry, model, data, fsdp_plan}
+  protocol <- {runtime, tensorfile, launch, telemetry, model, data, fsdp_plan}, tensorfile <- inspect
            <- {train, dist} <- fsdp <- checkpoint <- trainer <- cli
 and backend/fsdp/ takes nothing from backend/model/ but the published hook
 interface, backend/model/unit_hooks.h.
@@ -27,6 +27,7 @@ BACKEND_LAYERS = {
     "backend/protocol": set(),
     "backend/runtime": {"backend/protocol"},
     "backend/tensorfile": {"backend/protocol"},
+    "backend/inspect": {"backend/protocol", "backend/tensorfile"},
     "backend/launch": {"backend/protocol"},
     "backend/telemetry": {"backend/protocol"},
     "backend/model": {"backend/protocol", "backend/runtime"},
@@ -47,7 +48,7 @@ BACKEND_LAYERS["backend/cli"] = set(BACKEND_LAYERS) - {"backend/cli"}
 # FSDP is applied from outside, by backend/trainer/parallelize.h).
 FSDP_MODEL_HEADERS = {"backend/model/unit_hooks.h"}
 
-TORCH_FREE = {"app", "ui", "studio", "backend/protocol", "backend/tensorfile", "backend/launch",
+TORCH_FREE = {"app", "ui", "studio", "backend/protocol", "backend/tensorfile", "backend/inspect", "backend/launch",
               "backend/fsdp_plan"} | (_DATA - {"backend/data"})
 TORCH = re.compile(r"(^|/|lib)(torch|c10|caffe2|gloo)", re.I)
 QT = re.compile(r"Qt[56]|QCustomPlot", re.I)

@@ -1,0 +1,162 @@
+"""Writes the checkpoints the inspect tests open into OUT_DIR, with Debian's
+real PyTorch (torch.save), and expected.json: per file, what torch says about
+each tensor (section, dtype, shape, bytes, which earlier name it is tied to)
+and the contiguous bytes of a few of them as hex.
+
+Usage: make_checkpoints.py OUT_DIR
+
+Files:
+  openflamingo.pt   OpenFlamingo's layout: model_state_dict (tied LM head, a
+                    transposed view, bf16 / fp16 / int64 / bool tensors),
+                    optimizer_state_dict (AdamW after one step), lr scheduler, epoch
+  state_dict.bin    a bare state dict, as Hugging Face's pytorch_model.bin
+  ours.pt           our layout: the OpenFlamingo keys plus "flamingo_studio" with a
+                    manifest (parameters with trainability, tensor hashes)
+  sharded/          our sharded layout (docs/run-directory.md): index.json and
+                    rank-0.pt / rank-1.pt; fc.weight split across the two files
+"""
+import json
+import os
+import sys
+
+import torch
+
+OUT = sys.argv[1]
+os.makedirs(OUT, exist_ok=True)
+torch.manual_seed(0)
+expected = {}
+
+
+def hexbytes(t):
+    t = t.contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().tobytes().hex()
+    return t.numpy().tobytes().hex()
+
+
+DTYPES = {torch.float32: "torch.float32", torch.float16: "torch.float16", torch.bfloat16: "torch.bfloat16",
+          torch.int64: "torch.int64", torch.bool: "torch.bool", torch.float64: "torch.float64"}
+
+
+def describe(entries):
+    """entries: [(section, name, tensor)] in the order the reader lists them."""
+    out, seen = [], {}
+    for section, name, t in entries:
+        key = (t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else t.storage().data_ptr(),
+               t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+        tied = seen.get(key)
+        if tied is None:
+            seen[key] = name
+        out.append({"section": section, "name": name, "dtype": DTYPES[t.dtype], "shape": list(t.shape),
+                    "bytes": t.numel() * t.element_size(), "tied_to": tied, "hex": hexbytes(t)})
+    return out
+
+
+# --- a tiny model, trained one step: the OpenFlamingo layout -----------------------------
+emb = torch.nn.Parameter(torch.randn(6, 4))
+model = {
+    "lang_encoder.embed_tokens.weight": emb,
+    "lang_encoder.layers.0.mlp.fc1.weight": torch.nn.Parameter(torch.randn(3, 4)),
+    "lang_encoder.layers.0.mlp.fc1.bias": torch.nn.Parameter(torch.zeros(3)),
+    "lang_encoder.layers.1.mlp.fc1.weight": torch.randn(4, 3).t(),  # a transposed view
+    "lang_encoder.lm_head.weight": emb,  # tied to the embedding: one storage
+    "perceiver.latents": torch.randn(2, 4).to(torch.bfloat16),
+    "perceiver.norm.weight": torch.ones(4, dtype=torch.float16),
+    "vision_encoder.position_ids": torch.arange(5, dtype=torch.int64),
+    "vision_encoder.mask": torch.tensor([True, False, True]),
+}
+trainable = [model["lang_encoder.layers.0.mlp.fc1.weight"], model["lang_encoder.layers.0.mlp.fc1.bias"]]
+opt = torch.optim.AdamW(trainable, lr=1e-4, weight_decay=0.1)
+(trainable[0].sum() + trainable[1].sum()).backward()
+opt.step()
+sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+state = {k: (v.detach() if isinstance(v, torch.nn.Parameter) else v) for k, v in model.items()}
+state["lang_encoder.lm_head.weight"] = state["lang_encoder.embed_tokens.weight"]
+ckpt = {"epoch": 2, "model_state_dict": state, "optimizer_state_dict": opt.state_dict(),
+        "lr_scheduler_state_dict": sched.state_dict()}
+torch.save(ckpt, os.path.join(OUT, "openflamingo.pt"))
+model_entries = [("model", k, v) for k, v in state.items()]
+opt_entries = []
+for pid, s in opt.state_dict()["state"].items():
+    for k, v in s.items():
+        if torch.is_tensor(v):
+            opt_entries.append(("optimizer", "state.%d.%s" % (pid, k), v))
+expected["openflamingo.pt"] = {"format": "OpenFlamingo checkpoint", "tensors": describe(model_entries + opt_entries)}
+
+# --- a bare state dict ------------------------------------------------------------------
+bare = {"a.weight": torch.randn(2, 3), "a.bias": torch.randn(2), "b.weight": torch.randn(3, 3).to(torch.float64)}
+torch.save(bare, os.path.join(OUT, "state_dict.bin"))
+expected["state_dict.bin"] = {"format": "torch.save file",
+                              "tensors": describe([("model", k, v) for k, v in bare.items()])}
+
+# --- ours: the same plus flamingo_studio with a manifest ----------------------------------
+manifest = {
+    "engine_version": "test",
+    "parameters": [{"name": "lang_encoder.embed_tokens.weight", "shape": [6, 4], "trainable": False},
+                   {"name": "lang_encoder.layers.0.mlp.fc1.weight", "shape": [3, 4], "trainable": True},
+                   {"name": "lang_encoder.layers.0.mlp.fc1.bias", "shape": [3], "trainable": True}],
+    "tensors": [{"name": "lang_encoder.layers.0.mlp.fc1.bias", "shape": [3], "dtype": "Float",
+                 "hash": "xxh64:0123456789abcdef"}],
+}
+ours = dict(ckpt)
+ours["model_state_dict"] = {k: state[k] for k in ["lang_encoder.embed_tokens.weight",
+                                                   "lang_encoder.layers.0.mlp.fc1.weight",
+                                                   "lang_encoder.layers.0.mlp.fc1.bias",
+                                                   "vision_encoder.position_ids"]}
+rng = torch.arange(8, dtype=torch.uint8)
+ours["flamingo_studio"] = {"format": 1, "kind": "step", "step": 7, "iteration": 7, "epoch": 1,
+                           "data_position": "{}", "rng_torch_cpu": rng, "rng_own": [1, 2],
+                           "manifest": json.dumps(manifest)}
+torch.save(ours, os.path.join(OUT, "ours.pt"))
+DTYPES[torch.uint8] = "torch.uint8"
+expected["ours.pt"] = {"format": "flamingo-studio checkpoint", "tensors": describe(
+    [("model", k, v) for k, v in ours["model_state_dict"].items()] + opt_entries +
+    [("other", "flamingo_studio.rng_torch_cpu", rng)])}
+
+# --- ours, sharded over two rank files ----------------------------------------------------
+sdir = os.path.join(OUT, "sharded")
+os.makedirs(sdir, exist_ok=True)
+w = torch.randn(3, 4)  # 12 elements
+b = torch.randn(3)     # 3 elements
+flat = torch.cat([w.reshape(-1), b, torch.zeros(1)])  # 15 + 1 padding = 16, two shards of 8
+ea, eas = torch.randn(16), torch.rand(16)
+buf = torch.arange(4, dtype=torch.int64)
+for s in range(2):
+    part = slice(8 * s, 8 * (s + 1))
+    rank = {"format": "flamingo_studio.sharded_rank", "version": 1, "shard": s, "shard_group_size": 2,
+            "shards": {"(root)#0": flat[part].clone()},
+            "optimizer": {"(root)#0": {"step": torch.tensor(1.0), "exp_avg": ea[part].clone(),
+                                       "exp_avg_sq": eas[part].clone()}},
+            "hashes": {}}
+    if s == 0:
+        rank["buffers"] = {"pos": buf}
+    torch.save(rank, os.path.join(sdir, "rank-%d.pt" % s))
+index = {
+    "format": "flamingo_studio.sharded_checkpoint", "version": 1, "world_size": 2, "strategy": "full_shard",
+    "shard_group_size": 2, "files": ["rank-0.pt", "rank-1.pt"],
+    "units": [{"path": "(root)", "flats": [{
+        "key": "(root)#0", "trainable": True, "dtype": "Float", "numel": 15, "padding": 1, "shard_numel": 8,
+        "optimizer_state": True,
+        "members": [{"name": "fc.weight", "shape": [3, 4], "offset": 0, "numel": 12},
+                    {"name": "fc.bias", "shape": [3], "offset": 12, "numel": 3}]}]}],
+    "parameter_order": ["fc.weight", "fc.bias"], "buffers": ["pos"],
+    "optimizer": {"param_groups": [{"lr": 0.1, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0,
+                                    "amsgrad": False, "maximize": False, "capturable": False,
+                                    "params": [0, 1], "param_names": ["fc.weight", "fc.bias"]}]},
+    "lr_scheduler": {"base_lrs": [0.1], "last_epoch": 1, "_step_count": 2, "verbose": False,
+                     "_get_lr_called_within_step": False, "_last_lr": [0.1]},
+    "epoch": 0,
+    "resume": {"kind": "step", "step": 1, "iteration": 1, "epoch": 0, "data_position": "{}",
+               "rng_torch_cpu": "00", "rng_torch_cuda": [], "rng_own": [], "manifest": "{}"},
+}
+with open(os.path.join(sdir, "index.json"), "w") as f:
+    json.dump(index, f, indent=1)
+expected["sharded"] = {"format": "flamingo-studio sharded checkpoint", "tensors": [
+    {"section": "model", "name": "fc.weight", "hex": hexbytes(w), "shape": [3, 4]},  # spans both rank files
+    {"section": "model", "name": "fc.bias", "hex": hexbytes(b), "shape": [3]},
+    {"section": "optimizer", "name": "state.1.exp_avg", "hex": hexbytes(ea[12:15]), "shape": [3]},
+    {"section": "model", "name": "pos", "hex": hexbytes(buf), "shape": [4]},
+]}
+
+with open(os.path.join(OUT, "expected.json"), "w") as f:
+    json.dump(expected, f, indent=1)
