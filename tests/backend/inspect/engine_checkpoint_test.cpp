@@ -1,0 +1,196 @@
+// CheckpointIndex on the checkpoints a real flamingo-train writes: a 2-rank FSDP
+// run with checkpoint.format: sharded (started once for the suite), its epoch
+// checkpoint consolidated by `flamingo-train checkpoint consolidate` (the
+// engine's own LibTorch reader) into a full file. The sharded directory, read
+// by our index alone, holds every tensor of the consolidated file under the
+// same name, shape and dtype, byte for byte; every manifest hash of the full
+// file matches, and a flipped byte is found and named.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "backend/inspect/checkpoint_index.h"
+#include "backend/inspect/hash_check.h"
+
+namespace fs::inspect {
+namespace {
+
+namespace fsys = std::filesystem;
+
+// Runs argv; its exit status (-1 when it did not start or was killed).
+int run(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    if (std::freopen(log.c_str(), "w", stdout) == nullptr ||
+        std::freopen(log.c_str(), "a", stderr) == nullptr)
+      ::_exit(127);
+    ::setenv("OMP_NUM_THREADS", "1", 1);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+int freePort() {
+  return 21000 + static_cast<int>(::getpid() % 4000) * 2;
+}
+
+class EngineCheckpointTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fsys::path(fsys::temp_directory_path() / ("fs_inspect_engine_" + std::to_string(::getpid())));
+    fsys::remove_all(*dir_);
+    fsys::create_directories(*dir_);
+    const fsys::path runDir = *dir_ / "run";
+    std::vector<std::string> argv = {FS_TEST_FLAMINGO_TRAIN,
+                                     "launch",
+                                     "--nproc-per-node",
+                                     "2",
+                                     "--master-port",
+                                     std::to_string(freePort()),
+                                     "--run-dir",
+                                     runDir.string(),
+                                     "--",
+                                     "train",
+                                     "--config",
+                                     std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml"};
+    for (const char* s : {"data.source=synthetic", "model.lm.family=llama", "optim.epochs=1",
+                          "data.datasets[0].batch_size=2", "data.datasets[0].samples_per_epoch=8",
+                          "data.datasets[1].batch_size=2", "data.datasets[1].samples_per_epoch=8",
+                          "launch.threads_per_rank=1", "parallel.mode=fsdp", "checkpoint.format=sharded",
+                          "parallel.collective_timeout_s=60", "parallel.preflight_timeout_s=60"}) {
+      argv.push_back("--set");
+      argv.push_back(s);
+    }
+    const std::string log = (*dir_ / "train.log").string();
+    if (run(argv, log) != 0) {
+      *error_ = "flamingo-train launch failed: " + slurp(log);
+      return;
+    }
+    sharded_ = new fsys::path(runDir / "checkpoint_0.pt");
+    full_ = new fsys::path(*dir_ / "consolidated.pt");
+    const std::string log2 = (*dir_ / "consolidate.log").string();
+    if (run({FS_TEST_FLAMINGO_TRAIN, "checkpoint", "consolidate", sharded_->string(), full_->string()},
+            log2) != 0)
+      *error_ = "flamingo-train checkpoint consolidate failed: " + slurp(log2);
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fsys::remove_all(*dir_, ec);
+  }
+  void SetUp() override { ASSERT_TRUE(error_->empty()) << *error_; }
+
+  static fsys::path* dir_;
+  static fsys::path* sharded_;
+  static fsys::path* full_;
+  static std::string* error_;
+};
+
+fsys::path* EngineCheckpointTest::dir_ = nullptr;
+fsys::path* EngineCheckpointTest::sharded_ = nullptr;
+fsys::path* EngineCheckpointTest::full_ = nullptr;
+std::string* EngineCheckpointTest::error_ = new std::string;
+
+std::vector<std::byte> packed(const TensorData& d) {
+  return tensorfile::toContiguous(d.view);
+}
+
+TEST_F(EngineCheckpointTest, ShardedDirectoryHoldsWhatTheEngineConsolidates) {
+  auto sharded = CheckpointIndex::open(sharded_->string());
+  ASSERT_TRUE(sharded.isOk()) << sharded.status().message();
+  auto full = CheckpointIndex::open(full_->string());
+  ASSERT_TRUE(full.isOk()) << full.status().message();
+  EXPECT_EQ(sharded->format(), CheckpointFormat::kFlamingoStudioSharded);
+  EXPECT_EQ(full->format(), CheckpointFormat::kFlamingoStudio);
+  std::size_t compared = 0;
+  for (std::size_t i = 0; i < full->tensors().size(); ++i) {
+    const TensorEntry& f = full->tensors()[i];
+    if (f.section == Section::kOther) continue;  // our resume state (RNG bytes): not in the rank files
+    if (f.section == Section::kOptimizer && f.name.ends_with(".step"))
+      continue;  // one per flat, not per member
+    SCOPED_TRACE(std::string(sectionName(f.section)) + " " + f.name);
+    auto j = sharded->find(f.name, f.section);
+    ASSERT_TRUE(j.has_value()) << "not in the sharded index";
+    const TensorEntry& s = sharded->tensors()[*j];
+    EXPECT_EQ(s.shape, f.shape);
+    EXPECT_EQ(s.dtype, f.dtype);
+    auto a = full->data(i);
+    auto b = sharded->data(*j);
+    ASSERT_TRUE(a.isOk()) << a.status().message();
+    ASSERT_TRUE(b.isOk()) << b.status().message();
+    EXPECT_TRUE(packed(a.value()) == packed(b.value())) << "elements differ";
+    ++compared;
+  }
+  EXPECT_GT(compared, 10u);
+}
+
+TEST_F(EngineCheckpointTest, ManifestHashesOfTheFullFileMatchAndAFlippedByteIsNamed) {
+  auto full = CheckpointIndex::open(full_->string());
+  ASSERT_TRUE(full.isOk()) << full.status().message();
+  std::uint64_t lastDone = 0, total = 0;
+  HashCheckOptions options;
+  options.progress = [&](std::uint64_t done, std::uint64_t all) {
+    EXPECT_GE(done, lastDone);
+    lastDone = done;
+    total = all;
+  };
+  auto report = checkManifestHashes(full.value(), options);
+  ASSERT_TRUE(report.isOk()) << report.status().message();
+  EXPECT_GT(report->matching, 10u);
+  EXPECT_EQ(report->differing, 0u);
+  EXPECT_EQ(lastDone, total);
+  for (const auto& t : full->tensors()) {
+    if (t.section == Section::kModel) {
+      EXPECT_FALSE(t.manifestHash.empty()) << t.name;
+      EXPECT_TRUE(t.trainable.has_value()) << t.name;
+    }
+  }
+
+  // Flip one byte inside the first model tensor with a hash, in a copy of the file.
+  std::size_t victim = 0;
+  while (full->tensors()[victim].manifestHash.empty() || full->tensors()[victim].bytes == 0) ++victim;
+  const auto* stateDict = full->root()->find("model_state_dict");
+  ASSERT_NE(stateDict, nullptr);
+  const auto* value = stateDict->find(full->tensors()[victim].name);
+  ASSERT_TRUE(value != nullptr && value->isTensor());
+  const tensorfile::TensorRef& ref = *value->tensor;
+  const auto offset = static_cast<std::size_t>(ref.storageFileOffset) +
+                      static_cast<std::size_t>(ref.storageOffset) * tensorfile::itemSize(ref.dtype);
+  const fsys::path damaged = *dir_ / "damaged.pt";
+  fsys::copy_file(*full_, damaged, fsys::copy_options::overwrite_existing);
+  {
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(offset));
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x10);
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.write(&c, 1);
+  }
+  auto bad = CheckpointIndex::open(damaged.string());
+  ASSERT_TRUE(bad.isOk()) << bad.status().message();  // the index reads: only tensor bytes changed
+  auto badReport = checkManifestHashes(bad.value());
+  ASSERT_TRUE(badReport.isOk());
+  EXPECT_EQ(badReport->differing, 1u);
+  ASSERT_EQ(badReport->differ.size(), 1u);
+  EXPECT_EQ(badReport->differ.front(), full->tensors()[victim].name);
+}
+
+}  // namespace
+}  // namespace fs::inspect
