@@ -12,8 +12,6 @@ const std::vector<Command>& commands() {
       {"train", "Train one rank on a run config, writing a run directory", runTrain},
       {"demo", "Train the tiny preset here on generated shards, with a live progress line", runDemo},
       {"shards", "Shard tools: make-synthetic, inspect, validate, convert-mmc4", runShards},
-      {"checkpoint", "Checkpoint tools: consolidate a sharded checkpoint into one OpenFlamingo file",
-       runCheckpoint},
       {"replay", "Replay a Python run's initial weights and batches; print losses, write final weights",
        runReplay},
 #endif
@@ -21,6 +19,8 @@ const std::vector<Command>& commands() {
        runLaunch},
       {"plan", "Plan FSDP without building the model: unit layout and per-rank memory per strategy x policy",
        runPlan},
+      {"checkpoint", "Checkpoint tools: inspect any checkpoint; consolidate a sharded one into one file",
+       runCheckpoint},
       {"probe", "Pre-flight facts for the app: host (disk, cores, GPUs), clock, listen/connect (rendezvous)",
        runProbe},
       {"validate", "Check a run config: every problem at once, plus the derived figures", runValidate},

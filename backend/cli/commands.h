@@ -40,12 +40,14 @@ int runVersion(const std::vector<std::string>& args, Io& io);
 int runLaunch(const std::vector<std::string>& args, Io& io);
 int runPlan(const std::vector<std::string>& args, Io& io);
 int runProbe(const std::vector<std::string>& args, Io& io);
+int runCheckpoint(const std::vector<std::string>& args, Io& io);
+int runCheckpointInspect(const std::vector<std::string>& args, Io& io);
 #ifdef FS_HAVE_ENGINE
 int runTrain(const std::vector<std::string>& args, Io& io);
 int runDemo(const std::vector<std::string>& args, Io& io);
 int runReplay(const std::vector<std::string>& args, Io& io);
 int runShards(const std::vector<std::string>& args, Io& io);
-int runCheckpoint(const std::vector<std::string>& args, Io& io);
+int runCheckpointConsolidate(const std::vector<std::string>& args, Io& io);
 #endif
 
 }  // namespace fs::cli
