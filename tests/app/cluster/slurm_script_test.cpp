@@ -190,6 +190,8 @@ TEST(SlurmParseTest, SqueueRows) {
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("'12 RUNNING'"), std::string::npos);
   EXPECT_EQ(squeueArgs({"1", "2"}).back(), "--jobs=1,2");
+  // Ended jobs too: squeue's default states are pending, running and completing only.
+  EXPECT_EQ(squeueArgs({"1", "2"}).rbegin()[1], "--states=all");
   EXPECT_EQ(squeueArgs({}).back(), "--me");
 }
 
