@@ -56,6 +56,7 @@ std::vector<std::string> squeueArgs(const std::vector<std::string>& ids) {
   if (ids.empty()) {
     argv.push_back("--me");
   } else {
+    argv.push_back("--states=all");  // without it squeue leaves out the ended jobs it still knows
     std::string list;
     for (const auto& id : ids) list += (list.empty() ? "" : ",") + id;
     argv.push_back("--jobs=" + list);

@@ -7,10 +7,10 @@
 // "SLURM_CONF=/path/slurm.conf"}, or a site's wrapper) followed by the
 // command and its arguments; nothing is a shell line.
 //
-// NOTE [Reading squeue]: one batched squeue per poll (`--me`, or `--jobs
-// id1,id2,...`, which also lists jobs that ended within the controller's
-// MinJobAge) with a fixed --format whose fields are separated by '\x1f' (ASCII
-// unit separator: it cannot appear in a job name typed into sbatch, nor in a
+// NOTE [Reading squeue]: one batched squeue per poll (`--me`: active jobs, or
+// `--states=all --jobs id1,id2,...`, which also lists jobs that ended within
+// the controller's MinJobAge; without --states=all squeue leaves them out) with a fixed --format whose fields
+// are separated by '\x1f' (ASCII unit separator: it cannot appear in a job name typed into sbatch, nor in a
 // state, reason, time or node list). Unknown states are kept as their text.
 // A job the controller has forgotten is absent; jobcomp/filetxt or sacct
 // (where the site has accounting) say how it ended.

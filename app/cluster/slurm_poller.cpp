@@ -70,7 +70,11 @@ void SlurmPoller::pollNow() {
     const auto listed =
         std::find_if(out.begin(), out.end(), [&](const SlurmJobRow& r) { return r.id == sid; });
     if (listed != out.end()) {
-      if (isActiveState(listed->state)) keep << id;  // an ended job is reported once
+      if (isActiveState(listed->state)) {
+        keep << id;
+      } else if (auto ended = jobs.job(sid); ended) {
+        *listed = ended.value();  // an ended job is reported once, with its exit code
+      }
       continue;
     }
     auto ended = jobs.job(sid);

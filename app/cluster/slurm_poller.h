@@ -7,10 +7,10 @@
 // a poll succeeds it is back to kIntervalMs: a cluster's controller is shared,
 // so the app asks gently.
 //
-// A job that has ended is reported once and no longer polled. A watched job
-// that has left squeue is asked for once with scontrol (its end
-// state and exit code); one the controller has forgotten is reported with
-// state "UNKNOWN" and reason "forgotten by the controller" and is no longer polled.
+// A job that has ended (or left squeue) is reported once, with scontrol's row
+// (its end state and exit code), and no longer polled; one the controller has
+// forgotten is reported with state "UNKNOWN" and reason "forgotten by the
+// controller" and is no longer polled.
 //
 // Ownership: shares the Host with whoever made it. Thread-safety: lives on
 // one thread (its worker thread); stop() may be called from any thread.

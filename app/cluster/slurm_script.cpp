@@ -50,6 +50,26 @@ std::string escapePercent(std::string_view text) {
   return out;
 }
 
+// The inverse of sbatchQuote for one value at the start of `text`: up to the
+// first blank outside double quotes, '\' escaping the next character.
+std::string sbatchUnquote(std::string_view text) {
+  std::string out;
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size()) {
+      out += text[++i];
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (!quoted && (c == ' ' || c == '\t' || c == '\r')) {
+      break;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string optionName(const std::string& line) {
   const auto end = line.find_first_of("= \t");
   return line.substr(0, end);
@@ -60,6 +80,35 @@ std::string num(int64_t v) {
 }
 
 }  // namespace
+
+std::string slurmScriptRunDir(std::string_view script) {
+  std::string runDir;
+  std::size_t start = 0;
+  bool first = true;
+  while (start < script.size()) {
+    const std::size_t end = std::min(script.find('\n', start), script.size());
+    std::string_view line = script.substr(start, end - start);
+    start = end + 1;
+    const bool shebang = first && line.starts_with("#!");
+    first = false;
+    const auto text = line.find_first_not_of(" \t\r");
+    if (shebang || text == std::string_view::npos) continue;
+    if (line[text] != '#') break;  // sbatch reads no #SBATCH line after the first command
+    line.remove_prefix(text);
+    if (!line.starts_with("#SBATCH")) continue;
+    line.remove_prefix(7);
+    line.remove_prefix(std::min(line.size(), line.find_first_not_of(" \t")));
+    for (const std::string_view option : {"--chdir=", "--chdir ", "-D ", "-D"}) {
+      if (line.starts_with(option)) {
+        std::string_view value = line.substr(option.size());
+        value.remove_prefix(std::min(value.size(), value.find_first_not_of(" \t")));
+        runDir = sbatchUnquote(value);
+        break;
+      }
+    }
+  }
+  return runDir;
+}
 
 std::string slurmLogPath(const std::string& run_dir, const std::string& job_id) {
   return run_dir + "/logs/slurm-" + job_id + ".out";

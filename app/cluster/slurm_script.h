@@ -59,6 +59,12 @@ std::vector<protocol::Problem> validateSlurmJob(const protocol::RunConfig& confi
 // The batch script, or kInvalidArgument listing every problem.
 protocol::StatusOr<std::string> makeSlurmScript(const protocol::RunConfig& config, const SlurmJobSpec& spec);
 
+// The run directory a script names: the value of its last `#SBATCH --chdir`
+// (or -D) line before the first command, unquoted as sbatch reads it; empty
+// when there is none. A previewed script submitted later (an edited one)
+// belongs in the directory it was made for.
+std::string slurmScriptRunDir(std::string_view script);
+
 // Where the script sends the job's output: <run>/logs/slurm-<job id>.out.
 std::string slurmLogPath(const std::string& run_dir, const std::string& job_id);
 

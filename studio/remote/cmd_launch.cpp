@@ -30,7 +30,8 @@ const char* const kHelp =
     "run outlives this command and the SSH connections. Prints HOST:RUN_DIR for follow, stop, ...\n\n"
     "With --slurm: sets launch.kind=slurm, generates the batch script from the config (launch.slurm.*),\n"
     "creates the run directory on the login node and submits the script with sbatch. --print-script\n"
-    "prints the script and submits nothing; --script FILE submits FILE instead (an edited preview).\n";
+    "prints the script and submits nothing; --script FILE submits FILE instead (an edited preview)\n"
+    "into the run directory its '#SBATCH --chdir' line names (the preview's), made when missing.\n";
 
 std::string utcStamp() {
   return QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")).toStdString();
@@ -129,17 +130,23 @@ int launchSlurm(CliContext& ctx, const ParsedArgs& a, app::LaunchRequest request
     out << script.value();
     return kExitOk;
   }
-  auto runDir = app::cluster::createRunDirectory(*host.value(), root, runName);
-  if (!runDir) return fail(err, runDir.status().message());
-  spec.run_dir = runDir.value();
   std::string script;
   if (a.has("script")) {
+    // The preview was made for a run directory (its --chdir line): the job goes there.
     std::ifstream in(a.get("script"), std::ios::binary);
     if (!in) return fail(err, "--script " + a.get("script") + ": cannot read it");
     std::ostringstream text;
     text << in.rdbuf();
     script = text.str();
+    spec.run_dir = app::cluster::slurmScriptRunDir(script);
+    if (!spec.run_dir.starts_with('/')) {
+      return fail(err, "--script " + a.get("script") + ": no '#SBATCH --chdir=' line with an absolute run " +
+                           "directory ('" + spec.run_dir + "'); print a script with --print-script");
+    }
   } else {
+    auto runDir = app::cluster::createRunDirectory(*host.value(), root, runName);
+    if (!runDir) return fail(err, runDir.status().message());
+    spec.run_dir = runDir.value();
     auto made = app::cluster::makeSlurmScript(config, spec);
     if (!made) return fail(err, made.status().message());
     script = made.value();

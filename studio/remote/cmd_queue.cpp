@@ -12,9 +12,10 @@ namespace {
 
 const char* const kUsage = "usage: flamingo-studio remote queue LOGIN [--job ID]... [options]\n";
 const char* const kHelp =
-    "\nOne squeue call on LOGIN ('local': this machine) for all your jobs, or the jobs given with --job:\n"
-    "id, name, state, reason, elapsed time, node count and nodes. Cancel one with scancel, or with\n"
-    "'flamingo-studio remote stop HOST:RUN_DIR' to checkpoint first.\n";
+    "\nOne squeue call on LOGIN ('local': this machine) for all your active jobs, or the jobs given with\n"
+    "--job (ended ones too, while the controller remembers them): id, name, state, reason, elapsed time,\n"
+    "node count and nodes. Cancel one with scancel, or with 'flamingo-studio remote stop HOST:RUN_DIR'\n"
+    "to checkpoint first.\n";
 
 }  // namespace
 

@@ -3,14 +3,20 @@
 // ssh_hosts.h), with the fixture's ssh_config and --batch (nothing is asked).
 // Pre-flight, launch on two nodes, ls, follow --jsonl, pause / resume / stop
 // acknowledged, the SLURM script printed, an unknown host key refused with its
-// fingerprint, usage errors with exit code 2.
+// fingerprint, usage errors with exit code 2. SLURM through a login node over
+// SSH (a private cluster whose controller listens on the hosts' bridge): a
+// previewed script submitted with --script (what sbatch received is the
+// preview), queue, follow to the end, ls; and --slurm-env on a host whose
+// sessions lack SLURM_CONF.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "app/remote/known_hosts.h"
+#include "app/remote/local_host.h"
 #include "tests/app/cluster/ssh_test_util.h"
 #include "tests/fixtures/fixture_unavailable.h"
+#include "tests/fixtures/slurm_cluster.h"
 
 namespace fs::studio {
 
@@ -122,6 +128,73 @@ class RemoteCliTest : public QObject {
     QVERIFY(r.out.contains(QStringLiteral("#SBATCH --nodes=2")));
     QVERIFY(r.out.contains(QStringLiteral("srun")));
     QVERIFY(r.out.contains(QStringLiteral("/opt/flamingo/bin/flamingo-train")));
+  }
+
+  void slurmThroughALoginNode() {
+    fs::testing::SlurmCluster cluster(hosts_->rootAddress());
+    if (!cluster.ok()) FS_QT_FIXTURE_UNAVAILABLE("slurm cluster: " + cluster.error());
+    // The login node's sessions find the cluster as a site's profile would say (no --slurm-env).
+    if (!hosts_->setSessionEnvironment(0, {"SLURM_CONF=" + cluster.confPath()}))
+      FS_QT_FIXTURE_UNAVAILABLE("login node: " + hosts_->error());
+    const QString login = QString::fromStdString(hosts_->alias(0));
+    const QStringList launch = {"launch",
+                                "--config",
+                                config_,
+                                "--slurm",
+                                login,
+                                "--engine",
+                                QStringLiteral(FS_TEST_FLAMINGO_TRAIN),
+                                "--run-root",
+                                dir_.filePath(QStringLiteral("slurm runs")),
+                                "--set",
+                                "optim.epochs=1"};
+    Result preview = studio(launch + QStringList{"--print-script"});
+    QVERIFY2(preview.code == 0, qPrintable(preview.err));
+    const QString previewFile = dir_.filePath(QStringLiteral("preview.sbatch"));
+    {
+      QFile f(previewFile);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(preview.out.toUtf8());
+    }
+    // Submitted in a later second (a new run directory would have another name): the job goes into
+    // the run directory the preview was made for.
+    const QString previewed = QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+    QTRY_VERIFY(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")) != previewed);
+    Result submitted = studio(launch + QStringList{"--script", previewFile});
+    QVERIFY2(submitted.code == 0, qPrintable(submitted.out + submitted.err));
+    const QStringList lines = submitted.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 2);
+    QVERIFY2(lines[0].startsWith(QStringLiteral("submitted batch job ")), qPrintable(lines[0]));
+    const QString id = lines[0].section(' ', 3);
+    const QString where = lines[1];
+    QVERIFY2(where.startsWith(login + ':'), qPrintable(where));
+    const QString runDir = where.section(':', 1);
+    QVERIFY2(preview.out.contains("#SBATCH --chdir=\"" + runDir + "\"\n"), qPrintable(preview.out));
+    // What sbatch received is the preview, byte for byte.
+    app::remote::LocalHost local;
+    auto sent = local.run(cluster.command({"scontrol", "write", "batch_script", id.toStdString(), "-"}));
+    QVERIFY2(sent.isOk() && sent->exit_code == 0, sent.isOk() ? sent->err.c_str() : "scontrol");
+    QCOMPARE(QString::fromStdString(sent->out), preview.out);
+
+    Result queue = studio({"queue", login, "--job", id});
+    QVERIFY2(queue.code == 0 && queue.out.contains(QStringLiteral("JOBID")) && queue.out.contains(id),
+             qPrintable(queue.out + queue.err));
+    Result follow = studio({"follow", where, "--jsonl"});
+    QVERIFY2(follow.code == 0, qPrintable(follow.err));
+    QFile events(runDir + QStringLiteral("/events.jsonl"));
+    QVERIFY(events.open(QIODevice::ReadOnly));
+    QCOMPARE(follow.out.toUtf8(), events.readAll());
+    QVERIFY(follow.out.contains(QStringLiteral("\"type\":\"run_finished\"")));
+    Result ls = studio({"ls", login, "--run-root", dir_.filePath(QStringLiteral("slurm runs"))});
+    QVERIFY2(ls.code == 0 && ls.out.contains("slurm job " + id), qPrintable(ls.out + ls.err));
+
+    // Host 1's sessions have no SLURM_CONF: --slurm-env points the commands at the cluster; an
+    // ended job given with --job is listed too.
+    Result other = studio({"queue", QString::fromStdString(hosts_->alias(1)), "--job", id, "--slurm-env",
+                           QString::fromStdString("SLURM_CONF=" + cluster.confPath())});
+    QVERIFY2(other.code == 0 && other.out.contains(id) && other.out.contains(QStringLiteral("COMPLETED")),
+             qPrintable(other.out + other.err));
+    QVERIFY(hosts_->setSessionEnvironment(0, {}));
   }
 
  private:

@@ -150,6 +150,20 @@ TEST(SlurmScriptTest, HostileRunDirectoriesReachTheEngineVerbatim) {
       << script.value();
 }
 
+// The run directory of a previewed script, read back as sbatch reads --chdir.
+TEST(SlurmScriptTest, RunDirectoryIsReadBackFromAScript) {
+  for (const std::string run : {"/plain/run-1", "/tmp/it's a \"run\" $HOME `id` $(id) ; & | * %j ~"}) {
+    auto script = makeSlurmScript(slurmConfig(), {run, "/opt/fs/bin/flamingo-train", ""});
+    ASSERT_TRUE(script.isOk()) << script.status().message();
+    EXPECT_EQ(slurmScriptRunDir(script.value()), run) << script.value();
+  }
+  EXPECT_EQ(slurmScriptRunDir("#!/bin/bash\n#SBATCH -D /a/b\n#SBATCH --chdir=\"/c d\\\\e\"\n"), "/c d\\e");
+  EXPECT_EQ(slurmScriptRunDir("#!/bin/bash\n\n  # a comment\n#SBATCH -D /a/b --other\n"), "/a/b");
+  // After the first command sbatch reads no more directives.
+  EXPECT_EQ(slurmScriptRunDir("#!/bin/bash\n#SBATCH --chdir=/a\necho hi\n#SBATCH --chdir=/b\n"), "/a");
+  EXPECT_EQ(slurmScriptRunDir("#!/bin/bash\necho hi\n"), "");
+}
+
 TEST(SlurmJobsTest, SubmitRefusesARunDirectoryWithAnotherConfig) {
   const std::string run = "/tmp/fs_slurm_submit_test." + std::to_string(::getpid());
   std::filesystem::remove_all(run);
@@ -190,6 +204,8 @@ TEST(SlurmParseTest, SqueueRows) {
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("'12 RUNNING'"), std::string::npos);
   EXPECT_EQ(squeueArgs({"1", "2"}).back(), "--jobs=1,2");
+  // Ended jobs too: squeue's default states are pending, running and completing only.
+  EXPECT_EQ(squeueArgs({"1", "2"}).rbegin()[1], "--states=all");
   EXPECT_EQ(squeueArgs({}).back(), "--me");
 }
 
