@@ -23,6 +23,9 @@ class RunCatalogWorker;
 class RunMonitor;
 template <class Worker>
 class WorkerThread;
+namespace remote {
+class Host;
+}
 }  // namespace fs::app
 
 namespace fs::ui {
@@ -102,7 +105,8 @@ class MainWindow : public QMainWindow {
   void followRunRoot();
   void notify(const QString& title, const QString& message);
   QString runRootPath() const;
-  void importIntoHistory(const QString& runDir);
+  // The run the monitor follows (local, or through followingOpen_), into the history.
+  void importFollowedIntoHistory();
 
   app::ConfigDocument* document_;
   ConfigForm* form_;
@@ -121,6 +125,7 @@ class MainWindow : public QMainWindow {
   QPointer<RemoteRunsDialog> remoteRuns_;
   QString followingHost_;  // the remote run followed (empty: a local one or none)
   QString followingDir_;
+  std::shared_ptr<app::remote::Host> followingOpen_;  // its Host, as RemoteRunFollow opened it
   MonitorPage* monitorPage_;
   HistoryView* historyView_;
   ComparePage* comparePage_;
