@@ -138,9 +138,10 @@ QList<app::RunRecord> HistoryView::selectedRuns() const {
 void HistoryView::overlaySelected() {
   const QList<app::RunRecord> runs = selectedRuns();
   if (runs.size() < 2) return;
-  // NOTE [Overlay of remote runs]: the Compare page follows run directories of
-  // this machine (a RunMonitor per run); a remote row's path would be read here
-  // and fail as missing, or worse, name another folder. Refused, named.
+  // NOTE [Overlay of remote runs]
+  // The Compare page follows run directories of this machine (a RunMonitor per
+  // run): a remote row's path would be looked for here and reported missing, or
+  // name another folder. Refused, naming the remote rows, before anything is emitted.
   QStringList remote;
   for (const app::RunRecord& r : runs)
     if (!r.location.isEmpty()) remote << r.where();
