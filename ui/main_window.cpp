@@ -399,6 +399,7 @@ RemoteRunsDialog* MainWindow::openRemoteRuns() {
     remoteRuns_ = new RemoteRunsDialog(hosts_, this);
     remoteRuns_->setAttribute(Qt::WA_DeleteOnClose);
     connect(remoteRuns_, &RemoteRunsDialog::attachRequested, remoteFollow_, &RemoteRunFollow::follow);
+    connect(remoteRuns_, &RemoteRunsDialog::addToHistoryRequested, this, &MainWindow::addRemoteRunToHistory);
   }
   remoteRuns_->show();
   remoteRuns_->raise();
@@ -491,6 +492,21 @@ void MainWindow::importFollowedIntoHistory() {
   const QString location = followingHost_;
   QMetaObject::invokeMethod(
       worker, [worker, source, dir, location] { worker->importRunDirFrom(source, dir, location); });
+}
+
+void MainWindow::addRemoteRunToHistory(const QString& host, const QString& runDir) {
+  // Opened (usually already open: the listing did) and read on the history thread.
+  auto* worker = history_->worker();
+  std::shared_ptr<HostOpenerService> hosts = hosts_;
+  QMetaObject::invokeMethod(worker, [worker, hosts, host, runDir] {
+    auto open = hosts->open(host.toStdString());
+    if (!open.isOk()) {
+      emit worker->importFailed(host + QLatin1Char(':') + runDir,
+                                QString::fromStdString(open.status().message()), false);
+      return;
+    }
+    worker->importRunDirFrom(hostRunDir(open.value(), runDir.toStdString()), runDir, host);
+  });
 }
 
 QString MainWindow::runRootPath() const {

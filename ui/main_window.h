@@ -83,8 +83,12 @@ class MainWindow : public QMainWindow {
   // Follows an existing run directory (also one started from a terminal).
   void followRun(const QString& runDir);
   void detachRun();
-  // Opens (or raises) the remote runs browser; its Attach follows through RemoteRunFollow.
+  // Opens (or raises) the remote runs browser; its Attach follows through RemoteRunFollow,
+  // its Add to History records the run (addRemoteRunToHistory).
   RemoteRunsDialog* openRemoteRuns();
+  // Records `runDir` on `host` in the history, read there through the host (SFTP),
+  // on the history thread; failures reach the History tab's status line.
+  void addRemoteRunToHistory(const QString& host, const QString& runDir);
 
  protected:
   void closeEvent(QCloseEvent* event) override;

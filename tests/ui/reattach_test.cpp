@@ -4,13 +4,17 @@
 // "Re-attach" button follows it again. A finished run is not offered. The remote
 // runs browser's Attach goes through the same RemoteRunFollow. A followed remote
 // run goes into History (read through the follow's Host, listed as host:path), and
-// opening its row re-attaches through that host. History writes under a temporary
+// opening its row re-attaches through that host; the browser's Add to History
+// records a listed run without following it. History writes under a temporary
 // XDG_DATA_HOME.
+#include <QComboBox>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTreeWidget>
 #include <QtTest>
 #include <filesystem>
 
@@ -174,6 +178,32 @@ class ReattachTest : public QObject {
     QCOMPARE(attached.at(0).at(0).toString(), QStringLiteral("local"));
     QCOMPARE(attached.at(0).at(1).toString(), dir);
     QTRY_VERIFY_WITH_TIMEOUT(w.monitor()->status().state == proto::RunState::kFinished, kWaitMs);
+  }
+
+  void browserAddsARunToHistory() {
+    const QString root = tmp_.filePath(QStringLiteral("browsed-root"));
+    const QString dir = root + QStringLiteral("/listed-run");
+    writeRun(dir, proto::RunState::kFinished);
+    app::ConfigDocument doc;
+    MainWindow w(&doc);
+    w.show();
+    RemoteRunsDialog* browser = w.openRemoteRuns();
+    QSignalSpy listed(browser, &RemoteRunsDialog::listed);
+    browser->hostField()->setCurrentText(QStringLiteral("local"));
+    browser->rootField()->setText(root);
+    browser->listRuns();
+    QTRY_COMPARE_WITH_TIMEOUT(listed.count(), 1, kWaitMs);
+    QCOMPARE(browser->table()->topLevelItemCount(), 1);
+    browser->table()->setCurrentItem(browser->table()->topLevelItem(0));
+    QVERIFY(browser->addToHistoryButton()->isEnabled());
+    QTest::mouseClick(browser->addToHistoryButton(), Qt::LeftButton);
+
+    HistoryView* history = w.historyView();
+    auto rowOfRun = [history] { return history->model()->rowOf(QStringLiteral("listed-run")); };
+    QTRY_VERIFY_WITH_TIMEOUT(rowOfRun() >= 0, kWaitMs);
+    QCOMPARE(history->model()->run(rowOfRun()).location, QStringLiteral("local"));
+    QCOMPARE(history->model()->run(rowOfRun()).runDir, dir);
+    QVERIFY(!w.monitor()->isAttached());  // recorded, not followed
   }
 
   void browserAttachFollowsThroughTheWindow() {
