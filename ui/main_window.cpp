@@ -66,9 +66,11 @@
 //
 // A launch creates the run directory and the monitor follows it at once (an
 // SSH or SLURM run through its Host: RemoteRunFollow); a run activated in the runs panel or the history is
-// followed the same way. Every file, process and database action runs on a worker thread or asynchronously
-// (QProcess); the window only picks paths (QFileDialog) and shows results. Alerts (a stalled run, a dead
-// process) raise a desktop notification where the platform has a tray.
+// followed the same way. A followed run goes into the history when it starts and when it ends; a remote
+// one is read through the Host its follow opened and listed as host:path. Every file, process and database
+// action runs on a worker thread or asynchronously (QProcess); the window only picks paths (QFileDialog) and
+// shows results. Alerts (a stalled run, a dead process) raise a desktop notification where the platform has a
+// tray.
 
 namespace fs::ui {
 namespace {
@@ -229,11 +231,11 @@ void MainWindow::wireLaunch() {
   });
   connect(launcher_, &Launcher::finished, this, [this](int code, app::ExitKind how) {
     statusBar()->showMessage(app::describeExit(code, how), kStatusMs);
-    importIntoHistory(monitor_->runDir());
+    importFollowedIntoHistory();
   });
   connect(monitorPage_, &MonitorPage::alert, this, &MainWindow::notify);
-  connect(monitor_, &app::RunMonitor::runFinished, this, [this] { importIntoHistory(monitor_->runDir()); });
-  connect(monitor_, &app::RunMonitor::runStarted, this, [this] { importIntoHistory(monitor_->runDir()); });
+  connect(monitor_, &app::RunMonitor::runFinished, this, &MainWindow::importFollowedIntoHistory);
+  connect(monitor_, &app::RunMonitor::runStarted, this, &MainWindow::importFollowedIntoHistory);
 }
 
 void MainWindow::wireRemote() {
@@ -276,6 +278,7 @@ void MainWindow::wireRemote() {
             control_->setRunDir(runDir, open);  // control files are written on that host
             followingHost_ = host;
             followingDir_ = runDir;
+            followingOpen_ = open;
             monitorPage_->runAttached(host + QLatin1Char(':') + runDir);
             tabs_->setCurrentWidget(monitorPage_);
           });
@@ -287,6 +290,8 @@ void MainWindow::wireRemote() {
 void MainWindow::wireHistory() {
   connectHistoryView(historyView_, history_->worker());
   connect(historyView_, &HistoryView::openRun, this, &MainWindow::followRun);
+  // A remote row is followed again through its host (opened on RemoteRunFollow's worker).
+  connect(historyView_, &HistoryView::openRemoteRun, remoteFollow_, &RemoteRunFollow::follow);
   connect(historyView_, &HistoryView::overlayRuns, this, [this](const QStringList& dirs) {
     comparePage_->setRuns(dirs);
     tabs_->setCurrentWidget(comparePage_);
@@ -377,6 +382,7 @@ void MainWindow::followRun(const QString& runDir) {
   remoteFollow_->followingLocal();
   followingHost_.clear();
   followingDir_.clear();
+  followingOpen_.reset();
   monitor_->attach(runDir);
   control_->setRunDir(runDir);
   monitorPage_->runAttached(runDir);
@@ -393,6 +399,7 @@ RemoteRunsDialog* MainWindow::openRemoteRuns() {
     remoteRuns_ = new RemoteRunsDialog(hosts_, this);
     remoteRuns_->setAttribute(Qt::WA_DeleteOnClose);
     connect(remoteRuns_, &RemoteRunsDialog::attachRequested, remoteFollow_, &RemoteRunFollow::follow);
+    connect(remoteRuns_, &RemoteRunsDialog::addToHistoryRequested, this, &MainWindow::addRemoteRunToHistory);
   }
   remoteRuns_->show();
   remoteRuns_->raise();
@@ -469,12 +476,37 @@ void MainWindow::updateProblemCount() {
           .arg(warnings));
 }
 
-void MainWindow::importIntoHistory(const QString& runDir) {
-  // A remote run's runDir() is "host:/path", which the history reads as a local path
-  // and reports missing: remote runs are not imported (yet).
-  if (runDir.isEmpty() || !followingHost_.isEmpty()) return;
+void MainWindow::importFollowedIntoHistory() {
   auto* worker = history_->worker();
-  QMetaObject::invokeMethod(worker, [worker, runDir] { worker->importRunDirs({runDir}); });
+  if (followingHost_.isEmpty()) {
+    const QString runDir = monitor_->runDir();
+    if (runDir.isEmpty()) return;
+    QMetaObject::invokeMethod(worker, [worker, runDir] { worker->importRunDirs({runDir}); });
+    return;
+  }
+  // A remote run: read on the history thread through the Host the follow opened
+  // (SFTP), recorded with the host it was reached through.
+  if (!followingOpen_ || followingDir_.isEmpty()) return;
+  auto source = hostRunDir(followingOpen_, followingDir_.toStdString());
+  const QString dir = followingDir_;
+  const QString location = followingHost_;
+  QMetaObject::invokeMethod(
+      worker, [worker, source, dir, location] { worker->importRunDirFrom(source, dir, location); });
+}
+
+void MainWindow::addRemoteRunToHistory(const QString& host, const QString& runDir) {
+  // Opened (usually already open: the listing did) and read on the history thread.
+  auto* worker = history_->worker();
+  std::shared_ptr<HostOpenerService> hosts = hosts_;
+  QMetaObject::invokeMethod(worker, [worker, hosts, host, runDir] {
+    auto open = hosts->open(host.toStdString());
+    if (!open.isOk()) {
+      emit worker->importFailed(host + QLatin1Char(':') + runDir,
+                                QString::fromStdString(open.status().message()), false);
+      return;
+    }
+    worker->importRunDirFrom(hostRunDir(open.value(), runDir.toStdString()), runDir, host);
+  });
 }
 
 QString MainWindow::runRootPath() const {

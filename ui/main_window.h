@@ -23,6 +23,9 @@ class RunCatalogWorker;
 class RunMonitor;
 template <class Worker>
 class WorkerThread;
+namespace remote {
+class Host;
+}
 }  // namespace fs::app
 
 namespace fs::ui {
@@ -80,8 +83,12 @@ class MainWindow : public QMainWindow {
   // Follows an existing run directory (also one started from a terminal).
   void followRun(const QString& runDir);
   void detachRun();
-  // Opens (or raises) the remote runs browser; its Attach follows through RemoteRunFollow.
+  // Opens (or raises) the remote runs browser; its Attach follows through RemoteRunFollow,
+  // its Add to History records the run (addRemoteRunToHistory).
   RemoteRunsDialog* openRemoteRuns();
+  // Records `runDir` on `host` in the history, read there through the host (SFTP),
+  // on the history thread; failures reach the History tab's status line.
+  void addRemoteRunToHistory(const QString& host, const QString& runDir);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -102,7 +109,8 @@ class MainWindow : public QMainWindow {
   void followRunRoot();
   void notify(const QString& title, const QString& message);
   QString runRootPath() const;
-  void importIntoHistory(const QString& runDir);
+  // The run the monitor follows (local, or through followingOpen_), into the history.
+  void importFollowedIntoHistory();
 
   app::ConfigDocument* document_;
   ConfigForm* form_;
@@ -121,6 +129,7 @@ class MainWindow : public QMainWindow {
   QPointer<RemoteRunsDialog> remoteRuns_;
   QString followingHost_;  // the remote run followed (empty: a local one or none)
   QString followingDir_;
+  std::shared_ptr<app::remote::Host> followingOpen_;  // its Host, as RemoteRunFollow opened it
   MonitorPage* monitorPage_;
   HistoryView* historyView_;
   ComparePage* comparePage_;

@@ -32,10 +32,11 @@ struct CheckpointEntry {
 // running, paused, stopping), or the end of the run: finished (run_finished
 // ok), stopped (run_finished stopped) or failed.
 struct RunRecord {
-  QString runId;  // the key: run.json run_id
-  QString name;   // the run directory's name
-  QString runDir;
-  QString host;  // hosts in node-rank order, joined with ", "
+  QString runId;     // the key: run.json run_id
+  QString name;      // the run directory's name
+  QString runDir;    // absolute on the machine it lives on
+  QString location;  // the SSH destination runDir is reached through; empty: this machine
+  QString host;      // hosts in node-rank order, joined with ", " (run.json / run_started)
   QString configYaml;
   QString configHash;  // "sha256:<hex>" of configYaml (history_store.h); empty without a config
   QString status;
@@ -49,6 +50,8 @@ struct RunRecord {
   QList<CheckpointEntry> checkpoints;  // in the order they were written
   bool operator==(const RunRecord&) const = default;
 
+  // "location:runDir" for a remote run, runDir for a local one (listings, messages).
+  QString where() const { return location.isEmpty() ? runDir : location + QLatin1Char(':') + runDir; }
   // Milliseconds from start to end; -1 while either is not known.
   qint64 durationMs() const { return startedMs > 0 && endedMs >= startedMs ? endedMs - startedMs : -1; }
 };
@@ -60,7 +63,7 @@ enum class HistorySort { kStarted, kName, kStatus, kDuration, kSteps, kRunDir, k
 struct HistoryQuery {
   // Words separated by spaces; a run matches when every word occurs
   // (case-insensitively for ASCII) in its name, run id, status, host or run
-  // directory. Empty: every run.
+  // directory as listed (location:runDir for a remote run). Empty: every run.
   QString search;
   HistorySort sort = HistorySort::kStarted;
   Qt::SortOrder order = Qt::DescendingOrder;
@@ -82,6 +85,7 @@ struct LiveRunStarted {
   QString runId;
   QString name;
   QString runDir;
+  QString location;  // as RunRecord::location
   QStringList hosts;
   QString configYaml;
   QString engineVersion;

@@ -47,6 +47,10 @@ const QList<QStringList>& migrationSteps() {
                          " seq INTEGER NOT NULL DEFAULT 0,"
                          " PRIMARY KEY (run_id, path))"),
       },
+      // 2 -> 3: where a remote run lives; rows of older builds are all local.
+      {
+          QStringLiteral("ALTER TABLE runs ADD COLUMN location TEXT NOT NULL DEFAULT ''"),
+      },
   };
   return steps;
 }

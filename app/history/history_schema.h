@@ -11,6 +11,8 @@
 //       started_ms, ended_ms, total_steps, last_step, final_losses)
 //   v2  runs + engine_version, error; checkpoints(run_id -> runs, path, step,
 //       epoch, kind, bytes, time_ms) with ON DELETE CASCADE
+//   v3  runs + location (the SSH destination of a remote run; '' = this
+//       machine, which every older row is)
 // To add a column: append a step to the list in history_schema.cpp, bump
 // kHistorySchemaVersion, and add the column to the store's reads and writes.
 //
@@ -25,7 +27,7 @@
 
 namespace fs::app {
 
-inline constexpr int kHistorySchemaVersion = 2;
+inline constexpr int kHistorySchemaVersion = 3;
 
 // The schema version of the open database; 0 when it has no tables yet.
 protocol::StatusOr<int> readSchemaVersion(QSqlDatabase& db);

@@ -68,10 +68,14 @@ QMap<QString, double> lossesFromJson(const QString& text) {
   return losses;
 }
 
+// The run directory as listed: location:run_dir for a remote run (RunRecord::where()).
+constexpr const char* kListedRunDir =
+    "(CASE WHEN location = '' THEN run_dir ELSE location || ':' || run_dir END)";
+
 // Columns of a listing row; find() adds config_yaml at the end.
 constexpr const char* kRowColumns =
     "run_id, name, run_dir, host, config_hash, status, engine_version, error, started_ms, ended_ms, "
-    "total_steps, last_step, final_losses";
+    "total_steps, last_step, final_losses, location";
 
 RunRecord readRow(const QSqlQuery& q) {
   RunRecord r;
@@ -88,6 +92,7 @@ RunRecord readRow(const QSqlQuery& q) {
   r.totalSteps = q.value(10).toLongLong();
   r.lastStep = q.value(11).toLongLong();
   r.finalLosses = lossesFromJson(q.value(12).toString());
+  r.location = q.value(13).toString();
   return r;
 }
 
@@ -117,7 +122,7 @@ QString sortExpression(HistorySort sort) {
     case HistorySort::kSteps:
       return QStringLiteral("last_step");
     case HistorySort::kRunDir:
-      return QStringLiteral("run_dir");
+      return QLatin1String(kListedRunDir);
     case HistorySort::kHost:
       return QStringLiteral("host COLLATE NOCASE");
     case HistorySort::kRunId:
@@ -138,7 +143,7 @@ QString containsPattern(QString word) {
 QString searchClause(const QString& search, QStringList* binds) {
   static const QStringList kColumns = {QStringLiteral("name"), QStringLiteral("run_id"),
                                        QStringLiteral("status"), QStringLiteral("host"),
-                                       QStringLiteral("run_dir")};
+                                       QLatin1String(kListedRunDir)};
   QStringList terms;
   for (const QString& word : search.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
     QStringList ors;
@@ -272,18 +277,20 @@ Status HistoryStore::upsert(const RunRecord& r) {
   q.prepare(QStringLiteral(
       "INSERT INTO runs (run_id, name, run_dir, host, config_yaml, config_hash, status, engine_version, "
       "error,"
-      " started_ms, ended_ms, total_steps, last_step, final_losses) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-      "?, ?, ?)"
+      " started_ms, ended_ms, total_steps, last_step, final_losses, location) VALUES (?, ?, ?, ?, ?, ?, ?, "
+      "?, "
+      "?, ?, ?, ?, ?, ?, ?)"
       " ON CONFLICT (run_id) DO UPDATE SET name = excluded.name, run_dir = excluded.run_dir, host = "
-      "excluded.host,"
+      "excluded.host, location = excluded.location,"
       " config_yaml = excluded.config_yaml, config_hash = excluded.config_hash, status = excluded.status,"
       " engine_version = excluded.engine_version, error = excluded.error, started_ms = excluded.started_ms,"
       " ended_ms = excluded.ended_ms, total_steps = excluded.total_steps, last_step = excluded.last_step,"
       " final_losses = excluded.final_losses"));
-  bindAll(q, {QVariant(r.runId), QVariant(r.name), QVariant(r.runDir), QVariant(r.host),
-              QVariant(r.configYaml), QVariant(configHash(r.configYaml)), QVariant(r.status),
-              QVariant(r.engineVersion), QVariant(r.error), QVariant(r.startedMs), QVariant(r.endedMs),
-              QVariant(r.totalSteps), QVariant(r.lastStep), QVariant(lossesToJson(r.finalLosses))});
+  bindAll(q,
+          {QVariant(r.runId), QVariant(r.name), QVariant(r.runDir), QVariant(r.host), QVariant(r.configYaml),
+           QVariant(configHash(r.configYaml)), QVariant(r.status), QVariant(r.engineVersion),
+           QVariant(r.error), QVariant(r.startedMs), QVariant(r.endedMs), QVariant(r.totalSteps),
+           QVariant(r.lastStep), QVariant(lossesToJson(r.finalLosses)), QVariant(r.location)});
   if (!q.exec()) return sqlError(path_, QStringLiteral("recording run %1").arg(r.runId), q.lastError());
   q.prepare(QStringLiteral("DELETE FROM checkpoints WHERE run_id = ?"));
   q.addBindValue(r.runId);
@@ -306,16 +313,16 @@ Status HistoryStore::recordStarted(const LiveRunStarted& st) {
   QSqlQuery q(db);
   // A resumed run starts again under the same id: it keeps its first start time.
   q.prepare(QStringLiteral(
-      "INSERT INTO runs (run_id, name, run_dir, host, config_yaml, config_hash, status, engine_version, "
-      "started_ms,"
-      " total_steps) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)"
-      " ON CONFLICT (run_id) DO UPDATE SET name = excluded.name, run_dir = excluded.run_dir, host = "
-      "excluded.host,"
+      "INSERT INTO runs (run_id, name, run_dir, location, host, config_yaml, config_hash, status, "
+      "engine_version, started_ms,"
+      " total_steps) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)"
+      " ON CONFLICT (run_id) DO UPDATE SET name = excluded.name, run_dir = excluded.run_dir,"
+      " location = excluded.location, host = excluded.host,"
       " config_yaml = excluded.config_yaml, config_hash = excluded.config_hash, status = 'running',"
       " engine_version = excluded.engine_version, error = '', ended_ms = 0, total_steps = "
       "excluded.total_steps,"
       " started_ms = CASE WHEN runs.started_ms > 0 THEN runs.started_ms ELSE excluded.started_ms END"));
-  bindAll(q, {QVariant(st.runId), QVariant(st.name), QVariant(st.runDir),
+  bindAll(q, {QVariant(st.runId), QVariant(st.name), QVariant(st.runDir), QVariant(st.location),
               QVariant(st.hosts.join(QStringLiteral(", "))), QVariant(st.configYaml),
               QVariant(configHash(st.configYaml)), QVariant(st.engineVersion), QVariant(st.startedMs),
               QVariant(st.totalSteps)});
@@ -452,7 +459,7 @@ protocol::StatusOr<RunRecord> HistoryStore::find(const QString& runId) {
   if (!q.exec()) return sqlError(path_, QStringLiteral("reading run %1").arg(runId), q.lastError());
   if (!q.next()) return Status::notFound(QStringLiteral("%1: no run %2").arg(path_, runId).toStdString());
   RunRecord r = readRow(q);
-  r.configYaml = q.value(13).toString();
+  r.configYaml = q.value(14).toString();
   q.finish();
   if (Status s = loadCheckpoints(&r); !s) return s;
   return r;

@@ -1,10 +1,14 @@
 #include "app/history/history_worker.h"
 
+#include <QFile>
+#include <QFileInfo>
 #include <QThread>
+#include <filesystem>
 #include <vector>
 
 #include "app/history/history_store.h"
 #include "app/history/run_dir_reader.h"
+#include "app/monitor/local_file_source.h"
 #include "backend/protocol/config/config_yaml.h"
 
 namespace fs::app {
@@ -26,6 +30,7 @@ void registerTypes() {
   qRegisterMetaType<fs::app::RunConfigDiff>();
   qRegisterMetaType<fs::app::ReferenceCurveOptions>();
   qRegisterMetaType<fs::app::ReferenceCurveImport>();
+  qRegisterMetaType<std::shared_ptr<fs::app::RunDirSource>>();
 }
 
 }  // namespace
@@ -79,31 +84,53 @@ void HistoryWorker::importRunDirs(const QStringList& runDirs) {
   if (!ensureStore(QStringLiteral("import"))) return;
   bool wrote = false;
   for (const QString& dir : runDirs) {
-    RunDirReadOptions options;
-    options.cancel = &cancel_;
-    options.progress = [this, &dir](qint64 done, qint64 total) { emit importProgress(dir, done, total); };
-    auto read = readRunDirectory(dir, options);
-    if (!read.isOk()) {
-      emit importFailed(dir, fromStd(read.status().message()), false);
-      continue;
-    }
-    if (read->cancelled) {
-      emit importFailed(dir, tr("%1: import cancelled; nothing recorded").arg(dir), true);
-      break;
-    }
-    if (protocol::Status s = store_->upsert(read->record); !s) {
-      emit importFailed(dir, fromStd(s.message()), false);
-      continue;
-    }
-    wrote = true;
-    const QString warning =
-        read->badLines == 0
-            ? QString()
-            : tr("%n line(s) of events.jsonl could not be read; the first: %1", nullptr, read->badLines)
-                  .arg(read->firstBadLine);
-    emit imported(read->record, warning);
+    const QString absDir = QFileInfo(dir).absoluteFilePath();
+    LocalRunDir source(std::filesystem::path(QFile::encodeName(absDir).toStdString()));
+    const ImportResult result = importOne(source, absDir, QString(), dir);
+    if (result == ImportResult::kCancelled) break;
+    wrote = wrote || result == ImportResult::kWritten;
   }
   if (wrote) emit changed();
+}
+
+void HistoryWorker::importRunDirFrom(const std::shared_ptr<RunDirSource>& source, const QString& runDir,
+                                     const QString& location) {
+  cancel_.store(false);
+  if (!ensureStore(QStringLiteral("import"))) return;
+  const QString where = location.isEmpty() ? runDir : location + QLatin1Char(':') + runDir;
+  if (!source) {
+    emit importFailed(where, tr("%1: no source to read the run directory through").arg(where), false);
+    return;
+  }
+  if (importOne(*source, runDir, location, where) == ImportResult::kWritten) emit changed();
+}
+
+HistoryWorker::ImportResult HistoryWorker::importOne(RunDirSource& source, const QString& runDir,
+                                                     const QString& location, const QString& where) {
+  RunDirReadOptions options;
+  options.cancel = &cancel_;
+  options.progress = [this, &where](qint64 done, qint64 total) { emit importProgress(where, done, total); };
+  auto read = readRunDirectory(source, runDir, options);
+  if (!read.isOk()) {
+    emit importFailed(where, fromStd(read.status().message()), false);
+    return ImportResult::kFailed;
+  }
+  if (read->cancelled) {
+    emit importFailed(where, tr("%1: import cancelled; nothing recorded").arg(where), true);
+    return ImportResult::kCancelled;
+  }
+  read->record.location = location;
+  if (protocol::Status s = store_->upsert(read->record); !s) {
+    emit importFailed(where, fromStd(s.message()), false);
+    return ImportResult::kFailed;
+  }
+  const QString warning =
+      read->badLines == 0
+          ? QString()
+          : tr("%n line(s) of events.jsonl could not be read; the first: %1", nullptr, read->badLines)
+                .arg(read->firstBadLine);
+  emit imported(read->record, warning);
+  return ImportResult::kWritten;
 }
 
 void HistoryWorker::recordStarted(const LiveRunStarted& started) {

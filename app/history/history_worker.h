@@ -8,7 +8,8 @@
 // dialogs.
 //
 // Long work (reading a run directory's events) reports progress and stops at
-// the next chunk after cancel(); a cancelled import stores nothing.
+// the next chunk after cancel(); a cancelled import stores nothing. A remote
+// run directory is read through its RunDirSource (SFTP) on this thread too.
 //
 // Thread-safety: lives on one worker thread; cancel() may be called from any
 // thread. Ownership: owns its store; closes it on its own thread when that
@@ -28,6 +29,7 @@
 namespace fs::app {
 
 class HistoryStore;
+class RunDirSource;
 
 class HistoryWorker : public QObject {
   Q_OBJECT
@@ -48,6 +50,12 @@ class HistoryWorker : public QObject {
   void importRunDir(const QString& runDir);
   // One after another, each as importRunDir; stops at the first cancel.
   void importRunDirs(const QStringList& runDirs);
+  // Reads a run directory through `source` (a HostRunDir holding its Host,
+  // for a remote one) and records it with RunRecord::location = `location`;
+  // `runDir` is its path there. Signals as importRunDir, each naming
+  // location:runDir. The source is used on this thread for the call only.
+  void importRunDirFrom(const std::shared_ptr<fs::app::RunDirSource>& source, const QString& runDir,
+                        const QString& location);
 
   // Live updates from a monitor; failed(...) when the run is not recorded.
   void recordStarted(const fs::app::LiveRunStarted& started);
@@ -67,6 +75,7 @@ class HistoryWorker : public QObject {
   // `operation`: open, record, import, query; `message` names what failed.
   void failed(const QString& operation, const QString& message);
   void importProgress(const QString& runDir, qint64 bytesDone, qint64 bytesTotal);
+  // `runDir` (in importProgress / importFailed): location:runDir for a remote run.
   // `warning`: lines of events.jsonl that did not decode, when there were.
   void imported(const fs::app::RunRecord& record, const QString& warning);
   void importFailed(const QString& runDir, const QString& message, bool cancelled);
@@ -77,6 +86,10 @@ class HistoryWorker : public QObject {
   void changed();
 
  private:
+  enum class ImportResult { kWritten, kFailed, kCancelled };
+  // `where`: runDir, or location:runDir, for signals and messages.
+  ImportResult importOne(RunDirSource& source, const QString& runDir, const QString& location,
+                         const QString& where);
   bool ensureStore(const QString& operation);
   void reportWrite(const QString& operation, const std::string& error);
 
@@ -85,3 +98,5 @@ class HistoryWorker : public QObject {
 };
 
 }  // namespace fs::app
+
+Q_DECLARE_METATYPE(std::shared_ptr<fs::app::RunDirSource>)

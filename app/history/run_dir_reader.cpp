@@ -1,11 +1,12 @@
 #include "app/history/run_dir_reader.h"
 
-#include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <memory>
 #include <optional>
 #include <variant>
 
+#include "app/monitor/local_file_source.h"
 #include "backend/protocol/wire/event_codec.h"
 #include "backend/protocol/wire/run_manifest.h"
 
@@ -119,42 +120,42 @@ class EventFold {
   qint64 errorMs_ = 0;
 };
 
-Status readConfig(const QString& path, QString* text) {
-  QFile f(path);
-  if (!f.exists()) return Status::ok();
-  if (!f.open(QIODevice::ReadOnly))
-    return Status::ioError(QStringLiteral("%1: cannot read: %2").arg(path, f.errorString()).toStdString());
-  *text = QString::fromUtf8(f.readAll());
-  return Status::ok();
+constexpr std::size_t kMaxManifestBytes = 1u << 20;
+constexpr std::size_t kMaxConfigBytes = 16u << 20;
+
+// A missing file is fine (a run just created): false, nothing read.
+protocol::StatusOr<bool> readConfig(RunDirSource& dir, const std::string& relativePath, QString* text) {
+  const std::unique_ptr<ByteSource> file = dir.open(relativePath);
+  auto bytes = readWhole(*file, kMaxConfigBytes);
+  if (!bytes.isOk()) {
+    if (bytes.status().code() == Status::Code::kNotFound) return false;
+    return bytes.status();
+  }
+  *text = QString::fromStdString(bytes.value());
+  return true;
 }
 
-Status scanEvents(const QString& path, const RunDirReadOptions& options, RunDirImport* out, EventFold* fold) {
-  QFile f(path);
-  if (!f.exists()) return Status::ok();
-  if (!f.open(QIODevice::ReadOnly))
-    return Status::ioError(QStringLiteral("%1: cannot read: %2").arg(path, f.errorString()).toStdString());
+Status scanEvents(RunDirSource& dir, const RunDirReadOptions& options, RunDirImport* out, EventFold* fold) {
+  const std::unique_ptr<ByteSource> file = dir.open(std::string(protocol::kEventsFileName));
+  auto st = file->stat();
+  if (!st.isOk()) return st.status().code() == Status::Code::kNotFound ? Status::ok() : st.status();
   out->hasEvents = true;
-  const qint64 total = f.size();
+  const qint64 total = static_cast<qint64>(st->size);
   qint64 done = 0;
   protocol::EventDecoderOptions decoderOptions;
-  decoderOptions.source_name = QFile::encodeName(path).toStdString();
+  decoderOptions.source_name = file->describe();
   protocol::EventDecoder decoder(decoderOptions);
-  QByteArray chunk;
-  while (!f.atEnd()) {
+  std::string chunk(static_cast<std::size_t>(qMax<qint64>(1, options.chunkBytes)), '\0');
+  for (;;) {
     if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) {
       out->cancelled = true;
       return Status::ok();
     }
-    chunk = f.read(qMax<qint64>(1, options.chunkBytes));
-    if (chunk.isEmpty()) {
-      if (f.error() != QFileDevice::NoError)
-        return Status::ioError(
-            QStringLiteral("%1: read failed: %2").arg(path, f.errorString()).toStdString());
-      break;
-    }
-    done += chunk.size();
-    for (const protocol::DecodedLine& line :
-         decoder.feed(std::string_view(chunk.constData(), chunk.size()))) {
+    auto got = file->read(static_cast<std::uint64_t>(done), chunk.data(), chunk.size());
+    if (!got.isOk()) return got.status();
+    if (*got == 0) break;  // the end (of what has been written so far)
+    done += static_cast<qint64>(*got);
+    for (const protocol::DecodedLine& line : decoder.feed(std::string_view(chunk.data(), *got))) {
       if (line.kind == protocol::DecodedLine::Kind::kEvent) {
         fold->apply(line.event);
       } else if (line.kind == protocol::DecodedLine::Kind::kError) {
@@ -165,6 +166,12 @@ Status scanEvents(const QString& path, const RunDirReadOptions& options, RunDirI
   }
   // A partial last line is a write in progress (docs/telemetry.md): not an event yet.
   return Status::ok();
+}
+
+QString lastComponent(const QString& path) {
+  QString trimmed = path;
+  while (trimmed.size() > 1 && trimmed.endsWith(QLatin1Char('/'))) trimmed.chop(1);
+  return trimmed.section(QLatin1Char('/'), -1);
 }
 
 }  // namespace
@@ -181,26 +188,37 @@ QString historyStatus(protocol::FinishStatus status) {
   return QStringLiteral("failed");
 }
 
-protocol::StatusOr<RunDirImport> readRunDirectory(const QString& runDir, const RunDirReadOptions& options) {
-  const QString absDir = QFileInfo(runDir).absoluteFilePath();
-  const protocol::RunDir layout(std::filesystem::path(QFile::encodeName(absDir).toStdString()));
-  auto manifest = protocol::readManifest(layout.root());
+protocol::StatusOr<RunDirImport> readRunDirectory(RunDirSource& source, const QString& runDir,
+                                                  const RunDirReadOptions& options) {
+  // The folder first: a missing one is "no such run directory", not a file to wait for.
+  if (auto entries = source.list("."); !entries.isOk()) {
+    if (entries.status().code() != Status::Code::kNotFound) return entries.status();
+    return Status::notFound(source.describe() + ": no such run directory (no run.json)");
+  }
+  const std::unique_ptr<ByteSource> manifestFile = source.open(std::string(protocol::kManifestFileName));
+  auto text = readWhole(*manifestFile, kMaxManifestBytes);
+  if (!text.isOk()) return text.status();
+  auto manifest = protocol::decodeManifest(text.value(), manifestFile->describe());
   if (!manifest.isOk()) return manifest.status();
   const protocol::RunManifest& m = manifest.value();
 
   RunDirImport out;
   RunRecord& r = out.record;
   r.runId = fromStd(m.run_id);
-  r.name = QFileInfo(absDir).fileName();
-  r.runDir = absDir;
-  if (Status s = readConfig(QDir(absDir).filePath(fromStd(m.config_file)), &r.configYaml); !s) return s;
+  r.name = lastComponent(runDir);
+  r.runDir = runDir;
+  if (auto config = readConfig(source, m.config_file, &r.configYaml); !config.isOk()) return config.status();
   EventFold fold(&r);
-  if (Status s = scanEvents(QDir(absDir).filePath(fromStd(protocol::kEventsFileName)), options, &out, &fold);
-      !s)
-    return s;
+  if (Status s = scanEvents(source, options, &out, &fold); !s) return s;
   if (out.cancelled) return out;
   fold.finish(m);
   return out;
+}
+
+protocol::StatusOr<RunDirImport> readRunDirectory(const QString& runDir, const RunDirReadOptions& options) {
+  const QString absDir = QFileInfo(runDir).absoluteFilePath();
+  LocalRunDir source(std::filesystem::path(QFile::encodeName(absDir).toStdString()));
+  return readRunDirectory(source, absDir, options);
 }
 
 }  // namespace fs::app

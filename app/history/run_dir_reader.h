@@ -1,6 +1,8 @@
 // Reads a run directory into a history record: run.json, config.yaml, and a
 // scan of events.jsonl for run_started / step / checkpoint / state /
-// run_finished / error.
+// run_finished / error. The directory is a RunDirSource (app/monitor/
+// byte_source.h): one of this machine (LocalRunDir) or one on a remote::Host
+// (HostRunDir, SFTP over SSH); the same code reads both.
 //
 // The event scan streams the file in chunks through the protocol decoder, so
 // a multi-gigabyte events.jsonl costs one chunk of memory; it reports
@@ -12,7 +14,8 @@
 // (run.json is only rewritten on state changes). A resumed run (several
 // run_started) keeps its first start time and its last attempt's outcome.
 //
-// Thread-safety: reentrant; touches the disk, so call it on a worker thread.
+// Thread-safety: reentrant; touches the disk or the network, so call it on a
+// worker thread. The source is used by the calling thread only, for the call.
 #pragma once
 
 #include <QString>
@@ -20,6 +23,7 @@
 #include <functional>
 
 #include "app/history/history_record.h"
+#include "app/monitor/byte_source.h"
 #include "backend/protocol/status.h"
 #include "backend/protocol/wire/events.h"
 
@@ -40,10 +44,16 @@ struct RunDirReadOptions {
   const std::atomic<bool>* cancel = nullptr;  // polled between chunks; may be null
 };
 
-// NotFound naming <runDir>/run.json when the directory holds no run, the
-// manifest's own message when it is unreadable, IOError naming the file when
-// config.yaml or events.jsonl exist but cannot be read. A missing config.yaml
-// or events.jsonl is fine (a run that has just been created).
+// Reads `source`, a run directory whose path (absolute where it lives) is
+// `runDir`: the record's runDir, and its name is runDir's last component; its
+// location is left empty for the caller to set. NotFound naming run.json
+// (source.describe(), so host:path for a remote one) when the directory holds
+// no run, the manifest's own message when it is unreadable, IOError naming the
+// file when config.yaml or events.jsonl exist but cannot be read. A missing
+// config.yaml or events.jsonl is fine (a run that has just been created).
+protocol::StatusOr<RunDirImport> readRunDirectory(RunDirSource& source, const QString& runDir,
+                                                  const RunDirReadOptions& options = {});
+// A directory of this machine (made absolute), read through a LocalRunDir.
 protocol::StatusOr<RunDirImport> readRunDirectory(const QString& runDir,
                                                   const RunDirReadOptions& options = {});
 

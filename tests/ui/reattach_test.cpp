@@ -2,19 +2,30 @@
 // i.e. LocalHost) followed when the window closes is remembered in QSettings (a
 // temporary settings path) and offered on the next start in the status bar; the
 // "Re-attach" button follows it again. A finished run is not offered. The remote
-// runs browser's Attach goes through the same RemoteRunFollow.
+// runs browser's Attach goes through the same RemoteRunFollow. A followed remote
+// run goes into History (read through the follow's Host, listed as host:path), and
+// opening its row re-attaches through that host; the browser's Add to History
+// records a listed run without following it. History writes under a temporary
+// XDG_DATA_HOME.
+#include <QComboBox>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QTableView>
 #include <QTemporaryDir>
+#include <QTreeWidget>
 #include <QtTest>
 #include <filesystem>
 
 #include "app/config/config_document.h"
+#include "app/history/history_record.h"
 #include "app/monitor/run_monitor.h"
 #include "backend/protocol/wire/run_dir.h"
 #include "backend/protocol/wire/run_manifest.h"
 #include "monitor_test_util.h"
+#include "ui/history/history_table_model.h"
+#include "ui/history/history_view.h"
 #include "ui/main_window.h"
 #include "ui/remote/reattach_offer.h"
 #include "ui/remote/remote_run_follow.h"
@@ -63,6 +74,8 @@ class ReattachTest : public QObject {
                        tmp_.filePath(QStringLiteral("settings")));
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, tmp_.filePath(QStringLiteral("settings")));
     ReattachOffer::remember(std::nullopt);
+    // The window's History opens <AppDataLocation>/history.sqlite: keep it in here.
+    qputenv("XDG_DATA_HOME", QFile::encodeName(tmp_.filePath(QStringLiteral("data"))));
   }
 
   void liveRemoteRunIsOfferedAgain() {
@@ -121,6 +134,76 @@ class ReattachTest : public QObject {
     QTest::mouseClick(w.reattachOffer()->dismissButton(), Qt::LeftButton);
     QVERIFY(!w.reattachOffer()->isVisibleTo(&w));
     QVERIFY(!ReattachOffer::remembered().has_value());
+  }
+
+  void aFollowedRemoteRunIsInHistoryAndItsRowReattaches() {
+    const QString dir = tmp_.filePath(QStringLiteral("runs/remote-history"));
+    writeRun(dir, proto::RunState::kFinished);
+    const std::filesystem::path p(QFile::encodeName(dir).toStdString());
+    proto::RunStartedEvent started;
+    started.run_id = "remote-history";
+    started.total_steps = 3;
+    started.hosts = {"node-a"};
+    proto::RunFinishedEvent finished;
+    finished.status = proto::FinishStatus::kOk;
+    finished.steps = 3;
+    QVERIFY(app::testing::appendText(p / proto::kEventsFileName,
+                                     app::testing::line(1, started) + app::testing::line(2, finished)));
+    app::ConfigDocument doc;
+    MainWindow w(&doc);
+    w.show();
+    followRemote(w, dir, proto::RunState::kFinished);
+
+    // Recorded through the follow's Host, with the host it was reached through.
+    HistoryView* history = w.historyView();
+    auto rowOfRun = [history] { return history->model()->rowOf(QStringLiteral("remote-history")); };
+    QTRY_VERIFY_WITH_TIMEOUT(
+        rowOfRun() >= 0 && history->model()->run(rowOfRun()).status == QLatin1String("finished"), kWaitMs);
+    const app::RunRecord& row = history->model()->run(rowOfRun());
+    QCOMPARE(row.location, QStringLiteral("local"));
+    QCOMPARE(row.runDir, dir);
+    QCOMPARE(row.host, QStringLiteral("node-a"));  // the node hosts, from the events
+    QCOMPARE(history->model()->index(rowOfRun(), HistoryTableModel::kRunDir).data().toString(),
+             QStringLiteral("local:") + dir);
+
+    // Follow something else, then open the row: it re-attaches through its host.
+    const QString other = tmp_.filePath(QStringLiteral("runs/other-local"));
+    writeRun(other, proto::RunState::kRunning);
+    w.followRun(other);
+    QSignalSpy attached(w.remoteRunFollow(), &RemoteRunFollow::attached);
+    w.tabs()->setCurrentWidget(history);
+    history->table()->setCurrentIndex(history->model()->index(rowOfRun(), 0));
+    QTest::keyClick(history->table(), Qt::Key_Return);
+    QTRY_COMPARE_WITH_TIMEOUT(attached.count(), 1, kWaitMs);
+    QCOMPARE(attached.at(0).at(0).toString(), QStringLiteral("local"));
+    QCOMPARE(attached.at(0).at(1).toString(), dir);
+    QTRY_VERIFY_WITH_TIMEOUT(w.monitor()->status().state == proto::RunState::kFinished, kWaitMs);
+  }
+
+  void browserAddsARunToHistory() {
+    const QString root = tmp_.filePath(QStringLiteral("browsed-root"));
+    const QString dir = root + QStringLiteral("/listed-run");
+    writeRun(dir, proto::RunState::kFinished);
+    app::ConfigDocument doc;
+    MainWindow w(&doc);
+    w.show();
+    RemoteRunsDialog* browser = w.openRemoteRuns();
+    QSignalSpy listed(browser, &RemoteRunsDialog::listed);
+    browser->hostField()->setCurrentText(QStringLiteral("local"));
+    browser->rootField()->setText(root);
+    browser->listRuns();
+    QTRY_COMPARE_WITH_TIMEOUT(listed.count(), 1, kWaitMs);
+    QCOMPARE(browser->table()->topLevelItemCount(), 1);
+    browser->table()->setCurrentItem(browser->table()->topLevelItem(0));
+    QVERIFY(browser->addToHistoryButton()->isEnabled());
+    QTest::mouseClick(browser->addToHistoryButton(), Qt::LeftButton);
+
+    HistoryView* history = w.historyView();
+    auto rowOfRun = [history] { return history->model()->rowOf(QStringLiteral("listed-run")); };
+    QTRY_VERIFY_WITH_TIMEOUT(rowOfRun() >= 0, kWaitMs);
+    QCOMPARE(history->model()->run(rowOfRun()).location, QStringLiteral("local"));
+    QCOMPARE(history->model()->run(rowOfRun()).runDir, dir);
+    QVERIFY(!w.monitor()->isAttached());  // recorded, not followed
   }
 
   void browserAttachFollowsThroughTheWindow() {

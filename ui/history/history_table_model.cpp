@@ -78,7 +78,8 @@ QVariant HistoryTableModel::data(const QModelIndex& index, int role) const {
   if (role == kRunIdRole) return r.runId;
   if (role == Qt::ToolTipRole) {
     if (index.column() == kStatus && !r.error.isEmpty()) return r.error;
-    return tr("run id %1\nhost %2\nconfig %3").arg(r.runId, r.host, r.configHash);
+    const QString where = r.location.isEmpty() ? tr("this machine") : tr("%1 (over SSH)").arg(r.location);
+    return tr("run id %1\nhost %2\nconfig %3\nrun directory on %4").arg(r.runId, r.host, r.configHash, where);
   }
   if (role == Qt::ForegroundRole && index.column() == kStatus && r.status == QLatin1String("failed"))
     return QColor(0xb0, 0x20, 0x20);
@@ -102,7 +103,7 @@ QVariant HistoryTableModel::data(const QModelIndex& index, int role) const {
     case kLosses:
       return formatLosses(r.finalLosses);
     case kRunDir:
-      return r.runDir;
+      return r.where();  // host:path for a remote run
     default:
       return {};
   }

@@ -44,10 +44,7 @@ HistoryView::HistoryView(QWidget* parent)
   overlay_->setObjectName(QStringLiteral("historyOverlay"));
   overlay_->setEnabled(false);
   overlay_->setToolTip(tr("Overlay the curves of the selected runs (select two or more)"));
-  connect(overlay_, &QPushButton::clicked, this, [this] {
-    const QStringList dirs = selectedRunDirs();
-    if (dirs.size() >= 2) emit overlayRuns(dirs);
-  });
+  connect(overlay_, &QPushButton::clicked, this, &HistoryView::overlaySelected);
 
   table_->setObjectName(QStringLiteral("historyTable"));
   table_->setModel(model_);
@@ -67,7 +64,12 @@ HistoryView::HistoryView(QWidget* parent)
   connect(header, &QHeaderView::sortIndicatorChanged, this, &HistoryView::onSortIndicatorChanged);
   // activated: double click, or Enter / Return on the current row.
   connect(table_, &QTableView::activated, this, [this](const QModelIndex& index) {
-    if (index.isValid()) emit openRun(model_->run(index.row()).runDir);
+    if (!index.isValid()) return;
+    const app::RunRecord& run = model_->run(index.row());
+    if (run.location.isEmpty())
+      emit openRun(run.runDir);
+    else
+      emit openRemoteRun(run.location, run.runDir);
   });
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
           &HistoryView::onSelectionChanged);
@@ -125,6 +127,32 @@ QStringList HistoryView::selectedRunDirs() const {
   QStringList dirs;
   for (int row : selectedRows()) dirs << model_->run(row).runDir;
   return dirs;
+}
+
+QList<app::RunRecord> HistoryView::selectedRuns() const {
+  QList<app::RunRecord> runs;
+  for (int row : selectedRows()) runs << model_->run(row);
+  return runs;
+}
+
+void HistoryView::overlaySelected() {
+  const QList<app::RunRecord> runs = selectedRuns();
+  if (runs.size() < 2) return;
+  // NOTE [Overlay of remote runs]
+  // The Compare page follows run directories of this machine (a RunMonitor per
+  // run): a remote row's path would be looked for here and reported missing, or
+  // name another folder. Refused, naming the remote rows, before anything is emitted.
+  QStringList remote;
+  for (const app::RunRecord& r : runs)
+    if (!r.location.isEmpty()) remote << r.where();
+  if (!remote.isEmpty()) {
+    status_->setText(tr("Cannot overlay remote runs (the overlay reads run directories of this machine): %1")
+                         .arg(remote.join(QStringLiteral(", "))));
+    return;
+  }
+  QStringList dirs;
+  for (const app::RunRecord& r : runs) dirs << r.runDir;
+  emit overlayRuns(dirs);
 }
 
 void HistoryView::refresh() {

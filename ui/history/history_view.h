@@ -9,6 +9,10 @@
 // Sorting is the query's: a header click changes the ORDER BY, not the rows
 // on screen. connectHistoryView() wires it to a HistoryWorker.
 //
+// A remote run (RunRecord::location set) is listed as host:path; opening it
+// asks for a re-attach through its host (openRemoteRun), and the overlay,
+// which reads files of this machine, refuses it, naming it in the status line.
+//
 // Thread-safety: GUI thread only.
 #pragma once
 
@@ -46,8 +50,9 @@ class HistoryView : public QWidget {
   // size); its requestId is that of the last request sent.
   fs::app::HistoryQuery currentQuery() const;
 
-  QStringList selectedRunIds() const;   // in table order
-  QStringList selectedRunDirs() const;  // in table order
+  QStringList selectedRunIds() const;              // in table order
+  QStringList selectedRunDirs() const;             // in table order
+  QList<fs::app::RunRecord> selectedRuns() const;  // in table order
 
   QLineEdit* searchBox() const { return search_; }
   QTableView* table() const { return table_; }
@@ -70,12 +75,15 @@ class HistoryView : public QWidget {
   void queryRequested(const fs::app::HistoryQuery& query);
   void configDiffRequested(const QStringList& runIds, quint64 requestId);
   void openRun(const QString& runDir);
+  // A remote row: its run directory, absolute on `location` (an SSH destination).
+  void openRemoteRun(const QString& location, const QString& runDir);
   void overlayRuns(const QStringList& runDirs);
 
  private:
   QList<int> selectedRows() const;  // ascending
   void onSelectionChanged();
   void onSortIndicatorChanged(int column, Qt::SortOrder order);
+  void overlaySelected();
 
   QLineEdit* search_;
   QTimer* searchTimer_;

@@ -39,6 +39,7 @@ RemoteRunsDialog::RemoteRunsDialog(std::shared_ptr<HostOpenerService> hosts, QWi
       list_(new QPushButton(tr("&List"))),
       cancel_(new QPushButton(tr("&Cancel"))),
       attach_(new QPushButton(tr("&Attach"))),
+      addToHistory_(new QPushButton(tr("Add to &History"))),
       table_(new QTreeWidget),
       status_(new QLabel) {
   setWindowTitle(tr("Remote runs"));
@@ -62,6 +63,7 @@ RemoteRunsDialog::RemoteRunsDialog(std::shared_ptr<HostOpenerService> hosts, QWi
   buttons->addWidget(list_);
   buttons->addWidget(cancel_);
   buttons->addStretch();
+  buttons->addWidget(addToHistory_);
   buttons->addWidget(attach_);
   auto* close = new QDialogButtonBox(QDialogButtonBox::Close);
   auto* layout = new QVBoxLayout(this);
@@ -82,6 +84,7 @@ RemoteRunsDialog::RemoteRunsDialog(std::shared_ptr<HostOpenerService> hosts, QWi
   connect(root_, &QLineEdit::returnPressed, this, &RemoteRunsDialog::listRuns);
   connect(cancel_, &QPushButton::clicked, this, &RemoteRunsDialog::cancelListing);
   connect(attach_, &QPushButton::clicked, this, &RemoteRunsDialog::attachSelected);
+  connect(addToHistory_, &QPushButton::clicked, this, &RemoteRunsDialog::addSelectedToHistory);
   connect(table_, &QTreeWidget::itemActivated, this, &RemoteRunsDialog::attachSelected);
   connect(table_, &QTreeWidget::itemSelectionChanged, this, &RemoteRunsDialog::updateButtons);
   connect(close, &QDialogButtonBox::rejected, this, &QDialog::reject);
@@ -151,10 +154,19 @@ void RemoteRunsDialog::attachSelected() {
   emit attachRequested(listedHost_, item->data(kName, kDirRole).toString());
 }
 
+void RemoteRunsDialog::addSelectedToHistory() {
+  QTreeWidgetItem* item = table_->currentItem();
+  if (item == nullptr) return;
+  const QString dir = item->data(kName, kDirRole).toString();
+  status_->setText(tr("Adding %1:%2 to History\u2026").arg(listedHost_, dir));
+  emit addToHistoryRequested(listedHost_, dir);
+}
+
 void RemoteRunsDialog::updateButtons() {
   list_->setEnabled(!listing_);
   cancel_->setEnabled(listing_);
   attach_->setEnabled(!listing_ && table_->currentItem() != nullptr);
+  addToHistory_->setEnabled(attach_->isEnabled());
 }
 
 }  // namespace fs::ui

@@ -1,7 +1,9 @@
 // RemoteRunsDialog: the runs under a run root on a host ("local" or an ssh_config
 // alias / [user@]host[:port]), listed on a worker thread (scanRemoteRunRoot through
 // a RemoteWorker), as a table; a run double-clicked or Attach asks the window to
-// follow it (attachRequested; MainWindow passes it to RemoteRunFollow::follow).
+// follow it (attachRequested; MainWindow passes it to RemoteRunFollow::follow);
+// Add to History asks the window to record it in the run history
+// (addToHistoryRequested; read on the history thread through the host).
 //
 // Non-modal: the window keeps working while a listing runs; Cancel ends it at the
 // next run directory. Ownership: shares the HostOpenerService; owns its worker.
@@ -37,6 +39,7 @@ class RemoteRunsDialog : public QDialog {
   QTreeWidget* table() const { return table_; }
   QPushButton* listButton() const { return list_; }
   QPushButton* attachButton() const { return attach_; }
+  QPushButton* addToHistoryButton() const { return addToHistory_; }
   bool listing() const { return listing_; }
 
  public slots:
@@ -45,9 +48,12 @@ class RemoteRunsDialog : public QDialog {
   void cancelListing();
   // Asks to follow the selected run (attachRequested).
   void attachSelected();
+  // Asks to record the selected run in the history (addToHistoryRequested).
+  void addSelectedToHistory();
 
  signals:
   void attachRequested(const QString& host, const QString& runDir);
+  void addToHistoryRequested(const QString& host, const QString& runDir);
   // After a listing was shown (its rows are in table()).
   void listed(const fs::app::cluster::RemoteRunScan& scan);
 
@@ -61,6 +67,7 @@ class RemoteRunsDialog : public QDialog {
   QPushButton* list_;
   QPushButton* cancel_;
   QPushButton* attach_;
+  QPushButton* addToHistory_;
   QTreeWidget* table_;
   QLabel* status_;
   bool listing_ = false;

@@ -1,6 +1,6 @@
 // HistoryStore on real SQLite files: runs recorded from real run directories,
-// search / sort / paging, live updates, migration of a hand-made version 1
-// database, refusal of newer or broken files, WAL and foreign keys.
+// search / sort / paging, live updates, remote runs' location, migration of
+// hand-made version 1 and 2 databases, refusal of newer or broken files, WAL and foreign keys.
 #include "app/history/history_store.h"
 
 #include <QSqlDatabase>
@@ -424,6 +424,91 @@ class HistoryStoreTest : public QObject {
     store.close();
     RawDb raw(path);
     QCOMPARE(raw.scalar(QStringLiteral("SELECT version FROM schema_version")).toInt(), kHistorySchemaVersion);
+    QCOMPARE(raw.scalar(QStringLiteral("PRAGMA integrity_check")).toString(), QStringLiteral("ok"));
+  }
+
+  void aRemoteRunKeepsItsLocationAndIsListedAndFoundAsHostColonPath() {
+    HistoryStore store;
+    QVERIFY_OK(store.open(dbPath()));
+    RunRecord remote = record("id-r", "remote-run", "finished", 2000, 3000, 10, "gpu-node-3");
+    remote.runDir = QStringLiteral("/scratch/runs/remote-run");
+    remote.location = QStringLiteral("alice@login.cluster");
+    QVERIFY_OK(store.upsert(remote));
+    QVERIFY_OK(store.upsert(record("id-l", "local-run", "finished", 1000, 2000, 10)));
+
+    RunRecord found = store.find(QStringLiteral("id-r")).value();
+    QCOMPARE(found.location, remote.location);
+    QCOMPARE(found.where(), QStringLiteral("alice@login.cluster:/scratch/runs/remote-run"));
+    QVERIFY(store.find(QStringLiteral("id-l")).value().location.isEmpty());
+    auto all = store.query({});
+    QCOMPARE(ids(all.value()), (QStringList{"id-r", "id-l"}));
+    QCOMPARE(all->runs[0].location, remote.location);
+
+    HistoryQuery q;
+    q.search = QStringLiteral("login.cluster");  // the location
+    QCOMPARE(ids(store.query(q).value()), (QStringList{"id-r"}));
+    q.search = QStringLiteral("cluster:/scratch");  // as listed, host:path
+    QCOMPARE(ids(store.query(q).value()), (QStringList{"id-r"}));
+    q.search = QStringLiteral("gpu-node-3");  // the node hosts are another column
+    QCOMPARE(ids(store.query(q).value()), (QStringList{"id-r"}));
+    q.search = QStringLiteral("/runs/local-run");
+    QCOMPARE(ids(store.query(q).value()), (QStringList{"id-l"}));
+    // By run directory as listed: "/runs/..." < "alice@...:/scratch/...".
+    q.search.clear();
+    q.sort = HistorySort::kRunDir;
+    q.order = Qt::AscendingOrder;
+    QCOMPARE(ids(store.query(q).value()), (QStringList{"id-l", "id-r"}));
+
+    // Recorded again from this machine (e.g. the folder was copied here): local again.
+    remote.location.clear();
+    QVERIFY_OK(store.upsert(remote));
+    QVERIFY(store.find(QStringLiteral("id-r")).value().location.isEmpty());
+  }
+
+  void migratesAVersionTwoDatabaseKeepingItsRowsAsLocal() {
+    const QString path = dir_->filePath(QStringLiteral("v2.sqlite"));
+    {
+      // What version 2 wrote, by hand.
+      RawDb raw(path);
+      QVERIFY(raw.isOpen());
+      QVERIFY(raw.exec(QStringLiteral("CREATE TABLE schema_version (version INTEGER NOT NULL)")));
+      QVERIFY(raw.exec(QStringLiteral("INSERT INTO schema_version VALUES (2)")));
+      QVERIFY(raw.exec(QStringLiteral(
+          "CREATE TABLE runs (run_id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL DEFAULT '',"
+          " run_dir TEXT NOT NULL DEFAULT '', host TEXT NOT NULL DEFAULT '', config_yaml TEXT NOT NULL"
+          " DEFAULT '', config_hash TEXT NOT NULL DEFAULT '', status TEXT NOT NULL DEFAULT '', started_ms"
+          " INTEGER NOT NULL DEFAULT 0, ended_ms INTEGER NOT NULL DEFAULT 0, total_steps INTEGER NOT NULL"
+          " DEFAULT 0, last_step INTEGER NOT NULL DEFAULT 0, final_losses TEXT NOT NULL DEFAULT '{}',"
+          " engine_version TEXT NOT NULL DEFAULT '', error TEXT NOT NULL DEFAULT '')")));
+      QVERIFY(raw.exec(QStringLiteral(
+          "CREATE TABLE checkpoints (run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,"
+          " path TEXT NOT NULL, step INTEGER NOT NULL DEFAULT 0, epoch INTEGER NOT NULL DEFAULT 0, kind TEXT"
+          " NOT NULL DEFAULT '', bytes INTEGER NOT NULL DEFAULT 0, time_ms INTEGER NOT NULL DEFAULT 0, seq"
+          " INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (run_id, path))")));
+      QVERIFY(raw.exec(QStringLiteral(
+          "INSERT INTO runs VALUES ('v2-1', 'v2 run', '/runs/v2', 'h1', 'name: v2\n', 'sha256:00', 'failed',"
+          " 100, 300, 10, 4, '{\"laion\":2.5}', '0.1.0', 'CUDA out of memory')")));
+      QVERIFY(raw.exec(QStringLiteral(
+          "INSERT INTO checkpoints VALUES ('v2-1', 'checkpoint_step2.pt', 2, 0, 'step', 99, 200, 0)")));
+    }
+    HistoryStore store;
+    QVERIFY_OK(store.open(path));
+    RunRecord r = store.find(QStringLiteral("v2-1")).value();
+    QCOMPARE(r.runDir, QStringLiteral("/runs/v2"));
+    QVERIFY(r.location.isEmpty());  // rows of older builds are of this machine
+    QCOMPARE(r.where(), QStringLiteral("/runs/v2"));
+    QCOMPARE(r.error, QStringLiteral("CUDA out of memory"));
+    QCOMPARE(r.engineVersion, QStringLiteral("0.1.0"));
+    QCOMPARE(r.finalLosses.value(QStringLiteral("laion")), 2.5);
+    QCOMPARE(r.checkpoints.size(), 1);
+    QCOMPARE(r.checkpoints[0].path, QStringLiteral("checkpoint_step2.pt"));
+    // The new column is written and read.
+    r.location = QStringLiteral("login-1");
+    QVERIFY_OK(store.upsert(r));
+    QCOMPARE(store.find(QStringLiteral("v2-1")).value().location, QStringLiteral("login-1"));
+    store.close();
+    RawDb raw(path);
+    QCOMPARE(raw.scalar(QStringLiteral("SELECT version FROM schema_version")).toInt(), 3);
     QCOMPARE(raw.scalar(QStringLiteral("PRAGMA integrity_check")).toString(), QStringLiteral("ok"));
   }
 

@@ -1,6 +1,7 @@
 // HistoryView, offscreen: shows the pages it is given, sends search and sort
 // to the query (never sorting or filtering itself), enables overlay for 2+
-// selected runs, opens a run on Enter / double click, and shows the config
+// selected runs (refusing remote ones), opens a run on Enter / double click
+// (a remote one through its host), lists remote runs as host:path, and shows the config
 // diff of the selection — first fed by hand, then wired to a real
 // HistoryWorker on its thread over a real database of real run directories.
 #include "ui/history/history_view.h"
@@ -191,6 +192,44 @@ class HistoryViewTest : public QObject {
     QCOMPARE(open[0].at(0).toString(), QStringLiteral("/runs/beta"));
     QVERIFY(!view.overlayButton()->isEnabled());  // setCurrentIndex selected only that row
     QVERIFY(!view.diffTable()->note().isEmpty());
+  }
+
+  void aRemoteRowShowsHostPathReattachesAndIsRefusedByTheOverlay() {
+    HistoryView view;
+    QSignalSpy queries(&view, &HistoryView::queryRequested);
+    QSignalSpy overlay(&view, &HistoryView::overlayRuns);
+    QSignalSpy open(&view, &HistoryView::openRun);
+    QSignalSpy openRemote(&view, &HistoryView::openRemoteRun);
+    RunRecord remote = run("r", "remote", 3);
+    remote.runDir = QStringLiteral("/scratch/runs/remote");
+    remote.location = QStringLiteral("alice@login.cluster");
+    view.refresh();
+    view.setPage(answer(queries, {remote, run("a", "alpha", 2), run("b", "beta", 1)}));
+    QCOMPARE(cell(view, 0, HistoryTableModel::kRunDir),
+             QStringLiteral("alice@login.cluster:/scratch/runs/remote"));
+    QCOMPARE(cell(view, 1, HistoryTableModel::kRunDir), QStringLiteral("/runs/alpha"));
+    QVERIFY(view.model()->index(0, 0).data(Qt::ToolTipRole).toString().contains(remote.location));
+
+    // Enter on the remote row asks for a re-attach through its host, not a local follow.
+    view.table()->setCurrentIndex(view.model()->index(0, 0));
+    QTest::keyClick(view.table(), Qt::Key_Return);
+    QCOMPARE(open.size(), 0);
+    QCOMPARE(openRemote.size(), 1);
+    QCOMPARE(openRemote[0].at(0).toString(), remote.location);
+    QCOMPARE(openRemote[0].at(1).toString(), remote.runDir);
+
+    // The overlay reads local files: a selection with a remote row is refused, named.
+    selectRows(view, {0, 1});
+    QVERIFY(view.overlayButton()->isEnabled());
+    QTest::mouseClick(view.overlayButton(), Qt::LeftButton);
+    QCOMPARE(overlay.size(), 0);
+    QVERIFY2(view.statusLabel()->text().contains(QStringLiteral("alice@login.cluster:/scratch/runs/remote")),
+             qPrintable(view.statusLabel()->text()));
+    QVERIFY(!view.statusLabel()->text().contains(QStringLiteral("/runs/alpha")));
+    selectRows(view, {1, 2});
+    QTest::mouseClick(view.overlayButton(), Qt::LeftButton);
+    QCOMPARE(overlay.size(), 1);
+    QCOMPARE(overlay[0].at(0).toStringList(), (QStringList{"/runs/alpha", "/runs/beta"}));
   }
 
   void wiredToARealWorker() {
