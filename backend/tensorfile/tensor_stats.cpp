@@ -211,27 +211,47 @@ BinRule<T> makeRule(const Histogram& h) {
   return r;
 }
 
-// counts has rule.count + 1 slots; the last one takes what is not counted.
+// The bin of one element, or r.count for elements outside [lo, hi] and NaN.
+template <class T, bool kRoundBf16>
+inline std::int32_t binOf(T x, const BinRule<T>& r) {
+  const bool in = (x >= r.lo) & (x <= r.hi);  // false for NaN
+  T q;
+  if constexpr (kRoundBf16) {
+    q = roundBf16(roundBf16(roundBf16(x - r.lo) * r.bins) / r.range);
+  } else {
+    q = (x - r.lo) * r.bins / r.range;
+  }
+  q = q > T(0) ? q : T(0);            // NaN -> 0: the cast below stays defined
+  q = q < r.lastBin ? q : r.lastBin;  // x == hi -> the last bin
+  const auto k = static_cast<std::int32_t>(q);
+  return in ? k : r.count;
+}
+
+// Bin counts in four interleaved tables (`tables` x (count + 1) slots, the
+// last slot of each for what is not counted), so runs of equal bins do not
+// serialise on one counter.
+constexpr std::size_t kTables = 4;
+
 template <class T, bool kRoundBf16>
 void histogramBlock(const T* p, std::size_t n, const BinRule<T>& r, std::uint64_t* counts) {
-  std::int32_t index[kBlock];
-  const T lo = r.lo, hi = r.hi, bins = r.bins, range = r.range, last = r.lastBin;
-  const std::int32_t outside = r.count;
-  for (std::size_t i = 0; i < n; ++i) {
-    const T x = p[i];
-    const bool in = (x >= lo) & (x <= hi);  // false for NaN
-    T q;
-    if constexpr (kRoundBf16) {
-      q = roundBf16(roundBf16(roundBf16(x - lo) * bins) / range);
-    } else {
-      q = (x - lo) * bins / range;
-    }
-    q = q > T(0) ? q : T(0);  // NaN -> 0: the cast below stays defined
-    q = q < last ? q : last;  // x == hi -> the last bin
-    const auto k = static_cast<std::int32_t>(q);
-    index[i] = in ? k : outside;
+  alignas(64) std::int32_t index[kBlock];
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) index[i + j] = binOf<T, kRoundBf16>(p[i + j], r);
+  for (; i < n; ++i) index[i] = binOf<T, kRoundBf16>(p[i], r);
+  const std::size_t stride = static_cast<std::size_t>(r.count) + 1;
+  std::uint64_t* c0 = counts;
+  std::uint64_t* c1 = counts + stride;
+  std::uint64_t* c2 = counts + 2 * stride;
+  std::uint64_t* c3 = counts + 3 * stride;
+  i = 0;
+  for (; i + kTables <= n; i += kTables) {
+    ++c0[index[i]];
+    ++c1[index[i + 1]];
+    ++c2[index[i + 2]];
+    ++c3[index[i + 3]];
   }
-  for (std::size_t i = 0; i < n; ++i) ++counts[index[i]];
+  for (; i < n; ++i) ++c0[index[i]];
 }
 
 // ---------------------------------------------------------------- iteration
@@ -361,7 +381,7 @@ const T* as(const std::byte* p) {
 Status accumulate(const TensorView& v, Moments* moments, Histogram* histogram, StatsControl& control) {
   if (Status s = checkStatsDtype(v.dtype); !s) return s;
   std::vector<std::uint64_t> counts;
-  if (histogram) counts.assign(histogram->counts.size() + 1, 0);
+  if (histogram) counts.assign(kTables * (histogram->counts.size() + 1), 0);
   std::uint64_t* c = counts.data();
   alignas(64) float f[kBlock];
   alignas(64) double dbl[kBlock];
@@ -452,7 +472,10 @@ Status accumulate(const TensorView& v, Moments* moments, Histogram* histogram, S
       return checkStatsDtype(v.dtype);
   }
   if (histogram && status) {
-    for (std::size_t b = 0; b < histogram->counts.size(); ++b) histogram->counts[b] += counts[b];
+    const std::size_t stride = histogram->counts.size() + 1;
+    for (std::size_t t = 0; t < kTables; ++t)
+      for (std::size_t b = 0; b < histogram->counts.size(); ++b)
+        histogram->counts[b] += counts[t * stride + b];
   }
   return status;
 }
