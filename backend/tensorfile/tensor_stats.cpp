@@ -29,11 +29,12 @@
 //   widened to [lo - 1, hi + 1] when lo == hi. Like torch's linear-interpolation
 //   kernel each element's bin is trunc((x - lo) * bins / (hi - lo)) computed
 //   in the tensor's own arithmetic: float for fp32 (edges rounded to float),
-//   double for fp64, bf16 with every operation rounded to bf16 (c10::BFloat16);
-//   fp16 (histc refuses Half) in float, integers and bool in double (torch.histc
-//   of t.float() / t.double()). x == hi goes to the last bin; x outside
-//   [lo, hi], NaN and +-Inf are not counted. A subtree's histogram is the sum of
-//   its tensors' histc over one range.
+//   double for fp64; bf16 and fp16 in float, integers and bool in double
+//   (torch.histc of t.float() / t.double(): torch 1.13 refuses fp16 and
+//   integers, and counts bf16 histograms in bf16, so a bin stops at 256).
+//   x == hi goes to the last bin; x outside [lo, hi], NaN and +-Inf are not
+//   counted (torch 1.13's histc counts NaN in bin 0). A subtree's histogram is
+//   the sum of its tensors' histc over one range.
 // - Passes: without a given range the histogram needs [min, max] first, so the
 //   data is read twice (moments, then bins) and progress / the benchmark count
 //   both passes; with a range both are computed per L1-resident block in one
@@ -50,14 +51,6 @@ constexpr int kMaxBins = 1 << 24;     // bins stay exact in float
 
 float bitsToFloat(std::uint32_t u) {
   return std::bit_cast<float>(u);
-}
-
-// Round to the nearest bf16 (ties to even), as c10::BFloat16(float); NaN stays NaN.
-inline float roundBf16(float f) {
-  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
-  if (f != f) return f;
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return bitsToFloat(u & 0xffff0000u);
 }
 
 // ---------------------------------------------------------------- moments kernels
@@ -191,7 +184,7 @@ struct BinRule {
   int count;
 };
 
-template <class T, bool kRoundBf16>
+template <class T>
 BinRule<T> makeRule(const Histogram& h) {
   const int bins = static_cast<int>(h.counts.size());
   BinRule<T> r{};
@@ -199,28 +192,16 @@ BinRule<T> makeRule(const Histogram& h) {
   r.lo = static_cast<T>(h.lo);
   r.hi = static_cast<T>(h.hi);
   r.bins = static_cast<T>(bins);
-  if constexpr (kRoundBf16) {
-    r.lo = roundBf16(r.lo);
-    r.hi = roundBf16(r.hi);
-    r.bins = roundBf16(r.bins);
-    r.range = roundBf16(r.hi - r.lo);
-  } else {
-    r.range = r.hi - r.lo;
-  }
+  r.range = r.hi - r.lo;
   r.lastBin = static_cast<T>(bins - 1);
   return r;
 }
 
 // The bin of one element, or r.count for elements outside [lo, hi] and NaN.
-template <class T, bool kRoundBf16>
+template <class T>
 inline std::int32_t binOf(T x, const BinRule<T>& r) {
   const bool in = (x >= r.lo) & (x <= r.hi);  // false for NaN
-  T q;
-  if constexpr (kRoundBf16) {
-    q = roundBf16(roundBf16(roundBf16(x - r.lo) * r.bins) / r.range);
-  } else {
-    q = (x - r.lo) * r.bins / r.range;
-  }
+  T q = (x - r.lo) * r.bins / r.range;
   q = q > T(0) ? q : T(0);            // NaN -> 0: the cast below stays defined
   q = q < r.lastBin ? q : r.lastBin;  // x == hi -> the last bin
   const auto k = static_cast<std::int32_t>(q);
@@ -232,13 +213,13 @@ inline std::int32_t binOf(T x, const BinRule<T>& r) {
 // serialise on one counter.
 constexpr std::size_t kTables = 4;
 
-template <class T, bool kRoundBf16>
+template <class T>
 void histogramBlock(const T* p, std::size_t n, const BinRule<T>& r, std::uint64_t* counts) {
   alignas(64) std::int32_t index[kBlock];
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) index[i + j] = binOf<T, kRoundBf16>(p[i + j], r);
-  for (; i < n; ++i) index[i] = binOf<T, kRoundBf16>(p[i], r);
+    for (int j = 0; j < kLanes; ++j) index[i + j] = binOf<T>(p[i + j], r);
+  for (; i < n; ++i) index[i] = binOf<T>(p[i], r);
   const std::size_t stride = static_cast<std::size_t>(r.count) + 1;
   std::uint64_t* c0 = counts;
   std::uint64_t* c1 = counts + stride;
@@ -390,7 +371,7 @@ Status accumulate(const TensorView& v, Moments* moments, Histogram* histogram, S
 
   // Integers and bool: exact extremes in their type, bins in double.
   auto integers = [&]<class T>(T*) {
-    const BinRule<double> rule = histogram ? makeRule<double, false>(*histogram) : BinRule<double>{};
+    const BinRule<double> rule = histogram ? makeRule<double>(*histogram) : BinRule<double>{};
     status = forEachBlock(v, control, [&](const std::byte* p, std::size_t n) {
       const T* x = as<T>(p);
       if constexpr (std::is_same_v<T, bool>) {
@@ -398,33 +379,33 @@ Status accumulate(const TensorView& v, Moments* moments, Histogram* histogram, S
         if (moments) momentsBlock(u8, n, *moments);
         if (histogram) {
           for (std::size_t i = 0; i < n; ++i) dbl[i] = u8[i];
-          histogramBlock<double, false>(dbl, n, rule, c);
+          histogramBlock<double>(dbl, n, rule, c);
         }
       } else {
         if (moments) momentsBlock(x, n, *moments);
         if (histogram) {
           for (std::size_t i = 0; i < n; ++i) dbl[i] = static_cast<double>(x[i]);
-          histogramBlock<double, false>(dbl, n, rule, c);
+          histogramBlock<double>(dbl, n, rule, c);
         }
       }
     });
   };
   // Floating types read directly.
   auto floats = [&]<class T>(T*) {
-    const BinRule<T> rule = histogram ? makeRule<T, false>(*histogram) : BinRule<T>{};
+    const BinRule<T> rule = histogram ? makeRule<T>(*histogram) : BinRule<T>{};
     status = forEachBlock(v, control, [&](const std::byte* p, std::size_t n) {
       if (moments) momentsBlock(as<T>(p), n, *moments);
-      if (histogram) histogramBlock<T, false>(as<T>(p), n, rule, c);
+      if (histogram) histogramBlock<T>(as<T>(p), n, rule, c);
     });
   };
   // 16-bit floats: converted exactly to float per block.
   auto halfs = [&]<bool kBf16>() {
-    const BinRule<float> rule = histogram ? makeRule<float, kBf16>(*histogram) : BinRule<float>{};
+    const BinRule<float> rule = histogram ? makeRule<float>(*histogram) : BinRule<float>{};
     status = forEachBlock(v, control, [&](const std::byte* p, std::size_t n) {
       const auto* h = as<std::uint16_t>(p);
       for (std::size_t i = 0; i < n; ++i) f[i] = kBf16 ? bf16ToFloat(h[i]) : fp16ToFloat(h[i]);
       if (moments) momentsBlock(f, n, *moments);
-      if (histogram) histogramBlock<float, kBf16>(f, n, rule, c);
+      if (histogram) histogramBlock<float>(f, n, rule, c);
     });
   };
 
