@@ -11,7 +11,7 @@ gib=${4:-1}
 py=/usr/bin/python3  # Debian's python3-torch
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 [ -f "$file" ] || "$py" "$here/tensor_stats_baseline.py" --write "$file" "$gib"
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores; file $(du -h "$file" | cut -f1)"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc --all) cores; file $(du -h "$file" | cut -f1)"
 ours=$("$build/bin/bench_tensor_stats" "$file" "$runs" 100)
 echo "$ours" | grep -v _median_s=
 ranged=$("$build/bin/bench_tensor_stats" "$file" "$runs" 100 --range -6 6 | head -1)
