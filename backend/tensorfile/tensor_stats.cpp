@@ -39,6 +39,8 @@
 //   data is read twice (moments, then bins) and progress / the benchmark count
 //   both passes; with a range both are computed per L1-resident block in one
 //   read of the data.
+// - fp64 data near DBL_MAX: a block sum that overflows is redone elementwise,
+//   whose sum overflows too; mean and std are then Inf / NaN (torch's too).
 
 namespace fs::tensorfile {
 namespace {
@@ -278,19 +280,14 @@ class Ticker {
   // false: cancelled.
   bool advance(std::uint64_t bytes) {
     c_.done += bytes;
-    pending_ += bytes;
-    if (pending_ < c_.chunkBytes) return true;
-    return flush();
-  }
-  bool flush() {
-    if (pending_ > 0 && c_.progress) c_.progress(c_.done, c_.total);
-    pending_ = 0;
+    c_.unreported += bytes;
+    if (c_.unreported < c_.chunkBytes) return true;
+    reportProgress(c_);
     return !cancelled();
   }
 
  private:
   StatsControl& c_;
-  std::uint64_t pending_ = 0;
 };
 
 Status cancelledStatus() {
@@ -349,7 +346,6 @@ Status forEachBlock(const TensorView& v, StatsControl& control, Fn&& fn) {
     if (d == 0) break;
   }
   if (buffered > 0 && !emit(buffer, buffered)) return cancelledStatus();
-  if (!ticker.flush()) return cancelledStatus();
   return Status::ok();
 }
 
@@ -640,6 +636,12 @@ Status checkHistogramRange(int bins, double lo, double hi) {
   return Status::ok();
 }
 
+void reportProgress(StatsControl& control) {
+  if (control.unreported == 0) return;
+  control.unreported = 0;
+  if (control.progress) control.progress(control.done, control.total);
+}
+
 Status accumulateMoments(const TensorView& view, Moments& moments, StatsControl& control) {
   return accumulate(view, &moments, nullptr, control);
 }
@@ -679,6 +681,7 @@ StatusOr<TensorStats> computeStats(std::span<const TensorView> views, const Stat
     for (const TensorView& v : views)
       if (Status s = accumulate(v, nullptr, &*out.histogram, control); !s) return s;
   }
+  reportProgress(control);
   return out;
 }
 

@@ -88,14 +88,20 @@ struct Histogram {
 };
 
 // Progress and cancel of one computation (one per thread). Progress counts the
-// bytes of elements processed (numel * itemsize per pass over a tensor).
+// bytes of elements processed (numel * itemsize per pass over a tensor) and is
+// reported every chunkBytes (not per tensor: a subtree of many small tensors
+// makes few calls); reportProgress reports the rest (computeStats does at its end).
 struct StatsControl {
   const std::atomic<bool>* cancel = nullptr;  // checked every chunk; set -> Status cancelled
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;  // from the computing thread
   std::uint64_t chunkBytes = std::uint64_t{16} << 20;                     // progress / cancel granularity
   std::uint64_t total = 0;                                                // what `progress` reports as total
-  std::uint64_t done = 0;  // advanced by the accumulate functions
+  std::uint64_t done = 0;        // advanced by the accumulate functions
+  std::uint64_t unreported = 0;  // bytes done since the last report
 };
+
+// Calls control.progress(done, total) if bytes were done since the last call.
+void reportProgress(StatsControl& control);
 
 struct StatsOptions {
   int bins = 0;                                    // histogram bins, 0: no histogram (max 1 << 24)

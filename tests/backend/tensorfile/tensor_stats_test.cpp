@@ -242,6 +242,25 @@ TEST(TensorStats, ProgressIsMonotonicAndEndsAtTotal) {
   }
 }
 
+TEST(TensorStats, ManySmallTensorsReportProgressPerChunk) {
+  std::vector<float> data(1000, 0.5f);
+  std::vector<TensorView> views(5000, floatView(data));
+  std::vector<std::uint64_t> seen;
+  StatsOptions opt;
+  opt.chunkBytes = 1 << 20;
+  opt.progress = [&](std::uint64_t done, std::uint64_t total) {
+    EXPECT_EQ(total, 5000u * 4000u);
+    seen.push_back(done);
+  };
+  auto s = computeStats(views, opt);
+  ASSERT_TRUE(s.isOk());
+  EXPECT_EQ(s->moments.count, 5000000u);
+  EXPECT_EQ(s->moments.stddev(), 0.0);
+  EXPECT_LE(seen.size(), 21u);  // 20 MB in 1 MiB chunks, and the end
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), 5000u * 4000u);
+}
+
 TEST(TensorStats, CancelMidwayReturnsCancelled) {
   std::vector<float> data(8 << 20, 1.5f);
   const TensorView v = floatView(data);
