@@ -16,6 +16,8 @@ std::string Status::toString() const {
       return "IOError: " + message_;
     case Code::kUnsupported:
       return "Unsupported: " + message_;
+    case Code::kCancelled:
+      return "Cancelled: " + message_;
   }
   return message_;
 }

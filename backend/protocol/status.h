@@ -12,7 +12,7 @@ namespace fs::protocol {
 
 class Status {
  public:
-  enum class Code { kOk, kInvalidArgument, kNotFound, kCorruption, kIOError, kUnsupported };
+  enum class Code { kOk, kInvalidArgument, kNotFound, kCorruption, kIOError, kUnsupported, kCancelled };
 
   Status() = default;
   static Status ok() { return Status(); }
@@ -21,6 +21,8 @@ class Status {
   static Status corruption(std::string msg) { return {Code::kCorruption, std::move(msg)}; }
   static Status ioError(std::string msg) { return {Code::kIOError, std::move(msg)}; }
   static Status unsupported(std::string msg) { return {Code::kUnsupported, std::move(msg)}; }
+  // The caller asked a long operation to stop (a cancel flag); not a failure of the input.
+  static Status cancelled(std::string msg) { return {Code::kCancelled, std::move(msg)}; }
 
   bool isOk() const { return code_ == Code::kOk; }
   explicit operator bool() const { return isOk(); }
