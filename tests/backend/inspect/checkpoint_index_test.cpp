@@ -4,6 +4,7 @@
 // including a sharded member gathered from two rank files; our manifest's
 // trainability and hashes applied; counts and bytes at every tree level.
 // Damaged inputs give errors naming the file.
+#include "backend/inspect/checkpoint_diff.h"
 #include "backend/inspect/checkpoint_index.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -251,6 +253,60 @@ TEST_F(CheckpointIndexTest, DamagedInputsNameTheFile) {
   auto outside = CheckpointIndex::open(bad);
   ASSERT_FALSE(outside.isOk());
   EXPECT_NE(outside.status().message().find("fc.bias"), std::string::npos) << outside.status().message();
+}
+
+TEST_F(CheckpointIndexTest, DiffMeasuresWhatChangedAsTorchDoes) {
+  auto a = CheckpointIndex::open(path("diff_a.pt"));
+  auto b = CheckpointIndex::open(path("diff_b.pt"));
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  std::uint64_t lastDone = 0, total = 0;
+  DiffOptions options;
+  options.progress = [&](std::uint64_t done, std::uint64_t all) {
+    EXPECT_GE(done, lastDone);
+    lastDone = done;
+    total = all;
+  };
+  auto report = diffCheckpoints(a.value(), b.value(), options);
+  ASSERT_TRUE(report.isOk()) << report.status().message();
+  EXPECT_EQ(lastDone, total);
+  EXPECT_EQ(report->changed, 3u);
+  EXPECT_EQ(report->unchanged, 1u);
+  EXPECT_EQ(report->added, 1u);
+  EXPECT_EQ(report->removed, 1u);
+  EXPECT_EQ(report->misShaped, 1u);
+  std::map<std::string, const TensorDiff*> by;
+  for (const auto& d : report->tensors) by[d.name] = &d;
+  const auto& want = expected("diff");
+  for (const char* name : {"emb", "w", "h", "same"}) {
+    SCOPED_TRACE(name);
+    const TensorDiff& d = *by.at(name);
+    const auto& w = want.at(name);
+    EXPECT_DOUBLE_EQ(d.maxAbsChange, w.at("max_abs").get<double>());
+    EXPECT_NEAR(d.relativeChange, w.at("relative").get<double>(), 1e-12);
+    EXPECT_NEAR(d.cosine, w.at("cosine").get<double>(), 1e-12);
+    EXPECT_EQ(d.changedElements, w.at("changed").get<std::int64_t>());
+    if (w.contains("rows")) {
+      EXPECT_EQ(d.changedRows, w.at("rows").get<std::vector<std::int64_t>>());
+      EXPECT_EQ(d.changedRowCount, static_cast<std::int64_t>(d.changedRows.size()));
+    }
+  }
+  EXPECT_EQ(by.at("gone")->kind, DiffKind::kRemoved);
+  EXPECT_EQ(by.at("new")->kind, DiffKind::kAdded);
+  EXPECT_EQ(by.at("shape")->kind, DiffKind::kMisShaped);
+  EXPECT_EQ(by.at("shape")->shapeB, (std::vector<std::int64_t>{3, 2}));
+  // Sorted: changed by relative change first (h 0.50, emb 0.32, w 0.011), then the rest.
+  ASSERT_GE(report->tensors.size(), 3u);
+  EXPECT_EQ(report->tensors[0].name, "h");
+  EXPECT_EQ(report->tensors[1].name, "emb");
+  EXPECT_EQ(report->tensors[2].name, "w");
+  EXPECT_EQ(report->tensors.back().name, "same");
+
+  std::atomic<bool> cancel{true};
+  DiffOptions cancelled;
+  cancelled.cancel = &cancel;
+  auto stopped = diffCheckpoints(a.value(), b.value(), cancelled);
+  ASSERT_FALSE(stopped.isOk());
+  EXPECT_EQ(stopped.status().code(), protocol::Status::Code::kCancelled);
 }
 
 }  // namespace

@@ -158,5 +158,36 @@ expected["sharded"] = {"format": "flamingo-studio sharded checkpoint", "tensors"
     {"section": "model", "name": "pos", "hex": hexbytes(buf), "shape": [4]},
 ]}
 
+# --- two checkpoints to diff --------------------------------------------------------------
+emb_a = torch.randn(10, 4)
+emb_b = emb_a.clone()
+emb_b[3] += 0.5
+emb_b[7, 1] = -2.0
+w_a = torch.randn(5, 3)
+w_b = w_a + 0.01 * torch.randn(5, 3)
+h_a = torch.randn(6).to(torch.bfloat16)
+h_b = (h_a.float() * 1.5).to(torch.bfloat16)
+same = torch.randn(4)
+da = {"emb": emb_a, "w": w_a, "h": h_a, "same": same, "gone": torch.ones(2), "shape": torch.zeros(2, 3)}
+db = {"emb": emb_b, "w": w_b, "h": h_b, "same": same.clone(), "new": torch.ones(3), "shape": torch.zeros(3, 2)}
+torch.save(da, os.path.join(OUT, "diff_a.pt"))
+torch.save(db, os.path.join(OUT, "diff_b.pt"))
+
+
+def figures(a, b):
+    a, b = a.double(), b.double()
+    d = b - a
+    changed = (a != b)
+    out = {"max_abs": d.abs().max().item(), "relative": (d.norm() / a.norm()).item(),
+           "cosine": (torch.dot(a.flatten(), b.flatten()) / (a.norm() * b.norm())).item(),
+           "changed": int(changed.sum().item())}
+    if a.dim() == 2:
+        out["rows"] = [int(r) for r in changed.any(dim=1).nonzero().flatten().tolist()]
+    return out
+
+
+expected["diff"] = {"emb": figures(emb_a, emb_b), "w": figures(w_a, w_b), "h": figures(h_a, h_b),
+                    "same": figures(same, same)}
+
 with open(os.path.join(OUT, "expected.json"), "w") as f:
     json.dump(expected, f, indent=1)
