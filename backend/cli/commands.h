@@ -40,6 +40,7 @@ int runVersion(const std::vector<std::string>& args, Io& io);
 int runLaunch(const std::vector<std::string>& args, Io& io);
 int runPlan(const std::vector<std::string>& args, Io& io);
 int runProbe(const std::vector<std::string>& args, Io& io);
+int runStream(const std::vector<std::string>& args, Io& io);
 #ifdef FS_HAVE_ENGINE
 int runTrain(const std::vector<std::string>& args, Io& io);
 int runDemo(const std::vector<std::string>& args, Io& io);
