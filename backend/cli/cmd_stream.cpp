@@ -24,9 +24,9 @@
 //   E <message>\n           a fatal error (not a regular file, unreadable); exit 1.
 // Unknown frame letters are an error for a version-1 reader; a later version
 // changes the number in the first line.
-// It runs until stdin reaches EOF (the channel or pipe was closed), a write fails
-// (SIGPIPE, EPIPE) or SIGHUP, so it never outlives the client's channel; memory
-// is one 256 KiB buffer. The path is polled every --poll-ms.
+// It runs until stdin reaches EOF (the channel or pipe was closed), stdout's reader
+// goes (a write fails: SIGPIPE; or, while idle, poll() says POLLERR/POLLHUP), or SIGHUP, so it never outlives
+// the client's channel; memory is one 256 KiB buffer. The path is polled every --poll-ms.
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -57,7 +57,7 @@ const char* const kHelp =
     "  P <dev> <ino> <size>   the path names another file now (P - : removed; P = : the held one again)\n"
     "  N file | N folder      the file (or its folder) does not exist yet; waiting for it\n"
     "  E <message>            a fatal error; exit 1\n"
-    "It runs until stdin is closed (EOF), stdout is closed (SIGPIPE) or SIGHUP.\n"
+    "It runs until stdin is closed (EOF), stdout is closed (SIGPIPE, or seen while idle) or SIGHUP.\n"
     "Exit 0 when stdin or stdout closed, 1 after an E frame, 2 for bad options.\n\n";
 
 const std::vector<OptionSpec> kOptions = {
@@ -113,10 +113,12 @@ class Streamer {
       int step = fd_ < 0 ? openFile() : follow();
       if (step >= 0) return step;
       if (step == kMore) continue;
-      // Idle: wait for the next poll, or for stdin to close.
-      pollfd in{STDIN_FILENO, POLLIN, 0};
-      const int ready = ::poll(&in, 1, poll_ms_);
-      if (ready > 0) {
+      // Idle: wait for the next poll, or for stdin to close, or for the reader of
+      // stdout to go (POLLERR / POLLHUP on its end: an idle stream notices too).
+      pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {STDOUT_FILENO, 0, 0}};
+      const int ready = ::poll(fds, 2, poll_ms_);
+      if (ready > 0 && (fds[1].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) return kExitOk;
+      if (ready > 0 && fds[0].revents != 0) {
         char sink[512];
         const ssize_t r = ::read(STDIN_FILENO, sink, sizeof sink);
         if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) return kExitOk;  // EOF: the client left
