@@ -36,7 +36,7 @@ namespace fs::app {
 struct StreamSourceOptions {
   // The engine's command; "stream", the options and the path are appended.
   std::vector<std::string> engine = {"flamingo-train"};
-  int poll_ms = 100;                  // the engine's --poll-ms
+  int poll_ms = 20;                   // the engine's --poll-ms
   int open_timeout_ms = 20'000;       // for the stream's first frame
   int read_timeout_ms = 20'000;       // for bytes announced but not yet arrived
   std::size_t max_buffer = 8u << 20;  // received and not yet read by the tail
