@@ -64,7 +64,7 @@ double percentile(std::vector<double> v, double p) {
 // CPU seconds of the sshd processes in host h0's network namespace (the listener and
 // the session serving us; its SFTP server is internal-sftp, in the same process) and
 // of the flamingo-train stream processes it started.
-double sshdCpuSeconds(const std::string& netns) {
+double sshdCpuSeconds(const std::string& netns, int* streams = nullptr) {
   struct stat ns {};
   if (::stat(("/run/netns/" + netns).c_str(), &ns) != 0) return 0;
   const std::string want = "net:[" + std::to_string(ns.st_ino) + "]";
@@ -83,6 +83,7 @@ double sshdCpuSeconds(const std::string& netns) {
     if (close == std::string::npos || open == std::string::npos) continue;
     const std::string comm = line.substr(open + 1, close - open - 1);
     if (comm != "sshd" && comm != "flamingo-train") continue;
+    if (streams != nullptr && comm == "flamingo-train") ++*streams;
     std::istringstream rest(line.substr(close + 2));
     std::string field;
     double utime = 0, stime = 0;
@@ -96,6 +97,17 @@ double sshdCpuSeconds(const std::string& netns) {
     ticks += utime + stime;
   }
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Waits (up to 10 s) until the stream processes of a follower just destroyed have
+// exited, so that their CPU does not drop out of the next measurement's sum.
+void waitForStreamsToEnd(const std::string& netns) {
+  for (int i = 0; i < 1000; ++i) {
+    int streams = 0;
+    sshdCpuSeconds(netns, &streams);
+    if (streams == 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 bool writeRun(const std::string& dir, long n) {
@@ -126,6 +138,7 @@ struct Ingest {
 
 std::optional<Ingest> ingestOnce(const Attach& attach, const std::string& dir, long n,
                                  const std::string& ns) {
+  waitForStreamsToEnd(ns);
   fs::app::RunMonitor monitor;
   const double cpu = cpuSeconds();
   const double sshd = sshdCpuSeconds(ns);
@@ -206,6 +219,7 @@ struct Idle {
 // Attached to the finished run in `dir` (n events), caught up, then idle_s of wall time.
 std::optional<Idle> idleCpu(const Attach& attach, const std::string& dir, long n, int idle_s,
                             const std::string& ns) {
+  waitForStreamsToEnd(ns);
   fs::app::RunMonitor monitor;
   attach(monitor, dir);
   if (!waitForPoints(monitor, static_cast<std::size_t>(n), 120000)) {
