@@ -17,6 +17,14 @@
 // writeFileAtomic() fsyncs the file, renames it over the path and fsyncs the
 // directory. Messages start with "local: " and name the path or the command.
 //
+// NOTE [Streams]
+// openStream() starts the command as run() does, keeps the write end of its stdin
+// open (never writing to it) and reads its stdout as it comes. Destroying the
+// stream closes stdin and stdout, so a command that exits on stdin EOF or SIGPIPE
+// (flamingo-train stream) ends at once; one that does not gets 1 s, then SIGTERM
+// and SIGKILL to its process group, as run() does. Over SSH (ssh_host.h) the same
+// is a long-lived exec channel; closing it makes sshd close the command's pipes.
+//
 // Thread-safety: stateless; any thread may call any method at the same time.
 #pragma once
 
@@ -44,6 +52,10 @@ class LocalHost final : public Host {
                                              std::uint32_t mode = 0644) override;
   protocol::Status makeDirs(const std::string& path) override;
   protocol::Status remove(const std::string& path) override;
+  // NOTE [Streams]: stdin stays open and unwritten; stderr is read along and its
+  // last 4 KiB end the error once stdout reaches EOF.
+  protocol::StatusOr<std::unique_ptr<CommandStream>> openStream(
+      const std::vector<std::string>& argv) override;
 };
 
 // The executable `name` names for this process: itself when it holds a '/',

@@ -1,6 +1,6 @@
 // LocalHost::run: posix_spawn of an argument vector, its stdin, stdout and
 // stderr through pipes multiplexed with poll(), and the timeout / cancel that
-// end its process group.
+// end its process group. LocalHost::openStream: the same child, read as it comes.
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -134,6 +134,45 @@ void stopGroup(pid_t pid) {
   ::kill(-pid, SIGKILL);  // anything of the group that outlived its leader
 }
 
+// Starts `exe` with argv, its stdin, stdout and stderr on the three pipes (opened
+// here), in its own process group with default signal dispositions.
+StatusOr<pid_t> spawnPiped(const std::vector<std::string>& argv, const std::string& exe, Pipe& in, Pipe& out,
+                           Pipe& err) {
+  if (!in.open() || !out.open() || !err.open()) {
+    return Status::ioError("local: cannot make pipes for " + commandName(argv) + ": " + errnoText(errno));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawnattr_init(&attr);
+  ::posix_spawn_file_actions_adddup2(&actions, in.fd[0], STDIN_FILENO);
+  ::posix_spawn_file_actions_adddup2(&actions, out.fd[1], STDOUT_FILENO);
+  ::posix_spawn_file_actions_adddup2(&actions, err.fd[1], STDERR_FILENO);
+  // Its own process group (so a stop reaches its children), default signal
+  // dispositions (the app ignores SIGPIPE) and an empty signal mask.
+  sigset_t defaults, empty;
+  ::sigfillset(&defaults);
+  ::sigdelset(&defaults, SIGKILL);
+  ::sigdelset(&defaults, SIGSTOP);
+  ::sigemptyset(&empty);
+  ::posix_spawnattr_setsigdefault(&attr, &defaults);
+  ::posix_spawnattr_setsigmask(&attr, &empty);
+  ::posix_spawnattr_setpgroup(&attr, 0);
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int spawned = ::posix_spawn(&pid, exe.c_str(), &actions, &attr, args.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attr);
+  if (spawned != 0) {
+    return Status::ioError("local: cannot start " + commandName(argv) + " (" + exe +
+                           "): " + errnoText(spawned));
+  }
+  return pid;
+}
+
 }  // namespace
 
 std::string findInPath(const std::string& name, const std::string& path) {
@@ -167,38 +206,9 @@ StatusOr<CommandResult> LocalHost::run(const std::vector<std::string>& argv, con
   }
 
   Pipe in, out, err;
-  if (!in.open() || !out.open() || !err.open()) {
-    return Status::ioError("local: cannot make pipes for " + commandName(argv) + ": " + errnoText(errno));
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawnattr_init(&attr);
-  ::posix_spawn_file_actions_adddup2(&actions, in.fd[0], STDIN_FILENO);
-  ::posix_spawn_file_actions_adddup2(&actions, out.fd[1], STDOUT_FILENO);
-  ::posix_spawn_file_actions_adddup2(&actions, err.fd[1], STDERR_FILENO);
-  // Its own process group (so a stop reaches its children), default signal
-  // dispositions (the app ignores SIGPIPE) and an empty signal mask.
-  sigset_t defaults, empty;
-  ::sigfillset(&defaults);
-  ::sigdelset(&defaults, SIGKILL);
-  ::sigdelset(&defaults, SIGSTOP);
-  ::sigemptyset(&empty);
-  ::posix_spawnattr_setsigdefault(&attr, &defaults);
-  ::posix_spawnattr_setsigmask(&attr, &empty);
-  ::posix_spawnattr_setpgroup(&attr, 0);
-  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int spawned = ::posix_spawn(&pid, exe.c_str(), &actions, &attr, args.data(), environ);
-  ::posix_spawn_file_actions_destroy(&actions);
-  ::posix_spawnattr_destroy(&attr);
-  if (spawned != 0) {
-    return Status::ioError("local: cannot start " + commandName(argv) + " (" + exe +
-                           "): " + errnoText(spawned));
-  }
+  auto spawned = spawnPiped(argv, exe, in, out, err);
+  if (!spawned.isOk()) return spawned.status();
+  const pid_t pid = *spawned;
   in.close(0);
   out.close(1);
   err.close(1);
@@ -258,6 +268,114 @@ StatusOr<CommandResult> LocalHost::run(const std::vector<std::string>& argv, con
     result.signal = signalName(WTERMSIG(status));
   }
   return result;
+}
+
+// --- LocalHost::openStream
+
+namespace {
+
+class LocalStream final : public CommandStream {
+ public:
+  LocalStream(std::vector<std::string> argv, pid_t pid, Pipe& in, Pipe& out, Pipe& err)
+      : what_("local: " + commandName(argv)), pid_(pid) {
+    std::swap(in_, in.fd[1]);
+    std::swap(out_, out.fd[0]);
+    std::swap(err_, err.fd[0]);
+    setNonBlocking(out_);
+    setNonBlocking(err_);
+  }
+  ~LocalStream() override {
+    // Closing its stdin and stdout ends a well-behaved command at once (EOF,
+    // SIGPIPE); anything else is stopped as run() stops it.
+    closeFd(in_);
+    closeFd(out_);
+    closeFd(err_);
+    if (pid_ > 0) {
+      int status = 0;
+      if (!reapWithin(pid_, 1'000, &status)) stopGroup(pid_);
+    }
+  }
+  LocalStream(const LocalStream&) = delete;
+  LocalStream& operator=(const LocalStream&) = delete;
+
+  StatusOr<std::size_t> read(std::string& out, std::size_t max, int timeout_ms) override {
+    if (out_ < 0) return Status::ioError(what_ + " ended");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      const std::size_t before = out.size();
+      out.resize(before + max);
+      const ssize_t n = ::read(out_, out.data() + before, max);
+      out.resize(before + (n > 0 ? static_cast<std::size_t>(n) : 0));
+      if (n > 0) return static_cast<std::size_t>(n);
+      if (n == 0) return ended();
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        return Status::ioError(what_ + ": reading its output: " + errnoText(errno));
+      drainErr();
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::size_t{0};
+      pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+      ::poll(fds, err_ >= 0 ? 2 : 1, static_cast<int>(left.count()));
+    }
+  }
+
+ private:
+  static void closeFd(int& fd) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  void drainErr() {
+    if (err_ < 0) return;
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(err_, buf, sizeof buf);
+      if (n > 0) {
+        err_text_.append(buf, static_cast<std::size_t>(n));
+        if (err_text_.size() > 4096) err_text_.erase(0, err_text_.size() - 4096);  // keep the end
+        continue;
+      }
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) closeFd(err_);
+      return;
+    }
+  }
+  // stdout reached EOF: how the command ended, with the end of its stderr.
+  Status ended() {
+    closeFd(out_);
+    int status = 0;
+    std::string how = "closed its output";
+    if (reapWithin(pid_, 1'000, &status)) {
+      pid_ = -1;
+      how = WIFEXITED(status) ? "exited with code " + std::to_string(WEXITSTATUS(status))
+                              : "ended by signal " + signalName(WTERMSIG(status));
+    }
+    if (err_ >= 0) {
+      ::fcntl(err_, F_SETFL, ::fcntl(err_, F_GETFL) & ~O_NONBLOCK);  // the command is gone: read to EOF
+      drainErr();
+    }
+    while (!err_text_.empty() && err_text_.back() == '\n') err_text_.pop_back();
+    return Status::ioError(what_ + " " + how + (err_text_.empty() ? "" : ": " + err_text_));
+  }
+
+  std::string what_;
+  pid_t pid_;
+  int in_ = -1, out_ = -1, err_ = -1;
+  std::string err_text_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CommandStream>> LocalHost::openStream(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv.front().empty()) return Status::invalidArgument("local: empty command");
+  const char* pathEnv = std::getenv("PATH");
+  const std::string exe = findInPath(argv.front(), pathEnv ? pathEnv : "/usr/local/bin:/usr/bin:/bin");
+  if (exe.empty()) return Status::ioError("local: " + argv.front() + ": command not found");
+  Pipe in, out, err;
+  auto spawned = spawnPiped(argv, exe, in, out, err);
+  if (!spawned.isOk()) return spawned.status();
+  in.close(0);
+  out.close(1);
+  err.close(1);
+  return std::unique_ptr<CommandStream>(std::make_unique<LocalStream>(argv, *spawned, in, out, err));
 }
 
 }  // namespace fs::app::remote

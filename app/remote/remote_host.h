@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,19 @@ struct FileInfo {
   std::int64_t mtime = 0;  // unix seconds
   bool is_dir = false;
   std::uint32_t mode = 0;  // permission bits
+};
+
+// A command's stdout, read as it comes (Host::openStream). Destroying it ends the
+// command (its stdin and stdout are closed; NOTE [Streams] in local_host.h).
+// Thread-safety: one thread at a time; the Host must outlive it.
+class CommandStream {
+ public:
+  virtual ~CommandStream() = default;
+  // Appends up to `max` bytes of stdout to `out`, waiting up to `timeout_ms` for
+  // the first; 0 when none came in time. kIOError once stdout ended (the message
+  // names the host, the command, how it ended and the end of its stderr) or the
+  // connection failed; the stream is then done.
+  virtual protocol::StatusOr<std::size_t> read(std::string& out, std::size_t max, int timeout_ms) = 0;
 };
 
 class Host {
@@ -77,6 +91,13 @@ class Host {
   // Like mkdir -p.
   virtual protocol::Status makeDirs(const std::string& path) = 0;
   virtual protocol::Status remove(const std::string& path) = 0;
+  // Starts argv like run(), with its stdin held open, and hands its stdout over as
+  // it comes; the command runs until the stream is destroyed (or it exits).
+  virtual protocol::StatusOr<std::unique_ptr<CommandStream>> openStream(
+      const std::vector<std::string>& argv) {
+    return protocol::Status::ioError(name() + ": cannot stream '" + (argv.empty() ? "" : argv[0]) +
+                                     "' (this host runs whole commands only)");
+  }
 };
 
 }  // namespace fs::app::remote

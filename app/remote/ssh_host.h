@@ -47,8 +47,13 @@ class SshHost : public Host {
                                              std::uint32_t mode = 0644) override;
   protocol::Status makeDirs(const std::string& path) override;
   protocol::Status remove(const std::string& path) override;
+  // A long-lived exec channel on this session (NOTE [Streams] in local_host.h);
+  // its reads take the mutex only to poll the channel, never to wait.
+  protocol::StatusOr<std::unique_ptr<CommandStream>> openStream(
+      const std::vector<std::string>& argv) override;
 
  private:
+  friend class SshStream;
   const std::string name_;
   std::mutex mutex_;
   SshConnection connection_;

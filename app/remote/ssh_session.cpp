@@ -168,6 +168,7 @@ Status SshConnection::connect() {
   auto endpoint = openEndpoint(spec_, *prompter_, resolve_hop_);
   if (!endpoint.isOk()) return endpoint.status();
   endpoint_ = std::move(*endpoint);
+  ++generation_;
   connected_ = true;
   return Status::ok();
 }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -85,6 +86,22 @@ class SshConnection {
   protocol::Status makeDirs(const std::string& path);
   protocol::Status remove(const std::string& path);
 
+  // Long-lived exec channels (SshHost::openStream, NOTE [Streams] in local_host.h).
+  // A channel belongs to the session of its generation: once that session is
+  // closed (a reconnect frees it with its channels) the calls say "connection lost".
+  struct StreamChannel {
+    void* channel = nullptr;  // ssh_channel
+    std::uint64_t generation = 0;
+  };
+  protocol::StatusOr<StreamChannel> openStream(const std::vector<std::string>& argv);
+  // What the channel has now, without waiting: bytes of stdout appended to `out`
+  // (at most `max`), its stderr's end kept in `*err`; *eof once stdout ended, and
+  // *exit then says how the command ended.
+  protocol::Status readStream(const StreamChannel& stream, std::string& out, std::size_t max,
+                              std::string* err, bool* eof, std::string* exit);
+  void closeStream(const StreamChannel& stream);
+  int socketFd() const;  // -1 when not connected
+
   struct Endpoint;  // one authenticated session (+ the tunnel it runs through)
   class Watchdog;
 
@@ -104,7 +121,9 @@ class SshConnection {
   HopResolver resolve_hop_;
   std::unique_ptr<Endpoint> endpoint_;
   std::unique_ptr<Watchdog> watchdog_;
-  void* sftp_ = nullptr;  // sftp_session
+  void* sftp_ = nullptr;          // sftp_session
+  std::uint64_t generation_ = 0;  // counts sessions; a stream's channel lives in one
+  std::chrono::steady_clock::time_point last_ignore_{};
   std::atomic<bool> connected_{false};
 };
 

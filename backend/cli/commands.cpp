@@ -23,6 +23,8 @@ const std::vector<Command>& commands() {
        runCheckpoint},
       {"probe", "Pre-flight facts for the app: host (disk, cores, GPUs), clock, listen/connect (rendezvous)",
        runProbe},
+      {"stream", "Follow a file from a byte offset, framed on stdout, for the app's remote follow (tail -f)",
+       runStream},
       {"validate", "Check a run config: every problem at once, plus the derived figures", runValidate},
       {"show-defaults", "Print the default run config as YAML (with help comments)", runShowDefaults},
       {"import-cmdline", "Turn an OpenFlamingo torchrun/train.py command line into a run config",

@@ -1,13 +1,14 @@
 // bench_remote_follow: issue 24's figures for following a run over SSH, each beside the
 // local follower's measured in the same process. Sets up two sshd hosts in network
 // namespaces (tests/fixtures/ssh_hosts.h; needs root) and follows from host h0, whose
-// file system is this machine's: the same files are read locally and through SFTP.
+// file system is this machine's: the same files are read locally, through SFTP
+// (HostRunDir) and through `flamingo-train stream` on an exec channel (StreamRunDir).
 //  1. attach to a finished run of N step events until the store holds all of them;
 //  2. live: a writer appends one step event every ~20 ms, write() -> store changed();
 //  3. idle: attached to a run (events, 2 rank logs) whose files do not change, this
 //     process's CPU (and the CPU of the sshd serving us) as % of one core.
 // RunMonitor with the app's default options (50 ms poll, logs followed).
-// Usage: bench_remote_follow [events=1000000] [runs=3] [lines=200] [idle_s=20]
+// Usage: bench_remote_follow [events=1000000] [runs=3] [lines=200] [idle_s=20] [stream_poll_ms=50]
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -35,6 +36,7 @@
 #include "app/monitor/host_file_source.h"
 #include "app/monitor/run_monitor.h"
 #include "app/monitor/series_names.h"
+#include "app/monitor/stream_file_source.h"
 #include "app/remote/ssh_config.h"
 #include "app/remote/ssh_host.h"
 #include "backend/protocol/wire/event_codec.h"
@@ -60,8 +62,9 @@ double percentile(std::vector<double> v, double p) {
 }
 
 // CPU seconds of the sshd processes in host h0's network namespace (the listener and
-// the session serving us; its SFTP server is internal-sftp, in the same process).
-double sshdCpuSeconds(const std::string& netns) {
+// the session serving us; its SFTP server is internal-sftp, in the same process) and
+// of the flamingo-train stream processes it started.
+double sshdCpuSeconds(const std::string& netns, int* streams = nullptr) {
   struct stat ns {};
   if (::stat(("/run/netns/" + netns).c_str(), &ns) != 0) return 0;
   const std::string want = "net:[" + std::to_string(ns.st_ino) + "]";
@@ -78,7 +81,9 @@ double sshdCpuSeconds(const std::string& netns) {
     const auto close = line.rfind(')');
     const auto open = line.find('(');
     if (close == std::string::npos || open == std::string::npos) continue;
-    if (line.substr(open + 1, close - open - 1) != "sshd") continue;
+    const std::string comm = line.substr(open + 1, close - open - 1);
+    if (comm != "sshd" && comm != "flamingo-train") continue;
+    if (streams != nullptr && comm == "flamingo-train") ++*streams;
     std::istringstream rest(line.substr(close + 2));
     std::string field;
     double utime = 0, stime = 0;
@@ -92,6 +97,17 @@ double sshdCpuSeconds(const std::string& netns) {
     ticks += utime + stime;
   }
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Waits (up to 10 s) until the stream processes of a follower just destroyed have
+// exited, so that their CPU does not drop out of the next measurement's sum.
+void waitForStreamsToEnd(const std::string& netns) {
+  for (int i = 0; i < 1000; ++i) {
+    int streams = 0;
+    sshdCpuSeconds(netns, &streams);
+    if (streams == 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 bool writeRun(const std::string& dir, long n) {
@@ -122,6 +138,7 @@ struct Ingest {
 
 std::optional<Ingest> ingestOnce(const Attach& attach, const std::string& dir, long n,
                                  const std::string& ns) {
+  waitForStreamsToEnd(ns);
   fs::app::RunMonitor monitor;
   const double cpu = cpuSeconds();
   const double sshd = sshdCpuSeconds(ns);
@@ -137,7 +154,9 @@ std::optional<Ingest> ingestOnce(const Attach& attach, const std::string& dir, l
                 sshdCpuSeconds(ns) - sshd};
 }
 
-// Latencies in ms of `lines` events appended to a fresh `dir`/events.jsonl.
+// Latencies in ms of `lines` events appended to a fresh `dir`/events.jsonl, after a
+// first event (not timed) has reached the store: a follower's start (for the exec
+// stream, starting the engine) belongs to attaching, not to live latency.
 std::optional<std::vector<double>> latencies(const Attach& attach, const std::string& dir, int lines) {
   const std::string path = dir + "/events.jsonl";
   std::vector<std::atomic<std::int64_t>> written(static_cast<std::size_t>(lines));
@@ -146,9 +165,16 @@ std::optional<std::vector<double>> latencies(const Attach& attach, const std::st
   auto* store = monitor.store();
   QEventLoop loop;
   std::size_t seen = 0;
+  bool warm = false;
   QObject::connect(store, &fs::app::SeriesStore::changed, &loop, [&] {
     const auto now = Clock::now();
-    const std::size_t n = store->y(fs::app::series::loss("laion")).size();
+    const std::size_t all = store->y(fs::app::series::loss("laion")).size();
+    if (!warm) {
+      warm = all >= 1;
+      if (warm) loop.exit(2);
+      return;
+    }
+    const std::size_t n = all - 1;
     for (; seen < n; ++seen) {
       const Clock::time_point at{Clock::duration(written[seen].load())};
       latency_ms[seen] = std::chrono::duration<double, std::milli>(now - at).count();
@@ -157,12 +183,20 @@ std::optional<std::vector<double>> latencies(const Attach& attach, const std::st
   });
   QTimer::singleShot(lines * 20 + 60000, &loop, [&] { loop.exit(1); });
   attach(monitor, dir);
+  fs::protocol::EventEncoder encoder;
+  {
+    std::ofstream first(path, std::ios::binary);
+    first << encoder.encode(fs::bench::realisticStep(1));
+  }
+  if (loop.exec() != 2) {
+    std::fprintf(stderr, "live latency: the first event did not reach the store\n");
+    return std::nullopt;
+  }
   std::thread writer([&] {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return;
-    fs::protocol::EventEncoder encoder;
     for (int i = 0; i < lines; ++i) {
-      const std::string text = encoder.encode(fs::bench::realisticStep(i + 1));
+      const std::string text = encoder.encode(fs::bench::realisticStep(i + 2));
       written[static_cast<std::size_t>(i)] = Clock::now().time_since_epoch().count();
       if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -185,6 +219,7 @@ struct Idle {
 // Attached to the finished run in `dir` (n events), caught up, then idle_s of wall time.
 std::optional<Idle> idleCpu(const Attach& attach, const std::string& dir, long n, int idle_s,
                             const std::string& ns) {
+  waitForStreamsToEnd(ns);
   fs::app::RunMonitor monitor;
   attach(monitor, dir);
   if (!waitForPoints(monitor, static_cast<std::size_t>(n), 120000)) {
@@ -221,8 +256,11 @@ int main(int argc, char** argv) {
   const int runs = argc > 2 ? std::atoi(argv[2]) : 3;
   const int lines = argc > 3 ? std::atoi(argv[3]) : 200;
   const int idle_s = argc > 4 ? std::atoi(argv[4]) : 20;
-  if (n <= 0 || runs <= 0 || lines <= 0 || idle_s <= 0) {
-    std::fprintf(stderr, "usage: bench_remote_follow [events > 0] [runs > 0] [lines > 0] [idle_s > 0]\n");
+  const int stream_poll_ms = argc > 5 ? std::atoi(argv[5]) : fs::app::StreamSourceOptions{}.poll_ms;
+  if (n <= 0 || runs <= 0 || lines <= 0 || idle_s <= 0 || stream_poll_ms <= 0) {
+    std::fprintf(stderr,
+                 "usage: bench_remote_follow [events > 0] [runs > 0] [lines > 0] [idle_s > 0] "
+                 "[stream_poll_ms > 0]\n");
     return 2;
   }
   if (geteuid() != 0) {
@@ -261,10 +299,18 @@ int main(int argc, char** argv) {
   const Attach remote = [&host](fs::app::RunMonitor& m, const std::string& dir) {
     m.attach(std::make_shared<fs::app::HostRunDir>(host, dir));
   };
+  fs::app::StreamSourceOptions stream_options;
+  stream_options.engine = {FS_BENCH_ENGINE};  // h0's file system is this machine's
+  stream_options.poll_ms = stream_poll_ms;
+  const Attach stream = [&host, &stream_options](fs::app::RunMonitor& m, const std::string& dir) {
+    m.attach(std::make_shared<fs::app::StreamRunDir>(host, dir, stream_options));
+  };
+  const Attach* const transports[3] = {&local, &remote, &stream};
+  const char* const names[3] = {"local", "sftp", "stream"};
 
   QTemporaryDir root;
   const std::string base = root.path().toStdString();
-  for (const char* d : {"/finished", "/live-local", "/live-ssh", "/idle"})
+  for (const char* d : {"/finished", "/live-local", "/live-sftp", "/live-stream", "/idle"})
     std::filesystem::create_directory(base + d);
   const long idle_events = 1000;
   if (!root.isValid() || !writeRun(base + "/finished", n) || !writeRun(base + "/idle", idle_events)) {
@@ -280,44 +326,63 @@ int main(int argc, char** argv) {
   const double mb = static_cast<double>(std::filesystem::file_size(base + "/finished/events.jsonl")) / 1e6;
   std::printf("finished run: %ld step events, %.1f MB\n", n, mb);
 
-  // 1. Alternating local and SSH, so that a busy spell of the shared machine hits both.
-  std::vector<double> wall[2], cpu[2], sshd[2];
+  // 1. Alternating local, SFTP and stream, so that a busy spell of the shared machine
+  //    hits all three.
+  std::vector<double> wall[3], cpu[3], sshd[3];
   for (int r = 0; r < runs; ++r) {
-    for (int which = 0; which < 2; ++which) {
-      auto got = ingestOnce(which == 0 ? local : remote, base + "/finished", n, ns);
+    for (int which = 0; which < 3; ++which) {
+      auto got = ingestOnce(*transports[which], base + "/finished", n, ns);
       if (!got) return 1;
       wall[which].push_back(got->wall_s);
       cpu[which].push_back(got->cpu_s);
       sshd[which].push_back(got->sshd_s);
-      std::printf("attach run %d %-5s: %.3f s (%.3f CPU s here, %.3f CPU s sshd)\n", r + 1,
-                  which == 0 ? "local" : "ssh", got->wall_s, got->cpu_s, got->sshd_s);
+      std::printf("attach run %d %-6s: %.3f s (%.3f CPU s here, %.3f CPU s sshd + stream)\n", r + 1,
+                  names[which], got->wall_s, got->cpu_s, got->sshd_s);
+      std::fflush(stdout);
     }
   }
   // 2. Live latency.
-  auto live_local = latencies(local, base + "/live-local", lines);
-  auto live_ssh = latencies(remote, base + "/live-ssh", lines);
-  if (!live_local || !live_ssh) return 1;
+  std::vector<double> live[3];
+  for (int which = 0; which < 3; ++which) {
+    auto got = latencies(*transports[which], base + "/live-" + names[which], lines);
+    if (!got) return 1;
+    live[which] = std::move(*got);
+  }
   // 3. Idle CPU.
-  auto idle_local = idleCpu(local, base + "/idle", idle_events, idle_s, ns);
-  auto idle_ssh = idleCpu(remote, base + "/idle", idle_events, idle_s, ns);
-  if (!idle_local || !idle_ssh) return 1;
+  Idle idle[3];
+  for (int which = 0; which < 3; ++which) {
+    auto got = idleCpu(*transports[which], base + "/idle", idle_events, idle_s, ns);
+    if (!got) return 1;
+    idle[which] = *got;
+  }
 
   auto median = [](const std::vector<double>& v) { return percentile(v, 0.5); };
   std::printf("\ncommand: ");
   for (int i = 0; i < argc; ++i) std::printf("%s%s", i ? " " : "", argv[i]);
   std::printf("\nSSH: host h0 (%s, sshd in a network namespace on this machine), %u cores\n\n",
               hosts.hostAddress(0).c_str(), std::thread::hardware_concurrency());
-  std::printf("| measure | local | SSH (h0) | target (SSH) |\n| --- | ---: | ---: | --- |\n");
-  std::printf("| attach to a finished run of %ld steps (%.0f MB), median of %d: s | %.3f | %.3f | < 3 s |\n",
-              n, mb, runs, median(wall[0]), median(wall[1]));
-  std::printf("| ... CPU s of this process | %.3f | %.3f | |\n", median(cpu[0]), median(cpu[1]));
-  std::printf("| ... CPU s of sshd | - | %.3f | |\n", median(sshd[1]));
-  std::printf("| live, %d events 20 ms apart: write() -> changed(), median ms | %.1f | %.1f | < 250 ms |\n",
-              lines, median(*live_local), median(*live_ssh));
-  std::printf("| ... p90 ms | %.1f | %.1f | |\n", percentile(*live_local, 0.9), percentile(*live_ssh, 0.9));
+  std::printf("stream: flamingo-train stream --poll-ms %d over an exec channel, one per followed file\n\n",
+              stream_poll_ms);
   std::printf(
-      "| idle following (2 rank logs), %d s: CPU of this process, %% of one core | %.2f | %.2f | < 2 %% |\n",
-      idle_s, idle_local->cpu_pct, idle_ssh->cpu_pct);
-  std::printf("| ... CPU of sshd, %% of one core | - | %.2f | |\n", idle_ssh->sshd_pct);
+      "| measure | local | SFTP (h0) | exec stream (h0) | target (SSH) |\n| --- | ---: | ---: | ---: | --- "
+      "|\n");
+  std::printf(
+      "| attach to a finished run of %ld steps (%.0f MB), median of %d: s | %.3f | %.3f | %.3f | < 3 s |\n",
+      n, mb, runs, median(wall[0]), median(wall[1]), median(wall[2]));
+  std::printf("| ... CPU s of this process | %.3f | %.3f | %.3f | |\n", median(cpu[0]), median(cpu[1]),
+              median(cpu[2]));
+  std::printf("| ... CPU s of sshd (+ the stream process) | - | %.3f | %.3f | |\n", median(sshd[1]),
+              median(sshd[2]));
+  std::printf(
+      "| live, %d events 20 ms apart: write() -> changed(), median ms | %.1f | %.1f | %.1f | < 250 ms |\n",
+      lines, median(live[0]), median(live[1]), median(live[2]));
+  std::printf("| ... p90 ms | %.1f | %.1f | %.1f | |\n", percentile(live[0], 0.9), percentile(live[1], 0.9),
+              percentile(live[2], 0.9));
+  std::printf(
+      "| idle following (2 rank logs), %d s: CPU of this process, %% of one core | %.2f | %.2f | %.2f | < 2 "
+      "%% |\n",
+      idle_s, idle[0].cpu_pct, idle[1].cpu_pct, idle[2].cpu_pct);
+  std::printf("| ... CPU of sshd (+ the stream processes), %% of one core | - | %.2f | %.2f | |\n",
+              idle[1].sshd_pct, idle[2].sshd_pct);
   return 0;
 }
