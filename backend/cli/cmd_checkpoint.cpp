@@ -1,6 +1,7 @@
-// checkpoint: tools for checkpoints. inspect (cmd_checkpoint_inspect.cpp, torch-free)
-// shows what any checkpoint holds; consolidate (cmd_checkpoint_consolidate.cpp, with
-// the engine) turns a sharded checkpoint into one OpenFlamingo-format file.
+// checkpoint: tools for checkpoints. inspect and diff (cmd_checkpoint_inspect.cpp,
+// cmd_checkpoint_diff.cpp, torch-free) show what any checkpoint holds and what changed; consolidate
+// (cmd_checkpoint_consolidate.cpp, with the engine) turns a sharded checkpoint into one OpenFlamingo-format
+// file.
 #include <map>
 #include <ostream>
 
@@ -11,6 +12,7 @@ namespace fs::cli {
 int runCheckpoint(const std::vector<std::string>& args, Io& io) {
   static const std::map<std::string, int (*)(const std::vector<std::string>&, Io&)> subs = {
       {"inspect", runCheckpointInspect},
+      {"diff", runCheckpointDiff},
 #ifdef FS_HAVE_ENGINE
       {"consolidate", runCheckpointConsolidate},
 #endif
@@ -21,6 +23,7 @@ int runCheckpoint(const std::vector<std::string>& args, Io& io) {
       os << "flamingo-train checkpoint: unknown tool '" << args[0] << "'\n";
     os << "usage: flamingo-train checkpoint <tool> [options]\n\n"
           "  inspect       what a checkpoint holds: format, sections, modules, tensors, hashes\n"
+          "  diff          what changed between two checkpoints, tensor by tensor\n"
 #ifdef FS_HAVE_ENGINE
           "  consolidate   sharded checkpoint directory -> one full (OpenFlamingo-format) file\n"
 #endif

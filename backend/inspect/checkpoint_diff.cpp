@@ -22,20 +22,34 @@ double element(const std::byte* p, tf::DType dtype, std::size_t i) {
     return v;
   };
   switch (dtype) {
-    case tf::DType::kFloat64: return load(double{});
-    case tf::DType::kFloat32: return load(float{});
-    case tf::DType::kFloat16: return tf::fp16ToFloat(load(std::uint16_t{}));
-    case tf::DType::kBFloat16: return tf::bf16ToFloat(load(std::uint16_t{}));
-    case tf::DType::kInt64: return static_cast<double>(load(std::int64_t{}));
-    case tf::DType::kInt32: return load(std::int32_t{});
-    case tf::DType::kInt16: return load(std::int16_t{});
-    case tf::DType::kInt8: return load(std::int8_t{});
-    case tf::DType::kUInt8: return load(std::uint8_t{});
-    case tf::DType::kUInt16: return load(std::uint16_t{});
-    case tf::DType::kUInt32: return load(std::uint32_t{});
-    case tf::DType::kUInt64: return static_cast<double>(load(std::uint64_t{}));
-    case tf::DType::kBool: return load(std::uint8_t{}) != 0 ? 1.0 : 0.0;
-    default: return std::numeric_limits<double>::quiet_NaN();
+    case tf::DType::kFloat64:
+      return load(double{});
+    case tf::DType::kFloat32:
+      return load(float{});
+    case tf::DType::kFloat16:
+      return tf::fp16ToFloat(load(std::uint16_t{}));
+    case tf::DType::kBFloat16:
+      return tf::bf16ToFloat(load(std::uint16_t{}));
+    case tf::DType::kInt64:
+      return static_cast<double>(load(std::int64_t{}));
+    case tf::DType::kInt32:
+      return load(std::int32_t{});
+    case tf::DType::kInt16:
+      return load(std::int16_t{});
+    case tf::DType::kInt8:
+      return load(std::int8_t{});
+    case tf::DType::kUInt8:
+      return load(std::uint8_t{});
+    case tf::DType::kUInt16:
+      return load(std::uint16_t{});
+    case tf::DType::kUInt32:
+      return load(std::uint32_t{});
+    case tf::DType::kUInt64:
+      return static_cast<double>(load(std::uint64_t{}));
+    case tf::DType::kBool:
+      return load(std::uint8_t{}) != 0 ? 1.0 : 0.0;
+    default:
+      return std::numeric_limits<double>::quiet_NaN();
   }
 }
 
@@ -55,7 +69,8 @@ Packed pack(const tf::TensorView& v) {
   return p;
 }
 
-Status compare(const CheckpointIndex& a, std::size_t ia, const CheckpointIndex& b, std::size_t ib, TensorDiff& d) {
+Status compare(const CheckpointIndex& a, std::size_t ia, const CheckpointIndex& b, std::size_t ib,
+               TensorDiff& d) {
   for (const tf::DType t : {d.dtypeA, d.dtypeB}) {
     if (Status s = tf::checkStatsDtype(t); !s) return Status::unsupported(d.name + ": " + s.message());
   }
@@ -96,11 +111,16 @@ Status compare(const CheckpointIndex& a, std::size_t ia, const CheckpointIndex& 
 
 int kindOrder(DiffKind k) {
   switch (k) {
-    case DiffKind::kChanged: return 0;
-    case DiffKind::kMisShaped: return 1;
-    case DiffKind::kAdded: return 2;
-    case DiffKind::kRemoved: return 3;
-    case DiffKind::kUnchanged: return 4;
+    case DiffKind::kChanged:
+      return 0;
+    case DiffKind::kMisShaped:
+      return 1;
+    case DiffKind::kAdded:
+      return 2;
+    case DiffKind::kRemoved:
+      return 3;
+    case DiffKind::kUnchanged:
+      return 4;
   }
   return 5;
 }
@@ -109,16 +129,22 @@ int kindOrder(DiffKind k) {
 
 std::string_view diffKindName(DiffKind kind) {
   switch (kind) {
-    case DiffKind::kUnchanged: return "unchanged";
-    case DiffKind::kChanged: return "changed";
-    case DiffKind::kAdded: return "added";
-    case DiffKind::kRemoved: return "removed";
-    case DiffKind::kMisShaped: return "mis-shaped";
+    case DiffKind::kUnchanged:
+      return "unchanged";
+    case DiffKind::kChanged:
+      return "changed";
+    case DiffKind::kAdded:
+      return "added";
+    case DiffKind::kRemoved:
+      return "removed";
+    case DiffKind::kMisShaped:
+      return "mis-shaped";
   }
   return "?";
 }
 
-StatusOr<DiffReport> diffCheckpoints(const CheckpointIndex& a, const CheckpointIndex& b, const DiffOptions& options) {
+StatusOr<DiffReport> diffCheckpoints(const CheckpointIndex& a, const CheckpointIndex& b,
+                                     const DiffOptions& options) {
   auto wanted = [&](Section s) {
     return std::find(options.sections.begin(), options.sections.end(), s) != options.sections.end();
   };
@@ -174,19 +200,30 @@ StatusOr<DiffReport> diffCheckpoints(const CheckpointIndex& a, const CheckpointI
   }
   for (const TensorDiff& d : report.tensors) {
     switch (d.kind) {
-      case DiffKind::kChanged: ++report.changed; break;
-      case DiffKind::kUnchanged: ++report.unchanged; break;
-      case DiffKind::kAdded: ++report.added; break;
-      case DiffKind::kRemoved: ++report.removed; break;
-      case DiffKind::kMisShaped: ++report.misShaped; break;
+      case DiffKind::kChanged:
+        ++report.changed;
+        break;
+      case DiffKind::kUnchanged:
+        ++report.unchanged;
+        break;
+      case DiffKind::kAdded:
+        ++report.added;
+        break;
+      case DiffKind::kRemoved:
+        ++report.removed;
+        break;
+      case DiffKind::kMisShaped:
+        ++report.misShaped;
+        break;
     }
   }
-  std::stable_sort(report.tensors.begin(), report.tensors.end(), [](const TensorDiff& x, const TensorDiff& y) {
-    if (kindOrder(x.kind) != kindOrder(y.kind)) return kindOrder(x.kind) < kindOrder(y.kind);
-    if (x.kind == DiffKind::kChanged && x.relativeChange != y.relativeChange)
-      return x.relativeChange > y.relativeChange;
-    return x.name < y.name;
-  });
+  std::stable_sort(report.tensors.begin(), report.tensors.end(),
+                   [](const TensorDiff& x, const TensorDiff& y) {
+                     if (kindOrder(x.kind) != kindOrder(y.kind)) return kindOrder(x.kind) < kindOrder(y.kind);
+                     if (x.kind == DiffKind::kChanged && x.relativeChange != y.relativeChange)
+                       return x.relativeChange > y.relativeChange;
+                     return x.name < y.name;
+                   });
   return report;
 }
 

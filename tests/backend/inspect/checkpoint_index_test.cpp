@@ -4,7 +4,6 @@
 // including a sharded member gathered from two rank files; our manifest's
 // trainability and hashes applied; counts and bytes at every tree level.
 // Damaged inputs give errors naming the file.
-#include "backend/inspect/checkpoint_diff.h"
 #include "backend/inspect/checkpoint_index.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "backend/inspect/checkpoint_diff.h"
 #include "backend/inspect/module_tree.h"
 #include "backend/tensorfile/safetensors.h"
 

@@ -1,4 +1,4 @@
-// `flamingo-train checkpoint inspect` on files python3-torch writes
+// `flamingo-train checkpoint inspect` and `diff` on files python3-torch writes
 // (make_checkpoints.py): --json lists what torch lists, the text output names
 // the format, sections and modules, --verify checks manifest hashes (and fails
 // with exit 1 naming the tensor when one differs), bad input exits 1 or 2 with
@@ -21,9 +21,8 @@ struct Ran {
   std::string out;  // stdout and stderr
 };
 
-Ran inspect(const std::string& args) {
-  const std::string cmd =
-      std::string(FS_BINARY_DIR) + "/bin/flamingo-train checkpoint inspect " + args + " 2>&1";
+Ran checkpoint(const std::string& args) {
+  const std::string cmd = std::string(FS_BINARY_DIR) + "/bin/flamingo-train checkpoint " + args + " 2>&1";
   Ran r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -32,6 +31,10 @@ Ran inspect(const std::string& args) {
   const int status = ::pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+Ran inspect(const std::string& args) {
+  return checkpoint("inspect " + args);
 }
 
 class InspectCliTest : public ::testing::Test {
@@ -131,6 +134,38 @@ TEST_F(InspectCliTest, BadInputGetsAClearMessage) {
   EXPECT_NE(none.out.find("usage: flamingo-train checkpoint inspect"), std::string::npos) << none.out;
   const Ran help = inspect("--help");
   EXPECT_EQ(help.code, 0);
+}
+
+TEST_F(InspectCliTest, DiffListsWhatChangedFirst) {
+  const Ran r = checkpoint("diff " + path("diff_a.pt") + " " + path("diff_b.pt"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("3 changed, 1 unchanged, 1 added, 1 removed, 1 mis-shaped"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("changed    emb"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rows 3, 7"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mis-shaped shape  [2, 3] -> [3, 2]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(" same"), std::string::npos) << r.out;  // unchanged only with --unchanged
+  EXPECT_LT(r.out.find(" h  "), r.out.find(" emb  "));         // by relative change
+
+  const Ran j = checkpoint("diff --json --unchanged " + path("diff_a.pt") + " " + path("diff_b.pt"));
+  ASSERT_EQ(j.code, 0) << j.out;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc.at("changed"), 3);
+  const auto& want = expected_->at("diff");
+  bool sawEmb = false;
+  for (const auto& t : doc.at("tensors")) {
+    if (t.at("name") != "emb") continue;
+    sawEmb = true;
+    EXPECT_EQ(t.at("changed_rows"), want.at("emb").at("rows"));
+    EXPECT_NEAR(t.at("relative_change").get<double>(), want.at("emb").at("relative").get<double>(), 1e-12);
+  }
+  EXPECT_TRUE(sawEmb);
+  EXPECT_EQ(doc.at("tensors").size(), 7u);
+
+  const Ran bad = checkpoint("diff " + path("diff_a.pt") + " " + path("missing.pt"));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.out.find("missing.pt"), std::string::npos) << bad.out;
+  EXPECT_EQ(checkpoint("diff " + path("diff_a.pt")).code, 2);
 }
 
 }  // namespace
