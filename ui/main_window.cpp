@@ -25,6 +25,7 @@
 #include "app/control/control_client.h"
 #include "app/history/history_worker.h"
 #include "app/launch/local_launcher.h"
+#include "app/monitor/host_file_source.h"
 #include "app/monitor/run_monitor.h"
 #include "app/runs/run_catalog.h"
 #include "ui/compare/compare_page.h"
@@ -487,7 +488,7 @@ void MainWindow::importFollowedIntoHistory() {
   // A remote run: read on the history thread through the Host the follow opened
   // (SFTP), recorded with the host it was reached through.
   if (!followingOpen_ || followingDir_.isEmpty()) return;
-  auto source = hostRunDir(followingOpen_, followingDir_.toStdString());
+  auto source = app::hostRunDir(followingOpen_, followingDir_.toStdString());
   const QString dir = followingDir_;
   const QString location = followingHost_;
   QMetaObject::invokeMethod(
@@ -505,7 +506,7 @@ void MainWindow::addRemoteRunToHistory(const QString& host, const QString& runDi
                                 QString::fromStdString(open.status().message()), false);
       return;
     }
-    worker->importRunDirFrom(hostRunDir(open.value(), runDir.toStdString()), runDir, host);
+    worker->importRunDirFrom(app::hostRunDir(open.value(), runDir.toStdString()), runDir, host);
   });
 }
 

@@ -73,4 +73,29 @@ StatusOr<std::vector<std::string>> HostRunDir::list(const std::string& relativeD
   return names;
 }
 
+namespace {
+
+class SharedHostRunDir : public RunDirSource {
+ public:
+  SharedHostRunDir(std::shared_ptr<remote::Host> host, std::string dir)
+      : host_(std::move(host)), dir_(*host_, std::move(dir)) {}
+  std::string describe() const override { return dir_.describe(); }
+  std::unique_ptr<ByteSource> open(const std::string& relativePath) override {
+    return dir_.open(relativePath);
+  }
+  StatusOr<std::vector<std::string>> list(const std::string& relativeDir) override {
+    return dir_.list(relativeDir);
+  }
+
+ private:
+  std::shared_ptr<remote::Host> host_;  // before dir_: it borrows the Host
+  HostRunDir dir_;
+};
+
+}  // namespace
+
+std::shared_ptr<RunDirSource> hostRunDir(std::shared_ptr<remote::Host> host, std::string dir) {
+  return std::make_shared<SharedHostRunDir>(std::move(host), std::move(dir));
+}
+
 }  // namespace fs::app

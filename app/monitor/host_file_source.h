@@ -49,4 +49,8 @@ class HostRunDir : public RunDirSource {
   std::string dir_;
 };
 
+// A HostRunDir that holds its Host (shared with whoever else uses it), for owners
+// that hand the source on (RunMonitor::attach, the history's importer).
+std::shared_ptr<RunDirSource> hostRunDir(std::shared_ptr<remote::Host> host, std::string dir);
+
 }  // namespace fs::app

@@ -6,31 +6,8 @@
 #include "ui/remote/connection_indicator.h"
 
 namespace fs::ui {
-namespace {
 
-class SharedHostRunDir : public app::RunDirSource {
- public:
-  SharedHostRunDir(std::shared_ptr<app::remote::Host> host, std::string dir)
-      : host_(std::move(host)), dir_(*host_, std::move(dir)) {}
-  std::string describe() const override { return dir_.describe(); }
-  std::unique_ptr<app::ByteSource> open(const std::string& relativePath) override {
-    return dir_.open(relativePath);
-  }
-  protocol::StatusOr<std::vector<std::string>> list(const std::string& relativeDir) override {
-    return dir_.list(relativeDir);
-  }
-
- private:
-  std::shared_ptr<app::remote::Host> host_;  // before dir_: it borrows the Host
-  app::HostRunDir dir_;
-};
-
-}  // namespace
-
-std::shared_ptr<app::RunDirSource> hostRunDir(std::shared_ptr<app::remote::Host> host,
-                                              const std::string& dir) {
-  return std::make_shared<SharedHostRunDir>(std::move(host), dir);
-}
+using app::hostRunDir;
 
 RemoteRunFollow::RemoteRunFollow(std::shared_ptr<HostOpenerService> hosts, app::RunMonitor* monitor,
                                  ConnectionIndicator* indicator, QObject* parent)

@@ -16,17 +16,12 @@
 #include "ui/remote/remote_worker.h"
 
 namespace fs::app {
-class RunDirSource;
 class RunMonitor;
 }  // namespace fs::app
 
 namespace fs::ui {
 
 class ConnectionIndicator;
-
-// A HostRunDir that holds its Host.
-std::shared_ptr<app::RunDirSource> hostRunDir(std::shared_ptr<app::remote::Host> host,
-                                              const std::string& dir);
 
 class RemoteRunFollow : public QObject {
   Q_OBJECT

@@ -21,24 +21,6 @@ namespace {
 using test::finishedRun;
 using test::writeRunDir;
 
-// A HostRunDir that holds its Host, as the window's (ui::hostRunDir) does.
-class OwningHostRunDir : public RunDirSource {
- public:
-  OwningHostRunDir(std::shared_ptr<remote::Host> host, const QString& dir)
-      : host_(std::move(host)), dir_(*host_, dir.toStdString()) {}
-  std::string describe() const override { return dir_.describe(); }
-  std::unique_ptr<ByteSource> open(const std::string& relativePath) override {
-    return dir_.open(relativePath);
-  }
-  protocol::StatusOr<std::vector<std::string>> list(const std::string& relativeDir) override {
-    return dir_.list(relativeDir);
-  }
-
- private:
-  std::shared_ptr<remote::Host> host_;
-  HostRunDir dir_;
-};
-
 }  // namespace
 
 class RemoteRunDirTest : public QObject {
@@ -157,7 +139,7 @@ class RemoteRunDirTest : public QObject {
     QSignalSpy failed(&mirror, &HistoryWorker::importFailed);
     QSignalSpy progress(&mirror, &HistoryWorker::importProgress);
     QSignalSpy changed(&mirror, &HistoryWorker::changed);
-    std::shared_ptr<RunDirSource> source = std::make_shared<OwningHostRunDir>(host_, a);
+    std::shared_ptr<RunDirSource> source = hostRunDir(host_, a.toStdString());
     QMetaObject::invokeMethod(worker, [=] { worker->importRunDirFrom(source, a, location); });
     QVERIFY(changed.wait(10'000));
     QCOMPARE(failed.size(), 0);
@@ -182,7 +164,7 @@ class RemoteRunDirTest : public QObject {
 
     // A missing remote directory: the failure names location:path.
     const QString missing = dir_->filePath(QStringLiteral("missing"));
-    std::shared_ptr<RunDirSource> gone = std::make_shared<OwningHostRunDir>(host_, missing);
+    std::shared_ptr<RunDirSource> gone = hostRunDir(host_, missing.toStdString());
     QMetaObject::invokeMethod(worker, [=] { worker->importRunDirFrom(gone, missing, location); });
     QVERIFY(failed.wait(10'000));
     QCOMPARE(failed[0].at(0).toString(), location + QLatin1Char(':') + missing);

@@ -33,24 +33,6 @@ class NobodyAsked : public remote::Prompter {
   std::optional<remote::Secret> passphrase(const std::string&, int) override { return std::nullopt; }
 };
 
-// A HostRunDir that holds its Host, as the window's (ui::hostRunDir) does.
-class OwningHostRunDir : public RunDirSource {
- public:
-  OwningHostRunDir(std::shared_ptr<remote::Host> host, const QString& dir)
-      : host_(std::move(host)), dir_(*host_, dir.toStdString()) {}
-  std::string describe() const override { return dir_.describe(); }
-  std::unique_ptr<ByteSource> open(const std::string& relativePath) override {
-    return dir_.open(relativePath);
-  }
-  protocol::StatusOr<std::vector<std::string>> list(const std::string& relativeDir) override {
-    return dir_.list(relativeDir);
-  }
-
- private:
-  std::shared_ptr<remote::Host> host_;
-  HostRunDir dir_;
-};
-
 }  // namespace
 
 class SshHistoryTest : public QObject {
@@ -96,7 +78,7 @@ class SshHistoryTest : public QObject {
     const QString location = QString::fromStdString(alias);
     QSignalSpy imported(&mirror, &HistoryWorker::imported);
     QSignalSpy failed(&mirror, &HistoryWorker::importFailed);
-    std::shared_ptr<RunDirSource> shared = std::make_shared<OwningHostRunDir>(host, dir);
+    std::shared_ptr<RunDirSource> shared = hostRunDir(host, dir.toStdString());
     QMetaObject::invokeMethod(worker, [=] { worker->importRunDirFrom(shared, dir, location); });
     QVERIFY(imported.wait(30'000));
     const RunRecord r = imported[0].at(0).value<RunRecord>();
@@ -106,7 +88,7 @@ class SshHistoryTest : public QObject {
 
     // A folder that is not there: named with the host.
     const QString missing = tmp.filePath(QStringLiteral("no-such-run"));
-    std::shared_ptr<RunDirSource> gone = std::make_shared<OwningHostRunDir>(host, missing);
+    std::shared_ptr<RunDirSource> gone = hostRunDir(host, missing.toStdString());
     QMetaObject::invokeMethod(worker, [=] { worker->importRunDirFrom(gone, missing, location); });
     QVERIFY(failed.wait(30'000));
     QCOMPARE(failed[0].at(0).toString(), location + QLatin1Char(':') + missing);
