@@ -15,11 +15,6 @@ std::string parentOf(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-std::string join(const std::string& dir, const std::string& relative) {
-  if (relative.empty() || relative == ".") return dir;
-  return dir.ends_with('/') ? dir + relative : dir + "/" + relative;
-}
-
 }  // namespace
 
 HostFileSource::HostFileSource(remote::Host& host, std::string path) : host_(host), path_(std::move(path)) {}
@@ -61,11 +56,20 @@ std::string HostRunDir::describe() const {
 }
 
 std::unique_ptr<ByteSource> HostRunDir::open(const std::string& relativePath) {
-  return std::make_unique<HostFileSource>(host_, join(dir_, relativePath));
+  return std::make_unique<HostFileSource>(host_, joinHostPath(dir_, relativePath));
 }
 
 StatusOr<std::vector<std::string>> HostRunDir::list(const std::string& relativeDir) {
-  auto entries = host_.list(join(dir_, relativeDir));
+  return listHostDir(host_, joinHostPath(dir_, relativeDir));
+}
+
+std::string joinHostPath(const std::string& dir, const std::string& relative) {
+  if (relative.empty() || relative == ".") return dir;
+  return dir.ends_with('/') ? dir + relative : dir + "/" + relative;
+}
+
+StatusOr<std::vector<std::string>> listHostDir(remote::Host& host, const std::string& dir) {
+  auto entries = host.list(dir);
   if (!entries) return entries.status();
   std::vector<std::string> names;
   names.reserve(entries->size());

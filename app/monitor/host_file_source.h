@@ -49,6 +49,12 @@ class HostRunDir : public RunDirSource {
   std::string dir_;
 };
 
+// `relative` under `dir` on a host ("." or "": dir itself).
+std::string joinHostPath(const std::string& dir, const std::string& relative);
+// The names of the entries of `dir` on `host` (HostRunDir::list, and other run
+// directories on a Host).
+protocol::StatusOr<std::vector<std::string>> listHostDir(remote::Host& host, const std::string& dir);
+
 // A HostRunDir that holds its Host (shared with whoever else uses it), for owners
 // that hand the source on (RunMonitor::attach, the history's importer).
 std::shared_ptr<RunDirSource> hostRunDir(std::shared_ptr<remote::Host> host, std::string dir);

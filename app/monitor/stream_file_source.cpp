@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "app/monitor/host_file_source.h"
+
 namespace fs::app {
 namespace {
 
@@ -13,11 +15,6 @@ using protocol::StatusOr;
 
 constexpr std::size_t kReadChunk = 256 * 1024;
 constexpr std::size_t kMaxLine = 4096;
-
-std::string join(const std::string& dir, const std::string& relative) {
-  if (relative.empty() || relative == ".") return dir;
-  return dir.ends_with('/') ? dir + relative : dir + "/" + relative;
-}
 
 std::string parentOf(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -269,16 +266,11 @@ std::string StreamRunDir::describe() const {
 }
 
 std::unique_ptr<ByteSource> StreamRunDir::open(const std::string& relativePath) {
-  return std::make_unique<StreamFileSource>(host_, join(dir_, relativePath), options_);
+  return std::make_unique<StreamFileSource>(host_, joinHostPath(dir_, relativePath), options_);
 }
 
 StatusOr<std::vector<std::string>> StreamRunDir::list(const std::string& relativeDir) {
-  auto entries = host_.list(join(dir_, relativeDir));
-  if (!entries) return entries.status();
-  std::vector<std::string> names;
-  names.reserve(entries->size());
-  for (const remote::FileInfo& e : *entries) names.push_back(e.name);
-  return names;
+  return listHostDir(host_, joinHostPath(dir_, relativeDir));
 }
 
 }  // namespace fs::app
