@@ -9,12 +9,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "backend/inspect/checkpoint_diff.h"
 #include "backend/inspect/checkpoint_index.h"
 #include "backend/inspect/hash_check.h"
 
@@ -70,11 +73,12 @@ class EngineCheckpointTest : public ::testing::Test {
                                      "train",
                                      "--config",
                                      std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml"};
-    for (const char* s : {"data.source=synthetic", "model.lm.family=llama", "optim.epochs=1",
-                          "data.datasets[0].batch_size=2", "data.datasets[0].samples_per_epoch=8",
-                          "data.datasets[1].batch_size=2", "data.datasets[1].samples_per_epoch=8",
-                          "launch.threads_per_rank=1", "parallel.mode=fsdp", "checkpoint.format=sharded",
-                          "parallel.collective_timeout_s=60", "parallel.preflight_timeout_s=60"}) {
+    for (const char* s :
+         {"data.source=synthetic", "model.lm.family=llama", "optim.epochs=1", "data.datasets[0].batch_size=2",
+          "data.datasets[0].samples_per_epoch=8", "data.datasets[1].batch_size=2",
+          "data.datasets[1].samples_per_epoch=8", "launch.threads_per_rank=1", "parallel.mode=fsdp",
+          "checkpoint.format=sharded", "checkpoint.every_steps=1", "checkpoint.keep_last=5",
+          "parallel.collective_timeout_s=60", "parallel.preflight_timeout_s=60"}) {
       argv.push_back("--set");
       argv.push_back(s);
     }
@@ -190,6 +194,39 @@ TEST_F(EngineCheckpointTest, ManifestHashesOfTheFullFileMatchAndAFlippedByteIsNa
   EXPECT_EQ(badReport->differing, 1u);
   ASSERT_EQ(badReport->differ.size(), 1u);
   EXPECT_EQ(badReport->differ.front(), full->tensors()[victim].name);
+}
+
+// What a run trains, seen by the diff: from the step-1 checkpoint to the epoch's,
+// every tensor that moved is trainable, and the input embedding moved only in the
+// rows of the tokens the model adds (OpenFlamingo's gradient mask).
+TEST_F(EngineCheckpointTest, DiffShowsOnlyTrainableTensorsAndTheAddedTokenRowsMoved) {
+  auto before = CheckpointIndex::open((sharded_->parent_path() / "checkpoint_step1.pt").string());
+  ASSERT_TRUE(before.isOk()) << before.status().message();
+  auto after = CheckpointIndex::open(sharded_->string());
+  ASSERT_TRUE(after.isOk()) << after.status().message();
+  auto report = diffCheckpoints(before.value(), after.value());
+  ASSERT_TRUE(report.isOk()) << report.status().message();
+  EXPECT_GT(report->changed, 0u);
+  EXPECT_EQ(report->added + report->removed + report->misShaped, 0u);
+  const auto manifest = nlohmann::json::parse(after->manifest());
+  std::vector<std::int64_t> added;
+  for (const auto& [token, id] : manifest.at("added_tokens").items()) added.push_back(id.get<std::int64_t>());
+  std::sort(added.begin(), added.end());
+  bool sawEmbedding = false;
+  for (const TensorDiff& d : report->tensors) {
+    const auto i = after->find(d.name);
+    ASSERT_TRUE(i.has_value()) << d.name;
+    const TensorEntry& t = after->tensors()[*i];
+    if (d.kind == DiffKind::kChanged) {
+      EXPECT_EQ(t.trainable, std::optional<bool>(true)) << d.name << " moved but is not trainable";
+    }
+    if (d.name.ends_with("embed_tokens.weight")) {
+      sawEmbedding = true;
+      EXPECT_EQ(d.kind, DiffKind::kChanged);
+      EXPECT_EQ(d.changedRows, added) << d.name;
+    }
+  }
+  EXPECT_TRUE(sawEmbedding);
 }
 
 }  // namespace
