@@ -359,6 +359,9 @@ TEST_F(NodeAgentTest, RanksDieWithAKilledAgent) {
   ASSERT_TRUE(waitUntil([&] { return allExist("pid-"); })) << stderrText();
   std::vector<pid_t> ranks;
   for (int r = 0; r < 3; ++r) ranks.push_back(std::stoi(slurp(file("pid-" + std::to_string(r)))));
+  // A rank can write its pid before the agent has recorded its spawn: kill the
+  // agent only once all three rank_spawned events are written.
+  ASSERT_TRUE(waitUntil([&] { return eventsOf<RankSpawnedEvent>(events()).size() == 3; })) << stderrText();
   ::kill(agent_, SIGKILL);
   EXPECT_EQ(finish(), 128 + SIGKILL);
   bool gone = waitUntil([&] {
