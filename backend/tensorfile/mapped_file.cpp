@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -49,6 +50,18 @@ StatusOr<MappedFile> MappedFile::open(const std::string& path) {
   }
   ::close(fd);  // the mapping keeps the file open
   return file;
+}
+
+void adviseWillNeed(std::span<const std::byte> bytes) {
+  if (bytes.empty()) return;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(bytes.data()) & ~(page - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(bytes.data() + bytes.size());
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);  // a hint: errors ignored
+}
+
+void MappedFile::dropResidentPages() const {
+  if (mapped_ && size_ > 0) ::madvise(const_cast<std::byte*>(data_), size_, MADV_DONTNEED);  // errors ignored
 }
 
 MappedFile MappedFile::fromBytes(std::string name, std::vector<std::byte> bytes) {

@@ -93,6 +93,7 @@ Status TorchFile::load(const TorchFileOptions& options) {
   auto root = unpickle(pickle.value(), popts);
   if (!root) return root.status();
   root_ = std::move(root.value());
+  file_.dropResidentPages();  // NOTE [Index pages let go]
   return Status::ok();
 }
 
