@@ -41,20 +41,30 @@ struct ChannelCloser {
 
 }  // namespace
 
-StatusOr<CommandResult> SshConnection::run(const std::vector<std::string>& argv, const ExecOptions& options) {
+StatusOr<SshConnection::ExecStart> SshConnection::beginExec(const std::vector<std::string>& argv) {
   auto line = shellCommand(argv);
   if (!line.isOk()) return Status::invalidArgument(label() + ": " + line.status().message());
   Status connected = connect();
   if (!connected.isOk()) return connected;
-  const std::string what = label() + ": '" + argv[0] + "'";
+  return ExecStart{std::move(line.value()), label() + ": '" + argv[0] + "'"};
+}
+
+Status SshConnection::sessionError(const std::string& what, const std::string& doing) const {
+  const std::string detail = watchdog_->fired() ? "no answer in time" : ssh_get_error(endpoint_->session);
+  return Status::ioError(what + ": " + doing + ": " + detail);
+}
+
+StatusOr<CommandResult> SshConnection::run(const std::vector<std::string>& argv, const ExecOptions& options) {
+  auto start = beginExec(argv);
+  if (!start.isOk()) return start.status();
+  const std::string& what = start->what;
   ssh_session s = endpoint_->session;
   // A failure of the session: noted here, judged (checkAlive) once the
   // channel is freed.
   bool io_failed = false;
   auto lost = [&](const std::string& doing) {
     io_failed = true;
-    const std::string detail = watchdog_->fired() ? "no answer in time" : ssh_get_error(s);
-    return Status::ioError(what + ": " + doing + ": " + detail);
+    return sessionError(what, doing);
   };
   auto attempt = [&]() -> StatusOr<CommandResult> {
     WatchdogScope guard(
@@ -69,7 +79,7 @@ StatusOr<CommandResult> SshConnection::run(const std::vector<std::string>& argv,
     ssh_callbacks_init(&callbacks);
     ssh_set_channel_callbacks(channel.channel, &callbacks);
     if (ssh_channel_open_session(channel.channel) != SSH_OK) return lost("cannot open a session channel");
-    if (ssh_channel_request_exec(channel.channel, line->c_str()) != SSH_OK)
+    if (ssh_channel_request_exec(channel.channel, start->line.c_str()) != SSH_OK)
       return lost("exec request refused");
     for (std::size_t done = 0; done < options.stdin_data.size();) {
       const int n = ssh_channel_write(

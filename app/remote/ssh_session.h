@@ -111,6 +111,15 @@ class SshConnection {
   protocol::Status ensureSftp();
   protocol::Status sftpCall(const std::string& what, std::size_t bytes,
                             const std::function<protocol::Status(void* sftp, bool* io_failed)>& body);
+  // An exec's start, shared by run() and openStream(): the quoted command line,
+  // connected, and "alias (user@host:port): 'argv0'" for messages.
+  struct ExecStart {
+    std::string line;
+    std::string what;
+  };
+  protocol::StatusOr<ExecStart> beginExec(const std::vector<std::string>& argv);
+  // "<what>: <doing>: <libssh's error, or 'no answer in time' when the watchdog fired>".
+  protocol::Status sessionError(const std::string& what, const std::string& doing) const;
   // After a failed call: is the session still usable? If not, closes it.
   void checkAlive();
   std::string label() const;  // "alias (user@host:port)"

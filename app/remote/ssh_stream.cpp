@@ -14,27 +14,21 @@ using protocol::Status;
 using protocol::StatusOr;
 
 StatusOr<SshConnection::StreamChannel> SshConnection::openStream(const std::vector<std::string>& argv) {
-  auto line = shellCommand(argv);
-  if (!line.isOk()) return Status::invalidArgument(label() + ": " + line.status().message());
-  Status connected = connect();
-  if (!connected.isOk()) return connected;
-  const std::string what = label() + ": '" + argv[0] + "'";
+  auto start = beginExec(argv);
+  if (!start.isOk()) return start.status();
   ssh_session s = endpoint_->session;
   ssh_channel channel = nullptr;
   Status failed = Status::ok();
   {
     WatchdogScope guard(*watchdog_, ssh_get_fd(s),
                         std::chrono::seconds(connectTimeout(spec_) + aliveWindowSeconds()));
-    auto lost = [&](const std::string& doing) {
-      const std::string detail = watchdog_->fired() ? "no answer in time" : ssh_get_error(s);
-      return Status::ioError(what + ": " + doing + ": " + detail);
-    };
+    auto lost = [&](const std::string& doing) { return sessionError(start->what, doing); };
     channel = ssh_channel_new(s);
     if (channel == nullptr) {
       failed = lost("cannot create a channel");
     } else if (ssh_channel_open_session(channel) != SSH_OK) {
       failed = lost("cannot open a session channel");
-    } else if (ssh_channel_request_exec(channel, line->c_str()) != SSH_OK) {
+    } else if (ssh_channel_request_exec(channel, start->line.c_str()) != SSH_OK) {
       failed = lost("exec request refused");
     }
   }
