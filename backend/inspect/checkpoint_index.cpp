@@ -1,6 +1,7 @@
 #include "backend/inspect/checkpoint_index.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 #include <variant>
 
 #include "backend/protocol/wire/sharded_index.h"
@@ -123,6 +125,8 @@ struct CheckpointIndex::Impl {
   std::map<std::string, std::size_t> weightFile;  // WeightSet file path -> files() index
   std::string manifest;
   std::vector<std::string> warnings;
+  // Per section: name -> the first entry of that name (find()); built once the index is read.
+  std::array<std::unordered_map<std::string, std::size_t>, 3> byName;
 
   void add(TensorEntry e, Location at) {
     tensors.push_back(std::move(e));
@@ -401,7 +405,12 @@ StatusOr<TensorData> CheckpointIndex::Impl::shardedData(const TensorEntry& e, co
   return out;
 }
 
-CheckpointIndex::CheckpointIndex(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CheckpointIndex::CheckpointIndex(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  for (std::size_t i = 0; i < impl_->tensors.size(); ++i) {
+    const TensorEntry& t = impl_->tensors[i];
+    impl_->byName[static_cast<std::size_t>(t.section)].emplace(t.name, i);
+  }
+}
 CheckpointIndex::CheckpointIndex(CheckpointIndex&&) noexcept = default;
 CheckpointIndex& CheckpointIndex::operator=(CheckpointIndex&&) noexcept = default;
 CheckpointIndex::~CheckpointIndex() = default;
@@ -460,10 +469,10 @@ const tf::PyValue* CheckpointIndex::root() const {
 }
 
 std::optional<std::size_t> CheckpointIndex::find(std::string_view name, Section section) const {
-  const auto& t = impl_->tensors;
-  for (std::size_t i = 0; i < t.size(); ++i)
-    if (t[i].section == section && t[i].name == name) return i;
-  return std::nullopt;
+  const auto& names = impl_->byName[static_cast<std::size_t>(section)];
+  const auto it = names.find(std::string(name));
+  if (it == names.end()) return std::nullopt;
+  return it->second;
 }
 
 StatusOr<TensorData> CheckpointIndex::data(std::size_t i) const {
