@@ -125,6 +125,12 @@ struct CheckpointIndex::Impl {
   std::map<std::string, std::size_t> weightFile;  // WeightSet file path -> files() index
   std::string manifest;
   std::vector<std::string> warnings;
+  DataGate gate;  // OpenOptions::gate
+  // Lets the gate bring in `part` (a span inside `whole`, the mapping of `file`) before it is read.
+  Status admit(const std::string& file, std::span<const std::byte> whole, std::span<const std::byte> part) const {
+    if (!gate || part.empty()) return Status::ok();
+    return gate(file, static_cast<std::uint64_t>(part.data() - whole.data()), part.size());
+  }
   // Per section: name -> the first entry of that name (find()); built once the index is read.
   std::array<std::unordered_map<std::string, std::size_t>, 3> byName;
 
@@ -386,19 +392,26 @@ StatusOr<TensorData> CheckpointIndex::Impl::shardedData(const TensorEntry& e, co
     return Status::corruption(files.front() + ": " + e.name + " reaches shard " + std::to_string(last) +
                               " of " + std::to_string(spans.size()));
   }
+  auto piece = [&](std::int64_t shard, std::int64_t at, std::int64_t end) -> StatusOr<std::span<const std::byte>> {
+    const auto part = spans[static_cast<std::size_t>(shard)].subspan(
+        static_cast<std::size_t>(at - shard * s.shardNumel) * item, static_cast<std::size_t>(end - at) * item);
+    const auto& file = torchFiles[static_cast<std::size_t>(shard)];
+    if (Status st = admit(file.path(), file.fileBytes(), part); !st) return st;
+    return part;
+  };
   if (first == last) {  // in one rank file: a view into its mapping
-    out.view.bytes = spans[static_cast<std::size_t>(first)].subspan(
-        static_cast<std::size_t>(s.offset - first * s.shardNumel) * item,
-        static_cast<std::size_t>(numel) * item);
+    auto part = piece(first, s.offset, s.offset + numel);
+    if (!part) return part.status();
+    out.view.bytes = part.value();
     return out;
   }
   out.owned.resize(static_cast<std::size_t>(numel) * item);
   for (std::int64_t at = s.offset; at < s.offset + numel;) {
     const std::int64_t shard = at / s.shardNumel;
     const std::int64_t end = std::min(s.offset + numel, (shard + 1) * s.shardNumel);
-    std::memcpy(out.owned.data() + (at - s.offset) * item,
-                spans[static_cast<std::size_t>(shard)].data() + (at - shard * s.shardNumel) * item,
-                static_cast<std::size_t>(end - at) * item);
+    auto part = piece(shard, at, end);
+    if (!part) return part.status();
+    std::memcpy(out.owned.data() + (at - s.offset) * item, part->data(), part->size());
     at = end;
   }
   out.view.bytes = out.owned;
@@ -415,9 +428,10 @@ CheckpointIndex::CheckpointIndex(CheckpointIndex&&) noexcept = default;
 CheckpointIndex& CheckpointIndex::operator=(CheckpointIndex&&) noexcept = default;
 CheckpointIndex::~CheckpointIndex() = default;
 
-StatusOr<CheckpointIndex> CheckpointIndex::open(const std::string& path) {
+StatusOr<CheckpointIndex> CheckpointIndex::open(const std::string& path, OpenOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
+  impl->gate = std::move(options.gate);
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) return Status::notFound(path + ": no such file or directory");
@@ -480,15 +494,21 @@ StatusOr<TensorData> CheckpointIndex::data(std::size_t i) const {
   const TensorEntry& e = impl_->tensors[i];
   const Location& at = impl_->where[i];
   if (const auto* t = std::get_if<InTorchFile>(&at)) {
-    auto view = impl_->torchFiles[t->file].view(*t->ref);
-    if (!view)
-      return Status::corruption(impl_->torchFiles[t->file].path() + ": " + e.name + ": " +
-                                view.status().message());
+    const tf::TorchFile& file = impl_->torchFiles[t->file];
+    auto view = file.view(*t->ref);
+    if (!view) return Status::corruption(file.path() + ": " + e.name + ": " + view.status().message());
+    if (Status st = impl_->admit(file.path(), file.fileBytes(), view->bytes); !st) return st;
     return TensorData{view.value(), {}};
   }
   if (std::holds_alternative<InWeightSet>(at)) {
     auto view = impl_->weights->get(e.name);
     if (!view) return view.status();
+    if (impl_->gate) {
+      auto whole = impl_->weights->fileBytesOf(e.name);
+      auto file = impl_->weights->fileOf(e.name);
+      if (!whole || !file) return whole ? file.status() : whole.status();
+      if (Status st = impl_->admit(file.value(), whole.value(), view->bytes); !st) return st;
+    }
     return TensorData{view.value(), {}};
   }
   return impl_->shardedData(e, std::get<InShards>(at));

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,12 +72,22 @@ struct TensorData {
   std::vector<std::byte> owned;  // backs view.bytes when not empty
 };
 
+// Called by data() before a tensor's bytes are handed out: `length` bytes at
+// `offset` of `file` (one of files()) are about to be read. A copy of a remote
+// file that holds only its index (sparse_mirror.h) fetches them here. An error
+// is data()'s error.
+using DataGate = std::function<Status(const std::string& file, std::uint64_t offset, std::uint64_t length)>;
+
+struct OpenOptions {
+  DataGate gate;  // none: the files hold every byte
+};
+
 class CheckpointIndex {
  public:
   // A file (torch.save zip, .safetensors, *.index.json) or a directory (ours
   // sharded: index.json; else a Hugging Face model directory). Errors name the
   // path and, where one is at fault, the entry or tensor.
-  static StatusOr<CheckpointIndex> open(const std::string& path);
+  static StatusOr<CheckpointIndex> open(const std::string& path, OpenOptions options = {});
 
   CheckpointIndex(CheckpointIndex&&) noexcept;
   CheckpointIndex& operator=(CheckpointIndex&&) noexcept;
@@ -90,7 +101,8 @@ class CheckpointIndex {
   // The entry named `name` in `section`, or nullopt.
   std::optional<std::size_t> find(std::string_view name, Section section = Section::kModel) const;
 
-  // The elements of tensors()[i]. Reads nothing until the caller touches the bytes.
+  // The elements of tensors()[i]. Reads nothing until the caller touches the bytes
+  // (but the gate, when one was given, is asked for them first).
   StatusOr<TensorData> data(std::size_t i) const;
 
   // A torch.save file's value tree (training state lives in it); null otherwise.

@@ -48,6 +48,7 @@ class SafetensorsFile {
   std::span<const std::byte> bytes(const SafetensorsEntry& entry) const;
   TensorView view(const SafetensorsEntry& entry) const;
   const std::string& path() const { return file_.path(); }
+  std::span<const std::byte> fileBytes() const { return file_.bytes(); }
 
  private:
   Status parse();

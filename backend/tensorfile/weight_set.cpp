@@ -146,6 +146,13 @@ StatusOr<std::string> WeightSet::fileOf(std::string_view name) const {
   return sources_[it->second.source]->path;
 }
 
+StatusOr<std::span<const std::byte>> WeightSet::fileBytesOf(std::string_view name) const {
+  auto it = where_.find(std::string(name));
+  if (it == where_.end()) return Status::notFound("no tensor named '" + std::string(name) + "'");
+  const Source& src = *sources_[it->second.source];
+  return src.safetensors ? src.safetensors->fileBytes() : src.torch->fileBytes();
+}
+
 std::vector<std::string> WeightSet::files() const {
   std::vector<std::string> out;
   for (const auto& s : sources_) out.push_back(s->path);

@@ -46,6 +46,8 @@ class WeightSet {
   StatusOr<TensorView> get(std::string_view name) const;
   // The file a tensor comes from (NotFound if unknown).
   StatusOr<std::string> fileOf(std::string_view name) const;
+  // The whole of the file a tensor comes from, as mapped (get()'s view lies inside it).
+  StatusOr<std::span<const std::byte>> fileBytesOf(std::string_view name) const;
   // The files opened, in the order first referenced.
   std::vector<std::string> files() const;
   // The index's "metadata" object as key -> JSON text (e.g. "total_size" -> "123"); empty otherwise.

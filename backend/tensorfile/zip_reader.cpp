@@ -1,11 +1,10 @@
 #include "backend/tensorfile/zip_reader.h"
 
-#include "backend/tensorfile/mapped_file.h"
-
 #include <algorithm>
 #include <array>
 
 #include "backend/tensorfile/byte_io.h"
+#include "backend/tensorfile/mapped_file.h"
 
 namespace fs::tensorfile {
 namespace {
@@ -171,25 +170,49 @@ const std::array<std::uint32_t, 256>& crcTable() {
 
 }  // namespace
 
-StatusOr<ZipReader> ZipReader::open(std::span<const std::byte> bytes, std::string sourceName) {
-  ZipReader zip;
-  zip.bytes_ = bytes;
-  zip.source_ = std::move(sourceName);
-  Parser parser(bytes, zip.source_);
+StatusOr<ZipDirectoryExtent> findZipDirectory(std::span<const std::byte> bytes, const std::string& sourceName) {
+  auto dir = Parser(bytes, sourceName).findDirectory();
+  if (!dir) return dir.status();
+  return ZipDirectoryExtent{dir->offset, dir->size, dir->entries};
+}
+
+StatusOr<std::vector<ZipEntry>> readZipDirectory(std::span<const std::byte> bytes, const std::string& sourceName) {
+  Parser parser(bytes, sourceName);
   auto dir = parser.findDirectory();
   if (!dir) return dir.status();
   const std::uint64_t end = dir->offset + dir->size;
-  zip.entries_.reserve(dir->entries);
+  std::vector<ZipEntry> entries;
+  entries.reserve(dir->entries);
   std::uint64_t at = dir->offset;
   for (std::uint64_t i = 0; i < dir->entries; ++i) {
     ZipEntry entry;
     auto next = parser.readCentral(at, end, i, entry);
     if (!next) return next.status();
     at = next.value();
-    if (!zip.index_.emplace(entry.name, zip.entries_.size()).second) {
-      return parser.corrupt("entry name '" + entry.name + "' appears twice");
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+std::uint64_t zipLocalHeaderSize(std::span<const std::byte> header) {
+  const auto nameLen = u16(header, 26);
+  const auto extraLen = u16(header, 28);
+  if (header.size() < kLocalHeaderSize || !nameLen || !extraLen) return kLocalHeaderSize;
+  return kLocalHeaderSize + *nameLen + *extraLen;
+}
+
+StatusOr<ZipReader> ZipReader::open(std::span<const std::byte> bytes, std::string sourceName) {
+  ZipReader zip;
+  zip.bytes_ = bytes;
+  zip.source_ = std::move(sourceName);
+  auto entries = readZipDirectory(bytes, zip.source_);
+  if (!entries) return entries.status();
+  zip.entries_ = std::move(entries.value());
+  Parser parser(bytes, zip.source_);
+  for (std::size_t i = 0; i < zip.entries_.size(); ++i) {
+    if (!zip.index_.emplace(zip.entries_[i].name, i).second) {
+      return parser.corrupt("entry name '" + zip.entries_[i].name + "' appears twice");
     }
-    zip.entries_.push_back(std::move(entry));
   }
   // NOTE [Local headers read ahead]: each entry's local header sits just before its data,
   // scattered over the file; asking for all of them at once lets a cold disk read them in

@@ -65,6 +65,24 @@ class ZipReader {
   std::unordered_map<std::string, std::size_t> index_;
 };
 
+// The pieces of open(), for a reader that holds only parts of the file (a
+// sparse copy fetched over the network, inspect/sparse_mirror.h):
+// Where the central directory lies, from the end records (the file's last
+// 22 + 65535 + 76 bytes at most).
+struct ZipDirectoryExtent {
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  std::uint64_t entries = 0;
+};
+StatusOr<ZipDirectoryExtent> findZipDirectory(std::span<const std::byte> bytes, const std::string& sourceName);
+// The central directory's entries (dataOffset not yet known: 0). Reads the end
+// records and the directory only.
+StatusOr<std::vector<ZipEntry>> readZipDirectory(std::span<const std::byte> bytes, const std::string& sourceName);
+// The size of the local header that starts `header` (30 + name + extra), from
+// its first 30 bytes; 30 when fewer are given.
+std::uint64_t zipLocalHeaderSize(std::span<const std::byte> header);
+inline constexpr std::uint64_t kZipLocalHeaderFixedSize = 30;
+
 // CRC-32 (ISO-HDLC, as zip uses it); pass the previous result to continue.
 std::uint32_t crc32(std::span<const std::byte> bytes, std::uint32_t previous = 0);
 
