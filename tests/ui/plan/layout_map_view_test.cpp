@@ -21,12 +21,16 @@
 #include <QTreeWidget>
 #include <QXmlStreamReader>
 
+#include "app/control/control_client.h"
+#include "app/monitor/run_monitor.h"
 #include "app/plan/plan_json.h"
 #include "app/plan/plan_runner.h"
 #include "plan_test_util.h"
+#include "ui/monitor/monitor_page.h"
 #include "ui/plan/layout_treemap_widget.h"
 #include "ui/plan/plan_table_model.h"
 #include "ui/plan/planner_view.h"
+#include "ui/plots/layout_table.h"
 #include "ui_plan_test_util.h"
 
 using namespace fs;
@@ -188,6 +192,44 @@ class LayoutMapViewTest : public QObject {
       planner.table()->selectRow(row);
       if (plan.estimates[size_t(row)].engine != QLatin1String("ours")) continue;
       QCOMPARE(planner.layoutMap()->oursMap()->map().title(), app::layoutMapFromPlan(plan, row).title());
+    }
+  }
+
+  void monitorShowsALiveRunsLayout() {
+    QTemporaryDir work;
+    const QString runDir = work.filePath(QStringLiteral("run"));
+    QProcess train;
+    train.setWorkingDirectory(work.path());
+    train.setProcessChannelMode(QProcess::MergedChannels);
+    train.start(
+        QStringLiteral(FS_TEST_FLAMINGO_TRAIN),
+        {"train", "--config", app::test::tinyPresetFile(), "--run-dir", runDir, "--set", "parallel.mode=fsdp",
+         "--set", "optim.epochs=1", "--set", "optim.warmup_steps=0", "--set",
+         "data.datasets.laion.samples_per_epoch=8", "--set", "data.datasets.mmc4.samples_per_epoch=4"});
+    QVERIFY(train.waitForFinished(120000));
+    QVERIFY2(train.exitCode() == 0, train.readAll().constData());
+
+    app::RunMonitor monitor;
+    app::ControlClient control;
+    MonitorPage page(&monitor, &control);
+    QCOMPARE(page.tabs()->indexOf(page.layoutMap()), page.tabs()->indexOf(page.layoutTable()) + 1);
+    QSignalSpy layout(&monitor, &app::RunMonitor::layoutChanged);
+    monitor.attach(runDir);
+    page.runAttached(runDir);
+    QVERIFY(layout.count() > 0 || layout.wait(60000));
+    const app::LayoutMap& live = page.layoutMap()->oursMap()->map();
+    QCOMPARE(live.engine, QStringLiteral("live"));
+    QCOMPARE(live.units.size(), monitor.layout()->units.size());
+    QVERIFY(!page.layoutMap()->referenceMap()->isVisibleTo(&page));
+    // The run's units are the planner's openflamingo units, in the same gather order.
+    const app::Plan plan = cliPlan(QStringLiteral("tiny"), {"--world", "1"});
+    const app::LayoutMap planned =
+        app::layoutMapFromPlan(plan, estimateOf(plan, "ours", "openflamingo", "full_shard"));
+    QCOMPARE(live.units.size(), planned.units.size());
+    for (size_t u = 0; u < live.units.size(); ++u) {
+      QCOMPARE(live.units[u].path, planned.units[u].path);
+      QCOMPARE(live.units[u].paramCount, planned.units[u].paramCount);
+      QCOMPARE(live.units[u].shardBytes, planned.units[u].shardBytes);
     }
   }
 
