@@ -25,6 +25,20 @@ QString bytesText(std::int64_t bytes) {
   return QStringLiteral("%1 B").arg(bytes);
 }
 
+// Two leaves for a unit whose parameters are not known one by one: its trainable and its frozen
+// elements, both at the unit's dtype.
+std::vector<MapParam> splitLeaves(const MapUnit& unit) {
+  std::vector<MapParam> out;
+  const std::int64_t size = dtypeBytes(unit.dtype);
+  const std::int64_t trainable = unit.paramCount - unit.frozenParams;
+  const QString prefix = unit.path.isEmpty() ? QString() : unit.path + QLatin1Char('.');
+  if (trainable > 0)
+    out.push_back({prefix + QStringLiteral("(trainable)"), trainable, trainable * size, true});
+  if (unit.frozenParams > 0)
+    out.push_back({prefix + QStringLiteral("(frozen)"), unit.frozenParams, unit.frozenParams * size, false});
+  return out;
+}
+
 }  // namespace
 
 QString MapUnit::label() const {
@@ -96,14 +110,23 @@ LayoutMap layoutMapFromPlan(const Plan& plan, int estimate) {
       unit.unfrozenParams = u.unfrozenParams;
       unit.aliases = u.aliases;
       unit.mergedFrom = u.mergedFrom;
+      bool sized = true;
       for (const auto& p : u.params) {
-        namesOnly = namesOnly || (p.numel == 0 && p.bytes == 0);
+        sized = sized && !(p.numel == 0 && p.bytes == 0);
         unit.params.push_back({p.name, p.numel, p.bytes, p.trainable});
+      }
+      if (!sized && u.paramCount > 0) {
+        // A plan before param_details: the unit's trainable and frozen elements, as a live event gives them.
+        namesOnly = true;
+        unit.params = splitLeaves(unit);
       }
     }
     map.units.push_back(std::move(unit));
   }
-  if (namesOnly) map.missing << QStringLiteral("parameter sizes (a plan written before param_details)");
+  if (namesOnly)
+    map.missing << QStringLiteral(
+        "parameter sizes (a plan before param_details: each unit drawn as its "
+        "trainable and frozen elements)");
   if (noPeak) map.missing << QStringLiteral("the step-walk peaks (a plan written before peak_phase)");
   return map;
 }
@@ -135,14 +158,7 @@ LayoutMap layoutMapFromLayoutEvent(const protocol::LayoutEvent& event) {
     unit.paramCount = u.param_count;
     unit.frozenParams = u.frozen_params;
     unit.shardBytes = u.shard_bytes;
-    const std::int64_t size = dtypeBytes(unit.dtype);
-    const std::int64_t trainable = u.param_count - u.frozen_params;
-    const QString prefix = unit.path.isEmpty() ? QString() : unit.path + QLatin1Char('.');
-    if (trainable > 0)
-      unit.params.push_back({prefix + QStringLiteral("(trainable)"), trainable, trainable * size, true});
-    if (u.frozen_params > 0)
-      unit.params.push_back(
-          {prefix + QStringLiteral("(frozen)"), u.frozen_params, u.frozen_params * size, false});
+    unit.params = splitLeaves(unit);
     map.units.push_back(std::move(unit));
   }
   std::stable_sort(map.units.begin(), map.units.end(),

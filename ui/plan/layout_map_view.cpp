@@ -114,6 +114,10 @@ LayoutMapView::LayoutMapView(QWidget* parent)
   unitPane->addWidget(unitBox);
   unitPane->addWidget(diffs_);
   unitPane->addWidget(ranks_);
+  unitPane->setStretchFactor(0, 3);
+  unitPane->setStretchFactor(1, 2);
+  unitPane->setStretchFactor(2, 1);
+  details_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
   auto* bottom = new QSplitter(Qt::Horizontal);
   bottom->addWidget(tree_);
   bottom->addWidget(unitPane);
@@ -137,6 +141,9 @@ LayoutMapView::LayoutMapView(QWidget* parent)
   connect(tree_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
     if (item != nullptr && item->data(0, kPathRole).isValid())
       selectUnit(item->data(0, kPathRole).toString());
+  });
+  connect(diffs_, &QListWidget::currentItemChanged, this, [this](QListWidgetItem* item) {
+    if (item != nullptr) selectUnit(item->data(kPathRole).toString());
   });
   connect(exportPng_, &QPushButton::clicked, this, [this] { exportWithDialog(QStringLiteral("png")); });
   connect(exportSvg_, &QPushButton::clicked, this, [this] { exportWithDialog(QStringLiteral("svg")); });

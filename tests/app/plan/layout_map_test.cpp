@@ -116,6 +116,20 @@ class LayoutMapTest : public QObject {
     }
     checkTiling(unitBytes, t.units, bounds);
     QCOMPARE(t.leaves.size(), params);  // every tiny parameter has bytes
+    // Inside a unit, the leaves tile its inset rectangle by the parameters' bytes.
+    for (size_t u = 0; u < map.units.size(); ++u) {
+      const QRectF inner = t.units[u].adjusted(2, 2, -2, -2);
+      double area = 0;
+      for (const auto& leaf : t.leaves) {
+        if (leaf.unit != int(u)) continue;
+        const double a = leaf.rect.width() * leaf.rect.height();
+        const double want = double(map.units[u].params[size_t(leaf.param)].bytes) /
+                            double(map.units[u].bytes()) * inner.width() * inner.height();
+        QVERIFY(std::abs(a - want) <= 1e-6 * inner.width() * inner.height());
+        area += a;
+      }
+      QVERIFY(std::abs(area - inner.width() * inner.height()) <= 1e-6 * inner.width() * inner.height());
+    }
     for (size_t i = 0; i < t.leaves.size(); ++i) {
       const auto& leaf = t.leaves[i];
       QVERIFY(inside(leaf.rect, t.units[size_t(leaf.unit)]));
@@ -202,6 +216,30 @@ class LayoutMapTest : public QObject {
     for (const auto& d : diffLayouts(layoutMapFromPlan(plan, tl), layoutMapFromPlan(plan, ref)))
       differs = differs || d.kind == LayoutDiffKind::kOnlyOurs || d.kind == LayoutDiffKind::kOnlyReference;
     QVERIFY(differs);
+  }
+
+  void planWithoutDetailsDrawsEachUnitAsItsTrainableAndFrozenParts() {
+    // A plan written before param_details / peak_phase: names only.
+    const QByteArray json = R"({"schema": "fs.plan/1", "world": 1, "nodes": 1,
+      "model": {"family": "opt", "params": 30, "trainable_params": 10},
+      "layouts": [{"policy": "openflamingo", "units": [
+        {"path": "", "param_count": 30, "frozen_params": 20, "dtype": "float32", "params": ["a.w", "b.w"]}]}],
+      "estimates": [{"engine": "ours", "policy": "openflamingo", "strategy": "no_shard", "layout": 0,
+        "shard_group_size": 1, "per_rank": {"parameters": 120, "gradients": 40, "optimizer": 80,
+        "model_state": 240, "gathered_peak": 0, "activations": 9, "activations_without_checkpointing": 9,
+        "activations_with_checkpointing": 3, "peak": 249},
+        "units": [{"shard_bytes": [120], "padding_elems": 0}]}]})";
+    const PlanParse parse = parsePlanJson(json);
+    QVERIFY2(parse.ok(), qPrintable(parse.error));
+    const LayoutMap map = layoutMapFromPlan(parse.plan, 0);
+    QCOMPARE(map.units.size(), size_t(1));
+    QCOMPARE(map.units[0].params.size(), size_t(2));
+    QCOMPARE(map.units[0].params[0].bytes, 40);
+    QVERIFY(!map.units[0].params[1].trainable);
+    QCOMPARE(map.bytes(), 120);
+    QCOMPARE(map.units[0].gatheredBytes, -1);
+    QCOMPARE(map.units[0].peakBytes, -1);
+    QCOMPARE(map.missing.size(), 2);
   }
 
   void liveEventMapSaysWhatIsMissing() {
