@@ -17,6 +17,12 @@ std::int64_t dtypeBytes(const QString& dtype) {
   return 4;
 }
 
+QString countText(std::int64_t n) {
+  if (n >= 1000000000) return QStringLiteral("%1 B").arg(double(n) / 1e9, 0, 'f', 2);
+  if (n >= 1000000) return QStringLiteral("%1 M").arg(double(n) / 1e6, 0, 'f', 1);
+  return QString::number(n);
+}
+
 QString bytesText(std::int64_t bytes) {
   const double b = static_cast<double>(bytes);
   if (bytes >= (std::int64_t{1} << 30)) return QStringLiteral("%1 GiB").arg(b / (1 << 30), 0, 'f', 2);
@@ -242,8 +248,7 @@ std::vector<LayoutDifference> diffLayouts(const LayoutMap& ours, const LayoutMap
           {LayoutDiffKind::kUnfrozen, ref.path,
            QStringLiteral("%1: FSDP1 gives its %2 frozen elements gradients (requires_grad on every "
                           "decoder layer); here they stay frozen")
-               .arg(ref.label())
-               .arg(ref.unfrozenParams)});
+               .arg(ref.label(), countText(ref.unfrozenParams))});
     }
     if (!ref.aliases.isEmpty() || !ref.mergedFrom.isEmpty()) {
       QStringList tied = ref.aliases + ref.mergedFrom;
