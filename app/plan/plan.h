@@ -2,9 +2,10 @@
 // the wire record is protocol::PlanRecord), as plain values the GUI can hold
 // and show.
 //
-// Only what the views need is kept: the topology, the model's counts, and per
-// estimate (engine x policy x strategy) the per-rank figures and each unit's
-// shard bytes on every rank. Sizes are bytes.
+// Only what the views need is kept: the topology, the model's counts, the
+// layouts (units and their parameters, for the layout map), and per estimate
+// (engine x policy x strategy) the per-rank figures and each unit's shard
+// bytes on every rank, gathered size and step-walk peak. Sizes are bytes.
 //
 // NOTE [Per-rank figures of an estimate]
 // The planner gives one `per_rank` object per estimate: every rank holds the
@@ -43,7 +44,42 @@ struct PlanUnitShards {
   QString path;                          // module path; "" = the root unit
   std::vector<std::int64_t> shardBytes;  // bytes held by each rank, rank order
   std::int64_t paddingElems = 0;
+  std::int64_t gatheredBytes = 0;  // unsharded (0 in plans written before the field)
+  std::int64_t peakBytes = 0;      // its largest step-walk moment (gathered + activations)
+  QString peakPhase;               // "forward" | "backward"; "" when the plan does not say
   bool operator==(const PlanUnitShards&) const = default;
+};
+
+// One parameter of a unit in a layout.
+struct PlanParam {
+  QString name;
+  std::int64_t numel = 0;  // 0 with bytes 0: the plan gives names only
+  std::int64_t bytes = 0;  // storage bytes
+  bool trainable = false;
+  bool operator==(const PlanParam&) const = default;
+};
+
+// One wrap unit of a layout (a policy's, or the reference's).
+struct PlanUnit {
+  QString path;  // "" = the root unit
+  QString moduleType;
+  QString dtype;
+  std::int64_t paramCount = 0;
+  std::int64_t frozenParams = 0;
+  std::int64_t unfrozenParams = 0;  // reference: frozen elements FSDP1 still gives gradients
+  bool trainable = false;
+  bool inBackward = true;
+  int gatherOrder = 0;
+  std::vector<PlanParam> params;
+  QStringList aliases;     // tied names resolved into this unit
+  QStringList mergedFrom;  // units the tie rule folded into this one
+  bool operator==(const PlanUnit&) const = default;
+};
+
+struct PlanLayout {
+  QString policy;               // a wrap policy, or "reference_fsdp1"
+  std::vector<PlanUnit> units;  // gather order
+  bool operator==(const PlanLayout&) const = default;
 };
 
 struct PlanEstimate {
@@ -53,6 +89,9 @@ struct PlanEstimate {
   int shardGroupSize = 0;
   PlanFigures perRank;
   std::vector<PlanUnitShards> units;  // gather order
+  int layout = -1;                    // index into Plan::layouts
+  int peakUnit = -1;                  // unit run at the step's highest moment; -1 at the head or unknown
+  QString peakPhase;                  // forward | head_forward | head_backward | backward
   bool operator==(const PlanEstimate&) const = default;
 
   // "hybrid_shard / openflamingo", with " (reference)" for the reference's FSDP1.
@@ -66,6 +105,7 @@ struct Plan {
   std::int64_t params = 0;
   std::int64_t trainableParams = 0;
   std::vector<PlanEstimate> estimates;  // engine x policy x strategy, the CLI's order
+  std::vector<PlanLayout> layouts;      // ours per policy, then the reference's
   QStringList notes;
   bool operator==(const Plan&) const = default;
 };

@@ -227,6 +227,7 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
     unitIndex.push_back(i);
     ++k;
   }
+  r.unitPeaks.assign(layout.units.size(), UnitPeak{});
   for (const auto& ds : activations.datasets) {
     r.inputs += ds.paths.front().inputs;
     for (const auto& a : ds.paths) {  // NOTE [Activation formula], two paths: each may come
@@ -244,8 +245,20 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
       walk.headInUnitBackward = a.headInUnitBackward;
       walk.rootKept = std::max<int64_t>(
           0, (checkpointing ? a.keptWithCheckpointing : a.keptWithoutCheckpointing) - assigned);
-      r.stepPeak = std::max(r.stepPeak, walkPeak(walk));
+      for (const auto& moment : walkMoments(walk)) {
+        const int unit = moment.unit < 0 ? -1 : static_cast<int>(unitIndex[static_cast<size_t>(moment.unit)]);
+        if (moment.bytes > r.stepPeak || (r.stepPeak == 0 && r.stepPeakUnit < 0)) {
+          r.stepPeak = moment.bytes;
+          r.stepPeakUnit = unit;
+          r.stepPeakPhase = moment.phase;
+        }
+        if (unit >= 0 && moment.bytes > r.unitPeaks[static_cast<size_t>(unit)].bytes)
+          r.unitPeaks[static_cast<size_t>(unit)] = {moment.bytes, moment.phase};
+      }
     }
+  }
+  for (size_t i = 0; i < layout.units.size(); ++i) {
+    if (layout.units[i].path.empty()) r.unitPeaks[i] = {r.stepPeak, r.stepPeakPhase};
   }
 
   r.activationsWithoutCheckpointing = activations.withoutCheckpointing;

@@ -51,13 +51,24 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "backend/fsdp_plan/activation_estimate.h"
 #include "backend/fsdp_plan/layout.h"
 #include "backend/fsdp_plan/sharding.h"
+#include "backend/fsdp_plan/step_walk.h"
 #include "backend/protocol/config/config_types.h"
 
 namespace fs::fsdp_plan {
+
+// Where one unit peaks in the step walk: the largest moment (over the
+// datasets' micro-batches) while it is the unit being run, forward or
+// backward. The root unit, gathered throughout, peaks at the step's peak.
+struct UnitPeak {
+  int64_t bytes = 0;  // gathered + activations then (as RankMemory::stepPeak)
+  WalkPhase phase = WalkPhase::kForward;
+  bool operator==(const UnitPeak&) const = default;
+};
 
 struct RankMemory {
   int64_t parameters = 0;
@@ -67,8 +78,11 @@ struct RankMemory {
   int64_t activations = 0;  // per model.gradient_checkpointing
   int64_t activationsWithoutCheckpointing = 0;
   int64_t activationsWithCheckpointing = 0;
-  int64_t inputs = 0;    // the step's batches, every dataset's, held for the whole step
-  int64_t stepPeak = 0;  // gathered + activations at the step's highest moment (NOTE [Step walk])
+  int64_t inputs = 0;               // the step's batches, every dataset's, held for the whole step
+  int64_t stepPeak = 0;             // gathered + activations at the step's highest moment (NOTE [Step walk])
+  std::vector<UnitPeak> unitPeaks;  // parallel to Layout::units
+  int stepPeakUnit = -1;            // Layout::units index of the step's highest moment; -1 at the head
+  WalkPhase stepPeakPhase = WalkPhase::kForward;
 
   int64_t modelState() const { return parameters + gradients + optimizer; }
   int64_t peak() const { return modelState() + inputs + stepPeak; }

@@ -83,7 +83,11 @@ protocol::PlanRecord toPlanRecord(const Plan& plan) {
     r.activations.datasets.push_back(
         {d.name, d.batch, d.tokens, d.images, d.withoutCheckpointing, d.withCheckpointing});
   }
-  for (const auto& l : plan.layouts) {
+  for (size_t li = 0; li < plan.layouts.size(); ++li) {
+    const auto& l = plan.layouts[li];
+    // The reference's layout is the last when the plan models it (plan.h).
+    const bool reference = l.policy == "reference_fsdp1";
+    const auto& precision = reference ? plan.referencePrecision : plan.precision;
     protocol::PlanLayout layout;
     layout.policy = l.policy;
     for (const auto& u : l.units) {
@@ -98,6 +102,15 @@ protocol::PlanRecord toPlanRecord(const Plan& plan) {
       unit.gatherOrder = u.gatherOrder;
       unit.inBackward = u.inBackward;
       unit.params = u.params;
+      for (const auto& name : u.params) {
+        const auto* p = inv.param(name);
+        const int64_t numel = p != nullptr ? p->numel : 0;
+        const bool trainable = p != nullptr && p->trainable;
+        // NOTE [Flat groups]: frozen parameters are stored in the frozen dtype (ours); FSDP1 stores all
+        // alike.
+        const Dtype storage = reference || trainable ? precision.weight : precision.frozen;
+        unit.paramDetails.push_back({numel, numel * dtypeBytes(storage), trainable});
+      }
       unit.aliases = u.aliases;
       unit.mergedFrom = u.mergedFrom;
       layout.units.push_back(std::move(unit));
@@ -121,6 +134,19 @@ protocol::PlanRecord toPlanRecord(const Plan& plan) {
       }
       est.units.push_back(std::move(unit));
     }
+    const auto& precision = e.engine == "reference" ? plan.referencePrecision : plan.precision;
+    for (size_t u = 0; u < est.units.size(); ++u) {
+      // Unsharded, padding included, in the gathered dtype (even where one rank holds it all and gathers
+      // nothing: the step walk then counts no extra bytes, memory_estimate.h).
+      for (const auto& g : e.shards.units[u].groups)
+        est.units[u].gatheredBytes += g.paddedNumel(e.shards.shardSize) * dtypeBytes(precision.param);
+      if (u < e.memory.unitPeaks.size()) {
+        est.units[u].peakBytes = e.memory.unitPeaks[u].bytes;
+        est.units[u].peakPhase = walkPhaseName(e.memory.unitPeaks[u].phase);
+      }
+    }
+    est.peakUnit = e.memory.stepPeakUnit;
+    est.peakPhase = walkPhaseName(e.memory.stepPeakPhase);
     const auto& m = e.memory;
     est.perRank = {m.parameters,
                    m.gradients,

@@ -21,8 +21,29 @@ int64_t window(const WalkModel& m, const std::vector<size_t>& order, size_t from
 
 }  // namespace
 
+const char* walkPhaseName(WalkPhase phase) {
+  switch (phase) {
+    case WalkPhase::kForward:
+      return "forward";
+    case WalkPhase::kHeadForward:
+      return "head_forward";
+    case WalkPhase::kHeadBackward:
+      return "head_backward";
+    case WalkPhase::kBackward:
+      return "backward";
+  }
+  return "forward";
+}
+
 int64_t walkPeak(const WalkModel& m) {
   int64_t peak = 0;
+  for (const auto& moment : walkMoments(m)) peak = std::max(peak, moment.bytes);
+  return peak;
+}
+
+std::vector<WalkMoment> walkMoments(const WalkModel& m) {
+  std::vector<WalkMoment> moments;
+  auto at = [&](WalkPhase phase, int unit, int64_t bytes) { moments.push_back({phase, unit, bytes}); };
   int64_t kept = m.rootKept + m.bias;  // the bias from the LM's start; conservatively from the start
   int64_t held = 0;                    // shard_grad_op units kept gathered
   int64_t tiedGathered = 0, tiedGradient = 0;
@@ -38,16 +59,17 @@ int64_t walkPeak(const WalkModel& m) {
     const auto& u = m.units[i];
     const int64_t ownWindow = u.held ? u.gathered + window(m, forward, i + 1, m.forwardWindow - 1)
                                      : window(m, forward, i, m.forwardWindow);
-    peak = std::max(peak, m.root + held + ownWindow + kept + u.kept + u.working);
+    at(WalkPhase::kForward, static_cast<int>(i), m.root + held + ownWindow + kept + u.kept + u.working);
     kept += u.kept;
     if (u.held) held += u.gathered;
   }
   // A tied head's unit is gathered again for the head's product only; the loss runs after its release.
-  peak = std::max(peak, m.root + held + tiedGathered + kept + m.headInUnitForward);
-  peak = std::max(peak, m.root + held + kept + m.headForward);
-  peak = std::max(peak, m.root + m.rootGradient + held + kept + m.headBackward);
+  at(WalkPhase::kHeadForward, -1, m.root + held + tiedGathered + kept + m.headInUnitForward);
+  at(WalkPhase::kHeadForward, -1, m.root + held + kept + m.headForward);
+  at(WalkPhase::kHeadBackward, -1, m.root + m.rootGradient + held + kept + m.headBackward);
   const int64_t rootGradients = m.rootGradient + tiedGradient;
-  peak = std::max(peak, m.root + rootGradients + held + tiedGathered + kept + m.headInUnitBackward);
+  at(WalkPhase::kHeadBackward, -1,
+     m.root + rootGradients + held + tiedGathered + kept + m.headInUnitBackward);
 
   std::vector<size_t> backward;
   for (size_t i = m.units.size(); i-- > 0;) {
@@ -59,13 +81,13 @@ int64_t walkPeak(const WalkModel& m) {
     const int64_t own = u.tied ? 0 : u.gradient;  // a tied unit's gradient is counted from the head on
     const int64_t gathered =
         u.held ? window(m, backward, a + 1, m.backwardWindow - 1) : window(m, backward, a, m.backwardWindow);
-    peak = std::max(peak, m.root + rootGradients + held + gathered + own + inFlight + kept + u.recompute +
-                              u.backwardWorking);
+    at(WalkPhase::kBackward, static_cast<int>(backward[a]),
+       m.root + rootGradients + held + gathered + own + inFlight + kept + u.recompute + u.backwardWorking);
     kept -= u.kept;
     if (u.held) held -= u.gathered;
     inFlight = u.reduceCopies * u.gradient;
   }
-  return peak;
+  return moments;
 }
 
 }  // namespace fs::fsdp_plan

@@ -61,6 +61,23 @@ struct WalkModel {
   int64_t headInUnitForward = 0, headInUnitBackward = 0;
 };
 
+// One moment of the walk: the unit being run (an index into WalkModel::units;
+// -1 at the head, outside every unit) and the gathered + activation bytes then.
+enum class WalkPhase { kForward, kHeadForward, kHeadBackward, kBackward };
+struct WalkMoment {
+  WalkPhase phase = WalkPhase::kForward;
+  int unit = -1;
+  int64_t bytes = 0;
+};
+// "forward", "head_forward", "head_backward", "backward" (the plan JSON's spelling).
+const char* walkPhaseName(WalkPhase phase);
+
+// Every moment of the micro-batch, in walk order: each unit's forward, the
+// head's four moments (its unit gathered again for the product, after its
+// release, the loss' gradients, the unit gathered again with its gradient),
+// then each backward unit in reverse.
+std::vector<WalkMoment> walkMoments(const WalkModel& m);
+
 // The largest gathered + activation bytes at any moment of the micro-batch.
 int64_t walkPeak(const WalkModel& m);
 

@@ -15,6 +15,7 @@
 #include "ui/control/run_control_bar.h"
 #include "ui/monitor/series_router.h"
 #include "ui/plan/estimate_view.h"
+#include "ui/plan/layout_map_view.h"
 #include "ui/plots/curve_plot.h"
 #include "ui/plots/layout_table.h"
 #include "ui/plots/log_view.h"
@@ -25,12 +26,14 @@
 //   [run directory] [status: state, step / total, samples/s, ETA] [control buttons]
 //   [x axis: step | samples | tokens | wall time | relative time] [smoothing] [ranks]
 //   [alert banner: stalled run, dead process, broken telemetry]
-//   tabs: Training (loss, lr, grad norm, throughput) | Gates | Timing | Memory | Estimate | Layout | Logs
+//   tabs: Training (loss, lr, grad norm, throughput) | Gates | Timing | Memory | Estimate | Layout | Layout
+//   map | Logs
 //
 // Estimate: the planner's figures for the run's config, world and nodes beside
 // the measured memory (EstimateView), planned when run_started arrives.
 // Layout: the units, with the gather window of the latest memory event's
-// chosen rank highlighted (LayoutTable).
+// chosen rank highlighted (LayoutTable). Layout map: the same event as a
+// treemap of the units (LayoutMapView; the event names no parameters).
 //
 // Alerts also leave through alert() so the window can raise a desktop
 // notification. The page reads nothing itself: the monitor's follower does.
@@ -91,6 +94,7 @@ MonitorPage::MonitorPage(app::RunMonitor* monitor, app::ControlClient* control, 
       memory_(new MemoryView),
       estimate_(new EstimateView),
       layout_(new LayoutTable),
+      layoutMap_(new LayoutMapView),
       logs_(new LogView) {
   setObjectName(QStringLiteral("monitorPage"));
   runDir_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -117,6 +121,7 @@ MonitorPage::MonitorPage(app::RunMonitor* monitor, app::ControlClient* control, 
   tabs_->addTab(memory_, tr("Memory"));
   tabs_->addTab(estimate_, tr("Estimate"));
   tabs_->addTab(layout_, tr("Layout"));
+  tabs_->addTab(layoutMap_, tr("Layout map"));
   tabs_->addTab(logs_, tr("Logs"));
 
   auto* layout = new QVBoxLayout(this);
@@ -156,7 +161,9 @@ void MonitorPage::wireMonitor() {
   connect(monitor_, &app::RunMonitor::delivered, this,
           [this] { estimate_->setMeasured(monitor_->measuredMemory()); });
   connect(monitor_, &app::RunMonitor::layoutChanged, this, [this] {
-    if (monitor_->layout()) layout_->setLayout(*monitor_->layout());
+    if (!monitor_->layout()) return;
+    layout_->setLayout(*monitor_->layout());
+    layoutMap_->setLiveLayout(*monitor_->layout());
   });
   connect(monitor_, &app::RunMonitor::memoryReported, this, [this] {
     if (monitor_->latestMemory()) layout_->setMemory(*monitor_->latestMemory());
@@ -202,6 +209,7 @@ void MonitorPage::runAttached(const QString& runDir) {
   logs_->clear();
   layout_->setLayout(protocol::LayoutEvent{});
   layout_->setMemory(protocol::MemoryEvent{});
+  layoutMap_->clear();
   estimate_->clear();
   banner_->setVisible(false);
   refreshStatus();

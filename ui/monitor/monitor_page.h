@@ -24,6 +24,7 @@ namespace fs::ui {
 
 class CurvePlot;
 class EstimateView;
+class LayoutMapView;
 class LayoutTable;
 class LogView;
 class MemoryView;
@@ -47,6 +48,7 @@ class MonitorPage : public QWidget {
   MemoryView* memoryView() const { return memory_; }
   EstimateView* estimateView() const { return estimate_; }
   LayoutTable* layoutTable() const { return layout_; }
+  LayoutMapView* layoutMap() const { return layoutMap_; }
   LogView* logView() const { return logs_; }
   QComboBox* xAxisChoice() const { return xAxis_; }
   QString alertText() const;
@@ -85,6 +87,7 @@ class MonitorPage : public QWidget {
   MemoryView* memory_;
   EstimateView* estimate_;
   LayoutTable* layout_;
+  LayoutMapView* layoutMap_;
   LogView* logs_;
   SeriesRouter* router_;
 };

@@ -9,12 +9,14 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <cmath>
 
 #include "app/plan/plan_runner.h"
+#include "ui/plan/layout_map_view.h"
 #include "ui/plan/memory_warnings.h"
 #include "ui/plan/plan_table_model.h"
 #include "ui/plan/rank_bar_chart.h"
@@ -56,6 +58,8 @@ PlannerView::PlannerView(const app::EngineSearch& search, QWidget* parent)
       table_(new QTableView),
       model_(new PlanTableModel(this)),
       chart_(new RankBarChart),
+      layoutMap_(new LayoutMapView),
+      tabs_(new QTabWidget),
       debounce_(new QTimer(this)) {
   setObjectName(QStringLiteral("plannerView"));
   world_->setObjectName(QStringLiteral("plannerWorld"));
@@ -93,8 +97,11 @@ PlannerView::PlannerView(const app::EngineSearch& search, QWidget* parent)
   controls->addWidget(plan_);
   controls->addWidget(cancel_);
   auto* splitter = new QSplitter(Qt::Vertical);
+  tabs_->setObjectName(QStringLiteral("plannerTabs"));
+  tabs_->addTab(chart_, tr("Per-rank memory"));
+  tabs_->addTab(layoutMap_, tr("Layout map"));
   splitter->addWidget(table_);
-  splitter->addWidget(chart_);
+  splitter->addWidget(tabs_);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(controls);
   layout->addWidget(error_);
@@ -163,6 +170,7 @@ void PlannerView::showPlan(const app::Plan& plan) {
 void PlannerView::showError(const app::PlanError& error) {
   model_->clear();
   chart_->clear();
+  layoutMap_->clear();
   warning_->setVisible(false);
   error_->setText(error.message);
   error_->setVisible(true);
@@ -173,10 +181,12 @@ void PlannerView::showSelected() {
   const auto& estimates = model_->plan().estimates;
   if (row < 0 || row >= static_cast<int>(estimates.size())) {
     chart_->clear();
+    layoutMap_->clear();
     return;
   }
   const app::PlanEstimate& e = estimates[static_cast<size_t>(row)];
   chart_->setRanks(app::rankFigures(e, model_->plan().world), e.label());
+  layoutMap_->setPlan(model_->plan(), row);
 }
 
 void PlannerView::updateWarnings() {

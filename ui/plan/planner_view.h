@@ -3,7 +3,8 @@
 //   [world] [nodes] [device memory GiB] [Plan] [Cancel] [progress]
 //   [error: what the engine said]   [warning: estimates over the device memory]
 //   table: one row per engine x policy x strategy (PlanTableModel)
-//   chart: one stacked bar per rank of the selected row, the device line
+//   tabs: Per-rank memory: one stacked bar per rank of the selected row, the device line
+//         Layout map: the selected row's unit layout beside the reference's (LayoutMapView)
 //
 // The plan comes from `flamingo-train plan --json` through a PlanRunner (never
 // on the GUI thread). Changing world or nodes re-plans after a short pause, so
@@ -27,6 +28,7 @@ class QLabel;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QTabWidget;
 class QTableView;
 class QTimer;
 
@@ -36,6 +38,7 @@ class PlanRunner;
 
 namespace fs::ui {
 
+class LayoutMapView;
 class PlanTableModel;
 class RankBarChart;
 
@@ -64,6 +67,8 @@ class PlannerView : public QWidget {
   QTableView* table() const { return table_; }
   PlanTableModel* model() const { return model_; }
   RankBarChart* chart() const { return chart_; }
+  LayoutMapView* layoutMap() const { return layoutMap_; }
+  QTabWidget* tabs() const { return tabs_; }
 
  public slots:
   // Plans the current config with the current world and nodes now.
@@ -89,6 +94,8 @@ class PlannerView : public QWidget {
   QTableView* table_;
   PlanTableModel* model_;
   RankBarChart* chart_;
+  LayoutMapView* layoutMap_;
+  QTabWidget* tabs_;
   QTimer* debounce_;
 };
 

@@ -55,6 +55,13 @@ void describe(V& v, PlanActivations& a) {
 }
 
 template <class V>
+void describe(V& v, PlanParamRecord& p) {
+  v.lax("numel", p.numel);
+  v.lax("bytes", p.bytes);
+  v.lax("trainable", p.trainable);
+}
+
+template <class V>
 void describe(V& v, PlanLayoutUnit& u) {
   v.lax("path", u.path);
   v.lax("module_type", u.moduleType);
@@ -66,6 +73,7 @@ void describe(V& v, PlanLayoutUnit& u) {
   v.lax("gather_order", u.gatherOrder);
   v.lax("in_backward", u.inBackward);
   v.lax("params", u.params);
+  v.lax("param_details", u.paramDetails);
   v.lax("aliases", u.aliases);
   v.lax("merged_from", u.mergedFrom);
 }
@@ -92,6 +100,9 @@ void describe(V& v, PlanUnitShardsRecord& u) {
   v.req("shard_bytes", u.shardBytes);
   v.req("padding_elems", u.paddingElems);
   v.lax("groups", u.groups);
+  v.lax("gathered_bytes", u.gatheredBytes);
+  v.lax("peak_bytes", u.peakBytes);
+  v.lax("peak_phase", u.peakPhase);
 }
 
 template <class V>
@@ -118,6 +129,8 @@ void describe(V& v, PlanEstimateRecord& e) {
   v.req("shard_group_size", e.shardGroupSize);
   v.req("per_rank", e.perRank);
   v.req("units", e.units);
+  v.lax("peak_unit", e.peakUnit);
+  v.lax("peak_phase", e.peakPhase);
 }
 
 // Without `schema`: decodePlanJson reads and checks it first.

@@ -62,6 +62,14 @@ struct PlanActivations {
   bool operator==(const PlanActivations&) const = default;
 };
 
+// One parameter of a unit: elements, storage bytes, whether it trains.
+struct PlanParamRecord {
+  std::int64_t numel = 0;
+  std::int64_t bytes = 0;
+  bool trainable = false;
+  bool operator==(const PlanParamRecord&) const = default;
+};
+
 struct PlanLayoutUnit {
   std::string path;  // "" = the root unit
   std::string moduleType;
@@ -73,6 +81,8 @@ struct PlanLayoutUnit {
   std::int64_t gatherOrder = 0;
   bool inBackward = true;
   std::vector<std::string> params;
+  // Parallel to `params` (empty in plans written before it).
+  std::vector<PlanParamRecord> paramDetails;
   std::vector<std::string> aliases;
   std::vector<std::string> mergedFrom;
   bool operator==(const PlanLayoutUnit&) const = default;
@@ -99,6 +109,11 @@ struct PlanUnitShardsRecord {
   std::vector<std::int64_t> shardBytes;  // one per rank, rank order
   std::int64_t paddingElems = 0;
   std::vector<PlanFlatGroup> groups;
+  std::int64_t gatheredBytes = 0;  // the unit unsharded (padded, in the gathered dtype)
+  // Its largest moment in the step walk (gathered + activations) and where:
+  // "forward" | "backward" (docs/planner.md, "Step walk").
+  std::int64_t peakBytes = 0;
+  std::string peakPhase;
   bool operator==(const PlanUnitShardsRecord&) const = default;
 };
 
@@ -126,6 +141,8 @@ struct PlanEstimateRecord {
   std::int64_t shardGroupSize = 0;
   std::vector<PlanUnitShardsRecord> units;  // parallel to the layout's units
   PlanRankFigures perRank;
+  std::int64_t peakUnit = -1;  // the unit run at the step's highest moment; -1 at the head
+  std::string peakPhase;       // forward | head_forward | head_backward | backward
   bool operator==(const PlanEstimateRecord&) const = default;
 };
 

@@ -55,6 +55,46 @@ TEST(PlanReport, JsonNamesEveryUnitAndEstimate) {
   EXPECT_EQ(j["layouts"][0]["units"][3]["merged_from"][0], "lang_encoder.lm_head");
 }
 
+TEST(PlanReport, JsonGivesEachParameterAndEachUnitsGatheredSizeAndPeak) {
+  const auto plan = tinyPlan({2, 1});
+  const auto j = planToJson(plan);
+  int64_t numel = 0;
+  for (const auto& layout : j["layouts"]) {
+    int64_t layoutNumel = 0;
+    for (const auto& u : layout["units"]) {
+      ASSERT_EQ(u["param_details"].size(), u["params"].size());
+      int64_t unitNumel = 0, frozen = 0;
+      for (const auto& p : u["param_details"]) {
+        unitNumel += p["numel"].get<int64_t>();
+        frozen += p["trainable"].get<bool>() ? 0 : p["numel"].get<int64_t>();
+        EXPECT_EQ(p["bytes"].get<int64_t>(), p["numel"].get<int64_t>() * 4);  // tiny: float32 throughout
+      }
+      EXPECT_EQ(unitNumel, u["param_count"].get<int64_t>());
+      EXPECT_EQ(frozen, u["frozen_params"].get<int64_t>());
+      layoutNumel += unitNumel;
+    }
+    numel = layoutNumel;
+    EXPECT_EQ(numel, 83972);
+  }
+  for (size_t e = 0; e < plan.entries.size(); ++e) {
+    const auto& est = j["estimates"][e];
+    const auto& memory = plan.entries[e].memory;
+    int64_t largest = 0;
+    for (const auto& u : est["units"]) {
+      // float32 throughout: unsharded = a rank's shard x the shard group.
+      EXPECT_EQ(u["gathered_bytes"].get<int64_t>(),
+                u["shard_bytes"][0].get<int64_t>() * est["shard_group_size"].get<int64_t>());
+      const auto phase = u["peak_phase"].get<std::string>();
+      EXPECT_TRUE(phase == "forward" || phase == "backward" || phase.rfind("head", 0) == 0) << phase;
+      largest = std::max(largest, u["peak_bytes"].get<int64_t>());
+    }
+    // The root is gathered throughout: it peaks at the step's peak, which no unit exceeds.
+    EXPECT_EQ(est["units"][0]["peak_bytes"], memory.stepPeak);
+    EXPECT_EQ(largest, memory.stepPeak);
+    EXPECT_EQ(est["peak_phase"], walkPhaseName(memory.stepPeakPhase));
+  }
+}
+
 TEST(PlanReport, FormatsBytes) {
   EXPECT_EQ(formatBytes(96), "96 B");
   EXPECT_EQ(formatBytes(1536), "1.5 KiB");

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace fs::fsdp_plan {
@@ -115,6 +116,23 @@ TEST(StepWalkTest, UntiedHeadWorksInsideItsUnit) {
   m.units[1].gradient = 500;
   m.units[1].backwardWorking = 240;
   EXPECT_EQ(walkPeak(m), 10 + 500 + 500 + 1000 + 240);
+}
+
+TEST(StepWalkTest, MomentsNameTheUnitAndPhaseAndTheirLargestIsThePeak) {
+  const auto m = towerThenLayer();
+  const auto moments = walkMoments(m);
+  // Two forward units, four head moments, one backward unit (the tower runs under no-grad).
+  ASSERT_EQ(moments.size(), 7u);
+  EXPECT_EQ(moments[0].phase, WalkPhase::kForward);
+  EXPECT_EQ(moments[0].unit, 0);
+  EXPECT_EQ(moments[0].bytes, 1060);
+  EXPECT_EQ(moments[2].unit, -1);
+  EXPECT_EQ(moments[6].phase, WalkPhase::kBackward);
+  EXPECT_EQ(moments[6].unit, 1);
+  int64_t largest = 0;
+  for (const auto& x : moments) largest = std::max(largest, x.bytes);
+  EXPECT_EQ(largest, walkPeak(m));
+  EXPECT_STREQ(walkPhaseName(WalkPhase::kHeadBackward), "head_backward");
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ PlanRecord sample() {
   root.moduleType = "Flamingo";
   root.paramCount = 40;
   root.params = {"a", "b"};
+  root.paramDetails = {{20, 80, true}, {20, 40, false}};
   PlanLayoutUnit perceiver;
   perceiver.path = "perceiver";
   perceiver.moduleType = "PerceiverResampler";
@@ -41,6 +42,11 @@ PlanRecord sample() {
   e.shardGroupSize = 2;
   e.units = {{{100, 100}, 0, {{true, true, 50, 0, 25, "float32", 100}}}, {{200, 180}, 5, {}}};
   e.perRank = {300, 20, 40, 360, 50, 90, 90, 30, 10, 140, 510};
+  e.units[1].gatheredBytes = 400;
+  e.units[1].peakBytes = 140;
+  e.units[1].peakPhase = "backward";
+  e.peakUnit = 1;
+  e.peakPhase = "backward";
   p.estimates = {e};
   p.notes = {"a note"};
   return p;
