@@ -79,11 +79,15 @@ void EstimateView::showPlan(const app::Plan& plan) {
     return;
   }
   estimate_ = plan.estimates.front();
-  status_->setText(tr("Planned: %1 %2, world %3 on %4 node(s), shard group of %5")
+  // single and ddp (parallel.mode ddp) shard nothing: every rank holds the whole model.
+  const bool replicated =
+      estimate_->strategy == QLatin1String("single") || estimate_->strategy == QLatin1String("ddp");
+  status_->setText(tr("Planned: %1 %2, world %3 on %4 node(s)")
                        .arg(estimate_->engine, estimate_->label())
                        .arg(plan.world)
-                       .arg(plan.nodes)
-                       .arg(estimate_->shardGroupSize));
+                       .arg(plan.nodes) +
+                   (replicated ? tr(", no FSDP: the whole model on every rank")
+                               : tr(", shard group of %1").arg(estimate_->shardGroupSize)));
   refreshTable();
 }
 
