@@ -17,13 +17,14 @@ protocol::StatusOr<Plan> makePlan(const PlanRequest& req) {
 
   auto strategies = req.strategies;
   if (strategies.empty()) {
-    for (const auto& name : fsdpStrategyNames()) strategies.push_back(*strategyFromName(name, "--strategies"));
+    for (const auto& name : fsdpStrategyNames())
+      strategies.push_back(*strategyFromName(name, "--strategies"));
   }
   for (const auto strategy : strategies) {
     if (strategy == Strategy::kSingle && req.topology.world > 1)
-      return protocol::Status::invalidArgument(
-          "--strategies: single is one process, but --world is " + std::to_string(req.topology.world) +
-          " (parallel.mode ddp on several ranks is ddp)");
+      return protocol::Status::invalidArgument("--strategies: single is one process, but --world is " +
+                                               std::to_string(req.topology.world) +
+                                               " (parallel.mode ddp on several ranks is ddp)");
   }
   const PrecisionPlan replicatedPrecision = replicatedPrecisionOf(plan.precision);
   auto policies = req.policies;

@@ -8,7 +8,7 @@ using protocol::Status;
 
 const std::vector<std::string>& strategyNames() {
   static const std::vector<std::string> names = {"full_shard", "shard_grad_op", "hybrid_shard",
-                                                  "no_shard",   "single",        "ddp"};
+                                                 "no_shard",   "single",        "ddp"};
   return names;
 }
 

@@ -39,7 +39,7 @@ namespace fs::fsdp_plan {
 
 enum class Strategy { kFullShard, kShardGradOp, kHybridShard, kNoShard, kSingle, kDdp };
 
-const std::vector<std::string>& strategyNames();  // every planner strategy, stable order
+const std::vector<std::string>& strategyNames();      // every planner strategy, stable order
 const std::vector<std::string>& fsdpStrategyNames();  // FSDP's (config spellings): what "all" plans
 std::string strategyName(Strategy strategy);
 // single and ddp: parallel.mode ddp, no FSDP.

@@ -50,7 +50,8 @@ int64_t storageBytes(const std::vector<torch::Tensor>& tensors) {
   int64_t bytes = 0;
   for (const auto& t : tensors) {
     if (!t.defined() || !t.has_storage()) continue;
-    if (seen.insert(t.storage().unsafeGetStorageImpl()).second) bytes += static_cast<int64_t>(t.storage().nbytes());
+    if (seen.insert(t.storage().unsafeGetStorageImpl()).second)
+      bytes += static_cast<int64_t>(t.storage().nbytes());
   }
   return bytes;
 }

@@ -109,7 +109,8 @@ class PlanRunnerTest : public QObject {
     QVERIFY(fs::protocol::saveConfigFile(config, file.toStdString()));
     QCOMPARE(runStrategy(config, 1), QStringLiteral("single"));
     QCOMPARE(runStrategy(config, 4), QStringLiteral("ddp"));
-    for (const auto& [world, strategy] : {std::pair{1, QStringLiteral("single")}, {2, QStringLiteral("ddp")}}) {
+    for (const auto& [world, strategy] :
+         {std::pair{1, QStringLiteral("single")}, {2, QStringLiteral("ddp")}}) {
       PlanRunner runner(test::testEngine());
       QSignalSpy planned(&runner, &PlanRunner::planned);
       PlanRequest r;

@@ -71,9 +71,8 @@ Plan planStrategies(const protocol::RunConfig& c, Topology t, std::vector<Strate
 TEST(MemoryEstimate, SingleProcessHoldsTheWholeModelItsGradientsAndAdamW) {
   for (const char* precision : {"fp32", "amp_bf16"}) {
     SCOPED_TRACE(precision);
-    const auto plan =
-        planStrategies(test::preset("tiny", {std::string("optim.precision=") + precision}), {1, 1},
-                       {Strategy::kSingle});
+    const auto plan = planStrategies(test::preset("tiny", {std::string("optim.precision=") + precision}),
+                                     {1, 1}, {Strategy::kSingle});
     ASSERT_EQ(plan.entries.size(), 1u);
     const auto& e = plan.entries[0];
     EXPECT_EQ(e.shards.shardSize, 1);

@@ -87,7 +87,8 @@ TEST(PlanCli, TableNamesUnitsAndStrategies) {
 
 // parallel.mode ddp planned as what it runs (NOTE [Replicated modes]): by name, in JSON and the table.
 TEST(PlanCli, ReplicatedModesByName) {
-  auto r = run("plan --config '" + preset("tiny") + "' --world 2 --strategies ddp --policies openflamingo --json");
+  auto r =
+      run("plan --config '" + preset("tiny") + "' --world 2 --strategies ddp --policies openflamingo --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["estimates"].size(), 1u);  // ours: the reference models FSDP1 only

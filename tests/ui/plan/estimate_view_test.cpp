@@ -55,10 +55,10 @@ qint64 cellBytes(const QTableWidget* table, int row, int column) {
 // The tiny preset for one epoch of a few steps, a memory event every step.
 QStringList tinyRunArguments(const QString& runDir, const QStringList& sets) {
   QStringList args = {"train", "--config", app::test::tinyPresetFile(), "--run-dir", runDir};
-  for (const QString& set : QStringList{"optim.epochs=1", "optim.warmup_steps=0",
-                                        "data.datasets.laion.samples_per_epoch=8",
-                                        "data.datasets.mmc4.samples_per_epoch=4", "telemetry.memory_every_steps=1"} +
-                                sets)
+  for (const QString& set :
+       QStringList{"optim.epochs=1", "optim.warmup_steps=0", "data.datasets.laion.samples_per_epoch=8",
+                   "data.datasets.mmc4.samples_per_epoch=4", "telemetry.memory_every_steps=1"} +
+           sets)
     args << "--set" << set;
   return args;
 }
@@ -176,10 +176,10 @@ class EstimateViewTest : public QObject {
     QTemporaryDir work;
     const QString runDir = work.filePath("run");
     QByteArray output;
-    QVERIFY2(trainRanks(work.path(),
-                        tinyRunArguments(runDir, {"launch.nproc_per_node=" + QString::number(world)}), world,
-                        &output),
-             output.constData());
+    QVERIFY2(
+        trainRanks(work.path(), tinyRunArguments(runDir, {"launch.nproc_per_node=" + QString::number(world)}),
+                   world, &output),
+        output.constData());
     const QJsonObject memory = lastMemoryEvent(runDir);
     QVERIFY2(!memory.isEmpty(), "the run wrote no memory event");
     QCOMPARE(memory["ranks"].toArray().size(), world);
@@ -202,9 +202,10 @@ class EstimateViewTest : public QObject {
     QVERIFY(view->estimate());
     QCOMPARE(view->estimate()->strategy, strategy);
     QCOMPARE(view->estimate()->shardGroupSize, 1);
-    const QJsonObject cli = app::test::cliPlan(
-        QDir(runDir).filePath("config.yaml"), {"--world", QString::number(world), "--nodes", "1", "--strategies",
-                                               strategy, "--policies", view->estimate()->policy, "--no-reference"});
+    const QJsonObject cli =
+        app::test::cliPlan(QDir(runDir).filePath("config.yaml"),
+                           {"--world", QString::number(world), "--nodes", "1", "--strategies", strategy,
+                            "--policies", view->estimate()->policy, "--no-reference"});
     const QJsonObject estimate = cli["estimates"][0].toObject()["per_rank"].toObject();
 
     // What the run holds, measured: the whole model, its gradients (and DDP's buckets), AdamW, activations.
