@@ -119,6 +119,12 @@ void EstimateView::refreshTable() {
   for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
     const auto& row = rows[static_cast<size_t>(i)];
     table_->setItem(i, kPart, cell(app::comparedPartName(row.part)));
+    if (row.part == app::ComparedPart::kPeak) {
+      table_->item(i, kPart)->setToolTip(
+          tr("Estimate: the planned peak (model state, the step's batches and the step's highest moment).\n"
+             "Measured: the sum of each part's peak from the memory events; the batches are not among "
+             "them (docs/planner.md, \"Accuracy of the peak\")."));
+    }
     table_->setItem(i, kEstimate, bytesCell(row.estimate));
     table_->setItem(i, kLatest, bytesCell(row.latest));
     table_->setItem(i, kPeak, bytesCell(row.peak));
