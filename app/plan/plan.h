@@ -85,7 +85,7 @@ struct PlanLayout {
 struct PlanEstimate {
   QString engine;    // "ours" | "reference"
   QString policy;    // openflamingo | transformer_layer | size_based | custom
-  QString strategy;  // full_shard | shard_grad_op | hybrid_shard | no_shard
+  QString strategy;  // full_shard | shard_grad_op | hybrid_shard | no_shard | single | ddp
   int shardGroupSize = 0;
   PlanFigures perRank;
   std::vector<PlanUnitShards> units;  // gather order

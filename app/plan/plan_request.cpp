@@ -2,9 +2,10 @@
 
 namespace fs::app {
 
-QString runStrategy(const protocol::RunConfig& config) {
-  if (config.parallel.mode != "fsdp") return QStringLiteral("no_shard");
-  return QString::fromStdString(config.parallel.sharding_strategy);
+QString runStrategy(const protocol::RunConfig& config, int world) {
+  if (config.parallel.mode == "fsdp") return QString::fromStdString(config.parallel.sharding_strategy);
+  if (world <= 0) world = static_cast<int>(config.worldSize());
+  return world > 1 ? QStringLiteral("ddp") : QStringLiteral("single");
 }
 
 QStringList planArguments(const PlanRequest& request, const QString& configFile,
@@ -15,7 +16,7 @@ QStringList planArguments(const PlanRequest& request, const QString& configFile,
   QStringList strategies = request.strategies;
   QStringList policies = request.policies;
   if (request.runChoice && readConfig) {
-    strategies = {runStrategy(*readConfig)};
+    strategies = {runStrategy(*readConfig, request.world)};
     policies = {runPolicy(*readConfig)};
   }
   args << QStringLiteral("--strategies")

@@ -23,14 +23,15 @@ struct PlanRequest {
   QStringList strategies;  // empty: all
   QStringList policies;    // empty: all
   // Plan only what the config runs with: its sharding strategy under
-  // parallel.mode fsdp (no_shard under ddp: replication is the same memory)
-  // and its wrap policy. Overrides strategies and policies; reads the config.
+  // parallel.mode fsdp, else single (one rank) or ddp (several), and its wrap
+  // policy. Overrides strategies and policies; reads the config.
   bool runChoice = false;
   bool reference = true;  // also the reference's FSDP1 (false: --no-reference)
 };
 
-// The strategy and policy a config runs with (see runChoice).
-QString runStrategy(const protocol::RunConfig& config);
+// The strategy and policy a config runs with (see runChoice) on `world`
+// ranks (0: the config's launch.nnodes x nproc_per_node).
+QString runStrategy(const protocol::RunConfig& config, int world = 0);
 inline QString runPolicy(const protocol::RunConfig& config) {
   return QString::fromStdString(config.parallel.wrap_policy);
 }

@@ -20,7 +20,8 @@ const std::vector<OptionSpec> kOptions = {
     {"world", true, false, "N", "Ranks in all (default: the config's launch.nnodes x nproc_per_node)"},
     {"nodes", true, false, "M", "Nodes; --world must divide by it (default: launch.nnodes)"},
     {"strategies", true, false, "LIST",
-     "all, or a comma list of full_shard, shard_grad_op, hybrid_shard, no_shard (default all)"},
+     "all (the FSDP strategies), or a comma list of full_shard, shard_grad_op, hybrid_shard, no_shard, and "
+     "single / ddp (parallel.mode ddp on one rank / several) (default all)"},
     {"policies", true, false, "LIST",
      "all, or a comma list of openflamingo, transformer_layer, size_based, custom (default all; custom only "
      "with parallel.wrap_patterns)"},

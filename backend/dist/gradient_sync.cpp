@@ -78,6 +78,12 @@ GradientSync::~GradientSync() {
   *link_ = nullptr;
 }
 
+int64_t GradientSync::bucketBytes() const {
+  int64_t bytes = 0;
+  for (const auto& b : buckets_) bytes += static_cast<int64_t>(b->flat.nbytes());
+  return bytes;
+}
+
 void GradientSync::broadcastFromRank0(Communicator& comm, const std::vector<torch::Tensor>& tensors,
                                       const std::string& what, int64_t chunkBytes) {
   if (comm.size() == 1) return;

@@ -63,6 +63,9 @@ class GradientSync {
   // parameter with the rank-averaged gradient.
   void finish();
   bool armed() const { return armed_; }
+  // The buckets' flat buffers: a second copy of every trainable gradient,
+  // allocated once at construction (the memory event's grads count it).
+  int64_t bucketBytes() const;
   const GradientSyncStats& stats() const { return stats_; }
 
  private:

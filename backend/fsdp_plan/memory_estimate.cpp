@@ -104,6 +104,14 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
       if (g.trainable) r.optimizer += 2 * g.shardNumel * dtypeBytes(precision.weight);
     }
   }
+  // NOTE [Replicated modes]: DDP's buckets are a second copy of the gradients.
+  if (shards.strategy == Strategy::kDdp && shards.topology.world > 1) {
+    for (const auto& u : shards.units) {
+      for (const auto& g : u.groups) {
+        if (g.gradients) r.gradients += g.shardNumel * dtypeBytes(precision.weight);
+      }
+    }
+  }
 
   // Gathered peak over the non-root units in gather order.
   const int64_t s = shards.shardSize;

@@ -43,6 +43,24 @@
 // each term's own largest, for the table's columns. Measured on CPU
 // (bench/fsdp/peak_accuracy.sh, docs/benchmarks.md; docs/planner.md
 // "Accuracy of the peak").
+//
+// NOTE [Replicated modes] (strategies single and ddp: parallel.mode ddp, which
+// never builds flat groups): one unit-less copy of the model per rank, planned
+// through the same code as no_shard with every parameter in the weight dtype
+// (replicatedPrecisionOf; the engine does not cast the model it builds):
+//   parameters  every parameter, frozen too, numel x weight bytes.
+//   gradients   trainable parameters' .grad (numel x weight bytes); under ddp
+//               at world > 1 twice that: dist::GradientSync keeps flat buckets
+//               of every trainable gradient for the all-reduce (NOTE [Gradient
+//               buckets] in backend/dist/gradient_sync.h). At world 1 the
+//               engine makes no GradientSync, so ddp there equals single.
+//   optimizer   AdamW: 2 x trainable numel x weight bytes.
+//   gathered    0: nothing is gathered. The all-reduce is in place.
+//   activations and the step walk as for no_shard (no gather windows, no
+//               staging, no reduce-scatter in flight).
+// The gradients are counted for the whole step, as FSDP's shards are, though
+// the engine drops them after each optimizer step: the peak errs high by at
+// most the gradient bytes. Measured in docs/planner.md "Accuracy of the peak".
 // CPU offload is not modelled (parallel.cpu_offload moves parameters,
 // gradients and optimizer state to host memory; the figures above are then
 // host bytes).

@@ -17,8 +17,16 @@ protocol::StatusOr<Plan> makePlan(const PlanRequest& req) {
 
   auto strategies = req.strategies;
   if (strategies.empty()) {
-    for (const auto& name : strategyNames()) strategies.push_back(*strategyFromName(name, "--strategies"));
+    for (const auto& name : fsdpStrategyNames())
+      strategies.push_back(*strategyFromName(name, "--strategies"));
   }
+  for (const auto strategy : strategies) {
+    if (strategy == Strategy::kSingle && req.topology.world > 1)
+      return protocol::Status::invalidArgument("--strategies: single is one process, but --world is " +
+                                               std::to_string(req.topology.world) +
+                                               " (parallel.mode ddp on several ranks is ddp)");
+  }
+  const PrecisionPlan replicatedPrecision = replicatedPrecisionOf(plan.precision);
   auto policies = req.policies;
   if (policies.empty()) {
     for (const auto& name : wrapPolicyNames()) {
@@ -37,8 +45,9 @@ protocol::StatusOr<Plan> makePlan(const PlanRequest& req) {
       e.policy = policy;
       e.strategy = strategy;
       e.layout = index;
-      e.shards = planShards(plan.layouts[index], prec, strategy, req.topology, reference);
-      e.memory = estimateRankMemory(plan.layouts[index], e.shards, prec, req.config, plan.activations);
+      const PrecisionPlan& p = isReplicated(strategy) ? replicatedPrecision : prec;
+      e.shards = planShards(plan.layouts[index], p, strategy, req.topology, reference);
+      e.memory = estimateRankMemory(plan.layouts[index], e.shards, p, req.config, plan.activations);
       plan.entries.push_back(std::move(e));
     }
   };

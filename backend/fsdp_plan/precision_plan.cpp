@@ -71,4 +71,10 @@ PrecisionPlan referencePrecision(const PrecisionPlan& ours) {
   return ref;
 }
 
+PrecisionPlan replicatedPrecisionOf(const PrecisionPlan& ours) {
+  PrecisionPlan r = ours;
+  r.param = r.frozen = r.reduce = ours.weight;
+  return r;
+}
+
 }  // namespace fs::fsdp_plan

@@ -54,5 +54,9 @@ struct PrecisionPlan {
 protocol::StatusOr<PrecisionPlan> oursPrecision(const protocol::RunConfig& config);
 // The reference's FSDP1: everything stored and gathered in the weight dtype.
 PrecisionPlan referencePrecision(const PrecisionPlan& ours);
+// Ours without FSDP (strategies single and ddp): the model as built, every
+// parameter (frozen too) in the weight dtype, gradients all-reduced in it;
+// parallel.mixed_precision has no effect (protocol/validate.cpp warns).
+PrecisionPlan replicatedPrecisionOf(const PrecisionPlan& ours);
 
 }  // namespace fs::fsdp_plan

@@ -7,8 +7,18 @@ namespace fs::fsdp_plan {
 using protocol::Status;
 
 const std::vector<std::string>& strategyNames() {
-  static const std::vector<std::string> names = {"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"};
+  static const std::vector<std::string> names = {"full_shard", "shard_grad_op", "hybrid_shard",
+                                                 "no_shard",   "single",        "ddp"};
   return names;
+}
+
+const std::vector<std::string>& fsdpStrategyNames() {
+  static const std::vector<std::string> names(strategyNames().begin(), strategyNames().begin() + 4);
+  return names;
+}
+
+bool isReplicated(Strategy strategy) {
+  return strategy == Strategy::kSingle || strategy == Strategy::kDdp;
 }
 
 std::string strategyName(Strategy strategy) {
@@ -21,7 +31,7 @@ protocol::StatusOr<Strategy> strategyFromName(const std::string& name, const std
     if (names[i] == name) return static_cast<Strategy>(i);
   }
   return Status::invalidArgument(field + ": unknown sharding strategy '" + name +
-                                 "' (known: full_shard, shard_grad_op, hybrid_shard, no_shard)");
+                                 "' (known: full_shard, shard_grad_op, hybrid_shard, no_shard, single, ddp)");
 }
 
 Status checkTopology(const Topology& t) {
@@ -44,6 +54,8 @@ int64_t shardGroupSize(Strategy strategy, const Topology& t) {
     case Strategy::kHybridShard:
       return t.world / t.nodes;
     case Strategy::kNoShard:
+    case Strategy::kSingle:
+    case Strategy::kDdp:
       return 1;
   }
   return 1;

@@ -17,6 +17,13 @@
 //   hybrid_shard   shard inside a node (W / N ranks), replicate across the
 //                  N nodes (gradients all-reduced between replicas).
 //   no_shard       every rank holds everything (DDP through the same code).
+// Replicated modes (NOTE [Replicated modes] in memory_estimate.h), what
+// parallel.mode ddp runs, without FSDP's flat groups:
+//   single         one process (parallel.mode ddp at world 1): the model as
+//                  built, its gradients and AdamW state.
+//   ddp            the same on every rank, plus dist::GradientSync's flat
+//                  gradient buckets (world > 1).
+// strategyNames() lists all six; "all" (fsdpStrategyNames()) the first four.
 //
 // Thread-safety: plain values and pure functions.
 #pragma once
@@ -30,10 +37,13 @@
 
 namespace fs::fsdp_plan {
 
-enum class Strategy { kFullShard, kShardGradOp, kHybridShard, kNoShard };
+enum class Strategy { kFullShard, kShardGradOp, kHybridShard, kNoShard, kSingle, kDdp };
 
-const std::vector<std::string>& strategyNames();  // config spellings, stable order
+const std::vector<std::string>& strategyNames();      // every planner strategy, stable order
+const std::vector<std::string>& fsdpStrategyNames();  // FSDP's (config spellings): what "all" plans
 std::string strategyName(Strategy strategy);
+// single and ddp: parallel.mode ddp, no FSDP.
+bool isReplicated(Strategy strategy);
 // Unknown name -> InvalidArgument naming `field` (e.g. "--strategies").
 protocol::StatusOr<Strategy> strategyFromName(const std::string& name, const std::string& field);
 

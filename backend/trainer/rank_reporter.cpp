@@ -8,6 +8,20 @@
 // pause and at the end of the run, flush() gathers them at once. Whether a
 // report is pending depends only on the step number, so every rank passes
 // the same layout.
+//
+// NOTE [Replicated model state]: without FSDP (parallel.mode ddp, one process
+// or several) the memory entry's params, grads and optimizer are what the run
+// holds, not the tracker's phase peaks (the model is built before any phase
+// is open, so `parameters` would read 0, and the backward phase also counts
+// activation gradients): params = every parameter's storage, frozen too, in
+// its dtype (each storage once: a tied head shares the embedding's);
+// grads = the trainable parameters' .grad storages as the optimizer step finds
+// them (the largest since the last entry: the engine drops them after each
+// step), plus DDP's flat gradient buckets, which dist::GradientSync allocates
+// once beside them (NOTE [Gradient buckets]); optimizer = AdamW's state.
+// gathered stays 0 and activations the forward phase's peak, as under FSDP.
+// The planner's single and ddp strategies model the same bytes (NOTE
+// [Replicated modes] in backend/fsdp_plan/memory_estimate.h).
 #include "backend/trainer/rank_reporter.h"
 
 #include <torch/torch.h>
@@ -28,6 +42,18 @@ using Clock = std::chrono::steady_clock;
 namespace {
 double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// The bytes of the tensors' storages, each storage once.
+int64_t storageBytes(const std::vector<torch::Tensor>& tensors) {
+  std::set<const void*> seen;
+  int64_t bytes = 0;
+  for (const auto& t : tensors) {
+    if (!t.defined() || !t.has_storage()) continue;
+    if (seen.insert(t.storage().unsafeGetStorageImpl()).second)
+      bytes += static_cast<int64_t>(t.storage().nbytes());
+  }
+  return bytes;
 }
 }  // namespace
 
@@ -162,8 +188,21 @@ protocol::RankMemory RankReporter::rankMemory() const {
     for (size_t i : sharded->unitsAtPeak()) m.gathered_at_peak.push_back(at[i]);
     std::sort(m.gathered_at_peak.begin(), m.gathered_at_peak.end());
     sharded->resetPeak();
+  } else if (state_.model) {  // NOTE [Replicated model state]
+    m.params = storageBytes(state_.model->parameters());
+    m.grads = gradientBytes_;
+    m.optimizer = state_.optimizer ? state_.optimizer->stateBytes() : 0;
+    gradientBytes_ = 0;
   }
   return m;
+}
+
+void RankReporter::noteGradients(int64_t bucketBytes) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : state_.trainable) {
+    if (p.tensor.grad().defined()) grads.push_back(p.tensor.grad());
+  }
+  gradientBytes_ = std::max(gradientBytes_, storageBytes(grads) + bucketBytes);
 }
 
 std::vector<double> RankReporter::rankFigures(const StepResult& r, double stepTime, double dataTime,

@@ -66,6 +66,12 @@ class RankReporter {
   // Rank 0 of a distributed run: a heartbeat event every telemetry.heartbeat_s.
   void heartbeatIfDue(bool paused);
 
+  // Without FSDP, at an optimizer step while the gradients are held: notes the
+  // bytes of the trainable parameters' .grad plus `bucketBytes` (DDP's
+  // gradient buckets), the gradients of the next memory entry (NOTE
+  // [Replicated model state] in rank_reporter.cpp).
+  void noteGradients(int64_t bucketBytes);
+
   // After a resume at `iteration`: the cumulative sample counts continue from there.
   void countResumed(int64_t iteration);
 
@@ -77,8 +83,9 @@ class RankReporter {
     std::vector<double> mine;
   };
   std::vector<double> rankFigures(const StepResult& r, double stepTime, double dataTime, bool memory) const;
-  // This rank's memory entry; under FSDP the parameter and gathered bytes are
-  // the runtime's own (shards; gathered peak since the last entry).
+  // This rank's memory entry; model state as the run holds it: under FSDP the
+  // runtime's shards (and gathered peak since the last entry), else the model's
+  // parameters, the gradients noted since the last entry and AdamW's state.
   protocol::RankMemory rankMemory() const;
   void emitMemory();
   void emitDataStats();
@@ -95,7 +102,8 @@ class RankReporter {
   std::optional<Pending> pending_;                           // distributed: the last step's, not yet gathered
   std::map<std::string, int64_t> samplesSeen_, tokensSeen_;  // cumulative, all ranks
   int64_t lastDropped_ = 0;                                  // drops already reported in data_stats
-  std::set<int64_t> slowRanks_;  // warned about and not yet recovered (NOTE [Slow ranks])
+  mutable int64_t gradientBytes_ = 0;  // largest noted since the last memory entry (not FSDP)
+  std::set<int64_t> slowRanks_;        // warned about and not yet recovered (NOTE [Slow ranks])
   std::chrono::steady_clock::time_point lastHeartbeat_;
 };
 

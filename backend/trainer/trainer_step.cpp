@@ -130,6 +130,7 @@ void Trainer::optimizerStep(StepResult* r) {
     if (!config_.model.freeze_lm_embeddings) state_.model->maskEmbeddingGradient();
     if (!gradientFlowChecked_) checkGradientFlow();
     clip = train::clipGradNorm(state_.optimizer->parameters(), clipOptions);
+    reporter_->noteGradients(gradSync_ ? gradSync_->bucketBytes() : 0);  // NOTE [Replicated model state]
   }
   if (!clip.finite) {
     state_.optimizer->zeroGrad(true);

@@ -11,6 +11,8 @@
 # in bench/fsdp/peak_probe.cpp; step 1 holds the set-up). Planned: `flamingo-train plan --json`'s
 # per_rank.peak for the same config.yaml, world and nodes. Error = planned / measured - 1.
 # World 1 runs full_shard only: with one rank every strategy shards nothing and runs the same code.
+# MODES="ddp" (or "fsdp ddp") also runs parallel.mode=ddp, planned as what it runs (NOTE [Replicated
+# modes] in backend/fsdp_plan/memory_estimate.h): strategy single at world 1, ddp on several ranks.
 # Hybrid runs as 2 nodes x 2 ranks on this machine (LOCAL_WORLD_SIZE=2).
 # Per run it prints one line per rank: planned, measured, error, and where the measured peak's bytes
 # were (the tracker's phases at the peak: params+other = shards, batches and bookkeeping; act; grad =
@@ -18,6 +20,7 @@
 #
 # Usage: bench/fsdp/peak_accuracy.sh [BUILD_DIR=build] [STEPS=3] [PRESET...=tiny small]
 # Env:   WORLDS="1 2 4"  STRATEGIES="full_shard shard_grad_op no_shard"  POLICIES="openflamingo transformer_layer"
+#        MODES="fsdp" (fsdp, ddp or both)
 #        CKPT="false true"  HYBRID=1  PORT=29800  RUN_TIMEOUT=600 (s per run)  PYTHON=/usr/bin/python3
 #        BATCHES=worst|synthetic  KEEP=DIR (keep the runs' probe lines there)
 # Needs: jq, BUILD_DIR/bin/{flamingo-train,fsdp_peak_probe}, Debian's python3-torch (for the batch sizes).
@@ -79,7 +82,9 @@ one() {  # one PRESET WORLD NODES STRATEGY POLICY CKPT
   local preset="$1" world="$2" nodes="$3" strategy="$4" policy="$5" ckpt="$6" label="$4"
   local dir="$tmp/$preset-$world-$nodes-$strategy-$policy-$ckpt"
   ((nodes > 1)) && label="$strategy/${nodes}x$((world / nodes))"
-  probe_run "$preset" "$world" "$nodes" "$dir" --set "parallel.sharding_strategy=$strategy" \
+  local mode=(--set "parallel.sharding_strategy=$strategy")
+  [[ "$strategy" == single || "$strategy" == ddp ]] && mode=(--set parallel.mode=ddp)
+  probe_run "$preset" "$world" "$nodes" "$dir" "${mode[@]}" \
     --set "parallel.wrap_policy=$policy" --set "model.gradient_checkpointing=$ckpt" || return 1
   local planned
   planned=$("$bin" plan --config "$dir/run/config.yaml" --world "$world" --nodes "$nodes" --strategies "$strategy" \
@@ -102,6 +107,10 @@ for preset in "${presets[@]}"; do
   for ckpt in "${ckpts[@]}"; do
     for policy in "${policies[@]}"; do
       for world in "${worlds[@]}"; do
+        if [[ " ${MODES:-fsdp} " == *" ddp "* ]]; then
+          if ((world == 1)); then one "$preset" 1 1 single "$policy" "$ckpt"; else one "$preset" "$world" 1 ddp "$policy" "$ckpt"; fi
+        fi
+        [[ " ${MODES:-fsdp} " == *" fsdp "* ]] || continue
         if ((world == 1)); then
           one "$preset" 1 1 full_shard "$policy" "$ckpt"
           continue

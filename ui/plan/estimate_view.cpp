@@ -79,11 +79,15 @@ void EstimateView::showPlan(const app::Plan& plan) {
     return;
   }
   estimate_ = plan.estimates.front();
-  status_->setText(tr("Planned: %1 %2, world %3 on %4 node(s), shard group of %5")
+  // single and ddp (parallel.mode ddp) shard nothing: every rank holds the whole model.
+  const bool replicated =
+      estimate_->strategy == QLatin1String("single") || estimate_->strategy == QLatin1String("ddp");
+  status_->setText(tr("Planned: %1 %2, world %3 on %4 node(s)")
                        .arg(estimate_->engine, estimate_->label())
                        .arg(plan.world)
-                       .arg(plan.nodes)
-                       .arg(estimate_->shardGroupSize));
+                       .arg(plan.nodes) +
+                   (replicated ? tr(", no FSDP: the whole model on every rank")
+                               : tr(", shard group of %1").arg(estimate_->shardGroupSize)));
   refreshTable();
 }
 
@@ -115,6 +119,12 @@ void EstimateView::refreshTable() {
   for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
     const auto& row = rows[static_cast<size_t>(i)];
     table_->setItem(i, kPart, cell(app::comparedPartName(row.part)));
+    if (row.part == app::ComparedPart::kPeak) {
+      table_->item(i, kPart)->setToolTip(
+          tr("Estimate: the planned peak (model state, the step's batches and the step's highest moment).\n"
+             "Measured: the sum of each part's peak from the memory events; the batches are not among "
+             "them (docs/planner.md, \"Accuracy of the peak\")."));
+    }
     table_->setItem(i, kEstimate, bytesCell(row.estimate));
     table_->setItem(i, kLatest, bytesCell(row.latest));
     table_->setItem(i, kPeak, bytesCell(row.peak));

@@ -176,7 +176,7 @@ StatusOr<PlanRecord> decodePlanJson(std::string_view text) {
   r.req("schema", plan.schema);
   if (!error.empty()) return Status::invalidArgument(error);
   // "fs.plan/1" and "fs.plan/1.2" read; "fs.plan/2" does not.
-  const std::string major = kPlanJsonSchema;
+  const std::string major = kPlanJsonMajor;
   if (plan.schema != major && plan.schema.rfind(major + ".", 0) != 0) {
     return Status::unsupported("schema: '" + plan.schema + "' is not " + major + ".x");
   }

@@ -21,8 +21,10 @@
 
 namespace fs::protocol {
 
-// Written as is; a reader takes "fs.plan/1" and "fs.plan/1.<minor>".
-inline constexpr const char* kPlanJsonSchema = "fs.plan/1";
+// Written as is; a reader takes "fs.plan/1" and "fs.plan/1.<minor>". 1.1: an
+// estimate's strategy may also be single or ddp (parallel.mode ddp).
+inline constexpr const char* kPlanJsonSchema = "fs.plan/1.1";
+inline constexpr const char* kPlanJsonMajor = "fs.plan/1";  // what a reader takes, with any minor
 
 struct PlanPrecision {  // dtype names
   std::string weight, compute, param, reduce, frozen;

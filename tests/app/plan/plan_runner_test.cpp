@@ -100,6 +100,35 @@ class PlanRunnerTest : public QObject {
     QCOMPARE(plan.estimates[0].shardGroupSize, 2);
   }
 
+  // parallel.mode ddp is planned as what it runs: single on one rank, ddp on several (issue 25 item 9).
+  void runChoicePlansAPlainRunAsSingleOrDdp() {
+    QTemporaryDir dir;
+    auto config = test::tinyPreset();
+    config.parallel.mode = "ddp";
+    const QString file = dir.filePath("config.yaml");
+    QVERIFY(fs::protocol::saveConfigFile(config, file.toStdString()));
+    QCOMPARE(runStrategy(config, 1), QStringLiteral("single"));
+    QCOMPARE(runStrategy(config, 4), QStringLiteral("ddp"));
+    for (const auto& [world, strategy] :
+         {std::pair{1, QStringLiteral("single")}, {2, QStringLiteral("ddp")}}) {
+      PlanRunner runner(test::testEngine());
+      QSignalSpy planned(&runner, &PlanRunner::planned);
+      PlanRequest r;
+      r.configFile = file;
+      r.world = world;
+      r.nodes = 1;
+      r.runChoice = true;
+      r.reference = false;
+      runner.plan(r);
+      QVERIFY(planned.wait(kWaitMs));
+      const Plan plan = planned[0][0].value<Plan>();
+      QCOMPARE(plan.estimates.size(), size_t(1));
+      QCOMPARE(plan.estimates[0].strategy, strategy);
+      QCOMPARE(plan.estimates[0].shardGroupSize, 1);
+      QCOMPARE(plan.estimates[0].perRank.parameters, qint64(83972 * 4));  // the whole model on every rank
+    }
+  }
+
   void aBadConfigFailsWithTheCliMessage() {
     PlanRunner runner(test::testEngine());
     QSignalSpy failed(&runner, &PlanRunner::failed);

@@ -52,6 +52,70 @@ TEST(MemoryEstimate, TinyModelStateIsExactInFloat32) {
   EXPECT_EQ(n.optimizer, 2 * 29380 * 4);
 }
 
+// NOTE [Replicated modes]: parallel.mode ddp holds the model as built. One
+// process: every parameter, the trainable gradients, AdamW's two states, nothing
+// gathered; DDP on several ranks also its gradient buckets (a second copy of the
+// gradients). Not FSDP's frozen bf16 storage, and not in "all".
+Plan planStrategies(const protocol::RunConfig& c, Topology t, std::vector<Strategy> strategies) {
+  PlanRequest req;
+  req.config = c;
+  req.topology = t;
+  req.strategies = std::move(strategies);
+  req.policies = {"openflamingo"};
+  req.reference = false;
+  auto plan = makePlan(req);
+  EXPECT_TRUE(plan.isOk()) << plan.status().message();
+  return *plan;
+}
+
+TEST(MemoryEstimate, SingleProcessHoldsTheWholeModelItsGradientsAndAdamW) {
+  for (const char* precision : {"fp32", "amp_bf16"}) {
+    SCOPED_TRACE(precision);
+    const auto plan = planStrategies(test::preset("tiny", {std::string("optim.precision=") + precision}),
+                                     {1, 1}, {Strategy::kSingle});
+    ASSERT_EQ(plan.entries.size(), 1u);
+    const auto& e = plan.entries[0];
+    EXPECT_EQ(e.shards.shardSize, 1);
+    const auto& m = e.memory;
+    EXPECT_EQ(m.parameters, 83972 * 4);  // frozen too, in float32 even under amp_bf16
+    EXPECT_EQ(m.gradients, 29380 * 4);
+    EXPECT_EQ(m.optimizer, 2 * 29380 * 4);
+    EXPECT_EQ(m.gatheredPeak, 0);
+    EXPECT_GT(m.activations, 0);
+    EXPECT_EQ(m.peak(), m.modelState() + m.inputs + m.stepPeak);
+  }
+}
+
+TEST(MemoryEstimate, DdpAddsItsGradientBucketsOnSeveralRanks) {
+  const auto c = test::preset("tiny");
+  const auto one = planStrategies(c, {1, 1}, {Strategy::kSingle, Strategy::kDdp});
+  ASSERT_EQ(one.entries.size(), 2u);
+  // At world 1 the engine makes no GradientSync: ddp is single.
+  EXPECT_EQ(one.entries[1].memory.gradients, one.entries[0].memory.gradients);
+  EXPECT_EQ(one.entries[1].memory.peak(), one.entries[0].memory.peak());
+  const auto four = planStrategies(c, {4, 2}, {Strategy::kDdp});
+  const auto& m = four.entries[0].memory;
+  EXPECT_EQ(m.parameters, 83972 * 4);  // replicated: the same on every rank
+  EXPECT_EQ(m.gradients, 2 * 29380 * 4);
+  EXPECT_EQ(m.optimizer, 2 * 29380 * 4);
+  EXPECT_EQ(m.gatheredPeak, 0);
+  EXPECT_EQ(m.peak(), one.entries[0].memory.peak() + 29380 * 4);
+}
+
+TEST(MemoryEstimate, ReplicatedModesAreAskedForByName) {
+  const auto all = planFor(test::preset("tiny"), {2, 1});
+  for (const auto& e : all.entries) EXPECT_FALSE(isReplicated(e.strategy)) << strategyName(e.strategy);
+  PlanRequest req;
+  req.config = test::preset("tiny");
+  req.topology = {2, 1};
+  req.strategies = {Strategy::kSingle};
+  const auto plan = makePlan(req);
+  ASSERT_FALSE(plan.isOk());
+  EXPECT_NE(plan.status().message().find("--strategies: single is one process, but --world is 2"),
+            std::string::npos)
+      << plan.status().message();
+}
+
 TEST(MemoryEstimate, TinyUnderAmpStoresFrozenInBfloat16AndTheReferenceDoesNot) {
   const auto plan = planFor(test::preset("tiny", {"optim.precision=amp_bf16"}), {2, 1});
   const auto& ours = entry(plan, "ours", "openflamingo", Strategy::kFullShard).memory;

@@ -51,7 +51,7 @@ TEST(PlanCli, NineBPresetPlansInSecondsWithBothEngines) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_LT(seconds, 10.0);
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["schema"], "fs.plan/1");
+  EXPECT_EQ(j["schema"], "fs.plan/1.1");
   EXPECT_EQ(j["world"], 8);
   EXPECT_EQ(j["model"]["family"], "mpt");
   EXPECT_EQ(j["model"]["tied"].size(), 1u);
@@ -83,6 +83,29 @@ TEST(PlanCli, TableNamesUnitsAndStrategies) {
   EXPECT_NE(r.out.find("hybrid_shard"), std::string::npos);
   EXPECT_EQ(r.out.find("no_shard"), std::string::npos);
   EXPECT_NE(r.out.find("reference"), std::string::npos);
+}
+
+// parallel.mode ddp planned as what it runs (NOTE [Replicated modes]): by name, in JSON and the table.
+TEST(PlanCli, ReplicatedModesByName) {
+  auto r =
+      run("plan --config '" + preset("tiny") + "' --world 2 --strategies ddp --policies openflamingo --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["estimates"].size(), 1u);  // ours: the reference models FSDP1 only
+  const auto& e = j["estimates"][0];
+  EXPECT_EQ(e["strategy"], "ddp");
+  EXPECT_EQ(e["shard_group_size"], 1);
+  EXPECT_EQ(e["per_rank"]["parameters"], 83972 * 4);
+  EXPECT_EQ(e["per_rank"]["gradients"], 2 * 29380 * 4);  // .grad and the buckets
+  EXPECT_EQ(e["per_rank"]["gathered_peak"], 0);
+
+  r = run("plan --config '" + preset("tiny") + "' --world 1 --strategies single --no-reference");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("openflamingo, single, shard group of 1"), std::string::npos) << r.out;
+
+  r = run("plan --config '" + preset("tiny") + "' --world 2 --strategies single");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--strategies: single is one process, but --world is 2"), std::string::npos) << r.err;
 }
 
 TEST(PlanCli, BadInputNamesTheFlagOrValue) {

@@ -30,6 +30,18 @@ TEST(Sharding, ShardGroupPerStrategy) {
   EXPECT_EQ(shardGroupSize(Strategy::kShardGradOp, t), 8);
   EXPECT_EQ(shardGroupSize(Strategy::kHybridShard, t), 4);
   EXPECT_EQ(shardGroupSize(Strategy::kNoShard, t), 1);
+  EXPECT_EQ(shardGroupSize(Strategy::kSingle, t), 1);
+  EXPECT_EQ(shardGroupSize(Strategy::kDdp, t), 1);
+}
+
+TEST(Sharding, ReplicatedStrategiesAreNamedButNotInAll) {
+  EXPECT_EQ(*strategyFromName("single", "--strategies"), Strategy::kSingle);
+  EXPECT_EQ(*strategyFromName("ddp", "--strategies"), Strategy::kDdp);
+  EXPECT_EQ(strategyName(Strategy::kDdp), "ddp");
+  EXPECT_TRUE(isReplicated(Strategy::kSingle) && isReplicated(Strategy::kDdp));
+  EXPECT_FALSE(isReplicated(Strategy::kNoShard));
+  EXPECT_EQ(fsdpStrategyNames(),
+            (std::vector<std::string>{"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"}));
 }
 
 TEST(Sharding, TopologyErrorsNameTheFlags) {

@@ -5,7 +5,9 @@
 //  - gradient accumulation: 2 ranks x 2 micro-steps == 1 rank x 2 micro-steps;
 //  - a NaN on one rank only: every rank skips that step, training goes on;
 //  - a rank that raises or is killed: every rank exits, the error names it;
-//  - resume on another world size continues the same run.
+//  - resume on another world size continues the same run;
+//  - every rank's memory event reports the model state the planner's single /
+//    ddp strategies plan, to the byte (issue 25 item 9).
 // The LM is LLaMA-shaped: OPT's dropout would make ranks differ from one
 // process by design.
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@
 #include <thread>
 
 #include "backend/checkpoint/checkpoint_io.h"
+#include "backend/fsdp_plan/plan.h"
 #include "backend/protocol/wire/control_file.h"
 #include "tests/backend/trainer/rank_runs.h"
 
@@ -23,6 +26,34 @@ namespace {
 
 using test::expectSameRun;
 using test::RunOutput;
+
+// NOTE [Replicated model state] in backend/trainer/rank_reporter.cpp: each rank's last memory entry holds
+// the whole model, its gradients (and on several ranks DDP's buckets) and AdamW's state, exactly as the
+// planner's `single` / `ddp` plans them; nothing gathered, activations measured.
+void expectPlannedModelState(const RunOutput& run, const protocol::RunConfig& config, int world) {
+  fsdp_plan::PlanRequest req;
+  req.config = config;
+  req.topology = {world, 1};
+  req.strategies = {world > 1 ? fsdp_plan::Strategy::kDdp : fsdp_plan::Strategy::kSingle};
+  req.policies = {config.parallel.wrap_policy};
+  req.reference = false;
+  const auto plan = fsdp_plan::makePlan(req);
+  ASSERT_TRUE(plan.isOk()) << plan.status().message();
+  const auto& planned = plan->entries.at(0).memory;
+  const protocol::MemoryEvent* last = nullptr;
+  for (const auto& e : run.events) {
+    if (const auto* m = std::get_if<protocol::MemoryEvent>(&e.body)) last = m;
+  }
+  ASSERT_NE(last, nullptr) << "no memory event";
+  ASSERT_EQ(last->ranks.size(), static_cast<size_t>(world));
+  for (const auto& r : last->ranks) {
+    EXPECT_EQ(r.params, planned.parameters) << "rank " << r.rank;
+    EXPECT_EQ(r.grads, planned.gradients) << "rank " << r.rank;
+    EXPECT_EQ(r.optimizer, planned.optimizer) << "rank " << r.rank;
+    EXPECT_EQ(r.gathered, 0) << "rank " << r.rank;
+    EXPECT_GT(r.activations, 0) << "rank " << r.rank;
+  }
+}
 
 class DdpTest : public test::RankRunTest {
  protected:
@@ -43,6 +74,8 @@ TEST_F(DdpTest, RanksTimesBatchTrainsAsOneProcess) {
   ASSERT_EQ(one.losses.size(), 10u);
   expectSameRun(one, two, "1 x 8 vs 2 x 4");
   expectSameRun(one, four, "1 x 8 vs 4 x 2");
+  expectPlannedModelState(one, config(1), 1);
+  expectPlannedModelState(four, config(4), 4);
   // Per-rank losses of every step (the last one too: NOTE [Per-rank figures]) and memory reach rank 0's
   // events, steps in order.
   bool sawRankMemory = false;
