@@ -41,6 +41,12 @@ struct CommandResult {
   std::string err;
 };
 
+// Bytes [offset, offset + length) of a file (Host::readRanges).
+struct ByteRange {
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+
 struct FileInfo {
   std::string name;  // base name (list) or the path asked for (stat)
   std::uint64_t size = 0;
@@ -77,6 +83,11 @@ class Host {
   // At most `max` bytes from `offset` on; fewer (or none) at the end of the file.
   virtual protocol::StatusOr<std::string> readFile(const std::string& path, std::uint64_t offset,
                                                    std::size_t max) = 0;
+  // The bytes of each range, in order, each shorter (or empty) where the file ends
+  // before it. Over SSH the requests of every range are sent before the answers are
+  // awaited (one round trip for many small ranges: a checkpoint's index).
+  virtual protocol::StatusOr<std::vector<std::string>> readRanges(const std::string& path,
+                                                                  const std::vector<ByteRange>& ranges);
   virtual protocol::StatusOr<FileInfo> stat(const std::string& path) = 0;
   // The entries of a directory, without "." and "..".
   virtual protocol::StatusOr<std::vector<FileInfo>> list(const std::string& dir) = 0;

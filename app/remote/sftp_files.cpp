@@ -184,6 +184,82 @@ StatusOr<std::string> SshConnection::readFile(const std::string& path, std::uint
   return data;
 }
 
+// NOTE [Pipelined SFTP reads] for many ranges: every range is cut into requests of
+// kReadChunk, kReadsInFlight of them outstanding, collected in the order sent. The
+// ranges are clipped to the file's size first, so a short answer means the file
+// changed under the read: an error.
+StatusOr<std::vector<std::string>> SshConnection::readRanges(const std::string& path,
+                                                             const std::vector<ByteRange>& ranges) {
+  const std::string what = label() + ": " + path;
+  std::vector<std::string> out(ranges.size());
+  std::uint64_t total = 0;
+  for (const ByteRange& r : ranges) total += r.length;
+  Status status = sftpCall(what, static_cast<std::size_t>(total), [&](void* p, bool* io_failed) {
+    auto sftp = static_cast<sftp_session>(p);
+    sftp_file file = sftp_open(sftp, path.c_str(), O_RDONLY, 0);
+    if (file == nullptr) return sftpFailure(sftp, what, io_failed);
+    sftp_attributes attributes = sftp_fstat(file);
+    if (attributes == nullptr) {
+      Status failed = sftpFailure(sftp, what, io_failed);
+      sftp_close(file);
+      return failed;
+    }
+    const std::uint64_t size = attributes->size;
+    sftp_attributes_free(attributes);
+    struct Request {
+      std::size_t range;
+      std::uint32_t len;
+      int id;
+    };
+    std::deque<Request> in_flight;
+    std::size_t next = 0;       // the range being requested
+    std::uint64_t within = 0;   // bytes of it requested so far
+    Status result;
+    std::string dropped;
+    for (;;) {
+      while (result.isOk() && in_flight.size() < kReadsInFlight && next < ranges.size()) {
+        const std::uint64_t end = std::min(ranges[next].offset + ranges[next].length, size);
+        const std::uint64_t pos = ranges[next].offset + within;
+        if (pos >= end) {
+          ++next;
+          within = 0;
+          continue;
+        }
+        const auto len = static_cast<std::uint32_t>(std::min<std::uint64_t>(kReadChunk, end - pos));
+        int id = -1;
+        if (sftp_seek64(file, pos) == 0) id = sftp_async_read_begin(file, len);
+        if (id < 0) {
+          result = sftpFailure(sftp, what, io_failed);
+          break;
+        }
+        in_flight.push_back({next, len, id});
+        within += len;
+      }
+      if (in_flight.empty() || *io_failed) break;
+      const Request r = in_flight.front();
+      in_flight.pop_front();
+      const bool keep = result.isOk();
+      if (!keep) sftp_seek64(file, 0);  // clears libssh's end-of-file flag: the answer is collected
+      std::string& dst = keep ? out[r.range] : dropped;
+      const std::size_t at = keep ? dst.size() : 0;
+      dst.resize(at + r.len);
+      const int n = sftp_async_read(file, dst.data() + at, r.len, static_cast<std::uint32_t>(r.id));
+      dst.resize(at + static_cast<std::size_t>(std::max(n, 0)));
+      if (n < 0) {
+        if (result.isOk()) result = sftpFailure(sftp, what, io_failed);
+      } else if (keep && static_cast<std::uint32_t>(n) < r.len) {
+        result = Status::ioError(what + ": ended at " + std::to_string(ranges[r.range].offset + dst.size()) +
+                                 " bytes, before the " + std::to_string(size) +
+                                 " it had when opened (changed while it was read?)");
+      }
+    }
+    sftp_close(file);
+    return result;
+  });
+  if (!status.isOk()) return status;
+  return out;
+}
+
 StatusOr<FileInfo> SshConnection::stat(const std::string& path) {
   const std::string what = label() + ": " + path;
   FileInfo info;

@@ -37,6 +37,12 @@ StatusOr<std::string> SshHost::readFile(const std::string& path, std::uint64_t o
   return connection_.readFile(path, offset, max);
 }
 
+StatusOr<std::vector<std::string>> SshHost::readRanges(const std::string& path,
+                                                       const std::vector<ByteRange>& ranges) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return connection_.readRanges(path, ranges);
+}
+
 StatusOr<FileInfo> SshHost::stat(const std::string& path) {
   std::lock_guard<std::mutex> lock(mutex_);
   return connection_.stat(path);

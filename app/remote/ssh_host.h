@@ -39,6 +39,8 @@ class SshHost : public Host {
                                         const ExecOptions& options = {}) override;
   protocol::StatusOr<std::string> readFile(const std::string& path, std::uint64_t offset,
                                            std::size_t max) override;
+  protocol::StatusOr<std::vector<std::string>> readRanges(const std::string& path,
+                                                          const std::vector<ByteRange>& ranges) override;
   protocol::StatusOr<FileInfo> stat(const std::string& path) override;
   protocol::StatusOr<std::vector<FileInfo>> list(const std::string& dir) override;
   protocol::Status writeFileAtomic(const std::string& path, std::string_view bytes,

@@ -78,6 +78,8 @@ class SshConnection {
   // Host's operations (remote_host.h), connecting first when needed.
   protocol::StatusOr<CommandResult> run(const std::vector<std::string>& argv, const ExecOptions& options);
   protocol::StatusOr<std::string> readFile(const std::string& path, std::uint64_t offset, std::size_t max);
+  protocol::StatusOr<std::vector<std::string>> readRanges(const std::string& path,
+                                                          const std::vector<ByteRange>& ranges);
   protocol::StatusOr<FileInfo> stat(const std::string& path);
   protocol::StatusOr<std::vector<FileInfo>> list(const std::string& dir);
   protocol::Status writeFileAtomic(const std::string& path, std::string_view bytes, std::uint32_t mode);

@@ -30,6 +30,8 @@ class Status {
   const std::string& message() const { return message_; }
   // "InvalidArgument: <message>" for logs; message() alone for users.
   std::string toString() const;
+  // The same code with another message (a path rewritten for the user, a context added).
+  Status withMessage(std::string msg) const { return {code_, std::move(msg)}; }
 
  private:
   Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}

@@ -299,8 +299,8 @@ void LayoutMapView::showSelected() {
                     unit.moduleType.isEmpty() ? tr("type unknown") : unit.moduleType)
                .arg(unit.gatherOrder)
                .arg(side->engine);
-  lines << tr("%1 parameters, %2 elements (%3 frozen), %4 stored as %5")
-               .arg(unit.params.size())
+  lines << tr("%1, %2 elements (%3 frozen), %4 stored as %5")
+               .arg(unit.params.size() == 1 ? tr("1 parameter") : tr("%1 parameters").arg(unit.params.size()))
                .arg(formatCount(unit.paramCount), formatCount(unit.frozenParams), formatBytes(unit.bytes()),
                     unit.dtype);
   lines << (unit.gatheredBytes >= 0 ? tr("gathered: %1").arg(formatBytes(unit.gatheredBytes))

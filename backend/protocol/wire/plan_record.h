@@ -22,7 +22,9 @@
 namespace fs::protocol {
 
 // Written as is; a reader takes "fs.plan/1" and "fs.plan/1.<minor>". 1.1: an
-// estimate's strategy may also be single or ddp (parallel.mode ddp).
+// estimate's strategy may also be single or ddp (parallel.mode ddp); optional
+// fields for the layout map: a layout unit's param_details, an estimate unit's
+// gathered_bytes / peak_bytes / peak_phase, an estimate's peak_unit / peak_phase.
 inline constexpr const char* kPlanJsonSchema = "fs.plan/1.1";
 inline constexpr const char* kPlanJsonMajor = "fs.plan/1";  // what a reader takes, with any minor
 
