@@ -1,6 +1,7 @@
 #include "app/checkpoints/inspector_worker.h"
 
 #include <QDateTime>
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <algorithm>
@@ -104,7 +105,17 @@ std::function<void(std::uint64_t, std::uint64_t)> InspectorWorker::progressFor(q
   };
 }
 
-void InspectorWorker::open(quint64 ticket, const QString& path) {
+void InspectorWorker::open(quint64 ticket, const QString& requested) {
+  QString path = requested;
+  // A run directory (not a checkpoint directory): its newest checkpoint, complete ones first.
+  if (QFileInfo(path).isDir() && !QFileInfo::exists(QDir(path).filePath(QStringLiteral("index.json")))) {
+    const CheckpointListing listing = listCheckpoints(path);
+    if (listing.error.isEmpty() && !listing.checkpoints.isEmpty()) {
+      emit runListed(ticket, listing);
+      const QList<CheckpointOnDisk> complete = resumableCheckpoints(listing);
+      path = (complete.isEmpty() ? listing.checkpoints : complete).front().path;
+    }
+  }
   auto index = inspect::CheckpointIndex::open(QFile::encodeName(path).toStdString());
   if (!index) {
     emit failed(ticket, InspectorTask::kOpen, qs(index.status().message()), false);

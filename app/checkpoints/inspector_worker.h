@@ -43,7 +43,9 @@ class InspectorWorker : public QObject {
   void setChunkBytes(quint64 bytes) { chunkBytes_ = bytes; }
 
  public slots:
-  // Opens a checkpoint file or directory (CheckpointIndex::open): opened or failed.
+  // Opens a checkpoint file or directory (CheckpointIndex::open): opened or
+  // failed. A run directory: runListed first, then its newest checkpoint
+  // (complete ones before incomplete) opens.
   void open(quint64 ticket, const QString& path);
   // Lists a run directory's checkpoints (listCheckpoints): runListed, or failed when it cannot be listed.
   void listRun(quint64 ticket, const QString& runDir);
