@@ -27,6 +27,7 @@ class EstimateView;
 class LayoutTable;
 class LogView;
 class MemoryView;
+class RunCheckpointList;
 class RunControlBar;
 class RunStatusBar;
 class SeriesRouter;
@@ -48,6 +49,8 @@ class MonitorPage : public QWidget {
   EstimateView* estimateView() const { return estimate_; }
   LayoutTable* layoutTable() const { return layout_; }
   LogView* logView() const { return logs_; }
+  // The checkpoints the run has written (its checkpoint events).
+  RunCheckpointList* checkpointList() const { return checkpoints_; }
   QComboBox* xAxisChoice() const { return xAxis_; }
   QString alertText() const;
 
@@ -56,6 +59,8 @@ class MonitorPage : public QWidget {
 
  signals:
   void alert(const QString& title, const QString& message);
+  // A checkpoint of the followed run was double-clicked (absolute path).
+  void inspectCheckpoint(const QString& path);
 
  private:
   QWidget* buildTrainingTab();
@@ -86,6 +91,7 @@ class MonitorPage : public QWidget {
   EstimateView* estimate_;
   LayoutTable* layout_;
   LogView* logs_;
+  RunCheckpointList* checkpoints_;
   SeriesRouter* router_;
 };
 
