@@ -158,9 +158,10 @@ void CheckpointInspector::wireWorker() {
     if (r.report.differing > 0) {
       QStringList names;
       for (const auto& n : r.report.differ) names << QString::fromStdString(n);
-      showError(tr("%1: %n tensor(s) differ from their manifest hash: %2", nullptr,
-                   static_cast<int>(r.report.differing))
-                    .arg(checkpoint()->path, names.join(QStringLiteral(", "))));
+      showError(tr("%1: %2 of the manifest's hashes differ from the bytes: %3")
+                    .arg(checkpoint()->path)
+                    .arg(r.report.differing)
+                    .arg(names.join(QStringLiteral(", "))));
     }
   });
   connect(w, &app::InspectorWorker::diffReady, this, [this](quint64 ticket, const app::DiffResult& r) {
@@ -245,8 +246,9 @@ void CheckpointInspector::onOpened(quint64 ticket, const app::CheckpointModelPtr
   if (ticket != openTicket_) return;
   lastStats_.reset();
   model_->setCheckpoint(model);
-  path_->setText(tr("<b>%1</b><br>%2, %n file(s), %3", nullptr, static_cast<int>(model->files.size()))
-                     .arg(model->path.toHtmlEscaped(), model->format,
+  const QString files = model->files.size() == 1 ? tr("1 file") : tr("%1 files").arg(model->files.size());
+  path_->setText(tr("<b>%1</b><br>%2, %3, %4")
+                     .arg(model->path.toHtmlEscaped(), model->format, files,
                           formatBytes(static_cast<std::int64_t>(model->fileBytes))));
   hashButton_->setEnabled(model->hasManifest);
   hashButton_->setText(tr("Verify hashes"));

@@ -9,6 +9,7 @@
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "ui/plots/format_units.h"
@@ -45,16 +46,15 @@ int DiffTableModel::columnCount(const QModelIndex& parent) const {
 
 QString DiffTableModel::rowsText(const inspect::TensorDiff& d) {
   if (d.rows == 0 || !compared(d)) return {};
+  if (d.changedRowCount == 0) return QObject::tr("none of %1").arg(d.rows);
+  if (d.changedRowCount == d.rows) return QObject::tr("all %1").arg(d.rows);
   QStringList rows;
   for (std::size_t i = 0; i < d.changedRows.size() && i < 8; ++i) rows << QString::number(d.changedRows[i]);
   QString text = rows.join(QStringLiteral(", "));
   if (d.changedRowCount > static_cast<std::int64_t>(rows.size())) {
     text += QObject::tr(" (+%1 more)").arg(d.changedRowCount - rows.size());
   }
-  return QObject::tr("%1 of %2: %3")
-      .arg(d.changedRowCount)
-      .arg(d.rows)
-      .arg(text.isEmpty() ? QStringLiteral("-") : text);
+  return QObject::tr("%1 of %2: %3").arg(d.changedRowCount).arg(d.rows).arg(text);
 }
 
 QVariant DiffTableModel::data(const QModelIndex& index, int role) const {
@@ -143,6 +143,9 @@ DiffView::DiffView(QWidget* parent)
   table_->verticalHeader()->setVisible(false);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setAlternatingRowColors(true);
+  table_->setWordWrap(false);
+  table_->setTextElideMode(Qt::ElideMiddle);
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
   connect(table_->horizontalHeader(), &QHeaderView::sectionClicked, this, [this](int column) {
     table_->setSortingEnabled(true);
     table_->sortByColumn(column, column == DiffTableModel::kTensor || column == DiffTableModel::kCosine
@@ -172,6 +175,8 @@ void DiffView::setResult(const app::DiffResult& result) {
                         .arg(r.removed)
                         .arg(r.misShaped));
   table_->resizeColumnsToContents();
+  table_->setColumnWidth(DiffTableModel::kTensor,
+                         std::min(table_->columnWidth(DiffTableModel::kTensor), 460));
 }
 
 void DiffView::setMessage(const QString& text) {

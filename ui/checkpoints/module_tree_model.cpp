@@ -160,13 +160,13 @@ QVariant ModuleTreeModel::display(const QModelIndex& index) const {
       if (tensor && tensor->sameAs) {
         return tr("same as %1").arg(QString::fromStdString(model_->tensors[*tensor->sameAs].name));
       }
-      return n.tied > 0 && !tensor ? tr("%n tied", nullptr, static_cast<int>(n.tied)) : QString();
+      return n.tied > 0 && !tensor ? tr("%1 tied").arg(n.tied) : QString();
     case kHash:
       if (tensor) {
         if (*n.tensor < hashes_.size()) return qs(inspect::hashStateName(hashes_[*n.tensor]));
         return tensor->manifestHash.empty() ? QString() : tr("recorded");
       }
-      return info_[t][id].hashDiffer > 0 ? tr("%n differ", nullptr, info_[t][id].hashDiffer) : QString();
+      return info_[t][id].hashDiffer > 0 ? tr("%1 differ").arg(info_[t][id].hashDiffer) : QString();
     default:
       return {};
   }

@@ -130,7 +130,7 @@ void StatsPanel::setResult(const app::StatsResult& result) {
   values_[QStringLiteral("inf")]->setText(
       QStringLiteral("%1 / %2").arg(integer(m.posInfs), integer(m.negInfs)));
   QStringList notes;
-  notes << tr("%n tensor(s)", nullptr, static_cast<int>(result.tensors.size()));
+  notes << (result.tensors.size() == 1 ? tr("1 tensor") : tr("%1 tensors").arg(result.tensors.size()));
   if (result.fromCache) notes << tr("cached");
   if (!result.skipped.isEmpty())
     notes << tr("left out (dtype): %1").arg(result.skipped.join(QStringLiteral(", ")));
