@@ -32,7 +32,9 @@
 //
 // Selecting a tensor computes its statistics at once (one tensor reads
 // little, and the worker caches them); a module or section waits for
-// "Compute statistics", since a subtree may be gigabytes. One request of each
+// "Compute statistics", since a subtree may be gigabytes. Selecting something
+// else stops a statistics run still going (not when a hash check or diff runs
+// too: the worker's cancel stops every request made so far). One request of each
 // kind is current: a newer one's ticket supersedes it and late answers of an
 // older one are dropped. Cancel stops everything the worker was asked so far.
 
@@ -146,6 +148,7 @@ void CheckpointInspector::wireWorker() {
   connect(w, &app::InspectorWorker::progress, this, &CheckpointInspector::onProgress);
   connect(w, &app::InspectorWorker::failed, this, &CheckpointInspector::onFailed);
   connect(w, &app::InspectorWorker::statsReady, this, [this](quint64 ticket, const app::StatsResult& r) {
+    if (ticket == statsRunning_) statsRunning_ = 0;
     if (ticket != statsTicket_) return;
     lastStats_ = r;
     stats_->setResult(r);
@@ -206,6 +209,7 @@ void CheckpointInspector::computeStats() {
   const app::StatsTarget target = model_->targetAt(current);
   stats_->setRunning(true);
   statsTicket_ = post([target](app::InspectorWorker* w, quint64 t) { w->stats(t, target); });
+  statsRunning_ = statsTicket_;
 }
 
 void CheckpointInspector::verifyHashes() {
@@ -287,6 +291,7 @@ void CheckpointInspector::onProgress(quint64 ticket, app::InspectorTask task, qu
 void CheckpointInspector::onFailed(quint64 ticket, app::InspectorTask task, const QString& message,
                                    bool cancelled) {
   using app::InspectorTask;
+  if (task == InspectorTask::kStats && ticket == statsRunning_) statsRunning_ = 0;
   if (task == InspectorTask::kStats && ticket == statsTicket_) {
     stats_->setMessage(cancelled ? tr("Cancelled.") : message);
     if (!cancelled) emit failed(message);
@@ -312,7 +317,10 @@ void CheckpointInspector::onSelectionChanged() {
   const QModelIndex current = tree_->currentIndex();
   if (!current.isValid() || !checkpoint()) return;
   const app::StatsTarget target = model_->targetAt(current);
-  statsTicket_ = 0;  // a run for the last selection is not shown here any more
+  // A run for the last selection is not shown any more: stop it, unless a hash
+  // check or diff is going too (cancel stops every request so far).
+  if (statsRunning_ != 0 && !busy_->isVisible()) thread_->worker()->cancel();
+  statsTicket_ = 0;
   stats_->setRunning(false);
   stats_->setTarget(target.label(*checkpoint()), true);
   if (target.tensor) computeStats();

@@ -112,6 +112,7 @@ class CheckpointInspector : public QWidget {
   DiffView* diff_;
   QWidget* trainingState_;
   quint64 openTicket_ = 0, statsTicket_ = 0, hashTicket_ = 0, diffTicket_ = 0;
+  quint64 statsRunning_ = 0;  // the statistics request not answered yet (shown or superseded); 0: none
   std::optional<fs::app::StatsResult> lastStats_;
   bool fillingPicker_ = false;
 };
