@@ -3,6 +3,11 @@
 namespace fs::app {
 
 QString StatsTarget::key() const {
+  if (!tensors.empty()) {
+    QStringList list;
+    for (std::size_t i : tensors) list << QString::number(i);
+    return QStringLiteral("l:%1:%2").arg(list.join(QLatin1Char(','))).arg(bins);
+  }
   if (tensor) return QStringLiteral("t:%1:%2").arg(*tensor).arg(bins);
   return QStringLiteral("s:%1:%2:%3")
       .arg(QString::fromUtf8(inspect::sectionName(section).data(),
@@ -12,6 +17,7 @@ QString StatsTarget::key() const {
 }
 
 QString StatsTarget::label(const CheckpointModel& model) const {
+  if (!tensors.empty()) return QStringLiteral("%1 tensors").arg(tensors.size());
   if (tensor && *tensor < model.tensors.size()) return QString::fromStdString(model.tensors[*tensor].name);
   const QString section =
       QString::fromUtf8(inspect::sectionName(this->section).data(),

@@ -38,15 +38,16 @@ struct CheckpointModel {
 };
 using CheckpointModelPtr = std::shared_ptr<const CheckpointModel>;
 
-// What statistics are asked for: one tensor, or a subtree (every tensor below
-// a module path of one section, tied copies counted once).
+// What statistics are asked for: one tensor, a list of tensors, or a subtree
+// (every tensor below a module path of one section, tied copies counted once).
 struct StatsTarget {
   inspect::Section section = inspect::Section::kModel;
   QString nodePath;  // "" with `tensor` set, or the subtree's dotted path ("" = section root)
   std::optional<std::size_t> tensor;  // index into CheckpointModel::tensors
+  std::vector<std::size_t> tensors;   // or several tensors merged as given (when not empty)
   int bins = 64;                      // linear bins over [min, max] of the finite values
 
-  // The cache key within one file: "t:<index>:<bins>" or "s:<section>:<path>:<bins>".
+  // The cache key within one file: "t:<index>:<bins>", "l:<i>,<j>,...:<bins>" or "s:<section>:<path>:<bins>".
   QString key() const;
   QString label(const CheckpointModel& model) const;  // "lang_encoder.layers (model, 12 tensors)"
 };

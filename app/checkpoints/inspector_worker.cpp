@@ -155,14 +155,15 @@ void InspectorWorker::stats(quint64 ticket, const StatsTarget& target) {
   result.target = target;
   result.label = target.label(*model_);
   const QString where = QStringLiteral("%1: %2").arg(model_->path, result.label);
-  std::vector<std::size_t> candidates;
-  if (target.tensor) {
-    if (*target.tensor >= model_->tensors.size()) {
-      emit failed(ticket, kTask, QStringLiteral("%1: no tensor %2").arg(model_->path).arg(*target.tensor),
-                  false);
-      return;
+  std::vector<std::size_t> candidates = target.tensors;
+  if (target.tensor) candidates = {*target.tensor};
+  if (!candidates.empty()) {
+    for (std::size_t i : candidates) {
+      if (i >= model_->tensors.size()) {
+        emit failed(ticket, kTask, QStringLiteral("%1: no tensor %2").arg(model_->path).arg(i), false);
+        return;
+      }
     }
-    candidates.push_back(*target.tensor);
   } else {
     const inspect::ModuleTree* tree = nullptr;
     for (const auto& [section, t] : model_->trees) {

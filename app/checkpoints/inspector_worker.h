@@ -49,7 +49,7 @@ class InspectorWorker : public QObject {
   void open(quint64 ticket, const QString& path);
   // Lists a run directory's checkpoints (listCheckpoints): runListed, or failed when it cannot be listed.
   void listRun(quint64 ticket, const QString& runDir);
-  // Statistics and a linear histogram of a tensor or subtree of the open checkpoint.
+  // Statistics and a linear histogram of a tensor, a list of tensors or a subtree of the open checkpoint.
   void stats(quint64 ticket, const fs::app::StatsTarget& target);
   // Every tensor with a manifest hash, checked against its bytes.
   void verifyHashes(quint64 ticket);

@@ -96,6 +96,14 @@ class InspectorWorkerTest : public QObject {
     QCOMPARE(r.stats.moments.count, std::uint64_t{24 + 12 + 3 + 12});
     QCOMPARE(r.stats.moments.zeros, std::uint64_t{0});  // fc1.bias was 0, one AdamW step moved it
     QCOMPARE(r.stats.histogram->total(), r.stats.moments.finite);
+
+    // The same tensors as a list: the same figures.
+    StatsTarget list;
+    list.tensors = r.tensors;
+    const StatsResult l = stats(list);
+    QCOMPARE(l.stats.moments.count, r.stats.moments.count);
+    QCOMPARE(l.stats.moments.mean, r.stats.moments.mean);
+    QCOMPARE(l.stats.histogram->counts, r.stats.histogram->counts);
   }
 
   void cancelStopsARunningStatsRunAndAQueuedOne() {
