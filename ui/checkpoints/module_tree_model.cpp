@@ -3,6 +3,7 @@
 #include <QBrush>
 #include <QColor>
 #include <QStringList>
+#include <functional>
 
 #include "ui/plots/format_units.h"
 
@@ -46,8 +47,15 @@ void ModuleTreeModel::setCheckpoint(app::CheckpointModelPtr model) {
 void ModuleTreeModel::setHashStates(std::vector<inspect::HashState> states) {
   hashes_ = std::move(states);
   for (std::size_t t = 0; t < info_.size(); ++t) differBelow(t, 0);
-  if (rowCount() > 0) emit dataChanged(index(0, 0), index(rowCount() - 1, kColumnCount - 1));
-  emit layoutChanged();  // every level's hash column
+  // Every level's hash column: one dataChanged per parent.
+  std::function<void(const QModelIndex&)> touch = [&](const QModelIndex& parent) {
+    const int rows = rowCount(parent);
+    if (rows == 0) return;
+    emit dataChanged(index(0, kHash, parent), index(rows - 1, kHash, parent),
+                     {Qt::DisplayRole, Qt::ForegroundRole});
+    for (int r = 0; r < rows; ++r) touch(index(r, 0, parent));
+  };
+  touch({});
 }
 
 QString ModuleTreeModel::dtypeBelow(std::size_t t, std::size_t n) {

@@ -10,10 +10,12 @@
 //    given acceptCheckpointDrops); a run directory opens its newest checkpoint
 //    and offers the others;
 //  - a damaged file's error names it.
+// QAbstractItemModelTester checks the tree model's contract throughout.
 #include "ui/checkpoints/checkpoint_inspector.h"
 
 #include <qcustomplot.h>
 
+#include <QAbstractItemModelTester>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
@@ -44,6 +46,8 @@ class CheckpointInspectorTest : public QObject {
 
   void selectingATensorShowsItsStatistics() {
     CheckpointInspector inspector;
+    QAbstractItemModelTester tester(inspector.treeModel(),
+                                    QAbstractItemModelTester::FailureReportingMode::QtTest);
     inspector.resize(1200, 750);
     inspector.show();
     QVERIFY(open(inspector, fixtures_->path(QStringLiteral("openflamingo.pt"))));
@@ -139,6 +143,8 @@ class CheckpointInspectorTest : public QObject {
 
   void hashVerificationMarksTheDifferingTensor() {
     CheckpointInspector inspector;
+    QAbstractItemModelTester tester(inspector.treeModel(),
+                                    QAbstractItemModelTester::FailureReportingMode::QtTest);
     QVERIFY(open(inspector, fixtures_->path(QStringLiteral("ours.pt"))));
     QVERIFY(inspector.hashButton()->isEnabled());
     inspector.hashButton()->click();
