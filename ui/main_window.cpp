@@ -28,6 +28,7 @@
 #include "app/monitor/host_file_source.h"
 #include "app/monitor/run_monitor.h"
 #include "app/runs/run_catalog.h"
+#include "ui/checkpoints/checkpoint_inspector.h"
 #include "ui/compare/compare_page.h"
 #include "ui/config/cmdline_dialog.h"
 #include "ui/config/config_form.h"
@@ -55,10 +56,13 @@
 //         RunCatalogWorker) | Monitor (MonitorPage on a RunMonitor and a
 //         ControlClient) | History (HistoryView on a HistoryWorker) |
 //         Compare (ComparePage: the runs History overlays, reference CSVs) |
+//         Checkpoints (CheckpointInspector: File > Open checkpoint..., drops on the
+//         window, the Monitor's Checkpoints list, History's "Inspect checkpoints") |
 //         Launch (LaunchTargetPage: this machine / SSH nodes / SLURM cluster,
 //         which is launch.kind) | SLURM queue (SlurmQueuePanel)
 //   File: Open..., Save YAML, Save YAML As..., Import / Copy OpenFlamingo
-//         command line, Show changes from the defaults, Quit
+//         command line, Show changes from the defaults, Open checkpoint...,
+//         Open checkpoint or run directory..., Quit
 //   Run:  Launch (the launcher of launch.kind: LaunchDispatcher), Plan memory..., Open run directory...,
 //   Detach, Refresh runs Plan memory... (also the config form's button): a PlannerView window on
 //         the document's config, following its edits
@@ -100,6 +104,7 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
       monitorPage_(new MonitorPage(monitor_, control_)),
       historyView_(new HistoryView),
       comparePage_(new ComparePage),
+      inspector_(new CheckpointInspector),
       tabs_(new QTabWidget),
       problemCount_(new QLabel),
       catalog_(std::make_unique<app::WorkerThread<app::RunCatalogWorker>>(new app::RunCatalogWorker,
@@ -117,6 +122,7 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
   tabs_->addTab(monitorPage_, tr("Monitor"));
   tabs_->addTab(historyView_, tr("History"));
   tabs_->addTab(comparePage_, tr("Compare"));
+  tabs_->addTab(inspector_, tr("Checkpoints"));
   tabs_->insertTab(1, launchPage_, tr("Launch"));
   tabs_->addTab(queue_, tr("SLURM queue"));
   setCentralWidget(tabs_);
@@ -136,6 +142,7 @@ MainWindow::MainWindow(app::ConfigDocument* document, QWidget* parent)
   wireLaunch();
   wireRemote();
   wireHistory();
+  wireCheckpoints();
   updateTitle();
   updateProblemCount();
   followRunRoot();
@@ -164,6 +171,15 @@ void MainWindow::createMenus() {
     auto* dialog = new DefaultsDiffDialog(document_, this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     dialog->show();
+  });
+  file->addSeparator();
+  file->addAction(tr("Open c&heckpoint…"), this, [this] {
+    tabs_->setCurrentWidget(inspector_);
+    inspector_->chooseFile();
+  });
+  file->addAction(tr("Open checkpoint or run d&irectory…"), this, [this] {
+    tabs_->setCurrentWidget(inspector_);
+    inspector_->chooseDirectory();
   });
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
@@ -286,6 +302,26 @@ void MainWindow::wireRemote() {
   connect(remoteFollow_, &RemoteRunFollow::failed, this,
           [this](const QString& message) { notify(tr("Cannot follow the remote run"), message); });
   connect(reattach_, &ReattachOffer::reattachRequested, remoteFollow_, &RemoteRunFollow::follow);
+}
+
+void MainWindow::wireCheckpoints() {
+  acceptCheckpointDrops(this, [this](const QString& path) { inspectCheckpoint(path); });
+  connect(monitorPage_, &MonitorPage::inspectCheckpoint, this, [this](const QString& path) {
+    if (!followingHost_.isEmpty()) {
+      statusBar()->showMessage(
+          tr("%1 is on %2: the inspector reads files of this machine").arg(path, followingHost_), kStatusMs);
+      return;
+    }
+    inspectCheckpoint(path);
+  });
+  connect(historyView_, &HistoryView::inspectCheckpoints, this, &MainWindow::inspectCheckpoint);
+  connect(inspector_, &CheckpointInspector::failed, this,
+          [this](const QString& message) { statusBar()->showMessage(message, kStatusMs); });
+}
+
+void MainWindow::inspectCheckpoint(const QString& path) {
+  tabs_->setCurrentWidget(inspector_);
+  inspector_->openPath(path);
 }
 
 void MainWindow::wireHistory() {

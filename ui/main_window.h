@@ -30,6 +30,7 @@ class Host;
 
 namespace fs::ui {
 
+class CheckpointInspector;
 class ComparePage;
 class ConfigForm;
 class HistoryView;
@@ -57,6 +58,7 @@ class MainWindow : public QMainWindow {
   MonitorPage* monitorPage() const { return monitorPage_; }
   HistoryView* historyView() const { return historyView_; }
   ComparePage* comparePage() const { return comparePage_; }
+  CheckpointInspector* checkpointInspector() const { return inspector_; }
   QTabWidget* tabs() const { return tabs_; }
   app::LocalLauncher* launcher() const { return launcher_; }
   LaunchTargetPage* launchTargetPage() const { return launchPage_; }
@@ -89,6 +91,8 @@ class MainWindow : public QMainWindow {
   // Records `runDir` on `host` in the history, read there through the host (SFTP),
   // on the history thread; failures reach the History tab's status line.
   void addRemoteRunToHistory(const QString& host, const QString& runDir);
+  // Shows the Checkpoints tab on `path`: a checkpoint file or directory, or a run directory.
+  void inspectCheckpoint(const QString& path);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -100,6 +104,7 @@ class MainWindow : public QMainWindow {
   void wireLaunch();
   void wireRemote();
   void wireHistory();
+  void wireCheckpoints();
   void openConfig();
   void saveConfig();
   void saveConfigAs();
@@ -133,6 +138,7 @@ class MainWindow : public QMainWindow {
   MonitorPage* monitorPage_;
   HistoryView* historyView_;
   ComparePage* comparePage_;
+  CheckpointInspector* inspector_;
   QTabWidget* tabs_;
   QLabel* problemCount_;
   QSystemTrayIcon* tray_ = nullptr;

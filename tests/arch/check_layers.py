@@ -93,7 +93,8 @@ def check_sources(source_dir):
                     if INCLUDE_QT.match(inc) and top == "backend":
                         errors.append(f"{where} includes Qt ({inc}) in the backend")
                     if top != "backend" and inc.startswith("backend/") and backend_folder(inc) not in (
-                            "backend/protocol", "backend/fsdp_plan", "backend/tensorfile", "backend/launch"):
+                            "backend/protocol", "backend/fsdp_plan", "backend/tensorfile", "backend/inspect",
+                            "backend/launch"):
                         errors.append(f"{where} includes {inc}: the GUI reaches only torch-free backend layers")
                     there = backend_folder(inc)
                     if here is None or there is None or there == here:

@@ -5,6 +5,7 @@
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTableView>
@@ -73,6 +74,19 @@ HistoryView::HistoryView(QWidget* parent)
   });
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
           &HistoryView::onSelectionChanged);
+  // Context menu: inspect the row's checkpoints (a local run only: the inspector reads this machine's files).
+  table_->setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(table_, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
+    const QModelIndex index = table_->indexAt(at);
+    if (!index.isValid()) return;
+    const app::RunRecord run = model_->run(index.row());
+    QMenu menu(table_);
+    QAction* inspect = menu.addAction(tr("Inspect checkpoints"));
+    inspect->setEnabled(run.location.isEmpty());
+    if (!run.location.isEmpty())
+      inspect->setToolTip(tr("A remote run: copy its checkpoint here to inspect it"));
+    if (menu.exec(table_->viewport()->mapToGlobal(at)) == inspect) emit inspectCheckpoints(run.runDir);
+  });
 
   status_->setObjectName(QStringLiteral("historyStatus"));
   status_->setWordWrap(true);

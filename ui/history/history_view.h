@@ -78,6 +78,8 @@ class HistoryView : public QWidget {
   // A remote row: its run directory, absolute on `location` (an SSH destination).
   void openRemoteRun(const QString& location, const QString& runDir);
   void overlayRuns(const QStringList& runDirs);
+  // The row's context menu "Inspect checkpoints" (a local run).
+  void inspectCheckpoints(const QString& runDir);
 
  private:
   QList<int> selectedRows() const;  // ascending

@@ -12,6 +12,7 @@
 
 #include "app/control/control_client.h"
 #include "app/plan/estimate_comparison.h"
+#include "ui/checkpoints/run_checkpoint_list.h"
 #include "ui/control/run_control_bar.h"
 #include "ui/monitor/series_router.h"
 #include "ui/plan/estimate_view.h"
@@ -27,7 +28,7 @@
 //   [x axis: step | samples | tokens | wall time | relative time] [smoothing] [ranks]
 //   [alert banner: stalled run, dead process, broken telemetry]
 //   tabs: Training (loss, lr, grad norm, throughput) | Gates | Timing | Memory | Estimate | Layout | Layout
-//   map | Logs
+//   map | Logs | Checkpoints (the run's checkpoint events; double-click: inspectCheckpoint)
 //
 // Estimate: the planner's figures for the run's config, world and nodes beside
 // the measured memory (EstimateView), planned when run_started arrives.
@@ -95,7 +96,8 @@ MonitorPage::MonitorPage(app::RunMonitor* monitor, app::ControlClient* control, 
       estimate_(new EstimateView),
       layout_(new LayoutTable),
       layoutMap_(new LayoutMapView),
-      logs_(new LogView) {
+      logs_(new LogView),
+      checkpoints_(new RunCheckpointList) {
   setObjectName(QStringLiteral("monitorPage"));
   runDir_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   for (const auto& choice : kSmoothing) smoothing_->addItem(tr(choice.label));
@@ -123,6 +125,7 @@ MonitorPage::MonitorPage(app::RunMonitor* monitor, app::ControlClient* control, 
   tabs_->addTab(layout_, tr("Layout"));
   tabs_->addTab(layoutMap_, tr("Layout map"));
   tabs_->addTab(logs_, tr("Logs"));
+  tabs_->addTab(checkpoints_, tr("Checkpoints"));
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top);
@@ -153,6 +156,8 @@ QWidget* MonitorPage::buildTrainingTab() {
 }
 
 void MonitorPage::wireMonitor() {
+  connect(monitor_, &app::RunMonitor::checkpointAdded, checkpoints_, &RunCheckpointList::add);
+  connect(checkpoints_, &RunCheckpointList::inspectRequested, this, &MonitorPage::inspectCheckpoint);
   connect(monitor_, &app::RunMonitor::statusChanged, this, &MonitorPage::refreshStatus);
   connect(monitor_, &app::RunMonitor::runStarted, this, &MonitorPage::refreshAxisChoices);
   connect(monitor_, &app::RunMonitor::runStarted, this, [this](const protocol::RunStartedEvent& e) {
@@ -207,6 +212,8 @@ void MonitorPage::runAttached(const QString& runDir) {
   runDir_->setText(runDir);
   runDir_->setToolTip(runDir);
   logs_->clear();
+  checkpoints_->reset(runDir);
+  for (const auto& c : monitor_->checkpoints()) checkpoints_->add(c);
   layout_->setLayout(protocol::LayoutEvent{});
   layout_->setMemory(protocol::MemoryEvent{});
   layoutMap_->clear();

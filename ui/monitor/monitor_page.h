@@ -28,6 +28,7 @@ class LayoutMapView;
 class LayoutTable;
 class LogView;
 class MemoryView;
+class RunCheckpointList;
 class RunControlBar;
 class RunStatusBar;
 class SeriesRouter;
@@ -50,6 +51,8 @@ class MonitorPage : public QWidget {
   LayoutTable* layoutTable() const { return layout_; }
   LayoutMapView* layoutMap() const { return layoutMap_; }
   LogView* logView() const { return logs_; }
+  // The checkpoints the run has written (its checkpoint events).
+  RunCheckpointList* checkpointList() const { return checkpoints_; }
   QComboBox* xAxisChoice() const { return xAxis_; }
   QString alertText() const;
 
@@ -58,6 +61,8 @@ class MonitorPage : public QWidget {
 
  signals:
   void alert(const QString& title, const QString& message);
+  // A checkpoint of the followed run was double-clicked (absolute path).
+  void inspectCheckpoint(const QString& path);
 
  private:
   QWidget* buildTrainingTab();
@@ -89,6 +94,7 @@ class MonitorPage : public QWidget {
   LayoutTable* layout_;
   LayoutMapView* layoutMap_;
   LogView* logs_;
+  RunCheckpointList* checkpoints_;
   SeriesRouter* router_;
 };
 
