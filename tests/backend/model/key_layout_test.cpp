@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/state_keys/flamingo_keys.h"
-#include "tests/backend/model/tiny_model.h"
+#include "tiny_model.h"
 
 namespace fs::model {
 namespace {
