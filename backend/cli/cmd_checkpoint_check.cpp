@@ -26,7 +26,8 @@ constexpr const char* kWho = "flamingo-train checkpoint check";
 
 json reportJson(const sk::LoadReport& r) {
   json mismatched = json::array();
-  for (const auto& m : r.mismatched) mismatched.push_back({{"name", m.name}, {"expected", m.expected}, {"got", m.got}});
+  for (const auto& m : r.mismatched)
+    mismatched.push_back({{"name", m.name}, {"expected", m.expected}, {"got", m.got}});
   return {{"ok", r.ok()},
           {"loaded", r.loaded},
           {"missing", r.missing},
@@ -81,7 +82,8 @@ int runCheckpointCheck(const std::vector<std::string>& args, Io& io) {
     io.err << kWho << ": " << ckpt.status().message() << "\n";
     return kExitFailure;
   }
-  const sk::LoadReport report = in::checkCheckpointKeys(ckpt.value(), ours, sk::flamingoKeyMapper(layout.value()));
+  const sk::LoadReport report =
+      in::checkCheckpointKeys(ckpt.value(), ours, sk::flamingoKeyMapper(layout.value()));
   if (parsed->has("json")) {
     json j = reportJson(report);
     j["path"] = path;

@@ -27,13 +27,14 @@ json optional(const std::optional<std::int64_t>& v) {
 }
 
 json stateJson(const in::TrainingState& s) {
-  json j = {{"path", s.path}, {"format", std::string(in::formatName(s.format))}, {"epoch", optional(s.epoch)}};
+  json j = {
+      {"path", s.path}, {"format", std::string(in::formatName(s.format))}, {"epoch", optional(s.epoch)}};
   if (s.resume) {
     const in::ResumeInfo& r = *s.resume;
     json rng = json::array();
     for (const auto& g : r.rng) rng.push_back({{"name", g.name}, {"bytes", g.bytes}, {"hash", g.hash}});
-    j["resume"] = {{"kind", r.kind}, {"step", r.step}, {"iteration", r.iteration}, {"epoch", r.epoch},
-                   {"rng", rng}};
+    j["resume"] = {
+        {"kind", r.kind}, {"step", r.step}, {"iteration", r.iteration}, {"epoch", r.epoch}, {"rng", rng}};
     if (r.data) {
       const in::DataPositionInfo& p = *r.data;
       j["resume"]["data_position"] = {{"source", p.source},
@@ -80,9 +81,10 @@ json stateJson(const in::TrainingState& s) {
                         {"exp_avg_sq_norm", optional(p.expAvgSqNorm)},
                         {"shape", p.shape}});
     }
-    j["optimizer"] = {{"param_groups", groups},
-                      {"params", params},
-                      {"names_from", s.optimizer->nameSource.empty() ? json(nullptr) : json(s.optimizer->nameSource)}};
+    j["optimizer"] = {
+        {"param_groups", groups},
+        {"params", params},
+        {"names_from", s.optimizer->nameSource.empty() ? json(nullptr) : json(s.optimizer->nameSource)}};
   } else {
     j["optimizer"] = nullptr;
   }

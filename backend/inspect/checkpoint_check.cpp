@@ -4,7 +4,8 @@
 
 namespace fs::inspect {
 
-state_keys::LoadReport checkCheckpointKeys(const CheckpointIndex& checkpoint, const std::vector<OurParameter>& ours,
+state_keys::LoadReport checkCheckpointKeys(const CheckpointIndex& checkpoint,
+                                           const std::vector<OurParameter>& ours,
                                            const state_keys::KeyMapper& map) {
   std::vector<state_keys::NamedShape> params;
   std::set<std::string> frozen;

@@ -27,7 +27,8 @@ struct OurParameter {
 
 // The report loadNamedTensors would give for this checkpoint's model section,
 // with markExpectedFrozen(not trainable) applied.
-state_keys::LoadReport checkCheckpointKeys(const CheckpointIndex& checkpoint, const std::vector<OurParameter>& ours,
+state_keys::LoadReport checkCheckpointKeys(const CheckpointIndex& checkpoint,
+                                           const std::vector<OurParameter>& ours,
                                            const state_keys::KeyMapper& map);
 
 }  // namespace fs::inspect

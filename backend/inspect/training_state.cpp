@@ -125,8 +125,9 @@ StatusOr<DataPositionInfo> parsePosition(const CheckpointIndex& c, const std::st
     if (j.contains("batch_sizes")) p.batchSizes = j.at("batch_sizes").get<std::vector<std::int64_t>>();
     p.rngStateBytes = j.at("rng_state").get<std::string>().size() / 2;
     if (p.datasets.size() != p.batchesConsumed.size())
-      return bad(c, entry, "names " + std::to_string(p.datasets.size()) + " datasets but " +
-                               std::to_string(p.batchesConsumed.size()) + " batch counts");
+      return bad(c, entry,
+                 "names " + std::to_string(p.datasets.size()) + " datasets but " +
+                     std::to_string(p.batchesConsumed.size()) + " batch counts");
     return p;
   } catch (const nlohmann::json::exception& e) {
     return bad(c, entry, std::string("malformed (") + e.what() + ")");
@@ -140,7 +141,8 @@ void nameByRule(OptimizerState& opt, const std::vector<std::vector<std::int64_t>
   if (groupIds.size() == 1) {
     byGroup[0] = trainable;
   } else if (groupIds.size() == 2) {
-    for (const auto& n : trainable) byGroup[n.find("gated_cross_attn") != std::string::npos ? 0 : 1].push_back(n);
+    for (const auto& n : trainable)
+      byGroup[n.find("gated_cross_attn") != std::string::npos ? 0 : 1].push_back(n);
   } else {
     return;
   }
@@ -300,7 +302,8 @@ Status readTorchSave(const CheckpointIndex& c, TrainingState& out) {
     if (!o) return o.status();
     out.optimizer = std::move(o.value());
   }
-  if (const PyValue* s = root->find("lr_scheduler_state_dict"); s && s->isDict()) out.scheduler = readScheduler(*s);
+  if (const PyValue* s = root->find("lr_scheduler_state_dict"); s && s->isDict())
+    out.scheduler = readScheduler(*s);
   if (const PyValue* r = root->find("flamingo_studio")) {
     auto resume = readResume(c, *r);
     if (!resume) return resume.status();
@@ -337,8 +340,9 @@ Status readSharded(const CheckpointIndex& c, TrainingState& out) {
         std::optional<double> value = step->asDouble();
         if (!value && step->isTensor()) {
           auto view = rank0->view(*step->tensor);
-          if (!view) return Status::corruption(c.files()[1] + ": optimizer." + flat.key + ".step: " +
-                                               view.status().message());
+          if (!view)
+            return Status::corruption(c.files()[1] + ": optimizer." + flat.key +
+                                      ".step: " + view.status().message());
           auto stats = tf::computeStats(view.value(), {});
           if (stats) value = stats->moments.mean;
         }
@@ -352,8 +356,14 @@ Status readSharded(const CheckpointIndex& c, TrainingState& out) {
   opt.nameSource = "the sharded index's param_names";
   for (std::size_t g = 0; g < r.optimizer.paramGroups.size(); ++g) {
     const auto& pg = r.optimizer.paramGroups[g];
-    OptimizerGroup group{g, pg.lr, pg.weightDecay, pg.betas.size() > 0 ? pg.betas[0] : 0,
-                         pg.betas.size() > 1 ? pg.betas[1] : 0, pg.eps, pg.initialLr, pg.params.size()};
+    OptimizerGroup group{g,
+                         pg.lr,
+                         pg.weightDecay,
+                         pg.betas.size() > 0 ? pg.betas[0] : 0,
+                         pg.betas.size() > 1 ? pg.betas[1] : 0,
+                         pg.eps,
+                         pg.initialLr,
+                         pg.params.size()};
     opt.groups.push_back(group);
     for (std::size_t k = 0; k < pg.params.size(); ++k) {
       OptimizerParamState p;
@@ -407,8 +417,9 @@ StatusOr<TrainingState> readTrainingState(const CheckpointIndex& checkpoint) {
   TrainingState out;
   out.path = checkpoint.path();
   out.format = checkpoint.format();
-  const Status s = checkpoint.format() == CheckpointFormat::kFlamingoStudioSharded ? readSharded(checkpoint, out)
-                                                                                   : readTorchSave(checkpoint, out);
+  const Status s = checkpoint.format() == CheckpointFormat::kFlamingoStudioSharded
+                       ? readSharded(checkpoint, out)
+                       : readTorchSave(checkpoint, out);
   if (!s) return s;
   if (!out.optimizer) out.absent.push_back("optimizer state: not in this checkpoint");
   if (!out.scheduler) out.absent.push_back("LR scheduler state: not in this checkpoint");

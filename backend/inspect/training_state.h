@@ -63,9 +63,9 @@ struct SchedulerState {
 };
 
 struct RngGenerator {
-  std::string name;     // "torch CPU", "torch CUDA 0", "own (xoshiro256**)"
+  std::string name;  // "torch CPU", "torch CUDA 0", "own (xoshiro256**)"
   std::uint64_t bytes = 0;
-  std::string hash;     // "xxh64:<16 hex>" of its bytes: equal states hash equal
+  std::string hash;  // "xxh64:<16 hex>" of its bytes: equal states hash equal
 };
 
 // backend/data/data_position.h's DataPosition, field for field, as the

@@ -42,7 +42,8 @@ std::string describeDataPosition(const DataPositionInfo& p) {
   out << "epoch " << p.epoch << ": ";
   for (std::size_t i = 0; i < p.datasets.size(); ++i) {
     const std::int64_t batches = p.batchesConsumed[i];
-    out << (i ? ", " : "") << p.datasets[i] << ' ' << grouped(batches) << (batches == 1 ? " batch" : " batches");
+    out << (i ? ", " : "") << p.datasets[i] << ' ' << grouped(batches)
+        << (batches == 1 ? " batch" : " batches");
     if (i < p.batchSizes.size()) {
       const std::int64_t samples = batches * p.batchSizes[i];
       out << " of " << grouped(p.batchSizes[i]) << " = " << grouped(samples) << " samples";
@@ -62,8 +63,8 @@ std::string formatTrainingState(const TrainingState& s, std::size_t max_params) 
   out << s.path << " (" << formatName(s.format) << ")\n";
   if (s.resume) {
     const ResumeInfo& r = *s.resume;
-    out << "training: " << r.kind << " checkpoint at optimizer step " << r.step << ", iteration " << r.iteration
-        << ", epoch " << r.epoch << "\n";
+    out << "training: " << r.kind << " checkpoint at optimizer step " << r.step << ", iteration "
+        << r.iteration << ", epoch " << r.epoch << "\n";
   } else if (s.epoch) {
     out << "training: epoch " << *s.epoch << " (the top-level \"epoch\")\n";
   }
@@ -72,21 +73,25 @@ std::string formatTrainingState(const TrainingState& s, std::size_t max_params) 
     out << "RNG state:";
     if (s.resume->rng.empty()) out << " none";
     out << "\n";
-    for (const auto& g : s.resume->rng) out << "  " << g.name << ": " << g.bytes << " bytes, " << g.hash << "\n";
+    for (const auto& g : s.resume->rng)
+      out << "  " << g.name << ": " << g.bytes << " bytes, " << g.hash << "\n";
   }
   if (s.scheduler) {
     const SchedulerState& c = *s.scheduler;
-    out << "LR scheduler: last_epoch " << (c.lastEpoch ? std::to_string(*c.lastEpoch) : "-") << ", _step_count "
-        << (c.stepCount ? std::to_string(*c.stepCount) : "-") << ", base_lrs " << list(c.baseLrs) << ", _last_lr "
-        << list(c.lastLr) << "\n";
+    out << "LR scheduler: last_epoch " << (c.lastEpoch ? std::to_string(*c.lastEpoch) : "-")
+        << ", _step_count " << (c.stepCount ? std::to_string(*c.stepCount) : "-") << ", base_lrs "
+        << list(c.baseLrs) << ", _last_lr " << list(c.lastLr) << "\n";
   }
   if (s.optimizer) {
     const OptimizerState& o = *s.optimizer;
-    out << "optimizer: " << o.groups.size() << " param groups, state for " << o.params.size() << " parameters";
-    out << (o.nameSource.empty() ? " (names unknown: ids only)" : " (names from " + o.nameSource + ")") << "\n";
+    out << "optimizer: " << o.groups.size() << " param groups, state for " << o.params.size()
+        << " parameters";
+    out << (o.nameSource.empty() ? " (names unknown: ids only)" : " (names from " + o.nameSource + ")")
+        << "\n";
     for (const auto& g : o.groups) {
       out << "  group " << g.index << ": " << g.params << " params, lr " << num(g.lr) << ", weight_decay "
-          << num(g.weightDecay) << ", betas (" << num(g.beta1) << ", " << num(g.beta2) << "), eps " << num(g.eps);
+          << num(g.weightDecay) << ", betas (" << num(g.beta1) << ", " << num(g.beta2) << "), eps "
+          << num(g.eps);
       if (g.initialLr) out << ", initial_lr " << num(*g.initialLr);
       out << "\n";
     }

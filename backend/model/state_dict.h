@@ -25,8 +25,8 @@ using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 using state_keys::KeyMapper;
 using state_keys::KeyTarget;
 using state_keys::LoadReport;
-using state_keys::shapeString;
 using state_keys::ShapeMismatch;
+using state_keys::shapeString;
 
 // Copies source tensors into `params` (name -> parameter, in our order)
 // through `map`, converting dtype and device; `params` is also the scope of

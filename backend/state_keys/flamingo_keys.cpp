@@ -45,7 +45,8 @@ protocol::StatusOr<LmKeyLayout> lmKeyLayout(const std::string& family, bool tied
                        "embed_out",
                        tied_head,
                        {"attention.bias", "attention.masked_bias", "attention.rotary_emb.inv_freq"}};
-  if (family == "llama") return LmKeyLayout{"model.layers", "lm_head", tied_head, {"self_attn.rotary_emb.inv_freq"}};
+  if (family == "llama")
+    return LmKeyLayout{"model.layers", "lm_head", tied_head, {"self_attn.rotary_emb.inv_freq"}};
   return protocol::Status::invalidArgument("model.lm.family: unknown LM family '" + family +
                                            "' (known: opt, mpt, gpt_neox, llama)");
 }

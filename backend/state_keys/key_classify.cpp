@@ -66,7 +66,8 @@ Classification classifyKeys(const std::vector<NamedShape>& ours, const std::vect
 
   std::vector<const NamedShape*> keys;
   for (const auto& s : source) keys.push_back(&s);
-  std::sort(keys.begin(), keys.end(), [](const NamedShape* a, const NamedShape* b) { return a->name < b->name; });
+  std::sort(keys.begin(), keys.end(),
+            [](const NamedShape* a, const NamedShape* b) { return a->name < b->name; });
 
   std::unordered_set<std::string> done;  // loaded or mis-shaped
   auto apply = [&](const NamedShape& src, const std::string& name) {
@@ -90,7 +91,8 @@ Classification classifyKeys(const std::vector<NamedShape>& ours, const std::vect
     } else if (target->alias) {
       aliases.emplace_back(key, target->name);
     } else if (done.count(target->name) != 0) {
-      report.ignored.push_back(key->name);  // two canonical spellings of one name (e.g. with and without "module.")
+      report.ignored.push_back(
+          key->name);  // two canonical spellings of one name (e.g. with and without "module.")
     } else {
       apply(*key, target->name);
     }

@@ -40,7 +40,8 @@ int run(const std::vector<std::string>& argv, const std::string& out, const std:
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
-    if (std::freopen(out.c_str(), "w", stdout) == nullptr || std::freopen(err.c_str(), "w", stderr) == nullptr)
+    if (std::freopen(out.c_str(), "w", stdout) == nullptr ||
+        std::freopen(err.c_str(), "w", stderr) == nullptr)
       ::_exit(127);
     ::setenv("OMP_NUM_THREADS", "1", 1);
     ::execv(args[0], args.data());
@@ -64,13 +65,17 @@ class CheckpointCheckEngineTest : public ::testing::Test {
     dir_ = new fsys::path(fsys::temp_directory_path() / ("fs_inspect_check_" + std::to_string(::getpid())));
     fsys::remove_all(*dir_);
     fsys::create_directories(*dir_);
-    std::vector<std::string> argv = {FS_TEST_FLAMINGO_TRAIN, "train", "--config",
-                                     std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml", "--run-dir",
+    std::vector<std::string> argv = {FS_TEST_FLAMINGO_TRAIN,
+                                     "train",
+                                     "--config",
+                                     std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml",
+                                     "--run-dir",
                                      runDir().string()};
-    for (const std::string& s : std::vector<std::string>{"data.source=synthetic", "optim.epochs=1", "data.datasets[0].batch_size=4",
-          "data.datasets[0].samples_per_epoch=32", "data.datasets[1].batch_size=2",
-          "data.datasets[1].samples_per_epoch=16", "launch.threads_per_rank=1",
-          "checkpoint.every_steps=" + std::to_string(kSteps), "checkpoint.keep_last=5"}) {
+    for (const std::string& s : std::vector<std::string>{
+             "data.source=synthetic", "optim.epochs=1", "data.datasets[0].batch_size=4",
+             "data.datasets[0].samples_per_epoch=32", "data.datasets[1].batch_size=2",
+             "data.datasets[1].samples_per_epoch=16", "launch.threads_per_rank=1",
+             "checkpoint.every_steps=" + std::to_string(kSteps), "checkpoint.keep_last=5"}) {
       argv.push_back("--set");
       argv.push_back(s);
     }
@@ -79,9 +84,11 @@ class CheckpointCheckEngineTest : public ::testing::Test {
       *error_ = "flamingo-train train failed: " + slurp(log);
       return;
     }
-    const std::string cmd = std::string(FS_PYTHON) + " " + FS_SOURCE_DIR + "/tests/backend/inspect/plant_keys.py " +
-                            step().string() + " " + planted().string();
-    if (std::system(cmd.c_str()) != 0) *error_ = "plant_keys.py failed (needs " FS_PYTHON " with python3-torch)";
+    const std::string cmd = std::string(FS_PYTHON) + " " + FS_SOURCE_DIR +
+                            "/tests/backend/inspect/plant_keys.py " + step().string() + " " +
+                            planted().string();
+    if (std::system(cmd.c_str()) != 0)
+      *error_ = "plant_keys.py failed (needs " FS_PYTHON " with python3-torch)";
   }
   static void TearDownTestSuite() {
     std::error_code ec;
@@ -134,7 +141,8 @@ TEST_F(CheckpointCheckEngineTest, StateNamesTheRunsDataPositionAndEveryOptimizer
   const json manifest = json::parse(ckpt->manifest());
   std::map<std::string, std::vector<std::int64_t>> trainable;
   for (const auto& p : manifest.at("parameters"))
-    if (p.at("trainable").get<bool>()) trainable[p.at("name")] = p.at("shape").get<std::vector<std::int64_t>>();
+    if (p.at("trainable").get<bool>())
+      trainable[p.at("name")] = p.at("shape").get<std::vector<std::int64_t>>();
   const json& params = j.at("optimizer").at("params");
   ASSERT_EQ(params.size(), trainable.size());
   std::set<std::string> named;
@@ -153,8 +161,9 @@ TEST_F(CheckpointCheckEngineTest, StateNamesTheRunsDataPositionAndEveryOptimizer
 
 TEST_F(CheckpointCheckEngineTest, AnUntouchedCheckpointChecksOk) {
   int rc = 0;
-  const json j = cli({"checkpoint", "check", "--json", "--config", (runDir() / "config.yaml").string(),
-                      step().string()}, &rc);
+  const json j =
+      cli({"checkpoint", "check", "--json", "--config", (runDir() / "config.yaml").string(), step().string()},
+          &rc);
   EXPECT_EQ(rc, 0) << j.dump(1);
   EXPECT_TRUE(j.at("ok").get<bool>());
   EXPECT_TRUE(j.at("missing").empty());
@@ -189,7 +198,8 @@ TEST_F(CheckpointCheckEngineTest, CheckReportsClassByClassWhatTheEngineLoaderRep
   ASSERT_EQ(j.at("mismatched").size(), report.mismatched.size());
   for (std::size_t i = 0; i < report.mismatched.size(); ++i) {
     EXPECT_EQ(j.at("mismatched")[i].at("name"), report.mismatched[i].name);
-    EXPECT_EQ(j.at("mismatched")[i].at("expected").get<std::vector<std::int64_t>>(), report.mismatched[i].expected);
+    EXPECT_EQ(j.at("mismatched")[i].at("expected").get<std::vector<std::int64_t>>(),
+              report.mismatched[i].expected);
     EXPECT_EQ(j.at("mismatched")[i].at("got").get<std::vector<std::int64_t>>(), report.mismatched[i].got);
   }
   EXPECT_EQ(j.at("summary"), report.summary());
@@ -205,8 +215,8 @@ TEST_F(CheckpointCheckEngineTest, CheckReportsClassByClassWhatTheEngineLoaderRep
 
   // The real resume refuses it, with the same summary.
   const std::string log = (*dir_ / "resume.log").string();
-  EXPECT_NE(run({FS_TEST_FLAMINGO_TRAIN, "train", "--config", config, "--run-dir", (*dir_ / "resumed").string(),
-                 "--set", "checkpoint.resume_from=" + planted().string()},
+  EXPECT_NE(run({FS_TEST_FLAMINGO_TRAIN, "train", "--config", config, "--run-dir",
+                 (*dir_ / "resumed").string(), "--set", "checkpoint.resume_from=" + planted().string()},
                 log, log),
             0);
   EXPECT_NE(slurp(log).find(report.summary()), std::string::npos) << slurp(log);

@@ -271,7 +271,8 @@ TEST_F(EngineCheckpointTest, TrainingStateOfTheShardedDirectoryEqualsTheConsolid
   EXPECT_EQ(a->scheduler->lastLr, b->scheduler->lastLr);
   EXPECT_EQ(a->resume->step, b->resume->step);
   ASSERT_EQ(a->resume->rng.size(), b->resume->rng.size());
-  for (std::size_t g = 0; g < a->resume->rng.size(); ++g) EXPECT_EQ(a->resume->rng[g].hash, b->resume->rng[g].hash);
+  for (std::size_t g = 0; g < a->resume->rng.size(); ++g)
+    EXPECT_EQ(a->resume->rng[g].hash, b->resume->rng[g].hash);
   ASSERT_TRUE(a->resume->data && b->resume->data);
   EXPECT_EQ(describeDataPosition(*a->resume->data), describeDataPosition(*b->resume->data));
   // Batch size 2 per rank, 8 samples an epoch over 2 ranks: 2 steps an epoch.

@@ -21,7 +21,8 @@ class TrainingStateTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::string(
-        (std::filesystem::temp_directory_path() / ("fs_inspect_state_" + std::to_string(::getpid()))).string());
+        (std::filesystem::temp_directory_path() / ("fs_inspect_state_" + std::to_string(::getpid())))
+            .string());
     const std::string cmd = std::string(FS_PYTHON) + " " + FS_SOURCE_DIR +
                             "/tests/backend/inspect/make_checkpoints.py " + *dir_ + " > /dev/null";
     ok_ = std::system(cmd.c_str()) == 0;
@@ -111,10 +112,10 @@ TEST_F(TrainingStateTest, ABareStateDictHasNoTrainingStateAndSaysSo) {
   auto state = read("state_dict.bin");
   ASSERT_TRUE(state.isOk()) << state.status().message();
   EXPECT_FALSE(state->optimizer || state->scheduler || state->resume || state->epoch);
-  EXPECT_EQ(state->absent, (std::vector<std::string>{
-                               "optimizer state: not in this checkpoint",
-                               "LR scheduler state: not in this checkpoint",
-                               "global step, RNG state and data position: not in this checkpoint"}));
+  EXPECT_EQ(state->absent,
+            (std::vector<std::string>{"optimizer state: not in this checkpoint",
+                                      "LR scheduler state: not in this checkpoint",
+                                      "global step, RNG state and data position: not in this checkpoint"}));
 }
 
 TEST_F(TrainingStateTest, AMalformedDataPositionNamesTheFileAndEntry) {
@@ -138,9 +139,10 @@ TEST(DataPositionText, ExactToTheFields) {
   p.datasets = {"laion", "mmc4"};
   p.batchesConsumed = {850, 850};
   p.batchSizes = {4, 2};
-  EXPECT_EQ(describeDataPosition(p),
-            "epoch 2: laion 850 batches of 4 = 3,400 samples per rank (6,800 over 2 ranks), "
-            "mmc4 850 batches of 2 = 1,700 samples per rank (3,400 over 2 ranks), on rank 1 of 2 (shards source)");
+  EXPECT_EQ(
+      describeDataPosition(p),
+      "epoch 2: laion 850 batches of 4 = 3,400 samples per rank (6,800 over 2 ranks), "
+      "mmc4 850 batches of 2 = 1,700 samples per rank (3,400 over 2 ranks), on rank 1 of 2 (shards source)");
   p.world = 1;
   p.rank = 0;
   p.batchSizes.clear();
