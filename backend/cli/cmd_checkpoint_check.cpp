@@ -43,7 +43,7 @@ json reportJson(const sk::LoadReport& r) {
 int runCheckpointCheck(const std::vector<std::string>& args, Io& io) {
   const std::vector<OptionSpec> specs = {
       {"config", true, false, "FILE", "Run config (YAML) whose model the checkpoint should fit", "c"},
-      {"set", true, true, "KEY=VALUE", "Override a config field (repeatable)"},
+      {"set", true, true, "KEY=VALUE", "Override a config field"},
       {"json", false, false, "", "Print one JSON object instead of text"},
       {"help", false, false, "", "Show this help"}};
   auto parsed = parseArgs(args, specs);
