@@ -22,10 +22,13 @@ using tf::PyValue;
 // backend/train/optimizer.h, OpenFlamingo's train.py): the trainable
 // parameters in model order, "gated_cross_attn" ones to group 0, the rest to
 // group 1 (one group: all of them). Ours lists the trainable parameters in
-// its manifest; OpenFlamingo's model_state_dict holds exactly them (it drops
-// the frozen ones on save), less its duplicate old_decoder_blocks /
-// gated_cross_attn_layers references. When the counts do not add up to the
-// groups' params, the names are left unknown rather than guessed.
+// its manifest; OpenFlamingo's model_state_dict holds them (it drops the
+// frozen ones on save, but keeps every "embed" key, frozen position
+// embeddings too), less its duplicate old_decoder_blocks /
+// gated_cross_attn_layers references; when those keys are too many, the
+// ones OpenFlamingo's freezing trains are taken. Names are given only when
+// the counts add up to the groups' params and every moment has its
+// parameter's shape; else they are left unknown rather than guessed.
 bool isAlias(const std::string& key) {
   return key.find("lang_encoder.old_decoder_blocks.") != std::string::npos ||
          key.find("lang_encoder.gated_cross_attn_layers.") != std::string::npos;
@@ -126,49 +129,77 @@ namespace {
 
 using namespace detail;
 
-// Names per optimizer id from the trainable names in model order (NOTE [Optimizer ids]).
-void nameByRule(OptimizerState& opt, const std::vector<std::vector<std::int64_t>>& groupIds,
-                const std::vector<std::string>& trainable, const std::string& source) {
-  std::vector<std::vector<std::string>> byGroup(groupIds.size());
+struct Candidate {
+  std::string name;
+  std::vector<std::int64_t> shape;
+};
+
+// Names per optimizer id from the trainable parameters in model order (NOTE
+// [Optimizer ids]); false, naming nothing, unless the groups' counts add up
+// and every stepped parameter's moments have its candidate's shape.
+bool nameByRule(OptimizerState& opt, const std::vector<std::vector<std::int64_t>>& groupIds,
+                const std::vector<Candidate>& trainable, const std::string& source) {
+  std::vector<std::vector<const Candidate*>> byGroup(groupIds.size());
   if (groupIds.size() == 1) {
-    byGroup[0] = trainable;
+    for (const auto& c : trainable) byGroup[0].push_back(&c);
   } else if (groupIds.size() == 2) {
-    for (const auto& n : trainable)
-      byGroup[n.find("gated_cross_attn") != std::string::npos ? 0 : 1].push_back(n);
+    for (const auto& c : trainable)
+      byGroup[c.name.find("gated_cross_attn") != std::string::npos ? 0 : 1].push_back(&c);
   } else {
-    return;
+    return false;
   }
   for (std::size_t g = 0; g < groupIds.size(); ++g) {
-    if (byGroup[g].size() != groupIds[g].size()) return;
+    if (byGroup[g].size() != groupIds[g].size()) return false;
   }
-  std::map<std::int64_t, std::string> names;
+  std::map<std::int64_t, const Candidate*> byId;
   for (std::size_t g = 0; g < groupIds.size(); ++g) {
-    for (std::size_t k = 0; k < groupIds[g].size(); ++k) names[groupIds[g][k]] = byGroup[g][k];
+    for (std::size_t k = 0; k < groupIds[g].size(); ++k) byId[groupIds[g][k]] = byGroup[g][k];
   }
-  for (auto& p : opt.params) p.name = names.count(p.id) ? names[p.id] : "";
+  for (const auto& p : opt.params) {
+    auto it = byId.find(p.id);
+    if (it == byId.end() || (!p.shape.empty() && p.shape != it->second->shape)) return false;
+  }
+  for (auto& p : opt.params) p.name = byId.at(p.id)->name;
   opt.nameSource = source;
+  return true;
 }
 
-std::vector<std::string> trainableNames(const CheckpointIndex& c, const PyValue& root, std::string* source) {
-  std::vector<std::string> out;
+// What OpenFlamingo's freezing leaves trainable: the resampler, the gated
+// blocks and the LM's input embedding (its save keeps every "embed" key,
+// frozen position embeddings included, so the keys alone may be too many).
+bool openFlamingoTrainable(const std::string& name) {
+  for (const char* part :
+       {"perceiver.", "gated_cross_attn_layer.", "embed_tokens.", "transformer.wte.", "embed_in."}) {
+    if (name.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+void nameOptimizerState(OptimizerState& opt, const std::vector<std::vector<std::int64_t>>& groupIds,
+                        const CheckpointIndex& c, const PyValue& root) {
+  std::vector<Candidate> candidates;
   if (c.format() == CheckpointFormat::kFlamingoStudio) {
     const auto j = nlohmann::json::parse(c.manifest(), nullptr, false);
-    if (j.is_object() && j.contains("parameters") && j["parameters"].is_array()) {
-      for (const auto& p : j["parameters"]) {
-        if (p.is_object() && p.value("trainable", false) && p.contains("name") && p["name"].is_string())
-          out.push_back(p["name"].get<std::string>());
-      }
-      *source = "the manifest's trainable parameters";
+    if (!j.is_object() || !j.contains("parameters") || !j["parameters"].is_array()) return;
+    for (const auto& p : j["parameters"]) {
+      if (p.is_object() && p.value("trainable", false) && p.contains("name") && p["name"].is_string() &&
+          p.contains("shape") && p["shape"].is_array())
+        candidates.push_back({p["name"].get<std::string>(), p["shape"].get<std::vector<std::int64_t>>()});
     }
-    return out;
+    nameByRule(opt, groupIds, candidates, "the manifest's trainable parameters");
+    return;
   }
   const PyValue* model = root.find("model_state_dict");
-  if (!model || !model->isDict()) return out;
+  if (!model || !model->isDict()) return;
   for (const auto& [k, v] : model->entries) {
-    if (v->isTensor() && k->isStr() && !isAlias(k->text)) out.push_back(k->text);
+    if (v->isTensor() && k->isStr() && !isAlias(k->text)) candidates.push_back({k->text, v->tensor->shape});
   }
-  *source = "model_state_dict's keys";
-  return out;
+  if (nameByRule(opt, groupIds, candidates, "model_state_dict's keys")) return;
+  std::vector<Candidate> trainable;
+  for (const auto& cand : candidates) {
+    if (openFlamingoTrainable(cand.name)) trainable.push_back(cand);
+  }
+  nameByRule(opt, groupIds, trainable, "model_state_dict's keys OpenFlamingo trains");
 }
 
 StatusOr<OptimizerState> readOptimizer(const CheckpointIndex& c, const PyValue& root, const PyValue& opt) {
@@ -228,9 +259,7 @@ StatusOr<OptimizerState> readOptimizer(const CheckpointIndex& c, const PyValue& 
     }
   }
   std::sort(out.params.begin(), out.params.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-  std::string source;
-  const auto names = trainableNames(c, root, &source);
-  nameByRule(out, groupIds, names, source);
+  nameOptimizerState(out, groupIds, c, root);
   return out;
 }
 

@@ -12,8 +12,9 @@ Files:
   state_dict.bin    a bare state dict, as Hugging Face's pytorch_model.bin
   ours.pt           our layout: the OpenFlamingo keys plus "flamingo_studio" with a
                     manifest (parameters with trainability, tensor hashes)
-  openflamingo_train.pt  OpenFlamingo's train.py as saved: only trainable weights (plus its
-                    duplicate gated_cross_attn_layers reference), AdamW in two groups
+  openflamingo_train.pt  OpenFlamingo's train.py as saved: trainable weights, a frozen
+                    "embed" key it keeps, its duplicate gated_cross_attn_layers
+                    reference; AdamW in two groups
                     (gated_cross_attn decayed, the rest not) after three steps, a LambdaLR
                     warmup; expected.json "state" holds torch's figures for it
   sharded/          our sharded layout (docs/run-directory.md): index.json and
@@ -214,7 +215,12 @@ for _ in range(3):
     loss.backward()
     opt2.step()
     sched2.step()
-sd = {n: p.detach() for n, p in named if isinstance(p, torch.nn.Parameter)}
+sd = {}
+for n, p in named:
+    if isinstance(p, torch.nn.Parameter):
+        sd[n] = p.detach()
+    if n == "lang_encoder.model.embed_tokens.weight":  # train.py keeps every "embed" key, frozen ones too
+        sd["lang_encoder.model.embed_positions.weight"] = torch.randn(6, 4)
 sd["lang_encoder.gated_cross_attn_layers.0.attn_gate"] = sd["lang_encoder.model.layers.0.gated_cross_attn_layer.attn_gate"]
 torch.save({"epoch": 4, "model_state_dict": sd, "optimizer_state_dict": opt2.state_dict(),
             "lr_scheduler_state_dict": sched2.state_dict()}, os.path.join(OUT, "openflamingo_train.pt"))
