@@ -17,10 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "backend/fsdp_plan/param_inventory.h"
+#include "backend/inspect/checkpoint_check.h"
 #include "backend/inspect/checkpoint_diff.h"
 #include "backend/inspect/checkpoint_index.h"
 #include "backend/inspect/hash_check.h"
 #include "backend/inspect/training_state.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/state_keys/flamingo_keys.h"
 
 namespace fs::inspect {
 namespace {
@@ -284,6 +288,34 @@ TEST_F(EngineCheckpointTest, TrainingStateOfTheShardedDirectoryEqualsTheConsolid
   EXPECT_EQ(describeDataPosition(*s1->resume->data),
             "epoch 0: laion 1 batch of 2 = 2 samples per rank (4 over 2 ranks), "
             "mmc4 1 batch of 2 = 2 samples per rank (4 over 2 ranks), on rank 0 of 2 (synthetic source)");
+}
+
+// checkpoint check's classification on the run's own checkpoints, against its
+// config.yaml: the sharded directory and the consolidated file both load.
+TEST_F(EngineCheckpointTest, BothCheckpointsCheckOkAgainstTheRunsConfig) {
+  const auto load = protocol::loadConfigFile((sharded_->parent_path() / "config.yaml").string());
+  ASSERT_TRUE(load.ok());
+  auto inventory = fsdp_plan::buildParamInventory(load.config.model);
+  ASSERT_TRUE(inventory.isOk()) << inventory.status().message();
+  auto layout = state_keys::lmKeyLayout(load.config.model.lm.family, load.config.model.lm.tied_head);
+  ASSERT_TRUE(layout.isOk());
+  std::vector<OurParameter> ours;
+  for (const auto& p : inventory->params) ours.push_back({p.name, p.shape, p.trainable});
+  auto sharded = CheckpointIndex::open(sharded_->string());
+  ASSERT_TRUE(sharded.isOk()) << sharded.status().message();
+  auto full = CheckpointIndex::open(full_->string());
+  ASSERT_TRUE(full.isOk()) << full.status().message();
+  const auto a = checkCheckpointKeys(sharded.value(), ours, state_keys::flamingoKeyMapper(layout.value()));
+  const auto b = checkCheckpointKeys(full.value(), ours, state_keys::flamingoKeyMapper(layout.value()));
+  EXPECT_TRUE(a.ok()) << a.summary();
+  EXPECT_TRUE(b.ok()) << b.summary();
+  // The sharded directory holds every parameter (frozen flats too); the full
+  // file leaves frozen ones out, as OpenFlamingo's does: expected-frozen there.
+  EXPECT_EQ(a.loaded.size(), ours.size()) << a.summary();
+  EXPECT_FALSE(b.expectedFrozen.empty()) << b.summary();
+  EXPECT_EQ(b.loaded.size() + b.expectedFrozen.size(), ours.size()) << b.summary();
+  for (const auto& name : b.loaded)
+    EXPECT_NE(std::find(a.loaded.begin(), a.loaded.end(), name), a.loaded.end()) << name;
 }
 
 }  // namespace
