@@ -4,7 +4,8 @@
 // engine's own LibTorch reader) into a full file. The sharded directory, read
 // by our index alone, holds every tensor of the consolidated file under the
 // same name, shape and dtype, byte for byte; every manifest hash of the full
-// file matches, and a flipped byte is found and named.
+// file matches, and a flipped byte is found and named. `checkpoint state` reads
+// the same training state from both, and `check` finds both loadable.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
