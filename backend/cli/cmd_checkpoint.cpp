@@ -1,5 +1,6 @@
-// checkpoint: tools for checkpoints. inspect and diff (cmd_checkpoint_inspect.cpp,
-// cmd_checkpoint_diff.cpp, torch-free) show what any checkpoint holds and what changed; consolidate
+// checkpoint: tools for checkpoints. inspect, diff, state and check (cmd_checkpoint_*.cpp,
+// torch-free) show what any checkpoint holds, what changed, its training state and whether it
+// fits a config's model; consolidate
 // (cmd_checkpoint_consolidate.cpp, with the engine) turns a sharded checkpoint into one OpenFlamingo-format
 // file.
 #include <map>
@@ -13,6 +14,8 @@ int runCheckpoint(const std::vector<std::string>& args, Io& io) {
   static const std::map<std::string, int (*)(const std::vector<std::string>&, Io&)> subs = {
       {"inspect", runCheckpointInspect},
       {"diff", runCheckpointDiff},
+      {"state", runCheckpointState},
+      {"check", runCheckpointCheck},
 #ifdef FS_HAVE_ENGINE
       {"consolidate", runCheckpointConsolidate},
 #endif
@@ -24,6 +27,8 @@ int runCheckpoint(const std::vector<std::string>& args, Io& io) {
     os << "usage: flamingo-train checkpoint <tool> [options]\n\n"
           "  inspect       what a checkpoint holds: format, sections, modules, tensors, hashes\n"
           "  diff          what changed between two checkpoints, tensor by tensor\n"
+          "  state         training state in words: step, data position, RNG, scheduler, optimizer\n"
+          "  check         whether a checkpoint's weights fit a run config's model (names, shapes)\n"
 #ifdef FS_HAVE_ENGINE
           "  consolidate   sharded checkpoint directory -> one full (OpenFlamingo-format) file\n"
 #endif

@@ -43,6 +43,8 @@ int runProbe(const std::vector<std::string>& args, Io& io);
 int runCheckpoint(const std::vector<std::string>& args, Io& io);
 int runCheckpointInspect(const std::vector<std::string>& args, Io& io);
 int runCheckpointDiff(const std::vector<std::string>& args, Io& io);
+int runCheckpointState(const std::vector<std::string>& args, Io& io);
+int runCheckpointCheck(const std::vector<std::string>& args, Io& io);
 int runStream(const std::vector<std::string>& args, Io& io);
 #ifdef FS_HAVE_ENGINE
 int runTrain(const std::vector<std::string>& args, Io& io);

@@ -2,35 +2,11 @@
 
 #include <torch/torch.h>
 
-#include <optional>
-
 #include "backend/model/activation_checkpoint.h"
 #include "backend/protocol/config/config_types.h"
+#include "backend/state_keys/flamingo_keys.h"
 
 namespace fs::model {
-namespace {
-
-bool startsWith(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-
-bool endsWithComponent(const std::string& s, const std::string& suffix) {
-  if (s == suffix) return true;
-  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-         s[s.size() - suffix.size() - 1] == '.';
-}
-
-// "3.self_attn.q_proj.weight" -> {"3", "self_attn.q_proj.weight"}
-std::optional<std::pair<std::string, std::string>> splitIndex(const std::string& rest) {
-  const auto dot = rest.find('.');
-  if (dot == std::string::npos || dot == 0) return std::nullopt;
-  const auto index = rest.substr(0, dot);
-  if (index.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  return std::make_pair(index, rest.substr(dot + 1));
-}
-
-}  // namespace
-
 FlamingoOptions FlamingoOptions::fromConfig(const protocol::ModelConfig& c) {
   FlamingoOptions o(VisionEncoderOptions::fromConfig(c.vision),
                     PerceiverOptions::fromConfig(c.vision.width, c.perceiver),
@@ -181,76 +157,31 @@ NamedTensors FlamingoImpl::namedParameters() const {
   return out;
 }
 
+state_keys::LmKeyLayout FlamingoImpl::lmKeyLayout() const {
+  return {lang_encoder_->decoderLayersPath(), lang_encoder_->outputHeadPath(), lang_encoder_->tiedHead(),
+          lang_encoder_->recomputedBufferSuffixes()};
+}
+
 LoadReport FlamingoImpl::loadStateDict(const std::map<std::string, torch::Tensor>& state_dict) {
-  const std::string lm = "lang_encoder.";
-  const std::string layers = lm + lang_encoder_->decoderLayersPath() + ".";
-  const auto recomputed = lang_encoder_->recomputedBufferSuffixes();
-  const bool tied = lang_encoder_->tiedHead();
-  const std::string head = lm + lang_encoder_->outputHeadPath() + ".weight";
-  KeyMapper map = [&](const std::string& source_key) -> std::optional<KeyTarget> {
-    std::string key = source_key;
-    if (startsWith(key, "module.")) key = key.substr(7);
-    if (tied && key == head) return KeyTarget{KeyTarget::Kind::kIgnored, "", false};
-    for (const auto& suffix : recomputed) {
-      if (startsWith(key, lm) && endsWithComponent(key, suffix))
-        return KeyTarget{KeyTarget::Kind::kIgnored, "", false};
-    }
-    // The reference keeps duplicate references to the same tensors.
-    for (const auto& [prefix, slot] :
-         {std::pair<std::string, std::string>{lm + "old_decoder_blocks.", "decoder_layer."},
-          {lm + "gated_cross_attn_layers.", "gated_cross_attn_layer."}}) {
-      if (!startsWith(key, prefix)) continue;
-      const auto parts = splitIndex(key.substr(prefix.size()));
-      if (!parts) return std::nullopt;
-      return KeyTarget{KeyTarget::Kind::kParameter, layers + parts->first + "." + slot + parts->second, true};
-    }
-    return KeyTarget{KeyTarget::Kind::kParameter, key, false};
-  };
-  return loadNamedTensors(namedParameters(), state_dict, map);
+  return loadNamedTensors(namedParameters(), state_dict, state_keys::flamingoKeyMapper(lmKeyLayout()));
 }
 
 LoadReport FlamingoImpl::loadLanguageModelStateDict(const std::map<std::string, torch::Tensor>& state_dict) {
-  const std::string lm = "lang_encoder.";
-  const std::string layers_path = lang_encoder_->decoderLayersPath() + ".";
-  const auto recomputed = lang_encoder_->recomputedBufferSuffixes();
-  const bool tied = lang_encoder_->tiedHead();
-  const std::string head = lang_encoder_->outputHeadPath() + ".weight";
-  KeyMapper map = [&](const std::string& key) -> std::optional<KeyTarget> {
-    if (tied && key == head) return KeyTarget{KeyTarget::Kind::kIgnored, "", false};
-    for (const auto& suffix : recomputed) {
-      if (endsWithComponent(key, suffix)) return KeyTarget{KeyTarget::Kind::kIgnored, "", false};
-    }
-    if (startsWith(key, layers_path)) {
-      const auto parts = splitIndex(key.substr(layers_path.size()));
-      if (!parts) return std::nullopt;
-      return KeyTarget{KeyTarget::Kind::kParameter,
-                       lm + layers_path + parts->first + ".decoder_layer." + parts->second, false};
-    }
-    return KeyTarget{KeyTarget::Kind::kParameter, lm + key, false};
-  };
   NamedTensors scope;
   for (const auto& [name, tensor] : namedParameters()) {
-    if (startsWith(name, lm) && name.find(".gated_cross_attn_layer.") == std::string::npos) {
-      scope.emplace_back(name, tensor);
-    }
+    if (state_keys::inLanguageModelScope(name)) scope.emplace_back(name, tensor);
   }
-  return loadNamedTensors(scope, state_dict, map);
+  return loadNamedTensors(scope, state_dict, state_keys::languageModelKeyMapper(lmKeyLayout()));
 }
 
 LoadReport FlamingoImpl::loadVisionStateDict(const std::map<std::string, torch::Tensor>& state_dict) {
   bool full_clip = false;
-  for (const auto& item : state_dict) full_clip = full_clip || startsWith(item.first, "visual.");
-  KeyMapper map = [&](const std::string& key) -> std::optional<KeyTarget> {
-    if (!full_clip) return KeyTarget{KeyTarget::Kind::kParameter, "vision_encoder." + key, false};
-    if (startsWith(key, "visual."))
-      return KeyTarget{KeyTarget::Kind::kParameter, "vision_encoder." + key.substr(7), false};
-    return KeyTarget{KeyTarget::Kind::kIgnored, "", false};  // the text tower
-  };
+  for (const auto& item : state_dict) full_clip = full_clip || item.first.rfind("visual.", 0) == 0;
   NamedTensors scope;
   for (const auto& [name, tensor] : namedParameters()) {
-    if (startsWith(name, "vision_encoder.")) scope.emplace_back(name, tensor);
+    if (state_keys::inVisionScope(name)) scope.emplace_back(name, tensor);
   }
-  return loadNamedTensors(scope, state_dict, map);
+  return loadNamedTensors(scope, state_dict, state_keys::visionKeyMapper(full_clip));
 }
 
 void FlamingoImpl::setUnitHooks(std::shared_ptr<UnitHooks> hooks) {

@@ -32,6 +32,7 @@
 #include "backend/model/perceiver.h"
 #include "backend/model/state_dict.h"
 #include "backend/model/vision_encoder.h"
+#include "backend/state_keys/flamingo_keys.h"
 
 namespace fs::protocol {
 struct ModelConfig;
@@ -145,6 +146,9 @@ class FlamingoImpl : public torch::nn::Module {
   // An OpenCLIP state dict (`visual.*`, text-tower keys ignored) or a bare
   // visual one; "missing" covers the vision tower only.
   LoadReport loadVisionStateDict(const std::map<std::string, torch::Tensor>& state_dict);
+  // What the key mappers (backend/state_keys/flamingo_keys.h) need of the LM,
+  // from its family: equals state_keys::lmKeyLayout(family, tied_head).
+  state_keys::LmKeyLayout lmKeyLayout() const;
 
  private:
   FlamingoOptions options_;

@@ -6,7 +6,8 @@ reaches Qt; the torch-free backend folders never reach LibTorch.
 
 Backend layers (BACKEND_LAYERS below): a folder may link and include only
 the folders listed for it, so the arrows point one way:
-  protocol <- {runtime, tensorfile, launch, telemetry, model, data, fsdp_plan}, tensorfile <- inspect
+  protocol <- {runtime, tensorfile, launch, telemetry, state_keys, model, data, fsdp_plan},
+  {tensorfile, state_keys} <- inspect, state_keys <- model
            <- {train, dist} <- fsdp <- checkpoint <- trainer <- cli
 and backend/fsdp/ takes nothing from backend/model/ but the published hook
 interface, backend/model/unit_hooks.h.
@@ -27,10 +28,11 @@ BACKEND_LAYERS = {
     "backend/protocol": set(),
     "backend/runtime": {"backend/protocol"},
     "backend/tensorfile": {"backend/protocol"},
-    "backend/inspect": {"backend/protocol", "backend/tensorfile"},
+    "backend/state_keys": {"backend/protocol"},
+    "backend/inspect": {"backend/protocol", "backend/tensorfile", "backend/state_keys"},
     "backend/launch": {"backend/protocol"},
     "backend/telemetry": {"backend/protocol"},
-    "backend/model": {"backend/protocol", "backend/runtime"},
+    "backend/model": {"backend/protocol", "backend/runtime", "backend/state_keys"},
     "backend/fsdp_plan": {"backend/protocol", "backend/tensorfile"},
     "backend/train": {"backend/protocol", "backend/runtime"} | _DATA,
     "backend/dist": {"backend/protocol", "backend/telemetry"},
@@ -49,7 +51,7 @@ BACKEND_LAYERS["backend/cli"] = set(BACKEND_LAYERS) - {"backend/cli"}
 FSDP_MODEL_HEADERS = {"backend/model/unit_hooks.h"}
 
 TORCH_FREE = {"app", "ui", "studio", "backend/protocol", "backend/tensorfile", "backend/inspect", "backend/launch",
-              "backend/fsdp_plan"} | (_DATA - {"backend/data"})
+              "backend/fsdp_plan", "backend/state_keys"} | (_DATA - {"backend/data"})
 TORCH = re.compile(r"(^|/|lib)(torch|c10|caffe2|gloo)", re.I)
 QT = re.compile(r"Qt[56]|QCustomPlot", re.I)
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]')

@@ -4,7 +4,8 @@
 // engine's own LibTorch reader) into a full file. The sharded directory, read
 // by our index alone, holds every tensor of the consolidated file under the
 // same name, shape and dtype, byte for byte; every manifest hash of the full
-// file matches, and a flipped byte is found and named.
+// file matches, and a flipped byte is found and named. `checkpoint state` reads
+// the same training state from both, and `check` finds both loadable.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,9 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "backend/fsdp_plan/param_inventory.h"
+#include "backend/inspect/checkpoint_check.h"
 #include "backend/inspect/checkpoint_diff.h"
 #include "backend/inspect/checkpoint_index.h"
 #include "backend/inspect/hash_check.h"
+#include "backend/inspect/training_state.h"
+#include "backend/protocol/config/config_yaml.h"
+#include "backend/state_keys/flamingo_keys.h"
 
 namespace fs::inspect {
 namespace {
@@ -227,6 +233,90 @@ TEST_F(EngineCheckpointTest, DiffShowsOnlyTrainableTensorsAndTheAddedTokenRowsMo
     }
   }
   EXPECT_TRUE(sawEmbedding);
+}
+
+// The training state of the sharded directory (index.json's groups with param_names,
+// moments gathered from two rank files, the step from the rank files) equals that of
+// the engine's consolidated file (names from its manifest by the group rule), figure
+// for figure; the data position is the 2-rank run's.
+TEST_F(EngineCheckpointTest, TrainingStateOfTheShardedDirectoryEqualsTheConsolidatedFiles) {
+  auto sharded = CheckpointIndex::open(sharded_->string());
+  ASSERT_TRUE(sharded.isOk()) << sharded.status().message();
+  auto full = CheckpointIndex::open(full_->string());
+  ASSERT_TRUE(full.isOk()) << full.status().message();
+  auto a = readTrainingState(sharded.value());
+  ASSERT_TRUE(a.isOk()) << a.status().message();
+  auto b = readTrainingState(full.value());
+  ASSERT_TRUE(b.isOk()) << b.status().message();
+  ASSERT_TRUE(a->optimizer && b->optimizer && a->scheduler && b->scheduler && a->resume && b->resume);
+  EXPECT_EQ(a->optimizer->nameSource, "the sharded index's param_names");
+  EXPECT_EQ(b->optimizer->nameSource, "the manifest's trainable parameters");
+  ASSERT_EQ(a->optimizer->groups.size(), b->optimizer->groups.size());
+  for (std::size_t g = 0; g < a->optimizer->groups.size(); ++g) {
+    EXPECT_EQ(a->optimizer->groups[g].params, b->optimizer->groups[g].params);
+    EXPECT_EQ(a->optimizer->groups[g].lr, b->optimizer->groups[g].lr);
+    EXPECT_EQ(a->optimizer->groups[g].weightDecay, b->optimizer->groups[g].weightDecay);
+  }
+  ASSERT_EQ(a->optimizer->params.size(), b->optimizer->params.size());
+  ASSERT_GT(a->optimizer->params.size(), 10u);
+  for (std::size_t i = 0; i < a->optimizer->params.size(); ++i) {
+    const OptimizerParamState& x = a->optimizer->params[i];
+    const OptimizerParamState& y = b->optimizer->params[i];
+    SCOPED_TRACE(y.name);
+    EXPECT_EQ(x.id, y.id);
+    EXPECT_FALSE(x.name.empty());
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.group, y.group);
+    EXPECT_EQ(x.step, y.step);
+    EXPECT_EQ(x.shape, y.shape);
+    EXPECT_EQ(x.expAvgNorm, y.expAvgNorm);
+    EXPECT_EQ(x.expAvgSqNorm, y.expAvgSqNorm);
+  }
+  EXPECT_EQ(a->scheduler->lastEpoch, b->scheduler->lastEpoch);
+  EXPECT_EQ(a->scheduler->lastLr, b->scheduler->lastLr);
+  EXPECT_EQ(a->resume->step, b->resume->step);
+  ASSERT_EQ(a->resume->rng.size(), b->resume->rng.size());
+  for (std::size_t g = 0; g < a->resume->rng.size(); ++g)
+    EXPECT_EQ(a->resume->rng[g].hash, b->resume->rng[g].hash);
+  ASSERT_TRUE(a->resume->data && b->resume->data);
+  EXPECT_EQ(describeDataPosition(*a->resume->data), describeDataPosition(*b->resume->data));
+  // Batch size 2 per rank, 8 samples an epoch over 2 ranks: 2 steps an epoch.
+  auto step1 = CheckpointIndex::open((sharded_->parent_path() / "checkpoint_step1.pt").string());
+  ASSERT_TRUE(step1.isOk()) << step1.status().message();
+  auto s1 = readTrainingState(step1.value());
+  ASSERT_TRUE(s1.isOk()) << s1.status().message();
+  ASSERT_TRUE(s1->resume && s1->resume->data);
+  EXPECT_EQ(describeDataPosition(*s1->resume->data),
+            "epoch 0: laion 1 batch of 2 = 2 samples per rank (4 over 2 ranks), "
+            "mmc4 1 batch of 2 = 2 samples per rank (4 over 2 ranks), on rank 0 of 2 (synthetic source)");
+}
+
+// checkpoint check's classification on the run's own checkpoints, against its
+// config.yaml: the sharded directory and the consolidated file both load.
+TEST_F(EngineCheckpointTest, BothCheckpointsCheckOkAgainstTheRunsConfig) {
+  const auto load = protocol::loadConfigFile((sharded_->parent_path() / "config.yaml").string());
+  ASSERT_TRUE(load.ok());
+  auto inventory = fsdp_plan::buildParamInventory(load.config.model);
+  ASSERT_TRUE(inventory.isOk()) << inventory.status().message();
+  auto layout = state_keys::lmKeyLayout(load.config.model.lm.family, load.config.model.lm.tied_head);
+  ASSERT_TRUE(layout.isOk());
+  std::vector<OurParameter> ours;
+  for (const auto& p : inventory->params) ours.push_back({p.name, p.shape, p.trainable});
+  auto sharded = CheckpointIndex::open(sharded_->string());
+  ASSERT_TRUE(sharded.isOk()) << sharded.status().message();
+  auto full = CheckpointIndex::open(full_->string());
+  ASSERT_TRUE(full.isOk()) << full.status().message();
+  const auto a = checkCheckpointKeys(sharded.value(), ours, state_keys::flamingoKeyMapper(layout.value()));
+  const auto b = checkCheckpointKeys(full.value(), ours, state_keys::flamingoKeyMapper(layout.value()));
+  EXPECT_TRUE(a.ok()) << a.summary();
+  EXPECT_TRUE(b.ok()) << b.summary();
+  // The sharded directory holds every parameter (frozen flats too); the full
+  // file leaves frozen ones out, as OpenFlamingo's does: expected-frozen there.
+  EXPECT_EQ(a.loaded.size(), ours.size()) << a.summary();
+  EXPECT_FALSE(b.expectedFrozen.empty()) << b.summary();
+  EXPECT_EQ(b.loaded.size() + b.expectedFrozen.size(), ours.size()) << b.summary();
+  for (const auto& name : b.loaded)
+    EXPECT_NE(std::find(a.loaded.begin(), a.loaded.end(), name), a.loaded.end()) << name;
 }
 
 }  // namespace

@@ -12,6 +12,11 @@ Files:
   state_dict.bin    a bare state dict, as Hugging Face's pytorch_model.bin
   ours.pt           our layout: the OpenFlamingo keys plus "flamingo_studio" with a
                     manifest (parameters with trainability, tensor hashes)
+  openflamingo_train.pt  OpenFlamingo's train.py as saved: trainable weights, a frozen
+                    "embed" key it keeps, its duplicate gated_cross_attn_layers
+                    reference; AdamW in two groups
+                    (gated_cross_attn decayed, the rest not) after three steps, a LambdaLR
+                    warmup; expected.json "state" holds torch's figures for it
   sharded/          our sharded layout (docs/run-directory.md): index.json and
                     rank-0.pt / rank-1.pt; fc.weight split across the two files
 """
@@ -188,6 +193,53 @@ def figures(a, b):
 
 expected["diff"] = {"emb": figures(emb_a, emb_b), "w": figures(w_a, w_b), "h": figures(h_a, h_b),
                     "same": figures(same, same)}
+
+# --- OpenFlamingo's train.py layout with real optimizer and scheduler state ---------------
+named = [  # model order; the embedding is trainable (freeze_lm_embeddings false)
+    ("perceiver.latents", torch.nn.Parameter(torch.randn(2, 4))),
+    ("lang_encoder.model.embed_tokens.weight", torch.nn.Parameter(torch.randn(6, 4))),
+    ("lang_encoder.model.layers.0.gated_cross_attn_layer.attn_gate", torch.nn.Parameter(torch.tensor([0.3]))),
+    ("lang_encoder.model.layers.0.gated_cross_attn_layer.ff.1.weight", torch.nn.Parameter(torch.randn(8, 4))),
+    ("lang_encoder.model.layers.0.decoder_layer.mlp.up_proj.weight", torch.randn(8, 4)),  # frozen
+]
+params = {n: p for n, p in named if isinstance(p, torch.nn.Parameter)}
+decay = [p for n, p in params.items() if "gated_cross_attn" in n]
+no_decay = [p for n, p in params.items() if "gated_cross_attn" not in n]
+opt2 = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                         lr=2e-4, betas=(0.9, 0.95), eps=1e-7)
+sched2 = torch.optim.lr_scheduler.LambdaLR(opt2, lambda s: min(1.0, (s + 1) / 5))
+x = torch.randn(4)
+for _ in range(3):
+    opt2.zero_grad()
+    loss = sum((p * p).sum() * (i + 1) for i, p in enumerate(params.values())) + (params["perceiver.latents"] @ x).sum()
+    loss.backward()
+    opt2.step()
+    sched2.step()
+sd = {}
+for n, p in named:
+    if isinstance(p, torch.nn.Parameter):
+        sd[n] = p.detach()
+    if n == "lang_encoder.model.embed_tokens.weight":  # train.py keeps every "embed" key, frozen ones too
+        sd["lang_encoder.model.embed_positions.weight"] = torch.randn(6, 4)
+sd["lang_encoder.gated_cross_attn_layers.0.attn_gate"] = sd["lang_encoder.model.layers.0.gated_cross_attn_layer.attn_gate"]
+torch.save({"epoch": 4, "model_state_dict": sd, "optimizer_state_dict": opt2.state_dict(),
+            "lr_scheduler_state_dict": sched2.state_dict()}, os.path.join(OUT, "openflamingo_train.pt"))
+ids = [id(p) for p in decay + no_decay]
+names_by_id = {id(p): n for n, p in params.items()}
+osd = opt2.state_dict()
+state_params = []
+for pid, st in sorted(osd["state"].items()):
+    p = (decay + no_decay)[pid]
+    state_params.append({"id": pid, "name": names_by_id[id(p)], "group": 0 if pid < len(decay) else 1,
+                         "step": float(st["step"]), "exp_avg_norm": st["exp_avg"].double().norm().item(),
+                         "exp_avg_sq_norm": st["exp_avg_sq"].double().norm().item()})
+expected["state"] = {
+    "epoch": 4,
+    "groups": [{"lr": g["lr"], "weight_decay": g["weight_decay"], "betas": list(g["betas"]), "eps": g["eps"],
+                "initial_lr": g["initial_lr"], "params": len(g["params"])} for g in osd["param_groups"]],
+    "params": state_params,
+    "scheduler": {k: sched2.state_dict()[k] for k in ["last_epoch", "_step_count", "base_lrs", "_last_lr"]},
+}
 
 with open(os.path.join(OUT, "expected.json"), "w") as f:
     json.dump(expected, f, indent=1)

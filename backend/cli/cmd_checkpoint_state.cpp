@@ -1,0 +1,148 @@
+// checkpoint state: the training state a checkpoint holds, in words
+// (backend/inspect/training_state.h): step, epoch, data position, RNG
+// generators, LR scheduler, and the optimizer's state per parameter with its
+// group. Human output, or --json. Torch-free.
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "backend/cli/args.h"
+#include "backend/cli/commands.h"
+#include "backend/inspect/training_state.h"
+
+namespace fs::cli {
+
+namespace {
+
+namespace in = fs::inspect;
+using nlohmann::json;
+
+constexpr const char* kWho = "flamingo-train checkpoint state";
+
+json optional(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json optional(const std::optional<std::int64_t>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json stateJson(const in::TrainingState& s) {
+  json j = {
+      {"path", s.path}, {"format", std::string(in::formatName(s.format))}, {"epoch", optional(s.epoch)}};
+  if (s.resume) {
+    const in::ResumeInfo& r = *s.resume;
+    json rng = json::array();
+    for (const auto& g : r.rng) rng.push_back({{"name", g.name}, {"bytes", g.bytes}, {"hash", g.hash}});
+    j["resume"] = {
+        {"kind", r.kind}, {"step", r.step}, {"iteration", r.iteration}, {"epoch", r.epoch}, {"rng", rng}};
+    if (r.data) {
+      const in::DataPositionInfo& p = *r.data;
+      j["resume"]["data_position"] = {{"source", p.source},
+                                      {"epoch", p.epoch},
+                                      {"rank", p.rank},
+                                      {"world", p.world},
+                                      {"datasets", p.datasets},
+                                      {"batches_consumed", p.batchesConsumed},
+                                      {"batch_sizes", p.batchSizes},
+                                      {"rng_state_bytes", p.rngStateBytes},
+                                      {"text", in::describeDataPosition(p)}};
+    } else {
+      j["resume"]["data_position"] = nullptr;
+    }
+  } else {
+    j["resume"] = nullptr;
+  }
+  if (s.scheduler) {
+    j["lr_scheduler"] = {{"last_epoch", optional(s.scheduler->lastEpoch)},
+                         {"_step_count", optional(s.scheduler->stepCount)},
+                         {"base_lrs", s.scheduler->baseLrs},
+                         {"_last_lr", s.scheduler->lastLr}};
+  } else {
+    j["lr_scheduler"] = nullptr;
+  }
+  if (s.optimizer) {
+    json groups = json::array();
+    for (const auto& g : s.optimizer->groups) {
+      groups.push_back({{"index", g.index},
+                        {"lr", g.lr},
+                        {"weight_decay", g.weightDecay},
+                        {"betas", {g.beta1, g.beta2}},
+                        {"eps", g.eps},
+                        {"initial_lr", optional(g.initialLr)},
+                        {"params", g.params}});
+    }
+    json params = json::array();
+    for (const auto& p : s.optimizer->params) {
+      params.push_back({{"id", p.id},
+                        {"name", p.name.empty() ? json(nullptr) : json(p.name)},
+                        {"group", p.group ? json(*p.group) : json(nullptr)},
+                        {"step", optional(p.step)},
+                        {"exp_avg_norm", optional(p.expAvgNorm)},
+                        {"exp_avg_sq_norm", optional(p.expAvgSqNorm)},
+                        {"shape", p.shape}});
+    }
+    j["optimizer"] = {
+        {"param_groups", groups},
+        {"params", params},
+        {"names_from", s.optimizer->nameSource.empty() ? json(nullptr) : json(s.optimizer->nameSource)}};
+  } else {
+    j["optimizer"] = nullptr;
+  }
+  j["absent"] = s.absent;
+  return j;
+}
+
+}  // namespace
+
+int runCheckpointState(const std::vector<std::string>& args, Io& io) {
+  const std::vector<OptionSpec> specs = {
+      {"json", false, false, "", "Print one JSON object instead of text"},
+      {"params", true, false, "N", "Optimizer parameters to list in text (default 20; 0: all)"},
+      {"help", false, false, "", "Show this help"}};
+  auto parsed = parseArgs(args, specs);
+  const bool help = parsed && parsed->has("help");
+  std::size_t maxParams = 20;
+  bool badCount = false;
+  if (parsed && parsed->has("params")) {
+    try {
+      std::size_t used = 0;
+      const long n = std::stol(parsed->get("params"), &used);
+      badCount = used != parsed->get("params").size() || n < 0;
+      maxParams = badCount ? 0 : static_cast<std::size_t>(n);
+    } catch (const std::exception&) {
+      badCount = true;
+    }
+  }
+  if (!parsed || help || badCount || parsed->positionals.size() != 1) {
+    auto& os = help ? io.out : io.err;
+    if (!parsed) os << kWho << ": " << parsed.status().message() << "\n";
+    if (badCount) os << kWho << ": --params '" << parsed->get("params") << "' is not a count (0 or more)\n";
+    os << "usage: " << kWho
+       << " <checkpoint> [--params N] [--json]\n\n"
+          "Shows the training state a checkpoint holds: optimizer step, epoch and data position,\n"
+          "RNG generators (sizes and hashes), the LR scheduler, and AdamW's state per parameter\n"
+          "(step, exp_avg and exp_avg_sq norms) with its group's lr, weight_decay, betas and eps.\n"
+          "Parts a checkpoint does not hold are named as not in it.\n\n"
+       << formatOptions(specs);
+    return help ? kExitOk : kExitUsage;
+  }
+  const std::string path = parsed->positionals[0];
+  auto ckpt = in::CheckpointIndex::open(path);
+  if (!ckpt) {
+    io.err << kWho << ": " << ckpt.status().message() << "\n";
+    return kExitFailure;
+  }
+  auto state = in::readTrainingState(ckpt.value());
+  if (!state) {
+    io.err << kWho << ": " << state.status().message() << "\n";
+    return kExitFailure;
+  }
+  if (parsed->has("json")) {
+    io.out << stateJson(state.value()).dump(1) << "\n";
+  } else {
+    io.out << in::formatTrainingState(state.value(), maxParams);
+  }
+  return kExitOk;
+}
+
+}  // namespace fs::cli

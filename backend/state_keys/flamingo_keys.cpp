@@ -1,0 +1,110 @@
+#include "backend/state_keys/flamingo_keys.h"
+
+#include <optional>
+#include <utility>
+
+namespace fs::state_keys {
+namespace {
+
+const std::string kLm = "lang_encoder.";
+
+bool startsWith(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+bool endsWithComponent(const std::string& s, const std::string& suffix) {
+  if (s == suffix) return true;
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+         s[s.size() - suffix.size() - 1] == '.';
+}
+
+// "3.self_attn.q_proj.weight" -> {"3", "self_attn.q_proj.weight"}
+std::optional<std::pair<std::string, std::string>> splitIndex(const std::string& rest) {
+  const auto dot = rest.find('.');
+  if (dot == std::string::npos || dot == 0) return std::nullopt;
+  const auto index = rest.substr(0, dot);
+  if (index.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::make_pair(index, rest.substr(dot + 1));
+}
+
+KeyTarget ignored() {
+  return KeyTarget{KeyTarget::Kind::kIgnored, "", false};
+}
+
+KeyTarget parameter(std::string name, bool alias = false) {
+  return KeyTarget{KeyTarget::Kind::kParameter, std::move(name), alias};
+}
+
+}  // namespace
+
+protocol::StatusOr<LmKeyLayout> lmKeyLayout(const std::string& family, bool tied_head) {
+  if (family == "opt") return LmKeyLayout{"model.decoder.layers", "lm_head", tied_head, {}};
+  if (family == "mpt") return LmKeyLayout{"transformer.blocks", "lm_head", tied_head, {}};
+  if (family == "gpt_neox")
+    return LmKeyLayout{"gpt_neox.layers",
+                       "embed_out",
+                       tied_head,
+                       {"attention.bias", "attention.masked_bias", "attention.rotary_emb.inv_freq"}};
+  if (family == "llama")
+    return LmKeyLayout{"model.layers", "lm_head", tied_head, {"self_attn.rotary_emb.inv_freq"}};
+  return protocol::Status::invalidArgument("model.lm.family: unknown LM family '" + family +
+                                           "' (known: opt, mpt, gpt_neox, llama)");
+}
+
+KeyMapper flamingoKeyMapper(const LmKeyLayout& lm) {
+  const std::string layers = kLm + lm.decoderLayersPath + ".";
+  const std::string head = kLm + lm.outputHeadPath + ".weight";
+  return [lm, layers, head](const std::string& source_key) -> std::optional<KeyTarget> {
+    std::string key = source_key;
+    if (startsWith(key, "module.")) key = key.substr(7);
+    if (lm.tiedHead && key == head) return ignored();
+    for (const auto& suffix : lm.recomputedSuffixes) {
+      if (startsWith(key, kLm) && endsWithComponent(key, suffix)) return ignored();
+    }
+    // The reference keeps duplicate references to the same tensors.
+    for (const auto& [prefix, slot] :
+         {std::pair<std::string, std::string>{kLm + "old_decoder_blocks.", "decoder_layer."},
+          {kLm + "gated_cross_attn_layers.", "gated_cross_attn_layer."}}) {
+      if (!startsWith(key, prefix)) continue;
+      const auto parts = splitIndex(key.substr(prefix.size()));
+      if (!parts) return std::nullopt;
+      return parameter(layers + parts->first + "." + slot + parts->second, /*alias=*/true);
+    }
+    return parameter(key);
+  };
+}
+
+KeyMapper languageModelKeyMapper(const LmKeyLayout& lm) {
+  const std::string layers_path = lm.decoderLayersPath + ".";
+  const std::string head = lm.outputHeadPath + ".weight";
+  return [lm, layers_path, head](const std::string& key) -> std::optional<KeyTarget> {
+    if (lm.tiedHead && key == head) return ignored();
+    for (const auto& suffix : lm.recomputedSuffixes) {
+      if (endsWithComponent(key, suffix)) return ignored();
+    }
+    if (startsWith(key, layers_path)) {
+      const auto parts = splitIndex(key.substr(layers_path.size()));
+      if (!parts) return std::nullopt;
+      return parameter(kLm + layers_path + parts->first + ".decoder_layer." + parts->second);
+    }
+    return parameter(kLm + key);
+  };
+}
+
+bool inLanguageModelScope(const std::string& our_name) {
+  return startsWith(our_name, kLm) && our_name.find(".gated_cross_attn_layer.") == std::string::npos;
+}
+
+KeyMapper visionKeyMapper(bool full_clip) {
+  return [full_clip](const std::string& key) -> std::optional<KeyTarget> {
+    if (!full_clip) return parameter("vision_encoder." + key);
+    if (startsWith(key, "visual.")) return parameter("vision_encoder." + key.substr(7));
+    return ignored();  // the text tower
+  };
+}
+
+bool inVisionScope(const std::string& our_name) {
+  return startsWith(our_name, "vision_encoder.");
+}
+
+}  // namespace fs::state_keys
