@@ -29,7 +29,8 @@ StatusOr<std::vector<std::string>> HostRangeSource::list(const std::string& dir)
   return names;
 }
 
-StatusOr<std::vector<std::string>> HostRangeSource::read(const std::string& path, const std::vector<Range>& ranges) {
+StatusOr<std::vector<std::string>> HostRangeSource::read(const std::string& path,
+                                                         const std::vector<Range>& ranges) {
   std::vector<remote::ByteRange> asked;
   asked.reserve(ranges.size());
   for (const Range& r : ranges) asked.push_back({r.offset, r.length});
@@ -43,17 +44,20 @@ RemoteCheckpoint::~RemoteCheckpoint() {
 }
 
 StatusOr<std::unique_ptr<RemoteCheckpoint>> openRemoteCheckpoint(std::shared_ptr<remote::Host> host,
-                                                                 const std::string& path, const std::string& cacheDir,
+                                                                 const std::string& path,
+                                                                 const std::string& cacheDir,
                                                                  inspect::MirrorOptions options) {
   std::error_code ec;
   std::filesystem::create_directories(cacheDir, ec);
   if (ec) return Status::ioError(cacheDir + ": cannot create: " + ec.message());
   std::string folder = cacheDir + "/remote-XXXXXX";
-  if (::mkdtemp(folder.data()) == nullptr) return Status::ioError(folder + ": cannot create: " + std::strerror(errno));
+  if (::mkdtemp(folder.data()) == nullptr)
+    return Status::ioError(folder + ": cannot create: " + std::strerror(errno));
   std::unique_ptr<RemoteCheckpoint> ckpt(new RemoteCheckpoint());
   ckpt->folder_ = folder;
   ckpt->where_ = host->name() + ":" + path;
-  auto mirror = inspect::SparseMirror::create(std::make_shared<HostRangeSource>(host), path, folder, std::move(options));
+  auto mirror = inspect::SparseMirror::create(std::make_shared<HostRangeSource>(host), path, folder,
+                                              std::move(options));
   if (!mirror.isOk()) return mirror.status();
   ckpt->mirror_ = std::move(mirror.value());
   auto index = inspect::CheckpointIndex::open(ckpt->mirror_->localPath(), {ckpt->mirror_->gate()});

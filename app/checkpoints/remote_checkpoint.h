@@ -29,7 +29,8 @@ class HostRangeSource final : public inspect::RangeSource {
   std::string describe(const std::string& path) const override;
   protocol::StatusOr<Info> stat(const std::string& path) override;
   protocol::StatusOr<std::vector<std::string>> list(const std::string& dir) override;
-  protocol::StatusOr<std::vector<std::string>> read(const std::string& path, const std::vector<Range>& ranges) override;
+  protocol::StatusOr<std::vector<std::string>> read(const std::string& path,
+                                                    const std::vector<Range>& ranges) override;
 
  private:
   std::shared_ptr<remote::Host> host_;
@@ -48,15 +49,14 @@ class RemoteCheckpoint {
   RemoteCheckpoint() = default;
   std::string folder_;  // made under the cache dir; removed last
   std::string where_;
-  std::unique_ptr<inspect::SparseMirror> mirror_;   // outlives index_ (its gate)
+  std::unique_ptr<inspect::SparseMirror> mirror_;  // outlives index_ (its gate)
   std::optional<inspect::CheckpointIndex> index_;
 };
 
 // Opens `path` on `host` (a file or a checkpoint folder); the mirror's files go
 // into a new folder under `cacheDir` (created if missing). Errors name host and path.
-protocol::StatusOr<std::unique_ptr<RemoteCheckpoint>> openRemoteCheckpoint(std::shared_ptr<remote::Host> host,
-                                                                           const std::string& path,
-                                                                           const std::string& cacheDir,
-                                                                           inspect::MirrorOptions options = {});
+protocol::StatusOr<std::unique_ptr<RemoteCheckpoint>> openRemoteCheckpoint(
+    std::shared_ptr<remote::Host> host, const std::string& path, const std::string& cacheDir,
+    inspect::MirrorOptions options = {});
 
 }  // namespace fs::app

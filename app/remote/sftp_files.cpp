@@ -212,8 +212,8 @@ StatusOr<std::vector<std::string>> SshConnection::readRanges(const std::string& 
       int id;
     };
     std::deque<Request> in_flight;
-    std::size_t next = 0;       // the range being requested
-    std::uint64_t within = 0;   // bytes of it requested so far
+    std::size_t next = 0;      // the range being requested
+    std::uint64_t within = 0;  // bytes of it requested so far
     Status result;
     std::string dropped;
     for (;;) {

@@ -127,7 +127,8 @@ struct CheckpointIndex::Impl {
   std::vector<std::string> warnings;
   DataGate gate;  // OpenOptions::gate
   // Lets the gate bring in `part` (a span inside `whole`, the mapping of `file`) before it is read.
-  Status admit(const std::string& file, std::span<const std::byte> whole, std::span<const std::byte> part) const {
+  Status admit(const std::string& file, std::span<const std::byte> whole,
+               std::span<const std::byte> part) const {
     if (!gate || part.empty()) return Status::ok();
     return gate(file, static_cast<std::uint64_t>(part.data() - whole.data()), part.size());
   }
@@ -392,9 +393,11 @@ StatusOr<TensorData> CheckpointIndex::Impl::shardedData(const TensorEntry& e, co
     return Status::corruption(files.front() + ": " + e.name + " reaches shard " + std::to_string(last) +
                               " of " + std::to_string(spans.size()));
   }
-  auto piece = [&](std::int64_t shard, std::int64_t at, std::int64_t end) -> StatusOr<std::span<const std::byte>> {
+  auto piece = [&](std::int64_t shard, std::int64_t at,
+                   std::int64_t end) -> StatusOr<std::span<const std::byte>> {
     const auto part = spans[static_cast<std::size_t>(shard)].subspan(
-        static_cast<std::size_t>(at - shard * s.shardNumel) * item, static_cast<std::size_t>(end - at) * item);
+        static_cast<std::size_t>(at - shard * s.shardNumel) * item,
+        static_cast<std::size_t>(end - at) * item);
     const auto& file = torchFiles[static_cast<std::size_t>(shard)];
     if (Status st = admit(file.path(), file.fileBytes(), part); !st) return st;
     return part;

@@ -88,7 +88,8 @@ struct SparseMirror::Impl {
   StatusOr<MirrorFile*> addFile(const std::string& remote, const std::string& local) {
     auto info = source->stat(remote);
     if (!info) return info.status();
-    if (info->isDir) return Status::invalidArgument(source->describe(remote) + ": is a directory, not a file");
+    if (info->isDir)
+      return Status::invalidArgument(source->describe(remote) + ": is a directory, not a file");
     auto f = std::make_unique<MirrorFile>();
     f->remote = remote;
     f->local = local;
@@ -99,7 +100,8 @@ struct SparseMirror::Impl {
       const int err = errno;
       ::close(f->fd);
       ::unlink(local.c_str());
-      return Status::ioError(local + ": cannot size to " + std::to_string(f->size) + " bytes: " + std::strerror(err));
+      return Status::ioError(local + ": cannot size to " + std::to_string(f->size) +
+                             " bytes: " + std::strerror(err));
     }
     total += f->size;
     files.push_back(std::move(f));
@@ -158,8 +160,9 @@ struct SparseMirror::Impl {
       if (options.cancel && options.cancel->load()) {
         return Status::cancelled(where(f) + ": fetching cancelled");
       }
-      const std::vector<Range> batch(todo.begin() + static_cast<std::ptrdiff_t>(first),
-                                     todo.begin() + static_cast<std::ptrdiff_t>(std::min(first + step, todo.size())));
+      const std::vector<Range> batch(
+          todo.begin() + static_cast<std::ptrdiff_t>(first),
+          todo.begin() + static_cast<std::ptrdiff_t>(std::min(first + step, todo.size())));
       auto got = source->read(f.remote, batch);
       if (!got) return got.status();
       if (got->size() != batch.size()) {
@@ -170,7 +173,8 @@ struct SparseMirror::Impl {
         const std::string& bytes = (*got)[i];
         if (bytes.size() != batch[i].length) {
           return Status::ioError(where(f) + ": " + std::to_string(bytes.size()) + " bytes at offset " +
-                                 std::to_string(batch[i].offset) + " where " + std::to_string(batch[i].length) +
+                                 std::to_string(batch[i].offset) + " where " +
+                                 std::to_string(batch[i].length) +
                                  " were expected (the file changed while it was read?)");
         }
         for (std::size_t off = 0; off < bytes.size();) {
@@ -256,8 +260,9 @@ Status SparseMirror::Impl::mirrorAny(const std::string& remote, const std::strin
   if (!f) return f.status();
   MirrorFile& file = *f.value();
   if (remote.ends_with(".json")) {
-    if (file.size > kMaxIndexBytes) return Status::invalidArgument(where(file) + ": an index of " +
-                                                                   std::to_string(file.size) + " bytes is too large");
+    if (file.size > kMaxIndexBytes)
+      return Status::invalidArgument(where(file) + ": an index of " + std::to_string(file.size) +
+                                     " bytes is too large");
     if (Status st = fetch(file, {{0, file.size}}); !st) return st;
     const auto slash = remote.find_last_of('/');
     const auto localSlash = local.find_last_of('/');
@@ -276,11 +281,13 @@ Status SparseMirror::Impl::mirrorWeightIndex(MirrorFile& index, const std::strin
   if (!text) return text.status();
   const auto json = nlohmann::json::parse(*text, nullptr, false);
   const auto map = json.is_object() ? json.find("weight_map") : json.end();
-  if (map == json.end() || !map->is_object()) return Status::corruption(where(index) + ": no \"weight_map\" object");
+  if (map == json.end() || !map->is_object())
+    return Status::corruption(where(index) + ": no \"weight_map\" object");
   std::set<std::string> shards;
   for (const auto& [tensor, file] : map->items()) {
     if (!file.is_string() || !plainName(file.get<std::string>())) {
-      return Status::corruption(where(index) + ": weight_map['" + tensor + "'] is not a file name in its folder");
+      return Status::corruption(where(index) + ": weight_map['" + tensor +
+                                "'] is not a file name in its folder");
     }
     shards.insert(file.get<std::string>());
   }
@@ -314,17 +321,19 @@ Status SparseMirror::Impl::mirrorDirectory(const std::string& remote, const std:
       return Status::ok();
     }
   }
-  for (const std::string name : {"model.safetensors.index.json", "model.safetensors", "pytorch_model.bin.index.json",
-                                 "pytorch_model.bin"}) {
+  for (const std::string name : {"model.safetensors.index.json", "model.safetensors",
+                                 "pytorch_model.bin.index.json", "pytorch_model.bin"}) {
     if (present.contains(name)) return mirrorAny(joinRemote(remote, name), local + "/" + name);
   }
-  return Status::notFound(source->describe(remote) +
-                          ": no index.json, model.safetensors(.index.json) or pytorch_model.bin(.index.json)");
+  return Status::notFound(
+      source->describe(remote) +
+      ": no index.json, model.safetensors(.index.json) or pytorch_model.bin(.index.json)");
 }
 
 StatusOr<std::unique_ptr<SparseMirror>> SparseMirror::create(std::shared_ptr<RangeSource> source,
-                                                              const std::string& remotePath,
-                                                              const std::string& localDir, MirrorOptions options) {
+                                                             const std::string& remotePath,
+                                                             const std::string& localDir,
+                                                             MirrorOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->source = std::move(source);
   impl->options = std::move(options);
@@ -367,7 +376,8 @@ DataGate SparseMirror::gate() {
   return [impl](const std::string& file, std::uint64_t offset, std::uint64_t length) -> Status {
     auto it = impl->byLocal.find(localKey(file));
     if (it == impl->byLocal.end()) {  // every file an index opens on a mirror is the mirror's
-      return Status::invalidArgument(file + ": not a file of the mirror of " + impl->source->describe(impl->remotePath));
+      return Status::invalidArgument(file + ": not a file of the mirror of " +
+                                     impl->source->describe(impl->remotePath));
     }
     if (offset + length > it->second->size) {
       return Status::corruption(impl->where(*it->second) + ": bytes [" + std::to_string(offset) + ", +" +

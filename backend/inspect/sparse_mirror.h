@@ -53,7 +53,8 @@ class RangeSource {
   virtual StatusOr<Info> stat(const std::string& path) = 0;
   virtual StatusOr<std::vector<std::string>> list(const std::string& dir) = 0;  // entry names
   // Each range's bytes, in order (shorter at the end of the file).
-  virtual StatusOr<std::vector<std::string>> read(const std::string& path, const std::vector<Range>& ranges) = 0;
+  virtual StatusOr<std::vector<std::string>> read(const std::string& path,
+                                                  const std::vector<Range>& ranges) = 0;
 };
 
 struct MirrorOptions {
@@ -69,7 +70,8 @@ class SparseMirror {
   // or a Hugging Face model folder) into `localDir`, which must exist. Errors
   // name the remote path and what is wrong with it.
   static StatusOr<std::unique_ptr<SparseMirror>> create(std::shared_ptr<RangeSource> source,
-                                                        const std::string& remotePath, const std::string& localDir,
+                                                        const std::string& remotePath,
+                                                        const std::string& localDir,
                                                         MirrorOptions options = {});
   ~SparseMirror();
   SparseMirror(const SparseMirror&) = delete;
@@ -77,7 +79,7 @@ class SparseMirror {
 
   const std::string& localPath() const;  // the file or directory to open
   const std::string& remotePath() const;
-  DataGate gate();                    // for OpenOptions::gate
+  DataGate gate();                     // for OpenOptions::gate
   std::uint64_t bytesFetched() const;  // over the source, so far
   std::uint64_t bytesTotal() const;    // every mirrored file, as stored remotely
 

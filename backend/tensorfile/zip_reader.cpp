@@ -170,13 +170,15 @@ const std::array<std::uint32_t, 256>& crcTable() {
 
 }  // namespace
 
-StatusOr<ZipDirectoryExtent> findZipDirectory(std::span<const std::byte> bytes, const std::string& sourceName) {
+StatusOr<ZipDirectoryExtent> findZipDirectory(std::span<const std::byte> bytes,
+                                              const std::string& sourceName) {
   auto dir = Parser(bytes, sourceName).findDirectory();
   if (!dir) return dir.status();
   return ZipDirectoryExtent{dir->offset, dir->size, dir->entries};
 }
 
-StatusOr<std::vector<ZipEntry>> readZipDirectory(std::span<const std::byte> bytes, const std::string& sourceName) {
+StatusOr<std::vector<ZipEntry>> readZipDirectory(std::span<const std::byte> bytes,
+                                                 const std::string& sourceName) {
   Parser parser(bytes, sourceName);
   auto dir = parser.findDirectory();
   if (!dir) return dir.status();

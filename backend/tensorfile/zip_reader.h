@@ -74,10 +74,12 @@ struct ZipDirectoryExtent {
   std::uint64_t size = 0;
   std::uint64_t entries = 0;
 };
-StatusOr<ZipDirectoryExtent> findZipDirectory(std::span<const std::byte> bytes, const std::string& sourceName);
+StatusOr<ZipDirectoryExtent> findZipDirectory(std::span<const std::byte> bytes,
+                                              const std::string& sourceName);
 // The central directory's entries (dataOffset not yet known: 0). Reads the end
 // records and the directory only.
-StatusOr<std::vector<ZipEntry>> readZipDirectory(std::span<const std::byte> bytes, const std::string& sourceName);
+StatusOr<std::vector<ZipEntry>> readZipDirectory(std::span<const std::byte> bytes,
+                                                 const std::string& sourceName);
 // The size of the local header that starts `header` (30 + name + extra), from
 // its first 30 bytes; 30 when fewer are given.
 std::uint64_t zipLocalHeaderSize(std::span<const std::byte> header);

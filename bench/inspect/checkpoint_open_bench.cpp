@@ -56,10 +56,12 @@ int main(int argc, char** argv) {
   }
   std::sort(seconds.begin(), seconds.end());
   const double median = seconds[seconds.size() / 2];
-  std::printf("ours: %zu tensors, %.3f GiB, %d runs, median %.4f s (min %.4f), RSS +%.1f MiB on the first open (max +%.1f)\n",
-              tensors, static_cast<double>(bytes) / (1 << 30), runs, median, seconds.front(),
-              static_cast<double>(grown.front()) / (1 << 20),
-              static_cast<double>(*std::max_element(grown.begin(), grown.end())) / (1 << 20));
+  std::printf(
+      "ours: %zu tensors, %.3f GiB, %d runs, median %.4f s (min %.4f), RSS +%.1f MiB on the first open (max "
+      "+%.1f)\n",
+      tensors, static_cast<double>(bytes) / (1 << 30), runs, median, seconds.front(),
+      static_cast<double>(grown.front()) / (1 << 20),
+      static_cast<double>(*std::max_element(grown.begin(), grown.end())) / (1 << 20));
   std::printf("ours_median_s=%.6f\n", median);
   return 0;
 }

@@ -31,7 +31,9 @@ using fs::testing::SshHosts;
 
 class NoQuestions : public remote::Prompter {
  public:
-  remote::HostKeyAnswer hostKey(const remote::HostKeyQuestion&) override { return remote::HostKeyAnswer::kReject; }
+  remote::HostKeyAnswer hostKey(const remote::HostKeyQuestion&) override {
+    return remote::HostKeyAnswer::kReject;
+  }
   std::optional<remote::Secret> passphrase(const std::string&, int) override { return std::nullopt; }
 };
 
@@ -43,10 +45,11 @@ class RemoteCheckpointTest : public ::testing::Test {
     dir_ = new std::string(hosts_->dir() + "/checkpoints");
     const std::string make = std::string(FS_PYTHON) + " " + FS_SOURCE_DIR +
                              "/tests/backend/inspect/make_checkpoints.py " + *dir_ + " > /dev/null";
-    const std::string big = std::string(FS_PYTHON) +
-                            " -c \"import torch,sys; torch.manual_seed(1); torch.save({'big': torch.randn(1024, 1024), "
-                            "'mid': torch.randn(512, 512), 'small': torch.arange(10)}, sys.argv[1])\" " +
-                            *dir_ + "/big.pt";
+    const std::string big =
+        std::string(FS_PYTHON) +
+        " -c \"import torch,sys; torch.manual_seed(1); torch.save({'big': torch.randn(1024, 1024), "
+        "'mid': torch.randn(512, 512), 'small': torch.arange(10)}, sys.argv[1])\" " +
+        *dir_ + "/big.pt";
     fixtures_ = std::system(make.c_str()) == 0 && std::system(big.c_str()) == 0;
   }
   static void TearDownTestSuite() {
@@ -112,10 +115,11 @@ TEST_F(RemoteCheckpointTest, EveryFormatReadsAsHere) {
   expectSameAsHere("big.pt");
   const std::vector<float> a = {1, 2, 3, 4, 5, 6};
   fsys::create_directories(path("hf"));
-  ASSERT_TRUE(tf::writeSafetensors(path("hf/model.safetensors"),
-                                   {{"x.a", tf::DType::kFloat32, {2, 3},
-                                     std::as_bytes(std::span<const float>(a.data(), a.size()))}})
-                  .isOk());
+  ASSERT_TRUE(
+      tf::writeSafetensors(
+          path("hf/model.safetensors"),
+          {{"x.a", tf::DType::kFloat32, {2, 3}, std::as_bytes(std::span<const float>(a.data(), a.size()))}})
+          .isOk());
   expectSameAsHere("hf");
 }
 
@@ -162,7 +166,8 @@ TEST_F(RemoteCheckpointTest, ReadRangesAnswersAsPreadDoes) {
 TEST_F(RemoteCheckpointTest, MissingAndDamagedFilesNameTheHostAndPath) {
   auto missing = openRemoteCheckpoint(host_, path("nothing.pt"), cache_);
   ASSERT_FALSE(missing.isOk());
-  EXPECT_NE(missing.status().message().find(path("nothing.pt")), std::string::npos) << missing.status().message();
+  EXPECT_NE(missing.status().message().find(path("nothing.pt")), std::string::npos)
+      << missing.status().message();
 
   fsys::copy_file(path("big.pt"), path("cut.pt"), fsys::copy_options::overwrite_existing);
   fsys::resize_file(path("cut.pt"), fsys::file_size(path("big.pt")) / 2);

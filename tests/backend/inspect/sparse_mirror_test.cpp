@@ -31,7 +31,8 @@ class CountingFileSource final : public RangeSource {
   std::string describe(const std::string& path) const override { return "here:" + path; }
   StatusOr<Info> stat(const std::string& path) override {
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return Status::notFound(describe(path) + ": no such file or directory");
+    if (::stat(path.c_str(), &st) != 0)
+      return Status::notFound(describe(path) + ": no such file or directory");
     return Info{static_cast<std::uint64_t>(st.st_size), S_ISDIR(st.st_mode)};
   }
   StatusOr<std::vector<std::string>> list(const std::string& dir) override {
@@ -41,7 +42,8 @@ class CountingFileSource final : public RangeSource {
     if (ec) return Status::notFound(describe(dir) + ": " + ec.message());
     return out;
   }
-  StatusOr<std::vector<std::string>> read(const std::string& path, const std::vector<Range>& ranges) override {
+  StatusOr<std::vector<std::string>> read(const std::string& path,
+                                          const std::vector<Range>& ranges) override {
     ++reads;
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Status::notFound(describe(path) + ": cannot open");
@@ -63,15 +65,17 @@ class CountingFileSource final : public RangeSource {
 class SparseMirrorTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string((stdfs::temp_directory_path() / ("fs_mirror_" + std::to_string(::getpid()))).string());
+    dir_ = new std::string(
+        (stdfs::temp_directory_path() / ("fs_mirror_" + std::to_string(::getpid()))).string());
     const std::string cmd = std::string(FS_PYTHON) + " " + FS_SOURCE_DIR +
                             "/tests/backend/inspect/make_checkpoints.py " + *dir_ + " > /dev/null";
     ok_ = std::system(cmd.c_str()) == 0;
     // A file whose tensor data dwarfs its index: 4 MiB + 1 MiB of fp32, and a small one.
-    const std::string big = std::string(FS_PYTHON) +
-                            " -c \"import torch,sys; torch.manual_seed(1); torch.save({'big': torch.randn(1024, 1024), "
-                            "'mid': torch.randn(512, 512), 'small': torch.arange(10)}, sys.argv[1])\" " +
-                            *dir_ + "/big.pt";
+    const std::string big =
+        std::string(FS_PYTHON) +
+        " -c \"import torch,sys; torch.manual_seed(1); torch.save({'big': torch.randn(1024, 1024), "
+        "'mid': torch.randn(512, 512), 'small': torch.arange(10)}, sys.argv[1])\" " +
+        *dir_ + "/big.pt";
     ok_ = ok_ && std::system(big.c_str()) == 0;
   }
   static void TearDownTestSuite() {
@@ -145,10 +149,11 @@ TEST_F(SparseMirrorTest, SafetensorsSingleIndexedAndModelFolder) {
     return std::span<const std::byte>(reinterpret_cast<const std::byte*>(v.data()), v.size() * sizeof(float));
   };
   stdfs::create_directories(path("hf"));
-  ASSERT_TRUE(tf::writeSafetensors(path("hf/one.safetensors"),
-                                   {{"x.a", tf::DType::kFloat32, {2, 3}, span(a)}, {"x.b", tf::DType::kFloat32, {2}, span(b)}})
+  ASSERT_TRUE(tf::writeSafetensors(path("hf/one.safetensors"), {{"x.a", tf::DType::kFloat32, {2, 3}, span(a)},
+                                                                {"x.b", tf::DType::kFloat32, {2}, span(b)}})
                   .isOk());
-  ASSERT_TRUE(tf::writeSafetensors(path("hf/two.safetensors"), {{"y.c", tf::DType::kFloat32, {2}, span(b)}}).isOk());
+  ASSERT_TRUE(
+      tf::writeSafetensors(path("hf/two.safetensors"), {{"y.c", tf::DType::kFloat32, {2}, span(b)}}).isOk());
   std::ofstream(path("hf/model.safetensors.index.json"))
       << R"({"metadata": {"total_size": 40}, "weight_map": {"x.a": "one.safetensors", "x.b": "one.safetensors", "y.c": "two.safetensors"}})";
   expectSameThroughMirror("hf/one.safetensors");
@@ -201,7 +206,8 @@ TEST_F(SparseMirrorTest, CancelStopsAFetchAndTheNextTryFinishesIt) {
   auto big = ckpt->data(*ckpt->find("big"));
   ASSERT_FALSE(big.isOk());
   EXPECT_EQ(big.status().code(), protocol::Status::Code::kCancelled) << big.status().message();
-  EXPECT_NE(big.status().message().find("here:" + path("big.pt")), std::string::npos) << big.status().message();
+  EXPECT_NE(big.status().message().find("here:" + path("big.pt")), std::string::npos)
+      << big.status().message();
   cancel = false;
   const std::uint64_t before = source->bytesRead;
   auto retry = ckpt->data(*ckpt->find("big"));
@@ -221,9 +227,11 @@ TEST_F(SparseMirrorTest, HostileAndDamagedRemoteFilesAreRefusedByName) {
   std::ofstream(path("evil/model.safetensors.index.json")) << R"({"weight_map": {"x": "../../etc/passwd"}})";
   auto evil = SparseMirror::create(source, path("evil/model.safetensors.index.json"), cache_);
   ASSERT_FALSE(evil.isOk());
-  EXPECT_NE(evil.status().message().find("weight_map['x'] is not a file name in its folder"), std::string::npos)
+  EXPECT_NE(evil.status().message().find("weight_map['x'] is not a file name in its folder"),
+            std::string::npos)
       << evil.status().message();
-  EXPECT_NE(evil.status().message().find("here:" + path("evil/model.safetensors.index.json")), std::string::npos);
+  EXPECT_NE(evil.status().message().find("here:" + path("evil/model.safetensors.index.json")),
+            std::string::npos);
 
   // A torch.save file cut short: its end records are gone.
   const auto size = stdfs::file_size(path("big.pt"));
@@ -231,8 +239,10 @@ TEST_F(SparseMirrorTest, HostileAndDamagedRemoteFilesAreRefusedByName) {
   stdfs::resize_file(path("cut.pt"), size / 2);
   auto cut = SparseMirror::create(source, path("cut.pt"), cache_);
   ASSERT_FALSE(cut.isOk());
-  EXPECT_NE(cut.status().message().find("here:" + path("cut.pt")), std::string::npos) << cut.status().message();
-  EXPECT_NE(cut.status().message().find("not a valid zip archive"), std::string::npos) << cut.status().message();
+  EXPECT_NE(cut.status().message().find("here:" + path("cut.pt")), std::string::npos)
+      << cut.status().message();
+  EXPECT_NE(cut.status().message().find("not a valid zip archive"), std::string::npos)
+      << cut.status().message();
 
   auto missing = SparseMirror::create(source, path("nothing.pt"), cache_);
   ASSERT_FALSE(missing.isOk());
