@@ -307,14 +307,24 @@ void MainWindow::wireRemote() {
 void MainWindow::wireCheckpoints() {
   acceptCheckpointDrops(this, [this](const QString& path) { inspectCheckpoint(path); });
   connect(monitorPage_, &MonitorPage::inspectCheckpoint, this, [this](const QString& path) {
-    if (!followingHost_.isEmpty()) {
-      statusBar()->showMessage(
-          tr("%1 is on %2: the inspector reads files of this machine").arg(path, followingHost_), kStatusMs);
+    if (followingHost_.isEmpty()) return inspectCheckpoint(path);
+    // A remote run's checkpoint: over SSH through the Host the follow opened (its index and
+    // the tensors read only).
+    if (!followingOpen_) {
+      statusBar()->showMessage(tr("%1 is on %2, which is not connected").arg(path, followingHost_), kStatusMs);
       return;
     }
-    inspectCheckpoint(path);
+    tabs_->setCurrentWidget(inspector_);
+    inspector_->openRemote(followingOpen_, path);
   });
   connect(historyView_, &HistoryView::inspectCheckpoints, this, &MainWindow::inspectCheckpoint);
+  connect(historyView_, &HistoryView::inspectRemoteCheckpoints, this,
+          [this](const QString& location, const QString& runDir) {
+            tabs_->setCurrentWidget(inspector_);
+            std::shared_ptr<HostOpenerService> hosts = hosts_;
+            const std::string name = location.toStdString();
+            inspector_->openRemote(location, [hosts, name] { return hosts->open(name); }, runDir);
+          });
   connect(inspector_, &CheckpointInspector::failed, this,
           [this](const QString& message) { statusBar()->showMessage(message, kStatusMs); });
 }
