@@ -80,8 +80,8 @@ class InspectorWorker : public QObject {
   void hashesReady(quint64 ticket, const fs::app::HashResult& result);
   void diffReady(quint64 ticket, const fs::app::DiffResult& result);
   void trainingStateReady(quint64 ticket, const fs::app::TrainingStateResult& result);
-  // A remote checkpoint's bytes fetched so far and its files' bytes, after its
-  // open and as a request fetches (`ticket` is that request's).
+  // A remote checkpoint's bytes fetched so far and its files' bytes, after
+  // opened and as a request fetches (`ticket` is that request's).
   void fetched(quint64 ticket, quint64 bytesFetched, quint64 bytesTotal);
   void failed(quint64 ticket, fs::app::InspectorTask task, const QString& message, bool cancelled);
 

@@ -115,8 +115,8 @@ void InspectorWorker::openRemote(quint64 ticket, const std::shared_ptr<remote::H
   lastFetched_ = remote_->mirror().bytesFetched();
   *isOpen = true;
   adopt(std::move(model), stamp);
-  emit fetched(ticket, lastFetched_, remote_->mirror().bytesTotal());
   emit opened(ticket, model_);
+  emit fetched(ticket, lastFetched_, remote_->mirror().bytesTotal());
 }
 
 void InspectorWorker::onFetch() {
