@@ -13,6 +13,7 @@
 #include <QTableView>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "ui/plots/format_units.h"
 
@@ -123,6 +124,8 @@ TrainingStateView::TrainingStateView(QWidget* parent)
   paramsView_->sortByColumn(kId, Qt::AscendingOrder);
   paramsView_->verticalHeader()->setVisible(false);
   paramsView_->setAlternatingRowColors(true);
+  paramsView_->setTextElideMode(Qt::ElideLeft);
+  paramsView_->setWordWrap(false);
   paramsView_->horizontalHeader()->setStretchLastSection(true);
   filter_->setObjectName(QStringLiteral("paramFilter"));
   filter_->setPlaceholderText(tr("Filter parameters by name"));
@@ -283,6 +286,8 @@ void TrainingStateView::fillParams(const inspect::TrainingState& s) {
     params_->appendRow(row);
   }
   paramsView_->resizeColumnsToContents();
+  // Long names elide at the front (their ends tell them apart): the norms stay in view.
+  paramsView_->setColumnWidth(kName, std::min(paramsView_->columnWidth(kName), 330));
 }
 
 }  // namespace fs::ui

@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
   inspector.tabs()->setCurrentWidget(view);
   if (!waitUntil([&] { return view->hasResult(); })) return fail("the training state did not come");
   view->paramsView()->sortByColumn(fs::ui::TrainingStateView::kExpAvg, Qt::DescendingOrder);
-  if (auto* split = view->findChild<QSplitter*>()) split->setSizes({480, 720});
+  if (auto* split = view->findChild<QSplitter*>()) split->setSizes({470, 730});
   if (!save(&inspector, out, QStringLiteral("inspector-state.png"))) return 1;
   return 0;
 }
