@@ -57,7 +57,8 @@
 //         ControlClient) | History (HistoryView on a HistoryWorker) |
 //         Compare (ComparePage: the runs History overlays, reference CSVs) |
 //         Checkpoints (CheckpointInspector: File > Open checkpoint..., drops on the
-//         window, the Monitor's Checkpoints list, History's "Inspect checkpoints") |
+//         window, the Monitor's Checkpoints list, History's "Inspect checkpoints";
+//         a remote run's over SSH through its Host) |
 //         Launch (LaunchTargetPage: this machine / SSH nodes / SLURM cluster,
 //         which is launch.kind) | SLURM queue (SlurmQueuePanel)
 //   File: Open..., Save YAML, Save YAML As..., Import / Copy OpenFlamingo
