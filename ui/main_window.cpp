@@ -315,8 +315,10 @@ void MainWindow::wireCheckpoints() {
       statusBar()->showMessage(tr("%1 is on %2, which is not connected").arg(path, followingHost_), kStatusMs);
       return;
     }
+    // The list names it "host:/path" (RunCheckpointList::pathOf), or "/path" when the event's was absolute.
+    const QString prefix = followingHost_ + QLatin1Char(':');
     tabs_->setCurrentWidget(inspector_);
-    inspector_->openRemote(followingOpen_, path);
+    inspector_->openRemote(followingOpen_, path.startsWith(prefix) ? path.mid(prefix.size()) : path);
   });
   connect(historyView_, &HistoryView::inspectCheckpoints, this, &MainWindow::inspectCheckpoint);
   connect(historyView_, &HistoryView::inspectRemoteCheckpoints, this,
