@@ -3,10 +3,11 @@
 // Lives on a WorkerThread. It holds one opened checkpoint (open(), or
 // openRemote() for one on another host, fetched through its index only:
 // remote_checkpoint.h); stats(), verifyHashes(), diff() and trainingState()
-// work on either alike. A remote one reports its bytes fetched (fetched()). Each request carries a ticket from
-// newTicket(); its answer (opened / statsReady / hashesReady / diffReady /
-// runListed, or failed) carries the same ticket, and progress(ticket, ...)
-// comes between. Failure messages name the file (and the tensor at fault).
+// work on either alike; a remote one reports its bytes fetched (fetched()).
+// Each request carries a ticket from newTicket(); its answer (opened /
+// statsReady / hashesReady / diffReady / trainingStateReady / runListed, or
+// failed) carries the same ticket, and progress(ticket, ...) comes between.
+// Failure messages name the file (and the tensor at fault).
 //
 // Statistics are cached per (file, target): asking again for one tensor or
 // subtree of the same file (also after reopening it, unless it was rewritten)
@@ -97,7 +98,6 @@ class InspectorWorker : public QObject {
   bool wasCancelled(const protocol::Status& status) const;
   void adopt(CheckpointModelPtr model, QString stamp);
   void onFetch();  // the mirror's progress
-
 
   std::atomic<quint64> lastTicket_{0};
   std::atomic<quint64> cancelUpTo_{0};
