@@ -57,7 +57,8 @@
 //         ControlClient) | History (HistoryView on a HistoryWorker) |
 //         Compare (ComparePage: the runs History overlays, reference CSVs) |
 //         Checkpoints (CheckpointInspector: File > Open checkpoint..., drops on the
-//         window, the Monitor's Checkpoints list, History's "Inspect checkpoints") |
+//         window, the Monitor's Checkpoints list, History's "Inspect checkpoints";
+//         a remote run's over SSH through its Host) |
 //         Launch (LaunchTargetPage: this machine / SSH nodes / SLURM cluster,
 //         which is launch.kind) | SLURM queue (SlurmQueuePanel)
 //   File: Open..., Save YAML, Save YAML As..., Import / Copy OpenFlamingo
@@ -307,14 +308,26 @@ void MainWindow::wireRemote() {
 void MainWindow::wireCheckpoints() {
   acceptCheckpointDrops(this, [this](const QString& path) { inspectCheckpoint(path); });
   connect(monitorPage_, &MonitorPage::inspectCheckpoint, this, [this](const QString& path) {
-    if (!followingHost_.isEmpty()) {
-      statusBar()->showMessage(
-          tr("%1 is on %2: the inspector reads files of this machine").arg(path, followingHost_), kStatusMs);
+    if (followingHost_.isEmpty()) return inspectCheckpoint(path);
+    // A remote run's checkpoint: over SSH through the Host the follow opened (its index and
+    // the tensors read only).
+    if (!followingOpen_) {
+      statusBar()->showMessage(tr("%1 is on %2, which is not connected").arg(path, followingHost_), kStatusMs);
       return;
     }
-    inspectCheckpoint(path);
+    // The list names it "host:/path" (RunCheckpointList::pathOf), or "/path" when the event's was absolute.
+    const QString prefix = followingHost_ + QLatin1Char(':');
+    tabs_->setCurrentWidget(inspector_);
+    inspector_->openRemote(followingOpen_, path.startsWith(prefix) ? path.mid(prefix.size()) : path);
   });
   connect(historyView_, &HistoryView::inspectCheckpoints, this, &MainWindow::inspectCheckpoint);
+  connect(historyView_, &HistoryView::inspectRemoteCheckpoints, this,
+          [this](const QString& location, const QString& runDir) {
+            tabs_->setCurrentWidget(inspector_);
+            std::shared_ptr<HostOpenerService> hosts = hosts_;
+            const std::string name = location.toStdString();
+            inspector_->openRemote(location, [hosts, name] { return hosts->open(name); }, runDir);
+          });
   connect(inspector_, &CheckpointInspector::failed, this,
           [this](const QString& message) { statusBar()->showMessage(message, kStatusMs); });
 }

@@ -38,6 +38,8 @@ QString inspectorTaskName(InspectorTask task) {
       return QStringLiteral("diff");
     case InspectorTask::kListRun:
       return QStringLiteral("listing");
+    case InspectorTask::kTrainingState:
+      return QStringLiteral("training state");
   }
   return {};
 }

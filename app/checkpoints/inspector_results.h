@@ -20,13 +20,15 @@
 #include "backend/inspect/checkpoint_index.h"
 #include "backend/inspect/hash_check.h"
 #include "backend/inspect/module_tree.h"
+#include "backend/inspect/training_state.h"
 #include "backend/tensorfile/tensor_stats.h"
 
 namespace fs::app {
 
 // What the views show of an opened checkpoint.
 struct CheckpointModel {
-  QString path;    // as opened (file or directory)
+  QString path;    // as opened (file or directory); "host:/path" for one on another host
+  QString host;    // the host's name for one opened over SSH; "" here
   QString format;  // formatName(): "OpenFlamingo checkpoint", ...
   QStringList files;
   std::uint64_t fileBytes = 0;
@@ -37,6 +39,8 @@ struct CheckpointModel {
   bool hasManifest = false;
 };
 using CheckpointModelPtr = std::shared_ptr<const CheckpointModel>;
+// The views' copy of an opened index (its path and files as the index names them).
+CheckpointModelPtr snapshotCheckpoint(const inspect::CheckpointIndex& index);
 
 // What statistics are asked for: one tensor, a list of tensors, or a subtree
 // (every tensor below a module path of one section, tied copies counted once).
@@ -70,8 +74,16 @@ struct DiffResult {
   inspect::DiffReport report;
 };
 
+// readTrainingState() of the open checkpoint; parts it lacks are empty
+// optionals and lines in state.absent ("not in this checkpoint").
+struct TrainingStateResult {
+  QString path;
+  inspect::TrainingState state;
+  QString dataPosition;  // describeDataPosition() of state.resume->data; "" when none
+};
+
 // What a request was, for progress and failure messages.
-enum class InspectorTask { kOpen, kStats, kHashes, kDiff, kListRun };
+enum class InspectorTask { kOpen, kStats, kHashes, kDiff, kListRun, kTrainingState };
 QString inspectorTaskName(InspectorTask task);
 
 }  // namespace fs::app
@@ -81,5 +93,6 @@ Q_DECLARE_METATYPE(fs::app::StatsTarget)
 Q_DECLARE_METATYPE(fs::app::StatsResult)
 Q_DECLARE_METATYPE(fs::app::HashResult)
 Q_DECLARE_METATYPE(fs::app::DiffResult)
+Q_DECLARE_METATYPE(fs::app::TrainingStateResult)
 Q_DECLARE_METATYPE(fs::app::InspectorTask)
 Q_DECLARE_METATYPE(fs::app::CheckpointListing)

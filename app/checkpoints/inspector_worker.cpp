@@ -6,6 +6,8 @@
 #include <QFileInfo>
 #include <algorithm>
 
+#include "app/checkpoints/remote_checkpoint.h"
+
 namespace fs::app {
 namespace {
 
@@ -23,7 +25,9 @@ void collectLeaves(const inspect::ModuleTree& tree, std::size_t node, std::vecto
   for (std::size_t c : n.children) collectLeaves(tree, c, out);
 }
 
-CheckpointModelPtr snapshot(const inspect::CheckpointIndex& index) {
+}  // namespace
+
+CheckpointModelPtr snapshotCheckpoint(const inspect::CheckpointIndex& index) {
   auto model = std::make_shared<CheckpointModel>();
   model->path = QFile::decodeName(index.path().c_str());
   model->format = qs(inspect::formatName(index.format()));
@@ -40,6 +44,8 @@ CheckpointModelPtr snapshot(const inspect::CheckpointIndex& index) {
   model->hasManifest = !index.manifest().empty();
   return model;
 }
+
+namespace {
 
 // Path, bytes and newest modification time of every file: a rewritten checkpoint gets a new stamp.
 QString stampOf(const inspect::CheckpointIndex& index) {
@@ -61,6 +67,7 @@ void registerInspectorMetaTypes() {
   qRegisterMetaType<StatsResult>();
   qRegisterMetaType<HashResult>();
   qRegisterMetaType<DiffResult>();
+  qRegisterMetaType<TrainingStateResult>();
   qRegisterMetaType<InspectorTask>();
   qRegisterMetaType<CheckpointListing>();
 }
@@ -79,6 +86,7 @@ void InspectorWorker::cancel() {
 }
 
 bool InspectorWorker::begin(quint64 ticket, InspectorTask task) {
+  ticket_ = ticket;
   cancelFlag_.store(false);
   if (ticket <= cancelUpTo_.load()) {
     cancelFlag_.store(true);
@@ -116,15 +124,35 @@ void InspectorWorker::open(quint64 ticket, const QString& requested) {
       path = (complete.isEmpty() ? listing.checkpoints : complete).front().path;
     }
   }
-  auto index = inspect::CheckpointIndex::open(QFile::encodeName(path).toStdString());
+  inspect::OpenOptions options;
+  options.gate = [this](const std::string&, std::uint64_t, std::uint64_t length) {
+    if (!onRead_) return protocol::Status::ok();
+    if (cancelFlag_.load()) return protocol::Status::cancelled("reading cancelled");
+    onRead_(length);
+    return protocol::Status::ok();
+  };
+  auto index = inspect::CheckpointIndex::open(QFile::encodeName(path).toStdString(), std::move(options));
   if (!index) {
     emit failed(ticket, InspectorTask::kOpen, qs(index.status().message()), false);
     return;
   }
-  index_ = std::make_unique<inspect::CheckpointIndex>(std::move(index).value());
-  model_ = snapshot(*index_);
-  fileStamp_ = stampOf(*index_);
+  auto local = std::make_unique<inspect::CheckpointIndex>(std::move(index).value());
+  CheckpointModelPtr model = snapshotCheckpoint(*local);
+  QString stamp = stampOf(*local);
+  remote_.reset();
+  localIndex_ = std::move(local);
+  index_ = localIndex_.get();
+  adopt(std::move(model), std::move(stamp));
   emit opened(ticket, model_);
+}
+
+void InspectorWorker::adopt(CheckpointModelPtr model, QString stamp) {
+  model_ = std::move(model);
+  fileStamp_ = std::move(stamp);
+}
+
+bool InspectorWorker::wasCancelled(const protocol::Status& status) const {
+  return status.code() == protocol::Status::Code::kCancelled || cancelFlag_.load();
 }
 
 void InspectorWorker::listRun(quint64 ticket, const QString& runDir) {
@@ -189,7 +217,7 @@ void InspectorWorker::stats(quint64 ticket, const StatsTarget& target) {
     }
     auto d = index_->data(i);
     if (!d) {
-      emit failed(ticket, kTask, qs(d.status().message()), false);
+      emit failed(ticket, kTask, qs(d.status().message()), wasCancelled(d.status()));
       return;
     }
     data.push_back(std::move(d).value());
@@ -213,8 +241,8 @@ void InspectorWorker::stats(quint64 ticket, const StatsTarget& target) {
   options.progress = progressFor(ticket, kTask);
   auto stats = tensorfile::computeStats(views, options);
   if (!stats) {
-    const bool cancelled = stats.status().code() == protocol::Status::Code::kCancelled;
-    emit failed(ticket, kTask, QStringLiteral("%1: %2").arg(where, qs(stats.status().message())), cancelled);
+    emit failed(ticket, kTask, QStringLiteral("%1: %2").arg(where, qs(stats.status().message())),
+                wasCancelled(stats.status()));
     return;
   }
   result.stats = std::move(stats).value();
@@ -230,7 +258,7 @@ void InspectorWorker::verifyHashes(quint64 ticket) {
   options.progress = progressFor(ticket, kTask);
   auto report = inspect::checkManifestHashes(*index_, options);
   if (!report) {
-    emit failed(ticket, kTask, qs(report.status().message()), false);
+    emit failed(ticket, kTask, qs(report.status().message()), wasCancelled(report.status()));
     return;
   }
   if (report->cancelled) {
@@ -253,7 +281,7 @@ void InspectorWorker::diff(quint64 ticket, const QString& otherPath) {
   options.progress = progressFor(ticket, kTask);
   auto report = inspect::diffCheckpoints(*index_, other.value(), options);
   if (!report) {
-    const bool cancelled = report.status().code() == protocol::Status::Code::kCancelled;
+    const bool cancelled = wasCancelled(report.status());
     emit failed(
         ticket, kTask,
         QStringLiteral("%1 against %2: %3").arg(model_->path, otherPath, qs(report.status().message())),
@@ -261,6 +289,34 @@ void InspectorWorker::diff(quint64 ticket, const QString& otherPath) {
     return;
   }
   emit diffReady(ticket, DiffResult{model_->path, otherPath, std::move(report).value()});
+}
+
+void InspectorWorker::trainingState(quint64 ticket) {
+  constexpr InspectorTask kTask = InspectorTask::kTrainingState;
+  if (!begin(ticket, kTask) || !requireOpen(ticket, kTask)) return;
+  // NOTE [Training state progress]: the optimizer's tensors are what it reads.
+  std::uint64_t total = 0, done = 0;
+  for (const auto& t : model_->tensors) {
+    if (t.section == inspect::Section::kOptimizer && !t.sameAs) total += t.bytes;
+  }
+  auto report = progressFor(ticket, kTask);
+  onRead_ = [&](std::uint64_t bytes) {
+    done = std::min(total, done + bytes);
+    report(done, total);
+  };
+  auto state = inspect::readTrainingState(*index_);
+  onRead_ = nullptr;
+  if (!state) {
+    emit failed(ticket, kTask, qs(state.status().message()), wasCancelled(state.status()));
+    return;
+  }
+  TrainingStateResult result;
+  result.path = model_->path;
+  result.state = std::move(state).value();
+  result.state.path = model_->path.toStdString();  // "host:/path", not the sparse copy's
+  if (result.state.resume && result.state.resume->data)
+    result.dataPosition = qs(inspect::describeDataPosition(*result.state.resume->data));
+  emit trainingStateReady(ticket, result);
 }
 
 }  // namespace fs::app

@@ -3,7 +3,6 @@
 #include <QComboBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -22,13 +21,15 @@
 #include "ui/checkpoints/diff_view.h"
 #include "ui/checkpoints/module_tree_model.h"
 #include "ui/checkpoints/stats_panel.h"
+#include "ui/checkpoints/training_state_view.h"
 #include "ui/plots/format_units.h"
 
 // NOTE [Inspector layout]
 //   [path, format, files, bytes] [run's checkpoints: picker] [Open ▾] [Verify hashes] [progress] [Cancel]
 //   [error line]
 //   tabs: Modules (tree | statistics of the selection) | Diff (B chosen with
-//         "Compare with…") | Training state (placeholder: NOTE [Training state tab])
+//         "Compare with…") | Training state (TrainingStateView)
+//   [a remote checkpoint's bytes fetched so far, of its files' bytes]
 //
 // Selecting a tensor computes its statistics at once (one tensor reads
 // little, and the worker caches them); a module or section waits for
@@ -37,14 +38,10 @@
 // too: the worker's cancel stops every request made so far). One request of each
 // kind is current: a newer one's ticket supersedes it and late answers of an
 // older one are dropped. Cancel stops everything the worker was asked so far.
+// The training state reads every optimizer moment (gigabytes for a large
+// model), so it is read when its tab is first shown for a checkpoint, not on open.
 
 namespace fs::ui {
-namespace {
-
-const QString kCheckpointFilter =
-    QObject::tr("Checkpoints (*.pt *.bin *.pth *.safetensors *.json);;All files (*)");
-
-}  // namespace
 
 CheckpointInspector::CheckpointInspector(QWidget* parent)
     : QWidget(parent),
@@ -62,7 +59,8 @@ CheckpointInspector::CheckpointInspector(QWidget* parent)
       model_(new ModuleTreeModel(this)),
       stats_(new StatsPanel),
       diff_(new DiffView),
-      trainingState_(new QLabel(tr("Training state: not available yet."))) {
+      state_(new TrainingStateView),
+      fetched_(new QLabel) {
   setObjectName(QStringLiteral("checkpointInspector"));
   setAcceptDrops(true);
   tree_->setModel(model_);
@@ -70,8 +68,6 @@ CheckpointInspector::CheckpointInspector(QWidget* parent)
   tree_->setAlternatingRowColors(true);
   tree_->header()->setStretchLastSection(false);
   tree_->header()->setSectionResizeMode(ModuleTreeModel::kName, QHeaderView::Interactive);
-  trainingState_->setObjectName(QStringLiteral("trainingStatePlaceholder"));
-  static_cast<QLabel*>(trainingState_)->setAlignment(Qt::AlignCenter);
 
   auto* split = new QSplitter(Qt::Horizontal);
   split->addWidget(tree_);
@@ -80,7 +76,9 @@ CheckpointInspector::CheckpointInspector(QWidget* parent)
   split->setStretchFactor(1, 2);
   tabs_->addTab(split, tr("Modules"));
   tabs_->addTab(diff_, tr("Diff"));
-  tabs_->addTab(trainingState_, tr("Training state"));
+  tabs_->addTab(state_, tr("Training state"));
+  fetched_->setObjectName(QStringLiteral("fetchedBytes"));
+  fetched_->setVisible(false);
 
   status_->setWordWrap(true);
   status_->setVisible(false);
@@ -89,6 +87,7 @@ CheckpointInspector::CheckpointInspector(QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(buildHeader());
   layout->addWidget(status_);
+  layout->addWidget(fetched_);
   layout->addWidget(tabs_, 1);
 
   connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this,
@@ -96,6 +95,9 @@ CheckpointInspector::CheckpointInspector(QWidget* parent)
   connect(stats_, &StatsPanel::computeRequested, this, &CheckpointInspector::computeStats);
   connect(stats_, &StatsPanel::cancelRequested, this, &CheckpointInspector::cancel);
   connect(diff_, &DiffView::openRequested, this, &CheckpointInspector::chooseComparison);
+  connect(state_, &TrainingStateView::readRequested, this, &CheckpointInspector::readTrainingState);
+  connect(state_, &TrainingStateView::cancelRequested, this, &CheckpointInspector::cancel);
+  connect(tabs_, &QTabWidget::currentChanged, this, &CheckpointInspector::onTabChanged);
   wireWorker();
 }
 
@@ -136,7 +138,13 @@ QWidget* CheckpointInspector::buildHeader() {
   connect(picker_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (fillingPicker_ || i < 0) return;
     const QString path = picker_->itemData(i).toString();
-    if (!path.isEmpty() && (!checkpoint() || checkpoint()->path != path)) openPath(path);
+    if (path.isEmpty() || (checkpoint() && (checkpoint()->path == path ||
+                                            checkpoint()->path.endsWith(QLatin1Char(':') + path))))
+      return;
+    if (pickerRemote_)
+      openRemote(std::shared_ptr<app::remote::Host>(), path);  // the host it was listed on
+    else
+      openPath(path);
   });
   return header;
 }
@@ -172,6 +180,16 @@ void CheckpointInspector::wireWorker() {
     setBusy({});
     diff_->setResult(r);
   });
+  connect(w, &app::InspectorWorker::trainingStateReady, this,
+          [this](quint64 ticket, const app::TrainingStateResult& r) {
+            if (ticket == stateTicket_) state_->setResult(r);
+          });
+  connect(w, &app::InspectorWorker::fetched, this, [this](quint64, quint64 done, quint64 total) {
+    if (!checkpoint() || checkpoint()->host.isEmpty()) return;
+    fetched_->setText(tr("Over SSH from %1: %2 of %3 fetched")
+                          .arg(checkpoint()->host, formatBytes(static_cast<std::int64_t>(done)),
+                               formatBytes(static_cast<std::int64_t>(total))));
+  });
 }
 
 app::InspectorWorker* CheckpointInspector::worker() const {
@@ -190,9 +208,40 @@ quint64 CheckpointInspector::post(std::function<void(app::InspectorWorker*, quin
 }
 
 void CheckpointInspector::openPath(const QString& path) {
+  openingRemote_ = false;
   status_->setVisible(false);
   path_->setText(tr("Opening %1\u2026").arg(path));
   openTicket_ = post([path](app::InspectorWorker* w, quint64 t) { w->open(t, path); });
+}
+
+void CheckpointInspector::openRemote(const std::shared_ptr<app::remote::Host>& host, const QString& path) {
+  const QString name = host ? QString::fromStdString(host->name()) : (checkpoint() ? checkpoint()->host : QString());
+  openRemote(name, [host]() -> protocol::StatusOr<std::shared_ptr<app::remote::Host>> { return host; }, path);
+}
+
+void CheckpointInspector::openRemote(const QString& hostName, HostOpen openHost, const QString& path) {
+  openingRemote_ = true;
+  status_->setVisible(false);
+  path_->setText(tr("Opening %1:%2 over SSH\u2026").arg(hostName, path));
+  openTicket_ = post([openHost = std::move(openHost), path](app::InspectorWorker* w, quint64 t) {
+    auto host = openHost();  // blocks (SSH connect): here, on the worker's thread
+    if (!host.isOk()) {
+      emit w->failed(t, app::InspectorTask::kOpen, QString::fromStdString(host.status().message()), false);
+      return;
+    }
+    w->openRemote(t, host.value(), path);
+  });
+}
+
+void CheckpointInspector::readTrainingState() {
+  if (!checkpoint()) return;
+  stateOf_ = checkpoint();
+  state_->setRunning(tr("Reading the training state of %1\u2026").arg(checkpoint()->path));
+  stateTicket_ = post([](app::InspectorWorker* w, quint64 t) { w->trainingState(t); });
+}
+
+void CheckpointInspector::onTabChanged() {
+  if (tabs_->currentWidget() == state_ && checkpoint() && stateOf_ != checkpoint()) readTrainingState();
 }
 
 void CheckpointInspector::compareWith(const QString& otherPath) {
@@ -222,30 +271,6 @@ void CheckpointInspector::cancel() {
   thread_->worker()->cancel();
 }
 
-void CheckpointInspector::chooseFile() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Open checkpoint"), {}, kCheckpointFilter);
-  if (!path.isEmpty()) openPath(path);
-}
-
-void CheckpointInspector::chooseDirectory() {
-  const QString path = QFileDialog::getExistingDirectory(this, tr("Open checkpoint or run directory"));
-  if (!path.isEmpty()) openPath(path);
-}
-
-void CheckpointInspector::chooseComparison() {
-  const QString path =
-      QFileDialog::getOpenFileName(this, tr("Compare with checkpoint"), {}, kCheckpointFilter);
-  if (!path.isEmpty()) compareWith(path);
-}
-
-void CheckpointInspector::setTrainingStateView(QWidget* view) {
-  const int i = tabs_->indexOf(trainingState_);
-  tabs_->removeTab(i);
-  trainingState_->deleteLater();
-  trainingState_ = view;
-  tabs_->insertTab(i, view, tr("Training state"));
-}
-
 void CheckpointInspector::onOpened(quint64 ticket, const app::CheckpointModelPtr& model) {
   if (ticket != openTicket_) return;
   lastStats_.reset();
@@ -256,13 +281,20 @@ void CheckpointInspector::onOpened(quint64 ticket, const app::CheckpointModelPtr
                           formatBytes(static_cast<std::int64_t>(model->fileBytes))));
   hashButton_->setEnabled(model->hasManifest);
   hashButton_->setText(tr("Verify hashes"));
+  fetched_->setVisible(!model->host.isEmpty());
+  if (model->host.isEmpty()) fetched_->clear();
+  stateTicket_ = 0;
+  stateOf_.reset();
+  state_->setMessage(tr("The training state of %1 is read when this tab is shown.").arg(model->path), true);
+  onTabChanged();
   if (!model->warnings.isEmpty()) showError(model->warnings.join(QLatin1Char('\n')));
   for (int r = 0; r < model_->rowCount(); ++r) tree_->expand(model_->index(r, 0));
   tree_->resizeColumnToContents(ModuleTreeModel::kName);
   stats_->setTarget(tr("Select a tensor or module"), false);
   fillingPicker_ = true;
   for (int i = 0; i < picker_->count(); ++i) {
-    if (picker_->itemData(i).toString() == model->path) picker_->setCurrentIndex(i);
+    const QString item = picker_->itemData(i).toString();
+    if (item == model->path || model->path.endsWith(QLatin1Char(':') + item)) picker_->setCurrentIndex(i);
   }
   fillingPicker_ = false;
   emit opened(model->path);
@@ -276,12 +308,15 @@ void CheckpointInspector::onRunListed(quint64 ticket, const app::CheckpointListi
     picker_->addItem(c.isComplete() ? c.name : tr("%1 (incomplete)").arg(c.name), c.path);
   }
   picker_->setVisible(picker_->count() > 1);
+  pickerRemote_ = openingRemote_;
   fillingPicker_ = false;
 }
 
 void CheckpointInspector::onProgress(quint64 ticket, app::InspectorTask task, quint64 done, quint64 total) {
   if (task == app::InspectorTask::kStats && ticket == statsTicket_) {
     stats_->setProgress(done, total);
+  } else if (task == app::InspectorTask::kTrainingState && ticket == stateTicket_) {
+    state_->setProgress(done, total);
   } else if ((task == app::InspectorTask::kHashes && ticket == hashTicket_) ||
              (task == app::InspectorTask::kDiff && ticket == diffTicket_)) {
     busy_->setValue(total == 0 ? 0 : static_cast<int>(done * 1000 / total));
@@ -294,6 +329,12 @@ void CheckpointInspector::onFailed(quint64 ticket, app::InspectorTask task, cons
   if (task == InspectorTask::kStats && ticket == statsRunning_) statsRunning_ = 0;
   if (task == InspectorTask::kStats && ticket == statsTicket_) {
     stats_->setMessage(cancelled ? tr("Cancelled.") : message);
+    if (!cancelled) emit failed(message);
+    return;
+  }
+  if (task == InspectorTask::kTrainingState) {
+    if (ticket != stateTicket_) return;
+    state_->setMessage(cancelled ? tr("Cancelled.") : message, true);
     if (!cancelled) emit failed(message);
     return;
   }
@@ -319,7 +360,7 @@ void CheckpointInspector::onSelectionChanged() {
   const app::StatsTarget target = model_->targetAt(current);
   // A run for the last selection is not shown any more: stop it, unless a hash
   // check or diff is going too (cancel stops every request so far).
-  if (statsRunning_ != 0 && !busy_->isVisible()) thread_->worker()->cancel();
+  if (statsRunning_ != 0 && !busy_->isVisible() && state_->progressBar()->isHidden()) thread_->worker()->cancel();
   statsTicket_ = 0;
   stats_->setRunning(false);
   stats_->setTarget(target.label(*checkpoint()), true);
@@ -339,12 +380,6 @@ void CheckpointInspector::showError(const QString& message) {
   status_->setVisible(true);
 }
 
-QString CheckpointInspector::droppedPath(const QMimeData* mime) {
-  if (!mime || !mime->hasUrls() || mime->urls().isEmpty()) return {};
-  const QUrl url = mime->urls().front();
-  return url.isLocalFile() ? url.toLocalFile() : QString();
-}
-
 void CheckpointInspector::dragEnterEvent(QDragEnterEvent* event) {
   if (!droppedPath(event->mimeData()).isEmpty()) event->acceptProposedAction();
 }
@@ -354,43 +389,6 @@ void CheckpointInspector::dropEvent(QDropEvent* event) {
   if (path.isEmpty()) return;
   event->acceptProposedAction();
   openPath(path);
-}
-
-namespace {
-
-class DropFilter : public QObject {
- public:
-  DropFilter(QWidget* target, std::function<void(const QString&)> open)
-      : QObject(target), open_(std::move(open)) {}
-
- protected:
-  bool eventFilter(QObject*, QEvent* event) override {
-    if (event->type() == QEvent::DragEnter) {
-      auto* e = static_cast<QDragEnterEvent*>(event);
-      if (CheckpointInspector::droppedPath(e->mimeData()).isEmpty()) return false;
-      e->acceptProposedAction();
-      return true;
-    }
-    if (event->type() == QEvent::Drop) {
-      auto* e = static_cast<QDropEvent*>(event);
-      const QString path = CheckpointInspector::droppedPath(e->mimeData());
-      if (path.isEmpty()) return false;
-      e->acceptProposedAction();
-      open_(path);
-      return true;
-    }
-    return false;
-  }
-
- private:
-  std::function<void(const QString&)> open_;
-};
-
-}  // namespace
-
-void acceptCheckpointDrops(QWidget* target, std::function<void(const QString& path)> open) {
-  target->setAcceptDrops(true);
-  target->installEventFilter(new DropFilter(target, std::move(open)));
 }
 
 }  // namespace fs::ui

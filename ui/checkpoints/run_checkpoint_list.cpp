@@ -20,7 +20,7 @@ void RunCheckpointList::reset(const QString& runDir) {
 }
 
 void RunCheckpointList::add(const protocol::CheckpointEvent& event) {
-  const QString path = QDir(runDir_).absoluteFilePath(QString::fromStdString(event.path));
+  const QString path = pathOf(runDir_, QString::fromStdString(event.path));
   const auto kind = protocol::toString(event.kind);
   QString what = QString::fromUtf8(kind.data(), static_cast<qsizetype>(kind.size()));
   if (event.kind == protocol::CheckpointKind::kEpoch) what += QLatin1Char(' ') + QString::number(event.epoch);
@@ -31,6 +31,15 @@ void RunCheckpointList::add(const protocol::CheckpointEvent& event) {
   item->setData(Qt::UserRole, path);
   item->setToolTip(path);
   addItem(item);
+}
+
+QString RunCheckpointList::pathOf(const QString& runDir, const QString& eventPath) {
+  if (QDir::isAbsolutePath(eventPath)) return eventPath;
+  // A remote run as the Monitor names it, "host:/dir": joined as text (not this machine's path).
+  const qsizetype colon = runDir.indexOf(QStringLiteral(":/"));
+  if (colon > 0 && !runDir.left(colon).contains(QLatin1Char('/')))
+    return runDir.left(colon + 1) + QDir::cleanPath(runDir.mid(colon + 1) + QLatin1Char('/') + eventPath);
+  return QDir(runDir).absoluteFilePath(eventPath);
 }
 
 QString RunCheckpointList::pathAt(int row) const {

@@ -74,7 +74,7 @@ HistoryView::HistoryView(QWidget* parent)
   });
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
           &HistoryView::onSelectionChanged);
-  // Context menu: inspect the row's checkpoints (a local run only: the inspector reads this machine's files).
+  // Context menu: inspect the row's checkpoints (a remote row's over SSH, through its host).
   table_->setContextMenuPolicy(Qt::CustomContextMenu);
   connect(table_, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
     const QModelIndex index = table_->indexAt(at);
@@ -82,10 +82,11 @@ HistoryView::HistoryView(QWidget* parent)
     const app::RunRecord run = model_->run(index.row());
     QMenu menu(table_);
     QAction* inspect = menu.addAction(tr("Inspect checkpoints"));
-    inspect->setEnabled(run.location.isEmpty());
-    if (!run.location.isEmpty())
-      inspect->setToolTip(tr("A remote run: copy its checkpoint here to inspect it"));
-    if (menu.exec(table_->viewport()->mapToGlobal(at)) == inspect) emit inspectCheckpoints(run.runDir);
+    if (menu.exec(table_->viewport()->mapToGlobal(at)) != inspect) return;
+    if (run.location.isEmpty())
+      emit inspectCheckpoints(run.runDir);
+    else
+      emit inspectRemoteCheckpoints(run.location, run.runDir);
   });
 
   status_->setObjectName(QStringLiteral("historyStatus"));

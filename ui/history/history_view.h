@@ -80,6 +80,8 @@ class HistoryView : public QWidget {
   void overlayRuns(const QStringList& runDirs);
   // The row's context menu "Inspect checkpoints" (a local run).
   void inspectCheckpoints(const QString& runDir);
+  // The same for a remote row: its run directory on `location` (read over SSH).
+  void inspectRemoteCheckpoints(const QString& location, const QString& runDir);
 
  private:
   QList<int> selectedRows() const;  // ascending

@@ -9,14 +9,20 @@
 //    request runs;
 //  - hashes of our manifest are checked (the fixture's recorded hash differs);
 //  - a diff's first row is the tensor torch says changed most;
-//  - a damaged or missing file fails naming the file.
+//  - a damaged or missing file fails naming the file;
+//  - the training state of OpenFlamingo's train.py checkpoint equals
+//    readTrainingState's and torch's figures; one cancelled at its first
+//    progress ends in failed(cancelled); ours.pt's malformed data position
+//    fails naming the file and the entry.
 #include "app/checkpoints/inspector_worker.h"
 
+#include <QJsonArray>
 #include <QSignalSpy>
 #include <QtTest>
 #include <cmath>
 
 #include "app/common/worker_thread.h"
+#include "backend/inspect/training_state.h"
 #include "tests/app/checkpoints/checkpoint_fixtures.h"
 
 namespace fs::app {
@@ -208,6 +214,78 @@ class InspectorWorkerTest : public QObject {
     QCOMPARE(listing.checkpoints.front().name, QStringLiteral("checkpoint_2.pt"));
   }
 
+  void trainingStateEqualsTheBackendsAndTorchs() {
+    QVERIFY(open(QStringLiteral("openflamingo_train.pt")));
+    QSignalSpy progress(worker(), &InspectorWorker::progress);
+    const TrainingStateResult r = trainingState();
+    QVERIFY(!r.path.isEmpty());
+    auto index = inspect::CheckpointIndex::open(
+        fixtures_->path(QStringLiteral("openflamingo_train.pt")).toStdString());
+    QVERIFY(index.isOk());
+    auto want = inspect::readTrainingState(*index);
+    QVERIFY2(want.isOk(), want.status().message().c_str());
+    QCOMPARE(QString::fromStdString(inspect::formatTrainingState(r.state)),
+             QString::fromStdString(inspect::formatTrainingState(*want)));
+    QVERIFY(!progress.isEmpty());  // the moments' bytes, as read
+
+    // torch's own figures (make_checkpoints.py's expected.json).
+    const QJsonObject torch = fixtures_->expected()[QStringLiteral("state")].toObject();
+    QCOMPARE(r.state.epoch.value_or(-1), torch[QStringLiteral("epoch")].toInteger());
+    QVERIFY(r.state.optimizer && r.state.scheduler);
+    const QJsonArray groups = torch[QStringLiteral("groups")].toArray();
+    QCOMPARE(r.state.optimizer->groups.size(), static_cast<std::size_t>(groups.size()));
+    for (qsizetype g = 0; g < groups.size(); ++g) {
+      const QJsonObject want = groups[g].toObject();
+      const inspect::OptimizerGroup& got = r.state.optimizer->groups[static_cast<std::size_t>(g)];
+      QCOMPARE(got.lr, want[QStringLiteral("lr")].toDouble());
+      QCOMPARE(got.weightDecay, want[QStringLiteral("weight_decay")].toDouble());
+      QCOMPARE(got.params, static_cast<std::size_t>(want[QStringLiteral("params")].toInt()));
+    }
+    const QJsonArray params = torch[QStringLiteral("params")].toArray();
+    QCOMPARE(r.state.optimizer->params.size(), static_cast<std::size_t>(params.size()));
+    for (qsizetype i = 0; i < params.size(); ++i) {
+      const QJsonObject want = params[i].toObject();
+      const inspect::OptimizerParamState& got = r.state.optimizer->params[static_cast<std::size_t>(i)];
+      QCOMPARE(QString::fromStdString(got.name), want[QStringLiteral("name")].toString());
+      QVERIFY(got.expAvgNorm && got.expAvgSqNorm);
+      QVERIFY(std::abs(*got.expAvgNorm - want[QStringLiteral("exp_avg_norm")].toDouble()) <=
+              1e-6 * std::max(1.0, *got.expAvgNorm));
+      QVERIFY(std::abs(*got.expAvgSqNorm - want[QStringLiteral("exp_avg_sq_norm")].toDouble()) <=
+              1e-6 * std::max(1.0, *got.expAvgSqNorm));
+    }
+    QCOMPARE(r.state.scheduler->lastEpoch.value_or(-1),
+             torch[QStringLiteral("scheduler")].toObject()[QStringLiteral("last_epoch")].toInteger());
+    QVERIFY(r.dataPosition.isEmpty());  // OpenFlamingo's carries none
+  }
+
+  void trainingStateCancelsAndFailsNamingTheEntry() {
+    QVERIFY(open(QStringLiteral("openflamingo_train.pt")));
+    // Cancel on the first progress (a moment read): the next tensor read stops it.
+    connect(
+        worker(), &InspectorWorker::progress, worker(), [this] { worker()->cancel(); }, Qt::DirectConnection);
+    QSignalSpy failed(worker(), &InspectorWorker::failed);
+    QSignalSpy ready(worker(), &InspectorWorker::trainingStateReady);
+    const quint64 t = worker()->newTicket();
+    QMetaObject::invokeMethod(worker(), [w = worker(), t] { w->trainingState(t); });
+    QVERIFY(test::waitForSignal(failed));
+    QCOMPARE(ready.count(), 0);
+    QCOMPARE(failed.at(0).at(1).value<InspectorTask>(), InspectorTask::kTrainingState);
+    QVERIFY(failed.at(0).at(3).toBool());
+    disconnect(worker(), &InspectorWorker::progress, worker(), nullptr);
+    QVERIFY(!trainingState().path.isEmpty());  // the next one runs to its end
+
+    QVERIFY(open(QStringLiteral("ours.pt")));
+    failed.clear();
+    const quint64 t2 = worker()->newTicket();
+    QMetaObject::invokeMethod(worker(), [w = worker(), t2] { w->trainingState(t2); });
+    QVERIFY(test::waitForSignal(failed));
+    const QString message = failed.at(0).at(2).toString();
+    QVERIFY2(message.contains(fixtures_->path(QStringLiteral("ours.pt")) +
+                              QStringLiteral(": flamingo_studio.data_position")),
+             qPrintable(message));
+    QVERIFY(!failed.at(0).at(3).toBool());
+  }
+
  private:
   InspectorWorker* worker() const { return thread_->worker(); }
 
@@ -233,6 +311,19 @@ class InspectorWorkerTest : public QObject {
       return {};
     }
     return ready.at(0).at(1).value<StatsResult>();
+  }
+
+  TrainingStateResult trainingState() {
+    QSignalSpy ready(worker(), &InspectorWorker::trainingStateReady);
+    QSignalSpy failed(worker(), &InspectorWorker::failed);
+    const quint64 t = worker()->newTicket();
+    QMetaObject::invokeMethod(worker(), [w = worker(), t] { w->trainingState(t); });
+    for (int i = 0; i < 6000 && ready.isEmpty() && failed.isEmpty(); ++i) ready.wait(10);
+    if (ready.isEmpty()) {
+      if (!failed.isEmpty()) qWarning() << failed.at(0).at(2).toString();
+      return {};
+    }
+    return ready.at(0).at(1).value<TrainingStateResult>();
   }
 
   static std::size_t find(const CheckpointModel& model, const std::string& name) {

@@ -3,8 +3,10 @@
 // writes OUT_DIR/inspector-tree.png (A's module tree, hashes verified, the
 // largest model tensor selected with its statistics), inspector-stats.png
 // (statistics of A's largest top-level module, log counts) and
-// inspector-diff.png (A against B). Without arguments (the ctest), it uses
-// make_checkpoints.py's fixtures and writes into <build>/tests/screenshots.
+// inspector-diff.png (A against B) and inspector-state.png (B's Training
+// state tab, the parameters sorted by |exp_avg|). Without arguments (the
+// ctest), it uses make_checkpoints.py's fixtures (the training state of
+// openflamingo_train.pt) and writes into <build>/tests/screenshots.
 // Exits 1 naming what did not happen.
 #include <QApplication>
 #include <QCheckBox>
@@ -24,6 +26,7 @@
 #include "ui/checkpoints/diff_view.h"
 #include "ui/checkpoints/module_tree_model.h"
 #include "ui/checkpoints/stats_panel.h"
+#include "ui/checkpoints/training_state_view.h"
 
 namespace {
 
@@ -77,18 +80,20 @@ int fail(const char* what) {
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
-  QString out, a, b;
+  QString out, a, b, state;
   std::unique_ptr<fs::test::CheckpointFixtures> fixtures;
   if (argc >= 4) {
     out = QString::fromLocal8Bit(argv[1]);
     a = QString::fromLocal8Bit(argv[2]);
     b = QString::fromLocal8Bit(argv[3]);
+    state = b;
   } else {
     fixtures = std::make_unique<fs::test::CheckpointFixtures>();
     if (!fixtures->ok()) return fail(qPrintable(fixtures->error()));
     out = QStringLiteral(FS_BINARY_DIR "/tests/screenshots");
     a = fixtures->path(QStringLiteral("ours.pt"));
     b = fixtures->path(QStringLiteral("openflamingo.pt"));
+    state = fixtures->path(QStringLiteral("openflamingo_train.pt"));
   }
   if (!QDir().mkpath(out)) return fail("cannot create the output directory");
 
@@ -149,5 +154,16 @@ int main(int argc, char** argv) {
     }
   }
   if (!save(&inspector, out, QStringLiteral("inspector-diff.png"))) return 1;
+
+  // The training state of B (read when its tab is shown).
+  inspector.openPath(state);
+  if (!waitUntil([&] { return inspector.checkpoint() && inspector.checkpoint()->path == state; }))
+    return fail("B did not open");
+  fs::ui::TrainingStateView* view = inspector.trainingStateView();
+  inspector.tabs()->setCurrentWidget(view);
+  if (!waitUntil([&] { return view->hasResult(); })) return fail("the training state did not come");
+  view->paramsView()->sortByColumn(fs::ui::TrainingStateView::kExpAvg, Qt::DescendingOrder);
+  if (auto* split = view->findChild<QSplitter*>()) split->setSizes({470, 730});
+  if (!save(&inspector, out, QStringLiteral("inspector-state.png"))) return 1;
   return 0;
 }

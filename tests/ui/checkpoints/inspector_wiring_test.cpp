@@ -64,6 +64,14 @@ class InspectorWiringTest : public QObject {
     QTRY_VERIFY(inspector->checkpoint() &&
                 inspector->checkpoint()->path == fixtures_->path(QStringLiteral("ours.pt")));
 
+    // A remote run's list (the Monitor names it "host:/dir") names its checkpoints on that host.
+    QCOMPARE(RunCheckpointList::pathOf(QStringLiteral("h0:/scratch/run"), QStringLiteral("checkpoint_1.pt")),
+             QStringLiteral("h0:/scratch/run/checkpoint_1.pt"));
+    QCOMPARE(RunCheckpointList::pathOf(QStringLiteral("h0:/scratch/run"), QStringLiteral("/elsewhere/c.pt")),
+             QStringLiteral("/elsewhere/c.pt"));
+    QCOMPARE(RunCheckpointList::pathOf(QStringLiteral("/runs/a"), QStringLiteral("checkpoint_1.pt")),
+             QStringLiteral("/runs/a/checkpoint_1.pt"));
+
     // History's context menu action.
     emit window.historyView()->inspectCheckpoints(fixtures_->path(QStringLiteral("sharded")));
     QTRY_VERIFY(inspector->checkpoint() &&
