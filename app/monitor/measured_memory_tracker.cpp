@@ -97,7 +97,8 @@ MeasuredRank MeasuredMemoryTracker::measure(const SeriesStore& store, int rank, 
   if (latest_part != SeriesStore::kNoSeries)
     m.step = static_cast<std::int64_t>(store.x(latest_part, XAxis{}).back());
   PartTrack& stepPeak = track.step_peak;
-  if (stepPeak.id == SeriesStore::kNoSeries) stepPeak.id = store.find(series::memory(rank, kStepPeakCategory));
+  if (stepPeak.id == SeriesStore::kNoSeries)
+    stepPeak.id = store.find(series::memory(rank, kStepPeakCategory));
   if (stepPeak.id != SeriesStore::kNoSeries) {
     updatePart(store, stepPeak);
     const auto y = store.y(stepPeak.id);

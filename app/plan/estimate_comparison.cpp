@@ -50,7 +50,7 @@ std::vector<ComparisonRow> compareEstimate(const PlanFigures& estimate,
     row.estimate = side.estimate;
     row.stepPeak = !side.field && stepPeak;
     for (const auto& m : measured) {
-      const std::int64_t latest = side.field ? m.latest.*side.field
+      const std::int64_t latest = side.field     ? m.latest.*side.field
                                   : row.stepPeak ? *m.latestStepPeak
                                                  : m.latest.sum();
       const std::int64_t peak = side.field ? m.peak.*side.field : row.stepPeak ? *m.stepPeak : m.peakSum;

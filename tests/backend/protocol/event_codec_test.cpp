@@ -364,7 +364,8 @@ TEST(EventCodecTest, GatheredAtPeakIsOptionalSince1_2) {
 TEST(EventCodecTest, StepPeakIsOptionalSince1_3) {
   const std::string rank =
       R"({"rank":0,"rss_bytes":1,"peak_bytes":2,"params":3,"grads":4,"optimizer":5,"gathered":6,"activations":7)";
-  DecodedLine got = decodeOne(R"({"v":"1.2","seq":0,"t":1,"type":"memory","step":4,"ranks":[)" + rank + "}]}");
+  DecodedLine got =
+      decodeOne(R"({"v":"1.2","seq":0,"t":1,"type":"memory","step":4,"ranks":[)" + rank + "}]}");
   ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message();
   EXPECT_FALSE(std::get<MemoryEvent>(got.event.body).ranks.at(0).step_peak);
   got = decodeOne(R"({"v":"1.3","seq":1,"t":1,"type":"memory","step":4,"ranks":[)" + rank +
