@@ -421,6 +421,9 @@ bool readRankMemory(od::value v, protocol::RankMemory* m) {
       case RankMemoryField::kGatheredUnits:
         ok = readOptional(value, &m->gathered_units);
         break;
+      case RankMemoryField::kStepPeak:
+        ok = readOptional(value, &m->step_peak);
+        break;
       case RankMemoryField::kGatheredAtPeak: {  // optional list of ints: null means absent (empty)
         if (isNull(value)) break;
         od::array arr;

@@ -9,6 +9,7 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace fs::app {
@@ -30,6 +31,11 @@ struct MeasuredRank {
   MeasuredParts latest;
   MeasuredParts peak;        // each part's largest value over the run
   std::int64_t peakSum = 0;  // the largest sum of the parts in one event
+  // The memory events' step_peak (schema 1.3: the highest live tensor bytes of
+  // the event's step, batches included): the last and the largest; none when
+  // no event of the rank carried one (an older engine).
+  std::optional<std::int64_t> latestStepPeak;
+  std::optional<std::int64_t> stepPeak;
   bool operator==(const MeasuredRank&) const = default;
 };
 
@@ -38,6 +44,7 @@ struct MeasuredPartSeries {
   std::string_view category;
   std::int64_t MeasuredParts::*field;
 };
+inline constexpr std::string_view kStepPeakCategory = "step_peak";
 inline constexpr std::array<MeasuredPartSeries, 5> kMeasuredParts = {{
     {"params", &MeasuredParts::params},
     {"grads", &MeasuredParts::grads},

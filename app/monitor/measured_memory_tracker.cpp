@@ -17,7 +17,10 @@
 //            do not have one point per event each (never from the batch
 //            builder, which writes all of them per rank and event), the sum of
 //            the peaks;
-//   step     the step of the latest point.
+//   step     the step of the latest point;
+//   latestStepPeak, stepPeak
+//            memory/rank<r>/step_peak's last and largest value, none without
+//            points (events of an engine before schema 1.3).
 // A value that is NaN counts as 0. A rank is listed once any memory/rank<r>/
 // series exists, in rank order.
 //
@@ -93,6 +96,17 @@ MeasuredRank MeasuredMemoryTracker::measure(const SeriesStore& store, int rank, 
   }
   if (latest_part != SeriesStore::kNoSeries)
     m.step = static_cast<std::int64_t>(store.x(latest_part, XAxis{}).back());
+  PartTrack& stepPeak = track.step_peak;
+  if (stepPeak.id == SeriesStore::kNoSeries)
+    stepPeak.id = store.find(series::memory(rank, kStepPeakCategory));
+  if (stepPeak.id != SeriesStore::kNoSeries) {
+    updatePart(store, stepPeak);
+    const auto y = store.y(stepPeak.id);
+    if (!y.empty()) {
+      m.latestStepPeak = measuredBytes(y.back());
+      m.stepPeak = std::max<std::int64_t>(0, stepPeak.peak.peak().value_or(0));
+    }
+  }
 
   // Sums over another set of parts are other sums: start them again (the
   // builder writes every part, so this happens for a rank's first points only).

@@ -45,6 +45,7 @@ class MeasuredMemoryTracker {
     std::size_t sums_seen = 0;  // events whose sum of parts is folded into sum_peak
     unsigned sum_parts = 0;     // bit per part with points when those sums were taken
     RunningPeak sum_peak;
+    PartTrack step_peak;  // memory/rank<r>/step_peak
   };
 
   void addNewRanks(const SeriesStore& store);

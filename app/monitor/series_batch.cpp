@@ -174,6 +174,7 @@ void SeriesBatchBuilder::addEvent(const protocol::Event& e) {
       if (rank.device_peak) point(memorySlot(rank.rank, 8), row, static_cast<double>(*rank.device_peak));
       if (rank.gathered_units)
         point(memorySlot(rank.rank, 9), row, static_cast<double>(*rank.gathered_units));
+      if (rank.step_peak) point(memorySlot(rank.rank, 10), row, static_cast<double>(*rank.step_peak));
     }
   }
 }

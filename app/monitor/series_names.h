@@ -21,7 +21,9 @@
 //                             activations, device, device_peak (the last two
 //                             only when the event carries them), or
 //                             gathered_units: a count of units, not bytes
-//                             (FSDP only: the event's gathered_units)
+//                             (FSDP only: the event's gathered_units), or
+//                             step_peak (when the event carries it: the
+//                             highest live tensor bytes of its step)
 //
 // Values are as the event carries them (NaN included: a plot draws a gap). The
 // functions below build the names so no caller spells them by hand.
@@ -60,9 +62,9 @@ inline std::string gateFf(int layer) {
 }
 
 // The memory categories of NOTE [Series names], in the order a breakdown stacks them.
-inline constexpr std::array<std::string_view, 10> kMemoryCategories = {
-    "rss",      "peak",        "params", "grads",       "optimizer",
-    "gathered", "activations", "device", "device_peak", "gathered_units"};
+inline constexpr std::array<std::string_view, 11> kMemoryCategories = {
+    "rss",         "peak",   "params",      "grads",          "optimizer", "gathered",
+    "activations", "device", "device_peak", "gathered_units", "step_peak"};
 inline std::string memory(int rank, std::string_view category) {
   return "memory/rank" + std::to_string(rank) + "/" + std::string(category);
 }

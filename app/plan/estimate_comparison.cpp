@@ -18,7 +18,7 @@ QString comparedPartName(ComparedPart part) {
     case ComparedPart::kActivations:
       return QStringLiteral("activations");
     case ComparedPart::kPeak:
-      return QStringLiteral("peak (sum of parts)");
+      return QStringLiteral("peak");
   }
   return {};
 }
@@ -38,14 +38,22 @@ std::vector<ComparisonRow> compareEstimate(const PlanFigures& estimate,
       {ComparedPart::kActivations, estimate.activations, &MeasuredParts::activations},
       {ComparedPart::kPeak, estimate.peak, nullptr},
   }};
+  // The step peak only when every rank has one: a maximum over some ranks' step
+  // peaks and other ranks' sums would be neither.
+  const bool stepPeak = !measured.empty() && std::all_of(measured.begin(), measured.end(), [](const auto& m) {
+    return m.stepPeak.has_value() && m.latestStepPeak.has_value();
+  });
   std::vector<ComparisonRow> rows;
   for (const auto& side : sides) {
     ComparisonRow row;
     row.part = side.part;
     row.estimate = side.estimate;
+    row.stepPeak = !side.field && stepPeak;
     for (const auto& m : measured) {
-      const std::int64_t latest = side.field ? m.latest.*side.field : m.latest.sum();
-      const std::int64_t peak = side.field ? m.peak.*side.field : m.peakSum;
+      const std::int64_t latest = side.field     ? m.latest.*side.field
+                                  : row.stepPeak ? *m.latestStepPeak
+                                                 : m.latest.sum();
+      const std::int64_t peak = side.field ? m.peak.*side.field : row.stepPeak ? *m.stepPeak : m.peakSum;
       row.latest = std::max(row.latest.value_or(0), latest);
       row.peak = std::max(row.peak.value_or(0), peak);
     }

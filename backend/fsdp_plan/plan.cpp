@@ -25,6 +25,14 @@ protocol::StatusOr<Plan> makePlan(const PlanRequest& req) {
       return protocol::Status::invalidArgument("--strategies: single is one process, but --world is " +
                                                std::to_string(req.topology.world) +
                                                " (parallel.mode ddp on several ranks is ddp)");
+    // NOTE [Half weights need FSDP] in protocol/config/validate.cpp: validation refuses the run, so there
+    // is nothing to plan (the engine would stop at its first step, not hold half weights).
+    if (isReplicated(strategy) && plan.precision.weight != Dtype::kFloat32)
+      return protocol::Status::invalidArgument(
+          "--strategies: " + strategyName(strategy) + " (parallel.mode ddp) with optim.precision '" +
+          req.config.optim.precision +
+          "': without FSDP the engine does not cast the model to half precision, so validation refuses "
+          "the run; use amp_bf16 (fp32 weights, bf16 compute) or an FSDP strategy");
   }
   const PrecisionPlan replicatedPrecision = replicatedPrecisionOf(plan.precision);
   auto policies = req.policies;

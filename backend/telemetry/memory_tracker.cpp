@@ -30,6 +30,8 @@ Counter g_total;
 // Each phase's live bytes when g_total.peak was last raised (MemorySnapshot::atPeak).
 std::atomic<std::int64_t> g_at_peak[kPhaseCount];
 std::atomic<std::int64_t> g_allocations{0};
+// The highest g_total.live since resetStepPeak(): resetMemoryPeaks() leaves it alone.
+std::atomic<std::int64_t> g_step_peak{0};
 
 thread_local Phase t_phase = Phase::kOther;
 
@@ -51,8 +53,9 @@ void recordPhasesAtPeak() {
 void add(std::size_t phase, std::int64_t bytes) {
   // fetch_add returns each value the counter takes, so the peak is exact (see the NOTE).
   raiseTo(g_phase[phase].peak, g_phase[phase].live.fetch_add(bytes, std::memory_order_relaxed) + bytes);
-  if (raiseTo(g_total.peak, g_total.live.fetch_add(bytes, std::memory_order_relaxed) + bytes))
-    recordPhasesAtPeak();
+  const std::int64_t total = g_total.live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  if (raiseTo(g_total.peak, total)) recordPhasesAtPeak();
+  raiseTo(g_step_peak, total);
   g_allocations.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -229,6 +232,7 @@ MemorySnapshot memorySnapshot() {
   for (std::size_t i = 0; i < kPhaseCount; ++i) s.atPeak[i] = g_at_peak[i].load(std::memory_order_relaxed);
   s.total.live = g_total.live.load(std::memory_order_relaxed);
   s.total.peak = g_total.peak.load(std::memory_order_relaxed);
+  s.stepPeak = g_step_peak.load(std::memory_order_relaxed);
   s.allocations = g_allocations.load(std::memory_order_relaxed);
   s.process = readProcessMemory();
   return s;
@@ -238,6 +242,10 @@ void resetMemoryPeaks() {
   for (auto& c : g_phase) c.peak.store(c.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
   g_total.peak.store(g_total.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
   recordPhasesAtPeak();
+}
+
+void resetStepPeak() {
+  g_step_peak.store(g_total.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
 ProcessMemory readProcessMemory() {

@@ -18,6 +18,11 @@
 //    (A reset racing with allocations on other threads may miss a peak reached during
 //    the reset itself; call it between steps.)
 //    The sum of the per-phase peaks may exceed total.peak: they peak at different times.
+//  - stepPeak is exactly the highest value total.live reached since the last
+//    resetStepPeak() (or installation), a second interval that resetMemoryPeaks()
+//    leaves alone: the trainer resets it at every step's end for the memory event's
+//    step_peak (NOTE [Step peak] in backend/trainer/rank_reporter.cpp) while the phase
+//    peaks keep their own interval.
 //  - atPeak[phase] is live(phase) at the moment total.peak was last raised (or reset):
 //    where the peak's bytes were. The allocating thread copies the phases right after
 //    raising the peak, so it is exact when one thread allocates at a time and off by
@@ -78,6 +83,7 @@ struct MemorySnapshot {
   std::array<PhaseBytes, kPhaseCount> phases{};
   PhaseBytes total;                                // all phases together
   std::array<std::int64_t, kPhaseCount> atPeak{};  // each phase's live bytes when total.peak was reached
+  std::int64_t stepPeak = 0;                       // highest total.live since resetStepPeak()
   std::int64_t allocations = 0;                    // live tracked allocations
   ProcessMemory process;
 
@@ -107,6 +113,8 @@ void trackExternalBytes(Phase phase, std::int64_t bytes);
 MemorySnapshot memorySnapshot();
 // Starts a new peak interval: every peak becomes the current live value.
 void resetMemoryPeaks();
+// Starts a new step interval: stepPeak becomes the current total live value.
+void resetStepPeak();
 // VmRSS and VmHWM from /proc/self/status; zeros where that cannot be read.
 ProcessMemory readProcessMemory();
 

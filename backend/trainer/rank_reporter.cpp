@@ -22,6 +22,17 @@
 // gathered stays 0 and activations the forward phase's peak, as under FSDP.
 // The planner's single and ddp strategies model the same bytes (NOTE
 // [Replicated modes] in backend/fsdp_plan/memory_estimate.h).
+//
+// NOTE [Step peak]: every rank entry carries step_peak (schema 1.3), the
+// memory tracker's highest live tracked CPU tensor bytes from the end of the
+// previous step to the end of the one reported (MemorySnapshot::stepPeak,
+// reset at the end of every reportStep(), after onProgress), in every mode:
+// what fsdp_peak_probe measures (NOTE [Measured peak per rank] in
+// bench/fsdp/peak_probe.cpp) and the planner's peak is held to. The first step
+// after start or resume is left without one: its interval holds the set-up
+// (under FSDP the model built before sharding) and the first window's
+// gradient-flow check. The tracker's own peak interval (resetMemoryPeaks) stays
+// untouched, so params etc. keep their meaning and a probe may reset it.
 #include "backend/trainer/rank_reporter.h"
 
 #include <torch/torch.h>
@@ -146,6 +157,8 @@ void RankReporter::reportStep(const StepResult& r, double stepTime, double dataT
     p.samplesPerS = samplesPerS;
     options_.onProgress(p);
   }
+  telemetry::resetStepPeak();  // NOTE [Step peak]
+  setUpInStepPeak_ = false;
 }
 
 void RankReporter::emitMemory() {
@@ -175,7 +188,9 @@ void RankReporter::emitDataStats() {
 }
 
 protocol::RankMemory RankReporter::rankMemory() const {
-  auto m = telemetry::memorySnapshot().toRankMemory(static_cast<int>(options_.rank));
+  const auto snapshot = telemetry::memorySnapshot();
+  auto m = snapshot.toRankMemory(static_cast<int>(options_.rank));
+  if (snapshot.tracking && !setUpInStepPeak_) m.step_peak = snapshot.stepPeak;  // NOTE [Step peak]
   if (const auto& sharded = state_.sharded) {
     // Model state as the runtime holds it (the planner's exact figures), not the tracker's phase peaks,
     // which also count activation gradients and step temporaries.
@@ -222,7 +237,8 @@ std::vector<double> RankReporter::rankFigures(const StepResult& r, double stepTi
                            static_cast<double>(snap.optimizer),
                            static_cast<double>(snap.gathered),
                            static_cast<double>(snap.activations),
-                           snap.gathered_units ? static_cast<double>(*snap.gathered_units) : -1.0};
+                           snap.gathered_units ? static_cast<double>(*snap.gathered_units) : -1.0,
+                           snap.step_peak ? static_cast<double>(*snap.step_peak) : -1.0};
   mine.insert(mine.end(), std::begin(fields), std::end(fields));
   // gathered_at_peak as one 0/1 slot per layout unit: a list of the same length on every rank.
   const size_t at = mine.size();
@@ -276,8 +292,9 @@ void RankReporter::completeReport(const std::vector<double>& all) {
       rm.gathered = static_cast<int64_t>(field(q, D + 8));
       rm.activations = static_cast<int64_t>(field(q, D + 9));
       if (field(q, D + 10) >= 0) rm.gathered_units = static_cast<int>(field(q, D + 10));
-      for (size_t u = D + 11; u < K; ++u) {  // the layout-unit slots after the fixed fields
-        if (field(q, u) > 0.5) rm.gathered_at_peak.push_back(static_cast<int>(u - D - 11));
+      if (field(q, D + 11) >= 0) rm.step_peak = static_cast<int64_t>(field(q, D + 11));
+      for (size_t u = D + 12; u < K; ++u) {  // the layout-unit slots after the fixed fields
+        if (field(q, u) > 0.5) rm.gathered_at_peak.push_back(static_cast<int>(u - D - 12));
       }
       m.ranks.push_back(rm);
     }

@@ -103,6 +103,7 @@ class RankReporter {
   std::map<std::string, int64_t> samplesSeen_, tokensSeen_;  // cumulative, all ranks
   int64_t lastDropped_ = 0;                                  // drops already reported in data_stats
   mutable int64_t gradientBytes_ = 0;  // largest noted since the last memory entry (not FSDP)
+  bool setUpInStepPeak_ = true;        // no step ended yet: the step peak's interval holds the set-up
   std::set<int64_t> slowRanks_;        // warned about and not yet recovered (NOTE [Slow ranks])
   std::chrono::steady_clock::time_point lastHeartbeat_;
 };

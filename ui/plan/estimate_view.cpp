@@ -120,10 +120,19 @@ void EstimateView::refreshTable() {
     const auto& row = rows[static_cast<size_t>(i)];
     table_->setItem(i, kPart, cell(app::comparedPartName(row.part)));
     if (row.part == app::ComparedPart::kPeak) {
+      // NOTE [The peak row's measured side] in app/plan/estimate_comparison.h.
+      table_->item(i, kPart)->setText(row.stepPeak ? tr("peak (step)") : tr("peak (sum of parts)"));
+      const QString estimated =
+          tr("Estimate: the planned peak (model state, the step's batches and the step's highest moment).\n");
       table_->item(i, kPart)->setToolTip(
-          tr("Estimate: the planned peak (model state, the step's batches and the step's highest moment).\n"
-             "Measured: the sum of each part's peak from the memory events; the batches are not among "
-             "them (docs/planner.md, \"Accuracy of the peak\")."));
+          estimated +
+          (row.stepPeak
+               ? tr("Measured: the memory events' step_peak, the most live tensor bytes in one step, "
+                    "batches and temporaries included: what the planner's peak is held to "
+                    "(docs/planner.md, \"Accuracy of the peak\").")
+               : tr("Measured: the sum of each part's peak from the memory events; the batches are not among "
+                    "them. This run's events carry no step_peak (an engine before telemetry schema 1.3), "
+                    "so the two sides are not like for like (docs/planner.md, \"Accuracy of the peak\").")));
     }
     table_->setItem(i, kEstimate, bytesCell(row.estimate));
     table_->setItem(i, kLatest, bytesCell(row.latest));

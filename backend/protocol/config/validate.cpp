@@ -269,6 +269,18 @@ class Checker {
   // NOTE [Planner dtypes] (fsdp_plan/precision_plan.h): units are gathered in param_dtype and the forward
   // computes with them, so it must be what the forward computes in or the weights' own dtype.
   void mixedPrecisionRules(bool fsdp) {
+    // NOTE [Half weights need FSDP]: bf16 and fp16 store the weights in half precision, but only FSDP
+    // casts them (the units are gathered in the param dtype); without it the trainer builds the model in
+    // fp32 and casts only the images, so the first forward stops ("Input type (CPUBFloat16Type) and weight
+    // type (CPUFloatType) should be the same"). The planner's single / ddp would count half weights.
+    const auto& prec = c_.optim.precision;
+    if (!fsdp && (prec == "bf16" || prec == "fp16")) {
+      error("optim.precision",
+            "'" + prec + "' with parallel.mode=" + c_.parallel.mode +
+                ": without FSDP the engine does not cast the model to " + prec +
+                " (only the images), so the first step would stop on a dtype mismatch",
+            "use amp_" + prec + " (" + prec + " compute from fp32 weights), or set parallel.mode=fsdp");
+    }
     const auto& mp = c_.parallel.mixed_precision;
     const bool set = mp.param_dtype != "auto" || mp.reduce_dtype != "auto" || mp.buffer_dtype != "auto";
     if (!fsdp) {
@@ -277,7 +289,6 @@ class Checker {
                 "set parallel.mode=fsdp, or leave the dtypes at auto");
       return;
     }
-    const auto& prec = c_.optim.precision;
     const std::string compute = prec == "bf16" || prec == "amp_bf16"   ? "bf16"
                                 : prec == "fp16" || prec == "amp_fp16" ? "fp16"
                                                                        : "fp32";

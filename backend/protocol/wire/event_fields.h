@@ -32,7 +32,7 @@ struct FieldDecl {
   bool required = false;  // a line without it is an error naming it
 };
 
-// {"v":"1.2","seq":N,"t":<unix ms>,"type":"step", ...}
+// {"v":"1.3","seq":N,"t":<unix ms>,"type":"step", ...}
 enum class HeaderField : std::uint8_t { kV, kSeq, kT, kType, kCount };
 inline constexpr std::array<FieldDecl, 4> kHeaderFields = {{
     {"v", true},
@@ -105,9 +105,10 @@ enum class RankMemoryField : std::uint8_t {
   kDevicePeak,
   kGatheredUnits,
   kGatheredAtPeak,
+  kStepPeak,
   kCount
 };
-inline constexpr std::array<FieldDecl, 12> kRankMemoryFields = {{
+inline constexpr std::array<FieldDecl, 13> kRankMemoryFields = {{
     {"rank", true},
     {"rss_bytes", true},
     {"peak_bytes", true},
@@ -120,6 +121,7 @@ inline constexpr std::array<FieldDecl, 12> kRankMemoryFields = {{
     {"device_peak", false},
     {"gathered_units", false},
     {"gathered_at_peak", false},
+    {"step_peak", false},
 }};
 
 // The table of an enum: fieldTable<StepField>() is kStepFields.

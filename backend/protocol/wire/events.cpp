@@ -174,6 +174,7 @@ void describe(V& v, RankMemory& m) {
   field<F::kDevicePeak>(v, m.device_peak);
   field<F::kGatheredUnits>(v, m.gathered_units);
   field<F::kGatheredAtPeak>(v, m.gathered_at_peak);
+  field<F::kStepPeak>(v, m.step_peak);
 }
 template <class V>
 void describe(V& v, MemoryEvent& e) {

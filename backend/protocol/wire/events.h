@@ -30,8 +30,8 @@ namespace fs::protocol {
 // The telemetry schema version written by this build, "MAJOR.MINOR". Readers decode
 // any 1.x line (ignoring fields and types they do not know) and reject 2.0 and later.
 inline constexpr int kEventSchemaMajor = 1;
-inline constexpr int kEventSchemaMinor = 2;
-inline constexpr std::string_view kEventSchemaVersion = "1.2";
+inline constexpr int kEventSchemaMinor = 3;
+inline constexpr std::string_view kEventSchemaVersion = "1.3";
 
 // Lifecycle of a run; shared by the `state` event and run.json.
 enum class RunState { kStarting, kRunning, kPaused, kStopping, kFinished, kFailed };
@@ -138,6 +138,11 @@ struct RankMemory {
   // FSDP: the units gathered together when gathered_units was first reached, as gather_order values of the
   // layout event's units, ascending (as many as gathered_units; empty when none was gathered). Since 1.2.
   std::vector<int> gathered_at_peak;
+  // The highest live tracked CPU tensor bytes of the step this event reports, from the end of the previous
+  // step to the end of this one (every storage: model state, batches, activations, temporaries); the
+  // planner's `peak` is held to it. Absent for the first step after start or resume (its interval holds the
+  // set-up) and when the memory tracker is off. Since 1.3.
+  std::optional<std::int64_t> step_peak;
   bool operator==(const RankMemory&) const = default;
 };
 struct MemoryEvent {

@@ -265,6 +265,7 @@ class FastEventDecoderTest : public QObject {
         if (rng() % 2 == 0) rm.device_bytes = big();
         if (rng() % 2 == 0) rm.device_peak = big();
         if (rng() % 2 == 0) rm.gathered_units = static_cast<int>(rng() % 1000);
+        if (rng() % 2 == 0) rm.step_peak = big();
         for (int u = static_cast<int>(rng() % 4); u > 0; --u) {
           rm.gathered_at_peak.push_back(static_cast<int>(rng() % 100));
         }
@@ -305,6 +306,9 @@ class FastEventDecoderTest : public QObject {
         {"{" + rank0 + R"(,"nested":[1]}]})", false},
         {"{" + rank0 + R"(,"gathered_units":2,"gathered_at_peak":[3,4]}]})", true},
         {"{" + rank0 + R"(,"gathered_at_peak":[]}]})", true},
+        {"{" + rank0 + R"(,"step_peak":123456789012}]})", true},
+        {"{" + rank0 + R"(,"step_peak":null}]})", true},
+        {"{" + rank0 + R"(,"step_peak":"x"}]})", false},
         {"{" + rank0 + R"(,"gathered_at_peak":null}]})", true},
         {"{" + rank0 + R"(,"gathered_at_peak":[1.0]}]})", false},
         {"{" + rank0 + R"(,"gathered_at_peak":[3000000000]}]})", false},

@@ -41,7 +41,8 @@ std::string describe(const std::vector<MeasuredRank>& ranks) {
     for (const auto& part : kMeasuredParts) out << ' ' << r.latest.*part.field;
     out << " peak";
     for (const auto& part : kMeasuredParts) out << ' ' << r.peak.*part.field;
-    out << " peakSum " << r.peakSum << "\n";
+    out << " peakSum " << r.peakSum << " stepPeak " << r.latestStepPeak.value_or(-1) << ' '
+        << r.stepPeak.value_or(-1) << "\n";
   }
   return out.str();
 }
@@ -83,6 +84,10 @@ class Run {
           sum += parts.*part.field;
         }
         m.peakSum = measured.insert(r.rank).second ? sum : std::max(m.peakSum, sum);
+        if (r.step_peak) {
+          m.latestStepPeak = *r.step_peak;
+          m.stepPeak = std::max(m.stepPeak.value_or(0), *r.step_peak);
+        }
       }
     }
     std::vector<MeasuredRank> v;
@@ -125,6 +130,12 @@ std::vector<MeasuredRank> fromScratch(const SeriesStore& store) {
       if (!step.empty()) m.step = static_cast<std::int64_t>(step.back());
     }
     m.peakSum = aligned && !sums.empty() ? *std::max_element(sums.begin(), sums.end()) : m.peak.sum();
+    const std::span<const double> stepPeaks = store.y(series::memory(rank, kStepPeakCategory));
+    if (!stepPeaks.empty()) {
+      m.latestStepPeak = measuredBytes(stepPeaks.back());
+      m.stepPeak = 0;
+      for (double v : stepPeaks) m.stepPeak = std::max(*m.stepPeak, measuredBytes(v));
+    }
     out.push_back(m);
   }
   return out;
@@ -145,6 +156,8 @@ class Figures {
     r.optimizer = 400000;
     r.gathered = draw(0, 50000) + (draw(0, 500) == 0 ? 10000000 : 0);
     r.activations = draw(0, 80000) + (draw(0, 700) == 0 ? 20000000 : 0);
+    // Absent now and then, as for the first step after a start.
+    if (draw(0, 9) != 0) r.step_peak = 900000 + draw(0, 80000) + (draw(0, 600) == 0 ? 30000000 : 0);
     return r;
   }
   std::int64_t draw(std::int64_t lo, std::int64_t hi) {

@@ -108,7 +108,27 @@ class PlanJsonTest : public QObject {
     QVERIFY(!rows[1].errorPercent);  // nothing measured as peak, something estimated
     QCOMPARE(*rows[5].peak, 250);
     QCOMPARE(*rows[5].errorPercent, 20.0);
+    QVERIFY(!rows[5].stepPeak);
     QVERIFY(!compareEstimate(estimate, {})[0].peak);
+
+    // Events with step_peak (schema 1.3): the peak row measures it, not the sum of the parts.
+    a.latestStepPeak = 280;
+    a.stepPeak = 290;
+    b.latestStepPeak = 260;
+    b.stepPeak = 270;
+    auto withStep = compareEstimate(estimate, {a, b});
+    QVERIFY(withStep[5].stepPeak);
+    QVERIFY(!withStep[0].stepPeak);
+    QCOMPARE(*withStep[5].latest, 280);
+    QCOMPARE(*withStep[5].peak, 290);
+    QCOMPARE(*withStep[5].errorPercent, 100.0 * 10 / 290);
+    QCOMPARE(*withStep[0].peak, 100);  // the parts stay as they were
+    // A rank without one (an older engine's events beside newer ones): the sum of the parts for all.
+    b.stepPeak.reset();
+    b.latestStepPeak.reset();
+    withStep = compareEstimate(estimate, {a, b});
+    QVERIFY(!withStep[5].stepPeak);
+    QCOMPARE(*withStep[5].peak, 250);
   }
 };
 

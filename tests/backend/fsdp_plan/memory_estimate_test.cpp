@@ -86,6 +86,30 @@ TEST(MemoryEstimate, SingleProcessHoldsTheWholeModelItsGradientsAndAdamW) {
   }
 }
 
+// NOTE [Half weights need FSDP]: bf16 / fp16 without FSDP is refused (the engine casts no model), so the
+// planner does not plan single / ddp with half weights; FSDP strategies still plan.
+TEST(MemoryEstimate, ReplicatedModesRefuseHalfWeights) {
+  for (const char* precision : {"bf16", "fp16"}) {
+    for (const Strategy s : {Strategy::kSingle, Strategy::kDdp}) {
+      PlanRequest req;
+      req.config = test::preset("tiny", {std::string("optim.precision=") + precision});
+      req.topology = {1, 1};
+      req.strategies = {s};
+      req.policies = {"openflamingo"};
+      req.reference = false;
+      const auto plan = makePlan(req);
+      ASSERT_FALSE(plan.isOk()) << precision;
+      EXPECT_NE(plan.status().message().find(std::string("optim.precision '") + precision + "'"),
+                std::string::npos)
+          << plan.status().message();
+      EXPECT_NE(plan.status().message().find("amp_bf16"), std::string::npos) << plan.status().message();
+    }
+  }
+  EXPECT_EQ(planStrategies(test::preset("tiny", {"optim.precision=bf16"}), {1, 1}, {Strategy::kFullShard})
+                .entries.size(),
+            1u);
+}
+
 TEST(MemoryEstimate, DdpAddsItsGradientBucketsOnSeveralRanks) {
   const auto c = test::preset("tiny");
   const auto one = planStrategies(c, {1, 1}, {Strategy::kSingle, Strategy::kDdp});

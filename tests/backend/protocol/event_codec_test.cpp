@@ -48,7 +48,7 @@ TEST(EventCodecTest, RoundTripsEveryTypeFullAndMinimal) {
       ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message() << "\n" << line;
       EXPECT_EQ(got.event, expected) << line;
       EXPECT_EQ(got.type, eventType(body));
-      EXPECT_EQ(got.version, (SchemaVersion{1, 2}));
+      EXPECT_EQ(got.version, (SchemaVersion{1, 3}));
       seen.insert(eventType(body));
     }
   }
@@ -58,11 +58,11 @@ TEST(EventCodecTest, RoundTripsEveryTypeFullAndMinimal) {
 TEST(EventCodecTest, LineStartsWithHeaderInOrder) {
   EventEncoder encoder(40, [] { return std::int64_t{1717000000123}; });
   std::string line = encoder.encode(StateEvent{RunState::kRunning, ""});
-  EXPECT_EQ(line, R"({"v":"1.2","seq":40,"t":1717000000123,"type":"state","state":"running"})"
+  EXPECT_EQ(line, R"({"v":"1.3","seq":40,"t":1717000000123,"type":"state","state":"running"})"
                   "\n");
   EXPECT_EQ(encoder.nextSeq(), 41u);
   line = encoder.encode(LayoutEvent{}, 5);
-  EXPECT_EQ(line, R"({"v":"1.2","seq":41,"t":5,"type":"layout","units":[]})"
+  EXPECT_EQ(line, R"({"v":"1.3","seq":41,"t":5,"type":"layout","units":[]})"
                   "\n");
 }
 
@@ -358,6 +358,29 @@ TEST(EventCodecTest, GatheredAtPeakIsOptionalSince1_2) {
                   R"(,"gathered_at_peak":[3,"x"]}]})");
   EXPECT_EQ(got.kind, Kind::kError);
   EXPECT_NE(got.error.message().find("gathered_at_peak"), std::string::npos) << got.error.message();
+}
+
+// 1.3 added memory.ranks[].step_peak; a 1.2 line (no such field) reads as absent, and a 1.2 reader skips it.
+TEST(EventCodecTest, StepPeakIsOptionalSince1_3) {
+  const std::string rank =
+      R"({"rank":0,"rss_bytes":1,"peak_bytes":2,"params":3,"grads":4,"optimizer":5,"gathered":6,"activations":7)";
+  DecodedLine got =
+      decodeOne(R"({"v":"1.2","seq":0,"t":1,"type":"memory","step":4,"ranks":[)" + rank + "}]}");
+  ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message();
+  EXPECT_FALSE(std::get<MemoryEvent>(got.event.body).ranks.at(0).step_peak);
+  got = decodeOne(R"({"v":"1.3","seq":1,"t":1,"type":"memory","step":4,"ranks":[)" + rank +
+                  R"(,"step_peak":123456789012}]})");
+  ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message();
+  EXPECT_EQ(std::get<MemoryEvent>(got.event.body).ranks.at(0).step_peak, std::int64_t{123456789012});
+  // Written only when present.
+  MemoryEvent without;
+  without.step = 4;
+  without.ranks.push_back({});
+  EXPECT_EQ(encodeEventLine(Event{0, 1, without}).find("step_peak"), std::string::npos);
+  got = decodeOne(R"({"v":"1.3","seq":2,"t":1,"type":"memory","step":4,"ranks":[)" + rank +
+                  R"(,"step_peak":"big"}]})");
+  EXPECT_EQ(got.kind, Kind::kError);
+  EXPECT_NE(got.error.message().find("step_peak"), std::string::npos) << got.error.message();
 }
 
 // The wire, frozen: tests/assets/telemetry/events-<MAJOR.MINOR>.jsonl holds the sample

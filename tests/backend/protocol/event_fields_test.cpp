@@ -55,6 +55,7 @@ MemoryEvent fullMemory() {
   m.device_peak = 9;
   m.gathered_units = 2;
   m.gathered_at_peak = {1, 2};
+  m.step_peak = 10;
   return MemoryEvent{4, {m}};
 }
 

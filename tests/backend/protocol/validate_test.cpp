@@ -133,6 +133,25 @@ TEST(Validate, ShardedCheckpointsNeedFsdp) {
   }
 }
 
+// NOTE [Half weights need FSDP] (validate.cpp): without FSDP nothing casts the model to bf16 / fp16.
+TEST(Validate, HalfWeightsNeedFsdp) {
+  for (const std::string prec : {"bf16", "fp16"}) {
+    Problem p;  // the error (fp16 on gloo also has a warning there)
+    for (const auto& q : validateConfig(with(tiny(), {"parallel.mode=ddp", "optim.precision=" + prec})))
+      if (q.path == "optim.precision" && q.isError()) p = q;
+    ASSERT_TRUE(p.isError() && !p.message.empty()) << prec;
+    EXPECT_NE(p.message.find("'" + prec + "' with parallel.mode=ddp"), std::string::npos) << p.message;
+    EXPECT_NE(p.fix.find("amp_" + prec), std::string::npos) << p.fix;
+    EXPECT_NE(p.fix.find("parallel.mode=fsdp"), std::string::npos) << p.fix;
+  }
+  for (const std::string prec : {"fp32", "amp_bf16"}) {
+    for (const auto& q : validateConfig(with(tiny(), {"parallel.mode=ddp", "optim.precision=" + prec})))
+      EXPECT_FALSE(q.path == "optim.precision" && q.isError()) << prec << ": " << q.message;
+  }
+  for (const auto& q : validateConfig(with(tiny(), {"parallel.mode=fsdp", "optim.precision=bf16"})))
+    EXPECT_FALSE(q.path == "optim.precision" && q.isError()) << q.message;
+}
+
 TEST(Validate, GatheredDtypeMustBeWhatTheForwardComputesInOrTheWeights) {
   const std::string fsdp = "parallel.mode=fsdp";
   Problem p = problemAt(validateConfig(with(tiny(), {fsdp, "parallel.mixed_precision.param_dtype=bf16"})),

@@ -116,6 +116,22 @@ TEST(MemoryTrackerTest, PeakIsTheHighestLiveSinceReset) {
   EXPECT_EQ(memorySnapshot()[Phase::kActivations].peak - base, 1 << 12);
 }
 
+// The step interval (the memory event's step_peak) is its own: resetMemoryPeaks() leaves it alone.
+TEST(MemoryTrackerTest, StepPeakHasItsOwnInterval) {
+  MemoryPhase scope(Phase::kActivations);
+  resetStepPeak();
+  const std::int64_t base = memorySnapshot().total.live;
+  EXPECT_EQ(memorySnapshot().stepPeak, base);
+  { torch::Tensor big = torch::empty({1 << 18}, torch::kFloat); }  // 1 MiB
+  resetMemoryPeaks();
+  { torch::Tensor small = torch::empty({1 << 10}, torch::kFloat); }
+  auto s = memorySnapshot();
+  EXPECT_EQ(s.stepPeak - base, 1 << 20);
+  EXPECT_EQ(s.total.peak - base, 1 << 12);
+  resetStepPeak();
+  EXPECT_EQ(memorySnapshot().stepPeak, base);
+}
+
 TEST(MemoryTrackerTest, StoragesFromBeforeInstallAreNeverCounted) {
   const auto before = memorySnapshot();
   g_before_install = torch::Tensor();

@@ -109,6 +109,11 @@ void expectGatherLimit(const RunOutput& r, int expected, const std::string& what
       }
       most = std::max(most, *rank.gathered_units);
       ++reports;
+      // NOTE [Step peak]: every step but the first (the set-up's interval) has one, gathered per rank.
+      if (m->step > 1) {
+        ASSERT_TRUE(rank.step_peak.has_value()) << what << ": rank " << rank.rank << " step " << m->step;
+        EXPECT_GE(*rank.step_peak, rank.params + rank.optimizer) << what << ": rank " << rank.rank;
+      }
     }
   }
   EXPECT_GT(reports, 0) << what << ": no memory event";

@@ -18,6 +18,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -48,6 +49,17 @@ QJsonObject lastMemoryEvent(const QString& runDir) {
   return last;
 }
 
+std::vector<QJsonObject> memoryEvents(const QString& runDir) {
+  QFile file(QDir(runDir).filePath("events.jsonl"));
+  std::vector<QJsonObject> out;
+  if (!file.open(QIODevice::ReadOnly)) return out;
+  for (const QByteArray& line : file.readAll().split('\n')) {
+    const QJsonObject e = QJsonDocument::fromJson(line).object();
+    if (e["type"].toString() == QLatin1String("memory")) out.push_back(e);
+  }
+  return out;
+}
+
 qint64 cellBytes(const QTableWidget* table, int row, int column) {
   return table->item(row, column)->data(Qt::UserRole).toLongLong();
 }
@@ -56,8 +68,8 @@ qint64 cellBytes(const QTableWidget* table, int row, int column) {
 QStringList tinyRunArguments(const QString& runDir, const QStringList& sets) {
   QStringList args = {"train", "--config", app::test::tinyPresetFile(), "--run-dir", runDir};
   for (const QString& set :
-       QStringList{"optim.epochs=1", "optim.warmup_steps=0", "data.datasets.laion.samples_per_epoch=8",
-                   "data.datasets.mmc4.samples_per_epoch=4", "telemetry.memory_every_steps=1"} +
+       QStringList{"optim.epochs=1", "optim.warmup_steps=0", "data.datasets.laion.samples_per_epoch=16",
+                   "data.datasets.mmc4.samples_per_epoch=8", "telemetry.memory_every_steps=1"} +
            sets)
     args << "--set" << set;
   return args;
@@ -150,6 +162,14 @@ class EstimateViewTest : public QObject {
     QCOMPARE(cellBytes(table, 5, EstimateView::kEstimate), estimate["peak"].toInteger());
     // Model state is exact (docs/planner.md): the parameters agree to the byte.
     QCOMPARE(table->item(0, EstimateView::kError)->text(), QStringLiteral("+0.0 %"));
+    // The peak row measures the events' step_peak; the planner's contract: within 10 %.
+    QCOMPARE(table->item(5, EstimateView::kPart)->text(), QStringLiteral("peak (step)"));
+    QCOMPARE(cellBytes(table, 5, EstimateView::kLatest), rank0["step_peak"].toInteger());
+    const double fsdpPeakError = table->item(5, EstimateView::kError)->data(Qt::UserRole).toDouble();
+    qInfo("FSDP peak: estimate %lld, measured %lld, %s", cellBytes(table, 5, EstimateView::kEstimate),
+          cellBytes(table, 5, EstimateView::kPeak), qPrintable(table->item(5, EstimateView::kError)->text()));
+    QVERIFY2(fsdpPeakError <= 10.0 && fsdpPeakError >= -10.0,
+             qPrintable(table->item(5, EstimateView::kError)->text()));
     page.resize(1200, 700);
     page.tabs()->setCurrentWidget(view);
     page.show();
@@ -224,6 +244,24 @@ class EstimateViewTest : public QObject {
       QCOMPARE(table->item(row, EstimateView::kError)->text(), QStringLiteral("+0.0 %"));
     }
     QCOMPARE(cellBytes(table, 1, EstimateView::kEstimate), (world > 1 ? 2 : 1) * 29380 * 4);
+    // The peak row measures the events' step_peak (schema 1.3, NOTE [The peak row's measured side]): the
+    // largest over the ranks and steps, the first step (the set-up's interval) left without one.
+    qint64 stepPeak = 0;
+    int withStepPeak = 0;
+    for (const QJsonObject& e : memoryEvents(runDir)) {
+      for (const auto& r : e["ranks"].toArray()) {
+        if (!r.toObject().contains("step_peak")) {
+          QCOMPARE(e["step"].toInteger(), 1);
+          continue;
+        }
+        ++withStepPeak;
+        stepPeak = std::max<qint64>(stepPeak, r.toObject()["step_peak"].toInteger());
+      }
+    }
+    QVERIFY2(withStepPeak >= world, "no memory event carries step_peak");
+    QCOMPARE(table->item(5, EstimateView::kPart)->text(), QStringLiteral("peak (step)"));
+    QVERIFY(table->item(5, EstimateView::kPart)->toolTip().contains("step_peak"));
+    QCOMPARE(cellBytes(table, 5, EstimateView::kPeak), stepPeak);
     // The planner's accuracy contract (docs/planner.md, "Accuracy of the peak"): within 10 %.
     const double peakError = table->item(5, EstimateView::kError)->data(Qt::UserRole).toDouble();
     for (int row = 0; row < table->rowCount(); ++row) {
