@@ -312,7 +312,8 @@ void MainWindow::wireCheckpoints() {
     // A remote run's checkpoint: over SSH through the Host the follow opened (its index and
     // the tensors read only).
     if (!followingOpen_) {
-      statusBar()->showMessage(tr("%1 is on %2, which is not connected").arg(path, followingHost_), kStatusMs);
+      statusBar()->showMessage(tr("%1 is on %2, which is not connected").arg(path, followingHost_),
+                               kStatusMs);
       return;
     }
     // The list names it "host:/path" (RunCheckpointList::pathOf), or "/path" when the event's was absolute.
@@ -326,7 +327,8 @@ void MainWindow::wireCheckpoints() {
             tabs_->setCurrentWidget(inspector_);
             std::shared_ptr<HostOpenerService> hosts = hosts_;
             const std::string name = location.toStdString();
-            inspector_->openRemote(location, [hosts, name] { return hosts->open(name); }, runDir);
+            inspector_->openRemote(
+                location, [hosts, name] { return hosts->open(name); }, runDir);
           });
   connect(inspector_, &CheckpointInspector::failed, this,
           [this](const QString& message) { statusBar()->showMessage(message, kStatusMs); });

@@ -47,14 +47,16 @@ CheckpointListing listRemoteCheckpoints(remote::Host& host, const QString& runDi
       c.problem = QStringLiteral("%1: empty file").arg(c.path);
     out.checkpoints << c;
   }
-  std::stable_sort(out.checkpoints.begin(), out.checkpoints.end(),
-                   [](const CheckpointOnDisk& a, const CheckpointOnDisk& b) { return a.modifiedMs > b.modifiedMs; });
+  std::stable_sort(
+      out.checkpoints.begin(), out.checkpoints.end(),
+      [](const CheckpointOnDisk& a, const CheckpointOnDisk& b) { return a.modifiedMs > b.modifiedMs; });
   return out;
 }
 
 }  // namespace
 
-void InspectorWorker::openRemote(quint64 ticket, const std::shared_ptr<remote::Host>& given, const QString& path) {
+void InspectorWorker::openRemote(quint64 ticket, const std::shared_ptr<remote::Host>& given,
+                                 const QString& path) {
   constexpr InspectorTask kTask = InspectorTask::kOpen;
   if (!begin(ticket, kTask)) return;
   const std::shared_ptr<remote::Host> host = given ? given : host_;

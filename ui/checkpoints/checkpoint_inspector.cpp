@@ -215,8 +215,10 @@ void CheckpointInspector::openPath(const QString& path) {
 }
 
 void CheckpointInspector::openRemote(const std::shared_ptr<app::remote::Host>& host, const QString& path) {
-  const QString name = host ? QString::fromStdString(host->name()) : (checkpoint() ? checkpoint()->host : QString());
-  openRemote(name, [host]() -> protocol::StatusOr<std::shared_ptr<app::remote::Host>> { return host; }, path);
+  const QString name =
+      host ? QString::fromStdString(host->name()) : (checkpoint() ? checkpoint()->host : QString());
+  openRemote(
+      name, [host]() -> protocol::StatusOr<std::shared_ptr<app::remote::Host>> { return host; }, path);
 }
 
 void CheckpointInspector::openRemote(const QString& hostName, HostOpen openHost, const QString& path) {
@@ -360,7 +362,8 @@ void CheckpointInspector::onSelectionChanged() {
   const app::StatsTarget target = model_->targetAt(current);
   // A run for the last selection is not shown any more: stop it, unless a hash
   // check or diff is going too (cancel stops every request so far).
-  if (statsRunning_ != 0 && !busy_->isVisible() && state_->progressBar()->isHidden()) thread_->worker()->cancel();
+  if (statsRunning_ != 0 && !busy_->isVisible() && state_->progressBar()->isHidden())
+    thread_->worker()->cancel();
   statsTicket_ = 0;
   stats_->setRunning(false);
   stats_->setTarget(target.label(*checkpoint()), true);

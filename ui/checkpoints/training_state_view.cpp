@@ -200,7 +200,8 @@ void TrainingStateView::setResult(const app::TrainingStateResult& result) {
   const inspect::TrainingState& s = result.state;
   showContent(true);
   hasResult_ = true;
-  message_->setText(tr("<b>%1</b> (%2)").arg(result.path.toHtmlEscaped(), qs(std::string(inspect::formatName(s.format)))));
+  message_->setText(
+      tr("<b>%1</b> (%2)").arg(result.path.toHtmlEscaped(), qs(std::string(inspect::formatName(s.format)))));
   read_->setVisible(false);
   summary_->setText(summaryHtml(result));
   if (s.scheduler) {
@@ -224,12 +225,14 @@ QString TrainingStateView::summaryHtml(const app::TrainingStateResult& result) c
     lines << tr("<b>%1</b> checkpoint at optimizer step <b>%2</b>, iteration %3, epoch %4")
                  .arg(qs(r.kind), formatInteger(r.step), formatInteger(r.iteration))
                  .arg(r.epoch);
-    lines << (result.dataPosition.isEmpty() ? absentLine(s.absent, QStringLiteral("data position"))
-                                            : tr("Data position: %1").arg(result.dataPosition.toHtmlEscaped()));
+    lines << (result.dataPosition.isEmpty()
+                  ? absentLine(s.absent, QStringLiteral("data position"))
+                  : tr("Data position: %1").arg(result.dataPosition.toHtmlEscaped()));
     if (r.rng.empty()) lines << tr("RNG state: none");
     for (const auto& g : r.rng) {
       lines << tr("RNG %1: %2, <tt>%3</tt>")
-                   .arg(qs(g.name).toHtmlEscaped(), formatBytes(static_cast<std::int64_t>(g.bytes)), qs(g.hash));
+                   .arg(qs(g.name).toHtmlEscaped(), formatBytes(static_cast<std::int64_t>(g.bytes)),
+                        qs(g.hash));
     }
   } else {
     if (s.epoch) lines << tr("Epoch %1 (the checkpoint's top-level \"epoch\")").arg(*s.epoch);
@@ -255,9 +258,13 @@ void TrainingStateView::fillGroups(const inspect::TrainingState& s) {
   groups_->setRowCount(static_cast<int>(o.groups.size()));
   for (int r = 0; r < groups_->rowCount(); ++r) {
     const inspect::OptimizerGroup& g = o.groups[static_cast<std::size_t>(r)];
-    const QStringList cells = {QString::number(g.index), formatInteger(static_cast<std::int64_t>(g.params)),
-                               number(g.lr),  number(g.weightDecay),
-                               number(g.beta1), number(g.beta2), number(g.eps),
+    const QStringList cells = {QString::number(g.index),
+                               formatInteger(static_cast<std::int64_t>(g.params)),
+                               number(g.lr),
+                               number(g.weightDecay),
+                               number(g.beta1),
+                               number(g.beta2),
+                               number(g.eps),
                                g.initialLr ? number(*g.initialLr) : QStringLiteral("-")};
     for (int c = 0; c < cells.size(); ++c) groups_->setItem(r, c, new QTableWidgetItem(cells[c]));
   }
@@ -268,7 +275,8 @@ void TrainingStateView::fillParams(const inspect::TrainingState& s) {
   filter_->setEnabled(s.optimizer.has_value());
   paramsView_->setEnabled(s.optimizer.has_value());
   if (!s.optimizer) {
-    paramsTitle_->setText(tr("Per-parameter state: %1").arg(absentLine(s.absent, QStringLiteral("optimizer state"))));
+    paramsTitle_->setText(
+        tr("Per-parameter state: %1").arg(absentLine(s.absent, QStringLiteral("optimizer state"))));
     return;
   }
   paramsTitle_->setText(tr("Per-parameter state (AdamW): %1 parameters").arg(s.optimizer->params.size()));

@@ -26,14 +26,17 @@ using fs::testing::SshHosts;
 
 class NoQuestions : public remote::Prompter {
  public:
-  remote::HostKeyAnswer hostKey(const remote::HostKeyQuestion&) override { return remote::HostKeyAnswer::kReject; }
+  remote::HostKeyAnswer hostKey(const remote::HostKeyQuestion&) override {
+    return remote::HostKeyAnswer::kReject;
+  }
   std::optional<remote::Secret> passphrase(const std::string&, int) override { return std::nullopt; }
 };
 
 // What one worker said, its slots called on this thread.
 struct Answers {
   explicit Answers(InspectorWorker& w) {
-    QObject::connect(&w, &InspectorWorker::opened, [this](quint64, const CheckpointModelPtr& m) { model = m; });
+    QObject::connect(&w, &InspectorWorker::opened,
+                     [this](quint64, const CheckpointModelPtr& m) { model = m; });
     QObject::connect(&w, &InspectorWorker::runListed,
                      [this](quint64, const CheckpointListing& l) { listing = l; });
     QObject::connect(&w, &InspectorWorker::statsReady, [this](quint64, const StatsResult& r) { stats = r; });
@@ -62,10 +65,11 @@ class InspectorRemoteTest : public ::testing::Test {
     dir_ = new std::string(hosts_->dir() + "/checkpoints");
     const std::string make = std::string(FS_PYTHON) + " " + FS_SOURCE_DIR +
                              "/tests/backend/inspect/make_checkpoints.py " + *dir_ + " > /dev/null";
-    const std::string big = std::string(FS_PYTHON) +
-                            " -c \"import torch,sys; torch.manual_seed(1); torch.save({'big': torch.randn(1024, 1024), "
-                            "'small': torch.arange(10, dtype=torch.float32)}, sys.argv[1])\" " +
-                            *dir_ + "/big.pt";
+    const std::string big =
+        std::string(FS_PYTHON) +
+        " -c \"import torch,sys; torch.manual_seed(1); torch.save({'big': torch.randn(1024, 1024), "
+        "'small': torch.arange(10, dtype=torch.float32)}, sys.argv[1])\" " +
+        *dir_ + "/big.pt";
     fixtures_ = std::system(make.c_str()) == 0 && std::system(big.c_str()) == 0;
   }
   static void TearDownTestSuite() {
@@ -151,8 +155,10 @@ TEST_F(InspectorRemoteTest, TrainingStateEqualsTheLocalOpens) {
 TEST_F(InspectorRemoteTest, ARunDirectoryOpensItsNewestCheckpoint) {
   const std::string run = path("run");
   fsys::create_directories(run);
-  fsys::copy_file(path("openflamingo.pt"), run + "/checkpoint_step2.pt", fsys::copy_options::overwrite_existing);
-  fsys::copy_file(path("openflamingo_train.pt"), run + "/checkpoint_step4.pt", fsys::copy_options::overwrite_existing);
+  fsys::copy_file(path("openflamingo.pt"), run + "/checkpoint_step2.pt",
+                  fsys::copy_options::overwrite_existing);
+  fsys::copy_file(path("openflamingo_train.pt"), run + "/checkpoint_step4.pt",
+                  fsys::copy_options::overwrite_existing);
   const auto now = fsys::file_time_type::clock::now();
   fsys::last_write_time(run + "/checkpoint_step2.pt", now - std::chrono::hours(2));
   fsys::last_write_time(run + "/checkpoint_step4.pt", now - std::chrono::hours(1));

@@ -51,12 +51,15 @@ class RemoteInspectorTest : public QObject {
                {QStringLiteral(FS_SOURCE_DIR "/tests/backend/inspect/make_checkpoints.py"), dir});
     QVERIFY2(make.waitForFinished(300000) && make.exitCode() == 0, make.readAll().constData());
     // A run directory: two checkpoints, step 4 the newer.
-    QVERIFY(QFile::copy(dir + QStringLiteral("/openflamingo.pt"), dir + QStringLiteral("/checkpoint_step2.pt")));
-    QVERIFY(QFile::copy(dir + QStringLiteral("/openflamingo_train.pt"), dir + QStringLiteral("/checkpoint_step4.pt")));
+    QVERIFY(
+        QFile::copy(dir + QStringLiteral("/openflamingo.pt"), dir + QStringLiteral("/checkpoint_step2.pt")));
+    QVERIFY(QFile::copy(dir + QStringLiteral("/openflamingo_train.pt"),
+                        dir + QStringLiteral("/checkpoint_step4.pt")));
     {
       QFile older(dir + QStringLiteral("/checkpoint_step2.pt"));
       QVERIFY(older.open(QIODevice::ReadWrite));
-      QVERIFY(older.setFileTime(QDateTime::currentDateTime().addSecs(-3600), QFileDevice::FileModificationTime));
+      QVERIFY(
+          older.setFileTime(QDateTime::currentDateTime().addSecs(-3600), QFileDevice::FileModificationTime));
     }
 
     app::remote::SshConfigOptions options;
@@ -105,7 +108,8 @@ class RemoteInspectorTest : public QObject {
     inspector.runPicker()->setCurrentIndex(1);
     QTRY_VERIFY_WITH_TIMEOUT(!done.isEmpty() || !failed.isEmpty(), 60000);
     QVERIFY2(failed.isEmpty(), qPrintable(failed.value(0).value(0).toString()));
-    QCOMPARE(inspector.checkpoint()->path, QStringLiteral("h0:") + dir + QStringLiteral("/checkpoint_step2.pt"));
+    QCOMPARE(inspector.checkpoint()->path,
+             QStringLiteral("h0:") + dir + QStringLiteral("/checkpoint_step2.pt"));
   }
 };
 

@@ -70,8 +70,10 @@ class TrainingStateViewTest : public QObject {
     for (int r = 0; r < rows->rowCount(); ++r) {  // ascending id
       const QJsonObject want = params[r].toObject();
       QCOMPARE(text(rows, r, TrainingStateView::kName), want[QStringLiteral("name")].toString());
-      QCOMPARE(text(rows, r, TrainingStateView::kGroup), QString::number(want[QStringLiteral("group")].toInt()));
-      QCOMPARE(text(rows, r, TrainingStateView::kStep), TrainingStateView::number(want[QStringLiteral("step")].toDouble()));
+      QCOMPARE(text(rows, r, TrainingStateView::kGroup),
+               QString::number(want[QStringLiteral("group")].toInt()));
+      QCOMPARE(text(rows, r, TrainingStateView::kStep),
+               TrainingStateView::number(want[QStringLiteral("step")].toDouble()));
       const double norm = text(rows, r, TrainingStateView::kExpAvg).toDouble();
       const double want_norm = want[QStringLiteral("exp_avg_norm")].toDouble();
       QVERIFY2(std::abs(norm - want_norm) <= 1e-5 * std::max(1.0, want_norm),
