@@ -84,4 +84,16 @@ std::string formatOptions(const std::vector<OptionSpec>& specs) {
   return s;
 }
 
+protocol::StatusOr<long> countOption(const ParsedArgs& args, const std::string& name, long fallback) {
+  if (!args.has(name)) return fallback;
+  const std::string text = args.get(name);
+  try {
+    std::size_t used = 0;
+    const long n = std::stol(text, &used);
+    if (used == text.size() && n >= 0) return n;
+  } catch (const std::exception&) {
+  }
+  return protocol::Status::invalidArgument("--" + name + " '" + text + "' is not a count (0 or more)");
+}
+
 }  // namespace fs::cli

@@ -32,6 +32,10 @@ struct ParsedArgs {
 protocol::StatusOr<ParsedArgs> parseArgs(const std::vector<std::string>& args,
                                          const std::vector<OptionSpec>& specs);
 
+// The value of a count option (`--depth 3`): `fallback` when absent; an error
+// "--NAME 'VALUE' is not a count (0 or more)" when not a whole number >= 0.
+protocol::StatusOr<long> countOption(const ParsedArgs& args, const std::string& name, long fallback);
+
 // "  --set KEY=VALUE   Override a config field (repeatable)" lines.
 std::string formatOptions(const std::vector<OptionSpec>& specs);
 

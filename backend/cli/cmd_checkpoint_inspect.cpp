@@ -2,6 +2,7 @@
 // (backend/inspect): format, files, each section's tensors and bytes, the
 // model by module path to a depth, every tensor on request, and the manifest
 // hashes checked on request. Human output, or --json for scripts. Torch-free.
+#include <algorithm>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -87,21 +88,13 @@ int runCheckpointInspect(const std::vector<std::string>& args, Io& io) {
       {"help", false, false, "", "Show this help"}};
   auto parsed = parseArgs(args, specs);
   const bool help = parsed && parsed->has("help");
-  int depth = 2;
-  bool badDepth = false;
-  if (parsed && parsed->has("depth")) {
-    try {
-      std::size_t used = 0;
-      depth = std::stoi(parsed->get("depth"), &used);
-      badDepth = used != parsed->get("depth").size() || depth < 0;
-    } catch (const std::exception&) {
-      badDepth = true;
-    }
-  }
+  const auto depthOption = parsed ? countOption(*parsed, "depth", 2) : protocol::StatusOr<long>(2L);
+  const bool badDepth = !depthOption;
+  const int depth = badDepth ? 0 : static_cast<int>(std::min(depthOption.value(), 1000L));
   if (!parsed || help || badDepth || parsed->positionals.size() != 1) {
     auto& os = help ? io.out : io.err;
     if (!parsed) os << kWho << ": " << parsed.status().message() << "\n";
-    if (badDepth) os << kWho << ": --depth '" << parsed->get("depth") << "' is not a count (0 or more)\n";
+    if (badDepth) os << kWho << ": " << depthOption.status().message() << "\n";
     os << "usage: " << kWho
        << " <checkpoint> [--depth N] [--tensors] [--verify] [--json]\n\n"
           "Shows what a checkpoint holds without loading it: our full or sharded checkpoints,\n"

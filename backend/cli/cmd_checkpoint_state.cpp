@@ -101,22 +101,13 @@ int runCheckpointState(const std::vector<std::string>& args, Io& io) {
       {"help", false, false, "", "Show this help"}};
   auto parsed = parseArgs(args, specs);
   const bool help = parsed && parsed->has("help");
-  std::size_t maxParams = 20;
-  bool badCount = false;
-  if (parsed && parsed->has("params")) {
-    try {
-      std::size_t used = 0;
-      const long n = std::stol(parsed->get("params"), &used);
-      badCount = used != parsed->get("params").size() || n < 0;
-      maxParams = badCount ? 0 : static_cast<std::size_t>(n);
-    } catch (const std::exception&) {
-      badCount = true;
-    }
-  }
+  const auto paramsOption = parsed ? countOption(*parsed, "params", 20) : protocol::StatusOr<long>(20L);
+  const bool badCount = !paramsOption;
+  const std::size_t maxParams = badCount ? 0 : static_cast<std::size_t>(paramsOption.value());
   if (!parsed || help || badCount || parsed->positionals.size() != 1) {
     auto& os = help ? io.out : io.err;
     if (!parsed) os << kWho << ": " << parsed.status().message() << "\n";
-    if (badCount) os << kWho << ": --params '" << parsed->get("params") << "' is not a count (0 or more)\n";
+    if (badCount) os << kWho << ": " << paramsOption.status().message() << "\n";
     os << "usage: " << kWho
        << " <checkpoint> [--params N] [--json]\n\n"
           "Shows the training state a checkpoint holds: optimizer step, epoch and data position,\n"
