@@ -16,6 +16,7 @@
 #include "app/checkpoints/inspector_worker.h"
 #include "app/remote/ssh_host.h"
 #include "tests/fixtures/fixture_unavailable.h"
+#include "tests/fixtures/ssh_host_open.h"
 #include "tests/fixtures/ssh_hosts.h"
 
 namespace fs::app {
@@ -23,14 +24,6 @@ namespace {
 
 namespace fsys = std::filesystem;
 using fs::testing::SshHosts;
-
-class NoQuestions : public remote::Prompter {
- public:
-  remote::HostKeyAnswer hostKey(const remote::HostKeyQuestion&) override {
-    return remote::HostKeyAnswer::kReject;
-  }
-  std::optional<remote::Secret> passphrase(const std::string&, int) override { return std::nullopt; }
-};
 
 // What one worker said, its slots called on this thread.
 struct Answers {
@@ -80,14 +73,9 @@ class InspectorRemoteTest : public ::testing::Test {
   void SetUp() override {
     if (!hosts_->ok()) FS_FIXTURE_UNAVAILABLE(hosts_->error());
     ASSERT_TRUE(fixtures_) << "the checkpoints could not be written (needs " FS_PYTHON " with python3-torch)";
-    remote::SshConfigOptions options;
-    options.user_config = hosts_->configPath();
-    options.system_config = "";
-    auto config = remote::SshConfig::load(options);
-    ASSERT_TRUE(config.isOk()) << config.status().message();
-    auto host = remote::SshHost::open("h0", *config, std::make_shared<NoQuestions>());
+    auto host = fs::testing::openFixtureHost(*hosts_, "h0");
     ASSERT_TRUE(host.isOk()) << host.status().message();
-    host_ = std::shared_ptr<remote::SshHost>(std::move(*host));
+    host_ = std::move(host.value());
     remote_.setCacheDir(QString::fromStdString(hosts_->dir() + "/cache"));
   }
 

@@ -20,6 +20,7 @@
 #include "backend/tensorfile/safetensors.h"
 #include "backend/tensorfile/tensor_stats.h"
 #include "tests/fixtures/fixture_unavailable.h"
+#include "tests/fixtures/ssh_host_open.h"
 #include "tests/fixtures/ssh_hosts.h"
 
 namespace fs::app {
@@ -28,14 +29,6 @@ namespace {
 namespace fsys = std::filesystem;
 namespace tf = fs::tensorfile;
 using fs::testing::SshHosts;
-
-class NoQuestions : public remote::Prompter {
- public:
-  remote::HostKeyAnswer hostKey(const remote::HostKeyQuestion&) override {
-    return remote::HostKeyAnswer::kReject;
-  }
-  std::optional<remote::Secret> passphrase(const std::string&, int) override { return std::nullopt; }
-};
 
 class RemoteCheckpointTest : public ::testing::Test {
  protected:
@@ -60,14 +53,9 @@ class RemoteCheckpointTest : public ::testing::Test {
   void SetUp() override {
     if (!hosts_->ok()) FS_FIXTURE_UNAVAILABLE(hosts_->error());
     ASSERT_TRUE(fixtures_) << "the checkpoints could not be written (needs " FS_PYTHON " with python3-torch)";
-    remote::SshConfigOptions options;
-    options.user_config = hosts_->configPath();
-    options.system_config = "";
-    auto config = remote::SshConfig::load(options);
-    ASSERT_TRUE(config.isOk()) << config.status().message();
-    auto host = remote::SshHost::open("h0", *config, std::make_shared<NoQuestions>());
+    auto host = fs::testing::openFixtureHost(*hosts_, "h0");
     ASSERT_TRUE(host.isOk()) << host.status().message();
-    host_ = std::shared_ptr<remote::SshHost>(std::move(*host));
+    host_ = std::move(host.value());
     cache_ = hosts_->dir() + "/cache";
   }
 

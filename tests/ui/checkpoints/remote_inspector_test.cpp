@@ -18,23 +18,14 @@
 #include "app/checkpoints/inspector_worker.h"
 #include "app/remote/ssh_host.h"
 #include "tests/fixtures/fixture_unavailable.h"
+#include "tests/fixtures/ssh_host_open.h"
 #include "tests/fixtures/ssh_hosts.h"
 #include "ui/checkpoints/checkpoint_inspector.h"
 #include "ui/checkpoints/module_tree_model.h"
 #include "ui/checkpoints/training_state_view.h"
 
 namespace fs::ui {
-namespace {
-
-class NoQuestions : public app::remote::Prompter {
- public:
-  app::remote::HostKeyAnswer hostKey(const app::remote::HostKeyQuestion&) override {
-    return app::remote::HostKeyAnswer::kReject;
-  }
-  std::optional<app::remote::Secret> passphrase(const std::string&, int) override { return std::nullopt; }
-};
-
-}  // namespace
+namespace {}  // namespace
 
 class RemoteInspectorTest : public QObject {
   Q_OBJECT
@@ -62,14 +53,9 @@ class RemoteInspectorTest : public QObject {
           older.setFileTime(QDateTime::currentDateTime().addSecs(-3600), QFileDevice::FileModificationTime));
     }
 
-    app::remote::SshConfigOptions options;
-    options.user_config = hosts.configPath();
-    options.system_config = "";
-    auto config = app::remote::SshConfig::load(options);
-    QVERIFY2(config.isOk(), config.status().message().c_str());
-    auto opened = app::remote::SshHost::open("h0", *config, std::make_shared<NoQuestions>());
+    auto opened = fs::testing::openFixtureHost(hosts, "h0");
     QVERIFY2(opened.isOk(), opened.status().message().c_str());
-    std::shared_ptr<app::remote::Host> host(std::move(*opened));
+    std::shared_ptr<app::remote::Host> host = opened.value();
 
     CheckpointInspector inspector;
     inspector.worker()->setCacheDir(QString::fromStdString(hosts.dir()) + QStringLiteral("/cache"));
