@@ -87,6 +87,7 @@ StatusOr<std::unique_ptr<ShardSource>> ShardSource::create(const protocol::RunCo
       ws.quota = info.batchesPerEpoch / po.workers;
       ws.shuffleCapacity = capacity;
       ws.shuffleInitial = std::max<size_t>(1, capacity / 5);  // the reference's 5000 / 1000
+      ws.prefetch = static_cast<size_t>(std::max<int64_t>(1, config.data.prefetch_batches));
       ws.seed = static_cast<uint64_t>(config.seed);
       ws.rank = rank;
       d.workers.push_back(std::make_unique<ShardWorker>(ws, *d.plan, *d.preparer, *d.ledger));

@@ -32,7 +32,7 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
   // NOTE [Mixed precision in a flat parameter]
   modelDtype_ = first.scalar_type();
   const c10::ScalarType gatherType = dtypes.gather.value_or(modelDtype_);
-  const c10::ScalarType storage = trainable_ ? modelDtype_ : gatherType;
+  const c10::ScalarType storage = trainable_ ? dtypes.store.value_or(modelDtype_) : gatherType;
   reduceDtype_ = dtypes.reduce.value_or(storage);
   cast_ = gatherType != storage;
   needsGather_ = shardSize_ > 1 || cast_;

@@ -23,8 +23,10 @@
 // full-size gradients. Frozen flat parameters never get gradients.
 //
 // NOTE [Mixed precision in a flat parameter] (the planner's NOTE [Planner
-// dtypes]): a trainable flat parameter's shard stays in the members' dtype
-// (the optimizer's master copy); with a gather dtype it is cast and the
+// dtypes]): a trainable flat parameter's shard is the optimizer's master
+// copy, in the store dtype (optim.precision's weight dtype: bfloat16 under
+// bf16, float16 under fp16, else the members' dtype), and so are its
+// gradient and AdamW's state; with a gather dtype it is cast and the
 // cast gathered, so the members (views of the full buffer) are in the
 // gather dtype and so are their gradients. A frozen flat parameter is
 // stored in the gather dtype from the start: it is never updated, so a
@@ -52,6 +54,7 @@ namespace fs::fsdp {
 struct FlatDtypes {
   std::optional<c10::ScalarType> gather;
   std::optional<c10::ScalarType> reduce;
+  std::optional<c10::ScalarType> store;  // a trainable shard's (the master copy's)
 };
 
 struct FlatMember {

@@ -94,9 +94,25 @@ int64_t unitGatheredBytes(const UnitShards& unit, int64_t shard_size, const Prec
   return b;
 }
 
+int64_t loaderBytes(const protocol::RunConfig& config, const ActivationEstimate& activations) {
+  if (config.data.source == "synthetic") return 0;
+  const int64_t prefetch = std::max<int64_t>(1, config.data.prefetch_batches);
+  const int64_t side = config.model.vision.image_size;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < activations.datasets.size() && i < config.data.datasets.size(); ++i) {
+    const auto& a = activations.datasets[i];
+    const int64_t workers = std::max<int64_t>(1, config.data.datasets[i].workers);
+    const int64_t images = a.batch * a.images * 3 * side * side * 4;  // float32, as ActivationRegions::inputs
+    const int64_t idsAndMask = 2 * a.batch * a.tokens * 8;            // int64
+    bytes += images * (workers * (prefetch + 3) - 1) + idsAndMask * workers * (prefetch + 1);
+  }
+  return bytes;
+}
+
 RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, const PrecisionPlan& precision,
                               const protocol::RunConfig& config, const ActivationEstimate& activations) {
   RankMemory r;
+  r.loader = loaderBytes(config, activations);
   for (const auto& u : shards.units) {
     for (const auto& g : u.groups) {
       r.parameters += g.shardBytes();

@@ -65,6 +65,23 @@
 // gradients and optimizer state to host memory; the figures above are then
 // host bytes).
 //
+// NOTE [Loader memory]: with the shard pipeline (data.source shards or
+// generated) each of a dataset's `workers` threads (backend/data/
+// shard_worker.h) keeps data.prefetch_batches finished batches queued, one
+// more finished and waiting for room, and the image tensor of the batch it
+// builds next (taken as soon as the last one is finished); it reuses an
+// image tensor once the step has let go of it, so its pool also keeps the
+// one the step holds or held. A worker whose batches arrive faster than the
+// steps take them therefore holds prefetch + 3 image tensors and prefetch + 1
+// batches' ids and masks; one image tensor and one ids/mask pair per dataset
+// are the step's own (`inputs`). So
+//   loader = sum over datasets of
+//            images x (workers x (prefetch + 3) - 1) + ids_mask x workers x (prefetch + 1)
+// A worker slower than the step holds fewer; at an epoch's end the queues
+// empty and a finished worker frees its tensors. The synthetic source builds
+// each batch in the step: loader 0. loader_memory_test holds the real
+// pipeline's tracked bytes to this, byte for byte.
+//
 // Thread-safety: pure functions.
 #pragma once
 
@@ -97,14 +114,18 @@ struct RankMemory {
   int64_t activationsWithoutCheckpointing = 0;
   int64_t activationsWithCheckpointing = 0;
   int64_t inputs = 0;               // the step's batches, every dataset's, held for the whole step
+  int64_t loader = 0;               // the data workers' other batches (NOTE [Loader memory])
   int64_t stepPeak = 0;             // gathered + activations at the step's highest moment (NOTE [Step walk])
   std::vector<UnitPeak> unitPeaks;  // parallel to Layout::units
   int stepPeakUnit = -1;            // Layout::units index of the step's highest moment; -1 at the head
   WalkPhase stepPeakPhase = WalkPhase::kForward;
 
   int64_t modelState() const { return parameters + gradients + optimizer; }
-  int64_t peak() const { return modelState() + inputs + stepPeak; }
+  int64_t peak() const { return modelState() + inputs + loader + stepPeak; }
 };
+
+// The data workers' batches beyond the step's own (NOTE [Loader memory]).
+int64_t loaderBytes(const protocol::RunConfig& config, const ActivationEstimate& activations);
 
 // Units gathered at once in forward / backward windows (NOTE [Memory model]).
 int64_t forwardWindow(const protocol::ParallelConfig& parallel);

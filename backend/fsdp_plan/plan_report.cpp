@@ -157,6 +157,7 @@ protocol::PlanRecord toPlanRecord(const Plan& plan) {
                    m.activationsWithoutCheckpointing,
                    m.activationsWithCheckpointing,
                    m.inputs,
+                   m.loader,
                    m.stepPeak,
                    m.peak()};
     r.estimates.push_back(std::move(est));

@@ -29,7 +29,8 @@ enum class Precision { kFp32, kBf16, kFp16, kAmpBf16, kAmpFp16 };
 
 struct PrecisionPolicy {
   Precision precision = Precision::kFp32;
-  torch::Dtype paramDtype = torch::kFloat32;  // model weights (and so AdamW state)
+  torch::Dtype paramDtype =
+      torch::kFloat32;  // weights and AdamW state (FSDP's shards: fsdp_plan's weight dtype)
   torch::Dtype inputDtype = torch::kFloat32;  // what images are cast to
   bool autocast = false;
   torch::Dtype autocastDtype = torch::kBFloat16;

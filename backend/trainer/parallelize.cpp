@@ -52,9 +52,11 @@ protocol::StatusOr<std::shared_ptr<fsdp::ShardedModel>> parallelizeFlamingo(
   sharding.sharedShards = config.parallel.shared_shards;
   sharding.trainableGroup = [](const std::string& name) { return train::decaysWeight(name) ? 0 : 1; };
   // NOTE [Planner dtypes]: units gathered in the param dtype, frozen parameters stored in it, gradients
-  // reduced in the reduce dtype; trainable shards keep the dtype the model was built in.
+  // reduced in the reduce dtype; trainable shards (the master copy, their gradients and AdamW's state)
+  // in the weight dtype: float32 but under bf16 / fp16, which train half-precision weights.
   sharding.dtypes.gather = scalarType(precision->param);
   sharding.dtypes.reduce = scalarType(precision->reduce);
+  sharding.dtypes.store = scalarType(precision->weight);
 
   std::map<std::string, std::shared_ptr<torch::nn::Module>> modules;
   for (const auto& item : model->named_modules()) modules[item.key()] = item.value();

@@ -160,6 +160,11 @@ struct Schema {
     b.field(&DataConfig::shuffle_buffer, "shuffle_buffer", 5000, "Sample shuffle buffer")
         .unit("samples")
         .range(1, 1 << 24);
+    b.field(&DataConfig::prefetch_batches, "prefetch_batches", 2,
+            "Batches each data worker prepares ahead of the step (PyTorch's prefetch_factor); each one "
+            "holds a batch's memory")
+        .unit("batches")
+        .range(1, 64);
     b.field(&DataConfig::max_drop_rate_pct, "max_drop_rate_pct", 1.0,
             "Stop the run when more than this share of samples is dropped as bad")
         .unit("%")

@@ -116,6 +116,7 @@ void describe(V& v, PlanRankFigures& f) {
   v.req("activations_without_checkpointing", f.activationsWithoutCheckpointing);
   v.req("activations_with_checkpointing", f.activationsWithCheckpointing);
   v.lax("inputs", f.inputs);
+  v.lax("loader", f.loader);
   v.lax("step_peak", f.stepPeak);
   v.req("peak", f.peak);
 }

@@ -132,6 +132,7 @@ struct PlanRankFigures {
   std::int64_t activationsWithoutCheckpointing = 0;
   std::int64_t activationsWithCheckpointing = 0;
   std::int64_t inputs = 0;
+  std::int64_t loader = 0;
   std::int64_t stepPeak = 0;
   std::int64_t peak = 0;
   bool operator==(const PlanRankFigures&) const = default;

@@ -157,6 +157,43 @@ TEST(FlatParameterTest, FreedUnitsBackwardToTheUnshardedGradients) {
   }
 }
 
+// NOTE [Mixed precision in a flat parameter], plain bf16: the store dtype puts the trainable shard (the
+// master copy) and so its gradient in bfloat16 too; nothing is cast, so a group of one gathers nothing.
+TEST(FlatParameterTest, StoreDtypeKeepsTheTrainableShardInIt) {
+  const FlatDtypes bf16{torch::kBFloat16, torch::kBFloat16, torch::kBFloat16};
+  for (int world : {1, 2}) {
+    std::mutex mu;
+    const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+      Mlp model;
+      Mlp reference;
+      FlatParameter f(membersOf(*model.layers()[0], "a"), comm.rank(), comm.size(), bf16);
+      const auto l = reference.layers()[0];
+      const torch::Tensor all =
+          torch::cat({l->weight.detach().reshape({-1}), l->bias.detach(), torch::zeros({f.padding()})})
+              .to(torch::kBFloat16);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        EXPECT_EQ(f.shard().scalar_type(), torch::kBFloat16);
+        EXPECT_EQ(f.shardBytes(), f.shardNumel() * 2);
+        EXPECT_TRUE(torch::equal(f.shard(), all.narrow(0, comm.rank() * f.shardNumel(), f.shardNumel())));
+        EXPECT_EQ(f.modelDtype(), torch::kFloat);  // what a checkpoint holds
+        EXPECT_EQ(f.gathered(), world == 1);       // no cast: a group of one views its shard
+      }
+      const int64_t rows = 6 / comm.size();
+      f.gather(comm, "forward gather");
+      torch::Tensor x = globalInput().narrow(0, comm.rank() * rows, rows).to(torch::kBFloat16);
+      torch::tanh(model.layers()[0]->forward(x)).to(torch::kFloat).pow(2).mean().backward();
+      f.reduceGradients(comm, 1.0 / comm.size(), "reduce-scatter");
+      f.free();
+      std::lock_guard<std::mutex> lock(mu);
+      ASSERT_TRUE(f.shard().grad().defined());
+      EXPECT_EQ(f.shard().grad().scalar_type(), torch::kBFloat16);
+      EXPECT_GT(f.shard().grad().abs().sum().item<double>(), 0.0);
+    });
+    for (const auto& e : errors) ASSERT_EQ(e, "") << "world " << world;
+  }
+}
+
 // NOTE [Mixed precision in a flat parameter]: gathered in bfloat16, reduced in bfloat16, the trainable
 // shard and its gradient in float32, a frozen flat parameter stored in bfloat16.
 TEST(FlatParameterTest, MixedPrecisionGathersACastAndReducesIntoTheMasterShard) {

@@ -82,7 +82,12 @@ TEST(MemoryEstimate, SingleProcessHoldsTheWholeModelItsGradientsAndAdamW) {
     EXPECT_EQ(m.optimizer, 2 * 29380 * 4);
     EXPECT_EQ(m.gatheredPeak, 0);
     EXPECT_GT(m.activations, 0);
-    EXPECT_EQ(m.peak(), m.modelState() + m.inputs + m.stepPeak);
+    // The tiny preset trains on generated shards: one worker per dataset, 2 batches prefetched
+    // (NOTE [Loader memory]): LAION 4 x 1 and MMC4 2 x 2 pictures of 3 x 32 x 32 floats.
+    const int64_t picture = 3 * 32 * 32 * 4;
+    EXPECT_EQ(m.loader, (4 * picture) * (1 * 5 - 1) + (2 * 4 * 16 * 8) * 3 +      // laion
+                            (4 * picture) * (1 * 5 - 1) + (2 * 2 * 48 * 8) * 3);  // mmc4
+    EXPECT_EQ(m.peak(), m.modelState() + m.inputs + m.loader + m.stepPeak);
   }
 }
 

@@ -41,7 +41,7 @@ PlanRecord sample() {
   e.strategy = "full_shard";
   e.shardGroupSize = 2;
   e.units = {{{100, 100}, 0, {{true, true, 50, 0, 25, "float32", 100}}}, {{200, 180}, 5, {}}};
-  e.perRank = {300, 20, 40, 360, 50, 90, 90, 30, 10, 140, 510};
+  e.perRank = {300, 20, 40, 360, 50, 90, 90, 30, 10, 60, 140, 570};
   e.units[1].gatheredBytes = 400;
   e.units[1].peakBytes = 140;
   e.units[1].peakPhase = "backward";
@@ -80,6 +80,7 @@ TEST(PlanRecord, WritesEveryFieldEvenWhenDefault) {
   EXPECT_EQ(j["layouts"][0]["units"][0]["path"], "");
   EXPECT_EQ(j["layouts"][0]["units"][0]["frozen_params"], 0);
   EXPECT_EQ(j["estimates"][0]["units"][1]["groups"], nlohmann::json::array());
+  EXPECT_EQ(j["estimates"][0]["per_rank"]["loader"], 60);
   EXPECT_EQ(j["estimates"][0]["per_rank"]["step_peak"], 140);
 }
 
@@ -90,11 +91,13 @@ TEST(PlanRecord, ReadsAPlanTrimmedToWhatAReaderRequires) {
     j.erase("notes");
     j["layouts"][0]["units"] = {{{"path", ""}}, {{"path", "perceiver"}}};
     j["estimates"][0]["per_rank"].erase("step_peak");
+    j["estimates"][0]["per_rank"].erase("loader");  // plans before 2026-11-28
     j["model"]["unknown"] = true;
   }));
   ASSERT_TRUE(r.isOk()) << r.status().message();
   EXPECT_EQ(r->layouts[0].units[1].path, "perceiver");
-  EXPECT_EQ(r->estimates[0].perRank.peak, 510);
+  EXPECT_EQ(r->estimates[0].perRank.peak, 570);
+  EXPECT_EQ(r->estimates[0].perRank.loader, 0);
   EXPECT_TRUE(r->notes.empty());
 }
 

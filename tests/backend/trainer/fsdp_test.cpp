@@ -398,5 +398,30 @@ TEST_F(FsdpTest, MixedPrecisionGathersAndReducesInBfloat16) {
   EXPECT_EQ(2 * low.gathered, high.gathered);
 }
 
+// Plain bf16 (NOTE [Mixed precision in a flat parameter]): the trainable shards, their gradients and
+// AdamW's state are bfloat16 as well, which is what the planner counts (model state to the byte);
+// checkpoints stay float32 and hold values bfloat16 can represent. It trains like amp_bf16 within
+// bfloat16's rounding of the weights.
+TEST_F(FsdpTest, PlainBf16TrainsBfloat16Weights) {
+  const RunOutput amp = run("single_amp_ref", 1, single({"optim.precision=amp_bf16"}));
+  const auto cfg = config(2, {"optim.precision=bf16"});
+  const RunOutput bf16 = run("bf16", 2, cfg);
+  ASSERT_EQ(bf16.losses.size(), 10u);
+  expectUnitDtypes(bf16, "bfloat16", "bfloat16", "bf16");
+  expectPlannedLayout(bf16, cfg, fsdp_plan::Strategy::kFullShard, 2, 1);
+  ASSERT_FALSE(bf16.state.empty());
+  for (const auto& [name, t] : bf16.state) {
+    EXPECT_EQ(t.scalar_type(), torch::kFloat) << name;
+    EXPECT_TRUE(torch::equal(t, t.to(torch::kBFloat16).to(torch::kFloat)))
+        << name << " is not bfloat16-valued";
+  }
+  for (size_t i = 0; i < amp.losses.size(); ++i) {
+    for (const auto& [name, l] : amp.losses[i]) {
+      ASSERT_TRUE(bf16.losses[i].count(name)) << "step " << i + 1 << " " << name;
+      EXPECT_NEAR(bf16.losses[i].at(name), l, 5e-2 * std::abs(l)) << "step " << i + 1 << " " << name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fs::engine

@@ -68,8 +68,8 @@ qint64 cellBytes(const QTableWidget* table, int row, int column) {
 QStringList tinyRunArguments(const QString& runDir, const QStringList& sets) {
   QStringList args = {"train", "--config", app::test::tinyPresetFile(), "--run-dir", runDir};
   for (const QString& set :
-       QStringList{"optim.epochs=1", "optim.warmup_steps=0", "data.datasets.laion.samples_per_epoch=16",
-                   "data.datasets.mmc4.samples_per_epoch=8", "telemetry.memory_every_steps=1"} +
+       QStringList{"optim.epochs=1", "optim.warmup_steps=0", "data.datasets.laion.samples_per_epoch=48",
+                   "data.datasets.mmc4.samples_per_epoch=24", "telemetry.memory_every_steps=1"} +
            sets)
     args << "--set" << set;
   return args;
@@ -162,13 +162,14 @@ class EstimateViewTest : public QObject {
     QCOMPARE(cellBytes(table, 5, EstimateView::kEstimate), estimate["peak"].toInteger());
     // Model state is exact (docs/planner.md): the parameters agree to the byte.
     QCOMPARE(table->item(0, EstimateView::kError)->text(), QStringLiteral("+0.0 %"));
-    // The peak row measures the events' step_peak; the planner's contract: within 10 %.
+    // The peak row measures the events' step_peak; the planner's contract: within 10 %, never more than 5 %
+    // under (the epoch is long enough for the data workers to fill their queues: NOTE [Loader memory]).
     QCOMPARE(table->item(5, EstimateView::kPart)->text(), QStringLiteral("peak (step)"));
     QCOMPARE(cellBytes(table, 5, EstimateView::kLatest), rank0["step_peak"].toInteger());
     const double fsdpPeakError = table->item(5, EstimateView::kError)->data(Qt::UserRole).toDouble();
     qInfo("FSDP peak: estimate %lld, measured %lld, %s", cellBytes(table, 5, EstimateView::kEstimate),
           cellBytes(table, 5, EstimateView::kPeak), qPrintable(table->item(5, EstimateView::kError)->text()));
-    QVERIFY2(fsdpPeakError <= 10.0 && fsdpPeakError >= -10.0,
+    QVERIFY2(fsdpPeakError <= 10.0 && fsdpPeakError >= -5.0,
              qPrintable(table->item(5, EstimateView::kError)->text()));
     page.resize(1200, 700);
     page.tabs()->setCurrentWidget(view);
@@ -262,14 +263,15 @@ class EstimateViewTest : public QObject {
     QCOMPARE(table->item(5, EstimateView::kPart)->text(), QStringLiteral("peak (step)"));
     QVERIFY(table->item(5, EstimateView::kPart)->toolTip().contains("step_peak"));
     QCOMPARE(cellBytes(table, 5, EstimateView::kPeak), stepPeak);
-    // The planner's accuracy contract (docs/planner.md, "Accuracy of the peak"): within 10 %.
+    // The planner's accuracy contract (docs/planner.md, "Accuracy of the peak"): within 10 %, never
+    // more than 5 % under.
     const double peakError = table->item(5, EstimateView::kError)->data(Qt::UserRole).toDouble();
     for (int row = 0; row < table->rowCount(); ++row) {
       qInfo("%s: estimate %lld, measured %lld, %s", qPrintable(table->item(row, EstimateView::kPart)->text()),
             cellBytes(table, row, EstimateView::kEstimate), cellBytes(table, row, EstimateView::kPeak),
             qPrintable(table->item(row, EstimateView::kError)->text()));
     }
-    QVERIFY2(peakError <= 10.0 && peakError >= -10.0,
+    QVERIFY2(peakError <= 10.0 && peakError >= -5.0,
              qPrintable(table->item(5, EstimateView::kError)->text()));
     page.runAttached(work.filePath("other"));
   }
