@@ -176,6 +176,7 @@ Status Checkpointer::restoreDataPosition(data::DataPosition p) {
   const std::vector<int64_t> nowSizes = source.position().batchSizes;
   if (p.batchSizes.empty()) p.batchSizes = nowSizes;  // written before batch sizes were recorded
   if (p.world == options_.world && p.batchSizes == nowSizes) {
+    if (p.rank != options_.rank) p.cursors.clear();  // rank 0's reader: NOTE [Data position cursors]
     p.rank = options_.rank;
     return source.restore(p);
   }
@@ -190,6 +191,7 @@ Status Checkpointer::restoreDataPosition(data::DataPosition p) {
   p.rank = options_.rank;
   p.world = options_.world;
   p.batchSizes = nowSizes;
+  p.cursors.clear();  // the old split's shards: NOTE [Data position cursors]
   if (Status s = source.restore(p); !s) return s;
   std::string message = "resumed a run of " + std::to_string(savedWorld) + " ranks on " +
                         std::to_string(options_.world) +

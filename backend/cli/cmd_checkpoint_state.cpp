@@ -37,6 +37,15 @@ json stateJson(const in::TrainingState& s) {
         {"kind", r.kind}, {"step", r.step}, {"iteration", r.iteration}, {"epoch", r.epoch}, {"rng", rng}};
     if (r.data) {
       const in::DataPositionInfo& p = *r.data;
+      json cursors = json::array();
+      for (const auto& c : p.cursors) {
+        cursors.push_back({{"shard", c.shard},
+                           {"shard_index", c.shardIndex},
+                           {"shard_count", c.shardCount},
+                           {"samples_read", c.samplesRead},
+                           {"pass", c.pass},
+                           {"worker", c.worker}});
+      }
       j["resume"]["data_position"] = {{"source", p.source},
                                       {"epoch", p.epoch},
                                       {"rank", p.rank},
@@ -45,6 +54,7 @@ json stateJson(const in::TrainingState& s) {
                                       {"batches_consumed", p.batchesConsumed},
                                       {"batch_sizes", p.batchSizes},
                                       {"rng_state_bytes", p.rngStateBytes},
+                                      {"cursors", cursors},
                                       {"text", in::describeDataPosition(p)}};
     } else {
       j["resume"]["data_position"] = nullptr;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/data/shard_cursor.h"
 #include "backend/protocol/status.h"
 
 namespace fs::data {
@@ -40,6 +41,9 @@ struct Batch {
   int64_t samples = 0;          // B
   int64_t tokens = 0;           // non-pad tokens: attention_mask.sum()
   int64_t index = 0;            // batch index within the epoch for this dataset
+  // The shard pipeline's reader position when the batch completed (NOTE
+  // [Shard cursor] in shard_cursor.h); none from the synthetic source.
+  std::optional<ShardCursor> cursor;
 };
 
 // One Batch per configured dataset, in config order.

@@ -32,6 +32,56 @@ bool fromHex(const std::string& s, std::vector<uint8_t>& out) {
   }
   return true;
 }
+
+// cursors[i].<key> as a non-negative integer; errors name the field.
+protocol::Status cursorNumber(const nlohmann::json& c, const std::string& where, const char* key,
+                              int64_t& out) {
+  using protocol::Status;
+  const std::string field = where + "." + key;
+  if (!c.contains(key)) return Status::corruption("data position: " + field + " is missing");
+  const auto& v = c.at(key);
+  if (!v.is_number_integer()) {
+    return Status::corruption("data position: " + field + " is " + v.dump() + ", not an integer");
+  }
+  out = v.get<int64_t>();
+  if (out < 0)
+    return Status::corruption("data position: " + field + " is " + std::to_string(out) + ", below 0");
+  return Status::ok();
+}
+
+protocol::Status decodeCursors(const nlohmann::json& j, DataPosition& p) {
+  using protocol::Status;
+  const auto& list = j.at("cursors");
+  if (!list.is_array()) return Status::corruption("data position: cursors is not an array");
+  if (list.size() != p.datasets.size()) {
+    return Status::corruption("data position: " + std::to_string(list.size()) + " cursors for " +
+                              std::to_string(p.datasets.size()) + " datasets");
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = "cursors[" + std::to_string(i) + "]";
+    const auto& c = list[i];
+    if (!c.is_object()) return Status::corruption("data position: " + where + " is not an object");
+    ShardCursor cursor;
+    if (!c.contains("shard") || !c.at("shard").is_string() || c.at("shard").get<std::string>().empty()) {
+      return Status::corruption("data position: " + where + ".shard is missing or not a non-empty string");
+    }
+    cursor.shard = c.at("shard").get<std::string>();
+    for (const auto& [key, out] : {std::pair<const char*, int64_t*>{"shard_index", &cursor.shardIndex},
+                                   {"shard_count", &cursor.shardCount},
+                                   {"samples_read", &cursor.samplesRead},
+                                   {"pass", &cursor.pass},
+                                   {"worker", &cursor.worker}}) {
+      if (Status s = cursorNumber(c, where, key, *out); !s) return s;
+    }
+    if (cursor.shardIndex >= cursor.shardCount) {
+      return Status::corruption("data position: " + where + ".shard_index " +
+                                std::to_string(cursor.shardIndex) + " is not below shard_count " +
+                                std::to_string(cursor.shardCount));
+    }
+    p.cursors.push_back(std::move(cursor));
+  }
+  return Status::ok();
+}
 }  // namespace
 
 std::string encodeDataPosition(const DataPosition& p) {
@@ -45,6 +95,17 @@ std::string encodeDataPosition(const DataPosition& p) {
   j["batches_consumed"] = p.batchesConsumed;
   if (!p.batchSizes.empty()) j["batch_sizes"] = p.batchSizes;
   j["rng_state"] = toHex(p.rngState);
+  if (!p.cursors.empty()) {
+    auto& list = j["cursors"] = nlohmann::ordered_json::array();
+    for (const ShardCursor& c : p.cursors) {
+      list.push_back({{"shard", c.shard},
+                      {"shard_index", c.shardIndex},
+                      {"shard_count", c.shardCount},
+                      {"samples_read", c.samplesRead},
+                      {"pass", c.pass},
+                      {"worker", c.worker}});
+    }
+  }
   return j.dump();
 }
 
@@ -75,6 +136,9 @@ protocol::StatusOr<DataPosition> decodeDataPosition(const std::string& text) {
     }
     if (!p.batchSizes.empty() && p.batchSizes.size() != p.datasets.size()) {
       return Status::corruption("data position: datasets and batch_sizes differ in length");
+    }
+    if (j.contains("cursors")) {
+      if (Status s = decodeCursors(j, p); !s) return s;
     }
     return p;
   } catch (const nlohmann::json::exception& e) {

@@ -13,6 +13,19 @@
 // per-rank batch size of each dataset when it was saved; empty in files
 // written before it existed).
 //
+// NOTE [Data position cursors]: the shard source also records, per dataset,
+// the cursor of the last batch it consumed in this epoch (`cursors`; NOTE
+// [Shard cursor] in shard_cursor.h), so a checkpoint can name the shard and
+// the sample it stands at. It is description, not resume state: the cursor
+// follows from the rest of the position, restore() replays it, and
+// checkResumable() ignores it. It is empty for the synthetic source, at the
+// start of an epoch (nothing consumed yet), in files written before it
+// existed, and after a position was carried over to another rank (whose
+// reader reads other shards) or world size (the shards are re-split), until
+// the next batch brings the rank's own. The JSON key is written only when present and
+// the format stays 1: decodeDataPosition() reads the keys it knows and
+// ignores any others, as do older builds, which therefore read these files.
+//
 // Thread-safety: plain value.
 #pragma once
 
@@ -20,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/data/shard_cursor.h"
 #include "backend/protocol/status.h"
 
 namespace fs::data {
@@ -35,6 +49,7 @@ struct DataPosition {
   std::vector<int64_t> batchesConsumed;  // per dataset, within `epoch`
   std::vector<int64_t> batchSizes;       // per dataset, per rank; may be empty (older files)
   std::vector<uint8_t> rngState;         // source-specific, may be empty
+  std::vector<ShardCursor> cursors;      // per dataset or empty: NOTE [Data position cursors]
 
   bool operator==(const DataPosition&) const = default;
 };
@@ -46,7 +61,9 @@ protocol::Status checkResumable(const DataPosition& mine, const DataPosition& sa
 
 // A compact JSON object (rngState as hex), for step checkpoints.
 std::string encodeDataPosition(const DataPosition& position);
-// Rejects malformed JSON, missing fields and a newer format version.
+// Rejects malformed JSON, missing fields, a newer format version and
+// malformed cursors (naming the field, e.g. "cursors[1].samples_read");
+// ignores keys it does not know.
 protocol::StatusOr<DataPosition> decodeDataPosition(const std::string& json);
 
 }  // namespace fs::data

@@ -38,15 +38,21 @@ protocol::StatusOr<ShardPlan> ShardPlan::create(const std::string& dataset, cons
 }
 
 std::vector<std::string> ShardPlan::workerShards(int64_t epoch, int64_t pass, int64_t worker) const {
-  const auto n = shards_.size();
   std::vector<std::string> out;
+  for (size_t i : workerShardIndices(epoch, pass, worker)) out.push_back(shards_[i]);
+  return out;
+}
+
+std::vector<size_t> ShardPlan::workerShardIndices(int64_t epoch, int64_t pass, int64_t worker) const {
+  const auto n = shards_.size();
+  std::vector<size_t> out;
   if (n == 0) return out;
   const auto& o = options_;
   if (o.resampled) {
     Rng rng(mixKey({kResampleTag, o.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(o.rank),
                     static_cast<uint64_t>(worker), static_cast<uint64_t>(pass)}));
     out.reserve(n);
-    for (size_t i = 0; i < n; ++i) out.push_back(shards_[rng.below(n)]);
+    for (size_t i = 0; i < n; ++i) out.push_back(rng.below(n));
     return out;
   }
   std::vector<size_t> order(n);
@@ -55,7 +61,7 @@ std::vector<std::string> ShardPlan::workerShards(int64_t epoch, int64_t pass, in
   for (size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
   int64_t mine = 0;  // index among this rank's shards
   for (size_t i = static_cast<size_t>(o.rank); i < n; i += static_cast<size_t>(o.world), ++mine) {
-    if (mine % o.workers == worker) out.push_back(shards_[order[i]]);
+    if (mine % o.workers == worker) out.push_back(order[i]);
   }
   return out;
 }

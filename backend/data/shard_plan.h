@@ -48,6 +48,8 @@ class ShardPlan {
   // The shards worker `worker` reads in pass `pass` of `epoch` (resampled:
   // the pass-th block of shards.size() draws).
   std::vector<std::string> workerShards(int64_t epoch, int64_t pass, int64_t worker) const;
+  // The same shards as indices into shards().
+  std::vector<size_t> workerShardIndices(int64_t epoch, int64_t pass, int64_t worker) const;
 
  private:
   std::vector<std::string> shards_;

@@ -141,6 +141,12 @@ StatusOr<std::optional<StepBatches>> ShardSource::next() {
     ++consumed_[i];
     out.batches.push_back(std::move(batch.value()));
   }
+  // Every batch of this pipeline carries one (shard_worker.cpp); all or none.
+  cursors_.clear();
+  for (const Batch& b : out.batches) {
+    if (b.cursor) cursors_.push_back(*b.cursor);
+  }
+  if (cursors_.size() != out.batches.size()) cursors_.clear();
   ++step_;
   return std::optional<StepBatches>(std::move(out));
 }
@@ -150,6 +156,7 @@ void ShardSource::setEpoch(int64_t epoch) {
   epoch_ = epoch;
   step_ = 0;
   std::fill(consumed_.begin(), consumed_.end(), 0);
+  cursors_.clear();
 }
 
 DataPosition ShardSource::position() const {
@@ -163,6 +170,7 @@ DataPosition ShardSource::position() const {
     p.batchSizes.push_back(info.batchSize);
   }
   p.batchesConsumed = consumed_;
+  p.cursors = cursors_;
   return p;
 }
 
@@ -173,8 +181,13 @@ Status ShardSource::restore(const DataPosition& p) {
   for (int64_t c : p.batchesConsumed) {
     if (c != step) return Status::invalidArgument("data position: datasets at different steps of the epoch");
   }
+  if (!p.cursors.empty() && p.cursors.size() != p.datasets.size()) {
+    return Status::invalidArgument("data position: " + std::to_string(p.cursors.size()) + " cursors for " +
+                                   std::to_string(p.datasets.size()) + " datasets");
+  }
   setEpoch(p.epoch);
   consumed_ = p.batchesConsumed;
+  cursors_ = p.cursors;
   step_ = step;
   return Status::ok();
 }

@@ -13,6 +13,10 @@
 // before, so drops and random draws replay and the next batch is exactly the
 // one an uninterrupted run would have seen. The cost is reading the epoch's
 // consumed part again (data time, no training), paid once per resume.
+// The position also carries each dataset's cursor from the last batch
+// consumed (NOTE [Data position cursors] in data_position.h): restore() puts
+// the saved cursors back, so position() right after restore() equals the
+// saved one, and the replayed batches bring the same cursors as before.
 //
 // Thread-safety: one consumer thread (the rank's training loop).
 #pragma once
@@ -73,6 +77,8 @@ class ShardSource final : public DataSource {
   int64_t stepsPerEpoch_ = 0;
   int64_t step_ = 0;
   std::vector<int64_t> consumed_;
+  std::vector<ShardCursor>
+      cursors_;  // of the last batch consumed per dataset; empty before the epoch's first
   bool started_ = false;
 };
 

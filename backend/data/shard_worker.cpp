@@ -204,6 +204,9 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
   const auto d = static_cast<uint64_t>(spec_.datasetIndex);
   Rng rng(mixKey({kWorkerRngTag, spec_.seed, e, r, w, d}));
   Builder builder(spec_);
+  ShardCursor cursor;  // NOTE [Shard cursor]: the reader's position, stamped on each batch it completes
+  cursor.shardCount = static_cast<int64_t>(plan_.shards().size());
+  cursor.worker = spec_.worker;
   int64_t produced = 0;
   int64_t accepted = 0;  // this worker's, for the empty-pass check
   bool flip = false;
@@ -223,18 +226,20 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
     builder.commit();
     if (!builder.full()) return true;
     Batch batch = builder.finish(preparer_.padToMaxTokens());
+    batch.cursor = cursor;
     if (produced++ >= skip && !deliver(std::move(batch))) return false;
     return produced < spec_.quota && !stopping_;
   };
 
   bool going = spec_.quota > 0;
   for (int64_t pass = 0; going && !stopping_; ++pass) {
-    const auto shards = plan_.workerShards(epoch, pass, spec_.worker);
+    const auto indices = plan_.workerShardIndices(epoch, pass, spec_.worker);
     const int64_t acceptedBefore = accepted;
     SampleShuffle<Sample> shuffle(spec_.shuffleCapacity, spec_.shuffleInitial,
                                   mixKey({kShuffleTag, spec_.seed, e, r, w, d, static_cast<uint64_t>(pass)}));
-    for (const auto& shard : shards) {
+    for (size_t index : indices) {
       if (!going || stopping_) break;
+      const std::string& shard = plan_.shards()[index];
       TarReaderOptions options;
       options.interrupt = &interrupt_;
       auto reader = TarSampleReader::open(shard, options);
@@ -242,6 +247,10 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
         ledger_.drop(shard, "unreadable_shard", reader.status().message());
         continue;
       }
+      cursor.shard = shard;
+      cursor.shardIndex = static_cast<int64_t>(index);
+      cursor.samplesRead = 0;
+      cursor.pass = pass;
       while (going && !stopping_) {
         auto sample = reader->next();
         if (!sample) {
@@ -250,6 +259,7 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
           break;
         }
         if (!sample->has_value()) break;
+        ++cursor.samplesRead;
         if (auto out = shuffle.push(std::move(**sample))) going = feed(*out);
       }
       reader->close();
@@ -263,8 +273,8 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
     if (going && !stopping_ && accepted == acceptedBefore) {
       deliver(Status::invalidArgument(
           "dataset " + spec_.dataset + ": worker " + std::to_string(spec_.worker) + " of rank " +
-          std::to_string(spec_.rank) + " found no usable sample in " + std::to_string(shards.size()) +
-          " shard(s) (first: " + (shards.empty() ? std::string("none") : shards.front()) +
+          std::to_string(spec_.rank) + " found no usable sample in " + std::to_string(indices.size()) +
+          " shard(s) (first: " + (indices.empty() ? std::string("none") : plan_.shards()[indices.front()]) +
           "); see the data_stats counts and the rank log"));
       break;
     }

@@ -3,7 +3,8 @@
 // (sample_preparer.h: decode, preprocess, tokenize) and collates batches into
 // a bounded prefetch queue. The source takes batch i of an epoch from worker
 // i mod workers, as PyTorch's DataLoader does, so the batch stream does not
-// depend on thread timing.
+// depend on thread timing. Each batch carries the reader's position when it
+// completed (NOTE [Shard cursor] in shard_cursor.h).
 //
 // Thread-safety: start/stop/take are called by the one consumer thread; the
 // worker thread touches only its own state, the queue (under its mutex) and

@@ -117,6 +117,33 @@ StatusOr<DataPositionInfo> parsePosition(const CheckpointIndex& c, const std::st
       return bad(c, entry,
                  "names " + std::to_string(p.datasets.size()) + " datasets but " +
                      std::to_string(p.batchesConsumed.size()) + " batch counts");
+    if (j.contains("cursors")) {
+      const auto& list = j.at("cursors");
+      if (!list.is_array() || list.size() != p.datasets.size())
+        return bad(c, entry,
+                   "cursors is not a list of " + std::to_string(p.datasets.size()) + " (one per dataset)");
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string field = "cursors[" + std::to_string(i) + "]";
+        const auto& item = list[i];
+        if (!item.is_object()) return bad(c, entry, field + " is not an object");
+        ShardCursorInfo cursor;
+        if (!item.contains("shard") || !item.at("shard").is_string())
+          return bad(c, entry, field + ".shard is missing or not a string");
+        cursor.shard = item.at("shard").get<std::string>();
+        for (const auto& [key, out] :
+             {std::pair<const char*, std::int64_t*>{"shard_index", &cursor.shardIndex},
+              {"shard_count", &cursor.shardCount},
+              {"samples_read", &cursor.samplesRead},
+              {"pass", &cursor.pass},
+              {"worker", &cursor.worker}}) {
+          if (!item.contains(key) || !item.at(key).is_number_integer())
+            return bad(c, entry, field + "." + key + " is missing or not an integer");
+          *out = item.at(key).get<std::int64_t>();
+          if (*out < 0) return bad(c, entry, field + "." + key + " is " + std::to_string(*out) + ", below 0");
+        }
+        p.cursors.push_back(std::move(cursor));
+      }
+    }
     return p;
   } catch (const nlohmann::json::exception& e) {
     return bad(c, entry, std::string("malformed (") + e.what() + ")");

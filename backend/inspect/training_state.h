@@ -68,6 +68,17 @@ struct RngGenerator {
   std::string hash;  // "xxh64:<16 hex>" of its bytes: equal states hash equal
 };
 
+// backend/data/shard_cursor.h's ShardCursor: where the shard pipeline's
+// reader stood when the last batch consumed of a dataset completed.
+struct ShardCursorInfo {
+  std::string shard;  // path or URL as the plan gives it
+  std::int64_t shardIndex = 0;
+  std::int64_t shardCount = 0;
+  std::int64_t samplesRead = 0;  // samples the reader had read from `shard`
+  std::int64_t pass = 0;
+  std::int64_t worker = 0;
+};
+
 // backend/data/data_position.h's DataPosition, field for field, as the
 // checkpoint stores it (JSON text).
 struct DataPositionInfo {
@@ -80,6 +91,7 @@ struct DataPositionInfo {
   std::vector<std::int64_t> batchesConsumed;
   std::vector<std::int64_t> batchSizes;  // may be empty (older files)
   std::uint64_t rngStateBytes = 0;
+  std::vector<ShardCursorInfo> cursors;  // per dataset, or empty (synthetic source, older files)
 };
 
 // Our resume record ("flamingo_studio" / the sharded index's "resume").
@@ -107,7 +119,10 @@ StatusOr<TrainingState> readTrainingState(const CheckpointIndex& checkpoint);
 
 // "epoch 2: laion 850 batches of 4 = 3,400 samples, mmc4 850 batches of 2 =
 // 1,700 samples, on rank 0 of 1 (shards source)"; per rank with "(N over W
-// ranks)" when world > 1; exact to what the position holds.
+// ranks)" when world > 1; exact to what the position holds. With cursors,
+// per dataset "laion at shard /d/laion-000012.tar (index 12 of 40, pass 0,
+// worker 0) with 340 samples read from it, 850 batches of 4 = 3,400 samples
+// this epoch", datasets separated by "; ".
 std::string describeDataPosition(const DataPositionInfo& position);
 
 // The human report `flamingo-train checkpoint state` prints.

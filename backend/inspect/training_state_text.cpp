@@ -39,19 +39,30 @@ std::string opt(const std::optional<double>& v) {
 
 std::string describeDataPosition(const DataPositionInfo& p) {
   std::ostringstream out;
+  const bool cursors = !p.cursors.empty() && p.cursors.size() == p.datasets.size();
   out << "epoch " << p.epoch << ": ";
   for (std::size_t i = 0; i < p.datasets.size(); ++i) {
     const std::int64_t batches = p.batchesConsumed[i];
-    out << (i ? ", " : "") << p.datasets[i] << ' ' << grouped(batches)
-        << (batches == 1 ? " batch" : " batches");
+    out << (i ? (cursors ? "; " : ", ") : "") << p.datasets[i] << ' ';
+    if (cursors) {
+      const ShardCursorInfo& c = p.cursors[i];
+      out << "at shard " << c.shard << " (index " << grouped(c.shardIndex) << " of " << grouped(c.shardCount)
+          << ", pass " << c.pass << ", worker " << c.worker << ") with " << grouped(c.samplesRead)
+          << (c.samplesRead == 1 ? " sample" : " samples") << " read from it, ";
+    }
+    out << grouped(batches) << (batches == 1 ? " batch" : " batches");
     if (i < p.batchSizes.size()) {
       const std::int64_t samples = batches * p.batchSizes[i];
       out << " of " << grouped(p.batchSizes[i]) << " = " << grouped(samples) << " samples";
+      if (cursors) out << " this epoch";
       if (p.world > 1) out << " per rank (" << grouped(samples * p.world) << " over " << p.world << " ranks)";
+    } else if (cursors) {
+      out << " this epoch";
     }
   }
   if (p.datasets.empty()) out << "no datasets";
-  out << ", on rank " << p.rank << " of " << p.world << " (" << p.source << " source";
+  out << (cursors ? "; " : ", ") << "on rank " << p.rank << " of " << p.world << " (" << p.source
+      << " source";
   if (p.batchSizes.empty()) out << "; batch sizes not recorded";
   if (p.rngStateBytes > 0) out << "; " << p.rngStateBytes << " bytes of source RNG state";
   out << ')';

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <nlohmann/json.hpp>
+
 namespace fs::data {
 namespace {
 
@@ -44,6 +47,79 @@ TEST(DataPosition, RejectsGarbageMissingFieldsAndNewerFormat) {
   std::string badHex = text;
   badHex.replace(badHex.find("007fff10"), 8, "007fffzz");
   EXPECT_FALSE(decodeDataPosition(badHex).isOk());
+}
+
+DataPosition withCursors() {
+  DataPosition p = sample();
+  p.batchSizes = {4, 2};
+  p.cursors = {{"/data/laion-000012.tar", 12, 40, 340, 0, 1},
+               {"pipe:cat /data/mmc4-000003.tar", 3, 8, 7, 2, 0}};
+  return p;
+}
+
+TEST(DataPosition, CursorsRoundTripAndAreWrittenOnlyWhenPresent) {
+  const DataPosition p = withCursors();
+  const std::string text = encodeDataPosition(p);
+  const auto j = nlohmann::json::parse(text);
+  ASSERT_TRUE(j.contains("cursors"));
+  EXPECT_EQ(j.at("cursors")[0].at("shard"), "/data/laion-000012.tar");
+  EXPECT_EQ(j.at("cursors")[0].at("samples_read"), 340);
+  EXPECT_EQ(j.at("cursors")[1].at("pass"), 2);
+  const auto back = decodeDataPosition(text);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(back.value(), p);
+
+  DataPosition none = p;
+  none.cursors.clear();
+  const std::string plain = encodeDataPosition(none);
+  EXPECT_FALSE(nlohmann::json::parse(plain).contains("cursors"));
+  const auto again = decodeDataPosition(plain);
+  ASSERT_TRUE(again.isOk());
+  EXPECT_TRUE(again->cursors.empty());
+  EXPECT_EQ(again.value(), none);
+}
+
+// Older readers skip keys they do not know; so does this one (the format stays 1).
+TEST(DataPosition, UnknownKeysAreIgnored) {
+  auto j = nlohmann::json::parse(encodeDataPosition(withCursors()));
+  j["written_by_a_newer_build"] = {{"anything", 1}};
+  j["cursors"][0]["also_new"] = "x";
+  const auto back = decodeDataPosition(j.dump());
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(back.value(), withCursors());
+  EXPECT_EQ(j.at("format"), 1);
+}
+
+TEST(DataPosition, MalformedCursorsAreRejectedNamingTheField) {
+  const auto base = nlohmann::json::parse(encodeDataPosition(withCursors()));
+  const auto expectError = [&](const std::function<void(nlohmann::json&)>& spoil, const std::string& says) {
+    nlohmann::json j = base;
+    spoil(j);
+    const auto r = decodeDataPosition(j.dump());
+    ASSERT_FALSE(r.isOk()) << j.dump();
+    EXPECT_EQ(r.status().code(), protocol::Status::Code::kCorruption);
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
+  };
+  expectError([](auto& j) { j["cursors"] = "laion"; }, "cursors is not an array");
+  expectError([](auto& j) { j["cursors"].erase(1); }, "1 cursors for 2 datasets");
+  expectError([](auto& j) { j["cursors"][1] = 5; }, "cursors[1] is not an object");
+  expectError([](auto& j) { j["cursors"][0].erase("shard"); }, "cursors[0].shard is missing");
+  expectError([](auto& j) { j["cursors"][0]["shard"] = ""; },
+              "cursors[0].shard is missing or not a non-empty");
+  expectError([](auto& j) { j["cursors"][1]["samples_read"] = -3; },
+              "cursors[1].samples_read is -3, below 0");
+  expectError([](auto& j) { j["cursors"][1]["pass"] = "two"; }, "cursors[1].pass is \"two\", not an integer");
+  expectError([](auto& j) { j["cursors"][0]["worker"] = 1.5; }, "cursors[0].worker is 1.5, not an integer");
+  expectError([](auto& j) { j["cursors"][0].erase("shard_count"); }, "cursors[0].shard_count is missing");
+  expectError([](auto& j) { j["cursors"][0]["shard_index"] = 40; },
+              "cursors[0].shard_index 40 is not below shard_count 40");
+}
+
+// Cursors describe, they do not decide: a position resumes whatever they say.
+TEST(DataPosition, CheckResumableIgnoresCursors) {
+  DataPosition mine = withCursors();
+  mine.cursors.clear();
+  EXPECT_TRUE(checkResumable(mine, withCursors(), 100));
 }
 
 }  // namespace

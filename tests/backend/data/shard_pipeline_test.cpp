@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -17,12 +18,23 @@
 #include "backend/data/shard_plan.h"
 #include "backend/data/shard_source.h"
 #include "backend/data/shardgen/synthetic_shards.h"
+#include "backend/data/shards/tar_samples.h"
 #include "tests/backend/data/tiny_config.h"
 
 namespace fs::data {
 namespace {
 
 namespace fsys = std::filesystem;
+
+}  // namespace
+
+// For readable failures.
+void PrintTo(const ShardCursor& c, std::ostream* os) {
+  *os << c.shard << " [" << c.shardIndex << " of " << c.shardCount << "] samples " << c.samplesRead
+      << " pass " << c.pass << " worker " << c.worker;
+}
+
+namespace {
 
 class ShardPipelineTest : public ::testing::Test {
  protected:
@@ -164,15 +176,109 @@ TEST_F(ShardPipelineTest, ResumeContinuesWithTheSameBatches) {
     auto first = source(c);
     drain(*first, k);
     const DataPosition at = first->position();
+    ASSERT_EQ(at.cursors.size(), 2u);
+    for (size_t d = 0; d < 2; ++d)
+      EXPECT_EQ(at.cursors[d], full[static_cast<size_t>(k) - 1].batches[d].cursor);
     auto resumed = source(c);
     ASSERT_TRUE(resumed->restore(at));
+    EXPECT_EQ(resumed->position(), at);  // the cursors included, before any batch is rebuilt
     const auto rest = drain(*resumed);
     ASSERT_EQ(rest.size(), full.size() - static_cast<size_t>(k));
-    for (size_t i = 0; i < rest.size(); ++i) expectSame(rest[i], full[static_cast<size_t>(k) + i]);
+    for (size_t i = 0; i < rest.size(); ++i) {
+      expectSame(rest[i], full[static_cast<size_t>(k) + i]);
+      for (size_t d = 0; d < 2; ++d) {  // the replayed reads bring the uninterrupted run's cursors
+        ASSERT_TRUE(rest[i].batches[d].cursor.has_value());
+        EXPECT_EQ(rest[i].batches[d].cursor, full[static_cast<size_t>(k) + i].batches[d].cursor);
+      }
+    }
+    EXPECT_EQ(resumed->position(), a->position());
   }
+  EXPECT_EQ(a->position().cursors.size(), 2u);
+  a->setEpoch(1);
+  EXPECT_TRUE(a->position().cursors.empty());  // nothing consumed of epoch 1 yet
   DataPosition other = a->position();
   other.rank = 1;
   EXPECT_FALSE(source(c)->restore(other));
+}
+
+// NOTE [Shard cursor], checked against an independent count: the samples
+// each shard holds (read back with the tar reader), the plan's shard order
+// and the shuffle buffer's release rule give, for every LAION batch (no LAION
+// sample is dropped), the shard being read and how many of its samples had
+// been read when the batch's last row arrived; an epoch longer than a pass
+// covers the end-of-pass drain (the last shard, fully read) and pass 1.
+TEST_F(ShardPipelineTest, CursorsNameTheShardAndTheSamplesReadFromIt) {
+  auto c = config();
+  c.data.datasets[0].samples_per_epoch = 160;  // 40 batches of 4; a pass holds 4 x 24 = 96 samples
+  c.data.datasets[1].samples_per_epoch = 80;
+  auto s = source(c);
+  ASSERT_TRUE(s);
+  const auto steps = drain(*s);
+  ASSERT_EQ(steps.size(), 40u);
+  EXPECT_EQ(s->dropCounts().at("laion").dropped, 0);
+
+  auto plan =
+      ShardPlan::create("laion", c.data.datasets[0].shards, {static_cast<uint64_t>(c.seed), 0, 1, 1, false});
+  ASSERT_TRUE(plan);
+  std::map<std::string, int64_t> held;  // samples per shard, as the tar reader groups them
+  for (const auto& shard : plan->shards()) {
+    auto reader = TarSampleReader::open(shard);
+    ASSERT_TRUE(reader) << reader.status().message();
+    for (;;) {
+      auto sample = reader->next();
+      ASSERT_TRUE(sample) << sample.status().message();
+      if (!sample->has_value()) break;
+      ++held[shard];
+    }
+    EXPECT_EQ(held[shard], 24) << shard;
+  }
+  std::vector<ShardCursor> expected;
+  int64_t out = 0;  // samples released into batches
+  const int64_t batch = 4;
+  const auto capacity = static_cast<size_t>(c.data.shuffle_buffer);
+  int64_t fromDrain = 0;  // batches completed while pass 0's buffer drained: their cursor is the last shard
+  for (int64_t pass = 0; expected.size() < steps.size(); ++pass) {
+    SampleShuffle<int> shuffle(capacity, capacity / 5, 0);
+    ShardCursor last;
+    for (const auto& shard : plan->workerShards(0, pass, 0)) {
+      const auto index =
+          std::find(plan->shards().begin(), plan->shards().end(), shard) - plan->shards().begin();
+      last = {shard, index, 4, 0, pass, 0};
+      for (int64_t n = 1; n <= held[shard]; ++n) {
+        last.samplesRead = n;
+        if (shuffle.push(0) && ++out % batch == 0) expected.push_back(last);
+      }
+    }
+    while (shuffle.drain()) {
+      if (++out % batch == 0) {
+        if (expected.size() < steps.size()) ++fromDrain;
+        expected.push_back(last);
+      }
+    }
+  }
+  EXPECT_GT(fromDrain, 0);
+  bool secondPass = false;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Batch* laion = steps[i].find("laion");
+    ASSERT_TRUE(laion && laion->cursor);
+    EXPECT_EQ(*laion->cursor, expected[i]) << "batch " << i;
+    secondPass |= laion->cursor->pass == 1;
+    const auto& name = laion->cursor->shard;  // ".../laion-000003.tar": its index in the expanded list
+    EXPECT_EQ(std::stoll(name.substr(name.size() - 10, 6)), laion->cursor->shardIndex) << name;
+    const Batch* mmc4 = steps[i].find("mmc4");
+    ASSERT_TRUE(mmc4 && mmc4->cursor);
+    EXPECT_GE(mmc4->cursor->samplesRead, 1);
+    EXPECT_LE(mmc4->cursor->samplesRead, 16);
+    EXPECT_NE(mmc4->cursor->shard.find("mmc4-"), std::string::npos);
+  }
+  EXPECT_TRUE(secondPass);
+  const DataPosition p = s->position();
+  ASSERT_EQ(p.cursors.size(), 2u);
+  EXPECT_EQ(p.cursors[0], expected[steps.size() - 1]);
+  EXPECT_EQ(p.cursors[1], *steps.back().find("mmc4")->cursor);
+  const auto back = decodeDataPosition(encodeDataPosition(p));
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(back.value(), p);
 }
 
 TEST_F(ShardPipelineTest, RanksAndWorkersReadDisjointShards) {
@@ -182,7 +288,11 @@ TEST_F(ShardPipelineTest, RanksAndWorkersReadDisjointShards) {
     auto plan = ShardPlan::create("laion", spec, {7, rank, 2, 2, false});
     ASSERT_TRUE(plan) << plan.status().message();
     for (int64_t w = 0; w < 2; ++w) {
-      for (const auto& s : plan->workerShards(0, 0, w)) seen.insert(s);
+      const auto names = plan->workerShards(0, 0, w);
+      const auto indices = plan->workerShardIndices(0, 0, w);
+      ASSERT_EQ(names.size(), indices.size());
+      for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(plan->shards()[indices[i]], names[i]);
+      for (const auto& s : names) seen.insert(s);
     }
   }
   EXPECT_EQ(seen.size(), 8u);  // every shard once per pass, to exactly one (rank, worker)

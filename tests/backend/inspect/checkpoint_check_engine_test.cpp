@@ -3,7 +3,10 @@
 //
 // state: a step checkpoint's data position in words is the run's known one
 // (step k of batch sizes 4 and 2: k batches of each), every optimizer state
-// carries a name whose manifest shape is its moments' shape.
+// carries a name whose manifest shape is its moments' shape; with the shard
+// pipeline (the preset's generated shards) it names the shard each dataset's
+// reader stood at, counted against the shard's samples as Python's tarfile
+// reads them.
 // check: a checkpoint with planted missing, unexpected, mis-shaped and
 // duplicate keys gives, class by class, the report the engine's loader gives
 // (Flamingo::loadStateDict with expected-frozen marked, as on resume), and
@@ -220,6 +223,94 @@ TEST_F(CheckpointCheckEngineTest, CheckReportsClassByClassWhatTheEngineLoaderRep
                 log, log),
             0);
   EXPECT_NE(slurp(log).find(report.summary()), std::string::npos) << slurp(log);
+}
+
+// The tiny preset as shipped: data.source "generated", real tar shards through the shard pipeline.
+class ShardPositionEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fsys::path(fsys::temp_directory_path() / ("fs_inspect_shards_" + std::to_string(::getpid())));
+    fsys::remove_all(*dir_);
+    fsys::create_directories(*dir_);
+    std::vector<std::string> argv = {FS_TEST_FLAMINGO_TRAIN,
+                                     "train",
+                                     "--config",
+                                     std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml",
+                                     "--run-dir",
+                                     (*dir_ / "run").string()};
+    for (const std::string& s : std::vector<std::string>{"optim.epochs=1", "launch.threads_per_rank=1",
+                                                         "checkpoint.every_steps=" + std::to_string(kSteps),
+                                                         "checkpoint.keep_last=5"}) {
+      argv.push_back("--set");
+      argv.push_back(s);
+    }
+    const std::string log = (*dir_ / "train.log").string();
+    if (run(argv, log, log) != 0) *error_ = "flamingo-train train failed: " + slurp(log);
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fsys::remove_all(*dir_, ec);
+  }
+  void SetUp() override { ASSERT_TRUE(error_->empty()) << *error_; }
+
+  // Samples in a tar shard: its members' distinct keys (the name up to the first dot), by Python's tarfile.
+  static std::int64_t samplesIn(const std::string& shard) {
+    const std::string out = (*dir_ / "count.out").string();
+    const int rc =
+        run({FS_PYTHON, "-c",
+             "import os, sys, tarfile; "
+             "print(len({os.path.basename(m.name).split('.')[0] for m in tarfile.open(sys.argv[1]) "
+             "if m.isfile()}))",
+             shard},
+            out, out);
+    EXPECT_EQ(rc, 0) << slurp(out);
+    return std::stoll(slurp(out));
+  }
+
+  static fsys::path* dir_;
+  static std::string* error_;
+};
+
+fsys::path* ShardPositionEngineTest::dir_ = nullptr;
+std::string* ShardPositionEngineTest::error_ = new std::string;
+
+TEST_F(ShardPositionEngineTest, AStepCheckpointNamesTheShardEachDatasetStandsAt) {
+  const fsys::path step = *dir_ / "run" / ("checkpoint_step" + std::to_string(kSteps) + ".pt");
+  std::vector<std::string> argv = {FS_TEST_FLAMINGO_TRAIN, "checkpoint", "state", "--json", step.string()};
+  const std::string out = (*dir_ / "state.out").string(), err = (*dir_ / "state.err").string();
+  ASSERT_EQ(run(argv, out, err), 0) << slurp(err);
+  const json j = json::parse(slurp(out));
+  const json& p = j.at("resume").at("data_position");
+  EXPECT_EQ(p.at("source"), "shards");
+  ASSERT_EQ(p.at("cursors").size(), 2u) << p.dump();
+  const fsys::path shards = *dir_ / "run" / "generated-data" / "rank0";
+  std::string text = "epoch 0: ";
+  const std::vector<std::pair<std::string, int>> datasets = {{"laion", 4}, {"mmc4", 2}};
+  for (std::size_t d = 0; d < datasets.size(); ++d) {
+    const auto& [name, batch] = datasets[d];
+    const json& c = p.at("cursors")[d];
+    SCOPED_TRACE(c.dump());
+    const std::string shard = c.at("shard");
+    EXPECT_TRUE(fsys::equivalent(fsys::path(shard).parent_path(), shards));
+    const std::string file = fsys::path(shard).filename().string();  // "laion-000002.tar"
+    ASSERT_EQ(file.rfind(name + "-", 0), 0u);
+    EXPECT_EQ(c.at("shard_index"), std::stoll(file.substr(name.size() + 1, 6)));  // the expanded list's order
+    std::int64_t count = 0;
+    for (const auto& e : fsys::directory_iterator(shards))
+      count += e.path().filename().string().rfind(name + "-", 0) == 0 && e.path().extension() == ".tar";
+    EXPECT_EQ(c.at("shard_count"), count);
+    // Three batches need fewer samples than the default 5,000-sample shuffle buffer holds, so they are
+    // released only once the pass is read: the cursor is the pass's last shard, read to its end.
+    EXPECT_EQ(c.at("samples_read"), samplesIn(shard));
+    EXPECT_EQ(c.at("pass"), 0);
+    EXPECT_EQ(c.at("worker"), 0);
+    text += std::string(d ? "; " : "") + name + " at shard " + shard + " (index " +
+            std::to_string(c.at("shard_index").get<int>()) + " of " + std::to_string(count) +
+            ", pass 0, worker 0) with " + std::to_string(c.at("samples_read").get<int>()) +
+            " samples read from it, " + std::to_string(kSteps) + " batches of " + std::to_string(batch) +
+            " = " + std::to_string(kSteps * batch) + " samples this epoch";
+  }
+  EXPECT_EQ(p.at("text"), text + "; on rank 0 of 1 (shards source)");
 }
 
 }  // namespace

@@ -130,6 +130,91 @@ TEST_F(TrainingStateTest, AMalformedDataPositionNamesTheFileAndEntry) {
       << sharded.status().message();
 }
 
+// The sharded fixture with its resume.data_position replaced by `position`, read back.
+StatusOr<TrainingState> readWithPosition(const std::string& dir, const std::string& name,
+                                         const nlohmann::json& position) {
+  namespace fsys = std::filesystem;
+  const fsys::path to = fsys::path(dir) / name;
+  fsys::remove_all(to);
+  fsys::copy(fsys::path(dir) / "sharded", to, fsys::copy_options::recursive);
+  nlohmann::json index;
+  {
+    std::ifstream in(to / "index.json");
+    index = nlohmann::json::parse(in);
+  }
+  index["resume"]["data_position"] = position.dump();
+  std::ofstream(to / "index.json") << index.dump(1);
+  auto ckpt = CheckpointIndex::open(to.string());
+  if (!ckpt) return ckpt.status();
+  return readTrainingState(ckpt.value());
+}
+
+nlohmann::json positionWithCursors() {
+  return {{"format", 1},
+          {"source", "shards"},
+          {"epoch", 2},
+          {"rank", 0},
+          {"world", 1},
+          {"datasets", {"laion", "mmc4"}},
+          {"batches_consumed", {850, 850}},
+          {"batch_sizes", {4, 2}},
+          {"rng_state", ""},
+          {"cursors",
+           {{{"shard", "/data/laion-000012.tar"},
+             {"shard_index", 12},
+             {"shard_count", 40},
+             {"samples_read", 340},
+             {"pass", 0},
+             {"worker", 1}},
+            {{"shard", "/data/mmc4-000003.tar"},
+             {"shard_index", 3},
+             {"shard_count", 8},
+             {"samples_read", 1},
+             {"pass", 2},
+             {"worker", 0}}}},
+          {"a_key_from_a_newer_build", true}};  // ignored, as older builds ignore "cursors"
+}
+
+TEST_F(TrainingStateTest, ADataPositionsCursorsAreReadAndPutInWords) {
+  auto state = readWithPosition(*dir_, "with_cursors", positionWithCursors());
+  ASSERT_TRUE(state.isOk()) << state.status().message();
+  ASSERT_TRUE(state->resume && state->resume->data);
+  const DataPositionInfo& p = *state->resume->data;
+  ASSERT_EQ(p.cursors.size(), 2u);
+  EXPECT_EQ(p.cursors[0].shard, "/data/laion-000012.tar");
+  EXPECT_EQ(p.cursors[0].shardIndex, 12);
+  EXPECT_EQ(p.cursors[0].shardCount, 40);
+  EXPECT_EQ(p.cursors[0].samplesRead, 340);
+  EXPECT_EQ(p.cursors[0].worker, 1);
+  EXPECT_EQ(p.cursors[1].pass, 2);
+  EXPECT_NE(formatTrainingState(state.value())
+                .find("data position: epoch 2: laion at shard /data/laion-000012.tar"),
+            std::string::npos)
+      << formatTrainingState(state.value());
+
+  auto bad = positionWithCursors();
+  bad["cursors"][1]["samples_read"] = -1;
+  auto r = readWithPosition(*dir_, "bad_cursor", bad);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(
+      r.status().message().find("index.json resume.data_position: cursors[1].samples_read is -1, below 0"),
+      std::string::npos)
+      << r.status().message();
+  bad = positionWithCursors();
+  bad["cursors"][0].erase("shard_index");
+  r = readWithPosition(*dir_, "bad_cursor", bad);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("cursors[0].shard_index is missing or not an integer"),
+            std::string::npos)
+      << r.status().message();
+  bad = positionWithCursors();
+  bad["cursors"].erase(0);
+  r = readWithPosition(*dir_, "bad_cursor", bad);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("cursors is not a list of 2 (one per dataset)"), std::string::npos)
+      << r.status().message();
+}
+
 TEST(DataPositionText, ExactToTheFields) {
   DataPositionInfo p;
   p.source = "shards";
@@ -151,6 +236,34 @@ TEST(DataPositionText, ExactToTheFields) {
   EXPECT_EQ(describeDataPosition(p),
             "epoch 2: laion 1 batch, mmc4 1 batch, on rank 0 of 1 (shards source; batch sizes not recorded; "
             "16 bytes of source RNG state)");
+}
+
+TEST(DataPositionText, NamesTheShardWhenThePositionHasCursors) {
+  DataPositionInfo p;
+  p.source = "shards";
+  p.epoch = 2;
+  p.rank = 0;
+  p.world = 1;
+  p.datasets = {"laion", "mmc4"};
+  p.batchesConsumed = {850, 850};
+  p.batchSizes = {4, 2};
+  p.cursors = {{"/data/laion-000012.tar", 12, 40, 340, 0, 1}, {"/data/mmc4-000003.tar", 3, 8, 1, 2, 0}};
+  EXPECT_EQ(
+      describeDataPosition(p),
+      "epoch 2: laion at shard /data/laion-000012.tar (index 12 of 40, pass 0, worker 1) with 340 samples "
+      "read from it, 850 batches of 4 = 3,400 samples this epoch; mmc4 at shard /data/mmc4-000003.tar "
+      "(index 3 of 8, pass 2, worker 0) with 1 sample read from it, 850 batches of 2 = 1,700 samples "
+      "this epoch; on rank 0 of 1 (shards source)");
+  p.world = 2;
+  p.rank = 1;
+  p.batchSizes.clear();
+  p.datasets = {"laion"};
+  p.batchesConsumed = {1};
+  p.cursors.resize(1);
+  EXPECT_EQ(
+      describeDataPosition(p),
+      "epoch 2: laion at shard /data/laion-000012.tar (index 12 of 40, pass 0, worker 1) with 340 samples "
+      "read from it, 1 batch this epoch; on rank 1 of 2 (shards source; batch sizes not recorded)");
 }
 
 }  // namespace

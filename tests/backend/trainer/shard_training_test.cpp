@@ -1,12 +1,14 @@
 // The engine trains end to end on real shards: the tiny preset's "generated"
 // source (shards and tokenizer written into the run directory), validation
 // on held-out shards every N steps, data_stats telemetry, and exact resume of
-// the shard stream across a stop.
+// the shard stream across a stop (its checkpoints' data positions, shard
+// cursors included, are the uninterrupted run's).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 
+#include "backend/checkpoint/checkpoint_io.h"
 #include "backend/data/shardgen/synthetic_shards.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/telemetry/stop_signals.h"
@@ -86,7 +88,9 @@ TEST_F(ShardTrainingTest, TrainsOnGeneratedShardsAndValidates) {
 }
 
 TEST_F(ShardTrainingTest, ResumedRunSeesTheSameBatchesAsAnUninterruptedOne) {
-  const auto sets = std::vector<std::string>{"optim.epochs=1", "checkpoint.every_steps=5"};
+  // A small shuffle buffer releases samples while shards are read, so checkpoints stand mid-shard.
+  const auto sets =
+      std::vector<std::string>{"optim.epochs=1", "checkpoint.every_steps=5", "data.shuffle_buffer=8"};
   const auto full = root_ / "full";
   ASSERT_TRUE(runTraining(generatedTiny(sets), full, TrainerOptions{}));
   const auto part = root_ / "part";
@@ -106,6 +110,24 @@ TEST_F(ShardTrainingTest, ResumedRunSeesTheSameBatchesAsAnUninterruptedOne) {
     ASSERT_TRUE(b.count(step)) << step;
     for (const auto& [name, l] : a[step])
       EXPECT_NEAR(b[step][name], l, 1e-5 * std::max(1.0, l)) << name << " " << step;
+  }
+  // The step checkpoints written after the resume hold the uninterrupted run's data positions, shard
+  // cursors included (the shards are each run's own generated copies: compared by file name).
+  for (int step : {10, 15}) {
+    SCOPED_TRACE(step);
+    const std::string file = "checkpoint_step" + std::to_string(step) + ".pt";
+    auto x = readCheckpoint(full / file);
+    auto y = readCheckpoint(part / file);
+    ASSERT_TRUE(x) << x.status().message();
+    ASSERT_TRUE(y) << y.status().message();
+    data::DataPosition px = x->resume.data, py = y->resume.data;
+    ASSERT_EQ(px.cursors.size(), 2u);
+    for (auto* p : {&px, &py}) {
+      for (auto& c : p->cursors) c.shard = fsys::path(c.shard).filename().string();
+    }
+    EXPECT_EQ(px.cursors[0].shard.rfind("laion-", 0), 0u) << px.cursors[0].shard;
+    EXPECT_GT(px.cursors[0].samplesRead, 0);
+    EXPECT_EQ(px, py);
   }
 }
 
