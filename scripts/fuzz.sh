@@ -5,7 +5,7 @@
 # corpus size and whether it crashed. Exit status 1 when any target crashed.
 #
 #   scripts/fuzz.sh                 long mode: 600 s per target (FS_FUZZ_SECONDS overrides)
-#   scripts/fuzz.sh --quick         what CI runs: FS_FUZZ_RUNS (2000) inputs per target, seed 1
+#   scripts/fuzz.sh --quick         the CI mode: FS_FUZZ_RUNS (2000) inputs per target, seed 1
 #   scripts/fuzz.sh --build-only    configure and build, run nothing
 #   scripts/fuzz.sh [mode] zip tar_samples ...   only these targets
 #   scripts/fuzz.sh --tests         no fuzzing: build and run the torch-free
