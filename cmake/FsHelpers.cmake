@@ -50,11 +50,33 @@ function(fs_setup_debug_info)
   message(STATUS "Flamingo Studio: debug information ${FS_DEBUG_INFO} (${_flag})")
 endfunction()
 
+# UBSan is fatal (-fno-sanitize-recover=all): a finding fails the test or the
+# fuzz run instead of scrolling past in the log.
 function(fs_setup_sanitizers)
   if(FS_ENABLE_ASAN)
-    add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
-    add_link_options(-fsanitize=address,undefined)
+    add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+    add_link_options(-fsanitize=address,undefined -fno-sanitize-recover=all)
   endif()
+endfunction()
+
+# NOTE [Fuzz build]: FS_BUILD_FUZZ instruments every library for libFuzzer's
+# coverage (-fsanitize=fuzzer-no-link) and needs the sanitizers on, so each
+# target runs under ASan and UBSan; fuzz/CMakeLists.txt links the targets with
+# -fsanitize=fuzzer (libFuzzer's main). Only clang has libFuzzer.
+function(fs_setup_fuzzing)
+  if(NOT FS_BUILD_FUZZ)
+    return()
+  endif()
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "FS_BUILD_FUZZ=ON needs clang (libFuzzer); the C++ compiler is "
+                        "${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION} at ${CMAKE_CXX_COMPILER}. "
+                        "Configure a separate tree with CC=clang-14 CXX=clang++-14 (scripts/fuzz.sh does).")
+  endif()
+  if(NOT FS_ENABLE_ASAN)
+    message(FATAL_ERROR "FS_BUILD_FUZZ=ON needs FS_ENABLE_ASAN=ON: the targets run under ASan and UBSan")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+  message(STATUS "Flamingo Studio: libFuzzer targets (fuzz/), libraries built with -fsanitize=fuzzer-no-link")
 endfunction()
 
 # Warnings for our own code only (third-party headers come in as SYSTEM).

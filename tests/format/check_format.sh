@@ -20,7 +20,7 @@ cd "$src" || exit 1
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files -- '*.h' '*.cpp')
 else
-  mapfile -t files < <(find backend app ui studio tests bench cmake -name '*.h' -o -name '*.cpp' 2>/dev/null | sort)
+  mapfile -t files < <(find backend app ui studio tests bench cmake fuzz -name '*.h' -o -name '*.cpp' 2>/dev/null | sort)
 fi
 [ "${#files[@]}" -gt 0 ] || { echo "format check: no C++ files found under $src" >&2; exit 1; }
 bad=0

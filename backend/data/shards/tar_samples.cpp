@@ -71,6 +71,7 @@ struct TarSampleReader::Impl {
   bool done = false;
   std::optional<Sample> pending;  // the sample being built
   std::set<std::string, std::less<>> pendingExts;
+  uint64_t pendingBytes = 0;  // the pending sample's members together
   bool pendingUnsafe = false;
   DropCounts drops;
   std::vector<std::string> problems;
@@ -159,13 +160,15 @@ struct TarSampleReader::Impl {
     if (pending && !pendingUnsafe && !pending->fields.empty()) out = std::move(pending);
     pending.reset();
     pendingExts.clear();
+    pendingBytes = 0;
     pendingUnsafe = false;
     return out;
   }
 
-  // Reads the current member's data; false on a libarchive failure. Tar
-  // headers always carry the size; growing is only for filters that do not.
-  bool readData(Bytes& data, archive_entry* entry) {
+  // Reads the current member's data, stopping once it holds more than `limit`
+  // bytes; false on a libarchive failure. Tar headers always carry the size;
+  // growing is only for filters that do not.
+  bool readData(Bytes& data, archive_entry* entry, uint64_t limit) {
     bool known = archive_entry_size_is_set(entry);
     data.resize(known ? static_cast<size_t>(archive_entry_size(entry)) : 0);
     size_t got = 0;
@@ -178,7 +181,7 @@ struct TarSampleReader::Impl {
       if (n < 0) return false;
       if (n == 0) break;
       got += static_cast<size_t>(n);
-      if (got > options.maxMemberBytes) break;  // the caller sees the size and drops it
+      if (got > limit) break;  // the caller sees the size and drops it
     }
     data.resize(got);
     return true;
@@ -225,20 +228,39 @@ struct TarSampleReader::Impl {
         report(DropReason::kTooLarge, name,
                std::to_string(archive_entry_size(entry)) + " bytes > limit " +
                    std::to_string(options.maxMemberBytes));
+      } else if (archive_entry_size_is_set(entry) &&
+                 static_cast<uint64_t>(archive_entry_size(entry)) > sampleRoom()) {
+        reportSampleTooLarge(name, static_cast<uint64_t>(archive_entry_size(entry)));
       } else {
         Bytes data;
-        if (!readData(data, entry)) {
+        if (!readData(data, entry, std::min(options.maxMemberBytes, sampleRoom()))) {
           failArchive(name, "");
           return afterFailure(std::move(finished));
         }
-        if (data.size() > options.maxMemberBytes)
+        if (data.size() > options.maxMemberBytes) {
           report(DropReason::kTooLarge, name,
                  "more than limit " + std::to_string(options.maxMemberBytes) + " bytes");
-        else
+        } else if (data.size() > sampleRoom()) {
+          reportSampleTooLarge(name, data.size());
+        } else {
+          pendingBytes += data.size();
           pending->fields.emplace(parsed.ext, std::move(data));
+        }
       }
       if (finished) return finished;
     }
+  }
+
+  // Bytes the pending sample may still take under maxSampleBytes.
+  uint64_t sampleRoom() const {
+    return options.maxSampleBytes > pendingBytes ? options.maxSampleBytes - pendingBytes : 0;
+  }
+
+  void reportSampleTooLarge(const std::string& member, uint64_t memberBytes) {
+    report(DropReason::kTooLarge, member,
+           "sample '" + pending->key + "' would hold more than " +
+               std::to_string(pendingBytes + memberBytes) + " bytes > limit " +
+               std::to_string(options.maxSampleBytes) + " (maxSampleBytes)");
   }
 
   std::string lastMember;

@@ -36,8 +36,10 @@ namespace fs::data {
 // Dropped, counted and reported:
 //   - unsafe_name: an absolute path or a ".." component; the whole sample of
 //     that key is dropped. Names are never used as file system paths anyway.
-//   - too_large: the member is over maxMemberBytes; it is skipped without
-//     being read into memory and the sample keeps its other members.
+//   - too_large: the member is over maxMemberBytes, or it would bring its
+//     sample's members together over maxSampleBytes; it is skipped without
+//     being read into memory (past the limit) and the sample keeps its other
+//     members.
 //   - corrupt_tar: libarchive failed (truncated, damaged header, not a tar).
 //     The sample being built is dropped (it may be incomplete) and the shard
 //     ends; samples before it were already delivered.
@@ -75,6 +77,9 @@ struct Sample {
 struct TarReaderOptions {
   // Members larger than this are dropped unread (too_large).
   uint64_t maxMemberBytes = uint64_t{256} << 20;
+  // A sample's members together (too_large for the member that passes it): many
+  // members under one key must not make one sample hold the whole shard.
+  uint64_t maxSampleBytes = uint64_t{1} << 30;
   // Problem messages kept by problems(); later ones are only counted.
   size_t maxProblemMessages = 32;
   // Called with every problem message (unsafe_name, too_large, corrupt_tar,

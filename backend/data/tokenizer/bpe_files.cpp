@@ -50,16 +50,24 @@ Status readMergesArray(const json& merges, const std::string& where, BpeSpec& sp
   return Status::ok();
 }
 
+// Sequences inside sequences, at most (real files nest none); deeper is refused
+// rather than recursed into.
+constexpr int kMaxPreTokenizerDepth = 8;
+
 // Accepts ByteLevel alone or inside a Sequence of ByteLevels; names anything else.
-Status readPreTokenizer(const json& pre, const std::string& where, BpeSpec& spec) {
+Status readPreTokenizer(const json& pre, const std::string& where, BpeSpec& spec, int depth = 0) {
   if (!pre.is_object()) return Status::corruption(where + ": expected an object");
   std::string type = pre.value("type", std::string());
+  if (type == "Sequence" && depth >= kMaxPreTokenizerDepth)
+    return Status::corruption(where + ": Sequence nested deeper than " +
+                              std::to_string(kMaxPreTokenizerDepth));
   if (type == "Sequence") {
     const json& list = pre.contains("pretokenizers") ? pre["pretokenizers"] : json();
     if (!list.is_array() || list.empty())
       return Status::corruption(where + ".pretokenizers: expected a non-empty array");
     for (size_t i = 0; i < list.size(); ++i) {
-      Status s = readPreTokenizer(list[i], where + ".pretokenizers[" + std::to_string(i) + "]", spec);
+      Status s =
+          readPreTokenizer(list[i], where + ".pretokenizers[" + std::to_string(i) + "]", spec, depth + 1);
       if (!s.isOk()) return s;
     }
     return Status::ok();
@@ -124,6 +132,7 @@ protocol::StatusOr<BpeSpec> readVocabAndMerges(const std::string& vocabPath, con
   Status s = readVocabObject(vocab.value(), vocabPath, spec);
   if (!s.isOk()) return s;
 
+  if (Status size = checkTokenizerFileSize(mergesPath); size.code() == Status::Code::kCorruption) return size;
   std::ifstream in(mergesPath, std::ios::binary);
   if (!in) return Status::notFound(mergesPath + ": cannot open the BPE merges file");
   std::string line;

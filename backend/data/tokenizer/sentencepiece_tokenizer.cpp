@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "backend/data/tokenizer/json_file.h"
 #include "backend/data/tokenizer/spm_loader.h"
 
 namespace fs::data::detail {
@@ -19,6 +20,7 @@ protocol::StatusOr<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokeniz
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     return Status::notFound(path + ": no such SentencePiece model file");
+  if (Status size = detail::checkTokenizerFileSize(path); !size.isOk()) return size;
   auto api = spm::loadApi();
   if (!api) return Status::notFound(path + ": " + api.status().message());
   std::string error;

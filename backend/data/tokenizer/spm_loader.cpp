@@ -22,11 +22,20 @@ std::vector<std::string> candidates() {
   return out;
 }
 
+#define FS_SPM_CLANG_ASAN 0
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#undef FS_SPM_CLANG_ASAN
+#define FS_SPM_CLANG_ASAN 1
+#endif
+#endif
+
 protocol::StatusOr<const Api*> load() {
   // Deep binding keeps sentencepiece's protobuf copy to itself; sanitizer
   // runtimes refuse RTLD_DEEPBIND, and sanitizer builds do not load LibTorch's
   // protobuf in the tokenizer tests anyway.
-#if defined(__SANITIZE_ADDRESS__)
+  // GCC says ASan with __SANITIZE_ADDRESS__, clang with __has_feature.
+#if defined(__SANITIZE_ADDRESS__) || FS_SPM_CLANG_ASAN
   constexpr int kFlags = RTLD_NOW | RTLD_LOCAL;
 #else
   constexpr int kFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;

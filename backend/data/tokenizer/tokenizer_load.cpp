@@ -16,13 +16,30 @@ using nlohmann::json;
 using protocol::Status;
 namespace stdfs = std::filesystem;
 
-protocol::StatusOr<json> readJsonFile(const std::string& path) {
+Status checkTokenizerFileSize(const std::string& path) {
+  std::error_code ec;
+  const auto bytes = stdfs::file_size(path, ec);
+  if (ec) return Status::notFound(path + ": cannot open");
+  if (bytes > kMaxTokenizerFileBytes)
+    return Status::corruption(path + ": " + std::to_string(bytes) + " bytes is over the limit of " +
+                              std::to_string(kMaxTokenizerFileBytes) + " bytes for a tokenizer file");
+  return Status::ok();
+}
+
+protocol::StatusOr<std::string> readTokenizerFile(const std::string& path) {
+  if (Status s = checkTokenizerFileSize(path); !s.isOk()) return s;
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::notFound(path + ": cannot open");
   std::stringstream text;
   text << in.rdbuf();
+  return text.str();
+}
+
+protocol::StatusOr<json> readJsonFile(const std::string& path) {
+  auto text = readTokenizerFile(path);
+  if (!text.isOk()) return text.status();
   try {  // the exception carries the byte position of the error for the message
-    return json::parse(text.str());
+    return json::parse(text.value());
   } catch (const json::exception& e) {
     return Status::corruption(path + ": invalid JSON: " + e.what());
   }

@@ -9,6 +9,7 @@
 // Thread-safety: free functions without shared state.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,14 @@ struct ConfigLoad {
   bool ok() const { return !hasErrors(problems); }
 };
 
+// A run config is a few KB; a document over this is refused before it is parsed
+// (a single problem naming the source, its size and the limit).
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;
+
 // `source` names the document in messages (a file path, "<stdin>", ...).
 ConfigLoad loadConfigYaml(const std::string& text, const std::string& source);
-// Reads the file; an unreadable file is a single problem naming the path.
+// Reads the file; an unreadable file, or one over kMaxConfigBytes (checked before
+// it is read), is a single problem naming the path.
 ConfigLoad loadConfigFile(const std::string& path);
 
 struct DumpOptions {

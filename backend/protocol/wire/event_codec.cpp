@@ -19,34 +19,8 @@ const char* headerKey(HeaderField f) {
 
 using Json = nlohmann::json;
 
-// Deeper nesting than any valid event is refused before parsing, so no recursive code
-// (dump, destruction) ever sees a pathological line.
-constexpr int kMaxNesting = 64;
 // After a huge line, give its buffer back rather than holding it for the run's life.
 constexpr std::size_t kKeepCapacity = 1u << 20;
-
-bool nestingWithin(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return true;
-}
 
 bool isBlank(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
@@ -145,8 +119,8 @@ std::optional<DecodedLine> decodeEventLine(std::string_view line, std::uint64_t 
     return out;
   };
 
-  if (!nestingWithin(line, kMaxNesting)) {
-    return fail("JSON nested deeper than " + std::to_string(kMaxNesting) + " levels; not an event");
+  if (!json_fields::nestingWithin(line, json_fields::kMaxJsonNesting)) {  // NOTE [JSON nesting]
+    return fail(json_fields::nestingProblem() + "; not an event");
   }
   Json obj;
   try {

@@ -370,8 +370,45 @@ inline std::string parseProblem(const std::exception& e) {
   return what;
 }
 
+// NOTE [JSON nesting]: nlohmann's parser is iterative but copying, dumping and
+// comparing a value recurse once per level. A 64 KiB control file of '[' is 32,000
+// levels: enough to overflow the stack (under ASan; a few hundred KB does it in any
+// build). Deeper nesting than any valid record is refused before parsing, so no
+// recursive code ever sees it (events, run.json, control files, agent events, the
+// plan JSON, a sharded index).
+inline constexpr int kMaxJsonNesting = 64;
+
+// Whether no '[' / '{' outside strings is nested deeper than `limit`.
+inline bool nestingWithin(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+inline std::string nestingProblem() {
+  return "JSON nested deeper than " + std::to_string(kMaxJsonNesting) + " levels";
+}
+
 // Parses a whole document that must be one JSON object; errors name `src`.
 inline StatusOr<Json> parseObject(std::string_view text, const std::string& src) {
+  if (!nestingWithin(text, kMaxJsonNesting)) return Status::corruption(src + ": " + nestingProblem());
   Json obj;
   try {
     obj = Json::parse(text.begin(), text.end());
@@ -385,6 +422,7 @@ inline StatusOr<Json> parseObject(std::string_view text, const std::string& src)
 // The same for the codecs whose callers name the file themselves (the plan JSON,
 // index.json): "not JSON: <detail>" or "not a JSON object".
 inline StatusOr<Json> parseDocument(std::string_view text) {
+  if (!nestingWithin(text, kMaxJsonNesting)) return Status::corruption("not JSON: " + nestingProblem());
   Json root;
   try {
     root = Json::parse(text.begin(), text.end());

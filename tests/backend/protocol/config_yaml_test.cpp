@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "random_config.h"
 #include "test_util.h"
@@ -95,6 +96,24 @@ TEST(ConfigYaml, SyntaxErrorHasPosition) {
   EXPECT_NE(load.problems[0].message.find("not valid YAML"), std::string::npos);
 }
 
+// NOTE [Config text is UTF-8]; the fuzzer's input is kept as
+// fuzz/regressions/config_yaml/not_utf8_source.yaml.
+TEST(ConfigYaml, TextThatIsNotUtf8IsRefusedWithItsPosition) {
+  ConfigLoad load = loadConfigYaml(
+      "name: x\ndata:\n  source: \x98"
+      "enerated\n",
+      "s.yaml");
+  ASSERT_EQ(load.problems.size(), 1u);
+  EXPECT_EQ(load.problems[0].message,
+            "s.yaml:3:11: not valid UTF-8 (byte 0x98); a config file must be UTF-8");
+  for (const char* bad : {"a: \xC0\x80", "a: \xED\xA0\x80", "a: \xF4\x90\x80\x80", "a: \xE2\x82", "\xFF"}) {
+    EXPECT_FALSE(loadConfigYaml(bad, "s.yaml").ok()) << bad;
+  }
+  ConfigLoad ok = loadConfigYaml("name: \"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\"\n", "s.yaml");
+  ASSERT_TRUE(ok.ok()) << errorsOf(ok);
+  EXPECT_EQ(ok.config.name, "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+}
+
 TEST(ConfigYaml, NewerMajorSchemaIsRejectedClearly) {
   ConfigLoad load = loadConfigYaml("schema_version: \"2.0\"\nfuture_section: {}\n", "new.yaml");
   ASSERT_EQ(load.problems.size(), 1u) << errorsOf(load);
@@ -124,6 +143,34 @@ TEST(ConfigYaml, MissingFileIsOneClearProblem) {
   ConfigLoad load = loadConfigFile("/nonexistent/run.yaml");
   ASSERT_EQ(load.problems.size(), 1u);
   EXPECT_EQ(load.problems[0].message, "/nonexistent/run.yaml: cannot open config file");
+}
+
+TEST(ConfigYaml, OversizedFileIsRefusedBeforeReading) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fs_cfg_big_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "big.yaml").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "name: x\n" << std::string(kMaxConfigBytes, '#');
+  }
+  const ConfigLoad load = loadConfigFile(path);
+  ASSERT_EQ(load.problems.size(), 1u);
+  EXPECT_EQ(load.problems[0].message, path + ": " + std::to_string(kMaxConfigBytes + 8) +
+                                          " bytes is over the limit of " + std::to_string(kMaxConfigBytes) +
+                                          " bytes for a config file");
+  EXPECT_FALSE(load.ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ConfigYaml, OversizedTextIsRefused) {
+  const ConfigLoad load = loadConfigYaml(std::string(kMaxConfigBytes + 1, ' '), "<stdin>");
+  ASSERT_EQ(load.problems.size(), 1u);
+  EXPECT_NE(load.problems[0].message.find("<stdin>: " + std::to_string(kMaxConfigBytes + 1) + " bytes"),
+            std::string::npos)
+      << load.problems[0].message;
+  // Exactly at the limit is still read (all comments: the defaults).
+  const ConfigLoad at = loadConfigYaml("#" + std::string(kMaxConfigBytes - 1, ' '), "<stdin>");
+  EXPECT_TRUE(at.ok()) << errorsOf(at);
 }
 
 TEST(ConfigYaml, SaveIsAtomicAndReadable) {

@@ -253,5 +253,20 @@ TEST_F(ControlFileTest, MissingControlDirIsEmpty) {
   EXPECT_FALSE(currentUserName().empty());
 }
 
+// NOTE [JSON nesting]: 30,000 levels fit in a control file's 64 KiB and overflowed the
+// stack (ASan build) when the command was copied; the input is kept as
+// fuzz/regressions/control_file/deep_args.json.
+TEST_F(ControlFileTest, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = std::string(30000, '[') + std::string(30000, ']');
+  auto r = decodeControl(
+      R"({"v":"1.0","seq":1,"verb":"stop","issued_at":1,"issuer":"a","args":{"x":)" + deep + "}}", "c.json");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().message(), "c.json: JSON nested deeper than 64 levels");
+  const std::string ok = std::string(60, '[') + std::string(60, ']');
+  auto shallow = decodeControl(
+      R"({"v":"1.0","seq":1,"verb":"stop","issued_at":1,"issuer":"a","args":{"x":)" + ok + "}}", "c.json");
+  EXPECT_TRUE(shallow.isOk()) << shallow.status().toString();
+}
+
 }  // namespace
 }  // namespace fs::protocol

@@ -140,5 +140,11 @@ TEST(PlanRecord, NotJsonIsCorruption) {
   EXPECT_EQ(decodePlanJson("[1]").status().message(), "not a JSON object");
 }
 
+TEST(PlanRecord, DeepNestingIsRefusedBeforeParsing) {  // NOTE [JSON nesting]
+  auto r = decodePlanJson("{\"x\":" + std::string(100000, '{') + std::string(100000, '}') + "}");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().message(), "not JSON: JSON nested deeper than 64 levels");
+}
+
 }  // namespace
 }  // namespace fs::protocol

@@ -216,5 +216,12 @@ TEST_F(RunManifestTest, AtomicCreateNeverReplaces) {
   EXPECT_NE(s.message().find("no_such_dir"), std::string::npos) << s.message();
 }
 
+TEST_F(RunManifestTest, DeepNestingIsRefusedBeforeParsing) {  // NOTE [JSON nesting]
+  auto r = decodeManifest(R"({"schema_version":"1.0","hosts":)" + std::string(100000, '[') +
+                          std::string(100000, ']') + "}");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().message(), "run.json: JSON nested deeper than 64 levels");
+}
+
 }  // namespace
 }  // namespace fs::protocol

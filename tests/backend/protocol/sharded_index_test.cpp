@@ -108,5 +108,11 @@ TEST(ShardedIndex, NotJsonIsCorruption) {
   EXPECT_EQ(errorOf("[]"), "not a JSON object");
 }
 
+TEST(ShardedIndex, DeepNestingIsRefusedBeforeParsing) {  // NOTE [JSON nesting]
+  auto r = decodeShardedIndex("{\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().message(), "not JSON: JSON nested deeper than 64 levels");
+}
+
 }  // namespace
 }  // namespace fs::protocol

@@ -2,6 +2,9 @@
 // isolation]). Nothing else belongs here.
 #include <sentencepiece_processor.h>
 
+#include <exception>
+#include <memory>
+
 #include "backend/data/tokenizer/spm_shim/spm_api.h"
 
 namespace {
@@ -12,15 +15,22 @@ const Processor& P(const void* p) {
   return *static_cast<const Processor*>(p);
 }
 
+// libsentencepiece throws on some malformed models (a unigram piece of zero
+// length: Darts' "failed to insert key"); nothing may cross the table but a
+// status (found by fuzz/sentencepiece_fuzzer.cpp).
 void* load(const std::string& path, std::string* error) {
-  auto* p = new Processor();
-  const auto status = p->Load(path);
-  if (!status.ok()) {
-    *error = std::string(status.message());
-    delete p;
+  auto p = std::make_unique<Processor>();
+  try {
+    const auto status = p->Load(path);
+    if (!status.ok()) {
+      *error = std::string(status.message());
+      return nullptr;
+    }
+  } catch (const std::exception& e) {
+    *error = std::string("libsentencepiece: ") + e.what();
     return nullptr;
   }
-  return p;
+  return p.release();
 }
 
 void destroy(void* p) {
@@ -44,10 +54,18 @@ int specialId(const void* p, int which) {
 }
 
 bool encode(const void* p, std::string_view text, std::vector<int>* ids) {
-  return P(p).Encode(text, ids).ok();
+  try {
+    return P(p).Encode(text, ids).ok();
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 bool decode(const void* p, const std::vector<int>& ids, std::string* text) {
-  return P(p).Decode(ids, text).ok();
+  try {
+    return P(p).Decode(ids, text).ok();
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 void idToPiece(const void* p, int id, std::string* piece) {
   *piece = P(p).IdToPiece(id);

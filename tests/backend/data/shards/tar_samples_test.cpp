@@ -232,6 +232,28 @@ TEST(TarSamples, TooLargeMemberIsDroppedSampleKept) {
   EXPECT_NE(problems[0].find("a.jpg"), std::string::npos) << problems[0];
 }
 
+TEST(TarSamples, SampleOverItsTotalLimitDropsTheMemberThatPassesIt) {
+  TempDir dir;
+  std::string shard = makeShard(dir, "s.tar",
+                                {{"a.jpg", std::string(600, 'j')},
+                                 {"a.txt", std::string(300, 't')},
+                                 {"a.json", std::string(200, 'x')},
+                                 {"b.jpg", std::string(600, 'j')},
+                                 {"b.txt", std::string(300, 't')}});
+  TarReaderOptions options;
+  options.maxSampleBytes = 1000;
+  DropCounts drops;
+  std::vector<std::string> problems;
+  auto r = readUrl(shard, options, &drops, &problems);
+  // a.json would bring sample a to 1100 bytes; sample b starts the count again.
+  EXPECT_EQ(shape(r.samples), (V{"a:jpg,txt", "b:jpg,txt"}));
+  EXPECT_EQ(drops[DropReason::kTooLarge], 1u);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("a.json"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("maxSampleBytes"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("1000"), std::string::npos) << problems[0];
+}
+
 TEST(TarSamples, ProblemMessagesAreBounded) {
   TempDir dir;
   std::vector<Member> members;

@@ -110,5 +110,18 @@ TEST_P(SentencePiece, MatchesPythonSentencePiece) {
 
 INSTANTIATE_TEST_SUITE_P(Models, SentencePiece, ::testing::Values("bpe", "unigram"));
 
+// A unigram model with a zero-length piece: libsentencepiece throws from its
+// trie builder; the shim turns that into an error naming the file (the input
+// the sentencepiece fuzzer found).
+TEST(SentencePieceErrors, ModelThatMakesSentencePieceThrowIsAnError) {
+  const std::string path =
+      std::string(FS_SOURCE_DIR) + "/fuzz/regressions/sentencepiece/unigram_empty_piece.model";
+  auto loaded = loadTokenizer(path, "llama");
+  ASSERT_FALSE(loaded.isOk());
+  EXPECT_NE(loaded.status().message().find(path), std::string::npos) << loaded.status().message();
+  EXPECT_NE(loaded.status().message().find("not a SentencePiece model"), std::string::npos)
+      << loaded.status().message();
+}
+
 }  // namespace
 }  // namespace fs::data

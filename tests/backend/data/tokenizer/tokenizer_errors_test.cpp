@@ -1,5 +1,6 @@
 // Bad tokenizer files: each is rejected with a Status whose message names the
 // file and the field or line at fault; nothing crashes.
+#include "backend/data/tokenizer/json_file.h"
 #include "backend/data/tokenizer/tokenizer.h"
 #include "tests/backend/data/tokenizer/tokenizer_test_util.h"
 
@@ -103,6 +104,48 @@ TEST(TokenizerErrors, MalformedJson) {
   EXPECT_MESSAGE_HAS(loadStatus(dir2), "special_tokens_map.json", "invalid JSON");
   writeFile(dir2 / "special_tokens_map.json", json{{"eos_token", 5}}.dump());
   EXPECT_MESSAGE_HAS(loadStatus(dir2), "special_tokens_map.json", "eos_token");
+}
+
+// A sparse file one byte over the limit: refused by its size, before it is read.
+void writeOversized(const stdfs::path& path) {
+  writeFile(path, "");
+  stdfs::resize_file(path, detail::kMaxTokenizerFileBytes + 1);
+}
+
+TEST(TokenizerErrors, OversizedFilesAreRefusedNamingTheLimit) {
+  const std::string size = std::to_string(detail::kMaxTokenizerFileBytes + 1) + " bytes";
+  const std::string limit = "over the limit of " + std::to_string(detail::kMaxTokenizerFileBytes) + " bytes";
+  stdfs::path dir = scratchDir("err_oversized_json");
+  writeOversized(dir / "tokenizer.json");
+  EXPECT_MESSAGE_HAS(loadStatus(dir), "tokenizer.json", size.c_str(), limit.c_str());
+
+  stdfs::path merges = scratchDir("err_oversized_merges");
+  writeFile(merges / "vocab.json", tinyVocab().dump());
+  writeOversized(merges / "merges.txt");
+  EXPECT_MESSAGE_HAS(loadStatus(merges), "merges.txt", size.c_str(), limit.c_str());
+
+  stdfs::path beside = scratchDir("err_oversized_beside");
+  writeFile(beside / "tokenizer.json", tokenizerJson(bpeModel()).dump());
+  writeOversized(beside / "special_tokens_map.json");
+  EXPECT_MESSAGE_HAS(loadStatus(beside), "special_tokens_map.json", size.c_str(), limit.c_str());
+
+  stdfs::path spm = scratchDir("err_oversized_spm");
+  writeOversized(spm / "tokenizer.model");
+  EXPECT_MESSAGE_HAS(loadStatus(spm, "llama"), "tokenizer.model", size.c_str(), limit.c_str());
+}
+
+TEST(TokenizerErrors, DeeplyNestedPreTokenizerSequenceIsRefused) {
+  stdfs::path dir = scratchDir("err_nested_sequence");
+  json pre = json{{"type", "ByteLevel"}};
+  for (int i = 0; i < 9; ++i) pre = json{{"type", "Sequence"}, {"pretokenizers", json::array({pre})}};
+  json doc = tokenizerJson(bpeModel());
+  doc["pre_tokenizer"] = pre;
+  writeFile(dir / "tokenizer.json", doc.dump());
+  EXPECT_MESSAGE_HAS(loadStatus(dir), "tokenizer.json", "nested deeper than 8");
+  // Eight levels are still read.
+  doc["pre_tokenizer"] = pre["pretokenizers"][0];
+  writeFile(dir / "tokenizer.json", doc.dump());
+  EXPECT_TRUE(loadStatus(dir).isOk()) << loadStatus(dir).toString();
 }
 
 TEST(TokenizerErrors, UnsupportedModels) {

@@ -1,0 +1,1 @@
+NCCL_DEBUG=INFO srun --cpu_bind=v -N2 --ntasks-per-node=8 python -u open_flamingo/train/train.py --fsdp --fsdp_use_orig_params --precision amp_bfloat16 --gradient_checkpointing --learning_rate 2e-4 --lr_scheduler cosine --resume_from_checkpoint '/ckpt/checkpoint 3.pt'

@@ -1,0 +1,191 @@
+"""Writes the committed seed corpora, fuzz/corpus/<target>/, from what the tests
+already make and from our own encoders. Run with Debian's python (torch,
+sentencepiece), from the repository root, after building the fuzz tree:
+
+    /usr/bin/python3 fuzz/make_corpus.py build-fuzz
+
+Seeds are small (a few KB each). Targets whose input starts with a control byte
+(torch_file, tar_samples, event_decoder) get one seed per interesting value.
+"""
+import base64
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "fuzz", "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def tensor_files(tmp):
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests/backend/tensorfile/make_fixtures.py"), tmp],
+                   check=True, stdout=subprocess.DEVNULL)
+    for name in ["misc_p4.pt", "torch2x.pt", "state_dict_p4.pt"]:
+        put("zip", name, read(os.path.join(tmp, name)))
+    for flag, name in [(1, "misc.pt"), (0, "torch2x.pt"), (1, "checkpoint.pt"), (0, "legacy.pt")]:
+        put("torch_file", f"{flag}-{name}", bytes([flag]) + read(os.path.join(tmp, name)))
+    for p in range(6):
+        put("pickle", f"plain_p{p}.pkl", read(os.path.join(tmp, f"plain_p{p}.pkl")))
+    with zipfile.ZipFile(os.path.join(tmp, "misc.pt")) as z:
+        pkl = [n for n in z.namelist() if n.endswith("data.pkl")][0]
+        put("pickle", "misc_data.pkl", z.read(pkl))
+    # A zip with a deflated and a stored entry (torch writes stored only).
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr(zipfile.ZipInfo("archive/data.pkl"), b"\x80\x02}q\x00.", zipfile.ZIP_STORED)
+        z.writestr("archive/version", b"3\n", zipfile.ZIP_DEFLATED)
+    put("zip", "stored_and_deflated.zip", buf.getvalue())
+    out, expected = os.path.join(tmp, "t.safetensors"), os.path.join(tmp, "t.json")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests/backend/tensorfile/write_safetensors.py"), out,
+                    expected], check=True)
+    put("safetensors", "by_hand.safetensors", read(out))
+
+
+def tar_shards():
+    def shard(members, fmt=tarfile.USTAR_FORMAT, gz=False):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz" if gz else "w", format=fmt) as t:
+            for name, data in members:
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                info.mtime = 1717000000
+                t.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    laion = [("000.jpg", b"\xff\xd8JPEG-0"), ("000.txt", b"a cat"), ("000.json", b"{}"),
+             ("001.jpg", b"\xff\xd8JPEG-1"), ("001.txt", b"a dog")]
+    put("tar_samples", "ustar_whole_reads.tar", b"\x00" + shard(laion))
+    put("tar_samples", "ustar_small_reads.tar", b"\xc7" + shard(laion))
+    long_name = [("d/" + "x" * 120 + ".txt", b"long"), ("d/a.b.JPG", b"img"), ("../evil.txt", b"no")]
+    put("tar_samples", "gnu_long_names.tar", b"\x00" + shard(long_name, tarfile.GNU_FORMAT))
+    put("tar_samples", "pax.tar", b"\x00" + shard([("\u00fc.txt", b"pax"), ("__key__.txt", b"m")],
+                                                  tarfile.PAX_FORMAT))
+    put("tar_samples", "gzip.tar.gz", b"\x00" + shard(laion[:2], gz=True))
+
+
+def mmc4():
+    img = base64.b64encode(b"\xff\xd8" + b"\x11" * 40).decode()
+    doc = {"text_list": ["A cat sits.", "It is black.", "The end."],
+           "image_info": [{"image_name": "a.jpg", "raw_url": "http://x/a.jpg", "matched_text_index": 0,
+                           "matched_sim": 0.31, "image_base64": img},
+                          {"image_name": "b.jpg", "matched_text_index": 2, "matched_sim": 0.2}],
+           "similarity_matrix": [[0.31, 0.1, 0.05], [0.0, 0.1, 0.2]]}
+    put("mmc4_document", "two_images.json", json.dumps(doc))
+    put("mmc4_document", "no_images.json", json.dumps({"text_list": ["only text"], "image_info": [],
+                                                       "similarity_matrix": []}))
+    put("base64", "standard.txt", base64.b64encode(b"\x00\x01hello\xff"))
+    put("base64", "lenient.txt", "aGVs bG8=\n!!d29y\nbGQ")
+    put("base64", "padding.txt", "YQ==YWI=")
+
+
+def tokenizers(tmp):
+    def b2u():
+        bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+        cs, n = bs[:], 0
+        for b in range(256):
+            if b not in bs:
+                bs.append(b)
+                cs.append(256 + n)
+                n += 1
+        return [chr(c) for c in cs]
+
+    vocab = {t: i for i, t in enumerate(b2u())}
+    for tok in ["he", "ll", "hell", "\u0120c", "<|endoftext|>"]:
+        vocab[tok] = len(vocab)
+    merges = ["h e", "l l", "he ll", "\u0120 c"]
+    tj = {"version": "1.0", "added_tokens": [{"id": vocab["<|endoftext|>"], "content": "<|endoftext|>",
+                                              "special": True}],
+          "normalizer": {"type": "NFC"},
+          "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+          "model": {"type": "BPE", "vocab": vocab, "merges": merges}}
+    put("tokenizer_json", "byte_level.json", json.dumps(tj, ensure_ascii=False))
+    tj["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}]}
+    tj["model"]["merges"] = [m.split(" ") for m in merges]
+    put("tokenizer_json", "sequence_pair_merges.json", json.dumps(tj, ensure_ascii=False))
+    put("vocab_merges", "gpt2_style.txt",
+        json.dumps(vocab, ensure_ascii=False) + "\n#merges\n#version: 0.2\n" + "\n".join(merges) + "\n")
+    import sentencepiece as spm
+    text = os.path.join(tmp, "spm.txt")
+    with open(text, "w") as f:
+        for i in range(200):
+            f.write(f"a photo of a cat number {i} on the beach, \u00fcber caf\u00e9 {i * 7}\n")
+    for kind in ["bpe", "unigram"]:
+        prefix = os.path.join(tmp, "sp_" + kind)
+        spm.SentencePieceTrainer.train(input=text, model_prefix=prefix, vocab_size=300 if kind == "bpe" else 60, model_type=kind,
+                                       byte_fallback=(kind == "bpe"), normalization_rule_name="identity",
+                                       hard_vocab_limit=False, minloglevel=2)
+        put("sentencepiece", kind + ".model", read(prefix + ".model"))
+
+
+def wire(build):
+    tmp = tempfile.mkdtemp()
+    try:
+        subprocess.run([os.path.join(build, "fuzz", "fs_fuzz_seed_writer"), tmp,
+                        os.path.join(ROOT, "resources", "presets", "tiny.yaml")], check=True)
+        for target in os.listdir(tmp):
+            for name in os.listdir(os.path.join(tmp, target)):
+                put(target, name, read(os.path.join(tmp, target, name)))
+    finally:
+        shutil.rmtree(tmp)
+
+
+def wire_files():
+    for name in ["tiny.yaml", "small.yaml"]:
+        put("config_yaml", name, read(os.path.join(ROOT, "resources", "presets", name)))
+    put("config_yaml", "default_config.yaml", read(os.path.join(ROOT, "tests/assets/golden/default_config.yaml")))
+    put("config_override", "several.txt",
+        "seed=7\nmodel.lm.family=llama\nmodel.perceiver.depth=2\nmodel.vision.mlp_ratio=2.5\nname=x y\n")
+    put("config_override", "quoted.txt", "model.lm.path=\"/a b/c\"\ncompat=openflamingo\n")
+    put("cmdline_import", "readme.sh", """torchrun --nnodes=1 --nproc_per_node=4 train.py \\
+  --lm_path anas-awadalla/mpt-1b-redpajama-200b --tokenizer_path anas-awadalla/mpt-1b-redpajama-200b \\
+  --cross_attn_every_n_layers 1 --dataset_resampled --batch_size_mmc4 32 --batch_size_laion 64 \\
+  --train_num_samples_mmc4 125000 --loss_multiplier_laion 0.2 --workers=4 --run_name OF-3B \\
+  --laion_shards "/path/to/shards/shard-{0000..0999}.tar" --report_to_wandb
+""")
+    put("cmdline_import", "srun_fsdp.sh",
+        "NCCL_DEBUG=INFO srun --cpu_bind=v -N2 --ntasks-per-node=8 python -u open_flamingo/train/train.py "
+        "--fsdp --fsdp_use_orig_params --precision amp_bfloat16 --gradient_checkpointing "
+        "--learning_rate 2e-4 --lr_scheduler cosine --resume_from_checkpoint '/ckpt/checkpoint 3.pt'\n")
+    for v in ["1.0", "1.3"]:
+        events = read(os.path.join(ROOT, "tests/assets/telemetry", f"events-{v}.jsonl"))
+        put("event_decoder", f"events-{v}_whole.jsonl", b"\x3c" + events)
+        put("event_decoder", f"events-{v}_pieces.jsonl", b"\x06" + events)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_corpus.py BUILD_FUZZ_DIR")
+    shutil.rmtree(CORPUS, ignore_errors=True)
+    tmp = tempfile.mkdtemp()
+    try:
+        tensor_files(tmp)
+        tokenizers(tmp)
+    finally:
+        shutil.rmtree(tmp)
+    tar_shards()
+    mmc4()
+    wire_files()
+    wire(sys.argv[1])
+
+
+if __name__ == "__main__":
+    main()
