@@ -6,6 +6,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build ccache mold pkg-config git clang-format
+  # fuzzing and the sanitizer tree (scripts/fuzz.sh): clang with libFuzzer; llvm-symbolizer for stacks
+  clang-14 libclang-rt-14-dev libfuzzer-14-dev llvm-14
   # engine: LibTorch 1.13 + c10d Gloo, optimised BLAS (the reference BLAS is ~10x slower);
   # libblas-dev: cblas.h and libblas.so for the packed attention's direct BLAS calls
   libtorch-dev libgloo-dev libopenblas0-pthread libblas-dev
