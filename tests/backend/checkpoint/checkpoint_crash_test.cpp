@@ -153,7 +153,9 @@ class CheckpointCrashTest : public ::testing::Test {
     // the Checkpointer's operations.
     const auto full = root_ / "full";
     ASSERT_EQ(runAttempt(c, full, {.stopAtStep = s.stopAtStep, .traceFile = root_ / "trace.txt"}), 0);
-    if (s.stopAtStep > 0) ASSERT_EQ(runAttempt(c, full, {}), 0);
+    if (s.stopAtStep > 0) {
+      ASSERT_EQ(runAttempt(c, full, {}), 0);
+    }
     const auto baseline = stepLosses(test::readEvents(full, true));
     ASSERT_EQ(baseline.size(), 8u);
     const auto trace = readLines(root_ / "trace.txt");
@@ -204,25 +206,29 @@ class CheckpointCrashTest : public ::testing::Test {
         if (std::holds_alternative<protocol::RunStartedEvent>(events[i].body)) second = i;
       }
       ASSERT_GT(second, 0u);
+      // Recovery and resume speak before run_started; the first attempt started in an empty directory.
       std::string recovered;
-      int64_t resumedAt = -1;
-      for (size_t i = second; i < events.size(); ++i) {
-        if (const auto* w = std::get_if<protocol::WarningEvent>(&events[i].body)) {
+      for (const auto& e : events) {
+        if (const auto* w = std::get_if<protocol::WarningEvent>(&e.body)) {
           EXPECT_NE(w->code, "checkpoint_skipped") << w->message;  // the newest complete one verified
           if (w->code == "checkpoint_recovered") recovered += w->message + "\n";
         }
-        if (const auto* st = std::get_if<protocol::StepEvent>(&events[i].body); st && resumedAt < 0)
-          resumedAt = st->step - 1;
+      }
+      int64_t resumedAt = -1;
+      for (size_t i = second; i < events.size() && resumedAt < 0; ++i) {
+        if (const auto* st = std::get_if<protocol::StepEvent>(&events[i].body)) resumedAt = st->step - 1;
       }
       EXPECT_GE(resumedAt, complete) << "a checkpoint completed before the cut was lost";
       EXPECT_LE(resumedAt, writing);
-      for (const auto& name : left)
+      for (const auto& name : left) {
         EXPECT_NE(recovered.find(name), std::string::npos) << name << "\n" << recovered;
+      }
       EXPECT_TRUE(leftovers(dir).empty());
       // Every step of both attempts has the uninterrupted run's losses, bit for bit.
       for (const auto& e : events) {
-        if (const auto* st = std::get_if<protocol::StepEvent>(&e.body))
+        if (const auto* st = std::get_if<protocol::StepEvent>(&e.body)) {
           EXPECT_EQ(st->loss, baseline.at(st->step)) << "step " << st->step;
+        }
       }
       auto newest = newestCompleteCheckpoint(dir, nullptr);
       ASSERT_TRUE(newest.has_value());
