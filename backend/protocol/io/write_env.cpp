@@ -40,8 +40,9 @@ class PosixWritableFile : public WritableFile {
     }
     return Status::ok();
   }
-  Status sync() override {
-    if (::fsync(fd_) != 0) return Status::ioError("cannot sync " + path_.string() + ": " + errnoText(errno));
+  Status sync() override {  // fdatasync: the data and the size (the directory entry needs syncDir)
+    if (::fdatasync(fd_) != 0)
+      return Status::ioError("cannot sync " + path_.string() + ": " + errnoText(errno));
     return Status::ok();
   }
   Status truncate(std::uint64_t size) override {
