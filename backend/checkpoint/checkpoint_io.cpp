@@ -207,7 +207,8 @@ model::NamedTensors checkpointModelState(const model::NamedTensors& parameters,
   return out;
 }
 
-protocol::Status writeCheckpoint(const std::filesystem::path& path, const CheckpointContents& c) {
+protocol::Status writeCheckpoint(const std::filesystem::path& path, const CheckpointContents& c,
+                                 protocol::WriteEnv* env) {
   GDict model(c10::StringType::get(), c10::TensorType::get());
   for (const auto& [name, t] : c.modelState) model.insert(name, t.detach().cpu());
   GDict top = strDict();
@@ -222,7 +223,9 @@ protocol::Status writeCheckpoint(const std::filesystem::path& path, const Checkp
   } catch (const std::exception& e) {
     return protocol::Status::ioError(path.string() + ": cannot serialise checkpoint: " + e.what());
   }
-  return protocol::atomicWriteFile(path, std::string_view(bytes.data(), bytes.size()));
+  protocol::AtomicWriteOptions options;
+  options.env = env;
+  return protocol::atomicWriteFile(path, std::string_view(bytes.data(), bytes.size()), options);
 }
 
 protocol::StatusOr<CheckpointContents> readCheckpoint(const std::filesystem::path& path) {

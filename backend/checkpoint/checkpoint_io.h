@@ -20,6 +20,7 @@
 
 #include "backend/data/data_position.h"
 #include "backend/model/state_dict.h"
+#include "backend/protocol/io/write_env.h"
 #include "backend/protocol/status.h"
 #include "backend/train/optimizer.h"
 #include "backend/train/schedule.h"
@@ -51,7 +52,9 @@ struct CheckpointContents {
 model::NamedTensors checkpointModelState(const model::NamedTensors& parameters,
                                          const model::NamedTensors& buffers);
 
-protocol::Status writeCheckpoint(const std::filesystem::path& path, const CheckpointContents& contents);
+// Through `env` (null: the real file system; protocol/io/write_env.h).
+protocol::Status writeCheckpoint(const std::filesystem::path& path, const CheckpointContents& contents,
+                                 protocol::WriteEnv* env = nullptr);
 
 // Reads a checkpoint this engine wrote (the flamingo_studio key present): a
 // file, or a sharded checkpoint's directory (checkpoint_sharded.h), which

@@ -25,7 +25,8 @@
 // a second collective sums the failures, and only when none failed does
 // rank 0 write index.json and move the directory to its name (an older one
 // of that name, say the one this run resumed from, is moved aside and
-// removed only then). Every rank file must reach rank 0's run directory: a
+// removed only then; NOTE [Replacing a sharded checkpoint] in
+// checkpoint_recovery.h). Every rank file must reach rank 0's run directory: a
 // shared filesystem when the shard group spans nodes (under hybrid_shard
 // only the first node writes). A directory without index.json, or whose
 // index names a rank file that is missing, is incomplete: the
@@ -70,8 +71,9 @@ struct ShardedCheckpointSave {
 // Collective over `world`. `dir` is the checkpoint's path in the run
 // directory. Every rank returns the same verdict: an error on any writer is
 // reported on every rank (naming the rank), and then no index is written.
+// Every change goes through `env` (null: the real file system; protocol/io/write_env.h).
 protocol::Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedCheckpointSave& save,
-                                        dist::Communicator& world);
+                                        dist::Communicator& world, protocol::WriteEnv* env = nullptr);
 
 // The contents a full checkpoint of the same state would hold. Errors name
 // the file and what is wrong (no index.json, a missing rank file, a shard of

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "backend/checkpoint/checkpoint_manifest.h"
+#include "backend/checkpoint/checkpoint_recovery.h"
 #include "backend/checkpoint/checkpoint_sharded.h"
 #include "backend/checkpoint/checkpoint_sharded_index.h"
 #include "backend/protocol/wire/run_dir.h"
@@ -92,7 +93,8 @@ ShardedIndex buildIndex(const ShardedCheckpointSave& s, int64_t worldSize,
 
 // This rank's file: its shard of every flat parameter and their optimizer moments.
 Status writeRankFile(const std::filesystem::path& path, const ShardedCheckpointSave& s, int64_t shard,
-                     const std::map<std::string, const train::AdamWParamStateDict*>& state) {
+                     const std::map<std::string, const train::AdamWParamStateDict*>& state,
+                     protocol::WriteEnv& env) {
   GDict shards(c10::StringType::get(), c10::TensorType::get());
   GDict hashes(c10::StringType::get(), c10::StringType::get());
   GDict optimizer = strDict();
@@ -133,22 +135,34 @@ Status writeRankFile(const std::filesystem::path& path, const ShardedCheckpointS
   } catch (const std::exception& e) {
     return Status::ioError(path.string() + ": cannot serialise the rank's shards: " + e.what());
   }
-  return protocol::atomicWriteFile(path, std::string_view(bytes.data(), bytes.size()));
+  protocol::AtomicWriteOptions options;
+  options.env = &env;
+  return protocol::atomicWriteFile(path, std::string_view(bytes.data(), bytes.size()), options);
 }
 
-// Moves the complete directory `from` to `to`, replacing what is there (a
-// directory cannot be renamed over a non-empty one: the old one is moved
-// aside under a name the scan ignores first, and removed last).
-Status replaceDirectory(const std::filesystem::path& from, const std::filesystem::path& to) {
+// Moves the complete directory `from` to `to`, replacing what is there. A
+// directory cannot be renamed over a non-empty one, so the old one is moved
+// aside first (NOTE [Replacing a sharded checkpoint] in checkpoint_recovery.h):
+// between the two renames only `.<name>.old` and the complete `from` exist, and
+// the start-up recovery finishes the switch; a failed second rename is rolled back.
+Status replaceDirectory(const std::filesystem::path& from, const std::filesystem::path& to,
+                        protocol::WriteEnv& env) {
+  const auto old = shardedOldName(to);
+  const auto parent = protocol::parentDir(to);
+  if (Status s = protocol::removeTree(env, old); !s) return s;
   std::error_code ec;
-  const auto old = to.parent_path() / ("." + to.filename().string() + ".old");
-  std::filesystem::remove_all(old, ec);
-  if (std::filesystem::exists(to, ec)) std::filesystem::rename(to, old, ec);
-  if (!ec) std::filesystem::rename(from, to, ec);
-  if (ec) return Status::ioError(to.string() + ": cannot put the new checkpoint in place: " + ec.message());
-  if (Status s = protocol::fsyncDir(to.parent_path()); !s) return s;
-  std::filesystem::remove_all(old, ec);
-  return Status::ok();
+  const bool replacing = std::filesystem::exists(to, ec);
+  if (replacing) {
+    if (Status s = env.rename(to, old); !s) return s;
+  }
+  if (Status s = env.rename(from, to); !s) {
+    if (replacing) (void)env.rename(old, to);
+    return Status::ioError(to.string() + ": cannot put the new checkpoint in place: " + s.message());
+  }
+  if (Status s = env.syncDir(parent); !s) return s;
+  if (!replacing) return Status::ok();
+  if (Status s = protocol::removeTree(env, old); !s) return s;
+  return env.syncDir(parent);
 }
 
 // Failures summed over every rank; every rank learns the same total.
@@ -161,21 +175,21 @@ int64_t agreeOnFailures(dist::Communicator& world, bool failed, const std::strin
 }  // namespace
 
 Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedCheckpointSave& s,
-                              dist::Communicator& world) {
+                              dist::Communicator& world, protocol::WriteEnv* writeEnv) {
+  protocol::WriteEnv& env = protocol::writeEnvOr(writeEnv);
   const int rank = world.rank();
   // Written under a temporary name the scan ignores, then put in place: a checkpoint of the same name
   // (the one this run resumed from, say) stays whole until the new one is.
-  const auto parent = dir.parent_path();
-  const auto partial = parent / ("." + dir.filename().string() + ".partial");
+  const auto parent = protocol::parentDir(dir);
+  const auto partial = shardedPartialName(dir);
   Status prepared = Status::ok();
   if (rank == 0) {
-    std::error_code ec;
-    std::filesystem::remove_all(partial, ec);
-    std::filesystem::create_directories(partial, ec);
-    if (ec)
-      prepared =
-          Status::ioError(partial.string() + ": cannot create the checkpoint directory: " + ec.message());
-    if (prepared) prepared = protocol::fsyncDir(parent);
+    prepared = protocol::removeTree(env, partial);
+    if (prepared) prepared = env.createDir(partial);
+    if (prepared) prepared = env.syncDir(parent);
+    if (!prepared)
+      prepared = Status::ioError(partial.string() +
+                                 ": cannot create the checkpoint directory: " + prepared.message());
   }
   if (agreeOnFailures(world, !prepared, "sharded checkpoint: directory") > 0) {
     return rank == 0 ? prepared
@@ -185,7 +199,7 @@ Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedChe
   // The shard group of global rank 0 writes; its ranks are 0 .. group size - 1 (NOTE [Sharded checkpoints]).
   const bool writer = rank < s.model->shardGroup().size();
   Status written = Status::ok();
-  if (writer) written = writeRankFile(partial / shardedRankFileName(rank), s, rank, state);
+  if (writer) written = writeRankFile(partial / shardedRankFileName(rank), s, rank, state, env);
   const int64_t failed = agreeOnFailures(world, !written, "sharded checkpoint: rank files");
   if (!written) return written;
   if (failed > 0) {
@@ -196,8 +210,10 @@ Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedChe
   std::set<std::string> withState;
   for (const auto& [key, e] : state) withState.insert(key);
   const std::string index = encodeShardedIndex(buildIndex(s, world.size(), withState));
-  if (Status st = protocol::atomicWriteFile(partial / kShardedIndexFile, index); !st) return st;
-  return replaceDirectory(partial, dir);
+  protocol::AtomicWriteOptions options;
+  options.env = &env;
+  if (Status st = protocol::atomicWriteFile(partial / kShardedIndexFile, index, options); !st) return st;
+  return replaceDirectory(partial, dir, env);
 }
 
 }  // namespace fs::engine

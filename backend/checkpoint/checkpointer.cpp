@@ -10,6 +10,7 @@
 #include <set>
 
 #include "backend/checkpoint/checkpoint_manifest.h"
+#include "backend/checkpoint/checkpoint_recovery.h"
 #include "backend/checkpoint/checkpoint_sharded.h"
 
 namespace fs::engine {
@@ -108,7 +109,7 @@ Status Checkpointer::save(protocol::CheckpointKind kind) {
     s.scheduler = schedule.stateDict();
     s.resume = resumeState(kind);
     s.resume.manifest = buildCheckpointManifest(config_, tokens_, parameters, {});
-    if (Status st = writeShardedCheckpoint(path, s, *comm_); !st) return st;
+    if (Status st = writeShardedCheckpoint(path, s, *comm_, options_.writeEnv); !st) return st;
     if (options_.rank != 0) return Status::ok();
   } else {
     CheckpointContents c;
@@ -129,10 +130,10 @@ Status Checkpointer::save(protocol::CheckpointKind kind) {
     c.scheduler = schedule.stateDict();
     c.resume = resumeState(kind);
     c.resume.manifest = buildCheckpointManifest(config_, tokens_, parameters, c.modelState);
-    if (Status s = writeCheckpoint(path, c); !s) return s;
+    if (Status s = writeCheckpoint(path, c, options_.writeEnv); !s) return s;
   }
   const int64_t bytes = checkpointBytes(path);
-  prune(kind, epoch);
+  if (Status s = prune(kind, epoch); !s) return s;
   const std::string rel = path.filename().string();
   log_->info("checkpoint {} ({} bytes)", rel, bytes);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -142,9 +143,10 @@ Status Checkpointer::save(protocol::CheckpointKind kind) {
   return Status::ok();
 }
 
-// Only after the new checkpoint is durable: prune step checkpoints, delete the previous epoch's
-// (remove_all: a sharded checkpoint is a directory).
-void Checkpointer::prune(protocol::CheckpointKind kind, int64_t epoch) {
+// Only after the new checkpoint is durable: prune step checkpoints, delete the previous epoch's. Each
+// removal leaves the checkpoint whole or gone (removeCheckpoint).
+Status Checkpointer::prune(protocol::CheckpointKind kind, int64_t epoch) {
+  protocol::WriteEnv& env = protocol::writeEnvOr(options_.writeEnv);
   std::error_code ec;
   if (kind == protocol::CheckpointKind::kStep) {
     std::vector<std::pair<int64_t, std::filesystem::path>> steps;
@@ -154,12 +156,16 @@ void Checkpointer::prune(protocol::CheckpointKind kind, int64_t epoch) {
     }
     std::sort(steps.begin(), steps.end());
     while (static_cast<int64_t>(steps.size()) > config_.checkpoint.keep_last) {
-      std::filesystem::remove_all(steps.front().second, ec);
+      if (Status s = removeCheckpoint(steps.front().second, env); !s)
+        return Status::ioError("pruning old checkpoints: " + s.message());
       steps.erase(steps.begin());
     }
   } else if (config_.checkpoint.delete_previous && epoch > 0) {
-    std::filesystem::remove_all(dir_.checkpointFile(kind, static_cast<int>(epoch - 1), 0), ec);
+    const auto previous = dir_.checkpointFile(kind, static_cast<int>(epoch - 1), 0);
+    if (Status s = removeCheckpoint(previous, env); !s)
+      return Status::ioError("deleting the previous epoch's checkpoint: " + s.message());
   }
+  return Status::ok();
 }
 
 }  // namespace fs::engine

@@ -40,6 +40,9 @@ struct CheckpointerOptions {
   // Of the world this run has: an OpenFlamingo resume continues the schedule at the next epoch.
   int64_t optimizerStepsPerEpoch = 0;
   int64_t schedulerSteps = 0;
+  // Where checkpoint writes, prunes and start-up recovery go (NOTE [One seam for file writes] in
+  // protocol/io/write_env.h); null: the real file system. Must outlive the Checkpointer.
+  protocol::WriteEnv* writeEnv = nullptr;
 };
 
 // What resume() found.
@@ -61,11 +64,15 @@ class Checkpointer {
 
   // REQUIRES: the state holds the built (frozen, unsharded) model, optimizer,
   // schedule and source. Sets the counters; a skipped candidate is a warning.
+  // First rank 0 puts right what an interrupted checkpoint write left
+  // (checkpoint_recovery.h), each action a `checkpoint_recovered` warning;
+  // with several ranks a collective (every rank calls it).
   protocol::StatusOr<Resumed> resume();
 
   // Writes the checkpoint of `kind` at the current counters (an epoch
   // checkpoint after the epoch was counted), prunes older ones and emits
-  // the checkpoint event.
+  // the checkpoint event. An error (naming the path) leaves the newest
+  // complete checkpoint in place.
   protocol::Status save(protocol::CheckpointKind kind);
 
  private:
@@ -77,7 +84,8 @@ class Checkpointer {
   protocol::Status restoreDataPosition(data::DataPosition position);
   // checkpointer.cpp
   ResumeState resumeState(protocol::CheckpointKind kind) const;  // without the manifest
-  void prune(protocol::CheckpointKind kind, int64_t epoch);
+  protocol::Status prune(protocol::CheckpointKind kind, int64_t epoch);
+  protocol::Status recoverLeftovers();                             // checkpointer_resume.cpp
   void warn(const std::string& code, const std::string& message);  // log and warning event
 
   const protocol::RunConfig& config_;

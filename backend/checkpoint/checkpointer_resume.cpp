@@ -7,13 +7,28 @@
 #include <set>
 
 #include "backend/checkpoint/checkpoint_manifest.h"
+#include "backend/checkpoint/checkpoint_recovery.h"
 #include "backend/checkpoint/checkpointer.h"
 
 namespace fs::engine {
 
 using protocol::Status;
 
+Status Checkpointer::recoverLeftovers() {
+  Status recovered = Status::ok();
+  if (options_.rank == 0) {
+    std::vector<std::string> notes;
+    recovered = recoverCheckpointLeftovers(dir_.root(), protocol::writeEnvOr(options_.writeEnv), &notes);
+    for (const auto& n : notes) warn("checkpoint_recovered", n);
+  }
+  // Nobody scans the run directory while rank 0 may still be moving things in it.
+  if (options_.world > 1) comm_->barrier("checkpoint recovery");
+  if (!recovered) return Status::ioError("recovering interrupted checkpoint writes: " + recovered.message());
+  return Status::ok();
+}
+
 protocol::StatusOr<Resumed> Checkpointer::resume() {
+  if (Status s = recoverLeftovers(); !s) return s;
   if (!config_.checkpoint.resume_from.empty()) {
     const std::filesystem::path path = config_.checkpoint.resume_from;
     auto ck = readCheckpoint(path);

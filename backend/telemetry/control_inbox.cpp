@@ -10,8 +10,8 @@ using protocol::ControlCommand;
 using protocol::ControlVerb;
 
 ControlInbox::ControlInbox(protocol::RunDir run_dir, TelemetryEmitter& emitter,
-                           std::int64_t attempt_started_ms)
-    : run_dir_(std::move(run_dir)), emitter_(emitter), attempt_started_ms_(attempt_started_ms) {}
+                           std::int64_t attempt_started_ms, protocol::WriteEnv* env)
+    : run_dir_(std::move(run_dir)), emitter_(emitter), env_(env), attempt_started_ms_(attempt_started_ms) {}
 
 void ControlInbox::ackSeq(std::uint64_t seq, ControlVerb verb, bool ok, std::string message,
                           std::int64_t step) {
@@ -45,7 +45,7 @@ StatusOr<std::vector<ControlCommand>> ControlInbox::poll(std::int64_t step) {
     std::string name = rejected.path.filename().string();
     if (stuck_.count(name)) continue;
     std::string reason = rejected.reason.message();
-    auto moved = protocol::moveControlToDone(root, rejected.path);
+    auto moved = protocol::moveControlToDone(root, rejected.path, env_);
     if (!moved) {
       stuck_.insert(name);
       reason += " (and it could not be moved to done/: " + moved.status().message() + ")";
@@ -65,7 +65,7 @@ StatusOr<std::vector<ControlCommand>> ControlInbox::poll(std::int64_t step) {
     if (stuck_.count(name)) continue;
     const ControlCommand& cmd = pending.command;
     bool stale = isStale(pending);  // before the move: it reads the file's mtime
-    auto moved = protocol::moveControlToDone(root, pending.path);
+    auto moved = protocol::moveControlToDone(root, pending.path, env_);
     if (!moved) {
       stuck_.insert(name);
       ack(cmd, false, "not carried out: " + moved.status().message(), step);

@@ -44,7 +44,9 @@ class ControlInbox {
  public:
   // `attempt_started_ms`: unix ms when this attempt (process start, or resume) began;
   // 0 for a run's first attempt, where no command can be stale.
-  ControlInbox(protocol::RunDir run_dir, TelemetryEmitter& emitter, std::int64_t attempt_started_ms);
+  // `env`: where handled files are moved (io/write_env.h); null: the real file system. Must outlive this.
+  ControlInbox(protocol::RunDir run_dir, TelemetryEmitter& emitter, std::int64_t attempt_started_ms,
+               protocol::WriteEnv* env = nullptr);
 
   // Handles everything in control/ as the file comment says; returns the commands to
   // act on, ascending seq, each already in done/. `step` goes into the acks of rejected
@@ -62,6 +64,7 @@ class ControlInbox {
 
   protocol::RunDir run_dir_;
   TelemetryEmitter& emitter_;
+  protocol::WriteEnv* env_;
   std::int64_t attempt_started_ms_;
   std::set<std::uint64_t> handled_seqs_;  // seqs returned or refused by this inbox
   std::set<std::string> stuck_;           // names in control/ that could not be moved

@@ -53,7 +53,7 @@ StatusOr<std::unique_ptr<TelemetryEmitter>> TelemetryEmitter::open(const protoco
 
 StatusOr<std::unique_ptr<TelemetryEmitter>> TelemetryEmitter::openFile(const std::filesystem::path& file,
                                                                        EmitterOptions options) {
-  auto sink = FileEventSink::open(file);
+  auto sink = FileEventSink::open(file, options.env);
   if (!sink) return sink.status();
   std::uint64_t first_seq = sink.value()->resume().next_seq;
   return std::make_unique<TelemetryEmitter>(std::move(sink).value(), first_seq, std::move(options));

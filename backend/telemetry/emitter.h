@@ -71,6 +71,8 @@ struct EmitterOptions {
   // 50-100 us per step on a loaded 2-core VM - 1 % of a tiny step.
   std::chrono::milliseconds batch_interval{25};
   protocol::EventEncoder::Clock clock = protocol::unixMillisNow;  // `t` of every event
+  // Where openFile's sink writes (io/write_env.h); null: the real file system. Must outlive the emitter.
+  protocol::WriteEnv* env = nullptr;
 
   // telemetry.queue_capacity and telemetry.heartbeat_s; the rest keeps its default.
   static EmitterOptions fromConfig(const protocol::TelemetryConfig& config);

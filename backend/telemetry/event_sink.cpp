@@ -76,30 +76,31 @@ StatusOr<std::uint64_t> scanNextSeq(int fd, std::uint64_t size, std::string_view
   return std::uint64_t{0};
 }
 
-FileEventSink::FileEventSink(stdfs::path path, int fd, EventFileResume resume)
-    : path_(std::move(path)), fd_(fd), size_(resume.size), resume_(resume) {}
+FileEventSink::FileEventSink(stdfs::path path, std::unique_ptr<protocol::WritableFile> file,
+                             EventFileResume resume)
+    : path_(std::move(path)), file_(std::move(file)), size_(resume.size), resume_(resume) {}
 
 FileEventSink::~FileEventSink() {
-  if (fd_ >= 0) ::close(fd_);
+  if (file_) (void)file_->close();
 }
 
-StatusOr<std::unique_ptr<FileEventSink>> FileEventSink::open(const stdfs::path& path) {
+StatusOr<std::unique_ptr<FileEventSink>> FileEventSink::open(const stdfs::path& path,
+                                                             protocol::WriteEnv* env) {
   const std::string name = path.string();
-  bool created = true;
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0 && errno == EEXIST) {
-    created = false;
-    fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
+  protocol::WriteEnv& writes = protocol::writeEnvOr(env);
+  bool created = false;
+  auto file = writes.openAppend(path, &created);
+  if (!file) return file.status();
+  if (created) {
+    if (Status s = writes.syncDir(protocol::parentDir(path)); !s) return s;
   }
-  if (fd < 0) return Status::ioError("cannot open " + name + " for appending: " + errnoText(errno));
+  // The tail is read through a descriptor of its own: reading changes nothing a crash could tear.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::ioError("cannot open " + name + " for reading: " + errnoText(errno));
   auto fail = [&](Status s) {
     ::close(fd);
     return s;
   };
-  if (created) {
-    Status s = protocol::fsyncDir(path.parent_path().empty() ? stdfs::path(".") : path.parent_path());
-    if (!s) return fail(s);
-  }
   struct stat st {};
   if (::fstat(fd, &st) != 0) return fail(Status::ioError("cannot stat " + name + ": " + errnoText(errno)));
   if (!S_ISREG(st.st_mode)) return fail(Status::ioError(name + " is not a regular file"));
@@ -113,9 +114,10 @@ StatusOr<std::unique_ptr<FileEventSink>> FileEventSink::open(const stdfs::path& 
     std::uint64_t keep = static_cast<std::uint64_t>(last.value() + 1);
     if (keep < size) {
       // A torn last line from a crashed writer: no reader ever took it for an event.
-      if (::ftruncate(fd, static_cast<off_t>(keep)) != 0 || ::fdatasync(fd) != 0) {
-        return fail(Status::ioError("cannot cut the partial last line of " + name + ": " + errnoText(errno)));
-      }
+      Status cut = file.value()->truncate(keep);
+      if (cut) cut = file.value()->sync();
+      if (!cut)
+        return fail(Status::ioError("cannot cut the partial last line of " + name + ": " + cut.message()));
       resume.truncated_bytes = size - keep;
     }
     resume.size = keep;
@@ -123,33 +125,25 @@ StatusOr<std::unique_ptr<FileEventSink>> FileEventSink::open(const stdfs::path& 
     if (!next) return fail(next.status());
     resume.next_seq = next.value();
   }
-  return std::unique_ptr<FileEventSink>(new FileEventSink(path, fd, resume));
+  ::close(fd);
+  return std::unique_ptr<FileEventSink>(new FileEventSink(path, std::move(file).value(), resume));
 }
 
 Status FileEventSink::append(std::string_view lines) {
-  std::string_view rest = lines;
-  while (!rest.empty()) {
-    ssize_t n = ::write(fd_, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      // Cut back whatever part of `lines` made it, so the file ends on a whole line.
-      if (rest.size() != lines.size() && ::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
-        return Status::ioError("cannot append to " + path_.string() + ": " + errnoText(err) +
-                               "; cutting the partial line failed too: " + errnoText(errno));
-      }
-      return Status::ioError("cannot append to " + path_.string() + ": " + errnoText(err));
+  if (Status s = file_->append(lines); !s) {
+    // Cut back whatever part of `lines` made it, so the file ends on a whole line.
+    if (Status cut = file_->truncate(size_); !cut) {
+      return Status::ioError("cannot append to " + path_.string() + ": " + s.message() +
+                             "; cutting the partial line failed too: " + cut.message());
     }
-    rest.remove_prefix(static_cast<std::size_t>(n));
+    return Status::ioError("cannot append to " + path_.string() + ": " + s.message());
   }
   size_ += lines.size();
   return Status::ok();
 }
 
 Status FileEventSink::sync() {
-  if (::fdatasync(fd_) != 0)
-    return Status::ioError("cannot sync " + path_.string() + ": " + errnoText(errno));
-  return Status::ok();
+  return file_->sync();
 }
 
 }  // namespace fs::telemetry

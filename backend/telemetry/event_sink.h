@@ -10,7 +10,7 @@
 // Only the file's tail is read, so reopening a long run's file is cheap.
 //
 // Thread-safety: an EventSink is used by one thread at a time (the writer thread).
-// Ownership: FileEventSink owns its descriptor and closes it on destruction.
+// Ownership: FileEventSink owns its file and closes it on destruction.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include <memory>
 #include <string_view>
 
+#include "backend/protocol/io/write_env.h"
 #include "backend/protocol/status.h"
 
 namespace fs::telemetry {
@@ -32,7 +33,7 @@ class EventSink {
   // are appended, or an error is returned and none are (a failed append is cut back;
   // only a crash of the process can leave a partial last line behind).
   virtual Status append(std::string_view lines) = 0;
-  // Makes everything appended so far durable (fdatasync for files).
+  // Makes everything appended so far durable (WritableFile::sync for files).
   virtual Status sync() = 0;
 };
 
@@ -49,7 +50,9 @@ class FileEventSink : public EventSink {
  public:
   // Opens `path` for appending, creating it (mode 0644, entry synced) if needed. An
   // existing file is repaired and scanned as the note describes. IOError names the path.
-  static StatusOr<std::unique_ptr<FileEventSink>> open(const std::filesystem::path& path);
+  // Every change goes through `env` (null: the real file system; io/write_env.h).
+  static StatusOr<std::unique_ptr<FileEventSink>> open(const std::filesystem::path& path,
+                                                       protocol::WriteEnv* env = nullptr);
   ~FileEventSink() override;
   FileEventSink(const FileEventSink&) = delete;
   FileEventSink& operator=(const FileEventSink&) = delete;
@@ -62,9 +65,10 @@ class FileEventSink : public EventSink {
   Status sync() override;
 
  private:
-  FileEventSink(std::filesystem::path path, int fd, EventFileResume resume);
+  FileEventSink(std::filesystem::path path, std::unique_ptr<protocol::WritableFile> file,
+                EventFileResume resume);
   std::filesystem::path path_;
-  int fd_ = -1;
+  std::unique_ptr<protocol::WritableFile> file_;
   std::uint64_t size_ = 0;  // bytes in the file after our last successful append
   EventFileResume resume_;
 };

@@ -1,9 +1,5 @@
 #include "backend/tensorfile/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -11,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 
+#include "backend/protocol/wire/run_dir.h"
 #include "backend/tensorfile/byte_io.h"
 
 namespace fs::tensorfile {
@@ -66,22 +63,6 @@ StatusOr<SafetensorsEntry> parseEntry(const std::string& name, const Json& v, co
                               " bytes (dtype and shape)");
   }
   return e;
-}
-
-Status errnoStatus(const std::string& path, const char* what) {
-  return Status::ioError(path + ": " + what + ": " + std::strerror(errno));
-}
-
-Status writeAll(int fd, const void* data, std::size_t size, const std::string& path) {
-  const auto* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return errnoStatus(path, "cannot write");
-    p += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return Status::ok();
 }
 
 }  // namespace
@@ -180,7 +161,7 @@ TensorView SafetensorsFile::view(const SafetensorsEntry& e) const {
 }
 
 Status writeSafetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
-                        const std::map<std::string, std::string>& metadata) {
+                        const std::map<std::string, std::string>& metadata, protocol::WriteEnv* env) {
   Json header = Json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::unordered_set<std::string> names;
@@ -208,22 +189,28 @@ Status writeSafetensors(const std::string& path, const std::vector<SafetensorsTe
   for (int i = 0; i < 8; ++i)
     len[i] = static_cast<unsigned char>(static_cast<std::uint64_t>(text.size()) >> (8 * i));
 
+  // Crash-safe as atomicWriteFile (protocol/wire/run_dir.h), streaming the tensors instead of one buffer.
+  protocol::WriteEnv& writes = protocol::writeEnvOr(env);
   const std::filesystem::path target(path);
-  std::string tmp = (target.parent_path() / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) return errnoStatus(tmp, "cannot create temporary file");
-  ::fchmod(fd, 0644);
-  Status st = writeAll(fd, len, 8, tmp);
-  if (st) st = writeAll(fd, text.data(), text.size(), tmp);
+  const std::filesystem::path tmp =
+      protocol::parentDir(target) / protocol::tempFileName(target.filename().string());
+  auto file = writes.createFile(tmp, 0644);
+  if (!file) return file.status();
+  Status st = file.value()->append(std::string_view(reinterpret_cast<const char*>(len), 8));
+  if (st) st = file.value()->append(text);
   for (const auto& t : tensors) {
-    if (st) st = writeAll(fd, t.data.data(), t.data.size(), tmp);
+    if (st)
+      st =
+          file.value()->append(std::string_view(reinterpret_cast<const char*>(t.data.data()), t.data.size()));
   }
-  if (st && ::fsync(fd) != 0) st = errnoStatus(tmp, "cannot fsync");
-  if (::close(fd) != 0 && st) st = errnoStatus(tmp, "cannot close");
-  if (st && ::rename(tmp.c_str(), path.c_str()) != 0)
-    st = errnoStatus(path, "cannot rename temporary file onto");
-  if (!st) ::unlink(tmp.c_str());
-  return st;
+  if (st) st = file.value()->sync();
+  if (Status closed = file.value()->close(); st && !closed) st = closed;
+  if (st) st = writes.rename(tmp, target);
+  if (!st) {
+    (void)writes.remove(tmp);
+    return st;
+  }
+  return writes.syncDir(protocol::parentDir(target));
 }
 
 }  // namespace fs::tensorfile

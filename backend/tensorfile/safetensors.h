@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/protocol/io/write_env.h"
 #include "backend/tensorfile/mapped_file.h"
 #include "backend/tensorfile/tensor_view.h"
 
@@ -68,10 +69,12 @@ struct SafetensorsTensor {
 };
 
 // Writes `tensors` (in the given order) to `path` through a temporary file in
-// the same directory, fsync and rename. The header is padded with spaces to a
-// multiple of 8 bytes, as the reference writer does. InvalidArgument for
+// the same directory, fsync, rename and directory sync, every step through `env`
+// (null: the real file system; protocol/io/write_env.h). The header is padded with
+// spaces to a multiple of 8 bytes, as the reference writer does. InvalidArgument for
 // duplicate or empty names, a name "__metadata__", or data of the wrong size.
 Status writeSafetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
-                        const std::map<std::string, std::string>& metadata = {});
+                        const std::map<std::string, std::string>& metadata = {},
+                        protocol::WriteEnv* env = nullptr);
 
 }  // namespace fs::tensorfile

@@ -19,7 +19,9 @@ protocol::Status parse(const std::map<std::string, std::string>& env, const char
   }
   if (colon == std::string::npos || colon == 0 || *end1 != '\0' || *end2 != '\0' || colon + 1 == v.size() ||
       *rank < 0 || *iteration < 0) {
-    return protocol::Status::invalidArgument(std::string(name) + "='" + v + "': expected <rank>:<iteration>");
+    return protocol::Status::invalidArgument(
+        std::string(name) + "='" + v + "': expected <rank>:<" +
+        (std::string(name).starts_with("FS_FAULT_WRITE") ? "op" : "iteration") + ">");
   }
   return protocol::Status::ok();
 }
@@ -30,6 +32,8 @@ protocol::StatusOr<FaultPlan> faultPlanFromEnvironment(const std::map<std::strin
   FaultPlan plan;
   if (auto s = parse(env, "FS_FAULT_NAN_LOSS", &plan.nanRank, &plan.nanIteration); !s) return s;
   if (auto s = parse(env, "FS_FAULT_THROW", &plan.throwRank, &plan.throwIteration); !s) return s;
+  if (auto s = parse(env, "FS_FAULT_WRITE_KILL", &plan.writeKillRank, &plan.writeKillOp); !s) return s;
+  if (auto s = parse(env, "FS_FAULT_WRITE_FAIL", &plan.writeFailRank, &plan.writeFailOp); !s) return s;
   return plan;
 }
 

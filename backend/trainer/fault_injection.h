@@ -4,8 +4,13 @@
 // make one rank misbehave at one iteration:
 //   FS_FAULT_NAN_LOSS=<rank>:<iteration>  the first dataset's loss is NaN
 //   FS_FAULT_THROW=<rank>:<iteration>     the iteration throws
-// (iteration = micro-steps done before it, over the run). Unset in normal
-// use; a malformed value is an error naming the variable.
+// (iteration = micro-steps done before it, over the run), and two more cut
+// the rank's checkpoint writes (NOTE [Cutting a write sequence] in
+// backend/protocol/io/fault_write_env.h) at its <op>-th file operation
+// (1-based, counting the Checkpointer's operations only, over the attempt):
+//   FS_FAULT_WRITE_KILL=<rank>:<op>       the process raises SIGKILL there
+//   FS_FAULT_WRITE_FAIL=<rank>:<op>       the operation fails with an IOError
+// Unset in normal use; a malformed value is an error naming the variable.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +24,8 @@ namespace fs::engine {
 struct FaultPlan {
   int64_t nanRank = -1, nanIteration = -1;
   int64_t throwRank = -1, throwIteration = -1;
+  int64_t writeKillRank = -1, writeKillOp = -1;
+  int64_t writeFailRank = -1, writeFailOp = -1;
   bool nanLossAt(int64_t rank, int64_t iteration) const {
     return rank == nanRank && iteration == nanIteration;
   }

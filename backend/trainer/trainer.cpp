@@ -83,7 +83,7 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
     if (emitter_) {
       emitter_->setProgress(counters.step, protocol::RunState::kRunning);
       (void)protocol::updateManifestState(dir_.root(), protocol::RunState::kRunning,
-                                          protocol::unixMillisNow());
+                                          protocol::unixMillisNow(), options_.writeEnv);
     }
     StepWindow window;
     const auto halted = [&] { return control.stop() || control.kill(); };
@@ -203,7 +203,7 @@ void Trainer::finish(protocol::FinishStatus status) {
   emit(protocol::RunFinishedEvent{status, state_.counters.step, lastLoss_, secondsSince(started_)});
   emit(protocol::StateEvent{state, ""});
   emitter_->setState(state);
-  (void)protocol::updateManifestState(dir_.root(), state, protocol::unixMillisNow());
+  (void)protocol::updateManifestState(dir_.root(), state, protocol::unixMillisNow(), options_.writeEnv);
   if (Status s = emitter_->close(); !s && log_) log_->error("telemetry: {}", s.message());
   if (log_) log_->flush();
 }

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "backend/protocol/config/config_types.h"
+#include "backend/protocol/io/write_env.h"
 #include "backend/protocol/status.h"
 
 namespace fs::data {
@@ -69,6 +70,13 @@ struct TrainerOptions {
   std::function<protocol::Status(model::FlamingoImpl&)> initModel;
   // After the last iteration of a finished run, before run_finished.
   std::function<protocol::Status(model::FlamingoImpl&)> onFinished;
+  // Where the run's files are written (NOTE [One seam for file writes] in
+  // backend/protocol/io/write_env.h): run directory, run.json, telemetry,
+  // control files. Null: the real file system. Must outlive the run.
+  protocol::WriteEnv* writeEnv = nullptr;
+  // Checkpoint writes, prunes and start-up recovery only (null: writeEnv), so a
+  // test can count and cut the checkpoint sequence alone (fault_write_env.h).
+  protocol::WriteEnv* checkpointWriteEnv = nullptr;
   int64_t maxIterations = 0;    // > 0: finish after this many iterations (no checkpoint)
   bool disableDropout = false;  // a stochastic mask cannot be replayed
 };

@@ -25,6 +25,7 @@
 #include "backend/dist/rendezvous.h"
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config/derived.h"
+#include "backend/protocol/io/fault_write_env.h"
 #include "backend/protocol/wire/run_dir.h"
 #include "backend/telemetry/control_inbox.h"
 #include "backend/telemetry/emitter.h"
@@ -110,10 +111,11 @@ class Trainer {
   std::unique_ptr<data::DataSource> valSource_;  // null: no dataset has val_shards
   std::unique_ptr<train::StepPlan> plan_;
 
-  std::unique_ptr<dist::Membership> membership_;  // world > 1
-  std::shared_ptr<dist::Communicator> comm_;      // solo with one rank
-  std::unique_ptr<dist::GradientSync> gradSync_;  // DDP with world > 1
-  FaultPlan faults_;                              // NOTE [Fault injection]
+  std::unique_ptr<dist::Membership> membership_;          // world > 1
+  std::shared_ptr<dist::Communicator> comm_;              // solo with one rank
+  std::unique_ptr<dist::GradientSync> gradSync_;          // DDP with world > 1
+  FaultPlan faults_;                                      // NOTE [Fault injection]
+  std::unique_ptr<protocol::FaultWriteEnv> faultWrites_;  // FS_FAULT_WRITE_*: cuts checkpoint writes
 
   // The parts, made once the rank joined the world (setUp).
   std::unique_ptr<Checkpointer> checkpointer_;

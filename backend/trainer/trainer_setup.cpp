@@ -97,8 +97,19 @@ Status Trainer::setUp() {
   auto faults = faultPlanFromEnvironment(launch::currentEnvironment());
   if (!faults) return faults.status();
   faults_ = faults.value();
+  protocol::WriteEnv* checkpointEnv =
+      options_.checkpointWriteEnv ? options_.checkpointWriteEnv : options_.writeEnv;
+  if (faults_.writeKillRank == options_.rank || faults_.writeFailRank == options_.rank) {
+    protocol::FaultWriteEnv::Options f;
+    const bool kill = faults_.writeKillRank == options_.rank;
+    f.at = kill ? faults_.writeKillOp : faults_.writeFailOp;
+    f.action = kill ? protocol::FaultWriteEnv::Action::kCrash : protocol::FaultWriteEnv::Action::kFail;
+    faultWrites_ = std::make_unique<protocol::FaultWriteEnv>(protocol::writeEnvOr(checkpointEnv), f);
+    checkpointEnv = faultWrites_.get();
+  }
   if (Status s = joinWorld(); !s) return s;
   CheckpointerOptions c;
+  c.writeEnv = checkpointEnv;
   c.rank = options_.rank;
   c.world = options_.world;
   c.shapesOnly = place_.shapesOnly;
@@ -148,7 +159,7 @@ Status Trainer::prepareRunDirectory() {
   std::error_code ec;
   if (std::filesystem::file_size(dir_.root() / protocol::kEventsFileName, ec) == 0 || ec)
     attemptStartedMs = 0;
-  if (Status s = dir_.create(); !s) return s;
+  if (Status s = dir_.create(options_.writeEnv); !s) return s;
   telemetry::RankLogOptions logOptions;
   logOptions.stderr_level = options_.logInfoToStderr ? spdlog::level::info : spdlog::level::warn;
   auto log = telemetry::openRankLog(dir_, static_cast<int>(options_.rank), logOptions);
@@ -189,12 +200,15 @@ Status Trainer::prepareRunDirectory() {
   m.state = protocol::RunState::kStarting;
   m.pid = static_cast<int64_t>(::getpid());
   m.updated = protocol::unixMillisNow();
-  if (Status s = protocol::writeManifest(dir_.root(), m); !s) return s;
-  auto emitter =
-      telemetry::TelemetryEmitter::open(dir_, telemetry::EmitterOptions::fromConfig(config_.telemetry));
+  protocol::AtomicWriteOptions manifestWrite;
+  manifestWrite.env = options_.writeEnv;
+  if (Status s = protocol::writeManifest(dir_.root(), m, manifestWrite); !s) return s;
+  auto emitterOptions = telemetry::EmitterOptions::fromConfig(config_.telemetry);
+  emitterOptions.env = options_.writeEnv;
+  auto emitter = telemetry::TelemetryEmitter::open(dir_, std::move(emitterOptions));
   if (!emitter) return emitter.status();
   emitter_ = std::move(emitter.value());
-  inbox_ = std::make_unique<telemetry::ControlInbox>(dir_, *emitter_, attemptStartedMs);
+  inbox_ = std::make_unique<telemetry::ControlInbox>(dir_, *emitter_, attemptStartedMs, options_.writeEnv);
   return Status::ok();
 }
 

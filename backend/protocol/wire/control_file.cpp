@@ -287,20 +287,17 @@ StatusOr<ControlListing> listControl(const stdfs::path& run_dir) {
   return out;
 }
 
-StatusOr<stdfs::path> moveControlToDone(const stdfs::path& run_dir, const stdfs::path& file) {
+StatusOr<stdfs::path> moveControlToDone(const stdfs::path& run_dir, const stdfs::path& file, WriteEnv* env) {
   RunDir dir(run_dir);
-  std::error_code ec;
-  if (stdfs::create_directories(dir.controlDoneDir(), ec); ec) {
-    return Status::ioError("cannot create " + dir.controlDoneDir().string() + ": " + ec.message());
-  }
+  if (Status s = createDirsDurably(writeEnvOr(env), dir.controlDoneDir()); !s) return s;
   std::string name = file.filename().string();
   for (int n = 0; n < 1000; ++n) {
     stdfs::path target = dir.controlDoneDir() / (n == 0 ? name : name + "." + std::to_string(n));
-    auto moved = renameNoReplace(file, target);
+    auto moved = renameNoReplace(file, target, env);
     if (!moved) return moved.status();
     if (!moved.value()) continue;
-    Status s = fsyncDir(dir.controlDoneDir());
-    if (s) s = fsyncDir(file.parent_path());
+    Status s = fsyncDir(dir.controlDoneDir(), env);
+    if (s) s = fsyncDir(parentDir(file), env);
     if (!s) return s;
     return target;
   }

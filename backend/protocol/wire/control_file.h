@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/protocol/io/write_env.h"
 #include "backend/protocol/status.h"
 #include "backend/protocol/wire/events.h"
 
@@ -101,8 +102,9 @@ StatusOr<ControlListing> listControl(const std::filesystem::path& run_dir);
 
 // Moves a processed or rejected control file into control/done/ (created if needed),
 // durably; a name already taken there gets a ".<n>" suffix. Returns the new path.
+// `env`: where the changes go (io/write_env.h); null: the real file system.
 StatusOr<std::filesystem::path> moveControlToDone(const std::filesystem::path& run_dir,
-                                                  const std::filesystem::path& file);
+                                                  const std::filesystem::path& file, WriteEnv* env = nullptr);
 
 // The effective user's login name (getpwuid), else $USER, else "uid<N>".
 std::string currentUserName();

@@ -31,55 +31,37 @@ bool parseNumber(std::string_view s, T* out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-// Writes all of `data` to `fd`, retrying short writes and EINTR.
-bool writeAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
 // Writes `contents` to a fresh temporary file in target's directory and fsyncs it.
 // Returns the temporary path; on failure removes it.
-StatusOr<stdfs::path> writeTemp(const stdfs::path& target, std::string_view contents,
+StatusOr<stdfs::path> writeTemp(WriteEnv& env, const stdfs::path& target, std::string_view contents,
                                 const AtomicWriteOptions& options, std::optional<WriteStage>* crashed) {
-  stdfs::path dir = target.parent_path().empty() ? stdfs::path(".") : target.parent_path();
+  const stdfs::path dir = parentDir(target);
   stdfs::path temp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+  std::unique_ptr<WritableFile> file;
+  for (int attempt = 0; attempt < 16 && !file; ++attempt) {
     temp = dir / tempFileName(target.filename().string());
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, options.mode);
-    if (fd < 0 && errno != EEXIST) {
-      return Status::ioError("cannot write " + target.string() + ": creating temporary file " +
-                             temp.string() + ": " + errnoText(errno));
+    bool exists = false;
+    auto created = env.createFile(temp, options.mode, &exists);
+    if (created) {
+      file = std::move(created).value();
+    } else if (!exists) {
+      return Status::ioError("cannot write " + target.string() +
+                             ": creating temporary file: " + created.status().message());
     }
   }
-  if (fd < 0) return Status::ioError("cannot write " + target.string() + ": no free temporary file name");
-  auto fail = [&](const char* what) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(temp.c_str());
-    return Status::ioError("cannot write " + target.string() + ": " + what + " " + temp.string() + ": " +
-                           errnoText(err));
+  if (!file) return Status::ioError("cannot write " + target.string() + ": no free temporary file name");
+  auto fail = [&](const Status& s) {
+    (void)env.remove(temp);
+    return Status::ioError("cannot write " + target.string() + ": " + s.message());
   };
-  if (!writeAll(fd, contents)) return fail("writing");
+  if (Status s = file->append(contents); !s) return fail(s);
   if (options.crash_after && options.crash_after(WriteStage::kTempWritten)) {
-    ::close(fd);
+    (void)file->close();
     *crashed = WriteStage::kTempWritten;
     return temp;
   }
-  if (::fsync(fd) != 0) return fail("syncing");
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(temp.c_str());
-    return Status::ioError("cannot write " + target.string() + ": closing " + temp.string() + ": " +
-                           errnoText(err));
-  }
+  if (Status s = file->sync(); !s) return fail(s);
+  if (Status s = file->close(); !s) return fail(s);
   if (options.crash_after && options.crash_after(WriteStage::kTempSynced)) *crashed = WriteStage::kTempSynced;
   return temp;
 }
@@ -90,54 +72,28 @@ Status simulatedCrash(const stdfs::path& target, WriteStage stage) {
                          kNames[static_cast<int>(stage)] + "'");
 }
 
-// rename(temp, target) refusing to replace: EEXIST when target exists.
-int renameNoReplaceErrno(const stdfs::path& temp, const stdfs::path& target) {
-#ifdef RENAME_NOREPLACE
-  if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) == 0) return 0;
-  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return errno;
-#endif
-  // File systems without renameat2 flags: link() never replaces either.
-  if (::link(temp.c_str(), target.c_str()) == 0) {
-    ::unlink(temp.c_str());
-    return 0;
-  }
-  int err = errno;
-  if (err != EPERM && err != EOPNOTSUPP && err != ENOSYS && err != EXDEV) return err;
-  // No hard links either (FAT, some FUSE mounts): check, then rename. Racy, as
-  // OpenSSH's sftp-server is in the same case; the best such a file system allows.
-  struct stat st {};
-  if (::lstat(target.c_str(), &st) == 0) return EEXIST;
-  return ::rename(temp.c_str(), target.c_str()) == 0 ? 0 : errno;
-}
-
 StatusOr<bool> writeAtomically(const stdfs::path& target, std::string_view contents,
                                const AtomicWriteOptions& options, bool replace) {
+  WriteEnv& env = writeEnvOr(options.env);
   std::optional<WriteStage> crashed;
-  auto temp = writeTemp(target, contents, options, &crashed);
+  auto temp = writeTemp(env, target, contents, options, &crashed);
   if (!temp) return temp.status();
   if (crashed) return simulatedCrash(target, *crashed);
   if (replace) {
-    if (::rename(temp->c_str(), target.c_str()) != 0) {
-      int err = errno;
-      ::unlink(temp->c_str());
-      return Status::ioError("cannot write " + target.string() + ": renaming " + temp->string() + ": " +
-                             errnoText(err));
+    if (Status s = env.rename(temp.value(), target); !s) {
+      (void)env.remove(temp.value());
+      return Status::ioError("cannot write " + target.string() + ": " + s.message());
     }
   } else {
-    int err = renameNoReplaceErrno(temp.value(), target);
-    if (err != 0) {
-      ::unlink(temp->c_str());
-      if (err == EEXIST) return false;
-      return Status::ioError("cannot create " + target.string() + ": renaming " + temp->string() + ": " +
-                             errnoText(err));
-    }
+    auto moved = env.renameNoReplace(temp.value(), target);
+    if (!moved || !moved.value()) (void)env.remove(temp.value());
+    if (!moved) return Status::ioError("cannot create " + target.string() + ": " + moved.status().message());
+    if (!moved.value()) return false;
   }
   if (options.crash_after && options.crash_after(WriteStage::kRenamed)) {
     return simulatedCrash(target, WriteStage::kRenamed);
   }
-  stdfs::path dir = target.parent_path().empty() ? stdfs::path(".") : target.parent_path();
-  Status synced = fsyncDir(dir);
-  if (!synced) return synced;
+  if (Status synced = env.syncDir(parentDir(target)); !synced) return synced;
   return true;
 }
 
@@ -189,15 +145,9 @@ std::optional<CheckpointName> parseCheckpointFileName(std::string_view name) {
   return std::nullopt;
 }
 
-Status RunDir::create() const {
+Status RunDir::create(WriteEnv* env) const {
   for (const stdfs::path& dir : {root_, controlDir(), controlDoneDir(), logsDir()}) {
-    std::error_code ec;
-    bool made = stdfs::create_directories(dir, ec);
-    if (ec) return Status::ioError("cannot create directory " + dir.string() + ": " + ec.message());
-    if (made) {
-      Status s = fsyncDir(dir.parent_path().empty() ? stdfs::path(".") : dir.parent_path());
-      if (!s) return s;
-    }
+    if (Status s = createDirsDurably(writeEnvOr(env), dir); !s) return s;
   }
   return Status::ok();
 }
@@ -213,25 +163,12 @@ StatusOr<bool> atomicCreateFile(const stdfs::path& target, std::string_view cont
   return writeAtomically(target, contents, options, /*replace=*/false);
 }
 
-StatusOr<bool> renameNoReplace(const stdfs::path& from, const stdfs::path& to) {
-  int err = renameNoReplaceErrno(from, to);
-  if (err == 0) return true;
-  if (err == EEXIST) return false;
-  return Status::ioError("cannot move " + from.string() + " to " + to.string() + ": " + errnoText(err));
+StatusOr<bool> renameNoReplace(const stdfs::path& from, const stdfs::path& to, WriteEnv* env) {
+  return writeEnvOr(env).renameNoReplace(from, to);
 }
 
-Status fsyncDir(const stdfs::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return Status::ioError("cannot open directory " + dir.string() + " to sync it: " + errnoText(errno));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  // Some file systems (and some FUSE mounts) cannot sync directories; that is not our error.
-  if (rc != 0 && err != EINVAL && err != EROFS && err != ENOTSUP) {
-    return Status::ioError("cannot sync directory " + dir.string() + ": " + errnoText(err));
-  }
-  return Status::ok();
+Status fsyncDir(const stdfs::path& dir, WriteEnv* env) {
+  return writeEnvOr(env).syncDir(dir);
 }
 
 std::string tempFileName(std::string_view final_name) {
@@ -244,7 +181,7 @@ bool isTempFileName(std::string_view name) {
   return name.size() > 1 && name[0] == '.' && name.find(".tmp-") != std::string_view::npos;
 }
 
-Status removeStaleTempFiles(const stdfs::path& dir, std::vector<stdfs::path>* removed) {
+Status removeStaleTempFiles(const stdfs::path& dir, std::vector<stdfs::path>* removed, WriteEnv* env) {
   std::error_code ec;
   stdfs::directory_iterator it(dir, ec), end;
   if (ec) return Status::ioError("cannot list " + dir.string() + ": " + ec.message());
@@ -252,8 +189,8 @@ Status removeStaleTempFiles(const stdfs::path& dir, std::vector<stdfs::path>* re
     if (ec) return Status::ioError("cannot list " + dir.string() + ": " + ec.message());
     std::string name = it->path().filename().string();
     if (!isTempFileName(name) || !it->is_regular_file(ec)) continue;
-    if (stdfs::remove(it->path(), ec) && removed) removed->push_back(it->path());
-    if (ec) return Status::ioError("cannot remove " + it->path().string() + ": " + ec.message());
+    if (Status s = writeEnvOr(env).remove(it->path()); !s) return s;
+    if (removed) removed->push_back(it->path());
   }
   return Status::ok();
 }

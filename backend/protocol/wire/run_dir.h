@@ -13,7 +13,8 @@
 // files, checkpoints) is written with atomicWriteFile: a temporary name in the same
 // directory starting with '.', fsync, rename, fsync of the directory. A reader sees the
 // old file or the new one, never a torn one, and after a crash at most a stray
-// temporary file remains (removeStaleTempFiles).
+// temporary file remains (removeStaleTempFiles). Every change goes through a
+// WriteEnv (NOTE [One seam for file writes] in io/write_env.h; null: the real one).
 //
 // Thread-safety: all functions are thread-safe; RunDir is a plain value.
 #pragma once
@@ -26,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/protocol/io/write_env.h"
 #include "backend/protocol/status.h"
 #include "backend/protocol/wire/events.h"
 
@@ -79,7 +81,7 @@ class RunDir {
 
   // Creates the directory and control/, control/done/, logs/ (existing ones are fine)
   // and makes the new entries durable.
-  Status create() const;
+  Status create(WriteEnv* env = nullptr) const;
 
  private:
   std::filesystem::path root_;
@@ -91,7 +93,8 @@ class RunDir {
 enum class WriteStage { kTempWritten, kTempSynced, kRenamed };
 
 struct AtomicWriteOptions {
-  unsigned mode = 0644;  // permissions of the new file (before umask)
+  unsigned mode = 0644;     // permissions of the new file (before umask)
+  WriteEnv* env = nullptr;  // where the operations go; null: the real file system
   // Test hook: called after each stage; returning true stops there and returns an
   // IOError without cleaning up, leaving the disk exactly as a crash would.
   std::function<bool(WriteStage)> crash_after;
@@ -110,10 +113,11 @@ StatusOr<bool> atomicCreateFile(const std::filesystem::path& target, std::string
 
 // Renames `from` to `to` unless `to` exists: false (nothing moved) when it does. Does not
 // sync; call fsyncDir on both parents when the move must survive a crash.
-StatusOr<bool> renameNoReplace(const std::filesystem::path& from, const std::filesystem::path& to);
+StatusOr<bool> renameNoReplace(const std::filesystem::path& from, const std::filesystem::path& to,
+                               WriteEnv* env = nullptr);
 
 // fsync a directory so a rename or new entry in it survives a power loss.
-Status fsyncDir(const std::filesystem::path& dir);
+Status fsyncDir(const std::filesystem::path& dir, WriteEnv* env = nullptr);
 
 // ".<final_name>.tmp-<pid>-<n>": hidden, unique within this process, recognisable.
 std::string tempFileName(std::string_view final_name);
@@ -122,7 +126,7 @@ bool isTempFileName(std::string_view name);
 // Removes temporary files left in `dir` by a crashed writer. Only call it when no
 // writer can be active in `dir` (e.g. by the run's owner at start). Fills `removed`.
 Status removeStaleTempFiles(const std::filesystem::path& dir,
-                            std::vector<std::filesystem::path>* removed = nullptr);
+                            std::vector<std::filesystem::path>* removed = nullptr, WriteEnv* env = nullptr);
 
 // Reads a whole (small) file; NotFound when it does not exist, IOError otherwise, or
 // InvalidArgument when it is larger than max_bytes.

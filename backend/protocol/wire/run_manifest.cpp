@@ -118,12 +118,14 @@ Status writeManifest(const std::filesystem::path& run_dir, const RunManifest& m,
 }
 
 StatusOr<RunManifest> updateManifestState(const std::filesystem::path& run_dir, RunState state,
-                                          std::int64_t now_ms) {
+                                          std::int64_t now_ms, WriteEnv* env) {
   auto m = readManifest(run_dir);
   if (!m) return m.status();
   m->state = state;
   m->updated = now_ms;
-  Status written = writeManifest(run_dir, m.value());
+  AtomicWriteOptions options;
+  options.env = env;
+  Status written = writeManifest(run_dir, m.value(), options);
   if (!written) return written;
   return m;
 }

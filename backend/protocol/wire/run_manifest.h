@@ -67,8 +67,9 @@ StatusOr<RunManifest> readManifest(const std::filesystem::path& run_dir);
 // Validates, then replaces <run_dir>/run.json atomically.
 Status writeManifest(const std::filesystem::path& run_dir, const RunManifest& m,
                      const AtomicWriteOptions& options = {});
-// Reads run.json, sets state and updated = now_ms, writes it back; returns the result.
+// Reads run.json, sets state and updated = now_ms, writes it back (through `env`; null:
+// the real file system); returns the result.
 StatusOr<RunManifest> updateManifestState(const std::filesystem::path& run_dir, RunState state,
-                                          std::int64_t now_ms);
+                                          std::int64_t now_ms, WriteEnv* env = nullptr);
 
 }  // namespace fs::protocol
