@@ -33,6 +33,7 @@
 #include "ui/config/cmdline_dialog.h"
 #include "ui/config/config_form.h"
 #include "ui/config/defaults_diff_dialog.h"
+#include "ui/config/pipe_approval_dialog.h"
 #include "ui/config/problem_label.h"
 #include "ui/control/run_control_bar.h"
 #include "ui/history/history_view.h"
@@ -389,7 +390,11 @@ void MainWindow::launch() {
     launchPage_->slurmPanel()->submit();
     return;
   }
-  const app::LaunchRequest request = launchPage_->request(runRootPath());
+  app::LaunchRequest request = launchPage_->request(runRootPath());
+  if (!confirmPipeLaunch(this, request.config, document_->typedPipeSources(), &request.allowPipe)) {
+    statusBar()->showMessage(tr("Launch cancelled: the shell commands were not approved"), kStatusMs);
+    return;
+  }
   if (const QString why = dispatcher_->launch(request); !why.isEmpty()) {
     tabs_->setCurrentWidget(launchPage_);
     statusBar()->showMessage(why, kStatusMs);

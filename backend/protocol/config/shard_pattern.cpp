@@ -1,6 +1,9 @@
 #include "backend/protocol/config/shard_pattern.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
+#include <string_view>
 #include <variant>
 
 namespace fs::protocol {
@@ -174,6 +177,49 @@ void expandPattern(const Pattern& p, size_t part, std::string prefix, std::vecto
   }
 }
 
+// NOTE [Finding pipes without expanding]: whether an expansion starts with
+// "pipe:" depends only on its first five characters, so the expansions are
+// tracked by how much of "pipe:" they have matched so far (0..5 characters;
+// anything else can no longer become a pipe and is dropped), with a count per
+// state. A numeric range writes digits or '-', neither in "pipe:", so it ends
+// every expansion still short of the full prefix. The work is linear in the
+// pattern however many shards it names.
+constexpr std::string_view kPipe = "pipe:";
+using PipeStates = std::array<uint64_t, 6>;  // expansions that matched i characters of "pipe:"
+
+PipeStates pipeStatesAfter(const Pattern& p, PipeStates in);
+
+PipeStates pipeStatesAfterGroup(const Group& g, const PipeStates& in) {
+  PipeStates out{};
+  if (g.isRange) {
+    out[kPipe.size()] = mulCapped(in[kPipe.size()], g.range.count());
+    return out;
+  }
+  for (const auto& alt : g.alternatives) {
+    const PipeStates next = pipeStatesAfter(alt, in);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = std::min(kCountCap, out[i] + next[i]);
+  }
+  return out;
+}
+
+PipeStates pipeStatesAfter(const Pattern& p, PipeStates states) {
+  for (const auto& part : p.parts) {
+    if (const auto* g = std::get_if<Group>(&part)) {
+      states = pipeStatesAfterGroup(*g, states);
+      continue;
+    }
+    for (const char c : std::get<std::string>(part)) {
+      PipeStates next{};
+      next[kPipe.size()] = states[kPipe.size()];
+      for (size_t i = 0; i < kPipe.size(); ++i) {
+        if (kPipe[i] == c) next[i + 1] = states[i];
+      }
+      states = next;
+    }
+  }
+  return states;
+}
+
 std::vector<std::string> splitSpecs(const std::string& spec) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -187,6 +233,18 @@ std::vector<std::string> splitSpecs(const std::string& spec) {
 }
 
 }  // namespace
+
+std::vector<std::string> shardSpecParts(const std::string& spec) {
+  return splitSpecs(spec);
+}
+
+StatusOr<uint64_t> countPipeShards(const std::string& part) {
+  auto p = Parser(part).parse();
+  if (!p) return p.status();
+  PipeStates start{};
+  start[0] = 1;
+  return pipeStatesAfter(p.value(), start)[kPipe.size()];
+}
 
 StatusOr<uint64_t> countShards(const std::string& spec) {
   if (spec.empty()) return Status::invalidArgument("shard list is empty");
