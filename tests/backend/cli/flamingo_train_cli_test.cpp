@@ -110,16 +110,19 @@ TEST_F(Cli, TrainRefusesPipeCommandsWithoutAllowPipe) {
   EXPECT_NE(refused.err.find("      touch " + canary + "\n"), std::string::npos) << refused.err;
   EXPECT_FALSE(std::filesystem::exists(canary));
   EXPECT_FALSE(std::filesystem::exists(dir_ / "run"));
-  // Allowed, the run gets past the gate to validation (an invalid lr stops it before any data is read).
-  Result allowed = run("train --allow-pipe --config '" + preset("tiny") + "'" + sets + " --set optim.lr=-1");
+  // Allowed, the run gets past the gate to validation: dataset 0 names no shards, which stops it
+  // before any data is read.
+  Result allowed = run("train --allow-pipe --config '" + preset("tiny") + "'" + sets);
   EXPECT_EQ(allowed.code, 1) << allowed.err;
   EXPECT_EQ(allowed.err.find("--allow-pipe"), std::string::npos) << allowed.err;
-  EXPECT_NE(allowed.err.find("optim.lr"), std::string::npos) << allowed.err;
+  EXPECT_NE(allowed.err.find("config: error: data.datasets[0].shards: empty"), std::string::npos)
+      << allowed.err;
   EXPECT_FALSE(std::filesystem::exists(canary));
-  // No pipe, no flag needed: the same invalid lr is the only complaint.
-  Result plain = run("train --config '" + preset("tiny") + "' --set optim.lr=-1 --run-dir run");
+  // No pipe, no flag needed: the same validation error is the only complaint.
+  Result plain = run("train --config '" + preset("tiny") + "' --set data.source=shards --run-dir run");
   EXPECT_EQ(plain.code, 1) << plain.err;
   EXPECT_EQ(plain.err.find("--allow-pipe"), std::string::npos) << plain.err;
+  EXPECT_NE(plain.err.find("config: error: data.datasets[0].shards: empty"), std::string::npos) << plain.err;
 }
 #endif
 
