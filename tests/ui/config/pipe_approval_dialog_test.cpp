@@ -4,7 +4,7 @@
 #include "ui/config/pipe_approval_dialog.h"
 
 #include <QApplication>
-#include <QFontInfo>
+#include <QFontDatabase>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSettings>
@@ -63,7 +63,7 @@ class PipeApprovalDialogTest : public QObject {
     QVERIFY(!text.contains(QChar(0x2026)));  // nothing elided
     QVERIFY(dialog.commandText()->isReadOnly());
     QVERIFY(dialog.commandText()->lineWrapMode() != QPlainTextEdit::NoWrap);
-    QVERIFY(QFontInfo(dialog.commandText()->font()).fixedPitch());
+    QCOMPARE(dialog.commandText()->font(), QFontDatabase::systemFont(QFontDatabase::FixedFont));
     QVERIFY(dialog.cancelButton()->isDefault());
     QVERIFY(!dialog.runButton()->isDefault());
     dialog.show();
