@@ -121,7 +121,7 @@ LaunchTargetPage::LaunchTargetPage(app::ConfigDocument* document, std::shared_pt
     spec.run_dir = slurmRunDir().toStdString();
     spec.engine = remoteEngine().isEmpty() ? "flamingo-train" : remoteEngine().toStdString();
     // --allow-pipe goes into the script; submit asks first (the gate below).
-    spec.allow_pipe = !protocol::pipeSources(document_->config()).empty();
+    spec.allow_pipe = protocol::hasPipeSources(document_->config());
     return spec;
   });
   slurm_->setSubmitGate([this] {

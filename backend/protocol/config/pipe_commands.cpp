@@ -8,9 +8,9 @@ namespace fs::protocol {
 namespace {
 
 constexpr std::string_view kPipe = "pipe:";
-// Parts naming more shards than this are not expanded for the listing: their
-// pipe count is still exact (countPipeShards) and the source is shown in full.
-constexpr uint64_t kExpandLimit = 1'000'000;
+// The listing looks at this many of a part's first shards (a part may name
+// millions); the pipe count is exact regardless (countPipeShards).
+constexpr uint64_t kScanLimit = 10'000;
 
 void addSources(const std::string& field, const std::string& spec, std::vector<PipeSource>* out) {
   if (spec.empty()) return;
@@ -22,7 +22,7 @@ void addSources(const std::string& field, const std::string& spec, std::vector<P
     }
     if (pipes.value() == 0) continue;
     PipeSource s{field, part, pipes.value(), {}};
-    if (auto list = expandShards(part, kExpandLimit)) {
+    if (auto list = firstShards(part, kScanLimit)) {
       for (const auto& url : list.value()) {
         if (s.commands.size() == kMaxListedCommands) break;
         if (url.starts_with(kPipe)) s.commands.push_back(url.substr(kPipe.size()));
@@ -53,6 +53,21 @@ std::vector<PipeSource> pipeSources(const RunConfig& config) {
   return out;
 }
 
+bool hasPipeSources(const RunConfig& config) {
+  auto any = [](const std::string& spec) {
+    if (spec.empty()) return false;
+    for (const auto& part : shardSpecParts(spec)) {
+      auto pipes = countPipeShards(part);
+      if (pipes ? pipes.value() > 0 : part.find(kPipe) != std::string::npos) return true;
+    }
+    return false;
+  };
+  for (const auto& d : config.data.datasets) {
+    if (any(d.shards) || any(d.val_shards)) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> pipeSourceTexts(const RunConfig& config) {
   std::vector<std::string> out;
   for (auto& s : pipeSources(config)) {
@@ -69,12 +84,16 @@ std::string describePipeSources(const std::vector<PipeSource>& sources) {
       out += "    (does not parse as a shard list; validation says why)\n";
       continue;
     }
-    if (s.commandCount == 1 && "pipe:" + s.commands[0] == s.source) continue;  // the source is the command
+    if (s.commandCount == 1 && s.commands.size() == 1 && "pipe:" + s.commands[0] == s.source)
+      continue;  // the source is the command
     out += "    runs " + std::to_string(s.commandCount) + (s.commandCount == 1 ? " command" : " commands") +
            " with /bin/sh -c:\n";
     for (const auto& c : s.commands) out += "      " + c + "\n";
-    if (s.commandCount > s.commands.size())
+    if (s.commands.empty()) {
+      out += "      (past the first shards it names: the source above names them all)\n";
+    } else if (s.commandCount > s.commands.size()) {
       out += "      ... and " + std::to_string(s.commandCount - s.commands.size()) + " more\n";
+    }
   }
   return out;
 }

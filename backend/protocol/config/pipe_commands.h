@@ -35,8 +35,9 @@ struct PipeSource {
   std::string field;          // "data.datasets[1].val_shards"
   std::string source;         // the "::" part as written; what approval is keyed on
   uint64_t commandCount = 0;  // pipe commands it expands to (a spec that does not parse: 0)
-  // The first kMaxListedCommands of them, each the text after "pipe:" as /bin/sh -c gets it;
-  // empty when the part does not parse (validation reports it; it is listed all the same).
+  // The first kMaxListedCommands of them, each the text after "pipe:" as /bin/sh -c gets it,
+  // found among the part's first 10000 shards; empty when the part does not parse (validation
+  // reports it; it is listed all the same) or names no pipe among those.
   std::vector<std::string> commands;
   bool operator==(const PipeSource&) const = default;
 };
@@ -49,6 +50,10 @@ std::vector<PipeSource> pipeSources(const RunConfig& config);
 // The pipe sources of one shard spec (its "::" parts that name a pipe, as
 // written), in order; "" names none.
 std::vector<std::string> pipeSourcesOfSpec(const std::string& spec);
+
+// Whether pipeSources(config) is non-empty, without listing commands (cheap
+// enough for every edit).
+bool hasPipeSources(const RunConfig& config);
 
 // The distinct source texts of pipeSources(config), in first-seen order.
 std::vector<std::string> pipeSourceTexts(const RunConfig& config);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <limits>
 #include <string_view>
 #include <variant>
 
@@ -146,34 +147,41 @@ uint64_t countPattern(const Pattern& p) {
   return n;
 }
 
-void expandPattern(const Pattern& p, size_t part, std::string prefix, std::vector<std::string>* out);
+// Expansion stops once `out` holds `cap` entries (the first ones, in order).
+void expandPattern(const Pattern& p, size_t part, std::string prefix, std::vector<std::string>* out,
+                   uint64_t cap);
 
 void expandGroupThen(const Pattern& p, size_t part, const Group& g, const std::string& prefix,
-                     std::vector<std::string>* out) {
+                     std::vector<std::string>* out, uint64_t cap) {
   if (g.isRange) {
-    for (uint64_t i = 0; i < g.range.count(); ++i) {
+    for (uint64_t i = 0; i < g.range.count() && out->size() < cap; ++i) {
       std::string n = std::to_string(g.range.at(i));
       if (n.size() < g.range.width) n.insert(0, g.range.width - n.size(), '0');
-      expandPattern(p, part + 1, prefix + n, out);
+      expandPattern(p, part + 1, prefix + n, out, cap);
     }
     return;
   }
   for (const auto& alt : g.alternatives) {
     std::vector<std::string> heads;
-    expandPattern(alt, 0, prefix, &heads);
-    for (auto& h : heads) expandPattern(p, part + 1, h, out);
+    expandPattern(alt, 0, prefix, &heads, cap - out->size());
+    for (auto& h : heads) {
+      if (out->size() >= cap) return;
+      expandPattern(p, part + 1, h, out, cap);
+    }
   }
 }
 
-void expandPattern(const Pattern& p, size_t part, std::string prefix, std::vector<std::string>* out) {
+void expandPattern(const Pattern& p, size_t part, std::string prefix, std::vector<std::string>* out,
+                   uint64_t cap) {
+  if (out->size() >= cap) return;
   if (part == p.parts.size()) {
     out->push_back(std::move(prefix));
     return;
   }
   if (const auto* lit = std::get_if<std::string>(&p.parts[part])) {
-    expandPattern(p, part + 1, prefix + *lit, out);
+    expandPattern(p, part + 1, prefix + *lit, out, cap);
   } else {
-    expandGroupThen(p, part, std::get<Group>(p.parts[part]), prefix, out);
+    expandGroupThen(p, part, std::get<Group>(p.parts[part]), prefix, out, cap);
   }
 }
 
@@ -270,7 +278,20 @@ StatusOr<std::vector<std::string>> expandShards(const std::string& spec, uint64_
   out.reserve(n.value());
   for (const auto& one : splitSpecs(spec)) {
     auto p = Parser(one).parse();
-    expandPattern(p.value(), 0, "", &out);
+    expandPattern(p.value(), 0, "", &out, std::numeric_limits<uint64_t>::max());
+  }
+  return out;
+}
+
+StatusOr<std::vector<std::string>> firstShards(const std::string& spec, uint64_t count) {
+  auto n = countShards(spec);
+  if (!n) return n.status();
+  std::vector<std::string> out;
+  out.reserve(std::min(n.value(), count));
+  for (const auto& one : splitSpecs(spec)) {
+    if (out.size() >= count) break;
+    auto p = Parser(one).parse();
+    expandPattern(p.value(), 0, "", &out, count);
   }
   return out;
 }

@@ -22,6 +22,10 @@ StatusOr<uint64_t> countShards(const std::string& spec);
 // (an error says so otherwise).
 StatusOr<std::vector<std::string>> expandShards(const std::string& spec, uint64_t limit = 10'000'000);
 
+// The first `count` entries of the expanded list (all when fewer), without
+// materialising the rest. Errors as countShards.
+StatusOr<std::vector<std::string>> firstShards(const std::string& spec, uint64_t count);
+
 // The spec's "::" parts as written, unexpanded ("a::b" -> {"a", "b"}).
 std::vector<std::string> shardSpecParts(const std::string& spec);
 

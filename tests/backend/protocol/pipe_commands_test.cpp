@@ -66,6 +66,23 @@ TEST(PipeSources, ListsWhatTheShellRunsAndCapsTheList) {
   EXPECT_NE(text.find("... and 41356 more"), std::string::npos);
 }
 
+TEST(PipeSources, HugePatternsAreCountedAndListedFromTheirStart) {
+  auto s = pipeSources(withShards("pipe:cat /{0..99999}/{0..99999}.tar"));
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].commandCount, 10'000'000'000ull);
+  ASSERT_EQ(s[0].commands.size(), kMaxListedCommands);
+  EXPECT_EQ(s[0].commands[1], "cat /0/1.tar");
+  // The pipe comes after a million plain shards: counted, not listed.
+  s = pipeSources(withShards("{/d/{0..999999}.tar,pipe:cat x}"));
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].commandCount, 1u);
+  EXPECT_TRUE(s[0].commands.empty());
+  EXPECT_NE(describePipeSources(s).find("the source above names them all"), std::string::npos);
+  EXPECT_TRUE(hasPipeSources(withShards("{/d/{0..999999}.tar,pipe:cat x}")));
+  EXPECT_FALSE(hasPipeSources(withShards("/d/{0..999999}.tar")));
+  EXPECT_TRUE(hasPipeSources(withShards("/d/a.tar", "pipe:{broken")));
+}
+
 TEST(PipeSources, UnparseablePartWithAPipeIsStillListed) {
   const auto s = pipeSources(withShards("a.tar::pipe:cat {x"));
   ASSERT_EQ(s.size(), 1u);
