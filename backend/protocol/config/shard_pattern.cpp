@@ -220,7 +220,7 @@ PipeStates pipeStatesAfter(const Pattern& p, PipeStates states) {
       PipeStates next{};
       next[kPipe.size()] = states[kPipe.size()];
       for (size_t i = 0; i < kPipe.size(); ++i) {
-        if (kPipe[i] == c) next[i + 1] = states[i];
+        if (kPipe[i] == c) next[i + 1] = std::min(kCountCap, next[i + 1] + states[i]);  // ':' again: add
       }
       states = next;
     }

@@ -27,6 +27,7 @@ TEST(PipeShards, CountsPipesAfterExpansionWithoutExpanding) {
   EXPECT_EQ(countPipeShards("pip{0..9}:x").value(), 0u);  // digits never spell "pipe:"
   EXPECT_EQ(countPipeShards("pipe:aws s3 cp s3://b/{00000..41455}.tar -").value(), 41456u);
   EXPECT_EQ(countPipeShards("pipe:{0..99999}/{0..99999}").value(), 10'000'000'000ull);
+  EXPECT_EQ(countPipeShards("pipe:cp s3://{a,b}:{1..2} -").value(), 4u);  // ':' after the prefix
   EXPECT_EQ(countPipeShards(" pipe:x").value(), 0u);  // not a pipe to the shard reader either
   EXPECT_FALSE(countPipeShards("pipe:{x").isOk());
 }
