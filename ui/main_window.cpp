@@ -290,6 +290,11 @@ void MainWindow::wireRemote() {
           });
   connect(launchPage_->slurmPanel(), &SlurmTargetPanel::submitFailed, this,
           [this](const QString& message) { notify(tr("SLURM submit failed"), message); });
+  // The script carries --allow-pipe when the config has pipe: commands; Submit asks first.
+  launchPage_->slurmPanel()->setSubmitGate([this] {
+    bool allowPipe = false;
+    return confirmPipeLaunch(this, document_->config(), document_->typedPipeSources(), &allowPipe);
+  });
   connect(queue_, &SlurmQueuePanel::message, this,
           [this](const QString& message) { statusBar()->showMessage(message, kStatusMs); });
   connect(remoteFollow_, &RemoteRunFollow::attached, this,

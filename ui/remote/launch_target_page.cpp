@@ -14,7 +14,6 @@
 
 #include "app/config/config_document.h"
 #include "backend/protocol/config/pipe_commands.h"
-#include "ui/config/pipe_approval_dialog.h"
 #include "ui/remote/field_binding.h"
 #include "ui/remote/slurm_target_panel.h"
 #include "ui/remote/ssh_target_panel.h"
@@ -120,13 +119,9 @@ LaunchTargetPage::LaunchTargetPage(app::ConfigDocument* document, std::shared_pt
     app::cluster::SlurmJobSpec spec;
     spec.run_dir = slurmRunDir().toStdString();
     spec.engine = remoteEngine().isEmpty() ? "flamingo-train" : remoteEngine().toStdString();
-    // --allow-pipe goes into the script; submit asks first (the gate below).
+    // --allow-pipe goes into the script; Submit asks first (the main window's submit gate).
     spec.allow_pipe = protocol::hasPipeSources(document_->config());
     return spec;
-  });
-  slurm_->setSubmitGate([this] {
-    bool allowPipe = false;
-    return confirmPipeLaunch(this, document_->config(), document_->typedPipeSources(), &allowPipe);
   });
   connect(engine_, &QLineEdit::textChanged, slurm_, &SlurmTargetPanel::refresh);
   connect(targets_, &QButtonGroup::idClicked, this, [this](int id) { setTarget(static_cast<Target>(id)); });
