@@ -33,6 +33,7 @@
 #include "ui/config/cmdline_dialog.h"
 #include "ui/config/config_form.h"
 #include "ui/config/defaults_diff_dialog.h"
+#include "ui/config/pipe_approval_dialog.h"
 #include "ui/config/problem_label.h"
 #include "ui/control/run_control_bar.h"
 #include "ui/history/history_view.h"
@@ -289,6 +290,11 @@ void MainWindow::wireRemote() {
           });
   connect(launchPage_->slurmPanel(), &SlurmTargetPanel::submitFailed, this,
           [this](const QString& message) { notify(tr("SLURM submit failed"), message); });
+  // The script carries --allow-pipe when the config has pipe: commands; Submit asks first.
+  launchPage_->slurmPanel()->setSubmitGate([this] {
+    bool allowPipe = false;
+    return confirmPipeLaunch(this, document_->config(), document_->typedPipeSources(), &allowPipe);
+  });
   connect(queue_, &SlurmQueuePanel::message, this,
           [this](const QString& message) { statusBar()->showMessage(message, kStatusMs); });
   connect(remoteFollow_, &RemoteRunFollow::attached, this,
@@ -389,7 +395,11 @@ void MainWindow::launch() {
     launchPage_->slurmPanel()->submit();
     return;
   }
-  const app::LaunchRequest request = launchPage_->request(runRootPath());
+  app::LaunchRequest request = launchPage_->request(runRootPath());
+  if (!confirmPipeLaunch(this, request.config, document_->typedPipeSources(), &request.allowPipe)) {
+    statusBar()->showMessage(tr("Launch cancelled: the shell commands were not approved"), kStatusMs);
+    return;
+  }
   if (const QString why = dispatcher_->launch(request); !why.isEmpty()) {
     tabs_->setCurrentWidget(launchPage_);
     statusBar()->showMessage(why, kStatusMs);

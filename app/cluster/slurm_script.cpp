@@ -222,7 +222,7 @@ StatusOr<std::string> makeSlurmScript(const protocol::RunConfig& config, const S
   if (cpusPerTask > 0) srun += " --cpus-per-task=" + num(cpusPerTask);
   srun += " \\\n  " + remote::shellQuote(spec.engine) + " train --config " +
           remote::shellQuote(run + "/config.yaml") + " --run-dir " + remote::shellQuote(run) +
-          " --set launch.kind=external\n";
+          " --set launch.kind=external" + (spec.allow_pipe ? " --allow-pipe" : "") + "\n";
   out += srun;
   return out;
 }

@@ -8,7 +8,7 @@
 //   #SBATCH --gpus-per-node, --partition, --account, --time, --requeue,
 //   #SBATCH --signal, --chdir, --output=<run>/logs/slurm-%j.out, --open-mode=append
 //   #SBATCH <launch.slurm.extra_args, one per line>
-//   srun <engine> train --config <run>/config.yaml --run-dir <run> --set launch.kind=external
+//   srun <engine> train --config <run>/config.yaml --run-dir <run> --set launch.kind=external [--allow-pipe]
 //
 // NOTE [SLURM batch script]: one srun task per rank; each rank finds its rank,
 // world, local rank and node from SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID /
@@ -50,6 +50,8 @@ struct SlurmJobSpec {
   std::string run_dir;   // absolute path on the cluster
   std::string engine;    // flamingo-train on the cluster: an absolute path or a name on its PATH
   std::string job_name;  // empty: the config's name
+  bool allow_pipe =
+      false;  // srun's ranks get --allow-pipe (NOTE [Pipe approval]; the GUI asks before submitting)
 };
 
 // Problems of the launch.slurm fields and of the spec, each naming its field

@@ -97,26 +97,28 @@ std::vector<std::string> agentEnvironment(const protocol::RunConfig& config) {
 
 std::vector<std::string> agentArgv(const SshLaunchPlan& plan, const std::string& runDir, std::size_t node) {
   const auto& l = plan.config.launch;
-  return {plan.engine,
-          "launch",
-          "--nnodes",
-          std::to_string(l.nnodes),
-          "--node-rank",
-          std::to_string(node),
-          "--nproc-per-node",
-          std::to_string(l.nproc_per_node),
-          "--master-addr",
-          l.master_addr,
-          "--master-port",
-          std::to_string(l.master_port),
-          "--run-dir",
-          runDir,
-          "--node-name",
-          nodeName(l.hosts, node),
-          "--",
-          "train",
-          "--config",
-          join(runDir, protocol::kConfigFileName)};
+  std::vector<std::string> argv = {plan.engine,
+                                   "launch",
+                                   "--nnodes",
+                                   std::to_string(l.nnodes),
+                                   "--node-rank",
+                                   std::to_string(node),
+                                   "--nproc-per-node",
+                                   std::to_string(l.nproc_per_node),
+                                   "--master-addr",
+                                   l.master_addr,
+                                   "--master-port",
+                                   std::to_string(l.master_port),
+                                   "--run-dir",
+                                   runDir,
+                                   "--node-name",
+                                   nodeName(l.hosts, node),
+                                   "--",
+                                   "train",
+                                   "--config",
+                                   join(runDir, protocol::kConfigFileName)};
+  if (plan.allowPipe) argv.push_back("--allow-pipe");  // the agent passes the rank command on as it is
+  return argv;
 }
 
 StatusOr<SshLaunchResult> launchOverSsh(const SshLaunchPlan& plan, const HostOpener& open,

@@ -28,6 +28,7 @@ struct SshLaunchPlan {
   std::string runRoot;         // on the hosts; relative = under the login directory
   std::string runName;         // directory base name (sanitised); "-2", "-3"... when taken
   std::string engine;          // flamingo-train on the hosts: a path, or a name found on the login PATH
+  bool allowPipe = false;      // ranks get --allow-pipe (LaunchRequest::allowPipe)
 };
 
 // Opens (or returns the open) Host for a name in launch.hosts.

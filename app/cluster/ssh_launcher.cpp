@@ -56,6 +56,7 @@ void SshLauncher::launch(const LaunchRequest& request) {
   }
   SshLaunchPlan plan;
   plan.config = resolved.config;
+  plan.allowPipe = request.allowPipe;
   plan.runRoot = !request.runRoot.isEmpty()                   ? request.runRoot.toStdString()
                  : !plan.config.launch.remote_workdir.empty() ? plan.config.launch.remote_workdir
                                                               : std::string("flamingo-runs");

@@ -7,6 +7,7 @@
 
 #include "app/common/worker_thread.h"
 #include "app/config/config_file_worker.h"
+#include "backend/protocol/config/pipe_commands.h"
 #include "backend/protocol/config/validate.h"
 
 namespace fs::app {
@@ -64,6 +65,7 @@ int ConfigDocument::warningCount() const {
 
 void ConfigDocument::setConfig(const protocol::RunConfig& config, const QString& filePath) {
   config_ = config;
+  typedPipeSources_.clear();  // everything now came from elsewhere (NOTE [Pipe provenance])
   ++editGeneration_;
   setFilePath(filePath);
   const bool problemsMoved = revalidate();
@@ -89,6 +91,7 @@ Status ConfigDocument::setFieldValue(const std::string& path, const Value& value
                                    " field was given " + "a value of another type");
   }
   if (spec.get(ref->owner) == value) return Status::ok();
+  notePipeSourcesTyped(ref->path, spec.get(ref->owner), value);
   spec.set(ref->owner, value);
   const bool problemsMoved = revalidate();
   emit fieldChanged(QString::fromStdString(ref->path));
@@ -215,6 +218,24 @@ void ConfigDocument::saveFile(const QString& path) {
       files().worker(),
       [worker = files().worker(), ticket, path, snapshot = config_] { worker->save(ticket, path, snapshot); },
       Qt::QueuedConnection);
+}
+
+// NOTE [Pipe provenance]: a pipe: source counts as typed in this form when
+// an edit of a shards field brought it in: it is in the new value and was not
+// in the old one. Appending "::x.tar" to a loaded "pipe:CMD" therefore does
+// not make CMD typed; changing CMD by one character does (the user wrote the
+// new text). setConfig, which every load, preset, import and History config
+// goes through, forgets them all.
+void ConfigDocument::notePipeSourcesTyped(const std::string& path, const Value& before, const Value& after) {
+  if (!path.starts_with("data.datasets[") || !(path.ends_with("].shards") || path.ends_with("].val_shards")))
+    return;
+  const auto* oldText = std::get_if<std::string>(&before);
+  const auto* newText = std::get_if<std::string>(&after);
+  if (newText == nullptr) return;
+  const auto old = protocol::pipeSourcesOfSpec(oldText ? *oldText : std::string());
+  for (auto& s : protocol::pipeSourcesOfSpec(*newText)) {
+    if (std::find(old.begin(), old.end(), s) == old.end()) typedPipeSources_.insert(std::move(s));
+  }
 }
 
 void ConfigDocument::onLoadFinished(quint64 /*ticket*/, const QString& path,

@@ -21,6 +21,7 @@
 #include <QString>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,12 @@ class ConfigDocument : public QObject {
   // Removes data.datasets[index]; false (nothing changes) when out of range.
   bool removeDataset(int index);
 
+  // The pipe: shard sources (NOTE [Pipe approval]) typed into this document
+  // by setField / setFieldValue since the last setConfig or load: those count
+  // as the user's own and are not asked about before a launch. See NOTE
+  // [Pipe provenance] in the .cpp for what counts as typed.
+  const std::set<std::string>& typedPipeSources() const { return typedPipeSources_; }
+
   // Every field whose current text differs from the default config's, in
   // schema order; list elements are compared by index.
   std::vector<FieldDiff> diffAgainstDefaults() const;
@@ -133,10 +140,13 @@ class ConfigDocument : public QObject {
   void markModified();
   void setModified(bool modified);
   void setFilePath(const QString& path);
+  void notePipeSourcesTyped(const std::string& path, const protocol::Value& before,
+                            const protocol::Value& after);
 
   protocol::RunConfig config_;
   std::vector<protocol::Problem> problems_;
   QString filePath_;
+  std::set<std::string> typedPipeSources_;
   bool modified_ = false;
   quint64 editGeneration_ = 0;  // bumped by every change; a save clears `modified` only if none came after it
   quint64 nextTicket_ = 1;

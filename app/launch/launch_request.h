@@ -24,6 +24,10 @@ struct LaunchRequest {
   // the login PATH; empty = "flamingo-train". runRoot is then on the hosts too (empty =
   // launch.remote_workdir, else ~/flamingo-runs).
   QString remoteEngine;
+  // The user approved the config's pipe: shard commands (or typed them): the engine gets
+  // --allow-pipe. Set only by the GUI's approval step (NOTE [Pipe approval] in
+  // backend/protocol/config/pipe_commands.h); without it the engine refuses such a config.
+  bool allowPipe = false;
 };
 
 // Where a launch stands. kFailed: it never got a process (preparation or start

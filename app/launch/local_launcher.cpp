@@ -36,8 +36,10 @@ int ranksPerNode(const LaunchRequest& request) {
   return static_cast<int>(std::max<int64_t>(1, c.launch.nproc_per_node));
 }
 
-QStringList engineArguments(int ranks, int masterPort, const QString& configFile, const QString& runDir) {
-  const QStringList train = {QStringLiteral("train"), QStringLiteral("--config"), configFile};
+QStringList engineArguments(int ranks, int masterPort, const QString& configFile, const QString& runDir,
+                            bool allowPipe) {
+  QStringList train = {QStringLiteral("train"), QStringLiteral("--config"), configFile};
+  if (allowPipe) train << QStringLiteral("--allow-pipe");
   if (ranks <= 1) return train + QStringList{QStringLiteral("--run-dir"), runDir};
   return QStringList{QStringLiteral("launch"),
                      QStringLiteral("--nproc-per-node"),
@@ -106,6 +108,7 @@ void LocalLauncher::launch(const LaunchRequest& request) {
   stdout_ = OutputLines();
   stderr_ = OutputLines();
   ranks_ = ranksPerNode(request);
+  allowPipe_ = request.allowPipe;
   const quint64 ticket = ++ticket_;
   setState(LaunchState::kPreparing);
   LaunchFileWorker* worker = files_->worker();
@@ -151,7 +154,7 @@ void LocalLauncher::onPrepared(quint64 ticket, const QString& runDir, const QStr
   }
   process_ = new QProcess(this);
   process_->setProgram(enginePath);
-  process_->setArguments(engineArguments(ranks_, freeLoopbackPort(), configFile, runDir));
+  process_->setArguments(engineArguments(ranks_, freeLoopbackPort(), configFile, runDir, allowPipe_));
   process_->setWorkingDirectory(runDir);
   process_->setStandardInputFile(QProcess::nullDevice());  // the engine reads control files, never stdin
   connect(process_, &QProcess::started, this, &LocalLauncher::onProcessStarted);

@@ -36,8 +36,10 @@ int ranksPerNode(const LaunchRequest& request);
 // The engine's arguments for a local run of `ranks` processes: `train` for
 // one; for more, the node agent (`launch --nproc-per-node N --master-port P
 // --run-dir D -- train --config F`), which starts the ranks, forwards
-// SIGTERM to them and stops them all when one fails.
-QStringList engineArguments(int ranks, int masterPort, const QString& configFile, const QString& runDir);
+// SIGTERM to them and stops them all when one fails. `allowPipe` adds
+// --allow-pipe to the train command (LaunchRequest::allowPipe).
+QStringList engineArguments(int ranks, int masterPort, const QString& configFile, const QString& runDir,
+                            bool allowPipe = false);
 // A loopback TCP port that was free a moment ago (the ranks' rendezvous).
 int freeLoopbackPort();
 
@@ -81,7 +83,8 @@ class LocalLauncher : public Launcher {
   bool cancelled_ = false;       // terminate() during preparation
   OutputLines stdout_;
   OutputLines stderr_;
-  int ranks_ = 1;  // processes of the current launch
+  int ranks_ = 1;           // processes of the current launch
+  bool allowPipe_ = false;  // the current launch's LaunchRequest::allowPipe
 };
 
 }  // namespace fs::app

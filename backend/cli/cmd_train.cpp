@@ -11,6 +11,7 @@
 #include "backend/cli/commands.h"
 #include "backend/cli/config_input.h"
 #include "backend/cli/paths.h"
+#include "backend/cli/pipe_gate.h"
 #include "backend/cli/world_flags.h"
 #include "backend/launch/world_env.h"
 #include "backend/protocol/config/validate.h"
@@ -84,6 +85,7 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
       {"master-addr", true, false, "HOST", "Rank 0's host (default: MASTER_ADDR, or SLURM's first node)"},
       {"master-port", true, false, "PORT", "Rendezvous port (default: MASTER_PORT or 29500)"},
       {"progress", false, false, "", "Print a progress line per step"},
+      allowPipeOption(),
       {"help", false, false, "", "Show this help"},
   };
   for (auto& o : worldFlagOptions()) options.push_back(o);
@@ -104,6 +106,8 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
            "Several ranks: start one process per rank with torchrun's variables (RANK, WORLD_SIZE,\n"
            "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), under SLURM (srun), PMI or Open MPI,\n"
            "or with the flags below; `flamingo-train launch` starts them for you.\n\n"
+           "A config whose shards are read with pipe:COMMAND runs those commands with /bin/sh -c; it is\n"
+           "refused, with every command listed, unless --allow-pipe is given.\n\n"
         << formatOptions(options);
     return kExitOk;
   }
@@ -123,6 +127,8 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
   }
   auto config = loadRunConfig(parsed->get("config"), parsed->all("set"), io);
   if (!config) return kExitFailure;
+  if (!pipeCommandsAllowed(*config, parsed->has("allow-pipe"), "train", parsed->get("config"), io))
+    return kExitUsage;
   const std::filesystem::path runDir = parsed->has("run-dir")
                                            ? std::filesystem::path(parsed->get("run-dir"))
                                            : std::filesystem::path(config->run_root) / config->name;

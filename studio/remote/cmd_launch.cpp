@@ -9,7 +9,9 @@
 #include "app/cluster/slurm_script.h"
 #include "app/cluster/ssh_launch.h"
 #include "app/launch/run_preparation.h"
+#include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/config/pipe_commands.h"
 #include "studio/remote/cli_context.h"
 #include "studio/remote/commands.h"
 #include "studio/remote/remote_cli.h"
@@ -31,7 +33,10 @@ const char* const kHelp =
     "With --slurm: sets launch.kind=slurm, generates the batch script from the config (launch.slurm.*),\n"
     "creates the run directory on the login node and submits the script with sbatch. --print-script\n"
     "prints the script and submits nothing; --script FILE submits FILE instead (an edited preview)\n"
-    "into the run directory its '#SBATCH --chdir' line names (the preview's), made when missing.\n";
+    "into the run directory its '#SBATCH --chdir' line names (the preview's), made when missing.\n\n"
+    "A config whose shards are read with pipe:COMMAND runs those commands with /bin/sh -c on every\n"
+    "rank: it is refused, with every command listed, unless --allow-pipe is given (the ranks then get\n"
+    "it too). --print-script runs nothing and is not refused.\n";
 
 std::string utcStamp() {
   return QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")).toStdString();
@@ -40,6 +45,25 @@ std::string utcStamp() {
 int fail(std::ostream& err, const std::string& message) {
   err << message << "\n";
   return kExitFailure;
+}
+
+// NOTE [Pipe approval] (backend/protocol/config/pipe_commands.h): the config and its --set
+// values as the ranks will read them; false (after saying why) when they run pipe: commands
+// and --allow-pipe was not given.
+bool pipeCommandsAllowed(const app::LaunchRequest& request, bool allowed, const std::string& configPath,
+                         std::ostream& err) {
+  if (allowed) return true;
+  protocol::RunConfig config = request.config;
+  std::vector<std::string> sets;
+  for (const QString& o : request.overrides) sets.push_back(o.toStdString());
+  (void)protocol::applyOverrides(&config, sets);  // bad overrides are reported by the launch itself
+  const auto sources = protocol::pipeSources(config);
+  if (sources.empty()) return true;
+  err << "flamingo-studio remote launch: " << configPath
+      << " runs shell commands to read its shards (pipe:), refused without --allow-pipe:\n"
+      << protocol::describePipeSources(sources)
+      << "Read them; if you trust every one, run again with --allow-pipe.\n";
+  return false;
 }
 
 int launchSsh(CliContext& ctx, const ParsedArgs& a, app::LaunchRequest request, std::ostream& out,
@@ -68,6 +92,7 @@ int launchSsh(CliContext& ctx, const ParsedArgs& a, app::LaunchRequest request, 
   plan.runName =
       app::sanitizeRunName(QString::fromStdString(plan.config.name)).toStdString() + "-" + utcStamp();
   plan.engine = a.get("engine", "flamingo-train");
+  plan.allowPipe = request.allowPipe;
   auto open = [&ctx](const std::string& name) { return ctx.open(name); };
   if (!a.has("no-preflight")) {
     app::cluster::PreflightRequest check;
@@ -115,6 +140,7 @@ int launchSlurm(CliContext& ctx, const ParsedArgs& a, app::LaunchRequest request
   if (!host) return fail(err, host.status().message());
   app::cluster::SlurmJobSpec spec;
   spec.engine = a.get("engine", "flamingo-train");
+  spec.allow_pipe = request.allowPipe;
   if (a.has("print-script")) {
     std::string absolute = root;  // shown, not created: a relative root is under the login directory
     if (!absolute.starts_with('/')) {
@@ -185,6 +211,7 @@ int cmdLaunch(const Args& args, std::ostream& out, std::ostream& err) {
         "Node 0's address as the others reach it (default: its HostName)"},
        {"set", true, true, "PATH=VALUE", "Override a config value (repeatable)"},
        {"no-preflight", false, false, "", "Launch without the pre-flight checks"},
+       {"allow-pipe", false, false, "", "Run the config's pipe:COMMAND shard sources (refused without it)"},
        {"print-script", false, false, "", "SLURM: print the batch script; submit nothing"},
        {"script", true, false, "FILE", "SLURM: submit this script (an edited preview) instead"},
        {"slurm-env", true, true, "NAME=VALUE",
@@ -206,6 +233,9 @@ int cmdLaunch(const Args& args, std::ostream& out, std::ostream& err) {
   request.config = loaded.config;
   request.name = QString::fromStdString(a.get("name"));
   for (const auto& s : a.all("set")) request.overrides << QString::fromStdString(s);
+  if (!a.has("print-script") && !pipeCommandsAllowed(request, a.has("allow-pipe"), a.get("config"), err))
+    return kExitUsage;
+  request.allowPipe = a.has("allow-pipe");
   return a.has("hosts") ? launchSsh(*start.ctx, a, request, out, err)
                         : launchSlurm(*start.ctx, a, request, out, err);
 }

@@ -130,6 +130,22 @@ class RemoteCliTest : public QObject {
     QVERIFY(r.out.contains(QStringLiteral("/opt/flamingo/bin/flamingo-train")));
   }
 
+  // Issue 26 item 5: pipe: commands are refused without --allow-pipe, before any host is contacted.
+  void pipeCommandsNeedAllowPipe() {
+    const QStringList pipe = {"--set", "data.datasets[0].shards=pipe:cat /d/{0..1}.tar"};
+    Result refused =
+        studio(QStringList{"launch", "--config", config_, "--hosts", "no-such-host.invalid"} + pipe);
+    QCOMPARE(refused.code, 2);
+    QVERIFY2(refused.err.contains(QStringLiteral("refused without --allow-pipe")), qPrintable(refused.err));
+    QVERIFY2(refused.err.contains(QStringLiteral("      cat /d/1.tar")), qPrintable(refused.err));
+    Result script = studio(QStringList{"launch", "--config", config_, "--slurm", "local", "--print-script",
+                                       "--allow-pipe", "--engine", "/opt/fs/flamingo-train"} +
+                           pipe);
+    QVERIFY2(script.code == 0, qPrintable(script.err));
+    QVERIFY2(script.out.contains(QStringLiteral("--set launch.kind=external --allow-pipe\n")),
+             qPrintable(script.out));
+  }
+
   void slurmThroughALoginNode() {
     fs::testing::SlurmCluster cluster(hosts_->rootAddress());
     if (!cluster.ok()) FS_QT_FIXTURE_UNAVAILABLE("slurm cluster: " + cluster.error());

@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "app/config/config_document.h"
+#include "backend/protocol/config/pipe_commands.h"
 #include "ui/remote/field_binding.h"
 #include "ui/remote/slurm_target_panel.h"
 #include "ui/remote/ssh_target_panel.h"
@@ -118,6 +119,8 @@ LaunchTargetPage::LaunchTargetPage(app::ConfigDocument* document, std::shared_pt
     app::cluster::SlurmJobSpec spec;
     spec.run_dir = slurmRunDir().toStdString();
     spec.engine = remoteEngine().isEmpty() ? "flamingo-train" : remoteEngine().toStdString();
+    // --allow-pipe goes into the script; Submit asks first (the main window's submit gate).
+    spec.allow_pipe = protocol::hasPipeSources(document_->config());
     return spec;
   });
   connect(engine_, &QLineEdit::textChanged, slurm_, &SlurmTargetPanel::refresh);

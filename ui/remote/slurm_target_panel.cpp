@@ -163,6 +163,10 @@ void SlurmTargetPanel::submit() {
     note_->setText(tr("Name the login host sbatch runs on (\"local\" on a login node)."));
     return;
   }
+  if (submitGate_ && !submitGate_()) {
+    note_->setText(tr("Not submitted: the shell commands of the config were not approved."));
+    return;
+  }
   setBusy(true);
   note_->setText(tr("Submitting through %1\u2026").arg(host));
   const QString runDir = QString::fromStdString(spec().run_dir);

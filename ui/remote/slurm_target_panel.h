@@ -38,6 +38,9 @@ class SlurmTargetPanel : public QWidget {
 
   // Where the run directory and the engine come from (set by the page).
   void setSpecSource(std::function<app::cluster::SlurmJobSpec()> source);
+  // Asked by submit() before anything is sent; false cancels the submit (the
+  // pipe: command approval, NOTE [Pipe approval]). None set: submit goes ahead.
+  void setSubmitGate(std::function<bool()> gate) { submitGate_ = std::move(gate); }
   app::cluster::SlurmJobSpec spec() const;
   // The login host ("local", an ssh config alias or [user@]host[:port]).
   QString loginHost() const;
@@ -68,6 +71,7 @@ class SlurmTargetPanel : public QWidget {
   app::ConfigDocument* document_;
   RemoteWorker* worker_;
   std::function<app::cluster::SlurmJobSpec()> specSource_;
+  std::function<bool()> submitGate_;
   QComboBox* login_;
   QPlainTextEdit* preview_;
   QLabel* note_;

@@ -23,7 +23,7 @@ enum class Conv {
   kSharding,   // full | hybrid  <->  full_shard | hybrid_shard
   kBackend,    // nccl | gloo; our "auto" is the absent flag
   kFsdpMode,   // --fsdp  <->  parallel.mode = fsdp
-  kShards,     // "s3..." becomes "pipe:aws s3 cp <list> -", as in train.py
+  kShards,     // "s3..." becomes "pipe:aws s3 cp '<part>' -" per "::" part (train.py: unquoted)
   kTokenizer,  // an empty value means --lm_path's tokenizer, as in train.py
   kWorkers     // one value for every dataset
 };

@@ -10,9 +10,30 @@
 #include "backend/protocol/cmdline/shell_words.h"
 #include "backend/protocol/config/model_catalog.h"
 #include "backend/protocol/config/schema.h"
+#include "backend/protocol/config/shard_pattern.h"
 
 namespace fs::protocol {
 namespace {
+
+// NOTE [s3 shard lists]: train.py turns a shard list starting with "s3" into
+// "pipe:aws s3 cp <list> -", pasting the text into a shell command as it is:
+// a list with a space, a quote, ';', $(...) or backticks would run more than
+// aws. Here each "::" part becomes its own command with the part as one
+// single-quoted argument (quoteShellWord). Brace patterns still expand, inside
+// the quotes, because the shard list is expanded as text before the shell
+// sees it, and quoting maps each character on its own ("'" to '\''), so an
+// expansion of the quoted part is the quoted expansion of the part. Splitting
+// at "::" first also stops "s3://x::pipe:CMD" from smuggling in a pipe of its
+// own (train.py's one command would break at the "::" anyway).
+std::string awsPipeShards(const std::string& list) {
+  const std::vector<std::string> parts = shardSpecParts(list);
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += "::";
+    if (!parts[i].empty()) out += "pipe:aws s3 cp " + quoteShellWord(parts[i]) + " -";  // "" stays an error
+  }
+  return out;
+}
 
 using namespace cmdline_detail;  // NOLINT: the flag tables and helpers
 
@@ -380,8 +401,7 @@ void Importer::applyTrain(const Assign& a) {
     size_t index = 0;
     while (c.data.datasets[index].name != name) ++index;
     std::string raw = a.value;
-    if (f.conv == Conv::kShards && startsWith(raw, "s3"))
-      raw = "pipe:aws s3 cp " + raw + " -";  // as train.py
+    if (f.conv == Conv::kShards && startsWith(raw, "s3")) raw = awsPipeShards(raw);
     set("data.datasets[" + std::to_string(index) + "]." + std::string(f.target), a.flag, raw);
     return;
   }

@@ -1,6 +1,10 @@
 #include "backend/protocol/config/shard_pattern.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
+#include <limits>
+#include <string_view>
 #include <variant>
 
 namespace fs::protocol {
@@ -143,35 +147,85 @@ uint64_t countPattern(const Pattern& p) {
   return n;
 }
 
-void expandPattern(const Pattern& p, size_t part, std::string prefix, std::vector<std::string>* out);
+// Expansion stops once `out` holds `cap` entries (the first ones, in order).
+void expandPattern(const Pattern& p, size_t part, std::string prefix, std::vector<std::string>* out,
+                   uint64_t cap);
 
 void expandGroupThen(const Pattern& p, size_t part, const Group& g, const std::string& prefix,
-                     std::vector<std::string>* out) {
+                     std::vector<std::string>* out, uint64_t cap) {
   if (g.isRange) {
-    for (uint64_t i = 0; i < g.range.count(); ++i) {
+    for (uint64_t i = 0; i < g.range.count() && out->size() < cap; ++i) {
       std::string n = std::to_string(g.range.at(i));
       if (n.size() < g.range.width) n.insert(0, g.range.width - n.size(), '0');
-      expandPattern(p, part + 1, prefix + n, out);
+      expandPattern(p, part + 1, prefix + n, out, cap);
     }
     return;
   }
   for (const auto& alt : g.alternatives) {
     std::vector<std::string> heads;
-    expandPattern(alt, 0, prefix, &heads);
-    for (auto& h : heads) expandPattern(p, part + 1, h, out);
+    expandPattern(alt, 0, prefix, &heads, cap - out->size());
+    for (auto& h : heads) {
+      if (out->size() >= cap) return;
+      expandPattern(p, part + 1, h, out, cap);
+    }
   }
 }
 
-void expandPattern(const Pattern& p, size_t part, std::string prefix, std::vector<std::string>* out) {
+void expandPattern(const Pattern& p, size_t part, std::string prefix, std::vector<std::string>* out,
+                   uint64_t cap) {
+  if (out->size() >= cap) return;
   if (part == p.parts.size()) {
     out->push_back(std::move(prefix));
     return;
   }
   if (const auto* lit = std::get_if<std::string>(&p.parts[part])) {
-    expandPattern(p, part + 1, prefix + *lit, out);
+    expandPattern(p, part + 1, prefix + *lit, out, cap);
   } else {
-    expandGroupThen(p, part, std::get<Group>(p.parts[part]), prefix, out);
+    expandGroupThen(p, part, std::get<Group>(p.parts[part]), prefix, out, cap);
   }
+}
+
+// NOTE [Finding pipes without expanding]: whether an expansion starts with
+// "pipe:" depends only on its first five characters, so the expansions are
+// tracked by how much of "pipe:" they have matched so far (0..5 characters;
+// anything else can no longer become a pipe and is dropped), with a count per
+// state. A numeric range writes digits or '-', neither in "pipe:", so it ends
+// every expansion still short of the full prefix. The work is linear in the
+// pattern however many shards it names.
+constexpr std::string_view kPipe = "pipe:";
+using PipeStates = std::array<uint64_t, 6>;  // expansions that matched i characters of "pipe:"
+
+PipeStates pipeStatesAfter(const Pattern& p, PipeStates in);
+
+PipeStates pipeStatesAfterGroup(const Group& g, const PipeStates& in) {
+  PipeStates out{};
+  if (g.isRange) {
+    out[kPipe.size()] = mulCapped(in[kPipe.size()], g.range.count());
+    return out;
+  }
+  for (const auto& alt : g.alternatives) {
+    const PipeStates next = pipeStatesAfter(alt, in);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = std::min(kCountCap, out[i] + next[i]);
+  }
+  return out;
+}
+
+PipeStates pipeStatesAfter(const Pattern& p, PipeStates states) {
+  for (const auto& part : p.parts) {
+    if (const auto* g = std::get_if<Group>(&part)) {
+      states = pipeStatesAfterGroup(*g, states);
+      continue;
+    }
+    for (const char c : std::get<std::string>(part)) {
+      PipeStates next{};
+      next[kPipe.size()] = states[kPipe.size()];
+      for (size_t i = 0; i < kPipe.size(); ++i) {
+        if (kPipe[i] == c) next[i + 1] = std::min(kCountCap, next[i + 1] + states[i]);  // ':' again: add
+      }
+      states = next;
+    }
+  }
+  return states;
 }
 
 std::vector<std::string> splitSpecs(const std::string& spec) {
@@ -187,6 +241,18 @@ std::vector<std::string> splitSpecs(const std::string& spec) {
 }
 
 }  // namespace
+
+std::vector<std::string> shardSpecParts(const std::string& spec) {
+  return splitSpecs(spec);
+}
+
+StatusOr<uint64_t> countPipeShards(const std::string& part) {
+  auto p = Parser(part).parse();
+  if (!p) return p.status();
+  PipeStates start{};
+  start[0] = 1;
+  return pipeStatesAfter(p.value(), start)[kPipe.size()];
+}
 
 StatusOr<uint64_t> countShards(const std::string& spec) {
   if (spec.empty()) return Status::invalidArgument("shard list is empty");
@@ -212,7 +278,20 @@ StatusOr<std::vector<std::string>> expandShards(const std::string& spec, uint64_
   out.reserve(n.value());
   for (const auto& one : splitSpecs(spec)) {
     auto p = Parser(one).parse();
-    expandPattern(p.value(), 0, "", &out);
+    expandPattern(p.value(), 0, "", &out, std::numeric_limits<uint64_t>::max());
+  }
+  return out;
+}
+
+StatusOr<std::vector<std::string>> firstShards(const std::string& spec, uint64_t count) {
+  auto n = countShards(spec);
+  if (!n) return n.status();
+  std::vector<std::string> out;
+  out.reserve(std::min(n.value(), count));
+  for (const auto& one : splitSpecs(spec)) {
+    if (out.size() >= count) break;
+    auto p = Parser(one).parse();
+    expandPattern(p.value(), 0, "", &out, count);
   }
   return out;
 }

@@ -22,4 +22,16 @@ StatusOr<uint64_t> countShards(const std::string& spec);
 // (an error says so otherwise).
 StatusOr<std::vector<std::string>> expandShards(const std::string& spec, uint64_t limit = 10'000'000);
 
+// The first `count` entries of the expanded list (all when fewer), without
+// materialising the rest. Errors as countShards.
+StatusOr<std::vector<std::string>> firstShards(const std::string& spec, uint64_t count);
+
+// The spec's "::" parts as written, unexpanded ("a::b" -> {"a", "b"}).
+std::vector<std::string> shardSpecParts(const std::string& spec);
+
+// How many of the shards one part names are "pipe:" sources after brace
+// expansion: "pipe:cat /{0..9}.tar" names 10, "{a.tar,pipe:x}" names 1,
+// "pi{pe,g}:x" names 1. Never materialises the list. Errors as countShards.
+StatusOr<uint64_t> countPipeShards(const std::string& part);
+
 }  // namespace fs::protocol

@@ -69,6 +69,16 @@ TEST(SlurmScriptTest, SbatchLinesFollowTheConfig) {
       << script.value();
 }
 
+TEST(SlurmScriptTest, ApprovedPipeCommandsAddAllowPipe) {
+  auto s = spec("/scratch/runs/tiny");
+  s.allow_pipe = true;
+  auto script = makeSlurmScript(slurmConfig(), s);
+  ASSERT_TRUE(script.isOk()) << script.status().message();
+  EXPECT_NE(script->find(" --run-dir /scratch/runs/tiny --set launch.kind=external --allow-pipe\n"),
+            std::string::npos)
+      << script.value();
+}
+
 TEST(SlurmScriptTest, UnsetOptionsAreLeftOut) {
   protocol::RunConfig c = protocol::defaultRunConfig();
   c.launch.slurm = {};

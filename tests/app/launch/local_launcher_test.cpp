@@ -184,6 +184,11 @@ class LocalLauncherTest : public QObject {
     QCOMPARE(engineArguments(3, 4000, QStringLiteral("/r/config.yaml"), QStringLiteral("/r")),
              (QStringList{"launch", "--nproc-per-node", "3", "--master-port", "4000", "--run-dir", "/r", "--",
                           "train", "--config", "/r/config.yaml"}));
+    // Approved pipe: commands: the rank command carries --allow-pipe (the node agent passes it on).
+    QCOMPARE(engineArguments(1, 4000, QStringLiteral("/r/config.yaml"), QStringLiteral("/r"), true),
+             (QStringList{"train", "--config", "/r/config.yaml", "--allow-pipe", "--run-dir", "/r"}));
+    QCOMPARE(engineArguments(2, 4000, QStringLiteral("/r/config.yaml"), QStringLiteral("/r"), true).mid(8),
+             (QStringList{"train", "--config", "/r/config.yaml", "--allow-pipe"}));
     const int port = freeLoopbackPort();
     QVERIFY(port > 0 && port < 65536);
   }

@@ -95,6 +95,35 @@ TEST_F(Cli, ConsolidateNamesWhatIsWrong) {
       << incomplete.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out.pt"));
 }
+
+// Issue 26 item 5: a config's pipe: commands run only with --allow-pipe.
+TEST_F(Cli, TrainRefusesPipeCommandsWithoutAllowPipe) {
+  const std::string canary = (dir_ / "CANARY").string();
+  const std::string sets =
+      " --set data.source=shards --set 'data.datasets[1].shards=/d/a.tar::{b.tar,pipe:touch " + canary +
+      "}' --run-dir run";
+  Result refused = run("train --config '" + preset("tiny") + "'" + sets);
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("refused without --allow-pipe"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("data.datasets[1].shards: {b.tar,pipe:touch " + canary + "}"), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("      touch " + canary + "\n"), std::string::npos) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(canary));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "run"));
+  // Allowed, the run gets past the gate to validation: dataset 0 names no shards, which stops it
+  // before any data is read.
+  Result allowed = run("train --allow-pipe --config '" + preset("tiny") + "'" + sets);
+  EXPECT_EQ(allowed.code, 1) << allowed.err;
+  EXPECT_EQ(allowed.err.find("--allow-pipe"), std::string::npos) << allowed.err;
+  EXPECT_NE(allowed.err.find("config: error: data.datasets[0].shards: empty"), std::string::npos)
+      << allowed.err;
+  EXPECT_FALSE(std::filesystem::exists(canary));
+  // No pipe, no flag needed: the same validation error is the only complaint.
+  Result plain = run("train --config '" + preset("tiny") + "' --set data.source=shards --run-dir run");
+  EXPECT_EQ(plain.code, 1) << plain.err;
+  EXPECT_EQ(plain.err.find("--allow-pipe"), std::string::npos) << plain.err;
+  EXPECT_NE(plain.err.find("config: error: data.datasets[0].shards: empty"), std::string::npos) << plain.err;
+}
 #endif
 
 TEST_F(Cli, ValidateTinyPrintsFigures) {

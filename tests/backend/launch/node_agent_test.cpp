@@ -379,6 +379,47 @@ TEST_F(NodeAgentTest, RanksDieWithAKilledAgent) {
   EXPECT_TRUE(eventsOf<AgentFinishedEvent>(ev).empty()) << "a killed agent writes nothing more";
 }
 
+#ifdef FS_TEST_ENGINE
+// Issue 26 item 5: the agent passes --allow-pipe on with the rank command, so ranks of a config
+// with pipe: commands do not refuse what the command line allowed (and do refuse without it).
+TEST_F(NodeAgentTest, AllowPipeTravelsWithTheRankCommand) {
+  const std::string preset = std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml";
+  // Dataset 0 names no shards: a validation error (exit 1) once past the pipe gate (exit 2).
+  auto rankExits = [&](bool allow) {
+    std::vector<std::string> args = {"launch",
+                                     "--nproc-per-node",
+                                     "2",
+                                     "--run-dir",
+                                     runDir().string(),
+                                     "--node-name",
+                                     "test",
+                                     "--",
+                                     "flamingo-train",
+                                     "train",
+                                     "--config",
+                                     preset,
+                                     "--set",
+                                     "data.source=shards",
+                                     "--set",
+                                     "data.datasets[1].shards=pipe:cat /nonexistent/{0..3}.tar"};
+    if (allow) args.push_back("--allow-pipe");
+    EXPECT_EQ(run(args), 1) << stderrText();
+    std::vector<int> codes;
+    for (const auto& e : eventsOf<RankExitedEvent>(checkedEvents(1))) {
+      if (e.exit_code) codes.push_back(*e.exit_code);  // else stopped by the agent's SIGTERM
+    }
+    stdfs::remove_all(runDir());
+    return codes;
+  };
+  const auto refused = rankExits(false);
+  ASSERT_FALSE(refused.empty());
+  for (int c : refused) EXPECT_EQ(c, 2);
+  const auto allowed = rankExits(true);
+  ASSERT_FALSE(allowed.empty());
+  for (int c : allowed) EXPECT_EQ(c, 1);
+}
+#endif
+
 TEST_F(NodeAgentTest, SubcommandsRunThisExecutableWithTheRunDirectory) {
   // `train` without --config fails at once (with or without the engine built): each rank
   // exits 2, which is enough to see what it was started as.

@@ -343,7 +343,7 @@ TEST(ImportCmdline, S3ShardsBecomePipesAsTrainPyDoes) {
   const CmdlineImport im = importOpenFlamingoCmdline(
       "train.py --laion_shards s3://bucket/laion/{00000..00999}.tar --mmc4_shards 'pipe:curl -s "
       "https://x/{0..9}.tar'");
-  EXPECT_EQ(im.config.data.datasets[0].shards, "pipe:aws s3 cp s3://bucket/laion/{00000..00999}.tar -");
+  EXPECT_EQ(im.config.data.datasets[0].shards, "pipe:aws s3 cp 's3://bucket/laion/{00000..00999}.tar' -");
   EXPECT_EQ(im.config.data.datasets[1].shards, "pipe:curl -s https://x/{0..9}.tar");
 }
 

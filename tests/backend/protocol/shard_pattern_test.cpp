@@ -36,6 +36,13 @@ TEST(ShardPattern, HugeCountsWithoutExpanding) {
   EXPECT_NE(v.status().message().find("more than the limit of 1000"), std::string::npos);
 }
 
+TEST(ShardPattern, FirstShardsStopsEarly) {
+  EXPECT_EQ(firstShards("{a,b{0..99999}}/{0..99999}", 3).value(), (V{"a/0", "a/1", "a/2"}));
+  EXPECT_EQ(firstShards("x{0..1}::y", 10).value(), (V{"x0", "x1", "y"}));
+  EXPECT_EQ(firstShards("{a,b}{0..1}", 3).value(), (V{"a0", "a1", "b0"}));
+  EXPECT_FALSE(firstShards("{x", 3).isOk());
+}
+
 TEST(ShardPattern, ErrorsNameThePattern) {
   for (const auto& [spec, expected] :
        std::vector<std::pair<std::string, std::string>>{{"/d/{000..009.tar", "is never closed"},

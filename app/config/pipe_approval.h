@@ -1,0 +1,46 @@
+// The GUI's side of NOTE [Pipe approval] (backend/protocol/config/pipe_commands.h):
+// which pipe: shard sources of a config must be shown and approved before a
+// launch, and the approvals remembered across sessions.
+//
+// A source needs approval unless the user typed it into this document's form
+// (ConfigDocument::typedPipeSources) or approved exactly that text before.
+// Approvals are kept per exact source text in QSettings (group
+// "pipe_approvals", key "sources"): no secrets, just the command texts. A
+// launch that passes the check gets LaunchRequest::allowPipe.
+//
+// Thread-safety: GUI thread only (QSettings is used from one thread).
+#pragma once
+
+#include <QSettings>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/protocol/config/config_types.h"
+#include "backend/protocol/config/pipe_commands.h"
+
+namespace fs::app {
+
+class PipeApprovals {
+ public:
+  // Reads and writes through `settings`, which must outlive this object.
+  explicit PipeApprovals(QSettings& settings) : settings_(settings) {}
+
+  bool isApproved(const std::string& source) const;
+  // Adds the texts to the remembered set and writes it (QSettings::sync).
+  void remember(const std::vector<std::string>& sources);
+  // Every remembered text, sorted.
+  std::vector<std::string> approved() const;
+
+ private:
+  QSettings& settings_;
+};
+
+// The sources of `config` to show before a launch: one entry per distinct
+// source text (the first field naming it), leaving out those in `typed` and
+// those approved before. Empty: launch without asking.
+std::vector<protocol::PipeSource> pipeSourcesToApprove(const protocol::RunConfig& config,
+                                                       const std::set<std::string>& typed,
+                                                       const PipeApprovals& approvals);
+
+}  // namespace fs::app
