@@ -16,6 +16,9 @@
 // (its command for `pipe:` shards) and how far into it. A slow source that
 // still yields samples is not stalled. The consumer waits in slices so that
 // the training loop can answer stop, pause and checkpoint requests meanwhile.
+// The default (300 s) stays below parallel.collective_timeout_s, so that with
+// several ranks this error comes before the peers' collective timeout
+// (docs/data.md says why the figure).
 //
 // Thread-safety: start/stop/take are called by the one consumer thread; the
 // worker thread touches only its own state, the queue (under its mutex) and
@@ -55,7 +58,7 @@ struct WorkerSpec {
   size_t prefetch = 2;  // batches queued ahead
   uint64_t seed = 0;
   int64_t rank = 0;
-  std::chrono::milliseconds stallTimeout{600'000};  // NOTE [Data stall]
+  std::chrono::milliseconds stallTimeout{300'000};  // NOTE [Data stall]
 };
 
 class ShardWorker {

@@ -169,7 +169,7 @@ struct Schema {
             "Stop the run when more than this share of samples is dropped as bad")
         .unit("%")
         .range(0, 100);
-    b.field(&DataConfig::stall_timeout_s, "stall_timeout_s", 600,
+    b.field(&DataConfig::stall_timeout_s, "stall_timeout_s", 300,
             "Fail the run when a data worker delivers nothing this long while the step waits for it "
             "(names the dataset, shard and command)")
         .unit("s")

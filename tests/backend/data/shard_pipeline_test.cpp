@@ -511,7 +511,7 @@ TEST_F(ShardPipelineTest, WaitReadyAnswersInSlicesWhileTheSourceIsQuiet) {
   const auto shard = *dir_ / "good" / "laion-000000.tar";
   const auto gate = *dir_ / "slices.gate";
   fsys::remove(gate);
-  auto c = config();  // the default stall timeout (600 s)
+  auto c = config();  // the default stall timeout (300 s)
   c.data.datasets[0].shards =
       "pipe:while [ ! -e '" + gate.string() + "' ]; do sleep 0.05; done; cat '" + shard.string() + "'";
   c.data.datasets[0].workers = 1;
