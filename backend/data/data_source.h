@@ -11,6 +11,12 @@
 //   - position() after k calls of next() in epoch e, handed to restore() on a
 //     fresh source of the same config, rank and world, makes that source
 //     return exactly the batches the first would have returned next.
+//   - waitReady(slice) waits up to `slice` until next() will not block:
+//     true when it will not, false when the slice ran out. Sources that
+//     read from outside fail it once nothing arrived for data.stall_timeout_s
+//     (NOTE [Data stall] in shard_worker.h); in-memory sources are always
+//     ready. The training loop waits in slices so that it can answer stop,
+//     pause and checkpoint requests while the data is late.
 //   - Errors (I/O, too many bad samples) come back as a Status; a source
 //     never throws for expected failures.
 //
@@ -18,6 +24,7 @@
 // implementations may run workers of their own behind it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -52,6 +59,7 @@ class DataSource {
 
   // nullopt = end of epoch.
   virtual protocol::StatusOr<std::optional<StepBatches>> next() = 0;
+  virtual protocol::StatusOr<bool> waitReady(std::chrono::milliseconds /*slice*/) { return true; }
   virtual void setEpoch(int64_t epoch) = 0;
   virtual int64_t epoch() const = 0;
   virtual int64_t stepsPerEpoch() const = 0;

@@ -90,6 +90,7 @@ StatusOr<std::unique_ptr<ShardSource>> ShardSource::create(const protocol::RunCo
       ws.prefetch = static_cast<size_t>(std::max<int64_t>(1, config.data.prefetch_batches));
       ws.seed = static_cast<uint64_t>(config.seed);
       ws.rank = rank;
+      ws.stallTimeout = std::chrono::seconds(config.data.stall_timeout_s);
       d.workers.push_back(std::make_unique<ShardWorker>(ws, *d.plan, *d.preparer, *d.ledger));
     }
     src->stepsPerEpoch_ =
@@ -149,6 +150,19 @@ StatusOr<std::optional<StepBatches>> ShardSource::next() {
   if (cursors_.size() != out.batches.size()) cursors_.clear();
   ++step_;
   return std::optional<StepBatches>(std::move(out));
+}
+
+StatusOr<bool> ShardSource::waitReady(std::chrono::milliseconds slice) {
+  if (step_ >= stepsPerEpoch_) return true;
+  if (!started_) startWorkers();
+  bool ready = true;
+  for (size_t i = 0; i < datasets_.size(); ++i) {
+    auto& workers = datasets_[i].workers;
+    auto r = workers[static_cast<size_t>(consumed_[i]) % workers.size()]->waitReady(slice);
+    if (!r) return r.status();
+    ready = ready && r.value();
+  }
+  return ready;
 }
 
 void ShardSource::setEpoch(int64_t epoch) {

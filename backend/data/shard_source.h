@@ -45,6 +45,9 @@ class ShardSource final : public DataSource {
   ~ShardSource() override;
 
   protocol::StatusOr<std::optional<StepBatches>> next() override;
+  // Ready when the worker of each dataset's next batch has it queued (or
+  // has finished); errors when one stalled (NOTE [Data stall] in shard_worker.h).
+  protocol::StatusOr<bool> waitReady(std::chrono::milliseconds slice) override;
   void setEpoch(int64_t epoch) override;
   int64_t epoch() const override { return epoch_; }
   int64_t stepsPerEpoch() const override { return stepsPerEpoch_; }

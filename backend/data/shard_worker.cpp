@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "backend/data/sample_shuffle.h"
@@ -14,6 +15,28 @@ using protocol::Status;
 using protocol::StatusOr;
 
 namespace {
+using Clock = std::chrono::steady_clock;
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// How a shard reads in a message: a `pipe:` shard by its command.
+std::string describeShard(const std::string& shard) {
+  constexpr std::string_view kPipe = "pipe:";
+  if (shard.rfind(kPipe, 0) == 0) return "command '" + shard.substr(kPipe.size()) + "'";
+  return "'" + shard + "'";
+}
+
+// "600" for whole seconds, else "1.2".
+std::string seconds(std::chrono::milliseconds d) {
+  const int64_t ms = d.count();
+  if (ms % 1000 == 0) return std::to_string(ms / 1000);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(ms) / 1000.0);
+  return buf;
+}
+
 constexpr uint64_t kWorkerRngTag = 0x574F524BULL;  // "WORK"
 constexpr uint64_t kShuffleTag = 0x53485546ULL;    // "SHUF"
 }  // namespace
@@ -148,7 +171,10 @@ void ShardWorker::start(int64_t epoch, int64_t skip) {
   {
     std::lock_guard lock(mu_);
     finished_ = false;
+    reading_ = ShardCursor{};
   }
+  samplesRead_ = 0;
+  progressed();
   thread_ = std::thread([this, epoch, skip] { run(epoch, skip); });
 }
 
@@ -162,24 +188,68 @@ void ShardWorker::stop() {
   finished_ = true;
 }
 
-StatusOr<Batch> ShardWorker::take() {
+void ShardWorker::progressed() {
+  lastProgress_.store(nowNs(), std::memory_order_relaxed);
+}
+
+void ShardWorker::reading(const ShardCursor& cursor) {
+  std::lock_guard lock(mu_);
+  reading_ = cursor;
+}
+
+Status ShardWorker::stalled(Clock::time_point now) const {
+  const auto last =
+      Clock::time_point(std::chrono::nanoseconds(lastProgress_.load(std::memory_order_relaxed)));
+  const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(now - last);
+  if (quiet < spec_.stallTimeout) return Status::ok();
+  std::string where = reading_.shard.empty()
+                          ? std::string("before opening its first shard")
+                          : "reading shard " + std::to_string(reading_.shardIndex + 1) + " of " +
+                                std::to_string(reading_.shardCount) + ", " + describeShard(reading_.shard) +
+                                " (" + std::to_string(samplesRead_.load()) + " samples read from it, pass " +
+                                std::to_string(reading_.pass) + ")";
+  return Status::ioError("dataset " + spec_.dataset + ": data worker " + std::to_string(spec_.worker) +
+                         " of rank " + std::to_string(spec_.rank) + " delivered nothing for " +
+                         seconds(quiet) + " s (data.stall_timeout_s = " + seconds(spec_.stallTimeout) +
+                         "), " + where + "; check that the shard's source still answers");
+}
+
+StatusOr<bool> ShardWorker::waitReady(std::chrono::milliseconds slice) {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return !queue_.empty() || finished_; });
+  const auto ready = [&] { return !queue_.empty() || finished_; };
+  // Never past the stall deadline, so a stall is reported when it is due, not a slice later.
+  const auto stallAt = Clock::time_point(std::chrono::nanoseconds(lastProgress_.load())) + spec_.stallTimeout;
+  if (cv_.wait_until(lock, std::min(Clock::now() + slice, stallAt), ready)) return true;
+  if (Status s = stalled(Clock::now()); !s) return s;
+  return false;
+}
+
+StatusOr<Batch> ShardWorker::take() {
+  constexpr std::chrono::milliseconds kSlice{1000};
+  for (;;) {
+    auto ready = waitReady(std::min(kSlice, spec_.stallTimeout));
+    if (!ready) return ready.status();
+    if (ready.value()) break;
+  }
+  std::unique_lock lock(mu_);
   if (queue_.empty()) {
     return Status::invalidArgument("dataset " + spec_.dataset + ": worker " + std::to_string(spec_.worker) +
                                    " has no more batches this epoch");
   }
   StatusOr<Batch> item = std::move(queue_.front());
   queue_.pop_front();
+  progressed();  // the worker may have waited for this room: its quiet time starts now
   cv_.notify_all();
   return item;
 }
 
 bool ShardWorker::deliver(StatusOr<Batch> item) {
   std::unique_lock lock(mu_);
+  // No timeout: the consumer may be paused for days; stop() wakes it.
   cv_.wait(lock, [&] { return queue_.size() < spec_.prefetch || stopping_; });
   if (stopping_) return false;
   queue_.push_back(std::move(item));
+  progressed();
   cv_.notify_all();
   return true;
 }
@@ -240,6 +310,13 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
     for (size_t index : indices) {
       if (!going || stopping_) break;
       const std::string& shard = plan_.shards()[index];
+      ShardCursor opening = cursor;  // for a stall message; the batches' cursor changes once it is open
+      opening.shard = shard;
+      opening.shardIndex = static_cast<int64_t>(index);
+      opening.pass = pass;
+      samplesRead_ = 0;
+      reading(opening);  // before open: starting a pipe command may already block
+      progressed();
       TarReaderOptions options;
       options.interrupt = &interrupt_;
       auto reader = TarSampleReader::open(shard, options);
@@ -260,6 +337,8 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
         }
         if (!sample->has_value()) break;
         ++cursor.samplesRead;
+        ++samplesRead_;
+        progressed();
         if (auto out = shuffle.push(std::move(**sample))) going = feed(*out);
       }
       reader->close();

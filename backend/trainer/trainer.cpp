@@ -107,6 +107,8 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
         }
         if (halted()) break;
         const auto t0 = Clock::now();
+        if (Status s = awaitData(source, control); !s) return s;
+        if (halted()) break;  // stopped while waiting: the stop path below checkpoints
         auto next = source.next();
         if (!next) throw std::runtime_error("data: " + next.status().message());
         if (!next.value()) {  // end of epoch: every rank gets here at the same iteration
@@ -178,6 +180,38 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
       finish(protocol::FinishStatus::kFailed);
     }
     return Status::invalidArgument("training failed: " + what);
+  }
+}
+
+// NOTE [Waiting for data]: the step asks the source for its batches only
+// once they are ready; until then it waits in slices and between them keeps
+// the run answering: heartbeats, and control requests. On one rank a request
+// is acted on at once: a stop ends the wait and takes the loop's stop path
+// (a step checkpoint of the last completed iteration, then exit), a pause
+// holds the wait (the data may arrive meanwhile; nothing trains until
+// resume), a checkpoint is written. With several ranks a request cannot be
+// agreed while peers may already sit in the iteration's opening agreement,
+// so it is polled into pending() and rides on that agreement once the data
+// arrived; the stall timeout (NOTE [Data stall] in shard_worker.h) bounds
+// that wait. A stalled source throws: the run fails naming dataset, shard
+// and command.
+Status Trainer::awaitData(data::DataSource& source, ControlLoop& control) {
+  constexpr std::chrono::milliseconds kSlice{200};
+  for (;;) {
+    if (!control.paused()) {
+      auto ready = source.waitReady(kSlice);
+      if (!ready) throw std::runtime_error("data: " + ready.status().message());
+      if (ready.value()) return Status::ok();
+    } else {
+      std::this_thread::sleep_for(kSlice);
+    }
+    reporter_->heartbeatIfDue(control.paused());
+    if (place_.distributed()) {
+      control.poll();
+      continue;
+    }
+    if (Status s = control.handle(); !s) return s;
+    if (control.stop() || control.kill()) return Status::ok();
   }
 }
 

@@ -76,6 +76,8 @@ class Trainer {
 
   // trainer_step.cpp
   protocol::StatusOr<StepResult> trainIteration(const data::StepBatches& batches);
+  // Until `source` has the next batches, answering control meanwhile (NOTE [Waiting for data]).
+  protocol::Status awaitData(data::DataSource& source, ControlLoop& control);
   // Forward and loss of one batch (labels, autocast, skipped padding); the
   // caller decides about gradients.
   train::LmLoss forwardLoss(const data::Batch& batch, const torch::Tensor& labels, bool compat);

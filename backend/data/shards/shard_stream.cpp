@@ -136,12 +136,14 @@ class PipeStream final : public ShardStream {
   // End of stdout: wait for the command so its exit status decides between a
   // clean end and an error. stderr keeps draining meanwhile; a background
   // grandchild holding stderr open must not keep us waiting, hence the
-  // non-blocking waitpid instead of reading stderr to its end.
+  // non-blocking waitpid instead of reading stderr to its end. Never a
+  // blocking waitpid: a command that closed its output and lingers is
+  // interrupted by stop() like a quiet read (poll ignores err_ once closed).
   StatusOr<size_t> finishAtEnd() {
     closeFd(out_);
     int status = 0;
     for (;;) {
-      pid_t r = ::waitpid(pid_, &status, err_ >= 0 ? WNOHANG : 0);
+      pid_t r = ::waitpid(pid_, &status, WNOHANG);
       if (r == pid_) break;
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) {  // ECHILD: someone else reaped it (SIGCHLD ignored); no status to judge

@@ -169,6 +169,11 @@ struct Schema {
             "Stop the run when more than this share of samples is dropped as bad")
         .unit("%")
         .range(0, 100);
+    b.field(&DataConfig::stall_timeout_s, "stall_timeout_s", 300,
+            "Fail the run when a data worker delivers nothing this long while the step waits for it "
+            "(names the dataset, shard and command)")
+        .unit("s")
+        .range(1, 7 * 24 * 3600);
     b.field(&DataConfig::val_every_steps, "val_every_steps", 0,
             "Validate on each dataset's val_shards every this many optimizer steps, 0 = never")
         .unit("steps")

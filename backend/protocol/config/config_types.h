@@ -109,6 +109,7 @@ struct DataConfig {
   int64_t shuffle_buffer{};
   int64_t prefetch_batches{};  // per data worker, queued ahead of the step
   double max_drop_rate_pct{};
+  int64_t stall_timeout_s{};  // a data worker delivering nothing this long fails the run
   int64_t val_every_steps{};  // 0 = never
   int64_t val_batches{};      // per dataset per evaluation
   std::vector<DatasetConfig> datasets;

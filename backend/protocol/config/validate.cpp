@@ -223,6 +223,16 @@ class Checker {
   void parallelRules() {
     const auto& p = c_.parallel;
     const bool fsdp = p.mode == "fsdp";
+    // NOTE [Data stall] (shard_worker.h): while one rank waits for data its peers wait in a collective;
+    // the data error (dataset, shard, command) should come first, not their collective timeout.
+    if (c_.worldSize() > 1 && c_.data.stall_timeout_s >= p.collective_timeout_s) {
+      warning("data.stall_timeout_s",
+              "is " + num(c_.data.stall_timeout_s) +
+                  " s, not below parallel.collective_timeout_s = " + num(p.collective_timeout_s) +
+                  " s: when a rank's data goes quiet its peers' collective may time out first, with an "
+                  "error that does not name the shard",
+              "lower data.stall_timeout_s or raise parallel.collective_timeout_s");
+    }
     if (fsdp && p.sharding_strategy == "hybrid_shard" && c_.launch.nnodes < 2) {
       error("parallel.sharding_strategy",
             "hybrid_shard shards inside a node and replicates across nodes, but launch.nnodes is " +

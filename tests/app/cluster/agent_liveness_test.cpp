@@ -8,6 +8,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <memory>
 
 #include "app/cluster/remote_agent.h"
@@ -153,6 +155,35 @@ class AgentLivenessTest : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(died.count(), 1, kWaitMs);
     const QString why = died.at(0).at(0).toString();
     QVERIFY2(why.contains(QString::number(a.pid)), qPrintable(why));
+    monitor.detach();
+    QTRY_VERIFY_WITH_TIMEOUT(!monitor.isAttached(), kWaitMs);
+  }
+
+  // The same with RunMonitor's default settings: how long from the kill to the alert
+  // (printed, never asserted: detection times in docs/reliability.md).
+  void deadAgentDetectionTimeWithDefaults() {
+    const AgentIdentity a = startSleeper("0");
+    writeRun(a.pid);
+    writeLaunch({{"local", a}});
+    std::atomic<int> aliveAnswers{0};
+    auto check = agentsAliveCheck(local_, run_, localOpener());
+    const RunMonitor::Options defaults;
+    RunMonitor monitor(defaults);
+    QSignalSpy died(&monitor, &RunMonitor::processDied);
+    monitor.attach(std::make_shared<HostRunDir>(*local_, run_), [&](const protocol::RunManifest& m) {
+      auto r = check(m);
+      if (r == std::optional<bool>(true)) ++aliveAnswers;
+      return r;
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(aliveAnswers.load() >= 1, kWaitMs);
+    const auto killed = std::chrono::steady_clock::now();
+    QVERIFY(signalAgent(*local_, a, "KILL").isOk());
+    QTRY_COMPARE_WITH_TIMEOUT(died.count(), 1, kWaitMs);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+    const QString why = died.at(0).at(0).toString();
+    QVERIFY2(why.contains(QString::number(a.pid)), qPrintable(why));
+    std::printf("detection: dead agent: %.2f s (RunMonitor process_check_interval_ms %d, the default)\n",
+                took, defaults.process_check_interval_ms);
     monitor.detach();
     QTRY_VERIFY_WITH_TIMEOUT(!monitor.isAttached(), kWaitMs);
   }

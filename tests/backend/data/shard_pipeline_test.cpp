@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -448,6 +449,89 @@ TEST_F(ShardPipelineTest, StoppingNeverWaitsOnAQuietPipe) {
   int status = 0;
   EXPECT_EQ(::waitpid(-1, &status, WNOHANG), -1);  // the command was stopped and reaped
   EXPECT_EQ(errno, ECHILD);
+}
+
+// NOTE [Data stall]: a `pipe:` command that never prints fails next() after
+// data.stall_timeout_s, naming the dataset, the worker, the shard and its
+// command; the time it took is printed (never asserted).
+TEST_F(ShardPipelineTest, SilentSourceFailsNamingDatasetShardAndCommand) {
+  auto c = config();
+  c.data.datasets[0].shards = "pipe:exec sleep 1000";
+  c.data.datasets[0].workers = 1;
+  c.data.stall_timeout_s = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    auto s = source(c);
+    ASSERT_TRUE(s);
+    auto b = s->next();
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_FALSE(b);
+    const std::string& m = b.status().message();
+    EXPECT_NE(m.find("dataset laion: data worker 0 of rank 0 delivered nothing for"), std::string::npos) << m;
+    EXPECT_NE(m.find("(data.stall_timeout_s = 1)"), std::string::npos) << m;
+    EXPECT_NE(m.find("shard 1 of 1, command 'exec sleep 1000' (0 samples read from it, pass 0)"),
+              std::string::npos)
+        << m;
+    std::printf("detection: silent data source: %.1f s (data.stall_timeout_s 1 s here; default %lld s)\n",
+                took, static_cast<long long>(protocol::defaultRunConfig().data.stall_timeout_s));
+  }
+  int status = 0;
+  EXPECT_EQ(::waitpid(-1, &status, WNOHANG), -1);  // the command was stopped and reaped
+}
+
+// A command that ends its output mid-tar and lingers without it: the
+// reader waits for its exit, the step fails at the stall timeout naming the
+// shard, and destroying the source still returns (that wait is interrupted).
+TEST_F(ShardPipelineTest, ACommandThatClosedItsOutputAndLingersNeitherHangsNorStops) {
+  const auto shard = *dir_ / "good" / "laion-000000.tar";
+  auto c = config();
+  c.data.datasets[0].shards = "pipe:head -c " + std::to_string(fsys::file_size(shard) * 3 / 4) + " '" +
+                              shard.string() + "'; exec >&- 2>&-; exec sleep 1000";
+  c.data.datasets[0].workers = 1;
+  c.data.stall_timeout_s = 1;
+  {
+    auto s = source(c);
+    ASSERT_TRUE(s);
+    std::string failure;
+    for (int i = 0; i < 100 && failure.empty(); ++i) {  // the part before the end makes a few batches
+      auto b = s->next();
+      if (!b) failure = b.status().message();
+    }
+    EXPECT_NE(failure.find("dataset laion: data worker 0 of rank 0 delivered nothing"), std::string::npos)
+        << failure;
+    EXPECT_NE(failure.find("laion-000000.tar"), std::string::npos) << failure;
+  }  // ~ShardSource interrupts the wait for the command's exit
+  int status = 0;
+  EXPECT_EQ(::waitpid(-1, &status, WNOHANG), -1);  // the command was stopped and reaped
+}
+
+// Quiet but not yet stalled: waitReady() answers in slices (the training
+// loop polls control between them) and a later take() still works.
+TEST_F(ShardPipelineTest, WaitReadyAnswersInSlicesWhileTheSourceIsQuiet) {
+  const auto shard = *dir_ / "good" / "laion-000000.tar";
+  const auto gate = *dir_ / "slices.gate";
+  fsys::remove(gate);
+  auto c = config();  // the default stall timeout (300 s)
+  c.data.datasets[0].shards =
+      "pipe:while [ ! -e '" + gate.string() + "' ]; do sleep 0.05; done; cat '" + shard.string() + "'";
+  c.data.datasets[0].workers = 1;
+  auto s = source(c);
+  ASSERT_TRUE(s);
+  for (int i = 0; i < 3; ++i) {
+    auto ready = s->waitReady(std::chrono::milliseconds(20));
+    ASSERT_TRUE(ready) << ready.status().message();
+    EXPECT_FALSE(ready.value());  // the command printed nothing yet
+  }
+  std::ofstream(gate) << "go";
+  for (;;) {
+    auto ready = s->waitReady(std::chrono::milliseconds(100));
+    ASSERT_TRUE(ready) << ready.status().message();
+    if (ready.value()) break;
+  }
+  auto b = s->next();
+  ASSERT_TRUE(b) << b.status().message();
+  ASSERT_TRUE(b.value());
+  EXPECT_EQ(b.value()->batches.size(), 2u);
 }
 
 TEST_F(ShardPipelineTest, AllBadShardsFailInsteadOfSpinning) {

@@ -14,7 +14,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <thread>
 
 #include "backend/dist/rendezvous.h"
@@ -29,6 +32,9 @@ std::string env(const char* name, const std::string& fallback = "") {
 }
 int envInt(const char* name, int fallback) {
   return std::atoi(env(name, std::to_string(fallback)).c_str());
+}
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 // Every rank's input of one case, identical on every rank.
@@ -166,9 +172,11 @@ TEST(Worker, Run) {
   o.sharedMemoryArenaBytes = static_cast<uint64_t>(envInt("FS_TEST_SHM_ARENA", 64 << 20));
   o.preflightTimeout = std::chrono::milliseconds(envInt("FS_TEST_PREFLIGHT_MS", 30000));
   o.collectiveTimeout = std::chrono::milliseconds(envInt("FS_TEST_TIMEOUT_MS", 60000));
+  const auto joinStart = std::chrono::steady_clock::now();
   auto joined = joinRun(o);
   if (role == "preflight") {
     std::cout << "JOIN " << (joined ? "ok" : joined.status().message()) << std::endl;
+    std::cout << "DETECT_S " << secondsSince(joinStart) << std::endl;  // rank 2 never started
     return;
   }
   ASSERT_TRUE(joined) << joined.status().message();
@@ -208,12 +216,14 @@ TEST(Worker, Run) {
       std::_Exit(0);
     }
     torch::Tensor t = torch::ones({4});
+    const auto collectiveStart = std::chrono::steady_clock::now();  // rank 1 is gone or asleep by now
     try {
       world.allReduce(t, ReduceOp::kSum, "after peer loss");
       std::cout << "COLLECTIVE ok" << std::endl;
     } catch (const CollectiveError& e) {
       std::cout << "COLLECTIVE " << e.what() << std::endl;
     }
+    std::cout << "DETECT_S " << secondsSince(collectiveStart) << std::endl;
     // The gathers FSDP issues must fail as cleanly, waited or not.
     torch::Tensor all = torch::zeros({8});
     try {
@@ -234,6 +244,15 @@ TEST(Worker, Run) {
 }
 
 // ---- the tests -----------------------------------------------------------------------------
+
+// Prints the detection time a rank measured ("DETECT_S <seconds>" in its
+// output) as "detection: <what>: <s> s (<settings>)"; printed, never asserted.
+void printDetection(const std::string& output, const std::string& what, const std::string& settings) {
+  const auto at = output.find("DETECT_S ");
+  ASSERT_NE(at, std::string::npos) << output;
+  const double s = std::stod(output.substr(at + 9));
+  std::printf("detection: %s: %.2f s (%s)\n", what.c_str(), s, settings.c_str());
+}
 
 struct Launch {
   std::vector<pid_t> pids;
@@ -302,6 +321,8 @@ TEST_F(DistTest, PreflightNamesTheRankThatNeverJoined) {
   EXPECT_NE(exits[0].output.find("pre-flight: rank 2 (node 2) did not join"), std::string::npos)
       << exits[0].output;
   EXPECT_NE(exits[0].output.find("rank 1 on rank1-host"), std::string::npos) << exits[0].output;
+  printDetection(exits[0].output, "rank that never joins",
+                 "pre-flight timeout 10 s here; default parallel.preflight_timeout_s 120 s");
 }
 
 TEST_F(DistTest, PreflightNamesARankWithAnotherIdentity) {
@@ -338,6 +359,8 @@ TEST_F(DistTest, ADeadPeerIsAnErrorNotAHang) {
   EXPECT_NE(exits[0].output.find("ASYNC_GATHER all_gather #"), std::string::npos) << exits[0].output;
   EXPECT_NE(exits[0].output.find("(async gather after peer loss) failed on rank 0 of 2"), std::string::npos)
       << exits[0].output;
+  printDetection(exits[0].output, "killed rank (Gloo)",
+                 "the closed connection; no timeout involved, collective timeout 60 s here, default 600 s");
 }
 
 TEST_F(DistTest, AStalledPeerIsNamedWithItsLastCollective) {
@@ -356,6 +379,8 @@ TEST_F(DistTest, AStalledPeerIsNamedWithItsLastCollective) {
       << exits[0].output;
   EXPECT_NE(exits[0].output.find("(async gather after peer loss) failed on rank 0 of 2"), std::string::npos)
       << exits[0].output;
+  printDetection(exits[0].output, "stalled rank (Gloo)",
+                 "collective timeout 2 s here; default parallel.collective_timeout_s 600 s");
 }
 
 std::map<int, std::map<std::string, std::string>> sharedMemoryEnv(
@@ -435,6 +460,8 @@ TEST_F(DistTest, ADeadPeerOnSharedMemoryIsNamed) {
       std::string::npos)
       << out;
   EXPECT_NE(out.find("(async gather after peer loss) failed on rank 0 of 2"), std::string::npos) << out;
+  printDetection(out, "killed rank (shared memory)",
+                 "the peer's pid checked every 0.1 s; no timeout involved");
 }
 
 TEST_F(DistTest, AStalledPeerOnSharedMemoryTimesOutNamingIt) {
@@ -449,6 +476,8 @@ TEST_F(DistTest, AStalledPeerOnSharedMemoryTimesOutNamingIt) {
                "rank(s) 1 to join it; peers: rank 1: last left #1 'all_reduce pre-flight confirm'"),
       std::string::npos)
       << out;
+  printDetection(out, "stalled rank (shared memory)",
+                 "collective timeout 2 s here; default parallel.collective_timeout_s 600 s");
 }
 
 TEST_F(DistTest, RanksIssuingDifferentCollectivesGetAnError) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -251,7 +252,9 @@ TEST_F(NodeAgentTest, RankExitCodeStopsTheOthers) {
 }
 
 TEST_F(NodeAgentTest, RankKilledBySignalIsNamed) {
-  std::string s = script("kill.sh", failingRankOne("kill -9 $$", "trap 'exit 0' TERM\n"));
+  // The rank notes the time (ms since the epoch) just before it kills itself.
+  std::string s = script(
+      "kill.sh", failingRankOne("date +%s%3N > \"$dir/killed-at\"; kill -9 $$", "trap 'exit 0' TERM\n"));
   ASSERT_EQ(run(launch({}, s)), 1) << stderrText();
   auto ev = checkedEvents(1);
   std::string reason = "rank 1 (pid " + std::to_string(pidOf(ev, 1)) + ") was killed by SIGKILL";
@@ -263,6 +266,13 @@ TEST_F(NodeAgentTest, RankKilledBySignalIsNamed) {
     EXPECT_FALSE(e.exit_code.has_value());
   }
   EXPECT_EQ(std::get<AgentFinishedEvent>(ev.back().body).reason, reason);
+  // Detection time: from the kill to the agent's `stopping` event naming the rank (printed, not asserted).
+  const std::int64_t killedAt = std::stoll(slurp(file("killed-at")));
+  for (const auto& e : ev) {
+    if (!std::holds_alternative<AgentStoppingEvent>(e.body)) continue;
+    std::printf("detection: killed rank (node agent): %.3f s (SIGCHLD; no timeout involved)\n",
+                static_cast<double>(e.t - killedAt) / 1000.0);
+  }
 }
 
 TEST_F(NodeAgentTest, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {

@@ -124,6 +124,18 @@ TEST(Validate, StrategyWithoutFsdpIsAWarning) {
   EXPECT_FALSE(problemAt(validateConfig(c), "parallel.sharding_strategy").isError());
 }
 
+// NOTE [Data stall]: with several ranks the data stall timeout stays below the collective timeout.
+TEST(Validate, DataStallTimeoutNotBelowTheCollectiveTimeoutWarns) {
+  Problem p = problemAt(validateConfig(with(tiny(), {"launch.nproc_per_node=2", "data.stall_timeout_s=600"})),
+                        "data.stall_timeout_s");
+  EXPECT_FALSE(p.isError());
+  EXPECT_NE(p.message.find("not below parallel.collective_timeout_s = 600 s"), std::string::npos)
+      << p.message;
+  for (const auto& q : validateConfig(with(tiny(), {"launch.nproc_per_node=2"}))) {
+    EXPECT_NE(q.path, "data.stall_timeout_s") << q.message;  // the defaults agree
+  }
+}
+
 TEST(Validate, ShardedCheckpointsNeedFsdp) {
   Problem p = problemAt(validateConfig(with(tiny(), {"checkpoint.format=sharded"})), "checkpoint.format");
   EXPECT_TRUE(p.isError());

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <thread>
 
 #include "backend/checkpoint/checkpoint_io.h"
@@ -138,16 +139,28 @@ TEST_F(DdpTest, ARankThatRaisesStopsEveryRankAndIsNamed) {
 }
 
 TEST_F(DdpTest, AKilledRankEndsTheRunWithAnErrorNamingIt) {
+  int64_t killedAt = 0;  // unix ms, like the events' t
   const RunOutput r =
       run("kill", 2,
           config(2, {"data.datasets[0].samples_per_epoch=800", "data.datasets[1].samples_per_epoch=400"}), {},
-          false, [](const std::vector<pid_t>& pids, const std::filesystem::path& dir) {
+          false, [&](const std::vector<pid_t>& pids, const std::filesystem::path& dir) {
             test::waitForSteps(dir, 3);  // training is under way: kill rank 1 mid-run
+            killedAt = protocol::unixMillisNow();
             ::kill(pids[1], SIGKILL);
           });
   EXPECT_EQ(r.exits[1].signal, SIGKILL);
   EXPECT_NE(r.exits[0].code, 0) << r.exits[0].output;
   EXPECT_NE(test::errorMessages(r.events).find("rank 1"), std::string::npos) << r.exits[0].output;
+  // Detection time with the default timeouts: from the kill to rank 0's error event (printed, not asserted).
+  for (const auto& e : r.events) {
+    if (!std::holds_alternative<protocol::ErrorEvent>(e.body)) continue;
+    std::printf(
+        "detection: killed rank (DDP run, peers): %.2f s (the closed connection; default "
+        "parallel.collective_timeout_s %lld s not needed)\n",
+        static_cast<double>(e.t - killedAt) / 1000.0,
+        static_cast<long long>(protocol::defaultRunConfig().parallel.collective_timeout_s));
+    break;
+  }
 }
 
 // Control files reach rank 0 only; every rank acts at the same step.

@@ -1,0 +1,252 @@
+// A real flamingo-train process whose data goes quiet (NOTE [Waiting for
+// data] in trainer.cpp, NOTE [Data stall] in shard_worker.h): the laion
+// shard is a `pipe:` command that delivers a whole tar of 8 samples (two
+// batches of the tiny preset) on its first pass and then prints nothing, so
+// step 3 waits for data for ever. Control requests sent as the GUI sends them
+// (control files) are answered during that wait, and with a small
+// data.stall_timeout_s the run fails naming dataset, shard and command.
+// Waits are on events and files, never on wall-clock thresholds; the
+// generous deadline only turns a hang into a failure.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <thread>
+
+#include "backend/data/shardgen/synthetic_shards.h"
+#include "backend/protocol/config/config_types.h"
+#include "backend/protocol/wire/control_file.h"
+#include "backend/protocol/wire/event_codec.h"
+#include "backend/protocol/wire/run_manifest.h"
+#include "engine_test_util.h"
+
+namespace {
+
+namespace fsys = std::filesystem;
+using namespace fs::protocol;
+using Clock = std::chrono::steady_clock;
+constexpr auto kDeadline = std::chrono::minutes(3);
+
+class Process {
+ public:
+  explicit Process(const std::vector<std::string>& argv) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  // The exit code, or nullopt when it is still running after the deadline (a hang).
+  std::optional<int> waitExit() {
+    const auto deadline = Clock::now() + kDeadline;
+    while (Clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return std::nullopt;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+std::vector<Event> readEvents(const fsys::path& dir) {
+  return fs::engine::test::readEvents(dir, /*finished=*/false);
+}
+
+Event waitFor(const fsys::path& dir, const std::function<bool(const Event&)>& pred, const char* what) {
+  const auto deadline = Clock::now() + kDeadline;
+  while (Clock::now() < deadline) {
+    for (const auto& e : readEvents(dir)) {
+      if (pred(e)) return e;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ADD_FAILURE() << "timed out waiting for " << what;
+  return Event{};
+}
+
+bool waitForFile(const fsys::path& file) {
+  const auto deadline = Clock::now() + kDeadline;
+  while (!fsys::exists(file)) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+bool isAck(const Event& e, uint64_t seq) {
+  const auto* a = std::get_if<ControlAckEvent>(&e.body);
+  return a && a->control_seq == seq;
+}
+
+bool isStep(const Event& e, int64_t step) {
+  const auto* s = std::get_if<StepEvent>(&e.body);
+  return s && s->step == step;
+}
+
+class DataWaitE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fsys::temp_directory_path() / ("fs_data_wait_" + std::to_string(::getpid()) + "_" +
+                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fsys::remove_all(root_);
+    fs::data::SyntheticShardOptions o;
+    o.outDir = (root_ / "shards").string();
+    o.laionShards = 1;
+    o.laionSamplesPerShard = 8;  // two laion batches of the tiny preset
+    o.mmc4Shards = 2;
+    o.mmc4DocsPerShard = 32;
+    o.imageWidth = 64;
+    o.imageHeight = 48;
+    o.maxImagesPerDoc = 2;
+    auto sum = fs::data::writeSyntheticShards(o);
+    ASSERT_TRUE(sum) << sum.status().message();
+    shards_ = sum.value();
+    dir_ = root_ / "run";
+    quiet_ = root_ / "quiet.since";
+  }
+  void TearDown() override { fsys::remove_all(root_); }
+
+  // The first pass cats the shard; every later one touches quiet_ and sleeps.
+  std::string quietPipe() const {
+    const auto first = root_ / "first.done";
+    const auto shard = root_ / "shards" / "laion-000000.tar";
+    return "pipe:if [ -e '" + first.string() + "' ]; then touch '" + quiet_.string() +
+           "'; exec sleep 1000; fi; touch '" + first.string() + "'; cat '" + shard.string() + "'";
+  }
+
+  Process start(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {std::string(FS_BINARY_DIR) + "/bin/flamingo-train",
+                                     "train",
+                                     "--config",
+                                     std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml",
+                                     "--run-dir",
+                                     dir_.string(),
+                                     "--set",
+                                     "data.source=shards",
+                                     "--set",
+                                     "model.lm.tokenizer_path=" + shards_.tokenizerDir,
+                                     "--set",
+                                     "data.datasets.laion.shards=" + quietPipe(),
+                                     "--set",
+                                     "data.datasets.mmc4.shards=" + shards_.mmc4Shards};
+    for (const auto& s : extra) argv.insert(argv.end(), {"--set", s});
+    return Process(argv);
+  }
+
+  // Two steps trained and the command went quiet: step 3 waits for data.
+  void waitUntilStarved() {
+    waitFor(
+        dir_, [](const Event& e) { return isStep(e, 2); }, "step 2");
+    ASSERT_TRUE(waitForFile(quiet_)) << "the shard command never went quiet";
+  }
+
+  fsys::path root_, dir_, quiet_;
+  fs::data::SyntheticShardsSummary shards_;
+};
+
+TEST_F(DataWaitE2e, StopWhileWaitingForDataCheckpointsThenExits) {
+  Process p = start();
+  waitUntilStarved();
+  auto stop = issueControl(dir_, ControlVerb::kStop);
+  ASSERT_TRUE(stop.isOk()) << stop.status().message();
+  const auto code = p.waitExit();
+  ASSERT_TRUE(code.has_value()) << "flamingo-train did not exit on stop while waiting for data";
+  EXPECT_EQ(*code, 0);
+  bool acked = false, stopped = false;
+  std::optional<CheckpointEvent> checkpoint;
+  for (const auto& e : readEvents(dir_)) {
+    acked |= isAck(e, stop->seq) && std::get<ControlAckEvent>(e.body).ok;
+    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body)) stopped = f->status == FinishStatus::kStopped;
+    if (const auto* c = std::get_if<CheckpointEvent>(&e.body)) checkpoint = *c;
+  }
+  EXPECT_TRUE(acked);
+  EXPECT_TRUE(stopped);
+  ASSERT_TRUE(checkpoint.has_value()) << "no checkpoint before the exit";
+  EXPECT_EQ(checkpoint->kind, CheckpointKind::kStep);
+  EXPECT_EQ(checkpoint->step, 2);  // the last completed step
+  EXPECT_TRUE(fsys::exists(dir_ / checkpoint->path)) << checkpoint->path;
+}
+
+TEST_F(DataWaitE2e, PauseCheckpointResumeWhileWaitingForData) {
+  Process p = start();
+  waitUntilStarved();
+  auto pause = issueControl(dir_, ControlVerb::kPause);
+  ASSERT_TRUE(pause.isOk());
+  Event ack = waitFor(
+      dir_, [&](const Event& e) { return isAck(e, pause->seq); }, "the pause ack");
+  EXPECT_TRUE(std::get<ControlAckEvent>(ack.body).ok);
+  EXPECT_EQ(std::get<ControlAckEvent>(ack.body).message, "paused after step 2");
+  auto manifest = readManifest(dir_);
+  ASSERT_TRUE(manifest.isOk());
+  EXPECT_EQ(manifest->state, RunState::kPaused);
+
+  auto checkpoint = issueControl(dir_, ControlVerb::kCheckpoint);
+  ASSERT_TRUE(checkpoint.isOk());
+  ack = waitFor(
+      dir_, [&](const Event& e) { return isAck(e, checkpoint->seq); }, "the checkpoint ack");
+  EXPECT_TRUE(std::get<ControlAckEvent>(ack.body).ok) << std::get<ControlAckEvent>(ack.body).message;
+  EXPECT_EQ(std::get<ControlAckEvent>(ack.body).step, 2);
+  EXPECT_TRUE(fsys::exists(dir_ / "checkpoint_step2.pt"));
+
+  auto resume = issueControl(dir_, ControlVerb::kResume);
+  ASSERT_TRUE(resume.isOk());
+  ack = waitFor(
+      dir_, [&](const Event& e) { return isAck(e, resume->seq); }, "the resume ack");
+  EXPECT_EQ(std::get<ControlAckEvent>(ack.body).message, "resumed");
+
+  auto stop = issueControl(dir_, ControlVerb::kStop);
+  ASSERT_TRUE(stop.isOk());
+  const auto code = p.waitExit();
+  ASSERT_TRUE(code.has_value()) << "flamingo-train did not exit on stop while waiting for data";
+  EXPECT_EQ(*code, 0);
+}
+
+TEST_F(DataWaitE2e, SilentSourceFailsTheRunNamingDatasetShardAndCommand) {
+  Process p = start({"data.stall_timeout_s=2"});
+  ASSERT_TRUE(waitForFile(quiet_)) << "the shard command never went quiet";
+  const auto quietSince = Clock::now();
+  const auto code = p.waitExit();
+  const double took = std::chrono::duration<double>(Clock::now() - quietSince).count();
+  ASSERT_TRUE(code.has_value()) << "flamingo-train did not fail on a silent data source";
+  EXPECT_NE(*code, 0);
+  std::string message;
+  bool failed = false;
+  for (const auto& e : readEvents(dir_)) {
+    if (const auto* err = std::get_if<ErrorEvent>(&e.body)) message = err->message;
+    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body)) failed = f->status == FinishStatus::kFailed;
+  }
+  EXPECT_TRUE(failed);
+  EXPECT_NE(message.find("dataset laion: data worker 0 of rank 0 delivered nothing for"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("(data.stall_timeout_s = 2)"), std::string::npos) << message;
+  EXPECT_NE(message.find("shard 1 of 1, command 'if [ -e"), std::string::npos) << message;
+  EXPECT_NE(message.find("pass 1"), std::string::npos) << message;
+  std::printf(
+      "detection: silent data source (flamingo-train): %.1f s from the command going quiet to the "
+      "exit (data.stall_timeout_s 2 s here; default %lld s)\n",
+      took, static_cast<long long>(defaultRunConfig().data.stall_timeout_s));
+}
+
+}  // namespace
