@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# README command 2: builds if needed, then runs every test through CTest, and
-# prints how long the build and the tests took. Extra arguments go to ctest,
-# e.g. -L unit or -R config.
+# README command 2: builds if needed, runs every test through CTest, then the
+# fuzz targets for a fixed number of inputs each (scripts/fuzz.sh --quick,
+# docs/fuzzing.md), and prints how long each part took. Extra arguments go to
+# ctest, e.g. -L unit or -R config (the fuzz targets are then skipped; FS_FUZZ=0
+# skips them too). FS_SANITIZED_TESTS=1 also runs the torch-free libraries'
+# tests under ASan + UBSan (scripts/fuzz.sh --tests; not in CI: docs/build-times.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${FS_BUILD_DIR:-build}"
@@ -9,8 +12,20 @@ build_start=$(date +%s)
 bash scripts/build.sh
 build_end=$(date +%s)
 status=0
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${FS_JOBS:-$(nproc)}" "$@" || status=$?
+# NOTE [One test more than cores]: several suites mostly wait (sshd hosts, slurmctld, timeouts they
+# provoke), so one more test than there are cores keeps both cores busy.
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${FS_TEST_JOBS:-$(($(nproc) + 1))}" "$@" || status=$?
 test_end=$(date +%s)
 minutes() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
-echo "test.sh: build $(minutes $((build_end - build_start))), tests $(minutes $((test_end - build_end))) ($(nproc) cores)"
+summary="test.sh: build $(minutes $((build_end - build_start))), tests $(minutes $((test_end - build_end)))"
+if [ $# -eq 0 ] && [ "${FS_FUZZ:-1}" != 0 ]; then
+  bash scripts/fuzz.sh --quick || status=1
+  fuzz_end=$(date +%s)
+  summary+=", fuzz $(minutes $((fuzz_end - test_end)))"
+  if [ "${FS_SANITIZED_TESTS:-0}" = 1 ]; then
+    bash scripts/fuzz.sh --tests || status=1
+    summary+=", sanitized tests $(minutes $(($(date +%s) - fuzz_end)))"
+  fi
+fi
+echo "$summary ($(nproc) cores)"
 exit "$status"
