@@ -17,64 +17,22 @@
 #include "backend/protocol/wire/control_file.h"
 #include "backend/protocol/wire/event_codec.h"
 #include "backend/protocol/wire/run_manifest.h"
-#include "engine_test_util.h"
+#include "tests/backend/trainer/engine_process.h"
 
 namespace {
 
 namespace fsys = std::filesystem;
 using namespace fs::protocol;
 
-class Process {
- public:
-  explicit Process(const std::vector<std::string>& argv) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-  }
-  ~Process() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      wait();
-    }
-  }
-  pid_t pid() const { return pid_; }
-  int wait() {
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    reaped_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-};
+using Process = fs::engine::test::EngineProcess;
+using fs::engine::test::isAck;
 
 std::vector<Event> readEvents(const fsys::path& dir) {
   return fs::engine::test::readEvents(dir, /*finished=*/false);
 }
 
-// Polls events.jsonl until `pred` holds for some event; fails after a deadline.
-const Event waitFor(const fsys::path& dir, const std::function<bool(const Event&)>& pred, const char* what) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
-  while (std::chrono::steady_clock::now() < deadline) {
-    for (const auto& e : readEvents(dir)) {
-      if (pred(e)) return e;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ADD_FAILURE() << "timed out waiting for " << what;
-  return Event{};
-}
-
-bool isAck(const Event& e, uint64_t seq) {
-  const auto* a = std::get_if<ControlAckEvent>(&e.body);
-  return a && a->control_seq == seq;
+Event waitFor(const fsys::path& dir, const std::function<bool(const Event&)>& pred, const char* what) {
+  return fs::engine::test::waitForEvent(dir, pred, what);
 }
 
 class ControlE2e : public ::testing::Test {
@@ -130,7 +88,7 @@ TEST_F(ControlE2e, PauseCheckpointResumeStop) {
 
   auto stop = issueControl(dir_, ControlVerb::kStop);
   ASSERT_TRUE(stop.isOk());
-  EXPECT_EQ(p.wait(), 0);
+  EXPECT_EQ(p.waitExit(), 0);
   const auto events = readEvents(dir_);
   bool acked = false, finished = false, stepCheckpoint = false;
   for (const auto& e : events) {
@@ -149,7 +107,7 @@ TEST_F(ControlE2e, SigtermStopsGracefullyWithACheckpoint) {
   waitFor(
       dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
   ASSERT_EQ(::kill(p.pid(), SIGTERM), 0);
-  EXPECT_EQ(p.wait(), 0);
+  EXPECT_EQ(p.waitExit(), 0);
   bool checkpoint = false, stopped = false;
   for (const auto& e : readEvents(dir_)) {
     checkpoint |= std::holds_alternative<CheckpointEvent>(e.body);
@@ -168,7 +126,7 @@ TEST_F(ControlE2e, KillVerbExitsWithoutCheckpoint) {
       dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
   auto kill = issueControl(dir_, ControlVerb::kKill);
   ASSERT_TRUE(kill.isOk());
-  EXPECT_EQ(p.wait(), 1);
+  EXPECT_EQ(p.waitExit(), 1);
   for (const auto& e : readEvents(dir_)) {
     const auto* c = std::get_if<CheckpointEvent>(&e.body);
     EXPECT_TRUE(c == nullptr || c->kind != CheckpointKind::kStep || c->step % 8 == 0)
@@ -186,7 +144,7 @@ TEST_F(ControlE2e, StopWithoutCheckpointWhenAsked) {
       dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
   auto stop = issueControl(dir_, ControlVerb::kStop, nlohmann::json{{"checkpoint", false}});
   ASSERT_TRUE(stop.isOk());
-  EXPECT_EQ(p.wait(), 0);
+  EXPECT_EQ(p.waitExit(), 0);
   bool finished = false;
   for (const auto& e : readEvents(dir_)) {
     if (const auto* f = std::get_if<RunFinishedEvent>(&e.body))
@@ -227,7 +185,7 @@ TEST_F(ControlE2e, CommandIssuedBeforeTheFirstAttemptIsActedOn) {
   EXPECT_TRUE(std::get<ControlAckEvent>(ack.body).ok) << std::get<ControlAckEvent>(ack.body).message;
   auto stop = issueControl(dir_, ControlVerb::kStop, nlohmann::json{{"checkpoint", false}});
   ASSERT_TRUE(stop.isOk());
-  EXPECT_EQ(p.wait(), 0);
+  EXPECT_EQ(p.waitExit(), 0);
 }
 
 // A later attempt (events.jsonl holds the first one's) still refuses what an
@@ -239,7 +197,7 @@ TEST_F(ControlE2e, CommandLeftBeforeALaterAttemptIsRefused) {
         dir_, [](const Event& e) { return std::holds_alternative<StepEvent>(e.body); }, "the first step");
     auto stop = issueControl(dir_, ControlVerb::kStop);
     ASSERT_TRUE(stop.isOk());
-    ASSERT_EQ(first.wait(), 0);
+    ASSERT_EQ(first.waitExit(), 0);
   }
   const ControlCommand pause = writeBackdated(dir_, ControlVerb::kPause);
   Process second = start();
@@ -249,7 +207,7 @@ TEST_F(ControlE2e, CommandLeftBeforeALaterAttemptIsRefused) {
   EXPECT_EQ(std::get<ControlAckEvent>(ack.body).message, "issued before this attempt started");
   auto stop = issueControl(dir_, ControlVerb::kStop, nlohmann::json{{"checkpoint", false}});
   ASSERT_TRUE(stop.isOk());
-  EXPECT_EQ(second.wait(), 0);
+  EXPECT_EQ(second.waitExit(), 0);
 }
 
 }  // namespace

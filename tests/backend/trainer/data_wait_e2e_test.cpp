@@ -24,66 +24,24 @@
 #include "backend/protocol/wire/control_file.h"
 #include "backend/protocol/wire/event_codec.h"
 #include "backend/protocol/wire/run_manifest.h"
-#include "engine_test_util.h"
+#include "tests/backend/trainer/engine_process.h"
 
 namespace {
 
 namespace fsys = std::filesystem;
 using namespace fs::protocol;
 using Clock = std::chrono::steady_clock;
-constexpr auto kDeadline = std::chrono::minutes(3);
+constexpr auto kDeadline = fs::engine::test::kProcessDeadline;
 
-class Process {
- public:
-  explicit Process(const std::vector<std::string>& argv) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-  }
-  ~Process() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  // The exit code, or nullopt when it is still running after the deadline (a hang).
-  std::optional<int> waitExit() {
-    const auto deadline = Clock::now() + kDeadline;
-    while (Clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        reaped_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return std::nullopt;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-};
+using Process = fs::engine::test::EngineProcess;
+using fs::engine::test::isAck;
 
 std::vector<Event> readEvents(const fsys::path& dir) {
   return fs::engine::test::readEvents(dir, /*finished=*/false);
 }
 
 Event waitFor(const fsys::path& dir, const std::function<bool(const Event&)>& pred, const char* what) {
-  const auto deadline = Clock::now() + kDeadline;
-  while (Clock::now() < deadline) {
-    for (const auto& e : readEvents(dir)) {
-      if (pred(e)) return e;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ADD_FAILURE() << "timed out waiting for " << what;
-  return Event{};
+  return fs::engine::test::waitForEvent(dir, pred, what);
 }
 
 bool waitForFile(const fsys::path& file) {
@@ -93,11 +51,6 @@ bool waitForFile(const fsys::path& file) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return true;
-}
-
-bool isAck(const Event& e, uint64_t seq) {
-  const auto* a = std::get_if<ControlAckEvent>(&e.body);
-  return a && a->control_seq == seq;
 }
 
 bool isStep(const Event& e, int64_t step) {
@@ -150,7 +103,8 @@ class DataWaitE2e : public ::testing::Test {
                                      "--set",
                                      "data.datasets.laion.shards=" + quietPipe(),
                                      "--set",
-                                     "data.datasets.mmc4.shards=" + shards_.mmc4Shards};
+                                     "data.datasets.mmc4.shards=" + shards_.mmc4Shards,
+                                     "--allow-pipe"};  // the shard command is this test's own
     for (const auto& s : extra) argv.insert(argv.end(), {"--set", s});
     return Process(argv);
   }
