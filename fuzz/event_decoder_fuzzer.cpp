@@ -7,7 +7,6 @@
 //  2. The whole input through the incremental protocol::EventDecoder, fed in
 //     uneven pieces, against decodeEventLine line by line: same records, lines
 //     and offsets.
-#include <bit>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -15,40 +14,18 @@
 #include "app/monitor/fast_event_decoder.h"
 #include "backend/protocol/wire/event_codec.h"
 #include "fuzz/fuzz_util.h"
+#include "tests/fixtures/step_event_text.h"
 
 namespace {
 
 namespace proto = fs::protocol;
 using fs::app::FastEventDecoder;
 
-std::string bits(double d) {
-  std::ostringstream o;
-  o << std::hex << std::bit_cast<std::uint64_t>(d);
-  return o.str();
-}
-
-std::string canonicalStep(const proto::Event& e) {
-  const auto& s = std::get<proto::StepEvent>(e.body);
-  std::ostringstream o;
-  o << "seq=" << e.seq << " t=" << e.t << " step=" << s.step << " epoch=" << s.epoch;
-  for (const auto& [k, v] : s.samples) o << " samples[" << k << "]=" << v;
-  for (const auto& [k, v] : s.tokens) o << " tokens[" << k << "]=" << v;
-  for (const auto& [k, v] : s.loss) o << " loss[" << k << "]=" << bits(v);
-  for (const auto& [k, v] : s.rank_loss) {
-    o << " rank_loss[" << k << "]=";
-    for (double d : v) o << bits(d) << ",";
-  }
-  o << " lr=" << bits(s.lr) << " grad_norm=" << (s.grad_norm ? bits(*s.grad_norm) : "none");
-  o << " step_time=" << bits(s.step_time_s) << " data_time=" << bits(s.data_time_s);
-  for (const auto& [k, v] : s.samples_per_s) o << " sps[" << k << "]=" << bits(v);
-  for (const auto& g : s.gates) o << " gate" << g.layer << "=" << bits(g.attn) << "/" << bits(g.ff);
-  o << " skipped=" << s.skipped << " reason=" << s.skip_reason;
-  return o.str();
-}
+using fs::testing::stepEventText;
 
 // Any event: its fields through the wire's own JSON (steps by their bits).
 std::string canonical(const proto::Event& e) {
-  if (std::holds_alternative<proto::StepEvent>(e.body)) return canonicalStep(e);
+  if (std::holds_alternative<proto::StepEvent>(e.body)) return stepEventText(e);
   return std::to_string(e.seq) + " " + std::to_string(e.t) + " " + std::string(proto::eventType(e.body)) +
          " " + proto::bodyToJson(e.body).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -12,6 +12,7 @@
 #include "backend/protocol/wire/control_file.h"
 #include "backend/protocol/wire/run_manifest.h"
 #include "backend/protocol/wire/sharded_index.h"
+#include "tests/backend/protocol/wire_samples.h"
 
 namespace {
 
@@ -23,50 +24,6 @@ void write(const stdfs::path& dir, const std::string& name, const std::string& t
   std::ofstream(dir / name, std::ios::binary) << text;
 }
 
-RunManifest manifest() {
-  RunManifest m;
-  m.run_id = "run-20240601-abc";
-  m.engine_version = "0.1.0+g1234";
-  m.created = 1717000000000;
-  m.world_size = 8;
-  m.nnodes = 2;
-  m.nproc_per_node = 4;
-  m.hosts = {"node-a", "node-b"};
-  m.launcher = LauncherKind::kSsh;
-  m.state = RunState::kRunning;
-  m.pid = 4242;
-  m.agent_pid = 4200;
-  m.updated = 1717000005000;
-  return m;
-}
-
-ShardedIndexRecord shardedIndex() {
-  ShardedIndexRecord x;
-  x.worldSize = 4;
-  x.strategy = "hybrid_shard";
-  x.shardGroupSize = 2;
-  x.files = {shardedRankFileName(0), shardedRankFileName(1)};
-  ShardedFlat flat;
-  flat.key = "perceiver#0";
-  flat.trainable = true;
-  flat.dtype = "Float";
-  flat.numel = 129;
-  flat.padding = 1;
-  flat.shardNumel = 65;
-  flat.optimizerState = true;
-  flat.members = {{"perceiver.latents", {8, 16}, 0, 128}, {"perceiver.scale", {}, 128, 1}};
-  x.units = {{"perceiver", {flat}}, {"(root)", {}}};
-  x.parameterOrder = {"perceiver.latents", "perceiver.scale"};
-  x.buffers = {"vision_encoder.position_ids"};
-  ShardedParamGroup decayed{1e-4,  {0.9, 0.999}, 1e-8, 0.1, false,
-                            false, false,        1e-4, {0}, {"perceiver.latents"}};
-  x.optimizer.paramGroups = {decayed};
-  x.scheduler = {{1e-4}, 3, 4, false, false, {5e-5}};
-  x.epoch = 1;
-  x.resume = {"step", 3, 6, 1, R"({"epoch":1})", "00ff", {"0a0b"}, {1, 2, 3}, "{}"};
-  return x;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,8 +32,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const stdfs::path out = argv[1];
-  write(out / "run_manifest", "running_ssh.json", encodeManifest(manifest()));
-  write(out / "sharded_index", "hybrid_shard.json", encodeShardedIndex(shardedIndex()));
+  write(out / "run_manifest", "running_ssh.json", encodeManifest(fs::protocol::test::sampleManifest()));
+  write(out / "sharded_index", "hybrid_shard.json",
+        encodeShardedIndex(fs::protocol::test::sampleShardedIndex()));
   ControlCommand stop{1, ControlVerb::kStop, 1717000000000, "alice", {{"checkpoint", false}}};
   ControlCommand pause{2, ControlVerb::kPause, 1717000000001, "bob", nlohmann::json::object()};
   write(out / "control_file", controlFileName(stop.seq, stop.verb), encodeControl(stop));

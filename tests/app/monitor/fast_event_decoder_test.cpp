@@ -12,37 +12,15 @@
 #include <sstream>
 
 #include "backend/protocol/wire/event_codec.h"
+#include "tests/fixtures/step_event_text.h"
 
 namespace fs::app {
 namespace {
 
 namespace proto = fs::protocol;
 
-// Doubles by their bits, so NaN == NaN and -0.0 != 0.0.
-std::string bits(double d) {
-  std::ostringstream o;
-  o << std::hex << std::bit_cast<std::uint64_t>(d);
-  return o.str();
-}
-
-std::string canonical(const proto::Event& e) {
-  const auto& s = std::get<proto::StepEvent>(e.body);
-  std::ostringstream o;
-  o << "seq=" << e.seq << " t=" << e.t << " step=" << s.step << " epoch=" << s.epoch;
-  for (const auto& [k, v] : s.samples) o << " samples[" << k << "]=" << v;
-  for (const auto& [k, v] : s.tokens) o << " tokens[" << k << "]=" << v;
-  for (const auto& [k, v] : s.loss) o << " loss[" << k << "]=" << bits(v);
-  for (const auto& [k, v] : s.rank_loss) {
-    o << " rank_loss[" << k << "]=";
-    for (double d : v) o << bits(d) << ",";
-  }
-  o << " lr=" << bits(s.lr) << " grad_norm=" << (s.grad_norm ? bits(*s.grad_norm) : "none");
-  o << " step_time=" << bits(s.step_time_s) << " data_time=" << bits(s.data_time_s);
-  for (const auto& [k, v] : s.samples_per_s) o << " sps[" << k << "]=" << bits(v);
-  for (const auto& g : s.gates) o << " gate" << g.layer << "=" << bits(g.attn) << "/" << bits(g.ff);
-  o << " skipped=" << s.skipped << " reason=" << s.skip_reason;
-  return o.str();
-}
+// Steps as text, doubles by their bits.
+const auto canonical = fs::testing::stepEventText;
 
 // What the protocol decoder makes of `line` (no '\n').
 std::optional<proto::DecodedLine> reference(const std::string& line) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/protocol/wire/run_dir.h"
+#include "tests/backend/protocol/wire_samples.h"
 
 namespace fs::protocol {
 namespace {
@@ -25,23 +26,7 @@ class RunManifestTest : public ::testing::Test {
   }
   void TearDown() override { stdfs::remove_all(dir_); }
 
-  static RunManifest sample() {
-    RunManifest m;
-    m.run_id = "run-20240601-abc";
-    m.engine_version = "0.1.0+g1234";
-    m.created = 1717000000000;
-    m.world_size = 8;
-    m.nnodes = 2;
-    m.nproc_per_node = 4;
-    m.hosts = {"node-a", "node-b"};
-    m.launcher = LauncherKind::kSsh;
-    m.state = RunState::kRunning;
-    m.pid = 4242;
-    m.agent_pid = 4200;
-    m.updated = 1717000005000;
-    m.config_file = "config.yaml";
-    return m;
-  }
+  static RunManifest sample() { return test::sampleManifest(); }
   std::vector<std::string> names() const {
     std::vector<std::string> out;
     for (const auto& e : stdfs::directory_iterator(dir_)) {

@@ -8,37 +8,13 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "tests/backend/protocol/wire_samples.h"
+
 namespace fs::protocol {
 namespace {
 
-ShardedIndexRecord sample() {
-  ShardedIndexRecord x;
-  x.worldSize = 4;
-  x.strategy = "hybrid_shard";
-  x.shardGroupSize = 2;
-  x.files = {shardedRankFileName(0), shardedRankFileName(1)};
-  ShardedFlat flat;
-  flat.key = "perceiver#0";
-  flat.trainable = true;
-  flat.dtype = "Float";
-  flat.numel = 129;
-  flat.padding = 1;
-  flat.shardNumel = 65;
-  flat.optimizerState = true;
-  flat.members = {{"perceiver.latents", {8, 16}, 0, 128}, {"perceiver.scale", {}, 128, 1}};
-  x.units = {{"perceiver", {flat}}, {"(root)", {}}};
-  x.parameterOrder = {"perceiver.latents", "perceiver.scale"};
-  x.buffers = {"vision_encoder.position_ids"};
-  ShardedParamGroup decayed{1e-4,  {0.9, 0.999}, 1e-8, 0.1, false,
-                            false, false,        1e-4, {0}, {"perceiver.latents"}};
-  ShardedParamGroup plain{1e-4,  {0.9, 0.999}, 1e-8,         0.0, false,
-                          false, false,        std::nullopt, {1}, {"perceiver.scale"}};
-  x.optimizer.paramGroups = {decayed, plain};
-  x.scheduler = {{1e-4, 1e-4}, 3, 4, false, false, {5e-5, 5e-5}};
-  x.epoch = 1;
-  x.resume = {"step", 3, 6, 1, R"({"epoch":1})", "00ff", {"0a0b"}, {1, 2, 3, 18446744073709551615ull}, "{}"};
-  return x;
-}
+using test::sampleShardedIndex;
+const auto sample = sampleShardedIndex;
 
 std::string withEdit(const std::function<void(nlohmann::json&)>& edit) {
   auto j = nlohmann::json::parse(encodeShardedIndex(sample()));
