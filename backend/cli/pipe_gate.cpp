@@ -16,11 +16,7 @@ bool pipeCommandsAllowed(const protocol::RunConfig& config, bool allowed, const 
   if (allowed) return true;
   const auto sources = protocol::pipeSources(config);
   if (sources.empty()) return true;
-  // The sources may come from the file or from --set: describePipeSources names each one's field.
-  io.err << "flamingo-train " << command << ": the config (" << configPath
-         << " with any --set) runs shell commands to read its shards (pipe:), refused without --allow-pipe:\n"
-         << protocol::describePipeSources(sources)
-         << "Read them; if you trust every one, run again with --allow-pipe.\n";
+  io.err << protocol::pipeRefusal("flamingo-train " + command, configPath, sources);
   return false;
 }
 

@@ -59,10 +59,7 @@ bool pipeCommandsAllowed(const app::LaunchRequest& request, bool allowed, const 
   (void)protocol::applyOverrides(&config, sets);  // bad overrides are reported by the launch itself
   const auto sources = protocol::pipeSources(config);
   if (sources.empty()) return true;
-  err << "flamingo-studio remote launch: " << configPath
-      << " runs shell commands to read its shards (pipe:), refused without --allow-pipe:\n"
-      << protocol::describePipeSources(sources)
-      << "Read them; if you trust every one, run again with --allow-pipe.\n";
+  err << protocol::pipeRefusal("flamingo-studio remote launch", configPath, sources);
   return false;
 }
 

@@ -98,4 +98,12 @@ std::string describePipeSources(const std::vector<PipeSource>& sources) {
   return out;
 }
 
+std::string pipeRefusal(const std::string& program, const std::string& configPath,
+                        const std::vector<PipeSource>& sources) {
+  // The sources may come from the file or from --set: describePipeSources names each one's field.
+  return program + ": the config (" + configPath +
+         " with any --set) runs shell commands to read its shards (pipe:), refused without --allow-pipe:\n" +
+         describePipeSources(sources) + "Read them; if you trust every one, run again with --allow-pipe.\n";
+}
+
 }  // namespace fs::protocol

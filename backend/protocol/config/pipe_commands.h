@@ -62,4 +62,10 @@ std::vector<std::string> pipeSourceTexts(const RunConfig& config);
 // more" past the listed ones), one source per block. Used by the CLI refusal.
 std::string describePipeSources(const std::vector<PipeSource>& sources);
 
+// The command line's refusal: "<program>: the config (<configPath> with any --set) runs shell commands
+// ...", the sources as describePipeSources, and how to allow them (--allow-pipe). One text for
+// flamingo-train and flamingo-studio.
+std::string pipeRefusal(const std::string& program, const std::string& configPath,
+                        const std::vector<PipeSource>& sources);
+
 }  // namespace fs::protocol

@@ -67,6 +67,18 @@ TEST(PipeSources, ListsWhatTheShellRunsAndCapsTheList) {
   EXPECT_NE(text.find("... and 41356 more"), std::string::npos);
 }
 
+// One refusal text for both command lines: the program, where the config came from, every source, the flag.
+TEST(PipeSources, TheRefusalNamesProgramConfigSourcesAndTheFlag) {
+  const auto s = pipeSources(withShards("pipe:cat a.tar"));
+  const std::string text = pipeRefusal("flamingo-train train", "run.yaml", s);
+  EXPECT_EQ(text.rfind("flamingo-train train: the config (run.yaml with any --set) runs shell commands", 0),
+            0u)
+      << text;
+  EXPECT_NE(text.find(describePipeSources(s)), std::string::npos) << text;
+  EXPECT_NE(text.find("refused without --allow-pipe"), std::string::npos) << text;
+  EXPECT_NE(text.find("run again with --allow-pipe"), std::string::npos) << text;
+}
+
 TEST(PipeSources, HugePatternsAreCountedAndListedFromTheirStart) {
   auto s = pipeSources(withShards("pipe:cat /{0..99999}/{0..99999}.tar"));
   ASSERT_EQ(s.size(), 1u);
