@@ -62,31 +62,36 @@ std::string slurp(const std::string& path) {
 
 constexpr int kSteps = 3;  // checkpoint.every_steps
 
+// flamingo-train train of the tiny preset into `runDir` with `sets` (one epoch, one thread, a step
+// checkpoint every kSteps, 5 kept); "" when it succeeded, else what failed with its log.
+std::string trainTiny(const fsys::path& runDir, std::vector<std::string> sets, const std::string& log) {
+  std::vector<std::string> argv = {FS_TEST_FLAMINGO_TRAIN,
+                                   "train",
+                                   "--config",
+                                   std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml",
+                                   "--run-dir",
+                                   runDir.string()};
+  sets.insert(sets.end(), {"optim.epochs=1", "launch.threads_per_rank=1",
+                           "checkpoint.every_steps=" + std::to_string(kSteps), "checkpoint.keep_last=5"});
+  for (const std::string& set : sets) {
+    argv.push_back("--set");
+    argv.push_back(set);
+  }
+  return run(argv, log, log) == 0 ? "" : "flamingo-train train failed: " + slurp(log);
+}
+
 class CheckpointCheckEngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new fsys::path(fsys::temp_directory_path() / ("fs_inspect_check_" + std::to_string(::getpid())));
     fsys::remove_all(*dir_);
     fsys::create_directories(*dir_);
-    std::vector<std::string> argv = {FS_TEST_FLAMINGO_TRAIN,
-                                     "train",
-                                     "--config",
-                                     std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml",
-                                     "--run-dir",
-                                     runDir().string()};
-    for (const std::string& s : std::vector<std::string>{
-             "data.source=synthetic", "optim.epochs=1", "data.datasets[0].batch_size=4",
-             "data.datasets[0].samples_per_epoch=32", "data.datasets[1].batch_size=2",
-             "data.datasets[1].samples_per_epoch=16", "launch.threads_per_rank=1",
-             "checkpoint.every_steps=" + std::to_string(kSteps), "checkpoint.keep_last=5"}) {
-      argv.push_back("--set");
-      argv.push_back(s);
-    }
-    const std::string log = (*dir_ / "train.log").string();
-    if (run(argv, log, log) != 0) {
-      *error_ = "flamingo-train train failed: " + slurp(log);
-      return;
-    }
+    *error_ = trainTiny(
+        runDir(),
+        {"data.source=synthetic", "data.datasets[0].batch_size=4", "data.datasets[0].samples_per_epoch=32",
+         "data.datasets[1].batch_size=2", "data.datasets[1].samples_per_epoch=16"},
+        (*dir_ / "train.log").string());
+    if (!error_->empty()) return;
     const std::string cmd = std::string(FS_PYTHON) + " " + FS_SOURCE_DIR +
                             "/tests/backend/inspect/plant_keys.py " + step().string() + " " +
                             planted().string();
@@ -232,20 +237,7 @@ class ShardPositionEngineTest : public ::testing::Test {
     dir_ = new fsys::path(fsys::temp_directory_path() / ("fs_inspect_shards_" + std::to_string(::getpid())));
     fsys::remove_all(*dir_);
     fsys::create_directories(*dir_);
-    std::vector<std::string> argv = {FS_TEST_FLAMINGO_TRAIN,
-                                     "train",
-                                     "--config",
-                                     std::string(FS_SOURCE_DIR) + "/resources/presets/tiny.yaml",
-                                     "--run-dir",
-                                     (*dir_ / "run").string()};
-    for (const std::string& s : std::vector<std::string>{"optim.epochs=1", "launch.threads_per_rank=1",
-                                                         "checkpoint.every_steps=" + std::to_string(kSteps),
-                                                         "checkpoint.keep_last=5"}) {
-      argv.push_back("--set");
-      argv.push_back(s);
-    }
-    const std::string log = (*dir_ / "train.log").string();
-    if (run(argv, log, log) != 0) *error_ = "flamingo-train train failed: " + slurp(log);
+    *error_ = trainTiny(*dir_ / "run", {}, (*dir_ / "train.log").string());
   }
   static void TearDownTestSuite() {
     std::error_code ec;
