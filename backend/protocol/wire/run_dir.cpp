@@ -34,7 +34,7 @@ bool parseNumber(std::string_view s, T* out) {
 // Writes `contents` to a fresh temporary file in target's directory and fsyncs it.
 // Returns the temporary path; on failure removes it.
 StatusOr<stdfs::path> writeTemp(WriteEnv& env, const stdfs::path& target, std::string_view contents,
-                                const AtomicWriteOptions& options, std::optional<WriteStage>* crashed) {
+                                const AtomicWriteOptions& options) {
   const stdfs::path dir = parentDir(target);
   stdfs::path temp;
   std::unique_ptr<WritableFile> file;
@@ -55,30 +55,16 @@ StatusOr<stdfs::path> writeTemp(WriteEnv& env, const stdfs::path& target, std::s
     return Status::ioError("cannot write " + target.string() + ": " + s.message());
   };
   if (Status s = file->append(contents); !s) return fail(s);
-  if (options.crash_after && options.crash_after(WriteStage::kTempWritten)) {
-    (void)file->close();
-    *crashed = WriteStage::kTempWritten;
-    return temp;
-  }
   if (Status s = file->sync(); !s) return fail(s);
   if (Status s = file->close(); !s) return fail(s);
-  if (options.crash_after && options.crash_after(WriteStage::kTempSynced)) *crashed = WriteStage::kTempSynced;
   return temp;
-}
-
-Status simulatedCrash(const stdfs::path& target, WriteStage stage) {
-  static constexpr const char* kNames[] = {"temp written", "temp synced", "renamed"};
-  return Status::ioError("simulated crash writing " + target.string() + " after stage '" +
-                         kNames[static_cast<int>(stage)] + "'");
 }
 
 StatusOr<bool> writeAtomically(const stdfs::path& target, std::string_view contents,
                                const AtomicWriteOptions& options, bool replace) {
   WriteEnv& env = writeEnvOr(options.env);
-  std::optional<WriteStage> crashed;
-  auto temp = writeTemp(env, target, contents, options, &crashed);
+  auto temp = writeTemp(env, target, contents, options);
   if (!temp) return temp.status();
-  if (crashed) return simulatedCrash(target, *crashed);
   if (replace) {
     if (Status s = env.rename(temp.value(), target); !s) {
       (void)env.remove(temp.value());
@@ -89,9 +75,6 @@ StatusOr<bool> writeAtomically(const stdfs::path& target, std::string_view conte
     if (!moved || !moved.value()) (void)env.remove(temp.value());
     if (!moved) return Status::ioError("cannot create " + target.string() + ": " + moved.status().message());
     if (!moved.value()) return false;
-  }
-  if (options.crash_after && options.crash_after(WriteStage::kRenamed)) {
-    return simulatedCrash(target, WriteStage::kRenamed);
   }
   if (Status synced = env.syncDir(parentDir(target)); !synced) return synced;
   return true;

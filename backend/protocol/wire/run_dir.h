@@ -21,7 +21,6 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -89,15 +88,10 @@ class RunDir {
 
 // ---- crash-safe writes ----------------------------------------------------------------
 
-// Points at which tests may cut a write short, as a crash would.
-enum class WriteStage { kTempWritten, kTempSynced, kRenamed };
-
 struct AtomicWriteOptions {
-  unsigned mode = 0644;     // permissions of the new file (before umask)
-  WriteEnv* env = nullptr;  // where the operations go; null: the real file system
-  // Test hook: called after each stage; returning true stops there and returns an
-  // IOError without cleaning up, leaving the disk exactly as a crash would.
-  std::function<bool(WriteStage)> crash_after;
+  unsigned mode = 0644;  // permissions of the new file (before umask)
+  WriteEnv* env =
+      nullptr;  // where the operations go (tests cut it: FaultWriteEnv); null: the real file system
 };
 
 // Replaces `target` with `contents` atomically: writes `tempFileName` next to it, fsyncs

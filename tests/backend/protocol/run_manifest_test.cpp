@@ -2,12 +2,15 @@
 #include "backend/protocol/wire/run_manifest.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "backend/protocol/io/fault_write_env.h"
 #include "backend/protocol/wire/run_dir.h"
 #include "tests/backend/protocol/wire_samples.h"
 
@@ -123,24 +126,33 @@ TEST_F(RunManifestTest, AtomicWriteLeavesNoTempFiles) {
   EXPECT_EQ(readManifest(dir_)->updated, sample().updated + 19);
 }
 
+// NOTE [Cutting a write sequence]: a process killed before each of the atomic write's 6 operations
+// (create temp, append, sync, close, rename, directory sync) leaves the old or the new run.json, never
+// a torn one, and at most a temporary that removeStaleTempFiles clears.
 TEST_F(RunManifestTest, CrashAtAnyStageLeavesOldOrNewNeverTorn) {
   RunManifest old_m = sample();
   ASSERT_TRUE(writeManifest(dir_, old_m).isOk());
-  for (WriteStage stage : {WriteStage::kTempWritten, WriteStage::kTempSynced, WriteStage::kRenamed}) {
+  for (int n = 1; n <= 6; ++n) {
     RunManifest new_m = sample();
     new_m.state = RunState::kFinished;
-    AtomicWriteOptions crash;
-    crash.crash_after = [stage](WriteStage s) { return s == stage; };
-    Status s = writeManifest(dir_, new_m, crash);
-    ASSERT_FALSE(s.isOk());
-    EXPECT_NE(s.message().find("simulated crash"), std::string::npos);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      FaultWriteEnv env(posixWriteEnv(), {.at = n, .action = FaultWriteEnv::Action::kCrash});
+      AtomicWriteOptions crash;
+      crash.env = &env;
+      ::_exit(writeManifest(dir_, new_m, crash).isOk() ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "op " << n << ": the write was cut";
     auto now = readManifest(dir_);
     ASSERT_TRUE(now.isOk()) << now.status().message();
-    EXPECT_EQ(now.value(), stage == WriteStage::kRenamed ? new_m : old_m);
+    EXPECT_EQ(now.value(), n == 6 ? new_m : old_m) << "op " << n;  // renamed before the directory sync
     std::vector<stdfs::path> removed;
     ASSERT_TRUE(removeStaleTempFiles(dir_, &removed).isOk());
-    EXPECT_EQ(removed.size(), stage == WriteStage::kRenamed ? 0u : 1u);
-    EXPECT_EQ(names(), (std::vector<std::string>{"run.json"}));
+    EXPECT_EQ(removed.size(), n >= 2 && n <= 5 ? 1u : 0u) << "op " << n;
+    EXPECT_EQ(names(), (std::vector<std::string>{"run.json"})) << "op " << n;
     ASSERT_TRUE(writeManifest(dir_, old_m).isOk());
   }
 }
