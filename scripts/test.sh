@@ -3,8 +3,9 @@
 # fuzz targets for a fixed number of inputs each (scripts/fuzz.sh --quick,
 # docs/fuzzing.md), and prints how long each part took. Extra arguments go to
 # ctest, e.g. -L unit or -R config (the fuzz targets are then skipped; FS_FUZZ=0
-# skips them too). FS_SANITIZED_TESTS=1 also runs the torch-free libraries'
-# tests under ASan + UBSan (scripts/fuzz.sh --tests; not in CI: docs/build-times.md).
+# skips them too), and the parsing libraries' tests (protocol, tensorfile, data)
+# again under ASan + UBSan in the fuzz tree (scripts/fuzz.sh --tests;
+# FS_SANITIZED_TESTS=0 skips them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${FS_BUILD_DIR:-build}"
@@ -22,7 +23,7 @@ if [ $# -eq 0 ] && [ "${FS_FUZZ:-1}" != 0 ]; then
   bash scripts/fuzz.sh --quick || status=1
   fuzz_end=$(date +%s)
   summary+=", fuzz $(minutes $((fuzz_end - test_end)))"
-  if [ "${FS_SANITIZED_TESTS:-0}" = 1 ]; then
+  if [ "${FS_SANITIZED_TESTS:-1}" != 0 ]; then
     bash scripts/fuzz.sh --tests || status=1
     summary+=", sanitized tests $(minutes $(($(date +%s) - fuzz_end)))"
   fi

@@ -65,9 +65,9 @@ int SeriesBatchBuilder::memorySlot(int rank, std::size_t category) {
   if (rank < 0 || rank >= kMaxDenseRank)
     return slot(series::memory(rank, series::kMemoryCategories[category]));
   if (rank >= static_cast<int>(memory_slots_.size())) memory_slots_.resize(rank + 1);
-  auto& slots = memory_slots_[rank];
-  if (slots.empty()) slots.assign(series::kMemoryCategories.size(), -1);
-  int& s = slots[category];
+  auto& rankSlots = memory_slots_[rank];
+  if (rankSlots.empty()) rankSlots.assign(series::kMemoryCategories.size(), -1);
+  int& s = rankSlots[category];
   if (s < 0) s = slot(series::memory(rank, series::kMemoryCategories[category]));
   return s;
 }

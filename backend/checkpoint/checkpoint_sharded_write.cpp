@@ -19,7 +19,7 @@ namespace {
 
 using GDict = c10::impl::GenericDict;
 
-GDict strDict() {
+GDict newStrDict() {
   return GDict(c10::StringType::get(), c10::AnyType::get());
 }
 
@@ -97,7 +97,7 @@ Status writeRankFile(const std::filesystem::path& path, const ShardedCheckpointS
                      protocol::WriteEnv& env) {
   GDict shards(c10::StringType::get(), c10::TensorType::get());
   GDict hashes(c10::StringType::get(), c10::StringType::get());
-  GDict optimizer = strDict();
+  GDict optimizer = newStrDict();
   // Copies: a shard of a group of one is the whole buffer the members view, and a view would pickle its
   // storage.
   const auto own = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU).contiguous().clone(); };
@@ -109,14 +109,14 @@ Status writeRankFile(const std::filesystem::path& path, const ShardedCheckpointS
       hashes.insert(key, tensorDigest(t));
       auto it = state.find(key);
       if (it == state.end()) continue;
-      GDict moments = strDict();
+      GDict moments = newStrDict();
       moments.insert("step", own(it->second->step));
       moments.insert("exp_avg", own(it->second->expAvg));
       moments.insert("exp_avg_sq", own(it->second->expAvgSq));
       optimizer.insert(key, moments);
     }
   }
-  GDict top = strDict();
+  GDict top = newStrDict();
   top.insert("format", std::string(kShardedFormatName));
   top.insert("version", kShardedIndexVersion);
   top.insert("shard", shard);

@@ -6,7 +6,7 @@
 namespace fs::dist {
 namespace {
 
-int64_t nowMs() {
+int64_t wallMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -57,7 +57,7 @@ void Heartbeat::loop() {
 void Heartbeat::post() {
   const CollectiveState s = tracker_.snapshot();
   const nlohmann::json j = {
-      {"seq", s.seq}, {"last", s.last}, {"inside", s.inside}, {"since_ms", s.sinceMs}, {"beat_ms", nowMs()}};
+      {"seq", s.seq}, {"last", s.last}, {"inside", s.inside}, {"since_ms", s.sinceMs}, {"beat_ms", wallMs()}};
   const std::string text = j.dump();
   std::lock_guard<std::mutex> lock(storeMu_);
   store_->set(key(rank_), std::vector<uint8_t>(text.begin(), text.end()));
@@ -93,7 +93,7 @@ std::string Heartbeat::describePeers() {
   } catch (const std::exception&) {
     return "the run's store on rank 0 is unreachable (rank 0 has exited or its host is down)";
   }
-  const int64_t now = nowMs();
+  const int64_t now = wallMs();
   const int64_t stale = std::max<int64_t>(3 * interval_.count(), 5000);
   int64_t maxSeq = 0;
   for (const auto& b : beats) maxSeq = std::max(maxSeq, b.state.seq);

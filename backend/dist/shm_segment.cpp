@@ -31,10 +31,10 @@ struct ShmSegment::Header {
 
 namespace {
 
-constexpr size_t kAlign = 64;
+constexpr size_t kSegmentAlign = 64;
 
 size_t roundUp(size_t n) {
-  return (n + kAlign - 1) / kAlign * kAlign;
+  return (n + kSegmentAlign - 1) / kSegmentAlign * kSegmentAlign;
 }
 
 [[noreturn]] void failErrno(const std::string& name, const std::string& call) {

@@ -8,7 +8,7 @@
 namespace fs::fsdp_plan {
 namespace {
 
-std::string parentOf(const std::string& path) {
+std::string parentPath(const std::string& path) {
   const auto dot = path.rfind('.');
   return dot == std::string::npos ? "" : path.substr(0, dot);
 }
@@ -18,7 +18,7 @@ std::string ownerOf(const std::string& module, const std::set<std::string>& pick
   std::string path = module;
   while (!path.empty()) {
     if (picked.count(path) != 0) return path;
-    path = parentOf(path);
+    path = parentPath(path);
   }
   return "";
 }

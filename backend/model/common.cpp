@@ -50,6 +50,10 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
 
 // ---------------------------------------------------------------- attention arithmetic
 
+torch::nn::Linear noBiasLinear(int64_t in, int64_t out) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+}
+
 torch::Tensor splitHeads(const torch::Tensor& x, int64_t heads) {
   const auto b = x.size(0);
   const auto l = x.size(1);

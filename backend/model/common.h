@@ -63,6 +63,9 @@ class FeedForwardImpl : public torch::nn::Module {
 };
 TORCH_MODULE(FeedForward);
 
+// A Linear without bias (LLaMA's and MPT's projections).
+torch::nn::Linear noBiasLinear(int64_t in, int64_t out);
+
 // ---------------------------------------------------------------- attention arithmetic
 
 // (B, L, H*D) -> (B, H, L, D).

@@ -8,7 +8,7 @@
 
 namespace fs::model {
 namespace {
-constexpr double kEps = 1e-5;
+constexpr double kNeoxEps = 1e-5;
 }
 
 GptNeoxAttentionImpl::GptNeoxAttentionImpl(const LmOptions& o)
@@ -42,7 +42,7 @@ torch::Tensor GptNeoxMlpImpl::forward(const torch::Tensor& x) {
 
 GptNeoxLayerImpl::GptNeoxLayerImpl(const LmOptions& o)
     : parallel_residual(o.parallel_residual()), dropout(o.dropoutOr(0.0)) {
-  const double eps = o.normEpsOr(kEps);
+  const double eps = o.normEpsOr(kNeoxEps);
   // GPTNeoXLayer's order: both norms, then attention, then mlp.
   input_layernorm = register_module("input_layernorm", Norm(NormOptions(o.width()).eps(eps)));
   post_attention_layernorm =
@@ -74,7 +74,7 @@ GptNeoxLmImpl::GptNeoxLmImpl(LmOptions opts) : CausalLmImpl(std::move(opts)) {
   registerDecoderLayers(std::move(layers));
   final_layer_norm =
       containerAt(*this, "gpt_neox")
-          .register_module("final_layer_norm", Norm(NormOptions(o.width()).eps(o.normEpsOr(kEps))));
+          .register_module("final_layer_norm", Norm(NormOptions(o.width()).eps(o.normEpsOr(kNeoxEps))));
   registerOutputHeadIfUntied();
   initWeights();
 }

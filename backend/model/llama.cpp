@@ -8,13 +8,10 @@
 
 namespace fs::model {
 namespace {
-constexpr double kEps = 1e-6;  // LLaMA-1's rms_norm_eps
+constexpr double kLlamaEps = 1e-6;  // LLaMA-1's rms_norm_eps
 
-torch::nn::Linear noBiasLinear(int64_t in, int64_t out) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
-}
 NormOptions rmsNorm(const LmOptions& o) {
-  return NormOptions(o.width()).eps(o.normEpsOr(kEps)).rms(true);
+  return NormOptions(o.width()).eps(o.normEpsOr(kLlamaEps)).rms(true);
 }
 }  // namespace
 

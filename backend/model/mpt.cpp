@@ -8,15 +8,12 @@
 
 namespace fs::model {
 namespace {
-constexpr double kEps = 1e-5;
+constexpr double kMptEps = 1e-5;
 
 NormOptions noBiasNorm(const LmOptions& o) {
-  return NormOptions(o.width()).eps(o.normEpsOr(kEps)).bias(false);
+  return NormOptions(o.width()).eps(o.normEpsOr(kMptEps)).bias(false);
 }
 
-torch::nn::Linear noBiasLinear(int64_t in, int64_t out) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
-}
 }  // namespace
 
 torch::Tensor alibiSlopes(int64_t heads, double alibi_bias_max) {

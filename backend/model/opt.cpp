@@ -10,7 +10,7 @@ namespace fs::model {
 namespace {
 constexpr double kDropout = 0.1;  // OPTConfig.dropout
 constexpr double kAttentionDropout = 0.0;
-constexpr double kEps = 1e-5;
+constexpr double kOptEps = 1e-5;
 }  // namespace
 
 OptAttentionImpl::OptAttentionImpl(int64_t width, int64_t heads_, double attention_dropout_)
@@ -33,7 +33,7 @@ torch::Tensor OptAttentionImpl::forward(const torch::Tensor& x, const LayerConte
 
 OptDecoderLayerImpl::OptDecoderLayerImpl(const LmOptions& o)
     : layer_norm_before(o.layer_norm_before()), dropout(o.dropoutOr(kDropout)) {
-  const double eps = o.normEpsOr(kEps);
+  const double eps = o.normEpsOr(kOptEps);
   self_attn = register_module("self_attn",
                               OptAttention(o.width(), o.heads(), o.attentionDropoutOr(kAttentionDropout)));
   self_attn_layer_norm = register_module("self_attn_layer_norm", Norm(NormOptions(o.width()).eps(eps)));
@@ -68,7 +68,7 @@ OptLmImpl::OptLmImpl(LmOptions opts) : CausalLmImpl(std::move(opts)) {
   if (o.layer_norm_before()) {
     final_layer_norm =
         containerAt(*this, "model.decoder")
-            .register_module("final_layer_norm", Norm(NormOptions(o.width()).eps(o.normEpsOr(kEps))));
+            .register_module("final_layer_norm", Norm(NormOptions(o.width()).eps(o.normEpsOr(kOptEps))));
   }
   std::vector<DecoderLayerPtr> layers;
   for (int64_t i = 0; i < o.layers(); ++i) layers.push_back(std::make_shared<OptDecoderLayerImpl>(o));

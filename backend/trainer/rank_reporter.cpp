@@ -51,7 +51,7 @@ namespace fs::engine {
 using Clock = std::chrono::steady_clock;
 
 namespace {
-double secondsSince(Clock::time_point t) {
+double secondsAfter(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
@@ -317,7 +317,7 @@ void RankReporter::completeReport(const std::vector<double>& all) {
 
 void RankReporter::heartbeatIfDue(bool paused) {
   if (!membership_ || options_.rank != 0) return;
-  if (secondsSince(lastHeartbeat_) < std::max(0.1, config_.telemetry.heartbeat_s)) return;
+  if (secondsAfter(lastHeartbeat_) < std::max(0.1, config_.telemetry.heartbeat_s)) return;
   lastHeartbeat_ = Clock::now();
   protocol::HeartbeatEvent h;
   h.step = state_.counters.step;

@@ -58,7 +58,7 @@ void clampToView(std::span<const double> x, std::span<const double> y, const Vie
   }
 
   // 2. y: add a vertex where a segment crosses the top or bottom, then clamp.
-  auto emit = [&](const Vertex& p) {
+  auto emitVertex = [&](const Vertex& p) {
     if (std::isnan(p.ty)) {
       out->x.push_back(p.x);
       out->y.push_back(p.y);
@@ -81,10 +81,10 @@ void clampToView(std::span<const double> x, std::span<const double> y, const Vie
       for (int k = 0; k < n; ++k) {
         const double tx = a.tx + cross[k] * (b.tx - a.tx);
         const double ty = a.ty + cross[k] * (b.ty - a.ty);
-        emit({tx, ty, ax.from(tx), ay.from(ty)});
+        emitVertex({tx, ty, ax.from(tx), ay.from(ty)});
       }
     }
-    emit(v[i]);
+    emitVertex(v[i]);
   }
 }
 

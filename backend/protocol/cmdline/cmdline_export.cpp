@@ -76,11 +76,11 @@ std::string reasonFor(const std::string& path, const std::string& key, const Val
   if (path == "model.lm.tokenizer_path" && str().empty())
     return "train.py reads an empty --tokenizer_path as 'the tokenizer of --lm_path'";
   if (startsWith(path, "model.lm.") && contains(kLmShapeKeys, key))
-    return "train.py takes the language model's shape from --lm_path " + quoted(c.model.lm.path) +
+    return "train.py takes the language model's shape from --lm_path " + inQuotes(c.model.lm.path) +
            (findKnownLm(c.model.lm.path) ? "" : ", which import does not know");
   if (startsWith(path, "model.vision.") && contains(kVisionShapeKeys, key))
     return "train.py takes the vision tower's shape from --vision_encoder_path " +
-           quoted(c.model.vision.path) + " and --vision_encoder_pretrained";
+           inQuotes(c.model.vision.path) + " and --vision_encoder_pretrained";
   if (path == "optim.precision") return "train.py's --precision accepts only fp32, bf16, fp16 and amp_bf16";
   if (path == "parallel.sharding_strategy")
     return "train.py's --fsdp_sharding_strategy has only full and hybrid";
@@ -125,9 +125,9 @@ class Comparer {
       if (s < 0) {
         const int taken = ds[i].type == "laion" ? slot[0] : ds[i].type == "mmc4" ? slot[1] : -1;
         out_.push_back(error(prefix.substr(0, prefix.size() - 1),
-                             "cannot write dataset " + quoted(ds[i].name) + " (type " + ds[i].type +
+                             "cannot write dataset " + inQuotes(ds[i].name) + " (type " + ds[i].type +
                                  ") on a train.py line: it trains one laion and one mmc4 dataset" +
-                                 (taken >= 0 ? ", and " + quoted(ds[taken].name) + " already takes the " +
+                                 (taken >= 0 ? ", and " + inQuotes(ds[taken].name) + " already takes the " +
                                                    ds[i].type + " place"
                                              : ""),
                              "train with more than two datasets from the YAML config"));
@@ -142,8 +142,9 @@ class Comparer {
     }
     if (slot[0] >= 0 && slot[1] >= 0 && slot[1] < slot[0]) {
       out_.push_back(error("data.datasets",
-                           "cannot write " + quoted(ds[slot[1]].name) + " before " +
-                               quoted(ds[slot[0]].name) + " on a train.py line: it always lists laion first",
+                           "cannot write " + inQuotes(ds[slot[1]].name) + " before " +
+                               inQuotes(ds[slot[0]].name) +
+                               " on a train.py line: it always lists laion first",
                            "put the laion dataset first"));
     }
     if (slot[0] < 0 && slot[1] < 0) {

@@ -95,7 +95,8 @@ CmdlineImport Importer::run(const std::vector<std::string>& words) {
     const PrefixEnd r = parsePrefix(words, words.size(), false);
     if (r.script) {
       out_.problems.push_back(warning(
-          "", quoted(words[r.next]) + " is not train.py; its arguments are read as OpenFlamingo train.py's"));
+          "",
+          inQuotes(words[r.next]) + " is not train.py; its arguments are read as OpenFlamingo train.py's"));
       flagsBegin = r.next + 1;
     } else {
       flagsBegin = r.next;
@@ -137,8 +138,8 @@ Importer::PrefixEnd Importer::parsePrefix(const std::vector<std::string>& w, siz
       } else {
         unknown(word);
         out_.problems.push_back(
-            warning("", quoted(word) + " before the training script is not a launcher Flamingo Studio "
-                                       "reads (torchrun, python, srun); it is listed as unknown"));
+            warning("", inQuotes(word) + " before the training script is not a launcher Flamingo Studio "
+                                         "reads (torchrun, python, srun); it is listed as unknown"));
       }
       ++i;
       continue;
@@ -354,7 +355,7 @@ void Importer::parseTrainFlags(const std::vector<std::string>& w, size_t begin) 
     if (f->slot != Slot::kNone) mentioned_[f->slot == Slot::kLaion ? 0 : 1] = true;
     if (value.find_first_of("$`") != std::string::npos) {
       out_.problems.push_back(warning("",
-                                      std::string(f->name) + " " + quoted(value) +
+                                      std::string(f->name) + " " + inQuotes(value) +
                                           " contains a shell expansion; it was kept as written, not expanded",
                                       "replace it with the value it stands for"));
     }
@@ -386,7 +387,7 @@ bool Importer::set(const std::string& path, const std::string& flag, const std::
     }
   }
   if (const std::string why = checkValue(spec, v); !why.empty()) {
-    out_.problems.push_back(error(path, flag + " " + quoted(raw) + ": " + why + kept));
+    out_.problems.push_back(error(path, flag + " " + inQuotes(raw) + ": " + why + kept));
     return false;
   }
   spec.set(ref->owner, v);
@@ -419,9 +420,9 @@ void Importer::applyTrain(const Assign& a) {
       std::string p = a.value == "amp_bfloat16" ? "amp_bf16" : a.value;
       if (p != "amp_bf16" && p != "bf16" && p != "fp16" && p != "fp32") {
         out_.problems.push_back(
-            error(path, a.flag + " " + quoted(a.value) +
+            error(path, a.flag + " " + inQuotes(a.value) +
                             ": train.py accepts amp_bf16, amp_bfloat16, bf16, fp16, fp32; " + path +
-                            " is left at " + quoted(c.optim.precision)));
+                            " is left at " + inQuotes(c.optim.precision)));
         return;
       }
       set(path, a.flag, p);
@@ -430,7 +431,7 @@ void Importer::applyTrain(const Assign& a) {
     case Conv::kScheduler:
       if (a.value != "constant" && a.value != "linear" && a.value != "cosine") {
         out_.problems.push_back(
-            warning(path, a.flag + " " + quoted(a.value) +
+            warning(path, a.flag + " " + inQuotes(a.value) +
                               " is not constant, linear or cosine: train.py silently falls back "
                               "to constant, and so does this import"));
         set(path, a.flag, "constant");
@@ -440,18 +441,18 @@ void Importer::applyTrain(const Assign& a) {
       return;
     case Conv::kSharding:
       if (a.value != "full" && a.value != "hybrid") {
-        out_.problems.push_back(error(path, a.flag + " " + quoted(a.value) +
+        out_.problems.push_back(error(path, a.flag + " " + inQuotes(a.value) +
                                                 ": train.py accepts full or hybrid; " + path +
-                                                " is left at " + quoted(c.parallel.sharding_strategy)));
+                                                " is left at " + inQuotes(c.parallel.sharding_strategy)));
         return;
       }
       set(path, a.flag, a.value == "full" ? "full_shard" : "hybrid_shard");
       return;
     case Conv::kBackend:
       if (a.value != "nccl" && a.value != "gloo") {
-        out_.problems.push_back(error(path, a.flag + " " + quoted(a.value) +
+        out_.problems.push_back(error(path, a.flag + " " + inQuotes(a.value) +
                                                 ": Flamingo Studio supports nccl or gloo; " + path +
-                                                " is left at " + quoted(c.parallel.dist_backend)));
+                                                " is left at " + inQuotes(c.parallel.dist_backend)));
         return;
       }
       set(path, a.flag, a.value);
@@ -513,14 +514,14 @@ void Importer::finish() {
   applyKnownShapes(&c.model);
   if (seen_.count(":model.lm.path") && !c.model.lm.path.empty() && !findKnownLm(c.model.lm.path)) {
     out_.problems.push_back(warning("model.lm.path",
-                                    "--lm_path " + quoted(c.model.lm.path) +
+                                    "--lm_path " + inQuotes(c.model.lm.path) +
                                         " is not a model Flamingo Studio knows; model.lm family and "
                                         "dimensions stay at the defaults (facebook/opt-1.3b's)",
                                     "set model.lm.* to the checkpoint's config.json"));
   }
   if (seen_.count(":model.vision.path") && !findKnownVision(c.model.vision.path)) {
     out_.problems.push_back(warning("model.vision.path",
-                                    "--vision_encoder_path " + quoted(c.model.vision.path) +
+                                    "--vision_encoder_path " + inQuotes(c.model.vision.path) +
                                         " is not an OpenCLIP tower Flamingo Studio knows; "
                                         "model.vision dimensions stay at the defaults (ViT-L-14's)",
                                     "set model.vision.*"));

@@ -20,7 +20,7 @@ inline bool endsWith(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
 
-inline std::string quoted(const std::string& s) {
+inline std::string inQuotes(const std::string& s) {
   return "'" + s + "'";
 }
 
@@ -69,7 +69,7 @@ inline bool isProgram(const std::string& w) {
 }
 
 inline std::string displayValue(const EntrySpec& spec, const Value& v) {
-  if (std::holds_alternative<std::string>(v)) return quoted(std::get<std::string>(v));
+  if (std::holds_alternative<std::string>(v)) return inQuotes(std::get<std::string>(v));
   if (std::holds_alternative<std::vector<std::string>>(v)) return "[" + valueToText(spec, v) + "]";
   return valueToText(spec, v);
 }

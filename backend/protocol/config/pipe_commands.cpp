@@ -7,7 +7,7 @@
 namespace fs::protocol {
 namespace {
 
-constexpr std::string_view kPipe = "pipe:";
+constexpr std::string_view kPipeScheme = "pipe:";
 // The listing looks at this many of a part's first shards (a part may name
 // millions); the pipe count is exact regardless (countPipeShards).
 constexpr uint64_t kScanLimit = 10'000;
@@ -17,7 +17,7 @@ void addSources(const std::string& field, const std::string& spec, std::vector<P
   for (const auto& part : shardSpecParts(spec)) {
     auto pipes = countPipeShards(part);
     if (!pipes) {
-      if (part.find(kPipe) != std::string::npos) out->push_back({field, part, 0, {}});
+      if (part.find(kPipeScheme) != std::string::npos) out->push_back({field, part, 0, {}});
       continue;
     }
     if (pipes.value() == 0) continue;
@@ -25,7 +25,7 @@ void addSources(const std::string& field, const std::string& spec, std::vector<P
     if (auto list = firstShards(part, kScanLimit)) {
       for (const auto& url : list.value()) {
         if (s.commands.size() == kMaxListedCommands) break;
-        if (url.starts_with(kPipe)) s.commands.push_back(url.substr(kPipe.size()));
+        if (url.starts_with(kPipeScheme)) s.commands.push_back(url.substr(kPipeScheme.size()));
       }
     }
     out->push_back(std::move(s));
@@ -58,7 +58,7 @@ bool hasPipeSources(const RunConfig& config) {
     if (spec.empty()) return false;
     for (const auto& part : shardSpecParts(spec)) {
       auto pipes = countPipeShards(part);
-      if (pipes ? pipes.value() > 0 : part.find(kPipe) != std::string::npos) return true;
+      if (pipes ? pipes.value() > 0 : part.find(kPipeScheme) != std::string::npos) return true;
     }
     return false;
   };

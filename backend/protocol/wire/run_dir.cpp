@@ -16,7 +16,7 @@ namespace stdfs = std::filesystem;
 
 namespace {
 
-std::string errnoText(int err) {
+std::string errnoString(int err) {
   return std::strerror(err);
 }
 
@@ -183,7 +183,7 @@ StatusOr<std::string> readSmallFile(const stdfs::path& path, std::size_t max_byt
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) return Status::notFound(path.string() + " does not exist");
-    return Status::ioError("cannot open " + path.string() + ": " + errnoText(err));
+    return Status::ioError("cannot open " + path.string() + ": " + errnoString(err));
   }
   std::string out;
   char buf[65536];
@@ -193,7 +193,7 @@ StatusOr<std::string> readSmallFile(const stdfs::path& path, std::size_t max_byt
       if (errno == EINTR) continue;
       int err = errno;
       ::close(fd);
-      return Status::ioError("cannot read " + path.string() + ": " + errnoText(err));
+      return Status::ioError("cannot read " + path.string() + ": " + errnoString(err));
     }
     if (n == 0) break;
     if (out.size() + static_cast<std::size_t>(n) > max_bytes) {

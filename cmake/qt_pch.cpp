@@ -1,0 +1,1 @@
+// Anchor for the Qt libraries' precompiled headers (NOTE [Qt precompiled headers]).
