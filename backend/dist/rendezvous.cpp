@@ -13,12 +13,15 @@
 #include "backend/dist/error_text.h"
 #include "backend/dist/heartbeat.h"
 #include "backend/dist/process_group_communicator.h"
+#include "backend/dist/store_client.h"
+#include "backend/dist/store_server.h"
 
 namespace fs::dist {
 
 using protocol::Status;
 
 struct Membership::StoreHolder {
+  std::unique_ptr<StoreServer> server;  // rank 0's, unless the launcher serves the store
   c10::intrusive_ptr<c10d::Store> store;
 };
 
@@ -137,24 +140,36 @@ protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions&
   std::unique_ptr<Membership> m(new Membership());
   m->store_ = std::make_unique<Membership::StoreHolder>();
   const std::string where = o.masterAddr + ":" + std::to_string(o.masterPort);
-  const bool serve = o.rank == 0 && !o.launcherServesStore;
-  auto connect = [&](bool server) -> c10::intrusive_ptr<c10d::Store> {
-    c10d::TCPStoreOptions so;
-    so.port = static_cast<uint16_t>(o.masterPort);
-    so.isServer = server;
-    so.numWorkers = static_cast<size_t>(o.world);
-    so.waitWorkers = false;  // the pre-flight waits, and names who is missing
-    so.timeout = o.preflightTimeout;
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(o.masterAddr, so);
-    return c10::make_intrusive<c10d::PrefixStore>("fs/" + o.keyPrefix, tcp);
+  // NOTE [Store binds one address] in store_server.h. Under torchrun the store is torchrun's own
+  // c10d TCPStore (its server, its binding): every rank is a TCPStore client of it.
+  std::string storeAddr = o.masterAddr;
+  if (o.rank == 0 && !o.launcherServesStore) {
+    auto server = StoreServer::start(o.masterAddr, o.masterPort);
+    if (!server) {
+      return server.status().withMessage("rank 0 could not serve the rendezvous at " + where + ": " +
+                                         server.status().message());
+    }
+    m->store_->server = std::move(server.value());
+    storeAddr = m->store_->server->boundAddress();
+  }
+  auto connect = [&]() -> c10::intrusive_ptr<c10d::Store> {
+    c10::intrusive_ptr<c10d::Store> client;
+    if (o.launcherServesStore) {
+      c10d::TCPStoreOptions so;
+      so.port = static_cast<uint16_t>(o.masterPort);
+      so.isServer = false;
+      so.numWorkers = static_cast<size_t>(o.world);
+      so.waitWorkers = false;  // the pre-flight waits, and names who is missing
+      so.timeout = o.preflightTimeout;
+      client = c10::make_intrusive<c10d::TCPStore>(o.masterAddr, so);
+    } else {
+      client = c10::make_intrusive<StoreClient>(storeAddr, o.masterPort, o.preflightTimeout);
+    }
+    return c10::make_intrusive<c10d::PrefixStore>("fs/" + o.keyPrefix, client);
   };
   try {
-    m->store_->store = connect(serve);
+    m->store_->store = connect();
   } catch (const std::exception& e) {
-    if (serve) {
-      return Status::ioError("rank 0 could not serve the rendezvous at " + where +
-                             " (is MASTER_PORT in use on this host?): " + firstPart(e.what()));
-    }
     return Status::ioError(
         "rank " + std::to_string(o.rank) + " on " + o.host + " could not reach the rendezvous at " + where +
         " within " + secondsText(o.preflightTimeout) +
@@ -178,7 +193,7 @@ protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions&
   g.sharedMemoryArenaBytes = o.sharedMemoryArenaBytes;
   try {
     m->world_ = makeProcessGroupCommunicator(m->store_->store, "world/", o.rank, o.world, g);
-    auto heartbeatClient = connect(false);
+    auto heartbeatClient = connect();
     m->heartbeat_ = std::make_unique<Heartbeat>(heartbeatClient, o.rank, o.world, m->world_->tracker(),
                                                 std::chrono::milliseconds(1000));
     Heartbeat* hb = m->heartbeat_.get();

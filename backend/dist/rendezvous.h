@@ -1,5 +1,6 @@
-// Joining a run: the TCPStore at MASTER_ADDR:MASTER_PORT (served by rank
-// 0), the pre-flight check, and the world process group.
+// Joining a run: the store at MASTER_ADDR:MASTER_PORT (rank 0 serves it,
+// store_server.h; under torchrun, torchrun's TCPStore), the pre-flight
+// check, and the world process group.
 //
 // NOTE [Pre-flight]: multi-node OpenFlamingo runs hang at start-up when one
 // node has the wrong MASTER_ADDR, with no word of which node is missing.
@@ -38,8 +39,9 @@ struct RendezvousOptions {
   std::string host;      // this host's name, for messages
   // torchrun already serves a TCPStore at MASTER_ADDR:MASTER_PORT
   // (TORCHELASTIC_USE_AGENT_STORE=True): every rank, rank 0 included, is a
-  // client of it. Our keys live under "fs/<keyPrefix>/" so they never meet
-  // torchrun's, nor those of an earlier attempt (TORCHELASTIC_RESTART_COUNT).
+  // c10d TCPStore client of it (that server and its binding are torchrun's). Our keys live under
+  // "fs/<keyPrefix>/" so they never meet torchrun's, nor those of an earlier attempt
+  // (TORCHELASTIC_RESTART_COUNT).
   bool launcherServesStore = false;
   std::string keyPrefix = "0";
   // Ranks of one node (by the localWorld layout) exchange Gloo-group
