@@ -56,7 +56,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <climits>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
