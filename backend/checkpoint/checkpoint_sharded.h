@@ -22,7 +22,9 @@
 // Writing: rank 0 makes an empty ".<name>.partial" directory (the scan
 // ignores names starting with '.'), every rank meets at a collective, the
 // writers write their files into it atomically (temp name, fsync, rename),
-// a second collective sums the failures, and only when none failed does
+// a second collective sums the failures (when one failed, or index.json
+// cannot be written, rank 0 removes the ".partial" directory at once, so a
+// full disk gets its space back), and only when none failed does
 // rank 0 write index.json and move the directory to its name (an older one
 // of that name, say the one this run resumed from, is moved aside and
 // removed only then; NOTE [Replacing a sharded checkpoint] in

@@ -201,8 +201,11 @@ Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedChe
   Status written = Status::ok();
   if (writer) written = writeRankFile(partial / shardedRankFileName(rank), s, rank, state, env);
   const int64_t failed = agreeOnFailures(world, !written, "sharded checkpoint: rank files");
-  if (!written) return written;
   if (failed > 0) {
+    // Every rank is done writing: rank 0 removes the incomplete directory, so the space its files took
+    // (a full disk) is free again for the error and run.json (what this misses, the next start removes).
+    if (rank == 0) (void)protocol::removeTree(env, partial);
+    if (!written) return written;
     return Status::ioError(dir.string() + ": " + std::to_string(failed) +
                            " rank(s) could not write their file");
   }
@@ -212,7 +215,10 @@ Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedChe
   const std::string index = encodeShardedIndex(buildIndex(s, world.size(), withState));
   protocol::AtomicWriteOptions options;
   options.env = &env;
-  if (Status st = protocol::atomicWriteFile(partial / kShardedIndexFile, index, options); !st) return st;
+  if (Status st = protocol::atomicWriteFile(partial / kShardedIndexFile, index, options); !st) {
+    (void)protocol::removeTree(env, partial);
+    return st;
+  }
   return replaceDirectory(partial, dir, env);
 }
 

@@ -128,6 +128,26 @@ Status TelemetryEmitter::close() {
   return flush_status_;
 }
 
+Status TelemetryEmitter::writeFailure() {
+  const auto failingFor = [&]() -> std::optional<Clock::duration> {
+    const std::int64_t since = failing_since_ns_.load(std::memory_order_relaxed);
+    if (since == kNotFailing) return std::nullopt;
+    const auto d = Clock::now().time_since_epoch() - std::chrono::nanoseconds(since);
+    if (d < options_.failure_grace) return std::nullopt;
+    return d;
+  };
+  if (!failingFor()) return Status::ok();
+  // One more round for what is queued now: a failure that ended meanwhile does not count
+  // (NOTE [A write failure that lasts]). Its own error is the one reported below.
+  (void)flush(std::max(options_.failure_grace, std::chrono::milliseconds(1)));
+  const auto lasted = failingFor();
+  if (!lasted) return Status::ok();
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(*lasted).count();
+  std::lock_guard<std::mutex> lock(mu_);
+  return Status::ioError(failure_.message() + " (no event written for " + std::to_string(seconds) + " s, " +
+                         std::to_string(lost_.load(std::memory_order_relaxed)) + " events lost)");
+}
+
 EmitterStats TelemetryEmitter::stats() const {
   EmitterStats s;
   s.emitted = emitted_.load(std::memory_order_relaxed);
@@ -150,6 +170,7 @@ void TelemetryEmitter::appendChunk(Chunk& chunk) {
   if (chunk.bytes.empty()) return;
   Status s = sink_->append(chunk.bytes);
   if (s) {
+    failing_since_ns_.store(kNotFailing, std::memory_order_relaxed);
     next_seq_.store(encoder_.nextSeq(), std::memory_order_relaxed);
     written_.fetch_add(chunk.lines, std::memory_order_relaxed);
     dropped_unreported_writer_ -= chunk.drops_reported;
@@ -162,6 +183,14 @@ void TelemetryEmitter::appendChunk(Chunk& chunk) {
     lost_.fetch_add(chunk.events, std::memory_order_relaxed);
     lost_unreported_ += chunk.events;
     noteError(s);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      failure_ = s;
+    }
+    if (failing_since_ns_.load(std::memory_order_relaxed) == kNotFailing) {
+      failing_since_ns_.store(Clock::now().time_since_epoch() / std::chrono::nanoseconds(1),
+                              std::memory_order_relaxed);
+    }
   }
   chunk = Chunk{};
 }

@@ -22,6 +22,20 @@
 // `t` is the time emit() was called, so across threads `t` may step back slightly
 // while `seq` always increases.
 //
+// NOTE [A write failure that lasts]
+// A failed append costs events, not the run: the writer retries with the next batch
+// (about every batch_interval, as the lost-events warning waits to be written), and a
+// disk that was full for a moment (another run's temporary file, our own checkpoint's
+// temporary before the old checkpoint is pruned) loses a few events and says so. A
+// failure that lasts is another matter: a run whose events cannot be written is blind
+// to every client, and a disk that stays full will fail its next checkpoint anyway.
+// writeFailure() tells the trainer, which stops the run with that error (NOTE [Telemetry
+// that cannot be written] in backend/trainer/trainer.cpp), once appends have failed for
+// `failure_grace` with none succeeding and one more writer round, made at that moment
+// for what is queued, failed too. That last round matters after a checkpoint: while its
+// temporary file filled the disk the events could not be written, but once the
+// checkpoint is renamed and the old one pruned they can, and the run goes on.
+//
 // NOTE [When events are durable]
 // Written lines survive a crash of the process as soon as they are appended (the page
 // cache outlives the process); only events still queued are lost (typically the last
@@ -73,6 +87,9 @@ struct EmitterOptions {
   protocol::EventEncoder::Clock clock = protocol::unixMillisNow;  // `t` of every event
   // Where openFile's sink writes (io/write_env.h); null: the real file system. Must outlive the emitter.
   protocol::WriteEnv* env = nullptr;
+  // How long appends may keep failing, none succeeding, before writeFailure() reports it
+  // (NOTE [A write failure that lasts]).
+  std::chrono::milliseconds failure_grace{10000};
 
   // telemetry.queue_capacity and telemetry.heartbeat_s; the rest keeps its default.
   static EmitterOptions fromConfig(const protocol::TelemetryConfig& config);
@@ -127,6 +144,14 @@ class TelemetryEmitter {
   // sink. Returns the first error since the previous flush. Idempotent.
   Status close();
 
+  // OK unless appends have kept failing for `failure_grace` (NOTE [A write failure that
+  // lasts]); then an IOError with the sink's last error, which names the file, e.g.
+  // "cannot append to /runs/a/events.jsonl: ...: No space left on device (no event written
+  // for 10 s, 412 events lost)". One relaxed atomic load while writes succeed; once a
+  // failure lasted, it waits for one writer round (flush(), at most failure_grace).
+  // Not for the writer thread; not concurrently with close().
+  Status writeFailure();
+
   EmitterStats stats() const;
   // Seq of the first line this emitter wrote (or will write): 0 for a new file.
   std::uint64_t firstSeq() const { return first_seq_; }
@@ -155,12 +180,17 @@ class TelemetryEmitter {
   bool closing_ = false;                  // close() began: emit() drops, the writer ends after one more round
   bool writer_done_ = false;              // the writer finished its last round
   bool closed_ = false;
+  Status failure_;                     // the latest failed append's error (writeFailure())
   std::uint64_t flush_requested_ = 0;  // ticket of the latest flush() call
   std::uint64_t flush_done_ = 0;       // ticket the writer completed last
   Status flush_status_;                // error reported to the flush that completed last
 
   // Written by the writer thread, read by stats().
   std::atomic<std::uint64_t> emitted_{0}, dropped_{0}, written_{0}, lost_{0}, syncs_{0}, next_seq_{0};
+  // Steady-clock nanoseconds of the first failed append since the last one that succeeded;
+  // kNotFailing while appends succeed. Written by the writer thread.
+  static constexpr std::int64_t kNotFailing = INT64_MIN;
+  std::atomic<std::int64_t> failing_since_ns_{kNotFailing};
   // Published by the trainer for heartbeats.
   std::atomic<std::int64_t> hb_step_{0};
   std::atomic<int> hb_state_{static_cast<int>(protocol::RunState::kStarting)};

@@ -94,6 +94,7 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
       if (counters.stepInEpoch == 0) source.setEpoch(counters.epoch);
       while (!limitReached()) {
         if (halted()) break;  // agreed in the last iteration
+        checkTelemetry();
         // NOTE [Distributed step]: with several ranks the request rides on the iteration's opening agreement.
         if (place_.distributed()) {
           control.poll();
@@ -103,6 +104,7 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
         while (control.paused() && !halted()) {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
           reporter_->heartbeatIfDue(control.paused());
+          checkTelemetry();
           if (Status s = control.handle(); !s) return s;
         }
         if (halted()) break;
@@ -240,6 +242,23 @@ void Trainer::finish(protocol::FinishStatus status) {
   (void)protocol::updateManifestState(dir_.root(), state, protocol::unixMillisNow(), options_.writeEnv);
   if (Status s = emitter_->close(); !s && log_) log_->error("telemetry: {}", s.message());
   if (log_) log_->flush();
+}
+
+// NOTE [Telemetry that cannot be written]: when appends to events.jsonl have
+// failed for a while (NOTE [A write failure that lasts] in
+// backend/telemetry/emitter.h; a full disk, say) the run stops with that
+// error, naming the file: the catch in run() logs it to the rank log and
+// stderr, queues the error event and finishes as failed. Checked between
+// iterations and while paused, so a run notices within one step. It takes
+// no stop checkpoint: on the disk that holds events.jsonl it would most
+// likely fail too, and the newest checkpoint stays what it is (a failed
+// write never replaces one: docs/reliability.md). The error event and
+// run.json's state reach the disk only if there is room for them by then.
+// Only rank 0 writes telemetry: with several ranks its peers learn of the
+// stop from their next collective, as for any failed rank.
+void Trainer::checkTelemetry() {
+  if (!emitter_) return;
+  if (Status s = emitter_->writeFailure(); !s) throw std::runtime_error("telemetry: " + s.message());
 }
 
 }  // namespace fs::engine

@@ -66,6 +66,8 @@ class Trainer {
   // trainer.cpp
   void finish(protocol::FinishStatus status);
   void emit(protocol::EventBody body);
+  // Throws when events.jsonl has not been writable for a while (NOTE [Telemetry that cannot be written]).
+  void checkTelemetry();
 
   // trainer_setup.cpp
   protocol::Status setUp();

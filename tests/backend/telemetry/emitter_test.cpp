@@ -240,6 +240,59 @@ TEST(EmitterTest, FailedAppendIsRolledBackAndReported) {
   EXPECT_EQ(emitter->stats().lost, 1u);
 }
 
+// NOTE [A write failure that lasts]: with no grace, a failing sink is reported once one
+// more writer round fails too; once an append succeeds again, nothing is reported.
+TEST(EmitterTest, AFailureThatLastsIsReportedUntilAnAppendSucceeds) {
+  auto state = std::make_shared<SinkState>();
+  EmitterOptions o;
+  o.failure_grace = 0ms;
+  auto emitter = memoryEmitter(state, o);
+  EXPECT_TRUE(emitter->writeFailure().isOk()) << "nothing failed yet";
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    state->fail_appends = 1000000;  // every append fails: a disk that stays full
+  }
+  emitter->emit(step(0));
+  EXPECT_FALSE(emitter->flush().isOk());
+  Status failed = emitter->writeFailure();
+  ASSERT_FALSE(failed.isOk());
+  EXPECT_EQ(failed.code(), Status::Code::kIOError);
+  EXPECT_NE(failed.message().find("test sink: no space left on device (no event written for "),
+            std::string::npos)
+      << failed.message();
+  EXPECT_NE(failed.message().find(", 1 events lost)"), std::string::npos) << failed.message();
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    state->fail_appends = 0;  // space was freed
+  }
+  // The failure was recorded before; the round writeFailure() waits for appends the lost-events warning.
+  EXPECT_TRUE(emitter->writeFailure().isOk());
+  emitter->emit(step(1));
+  ASSERT_TRUE(emitter->close().isOk());
+  std::vector<Event> events = decodeAll(state->contents());
+  ASSERT_EQ(events.size(), 2u);
+  expectGapFree(events);
+  EXPECT_EQ(std::get<WarningEvent>(events[0].body).code, "telemetry_write_failed");
+  EXPECT_EQ(std::get<StepEvent>(events[1].body).step, 1);
+}
+
+// Within the grace a failing sink only costs events (the default keeps the run going for 10 s).
+TEST(EmitterTest, AFailureWithinTheGraceIsNotReported) {
+  auto state = std::make_shared<SinkState>();
+  EmitterOptions o;
+  o.failure_grace = std::chrono::hours(1);
+  auto emitter = memoryEmitter(state, o);
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    state->fail_appends = 1000000;
+  }
+  emitter->emit(step(0));
+  EXPECT_FALSE(emitter->flush().isOk());
+  EXPECT_EQ(emitter->stats().lost, 1u);
+  EXPECT_TRUE(emitter->writeFailure().isOk());
+  EXPECT_EQ(EmitterOptions{}.failure_grace, 10s);
+}
+
 TEST(EmitterTest, HeartbeatsCarryTheLatestProgress) {
   auto state = std::make_shared<SinkState>();
   EmitterOptions o;
