@@ -1,8 +1,8 @@
 // Control between iterations. The request waits in pending() until the
 // ranks agree on it: between iterations on one rank and while paused,
-// otherwise in the next iteration's opening agreement (NOTE [Distributed
-// step] in trainer_dist.cpp). Rank 0 acknowledges each command after the
-// action.
+// otherwise in the data-ready round before the next iteration (NOTE
+// [Waiting for data] in trainer.cpp). Rank 0 acknowledges each command
+// after the action.
 #include "backend/trainer/control_loop.h"
 
 #include <torch/torch.h>
@@ -76,11 +76,10 @@ Status ControlLoop::handle() {
 
 ControlRequest ControlLoop::agree(ControlRequest mine) {
   if (!distributed_) return mine;
-  torch::Tensor t = torch::tensor(
-      {mine.stop, mine.kill, mine.pause, mine.resume, mine.checkpoint, mine.noCheckpoint}, torch::kInt64);
+  const auto flags = mine.flags();
+  torch::Tensor t = torch::tensor(std::vector<int64_t>(flags.begin(), flags.end()), torch::kInt64);
   comm_->allReduce(t, dist::ReduceOp::kMax, "control");
-  const auto v = t.accessor<int64_t, 1>();
-  return ControlRequest{v[0], v[1], v[2], v[3], v[4], v[5]};
+  return ControlRequest::fromFlags(t.data_ptr<int64_t>());
 }
 
 void ControlLoop::enter(protocol::RunState state) {

@@ -1,8 +1,10 @@
 // Control between iterations: stop, kill, pause, resume and checkpoint
 // requests from SIGTERM / SIGINT (every rank) and rank 0's control files,
-// agreed across ranks (NOTE [Distributed step] in trainer_dist.cpp) and
-// acted on together: pause and resume (state event, run.json), a step
-// checkpoint, and rank 0 acknowledges each command after the action.
+// agreed across ranks (with several ranks in the data-ready round before
+// each iteration, NOTE [Waiting for data] in trainer.cpp, or by handle()
+// while paused) and acted on together: pause and resume (state event,
+// run.json), a step checkpoint, and rank 0 acknowledges each command after
+// the action.
 //
 // Ownership: the Trainer owns it. Inbox and emitter (rank 0's, null
 // elsewhere), communicator, counters, checkpointer and reporter outlive it.
@@ -22,7 +24,7 @@
 #include "backend/protocol/wire/control_file.h"
 #include "backend/telemetry/control_inbox.h"
 #include "backend/telemetry/emitter.h"
-#include "backend/trainer/iteration_agreement.h"
+#include "backend/trainer/control_request.h"
 #include "backend/trainer/rank_reporter.h"
 
 namespace fs::engine {
@@ -36,9 +38,9 @@ class ControlLoop {
 
   // Signals and (rank 0) new control files into the pending request.
   void poll();
-  // The polled request not yet acted on: it rides on the next opening agreement.
+  // The polled request not yet acted on: with several ranks it rides on the next data-ready round.
   const ControlRequest& pending() const { return pending_; }
-  // Acts on a request every rank agreed on (the same on every rank).
+  // Acts on a request every rank agreed on (the same on every rank); clears pending().
   protocol::Status act(const ControlRequest& agreed);
   // Poll, agree now (a collective with several ranks), act.
   protocol::Status handle();

@@ -9,7 +9,6 @@
 namespace fs::engine {
 
 namespace {
-constexpr size_t kControlFields = 6;
 constexpr size_t kClosingFields = 3;  // non-finite flag, loss x tokens, loss
 
 double waitFor(std::unique_ptr<dist::PendingCollective>& pending) {
@@ -20,14 +19,6 @@ double waitFor(std::unique_ptr<dist::PendingCollective>& pending) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 }  // namespace
-
-void ControlRequest::merge(const ControlRequest& o) {
-  stop = std::max(stop, o.stop);
-  kill = std::max(kill, o.kill);
-  noCheckpoint = std::max(noCheckpoint, o.noCheckpoint);
-  checkpoint = std::max(checkpoint, o.checkpoint);
-  if (o.pause || o.resume) pause = o.pause, resume = o.resume;
-}
 
 IterationAgreement::IterationAgreement(std::shared_ptr<dist::Communicator> comm, bool compat)
     : comm_(comm && comm->size() > 1 ? std::move(comm) : nullptr),
@@ -45,11 +36,9 @@ IterationAgreement::~IterationAgreement() {
   }
 }
 
-void IterationAgreement::open(const std::vector<int64_t>& localTargets, const ControlRequest& control,
-                              const std::vector<double>* figures) {
+void IterationAgreement::open(const std::vector<int64_t>& localTargets, const std::vector<double>* figures) {
   local_ = localTargets;
   global_ = localTargets;
-  control_ = control;
   const size_t figureCount = figures ? figures->size() : 0;
   if (!comm_) {
     if (figures) gathered_ = *figures;
@@ -57,9 +46,6 @@ void IterationAgreement::open(const std::vector<int64_t>& localTargets, const Co
   }
   // float64 holds token counts exactly (below 2^53) beside the figures.
   std::vector<double> v(localTargets.begin(), localTargets.end());
-  for (int64_t f :
-       {control.stop, control.kill, control.pause, control.resume, control.checkpoint, control.noCheckpoint})
-    v.push_back(static_cast<double>(f));
   if (figures) {
     const size_t at = v.size() + static_cast<size_t>(comm_->rank()) * figureCount;
     v.resize(v.size() + static_cast<size_t>(world_) * figureCount, 0.0);
@@ -75,10 +61,7 @@ void IterationAgreement::awaitOpening() {
   const auto v = opening_.accessor<double, 1>();
   const size_t D = local_.size();
   for (size_t i = 0; i < D; ++i) global_[i] = std::llround(v[static_cast<int64_t>(i)]);
-  auto flag = [&](size_t k) -> int64_t { return v[static_cast<int64_t>(D + k)] > 0 ? 1 : 0; };
-  control_ = ControlRequest{flag(0), flag(1), flag(2), flag(3), flag(4), flag(5)};
-  if (control_.pause && control_.resume) control_.resume = 0;  // ranks disagree: stay on the safe side
-  const int64_t first = static_cast<int64_t>(D + kControlFields);
+  const int64_t first = static_cast<int64_t>(D);
   gathered_.assign(opening_.data_ptr<double>() + first, opening_.data_ptr<double>() + opening_.numel());
 }
 

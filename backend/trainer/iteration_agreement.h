@@ -5,12 +5,14 @@
 // their latency hides behind the forward and backward passes:
 //  - the opening, launched before the first forward and waited for before
 //    the first backward: each dataset's supervised-token count (known from
-//    the labels alone), the control request and, when the last step left
-//    any, every rank's per-rank figures (a sum over slots, i.e. an
-//    all-gather riding on the same collective);
+//    the labels alone) and, when the last step left any, every rank's
+//    per-rank figures (a sum over slots, i.e. an all-gather riding on the
+//    same collective);
 //  - the closing, launched after the last forward and waited for after the
 //    last backward: per dataset a non-finite flag, loss x tokens and loss.
 // With no communicator (one rank) everything is local and nothing waits.
+// Control requests are agreed before the iteration, in the data-ready round
+// (data_ready_round.h), which also runs while a rank waits for data.
 //
 // Thread-safety: the rank's training thread.
 #pragma once
@@ -23,13 +25,6 @@
 
 namespace fs::engine {
 
-// A control-flow request as the ranks agree on it: a flag is set when any
-// rank asked for it.
-struct ControlRequest {
-  int64_t stop = 0, kill = 0, pause = 0, resume = 0, checkpoint = 0, noCheckpoint = 0;
-  void merge(const ControlRequest& o);  // the later of pause and resume wins
-};
-
 class IterationAgreement {
  public:
   // `compat`: the reference's loss (mean of per-rank means, backward unscaled).
@@ -41,11 +36,9 @@ class IterationAgreement {
   // `localTargets`: supervised tokens per dataset (only read with several
   // ranks). `figures`: null, or this rank's per-rank figures; every rank
   // passes the same number of them (or null).
-  void open(const std::vector<int64_t>& localTargets, const ControlRequest& control,
-            const std::vector<double>* figures = nullptr);
+  void open(const std::vector<int64_t>& localTargets, const std::vector<double>* figures = nullptr);
   void awaitOpening();  // idempotent
   // After awaitOpening():
-  const ControlRequest& control() const { return control_; }
   int64_t globalTargets(size_t dataset) const { return global_.at(dataset); }
   // Multiplies this rank's mean loss before backward so that the average of
   // the ranks' gradients is the gradient of the mean over every supervised
@@ -71,7 +64,6 @@ class IterationAgreement {
   std::vector<int64_t> local_, global_;
   std::vector<double> loss_, gathered_;
   std::vector<bool> nonFinite_;
-  ControlRequest control_;
   at::Tensor opening_, closing_;
   std::unique_ptr<dist::PendingCollective> pendingOpening_, pendingClosing_;
   double waitS_ = 0;

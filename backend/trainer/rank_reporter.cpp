@@ -5,7 +5,8 @@
 // step is over, so they ride on the next iteration's opening agreement
 // rather than costing a collective of their own between steps; rank 0
 // writes the step event (and the memory event) once they arrived. Before a
-// pause and at the end of the run, flush() gathers them at once. Whether a
+// pause, while a rank waits for data (NOTE [Waiting for data] in
+// trainer.cpp) and at the end of the run, flush() gathers them at once. Whether a
 // report is pending depends only on the step number, so every rank passes
 // the same layout.
 //

@@ -1,14 +1,11 @@
 // What one training iteration produced: the loop sums it over an
-// accumulation window and acts on its control request; the RankReporter
-// reports the window.
+// accumulation window; the RankReporter reports the window.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
-
-#include "backend/trainer/iteration_agreement.h"
 
 namespace fs::engine {
 
@@ -21,7 +18,6 @@ struct StepResult {
   std::string skipReason;
   std::optional<double> gradNorm;  // set when the optimizer stepped
   bool optimizerStepped = false;
-  ControlRequest control;  // distributed: the request agreed in this iteration, acted on after it
 };
 
 }  // namespace fs::engine

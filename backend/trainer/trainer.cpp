@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "backend/protocol/wire/run_manifest.h"
+#include "backend/trainer/data_ready_round.h"
 #include "backend/trainer/trainer_impl.h"
 
 namespace fs::engine {
@@ -93,32 +94,20 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
     while (counters.epoch < config_.optim.epochs && !halted() && !limitReached()) {
       if (counters.stepInEpoch == 0) source.setEpoch(counters.epoch);
       while (!limitReached()) {
-        if (halted()) break;  // agreed in the last iteration
+        if (halted()) break;  // agreed before the last iteration
         checkTelemetry();
-        // NOTE [Distributed step]: with several ranks the request rides on the iteration's opening agreement.
-        if (place_.distributed()) {
-          control.poll();
-        } else if (Status s = control.handle(); !s) {
-          return s;
-        }
-        while (control.paused() && !halted()) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-          reporter_->heartbeatIfDue(control.paused());
-          checkTelemetry();
+        // With several ranks the request is agreed in awaitData's data-ready round (NOTE [Waiting for data]).
+        if (!place_.distributed()) {
           if (Status s = control.handle(); !s) return s;
         }
+        if (Status s = holdWhilePaused(control); !s) return s;
         if (halted()) break;
         const auto t0 = Clock::now();
         if (Status s = awaitData(source, control); !s) return s;
         if (halted()) break;  // stopped while waiting: the stop path below checkpoints
         auto next = source.next();
         if (!next) throw std::runtime_error("data: " + next.status().message());
-        if (!next.value()) {  // end of epoch: every rank gets here at the same iteration
-          if (place_.distributed()) {
-            if (Status s = control.handle(); !s) return s;
-          }
-          break;
-        }
+        if (!next.value()) break;  // end of epoch: every rank gets here at the same iteration
         const double dataTime = secondsSince(t0);
         auto result = trainIteration(*next.value());
         if (!result) throw std::runtime_error(result.status().message());
@@ -143,9 +132,6 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
               throw std::runtime_error(s.message());
             }
           }
-        }
-        if (place_.distributed()) {
-          if (Status s = control.act(result->control); !s) return s;
         }
       }
       if (halted() || limitReached()) break;
@@ -186,19 +172,60 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
 }
 
 // NOTE [Waiting for data]: the step asks the source for its batches only
-// once they are ready; until then it waits in slices and between them keeps
-// the run answering: heartbeats, and control requests. On one rank a request
-// is acted on at once: a stop ends the wait and takes the loop's stop path
-// (a step checkpoint of the last completed iteration, then exit), a pause
-// holds the wait (the data may arrive meanwhile; nothing trains until
-// resume), a checkpoint is written. With several ranks a request cannot be
-// agreed while peers may already sit in the iteration's opening agreement,
-// so it is polled into pending() and rides on that agreement once the data
-// arrived; the stall timeout (NOTE [Data stall] in shard_worker.h) bounds
-// that wait. A stalled source throws: the run fails naming dataset, shard
-// and command.
+// once they are ready; until then it waits in slices (0.2 s) and between
+// them keeps the run answering: heartbeats, and control requests. A stop
+// ends the wait and takes the loop's stop path (a step checkpoint of the
+// last completed iteration, then exit); a pause holds the run (the data may
+// arrive meanwhile; nothing trains until resume); a checkpoint is written
+// and the wait goes on. No batch of the waiting iteration has been taken,
+// so the checkpoint's data position is exact.
+//
+// With several ranks a rank must not act alone, and a peer whose data is
+// ready must not enter the iteration's collectives while another still
+// waits. So before every iteration all ranks meet in a data-ready round
+// (data_ready_round.h): one max-all-reduce of [not ready, failed, the polled
+// control request]. A rank whose data is ready joins at once, a waiting one
+// after one slice. Every rank then does the same thing: act on an agreed
+// request (a pause enters the pause loop, whose own agreement runs every
+// 0.2 s, and rounds go on after resume) and hold another round; take the
+// batches when every rank is ready and nothing was asked; or fail. While
+// they wait, the last step's per-rank figures are gathered at once (NOTE
+// [Per-rank figures] in rank_reporter.cpp), so its step event does not wait
+// for the data either. This
+// round is the only place a request is agreed while running, so none is
+// acted on twice (the iteration's agreements carry none) and none is lost
+// (pending() is cleared only by act()). Its cost is one small blocking
+// all-reduce per iteration. A source that stalls (NOTE [Data stall] in
+// shard_worker.h) joins the round as failed; its message, naming dataset,
+// shard and command, is broadcast, and every rank fails with it within a
+// slice instead of waiting out the collective timeout.
 Status Trainer::awaitData(data::DataSource& source, ControlLoop& control) {
   constexpr std::chrono::milliseconds kSlice{200};
+  if (place_.distributed()) {
+    for (;;) {
+      DataReadiness mine;
+      auto ready = source.waitReady(kSlice);
+      if (!ready) {
+        mine.failure = "data: " + ready.status().message();
+      } else {
+        mine.ready = ready.value();
+      }
+      control.poll();
+      mine.control = control.pending();
+      const DataRound round = agreeDataReady(*comm_, mine);
+      if (round.failedRank >= 0) throw std::runtime_error(round.failure);
+      if (round.control.any()) {
+        if (Status s = control.act(round.control); !s) return s;
+        if (control.stop() || control.kill()) return Status::ok();
+        if (Status s = holdWhilePaused(control); !s) return s;
+        if (control.stop() || control.kill()) return Status::ok();
+        continue;  // a fresh round: new requests, and the data may have come
+      }
+      if (round.allReady) return Status::ok();
+      reporter_->flush();  // the last step's event goes out now, not once the data came (a no-op after)
+      reporter_->heartbeatIfDue(false);
+    }
+  }
   for (;;) {
     if (!control.paused()) {
       auto ready = source.waitReady(kSlice);
@@ -208,13 +235,20 @@ Status Trainer::awaitData(data::DataSource& source, ControlLoop& control) {
       std::this_thread::sleep_for(kSlice);
     }
     reporter_->heartbeatIfDue(control.paused());
-    if (place_.distributed()) {
-      control.poll();
-      continue;
-    }
     if (Status s = control.handle(); !s) return s;
     if (control.stop() || control.kill()) return Status::ok();
   }
+}
+
+// While paused: a heartbeat and the control agreement (with several ranks one small all-reduce) every 0.2 s.
+Status Trainer::holdWhilePaused(ControlLoop& control) {
+  while (control.paused() && !control.stop() && !control.kill()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    reporter_->heartbeatIfDue(true);
+    checkTelemetry();
+    if (Status s = control.handle(); !s) return s;
+  }
+  return Status::ok();
 }
 
 void Trainer::emit(protocol::EventBody body) {

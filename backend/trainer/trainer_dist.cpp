@@ -1,20 +1,24 @@
 // The Trainer's distributed side: joining the run, agreeing on the resume
 // point and the initial weights, DDP gradient averaging. The control
-// request's agreement is control_loop.cpp, the per-rank figures'
+// request's agreement is data_ready_round.cpp and control_loop.cpp, the per-rank figures'
 // rank_reporter.cpp.
 //
 // NOTE [Distributed step]: every rank runs the same loop; anything that
 // decides what the loop does next is agreed through a collective so all
 // ranks take it at the same iteration. An iteration has two small
 // agreements (iteration_agreement.h), both asynchronous so that their
-// latency hides behind compute, plus the gradient reduction:
+// latency hides behind compute, plus the gradient reduction; before it,
+// one blocking data-ready round:
+//  - the data-ready round (data_ready_round.h, NOTE [Waiting for data] in
+//    trainer.cpp), before the batches are taken: whether every rank's data
+//    is ready, and the control request (stop, kill, pause, resume,
+//    checkpoint; rank 0 reads control/ files, every rank its own signals).
+//    Every rank acts on the agreed request before the iteration, also while
+//    a rank still waits for data. While paused the request is agreed on its
+//    own (one max-all-reduce per poll, so paused ranks keep meeting);
 //  - the opening, launched before the first forward: each dataset's
-//    supervised-token count (known from the labels) and the control request
-//    (stop, kill, pause, resume, checkpoint; rank 0 reads control/ files,
-//    every rank its own signals). Every rank acts on the agreed request
-//    after the iteration. While paused, and at the end of an epoch, the
-//    request is agreed on its own (one max-all-reduce per poll, so paused
-//    ranks keep meeting);
+//    supervised-token count (known from the labels) and the per-rank
+//    figures of the last step report;
 //  - the closing, launched after the last forward: per dataset a
 //    non-finite flag, loss x tokens and the loss. Any non-finite loss skips
 //    the iteration's update on every rank (the reference skips on one rank

@@ -64,6 +64,10 @@ class Trainer {
 
  private:
   // trainer.cpp
+  // Until `source` has the next batches (with several ranks: every rank's), answering control
+  // meanwhile (NOTE [Waiting for data]). Returns early when a stop or kill was agreed.
+  protocol::Status awaitData(data::DataSource& source, ControlLoop& control);
+  protocol::Status holdWhilePaused(ControlLoop& control);
   void finish(protocol::FinishStatus status);
   void emit(protocol::EventBody body);
   // Throws when events.jsonl has not been writable for a while (NOTE [Telemetry that cannot be written]).
@@ -78,8 +82,6 @@ class Trainer {
 
   // trainer_step.cpp
   protocol::StatusOr<StepResult> trainIteration(const data::StepBatches& batches);
-  // Until `source` has the next batches, answering control meanwhile (NOTE [Waiting for data]).
-  protocol::Status awaitData(data::DataSource& source, ControlLoop& control);
   // Forward and loss of one batch (labels, autocast, skipped padding); the
   // caller decides about gradients.
   train::LmLoss forwardLoss(const data::Batch& batch, const torch::Tensor& labels, bool compat);

@@ -12,6 +12,7 @@
 #include "backend/train/grad_clip.h"
 #include "backend/train/labels.h"
 #include "backend/train/loss.h"
+#include "backend/trainer/iteration_agreement.h"
 #include "backend/trainer/parallelize.h"
 #include "backend/trainer/trainer_impl.h"
 
@@ -43,7 +44,7 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     targets.push_back(place_.distributed() ? train::labelStats(labels.back()).targets : 0);
   }
   IterationAgreement agreement(place_.distributed() ? comm_ : nullptr, compat);
-  agreement.open(targets, control_->pending(), reporter_->pendingFigures());
+  agreement.open(targets, reporter_->pendingFigures());
   std::vector<double> values(D, 0.0);
   for (size_t i = 0; i < D; ++i) {
     const data::Batch& b = batches.batches[i];
@@ -89,7 +90,6 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   // read from here on, also to drop them.
   if (state_.sharded) state_.sharded->settleGradients();
   r.waitS += agreement.waitSeconds() + (state_.sharded ? state_.sharded->takeCommSeconds() : 0.0);
-  r.control = agreement.control();
   for (size_t i = 0; i < D; ++i) r.loss[batches.batches[i].dataset] = agreement.loss(i);
   for (size_t i = 0; i < D; ++i) {
     if (!agreement.nonFinite(i)) continue;

@@ -1,6 +1,6 @@
 // The iteration's two agreements: on one rank (everything local) and on
 // three ranks as threads of this process over real Gloo on loopback: token
-// counts, control flags, the per-rank figures riding on the opening, the
+// counts, the per-rank figures riding on the opening, the
 // logged loss and backward scales, a NaN on one rank seen by all.
 #include "backend/trainer/iteration_agreement.h"
 
@@ -14,34 +14,12 @@
 namespace fs::engine {
 namespace {
 
-TEST(ControlRequestTest, MergeKeepsFlagsAndTheLaterOfPauseAndResume) {
-  ControlRequest a;
-  a.pause = 1;
-  a.checkpoint = 1;
-  ControlRequest b;
-  b.resume = 1;
-  a.merge(b);
-  EXPECT_EQ(a.pause, 0);
-  EXPECT_EQ(a.resume, 1);
-  EXPECT_EQ(a.checkpoint, 1);
-  ControlRequest c;
-  c.stop = 1;
-  c.noCheckpoint = 1;
-  a.merge(c);
-  EXPECT_EQ(a.stop, 1);
-  EXPECT_EQ(a.noCheckpoint, 1);
-  EXPECT_EQ(a.resume, 1);  // a request without pause or resume leaves them
-}
-
 TEST(IterationAgreementTest, OneRankIsLocal) {
   for (bool compat : {false, true}) {
     IterationAgreement a(nullptr, compat);
-    ControlRequest control;
-    control.stop = 1;
     const std::vector<double> figures = {1.5, 2.5};
-    a.open({12, 0}, control, &figures);
+    a.open({12, 0}, &figures);
     a.awaitOpening();
-    EXPECT_EQ(a.control().stop, 1);
     EXPECT_EQ(a.globalTargets(0), 12);
     EXPECT_EQ(a.globalTargets(1), 0);
     EXPECT_EQ(a.backwardScale(0), 1.0);
@@ -56,7 +34,6 @@ TEST(IterationAgreementTest, OneRankIsLocal) {
 }
 
 struct RankResult {
-  ControlRequest control;
   std::vector<int64_t> global;
   std::vector<double> scale, loss, figures;
   std::vector<bool> nonFinite;
@@ -65,20 +42,16 @@ struct RankResult {
 
 // Rank r: dataset 0 has r + 1 targets and loss r + 1; dataset 1 no target
 // anywhere, with a NaN loss on rank 2. Rank 1 asks for a pause, rank 2 for
-// a checkpoint. Figures: {r, 10 r}.
+// Figures: {r, 10 r}.
 std::vector<RankResult> runThreeRanks(bool compat) {
   std::vector<RankResult> out(3);
   const auto errors = fs::testing::runThreadRanks(3, [&](dist::Communicator& comm) {
     const int r = comm.rank();
     IterationAgreement a(std::shared_ptr<dist::Communicator>(&comm, [](dist::Communicator*) {}), compat);
-    ControlRequest control;
-    control.pause = r == 1;
-    control.checkpoint = r == 2;
     const std::vector<double> figures = {static_cast<double>(r), 10.0 * r};
-    a.open({r + 1, 0}, control, &figures);
+    a.open({r + 1, 0}, &figures);
     a.awaitOpening();
     RankResult& res = out[static_cast<size_t>(r)];
-    res.control = a.control();
     res.global = {a.globalTargets(0), a.globalTargets(1)};
     res.scale = {a.backwardScale(0), a.backwardScale(1)};
     res.figures = a.gatheredFigures();
@@ -96,9 +69,6 @@ TEST(IterationAgreementTest, ThreeRanksAgree) {
   for (int r = 0; r < 3; ++r) {
     const RankResult& res = ranks[static_cast<size_t>(r)];
     ASSERT_EQ(res.error, "") << "rank " << r;
-    EXPECT_EQ(res.control.pause, 1) << "rank " << r;
-    EXPECT_EQ(res.control.checkpoint, 1) << "rank " << r;
-    EXPECT_EQ(res.control.stop, 0) << "rank " << r;
     EXPECT_EQ(res.global, (std::vector<int64_t>{6, 0})) << "rank " << r;
     // world x local / global: the mean of the three scaled gradients is the token-weighted one.
     EXPECT_DOUBLE_EQ(res.scale[0], 3.0 * (r + 1) / 6.0) << "rank " << r;
