@@ -1,2 +1,4 @@
 // Anchor for the Qt Test executables' precompiled headers (NOTE [Qt precompiled headers]).
-int main() { return 0; }
+int main() {
+  return 0;
+}
