@@ -21,12 +21,15 @@
 
 #include "backend/checkpoint/checkpoint_io.h"
 #include "backend/checkpoint/checkpoint_manifest.h"
-#include "engine_test_util.h"
+#include "tests/backend/trainer/checkpoint_checks.h"
+#include "tests/backend/trainer/engine_test_util.h"
 
 namespace fs::engine {
 namespace {
 
 namespace fsys = std::filesystem;
+using test::newestIntact;
+using test::stepLosses;
 
 // Runs flamingo-train with `argv` and the extra environment `env`, output to `log`: its exit
 // status, or 128 + the signal that ended it.
@@ -89,27 +92,6 @@ class CheckpointKillTest : public ::testing::Test {
 
   fsys::path root_;
 };
-
-std::map<int64_t, std::map<std::string, double>> stepLosses(const std::vector<protocol::Event>& events) {
-  std::map<int64_t, std::map<std::string, double>> out;
-  for (const auto& e : events) {
-    if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) out[s->step] = s->loss;
-  }
-  return out;
-}
-
-// The step of the newest complete checkpoint in `dir` (0: none), after checking that it reads and
-// that its tensors match the hashes in its manifest.
-int64_t newestIntact(const fsys::path& dir) {
-  auto newest = newestCompleteCheckpoint(dir, nullptr);
-  if (!newest) return 0;
-  auto ck = readCheckpoint(*newest);
-  EXPECT_TRUE(ck.isOk()) << ck.status().message();
-  if (!ck.isOk()) return -1;
-  protocol::Status verified = verifyCheckpointManifest(ck->resume.manifest, ck->modelState, *newest);
-  EXPECT_TRUE(verified.isOk()) << verified.message();
-  return ck->resume.step;
-}
 
 void CheckpointKillTest::twentyKills(int perSave) {
   const auto full = root_ / "full";

@@ -35,6 +35,7 @@
 #include "backend/checkpoint/checkpoint_manifest.h"
 #include "backend/protocol/wire/control_file.h"
 #include "backend/protocol/wire/run_manifest.h"
+#include "tests/backend/trainer/checkpoint_checks.h"
 #include "tests/backend/trainer/engine_process.h"
 #include "tests/backend/trainer/engine_test_util.h"
 #include "tests/backend/trainer/private_tmpfs.h"
@@ -45,6 +46,8 @@ namespace {
 
 namespace fsys = std::filesystem;
 using protocol::Event;
+using test::newestIntact;
+using test::stepLosses;
 
 constexpr std::uint64_t kPage = 4096;
 constexpr const char* kDiskFull = "No space left on device";
@@ -77,71 +80,6 @@ std::vector<std::string> hiddenEntries(const fsys::path& dir) {
     if (name.starts_with(".")) out.push_back(name);
   }
   return out;
-}
-
-// flamingo-train with stdout and stderr appended to `log`; killed and reaped on destruction.
-class TrainProcess {
- public:
-  TrainProcess(const std::vector<std::string>& argv, const fsys::path& log) {
-    std::cout.flush();  // the child must not print what this process buffered
-    std::fflush(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      if (!std::freopen(log.c_str(), "a", stdout) || !std::freopen(log.c_str(), "a", stderr)) ::_exit(127);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-  }
-  ~TrainProcess() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  TrainProcess(const TrainProcess&) = delete;
-  TrainProcess& operator=(const TrainProcess&) = delete;
-
-  // The exit status (128 + signal), or -1 when it still runs after the deadline (a hang).
-  int waitExit() {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        reaped_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-};
-
-std::map<int64_t, std::map<std::string, double>> stepLosses(const std::vector<Event>& events) {
-  std::map<int64_t, std::map<std::string, double>> out;
-  for (const auto& e : events) {
-    if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) out[s->step] = s->loss;
-  }
-  return out;
-}
-
-// The step of the newest complete checkpoint in `dir` (0: none), after checking that it reads and
-// that its tensors match the hashes in its manifest (as checkpoint_kill_test does).
-int64_t newestIntact(const fsys::path& dir) {
-  auto newest = newestCompleteCheckpoint(dir, nullptr);
-  if (!newest) return 0;
-  auto ck = readCheckpoint(*newest);
-  EXPECT_TRUE(ck.isOk()) << ck.status().message();
-  if (!ck.isOk()) return -1;
-  protocol::Status verified = verifyCheckpointManifest(ck->resume.manifest, ck->modelState, *newest);
-  EXPECT_TRUE(verified.isOk()) << verified.message();
-  return ck->resume.step;
 }
 
 // The events from the `attempt`-th run_started on (0: the first attempt's), up to the next one.
@@ -203,7 +141,7 @@ class DiskFullTest : public ::testing::Test {
     return argv;
   }
   int train(const fsys::path& dir, const std::vector<std::string>& sets, const fsys::path& log) {
-    return TrainProcess(trainArgv(dir, sets), log).waitExit();
+    return test::EngineProcess(trainArgv(dir, sets), log).waitExit().value_or(-1);
   }
 
   // The checkpoint case for one checkpoint format (`sets`).
@@ -310,7 +248,7 @@ TEST_F(DiskFullTest, EventsThatFillTheDiskStopTheRunNamingTheFile) {
   const auto log1 = root_ / "attempt1.log";
   int64_t checkpointStep = 0;
   {
-    TrainProcess run(trainArgv(dir, sets), log1);
+    test::EngineProcess run(trainArgv(dir, sets), log1);
     test::waitForEvent(
         dir, [](const Event& e) { return std::holds_alternative<protocol::StepEvent>(e.body); },
         "the first step");
@@ -325,8 +263,8 @@ TEST_F(DiskFullTest, EventsThatFillTheDiskStopTheRunNamingTheFile) {
     const std::uint64_t used = tmpfs_->usedBytes();
     ASSERT_EQ(tmpfs_->resize(used + (256u << 10)), "");
     std::cout << "checkpoint at step " << checkpointStep << "; tmpfs shrunk to " << used << " + 256 KiB\n";
-    EXPECT_EQ(run.waitExit(), 1) << "the run must stop once events.jsonl cannot be written:\n"
-                                 << readText(log1);
+    EXPECT_EQ(run.waitExit().value_or(-1), 1) << "the run must stop once events.jsonl cannot be written:\n"
+                                              << readText(log1);
   }
   const auto eventsFile = dir / "events.jsonl";
   const std::string stderr1 = readText(log1);
@@ -349,7 +287,7 @@ TEST_F(DiskFullTest, EventsThatFillTheDiskStopTheRunNamingTheFile) {
   ASSERT_EQ(tmpfs_->resize(tmpfs_->usedBytes() + (64u << 20)), "");
   ASSERT_TRUE(first.count(checkpointStep + 1)) << "step " << checkpointStep + 1 << " was written before";
   const auto log2 = root_ / "attempt2.log";
-  TrainProcess resumed(trainArgv(dir, sets), log2);
+  test::EngineProcess resumed(trainArgv(dir, sets), log2);
   const Event step = test::waitForEvent(
       dir,
       [&](const Event& e) {
@@ -362,7 +300,7 @@ TEST_F(DiskFullTest, EventsThatFillTheDiskStopTheRunNamingTheFile) {
   auto stop =
       protocol::issueControl(dir, protocol::ControlVerb::kStop, nlohmann::json{{"checkpoint", false}});
   ASSERT_TRUE(stop.isOk()) << stop.status().message();
-  EXPECT_EQ(resumed.waitExit(), 0) << readText(log2);
+  EXPECT_EQ(resumed.waitExit().value_or(-1), 0) << readText(log2);
 }
 
 }  // namespace

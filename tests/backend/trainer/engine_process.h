@@ -1,7 +1,7 @@
 // A real flamingo-train process for end-to-end tests, and waits on the events
-// it writes: control_e2e_test and data_wait_e2e_test. Waits poll files and
-// events, never wall-clock thresholds; the deadline only turns a hang into a
-// failure.
+// it writes: control_e2e_test, data_wait_e2e_test and disk_full_test. Waits
+// poll files and events, never wall-clock thresholds; the deadline only turns
+// a hang into a failure.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -24,12 +25,18 @@ namespace fs::engine::test {
 
 inline constexpr auto kProcessDeadline = std::chrono::minutes(3);
 
-// fork + execv of argv; killed and reaped on destruction if still running.
+// fork + execv of argv, its stdout and stderr appended to `log` when one is given; killed and
+// reaped on destruction if still running.
 class EngineProcess {
  public:
-  explicit EngineProcess(const std::vector<std::string>& argv) {
+  explicit EngineProcess(const std::vector<std::string>& argv, const std::filesystem::path& log = {}) {
+    std::fflush(nullptr);  // the child must not print again what this process buffered
     pid_ = ::fork();
     if (pid_ == 0) {
+      if (!log.empty() &&
+          (!std::freopen(log.c_str(), "a", stdout) || !std::freopen(log.c_str(), "a", stderr))) {
+        ::_exit(127);
+      }
       std::vector<char*> args;
       for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);
