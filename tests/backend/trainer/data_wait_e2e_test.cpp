@@ -123,6 +123,36 @@ class DataWaitE2e : public ::testing::Test {
     ASSERT_TRUE(waitForFile(quiet_)) << "the shard command never went quiet";
   }
 
+  // How a run ended on its stalled source: the error event's message, whether it finished as
+  // failed, and the seconds from the command going quiet to the exit.
+  struct StallFailure {
+    std::string message;
+    bool failed = false;
+    double seconds = 0;
+  };
+  StallFailure waitForStallFailure(Process& p) {
+    StallFailure out;
+    if (!waitForFile(quiet_)) {
+      ADD_FAILURE() << "the shard command never went quiet";
+      return out;
+    }
+    const auto quietSince = Clock::now();
+    const auto code = p.waitExit();
+    out.seconds = std::chrono::duration<double>(Clock::now() - quietSince).count();
+    if (!code) {
+      ADD_FAILURE() << "the run did not fail on a silent data source";
+      return out;
+    }
+    EXPECT_NE(*code, 0);
+    for (const auto& e : readEvents(dir_)) {
+      if (const auto* err = std::get_if<ErrorEvent>(&e.body)) out.message = err->message;
+      if (const auto* f = std::get_if<RunFinishedEvent>(&e.body))
+        out.failed = f->status == FinishStatus::kFailed;
+    }
+    EXPECT_TRUE(out.failed);
+    return out;
+  }
+
   fsys::path root_, dir_, quiet_;
   fs::data::SyntheticShardsSummary shards_;
 };
@@ -186,19 +216,7 @@ TEST_F(DataWaitE2e, PauseCheckpointResumeWhileWaitingForData) {
 
 TEST_F(DataWaitE2e, SilentSourceFailsTheRunNamingDatasetShardAndCommand) {
   Process p = start({"data.stall_timeout_s=2"});
-  ASSERT_TRUE(waitForFile(quiet_)) << "the shard command never went quiet";
-  const auto quietSince = Clock::now();
-  const auto code = p.waitExit();
-  const double took = std::chrono::duration<double>(Clock::now() - quietSince).count();
-  ASSERT_TRUE(code.has_value()) << "flamingo-train did not fail on a silent data source";
-  EXPECT_NE(*code, 0);
-  std::string message;
-  bool failed = false;
-  for (const auto& e : readEvents(dir_)) {
-    if (const auto* err = std::get_if<ErrorEvent>(&e.body)) message = err->message;
-    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body)) failed = f->status == FinishStatus::kFailed;
-  }
-  EXPECT_TRUE(failed);
+  const auto [message, failed, took] = waitForStallFailure(p);
   EXPECT_NE(message.find("dataset laion: data worker 0 of rank 0 delivered nothing for"), std::string::npos)
       << message;
   EXPECT_NE(message.find("(data.stall_timeout_s = 2)"), std::string::npos) << message;
@@ -381,19 +399,7 @@ TEST_F(DataWaitRanksE2e, CheckpointWhileARankWaitsIsWritten) {
 
 TEST_F(DataWaitRanksE2e, SilentSourceOnOneRankFailsTheRunNamingDatasetShardAndCommand) {
   Process p = start({"data.stall_timeout_s=2"});
-  ASSERT_TRUE(waitForFile(quiet_)) << "rank 1's shard command never went quiet";
-  const auto quietSince = Clock::now();
-  const auto code = p.waitExit();
-  const double took = std::chrono::duration<double>(Clock::now() - quietSince).count();
-  ASSERT_TRUE(code.has_value()) << "the ranks did not fail on a silent data source";
-  EXPECT_NE(*code, 0);
-  std::string message;
-  bool failed = false;
-  for (const auto& e : readEvents(dir_)) {
-    if (const auto* err = std::get_if<ErrorEvent>(&e.body)) message = err->message;
-    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body)) failed = f->status == FinishStatus::kFailed;
-  }
-  EXPECT_TRUE(failed);
+  const auto [message, failed, took] = waitForStallFailure(p);
   // Rank 0 writes the events: rank 1's message reached it.
   EXPECT_NE(message.find("dataset laion: data worker 0 of rank 1 delivered nothing for"), std::string::npos)
       << message;
