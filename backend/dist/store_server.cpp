@@ -40,6 +40,13 @@ std::string numericHost(const sockaddr* a, socklen_t len) {
   return host;
 }
 
+}  // namespace
+
+// Types of the serving thread's state (StoreServer::Loop holds them): a named namespace, as a
+// class with external linkage must not hold types of an anonymous one (-Wsubobject-linkage once
+// unity sources put this file inside another).
+namespace serving {
+
 // A request that blocks until its keys exist: kWait, or kGet on a missing key.
 struct Waiter {
   bool active = false;
@@ -66,6 +73,13 @@ struct Conn {
                                                in.size() >= wire::kHeaderBytes + wire::bodyLength(in.data()));
   }
 };
+
+}  // namespace serving
+
+using serving::Conn;
+using serving::Waiter;
+
+namespace {
 
 std::string okFrame() {
   return wire::Writer().u8(static_cast<uint8_t>(wire::Reply::kOk)).frame();

@@ -1,12 +1,24 @@
 #include "backend/protocol/config/derived.h"
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 
 #include "backend/protocol/config/shard_pattern.h"
 
 namespace fs::protocol {
 namespace {
+
+// Appends one printf-formatted line (at most 255 characters) to `s`; the format is checked at each call.
+[[gnu::format(printf, 2, 3)]] void appendLine(std::string& s, const char* fmt, ...) {
+  char buf[256];
+  std::va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  s += buf;
+  s += '\n';
+}
 int64_t ceilDiv(int64_t a, int64_t b) {
   return b <= 0 ? 0 : (a + b - 1) / b;
 }
@@ -68,38 +80,32 @@ DerivedFigures deriveFigures(const RunConfig& c) {
 
 std::string formatFigures(const DerivedFigures& f) {
   std::string s;
-  char buf[256];
-  auto line = [&](const char* fmt, auto... args) {
-    std::snprintf(buf, sizeof buf, fmt, args...);
-    s += buf;
-    s += '\n';
-  };
-  line("world size:                 %lld ranks", static_cast<long long>(f.worldSize));
-  line("steps per epoch:            %lld (optimizer steps: %lld)", static_cast<long long>(f.stepsPerEpoch),
-       static_cast<long long>(f.optimizerStepsPerEpoch));
-  line("total steps:                %lld (optimizer steps: %lld)", static_cast<long long>(f.totalSteps),
-       static_cast<long long>(f.totalOptimizerSteps));
-  line("lr schedule length:         %lld optimizer steps", static_cast<long long>(f.schedulerSteps));
+  appendLine(s, "world size:                 %lld ranks", static_cast<long long>(f.worldSize));
+  appendLine(s, "steps per epoch:            %lld (optimizer steps: %lld)",
+             static_cast<long long>(f.stepsPerEpoch), static_cast<long long>(f.optimizerStepsPerEpoch));
+  appendLine(s, "total steps:                %lld (optimizer steps: %lld)",
+             static_cast<long long>(f.totalSteps), static_cast<long long>(f.totalOptimizerSteps));
+  appendLine(s, "lr schedule length:         %lld optimizer steps", static_cast<long long>(f.schedulerSteps));
   if (f.checkpointEverySteps > 0) {
-    line("checkpoints:                every %lld steps (%lld per epoch) and at each epoch end",
-         static_cast<long long>(f.checkpointEverySteps), static_cast<long long>(f.checkpointsPerEpoch));
+    appendLine(s, "checkpoints:                every %lld steps (%lld per epoch) and at each epoch end",
+               static_cast<long long>(f.checkpointEverySteps), static_cast<long long>(f.checkpointsPerEpoch));
   } else {
-    line("checkpoints:                at each epoch end only");
+    appendLine(s, "checkpoints:                at each epoch end only");
   }
   for (const auto& d : f.datasets) {
-    line("dataset %s (%s):", d.name.c_str(), d.type.c_str());
-    line("  global batch:             %lld samples (%lld per optimizer step)",
-         static_cast<long long>(d.globalBatch), static_cast<long long>(d.samplesPerOptimizerStep));
-    line("  batches per epoch:        %lld (%lld samples drawn per epoch)",
-         static_cast<long long>(d.batchesPerEpoch), static_cast<long long>(d.samplesPerEpoch));
-    line("  samples over the run:     %lld", static_cast<long long>(d.samplesTotal));
-    line("  tokens per sample:        %lld", static_cast<long long>(d.maxTokens));
+    appendLine(s, "dataset %s (%s):", d.name.c_str(), d.type.c_str());
+    appendLine(s, "  global batch:             %lld samples (%lld per optimizer step)",
+               static_cast<long long>(d.globalBatch), static_cast<long long>(d.samplesPerOptimizerStep));
+    appendLine(s, "  batches per epoch:        %lld (%lld samples drawn per epoch)",
+               static_cast<long long>(d.batchesPerEpoch), static_cast<long long>(d.samplesPerEpoch));
+    appendLine(s, "  samples over the run:     %lld", static_cast<long long>(d.samplesTotal));
+    appendLine(s, "  tokens per sample:        %lld", static_cast<long long>(d.maxTokens));
     if (d.shardCount)
-      line("  shards:                   %llu", static_cast<unsigned long long>(*d.shardCount));
+      appendLine(s, "  shards:                   %llu", static_cast<unsigned long long>(*d.shardCount));
     if (d.passes) {
-      line("  passes over the data:     %.3f", *d.passes);
+      appendLine(s, "  passes over the data:     %.3f", *d.passes);
     } else {
-      line("  passes over the data:     unknown (set total_samples to see it)");
+      appendLine(s, "  passes over the data:     unknown (set total_samples to see it)");
     }
   }
   return s;

@@ -56,7 +56,9 @@ TEST_F(LayerNormTest, EqualsTorchLayerNormSmallAndLarge) {
         // The weight and bias gradients sum over rows in another partition: equal up to rounding.
         const double tol = dtype == torch::kFloat32 ? 1e-5 : 1e-12;
         EXPECT_TRUE(torch::allclose(got.dw, want.dw, tol, tol)) << what << (got.dw - want.dw).abs().max();
-        if (withBias) EXPECT_TRUE(torch::allclose(got.db, want.db, tol, tol)) << what;
+        if (withBias) {
+          EXPECT_TRUE(torch::allclose(got.db, want.db, tol, tol)) << what;
+        }
       }
     }
   }
