@@ -10,6 +10,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string encoded = encodeManifest(decoded.value());
   auto again = decodeManifest(encoded, "encoded.json");
   fs::fuzz::check(again.isOk(), "the encoded manifest does not decode: " + encoded);
-  fs::fuzz::check(again.value() == decoded.value(), "decode(encode(m)) != m for " + encoded);
+  // The writer stamps its own schema version: a newer minor's version (and its fields, which this
+  // reader ignores) is not kept.
+  RunManifest expected = decoded.value();
+  expected.schema_version = std::string(kManifestSchemaVersion);
+  fs::fuzz::check(again.value() == expected, "decode(encode(m)) != m for " + encoded);
   return 0;
 }
