@@ -86,6 +86,11 @@ TEST_F(RunManifestTest, NewerMajorRejectedNewerMinorAccepted) {
   ASSERT_TRUE(r.isOk()) << r.status().message();
   EXPECT_EQ(r->schema_version, "1.4");
   EXPECT_EQ(r->run_id, "run-20240601-abc");
+  // Written again, it carries this writer's version, and the newer minor's field is not kept
+  // (fuzz/regressions/run_manifest/newer_minor_version.json).
+  const std::string again = encodeManifest(r.value());
+  EXPECT_EQ(nlohmann::json::parse(again)["schema_version"], std::string(kManifestSchemaVersion));
+  EXPECT_EQ(again.find("gpu_model"), std::string::npos) << again;
 }
 
 TEST_F(RunManifestTest, MissingAndBadFieldsAreNamed) {
