@@ -123,6 +123,28 @@ class DataWaitE2e : public ::testing::Test {
     ASSERT_TRUE(waitForFile(quiet_)) << "the shard command never went quiet";
   }
 
+  // After a stop asked while waiting at step 3: the process exits 0, the stop is acknowledged,
+  // the run finishes as stopped, and a step checkpoint of step 2 (the last completed) exists.
+  void expectStoppedWithACheckpointOfStep2(Process& p, uint64_t stopSeq, const char* noExit) {
+    const auto code = p.waitExit();
+    ASSERT_TRUE(code.has_value()) << noExit;
+    EXPECT_EQ(*code, 0);
+    bool acked = false, stopped = false;
+    std::optional<CheckpointEvent> checkpoint;
+    for (const auto& e : readEvents(dir_)) {
+      acked |= isAck(e, stopSeq) && std::get<ControlAckEvent>(e.body).ok;
+      if (const auto* f = std::get_if<RunFinishedEvent>(&e.body))
+        stopped = f->status == FinishStatus::kStopped;
+      if (const auto* c = std::get_if<CheckpointEvent>(&e.body)) checkpoint = *c;
+    }
+    EXPECT_TRUE(acked);
+    EXPECT_TRUE(stopped);
+    ASSERT_TRUE(checkpoint.has_value()) << "no checkpoint before the exit";
+    EXPECT_EQ(checkpoint->kind, CheckpointKind::kStep);
+    EXPECT_EQ(checkpoint->step, 2);  // the last completed step
+    ASSERT_TRUE(fsys::exists(dir_ / checkpoint->path)) << checkpoint->path;
+  }
+
   // How a run ended on its stalled source: the error event's message, whether it finished as
   // failed, and the seconds from the command going quiet to the exit.
   struct StallFailure {
@@ -162,22 +184,8 @@ TEST_F(DataWaitE2e, StopWhileWaitingForDataCheckpointsThenExits) {
   waitUntilStarved();
   auto stop = issueControl(dir_, ControlVerb::kStop);
   ASSERT_TRUE(stop.isOk()) << stop.status().message();
-  const auto code = p.waitExit();
-  ASSERT_TRUE(code.has_value()) << "flamingo-train did not exit on stop while waiting for data";
-  EXPECT_EQ(*code, 0);
-  bool acked = false, stopped = false;
-  std::optional<CheckpointEvent> checkpoint;
-  for (const auto& e : readEvents(dir_)) {
-    acked |= isAck(e, stop->seq) && std::get<ControlAckEvent>(e.body).ok;
-    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body)) stopped = f->status == FinishStatus::kStopped;
-    if (const auto* c = std::get_if<CheckpointEvent>(&e.body)) checkpoint = *c;
-  }
-  EXPECT_TRUE(acked);
-  EXPECT_TRUE(stopped);
-  ASSERT_TRUE(checkpoint.has_value()) << "no checkpoint before the exit";
-  EXPECT_EQ(checkpoint->kind, CheckpointKind::kStep);
-  EXPECT_EQ(checkpoint->step, 2);  // the last completed step
-  EXPECT_TRUE(fsys::exists(dir_ / checkpoint->path)) << checkpoint->path;
+  expectStoppedWithACheckpointOfStep2(p, stop->seq,
+                                      "flamingo-train did not exit on stop while waiting for data");
 }
 
 TEST_F(DataWaitE2e, PauseCheckpointResumeWhileWaitingForData) {
@@ -310,22 +318,10 @@ TEST_F(DataWaitRanksE2e, StopWhileARankWaitsCheckpointsAndTheResumeContinuesExac
   waitUntilStarved();
   auto stop = issueControl(dir_, ControlVerb::kStop);
   ASSERT_TRUE(stop.isOk()) << stop.status().message();
-  const auto code = p.waitExit();
-  ASSERT_TRUE(code.has_value()) << "the ranks did not exit on stop while rank 1 waited for data";
-  EXPECT_EQ(*code, 0);  // the agent exits 0 only when every rank did
-  bool acked = false, stopped = false;
-  std::optional<CheckpointEvent> checkpoint;
-  for (const auto& e : readEvents(dir_)) {
-    acked |= isAck(e, stop->seq) && std::get<ControlAckEvent>(e.body).ok;
-    if (const auto* f = std::get_if<RunFinishedEvent>(&e.body)) stopped = f->status == FinishStatus::kStopped;
-    if (const auto* c = std::get_if<CheckpointEvent>(&e.body)) checkpoint = *c;
-  }
-  EXPECT_TRUE(acked);
-  EXPECT_TRUE(stopped);
-  ASSERT_TRUE(checkpoint.has_value()) << "no checkpoint before the exit";
-  EXPECT_EQ(checkpoint->kind, CheckpointKind::kStep);
-  EXPECT_EQ(checkpoint->step, 2);  // the last completed step
-  ASSERT_TRUE(fsys::exists(dir_ / checkpoint->path)) << checkpoint->path;
+  // The agent exits 0 only when every rank did.
+  expectStoppedWithACheckpointOfStep2(p, stop->seq,
+                                      "the ranks did not exit on stop while rank 1 waited for data");
+  if (::testing::Test::HasFatalFailure()) return;
   EXPECT_EQ(losses().size(), 2u);
 
   // The data flows again; a second launch on the run directory resumes from the stop checkpoint.
