@@ -34,18 +34,14 @@ int pollMs(const std::optional<Clock::time_point>& deadline) {
 
 // One connection attempt to every address `host` resolves to; the socket (non-blocking), or -1 and `why`.
 int connectOnce(const std::string& host, int port, Clock::time_point deadline, std::string* why) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  const std::string service = std::to_string(port);
-  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0 || !res) {
-    *why = "cannot resolve '" + host + "': " + ::gai_strerror(rc);
+  std::string error;
+  const wire::AddressList res = wire::resolveTcp(host, port, &error);
+  if (!res) {
+    *why = "cannot resolve '" + host + "': " + error;
     return -1;
   }
   int fd = -1;
-  for (const addrinfo* p = res; p && fd < 0; p = p->ai_next) {
+  for (const addrinfo* p = res.get(); p && fd < 0; p = p->ai_next) {
     fd = ::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, p->ai_protocol);
     if (fd < 0) continue;
     int err = 0;
@@ -66,7 +62,6 @@ int connectOnce(const std::string& host, int port, Clock::time_point deadline, s
       fd = -1;
     }
   }
-  ::freeaddrinfo(res);
   if (fd >= 0) {
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

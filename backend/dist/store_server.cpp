@@ -440,20 +440,15 @@ protocol::StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(const std::s
   if (port < 0 || port > 65535) {
     return Status::invalidArgument("MASTER_PORT " + std::to_string(port) + " is not a TCP port");
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* res = nullptr;
   const std::string service = std::to_string(port);
-  if (const int rc = ::getaddrinfo(masterAddr.c_str(), service.c_str(), &hints, &res); rc != 0 || !res) {
-    return Status::invalidArgument(named + ": cannot resolve it (" + ::gai_strerror(rc) + ")");
-  }
+  std::string error;
+  const wire::AddressList res = wire::resolveTcp(masterAddr, port, &error);
+  if (!res) return Status::invalidArgument(named + ": cannot resolve it (" + error + ")");
   std::string notLocal;
   Status failed;
   int listenFd = -1;
   std::string bound;
-  for (const addrinfo* p = res; p && listenFd < 0 && failed; p = p->ai_next) {
+  for (const addrinfo* p = res.get(); p && listenFd < 0 && failed; p = p->ai_next) {
     const std::string host = numericHost(p->ai_addr, p->ai_addrlen);
     const int fd = ::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, p->ai_protocol);
     if (fd < 0) continue;  // a family this host lacks (IPv6 disabled)
@@ -485,7 +480,6 @@ protocol::StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(const std::s
     listenFd = fd;
     bound = host;
   }
-  ::freeaddrinfo(res);
   if (!failed) return failed;
   if (listenFd < 0) {
     return Status::invalidArgument(

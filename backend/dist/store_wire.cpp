@@ -86,4 +86,18 @@ uint32_t bodyLength(const char* header) {
   return static_cast<uint32_t>(getLe(header, kHeaderBytes));
 }
 
+AddressList resolveTcp(const std::string& host, int port, std::string* error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0 || !res) {
+    *error = rc != 0 ? ::gai_strerror(rc) : "no address";
+    return AddressList(nullptr, ::freeaddrinfo);
+  }
+  return AddressList(res, ::freeaddrinfo);
+}
+
 }  // namespace fs::dist::store_wire

@@ -27,8 +27,11 @@
 // stayed; the magic makes either side of a mismatch fail with a message.
 #pragma once
 
+#include <netdb.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,5 +92,10 @@ class Reader {
 
 // The body length a frame header announces (`header` holds kHeaderBytes).
 uint32_t bodyLength(const char* header);
+
+// The TCP addresses `host`:`port` resolves to (any family, numeric port), for the
+// server's bind and the client's connect; null with `error` set to the resolver's text.
+using AddressList = std::unique_ptr<addrinfo, void (*)(addrinfo*)>;
+AddressList resolveTcp(const std::string& host, int port, std::string* error);
 
 }  // namespace fs::dist::store_wire
