@@ -52,25 +52,66 @@ FlamingoImpl::FlamingoImpl(FlamingoOptions opts) : options_(std::move(opts)) {
 
 // ---------------------------------------------------------------- forward
 
-torch::Tensor FlamingoImpl::encodeVision(const torch::Tensor& vision_x) {
+// NOTE [Unreferenced media slots]: a text token attends only to the slot its
+// text_time names (NOTE [Media masking]), and text_time never exceeds the
+// number of <image> tokens in its row. So slot t of row b, when the row has
+// at most t <image> tokens (an MMC4 sample with fewer images than
+// max_num_images, or whose text was cut), is never attended: its logits are
+// masked to the lowest float, its softmax weights are exactly 0, and nothing
+// it computes reaches the loss or a gradient. OpenFlamingo still runs the
+// tower and the resampler on those zero images; we encode only the referenced
+// slots and give the others zero media. Results are the same up to float
+// summation order (the resampler's weight gradients sum over fewer rows).
+// When every slot or no slot is referenced, everything is encoded as before,
+// so every rank always runs both units (FSDP's gathers stay in step) and
+// every resampler parameter gets a gradient (DDP's reducer expects one).
+namespace {
+// The flat (B * T_img) indices of the referenced slots; undefined when all or
+// none are referenced.
+torch::Tensor referencedSlots(const torch::Tensor& input_ids, int64_t image_id, int64_t slots) {
+  if (!input_ids.defined() || slots <= 1) return {};
+  const auto counts = input_ids.eq(image_id).sum(1, /*keepdim=*/true);  // (B, 1)
+  const auto slot = torch::arange(slots, counts.options()).view({1, slots});
+  const auto referenced = slot.lt(counts).reshape({-1});
+  const auto n = referenced.sum().item<int64_t>();
+  if (n == 0 || n == referenced.numel()) return {};
+  return referenced.nonzero().view({-1});
+}
+}  // namespace
+
+torch::Tensor FlamingoImpl::encodeVision(const torch::Tensor& vision_x, const torch::Tensor& input_ids) {
   TORCH_CHECK(vision_x.dim() == 6, "Flamingo: vision_x must be (B, T_img, F, C, H, W), got ",
               vision_x.sizes());
   const auto s = vision_x.sizes();
   TORCH_CHECK(s[2] == 1, "Flamingo: only single-frame media (F = 1) is supported, got F = ", s[2]);
+  TORCH_CHECK(!input_ids.defined() || input_ids.size(0) == s[0], "Flamingo: input_ids batch ",
+              input_ids.size(0), " does not match vision_x batch ", s[0]);
+  const auto slots = referencedSlots(input_ids, options_.image_id(), s[1]);
+  // (B T_img, C, H, W): every slot, or the referenced ones in slot order.
+  auto images = vision_x.reshape({s[0] * s[1] * s[2], s[3], s[4], s[5]});
+  if (slots.defined()) images = images.index_select(0, slots);
   torch::Tensor features;
   {
     torch::NoGradGuard no_grad;
-    const auto images = vision_x.reshape({s[0] * s[1] * s[2], s[3], s[4], s[5]});
     features = runUnit(hooks_, *vision_encoder_, images, [&] { return vision_encoder_->forward(images); });
   }
-  features = features.view({s[0], s[1], s[2], features.size(1), features.size(2)});
+  // (B, T_img, F, v, D), or (1, referenced, 1, v, D): the resampler works per slot.
+  features = slots.defined() ? features.view({1, images.size(0), 1, features.size(1), features.size(2)})
+                             : features.view({s[0], s[1], s[2], features.size(1), features.size(2)});
   auto resampler = perceiver_.ptr();
   auto run = [resampler, hooks = hooks_](const torch::Tensor& in) {
     return runUnit(hooks, *resampler, in, [&] { return resampler->forward(in); });
   };
-  if (!options_.gradient_checkpointing()) return run(features);
-  return checkpointed([run](const std::vector<torch::Tensor>& in) { return run(in[0]); }, {features},
-                      trainableParameters(*perceiver_));
+  auto media = options_.gradient_checkpointing()
+                   ? checkpointed([run](const std::vector<torch::Tensor>& in) { return run(in[0]); },
+                                  {features}, trainableParameters(*perceiver_))
+                   : run(features);
+  if (!slots.defined()) return media;
+  const auto n = media.size(2);
+  const auto d = media.size(3);
+  return torch::zeros({s[0] * s[1], n, d}, media.options())
+      .index_copy(0, slots, media.view({-1, n, d}))
+      .view({s[0], s[1], n, d});
 }
 
 torch::Tensor FlamingoImpl::forwardWithMedia(const torch::Tensor& media, const torch::Tensor& input_ids,
@@ -83,7 +124,7 @@ torch::Tensor FlamingoImpl::forwardWithMedia(const torch::Tensor& media, const t
 
 torch::Tensor FlamingoImpl::forward(const torch::Tensor& vision_x, const torch::Tensor& input_ids,
                                     const torch::Tensor& attention_mask, Padding padding) {
-  return forwardWithMedia(encodeVision(vision_x), input_ids, attention_mask, padding);
+  return forwardWithMedia(encodeVision(vision_x, input_ids), input_ids, attention_mask, padding);
 }
 
 // ---------------------------------------------------------------- structure and training

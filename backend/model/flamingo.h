@@ -86,8 +86,10 @@ class FlamingoImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& vision_x, const torch::Tensor& input_ids,
                         const torch::Tensor& attention_mask, Padding padding = Padding::kCompute);
   // vision_x -> media (B, T_img, num_latents, d_vis): the tower under no-grad,
-  // then the resampler (checkpointed when gradient checkpointing is on).
-  torch::Tensor encodeVision(const torch::Tensor& vision_x);
+  // then the resampler (checkpointed when gradient checkpointing is on). With
+  // input_ids, only the slots some token refers to are encoded; the others
+  // get zeros (NOTE [Unreferenced media slots]).
+  torch::Tensor encodeVision(const torch::Tensor& vision_x, const torch::Tensor& input_ids = {});
   // The LM conditioned on precomputed media.
   torch::Tensor forwardWithMedia(const torch::Tensor& media, const torch::Tensor& input_ids,
                                  const torch::Tensor& attention_mask, Padding padding = Padding::kCompute);
