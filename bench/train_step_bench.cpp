@@ -18,7 +18,8 @@
 //
 // Usage: bench_train_step PRESET|CONFIG.yaml [THREADS=1] [WARMUP=5] [ITERS=30] [--no-memory-tracker]
 // [--compute-padding] [--per-step]
-//                        [--profile=TRACE.json]
+//                        [--profile=TRACE.json] [--units]
+// --units: per-unit forward and backward times (bench/unit_timer.h).
 #include <time.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
@@ -53,6 +54,7 @@
 #include "backend/train/precision.h"
 #include "backend/train/schedule.h"
 #include "backend/train/seeding.h"
+#include "unit_timer.h"
 
 #ifndef FS_SOURCE_DIR
 #define FS_SOURCE_DIR "."
@@ -94,6 +96,7 @@ int main(int argc, char** argv) {
   bool memoryTracker = true;
   bool skipPadding = true;
   bool perStep = false;
+  bool units = false;
   std::string profilePath;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -101,6 +104,8 @@ int main(int argc, char** argv) {
       memoryTracker = false;
     } else if (a == "--compute-padding") {
       skipPadding = false;
+    } else if (a == "--units") {
+      units = true;
     } else if (a == "--per-step") {
       perStep = true;
     } else if (a.rfind("--profile=", 0) == 0) {
@@ -157,6 +162,14 @@ int main(int argc, char** argv) {
   train::LrSchedule schedule(train::scheduleKindFromName(config.optim.scheduler), baseLrs,
                              config.optim.warmup_steps, figures.schedulerSteps);
   schedule.apply(optimizer.adamw());
+
+  std::shared_ptr<bench::UnitTimer> unitTimer;
+  if (units) {
+    std::map<const torch::nn::Module*, std::string> names;
+    for (const auto& item : model->named_modules()) names[item.value().get()] = item.key();
+    unitTimer = std::make_shared<bench::UnitTimer>(std::move(names));
+    model->setUnitHooks(unitTimer);
+  }
 
   // ---- data: Trainer::setUp
   train::seedForRank(config, 0);
@@ -235,6 +248,7 @@ int main(int argc, char** argv) {
       const auto tb = Clock::now();
       telemetry::MemoryPhase phase(telemetry::Phase::kGradients);
       (loss.loss * (cfg.loss_multiplier / window)).backward();
+      if (unitTimer) unitTimer->backwardDone();
       bwd += since(tb);
     }
     // ---- Trainer::optimizerStep (gradient-flow check aside: a first-step diagnostic)
@@ -285,6 +299,7 @@ int main(int argc, char** argv) {
       std::printf(" fwd_ms=%.2f bwd_ms=%.2f opt_ms=%.2f step_ms=%.2f\n", fwd * 1e3, bwd * 1e3, opt * 1e3,
                   stepTime * 1e3);
     }
+    if (unitTimer) it >= warmup ? unitTimer->stepDone() : unitTimer->discardStep();
     if (it >= warmup) {
       stepT.push_back(stepTime);
       cpuT.push_back(stepCpu);
@@ -316,5 +331,6 @@ int main(int argc, char** argv) {
       preset.c_str(), threads, warmup, iters, med * 1e3, *std::min_element(stepT.begin(), stepT.end()) * 1e3,
       *std::max_element(stepT.begin(), stepT.end()) * 1e3, samplesPerStep / med, median(cpuT) * 1e3,
       telem * 1e6, 100.0 * telem / med, lastLoss);
+  if (unitTimer) unitTimer->print(stdout);
   return 0;
 }

@@ -8,7 +8,7 @@ namespace fs::fsdp_plan {
 namespace {
 
 // The model's two ways through a batch (NOTE [Skipped padding] in backend/model/common.h): every position
-// computed, or the token-wise work on the `real` tokens only, which needs at least ceil(2^22 / d^2) of
+// computed, or the token-wise work on the `real` tokens only, which needs at least ceil(2^18 / d^2) of
 // the B L positions to be padding.
 struct Path {
   bool skip = false;
@@ -142,7 +142,7 @@ DatasetActivations forPath(const protocol::RunConfig& c, const protocol::Dataset
 }
 
 // NOTE [Activation formula], two paths: a batch with no padding computes every position; one with at
-// least ceil(2^22 / d^2) padded positions (model::paddingFor) may skip them, and then the most it holds
+// least ceil(2^18 / d^2) padded positions (model::paddingFor) may skip them, and then the most it holds
 // is with exactly that many padded and every sequence full but one. Either can come: the planner walks
 // both (the skipping path keeps more per real token, the other more tokens).
 DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::DatasetConfig& ds,
@@ -162,7 +162,7 @@ DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::Data
 
 int64_t paddedPositionsToSkip(int64_t width) {
   if (width <= 0) return 0;
-  constexpr int64_t kSkipFrom = int64_t{1} << 22;  // padded positions x width^2, model::paddingFor
+  constexpr int64_t kSkipFrom = int64_t{1} << 18;  // padded positions x width^2, model::paddingFor
   return (kSkipFrom + width * width - 1) / (width * width);
 }
 

@@ -26,7 +26,7 @@
 //                  per real token, LLaMA 3 f; + 2 d per position for the
 //                  residual stream's gradient in and out)
 //   two paths      a batch with no padding computes every position (above);
-//                  one with R = ceil(2^22 / d^2) positions or more padded
+//                  one with R = ceil(2^18 / d^2) positions or more padded
 //                  may skip them (NOTE [Skipped padding]), and holds the
 //                  most with exactly R padded, every sequence full but one:
 //                  N = B L - R real tokens. Then a decoder layer keeps 3 d
@@ -117,7 +117,7 @@ struct ActivationEstimate {
 ActivationEstimate estimateActivations(const protocol::RunConfig& config, Dtype compute);
 
 // The fewest padded positions with which a batch skips its padding (model::paddingFor: padded x width^2
-// >= 2^22; param_inventory_test holds the two to the same answer); 0 for a width <= 0.
+// >= 2^18; param_inventory_test holds the two to the same answer); 0 for a width <= 0.
 int64_t paddedPositionsToSkip(int64_t width);
 
 }  // namespace fs::fsdp_plan

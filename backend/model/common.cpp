@@ -83,7 +83,7 @@ Padding paddingFor(const torch::Tensor& input_ids, const torch::Tensor& attentio
   const auto masked = attention_mask.eq(0);
   const auto padded = masked.sum().item<int64_t>();
   const double saved = static_cast<double>(padded) * static_cast<double>(width) * static_cast<double>(width);
-  if (saved < 4194304.0) return Padding::kCompute;
+  if (saved < 262144.0) return Padding::kCompute;  // 2^18: NOTE [When skipping pays]
   if ((masked & input_ids.ne(pad_id)).any().item<bool>()) return Padding::kCompute;
   return Padding::kSkip;
 }

@@ -94,10 +94,17 @@ torch::Tensor scaledDotAttention(const torch::Tensor& q, const torch::Tensor& k,
 enum class Padding { kCompute, kSkip };
 
 // The padding policy for one batch: kSkip when every masked position holds
-// `pad_id` (so the label rules make it -100) and skipping pays. Gathering and
-// scattering cost a few extra ops per layer (~0.5 ms a step on the tiny
-// preset, 7 % slower) while the work saved grows with padding x width^2
-// (small preset: 13 % faster): it skips from 2^22 padded positions x width^2.
+// `pad_id` (so the label rules make it -100) and skipping pays.
+// NOTE [When skipping pays]: gathering and scattering cost a few extra ops
+// per layer, about the same whatever the width (~0.5 ms a step on the tiny
+// preset, 7 % slower), while the work saved grows with padding x width^2:
+// each padded position skips ~6 width^2 multiply-adds per layer forward and
+// as many backward. It skips from 2^18 padded positions x width^2: never on
+// the tiny preset (width 32, at most 96 positions a batch); width 128 from 16
+// padded positions, where a padded position saves ~8 us of a layer's
+// forward and backward against ~60 us of gathering per layer (a LAION batch
+// of 8 x 32 tokens is ~40 % padding). 2^22 until issue 27: it left the
+// LAION batches of a width-128 model computing their padding.
 Padding paddingFor(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t pad_id,
                    int64_t width);
 // The flat indices of the positions where attention_mask is 1; undefined when

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "backend/model/common.h"
 #include "backend/protocol/config/config_types.h"
 
 namespace fs::model {
@@ -20,6 +21,18 @@ torch::Tensor mediaTextTime(const torch::Tensor& input_ids, int64_t image_id) {
   return input_ids.eq(image_id).to(torch::kLong).cumsum(-1);
 }
 
+torch::Tensor attendingTokens(const torch::Tensor& text_time, const torch::Tensor& real_tokens,
+                              int64_t slots) {
+  const auto flat = text_time.reshape({-1});
+  const auto candidates =
+      real_tokens.defined() ? real_tokens : torch::arange(flat.size(0), flat.options().dtype(torch::kLong));
+  const auto time = flat.index_select(0, candidates);
+  if (time.gt(slots).any().item<bool>()) return {};  // uniform attention: keep every position
+  const auto keep = time.ge(1);
+  if (!real_tokens.defined() && keep.all().item<bool>()) return {};
+  return candidates.masked_select(keep);
+}
+
 // ---------------------------------------------------------------- masked cross-attention
 
 MaskedCrossAttentionImpl::MaskedCrossAttentionImpl(const GatedCrossAttentionOptions& o)
@@ -33,7 +46,8 @@ MaskedCrossAttentionImpl::MaskedCrossAttentionImpl(const GatedCrossAttentionOpti
 }
 
 torch::Tensor MaskedCrossAttentionImpl::probabilities(const torch::Tensor& x, const torch::Tensor& media,
-                                                      const torch::Tensor& text_time, torch::Tensor* v_out) {
+                                                      const torch::Tensor& text_time,
+                                                      const torch::Tensor& attending, torch::Tensor* v_out) {
   TORCH_CHECK(media.dim() == 4, "MaskedCrossAttention: expected media (B, T_img, n, D), got ", media.sizes());
   TORCH_CHECK(text_time.dim() == 2 && text_time.size(1) == x.size(1), "MaskedCrossAttention: text_time ",
               text_time.sizes(), " does not match the text ", x.sizes());
@@ -42,7 +56,12 @@ torch::Tensor MaskedCrossAttentionImpl::probabilities(const torch::Tensor& x, co
   const auto t_img = media.size(1);
   const auto n = media.size(2);
 
-  const auto q = splitHeads(to_q->forward(norm->forward(x)), heads) * (1.0 / std::sqrt(double(head_dim)));
+  // NOTE [Attending tokens]: q of the attending positions, zeros elsewhere.
+  const auto projected =
+      attending.defined()
+          ? unpackTokens(to_q->forward(norm->forward(packTokens(x, attending))), attending, b, l)
+          : to_q->forward(norm->forward(x));
+  const auto q = splitHeads(projected, heads) * (1.0 / std::sqrt(double(head_dim)));
   const auto kv = to_kv->forward(media.reshape({b, t_img * n, media.size(3)})).chunk(2, -1);
   const auto k = splitHeads(kv[0], heads);
   if (v_out != nullptr) *v_out = splitHeads(kv[1], heads);
@@ -59,15 +78,18 @@ torch::Tensor MaskedCrossAttentionImpl::probabilities(const torch::Tensor& x, co
 }
 
 torch::Tensor MaskedCrossAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& media,
-                                                const torch::Tensor& text_time) {
+                                                const torch::Tensor& text_time,
+                                                const torch::Tensor& attending) {
   torch::Tensor v;
-  const auto attn = probabilities(x, media, text_time, &v);
-  return to_out->forward(mergeHeads(torch::matmul(attn, v)));
+  const auto attn = probabilities(x, media, text_time, attending, &v);
+  const auto out = mergeHeads(torch::matmul(attn, v));  // (B, L, inner)
+  if (!attending.defined()) return to_out->forward(out);
+  return unpackTokens(to_out->forward(packTokens(out, attending)), attending, x.size(0), x.size(1));
 }
 
 torch::Tensor MaskedCrossAttentionImpl::attentionWeights(const torch::Tensor& x, const torch::Tensor& media,
                                                          const torch::Tensor& text_time) {
-  return probabilities(x, media, text_time, nullptr);
+  return probabilities(x, media, text_time, {}, nullptr);
 }
 
 // ---------------------------------------------------------------- gated block
@@ -83,7 +105,8 @@ GatedCrossAttentionBlockImpl::GatedCrossAttentionBlockImpl(GatedCrossAttentionOp
 torch::Tensor GatedCrossAttentionBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& media,
                                                     const torch::Tensor& text_time,
                                                     const torch::Tensor& real_tokens) {
-  const auto h = attn->forward(x, media, text_time) * attn_gate.tanh() + x;
+  const auto attending = attendingTokens(text_time, real_tokens, media.size(1));
+  const auto h = attn->forward(x, media, text_time, attending) * attn_gate.tanh() + x;
   const auto f = onRealTokens(h, real_tokens, [this](const torch::Tensor& t) { return ff->forward(t); });
   return f * ff_gate.tanh() + h;
 }

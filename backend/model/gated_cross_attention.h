@@ -49,13 +49,31 @@ struct GatedCrossAttentionOptions {
 // text_time (B, L) int64 from input ids: cumsum(input_ids == image_id).
 torch::Tensor mediaTextTime(const torch::Tensor& input_ids, int64_t image_id);
 
+// NOTE [Attending tokens]: a text token without a preceding <image>
+// (text_time 0) gets exactly zero from the cross-attention (its
+// probabilities are zeroed and to_out has no bias), and a padded position's
+// result never reaches a real position (NOTE [Skipped padding] in common.h).
+// So the attention's norm, to_q and to_out run on the real tokens with
+// text_time >= 1 only, packed; the others get zeros. The attention itself
+// stays (B, heads, L, T_img n) as OpenFlamingo computes it. A row with more
+// <image> tokens than slots has text that attends uniformly to every slot
+// (NOTE [Media masking]); any such real token keeps every position.
+// The flat (B L) indices of the positions that need the cross-attention's
+// result; undefined when every position does (then nothing is packed).
+// real_tokens: NOTE [Skipped padding], undefined = every position real.
+torch::Tensor attendingTokens(const torch::Tensor& text_time, const torch::Tensor& real_tokens,
+                              int64_t slots);
+
 class MaskedCrossAttentionImpl : public torch::nn::Module {
  public:
   explicit MaskedCrossAttentionImpl(const GatedCrossAttentionOptions& options);
 
   // x (B, L, dim), media (B, T_img, n, dim_visual), text_time (B, L) ->
-  // (B, L, dim). See NOTE [Media masking].
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& media, const torch::Tensor& text_time);
+  // (B, L, dim). See NOTE [Media masking]. attending: flat indices into the
+  // (B, L) positions that need the result (attendingTokens); the others get
+  // zeros and their norm and projections are skipped. Undefined: every position.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& media, const torch::Tensor& text_time,
+                        const torch::Tensor& attending = {});
   // The attention probabilities (B, heads, L, T_img * n) the forward uses (tests, inspection).
   torch::Tensor attentionWeights(const torch::Tensor& x, const torch::Tensor& media,
                                  const torch::Tensor& text_time);
@@ -69,7 +87,8 @@ class MaskedCrossAttentionImpl : public torch::nn::Module {
 
  private:
   torch::Tensor probabilities(const torch::Tensor& x, const torch::Tensor& media,
-                              const torch::Tensor& text_time, torch::Tensor* v_out);
+                              const torch::Tensor& text_time, const torch::Tensor& attending,
+                              torch::Tensor* v_out);
 };
 TORCH_MODULE(MaskedCrossAttention);
 
@@ -78,7 +97,8 @@ TORCH_MODULE(MaskedCrossAttention);
 class GatedCrossAttentionBlockImpl : public torch::nn::Module {
  public:
   explicit GatedCrossAttentionBlockImpl(GatedCrossAttentionOptions options);
-  // real_tokens: NOTE [Skipped padding] in common.h (the feed-forward part).
+  // real_tokens: NOTE [Skipped padding] in common.h (the feed-forward part)
+  // and NOTE [Attending tokens] (the attention part).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& media, const torch::Tensor& text_time,
                         const torch::Tensor& real_tokens = {});
 

@@ -230,7 +230,7 @@ TEST(MemoryEstimate, ActivationsShrinkWithCheckpointing) {
   EXPECT_EQ(plan.activations.datasets[1].images, 3);
 }
 
-// NOTE [Activation formula], two paths: a batch computes every position, or, with at least 2^22 / d^2
+// NOTE [Activation formula], two paths: a batch computes every position, or, with at least 2^18 / d^2
 // positions padded (small's width 256: 64), skips them; the most it then holds is with exactly 64 padded
 // and every sequence full but one. Both paths are planned; measured per operator on OPT
 // (fsdp_peak_probe --live-at-peak).
