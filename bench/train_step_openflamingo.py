@@ -48,13 +48,13 @@ DEVICE = "cpu"
 
 
 # ---------------------------------------------------------------- loading the checkouts
-class ReferenceError_(SystemExit):
+class SourceError(SystemExit):
     pass
 
 
 def _need(path, what):
     if not os.path.exists(path):
-        raise ReferenceError_(f"reference sources: {path} not found ({what}); clone them with "
+        raise SourceError(f"reference sources: {path} not found ({what}); clone them with "
                               f"bench/reference_sources.sh DEST and pass --ref-src DEST")
     return path
 
@@ -77,7 +77,7 @@ def _load(package, folder, module):
     try:
         spec.loader.exec_module(mod)
     except ImportError as e:
-        raise ReferenceError_(f"reference sources: importing {path} failed: {e} "
+        raise SourceError(f"reference sources: importing {path} failed: {e} "
                               f"(open_clip's utils.py needs torchvision: apt-get install python3-torchvision)")
     setattr(sys.modules[package], module, mod)
     return mod
@@ -90,7 +90,7 @@ def _import_from(top, src, what):
     mod = __import__(top)
     where = os.path.realpath(os.path.dirname(mod.__file__))
     if not where.startswith(os.path.realpath(src) + os.sep):
-        raise ReferenceError_(f"reference sources: {top} was imported from {where}, not from {src}")
+        raise SourceError(f"reference sources: {top} was imported from {where}, not from {src}")
     return mod
 
 
@@ -626,8 +626,40 @@ def run_check(ref, p):
         print(f"check {kind}: batch {tuple(ids.shape)} labels_equal={labels_equal} logits max_abs_diff={d_logits:.3e} "
               f"(rel {r_logits:.3e}) loss own={own_loss.item():.6f} ref={ref_loss.item():.6f} "
               f"abs_diff={d_loss:.3e} (rel {r_loss:.3e}) -> {'ok' if good else 'FAIL'}")
-    print(f"check: {'PASS' if ok else 'FAIL'} (tolerance {tol:g} relative to the reference's largest magnitude)")
+    print(f"check forward: {'ok' if ok else 'FAIL'} (tolerance {tol:g} relative to the reference's largest magnitude)")
+    ok &= check_steps(own_model, ref_model, name_map, own_names, p)
+    print(f"check: {'PASS' if ok else 'FAIL'}")
     return ok
+
+
+def check_steps(own_model, ref_model, name_map, own_names, p, steps=4, tol=1e-3):
+    """Whole training steps (labels, loss, backward, embedding row mask, clipping, AdamW groups, schedule)
+    of both trainers from the same weights, dropout off: the parameter updates must agree."""
+    trainable = [o for o in name_map if own_names[o].requires_grad]
+    start = {o: own_names[o].detach().clone() for o in trainable}
+    own_trainer, ref_trainer = own.Trainer(own_model, p), ReferenceTrainer(ref_model, p)
+    pool = own.batch_pool(p, 11)
+    for s in range(steps):
+        own_trainer.train_step(pool[s])
+        ref_trainer.train_step(*loader_batches(pool[s]))
+    # Allowed per tensor: tol of its largest update plus 4 ulp of its largest weight (the weights are
+    # stored in fp32, so an update of ~lr to a weight of ~1 is itself rounded to ~1e-7).
+    eps = torch.finfo(torch.float32).eps
+    worst, worst_name, worst_rel = 0.0, "-", 0.0
+    for o in trainable:
+        d_own = own_names[o].detach() - start[o]
+        d_ref = _param(ref_model, name_map[o]).detach() - start[o]
+        scale = d_ref.abs().max().item()
+        diff = (d_own - d_ref).abs().max().item()
+        allowed = tol * scale + 4 * eps * start[o].abs().max().item()
+        ratio = diff / allowed if allowed > 0 else (0.0 if diff == 0 else float("inf"))
+        if ratio >= worst:
+            worst, worst_name, worst_rel = ratio, o, diff / scale if scale > 0 else 0.0
+    good = worst <= 1.0
+    print(f"check steps: {steps} training steps from the same weights, {len(trainable)} trainable tensors; worst "
+          f"tensor {worst_name}: updates differ by {worst_rel:.3e} of its largest update, {worst:.2f} of the allowed "
+          f"({tol:g} of the update + 4 ulp of the weight) -> {'ok' if good else 'FAIL'}")
+    return good
 
 
 # ---------------------------------------------------------------- --profile
