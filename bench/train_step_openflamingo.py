@@ -776,6 +776,21 @@ def write_profile(path, model, trainer, pool, p, steps, preset, threads):
         for name, _ in top_modules(model, p):
             w(f"  {name:12s} {mt.get(name, 0.0):8.3f}\n")
         w(f"  {'sum':12s} {sum(mt.values()):8.3f}\n\n")
+        phases = (("forward (LAION + MMC4)", ("forward_laion", "forward_mmc4")),
+                  ("backward (LAION + MMC4)", ("backward_laion", "backward_mmc4")), ("optimizer", ("optimizer",)))
+        for title, parts in phases:
+            merged = {}
+            for r in parts:
+                for name, (t, c) in by_range[r].items():
+                    agg = merged.setdefault(name, [0.0, 0])
+                    agg[0] += t
+                    agg[1] += c
+            tot = sum(v[0] for v in merged.values())
+            w(f"## {title}: self CPU {tot / 1e3 / steps:.3f} ms per step; top 10 ops\n")
+            w(f"  {'op':44s} {'self ms/step':>12s} {'%':>6s} {'calls/step':>10s}\n")
+            for name, (t, c) in sorted(merged.items(), key=lambda kv: -kv[1][0])[:10]:
+                w(f"  {name[:44]:44s} {t / 1e3 / steps:12.3f} {100 * t / max(tot, 1e-9):6.1f} {c / steps:10.1f}\n")
+            w("\n")
         for r in RANGES:
             rows = sorted(by_range[r].items(), key=lambda kv: -kv[1][0])
             tot = sum(v[0] for v in by_range[r].values())
