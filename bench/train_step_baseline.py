@@ -2,8 +2,8 @@
 """PyTorch-eager baseline of one Flamingo training iteration (bench/train_step).
 
 Written by us, for comparison with bench_train_step (our LibTorch engine).
-Same architecture and shapes as resources/presets/{tiny,small}.yaml (plus the
-config defaults), same step as backend/trainer/trainer_step.cpp:
+Same architecture and shapes as resources/presets/{tiny,small}.yaml and
+bench/configs/compare.yaml (plus the config defaults), same step as backend/trainer/trainer_step.cpp:
   for each dataset (LAION, then MMC4): forward, label masking, shifted
   cross-entropy, backward of loss * loss_multiplier / grad_accum;
   then embedding-gradient row mask, global-norm clipping, AdamW with the two
