@@ -2,8 +2,8 @@
 """PyTorch-eager baseline of one Flamingo training iteration (bench/train_step).
 
 Written by us, for comparison with bench_train_step (our LibTorch engine).
-Same architecture and shapes as resources/presets/{tiny,small}.yaml (plus the
-config defaults), same step as backend/trainer/trainer_step.cpp:
+Same architecture and shapes as resources/presets/{tiny,small}.yaml and
+bench/configs/compare.yaml (plus the config defaults), same step as backend/trainer/trainer_step.cpp:
   for each dataset (LAION, then MMC4): forward, label masking, shifted
   cross-entropy, backward of loss * loss_multiplier / grad_accum;
   then embedding-gradient row mask, global-norm clipping, AdamW with the two
@@ -12,10 +12,13 @@ Synthetic batches follow the same layout rules as backend/data/synthetic_source.
 (the values differ: the work is what matters, not equal numbers).
 
 Usage: train_step_baseline.py PRESET THREADS [WARMUP] [ITERS]
-Set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS = THREADS in the environment too.
+Set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS = THREADS in the environment too:
+the script refuses to run when torch's or OpenBLAS's thread count differs.
 """
 import contextlib
+import ctypes
 import math
+import os
 import random
 import statistics
 import sys
@@ -51,12 +54,55 @@ PRESETS = {
         mmc4=dict(batch=4, max_tokens=128, max_images=3),
         lr=3e-4, warmup=10, total=64,
     ),
+    # bench/configs/compare.yaml: the engine-against-OpenFlamingo shapes (issue 27).
+    "compare": dict(
+        vision=dict(image_size=64, patch_size=8, width=128, layers=2, heads=4, quick_gelu=True),
+        perceiver=dict(depth=2, heads=4, head_dim=32, num_latents=16, ff_mult=4),
+        xattn=dict(every_n=2, heads=8, head_dim=64, ff_mult=4),
+        lm=dict(vocab=512, width=128, layers=4, heads=4, ffn=512, max_positions=512),
+        tokens=dict(vocab=514, eos=2, pad=1, image=513, eoc=512),
+        laion=dict(batch=8, max_tokens=32),
+        mmc4=dict(batch=4, max_tokens=128, max_images=3),
+        lr=3e-4, warmup=10, total=64,
+    ),
 }
 WEIGHT_DECAY = 0.1
 MAX_GRAD_NORM = 1.0
 OPT_DROPOUT = 0.1
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+# ---------------------------------------------------------------- threads
+def openblas_threads():
+    """OpenBLAS's own thread count (None when no OpenBLAS is loaded in this process)."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "/" in line}
+    libs = sorted(p for p in paths if os.path.basename(p).startswith("libopenblas") and ".so" in p)
+    for path in libs:
+        try:
+            return int(ctypes.CDLL(path).openblas_get_num_threads())
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def check_threads(threads):
+    """Exits 1 unless torch and OpenBLAS both run exactly THREADS threads.
+
+    Debian's torch does not bound OpenBLAS's pool with set_num_threads: only
+    OPENBLAS_NUM_THREADS / OMP_NUM_THREADS in the environment do."""
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+    torch.ones(2, 2) @ torch.ones(2, 2)  # loads the BLAS if it is not loaded yet
+    got_torch, got_blas = torch.get_num_threads(), openblas_threads()
+    if got_blas is None:
+        sys.stderr.write("thread check: no libopenblas in this process; only torch's count is checked\n")
+    if got_torch != threads or (got_blas is not None and got_blas != threads):
+        sys.stderr.write(f"thread check failed: asked for {threads} threads, torch.get_num_threads()={got_torch}, "
+                         f"openblas_get_num_threads()={got_blas}; set OMP_NUM_THREADS=OPENBLAS_NUM_THREADS="
+                         f"MKL_NUM_THREADS={threads} in the environment\n")
+        sys.exit(1)
 
 
 # ---------------------------------------------------------------- model
@@ -435,8 +481,9 @@ def main():
     threads = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     warmup = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     iters = int(sys.argv[4]) if len(sys.argv) > 4 else 30
-    torch.set_num_threads(threads)
-    torch.set_num_interop_threads(1)
+    if preset not in PRESETS:
+        raise SystemExit(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+    check_threads(threads)
     p = PRESETS[preset]
     torch.manual_seed(42)
     model = Flamingo(p)

@@ -23,8 +23,9 @@ PACKAGES=(
   # a private SLURM cluster on this machine (tests/fixtures/slurm_cluster.*): slurmctld, slurmd, munged
   slurm-wlm munge
   xxhash openssh-server openssh-client iproute2 xvfb xauth binutils
-  # benchmarks (bench/ddp reads events.jsonl with jq)
-  jq
+  # benchmarks (bench/ddp reads events.jsonl with jq; open_clip's utils.py, which
+  # bench/train_step_openflamingo.py runs from a checkout, imports torchvision)
+  jq python3-torchvision
 )
 
 SUDO=""
