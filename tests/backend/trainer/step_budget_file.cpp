@@ -1,5 +1,6 @@
 #include "tests/backend/trainer/step_budget_file.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <map>
@@ -20,6 +21,11 @@ bool validKey(const std::string& key) {
   return true;
 }
 
+bool parseCount(const std::string& text, std::int64_t* count) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *count);
+  return ec == std::errc() && end == text.data() + text.size() && *count >= 0;
+}
+
 }  // namespace
 
 protocol::StatusOr<StepBudget> readStepBudget(const std::filesystem::path& path) {
@@ -33,6 +39,21 @@ protocol::StatusOr<StepBudget> readStepBudget(const std::filesystem::path& path)
     std::istringstream fields(line);
     std::string key, value, extra;
     if (!(fields >> key) || key.front() == '#') continue;
+    if (key == "name") {
+      std::string of, op;
+      std::int64_t count = 0;
+      if (!(fields >> of >> value) || !std::getline(fields >> std::ws, op) || op.empty()) {
+        return Status::invalidArgument(where + "a `name` line wants `name KEY COUNT OP`");
+      }
+      if (!parseCount(value, &count)) {
+        return Status::invalidArgument(where + "name " + of + " count '" + value +
+                                       "' is not a non-negative integer");
+      }
+      if (!budget.names[of].emplace(op, count).second) {
+        return Status::invalidArgument(where + "name " + of + " '" + op + "' again");
+      }
+      continue;
+    }
     if (!(fields >> value))
       return Status::invalidArgument(where + "'" + key + "' has no value (want `key value`)");
     if (fields >> extra)
@@ -47,13 +68,18 @@ protocol::StatusOr<StepBudget> readStepBudget(const std::filesystem::path& path)
       continue;
     }
     std::int64_t count = 0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), count);
-    if (ec != std::errc() || end != value.data() + value.size() || count < 0) {
+    if (!parseCount(value, &count)) {
       return Status::invalidArgument(where + key + " = '" + value + "' is not a non-negative integer");
     }
     budget.counts.emplace_back(key, count);
   }
   if (in.bad()) return Status::ioError(path.string() + ": read failed");
+  for (const auto& [of, ops] : budget.names) {
+    bool known = false;
+    for (const auto& [key, count] : budget.counts) known = known || key == of;
+    if (!known)
+      return Status::invalidArgument(path.string() + ": `name` lines for '" + of + "', which has no count");
+  }
   if (budget.libtorch.empty()) {
     return Status::invalidArgument(path.string() +
                                    ": no `libtorch VERSION` line (the version the counts are for)");
@@ -71,6 +97,15 @@ Status writeStepBudget(const std::filesystem::path& path, const std::string& hea
     for (std::string line; std::getline(lines, line);) out << (line.empty() ? "#" : "# " + line) << "\n";
     out << "\nlibtorch " << budget.libtorch << "\n";
     for (const auto& [key, count] : budget.counts) out << key << " " << count << "\n";
+    if (!budget.names.empty()) {
+      out << "\n# The op names behind the counts when they were recorded (`name KEY COUNT OP`): not\n"
+             "# limits; a failing count lists how its names changed against these.\n";
+    }
+    for (const auto& [key, count] : budget.counts) {
+      const auto it = budget.names.find(key);
+      if (it == budget.names.end()) continue;
+      for (const auto& [op, n] : it->second) out << "name " << key << " " << n << " " << op << "\n";
+    }
     out.flush();
     if (!out) return Status::ioError(tmp.string() + ": write failed");
   }
@@ -78,6 +113,26 @@ Status writeStepBudget(const std::filesystem::path& path, const std::string& hea
   std::filesystem::rename(tmp, path, ec);
   if (ec) return Status::ioError(path.string() + ": cannot replace: " + ec.message());
   return Status::ok();
+}
+
+NameChanges compareNames(const NameCounts& recorded, const NameCounts& now) {
+  NameChanges c;
+  for (const auto& [name, n] : now) {
+    const auto it = recorded.find(name);
+    const std::int64_t was = it == recorded.end() ? 0 : it->second;
+    if (n > was) c.grew.push_back({name, was, n});
+    if (n < was) c.fell.push_back({name, was, n});
+  }
+  for (const auto& [name, was] : recorded) {
+    if (now.find(name) == now.end()) c.fell.push_back({name, was, 0});
+  }
+  const auto delta = [](const NameChange& x) { return x.now - x.recorded; };
+  std::stable_sort(c.grew.begin(), c.grew.end(),
+                   [&](const auto& a, const auto& b) { return delta(a) > delta(b); });
+  std::sort(c.fell.begin(), c.fell.end(), [&](const auto& a, const auto& b) {
+    return delta(a) != delta(b) ? delta(a) < delta(b) : a.name < b.name;
+  });
+  return c;
 }
 
 std::vector<CountCheck> checkAgainstBudget(const StepBudget& budget, const NamedCounts& measured,

@@ -6,13 +6,16 @@
 // Lines that are empty or start with '#' are comments. `libtorch` holds the
 // LibTorch version the counts were recorded with (counts differ between
 // versions); every other key holds a count, a non-negative integer. Keys are
-// [a-z0-9_]+, each at most once.
+// [a-z0-9_]+, each at most once. Lines `name KEY COUNT OP` (OP: the rest of
+// the line) keep the op names behind KEY's count when it was recorded: not
+// limits, but what a failure compares the measured names with to say what grew.
 //
 // Thread-safety: plain functions over values. Ownership: none kept.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -23,10 +26,12 @@
 namespace fs::testing {
 
 using NamedCounts = std::vector<std::pair<std::string, std::int64_t>>;  // key -> count, in order
+using NameCounts = std::map<std::string, std::int64_t>;                 // op name -> count
 
 struct StepBudget {
-  std::string libtorch;  // e.g. "1.13.0"
-  NamedCounts counts;    // in file order
+  std::string libtorch;                     // e.g. "1.13.0"
+  NamedCounts counts;                       // in file order
+  std::map<std::string, NameCounts> names;  // key -> the op names behind its count (may be empty)
 };
 
 // Reads and validates a budget file; errors name the file, the line and the value.
@@ -35,6 +40,19 @@ protocol::StatusOr<StepBudget> readStepBudget(const std::filesystem::path& path)
 // file renamed over `path`, so a failed write leaves the old budget in place.
 protocol::Status writeStepBudget(const std::filesystem::path& path, const std::string& header,
                                  const StepBudget& budget);
+
+// How the names behind a count changed against the recorded ones: the grown (and new) names,
+// largest growth first (ties by name), and the shrunk (and gone) ones, largest drop first.
+struct NameChange {
+  std::string name;
+  std::int64_t recorded = 0;
+  std::int64_t now = 0;
+};
+struct NameChanges {
+  std::vector<NameChange> grew;
+  std::vector<NameChange> fell;
+};
+NameChanges compareNames(const NameCounts& recorded, const NameCounts& now);
 
 enum class BudgetVerdict {
   kWithin,     // count <= budget and not far below it

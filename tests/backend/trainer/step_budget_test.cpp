@@ -82,8 +82,9 @@ embedding row mask, gradient clipping, lr schedule, AdamW step, zero_grad.
   *_ops           every ATen op, nested ones included (RecordScope::FUNCTION)
   backward_nodes  autograd backward nodes run (RecordScope::BACKWARD_FUNCTION)
   *_allocations   CPU storages allocated (MemorySnapshot::allocationsMade)
-The test fails when a count exceeds its budget and prints the phase's most
-frequent ops; a count more than 5% below its budget passes with a note.
+The test fails when a count exceeds its budget and lists which op names grew
+against the `name` lines below; a count more than 5% below its budget passes
+with a note.
 
 Update after an intended change (and only then):
   FS_RECORD_STEP_BUDGET=1 ./build/tests/step_budget_test
@@ -109,16 +110,29 @@ struct StepCounts {
             {"optimizer_ops", OpCounts::total(optimizer.ops.all)},
             {"optimizer_allocations", optimizer.allocations}};
   }
-  // The names behind a count, and what they are: what a failure prints. Allocations are
-  // not attributed to ops; their phase's top-level ops stand in.
-  std::pair<std::string, const OpTally*> namesBehind(const std::string& key) const {
-    const PhaseCounts& p = key.rfind("forward", 0) == 0    ? forward
-                           : key.rfind("backward", 0) == 0 ? backward
-                                                           : optimizer;
-    if (key == "backward_nodes") return {"backward nodes", &p.ops.backwardNodes};
-    if (key.find("_ops") != std::string::npos && key.find("_top_ops") == std::string::npos)
-      return {"ops", &p.ops.all};
-    return {"top-level ops", &p.ops.topLevel};
+  // The names behind a count: what they are, their tally and the key whose recorded names
+  // they compare with. Allocations are not attributed to ops; their phase's top-level ops
+  // stand in.
+  struct NamesBehind {
+    std::string what;
+    const OpTally* tally;
+    std::string key;
+  };
+  NamesBehind namesBehind(const std::string& key) const {
+    const std::string phase = key.substr(0, key.find('_'));
+    const PhaseCounts& p = phase == "forward" ? forward : phase == "backward" ? backward : optimizer;
+    if (key == "backward_nodes") return {"backward nodes", &p.ops.backwardNodes, key};
+    if (key == phase + "_ops") return {"ops", &p.ops.all, key};
+    return {"top-level ops", &p.ops.topLevel, phase + "_top_ops"};
+  }
+  // The budget to record: the counts and the names behind each op count.
+  StepBudget toBudget() const {
+    StepBudget b{TORCH_VERSION, named(), {}};
+    for (const auto& [key, count] : b.counts) {
+      const NamesBehind n = namesBehind(key);
+      if (n.key == key) b.names[key] = *n.tally;
+    }
+    return b;
   }
 };
 
@@ -242,6 +256,30 @@ std::string topNames(const OpTally& tally) {
   return s;
 }
 
+std::string changeList(const std::vector<NameChange>& changes, std::size_t most) {
+  std::string s;
+  for (std::size_t i = 0; i < changes.size() && i < most; ++i) {
+    const NameChange& c = changes[i];
+    s += "\n      " + c.name + " " + std::to_string(c.recorded) + " -> " + std::to_string(c.now);
+  }
+  if (changes.size() > most) s += "\n      ... and " + std::to_string(changes.size() - most) + " more";
+  return s;
+}
+
+// What grew, against the names recorded with the budget; the most frequent names when none were.
+std::string whatGrew(const StepCounts& counts, const StepBudget& budget, const std::string& key) {
+  const auto behind = counts.namesBehind(key);
+  const auto recorded = budget.names.find(behind.key);
+  if (recorded == budget.names.end()) {
+    return "The phase's most frequent " + behind.what +
+           " (no names recorded to compare with):" + topNames(*behind.tally);
+  }
+  const NameChanges c = compareNames(recorded->second, *behind.tally);
+  return "The phase's " + behind.what + " against the recording (" + behind.key +
+         "), grown:" + changeList(c.grew, 12) +
+         (c.fell.empty() ? "" : "\n    shrunk:" + changeList(c.fell, 6));
+}
+
 class StepBudgetEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
@@ -263,7 +301,7 @@ TEST(StepBudgetTest, OneTinyStepStaysWithinItsRecordedBudget) {
 
   const char* record = std::getenv("FS_RECORD_STEP_BUDGET");
   if (record != nullptr && std::string(record) == "1") {
-    const auto written = writeStepBudget(kBudgetPath, kBudgetHeader, StepBudget{TORCH_VERSION, measured});
+    const auto written = writeStepBudget(kBudgetPath, kBudgetHeader, counts.toBudget());
     ASSERT_TRUE(written.isOk()) << written.message();
     std::printf("recorded %s:\n", kBudgetPath.c_str());
     for (const auto& [key, n] : measured)
@@ -284,14 +322,11 @@ TEST(StepBudgetTest, OneTinyStepStaysWithinItsRecordedBudget) {
       case BudgetVerdict::kWithin:
         std::printf("%-22s %8lld  budget %8lld\n", c.key.c_str(), count, limit);
         break;
-      case BudgetVerdict::kOver: {
-        const auto [what, names] = counts.namesBehind(c.key);
+      case BudgetVerdict::kOver:
         ADD_FAILURE() << c.key << " = " << count << " is over its budget " << limit << " (+" << count - limit
-                      << ") in " << kBudgetPath << ". The phase's most frequent " << what << ":"
-                      << topNames(*names) << "\n    If the growth is intended, " << rerecord
-                      << " and commit the file.";
+                      << ") in " << kBudgetPath << ". " << whatGrew(counts, budget.value(), c.key)
+                      << "\n    If the growth is intended, " << rerecord << " and commit the file.";
         break;
-      }
       case BudgetVerdict::kLowerable:
         std::printf(
             "%-22s %8lld  budget %8lld  %.1f%% below: the budget can be lowered (%s)\n", c.key.c_str(), count,
