@@ -30,6 +30,8 @@ Counter g_total;
 // Each phase's live bytes when g_total.peak was last raised (MemorySnapshot::atPeak).
 std::atomic<std::int64_t> g_at_peak[kPhaseCount];
 std::atomic<std::int64_t> g_allocations{0};
+// Every allocation the wrapper served (MemorySnapshot::allocationsMade); never decremented.
+std::atomic<std::int64_t> g_allocations_made{0};
 // The highest g_total.live since resetStepPeak(): resetMemoryPeaks() leaves it alone.
 std::atomic<std::int64_t> g_step_peak{0};
 
@@ -129,6 +131,7 @@ class TrackingAllocator final : public c10::Allocator {
     h.inner_context = block.release_context();
     std::memcpy(base, &h, sizeof h);
     add(h.phase, static_cast<std::int64_t>(n));
+    g_allocations_made.fetch_add(1, std::memory_order_relaxed);
     void* data = base + kHeaderBytes;
     return c10::DataPtr(data, data, &trackedDelete, device);
   }
@@ -234,6 +237,7 @@ MemorySnapshot memorySnapshot() {
   s.total.peak = g_total.peak.load(std::memory_order_relaxed);
   s.stepPeak = g_step_peak.load(std::memory_order_relaxed);
   s.allocations = g_allocations.load(std::memory_order_relaxed);
+  s.allocationsMade = g_allocations_made.load(std::memory_order_relaxed);
   s.process = readProcessMemory();
   return s;
 }

@@ -33,6 +33,11 @@
 //    every non-tensor allocation. RSS covers all of it, coarsely.
 //  - Phases are per thread: tensors allocated by a data loader thread count as kOther
 //    even while the training thread is in kActivations.
+//  - allocationsMade counts every non-empty allocation the wrapper served since
+//    installation, whatever its phase and whether it was freed since; frees never lower it
+//    and trackExternalBytes() does not raise it. The difference of two snapshots is the
+//    number of CPU storages allocated in between (tests/backend/trainer/step_budget_test
+//    guards it per training step).
 // The counters are relaxed atomics: an allocation costs a few atomic adds.
 //
 // Thread-safety: everything here may be used from any thread. Ownership: the wrapper
@@ -85,6 +90,7 @@ struct MemorySnapshot {
   std::array<std::int64_t, kPhaseCount> atPeak{};  // each phase's live bytes when total.peak was reached
   std::int64_t stepPeak = 0;                       // highest total.live since resetStepPeak()
   std::int64_t allocations = 0;                    // live tracked allocations
+  std::int64_t allocationsMade = 0;                // allocator calls counted since installation (never drops)
   ProcessMemory process;
 
   const PhaseBytes& operator[](Phase p) const { return phases[static_cast<std::size_t>(p)]; }
