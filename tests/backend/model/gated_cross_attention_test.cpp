@@ -91,6 +91,41 @@ TEST(MaskedCrossAttention, TextTimeBeyondTheImagesAttendsUniformly) {
   EXPECT_EQ(columns(w.select(2, 2), 1).abs().sum().item<double>(), 0.0);
 }
 
+// NOTE [Attending tokens]
+TEST(AttendingTokens, EveryPositionAttendingMeansNothingToPack) {
+  const auto tt = mediaTextTime(tokens({{kImage, 2, 3}, {kImage, 4, kImage}}), kImage);
+  EXPECT_FALSE(attendingTokens(tt, {}, 2).defined());
+}
+
+TEST(AttendingTokens, TextBeforeTheFirstImageAndPaddingAreLeftOut) {
+  // Row 0: two words before the image. Row 1: image, word, then two padded positions.
+  const auto tt = mediaTextTime(tokens({{1, 2, kImage, 3}, {kImage, 4, 0, 0}}), kImage);
+  EXPECT_TRUE(torch::equal(attendingTokens(tt, {}, 1), torch::tensor({2, 3, 4, 5, 6, 7}, torch::kLong)));
+  const auto real = torch::tensor({0, 1, 2, 3, 4, 5}, torch::kLong);
+  EXPECT_TRUE(torch::equal(attendingTokens(tt, real, 1), torch::tensor({2, 3, 4, 5}, torch::kLong)));
+}
+
+TEST(AttendingTokens, MoreImageTokensThanSlotsKeepsEveryPosition) {
+  // The third <image> of a row with two slots: its text attends uniformly to every slot.
+  const auto tt = mediaTextTime(tokens({{1, kImage, kImage, kImage, 5}}), kImage);
+  EXPECT_FALSE(attendingTokens(tt, {}, 2).defined());
+  // Only real tokens count: beyond the slots on padding alone, the rest is packed.
+  const auto real = torch::tensor({0, 1, 2}, torch::kLong);
+  EXPECT_TRUE(torch::equal(attendingTokens(tt, real, 2), torch::tensor({1, 2}, torch::kLong)));
+}
+
+TEST(MaskedCrossAttention, PackedToTheAttendingTokensGivesTheSameResultThere) {
+  auto f = make(2, 6);
+  const auto tt = mediaTextTime(tokens({{1, kImage, 2, 3, kImage, 4}}), kImage);
+  const auto attending = attendingTokens(tt, torch::tensor({0, 1, 2, 3, 4}, torch::kLong), 2);
+  ASSERT_TRUE(torch::equal(attending, torch::tensor({1, 2, 3, 4}, torch::kLong)));
+  const auto all = f.attn->forward(f.x, f.media, tt);
+  const auto packed = f.attn->forward(f.x, f.media, tt, attending);
+  EXPECT_TRUE(torch::allclose(packed.narrow(1, 1, 4), all.narrow(1, 1, 4), 1e-6, 1e-7));
+  EXPECT_TRUE(torch::equal(packed.select(1, 0), torch::zeros({1, 16})));  // text before any image
+  EXPECT_TRUE(torch::equal(packed.select(1, 5), torch::zeros({1, 16})));  // not a real token
+}
+
 TEST(GatedCrossAttentionBlock, GatesStartAtZeroSoTheBlockIsTheIdentity) {
   torch::manual_seed(4);
   GatedCrossAttentionBlock block(GatedCrossAttentionOptions(16, 8).heads(2).head_dim(4).ff_mult(2));
