@@ -52,8 +52,10 @@ DatasetActivations forPath(const protocol::RunConfig& c, const protocol::Dataset
   const int64_t perceiver = m.perceiver.depth * perceiverLayer + images * 2 * n * dv;
   const int64_t media = b * big_m * dv;
   // A gated block's feed-forward (its packed input, norm, and the two mx d wide activations) runs on
-  // the real tokens; the cross-attention and the two gates' inputs stay (B, L).
-  const int64_t gatedBlock = tokens * (4 * d + 2 * ix + 2 * m.cross_attn.heads * big_m) +
+  // the real tokens, and so do the cross-attention's norm (input and output) and to_out's input (NOTE
+  // [Attending tokens] in backend/model/gated_cross_attention.h; at most every real token attends); q,
+  // the probabilities and the two gates' inputs stay (B, L).
+  const int64_t gatedBlock = tokens * (2 * d + ix + 2 * m.cross_attn.heads * big_m) + real * (2 * d + ix) +
                              real * (2 * d + 2 * mx * d) + b * 2 * big_m * ix;
   const bool rotary = m.lm.family == "gpt_neox" || m.lm.family == "llama";
   // NOTE [Activation formula], MLP: what each activation's backward keeps. OPT's relu keeps only its

@@ -78,12 +78,17 @@ torch::Tensor scaledDotAttention(const torch::Tensor& q, const torch::Tensor& k,
   return torch::matmul(probs, v);
 }
 
+bool skippingPays(int64_t skipped, int64_t work_per_item) {
+  return static_cast<double>(skipped) * static_cast<double>(work_per_item) >= 262144.0;  // 2^18
+}
+
 Padding paddingFor(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t pad_id,
                    int64_t width) {
+  // At most every position is padding: when even that does not pay, no need to look.
+  if (!skippingPays(attention_mask.numel(), width * width)) return Padding::kCompute;
   const auto masked = attention_mask.eq(0);
   const auto padded = masked.sum().item<int64_t>();
-  const double saved = static_cast<double>(padded) * static_cast<double>(width) * static_cast<double>(width);
-  if (saved < 262144.0) return Padding::kCompute;  // 2^18: NOTE [When skipping pays]
+  if (!skippingPays(padded, width * width)) return Padding::kCompute;
   if ((masked & input_ids.ne(pad_id)).any().item<bool>()) return Padding::kCompute;
   return Padding::kSkip;
 }

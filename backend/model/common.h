@@ -104,7 +104,18 @@ enum class Padding { kCompute, kSkip };
 // padded positions, where a padded position saves ~8 us of a layer's
 // forward and backward against ~60 us of gathering per layer (a LAION batch
 // of 8 x 32 tokens is ~40 % padding). 2^22 until issue 27: it left the
-// LAION batches of a width-128 model computing their padding.
+// LAION batches of a width-128 model computing their padding. The same rule
+// decides whether unreferenced media slots are left out (work: patches x
+// vision width^2 per image; never on tiny, always on small) and whether the
+// cross-attention packs its attending tokens (work: width x heads x
+// head_dim per position; never on tiny, from 4 positions on compare).
+//
+// Whether leaving out `skipped` items (positions, images) pays: skipped x
+// work_per_item >= 2^18, work_per_item being the multiply-adds of one
+// width x width product for one item (width^2 for a position of the LM).
+// NOTE [When skipping pays]; the same rule for padding, media slots and the
+// cross-attention's attending tokens.
+bool skippingPays(int64_t skipped, int64_t work_per_item);
 Padding paddingFor(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t pad_id,
                    int64_t width);
 // The flat indices of the positions where attention_mask is 1; undefined when

@@ -67,14 +67,19 @@ FlamingoImpl::FlamingoImpl(FlamingoOptions opts) : options_(std::move(opts)) {
 // every resampler parameter gets a gradient (DDP's reducer expects one).
 namespace {
 // The flat (B * T_img) indices of the referenced slots; undefined when all or
-// none are referenced.
-torch::Tensor referencedSlots(const torch::Tensor& input_ids, int64_t image_id, int64_t slots) {
-  if (!input_ids.defined() || slots <= 1) return {};
+// none are referenced, or when leaving the others out does not pay
+// (skippingPays, work_per_image: one width x width product over an image's
+// tokens; the tower and the resampler do ~20 of them).
+torch::Tensor referencedSlots(const torch::Tensor& input_ids, int64_t image_id, int64_t slots,
+                              int64_t work_per_image) {
+  // At most every slot is left out: when even that does not pay, no need to look.
+  if (!input_ids.defined() || slots <= 1 || !skippingPays(input_ids.size(0) * slots, work_per_image))
+    return {};
   const auto counts = input_ids.eq(image_id).sum(1, /*keepdim=*/true);  // (B, 1)
   const auto slot = torch::arange(slots, counts.options()).view({1, slots});
   const auto referenced = slot.lt(counts).reshape({-1});
   const auto n = referenced.sum().item<int64_t>();
-  if (n == 0 || n == referenced.numel()) return {};
+  if (n == 0 || !skippingPays(referenced.numel() - n, work_per_image)) return {};
   return referenced.nonzero().view({-1});
 }
 }  // namespace
@@ -86,7 +91,9 @@ torch::Tensor FlamingoImpl::encodeVision(const torch::Tensor& vision_x, const to
   TORCH_CHECK(s[2] == 1, "Flamingo: only single-frame media (F = 1) is supported, got F = ", s[2]);
   TORCH_CHECK(!input_ids.defined() || input_ids.size(0) == s[0], "Flamingo: input_ids batch ",
               input_ids.size(0), " does not match vision_x batch ", s[0]);
-  const auto slots = referencedSlots(input_ids, options_.image_id(), s[1]);
+  const auto& vision = options_.vision();
+  const int64_t work_per_image = vision.gridSize() * vision.gridSize() * vision.width() * vision.width();
+  const auto slots = referencedSlots(input_ids, options_.image_id(), s[1], work_per_image);
   // (B T_img, C, H, W): every slot, or the referenced ones in slot order.
   auto images = vision_x.reshape({s[0] * s[1] * s[2], s[3], s[4], s[5]});
   if (slots.defined()) images = images.index_select(0, slots);

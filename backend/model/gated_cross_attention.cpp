@@ -21,16 +21,19 @@ torch::Tensor mediaTextTime(const torch::Tensor& input_ids, int64_t image_id) {
   return input_ids.eq(image_id).to(torch::kLong).cumsum(-1);
 }
 
-torch::Tensor attendingTokens(const torch::Tensor& text_time, const torch::Tensor& real_tokens,
-                              int64_t slots) {
+torch::Tensor attendingTokens(const torch::Tensor& text_time, const torch::Tensor& real_tokens, int64_t slots,
+                              int64_t work_per_token) {
+  // At most every position is left out: when even that does not pay, no need to look.
+  if (work_per_token > 0 && !skippingPays(text_time.numel(), work_per_token)) return {};
   const auto flat = text_time.reshape({-1});
   const auto candidates =
       real_tokens.defined() ? real_tokens : torch::arange(flat.size(0), flat.options().dtype(torch::kLong));
   const auto time = flat.index_select(0, candidates);
   if (time.gt(slots).any().item<bool>()) return {};  // uniform attention: keep every position
-  const auto keep = time.ge(1);
-  if (!real_tokens.defined() && keep.all().item<bool>()) return {};
-  return candidates.masked_select(keep);
+  const auto attending = candidates.masked_select(time.ge(1));
+  const int64_t left_out = flat.size(0) - attending.size(0);
+  if (left_out == 0 || (work_per_token > 0 && !skippingPays(left_out, work_per_token))) return {};
+  return attending;
 }
 
 // ---------------------------------------------------------------- masked cross-attention
@@ -105,7 +108,9 @@ GatedCrossAttentionBlockImpl::GatedCrossAttentionBlockImpl(GatedCrossAttentionOp
 torch::Tensor GatedCrossAttentionBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& media,
                                                     const torch::Tensor& text_time,
                                                     const torch::Tensor& real_tokens) {
-  const auto attending = attendingTokens(text_time, real_tokens, media.size(1));
+  // One projection's multiply-adds per position (NOTE [When skipping pays]).
+  const auto attending = attendingTokens(text_time, real_tokens, media.size(1),
+                                         options.dim() * options.heads() * options.head_dim());
   const auto h = attn->forward(x, media, text_time, attending) * attn_gate.tanh() + x;
   const auto f = onRealTokens(h, real_tokens, [this](const torch::Tensor& t) { return ff->forward(t); });
   return f * ff_gate.tanh() + h;

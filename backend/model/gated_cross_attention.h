@@ -59,10 +59,11 @@ torch::Tensor mediaTextTime(const torch::Tensor& input_ids, int64_t image_id);
 // <image> tokens than slots has text that attends uniformly to every slot
 // (NOTE [Media masking]); any such real token keeps every position.
 // The flat (B L) indices of the positions that need the cross-attention's
-// result; undefined when every position does (then nothing is packed).
-// real_tokens: NOTE [Skipped padding], undefined = every position real.
-torch::Tensor attendingTokens(const torch::Tensor& text_time, const torch::Tensor& real_tokens,
-                              int64_t slots);
+// result; undefined when every position does, or when leaving the others
+// out does not pay for work_per_token (skippingPays in common.h; 0: always
+// pays). real_tokens: NOTE [Skipped padding], undefined = every position real.
+torch::Tensor attendingTokens(const torch::Tensor& text_time, const torch::Tensor& real_tokens, int64_t slots,
+                              int64_t work_per_token = 0);
 
 class MaskedCrossAttentionImpl : public torch::nn::Module {
  public:

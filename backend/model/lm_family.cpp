@@ -198,7 +198,7 @@ torch::Tensor CausalLmImpl::forward(const torch::Tensor& input_ids, const torch:
 torch::Tensor causalSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                   int64_t heads, double scale, const LayerContext& ctx, double dropout,
                                   bool training) {
-  if (!ctx.packed_offsets.empty() && packedAttentionSupports(q, dropout, training))
+  if (!ctx.packed_offsets.empty() && packedAttentionSupports(q, k, v, dropout, training))
     return packedCausalAttention(q, k, v, heads, scale, ctx.packed_offsets);
   const auto split = [&](const torch::Tensor& t) {
     return splitHeads(unpackTokens(t, ctx.real_tokens, ctx.batch, ctx.length), heads);

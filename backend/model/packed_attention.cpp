@@ -149,8 +149,12 @@ class PackedCausalAttentionFn : public torch::autograd::Function<PackedCausalAtt
 
 }  // namespace
 
-bool packedAttentionSupports(const at::Tensor& q, double dropout, bool training) {
-  return q.device().is_cpu() && q.scalar_type() == torch::kFloat && !(training && dropout > 0.0);
+bool packedAttentionSupports(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout,
+                             bool training) {
+  const auto cpuFloat = [](const at::Tensor& t) {
+    return t.device().is_cpu() && t.scalar_type() == torch::kFloat;
+  };
+  return cpuFloat(q) && cpuFloat(k) && cpuFloat(v) && !(training && dropout > 0.0);
 }
 
 at::Tensor packedCausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t heads,
@@ -163,8 +167,9 @@ at::Tensor packedCausalAttention(const at::Tensor& q, const at::Tensor& k, const
   TORCH_CHECK(!offsets.empty() && offsets.front() == 0 && offsets.back() == q.size(0) &&
                   std::is_sorted(offsets.begin(), offsets.end()),
               "packedCausalAttention: offsets must rise from 0 to the ", q.size(0), " packed rows");
-  TORCH_CHECK(packedAttentionSupports(q, 0.0, false), "packedCausalAttention: fp32 CPU tensors only, got ",
-              q.scalar_type(), " on ", q.device());
+  TORCH_CHECK(packedAttentionSupports(q, k, v, 0.0, false),
+              "packedCausalAttention: fp32 CPU tensors only, got ", q.scalar_type(), ", ", k.scalar_type(),
+              ", ", v.scalar_type(), " on ", q.device());
   return PackedCausalAttentionFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), heads, scale,
                                         offsets);
 }

@@ -24,10 +24,12 @@
 
 namespace fs::model {
 
-// Whether packedCausalAttention handles tensors like `q` with this dropout:
-// fp32 on the CPU, no dropout on the probabilities while training. Other
+// Whether packedCausalAttention handles q, k and v with this dropout: all
+// three fp32 on the CPU (under CPU autocast a family may hand over fp32 q
+// with bf16 k and v), no dropout on the probabilities while training. Other
 // cases take the composite path (scaledDotAttention with the causal bias).
-bool packedAttentionSupports(const at::Tensor& q, double dropout, bool training);
+bool packedAttentionSupports(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout,
+                             bool training);
 
 // q, k, v (N, H*D), rows grouped by sample: sample b owns rows
 // [offsets[b], offsets[b+1]) in sequence order (offsets has B+1 entries,

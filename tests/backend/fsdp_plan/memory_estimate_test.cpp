@@ -231,7 +231,7 @@ TEST(MemoryEstimate, ActivationsShrinkWithCheckpointing) {
 }
 
 // NOTE [Activation formula], two paths: a batch computes every position, or, with at least 2^18 / d^2
-// positions padded (small's width 256: 64), skips them; the most it then holds is with exactly 64 padded
+// positions padded (small's width 256: 4), skips them; the most it then holds is with exactly 4 padded
 // and every sequence full but one. Both paths are planned; measured per operator on OPT
 // (fsdp_peak_probe --live-at-peak).
 TEST(MemoryEstimate, BothPathsThroughTheLanguageModelArePlanned) {
@@ -243,12 +243,12 @@ TEST(MemoryEstimate, BothPathsThroughTheLanguageModelArePlanned) {
     return estimateActivations(c, dtype).datasets[1];
   };
   const int64_t d = 256, f = 1024, h = 4, v = 1026;
-  // 1 x 64 positions cannot skip 64 and keep a real token: one path.
-  const auto alone = mmc4(1, 64, "opt", Dtype::kFloat32);
+  // 1 x 4 positions cannot skip 4 and keep a real token: one path.
+  const auto alone = mmc4(1, 4, "opt", Dtype::kFloat32);
   ASSERT_EQ(alone.paths.size(), 1u);
-  EXPECT_EQ(alone.paths[0].decoderLayer, (64 * (7 * d + f) + 64 * h * 64) * 4);
+  EXPECT_EQ(alone.paths[0].decoderLayer, (4 * (7 * d + f) + 4 * h * 4) * 4);
 
-  // Small's MMC4 batch, 4 x 128: 448 real tokens when padding is skipped (128, 128, 128, 64).
+  // Small's MMC4 batch, 4 x 128: 508 real tokens when padding is skipped (128, 128, 128, 124).
   const auto opt = mmc4(4, 128, "opt", Dtype::kFloat32);
   ASSERT_EQ(opt.paths.size(), 2u);
   const auto& every = opt.paths[0];
@@ -259,14 +259,16 @@ TEST(MemoryEstimate, BothPathsThroughTheLanguageModelArePlanned) {
   EXPECT_EQ(every.decoderLayerBackward, (512 * 2 * f + 2 * 512 * d) * 4);
   // Packed float32 attention: the input and two dropout masks per position, 7 d + relu per real token,
   // probabilities per sample.
-  EXPECT_EQ(skip.decoderLayer, (512 * 3 * d + 448 * (7 * d + f) + h * (3 * 128 * 128 + 64 * 64)) * 4);
-  EXPECT_EQ(skip.decoderLayerBackward, (448 * 2 * f + 2 * 512 * d) * 4);
-  // A gated block's feed-forward on the real tokens (ix = 128, 4 heads over M = 3 x 16 media tokens).
-  EXPECT_EQ(skip.gatedBlock,
-            (512 * (4 * d + 2 * 128 + 2 * 4 * 48) + 448 * (2 * d + 2 * 4 * d) + 4 * 2 * 48 * 128) * 4);
+  EXPECT_EQ(skip.decoderLayer, (512 * 3 * d + 508 * (7 * d + f) + h * (3 * 128 * 128 + 124 * 124)) * 4);
+  EXPECT_EQ(skip.decoderLayerBackward, (508 * 2 * f + 2 * 512 * d) * 4);
+  // A gated block's feed-forward, and its attention's norm and to_out, on the real tokens (ix = 128, 4
+  // heads over M = 3 x 16 media tokens).
+  EXPECT_EQ(skip.gatedBlock, (512 * (2 * d + 128 + 2 * 4 * 48) + 508 * (2 * d + 128) +
+                              508 * (2 * d + 2 * 4 * d) + 4 * 2 * 48 * 128) *
+                                 4);
   EXPECT_EQ(every.gatedBlock, (512 * (6 * d + 2 * 128 + 2 * 4 * d + 2 * 4 * 48) + 4 * 2 * 48 * 128) * 4);
   // The head's product on the real tokens and its scatter, inside the head's unit.
-  EXPECT_EQ(skip.headInUnitForward, (448 + 512) * v * 4);
+  EXPECT_EQ(skip.headInUnitForward, (508 + 512) * v * 4);
   EXPECT_EQ(every.headInUnitForward, 2 * 512 * v * 4);
   EXPECT_GT(opt.withoutCheckpointing, 0);
 
@@ -274,8 +276,8 @@ TEST(MemoryEstimate, BothPathsThroughTheLanguageModelArePlanned) {
   // (2 d + MLP) per real token; MPT's MLP keeps 2 f.
   const auto mpt = mmc4(4, 128, "mpt", Dtype::kFloat32);
   ASSERT_EQ(mpt.paths.size(), 2u);
-  EXPECT_EQ(mpt.paths[1].decoderLayer, (512 * 10 * d + 448 * (2 * d + 2 * f) + 512 * h * 128) * 4);
-  EXPECT_EQ(mpt.paths[1].decoderLayerBackward, (448 * 2 * f + 2 * 512 * d) * 4);
+  EXPECT_EQ(mpt.paths[1].decoderLayer, (512 * 10 * d + 508 * (2 * d + 2 * f) + 512 * h * 128) * 4);
+  EXPECT_EQ(mpt.paths[1].decoderLayerBackward, (508 * 2 * f + 2 * 512 * d) * 4);
   // Where the attention's backward is the larger: the packed one's dq, dk, dv with a narrow MLP.
   {
     protocol::RunConfig c = test::preset("small");
@@ -284,11 +286,11 @@ TEST(MemoryEstimate, BothPathsThroughTheLanguageModelArePlanned) {
     const auto& narrow = estimateActivations(c, Dtype::kFloat32).datasets[1].paths;
     ASSERT_EQ(narrow.size(), 2u);
     EXPECT_EQ(narrow[0].decoderLayerBackward, (2 * 512 * h * 128 + 2 * 512 * d) * 4);
-    EXPECT_EQ(narrow[1].decoderLayerBackward, 3 * 448 * d * 4);
+    EXPECT_EQ(narrow[1].decoderLayerBackward, 3 * 508 * d * 4);
   }
   // bf16: probabilities in fp32 plus the bf16 copy (4 + 2 bytes per element of 2).
   const auto bf16 = mmc4(4, 128, "opt", Dtype::kBFloat16);
-  EXPECT_EQ(bf16.paths[1].decoderLayer, (512 * 10 * d + 448 * (2 * d + f) + 512 * h * 128 * 3) * 2);
+  EXPECT_EQ(bf16.paths[1].decoderLayer, (512 * 10 * d + 508 * (2 * d + f) + 512 * h * 128 * 3) * 2);
 }
 
 }  // namespace

@@ -10,6 +10,23 @@
 namespace fs::model {
 namespace {
 
+// The tiny preset with a 128-wide vision tower: leaving one 32 px image out
+// pays (16 patches x 128^2 >= 2^18, NOTE [When skipping pays]); with the
+// tiny tower's width 32 it never does and every slot is encoded.
+FlamingoOptions slotOptions() {
+  auto c = testing::tinyConfig();
+  c.vision.width = 128;
+  c.vision.output_dim = 128;
+  auto o = FlamingoOptions::fromConfig(c);
+  o.lm().noDropout();
+  return o;
+}
+
+Flamingo buildSlotModel() {
+  torch::manual_seed(0);
+  return Flamingo(slotOptions());
+}
+
 struct Case {
   torch::Tensor vision_x;  // (4, 3, 1, 3, H, W)
   torch::Tensor input_ids;
@@ -39,7 +56,7 @@ struct Result {
 };
 
 Result run(bool checkpointing, bool referenced_only) {
-  auto options = testing::tinyOptions();
+  auto options = slotOptions();
   options.gradient_checkpointing(checkpointing);
   torch::manual_seed(3);
   Flamingo model(options);
@@ -69,9 +86,10 @@ void expectSame(bool checkpointing) {
   for (size_t i = 0; i < all.grads.size(); ++i) {
     const auto& [name, g] = all.grads[i];
     EXPECT_EQ(name, referenced.grads[i].first);
-    // Relative to the tensor's largest entry: summation order moves small entries.
+    // Relative to the tensor's largest entry: summation order moves small
+    // entries, and a gate's gradient is one sum over every position (2e-5 seen).
     const double scale = std::max(1e-3, g.abs().max().item<double>());
-    EXPECT_LE((g - referenced.grads[i].second).abs().max().item<double>(), 1e-5 * scale) << name;
+    EXPECT_LE((g - referenced.grads[i].second).abs().max().item<double>(), 1e-4 * scale) << name;
   }
 }
 
@@ -84,7 +102,7 @@ TEST(MediaSlots, AlsoUnderGradientCheckpointing) {
 }
 
 TEST(MediaSlots, UnreferencedSlotsGetZeroMediaAndReferencedOnesTheirOwn) {
-  auto model = testing::buildTiny();
+  auto model = buildSlotModel();
   const auto c = slotsCase(model->options());
   torch::NoGradGuard no_grad;
   const auto all = model->encodeVision(c.vision_x);
@@ -106,15 +124,22 @@ TEST(MediaSlots, UnreferencedSlotsGetZeroMediaAndReferencedOnesTheirOwn) {
 }
 
 TEST(MediaSlots, EverySlotReferencedEncodesEverything) {
-  auto model = testing::buildTiny();
+  auto model = buildSlotModel();
   const auto batch = testing::tinyBatch(model->options());  // both rows refer to both slots
   torch::NoGradGuard no_grad;
   EXPECT_TRUE(torch::equal(model->encodeVision(batch.vision_x, batch.input_ids),
                            model->encodeVision(batch.vision_x)));
 }
 
+TEST(MediaSlots, WhenLeavingOutDoesNotPayEverySlotIsEncoded) {
+  auto model = testing::buildTiny();  // 16 patches x 32^2 per image: below 2^18 for the 4 slots left out
+  const auto c = slotsCase(model->options());
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(torch::equal(model->encodeVision(c.vision_x, c.input_ids), model->encodeVision(c.vision_x)));
+}
+
 TEST(MediaSlots, MismatchedBatchIsRefused) {
-  auto model = testing::buildTiny();
+  auto model = buildSlotModel();
   const auto batch = testing::tinyBatch(model->options());
   EXPECT_THROW(model->encodeVision(batch.vision_x, batch.input_ids.narrow(0, 0, 1)), c10::Error);
 }

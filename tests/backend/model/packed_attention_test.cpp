@@ -111,9 +111,18 @@ TEST(PackedAttention, BadInputsNameTheProblem) {
                               {0, 4});
       },
       "fp32 CPU tensors only");
-  EXPECT_TRUE(packedAttentionSupports(t, 0.1, false));
-  EXPECT_FALSE(packedAttentionSupports(t, 0.1, true));
-  EXPECT_FALSE(packedAttentionSupports(t.to(torch::kBFloat16), 0.0, true));
+  fails(
+      [&] {
+        packedCausalAttention(t, t.to(torch::kBFloat16), t, 2, 1.0, {0, 4});
+      },
+      "fp32 CPU tensors only");
+  const auto bf = t.to(torch::kBFloat16);
+  EXPECT_TRUE(packedAttentionSupports(t, t, t, 0.1, false));
+  EXPECT_FALSE(packedAttentionSupports(t, t, t, 0.1, true));
+  EXPECT_FALSE(packedAttentionSupports(bf, bf, bf, 0.0, true));
+  // CPU autocast: fp32 q (rotated in fp32) with bf16 k and v takes the composite path.
+  EXPECT_FALSE(packedAttentionSupports(t, bf, t, 0.0, false));
+  EXPECT_FALSE(packedAttentionSupports(t, t, bf, 0.0, false));
 }
 
 }  // namespace
