@@ -1,10 +1,12 @@
 #include "backend/model/gated_cross_attention.h"
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <cmath>
 
 #include "backend/model/common.h"
+#include "backend/model/slot_attention.h"
 #include "backend/protocol/config/config_types.h"
 
 namespace fs::model {
@@ -83,6 +85,21 @@ torch::Tensor MaskedCrossAttentionImpl::probabilities(const torch::Tensor& x, co
 torch::Tensor MaskedCrossAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& media,
                                                 const torch::Tensor& text_time,
                                                 const torch::Tensor& attending) {
+  const bool fp32 = x.device().is_cpu() && x.scalar_type() == torch::kFloat &&
+                    media.scalar_type() == torch::kFloat && to_q->weight.scalar_type() == torch::kFloat &&
+                    !at::autocast::is_cpu_enabled();
+  if (attending.defined() && fp32) {
+    // NOTE [Slot attention]: each attending token against its own slot's latents only.
+    TORCH_CHECK(media.dim() == 4, "MaskedCrossAttention: expected media (B, T_img, n, D), got ",
+                media.sizes());
+    const auto t_img = media.size(1);
+    const auto n = media.size(2);
+    const auto q = to_q->forward(norm->forward(packTokens(x, attending)));
+    const auto kv = to_kv->forward(media.reshape({-1, media.size(3)})).chunk(2, -1);
+    const auto out = slotAttention(q, kv[0], kv[1], heads, n, 1.0 / std::sqrt(double(head_dim)),
+                                   slotRuns(attending, text_time, t_img));
+    return unpackTokens(to_out->forward(out), attending, x.size(0), x.size(1));
+  }
   torch::Tensor v;
   const auto attn = probabilities(x, media, text_time, attending, &v);
   const auto out = mergeHeads(torch::matmul(attn, v));  // (B, L, inner)

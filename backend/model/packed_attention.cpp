@@ -21,13 +21,37 @@ struct Block {
   int64_t col;
 };
 
-template <typename F>
-void forEachBlock(const std::vector<int64_t>& offsets, int64_t heads, int64_t head_dim, F&& f) {
+// Every (sample, head) block with its probabilities' offset (blocks in
+// sample-major order, each n x n floats), so blocks can run in parallel: each
+// writes its own rows x head columns of the outputs.
+struct PlacedBlock {
+  Block block;
+  int64_t probs;  // offset of its n x n probabilities
+};
+
+std::vector<PlacedBlock> placedBlocks(const std::vector<int64_t>& offsets, int64_t heads, int64_t head_dim) {
+  std::vector<PlacedBlock> blocks;
+  int64_t at = 0;
   for (size_t b = 0; b + 1 < offsets.size(); ++b) {
     const int64_t n = offsets[b + 1] - offsets[b];
     if (n == 0) continue;
-    for (int64_t h = 0; h < heads; ++h) f(Block{offsets[b], n, h * head_dim});
+    for (int64_t h = 0; h < heads; ++h) {
+      blocks.push_back({Block{offsets[b], n, h * head_dim}, at});
+      at += n * n;
+    }
   }
+  return blocks;
+}
+
+// f(block, probabilities offset) over every block, in parallel over the
+// intra-op threads (NOTE [Packed attention]).
+template <typename F>
+void forEachBlock(const std::vector<int64_t>& offsets, int64_t heads, int64_t head_dim, F&& f) {
+  const auto blocks = placedBlocks(offsets, heads, head_dim);
+  at::parallel_for(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      f(blocks[static_cast<size_t>(i)].block, blocks[static_cast<size_t>(i)].probs);
+  });
 }
 
 int64_t probabilityFloats(const std::vector<int64_t>& offsets, int64_t heads) {
@@ -83,15 +107,15 @@ class PackedCausalAttentionFn : public torch::autograd::Function<PackedCausalAtt
     float* op = out.data_ptr<float>();
     float* pp = probs.data_ptr<float>();
     const auto alpha = static_cast<float>(scale);
-    forEachBlock(offsets, heads, hd, [&](const Block& blk) {
+    forEachBlock(offsets, heads, hd, [&](const Block& blk, int64_t probs_at) {
       const int64_t at = blk.row * ld + blk.col;
       const int n = static_cast<int>(blk.n);
+      float* p = pp + probs_at;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, static_cast<int>(hd), alpha, qp + at,
-                  static_cast<int>(ld), kp + at, static_cast<int>(ld), 0.0f, pp, n);
-      causalSoftmaxRows(pp, blk.n);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, static_cast<int>(hd), n, 1.0f, pp, n, vp + at,
+                  static_cast<int>(ld), kp + at, static_cast<int>(ld), 0.0f, p, n);
+      causalSoftmaxRows(p, blk.n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, static_cast<int>(hd), n, 1.0f, p, n, vp + at,
                   static_cast<int>(ld), 0.0f, op + at, static_cast<int>(ld));
-      pp += blk.n * blk.n;
     });
     ctx->save_for_backward({q, k, v, probs});
     ctx->saved_data["heads"] = heads;
@@ -117,20 +141,22 @@ class PackedCausalAttentionFn : public torch::autograd::Function<PackedCausalAtt
     auto dv = torch::empty_like(v);
     int64_t longest = 0;
     for (size_t b = 0; b + 1 < offsets.size(); ++b) longest = std::max(longest, offsets[b + 1] - offsets[b]);
-    std::vector<float> ds(static_cast<size_t>(longest * longest));
     const float* qp = q.data_ptr<float>();
     const float* kp = k.data_ptr<float>();
     const float* vp = v.data_ptr<float>();
     const float* gp = dout.data_ptr<float>();
-    const float* pp = probs.data_ptr<float>();
+    const float* probs_base = probs.data_ptr<float>();
     float* dqp = dq.data_ptr<float>();
     float* dkp = dk.data_ptr<float>();
     float* dvp = dv.data_ptr<float>();
     const int l = static_cast<int>(ld);
     const int d = static_cast<int>(hd);
-    forEachBlock(offsets, heads, hd, [&](const Block& blk) {
+    forEachBlock(offsets, heads, hd, [&](const Block& blk, int64_t probs_at) {
+      thread_local std::vector<float> ds;  // dP, then dS: per thread
+      ds.resize(static_cast<size_t>(longest * longest));
       const int64_t at = blk.row * ld + blk.col;
       const int n = static_cast<int>(blk.n);
+      const float* pp = probs_base + probs_at;
       // dV = P^T dO; dP = dO V^T; dS from dP; dQ = scale dS K; dK = scale dS^T Q.
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, n, 1.0f, pp, n, gp + at, l, 0.0f, dvp + at,
                   l);
@@ -141,7 +167,6 @@ class PackedCausalAttentionFn : public torch::autograd::Function<PackedCausalAtt
                   dqp + at, l);
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, n, alpha, ds.data(), n, qp + at, l, 0.0f,
                   dkp + at, l);
-      pp += blk.n * blk.n;
     });
     return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

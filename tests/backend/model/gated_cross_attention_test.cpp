@@ -126,6 +126,48 @@ TEST(MaskedCrossAttention, PackedToTheAttendingTokensGivesTheSameResultThere) {
   EXPECT_TRUE(torch::equal(packed.select(1, 5), torch::zeros({1, 16})));  // not a real token
 }
 
+// NOTE [Slot attention]: the packed path's gradients (x, media, every
+// weight) equal the masked path's when only the attending positions count.
+TEST(MaskedCrossAttention, PackedSlotAttentionGivesTheMaskedPathsGradients) {
+  // Row 0: text, image 1, text, image 2, text. Row 1: image 1, text, then padding (not real).
+  const auto ids = tokens({{1, kImage, 2, 3, kImage, 4}, {kImage, 5, 6, 0, 0, 0}});
+  const auto tt = mediaTextTime(ids, kImage);
+  const auto real = torch::tensor({0, 1, 2, 3, 4, 5, 6, 7, 8}, torch::kLong);
+  const auto attending = attendingTokens(tt, real, 2);
+  ASSERT_TRUE(torch::equal(attending, torch::tensor({1, 2, 3, 4, 5, 6, 7, 8}, torch::kLong)));
+  auto keep = torch::zeros({12}, torch::kFloat);
+  keep.index_fill_(0, attending, 1.0f);
+  struct Out {
+    torch::Tensor y, dx, dmedia;
+    std::vector<torch::Tensor> dw;
+  };
+  const auto run = [&](bool packed) {
+    torch::manual_seed(3);
+    MaskedCrossAttention attn(GatedCrossAttentionOptions(16, 8).heads(2).head_dim(4));
+    auto x = torch::randn({2, 6, 16}, torch::requires_grad());
+    auto media = torch::randn({2, 2, kLatents, 8}, torch::requires_grad());
+    Out o;
+    o.y = packed ? attn->forward(x, media, tt, attending) : attn->forward(x, media, tt);
+    torch::manual_seed(4);
+    (o.y * torch::randn_like(o.y) * keep.view({2, 6, 1})).sum().backward();
+    o.dx = x.grad();
+    o.dmedia = media.grad();
+    for (const auto& p : attn->parameters()) o.dw.push_back(p.grad());
+    return o;
+  };
+  const auto packed = run(true);
+  const auto dense = run(false);
+  const auto at = [&](const torch::Tensor& t) { return t.reshape({12, -1}).index_select(0, attending); };
+  EXPECT_TRUE(torch::allclose(at(packed.y), at(dense.y), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(packed.dx, dense.dx, 1e-5, 1e-6)) << (packed.dx - dense.dx).abs().max();
+  EXPECT_TRUE(torch::allclose(packed.dmedia, dense.dmedia, 1e-5, 1e-6))
+      << (packed.dmedia - dense.dmedia).abs().max();
+  ASSERT_EQ(packed.dw.size(), dense.dw.size());
+  for (size_t i = 0; i < packed.dw.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(packed.dw[i], dense.dw[i], 1e-5, 1e-6)) << i;
+  }
+}
+
 TEST(GatedCrossAttentionBlock, GatesStartAtZeroSoTheBlockIsTheIdentity) {
   torch::manual_seed(4);
   GatedCrossAttentionBlock block(GatedCrossAttentionOptions(16, 8).heads(2).head_dim(4).ff_mult(2));
