@@ -10,8 +10,9 @@
 // about a third), and working on the packed (N, H*D) projections directly
 // (BLAS leading dimensions pick a head's columns) drops the scatter to (B, L),
 // the head split, the (B, H, L, L) bias add and the head merge the composite
-// path pays per layer. Forward and backward call BLAS per (sample, head);
-// the backward is the softmax's closed form (dS = P * (dP - rowsum(P * dP))).
+// path pays per layer. Forward and backward call BLAS per (sample, head),
+// the blocks in parallel over the intra-op threads (each writes its own rows
+// and head columns); the backward is the softmax's closed form (dS = P * (dP - rowsum(P * dP))).
 // Probabilities are kept for backward: the same B·H·n² floats the composite
 // path's autograd keeps. Real positions get the composite path's values up to
 // float summation order (packed_attention_test).
