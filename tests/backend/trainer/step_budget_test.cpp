@@ -63,16 +63,22 @@ const std::filesystem::path kBudgetPath =
     std::filesystem::path(FS_SOURCE_DIR) / "tests/backend/trainer/step_budget.txt";
 const std::filesystem::path kConfigPath =
     std::filesystem::path(FS_SOURCE_DIR) / "resources/presets/tiny.yaml";
+const std::filesystem::path kCompareBudgetPath =
+    std::filesystem::path(FS_SOURCE_DIR) / "tests/backend/trainer/step_budget_compare.txt";
+const std::filesystem::path kCompareConfigPath =
+    std::filesystem::path(FS_SOURCE_DIR) / "bench/configs/compare.yaml";
 constexpr int kWarmupSteps = 2;
 constexpr int kSlackPercent = 5;  // a count more than this far below its budget says it can be lowered
 
-constexpr const char* kBudgetHeader =
-    R"(The op and allocation budget of one training step, read by
+// The budget file's header comment; `config` names the config it counts.
+std::string budgetHeader(const std::string& config) {
+  return std::string(R"(The op and allocation budget of one training step, read by
 tests/backend/trainer/step_budget_test (issue 27 item 4; docs/benchmarks.md,
 "Op and allocation budget of one train step").
 
 The step is the one bench/train_step_bench.cpp times (Trainer::trainIteration +
-Trainer::optimizerStep) on resources/presets/tiny.yaml with synthetic batches,
+Trainer::optimizerStep) on )") +
+         config + R"( with synthetic batches,
 one intra-op thread and the CPU memory tracker installed: two warm-up steps,
 then step 3 is counted. Phases: forward = labels, forward, loss and loss.item()
 of each dataset; backward = the scaled loss and its backward; optimizer =
@@ -89,6 +95,7 @@ with a note.
 Update after an intended change (and only then):
   FS_RECORD_STEP_BUDGET=1 ./build/tests/step_budget_test
 rewrites this file from the measured counts; review the diff and commit it.)";
+}
 
 struct PhaseCounts {
   OpCounts ops;
@@ -290,9 +297,12 @@ class StepBudgetEnvironment : public ::testing::Environment {
 };
 const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new StepBudgetEnvironment);
 
-TEST(StepBudgetTest, OneTinyStepStaysWithinItsRecordedBudget) {
-  auto load = protocol::loadConfigFile(kConfigPath.string());
-  ASSERT_TRUE(load.ok()) << kConfigPath << ": " << protocol::formatProblems(load.problems);
+// Counts one step of `configPath` and checks it against `budgetPath` (or
+// records it there under FS_RECORD_STEP_BUDGET=1).
+void checkStepBudget(const std::filesystem::path& configPath, const std::filesystem::path& budgetPath,
+                     const std::string& header) {
+  auto load = protocol::loadConfigFile(configPath.string());
+  ASSERT_TRUE(load.ok()) << configPath << ": " << protocol::formatProblems(load.problems);
   const StepCounts counts = countOneStep(load.config);
   const NamedCounts measured = counts.named();
   // Deterministic, or the guard would be flaky: a second fresh set-up counts the same.
@@ -301,17 +311,17 @@ TEST(StepBudgetTest, OneTinyStepStaysWithinItsRecordedBudget) {
 
   const char* record = std::getenv("FS_RECORD_STEP_BUDGET");
   if (record != nullptr && std::string(record) == "1") {
-    const auto written = writeStepBudget(kBudgetPath, kBudgetHeader, counts.toBudget());
+    const auto written = writeStepBudget(budgetPath, header, counts.toBudget());
     ASSERT_TRUE(written.isOk()) << written.message();
-    std::printf("recorded %s:\n", kBudgetPath.c_str());
+    std::printf("recorded %s:\n", budgetPath.c_str());
     for (const auto& [key, n] : measured)
       std::printf("  %-22s %lld\n", key.c_str(), static_cast<long long>(n));
     return;
   }
-  auto budget = readStepBudget(kBudgetPath);
+  auto budget = readStepBudget(budgetPath);
   ASSERT_TRUE(budget.isOk()) << budget.status().message();
   if (budget->libtorch != TORCH_VERSION) {
-    GTEST_SKIP() << kBudgetPath << " was recorded with LibTorch " << budget->libtorch << ", this is "
+    GTEST_SKIP() << budgetPath << " was recorded with LibTorch " << budget->libtorch << ", this is "
                  << TORCH_VERSION << ": op counts differ between versions (FS_RECORD_STEP_BUDGET=1 records "
                  << "them for this one)";
   }
@@ -324,7 +334,7 @@ TEST(StepBudgetTest, OneTinyStepStaysWithinItsRecordedBudget) {
         break;
       case BudgetVerdict::kOver:
         ADD_FAILURE() << c.key << " = " << count << " is over its budget " << limit << " (+" << count - limit
-                      << ") in " << kBudgetPath << ". " << whatGrew(counts, budget.value(), c.key)
+                      << ") in " << budgetPath << ". " << whatGrew(counts, budget.value(), c.key)
                       << "\n    If the growth is intended, " << rerecord << " and commit the file.";
         break;
       case BudgetVerdict::kLowerable:
@@ -333,15 +343,26 @@ TEST(StepBudgetTest, OneTinyStepStaysWithinItsRecordedBudget) {
             limit, 100.0 * static_cast<double>(limit - count) / static_cast<double>(limit), rerecord.c_str());
         break;
       case BudgetVerdict::kNoBudget:
-        ADD_FAILURE() << kBudgetPath << " has no budget for " << c.key << " (measured " << count << "); "
+        ADD_FAILURE() << budgetPath << " has no budget for " << c.key << " (measured " << count << "); "
                       << rerecord;
         break;
       case BudgetVerdict::kStale:
-        ADD_FAILURE() << kBudgetPath << " has a budget for " << c.key
-                      << ", which this test does not measure; " << rerecord;
+        ADD_FAILURE() << budgetPath << " has a budget for " << c.key << ", which this test does not measure; "
+                      << rerecord;
         break;
     }
   }
+}
+
+TEST(StepBudgetTest, OneTinyStepStaysWithinItsRecordedBudget) {
+  checkStepBudget(kConfigPath, kBudgetPath, budgetHeader("resources/presets/tiny.yaml"));
+}
+
+// The compare shapes (bench/configs/compare.yaml): the paths tiny does not
+// take (NOTE [When skipping pays]): skipped padding, unreferenced media slots
+// left out, the cross-attention's attending tokens and slot attention.
+TEST(StepBudgetTest, OneCompareStepStaysWithinItsRecordedBudget) {
+  checkStepBudget(kCompareConfigPath, kCompareBudgetPath, budgetHeader("bench/configs/compare.yaml"));
 }
 
 }  // namespace
