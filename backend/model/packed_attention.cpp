@@ -43,14 +43,19 @@ std::vector<PlacedBlock> placedBlocks(const std::vector<int64_t>& offsets, int64
   return blocks;
 }
 
-// f(block, probabilities offset) over every block, in parallel over the
-// intra-op threads (NOTE [Packed attention]).
+// f(block, probabilities offset, scratch) over every block, in parallel over
+// the intra-op threads (NOTE [Packed attention]). `scratch` holds
+// scratch_floats floats for the calling chunk of blocks alone, freed after.
 template <typename F>
-void forEachBlock(const std::vector<int64_t>& offsets, int64_t heads, int64_t head_dim, F&& f) {
+void forEachBlock(const std::vector<int64_t>& offsets, int64_t heads, int64_t head_dim,
+                  int64_t scratch_floats, F&& f) {
   const auto blocks = placedBlocks(offsets, heads, head_dim);
   at::parallel_for(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      f(blocks[static_cast<size_t>(i)].block, blocks[static_cast<size_t>(i)].probs);
+    std::vector<float> scratch(static_cast<size_t>(scratch_floats));
+    for (int64_t i = begin; i < end; ++i) {
+      const auto& placed = blocks[static_cast<size_t>(i)];
+      f(placed.block, placed.probs, scratch.data());
+    }
   });
 }
 
@@ -107,7 +112,7 @@ class PackedCausalAttentionFn : public torch::autograd::Function<PackedCausalAtt
     float* op = out.data_ptr<float>();
     float* pp = probs.data_ptr<float>();
     const auto alpha = static_cast<float>(scale);
-    forEachBlock(offsets, heads, hd, [&](const Block& blk, int64_t probs_at) {
+    forEachBlock(offsets, heads, hd, 0, [&](const Block& blk, int64_t probs_at, float*) {
       const int64_t at = blk.row * ld + blk.col;
       const int n = static_cast<int>(blk.n);
       float* p = pp + probs_at;
@@ -151,22 +156,21 @@ class PackedCausalAttentionFn : public torch::autograd::Function<PackedCausalAtt
     float* dvp = dv.data_ptr<float>();
     const int l = static_cast<int>(ld);
     const int d = static_cast<int>(hd);
-    forEachBlock(offsets, heads, hd, [&](const Block& blk, int64_t probs_at) {
-      thread_local std::vector<float> ds;  // dP, then dS: per thread
-      ds.resize(static_cast<size_t>(longest * longest));
+    // ds: dP, then dS, of one block at a time.
+    forEachBlock(offsets, heads, hd, longest * longest, [&](const Block& blk, int64_t probs_at, float* ds) {
       const int64_t at = blk.row * ld + blk.col;
       const int n = static_cast<int>(blk.n);
       const float* pp = probs_base + probs_at;
       // dV = P^T dO; dP = dO V^T; dS from dP; dQ = scale dS K; dK = scale dS^T Q.
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, n, 1.0f, pp, n, gp + at, l, 0.0f, dvp + at,
                   l);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, 1.0f, gp + at, l, vp + at, l, 0.0f,
-                  ds.data(), n);
-      softmaxBackwardRows(pp, ds.data(), blk.n);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, n, alpha, ds.data(), n, kp + at, l, 0.0f,
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, 1.0f, gp + at, l, vp + at, l, 0.0f, ds,
+                  n);
+      softmaxBackwardRows(pp, ds, blk.n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, n, alpha, ds, n, kp + at, l, 0.0f,
                   dqp + at, l);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, n, alpha, ds.data(), n, qp + at, l, 0.0f,
-                  dkp + at, l);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, n, alpha, ds, n, qp + at, l, 0.0f, dkp + at,
+                  l);
     });
     return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
