@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "backend/model/common.h"
+#include "backend/model/gated_cross_attention.h"
 #include "tiny_model.h"
 
 namespace fs::model {
@@ -17,9 +18,14 @@ struct Result {
   std::vector<std::pair<std::string, torch::Tensor>> grads;
 };
 
-Result run(const std::string& variant, bool checkpointing, Padding padding) {
+// wide: 16 x 64 cross-attention heads and no row with more <image> tokens
+// than slots, so that with padding skipped the gated blocks take NOTE
+// [Attending tokens] and NOTE [Slot attention] (leaving 13 positions out
+// pays: 13 x 32 x 1024 >= 2^18), and with padding computed the masked path.
+Result run(const std::string& variant, bool checkpointing, Padding padding, bool wide = false) {
   auto options = testing::tinyOptions(variant);
   options.gradient_checkpointing(checkpointing);
+  if (wide) options.cross_attn().heads(16).head_dim(64);
   torch::manual_seed(3);
   Flamingo model(options);
   testing::setGates(model);
@@ -31,6 +37,17 @@ Result run(const std::string& variant, bool checkpointing, Padding padding) {
   batch.attention_mask =
       torch::cat({batch.attention_mask, testing::longTensor({{1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}})});
   batch.vision_x = torch::cat({batch.vision_x, batch.vision_x.narrow(0, 0, 1)});
+  if (wide) batch.input_ids[1][6] = 25;  // row 1's third <image>: two slots, two images
+  if (wide) {
+    // The two paths this comparison is about.
+    const auto text_time = mediaTextTime(batch.input_ids, options.image_id());
+    const int64_t work = options.cross_attn().dim() * 16 * 64;
+    EXPECT_EQ(attendingTokens(
+                  text_time,
+                  padding == Padding::kSkip ? realTokenIndex(batch.attention_mask) : torch::Tensor(), 2, work)
+                  .defined(),
+              padding == Padding::kSkip);
+  }
   Result r;
   r.logits = model->forward(batch.vision_x, batch.input_ids, batch.attention_mask, padding);
   // A loss over the real positions only, as the labels make it.
@@ -74,6 +91,28 @@ INSTANTIATE_TEST_SUITE_P(Families, SkipPadding,
                            for (auto& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return n;
                          });
+
+// NOTE [Slot attention] in the whole model: the packed attending tokens'
+// logits and every gradient against the masked path's.
+TEST(SkipPadding, SlotAttentionMatchesTheMaskedCrossAttention) {
+  for (const bool checkpointing : {false, true}) {
+    const Result full = run("opt", checkpointing, Padding::kCompute, /*wide=*/true);
+    const Result skip = run("opt", checkpointing, Padding::kSkip, /*wide=*/true);
+    auto mask = testing::tinyBatch(testing::tinyOptions("opt"), 4).attention_mask;
+    mask = torch::cat({mask, testing::longTensor({{1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}})});
+    const auto real = mask.ne(0).unsqueeze(-1).expand_as(full.logits);
+    EXPECT_TRUE(torch::allclose(full.logits.masked_select(real), skip.logits.masked_select(real), 1e-5, 1e-6))
+        << (full.logits - skip.logits).masked_select(real).abs().max().item<double>();
+    ASSERT_EQ(full.grads.size(), skip.grads.size());
+    for (size_t i = 0; i < full.grads.size(); ++i) {
+      const auto& [name, g] = full.grads[i];
+      ASSERT_TRUE(g.defined() && skip.grads[i].second.defined()) << name;
+      const double scale = std::max(1e-3, g.abs().max().item<double>());
+      EXPECT_LE((g - skip.grads[i].second).abs().max().item<double>(), 1e-5 * scale)
+          << name << (checkpointing ? " (checkpointing)" : "");
+    }
+  }
+}
 
 TEST(SkipPadding, NoPaddingMeansNothingToSkip) {
   EXPECT_FALSE(realTokenIndex(torch::ones({2, 5}, torch::kLong)).defined());
