@@ -37,9 +37,7 @@ class UnitTimer : public model::UnitHooks {
     started_.pop_back();
     if (output.defined() && output.requires_grad()) {
       auto* self = this;
-      const_cast<at::Tensor&>(output).register_hook([self, name](const at::Tensor&) {
-        self->marks_.push_back({name, Clock::now()});
-      });
+      output.register_hook([self, name](const at::Tensor&) { self->marks_.push_back({name, Clock::now()}); });
     }
   }
 
