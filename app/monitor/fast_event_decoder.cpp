@@ -335,6 +335,13 @@ bool readStepField(protocol::StepField f, od::value value, StepRecord* r) {
       r->grad_norm = d;
       return true;
     }
+    case StepField::kLossScale: {
+      if (isNull(value)) return true;
+      double d = 0;
+      if (!readDouble(value, &d)) return false;
+      r->loss_scale = d;
+      return true;
+    }
     case StepField::kStepTime:
       return readDouble(value, &r->step_time_s);
     case StepField::kDataTime:

@@ -16,6 +16,7 @@ void StepRecord::clear() {
   rank_loss_values.clear();
   lr = 0;
   grad_norm.reset();
+  loss_scale.reset();
   step_time_s = 0;
   data_time_s = 0;
   comm_time_s = 0;
@@ -45,6 +46,7 @@ protocol::Event toStepEvent(const StepRecord& r) {
   s.gates = r.gates;
   s.skipped = r.skipped;
   s.skip_reason = r.skip_reason;
+  s.loss_scale = r.loss_scale;
   return protocol::Event{r.seq, r.t_ms, std::move(s)};
 }
 
@@ -72,6 +74,7 @@ void fromStepEvent(const protocol::Event& e, StepRecord* out) {
   out->gates = s.gates;
   out->skipped = s.skipped;
   out->skip_reason = s.skip_reason;
+  out->loss_scale = s.loss_scale;
 }
 
 }  // namespace fs::app

@@ -49,6 +49,7 @@ struct StepRecord {
   std::vector<double> rank_loss_values;
   double lr = 0;
   std::optional<double> grad_norm;
+  std::optional<double> loss_scale;
   double step_time_s = 0;
   double data_time_s = 0;
   double comm_time_s = 0;

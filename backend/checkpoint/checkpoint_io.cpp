@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -103,6 +104,15 @@ IValue resumeIValue(const ResumeState& r) {
   std::vector<int64_t> own(r.rng.own.begin(), r.rng.own.end());
   d.insert("rng_own", ints(own));
   d.insert("manifest", r.manifest);
+  if (r.gradScaler) {  // GradScaler.state_dict()'s names
+    GDict g = strDict();
+    g.insert("scale", r.gradScaler->scale);
+    g.insert("growth_factor", r.gradScaler->growthFactor);
+    g.insert("backoff_factor", r.gradScaler->backoffFactor);
+    g.insert("growth_interval", r.gradScaler->growthInterval);
+    g.insert("_growth_tracker", r.gradScaler->growthTracker);
+    d.insert("grad_scaler", g);
+  }
   return d;
 }
 
@@ -187,6 +197,24 @@ protocol::StatusOr<CheckpointContents> parse(const IValue& root, const std::file
   if (own.size() != c.resume.rng.own.size()) return bad(path, "rng_own has the wrong length");
   for (size_t i = 0; i < own.size(); ++i) c.resume.rng.own[i] = static_cast<uint64_t>(own[i].toInt());
   c.resume.manifest = field(r, "manifest")->toStringRef();
+  if (const IValue* g = field(r, "grad_scaler")) {  // written by fp16 runs only
+    if (!g->isGenericDict()) return bad(path, "flamingo_studio.grad_scaler is not a dict");
+    const GDict gs = g->toGenericDict();
+    for (const char* key :
+         {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"}) {
+      if (field(gs, key) == nullptr)
+        return bad(path, std::string("flamingo_studio.grad_scaler has no ") + key);
+    }
+    train::GradScalerState s;
+    s.scale = field(gs, "scale")->toDouble();
+    s.growthFactor = field(gs, "growth_factor")->toDouble();
+    s.backoffFactor = field(gs, "backoff_factor")->toDouble();
+    s.growthInterval = field(gs, "growth_interval")->toInt();
+    s.growthTracker = field(gs, "_growth_tracker")->toInt();
+    if (!(s.scale > 0.0) || !std::isfinite(s.scale))
+      return bad(path, "flamingo_studio.grad_scaler.scale is not a positive finite number");
+    c.resume.gradScaler = s;
+  }
   return c;
 }
 

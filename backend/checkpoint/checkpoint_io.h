@@ -22,6 +22,7 @@
 #include "backend/model/state_dict.h"
 #include "backend/protocol/io/write_env.h"
 #include "backend/protocol/status.h"
+#include "backend/train/grad_scaler.h"
 #include "backend/train/optimizer.h"
 #include "backend/train/schedule.h"
 #include "backend/train/seeding.h"
@@ -36,6 +37,7 @@ struct ResumeState {
   train::RngSnapshot rng;
   std::string kind;      // "epoch" | "step" | "final"
   std::string manifest;  // JSON: engine version, model shape, parameter names/shapes
+  std::optional<train::GradScalerState> gradScaler;  // fp16 precisions: the loss scale
 };
 
 struct CheckpointContents {

@@ -1,5 +1,6 @@
 #include "backend/checkpoint/checkpoint_sharded_index.h"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -65,6 +66,11 @@ protocol::ShardedResume resumeRecord(const ResumeState& r) {
   for (const auto& c : r.rng.torchCuda) out.rngTorchCuda.push_back(hex(c));
   out.rngOwn.assign(r.rng.own.begin(), r.rng.own.end());
   out.manifest = r.manifest;
+  if (r.gradScaler) {
+    const auto& g = *r.gradScaler;
+    out.gradScaler = protocol::ShardedGradScaler{g.scale, g.growthFactor, g.backoffFactor, g.growthInterval,
+                                                 g.growthTracker};
+  }
   return out;
 }
 
@@ -83,6 +89,13 @@ ResumeState resumeFrom(const protocol::ShardedResume& j) {
   if (j.rngOwn.size() != r.rng.own.size()) throw std::invalid_argument("resume.rng_own has the wrong length");
   std::copy(j.rngOwn.begin(), j.rngOwn.end(), r.rng.own.begin());
   r.manifest = j.manifest;
+  if (j.gradScaler) {
+    const auto& g = *j.gradScaler;
+    if (!(g.scale > 0.0) || !std::isfinite(g.scale))
+      throw std::invalid_argument("resume.grad_scaler.scale is not a positive finite number");
+    r.gradScaler =
+        train::GradScalerState{g.scale, g.growthFactor, g.backoffFactor, g.growthInterval, g.growthTracker};
+  }
   return r;
 }
 

@@ -80,6 +80,7 @@ ResumeState Checkpointer::resumeState(protocol::CheckpointKind kind) const {
   r.epoch = state_.counters.epoch;
   r.data = state_.source->position();
   r.rng = train::captureRng();
+  if (state_.scaler) r.gradScaler = state_.scaler->state();
   return r;
 }
 

@@ -158,6 +158,12 @@ Status Checkpointer::resumeFrom(const CheckpointContents& ck, const std::filesys
   if (Status s = state_.optimizer->loadStateDict(ck.optimizer); !s) return s;
   if (Status s = state_.schedule->loadStateDict(ck.scheduler); !s) return s;
   state_.schedule->apply(state_.optimizer->adamw());
+  if (state_.scaler && ck.resume.gradScaler) {
+    state_.scaler->load(*ck.resume.gradScaler);
+  } else if (state_.scaler) {
+    log_->warn("{}: no loss scale saved (written by a run without loss scaling); starting from {}",
+               path.string(), state_.scaler->scaleValue());
+  }
   if (Status s = restoreDataPosition(ck.resume.data); !s) return s;
   // The saved generator state is rank 0's; other ranks continue from their
   // own seed (NOTE [Seeding]), so dropout differs per rank as it should.

@@ -14,6 +14,7 @@
 #include "backend/fsdp/sharded_model.h"
 #include "backend/fsdp/sharded_optim_state.h"
 #include "backend/model/flamingo.h"
+#include "backend/train/grad_scaler.h"
 #include "backend/train/optimizer.h"
 #include "backend/train/schedule.h"
 
@@ -32,6 +33,7 @@ struct TrainingState {
   std::vector<train::NamedParameter> trainable;    // the model's trainable parameters, model order
   std::unique_ptr<train::GroupedAdamW> optimizer;  // over `shards` under FSDP, else over `trainable`
   std::unique_ptr<train::LrSchedule> schedule;
+  std::unique_ptr<train::GradScaler> scaler;    // loss scaling (fp16 precisions); null otherwise
   std::unique_ptr<data::DataSource> source;     // the training stream
   std::shared_ptr<fsdp::ShardedModel> sharded;  // FSDP, once sharded
   std::vector<fsdp::ShardParameter> shards;     // FSDP: what `optimizer` steps

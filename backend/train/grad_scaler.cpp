@@ -61,6 +61,23 @@ void GradScaler::update() {
   foundInf_ = false;
 }
 
+void GradScaler::unscaleWithoutCheck(const std::vector<torch::Tensor>& params) {
+  if (!options_.enabled) return;
+  TORCH_CHECK(!unscaled_, "GradScaler: unscale() already called since the last update()");
+  torch::NoGradGuard noGrad;
+  const auto inv = static_cast<float>(1.0 / static_cast<double>(scale_));
+  for (const auto& p : params) {
+    const auto& g = p.grad();
+    if (g.defined()) g.mul_(inv);
+  }
+  unscaled_ = true;
+}
+
+void GradScaler::update(bool foundNonFinite) {
+  foundInf_ = foundNonFinite;
+  update();
+}
+
 GradScalerState GradScaler::state() const {
   return GradScalerState{scale_, options_.growthFactor, options_.backoffFactor, options_.growthInterval,
                          tracker_};

@@ -59,6 +59,12 @@ class GradScaler {
   bool step(const std::vector<torch::Tensor>& params, const std::function<void()>& optimizerStep);
   void update();
 
+  // For a caller that learns about non-finite gradients elsewhere (NOTE [Loss
+  // scaling in the step] in trainer_step.cpp: the clip's global norm, the same
+  // on every rank): g *= 1/S with no host sync, then update(found).
+  void unscaleWithoutCheck(const std::vector<torch::Tensor>& params);
+  void update(bool foundNonFinite);
+
   GradScalerState state() const;
   void load(const GradScalerState& state);
 

@@ -1,7 +1,8 @@
 #include "backend/train/precision.h"
 
-#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
+
+#include "backend/runtime/torch_compat.h"
 
 namespace fs::train {
 
@@ -46,31 +47,19 @@ protocol::StatusOr<PrecisionPolicy> precisionPolicy(const std::string& name, tor
 AutocastScope::AutocastScope(const PrecisionPolicy& policy, torch::Device device) {
   if (!policy.autocast) return;
   active_ = true;
-  cuda_ = device.is_cuda();
-  if (cuda_) {
-    prevEnabled_ = at::autocast::is_enabled();
-    prevDtype_ = at::autocast::get_autocast_gpu_dtype();
-    at::autocast::set_enabled(true);
-    at::autocast::set_autocast_gpu_dtype(policy.autocastDtype);
-  } else {
-    prevEnabled_ = at::autocast::is_cpu_enabled();
-    prevDtype_ = at::autocast::get_autocast_cpu_dtype();
-    at::autocast::set_cpu_enabled(true);
-    at::autocast::set_autocast_cpu_dtype(policy.autocastDtype);
-  }
+  device_ = device.is_cuda() ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
+  prevEnabled_ = runtime::compat::autocastEnabled(device_);
+  prevDtype_ = runtime::compat::autocastDtype(device_);
+  runtime::compat::setAutocastEnabled(device_, true);
+  runtime::compat::setAutocastDtype(device_, policy.autocastDtype);
   at::autocast::increment_nesting();
 }
 
 AutocastScope::~AutocastScope() {
   if (!active_) return;
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  if (cuda_) {
-    at::autocast::set_enabled(prevEnabled_);
-    at::autocast::set_autocast_gpu_dtype(prevDtype_);
-  } else {
-    at::autocast::set_cpu_enabled(prevEnabled_);
-    at::autocast::set_autocast_cpu_dtype(prevDtype_);
-  }
+  runtime::compat::setAutocastEnabled(device_, prevEnabled_);
+  runtime::compat::setAutocastDtype(device_, prevDtype_);
 }
 
 }  // namespace fs::train

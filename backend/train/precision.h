@@ -55,7 +55,7 @@ class AutocastScope {
 
  private:
   bool active_ = false;
-  bool cuda_ = false;
+  c10::DeviceType device_ = c10::DeviceType::CPU;
   bool prevEnabled_ = false;
   at::ScalarType prevDtype_ = at::kBFloat16;
 };

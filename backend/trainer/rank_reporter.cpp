@@ -120,6 +120,7 @@ void RankReporter::reportStep(const StepResult& r, double stepTime, double dataT
     for (const auto& [name, l] : r.loss) e.rank_loss[name] = {l};
     e.lr = lr;
     e.grad_norm = r.gradNorm;
+    e.loss_scale = r.lossScale;
     e.step_time_s = stepTime;
     e.data_time_s = dataTime;
     e.comm_time_s = r.waitS;

@@ -18,6 +18,7 @@ struct StepResult {
   std::string skipReason;
   std::optional<double> gradNorm;  // set when the optimizer stepped
   bool optimizerStepped = false;
+  std::optional<double> lossScale;  // loss scaling: the scale of this window's backward passes
 };
 
 }  // namespace fs::engine

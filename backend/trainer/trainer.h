@@ -79,6 +79,10 @@ struct TrainerOptions {
   protocol::WriteEnv* checkpointWriteEnv = nullptr;
   int64_t maxIterations = 0;    // > 0: finish after this many iterations (no checkpoint)
   bool disableDropout = false;  // a stochastic mask cannot be replayed
+  // Dynamic loss scaling whatever the precision (the fp16 precisions always scale). Tests use it to
+  // run the scaled step on CPU, where fp16 cannot run (NOTE [Loss scaling in the step]).
+  bool lossScaling = false;
+  double initialLossScale = 65536.0;
 };
 
 enum class TrainOutcome { kFinished, kStopped, kKilled };

@@ -248,6 +248,11 @@ Status Trainer::buildModelAndOptimizer() {
       std::make_unique<train::LrSchedule>(train::scheduleKindFromName(config_.optim.scheduler), baseLrs,
                                           config_.optim.warmup_steps, figures_.schedulerSteps);
   state_.schedule->apply(state_.optimizer->adamw());
+  if (precision_.lossScaling || options_.lossScaling) {  // NOTE [Loss scaling in the step]
+    train::GradScalerOptions scaling;
+    scaling.initScale = options_.initialLossScale;
+    state_.scaler = std::make_unique<train::GradScaler>(scaling);
+  }
   log_->info("model built: {} parameters, {} trainable tensors", model->namedParameters().size(),
              state_.trainable.size());
   return Status::ok();

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "backend/fsdp/sharded_clip.h"
 #include "backend/model/common.h"
@@ -82,7 +83,8 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     if (gradSync_ && closesWindow && i + 1 == D) gradSync_->arm();
     const double scale = learn ? cfg.loss_multiplier * agreement.backwardScale(i) / window : 0.0;
     if (state_.sharded) state_.sharded->beginBackward(1.0 / static_cast<double>(options_.world));
-    (loss.loss * scale).backward();
+    const torch::Tensor scaled = state_.scaler ? state_.scaler->scale(loss.loss) : loss.loss;
+    (scaled * scale).backward();
     if (state_.sharded) finishShardedBackward(closesWindow && i + 1 == D);
   }
   agreement.awaitClosing();
@@ -115,10 +117,30 @@ train::LmLoss Trainer::forwardLoss(const data::Batch& b, const torch::Tensor& la
   return train::causalLmLoss(logits, labels, train::LossOptions{compat});
 }
 
+// NOTE [Loss scaling in the step]
+// fp16 (and any run with TrainerOptions::lossScaling) multiplies each backward's
+// loss by the scaler's S (a power of two: exact), so small gradients survive
+// fp16. Before clipping, the gradients the optimizer steps are multiplied by
+// 1/S with no host sync. The decision "overflow or not" is the clip's global
+// norm being non-finite: it is computed anyway, it is the same on every rank
+// (DDP reduces before it, FSDP's norm is all-reduced), so every rank skips the
+// same steps and backs S off alike without another collective. The skipped
+// step is torch.cuda.amp.GradScaler's: no update, S halves; 2000 good steps in
+// a row double it. S is saved in checkpoints (grad_scaler: GradScaler.state_dict()'s
+// fields) and restored on resume.
+namespace {
+std::string formatScale(double s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+}  // namespace
+
 void Trainer::optimizerStep(StepResult* r) {
   synchronizeGradients(r);
   MemoryPhase phase(Phase::kOptimizer);
   const train::ClipOptions clipOptions{config_.optim.max_grad_norm};
+  if (state_.scaler) state_.scaler->unscaleWithoutCheck(state_.optimizer->parameters());
   train::ClipResult clip;
   if (state_.sharded) {  // the row mask is a gradient hook; the check reads the shards (NOTE [FSDP in the
                          // engine])
@@ -131,6 +153,18 @@ void Trainer::optimizerStep(StepResult* r) {
     if (!gradientFlowChecked_) checkGradientFlow();
     clip = train::clipGradNorm(state_.optimizer->parameters(), clipOptions);
     reporter_->noteGradients(gradSync_ ? gradSync_->bucketBytes() : 0);  // NOTE [Replicated model state]
+  }
+  if (state_.scaler) {
+    const double before = state_.scaler->scaleValue();
+    state_.scaler->update(!clip.finite);
+    r->lossScale = before;
+    if (!clip.finite) {
+      state_.optimizer->zeroGrad(true);
+      r->skipped = true;
+      r->skipReason = "gradient overflow at loss scale " + formatScale(before) + "; the scale backs off to " +
+                      formatScale(state_.scaler->scaleValue());
+      return;
+    }
   }
   if (!clip.finite) {
     state_.optimizer->zeroGrad(true);

@@ -32,7 +32,7 @@ struct FieldDecl {
   bool required = false;  // a line without it is an error naming it
 };
 
-// {"v":"1.3","seq":N,"t":<unix ms>,"type":"step", ...}
+// {"v":"1.4","seq":N,"t":<unix ms>,"type":"step", ...}
 enum class HeaderField : std::uint8_t { kV, kSeq, kT, kType, kCount };
 inline constexpr std::array<FieldDecl, 4> kHeaderFields = {{
     {"v", true},
@@ -57,9 +57,10 @@ enum class StepField : std::uint8_t {
   kGates,
   kSkipped,
   kSkipReason,
+  kLossScale,
   kCount
 };
-inline constexpr std::array<FieldDecl, 15> kStepFields = {{
+inline constexpr std::array<FieldDecl, 16> kStepFields = {{
     {"step", true},
     {"epoch", true},
     {"samples", false},
@@ -75,6 +76,7 @@ inline constexpr std::array<FieldDecl, 15> kStepFields = {{
     {"gates", false},
     {"skipped", false},
     {"skip_reason", false},
+    {"loss_scale", false},
 }};
 
 // One entry of step.gates.

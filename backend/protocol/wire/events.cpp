@@ -150,6 +150,7 @@ void describe(V& v, StepEvent& e) {
   field<F::kGates>(v, e.gates);
   field<F::kSkipped>(v, e.skipped);
   field<F::kSkipReason>(v, e.skip_reason);
+  field<F::kLossScale>(v, e.loss_scale);
 }
 
 template <class V>

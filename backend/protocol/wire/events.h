@@ -31,7 +31,7 @@ namespace fs::protocol {
 // any 1.x line (ignoring fields and types they do not know) and reject 2.0 and later.
 inline constexpr int kEventSchemaMajor = 1;
 inline constexpr int kEventSchemaMinor = 3;
-inline constexpr std::string_view kEventSchemaVersion = "1.3";
+inline constexpr std::string_view kEventSchemaVersion = "1.4";
 
 // Lifecycle of a run; shared by the `state` event and run.json.
 enum class RunState { kStarting, kRunning, kPaused, kStopping, kFinished, kFailed };
@@ -109,8 +109,9 @@ struct StepEvent {
   double comm_time_s = 0;  // of step_time_s, rank 0 waiting on other ranks (agreements, gradient all-reduce)
   std::map<std::string, double> samples_per_s;
   std::vector<GateValue> gates;
-  bool skipped = false;     // update not applied (non-finite grads, ...)
-  std::string skip_reason;  // set when skipped
+  bool skipped = false;              // update not applied (non-finite grads, ...)
+  std::string skip_reason;           // set when skipped
+  std::optional<double> loss_scale;  // loss scaling (fp16): the scale this step's backward used
   bool operator==(const StepEvent&) const = default;
 };
 

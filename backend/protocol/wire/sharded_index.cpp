@@ -62,6 +62,15 @@ void describe(V& v, ShardedLrScheduler& s) {
 }
 
 template <class V>
+void describe(V& v, ShardedGradScaler& g) {
+  v.req("scale", g.scale);
+  v.req("growth_factor", g.growthFactor);
+  v.req("backoff_factor", g.backoffFactor);
+  v.req("growth_interval", g.growthInterval);
+  v.req("_growth_tracker", g.growthTracker);
+}
+
+template <class V>
 void describe(V& v, ShardedResume& r) {
   v.req("kind", r.kind);
   v.req("step", r.step);
@@ -72,6 +81,7 @@ void describe(V& v, ShardedResume& r) {
   v.req("rng_torch_cuda", r.rngTorchCuda);
   v.req("rng_own", r.rngOwn);
   v.req("manifest", r.manifest);
+  v.opt("grad_scaler", r.gradScaler);
 }
 
 // What follows `format` and `version`, which decodeShardedIndex reads and checks first.

@@ -104,6 +104,16 @@ struct ShardedLrScheduler {
   bool operator==(const ShardedLrScheduler&) const = default;
 };
 
+// torch.cuda.amp.GradScaler.state_dict()'s fields: the loss scale of fp16 runs.
+struct ShardedGradScaler {
+  double scale = 65536.0;
+  double growthFactor = 2.0;
+  double backoffFactor = 0.5;
+  std::int64_t growthInterval = 2000;
+  std::int64_t growthTracker = 0;
+  bool operator==(const ShardedGradScaler&) const = default;
+};
+
 struct ShardedResume {
   std::string kind;  // "epoch" | "step" | "final"
   std::int64_t step = 0;
@@ -113,7 +123,8 @@ struct ShardedResume {
   std::string rngTorchCpu;                // hex
   std::vector<std::string> rngTorchCuda;  // hex, one per device
   std::vector<std::uint64_t> rngOwn;
-  std::string manifest;  // JSON text
+  std::string manifest;                         // JSON text
+  std::optional<ShardedGradScaler> gradScaler;  // fp16 precisions only
   bool operator==(const ShardedResume&) const = default;
 };
 

@@ -44,6 +44,7 @@ StepEvent fullStep() {
   s.gates = {{0, 0.1, 0.2}};
   s.skipped = true;
   s.skip_reason = "nan";
+  s.loss_scale = 1024.0;
   return s;
 }
 

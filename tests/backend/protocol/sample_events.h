@@ -43,6 +43,7 @@ inline std::vector<EventBody> fullSampleBodies() {
   step.gates = {{0, 0.015625, -0.03125}, {4, 0.125, 0.25}};
   step.skipped = true;
   step.skip_reason = "non-finite gradients";
+  step.loss_scale = 32768.0;
   out.push_back(step);
   out.push_back(ValidationEvent{1250, {{"laion", 2.9}, {"mmc4", 2.4}}, 12.5});
   MemoryEvent mem;

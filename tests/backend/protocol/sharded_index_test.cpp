@@ -43,6 +43,21 @@ TEST(ShardedIndex, RoundTripsByteForByte) {
   EXPECT_EQ(j["optimizer"]["param_groups"][0]["initial_lr"], 1e-4);
 }
 
+// fp16 runs save their loss scale; every other run writes no grad_scaler at all.
+TEST(ShardedIndex, TheLossScaleIsOptionalAndRoundTrips) {
+  EXPECT_FALSE(nlohmann::json::parse(encodeShardedIndex(sample()))["resume"].contains("grad_scaler"));
+  auto scaled = sample();
+  scaled.resume.gradScaler = ShardedGradScaler{1024.0, 2.0, 0.5, 2000, 17};
+  const std::string text = encodeShardedIndex(scaled);
+  EXPECT_EQ(nlohmann::json::parse(text)["resume"]["grad_scaler"]["_growth_tracker"], 17);
+  auto back = decodeShardedIndex(text);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(*back, scaled);
+  auto j = nlohmann::json::parse(text);
+  j["resume"]["grad_scaler"].erase("scale");
+  EXPECT_EQ(errorOf(j.dump()), "resume.grad_scaler.scale: missing");
+}
+
 TEST(ShardedIndex, AMissingFieldIsNamedByItsPath) {
   EXPECT_EQ(errorOf(withEdit([](nlohmann::json& j) { j.erase("parameter_order"); })),
             "parameter_order: missing");
