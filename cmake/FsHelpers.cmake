@@ -242,10 +242,17 @@ endfunction()
 # fs_add_test(name SOURCES ... DEPS ... [LABELS unit|integration|gpu ...] [TIMEOUT s])
 # A GoogleTest executable registered with CTest as one test per binary so the
 # labels and the working directory are uniform.
+# A test labelled gpu gets tests/fixtures/gpu_test_main.cpp as its main(): it exits 77
+# ("Not Run" in CTest) where no CUDA device is usable, so it never passes untried.
 function(fs_add_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
-  add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  if("gpu" IN_LIST ARG_LABELS)
+    add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/fixtures/gpu_test_main.cpp)
+    target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest)
+  else()
+    add_executable(${name} ${ARG_SOURCES})
+    target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  endif()
   target_compile_definitions(${name} PRIVATE
     FS_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     FS_BINARY_DIR="${PROJECT_BINARY_DIR}"
@@ -266,6 +273,9 @@ function(fs_add_test name)
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
     ENVIRONMENT "FS_BIN_DIR=${PROJECT_BINARY_DIR}/bin;QT_QPA_PLATFORM=offscreen")
+  if("gpu" IN_LIST ARG_LABELS)
+    set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
+  endif()
 endfunction()
 
 # fs_add_qt_test(name SOURCES ... DEPS ... [LABELS ...] [TIMEOUT s]): a Qt Test executable
