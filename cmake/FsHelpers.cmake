@@ -228,9 +228,10 @@ endfunction()
 # overrides. Appends the folder to TORCH_INCLUDE_DIRS in the caller's scope.
 function(fs_find_nccl_headers)
   file(GLOB _wheel_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/include")
-  find_path(FS_NCCL_INCLUDE_DIR nccl.h
-    PATHS ${_wheel_dirs} ${CUDAToolkit_INCLUDE_DIRS} ${CUDA_INCLUDE_DIRS} /usr/local/cuda/include /usr/include
+  # The wheel's first: the NCCL that LibTorch loads at run time.
+  find_path(FS_NCCL_INCLUDE_DIR nccl.h PATHS ${_wheel_dirs} NO_DEFAULT_PATH
     DOC "Folder holding nccl.h for the CUDA build (NOTE [NCCL headers])")
+  find_path(FS_NCCL_INCLUDE_DIR nccl.h PATHS ${CUDAToolkit_INCLUDE_DIRS} ${CUDA_INCLUDE_DIRS} /usr/local/cuda/include)
   if(NOT FS_NCCL_INCLUDE_DIR)
     message(FATAL_ERROR "FS_WITH_CUDA=ON: nccl.h not found (looked beside ${TORCH_INSTALL_PREFIX} in "
                         "../nvidia/*/include, in the CUDA toolkit and /usr/include); c10d's ProcessGroupNCCL.hpp "

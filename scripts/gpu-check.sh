@@ -6,6 +6,7 @@
 #   configure  the engine-only build: PyTorch's LibTorch, FS_BUILD_GUI=OFF,
 #              FS_BUILD_DATA_CODECS=OFF, FS_WITH_CUDA=ON, Ninja, no ccache;
 #   build      flamingo-train, the tests labelled gpu and the GPU benchmarks;
+#   smoke      flamingo-train version --json (with CUDA: a usable device);
 #   test       ctest -L gpu --output-on-failure;
 #   bench      bench/run_gpu.sh, when there is one;
 # and writes each phase's log and a summary with the phases' timings under
@@ -22,9 +23,10 @@
 #                  labelled gpu run if there are any (they skip without CUDA).
 # Environment: OUT (default build-gpu-out/), FS_GPU_BUILD_DIR, FS_GPU_JOBS
 # (default nproc), FS_GPU_PYTHON (default python3), FS_GPU_DEADLINE_S (default
-# 560), FS_GPU_LOCK (a file: the build runs under flock on it, as on a shared
-# developer machine), FS_GPU_BENCH_TARGETS (else bench/run_gpu.sh's
-# "# targets:" line, else every bench target with gpu in its name).
+# 560), FS_GPU_FMT (NOTE [fmt beside LibTorch]), FS_GPU_LOCK (a file: the
+# build runs under flock on it, as on a shared developer machine),
+# FS_GPU_BENCH_TARGETS (else bench/run_gpu.sh's "# targets:" line, else every
+# bench target with gpu in its name).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
@@ -235,9 +237,24 @@ CONFIGURE=(cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebIn
   "-DCMAKE_PREFIX_PATH=$PREFIX_PATH"
   # cblas.h sits in the multiarch folder, which the compiler searches only under /usr.
   "-DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=$PREFIX/usr/include/x86_64-linux-gnu")
+# NOTE [fmt beside LibTorch]: PyTorch's include folder may ship its own fmt
+# (newer than 9); as -isystem beside LibTorch's it would shadow the carried
+# fmt 9 that Debian's spdlog 1.10 (headers and libspdlog.so) is built on. The
+# carried spdlog and fmt then go first (-I wins over -isystem), for LibTorch's
+# few fmt users too; FS_GPU_FMT=torch leaves the order alone.
+TORCH_INC=$("$PY" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "include"))' 2>/dev/null)
+if [ -n "$TORCH_INC" ] && [ -d "$TORCH_INC/fmt" ] && [ "${FS_GPU_FMT:-carried}" = carried ]; then
+  mkdir -p "$PREFIX/fmt-first"
+  ln -sfn ../usr/include/fmt "$PREFIX/fmt-first/fmt"
+  ln -sfn ../usr/include/spdlog "$PREFIX/fmt-first/spdlog"
+  CONFIGURE+=("-DCMAKE_CXX_FLAGS=-I$PREFIX/fmt-first")
+  fmt_version=$(grep -h -m 1 -o 'define FMT_VERSION [0-9]*' "$TORCH_INC"/fmt/base.h "$TORCH_INC"/fmt/core.h 2>/dev/null | head -n 1)
+  note "fmt        $TORCH_INC/fmt (${fmt_version:-version unknown}): the carried spdlog + fmt 9 go first (NOTE [fmt beside LibTorch])"
+fi
 if [ "$MODE" = cuda ]; then
   CONFIGURE+=(-DFS_WITH_CUDA=ON)
   if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH=/usr/local/cuda/bin:$PATH
     CONFIGURE+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
   fi
   # LibTorch's CMake package asks for the architectures; the H200 is sm_90.
@@ -264,6 +281,19 @@ if [ -n "${FS_GPU_LOCK:-}" ]; then
   BUILD_CMD=(flock "$FS_GPU_LOCK" "${BUILD_CMD[@]}")
 fi
 run_phase build "$OUT/build.log" "${BUILD_CMD[@]}" || finish
+
+# --- smoke: the built engine sees the device ----------------------------------------
+# shellcheck disable=SC2317  # run through run_phase
+smoke() {
+  local json
+  json=$("$BUILD/bin/flamingo-train" version --json) || return 1
+  echo "$json"
+  if [ "$MODE" = cuda ] && ! grep -Eq '"cuda_device": *true' <<<"$json"; then
+    echo "flamingo-train version --json: no usable CUDA device (cuda_build and cuda_device above)"
+    return 1
+  fi
+}
+run_phase smoke "$OUT/test.log" smoke
 
 # --- test: ctest -L gpu ------------------------------------------------------------
 if [ ${#GPU_TESTS[@]} -eq 0 ]; then
