@@ -64,6 +64,8 @@ PREFIX=$BUILD/carry-prefix
 JOBS=${FS_GPU_JOBS:-$(nproc)}
 SUMMARY=$OUT/summary.txt
 FAILED=""
+# This run's logs only (the device tool empties $OUT; a local $OUT is reused).
+rm -f "$OUT"/summary.txt "$OUT"/env.log "$OUT"/configure.log "$OUT"/build.log "$OUT"/test.log "$OUT"/bench.log
 
 {
   echo "gpu-check ($MODE) $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
