@@ -192,15 +192,21 @@ function(fs_use_qt_pch target kind)
 endfunction()
 
 # NOTE [Gloo]: c10d's ProcessGroupGloo.hpp includes gloo's headers, so every
-# LibTorch library needs them. Debian's LibTorch links gloo as a shared library
-# and libgloo-dev brings the headers, libgloo.so and a CMake package (Gloo):
-# found first, and linked. PyTorch's own builds (the pip wheel's LibTorch) link
-# gloo into libtorch_cpu.so and have no Gloo package; there the headers are the
-# ones shipped beside LibTorch's (<torch prefix>/include/gloo) or, failing
-# that, FS_GLOO_INCLUDE_DIR, and nothing more is linked: the symbols are
-# LibTorch's. A separate libgloo would be a second copy of gloo in the process.
+# LibTorch library needs them; no code of ours calls gloo itself (flamingo-train
+# has no libgloo among its NEEDED entries). Debian's LibTorch links gloo as a
+# shared library and libgloo-dev brings the headers, libgloo.so and a CMake
+# package (Gloo): found first, and linked. PyTorch's own builds (the pip
+# wheel's LibTorch) link gloo into libtorch_cpu.so; the wheel may hold a Gloo
+# package under its share/cmake naming a static libgloo it does not ship, so
+# no Gloo package under the Torch prefix is taken. There the headers are those
+# beside LibTorch's (<torch prefix>/include/gloo) or FS_GLOO_INCLUDE_DIR, and
+# nothing more is linked. ProcessGroupGloo.hpp's members are pointers to gloo
+# types and its newer store methods sit under GLOO_STORE_HAS_STORE_V2, so older
+# gloo headers (Debian's) compile it too (scripts/gpu-check.sh uses them when
+# the wheel has none).
 # After find_package(Torch): defines the target `gloo` that fs_use_torch links.
 function(fs_find_gloo)
+  set(CMAKE_IGNORE_PREFIX_PATH ${CMAKE_IGNORE_PREFIX_PATH} "${TORCH_INSTALL_PREFIX}/share/cmake")
   find_package(Gloo CONFIG QUIET)
   if(TARGET gloo)
     message(STATUS "Flamingo Studio: Gloo package at ${Gloo_DIR}")

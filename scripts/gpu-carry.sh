@@ -7,8 +7,9 @@
 # The set, from the CMake files of an FS_BUILD_GUI=OFF FS_BUILD_DATA_CODECS=OFF
 # build with tests: yaml-cpp, nlohmann-json (CMakeLists.txt), spdlog + fmt
 # (backend/telemetry), GoogleTest (tests), BLAS with its cblas.h
-# (backend/model calls cblas_sgemm). OpenMP comes with the compiler; Gloo's
-# headers with LibTorch (NOTE [Gloo] in cmake/FsHelpers.cmake).
+# (backend/model calls cblas_sgemm); Gloo's headers (libgloo-dev, used only
+# when PyTorch ships none: NOTE [Gloo] in cmake/FsHelpers.cmake). OpenMP comes
+# with the compiler.
 #
 # Usage: scripts/gpu-carry.sh   (again: downloads only what is missing)
 set -euo pipefail
@@ -20,6 +21,7 @@ PACKAGES=(
   libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
   libgtest-dev
   libblas-dev libblas3
+  libgloo-dev
 )
 CARRY=.gpu-carry
 mkdir -p "$CARRY/debs"

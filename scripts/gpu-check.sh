@@ -23,7 +23,8 @@
 #                  labelled gpu run if there are any (they skip without CUDA).
 # Environment: OUT (default build-gpu-out/), FS_GPU_BUILD_DIR, FS_GPU_JOBS
 # (default nproc), FS_GPU_PYTHON (default python3), FS_GPU_DEADLINE_S (default
-# 560), FS_GPU_FMT (NOTE [fmt beside LibTorch]), FS_GPU_LOCK (a file: the
+# 560), FS_GPU_FMT (NOTE [fmt beside LibTorch]), FS_GPU_CMAKE_ARGS (more
+# configure arguments, split on spaces), FS_GPU_LOCK (a file: the
 # build runs under flock on it, as on a shared developer machine),
 # FS_GPU_BENCH_TARGETS (else bench/run_gpu.sh's "# targets:" line, else every
 # bench target with gpu in its name).
@@ -204,7 +205,12 @@ unpack_carry() {
   local d
   for d in "${debs[@]}"; do
     echo "unpack $(basename "$d")"
-    dpkg-deb -x "$d" "$PREFIX" || return 1
+    case "${d##*/}" in
+      # Headers only, outside the prefix CMake searches: its Gloo package names a
+      # libgloo.so that is not carried (NOTE [Gloo] in cmake/FsHelpers.cmake).
+      libgloo-dev_*) dpkg-deb -x "$d" "$PREFIX/gloo" || return 1 ;;
+      *) dpkg-deb -x "$d" "$PREFIX" || return 1 ;;
+    esac
   done
   # What Debian's update-alternatives would add for the reference BLAS.
   local lib=$PREFIX/usr/lib/x86_64-linux-gnu inc=$PREFIX/usr/include/x86_64-linux-gnu
@@ -253,6 +259,11 @@ if [ -n "$TORCH_INC" ] && [ -d "$TORCH_INC/fmt" ] && [ "${FS_GPU_FMT:-carried}" 
   fmt_version=$(grep -h -m 1 -o 'define FMT_VERSION [0-9]*' "$TORCH_INC"/fmt/base.h "$TORCH_INC"/fmt/core.h 2>/dev/null | head -n 1)
   note "fmt        $TORCH_INC/fmt (${fmt_version:-version unknown}): the carried spdlog + fmt 9 go first (NOTE [fmt beside LibTorch])"
 fi
+if [ -z "$TORCH_INC" ] || [ ! -f "$TORCH_INC/gloo/algorithm.h" ]; then
+  # PyTorch ships no gloo headers: Debian's (only where no Gloo package is found).
+  CONFIGURE+=("-DFS_GLOO_INCLUDE_DIR=$PREFIX/gloo/usr/include")
+  [ "$MODE" = cuda ] && note "gloo       no gloo/ in ${TORCH_INC:-torch/include}: the carried libgloo-dev headers (NOTE [Gloo])"
+fi
 if [ "$MODE" = cuda ]; then
   CONFIGURE+=(-DFS_WITH_CUDA=ON)
   if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
@@ -263,6 +274,11 @@ if [ "$MODE" = cuda ]; then
   export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 else
   CONFIGURE+=(-DFS_WITH_CUDA=OFF)
+fi
+# Extra configure arguments for a retry, e.g. -DFS_NCCL_INCLUDE_DIR=<dir>.
+if [ -n "${FS_GPU_CMAKE_ARGS:-}" ]; then
+  read -r -a extra <<<"$FS_GPU_CMAKE_ARGS"
+  CONFIGURE+=("${extra[@]}")
 fi
 run_phase configure "$OUT/configure.log" "${CONFIGURE[@]}" || finish
 
