@@ -185,6 +185,39 @@ PYEOF
   return 0  # what it could not read is in the log; the phases after it say what fails
 }
 
+# extract_deb DEB DIR: dpkg-deb -x, or where there is no dpkg-deb the same in
+# Python (a .deb is an ar archive holding data.tar.xz).
+# shellcheck disable=SC2317  # called from unpack_carry
+extract_deb() {
+  if command -v dpkg-deb >/dev/null && [ -z "${FS_GPU_NO_DPKG:-}" ]; then
+    dpkg-deb -x "$1" "$2"
+    return
+  fi
+  mkdir -p "$2"
+  "$PY" - "$1" "$2" <<'PYEOF'
+import io, sys, tarfile
+deb, dest = sys.argv[1], sys.argv[2]
+with open(deb, "rb") as f:
+    blob = f.read()
+if not blob.startswith(b"!<arch>\n"):
+    sys.exit(f"{deb}: not an ar archive")
+pos = 8
+while pos + 60 <= len(blob):
+    name = blob[pos:pos + 16].decode().strip().rstrip("/")
+    size = int(blob[pos + 48:pos + 58].decode().strip())
+    data = blob[pos + 60:pos + 60 + size]
+    pos += 60 + size + (size & 1)
+    if name.startswith("data.tar"):
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            if hasattr(tarfile, "tar_filter"):
+                tar.extractall(dest, filter="tar")
+            else:
+                tar.extractall(dest)
+        sys.exit(0)
+sys.exit(f"{deb}: no data.tar member")
+PYEOF
+}
+
 # shellcheck disable=SC2317  # run through run_phase
 unpack_carry() {
   local debs=("$ROOT"/.gpu-carry/debs/*.deb)
@@ -208,8 +241,8 @@ unpack_carry() {
     case "${d##*/}" in
       # Headers only, outside the prefix CMake searches: its Gloo package names a
       # libgloo.so that is not carried (NOTE [Gloo] in cmake/FsHelpers.cmake).
-      libgloo-dev_*) dpkg-deb -x "$d" "$PREFIX/gloo" || return 1 ;;
-      *) dpkg-deb -x "$d" "$PREFIX" || return 1 ;;
+      libgloo-dev_*) extract_deb "$d" "$PREFIX/gloo" || return 1 ;;
+      *) extract_deb "$d" "$PREFIX" || return 1 ;;
     esac
   done
   # What Debian's update-alternatives would add for the reference BLAS.
