@@ -75,6 +75,9 @@ function(fs_setup_fuzzing)
   if(NOT FS_ENABLE_ASAN)
     message(FATAL_ERROR "FS_BUILD_FUZZ=ON needs FS_ENABLE_ASAN=ON: the targets run under ASan and UBSan")
   endif()
+  if(NOT FS_BUILD_DATA_CODECS)
+    message(FATAL_ERROR "FS_BUILD_FUZZ=ON needs FS_BUILD_DATA_CODECS=ON: most fuzz targets are the codecs' parsers")
+  endif()
   add_compile_options(-fsanitize=fuzzer-no-link)
   message(STATUS "Flamingo Studio: libFuzzer targets (fuzz/), libraries built with -fsanitize=fuzzer-no-link")
 endfunction()
@@ -186,6 +189,62 @@ function(fs_use_qt_pch target kind)
     fs_target_warnings(${_pch})
   endif()
   target_precompile_headers(${target} REUSE_FROM ${_pch})
+endfunction()
+
+# NOTE [Gloo]: c10d's ProcessGroupGloo.hpp includes gloo's headers, so every
+# LibTorch library needs them; no code of ours calls gloo itself (flamingo-train
+# has no libgloo among its NEEDED entries). Debian's LibTorch links gloo as a
+# shared library and libgloo-dev brings the headers, libgloo.so and a CMake
+# package (Gloo): found first, and linked. PyTorch's own builds (the pip
+# wheel's LibTorch) link gloo into libtorch_cpu.so; the wheel may hold a Gloo
+# package under its share/cmake naming a static libgloo it does not ship, so
+# no Gloo package under the Torch prefix is taken. There the headers are those
+# beside LibTorch's (<torch prefix>/include/gloo) or FS_GLOO_INCLUDE_DIR, and
+# nothing more is linked. ProcessGroupGloo.hpp's members are pointers to gloo
+# types and its newer store methods sit under GLOO_STORE_HAS_STORE_V2, so older
+# gloo headers (Debian's) compile it too (scripts/gpu-check.sh uses them when
+# the wheel has none).
+# After find_package(Torch): defines the target `gloo` that fs_use_torch links.
+function(fs_find_gloo)
+  set(CMAKE_IGNORE_PREFIX_PATH ${CMAKE_IGNORE_PREFIX_PATH} "${TORCH_INSTALL_PREFIX}/share/cmake")
+  find_package(Gloo CONFIG QUIET)
+  if(TARGET gloo)
+    message(STATUS "Flamingo Studio: Gloo package at ${Gloo_DIR}")
+    return()
+  endif()
+  find_path(FS_GLOO_INCLUDE_DIR gloo/algorithm.h
+    PATHS ${TORCH_INSTALL_PREFIX}/include ${TORCH_INCLUDE_DIRS} NO_DEFAULT_PATH
+    DOC "Folder holding gloo/algorithm.h when there is no Gloo package (NOTE [Gloo])")
+  if(NOT FS_GLOO_INCLUDE_DIR)
+    message(FATAL_ERROR "Gloo: no Gloo CMake package (Debian: libgloo-dev) and no gloo/algorithm.h under "
+                        "${TORCH_INSTALL_PREFIX}/include; c10d's ProcessGroupGloo.hpp needs gloo's headers. "
+                        "Install libgloo-dev (Debian's LibTorch), or pass -DFS_GLOO_INCLUDE_DIR=<dir> with the "
+                        "headers of the gloo this LibTorch was built with.")
+  endif()
+  add_library(gloo INTERFACE IMPORTED GLOBAL)
+  target_include_directories(gloo SYSTEM INTERFACE ${FS_GLOO_INCLUDE_DIR})
+  message(STATUS "Flamingo Studio: Gloo headers at ${FS_GLOO_INCLUDE_DIR}, linked inside LibTorch")
+endfunction()
+
+# NOTE [NCCL headers]: with FS_WITH_CUDA the LibTorch libraries include c10d's
+# ProcessGroupNCCL.hpp, which includes <nccl.h>. LibTorch's CMake package does
+# not name NCCL's headers: a pip install has them in the nvidia-nccl wheel
+# beside torch (site-packages/nvidia/nccl/include, or nvidia/cu<N>/include),
+# a system install under the CUDA toolkit or /usr/include. FS_NCCL_INCLUDE_DIR
+# overrides. Appends the folder to TORCH_INCLUDE_DIRS in the caller's scope.
+function(fs_find_nccl_headers)
+  file(GLOB _wheel_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/include")
+  # The wheel's first: the NCCL that LibTorch loads at run time.
+  find_path(FS_NCCL_INCLUDE_DIR nccl.h PATHS ${_wheel_dirs} NO_DEFAULT_PATH
+    DOC "Folder holding nccl.h for the CUDA build (NOTE [NCCL headers])")
+  find_path(FS_NCCL_INCLUDE_DIR nccl.h PATHS ${CUDAToolkit_INCLUDE_DIRS} ${CUDA_INCLUDE_DIRS} /usr/local/cuda/include)
+  if(NOT FS_NCCL_INCLUDE_DIR)
+    message(FATAL_ERROR "FS_WITH_CUDA=ON: nccl.h not found (looked beside ${TORCH_INSTALL_PREFIX} in "
+                        "../nvidia/*/include, in the CUDA toolkit and /usr/include); c10d's ProcessGroupNCCL.hpp "
+                        "needs it. Pass -DFS_NCCL_INCLUDE_DIR=<dir>.")
+  endif()
+  message(STATUS "Flamingo Studio: NCCL headers at ${FS_NCCL_INCLUDE_DIR}")
+  set(TORCH_INCLUDE_DIRS ${TORCH_INCLUDE_DIRS} ${FS_NCCL_INCLUDE_DIR} PARENT_SCOPE)
 endfunction()
 
 # Link LibTorch (+ c10d Gloo) and reuse one precompiled header across every

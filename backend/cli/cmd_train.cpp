@@ -15,6 +15,7 @@
 #include "backend/cli/world_flags.h"
 #include "backend/launch/world_env.h"
 #include "backend/protocol/config/validate.h"
+#include "backend/trainer/data_sources.h"
 #include "backend/trainer/trainer.h"
 
 namespace fs::cli {
@@ -26,6 +27,11 @@ int runEngine(const protocol::RunConfig& config, const std::filesystem::path& ru
   const auto problems = protocol::validateConfig(config);
   printProblems("config", problems, io.err);
   if (protocol::hasErrors(problems)) return kExitFailure;
+  // A build without the data codecs refuses shard data here, before the model is built.
+  if (protocol::Status codecs = engine::checkDataCodecs(config); !codecs) {
+    io.err << "flamingo-train: " << codecs.message() << "\n";
+    return kExitFailure;
+  }
   engine::TrainerOptions options;
   options.rank = world.rank;
   options.world = world.worldSize;

@@ -1,8 +1,12 @@
 #include "backend/trainer/data_sources.h"
 
-#include "backend/data/shard_source.h"
+#include <string>
+
 #include "backend/data/synthetic_source.h"
+#ifndef FS_NO_DATA_CODECS
+#include "backend/data/shard_source.h"
 #include "backend/trainer/generated_data.h"
+#endif
 
 namespace fs::engine {
 
@@ -10,6 +14,11 @@ using protocol::Status;
 
 namespace {
 
+bool readsShards(const protocol::RunConfig& config) {
+  return config.data.source == "shards" || config.data.source == "generated";
+}
+
+#ifndef FS_NO_DATA_CODECS
 protocol::StatusOr<DataSources> makeShardSources(const protocol::RunConfig& config,
                                                  const std::filesystem::path& runDir, int64_t rank,
                                                  int64_t world) {
@@ -50,8 +59,27 @@ protocol::StatusOr<DataSources> makeShardSources(const protocol::RunConfig& conf
   out.val = std::move(valSource.value());
   return out;
 }
+#endif
 
 }  // namespace
+
+Status checkDataCodecs(const protocol::RunConfig& config) {
+#ifdef FS_NO_DATA_CODECS
+  if (!readsShards(config)) return Status::ok();
+  std::string datasets;
+  for (size_t i = 0; i < config.data.datasets.size(); ++i) {
+    datasets += std::string(i == 0 ? "" : ", ") + "data.datasets[" + std::to_string(i) + "] '" +
+                config.data.datasets[i].name + "'";
+  }
+  return Status::invalidArgument("data.source: '" + config.data.source + "' reads " +
+                                 (datasets.empty() ? std::string("shard datasets") : datasets) +
+                                 " through the shard pipeline, but this build has no data codecs "
+                                 "(FS_BUILD_DATA_CODECS=OFF); it trains on data.source synthetic only");
+#else
+  (void)config;
+  return Status::ok();
+#endif
+}
 
 protocol::StatusOr<DataSources> makeDataSources(
     const protocol::RunConfig& config, const std::filesystem::path& runDir, int64_t rank, int64_t world,
@@ -63,8 +91,11 @@ protocol::StatusOr<DataSources> makeDataSources(
     out.train = std::move(source.value());
     return out;
   }
-  if (config.data.source == "shards" || config.data.source == "generated") {
+  if (readsShards(config)) {
+    if (Status s = checkDataCodecs(config); !s) return s;
+#ifndef FS_NO_DATA_CODECS
     return makeShardSources(config, runDir, rank, world);
+#endif
   }
   auto source = data::SyntheticSource::create(config, rank, world);
   if (!source) return source.status();

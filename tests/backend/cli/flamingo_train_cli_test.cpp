@@ -126,6 +126,31 @@ TEST_F(Cli, TrainRefusesPipeCommandsWithoutAllowPipe) {
 }
 #endif
 
+#if defined(FS_TEST_ENGINE) && defined(FS_TEST_NO_DATA_CODECS)
+// An engine built with FS_BUILD_DATA_CODECS=OFF refuses shard data by name before any work (no run
+// directory), and its shard tools say why they are absent.
+TEST_F(Cli, WithoutDataCodecsShardDataAndShardToolsAreRefused) {
+  Result generated = run("train --config '" + preset("tiny") + "' --run-dir run");
+  EXPECT_EQ(generated.code, 1) << generated.err;
+  EXPECT_NE(generated.err.find("flamingo-train: data.source: 'generated' reads data.datasets[0] 'laion', "
+                               "data.datasets[1] 'mmc4' through the shard pipeline, but this build has no "
+                               "data codecs (FS_BUILD_DATA_CODECS=OFF)"),
+            std::string::npos)
+      << generated.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "run"));
+  Result demo = run("demo --run-dir '" + (dir_ / "demo").string() + "'");
+  EXPECT_EQ(demo.code, 1) << demo.err;
+  EXPECT_NE(demo.err.find("(FS_BUILD_DATA_CODECS=OFF)"), std::string::npos) << demo.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "demo"));
+  Result tool = run("shards make-synthetic --out shards");
+  EXPECT_EQ(tool.code, 1) << tool.err;
+  EXPECT_NE(tool.err.find("flamingo-train shards: this build has no data codecs (FS_BUILD_DATA_CODECS=OFF)"),
+            std::string::npos)
+      << tool.err;
+  EXPECT_EQ(run("shards --help").code, 0);
+}
+#endif
+
 TEST_F(Cli, ValidateTinyPrintsFigures) {
   Result r = run("validate '" + preset("tiny") + "'");
   EXPECT_EQ(r.code, 0) << r.err;
