@@ -40,11 +40,50 @@ GroupedAdamW::GroupedAdamW(const std::vector<NamedParameter>& params, const prot
                             .weight_decay(optim.weight_decay);
   std::vector<torch::optim::OptimizerParamGroup> pg;
   for (const auto& g : groups_) {
+    auto& masters = masters_.emplace_back(g.params.size());
+    std::vector<torch::Tensor> stepped;
+    for (size_t k = 0; k < g.params.size(); ++k) {
+      if (g.params[k].scalar_type() == torch::kHalf)
+        masters[k] = g.params[k].detach().to(torch::kFloat).clone();
+      stepped.push_back(masters[k].defined() ? masters[k] : g.params[k]);
+    }
     auto options = std::make_unique<torch::optim::AdamWOptions>(defaults);
     options->weight_decay(g.weightDecay);
-    pg.emplace_back(g.params, std::move(options));
+    pg.emplace_back(std::move(stepped), std::move(options));
   }
   adamw_ = std::make_unique<torch::optim::AdamW>(std::move(pg), defaults);
+}
+
+void GroupedAdamW::step() {
+  if (!mastersFresh_) refreshMasters();
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (size_t k = 0; k < groups_[gi].params.size(); ++k) {
+      auto& m = masters_[gi][k];
+      if (!m.defined()) continue;
+      const auto& g = groups_[gi].params[k].grad();
+      m.mutable_grad() = g.defined() ? g.detach().to(torch::kFloat) : torch::Tensor();
+    }
+  }
+  adamw_->step();
+  torch::NoGradGuard noGrad;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (size_t k = 0; k < groups_[gi].params.size(); ++k) {
+      auto& m = masters_[gi][k];
+      if (!m.defined() || !m.grad().defined()) continue;  // not stepped: unchanged
+      groups_[gi].params[k].copy_(m);
+      m.mutable_grad() = torch::Tensor();
+    }
+  }
+}
+
+void GroupedAdamW::refreshMasters() {
+  torch::NoGradGuard noGrad;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (size_t k = 0; k < groups_[gi].params.size(); ++k) {
+      if (masters_[gi][k].defined()) masters_[gi][k].copy_(groups_[gi].params[k]);
+    }
+  }
+  mastersFresh_ = true;
 }
 
 std::vector<torch::Tensor> GroupedAdamW::parameters() const {
@@ -97,7 +136,7 @@ OptimizerStateDict GroupedAdamW::stateDict(const std::vector<double>& initialLrs
     for (size_t k = 0; k < g.params.size(); ++k, ++index) {
       gs.params.push_back(index);
       gs.paramNames.push_back(g.names[k]);
-      const auto it = state.find(stateKey(g.params[k]));
+      const auto it = state.find(stateKey(stepped(gi, k)));
       if (it == state.end()) continue;
       const auto& ps = static_cast<const torch::optim::AdamWParamState&>(*it->second);
       out.state.push_back(AdamWParamStateDict{index, g.names[k],
@@ -126,7 +165,7 @@ protocol::Status GroupedAdamW::loadStateDict(const OptimizerStateDict& sd) {
                                      std::to_string(g.params.size()) + " (wrong model or freezing?)");
     }
     for (size_t k = 0; k < g.params.size(); ++k) {
-      flat.push_back(&g.params[k]);
+      flat.push_back(&stepped(gi, k));
       names.push_back(&g.names[k]);
     }
   }
@@ -169,6 +208,7 @@ protocol::Status GroupedAdamW::loadStateDict(const OptimizerStateDict& sd) {
         .weight_decay(saved.weightDecay);
     opt.amsgrad(saved.amsgrad);
   }
+  mastersFresh_ = false;  // the model's weights were loaded before this (or will be before the next step)
   return Status::ok();
 }
 

@@ -16,6 +16,17 @@
 // moment update), which is why zeroGrad() sets gradients to none as the
 // reference's zero_grad(set_to_none=True) does.
 //
+// NOTE [Float32 master weights]: AdamW on float16 tensors breaks: eps (1e-8)
+// is 0 in float16, so a parameter whose gradient is 0 gets 0/0, and v
+// underflows. For every float16 parameter GroupedAdamW keeps a float32 master
+// copy that AdamW steps (its moments are float32 too); step() hands it the
+// float16 gradient upcast, then writes the result back rounded to float16.
+// bfloat16 has float32's range and is stepped as it is (optim.precision bf16
+// means bfloat16 weights and AdamW state). Masters take the parameters' values
+// at the first step() and at the first one after loadStateDict(): weights are
+// loaded after the optimizer is built (resume, FSDP shards filled from the
+// node's first rank), never between two steps.
+//
 // Thread-safety: a GroupedAdamW is used by one thread.
 #pragma once
 
@@ -93,10 +104,15 @@ class GroupedAdamW {
   // Every optimized parameter in state-dict index order.
   std::vector<torch::Tensor> parameters() const;
 
-  void step() { adamw_->step(); }
+  void step();
   // Bytes of the moment tensors AdamW holds now (exp_avg, exp_avg_sq and,
   // with amsgrad, max_exp_avg_sq); step counters aside, as the planner counts.
+  // The float32 masters of float16 parameters are not included.
   int64_t stateBytes() const;
+  // The float32 copy AdamW steps for a float16 parameter; undefined for others.
+  torch::Tensor master(size_t group, size_t k) const { return masters_.at(group).at(k); }
+  // Sets every master to its parameter's current value now.
+  void refreshMasters();
   // setToNone: drop the gradients (the reference); else zero them in place.
   void zeroGrad(bool setToNone = true);
 
@@ -109,7 +125,14 @@ class GroupedAdamW {
   protocol::Status loadStateDict(const OptimizerStateDict& state);
 
  private:
+  // What AdamW steps for groups_[g].params[k]: the master, or the parameter itself.
+  const torch::Tensor& stepped(size_t g, size_t k) const {
+    return masters_[g][k].defined() ? masters_[g][k] : groups_[g].params[k];
+  }
+
   std::vector<ParamGroup> groups_;
+  std::vector<std::vector<torch::Tensor>> masters_;  // NOTE [Float32 master weights]; per group, per param
+  bool mastersFresh_ = false;                        // masters hold the parameters' values
   std::unique_ptr<torch::optim::AdamW> adamw_;
 };
 

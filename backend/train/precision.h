@@ -7,7 +7,8 @@
 //             autocast; no loss scaling. On CPU this is LibTorch's CPU
 //             autocast (at::autocast::set_cpu_enabled / set_autocast_cpu_dtype),
 //             on CUDA the GPU one, as the reference's torch.cuda.amp.autocast.
-//   fp16      float16 weights, dynamic loss scaling.      CUDA only.
+//   fp16      float16 weights (AdamW steps float32 masters: NOTE [Float32
+//             master weights] in optimizer.h), dynamic loss scaling. CUDA only.
 //   amp_fp16  fp16 autocast, dynamic loss scaling.       CUDA only.
 // CPU autocast in LibTorch 1.13 supports bfloat16 only; fp16 needs a CUDA
 // build (FS_WITH_CUDA) and a CUDA device. The loss is always computed in

@@ -85,6 +85,49 @@ TEST(AdamW, OneStepAgainstHandMath) {
   EXPECT_TRUE(torch::equal(p.detach(), before));
 }
 
+// NOTE [Float32 master weights]: float16 parameters are stepped through
+// float32 masters, exactly as float32 AdamW on the same values, then rounded.
+TEST(AdamW, Float16ParametersStepThroughFloat32Masters) {
+  torch::manual_seed(3);
+  const auto start = torch::randn({64});
+  auto half = start.to(torch::kHalf).set_requires_grad(true);
+  auto ref = start.to(torch::kHalf).to(torch::kFloat).set_requires_grad(true);
+  GroupedAdamW opt({{"a.gated_cross_attn_layer.w", half}}, optimConfig(1e-3, 0.1));
+  GroupedAdamW refOpt({{"a.gated_cross_attn_layer.w", ref}}, optimConfig(1e-3, 0.1));
+  for (int step = 0; step < 5; ++step) {
+    // Some gradients exactly 0: float16 AdamW would divide 0 by 0 there (eps is 0 in float16).
+    auto g = torch::randn({64}) * 1e-3;
+    g.narrow(0, 0, 8).zero_();
+    half.mutable_grad() = g.to(torch::kHalf);
+    ref.mutable_grad() = g.to(torch::kHalf).to(torch::kFloat);
+    opt.step();
+    refOpt.step();
+    ASSERT_TRUE(opt.master(0, 0).defined());
+    EXPECT_TRUE(torch::equal(opt.master(0, 0), ref.detach())) << "step " << step;
+    EXPECT_TRUE(torch::equal(half.detach(), ref.detach().to(torch::kHalf))) << "step " << step;
+    EXPECT_TRUE(torch::isfinite(half).all().item<bool>());
+  }
+  // The moments are float32 and keyed like any parameter's.
+  const auto sd = opt.stateDict();
+  ASSERT_EQ(sd.state.size(), 1u);
+  EXPECT_EQ(sd.state[0].expAvgSq.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::equal(sd.state[0].expAvg, refOpt.stateDict().state[0].expAvg));
+  // Weights loaded after the optimizer was built (resume) reach the master before the next step.
+  {
+    torch::NoGradGuard noGrad;
+    half.fill_(0.5);
+  }
+  ASSERT_TRUE(opt.loadStateDict(sd).isOk());
+  half.mutable_grad() = torch::zeros({64}, torch::kHalf);
+  opt.step();
+  // One step (lr 1e-3) from 0.5, not from the random values the master held.
+  EXPECT_LT((opt.master(0, 0) - 0.5).abs().max().item<float>(), 2e-3);
+  // Other dtypes have no master.
+  auto f = param({2});
+  GroupedAdamW plain({{"perceiver.latents", f}}, optimConfig());
+  EXPECT_FALSE(plain.master(1, 0).defined());  // group 1: not decayed
+}
+
 TEST(AdamW, ZeroGradInPlaceKeepsZeroTensors) {
   auto p = param({3});
   GroupedAdamW opt({{"perceiver.latents", p}}, optimConfig());
