@@ -32,7 +32,7 @@ struct FieldDecl {
   bool required = false;  // a line without it is an error naming it
 };
 
-// {"v":"1.3","seq":N,"t":<unix ms>,"type":"step", ...}
+// {"v":"1.4","seq":N,"t":<unix ms>,"type":"step", ...}
 enum class HeaderField : std::uint8_t { kV, kSeq, kT, kType, kCount };
 inline constexpr std::array<FieldDecl, 4> kHeaderFields = {{
     {"v", true},
@@ -106,9 +106,13 @@ enum class RankMemoryField : std::uint8_t {
   kGatheredUnits,
   kGatheredAtPeak,
   kStepPeak,
+  kDevice,
+  kDeviceReserved,
+  kDeviceReservedPeak,
+  kDevicePhases,
   kCount
 };
-inline constexpr std::array<FieldDecl, 13> kRankMemoryFields = {{
+inline constexpr std::array<FieldDecl, 17> kRankMemoryFields = {{
     {"rank", true},
     {"rss_bytes", true},
     {"peak_bytes", true},
@@ -122,6 +126,10 @@ inline constexpr std::array<FieldDecl, 13> kRankMemoryFields = {{
     {"gathered_units", false},
     {"gathered_at_peak", false},
     {"step_peak", false},
+    {"device", false},
+    {"device_reserved", false},
+    {"device_reserved_peak", false},
+    {"device_phases", false},
 }};
 
 // The table of an enum: fieldTable<StepField>() is kStepFields.
