@@ -367,6 +367,39 @@ bool readStepField(protocol::StepField f, od::value value, StepRecord* r) {
   return skipUnknown(value);
 }
 
+// memory.ranks[].device_phases: {phase: {"allocated_peak": int, "reserved_peak": int}}, both required.
+bool readDevicePhases(od::value v, std::map<std::string, protocol::DevicePhaseMemory>* out) {
+  od::object obj;
+  if (v.get_object().get(obj) != simdjson::SUCCESS) return false;
+  for (auto f : obj) {
+    od::field field;
+    if (std::move(f).get(field) != simdjson::SUCCESS) return false;
+    const auto [at, inserted] = out->try_emplace(std::string(keyOf(field)));
+    if (!inserted) return false;  // duplicate key: nlohmann keeps the last; decline
+    od::object phase;
+    if (field.value().get_object().get(phase) != simdjson::SUCCESS) return false;
+    bool allocated = false, reserved = false;
+    for (auto g : phase) {
+      od::field inner;
+      if (std::move(g).get(inner) != simdjson::SUCCESS) return false;
+      const std::string_view key = keyOf(inner);
+      bool ok = true;
+      if (key == "allocated_peak") {
+        ok = !allocated && readInt64(inner.value(), &at->second.allocated_peak);
+        allocated = true;
+      } else if (key == "reserved_peak") {
+        ok = !reserved && readInt64(inner.value(), &at->second.reserved_peak);
+        reserved = true;
+      } else {
+        ok = skipUnknown(inner.value());
+      }
+      if (!ok) return false;
+    }
+    if (!allocated || !reserved) return false;
+  }
+  return true;
+}
+
 // One entry of memory.ranks.
 bool readRankMemory(od::value v, protocol::RankMemory* m) {
   using protocol::RankMemoryField;
@@ -430,6 +463,22 @@ bool readRankMemory(od::value v, protocol::RankMemory* m) {
         break;
       case RankMemoryField::kStepPeak:
         ok = readOptional(value, &m->step_peak);
+        break;
+      case RankMemoryField::kDeviceReserved:
+        ok = readOptional(value, &m->device_reserved);
+        break;
+      case RankMemoryField::kDeviceReservedPeak:
+        ok = readOptional(value, &m->device_reserved_peak);
+        break;
+      case RankMemoryField::kDevice: {  // optional string: null means absent ("")
+        if (isNull(value)) break;
+        std::string_view s;
+        if (value.get_string().get(s) != simdjson::SUCCESS) return false;
+        m->device.assign(s);
+        break;
+      }
+      case RankMemoryField::kDevicePhases:  // optional map: null means absent (empty)
+        ok = isNull(value) || readDevicePhases(value, &m->device_phases);
         break;
       case RankMemoryField::kGatheredAtPeak: {  // optional list of ints: null means absent (empty)
         if (isNull(value)) break;

@@ -175,6 +175,10 @@ void SeriesBatchBuilder::addEvent(const protocol::Event& e) {
       if (rank.gathered_units)
         point(memorySlot(rank.rank, 9), row, static_cast<double>(*rank.gathered_units));
       if (rank.step_peak) point(memorySlot(rank.rank, 10), row, static_cast<double>(*rank.step_peak));
+      if (rank.device_reserved)
+        point(memorySlot(rank.rank, 11), row, static_cast<double>(*rank.device_reserved));
+      if (rank.device_reserved_peak)
+        point(memorySlot(rank.rank, 12), row, static_cast<double>(*rank.device_reserved_peak));
     }
   }
 }

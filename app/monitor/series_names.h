@@ -23,7 +23,10 @@
 //                             gathered_units: a count of units, not bytes
 //                             (FSDP only: the event's gathered_units), or
 //                             step_peak (when the event carries it: the
-//                             highest live tensor bytes of its step)
+//                             highest live tensor bytes of its step), or
+//                             device_reserved, device_reserved_peak (the
+//                             device allocator's reserved bytes; only when
+//                             the event carries them)
 //
 // Values are as the event carries them (NaN included: a plot draws a gap). The
 // functions below build the names so no caller spells them by hand.
@@ -62,9 +65,19 @@ inline std::string gateFf(int layer) {
 }
 
 // The memory categories of NOTE [Series names], in the order a breakdown stacks them.
-inline constexpr std::array<std::string_view, 11> kMemoryCategories = {
-    "rss",         "peak",   "params",      "grads",          "optimizer", "gathered",
-    "activations", "device", "device_peak", "gathered_units", "step_peak"};
+inline constexpr std::array<std::string_view, 13> kMemoryCategories = {"rss",
+                                                                       "peak",
+                                                                       "params",
+                                                                       "grads",
+                                                                       "optimizer",
+                                                                       "gathered",
+                                                                       "activations",
+                                                                       "device",
+                                                                       "device_peak",
+                                                                       "gathered_units",
+                                                                       "step_peak",
+                                                                       "device_reserved",
+                                                                       "device_reserved_peak"};
 inline std::string memory(int rank, std::string_view category) {
   return "memory/rank" + std::to_string(rank) + "/" + std::string(category);
 }

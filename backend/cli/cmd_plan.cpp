@@ -26,6 +26,9 @@ const std::vector<OptionSpec> kOptions = {
      "all, or a comma list of openflamingo, transformer_layer, size_based, custom (default all; custom only "
      "with parallel.wrap_patterns)"},
     {"no-reference", false, false, "", "Leave out the reference's FSDP1 model"},
+    {"device", true, false, "cpu|cuda",
+     "cuda: also each rank's peak as the CUDA caching allocator holds it, allocated and reserved (default "
+     "cpu)"},
     {"set", true, true, "KEY=VALUE", "Override a config field, e.g. --set parallel.limit_all_gathers=1"},
     {"json", false, false, "", "Print the plan as one JSON object (docs/planner.md)"},
     {"help", false, false, "", "Show this help"},
@@ -55,7 +58,7 @@ protocol::StatusOr<int64_t> positiveInt(const std::string& flag, const std::stri
 int runPlan(const std::vector<std::string>& args, Io& io) {
   const std::string usage =
       "usage: flamingo-train plan --config FILE [--world N] [--nodes M] [--strategies all|LIST] "
-      "[--policies all|LIST] [--json]\n";
+      "[--policies all|LIST] [--device cpu|cuda] [--json]\n";
   auto parsed = parseArgs(args, kOptions);
   if (!parsed) {
     io.err << "flamingo-train plan: " << parsed.status().message() << "\n" << usage;
@@ -110,6 +113,12 @@ int runPlan(const std::vector<std::string>& args, Io& io) {
       req.policies.push_back(name);
     }
     if (req.policies.empty()) return fail("--policies: empty list");
+  }
+
+  if (parsed->has("device")) {
+    auto d = fsdp_plan::planDeviceFromName(parsed->get("device"), "--device");
+    if (!d) return fail(d.status().message());
+    req.device = *d;
   }
 
   auto plan = fsdp_plan::makePlan(req);

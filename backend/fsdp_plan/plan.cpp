@@ -6,6 +6,7 @@ protocol::StatusOr<Plan> makePlan(const PlanRequest& req) {
   if (auto s = checkTopology(req.topology); !s) return s;
   Plan plan;
   plan.topology = req.topology;
+  plan.device = req.device;
   auto inv = buildParamInventory(req.config.model);
   if (!inv) return inv.status();
   plan.inventory = std::move(*inv);
@@ -56,6 +57,8 @@ protocol::StatusOr<Plan> makePlan(const PlanRequest& req) {
       const PrecisionPlan& p = isReplicated(strategy) ? replicatedPrecision : prec;
       e.shards = planShards(plan.layouts[index], p, strategy, req.topology, reference);
       e.memory = estimateRankMemory(plan.layouts[index], e.shards, p, req.config, plan.activations);
+      if (req.device == PlanDevice::kCuda)
+        e.device = estimateCudaMemory(plan.inventory, e.shards, p, e.memory);
       plan.entries.push_back(std::move(e));
     }
   };

@@ -6,10 +6,12 @@
 // Thread-safety: pure function over plain values.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/fsdp_plan/activation_estimate.h"
+#include "backend/fsdp_plan/device_estimate.h"
 #include "backend/fsdp_plan/layout.h"
 #include "backend/fsdp_plan/memory_estimate.h"
 #include "backend/fsdp_plan/param_inventory.h"
@@ -22,9 +24,10 @@ namespace fs::fsdp_plan {
 struct PlanRequest {
   protocol::RunConfig config;
   Topology topology;
-  std::vector<Strategy> strategies;   // empty = all
-  std::vector<std::string> policies;  // empty = all that apply (custom only with wrap_patterns)
-  bool reference = true;              // also model the reference's FSDP1
+  std::vector<Strategy> strategies;      // empty = all
+  std::vector<std::string> policies;     // empty = all that apply (custom only with wrap_patterns)
+  bool reference = true;                 // also model the reference's FSDP1
+  PlanDevice device = PlanDevice::kCpu;  // kCuda: also each entry's device bytes (device_estimate.h)
 };
 
 struct PlanEntry {
@@ -34,6 +37,7 @@ struct PlanEntry {
   size_t layout = 0;  // index into Plan::layouts
   ShardPlan shards;
   RankMemory memory;
+  std::optional<DeviceBytes> device;  // the peak as the CUDA caching allocator holds it; GPU mode only
 };
 
 struct Plan {
@@ -42,6 +46,7 @@ struct Plan {
   PrecisionPlan precision;  // ours
   PrecisionPlan referencePrecision;
   ActivationEstimate activations;
+  PlanDevice device = PlanDevice::kCpu;
   std::vector<Layout> layouts;     // ours per policy, then the reference's
   std::vector<PlanEntry> entries;  // per layout, per strategy
   std::vector<std::string> notes;  // caveats worth printing (e.g. the reference and tied heads)

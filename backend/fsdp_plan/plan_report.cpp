@@ -215,6 +215,21 @@ std::string formatPlan(const Plan& plan, size_t layoutIndex, size_t entryIndex) 
   os << "(act: as model.gradient_checkpointing says; act/no-ckpt and act/ckpt: without and with it; "
         "peak = state + the batches + gathered and activations at the step's highest moment, "
         "not their sum: docs/planner.md)\n";
+  if (plan.device == PlanDevice::kCuda) {
+    os << "\nper-rank device memory at the peak (CUDA caching allocator: blocks rounded to 512 B, segments "
+          "of "
+          "2 MiB / 20 MiB / the request rounded to 2 MiB; reserved is the least it holds: "
+          "docs/planner.md):\n";
+    os << pad("engine", 10) << pad("policy", 18) << pad("strategy", 14) << pad("peak", 11, true)
+       << pad("allocated", 11, true) << pad("reserved", 11, true) << pad("segments", 9, true) << "\n";
+    for (const auto& e : plan.entries) {
+      if (!e.device) continue;
+      os << pad(e.engine, 10) << pad(e.policy, 18) << pad(strategyName(e.strategy), 14)
+         << pad(formatBytes(e.memory.peak()), 11, true) << pad(formatBytes(e.device->allocated), 11, true)
+         << pad(formatBytes(e.device->reserved), 11, true) << pad(std::to_string(e.device->segments), 9, true)
+         << "\n";
+    }
+  }
   for (const auto& n : plan.notes) os << "note: " << n << "\n";
   return os.str();
 }

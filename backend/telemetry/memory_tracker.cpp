@@ -13,6 +13,8 @@
 #include <mutex>
 #include <string>
 
+#include "backend/telemetry/device_phase_peaks.h"
+
 namespace fs::telemetry {
 
 namespace {
@@ -168,12 +170,13 @@ std::string_view phaseName(Phase phase) {
   return "other";
 }
 
-MemoryPhase::MemoryPhase(Phase phase) : previous_(t_phase) {
+MemoryPhase::MemoryPhase(Phase phase) : previous_(t_phase), devicePrevious_(detail::enterDevicePhase(phase)) {
   t_phase = phase;
 }
 
 MemoryPhase::~MemoryPhase() {
   t_phase = previous_;
+  detail::leaveDevicePhase(devicePrevious_);
 }
 
 Phase currentMemoryPhase() {
@@ -190,6 +193,17 @@ protocol::RankMemory MemorySnapshot::toRankMemory(int rank) const {
   m.optimizer = (*this)[Phase::kOptimizer].peak;
   m.gathered = (*this)[Phase::kGathered].peak;
   m.activations = (*this)[Phase::kActivations].peak;
+  if (device) {
+    m.device = device->device;
+    m.device_bytes = device->allocated;
+    m.device_peak = device->peakAllocated;
+    m.device_reserved = device->reserved;
+    m.device_reserved_peak = device->peakReserved;
+    for (std::size_t i = 0; i < kPhaseCount; ++i) {
+      const DevicePhasePeak& p = device->phases[i];
+      if (p.seen) m.device_phases[std::string(phaseName(static_cast<Phase>(i)))] = {p.allocated, p.reserved};
+    }
+  }
   return m;
 }
 
@@ -239,6 +253,7 @@ MemorySnapshot memorySnapshot() {
   s.allocations = g_allocations.load(std::memory_order_relaxed);
   s.allocationsMade = g_allocations_made.load(std::memory_order_relaxed);
   s.process = readProcessMemory();
+  s.device = deviceMemorySnapshot();
   return s;
 }
 

@@ -47,6 +47,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "backend/protocol/status.h"
@@ -69,6 +72,7 @@ class MemoryPhase {
 
  private:
   Phase previous_;
+  Phase devicePrevious_;  // the device's phase when this scope opened (NOTE [Device memory by phase])
 };
 // This thread's current tag.
 Phase currentMemoryPhase();
@@ -83,6 +87,36 @@ struct ProcessMemory {
   std::int64_t peak_rss_bytes = 0;  // VmHWM: highest resident set since the process started
 };
 
+// ---- device memory by phase (NOTE [Device memory by phase]) ----------------------------
+
+// A device allocator's counters (runtime::DeviceMemory, which this library cannot name).
+struct DeviceMemoryReading {
+  std::int64_t allocated = 0;
+  std::int64_t reserved = 0;
+  std::int64_t peakAllocated = 0;  // since the reader's last resetPeak()
+  std::int64_t peakReserved = 0;
+};
+// How the tracker reads one device. The trainer builds it from runtime/device_memory.h for a
+// CUDA device; a test may pass its own functions.
+struct DeviceMemoryReader {
+  std::string device;                         // e.g. "cuda:0"
+  std::function<DeviceMemoryReading()> read;  // REQUIRES: callable from any thread
+  std::function<void()> resetPeak;            // the allocator's peaks become its current values
+};
+struct DevicePhasePeak {
+  std::int64_t allocated = 0;  // the device's highest allocated bytes while the phase was current
+  std::int64_t reserved = 0;   // and its highest reserved bytes
+  bool seen = false;           // the phase was current at some moment of the interval
+};
+struct DeviceMemorySnapshot {
+  std::string device;
+  std::int64_t allocated = 0;  // now
+  std::int64_t reserved = 0;
+  std::int64_t peakAllocated = 0;  // since resetDevicePeaks()
+  std::int64_t peakReserved = 0;
+  std::array<DevicePhasePeak, kPhaseCount> phases{};  // since resetDevicePeaks()
+};
+
 struct MemorySnapshot {
   bool tracking = false;  // installCpuMemoryTracker() succeeded; else all counters are 0
   std::array<PhaseBytes, kPhaseCount> phases{};
@@ -92,12 +126,15 @@ struct MemorySnapshot {
   std::int64_t allocations = 0;                    // live tracked allocations
   std::int64_t allocationsMade = 0;                // allocator calls counted since installation (never drops)
   ProcessMemory process;
+  std::optional<DeviceMemorySnapshot> device;  // set while a device reader is (setDeviceMemoryReader)
 
   const PhaseBytes& operator[](Phase p) const { return phases[static_cast<std::size_t>(p)]; }
   // This rank's entry of a `memory` event: rss and peak RSS, and for params, grads,
   // optimizer, gathered and activations the *peak* of the phase since the last reset
   // (for parameters and optimizer state peak and live agree between steps; gradients,
-  // gathered parameters and activations are gone by the time a step ends).
+  // gathered parameters and activations are gone by the time a step ends); with `device`, the
+  // device fields (device, device_bytes, device_peak, device_reserved, device_reserved_peak,
+  // device_phases).
   protocol::RankMemory toRankMemory(int rank) const;
 };
 
@@ -123,5 +160,34 @@ void resetMemoryPeaks();
 void resetStepPeak();
 // VmRSS and VmHWM from /proc/self/status; zeros where that cannot be read.
 ProcessMemory readProcessMemory();
+
+// NOTE [Device memory by phase]
+// With a reader set, every MemoryPhase boundary (a scope opening or closing, on any thread)
+// ends an interval: the tracker reads the device's peak since the previous boundary, credits
+// it to the phase that was current for the device during the interval, and resets the
+// allocator's peak. So a phase's device peak is the highest allocated (reserved) bytes of the
+// whole device while that phase was current, within the phase only, whatever came before.
+//  - The device's phase is process-wide, not per thread (the allocator's counters are one per
+//    device): the phase of the scope opened last, on whichever thread; closing a scope restores
+//    the device phase it found. Scopes that nest in time (the trainer's backward scope and the
+//    FSDP hooks' scopes on autograd's device thread inside it) are attributed exactly; scopes
+//    that overlap without nesting are attributed to whichever opened last.
+//  - The device figures also count what other threads allocate during a phase.
+//  - The tracker owns the allocator's peak statistics while a reader is set: it resets them
+//    at every boundary. peakAllocated/peakReserved of the snapshot are its own maxima over
+//    the intervals since resetDevicePeaks().
+//  - deviceMemorySnapshot() also ends the current interval (credited to the current phase).
+//  - A boundary costs one locked read and one reset of the allocator's statistics; without a
+//    reader it costs one relaxed atomic load.
+
+// Sets (or with std::nullopt removes) the device the MemoryPhase scopes read; starts a new
+// peak interval (resetDevicePeaks()). Only one device per process: a rank trains on one.
+void setDeviceMemoryReader(std::optional<DeviceMemoryReader> reader);
+// The device's counters and the peaks per phase since resetDevicePeaks(); std::nullopt
+// without a reader (CPU).
+std::optional<DeviceMemorySnapshot> deviceMemorySnapshot();
+// Starts a new device peak interval: the peaks become the current values, every phase's
+// peak is cleared and the current phase's starts at the current values.
+void resetDevicePeaks();
 
 }  // namespace fs::telemetry

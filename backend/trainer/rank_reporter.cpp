@@ -34,14 +34,28 @@
 // (under FSDP the model built before sharding) and the first window's
 // gradient-flow check. The tracker's own peak interval (resetMemoryPeaks) stays
 // untouched, so params etc. keep their meaning and a probe may reset it.
+//
+// NOTE [Device figures per rank]: on an accelerator each rank's entry also
+// carries its device's figures (schema 1.4; NOTE [Device memory by phase] in
+// backend/telemetry/memory_tracker.h), read and restarted (resetDevicePeaks)
+// with every entry, so device_peak and the phases' peaks cover the time since
+// the previous memory event. They travel in kDeviceSlots fixed slots after the
+// other figures: the device index (-1: none, CPU), allocated, peak, reserved,
+// reserved peak, then per phase its allocated and reserved peak (-1: the phase
+// was not current since the last report). Every rank of a run has the same
+// device type, so rank 0 names the others' devices with its own type.
 #include "backend/trainer/rank_reporter.h"
 
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
 
 #include "backend/dist/heartbeat.h"
+#include "backend/runtime/device_memory.h"
 #include "backend/telemetry/memory_tracker.h"
 #include "backend/trainer/layout_event.h"
 #include "backend/trainer/parallelize.h"
@@ -66,6 +80,45 @@ int64_t storageBytes(const std::vector<torch::Tensor>& tensors) {
       bytes += static_cast<int64_t>(t.storage().nbytes());
   }
   return bytes;
+}
+
+constexpr size_t kDeviceSlots = 5 + 2 * telemetry::kPhaseCount;
+
+// NOTE [Device figures per rank]: the entry's device fields as kDeviceSlots values.
+void appendDeviceSlots(const protocol::RankMemory& m, std::vector<double>& out) {
+  std::vector<double> slots(kDeviceSlots, -1.0);
+  const size_t colon = m.device.rfind(':');
+  if (m.device_bytes && colon != std::string::npos) {
+    slots[0] = std::atof(m.device.c_str() + colon + 1);
+    slots[1] = static_cast<double>(*m.device_bytes);
+    slots[2] = static_cast<double>(m.device_peak.value_or(0));
+    slots[3] = static_cast<double>(m.device_reserved.value_or(0));
+    slots[4] = static_cast<double>(m.device_reserved_peak.value_or(0));
+    for (size_t i = 0; i < telemetry::kPhaseCount; ++i) {
+      const auto it =
+          m.device_phases.find(std::string(telemetry::phaseName(static_cast<telemetry::Phase>(i))));
+      if (it == m.device_phases.end()) continue;
+      slots[5 + 2 * i] = static_cast<double>(it->second.allocated_peak);
+      slots[6 + 2 * i] = static_cast<double>(it->second.reserved_peak);
+    }
+  }
+  out.insert(out.end(), slots.begin(), slots.end());
+}
+
+// The inverse of appendDeviceSlots for one rank; `type` names the device ("cuda").
+void readDeviceSlots(const std::function<double(size_t)>& slot, const std::string& type,
+                     protocol::RankMemory& m) {
+  if (slot(0) < 0) return;
+  m.device = type + ":" + std::to_string(static_cast<int>(slot(0)));
+  m.device_bytes = static_cast<int64_t>(slot(1));
+  m.device_peak = static_cast<int64_t>(slot(2));
+  m.device_reserved = static_cast<int64_t>(slot(3));
+  m.device_reserved_peak = static_cast<int64_t>(slot(4));
+  for (size_t i = 0; i < telemetry::kPhaseCount; ++i) {
+    if (slot(5 + 2 * i) < 0) continue;
+    m.device_phases[std::string(telemetry::phaseName(static_cast<telemetry::Phase>(i)))] = {
+        static_cast<int64_t>(slot(5 + 2 * i)), static_cast<int64_t>(slot(6 + 2 * i))};
+  }
 }
 }  // namespace
 
@@ -193,6 +246,7 @@ protocol::RankMemory RankReporter::rankMemory() const {
   const auto snapshot = telemetry::memorySnapshot();
   auto m = snapshot.toRankMemory(static_cast<int>(options_.rank));
   if (snapshot.tracking && !setUpInStepPeak_) m.step_peak = snapshot.stepPeak;  // NOTE [Step peak]
+  if (snapshot.device) telemetry::resetDevicePeaks();  // NOTE [Device figures per rank]
   if (const auto& sharded = state_.sharded) {
     // Model state as the runtime holds it (the planner's exact figures), not the tracker's phase peaks,
     // which also count activation gradients and step temporaries.
@@ -242,6 +296,7 @@ std::vector<double> RankReporter::rankFigures(const StepResult& r, double stepTi
                            snap.gathered_units ? static_cast<double>(*snap.gathered_units) : -1.0,
                            snap.step_peak ? static_cast<double>(*snap.step_peak) : -1.0};
   mine.insert(mine.end(), std::begin(fields), std::end(fields));
+  appendDeviceSlots(snap, mine);  // NOTE [Device figures per rank]
   // gathered_at_peak as one 0/1 slot per layout unit: a list of the same length on every rank.
   const size_t at = mine.size();
   mine.resize(at + static_cast<size_t>(layoutUnitCount(state_.sharded.get())), 0.0);
@@ -281,6 +336,10 @@ void RankReporter::completeReport(const std::vector<double>& all) {
     emit(std::move(*report.event));
   }
   if (report.memory) {
+    // NOTE [Device figures per rank]: the others' device type is rank 0's.
+    std::string deviceType = "cuda";
+    if (const auto own = telemetry::deviceMemorySnapshot())
+      deviceType = own->device.substr(0, own->device.rfind(':'));
     protocol::MemoryEvent m;
     m.step = report.step;
     for (int64_t q = 0; q < options_.world; ++q) {
@@ -295,8 +354,10 @@ void RankReporter::completeReport(const std::vector<double>& all) {
       rm.activations = static_cast<int64_t>(field(q, D + 9));
       if (field(q, D + 10) >= 0) rm.gathered_units = static_cast<int>(field(q, D + 10));
       if (field(q, D + 11) >= 0) rm.step_peak = static_cast<int64_t>(field(q, D + 11));
-      for (size_t u = D + 12; u < K; ++u) {  // the layout-unit slots after the fixed fields
-        if (field(q, u) > 0.5) rm.gathered_at_peak.push_back(static_cast<int>(u - D - 12));
+      readDeviceSlots([&](size_t i) { return field(q, D + 12 + i); }, deviceType, rm);
+      const size_t units = D + 12 + kDeviceSlots;
+      for (size_t u = units; u < K; ++u) {  // the layout-unit slots after the fixed fields
+        if (field(q, u) > 0.5) rm.gathered_at_peak.push_back(static_cast<int>(u - units));
       }
       m.ranks.push_back(rm);
     }
@@ -315,6 +376,18 @@ void RankReporter::completeReport(const std::vector<double>& all) {
     log_->warn("{}", buf);
     emit(protocol::WarningEvent{"slow_rank", buf, static_cast<int>(q)});
   }
+}
+
+std::optional<telemetry::DeviceMemoryReader> deviceMemoryReader(const torch::Device& device) {
+  if (!runtime::readDeviceMemory(device)) return std::nullopt;
+  telemetry::DeviceMemoryReader reader;
+  reader.device = device.str();
+  reader.read = [device] {
+    const runtime::DeviceMemory m = runtime::readDeviceMemory(device).value_or(runtime::DeviceMemory{});
+    return telemetry::DeviceMemoryReading{m.allocated, m.reserved, m.peakAllocated, m.peakReserved};
+  };
+  reader.resetPeak = [device] { runtime::resetDevicePeaks(device); };
+  return reader;
 }
 
 void RankReporter::heartbeatIfDue(bool paused) {

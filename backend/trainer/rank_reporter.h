@@ -29,6 +29,7 @@
 #include "backend/protocol/config/config_types.h"
 #include "backend/protocol/wire/events.h"
 #include "backend/telemetry/emitter.h"
+#include "backend/telemetry/memory_tracker.h"
 #include "backend/trainer/step_result.h"
 #include "backend/trainer/trainer.h"
 
@@ -107,5 +108,10 @@ class RankReporter {
   std::set<int64_t> slowRanks_;        // warned about and not yet recovered (NOTE [Slow ranks])
   std::chrono::steady_clock::time_point lastHeartbeat_;
 };
+
+// The memory tracker's reader of `device` (runtime::readDeviceMemory / resetDevicePeaks), for
+// telemetry::setDeviceMemoryReader; std::nullopt where there is nothing to read (CPU, a build
+// without CUDA). NOTE [Device figures per rank] in rank_reporter.cpp.
+std::optional<telemetry::DeviceMemoryReader> deviceMemoryReader(const torch::Device& device);
 
 }  // namespace fs::engine

@@ -182,6 +182,10 @@ void SeriesRouter::updateLatestMemory() {
       r.device = v;
     else if (part == QLatin1String("device_peak"))
       r.device_peak = v;
+    else if (part == QLatin1String("device_reserved"))
+      r.device_reserved = v;
+    else if (part == QLatin1String("device_reserved_peak"))
+      r.device_reserved_peak = v;
     else if (part == QLatin1String("gathered_units"))
       r.gathered_units = static_cast<int>(v);
   }

@@ -36,6 +36,8 @@ enum TableColumn {
   kActivations,
   kDevice,
   kDevicePeak,
+  kDeviceReserved,
+  kDeviceReservedPeak,
   kUnits,
   kColumns
 };
@@ -92,7 +94,12 @@ MemoryView::MemoryView(QWidget* parent)
   table_->setColumnCount(kColumns);
   table_->setHorizontalHeaderLabels({tr("Rank"), tr("Step"), tr("RSS"), tr("Peak RSS"), tr("Parameters"),
                                      tr("Gradients"), tr("Optimizer"), tr("Gathered"), tr("Activations"),
-                                     tr("Device"), tr("Device peak"), tr("Units gathered")});
+                                     tr("Device"), tr("Device peak"), tr("Reserved"), tr("Reserved peak"),
+                                     tr("Units gathered")});
+  table_->horizontalHeaderItem(kDevice)->setToolTip(tr("Device memory allocated to tensors now"));
+  table_->horizontalHeaderItem(kDeviceReserved)
+      ->setToolTip(tr("Device memory the caching allocator holds (used or cached) now; its peak since the "
+                      "previous report"));
   table_->horizontalHeaderItem(kUnits)->setToolTip(
       tr("FSDP: the most units gathered at once since the previous report; the Layout tab shows which"));
   table_->verticalHeader()->setVisible(false);
@@ -185,6 +192,8 @@ void MemoryView::setLatest(const std::vector<RankMemoryFigures>& ranks) {
     table_->setItem(row, kActivations, bytesItem(r.activations));
     table_->setItem(row, kDevice, bytesItem(r.device));
     table_->setItem(row, kDevicePeak, bytesItem(r.device_peak));
+    table_->setItem(row, kDeviceReserved, bytesItem(r.device_reserved));
+    table_->setItem(row, kDeviceReservedPeak, bytesItem(r.device_reserved_peak));
     auto* units =
         new QTableWidgetItem(r.gathered_units ? QString::number(*r.gathered_units) : QStringLiteral("-"));
     units->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);

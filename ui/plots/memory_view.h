@@ -46,9 +46,11 @@ struct RankMemoryFigures {
   std::int64_t optimizer = 0;
   std::int64_t gathered = 0;
   std::int64_t activations = 0;
-  std::optional<std::int64_t> device;       // absent on CPU
-  std::optional<std::int64_t> device_peak;  // absent on CPU
-  std::optional<int> gathered_units;        // FSDP: most units gathered at once; absent otherwise
+  std::optional<std::int64_t> device;                // absent on CPU
+  std::optional<std::int64_t> device_peak;           // absent on CPU
+  std::optional<std::int64_t> device_reserved;       // the device allocator's reserved bytes; absent on CPU
+  std::optional<std::int64_t> device_reserved_peak;  // absent on CPU
+  std::optional<int> gathered_units;                 // FSDP: most units gathered at once; absent otherwise
 };
 
 class MemoryView : public QWidget {

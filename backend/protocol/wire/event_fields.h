@@ -108,9 +108,13 @@ enum class RankMemoryField : std::uint8_t {
   kGatheredUnits,
   kGatheredAtPeak,
   kStepPeak,
+  kDevice,
+  kDeviceReserved,
+  kDeviceReservedPeak,
+  kDevicePhases,
   kCount
 };
-inline constexpr std::array<FieldDecl, 13> kRankMemoryFields = {{
+inline constexpr std::array<FieldDecl, 17> kRankMemoryFields = {{
     {"rank", true},
     {"rss_bytes", true},
     {"peak_bytes", true},
@@ -124,6 +128,10 @@ inline constexpr std::array<FieldDecl, 13> kRankMemoryFields = {{
     {"gathered_units", false},
     {"gathered_at_peak", false},
     {"step_peak", false},
+    {"device", false},
+    {"device_reserved", false},
+    {"device_reserved_peak", false},
+    {"device_phases", false},
 }};
 
 // The table of an enum: fieldTable<StepField>() is kStepFields.

@@ -161,6 +161,11 @@ void describe(V& v, ValidationEvent& e) {
 }
 
 template <class V>
+void describe(V& v, DevicePhaseMemory& p) {
+  v.req("allocated_peak", p.allocated_peak);
+  v.req("reserved_peak", p.reserved_peak);
+}
+template <class V>
 void describe(V& v, RankMemory& m) {
   using F = RankMemoryField;
   field<F::kRank>(v, m.rank);
@@ -176,6 +181,10 @@ void describe(V& v, RankMemory& m) {
   field<F::kGatheredUnits>(v, m.gathered_units);
   field<F::kGatheredAtPeak>(v, m.gathered_at_peak);
   field<F::kStepPeak>(v, m.step_peak);
+  field<F::kDevice>(v, m.device);
+  field<F::kDeviceReserved>(v, m.device_reserved);
+  field<F::kDeviceReservedPeak>(v, m.device_reserved_peak);
+  field<F::kDevicePhases>(v, m.device_phases);
 }
 template <class V>
 void describe(V& v, MemoryEvent& e) {

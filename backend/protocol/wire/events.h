@@ -30,7 +30,7 @@ namespace fs::protocol {
 // The telemetry schema version written by this build, "MAJOR.MINOR". Readers decode
 // any 1.x line (ignoring fields and types they do not know) and reject 2.0 and later.
 inline constexpr int kEventSchemaMajor = 1;
-inline constexpr int kEventSchemaMinor = 3;
+inline constexpr int kEventSchemaMinor = 4;
 inline constexpr std::string_view kEventSchemaVersion = "1.4";
 
 // Lifecycle of a run; shared by the `state` event and run.json.
@@ -123,6 +123,15 @@ struct ValidationEvent {
   bool operator==(const ValidationEvent&) const = default;
 };
 
+// One phase's device memory (memory.ranks[].device_phases, since 1.4): the device allocator's
+// highest allocated and reserved bytes while the phase was current (NOTE [Device memory by
+// phase] in backend/telemetry/memory_tracker.h).
+struct DevicePhaseMemory {
+  std::int64_t allocated_peak = 0;
+  std::int64_t reserved_peak = 0;
+  bool operator==(const DevicePhaseMemory&) const = default;
+};
+
 struct RankMemory {
   int rank = 0;
   std::int64_t rss_bytes = 0;   // host resident set now
@@ -133,7 +142,7 @@ struct RankMemory {
   std::int64_t gathered = 0;                 // bytes of unsharded (all-gathered) parameters at peak
   std::int64_t activations = 0;              // bytes of saved activations at peak
   std::optional<std::int64_t> device_bytes;  // accelerator allocated now; absent on CPU
-  std::optional<std::int64_t> device_peak;
+  std::optional<std::int64_t> device_peak;   // accelerator allocated, peak since the last report
   std::optional<int>
       gathered_units;  // FSDP: most units unsharded (or being gathered) at once since the last report
   // FSDP: the units gathered together when gathered_units was first reached, as gather_order values of the
@@ -144,6 +153,14 @@ struct RankMemory {
   // planner's `peak` is held to it. Absent for the first step after start or resume (its interval holds the
   // set-up) and when the memory tracker is off. Since 1.3.
   std::optional<std::int64_t> step_peak;
+  // Since 1.4, on an accelerator only (absent on CPU): the rank's device ("cuda:0"), its caching
+  // allocator's reserved bytes now and at their peak since the last report (device_bytes and
+  // device_peak are the allocated ones), and per phase ("parameters", "gradients", ...; only the
+  // phases current at some moment since the last report) the peaks within that phase.
+  std::string device;
+  std::optional<std::int64_t> device_reserved;
+  std::optional<std::int64_t> device_reserved_peak;
+  std::map<std::string, DevicePhaseMemory> device_phases;
   bool operator==(const RankMemory&) const = default;
 };
 struct MemoryEvent {

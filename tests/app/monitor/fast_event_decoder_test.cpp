@@ -244,6 +244,11 @@ class FastEventDecoderTest : public QObject {
         if (rng() % 2 == 0) rm.device_peak = big();
         if (rng() % 2 == 0) rm.gathered_units = static_cast<int>(rng() % 1000);
         if (rng() % 2 == 0) rm.step_peak = big();
+        if (rng() % 2 == 0) rm.device = "cuda:" + std::to_string(rng() % 8);
+        if (rng() % 2 == 0) rm.device_reserved = big();
+        if (rng() % 2 == 0) rm.device_reserved_peak = big();
+        for (int p = static_cast<int>(rng() % 3); p > 0; --p)
+          rm.device_phases["phase" + std::to_string(p)] = {big(), big()};
         for (int u = static_cast<int>(rng() % 4); u > 0; --u) {
           rm.gathered_at_peak.push_back(static_cast<int>(rng() % 100));
         }
@@ -292,6 +297,16 @@ class FastEventDecoderTest : public QObject {
         {"{" + rank0 + R"(,"gathered_at_peak":[3000000000]}]})", false},
         {"{" + rank0 + R"(,"gathered_at_peak":3}]})", false},
         {"null]}", false},
+        {"{" + rank0 + R"(,"device":"cuda:0","device_reserved":8,"device_reserved_peak":9}]})", true},
+        {"{" + rank0 + R"(,"device":null,"device_phases":null}]})", true},
+        {"{" + rank0 + R"(,"device":1}]})", false},
+        {"{" + rank0 + R"(,"device_phases":{"gradients":{"allocated_peak":1,"reserved_peak":2,"new":0}}}]})",
+         true},
+        {"{" + rank0 + R"(,"device_phases":{"gradients":{"allocated_peak":1}}}]})", false},
+        {"{" + rank0 +
+             R"(,"device_phases":{"a":{"allocated_peak":1,"reserved_peak":2},"a":{"allocated_peak":1,"reserved_peak":2}}}]})",
+         false},
+        {"{" + rank0 + R"(,"device_phases":[]}]})", false},
     };
     for (const Case& c : cases) {
       const std::string line = head + c.ranks;

@@ -50,6 +50,8 @@ class SeriesStoreTest : public QObject {
     proto::MemoryEvent mem;
     mem.step = 3;
     mem.ranks.push_back({0, 100, 200, 10, 20, 30, 40, 50, 1000, 2000, 2});
+    mem.ranks.back().device_reserved = 3000;
+    mem.ranks.back().device_reserved_peak = 4000;
     mem.ranks.push_back({1, 101, 201, 11, 21, 31, 41, 51, std::nullopt, std::nullopt});
     builder.addEvent({4, kT0 + 3500, mem});
     builder.addEvent({5, kT0 + 3600, proto::ValidationEvent{3, {{"laion", 2.75}}, 1.5}});
@@ -97,6 +99,9 @@ class SeriesStoreTest : public QObject {
     QCOMPARE(toVector(store.y(series::memory(1, "activations"))), (std::vector<double>{51}));
     QCOMPARE(toVector(store.y(series::memory(0, "device_peak"))), (std::vector<double>{2000}));
     QCOMPARE(store.find(series::memory(1, "device")), SeriesStore::kNoSeries);
+    QCOMPARE(toVector(store.y(series::memory(0, "device_reserved"))), (std::vector<double>{3000}));
+    QCOMPARE(toVector(store.y(series::memory(0, "device_reserved_peak"))), (std::vector<double>{4000}));
+    QCOMPARE(store.find(series::memory(1, "device_reserved")), SeriesStore::kNoSeries);
     QCOMPARE(toVector(store.y(series::memory(0, "gathered_units"))), (std::vector<double>{2}));
     QCOMPARE(store.find(series::memory(1, "gathered_units")), SeriesStore::kNoSeries);
     QCOMPARE(toVector(store.x(series::memory(0, "rss"), {XKind::kStep, {}})), (std::vector<double>{3}));

@@ -383,6 +383,54 @@ TEST(EventCodecTest, StepPeakIsOptionalSince1_3) {
   EXPECT_NE(got.error.message().find("step_peak"), std::string::npos) << got.error.message();
 }
 
+// 1.4 added memory.ranks[].device, device_reserved, device_reserved_peak and device_phases (absent on
+// CPU). A 1.3 line (none of them) reads as absent; a line with them round-trips; an event without them
+// writes none of their keys.
+TEST(EventCodecTest, DeviceMemoryFieldsAreOptionalSince1_4) {
+  const std::string rank =
+      R"({"rank":0,"rss_bytes":1,"peak_bytes":2,"params":3,"grads":4,"optimizer":5,"gathered":6,"activations":7)";
+  DecodedLine got = decodeOne(R"({"v":"1.3","seq":0,"t":1,"type":"memory","step":4,"ranks":[)" + rank +
+                              R"(,"device_bytes":10,"device_peak":11}]})");
+  ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message();
+  const RankMemory old = std::get<MemoryEvent>(got.event.body).ranks.at(0);
+  EXPECT_EQ(old.device, "");
+  EXPECT_FALSE(old.device_reserved);
+  EXPECT_FALSE(old.device_reserved_peak);
+  EXPECT_TRUE(old.device_phases.empty());
+  EXPECT_EQ(old.device_bytes, std::int64_t{10});
+
+  got = decodeOne(R"({"v":"1.4","seq":1,"t":1,"type":"memory","step":4,"ranks":[)" + rank +
+                  R"(,"device":"cuda:1","device_bytes":10,"device_peak":11,"device_reserved":20971520,)"
+                  R"("device_reserved_peak":41943040,"device_phases":{"activations":{"allocated_peak":9,)"
+                  R"("reserved_peak":20971520},"optimizer":{"allocated_peak":3,"reserved_peak":4}}}]})");
+  ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message();
+  const RankMemory cuda = std::get<MemoryEvent>(got.event.body).ranks.at(0);
+  EXPECT_EQ(cuda.device, "cuda:1");
+  EXPECT_EQ(cuda.device_reserved, std::int64_t{20971520});
+  EXPECT_EQ(cuda.device_reserved_peak, std::int64_t{41943040});
+  ASSERT_EQ(cuda.device_phases.size(), 2u);
+  EXPECT_EQ(cuda.device_phases.at("activations"), (DevicePhaseMemory{9, 20971520}));
+  EXPECT_EQ(cuda.device_phases.at("optimizer"), (DevicePhaseMemory{3, 4}));
+  // Round trip, with and without the device fields.
+  MemoryEvent with{4, {cuda}};
+  got = decodeOne(encodeEventLine(Event{2, 1, with}));
+  ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message();
+  EXPECT_EQ(std::get<MemoryEvent>(got.event.body), with);
+  MemoryEvent without{4, {old}};
+  without.ranks[0].device_bytes.reset();
+  without.ranks[0].device_peak.reset();
+  const std::string line = encodeEventLine(Event{3, 1, without});
+  EXPECT_EQ(line.find("device"), std::string::npos) << line;
+  got = decodeOne(line);
+  ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message();
+  EXPECT_EQ(std::get<MemoryEvent>(got.event.body), without);
+  // A phase entry lacking a figure is an error naming it.
+  got = decodeOne(R"({"v":"1.4","seq":4,"t":1,"type":"memory","step":4,"ranks":[)" + rank +
+                  R"(,"device_phases":{"gradients":{"allocated_peak":1}}}]})");
+  EXPECT_EQ(got.kind, Kind::kError);
+  EXPECT_NE(got.error.message().find("reserved_peak"), std::string::npos) << got.error.message();
+}
+
 // The wire, frozen: tests/assets/telemetry/events-<MAJOR.MINOR>.jsonl holds the sample
 // events as this version writes them. Files of older versions stay and must keep
 // decoding. Refresh the current one with: FS_UPDATE_GOLDEN=1 build/tests/event_codec_test

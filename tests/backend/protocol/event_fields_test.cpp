@@ -57,6 +57,10 @@ MemoryEvent fullMemory() {
   m.gathered_units = 2;
   m.gathered_at_peak = {1, 2};
   m.step_peak = 10;
+  m.device = "cuda:0";
+  m.device_reserved = 11;
+  m.device_reserved_peak = 12;
+  m.device_phases = {{"optimizer", {13, 14}}};
   return MemoryEvent{4, {m}};
 }
 

@@ -51,6 +51,10 @@ inline std::vector<EventBody> fullSampleBodies() {
   mem.ranks.push_back(
       {0, 9000000000, 9500000000, 1000, 2000, 4000, 8000, 16000, 30000000000, 35000000000, 3, {1, 2, 4}});
   mem.ranks.back().step_peak = 31000;
+  mem.ranks.back().device = "cuda:0";
+  mem.ranks.back().device_reserved = 31457280000;
+  mem.ranks.back().device_reserved_peak = 37748736000;
+  mem.ranks.back().device_phases = {{"activations", {34000000000, 37748736000}}, {"gradients", {1, 2}}};
   mem.ranks.push_back({1, 8000000000, 8500000000, 1001, 2001, 4001, 8001, 16001, std::nullopt, std::nullopt});
   out.push_back(mem);
   out.push_back(CheckpointEvent{3000, 1, "checkpoint_1.pt", 4294967296, CheckpointKind::kFinal, 42.5});

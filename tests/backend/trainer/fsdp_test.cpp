@@ -114,6 +114,10 @@ void expectGatherLimit(const RunOutput& r, int expected, const std::string& what
         ASSERT_TRUE(rank.step_peak.has_value()) << what << ": rank " << rank.rank << " step " << m->step;
         EXPECT_GE(*rank.step_peak, rank.params + rank.optimizer) << what << ": rank " << rank.rank;
       }
+      // NOTE [Device figures per rank]: a CPU run carries none (their slots travel before the units').
+      EXPECT_TRUE(rank.device.empty() && !rank.device_bytes && !rank.device_reserved &&
+                  rank.device_phases.empty())
+          << what << ": rank " << rank.rank;
     }
   }
   EXPECT_GT(reports, 0) << what << ": no memory event";

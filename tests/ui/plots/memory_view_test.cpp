@@ -74,10 +74,14 @@ class MemoryViewTest : public QObject {
     r0.params = 1536;
     r0.grads = 0;
     r0.device = std::int64_t(70) << 30;
+    r0.device_reserved = std::int64_t(72) << 30;
+    r0.device_reserved_peak = std::int64_t(75) << 30;
     r0.gathered_units = 2;
     RankMemoryFigures r1 = r0;
     r1.rank = 1;
     r1.device.reset();
+    r1.device_reserved.reset();
+    r1.device_reserved_peak.reset();
     r1.gathered_units.reset();
     view.setLatest({r0, r1});
     QTableWidget* t = view.table();
@@ -91,9 +95,14 @@ class MemoryViewTest : public QObject {
     QCOMPARE(t->item(0, 5)->text(), QStringLiteral("0 B"));
     QCOMPARE(t->item(0, 9)->text(), QStringLiteral("70.0 GiB"));
     QCOMPARE(t->item(1, 9)->text(), QStringLiteral("-"));  // no device: CPU
-    QCOMPARE(t->horizontalHeaderItem(11)->text(), QStringLiteral("Units gathered"));
-    QCOMPARE(t->item(0, 11)->text(), QStringLiteral("2"));
-    QCOMPARE(t->item(1, 11)->text(), QStringLiteral("-"));  // not FSDP
+    QCOMPARE(t->horizontalHeaderItem(11)->text(), QStringLiteral("Reserved"));
+    QCOMPARE(t->item(0, 11)->text(), QStringLiteral("72.0 GiB"));
+    QCOMPARE(t->item(0, 12)->text(), QStringLiteral("75.0 GiB"));
+    QCOMPARE(t->item(1, 11)->text(), QStringLiteral("-"));  // no device: CPU
+    QCOMPARE(t->item(1, 12)->text(), QStringLiteral("-"));
+    QCOMPARE(t->horizontalHeaderItem(13)->text(), QStringLiteral("Units gathered"));
+    QCOMPARE(t->item(0, 13)->text(), QStringLiteral("2"));
+    QCOMPARE(t->item(1, 13)->text(), QStringLiteral("-"));  // not FSDP
     view.setLatest({r1});
     QCOMPARE(t->rowCount(), 1);
   }
