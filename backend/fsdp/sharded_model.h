@@ -228,8 +228,9 @@ class ShardedModel final : public model::UnitHooks {
   // No-ops without node-shared shards. A shard written outside them makes the next beginForward() throw.
   void beginShardWrite();
   void endShardWrite();
-  // Seconds spent in gathers and gradient reductions since the last call (the step's communication:
-  // none of it overlaps compute yet).
+  // Seconds the host spent in gathers and gradient reductions since the last call (the step's
+  // communication on the CPU, where none of it overlaps compute; on a GPU only issuing and ordering
+  // the work: NOTE [Streams around collectives]).
   double takeCommSeconds();
 
   void beginForward();

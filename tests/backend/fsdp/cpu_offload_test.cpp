@@ -7,7 +7,8 @@
 // (whose solo shard group is gathered only when offloaded); the shards, their
 // gradients and the optimizer's updates stay in host memory, apart from the
 // full buffers the members view. Casts around an offloaded shard:
-// flat_param_test.
+// flat_param_test. A CUDA case (one rank; skips without a GPU) runs the same
+// with the streams active and the shards in pinned host memory.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -166,6 +167,57 @@ INSTANTIATE_TEST_SUITE_P(Strategies, CpuOffloadTest,
                          ::testing::Values(OffloadCase{"full_shard", Strategy::kFullShard},
                                            OffloadCase{"no_shard", Strategy::kNoShard}),
                          [](const auto& info) { return info.param.name; });
+
+// On a GPU (skips without one): one rank on CUDA, shards offloaded to pinned host memory against shards
+// on the device: the same losses and shards (within float tolerance: CUDA's backward kernels may sum in
+// another order), the shards and their gradients in host memory, the streams active.
+TEST(CpuOffloadCuda, OneRankTrainsLikeShardsOnTheDevice) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const torch::Device cuda(torch::kCUDA, 0);
+  const mt::Batch host = batchOf("opt");
+  const mt::Batch batch{host.vision_x.to(cuda), host.input_ids.to(cuda), host.attention_mask.to(cuda)};
+  const double targets = host.attention_mask.slice(1, 1).sum().item<double>();
+  const int64_t rows = host.input_ids.size(0);
+  std::map<bool, std::vector<double>> losses;
+  std::map<bool, std::vector<torch::Tensor>> shards;
+  for (const bool offload : {false, true}) {
+    Flamingo m = buildModel("opt", false);
+    m->to(cuda);
+    ShardingOptions o;
+    o.offloadShards = offload;
+    o.forwardPrefetch = true;
+    o.backwardPrefetch = ShardingOptions::BackwardPrefetch::kPre;
+    auto sharded = std::make_shared<ShardedModel>(*m, flamingoUnits(m), dist::makeSoloCommunicator(), o);
+    m->setUnitHooks(sharded);
+    sharded->setReduceDuringBackward(true);
+    EXPECT_TRUE(sharded->streams().active());
+    EXPECT_EQ(sharded->computeDevice(), cuda);
+    EXPECT_EQ(sharded->shardDevice(), offload ? torch::Device(torch::kCPU) : cuda);
+    for (int step = 0; step < 3; ++step) {
+      sharded->beginForward();
+      torch::Tensor loss = lossOf(m, batch, 0, rows, targets);
+      sharded->beginBackward();
+      loss.backward();
+      sharded->finishBackward();
+      losses[offload].push_back(loss.item<double>());
+      torch::NoGradGuard noGrad;
+      for (auto& s : sharded->trainableShards()) {
+        if (!s.grad().defined()) continue;
+        EXPECT_EQ(s.grad().device(), sharded->shardDevice());
+        if (offload) EXPECT_TRUE(s.is_pinned());
+        s.sub_(s.grad() * 0.5);
+        s.mutable_grad() = torch::Tensor();
+      }
+    }
+    for (const auto& s : sharded->trainableShards()) shards[offload].push_back(s.detach().to(torch::kCPU));
+    m->setUnitHooks(nullptr);
+  }
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_NEAR(losses[true][i], losses[false][i], 1e-5 * std::abs(losses[false][i]));
+  ASSERT_EQ(shards[true].size(), shards[false].size());
+  for (size_t i = 0; i < shards[true].size(); ++i)
+    EXPECT_TRUE(torch::allclose(shards[true][i], shards[false][i], 1e-5, 1e-6)) << "shard " << i;
+}
 
 }  // namespace
 }  // namespace fs::fsdp
