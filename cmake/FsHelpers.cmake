@@ -337,6 +337,19 @@ function(fs_add_test name)
   endif()
 endfunction()
 
+# fs_add_gpu_cases(test FILTER pattern [TIMEOUT s]): the CUDA cases of a GoogleTest binary
+# that also has CPU cases, as the CTest entry <test>_gpu labelled gpu (tests/fixtures/gpu_cases.sh):
+# Not Run unless flamingo-train reports a usable CUDA device; failed if a selected case skips.
+function(fs_add_gpu_cases test)
+  cmake_parse_arguments(ARG "" "FILTER;TIMEOUT" "" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_test(NAME ${test}_gpu COMMAND bash ${PROJECT_SOURCE_DIR}/tests/fixtures/gpu_cases.sh
+    $<TARGET_FILE:flamingo_train> $<TARGET_FILE:${test}> "${ARG_FILTER}")
+  set_tests_properties(${test}_gpu PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT ${ARG_TIMEOUT})
+endfunction()
+
 # fs_add_qt_test(name SOURCES ... DEPS ... [LABELS ...] [TIMEOUT s]): a Qt Test executable
 # registered with CTest on the offscreen platform, so it needs no display.
 function(fs_add_qt_test name)

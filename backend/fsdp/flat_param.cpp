@@ -11,8 +11,8 @@
 namespace fs::fsdp {
 
 FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize, FlatDtypes dtypes,
-                             dist::Communicator* valuesFrom)
-    : members_(std::move(members)), shardRank_(shardRank), shardSize_(shardSize) {
+                             dist::Communicator* valuesFrom, FlatPlacement placement)
+    : members_(std::move(members)), shardRank_(shardRank), shardSize_(shardSize), placement_(placement) {
   TORCH_CHECK(!members_.empty(), "FlatParameter: no members");
   TORCH_CHECK(shardSize_ >= 1 && shardRank_ >= 0 && shardRank_ < shardSize_, "FlatParameter: rank ",
               shardRank_, " outside a shard group of ", shardSize_);
@@ -35,7 +35,7 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
   const c10::ScalarType storage = trainable_ ? dtypes.store.value_or(modelDtype_) : gatherType;
   reduceDtype_ = dtypes.reduce.value_or(storage);
   cast_ = gatherType != storage;
-  needsGather_ = shardSize_ > 1 || cast_;
+  needsGather_ = shardSize_ > 1 || cast_ || placement_.offload;
   shardNumel_ = fsdp_plan::shardNumel(numel_, shardSize_);  // the planner's rule, so plans match
   const int64_t padded = shardNumel_ * shardSize_;
   const auto options = first.options().dtype(storage).requires_grad(false);
@@ -80,6 +80,12 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
     } else {
       full_ = torch::empty({padded}, options.dtype(gatherType));  // never written: freed below
     }
+    if (placement_.offload) {  // NOTE [CPU offload]: a copy in host memory, never the full buffer itself
+      torch::Tensor host =
+          torch::empty({shardNumel_}, options.device(torch::kCPU).pinned_memory(full_.is_cuda()));
+      host.copy_(shard_);
+      shard_ = host;
+    }
   }
   shard_.set_requires_grad(trainable_);
   // Re-point every member into the full buffer (NOTE [Freeing gathered storage]).
@@ -105,8 +111,14 @@ void FlatParameter::allocateFull() {
   s->set_nbytes(bytes);
 }
 
-torch::Tensor FlatParameter::shardToGather() const {
-  return cast_ ? shard_.detach().to(full_.scalar_type()) : shard_.detach();
+torch::Tensor FlatParameter::shardOnDevice(bool cast) const {
+  torch::Tensor s = shard_.detach();
+  if (placement_.offload) {  // NOTE [CPU offload]: copied, then cast on the compute device
+    torch::Tensor onDevice = torch::empty({shardNumel_}, s.options().device(full_.device()));
+    onDevice.copy_(s, /*non_blocking=*/placement_.asyncCopies);
+    s = onDevice;
+  }
+  return cast && cast_ ? s.to(full_.scalar_type()) : s;
 }
 
 void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
@@ -120,9 +132,10 @@ void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
   if (shared_) return gatherShared();
   allocateFull();
   if (shardSize_ == 1) {
-    full_.copy_(shard_.detach());  // a cast (without one there is nothing to gather)
+    // A cast or an offloaded shard (without either there is nothing to gather).
+    full_.copy_(placement_.offload ? shardOnDevice(/*cast=*/true) : shard_.detach());
   } else {
-    comm.allGather(full_, shardToGather(), what);
+    comm.allGather(full_, shardOnDevice(/*cast=*/true), what);
   }
 }
 
@@ -136,7 +149,7 @@ void FlatParameter::beginGather(dist::Communicator& comm, const std::string& wha
   gathered_ = true;
   // full_ is a view of the storage the members share; the collective writes into it from Gloo's thread
   // (and keeps the cast shard alive until it is done).
-  pendingGather_ = comm.allGatherAsync(full_, shardToGather(), what);
+  pendingGather_ = comm.allGatherAsync(full_, shardOnDevice(/*cast=*/true), what);
 }
 
 void FlatParameter::free() {
@@ -161,6 +174,8 @@ void FlatParameter::moveShardInto(dist::SharedShards& store, uint64_t offset) {
   TORCH_CHECK(offset % 64 == 0 && offset + padded <= store.bytes(), "FlatParameter ", members_.front().name,
               ": ", padded, " bytes at offset ", offset, " do not fit shared shards of ", store.bytes());
   TORCH_CHECK(!gathered_ && !reduction_, "FlatParameter ", members_.front().name, ": moved while in use");
+  TORCH_CHECK(!placement_.offload, "FlatParameter ", members_.front().name,
+              ": an offloaded shard cannot move into shared shards");
   torch::NoGradGuard noGrad;
   shared_ = store.data() + offset;
   torch::Tensor mine = at::from_blob(shared_ + static_cast<uint64_t>(shardBytes()) * shardRank_,
@@ -193,8 +208,10 @@ int64_t FlatParameter::gatheredBytes() const {
 
 torch::Tensor FlatParameter::gatherValues(dist::Communicator& comm, const std::string& what) const {
   if (shardSize_ == 1) return shard_.detach();
-  torch::Tensor out = torch::empty({paddedNumel()}, shard_.options().requires_grad(false));
-  comm.allGather(out, shard_.detach(), what);
+  // On the compute device, where the collective runs (an offloaded shard is copied there first).
+  torch::Tensor out =
+      torch::empty({paddedNumel()}, shard_.options().device(full_.device()).requires_grad(false));
+  comm.allGather(out, shardOnDevice(/*cast=*/false), what);
   return out;
 }
 
@@ -218,6 +235,7 @@ void FlatParameter::reduceGradients(dist::Communicator& comm, double scale, cons
                                     dist::Communicator* replicas) {
   beginReduce(comm, scale, what, replicas);
   finishReduce();
+  if (!placement_.asyncCopies) landGradients();
 }
 
 void FlatParameter::beginReduce(dist::Communicator& comm, double scale, const std::string& what,
@@ -268,10 +286,27 @@ void FlatParameter::finishReduce() {
   torch::Tensor mine =
       r->mine.scalar_type() == shard_.scalar_type() ? r->mine : r->mine.to(shard_.scalar_type());
   if (r->scale != 1.0) mine.mul_(r->scale);
+  if (placement_.offload) {  // NOTE [CPU offload]: lands in host memory; added by landGradients()
+    torch::Tensor host =
+        torch::empty({shardNumel_}, shard_.options().requires_grad(false).pinned_memory(full_.is_cuda()));
+    host.copy_(mine, /*non_blocking=*/placement_.asyncCopies);
+    landing_.push_back(std::move(host));
+    return;
+  }
+  addToShardGradient(mine);
+}
+
+void FlatParameter::landGradients() {
+  for (const auto& chunk : landing_) addToShardGradient(chunk);
+  landing_.clear();
+}
+
+void FlatParameter::addToShardGradient(const torch::Tensor& chunk) {
+  torch::NoGradGuard noGrad;
   if (shard_.grad().defined()) {
-    shard_.mutable_grad().add_(mine);
+    shard_.mutable_grad().add_(chunk);
   } else {
-    shard_.mutable_grad() = mine;
+    shard_.mutable_grad() = chunk;
   }
 }
 

@@ -36,7 +36,22 @@
 // shard's gradient in the shard's dtype; a float16 reduction is scaled
 // before the sum (its range is small), any other after.
 //
-// Thread-safety: the rank's training thread (CPU autograd hooks run on it).
+// NOTE [CPU offload] (parallel.cpu_offload; PyTorch's CPUOffload(offload_params=True)): with
+// FlatPlacement::offload the shard, its gradient and so the optimizer's state live in host memory
+// (pinned when the members are on a CUDA device), while the full buffer stays on the members' (the
+// compute) device. Each gather first copies the shard to that device (and casts it there), the
+// all-gather runs there, and the full buffer holds device memory only while gathered, as always. A
+// reduced gradient chunk is cast and scaled on the device, then copied to host memory and kept there
+// ("landing") until landGradients() adds it to the shard's gradient. Every use goes through the copies
+// even when the members are on the CPU too (host to host), which gains nothing there but runs the same
+// logic as on a GPU: the CPU tests compare it bit for bit with shards kept in place. The full buffer is
+// always gathered (the members cannot view a shard on another device), even in a shard group of one.
+// With FlatPlacement::asyncCopies the copies are issued non_blocking: the caller then synchronizes the
+// device before landGradients() and before writing the shard (ShardedModel does, NOTE [Streams around
+// collectives] in sharded_model.h).
+//
+// Thread-safety: the rank's training thread (CPU autograd hooks run on it; CUDA's autograd thread runs
+// them while the training thread waits in backward).
 #pragma once
 
 #include <torch/torch.h>
@@ -55,6 +70,12 @@ struct FlatDtypes {
   std::optional<c10::ScalarType> gather;
   std::optional<c10::ScalarType> reduce;
   std::optional<c10::ScalarType> store;  // a trainable shard's (the master copy's)
+};
+
+// Where a flat parameter's shard lives (NOTE [CPU offload]).
+struct FlatPlacement {
+  bool offload = false;      // the shard, its gradient and the optimizer's state in host memory
+  bool asyncCopies = false;  // host <-> device copies non_blocking (the caller synchronizes)
 };
 
 struct FlatMember {
@@ -78,7 +99,7 @@ class FlatParameter {
   // parameter freed.
   // REQUIRES: 0 <= shardRank < shardSize; members not empty.
   FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize, FlatDtypes dtypes = {},
-                dist::Communicator* valuesFrom = nullptr);
+                dist::Communicator* valuesFrom = nullptr, FlatPlacement placement = {});
   ~FlatParameter();
   FlatParameter(const FlatParameter&) = delete;
   FlatParameter& operator=(const FlatParameter&) = delete;
@@ -104,6 +125,11 @@ class FlatParameter {
     int64_t length = 0;
   };
   LocalSlice localSlice(size_t member) const;
+
+  // Where the members (the full buffer) and the shard live: the same device unless offloaded.
+  c10::Device computeDevice() const { return full_.device(); }
+  c10::Device shardDevice() const { return shard_.device(); }
+  bool offloaded() const { return placement_.offload; }
 
   // This rank's chunk (padding zeros at the end of the last chunk): a leaf
   // that requires grad when the members do; the optimizer steps it.
@@ -134,7 +160,8 @@ class FlatParameter {
   // REQUIRES: trainable(). Reduce-scatters the members' gradients (sum over
   // the shard group `comm`, then over `replicas` when given: hybrid and
   // no_shard) into the shard's gradient, multiplied by `scale` and added to
-  // what is there; the members' gradients are dropped.
+  // what is there; the members' gradients are dropped. With asyncCopies an
+  // offloaded chunk is left landing (landGradients()).
   void reduceGradients(dist::Communicator& comm, double scale, const std::string& what,
                        dist::Communicator* replicas = nullptr);
   // reduceGradients in two halves: begin drops the members' gradients into
@@ -143,8 +170,12 @@ class FlatParameter {
   // the reduction. A begin while one is in flight finishes that one first.
   void beginReduce(dist::Communicator& comm, double scale, const std::string& what,
                    dist::Communicator* replicas = nullptr);
+  // Offloaded (NOTE [CPU offload]): finish leaves the chunk landing in host memory; landGradients()
+  // adds what landed to the shard's gradient, in the order the reductions finished.
   void finishReduce();
-  bool reducing() const { return reduction_ != nullptr; }
+  // REQUIRES: with asyncCopies, the device synchronized since the last finishReduce().
+  void landGradients();
+  bool reducing() const { return reduction_ != nullptr || !landing_.empty(); }
   // A reduction in flight that still holds a full-size gradient (the
   // transport did not copy it at issue, dist::PendingCollective::inputCopied,
   // or a shard group of one all-reduces it in place).
@@ -162,8 +193,10 @@ class FlatParameter {
 
  private:
   void allocateFull();
-  // The shard as the full buffer's dtype wants it.
-  torch::Tensor shardToGather() const;
+  // The shard on the compute device (a copy when offloaded), in the full buffer's dtype when `cast`.
+  torch::Tensor shardOnDevice(bool cast) const;
+  // The gradient chunk added to the shard's gradient.
+  void addToShardGradient(const torch::Tensor& chunk);
   void gatherShared();
 
   std::vector<FlatMember> members_;
@@ -174,7 +207,8 @@ class FlatParameter {
   int shardSize_ = 1;
   bool trainable_ = false;
   bool cast_ = false;         // the full buffer's dtype differs from the shard's
-  bool needsGather_ = false;  // sharded, or cast: the members do not view the shard itself
+  bool needsGather_ = false;  // sharded, cast or offloaded: the members do not view the shard itself
+  FlatPlacement placement_;
   c10::ScalarType modelDtype_ = c10::ScalarType::Float;
   c10::ScalarType reduceDtype_ = c10::ScalarType::Float;
   bool gathered_ = true;
@@ -184,6 +218,7 @@ class FlatParameter {
   uint8_t* shared_ = nullptr;  // the padded buffer in the node's segment (NOTE [Node-shared shards])
   struct Reduction;
   std::unique_ptr<Reduction> reduction_;
+  std::vector<torch::Tensor> landing_;  // offloaded: reduced chunks copied to host memory, not yet added
 };
 
 }  // namespace fs::fsdp

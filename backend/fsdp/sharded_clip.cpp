@@ -39,6 +39,8 @@ ShardedClipResult clipShardedGradNorm(const ShardedModel& model, const train::Cl
   ShardedClipResult out;
   if (grads.empty()) return out;
   torch::Tensor sums = torch::stack(local);
+  // Offloaded shards (NOTE [CPU offload]) sum in host memory; the collective runs on the model's device.
+  if (sums.device() != model.computeDevice()) sums = sums.to(model.computeDevice());
   if (shardGroup.size() > 1) shardGroup.allReduce(sums, dist::ReduceOp::kSum, "gradient norm");
   sums = sums.to(torch::kCPU);
   const auto v = sums.accessor<double, 1>();

@@ -23,6 +23,12 @@ void returnFreedMemory() {
 #endif
 }
 
+// The device the model's parameters are on (the CPU for a model without any).
+c10::Device deviceOf(torch::nn::Module& root) {
+  for (const auto& p : root.parameters()) return p.device();
+  return c10::Device(c10::kCPU);
+}
+
 }  // namespace
 
 Strategy parseStrategy(const std::string& name) {
@@ -36,7 +42,7 @@ Strategy parseStrategy(const std::string& name) {
 
 ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
                            std::shared_ptr<dist::Communicator> comm, ShardingOptions options)
-    : comm_(std::move(comm)), options_(options) {
+    : comm_(std::move(comm)), options_(options), streams_(deviceOf(root)) {
   const int world = comm_->size();
   switch (options_.strategy) {
     case Strategy::kFullShard:
@@ -123,7 +129,8 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
                             " tensors)");
       }
       unit.flats.push_back(std::make_unique<FlatParameter>(
-          std::move(list), shardComm_->rank(), shardComm_->size(), options_.dtypes, valuesFrom.get()));
+          std::move(list), shardComm_->rank(), shardComm_->size(), options_.dtypes, valuesFrom.get(),
+          FlatPlacement{options_.offloadShards, /*asyncCopies=*/streams_.active()}));
       const FlatParameter& f = *unit.flats.back();
       for (size_t m = 0; m < f.members().size(); ++m)
         memberOf_[f.members()[m].param.unsafeGetTensorImpl()] = {&f, m};
@@ -133,7 +140,9 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     returnFreedMemory();
   }
   if (severalNodes) checkNodesAgree(valueHashes, flatNames, valuesFrom->size());
-  if (options_.sharedShards) {
+  if (options_.offloadShards) {
+    whyNotShared_ = "parallel.cpu_offload: every gather copies the shard from host memory";
+  } else if (options_.sharedShards) {
     shareShards();
   } else {
     whyNotShared_ = "turned off (parallel.shared_shards: false)";
@@ -223,9 +232,10 @@ void ShardedModel::checkNodesAgree(const std::vector<int64_t>& hashes, const std
                                    int perNode) const {
   const int world = comm_->size();
   const auto n = static_cast<int64_t>(hashes.size());
-  torch::Tensor mine = torch::tensor(hashes, torch::kInt64);
-  torch::Tensor all = torch::empty({world * n}, torch::kInt64);
+  torch::Tensor mine = onCommDevice(torch::tensor(hashes, torch::kInt64));
+  torch::Tensor all = torch::empty({world * n}, mine.options());
   comm_->allGather(all, mine, "delayed init: values of every node");
+  if (!all.is_cpu()) all = all.to(torch::kCPU);
   const auto* h = all.data_ptr<int64_t>();
   for (int64_t f = 0; f < n; ++f) {
     for (int node = 1; node < world / perNode; ++node) {
@@ -309,6 +319,10 @@ void ShardedModel::noteGathered() {
   }
 }
 
+torch::Tensor ShardedModel::onCommDevice(const torch::Tensor& t) const {
+  return t.device() == computeDevice() ? t : t.to(computeDevice());
+}
+
 void ShardedModel::gather(Unit& u) {
   const bool needed = std::any_of(u.flats.begin(), u.flats.end(),
                                   [](const auto& f) { return !f->gathered() || f->gathering(); });
@@ -317,7 +331,16 @@ void ShardedModel::gather(Unit& u) {
   telemetry::MemoryPhase phase(telemetry::Phase::kGathered);
   const auto t0 = std::chrono::steady_clock::now();
   if (store_) store_->awaitWritten(u.path);
-  for (auto& f : u.flats) f->gather(*shardComm_, "gather " + u.path);
+  const c10::Stream compute = streams_.current();
+  {
+    // NOTE [Streams around collectives]: issued, or waited for, on the communication stream.
+    runtime::StreamScope onComm(streams_, streams_.communication());
+    for (auto& f : u.flats) f->gather(*shardComm_, "gather " + u.path);
+  }
+  if (streams_.active()) {
+    streams_.waitFor(compute, streams_.communication());
+    for (auto& f : u.flats) streams_.recordTensor(f->members().front().param, compute);  // the full buffer
+  }
   commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   noteGathered();
 }
@@ -331,7 +354,10 @@ void ShardedModel::prefetch(std::optional<size_t> unit) {
   if (options_.limitAllGathers > 0 && unitsGathered() >= options_.limitAllGathers) return;
   telemetry::MemoryPhase phase(telemetry::Phase::kGathered);
   const auto t0 = std::chrono::steady_clock::now();
-  for (auto& f : u.flats) f->beginGather(*shardComm_, "prefetch " + u.path);
+  {
+    runtime::StreamScope onComm(streams_, streams_.communication());  // NOTE [Streams around collectives]
+    for (auto& f : u.flats) f->beginGather(*shardComm_, "prefetch " + u.path);
+  }
   commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   noteGathered();
 }
@@ -341,11 +367,13 @@ void ShardedModel::freeAll() {
 }
 
 void ShardedModel::free(Unit& u) {
+  runtime::StreamScope onComm(streams_, streams_.communication());  // a prefetch in flight is waited there
   for (auto& f : u.flats) f->free();
 }
 
 void ShardedModel::beginForward() {
   if (store_) checkShardsUnwritten();
+  streams_.waitFor(streams_.communication(), streams_.current());  // the optimizer wrote the shards there
   phase_ = Phase::kForward;
   visits_.assign(units_.size(), 0);
   endsOnGradients_.assign(units_.size(), false);
@@ -381,9 +409,22 @@ void ShardedModel::reduce(size_t i) {
   Unit& u = units_[i];
   telemetry::MemoryPhase phase(telemetry::Phase::kGradients);
   const auto t0 = std::chrono::steady_clock::now();
-  for (auto& f : u.flats) {
-    if (f->trainable())
-      f->beginReduce(*shardComm_, gradScale_, "reduce-scatter " + u.path, replicateComm_.get());
+  // NOTE [Streams around collectives]: the gradients are complete on the compute stream and read (then
+  // dropped) on the communication stream.
+  const c10::Stream comm = streams_.communication();
+  if (streams_.active()) {
+    streams_.waitFor(comm, streams_.current());
+    for (const auto& f : u.flats) {
+      if (!f->trainable()) continue;
+      for (const auto& m : f->members()) streams_.recordTensor(m.param.grad(), comm);
+    }
+  }
+  {
+    runtime::StreamScope onComm(streams_, comm);
+    for (auto& f : u.flats) {
+      if (f->trainable())
+        f->beginReduce(*shardComm_, gradScale_, "reduce-scatter " + u.path, replicateComm_.get());
+    }
   }
   if (std::find(reducing_.begin(), reducing_.end(), i) == reducing_.end()) reducing_.push_back(i);
   commSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -393,6 +434,7 @@ void ShardedModel::finishReductions(bool holdingInputs) {
   if (reducing_.empty()) return;
   telemetry::MemoryPhase phase(telemetry::Phase::kGradients);
   const auto t0 = std::chrono::steady_clock::now();
+  runtime::StreamScope onComm(streams_, streams_.communication());  // NOTE [Streams around collectives]
   std::vector<size_t> left;
   for (size_t i : reducing_) {
     auto& flats = units_[i].flats;
@@ -409,6 +451,19 @@ void ShardedModel::finishReductions(bool holdingInputs) {
 
 void ShardedModel::settleGradients() {
   finishReductions();
+  // NOTE [Streams around collectives]: the gradients' last writes ran on the communication stream.
+  if (options_.offloadShards) {
+    streams_.synchronize();  // the chunks are in host memory; no copy of a shard still reads it
+    for (auto& u : units_) {
+      for (auto& f : u.flats) f->landGradients();
+    }
+  } else if (streams_.active()) {
+    const c10::Stream compute = streams_.current();
+    streams_.waitFor(compute, streams_.communication());
+    for (const auto& u : units_) {
+      for (const auto& f : u.flats) streams_.recordTensor(f->shard().grad(), compute);
+    }
+  }
   int64_t gradBytes = 0;
   for (const auto& u : units_) {
     for (const auto& f : u.flats) {
@@ -453,8 +508,11 @@ std::map<std::string, double> ShardedModel::gradientAbsSums() {
     }
   }
   torch::Tensor all = torch::tensor(sums, torch::kFloat64);
-  if (shardComm_->size() > 1 && all.numel() > 0)
-    shardComm_->allReduce(all, dist::ReduceOp::kSum, "gradient sums");
+  if (shardComm_->size() > 1 && all.numel() > 0) {
+    torch::Tensor wire = onCommDevice(all);
+    shardComm_->allReduce(wire, dist::ReduceOp::kSum, "gradient sums");
+    if (!wire.is_same(all)) all.copy_(wire);
+  }
   std::map<std::string, double> out;
   for (size_t i = 0; i < names.size(); ++i) out[names[i]] = all[static_cast<int64_t>(i)].item<double>();
   return out;
@@ -482,7 +540,11 @@ std::vector<torch::Tensor> ShardedModel::parameterValues(const std::vector<torch
     }
     at += w.flat->members()[w.member].param.numel();
   }
-  if (shardComm_->size() > 1) shardComm_->allReduce(all, dist::ReduceOp::kSum, "parameter values");
+  if (shardComm_->size() > 1) {
+    torch::Tensor wire = onCommDevice(all);
+    shardComm_->allReduce(wire, dist::ReduceOp::kSum, "parameter values");
+    if (!wire.is_same(all)) all.copy_(wire);
+  }
   std::vector<torch::Tensor> out;
   at = 0;
   for (size_t i = 0; i < params.size(); ++i) {

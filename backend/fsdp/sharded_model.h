@@ -40,8 +40,54 @@
 // while the next unit's backward computes, and is waited for when the next
 // reduction starts or at finishBackward() (one in flight at a time).
 //
+// NOTE [Streams around collectives] (runtime/device_stream.h; on the CPU every
+// call below is a no-op: NOTE [No-op streams]). A NCCL process group runs each
+// collective on its own internal stream: at issue that stream waits for the
+// issuing thread's current stream, and it keeps the input and output tensors'
+// memory from being handed out again before it is done (recordStream on its
+// stream; 2.x may instead hold them in the work until wait()); wait() makes
+// the then current stream (not the host) wait for the collective, unless
+// blocking wait is on. That alone would order everything, but
+// on one stream: a collective issued while the compute stream is current
+// waits for all the compute queued before it (on a GPU the host runs far
+// ahead), and the copies and casts around it queue between the compute.
+// What our communication stream adds:
+//  - A unit's gather (and prefetch) is issued with the communication stream
+//    current: the offloaded shard's copy to the device (NOTE [CPU offload]),
+//    the cast to the gather dtype, the full buffer's allocation and the wait
+//    for the all-gather run there, so the collective waits only for its own
+//    inputs. The compute stream then waits for an event recorded on the
+//    communication stream, before the unit's forward or backward is queued,
+//    and the full buffer (allocated on the communication stream) is recorded
+//    on the compute stream, so that once freed its memory is not handed out
+//    again before the compute queued on it is done.
+//  - A reduction first makes the communication stream wait for the compute
+//    stream (the members' gradients are complete there), records each member
+//    gradient on the communication stream (they are dropped on the host while
+//    it still reads them), then flattens them, issues the reduce-scatter,
+//    and at its finish casts, scales and adds the chunk to the shard's
+//    gradient (offloaded: copies it to host memory) on the communication
+//    stream.
+//  - beginForward() makes the communication stream wait for the compute
+//    stream (the optimizer wrote the shards there); settleGradients() makes
+//    the compute stream wait for the communication stream and records the
+//    shards' gradients on it (the optimizer reads them there), or, with
+//    offloaded shards, makes the host wait for the device: the gradient
+//    chunks have landed in host memory before they are added to the shards'
+//    gradients, and no copy of a shard to the device is still reading it when
+//    the optimizer steps on the CPU next. Gloo and the shared-memory transport
+//    finish on the host inside wait(), so on the CPU nothing of this is needed.
+// Relied on: each stream runs its work in issue order; an event orders two
+// streams; NCCL's issue-time wait and wait()'s stream wait above; the work a
+// communicator does inside wait() (the reduce-scatter emulation's local sum,
+// a bfloat16 write-back: NOTE [Collectives on Debian's LibTorch 1.13]) runs
+// on the then current stream, the communication stream; autograd runs each
+// backward node on the stream its forward ran on (the compute stream, where
+// the hooks find it current); and the host issues all of it in program order.
+//
 // Every rank runs the same graph in the same order (CPU autograd runs on
-// the calling thread), so the collectives issued from hooks and the
+// the calling thread; CUDA's runs the hooks on its device thread, one at a
+// time), so the collectives issued from hooks and the
 // prefetch decisions (made from the same recorded orders) line up.
 // Units that are not nested must not share parameters (tied parameters
 // belong in one unit).
@@ -62,6 +108,7 @@
 #include "backend/dist/shared_shards.h"
 #include "backend/fsdp/flat_param.h"
 #include "backend/model/unit_hooks.h"
+#include "backend/runtime/device_stream.h"
 
 namespace fs::fsdp {
 
@@ -96,6 +143,9 @@ struct ShardingOptions {
   // (shared memory on one node), the shards live in one node-shared segment and gathers copy them
   // without a collective. Writers of the shards then keep beginShardWrite / endShardWrite.
   bool sharedShards = true;
+  // NOTE [CPU offload] (flat_param.h): the shards, their gradients and the optimizer's state in host
+  // memory; gathers copy each shard to the model's device. Shards are then never node-shared.
+  bool offloadShards = false;
 };
 
 // NOTE [Values from the node's first rank]: under delayed init the model's
@@ -138,6 +188,14 @@ class ShardedModel final : public model::UnitHooks {
   dist::Communicator& shardGroup() const { return *shardComm_; }
 
   const std::vector<Unit>& units() const { return units_; }  // the root unit last
+  // Where the model's parameters (gathered units) live, and where the shards do: the same device
+  // unless offloadShards (host memory).
+  c10::Device computeDevice() const { return streams_.device(); }
+  c10::Device shardDevice() const {
+    return options_.offloadShards ? c10::Device(c10::kCPU) : computeDevice();
+  }
+  // NOTE [Streams around collectives]
+  const runtime::DeviceStreams& streams() const { return streams_; }
   // The trainable shards, for the optimizer.
   std::vector<torch::Tensor> trainableShards() const;
   // Full bytes gathered now, over every unit, and the most since resetPeak().
@@ -170,8 +228,9 @@ class ShardedModel final : public model::UnitHooks {
   // No-ops without node-shared shards. A shard written outside them makes the next beginForward() throw.
   void beginShardWrite();
   void endShardWrite();
-  // Seconds spent in gathers and gradient reductions since the last call (the step's communication:
-  // none of it overlaps compute yet).
+  // Seconds the host spent in gathers and gradient reductions since the last call (the step's
+  // communication on the CPU, where none of it overlaps compute; on a GPU only issuing and ordering
+  // the work: NOTE [Streams around collectives]).
   double takeCommSeconds();
 
   void beginForward();
@@ -232,6 +291,8 @@ class ShardedModel final : public model::UnitHooks {
   void checkShardsUnwritten() const;
   void freeAll();
   void noteGathered();
+  // `t` on the device the collectives run on (a copy only when it is elsewhere).
+  torch::Tensor onCommDevice(const torch::Tensor& t) const;
   std::vector<size_t> gatheredUnits() const;  // what unitsGathered() counts
   // Backward hooks: a unit's backward begins (its output's gradient exists) or ends (its input's).
   void beginUnitBackward(size_t unit);
@@ -244,6 +305,7 @@ class ShardedModel final : public model::UnitHooks {
 
   std::shared_ptr<dist::Communicator> comm_;
   ShardingOptions options_;
+  runtime::DeviceStreams streams_;  // of computeDevice()
   // Before units_: the flat parameters' shards point into it.
   std::unique_ptr<dist::SharedShards> store_;
   std::string whyNotShared_;

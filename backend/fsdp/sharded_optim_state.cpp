@@ -109,9 +109,12 @@ protocol::StatusOr<train::OptimizerStateDict> toShardState(
                                        "; FSDP steps them as one flat parameter");
       }
       if (step) {
-        out.state.push_back({index, name, torch::tensor(*step, torch::kFloat32),
-                             m.narrow(0, rank * f.shardNumel(), f.shardNumel()).clone(),
-                             v.narrow(0, rank * f.shardNumel(), f.shardNumel()).clone()});
+        // Where the shard lives (host memory under NOTE [CPU offload]), as the optimizer steps it there.
+        const auto slice = [&](const torch::Tensor& t) {
+          return t.narrow(0, rank * f.shardNumel(), f.shardNumel())
+              .to(f.shardDevice(), t.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
+        };
+        out.state.push_back({index, name, torch::tensor(*step, torch::kFloat32), slice(m), slice(v)});
       }
       ++index;
     }
@@ -143,8 +146,11 @@ train::OptimizerStateDict toFullState(const train::OptimizerStateDict& shardStat
     const FlatParameter& f = *s.flat;
     auto gather = [&](const torch::Tensor& shard, const char* what) {
       if (group.size() == 1) return shard.detach();
-      torch::Tensor all = torch::empty({f.paddedNumel()}, shard.options());
-      group.allGather(all, shard.detach().contiguous(), std::string(what) + " " + s.param.name);
+      // On the device the collectives run on (offloaded state is in host memory: NOTE [CPU offload]).
+      torch::Tensor in = shard.detach().contiguous();
+      if (in.device() != model.computeDevice()) in = in.to(model.computeDevice());
+      torch::Tensor all = torch::empty({f.paddedNumel()}, in.options());
+      group.allGather(all, in, std::string(what) + " " + s.param.name);
       return all;
     };
     const torch::Tensor m = gather(e.expAvg, "optimizer exp_avg");

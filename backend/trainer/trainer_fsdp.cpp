@@ -22,7 +22,9 @@
 // (global or per unit, optim.clip_mode). Checkpoints gather one unit at a
 // time and write the same file as a single-process run, or with
 // checkpoint.format: sharded each rank writes its shards (NOTE [Sharded
-// checkpoints] in checkpoint_sharded.h).
+// checkpoints] in checkpoint_sharded.h). With parallel.cpu_offload the shards,
+// their gradients and AdamW's state live in host memory and the optimizer
+// steps there (NOTE [CPU offload] in fsdp/flat_param.h), on any device.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -36,10 +38,6 @@ namespace fs::engine {
 using protocol::Status;
 
 Status Trainer::shardModel() {
-  if (config_.parallel.cpu_offload && !device_.is_cpu()) {
-    return Status::unsupported("parallel.cpu_offload: keeping shards in host memory is not implemented for " +
-                               device_.str() + " yet; set parallel.cpu_offload=false");
-  }
   ParallelizeOptions o;
   o.ranksPerNode = place_.ranksPerNode;
   o.valuesFromNodeLeader = place_.delayedInit;
@@ -72,6 +70,16 @@ Status Trainer::shardModel() {
     log_->info("FSDP shards: node-shared (gathers copy them without a collective)");
   } else {
     log_->info("FSDP shards: private ({})", state_.sharded->whyShardsNotShared());
+  }
+  const std::string model = state_.sharded->computeDevice().str(),
+                    shards = state_.sharded->shardDevice().str();
+  if (config_.parallel.cpu_offload) {
+    log_->info(
+        "FSDP shards on {} (parallel.cpu_offload: their gradients and the optimizer too; each gather "
+        "copies a shard to {}{})",
+        shards, model, model == shards ? ", which gains nothing on the CPU" : "");
+  } else {
+    log_->info("FSDP shards on {} with the model", shards);
   }
   return Status::ok();
 }

@@ -10,7 +10,8 @@ the folders listed for it, so the arrows point one way:
   {tensorfile, state_keys} <- inspect, state_keys <- model
            <- {train, dist} <- fsdp <- checkpoint <- trainer <- cli
 and backend/fsdp/ takes nothing from backend/model/ but the published hook
-interface, backend/model/unit_hooks.h.
+interface, backend/model/unit_hooks.h (and takes backend/runtime's device
+streams directly).
 
 Usage: check_layers.py LINK_GRAPH_TSV SOURCE_DIR   (LINK_GRAPH_TSV may be '-'
 to check the sources only). Exits 1 naming every violation.
@@ -36,7 +37,7 @@ BACKEND_LAYERS = {
     "backend/fsdp_plan": {"backend/protocol", "backend/tensorfile"},
     "backend/train": {"backend/protocol", "backend/runtime"} | _DATA,
     "backend/dist": {"backend/protocol", "backend/telemetry"},
-    "backend/fsdp": {"backend/protocol", "backend/dist", "backend/train", "backend/telemetry",
+    "backend/fsdp": {"backend/protocol", "backend/runtime", "backend/dist", "backend/train", "backend/telemetry",
                      "backend/tensorfile", "backend/fsdp_plan"},
     "backend/checkpoint": {"backend/protocol", "backend/runtime", "backend/tensorfile", "backend/telemetry",
                            "backend/model", "backend/train", "backend/dist", "backend/fsdp",

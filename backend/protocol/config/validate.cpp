@@ -263,13 +263,18 @@ class Checker {
             "takes every weight from its node's first rank, but parallel.sync_module_states is false",
             "set parallel.sync_module_states=true, or parallel.delayed_init=false");
     }
-    if (p.cpu_offload) {
-      warning(
-          "parallel.cpu_offload",
-          fsdp ? "on CPU runs the shards live in host memory anyway; CUDA runs do not implement it yet and "
-                 "stop at start-up with an error"
-               : "has no effect with parallel.mode=" + p.mode,
-          "leave it off");
+    // NOTE [CPU offload] (backend/fsdp/flat_param.h): FSDP's shards, their gradients and AdamW's state in
+    // host memory, copied to the device around each use. Without FSDP there are no shards to keep there.
+    if (p.cpu_offload && !fsdp) {
+      error("parallel.cpu_offload",
+            "keeps FSDP's parameter shards in host memory, but parallel.mode is '" + p.mode +
+                "', which has no shards",
+            "set parallel.mode=fsdp, or parallel.cpu_offload=false");
+    } else if (p.cpu_offload && p.dist_backend == "gloo") {
+      warning("parallel.cpu_offload",
+              "on the CPU (gloo) the shards are host memory already: offloading only adds a copy of each "
+              "shard per gather, and keeps the shards out of node-shared memory",
+              "leave it off on CPU runs");
     }
     if ((c_.optim.precision == "fp16" || c_.optim.precision == "amp_fp16") && p.dist_backend == "gloo") {
       warning("optim.precision", "fp16 is meant for CUDA; on CPU (gloo) use bf16 or amp_bf16");

@@ -157,6 +157,68 @@ TEST(FlatParameterTest, FreedUnitsBackwardToTheUnshardedGradients) {
   }
 }
 
+// NOTE [CPU offload]: an offloaded flat parameter never lets its members view the shard (a group of one
+// is gathered through a copy too); with asyncCopies a reduced chunk waits in host memory, not in the
+// shard's gradient, until landGradients() adds it, in the order the reductions finished; the values and
+// gradients are those of a flat parameter kept in place, bit for bit, with and without casts around the
+// collectives (gathered and reduced in bfloat16 from a float32 shard).
+TEST(FlatParameterTest, OffloadedShardIsCopiedForEachGatherAndItsGradientLandsWhenAsked) {
+  for (const FlatDtypes& dtypes : {FlatDtypes{}, FlatDtypes{torch::kBFloat16, torch::kBFloat16}}) {
+    const auto inGather = dtypes.gather.value_or(torch::kFloat);
+    for (int world : {1, 2}) {
+      const std::string what = std::string(c10::toString(inGather)) + ", world " + std::to_string(world);
+      std::mutex mu;
+      const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+        Mlp kept, offloaded;
+        FlatParameter k(membersOf(*kept.layers()[0], "a"), comm.rank(), comm.size(), dtypes);
+        FlatParameter f(membersOf(*offloaded.layers()[0], "a"), comm.rank(), comm.size(), dtypes, nullptr,
+                        FlatPlacement{/*offload=*/true, /*asyncCopies=*/true});
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          EXPECT_TRUE(f.offloaded()) << what;
+          EXPECT_FALSE(f.gathered()) << what << ": an offloaded shard is gathered through a copy";
+          EXPECT_EQ(f.shardDevice(), c10::Device(c10::kCPU)) << what;
+          EXPECT_EQ(f.shard().scalar_type(), torch::kFloat) << what;
+          EXPECT_TRUE(torch::equal(f.shard(), k.shard())) << what;
+        }
+        const int64_t rows = 6 / comm.size();
+        const torch::Tensor x = globalInput().narrow(0, comm.rank() * rows, rows).to(inGather);
+        for (int pass = 0; pass < 2; ++pass) {  // two reductions accumulate, as two datasets do
+          k.gather(comm, "gather kept");
+          f.gather(comm, "gather offloaded");
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            EXPECT_NE(f.members().front().param.data_ptr(), f.shard().data_ptr()) << what;
+            EXPECT_EQ(f.members().front().param.scalar_type(), inGather) << what;
+            EXPECT_TRUE(torch::equal(f.members().front().param, k.members().front().param)) << what;
+          }
+          torch::tanh(kept.layers()[0]->forward(x * (pass + 1))).to(torch::kFloat).pow(2).mean().backward();
+          torch::tanh(offloaded.layers()[0]->forward(x * (pass + 1)))
+              .to(torch::kFloat)
+              .pow(2)
+              .mean()
+              .backward();
+          k.reduceGradients(comm, 0.5, "reduce kept");
+          f.reduceGradients(comm, 0.5, "reduce offloaded");
+          k.free();
+          f.free();
+          std::lock_guard<std::mutex> lock(mu);
+          EXPECT_FALSE(f.shard().grad().defined()) << what << " pass " << pass << ": landed before asked";
+          EXPECT_TRUE(f.reducing()) << what;
+        }
+        f.landGradients();
+        std::lock_guard<std::mutex> lock(mu);
+        EXPECT_FALSE(f.reducing()) << what;
+        ASSERT_TRUE(f.shard().grad().defined()) << what;
+        EXPECT_EQ(f.shard().grad().device(), c10::Device(c10::kCPU)) << what;
+        EXPECT_EQ(f.shard().grad().scalar_type(), torch::kFloat) << what;
+        EXPECT_TRUE(torch::equal(f.shard().grad(), k.shard().grad())) << what;
+      });
+      for (const auto& e : errors) ASSERT_EQ(e, "") << what;
+    }
+  }
+}
+
 // NOTE [Mixed precision in a flat parameter], plain bf16: the store dtype puts the trainable shard (the
 // master copy) and so its gradient in bfloat16 too; nothing is cast, so a group of one gathers nothing.
 TEST(FlatParameterTest, StoreDtypeKeepsTheTrainableShardInIt) {

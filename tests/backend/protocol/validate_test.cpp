@@ -204,11 +204,24 @@ TEST(Validate, DelayedInitNeedsTheWeightsBroadcast) {
   }
 }
 
-TEST(Validate, CpuOffloadSaysWhatItDoesHere) {
-  Problem p = problemAt(validateConfig(with(tiny(), {"parallel.mode=fsdp", "parallel.cpu_offload=true"})),
-                        "parallel.cpu_offload");
-  EXPECT_FALSE(p.isError());
-  EXPECT_NE(p.message.find("host memory anyway"), std::string::npos) << p.message;
+// NOTE [CPU offload]: refused without FSDP (no shards), a warning on gloo (the CPU, where it gains
+// nothing), accepted silently otherwise (a CUDA run).
+TEST(Validate, CpuOffloadNeedsFsdpAndSaysItGainsNothingOnTheCpu) {
+  Problem ddp = problemAt(validateConfig(with(tiny(), {"parallel.mode=ddp", "parallel.cpu_offload=true"})),
+                          "parallel.cpu_offload");
+  EXPECT_TRUE(ddp.isError());
+  EXPECT_NE(ddp.message.find("parallel.mode is 'ddp'"), std::string::npos) << ddp.message;
+  EXPECT_NE(ddp.fix.find("parallel.mode=fsdp"), std::string::npos) << ddp.fix;
+
+  Problem gloo = problemAt(validateConfig(with(tiny(), {"parallel.mode=fsdp", "parallel.dist_backend=gloo",
+                                                        "parallel.cpu_offload=true"})),
+                           "parallel.cpu_offload");
+  EXPECT_FALSE(gloo.isError());
+  EXPECT_NE(gloo.message.find("host memory already"), std::string::npos) << gloo.message;
+
+  for (const auto& q : validateConfig(
+           with(tiny(), {"parallel.mode=fsdp", "parallel.dist_backend=nccl", "parallel.cpu_offload=true"})))
+    EXPECT_NE(q.path, "parallel.cpu_offload") << q.message;
 }
 
 TEST(Validate, TrainPyThresholdDefaultWarnsWithRecipeValue) {

@@ -10,6 +10,7 @@
 //  - only the Perceiver, the cross-attention blocks and the two new
 //    embedding rows change;
 //  - a NaN on one rank skips the step on every rank;
+//  - parallel.cpu_offload trains bit for bit like shards kept in place;
 //  - checkpoints: the single-process file (bitwise at world 1), resumed on
 //    other world sizes and modes, and a hybrid save / restart bitwise equal
 //    to the uninterrupted run.
@@ -258,6 +259,28 @@ TEST_F(FsdpTest, OneRankWritesTheSingleProcessCheckpointBitForBit) {
   auto b = readCheckpoint(sharded.dir / "checkpoint_0.pt");
   ASSERT_TRUE(a.isOk() && b.isOk());
   expectBitwiseEqual(*a, *b, "fsdp world 1 vs one process");
+}
+
+// NOTE [CPU offload]: with parallel.cpu_offload the shards, their gradients and AdamW's state live in host
+// memory and every gather and reduction goes through a copy (host to host on the CPU): the run is bit for
+// bit the one that keeps its shards in place (private too: offloaded shards are never node-shared), with
+// clipping and two datasets a step; each rank's log says where the shards live.
+TEST_F(FsdpTest, CpuOffloadTrainsBitForBitLikeShardsKeptInPlace) {
+  const RunOutput kept = run("kept", 2, config(2, {"parallel.shared_shards=false"}));
+  const RunOutput offloaded = run("offloaded", 2, config(2, {"parallel.cpu_offload=true"}));
+  ASSERT_EQ(kept.losses.size(), 10u);
+  ASSERT_EQ(offloaded.losses.size(), 10u) << offloaded.exits[0].output;
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(offloaded.losses[i], kept.losses[i]) << "step " << i + 1;
+  auto a = readCheckpoint(kept.dir / "checkpoint_0.pt");
+  auto b = readCheckpoint(offloaded.dir / "checkpoint_0.pt");
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  expectBitwiseEqual(*a, *b, "cpu_offload vs shards kept in place");
+  for (int r = 0; r < 2; ++r) {
+    const std::string log = rankLog(offloaded, r);
+    EXPECT_NE(log.find("FSDP shards on cpu (parallel.cpu_offload"), std::string::npos) << "rank " << r;
+    EXPECT_NE(log.find("FSDP shards: private (parallel.cpu_offload"), std::string::npos) << "rank " << r;
+    EXPECT_NE(rankLog(kept, r).find("FSDP shards on cpu with the model"), std::string::npos) << "rank " << r;
+  }
 }
 
 TEST_F(FsdpTest, ResumesOnAnotherWorldSizeAndMode) {
