@@ -25,7 +25,12 @@
 //   pure virtual `copy_data`. Handled without a version test by declaring both
 //   (NOTE [Allocator interface across LibTorch versions] in telemetry/memory_tracker.cpp).
 // - The CUDA caching allocator's statistics type moved from c10::cuda::CUDACachingAllocator
-//   to c10::CachingDeviceAllocator: runtime/device_memory.cpp, which builds only with CUDA.
+//   to c10::CachingDeviceAllocator: runtime/device_memory.cpp names no such type (NOTE
+//   [Allocator statistics across LibTorch versions]).
+// - CUDA streams: c10::DeviceIndex widened from int8 to int16 (2.2) and recordStream became
+//   an inline; runtime/device_stream_cuda.cpp's calls read the same in both (`// compat:`).
+// Files with `#ifdef FS_WITH_CUDA` are compiled against LibTorch 1.13's CUDA headers on
+// CPU machines too (tests/cuda: cuda_sources_compile_test).
 // - c10d process groups: ProcessGroupGloo / ProcessGroupNCCL derive from c10d::Backend
 //   in 2.x instead of c10d::ProcessGroup; dist/process_group_communicator.cpp uses only
 //   the collective calls both share (allreduce, broadcast, allgather, reduce_scatter,
