@@ -263,6 +263,10 @@ class Checker {
             "takes every weight from its node's first rank, but parallel.sync_module_states is false",
             "set parallel.sync_module_states=true, or parallel.delayed_init=false");
     }
+    if (p.device == "cpu" && p.dist_backend == "nccl") {
+      error("parallel.dist_backend", "'nccl' exchanges CUDA tensors only, but parallel.device is 'cpu'",
+            "set parallel.dist_backend=gloo (or auto), or parallel.device=cuda");
+    }
     if (p.cpu_offload) {
       warning(
           "parallel.cpu_offload",
