@@ -72,9 +72,11 @@ torch::Tensor MaskedCrossAttentionImpl::probabilities(const torch::Tensor& x, co
   if (v_out != nullptr) *v_out = splitHeads(kv[1], heads);
 
   auto sim = torch::matmul(q, k.transpose(-2, -1));  // (B, H, L, T_img * n)
+  // 1, .., 1, 2, .., 2, .. (n of each): the slot of each media token. Not repeat_interleave, whose
+  // output size is read back from its device (a host sync on CUDA).
   const auto media_time =
-      torch::arange(1, t_img + 1, torch::TensorOptions().dtype(torch::kLong).device(x.device()))
-          .repeat_interleave(n);
+      torch::arange(n, (t_img + 1) * n, torch::TensorOptions().dtype(torch::kLong).device(x.device()))
+          .div(n, "floor");
   const auto allowed = text_time.view({b, 1, l, 1}).eq(media_time.view({1, 1, 1, t_img * n}));
   sim = sim.masked_fill(allowed.logical_not(), lowestFinite(sim.scalar_type()));
   sim = sim - std::get<0>(sim.max(-1, /*keepdim=*/true)).detach();

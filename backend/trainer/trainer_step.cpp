@@ -36,15 +36,15 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   }
   // NOTE [Distributed step] in trainer_dist.cpp: every rank takes the same decisions.
   const size_t D = batches.batches.size();
+  // Labels from the host batches (NOTE [Host to device copies] in backend/data/batch.h).
   std::vector<torch::Tensor> labels;
   std::vector<int64_t> targets;
   for (const data::Batch& b : batches.batches) {
     labels.push_back(train::makeLabels(b.kind, b.inputIds, tokens_));
-    // Only the ranks' token weighting needs the count before the forward.
-    targets.push_back(place_.distributed() ? train::labelStats(labels.back()).targets : 0);
+    targets.push_back(train::countTargets(labels.back()));
   }
   IterationAgreement agreement(place_.distributed() ? comm_ : nullptr, compat);
-  agreement.open(targets, reporter_->pendingFigures());
+  agreement.open(targets, reporter_->pendingFigures());  // the ranks' token weighting
   std::vector<double> values(D, 0.0);
   for (size_t i = 0; i < D; ++i) {
     const data::Batch& b = batches.batches[i];
@@ -107,12 +107,28 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   return r;
 }
 
-train::LmLoss Trainer::forwardLoss(const data::Batch& b, const torch::Tensor& labels, bool compat) {
+// NOTE [Host to device copies] (backend/data/batch.h): the decisions that read
+// token values are taken on the host batch (the labels and their target count,
+// whether padding is skipped), then the batch and its labels go to device_ in
+// one place, here. What the step still reads back from the device: each
+// loss's value (the step event and the NaN agreement need it, trainIteration),
+// the gradient norm (clipping's finiteness test) and, on shapes where skipping
+// pays (never on the tiny preset), the model's own data-dependent index
+// choices: the referenced media slots (flamingo.cpp), the real-token index of
+// skipped padding (common.cpp realTokenIndex) and the cross-attention's
+// attending tokens (gated_cross_attention.cpp). device_wrong_test runs the
+// tiny step on the meta device, where any other read-back stops it.
+train::LmLoss Trainer::forwardLoss(const data::Batch& host, const torch::Tensor& hostLabels, bool compat) {
+  const auto padding =
+      model::paddingFor(host.inputIds, host.attentionMask, tokens_.pad, config_.model.lm.width);
+  train::LossOptions lossOptions{compat};
+  lossOptions.targets = train::countTargets(hostLabels);
+  const data::Batch b = data::toDevice(host, device_);
+  const torch::Tensor labels = data::toDevice(hostLabels, device_);
   train::AutocastScope autocast(precision_, device_);
-  const auto padding = model::paddingFor(b.inputIds, b.attentionMask, tokens_.pad, config_.model.lm.width);
   const torch::Tensor logits =
       state_.model->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding);
-  return train::causalLmLoss(logits, labels, train::LossOptions{compat});
+  return train::causalLmLoss(logits, labels, lossOptions);
 }
 
 void Trainer::optimizerStep(StepResult* r) {
