@@ -110,14 +110,22 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
 // NOTE [Host to device copies] (backend/data/batch.h): the decisions that read
 // token values are taken on the host batch (the labels and their target count,
 // whether padding is skipped), then the batch and its labels go to device_ in
-// one place, here. What the step still reads back from the device: each
-// loss's value (the step event and the NaN agreement need it, trainIteration),
-// the gradient norm (clipping's finiteness test) and, on shapes where skipping
-// pays (never on the tiny preset), the model's own data-dependent index
-// choices: the referenced media slots (flamingo.cpp), the real-token index of
-// skipped padding (common.cpp realTokenIndex) and the cross-attention's
-// attending tokens (gated_cross_attention.cpp). device_wrong_test runs the
-// tiny step on the meta device, where any other read-back stops it.
+// one place, here (validation comes through here too). What the step still
+// reads back from the device (host syncs on CUDA):
+//  - each loss's value (loss.item() in trainIteration: the step event and the
+//    NaN agreement need it);
+//  - the gradient norm and the clip coefficient (train/grad_clip.cpp; the
+//    finiteness test decides the step), and the gradient-flow check's sums at
+//    the first steps (checkGradientFlow);
+//  - on shapes where leaving work out pays (never the tiny preset), the
+//    model's own data-dependent index sets: the referenced media slots
+//    (flamingo.cpp referencedSlots: item, nonzero), the real-token index of
+//    skipped padding (common.cpp realTokenIndex: nonzero) and the
+//    cross-attention's attending tokens (gated_cross_attention.cpp
+//    attendingTokens: item, masked_select). They read input_ids and the mask,
+//    so they could move to the host like the padding policy; not done yet.
+// wrong_device_test runs the tiny step on the meta device, where any other
+// read-back stops it, and pins that the compare shapes still stop at one.
 train::LmLoss Trainer::forwardLoss(const data::Batch& host, const torch::Tensor& hostLabels, bool compat) {
   const auto padding =
       model::paddingFor(host.inputIds, host.attentionMask, tokens_.pad, config_.model.lm.width);
