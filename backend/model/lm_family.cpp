@@ -170,7 +170,9 @@ torch::Tensor CausalLmImpl::runLayers(const torch::Tensor& input_ids, const torc
   ctx.media = media;
   ctx.text_time = text_time;
   ctx.real_tokens = real_tokens;
-  if (padding == Padding::kSkip) ctx.packed_offsets = packedOffsets(mask);
+  // The offsets are read back to the host; only the CPU's packed attention uses them
+  // (packedAttentionSupports).
+  if (padding == Padding::kSkip && mask.device().is_cpu()) ctx.packed_offsets = packedOffsets(mask);
   const auto packRope = [&](const torch::Tensor& t) {
     if (!t.defined()) return t;
     const auto rows = t.expand({ctx.batch, 1, ctx.length, t.size(-1)}).squeeze(1);

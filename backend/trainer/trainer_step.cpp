@@ -122,8 +122,10 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
 //    (flamingo.cpp referencedSlots: item, nonzero), the real-token index of
 //    skipped padding (common.cpp realTokenIndex: nonzero) and the
 //    cross-attention's attending tokens (gated_cross_attention.cpp
-//    attendingTokens: item, masked_select). They read input_ids and the mask,
-//    so they could move to the host like the padding policy; not done yet.
+//    attendingTokens: item, masked_select; once per cross-attention layer).
+//    They read input_ids and the mask only, so they could move to the host
+//    like the padding policy; not done yet. (The packed attention's row
+//    offsets, lm_family.cpp, are read back on the CPU only.)
 // wrong_device_test runs the tiny step on the meta device, where any other
 // read-back stops it, and pins that the compare shapes still stop at one.
 train::LmLoss Trainer::forwardLoss(const data::Batch& host, const torch::Tensor& hostLabels, bool compat) {
