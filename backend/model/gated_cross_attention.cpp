@@ -124,12 +124,17 @@ GatedCrossAttentionBlockImpl::GatedCrossAttentionBlockImpl(GatedCrossAttentionOp
   ff = register_module("ff", FeedForward(options.dim(), options.ff_mult()));
 }
 
+int64_t GatedCrossAttentionBlockImpl::workPerToken(const GatedCrossAttentionOptions& o) {
+  return o.dim() * o.heads() * o.head_dim();
+}
+
 torch::Tensor GatedCrossAttentionBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& media,
                                                     const torch::Tensor& text_time,
-                                                    const torch::Tensor& real_tokens) {
-  // One projection's multiply-adds per position (NOTE [When skipping pays]).
-  const auto attending = attendingTokens(text_time, real_tokens, media.size(1),
-                                         options.dim() * options.heads() * options.head_dim());
+                                                    const torch::Tensor& real_tokens,
+                                                    const torch::Tensor* given) {
+  const auto attending = given != nullptr
+                             ? *given
+                             : attendingTokens(text_time, real_tokens, media.size(1), workPerToken(options));
   const auto h = attn->forward(x, media, text_time, attending) * attn_gate.tanh() + x;
   const auto f = onRealTokens(h, real_tokens, [this](const torch::Tensor& t) { return ff->forward(t); });
   return f * ff_gate.tanh() + h;

@@ -109,35 +109,35 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
 
 // NOTE [Host to device copies] (backend/data/batch.h): the decisions that read
 // token values are taken on the host batch (the labels and their target count,
-// whether padding is skipped), then the batch and its labels go to device_ in
-// one place, here (validation comes through here too). What the step still
-// reads back from the device (host syncs on CUDA):
+// whether padding is skipped, and the index sets the forward leaves work out
+// with: NOTE [Index sets from the host] in backend/model/common.h), then the
+// batch, its labels and the index sets go to device_ in one place, here
+// (validation comes through here too). What the step still reads back from
+// the device (host syncs on CUDA):
 //  - each loss's value (loss.item() in trainIteration: the step event and the
 //    NaN agreement need it);
 //  - the gradient norm and the clip coefficient (train/grad_clip.cpp; the
-//    finiteness test decides the step), and the gradient-flow check's sums at
-//    the first steps (checkGradientFlow);
-//  - on shapes where leaving work out pays (never the tiny preset), the
-//    model's own data-dependent index sets: the referenced media slots
-//    (flamingo.cpp referencedSlots: item, nonzero), the real-token index of
-//    skipped padding (common.cpp realTokenIndex: nonzero) and the
-//    cross-attention's attending tokens (gated_cross_attention.cpp
-//    attendingTokens: item, masked_select; once per cross-attention layer).
-//    They read input_ids and the mask only, so they could move to the host
-//    like the padding policy; not done yet. (The packed attention's row
-//    offsets, lm_family.cpp, are read back on the CPU only.)
-// wrong_device_test runs the tiny step on the meta device, where any other
-// read-back stops it, and pins that the compare shapes still stop at one.
+//    finiteness test decides the step), and the gradient-flow check's sums and
+//    gate values at the first steps (checkGradientFlow).
+// wrong_device_test runs the tiny step and the compare shapes (which leave
+// padding, media slots and non-attending tokens out) on the meta device,
+// where any other read-back stops it. (The packed attention's row offsets,
+// lm_family.cpp, are read back on the CPU only, where its kernel runs.)
 train::LmLoss Trainer::forwardLoss(const data::Batch& host, const torch::Tensor& hostLabels, bool compat) {
   const auto padding =
       model::paddingFor(host.inputIds, host.attentionMask, tokens_.pad, config_.model.lm.width);
   train::LossOptions lossOptions{compat};
   lossOptions.targets = train::countTargets(hostLabels);
+  const model::IndexSets hostSets =
+      state_.model->indexSets(host.inputIds, host.attentionMask, host.images.size(1), padding);
   const data::Batch b = data::toDevice(host, device_);
   const torch::Tensor labels = data::toDevice(hostLabels, device_);
+  const model::IndexSets sets{data::toDevice(hostSets.realTokens, device_),
+                              data::toDevice(hostSets.slots, device_),
+                              data::toDevice(hostSets.attending, device_)};
   train::AutocastScope autocast(precision_, device_);
   const torch::Tensor logits =
-      state_.model->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding);
+      state_.model->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding, &sets);
   return train::causalLmLoss(logits, labels, lossOptions);
 }
 

@@ -234,11 +234,16 @@ StepCounts countOneStep(const protocol::RunConfig& config) {
             model::paddingFor(host.inputIds, host.attentionMask, tokens.pad, config.model.lm.width);
         train::LossOptions lossOptions{compat};
         lossOptions.targets = train::countTargets(hostLabels);
+        const model::IndexSets hostSets =
+            model->indexSets(host.inputIds, host.attentionMask, host.images.size(1), padding);
         const data::Batch b = data::toDevice(host, device);
         const torch::Tensor labels = data::toDevice(hostLabels, device);
+        const model::IndexSets sets{data::toDevice(hostSets.realTokens, device),
+                                    data::toDevice(hostSets.slots, device),
+                                    data::toDevice(hostSets.attending, device)};
         train::AutocastScope autocast(precision, device);
         const torch::Tensor logits =
-            model->forward(b.images.to(precision.inputDtype), b.inputIds, b.attentionMask, padding);
+            model->forward(b.images.to(precision.inputDtype), b.inputIds, b.attentionMask, padding, &sets);
         loss = train::causalLmLoss(logits, labels, lossOptions);
       }
       require(!loss.noTargets, "a batch without supervised tokens");

@@ -17,7 +17,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -75,7 +74,10 @@ struct StepOnDevice {
 };
 
 // One step of every dataset's batch on `device`, as the trainer takes it.
-StepOnDevice runStep(model::Flamingo& model, const protocol::RunConfig& config, c10::Device device) {
+// hostIndexSets: the index sets from the host batch, as the trainer passes them (NOTE [Index sets from
+// the host] in backend/model/common.h); false: the model picks them from the device tensors.
+StepOnDevice runStep(model::Flamingo& model, const protocol::RunConfig& config, c10::Device device,
+                     bool hostIndexSets = true) {
   const data::SpecialTokenIds tokens = data::specialTokensFromConfig(config.model.tokens);
   const data::StepBatches host = hostBatches(config);
   StepOnDevice out;
@@ -85,13 +87,18 @@ StepOnDevice runStep(model::Flamingo& model, const protocol::RunConfig& config, 
     const auto padding = model::paddingFor(hb.inputIds, hb.attentionMask, tokens.pad, config.model.lm.width);
     train::LossOptions lossOptions{config.compat == "openflamingo"};
     lossOptions.targets = train::countTargets(hostLabels);
+    const model::IndexSets hostSets =
+        model->indexSets(hb.inputIds, hb.attentionMask, hb.images.size(1), padding);
     const data::Batch b = data::toDevice(hb, device);
     const torch::Tensor labels = data::toDevice(hostLabels, device);
+    const model::IndexSets sets{data::toDevice(hostSets.realTokens, device),
+                                data::toDevice(hostSets.slots, device),
+                                data::toDevice(hostSets.attending, device)};
     // Device side, checked.
     DeviceCheckScope check(device);
     try {
-      const torch::Tensor logits =
-          model->forward(b.images.to(torch::kFloat32), b.inputIds, b.attentionMask, padding);
+      const torch::Tensor logits = model->forward(b.images.to(torch::kFloat32), b.inputIds, b.attentionMask,
+                                                  padding, hostIndexSets ? &sets : nullptr);
       const train::LmLoss loss = train::causalLmLoss(logits, labels, lossOptions);
       (loss.loss * 0.5).backward();
     } catch (const c10::Error& e) {  // a read-back of a device value, an op without a meta kernel
@@ -143,18 +150,28 @@ TEST(WrongDevice, ActivationCheckpointingStaysOnTheMetaDevice) {
   expectEverythingOnMeta("opt", true);
 }
 
-// NOTE [Host to device copies] (backend/data/batch.h): on shapes where leaving work out pays (never the
-// tiny preset; bench/configs/compare.yaml does), the model still picks its index sets from device values
-// (referenced media slots, real tokens, attending tokens). Each such pick is a host sync on a GPU; the
-// meta run stops at the first one. When that changes, this test says so: update the NOTE.
-TEST(WrongDevice, ShapesThatLeaveWorkOutStillReadBackTheirIndexSets) {
+// The compare shapes (bench/configs/compare.yaml) take the paths the tiny preset does not (NOTE [When
+// skipping pays] in backend/model/common.h): skipped padding, unreferenced media slots, attending tokens.
+// With the index sets from the host they run on the meta device too; picked by the model from device
+// tensors they stop at a read-back (what the model still does when no caller gives them: tests, replay).
+TEST(WrongDevice, TheShapesThatLeaveWorkOutStayOnTheMetaDeviceWithHostIndexSets) {
   auto load = protocol::loadConfigFile(std::string(FS_SOURCE_DIR) + "/bench/configs/compare.yaml");
   ASSERT_TRUE(load.ok()) << protocol::formatProblems(load.problems);
-  model::Flamingo model = buildOn(kMeta, load.config);
-  const StepOnDevice step = runStep(model, load.config, kMeta);
+  const protocol::RunConfig& config = load.config;
+  const data::SpecialTokenIds tokens = data::specialTokensFromConfig(config.model.tokens);
+  for (const data::Batch& hb : hostBatches(config).batches) {  // the paths are taken, or this tests nothing
+    const auto padding = model::paddingFor(hb.inputIds, hb.attentionMask, tokens.pad, config.model.lm.width);
+    ASSERT_EQ(padding, model::Padding::kSkip) << hb.dataset;
+  }
+  model::Flamingo model = buildOn(kMeta, config);
+  const StepOnDevice step = runStep(model, config, kMeta);
   EXPECT_TRUE(step.violations.empty()) << "tensors off the step's device:" << listed(step.violations);
-  EXPECT_NE(step.stopped, "") << "the compare shapes ran on meta without a read-back: the NOTE is stale";
-  std::printf("compare shapes stop on meta at: %s\n", step.stopped.substr(0, 60).c_str());
+  EXPECT_EQ(step.stopped, "") << "the compare step stopped on the meta device";
+  EXPECT_GT(step.opsChecked, 500);
+  const StepOnDevice picked = runStep(model, config, kMeta, /*hostIndexSets=*/false);
+  EXPECT_NE(picked.stopped, "")
+      << "the model's own picks ran on meta without a read-back: update NOTE [Index "
+         "sets from the host]";
 }
 
 // The check itself: a factory without its device, and a CPU operand that
