@@ -59,8 +59,8 @@ struct StepBatches {
 // NOTE [Host to device copies]: batches are assembled on the host (the shard
 // workers and the synthetic source fill CPU tensors) and stay there until the
 // trainer's step: it takes every host-side decision from the host batch first
-// (labels, their target count, whether padding is skipped: token scans that
-// would be host syncs on a GPU), then copies the batch and its labels to the
+// (labels, their target count, whether padding is skipped, the model's index
+// sets: token scans that would be host syncs on a GPU), then copies the batch and its labels to the
 // rank's device with toDevice, the one place a batch crosses to the device.
 // On a CUDA device each host tensor is pinned (page-locked; pin_memory copies
 // it once on the host) and copied with non_blocking=true, so the copy is queued
