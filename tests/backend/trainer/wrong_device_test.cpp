@@ -11,8 +11,8 @@
 // The step mirrors Trainer::forwardLoss and trainIteration's backward
 // (backend/trainer/trainer_step.cpp) with the same library calls, as
 // step_budget_test does: host-side decisions on the host batch (labels, their
-// target count, the padding policy), data::toDevice, forward, causalLmLoss,
-// backward. Autocast is left out (meta has no autocast key); the precision
+// target count, the padding policy, the model's index sets), data::toDevice,
+// forward, causalLmLoss, backward. Autocast is left out (meta has no autocast key); the precision
 // casts are device-generic ops.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
