@@ -28,6 +28,23 @@ const Batch* StepBatches::find(const std::string& dataset) const {
   return nullptr;
 }
 
+torch::Tensor toDevice(const torch::Tensor& t, torch::Device device) {
+  if (!t.defined() || t.device() == device) return t;
+  if (device.is_cuda() && t.device().is_cpu()) {
+    const torch::Tensor pinned = t.is_pinned() ? t : t.pin_memory();
+    return pinned.to(device, /*non_blocking=*/true);
+  }
+  return t.to(device);
+}
+
+Batch toDevice(const Batch& batch, torch::Device device) {
+  Batch out = batch;
+  out.images = toDevice(batch.images, device);
+  out.inputIds = toDevice(batch.inputIds, device);
+  out.attentionMask = toDevice(batch.attentionMask, device);
+  return out;
+}
+
 protocol::Status checkBatch(const Batch& b) {
   auto fail = [&](const std::string& what) {
     return protocol::Status::invalidArgument("batch of dataset '" + b.dataset + "': " + what);

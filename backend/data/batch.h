@@ -56,6 +56,24 @@ struct StepBatches {
   const Batch* find(const std::string& dataset) const;
 };
 
+// NOTE [Host to device copies]: batches are assembled on the host (the shard
+// workers and the synthetic source fill CPU tensors) and stay there until the
+// trainer's step: it takes every host-side decision from the host batch first
+// (labels, their target count, whether padding is skipped, the model's index
+// sets: token scans that would be host syncs on a GPU), then copies the batch and its labels to the
+// rank's device with toDevice, the one place a batch crosses to the device.
+// On a CUDA device each host tensor is pinned (page-locked; pin_memory copies
+// it once on the host) and copied with non_blocking=true, so the copy is queued
+// on the current stream and the forward's kernels follow it in stream order;
+// the caching host allocator keeps the pinned buffer until the copy is done.
+// On the CPU nothing is copied: the same tensor handles come back, no ATen op
+// runs (step_budget_test counts them).
+//
+// `t` on `device`: `t` itself when it is undefined or already there.
+torch::Tensor toDevice(const torch::Tensor& t, torch::Device device);
+// `batch` with its three tensors on `device` (toDevice); the counts and cursor copied.
+Batch toDevice(const Batch& batch, torch::Device device);
+
 // Checks shapes, dtypes and the agreement of the three tensors, naming the
 // dataset and the offending tensor. Used by sources in debug paths and tests.
 protocol::Status checkBatch(const Batch& batch);

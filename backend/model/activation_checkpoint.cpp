@@ -94,7 +94,7 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
                                       tensors.begin() + static_cast<long>(state->num_inputs));
     state->rng.push_back(RngSnapshot::take(c10::Device(c10::kCPU)));
     for (const auto& t : inputs) {
-      if (!t.device().is_cpu()) {
+      if (t.device().is_cuda()) {  // the devices with a generator of their own (meta has none)
         state->rng.push_back(RngSnapshot::take(t.device()));
         break;
       }

@@ -118,6 +118,20 @@ enum class Padding { kCompute, kSkip };
 bool skippingPays(int64_t skipped, int64_t work_per_item);
 Padding paddingFor(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t pad_id,
                    int64_t width);
+// NOTE [Index sets from the host]: the index sets a forward leaves work out
+// with (the real tokens of skipped padding, the referenced media slots, the
+// cross-attention's attending tokens) are picked from token values: on a GPU
+// each pick would read a count back from the device. They depend on
+// input_ids and the mask only, so the trainer computes them on the host batch
+// (Flamingo::indexSets) and copies them with it; given to the forward, they
+// replace the model's own picks (same values, so the same numbers). Undefined
+// tensors keep their meaning: every position / every slot.
+struct IndexSets {
+  torch::Tensor realTokens;  // realTokenIndex of the mask with Padding::kSkip, else undefined
+  torch::Tensor slots;       // referenced media slots (NOTE [Unreferenced media slots] in flamingo.cpp)
+  torch::Tensor attending;   // attendingTokens (NOTE [Attending tokens] in gated_cross_attention.h)
+};
+
 // The flat indices of the positions where attention_mask is 1; undefined when
 // there is no padding (nothing to skip).
 torch::Tensor realTokenIndex(const torch::Tensor& attention_mask);

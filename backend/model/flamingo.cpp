@@ -84,16 +84,36 @@ torch::Tensor referencedSlots(const torch::Tensor& input_ids, int64_t image_id, 
 }
 }  // namespace
 
-torch::Tensor FlamingoImpl::encodeVision(const torch::Tensor& vision_x, const torch::Tensor& input_ids) {
+int64_t FlamingoImpl::workPerImage() const {
+  const auto& vision = options_.vision();
+  return vision.gridSize() * vision.gridSize() * vision.width() * vision.width();
+}
+
+IndexSets FlamingoImpl::indexSets(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                  int64_t images_per_sample, Padding padding) const {
+  IndexSets sets;
+  sets.slots = referencedSlots(input_ids, options_.image_id(), images_per_sample, workPerImage());
+  if (padding == Padding::kSkip)
+    sets.realTokens = realTokenIndex(attention_mask.defined() ? attention_mask : torch::ones_like(input_ids));
+  // attendingTokens' own first test, before text_time is computed for it.
+  const int64_t work = GatedCrossAttentionBlockImpl::workPerToken(options_.cross_attn());
+  if (work == 0 || skippingPays(input_ids.numel(), work)) {
+    sets.attending = attendingTokens(mediaTextTime(input_ids, options_.image_id()), sets.realTokens,
+                                     images_per_sample, work);
+  }
+  return sets;
+}
+
+torch::Tensor FlamingoImpl::encodeVision(const torch::Tensor& vision_x, const torch::Tensor& input_ids,
+                                         const IndexSets* sets) {
   TORCH_CHECK(vision_x.dim() == 6, "Flamingo: vision_x must be (B, T_img, F, C, H, W), got ",
               vision_x.sizes());
   const auto s = vision_x.sizes();
   TORCH_CHECK(s[2] == 1, "Flamingo: only single-frame media (F = 1) is supported, got F = ", s[2]);
   TORCH_CHECK(!input_ids.defined() || input_ids.size(0) == s[0], "Flamingo: input_ids batch ",
               input_ids.size(0), " does not match vision_x batch ", s[0]);
-  const auto& vision = options_.vision();
-  const int64_t work_per_image = vision.gridSize() * vision.gridSize() * vision.width() * vision.width();
-  const auto slots = referencedSlots(input_ids, options_.image_id(), s[1], work_per_image);
+  const auto slots =
+      sets != nullptr ? sets->slots : referencedSlots(input_ids, options_.image_id(), s[1], workPerImage());
   // (B T_img, C, H, W): every slot, or the referenced ones in slot order.
   auto images = vision_x.reshape({s[0] * s[1] * s[2], s[3], s[4], s[5]});
   if (slots.defined()) images = images.index_select(0, slots);
@@ -122,16 +142,18 @@ torch::Tensor FlamingoImpl::encodeVision(const torch::Tensor& vision_x, const to
 }
 
 torch::Tensor FlamingoImpl::forwardWithMedia(const torch::Tensor& media, const torch::Tensor& input_ids,
-                                             const torch::Tensor& attention_mask, Padding padding) {
+                                             const torch::Tensor& attention_mask, Padding padding,
+                                             const IndexSets* sets) {
   TORCH_CHECK(media.size(0) == input_ids.size(0), "Flamingo: media batch ", media.size(0),
               " does not match input_ids batch ", input_ids.size(0));
   const auto text_time = mediaTextTime(input_ids, options_.image_id());
-  return lang_encoder_->forward(input_ids, attention_mask, media, text_time, padding);
+  return lang_encoder_->forward(input_ids, attention_mask, media, text_time, padding, sets);
 }
 
 torch::Tensor FlamingoImpl::forward(const torch::Tensor& vision_x, const torch::Tensor& input_ids,
-                                    const torch::Tensor& attention_mask, Padding padding) {
-  return forwardWithMedia(encodeVision(vision_x, input_ids), input_ids, attention_mask, padding);
+                                    const torch::Tensor& attention_mask, Padding padding,
+                                    const IndexSets* sets) {
+  return forwardWithMedia(encodeVision(vision_x, input_ids, sets), input_ids, attention_mask, padding, sets);
 }
 
 // ---------------------------------------------------------------- structure and training

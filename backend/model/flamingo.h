@@ -83,16 +83,25 @@ class FlamingoImpl : public torch::nn::Module {
   // vision_x (B, T_img, F, C, H, W), input_ids (B, L), attention_mask (B, L)
   // (1 = token, 0 = right padding) -> logits (B, L, vocab).
   // Padding::kSkip: NOTE [Skipped padding] in common.h.
+  // sets: the index sets picked by the caller, on the model's device (NOTE
+  // [Index sets from the host] in common.h, indexSets); null = picked here.
   torch::Tensor forward(const torch::Tensor& vision_x, const torch::Tensor& input_ids,
-                        const torch::Tensor& attention_mask, Padding padding = Padding::kCompute);
+                        const torch::Tensor& attention_mask, Padding padding = Padding::kCompute,
+                        const IndexSets* sets = nullptr);
+  // The index sets forward() would pick for this batch, computed where input_ids and attention_mask
+  // are (the host batch, in the trainer). images_per_sample: vision_x's T_img.
+  IndexSets indexSets(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                      int64_t images_per_sample, Padding padding) const;
   // vision_x -> media (B, T_img, num_latents, d_vis): the tower under no-grad,
   // then the resampler (checkpointed when gradient checkpointing is on). With
   // input_ids, only the slots some token refers to are encoded; the others
   // get zeros (NOTE [Unreferenced media slots]).
-  torch::Tensor encodeVision(const torch::Tensor& vision_x, const torch::Tensor& input_ids = {});
+  torch::Tensor encodeVision(const torch::Tensor& vision_x, const torch::Tensor& input_ids = {},
+                             const IndexSets* sets = nullptr);
   // The LM conditioned on precomputed media.
   torch::Tensor forwardWithMedia(const torch::Tensor& media, const torch::Tensor& input_ids,
-                                 const torch::Tensor& attention_mask, Padding padding = Padding::kCompute);
+                                 const torch::Tensor& attention_mask, Padding padding = Padding::kCompute,
+                                 const IndexSets* sets = nullptr);
 
   // ---- structure (wrap units for FSDP and checkpoint policies)
   const FlamingoOptions& options() const { return options_; }
@@ -153,6 +162,9 @@ class FlamingoImpl : public torch::nn::Module {
   state_keys::LmKeyLayout lmKeyLayout() const;
 
  private:
+  // One width x width product over an image's tokens (NOTE [When skipping pays]).
+  int64_t workPerImage() const;
+
   FlamingoOptions options_;
   VisionEncoder vision_encoder_{nullptr};
   PerceiverResampler perceiver_{nullptr};

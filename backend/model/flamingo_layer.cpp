@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
 #include "backend/model/activation_checkpoint.h"
 
 namespace fs::model {
@@ -22,9 +24,14 @@ torch::Tensor FlamingoLayerImpl::forward(const torch::Tensor& hidden, const Laye
     auto block = gated_cross_attn_layer.ptr();
     const auto text_time = ctx.text_time;
     const auto real_tokens = ctx.real_tokens;
-    auto run = [block, text_time, real_tokens, hooks = hooks](const torch::Tensor& in,
-                                                              const torch::Tensor& media) {
-      return runUnit(hooks, *block, in, [&] { return block->forward(in, media, text_time, real_tokens); });
+    // NOTE [Index sets from the host] in common.h.
+    const std::optional<torch::Tensor> attending =
+        ctx.index_sets != nullptr ? std::optional<torch::Tensor>(ctx.index_sets->attending) : std::nullopt;
+    auto run = [block, text_time, real_tokens, attending, hooks = hooks](const torch::Tensor& in,
+                                                                         const torch::Tensor& media) {
+      return runUnit(hooks, *block, in, [&] {
+        return block->forward(in, media, text_time, real_tokens, attending ? &*attending : nullptr);
+      });
     };
     if (gradient_checkpointing) {
       x = checkpointed([run](const std::vector<torch::Tensor>& in) { return run(in[0], in[1]); },
@@ -38,6 +45,7 @@ torch::Tensor FlamingoLayerImpl::forward(const torch::Tensor& hidden, const Laye
   LayerContext inner = ctx;  // the decoder layer reads no media: do not keep it alive twice
   inner.media = torch::Tensor();
   inner.text_time = torch::Tensor();
+  inner.index_sets = nullptr;  // the caller's, gone by the recomputation
   return checkpointed(
       [layer, inner, hooks = hooks](const std::vector<torch::Tensor>& in) {
         return runUnit(hooks, *layer, in[0], [&] { return layer->forward(in[0], inner); });

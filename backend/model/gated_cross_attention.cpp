@@ -72,9 +72,11 @@ torch::Tensor MaskedCrossAttentionImpl::probabilities(const torch::Tensor& x, co
   if (v_out != nullptr) *v_out = splitHeads(kv[1], heads);
 
   auto sim = torch::matmul(q, k.transpose(-2, -1));  // (B, H, L, T_img * n)
+  // 1, .., 1, 2, .., 2, .. (n of each): the slot of each media token. Not repeat_interleave, whose
+  // output size is read back from its device (a host sync on CUDA).
   const auto media_time =
-      torch::arange(1, t_img + 1, torch::TensorOptions().dtype(torch::kLong).device(x.device()))
-          .repeat_interleave(n);
+      torch::arange(n, (t_img + 1) * n, torch::TensorOptions().dtype(torch::kLong).device(x.device()))
+          .div(n, "floor");
   const auto allowed = text_time.view({b, 1, l, 1}).eq(media_time.view({1, 1, 1, t_img * n}));
   sim = sim.masked_fill(allowed.logical_not(), lowestFinite(sim.scalar_type()));
   sim = sim - std::get<0>(sim.max(-1, /*keepdim=*/true)).detach();
@@ -122,12 +124,17 @@ GatedCrossAttentionBlockImpl::GatedCrossAttentionBlockImpl(GatedCrossAttentionOp
   ff = register_module("ff", FeedForward(options.dim(), options.ff_mult()));
 }
 
+int64_t GatedCrossAttentionBlockImpl::workPerToken(const GatedCrossAttentionOptions& o) {
+  return o.dim() * o.heads() * o.head_dim();
+}
+
 torch::Tensor GatedCrossAttentionBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& media,
                                                     const torch::Tensor& text_time,
-                                                    const torch::Tensor& real_tokens) {
-  // One projection's multiply-adds per position (NOTE [When skipping pays]).
-  const auto attending = attendingTokens(text_time, real_tokens, media.size(1),
-                                         options.dim() * options.heads() * options.head_dim());
+                                                    const torch::Tensor& real_tokens,
+                                                    const torch::Tensor* given) {
+  const auto attending = given != nullptr
+                             ? *given
+                             : attendingTokens(text_time, real_tokens, media.size(1), workPerToken(options));
   const auto h = attn->forward(x, media, text_time, attending) * attn_gate.tanh() + x;
   const auto f = onRealTokens(h, real_tokens, [this](const torch::Tensor& t) { return ff->forward(t); });
   return f * ff_gate.tanh() + h;

@@ -99,9 +99,13 @@ class GatedCrossAttentionBlockImpl : public torch::nn::Module {
  public:
   explicit GatedCrossAttentionBlockImpl(GatedCrossAttentionOptions options);
   // real_tokens: NOTE [Skipped padding] in common.h (the feed-forward part)
-  // and NOTE [Attending tokens] (the attention part).
+  // and NOTE [Attending tokens] (the attention part). attending: the
+  // attending tokens picked by the caller (NOTE [Index sets from the host] in
+  // common.h); null = picked here.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& media, const torch::Tensor& text_time,
-                        const torch::Tensor& real_tokens = {});
+                        const torch::Tensor& real_tokens = {}, const torch::Tensor* attending = nullptr);
+  // One projection's multiply-adds per position: attendingTokens' work_per_token (NOTE [When skipping pays]).
+  static int64_t workPerToken(const GatedCrossAttentionOptions& options);
 
   GatedCrossAttentionOptions options;
   torch::Tensor attn_gate;

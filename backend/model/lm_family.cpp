@@ -162,7 +162,8 @@ torch::Tensor CausalLmImpl::hiddenStates(const torch::Tensor& input_ids, const t
 
 torch::Tensor CausalLmImpl::runLayers(const torch::Tensor& input_ids, const torch::Tensor& mask,
                                       const torch::Tensor& media, const torch::Tensor& text_time,
-                                      const torch::Tensor& real_tokens, Padding padding) {
+                                      const torch::Tensor& real_tokens, Padding padding,
+                                      const IndexSets* sets) {
   auto hidden = runUnit(hooks, *embed_tokens_, {}, [&] { return embed(input_ids, mask); });
   auto ctx = layerContext(input_ids, mask, hidden.scalar_type());
   ctx.batch = input_ids.size(0);
@@ -170,7 +171,10 @@ torch::Tensor CausalLmImpl::runLayers(const torch::Tensor& input_ids, const torc
   ctx.media = media;
   ctx.text_time = text_time;
   ctx.real_tokens = real_tokens;
-  if (padding == Padding::kSkip) ctx.packed_offsets = packedOffsets(mask);
+  ctx.index_sets = sets;
+  // The offsets are read back to the host; only the CPU's packed attention uses them
+  // (packedAttentionSupports).
+  if (padding == Padding::kSkip && mask.device().is_cpu()) ctx.packed_offsets = packedOffsets(mask);
   const auto packRope = [&](const torch::Tensor& t) {
     if (!t.defined()) return t;
     const auto rows = t.expand({ctx.batch, 1, ctx.length, t.size(-1)}).squeeze(1);
@@ -184,10 +188,12 @@ torch::Tensor CausalLmImpl::runLayers(const torch::Tensor& input_ids, const torc
 
 torch::Tensor CausalLmImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                     const torch::Tensor& media, const torch::Tensor& text_time,
-                                    Padding padding) {
+                                    Padding padding, const IndexSets* sets) {
   const auto mask = defaultMask(input_ids, attention_mask);
-  const auto real = padding == Padding::kSkip ? realTokenIndex(mask) : torch::Tensor();
-  const auto hidden = runLayers(input_ids, mask, media, text_time, real, padding);
+  const auto real = sets != nullptr             ? sets->realTokens
+                    : padding == Padding::kSkip ? realTokenIndex(mask)
+                                                : torch::Tensor();
+  const auto hidden = runLayers(input_ids, mask, media, text_time, real, padding, sets);
   torch::nn::Module& head = lm_head_ ? static_cast<torch::nn::Module&>(*lm_head_) : *embed_tokens_;
   return runUnit(hooks, head, hidden, [&] {
     const auto weight = outputHeadWeight().to(hidden.scalar_type());

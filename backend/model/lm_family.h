@@ -97,6 +97,8 @@ struct LayerContext {
   torch::Tensor media;        // Flamingo only: (B, T_img, n_latents, d_vis)
   torch::Tensor text_time;    // Flamingo only: (B, L), NOTE [Media masking]
   torch::Tensor real_tokens;  // NOTE [Skipped padding] in common.h; undefined = every position
+  // NOTE [Index sets from the host] in common.h: the attending tokens, when the caller picked them.
+  const IndexSets* index_sets = nullptr;
   // Padding skipped: each sample's packed rows (packedOffsets), so causal
   // self-attention may run per sample (NOTE [Packed attention]). Empty when
   // padding is computed: the bias then decides what each position sees.
@@ -173,9 +175,10 @@ class CausalLmImpl : public torch::nn::Module {
 
   // input ids (B, L), attention mask (B, L) (1 = token, 0 = right padding;
   // undefined = all ones), optional Flamingo conditioning -> logits (B, L, V).
+  // sets: NOTE [Index sets from the host] in common.h; null = picked here.
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                         const torch::Tensor& media = {}, const torch::Tensor& text_time = {},
-                        Padding padding = Padding::kCompute);
+                        Padding padding = Padding::kCompute, const IndexSets* sets = nullptr);
   // The same up to and including the final norm (B, L, width).
   torch::Tensor hiddenStates(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                              const torch::Tensor& media = {}, const torch::Tensor& text_time = {},
@@ -194,7 +197,7 @@ class CausalLmImpl : public torch::nn::Module {
   // once (undefined: every position), shared with forward().
   torch::Tensor runLayers(const torch::Tensor& input_ids, const torch::Tensor& mask,
                           const torch::Tensor& media, const torch::Tensor& text_time,
-                          const torch::Tensor& real_tokens, Padding padding);
+                          const torch::Tensor& real_tokens, Padding padding, const IndexSets* sets = nullptr);
 
   LmOptions options_;
   torch::nn::Embedding embed_tokens_{nullptr};

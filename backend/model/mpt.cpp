@@ -16,9 +16,10 @@ NormOptions noBiasNorm(const LmOptions& o) {
 
 }  // namespace
 
-torch::Tensor alibiSlopes(int64_t heads, double alibi_bias_max) {
+torch::Tensor alibiSlopes(int64_t heads, double alibi_bias_max, torch::Device device) {
   const auto n = static_cast<int64_t>(std::pow(2.0, std::ceil(std::log2(static_cast<double>(heads)))));
-  const auto m = torch::arange(1, n + 1, torch::kFloat) * (alibi_bias_max / static_cast<double>(n));
+  const auto m = torch::arange(1, n + 1, torch::TensorOptions().dtype(torch::kFloat).device(device)) *
+                 (alibi_bias_max / static_cast<double>(n));
   auto slopes = 1.0 / torch::pow(2.0, m);
   if (n != heads) {
     const auto odd = slopes.slice(0, 1, n, 2);
@@ -107,7 +108,7 @@ LayerContext MptLmImpl::layerContext(const torch::Tensor& input_ids, const torch
   // ALiBi as MPT builds it: slope_h * (j - (L - 1)) for key j, the same for
   // every query row (softmax is shift-invariant per row), then the mask.
   const auto l = input_ids.size(1);
-  const auto slopes = alibiSlopes(options_.heads(), options_.alibi_bias_max()).to(attention_mask.device());
+  const auto slopes = alibiSlopes(options_.heads(), options_.alibi_bias_max(), attention_mask.device());
   const auto distance =
       torch::arange(1 - l, 1, torch::TensorOptions().dtype(torch::kFloat).device(attention_mask.device()));
   const auto alibi = (slopes.view({1, -1, 1, 1}) * distance.view({1, 1, 1, l}));

@@ -78,6 +78,6 @@ class MptLmImpl : public CausalLmImpl {
 // ALiBi slopes as MPT's gen_slopes: 1 / 2^(k * max / n) for k = 1..n, n the
 // next power of two of `heads`; for other head counts the odd-indexed then
 // even-indexed slopes, first `heads` of them. Shape (heads).
-torch::Tensor alibiSlopes(int64_t heads, double alibi_bias_max);
+torch::Tensor alibiSlopes(int64_t heads, double alibi_bias_max, torch::Device device = torch::kCPU);
 
 }  // namespace fs::model

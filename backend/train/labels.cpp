@@ -67,4 +67,18 @@ LabelStats labelStats(const torch::Tensor& labels) {
   return s;
 }
 
+int64_t countTargets(const torch::Tensor& labels) {
+  TORCH_CHECK(labels.dim() == 2 && labels.scalar_type() == torch::kInt64 && labels.device().is_cpu(),
+              "countTargets: labels must be (B, L) int64 on the CPU, got ", labels.sizes(), " ",
+              labels.scalar_type(), " on ", labels.device());
+  const int64_t B = labels.size(0), L = labels.size(1);
+  const int64_t s0 = labels.stride(0), s1 = labels.stride(1);
+  const int64_t* p = labels.data_ptr<int64_t>();
+  int64_t n = 0;
+  for (int64_t r = 0; r < B; ++r) {
+    for (int64_t i = 1; i < L; ++i) n += p[r * s0 + i * s1] != kIgnoreIndex;
+  }
+  return n;
+}
+
 }  // namespace fs::train

@@ -17,6 +17,10 @@
 // token) makes a batch of such samples a NaN loss in the reference; labelStats
 // counts them so the trainer can report them.
 //
+// The rules are row scans over token ids: the trainer runs them on the host
+// batch, before it goes to its device (NOTE [Host to device copies] in
+// backend/data/batch.h), and copies the labels with it.
+//
 // Thread-safety: pure functions.
 #pragma once
 
@@ -43,5 +47,11 @@ struct LabelStats {
 
 // REQUIRES: labels (B, L).
 LabelStats labelStats(const torch::Tensor& labels);
+
+// LabelStats::targets of host labels in one pass over their memory, without
+// an ATen op (the trainer counts every batch's targets before the batch goes
+// to its device; LossOptions::targets).
+// REQUIRES: labels (B, L) int64, on the CPU.
+int64_t countTargets(const torch::Tensor& labels);
 
 }  // namespace fs::train

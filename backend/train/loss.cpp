@@ -19,7 +19,7 @@ LmLoss causalLmLoss(const torch::Tensor& logits, const torch::Tensor& labels, co
   const auto shiftLabels = labels.slice(1, 1).reshape({-1}).to(torch::kInt64);
 
   LmLoss out;
-  out.targets = shiftLabels.ne(kIgnoreIndex).sum().item<int64_t>();
+  out.targets = options.targets >= 0 ? options.targets : shiftLabels.ne(kIgnoreIndex).sum().item<int64_t>();
   out.noTargets = out.targets == 0;
   namespace F = torch::nn::functional;
   if (out.noTargets && !options.referenceNaN) {

@@ -22,6 +22,11 @@ namespace fs::train {
 
 struct LossOptions {
   bool referenceNaN = false;
+  // How many targets the labels hold (labels[:, 1:] != -100), when the caller
+  // counted them on the host before the labels went to the device
+  // (countTargets in labels.h); -1 counts them here, which reads a value back
+  // from the labels' device (a host sync on CUDA).
+  int64_t targets = -1;
 };
 
 struct LmLoss {

@@ -2,6 +2,9 @@
 // data, resume.
 #include <torch/torch.h>
 #include <unistd.h>
+#ifdef FS_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#endif
 
 #include <random>
 #include <thread>
@@ -16,6 +19,7 @@
 #include "backend/telemetry/stop_signals.h"
 #include "backend/train/seeding.h"
 #include "backend/trainer/data_sources.h"
+#include "backend/trainer/device_choice.h"
 #include "backend/trainer/layout_event.h"
 #include "backend/trainer/trainer_impl.h"
 
@@ -91,6 +95,17 @@ Status Trainer::setUp() {
   if (options_.installSignalHandlers) {
     if (Status s = telemetry::installStopSignals(); !s) return s;
   }
+  // NOTE [Device choice] in device_choice.h: one device per rank, cuda:<local rank> on a GPU node.
+  auto device =
+      chooseDevice(config_.parallel.device, place_.rank % place_.ranksPerNode, currentDeviceFacts());
+  if (!device) return device.status();
+  device_ = device.value();
+#ifdef FS_WITH_CUDA
+  // The rank's GPU is the current one from here on: NCCL and the caching allocator use it, and no
+  // rank opens a context on cuda:0 by accident.
+  if (device_.is_cuda()) c10::cuda::set_device(device_.index());
+#endif
+  log_->info("device: {} (parallel.device {})", device_.str(), config_.parallel.device);
   auto policy = train::precisionPolicy(config_.optim.precision, device_);
   if (!policy) return policy.status();
   precision_ = policy.value();
@@ -239,6 +254,11 @@ Status Trainer::buildModelAndOptimizer() {
   if (options_.initModel && !place_.shapesOnly) {
     if (Status s = options_.initModel(*model); !s) return s;
   }
+  // Weights are built and imported on the host, then the model moves to the rank's device before the
+  // optimizer (and FSDP's flat parameters, shardModel) see its parameters: their state follows them.
+  // Module::to keeps each parameter's handle (set_data), so hooks and names stay valid. Shapes-only
+  // ranks hold no values to move; FSDP places the shards it scatters to them.
+  if (!device_.is_cpu() && !place_.shapesOnly) model->to(device_);
   for (const auto& [name, t] : model->namedParameters()) {
     if (t.requires_grad()) state_.trainable.push_back({name, t});
   }

@@ -37,15 +37,15 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   }
   // NOTE [Distributed step] in trainer_dist.cpp: every rank takes the same decisions.
   const size_t D = batches.batches.size();
+  // Labels from the host batches (NOTE [Host to device copies] in backend/data/batch.h).
   std::vector<torch::Tensor> labels;
   std::vector<int64_t> targets;
   for (const data::Batch& b : batches.batches) {
     labels.push_back(train::makeLabels(b.kind, b.inputIds, tokens_));
-    // Only the ranks' token weighting needs the count before the forward.
-    targets.push_back(place_.distributed() ? train::labelStats(labels.back()).targets : 0);
+    targets.push_back(train::countTargets(labels.back()));
   }
   IterationAgreement agreement(place_.distributed() ? comm_ : nullptr, compat);
-  agreement.open(targets, reporter_->pendingFigures());
+  agreement.open(targets, reporter_->pendingFigures());  // the ranks' token weighting
   std::vector<double> values(D, 0.0);
   for (size_t i = 0; i < D; ++i) {
     const data::Batch& b = batches.batches[i];
@@ -109,12 +109,38 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   return r;
 }
 
-train::LmLoss Trainer::forwardLoss(const data::Batch& b, const torch::Tensor& labels, bool compat) {
+// NOTE [Host to device copies] (backend/data/batch.h): the decisions that read
+// token values are taken on the host batch (the labels and their target count,
+// whether padding is skipped, and the index sets the forward leaves work out
+// with: NOTE [Index sets from the host] in backend/model/common.h), then the
+// batch, its labels and the index sets go to device_ in one place, here
+// (validation comes through here too). What the step still reads back from
+// the device (host syncs on CUDA):
+//  - each loss's value (loss.item() in trainIteration: the step event and the
+//    NaN agreement need it);
+//  - the gradient norm and the clip coefficient (train/grad_clip.cpp; the
+//    finiteness test decides the step), and the gradient-flow check's sums and
+//    gate values at the first steps (checkGradientFlow).
+// wrong_device_test runs the tiny step and the compare shapes (which leave
+// padding, media slots and non-attending tokens out) on the meta device,
+// where any other read-back stops it. (The packed attention's row offsets,
+// lm_family.cpp, are read back on the CPU only, where its kernel runs.)
+train::LmLoss Trainer::forwardLoss(const data::Batch& host, const torch::Tensor& hostLabels, bool compat) {
+  const auto padding =
+      model::paddingFor(host.inputIds, host.attentionMask, tokens_.pad, config_.model.lm.width);
+  train::LossOptions lossOptions{compat};
+  lossOptions.targets = train::countTargets(hostLabels);
+  const model::IndexSets hostSets =
+      state_.model->indexSets(host.inputIds, host.attentionMask, host.images.size(1), padding);
+  const data::Batch b = data::toDevice(host, device_);
+  const torch::Tensor labels = data::toDevice(hostLabels, device_);
+  const model::IndexSets sets{data::toDevice(hostSets.realTokens, device_),
+                              data::toDevice(hostSets.slots, device_),
+                              data::toDevice(hostSets.attending, device_)};
   train::AutocastScope autocast(precision_, device_);
-  const auto padding = model::paddingFor(b.inputIds, b.attentionMask, tokens_.pad, config_.model.lm.width);
   const torch::Tensor logits =
-      state_.model->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding);
-  return train::causalLmLoss(logits, labels, train::LossOptions{compat});
+      state_.model->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding, &sets);
+  return train::causalLmLoss(logits, labels, lossOptions);
 }
 
 // NOTE [Loss scaling in the step]

@@ -84,6 +84,12 @@ std::string reasonFor(const std::string& path, const std::string& key, const Val
   if (path == "optim.precision") return "train.py's --precision accepts only fp32, bf16, fp16 and amp_bf16";
   if (path == "parallel.sharding_strategy")
     return "train.py's --fsdp_sharding_strategy has only full and hybrid";
+  if (path == "parallel.device")
+    return str() == "cpu"
+               ? "train.py has no option to train on the CPU; it takes cuda:<local rank> whenever CUDA "
+                 "is available"
+               : "train.py has no device option; it takes cuda:<local rank> whenever CUDA is "
+                 "available, which is what auto means";
   if (path == "parallel.cpu_offload")
     return "train.py v2.0 has no --fsdp_cpu_offload; parameters stay on the GPU";
   if (path == "launch.kind")

@@ -229,6 +229,10 @@ struct Schema {
           .choices(dtypes);
     }
     SectionBuilder<ParallelConfig> b(parallel, "parallel", "Data parallelism and sharding");
+    b.field(&ParallelConfig::device, "device", "auto",
+            "Where each rank trains: auto = cuda:<local rank> when CUDA is available, else cpu; cuda fails "
+            "without a GPU for every local rank (train.py: always CUDA)")
+        .choices({"auto", "cpu", "cuda"});
     b.field(&ParallelConfig::mode, "mode", "ddp", "ddp: replicate; fsdp: shard (--fsdp)")
         .choices({"ddp", "fsdp"});
     b.field(&ParallelConfig::dist_url, "dist_url", "env://", "Rendezvous URL (--dist-url)").required();

@@ -140,6 +140,7 @@ struct MixedPrecisionConfig {
 };
 
 struct ParallelConfig {
+  std::string device;             // auto | cpu | cuda: where each rank trains (NOTE [Device choice])
   std::string mode;               // ddp | fsdp  (--fsdp)
   std::string dist_url;           // --dist-url
   std::string dist_backend;       // auto | nccl | gloo  (--dist-backend)

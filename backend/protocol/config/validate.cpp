@@ -263,6 +263,10 @@ class Checker {
             "takes every weight from its node's first rank, but parallel.sync_module_states is false",
             "set parallel.sync_module_states=true, or parallel.delayed_init=false");
     }
+    if (p.device == "cpu" && p.dist_backend == "nccl") {
+      error("parallel.dist_backend", "'nccl' exchanges CUDA tensors only, but parallel.device is 'cpu'",
+            "set parallel.dist_backend=gloo (or auto), or parallel.device=cuda");
+    }
     // NOTE [CPU offload] (backend/fsdp/flat_param.h): FSDP's shards, their gradients and AdamW's state in
     // host memory, copied to the device around each use. Without FSDP there are no shards to keep there.
     if (p.cpu_offload && !fsdp) {
@@ -270,9 +274,9 @@ class Checker {
             "keeps FSDP's parameter shards in host memory, but parallel.mode is '" + p.mode +
                 "', which has no shards",
             "set parallel.mode=fsdp, or parallel.cpu_offload=false");
-    } else if (p.cpu_offload && p.dist_backend == "gloo") {
+    } else if (p.cpu_offload && (p.device == "cpu" || p.dist_backend == "gloo")) {
       warning("parallel.cpu_offload",
-              "on the CPU (gloo) the shards are host memory already: offloading only adds a copy of each "
+              "on the CPU the shards are host memory already: offloading only adds a copy of each "
               "shard per gather, and keeps the shards out of node-shared memory",
               "leave it off on CPU runs");
     }

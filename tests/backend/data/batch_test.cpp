@@ -64,5 +64,31 @@ TEST(StepBatches, FindByName) {
   EXPECT_EQ(s.find("missing"), nullptr);
 }
 
+// NOTE [Host to device copies]: on the CPU the same tensors come back (no copy, no op); to another device
+// every tensor is copied, the counts and names kept.
+TEST(ToDevice, OnItsOwnDeviceTheBatchIsNotCopied) {
+  const Batch b = valid(DatasetKind::kMmc4, 2);
+  const Batch same = toDevice(b, torch::Device(torch::kCPU));
+  EXPECT_TRUE(same.images.is_same(b.images));
+  EXPECT_TRUE(same.inputIds.is_same(b.inputIds));
+  EXPECT_TRUE(same.attentionMask.is_same(b.attentionMask));
+  EXPECT_TRUE(toDevice(b.inputIds, torch::Device(torch::kCPU)).is_same(b.inputIds));
+  EXPECT_FALSE(toDevice(torch::Tensor(), torch::Device(torch::kMeta)).defined());
+}
+
+TEST(ToDevice, ToAnotherDeviceEveryTensorMoves) {
+  const Batch b = valid(DatasetKind::kMmc4, 2);
+  const Batch moved = toDevice(b, torch::Device(torch::kMeta));
+  for (const torch::Tensor* t : {&moved.images, &moved.inputIds, &moved.attentionMask}) {
+    EXPECT_TRUE(t->is_meta());
+  }
+  EXPECT_EQ(moved.images.sizes(), b.images.sizes());
+  EXPECT_EQ(moved.inputIds.scalar_type(), torch::kInt64);
+  EXPECT_EQ(moved.dataset, b.dataset);
+  EXPECT_EQ(moved.samples, b.samples);
+  EXPECT_EQ(moved.kind, b.kind);
+  EXPECT_TRUE(b.images.device().is_cpu());  // the host batch stays
+}
+
 }  // namespace
 }  // namespace fs::data

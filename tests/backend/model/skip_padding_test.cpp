@@ -22,7 +22,10 @@ struct Result {
 // than slots, so that with padding skipped the gated blocks take NOTE
 // [Attending tokens] and NOTE [Slot attention] (leaving 13 positions out
 // pays: 13 x 32 x 1024 >= 2^18), and with padding computed the masked path.
-Result run(const std::string& variant, bool checkpointing, Padding padding, bool wide = false) {
+// hostSets: the index sets computed beforehand (Flamingo::indexSets) and given to the forward, as the
+// trainer does (NOTE [Index sets from the host] in common.h).
+Result run(const std::string& variant, bool checkpointing, Padding padding, bool wide = false,
+           bool hostSets = false) {
   auto options = testing::tinyOptions(variant);
   options.gradient_checkpointing(checkpointing);
   if (wide) options.cross_attn().heads(16).head_dim(64);
@@ -49,7 +52,14 @@ Result run(const std::string& variant, bool checkpointing, Padding padding, bool
               padding == Padding::kSkip);
   }
   Result r;
-  r.logits = model->forward(batch.vision_x, batch.input_ids, batch.attention_mask, padding);
+  const IndexSets sets =
+      model->indexSets(batch.input_ids, batch.attention_mask, batch.vision_x.size(1), padding);
+  if (hostSets && wide && padding == Padding::kSkip) {
+    EXPECT_TRUE(sets.realTokens.defined() && sets.attending.defined())
+        << "the paths under test are not taken";
+  }
+  r.logits = model->forward(batch.vision_x, batch.input_ids, batch.attention_mask, padding,
+                            hostSets ? &sets : nullptr);
   // A loss over the real positions only, as the labels make it.
   torch::manual_seed(9);
   const auto weights = torch::randn_like(r.logits) * batch.attention_mask.unsqueeze(-1).to(torch::kFloat);
@@ -110,6 +120,23 @@ TEST(SkipPadding, SlotAttentionMatchesTheMaskedCrossAttention) {
       const double scale = std::max(1e-3, g.abs().max().item<double>());
       EXPECT_LE((g - skip.grads[i].second).abs().max().item<double>(), 1e-5 * scale)
           << name << (checkpointing ? " (checkpointing)" : "");
+    }
+  }
+}
+
+// NOTE [Index sets from the host]: given the sets it would pick, the forward computes the same numbers.
+TEST(SkipPadding, IndexSetsGivenByTheCallerGiveTheSameResult) {
+  for (const bool checkpointing : {false, true}) {
+    for (const Padding padding : {Padding::kSkip, Padding::kCompute}) {
+      const Result own = run("opt", checkpointing, padding, /*wide=*/true);
+      const Result given = run("opt", checkpointing, padding, /*wide=*/true, /*hostSets=*/true);
+      EXPECT_TRUE(torch::equal(own.logits, given.logits)) << (checkpointing ? "checkpointing" : "");
+      ASSERT_EQ(own.grads.size(), given.grads.size());
+      for (size_t i = 0; i < own.grads.size(); ++i) {
+        ASSERT_EQ(own.grads[i].second.defined(), given.grads[i].second.defined()) << own.grads[i].first;
+        if (own.grads[i].second.defined())
+          EXPECT_TRUE(torch::equal(own.grads[i].second, given.grads[i].second)) << own.grads[i].first;
+      }
     }
   }
 }

@@ -541,6 +541,8 @@ TEST(ExportCmdline, EveryKindOfNonExpressibleDifferenceIsReportedWithItsPath) {
       {"sharding", [](RunConfig& c) { c.parallel.sharding_strategy = "no_shard"; },
        "parallel.sharding_strategy"},
       {"cpu offload", [](RunConfig& c) { c.parallel.cpu_offload = true; }, "parallel.cpu_offload"},
+      {"device cpu", [](RunConfig& c) { c.parallel.device = "cpu"; }, "parallel.device"},
+      {"device cuda", [](RunConfig& c) { c.parallel.device = "cuda"; }, "parallel.device"},
       {"empty tokenizer", [](RunConfig& c) { c.model.lm.tokenizer_path = ""; }, "model.lm.tokenizer_path"},
       {"slurm", [](RunConfig& c) { c.launch.kind = "slurm"; }, "launch.kind"},
       {"slurm settings", [](RunConfig& c) { c.launch.slurm.partition = "gpu"; }, "launch.slurm.partition"},
@@ -562,6 +564,23 @@ TEST(ExportCmdline, EveryKindOfNonExpressibleDifferenceIsReportedWithItsPath) {
     EXPECT_NE(errors[0].message.find("cannot write"), std::string::npos) << errors[0].message;
     EXPECT_FALSE(sameConfig(importOpenFlamingoArgs(ex.argv).config, c)) << k.what;
   }
+}
+
+TEST(ExportCmdline, DeviceSaysWhatTrainPyDoes) {
+  RunConfig c = defaultRunConfig();
+  c.parallel.device = "cpu";
+  auto errors = errorsOf(exportOpenFlamingoCmdline(c).notExpressible);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message,
+            "cannot write 'cpu' on a train.py line (train.py has no option to train on the CPU; it takes "
+            "cuda:<local rank> whenever CUDA is available); the line means 'auto'");
+  c.parallel.device = "cuda";
+  errors = errorsOf(exportOpenFlamingoCmdline(c).notExpressible);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].message.find("which is what auto means"), std::string::npos) << errors[0].message;
+  // auto is the absent flag: nothing to say.
+  c.parallel.device = "auto";
+  EXPECT_TRUE(errorsOf(exportOpenFlamingoCmdline(c).notExpressible).empty());
 }
 
 TEST(ExportCmdline, MessagesSayOursAndWhatTheLineMeans) {

@@ -224,6 +224,39 @@ TEST(Validate, CpuOffloadNeedsFsdpAndSaysItGainsNothingOnTheCpu) {
     EXPECT_NE(q.path, "parallel.cpu_offload") << q.message;
 }
 
+TEST(Validate, NcclNeedsACudaDevice) {
+  Problem p = problemAt(validateConfig(with(tiny(), {"parallel.device=cpu", "parallel.dist_backend=nccl"})),
+                        "parallel.dist_backend");
+  EXPECT_TRUE(p.isError());
+  EXPECT_NE(p.message.find("parallel.device is 'cpu'"), std::string::npos) << p.message;
+  EXPECT_NE(p.fix.find("parallel.dist_backend=gloo"), std::string::npos) << p.fix;
+  // nccl with auto or cuda is the engine's to check at start-up (NOTE [Device choice]); gloo runs anywhere.
+  for (const auto& sets :
+       std::vector<std::vector<std::string>>{{"parallel.device=auto", "parallel.dist_backend=nccl"},
+                                             {"parallel.device=cuda", "parallel.dist_backend=nccl"},
+                                             {"parallel.device=cpu", "parallel.dist_backend=gloo"},
+                                             {"parallel.device=cuda", "parallel.dist_backend=gloo"}}) {
+    for (const auto& q : validateConfig(with(tiny(), sets)))
+      EXPECT_NE(q.path, "parallel.dist_backend") << q.message;
+  }
+}
+
+TEST(Validate, DeviceIsOneOfAutoCpuCuda) {
+  RunConfig c = tiny();
+  EXPECT_EQ(c.parallel.device, "auto");
+  const auto problems = applyOverrides(&c, {"parallel.device=gpu"});
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_TRUE(problems[0].isError());
+  EXPECT_NE(
+      problems[0].toString().find("parallel.device: 'gpu' is not allowed; expected one of: auto, cpu, cuda"),
+      std::string::npos)
+      << problems[0].toString();
+  for (const std::string v : {"auto", "cpu", "cuda"}) {
+    for (const auto& q : validateConfig(with(tiny(), {"parallel.device=" + v})))
+      EXPECT_NE(q.path, "parallel.device") << q.message;
+  }
+}
+
 TEST(Validate, TrainPyThresholdDefaultWarnsWithRecipeValue) {
   RunConfig c = with(tiny(), {"data.datasets.mmc4.textsim_threshold=30"});
   Problem p = problemAt(validateConfig(c), "data.datasets[1].textsim_threshold");

@@ -46,6 +46,30 @@ TEST(CausalLmLoss, NoTargetsGivesZeroAndZeroGradientsByDefault) {
   EXPECT_TRUE(torch::all(logits.grad() == 0).item<bool>());
 }
 
+// The trainer counts targets on the host (countTargets) and passes the count: the same loss, no read-back.
+TEST(CausalLmLoss, ACountFromTheHostGivesTheSameLossAndNoTargetsDecision) {
+  torch::manual_seed(3);
+  const auto logits = torch::randn({3, 6, 9});
+  auto labels = torch::randint(0, 9, {3, 6}, torch::kInt64);
+  labels.masked_fill_(torch::rand({3, 6}) < 0.4, X);
+  const LmLoss counted = causalLmLoss(logits, labels);
+  LossOptions given;
+  given.targets = countTargets(labels);
+  EXPECT_EQ(given.targets, counted.targets);
+  EXPECT_EQ(given.targets, labelStats(labels).targets);
+  const LmLoss r = causalLmLoss(logits, labels, given);
+  EXPECT_EQ(r.targets, counted.targets);
+  EXPECT_TRUE(torch::equal(r.loss, counted.loss));
+  const auto none = torch::full({2, 5}, X, torch::kInt64);
+  given.targets = countTargets(none);
+  EXPECT_EQ(given.targets, 0);
+  EXPECT_TRUE(causalLmLoss(torch::randn({2, 5, 7}), none, given).noTargets);
+  // A strided view counts the same as its copy; labels off the host are refused, by name.
+  const auto view = labels.t().contiguous().t();
+  EXPECT_EQ(countTargets(view), counted.targets);
+  EXPECT_THROW(countTargets(labels.to(torch::kMeta)), c10::Error);
+}
+
 TEST(CausalLmLoss, NoTargetsGivesTheReferenceNaNInCompatMode) {
   const auto logits = torch::randn({2, 5, 7});
   const auto labels = torch::full({2, 5}, X, torch::kInt64);

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/data/batch.h"
 #include "backend/data/special_tokens.h"
 #include "backend/data/synthetic_source.h"
 #include "backend/model/common.h"
@@ -222,18 +223,28 @@ StepCounts countOneStep(const protocol::RunConfig& config) {
     };
     // ---- Trainer::trainIteration
     for (size_t i = 0; i < steps[it].batches.size(); ++i) {
-      const data::Batch& b = steps[it].batches[i];
+      const data::Batch& host = steps[it].batches[i];
       const protocol::DatasetConfig& cfg = config.data.datasets.at(i);
-      const torch::Tensor labels = train::makeLabels(b.kind, b.inputIds, tokens);
+      const torch::Tensor hostLabels = train::makeLabels(host.kind, host.inputIds, tokens);
       train::LmLoss loss;
       {
         telemetry::MemoryPhase phase(telemetry::Phase::kActivations);
-        train::AutocastScope autocast(precision, device);
+        // Trainer::forwardLoss: host-side decisions, then the batch to the device (no copy on the CPU).
         const auto padding =
-            model::paddingFor(b.inputIds, b.attentionMask, tokens.pad, config.model.lm.width);
+            model::paddingFor(host.inputIds, host.attentionMask, tokens.pad, config.model.lm.width);
+        train::LossOptions lossOptions{compat};
+        lossOptions.targets = train::countTargets(hostLabels);
+        const model::IndexSets hostSets =
+            model->indexSets(host.inputIds, host.attentionMask, host.images.size(1), padding);
+        const data::Batch b = data::toDevice(host, device);
+        const torch::Tensor labels = data::toDevice(hostLabels, device);
+        const model::IndexSets sets{data::toDevice(hostSets.realTokens, device),
+                                    data::toDevice(hostSets.slots, device),
+                                    data::toDevice(hostSets.attending, device)};
+        train::AutocastScope autocast(precision, device);
         const torch::Tensor logits =
-            model->forward(b.images.to(precision.inputDtype), b.inputIds, b.attentionMask, padding);
-        loss = train::causalLmLoss(logits, labels, train::LossOptions{compat});
+            model->forward(b.images.to(precision.inputDtype), b.inputIds, b.attentionMask, padding, &sets);
+        loss = train::causalLmLoss(logits, labels, lossOptions);
       }
       require(!loss.noTargets, "a batch without supervised tokens");
       require(std::isfinite(loss.loss.item<double>()), "a non-finite loss");

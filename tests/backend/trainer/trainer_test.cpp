@@ -20,6 +20,7 @@
 #include "backend/telemetry/stop_signals.h"
 #include "backend/tensorfile/state_dict.h"
 #include "backend/tensorfile/torch_file.h"
+#include "backend/trainer/device_choice.h"
 #include "engine_test_util.h"
 
 namespace fs::engine {
@@ -234,6 +235,22 @@ TEST_F(TrainerTest, BadSetupIsAClearErrorNotACrash) {
   auto outcome = runTraining(config, root_ / "run", TrainerOptions{});
   ASSERT_FALSE(outcome.isOk());
   EXPECT_NE(outcome.status().message().find("model.lm.path"), std::string::npos)
+      << outcome.status().message();
+  auto m = protocol::readManifest(root_ / "run");
+  ASSERT_TRUE(m.isOk());
+  EXPECT_EQ(m->state, protocol::RunState::kFailed);
+}
+
+// NOTE [Device choice]: parallel.device=cuda where this process has no GPU stops the run at set-up, naming
+// the field and what is missing; auto (the default, every test above) trains on the CPU here.
+TEST_F(TrainerTest, CudaWithoutAGpuIsAClearError) {
+  const DeviceFacts here = currentDeviceFacts();
+  if (here.builtWithCuda && here.cudaDevices > 0) GTEST_SKIP() << "this machine has a GPU";
+  auto config = tiny();
+  config.parallel.device = "cuda";
+  auto outcome = runTraining(config, root_ / "run", TrainerOptions{});
+  ASSERT_FALSE(outcome.isOk());
+  EXPECT_NE(outcome.status().message().find("parallel.device is cuda, but "), std::string::npos)
       << outcome.status().message();
   auto m = protocol::readManifest(root_ / "run");
   ASSERT_TRUE(m.isOk());
