@@ -51,9 +51,15 @@ namespace fs::engine {
 using protocol::Status;
 namespace {
 
-std::string backendFor(const protocol::RunConfig& c, torch::Device device) {
-  if (c.parallel.dist_backend == "auto" || c.parallel.dist_backend.empty())
-    return device.is_cuda() ? "nccl" : "gloo";
+// NOTE [Host tensors in the step]: the step's small collectives (the iteration
+// agreements, control, the rank reports, the data-ready round, validation)
+// exchange host tensors, which NCCL refuses; only the gradients and FSDP's
+// units live on the device. Until those travel through a Gloo group beside the
+// NCCL one, several ranks run over Gloo, which takes CUDA tensors too (through
+// host memory), and an explicit nccl with several ranks stops at start-up
+// naming the field. One rank needs no process group (the solo communicator).
+std::string backendFor(const protocol::RunConfig& c) {
+  if (c.parallel.dist_backend == "auto" || c.parallel.dist_backend.empty()) return "gloo";
   return c.parallel.dist_backend;
 }
 }  // namespace
@@ -69,7 +75,14 @@ Status Trainer::joinWorld() {
   o.localWorld = static_cast<int>(std::max<int64_t>(1, options_.localWorld));
   o.masterAddr = options_.masterAddr;
   o.masterPort = static_cast<int>(options_.masterPort);
-  o.backend = backendFor(config_, device_);
+  o.backend = backendFor(config_);
+  if (o.backend == "nccl") {
+    return Status::unsupported(
+        "parallel.dist_backend: nccl with " + std::to_string(options_.world) +
+        " ranks is not supported yet: the step's agreements and reports exchange host tensors, which NCCL "
+        "refuses (NOTE [Host tensors in the step]); use dist_backend gloo or auto (Gloo carries CUDA "
+        "tensors through host memory)");
+  }
   o.preflightTimeout = std::chrono::seconds(std::max<int64_t>(1, config_.parallel.preflight_timeout_s));
   o.collectiveTimeout = std::chrono::seconds(std::max<int64_t>(1, config_.parallel.collective_timeout_s));
   o.identity = "engine " + runtime::engineVersion() + " config " + configHash(config_);

@@ -237,7 +237,7 @@ struct Schema {
         .choices({"ddp", "fsdp"});
     b.field(&ParallelConfig::dist_url, "dist_url", "env://", "Rendezvous URL (--dist-url)").required();
     b.field(&ParallelConfig::dist_backend, "dist_backend", "auto",
-            "Collective backend; auto = nccl with CUDA, else gloo (--dist-backend)")
+            "Collective backend; auto = gloo (nccl with several ranks is not supported yet) (--dist-backend)")
         .choices({"auto", "nccl", "gloo"});
     b.field(&ParallelConfig::sharding_strategy, "sharding_strategy", "full_shard",
             "FSDP strategy (--fsdp_sharding_strategy full|hybrid)")
