@@ -106,6 +106,9 @@ Status Trainer::setUp() {
   if (device_.is_cuda()) c10::cuda::set_device(device_.index());
 #endif
   log_->info("device: {} (parallel.device {})", device_.str(), config_.parallel.device);
+  // NOTE [Device memory by phase] (telemetry/memory_tracker.h): the caching allocator's figures per
+  // phase in the memory events; nothing on the CPU.
+  telemetry::setDeviceMemoryReader(deviceMemoryReader(device_));
   auto policy = train::precisionPolicy(config_.optim.precision, device_);
   if (!policy) return policy.status();
   precision_ = policy.value();
