@@ -20,35 +20,15 @@
 namespace fs::engine {
 namespace {
 
-namespace fsys = std::filesystem;
-
-std::vector<protocol::StepEvent> steps(const fsys::path& dir) {
-  std::vector<protocol::StepEvent> out;
-  for (const auto& e : test::readEvents(dir, /*finished=*/true)) {
-    if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) out.push_back(*s);
-  }
-  return out;
-}
-
-class DeviceTrainingTest : public ::testing::Test {
+class DeviceTrainingTest : public test::RunRootTest {
  protected:
-  void SetUp() override {
-    root_ = fsys::temp_directory_path() / ("fs_device_training_" + std::to_string(::getpid()) + "_" +
-                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fsys::remove_all(root_);
-    fsys::create_directories(root_);
-    telemetry::clearStopRequests();
-  }
-  void TearDown() override { fsys::remove_all(root_); }
-
   std::vector<protocol::StepEvent> run(const std::string& name, const std::vector<std::string>& sets) {
     TrainerOptions o;
     o.disableDropout = true;  // a dropout mask drawn on another device's generator differs
     auto outcome = runTraining(test::tinyConfig(sets), root_ / name, o);
     EXPECT_TRUE(outcome.isOk()) << name << ": " << outcome.status().message();
-    return outcome.isOk() ? steps(root_ / name) : std::vector<protocol::StepEvent>{};
+    return outcome.isOk() ? test::stepEvents(root_ / name) : std::vector<protocol::StepEvent>{};
   }
-  fsys::path root_;
 };
 
 TEST_F(DeviceTrainingTest, Fp32OnTheGpuMatchesTheCpuRun) {

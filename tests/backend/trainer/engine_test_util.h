@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/wire/event_codec.h"
+#include "backend/telemetry/stop_signals.h"
 
 namespace fs::engine::test {
 
@@ -48,6 +50,32 @@ inline std::vector<protocol::Event> readEvents(const std::filesystem::path& dir,
   }
   return out;
 }
+
+// The step events of a finished run directory, in order.
+inline std::vector<protocol::StepEvent> stepEvents(const std::filesystem::path& dir) {
+  std::vector<protocol::StepEvent> out;
+  for (const auto& e : readEvents(dir, /*finished=*/true)) {
+    if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) out.push_back(*s);
+  }
+  return out;
+}
+
+// A fresh folder under the temporary directory per test (root_), removed after it; no stop request
+// left over from an earlier test.
+class RunRootTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("fs_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name() + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_);
+    telemetry::clearStopRequests();
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  std::filesystem::path root_;
+};
 
 // Every error event's message, one a line.
 inline std::string errorMessages(const std::vector<protocol::Event>& events) {

@@ -17,28 +17,7 @@
 namespace fs::engine {
 namespace {
 
-namespace fsys = std::filesystem;
-
-std::vector<protocol::StepEvent> steps(const fsys::path& dir) {
-  std::vector<protocol::StepEvent> out;
-  for (const auto& e : test::readEvents(dir, /*finished=*/true)) {
-    if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) out.push_back(*s);
-  }
-  return out;
-}
-
-class LossScalingTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    root_ = fsys::temp_directory_path() / ("fs_loss_scaling_" + std::to_string(::getpid()) + "_" +
-                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fsys::remove_all(root_);
-    fsys::create_directories(root_);
-    telemetry::clearStopRequests();
-  }
-  void TearDown() override { fsys::remove_all(root_); }
-  fsys::path root_;
-};
+using LossScalingTest = test::RunRootTest;
 
 // S is a power of two: scaling the loss and unscaling the gradients is exact
 // in float32, so a scaled run is the unscaled run, bit for bit.
@@ -50,7 +29,7 @@ TEST_F(LossScalingTest, APowerOfTwoScaleChangesNoLossAndNoWeight) {
   auto run = runTraining(config, root_ / "scaled", scaled);
   ASSERT_TRUE(run.isOk()) << run.status().message();
 
-  const auto a = steps(root_ / "plain"), b = steps(root_ / "scaled");
+  const auto a = test::stepEvents(root_ / "plain"), b = test::stepEvents(root_ / "scaled");
   ASSERT_EQ(a.size(), 16u);
   ASSERT_EQ(b.size(), a.size());
   for (size_t i = 0; i < a.size(); ++i) {
@@ -86,7 +65,7 @@ TEST_F(LossScalingTest, OverflowSkipsTheStepAndHalvesTheScaleUntilTheGradientsFi
   auto run = runTraining(config, root_ / "run", scaled);
   ASSERT_TRUE(run.isOk()) << run.status().message();
 
-  const auto s = steps(root_ / "run");
+  const auto s = test::stepEvents(root_ / "run");
   ASSERT_EQ(s.size(), 16u);  // one event an iteration; a skipped one consumes its batches too
   size_t skipped = 0, firstGood = s.size();
   int64_t sinceSkip = 0;
@@ -112,7 +91,7 @@ TEST_F(LossScalingTest, OverflowSkipsTheStepAndHalvesTheScaleUntilTheGradientsFi
   ASSERT_LT(firstGood, s.size()) << "the scale never came down far enough";
   // Scaling touches no forward: the first loss is the unscaled run's.
   ASSERT_TRUE(runTraining(config, root_ / "plain", TrainerOptions{}).isOk());
-  EXPECT_EQ(s[0].loss, steps(root_ / "plain")[0].loss);
+  EXPECT_EQ(s[0].loss, test::stepEvents(root_ / "plain")[0].loss);
 
   auto ck = readCheckpoint(root_ / "run" / "checkpoint_0.pt");
   ASSERT_TRUE(ck.isOk()) << ck.status().message();
@@ -144,7 +123,7 @@ TEST_F(LossScalingTest, ResumeContinuesWithTheSavedScale) {
   ASSERT_TRUE(second.isOk()) << second.status().message();
 
   // The resumed run repeats no step: its events continue where the first attempt's stopped.
-  const auto a = steps(root_ / "full"), b = steps(root_ / "cut");
+  const auto a = test::stepEvents(root_ / "full"), b = test::stepEvents(root_ / "cut");
   ASSERT_EQ(b.size(), a.size());
   size_t skips = 0;
   for (size_t i = 0; i < a.size(); ++i) {
