@@ -1,5 +1,7 @@
 // The CUDA half of DeviceStreams (device_stream.h): the only file with CUDA
-// calls, compiled to a stub returning null without FS_WITH_CUDA. Every call
+// calls. A build without FS_WITH_CUDA has no CUDA streams to make:
+// makeCudaStreams returns null there, and DeviceStreams refuses a CUDA device
+// naming the build (NOTE [No-op streams]). Every call
 // used here exists with the same signature in LibTorch 1.13 and 2.x:
 // c10::cuda::getStreamFromPool(bool, DeviceIndex), getCurrentCUDAStream,
 // setCurrentCUDAStream, CUDAStream::synchronize, at::cuda::CUDAEvent
