@@ -1,5 +1,6 @@
 #include "backend/cli/commands.h"
 
+#include <algorithm>
 #include <ostream>
 
 #include "backend/protocol/config/text_match.h"
@@ -105,9 +106,11 @@ int runTool(const Command& command, const std::vector<std::string>& args, Io& io
        << protocol::didYouMean(args[0], names) << "\n";
   }
   os << "usage: flamingo-train " << command.name << " <tool> [options]\n\n";
+  std::size_t width = 0;
+  for (const auto& s : command.subcommands) width = std::max(width, s.name.size());
   for (const auto& s : command.subcommands) {
     std::string name = "  " + s.name;
-    name.resize(17, ' ');
+    name.resize(width + 5, ' ');
     os << name << s.summary << "\n";
   }
   os << "\nRun 'flamingo-train " << command.name << " <tool> --help' for a tool's options.\n";

@@ -147,6 +147,19 @@ TEST_F(Completion, ToolsAfterCheckpoint) {
   EXPECT_EQ(complete({"flamingo-train", "checkpoint", "d"}), (Set{"diff"}));
 }
 
+#ifdef FS_TEST_SHARD_TOOLS
+TEST_F(Completion, ShardToolsAndTheirEnumeratedType) {
+  Result help = cli("shards --help");
+  ASSERT_EQ(help.code, 0);
+  const Set tools = listedNames(help.out, "usage: flamingo-train shards <tool> [options]");
+  ASSERT_EQ(tools, (Set{"make-synthetic", "inspect", "validate", "convert-mmc4"})) << help.out;
+  EXPECT_EQ(complete({"flamingo-train", "shards", ""}), tools);
+  EXPECT_EQ(complete({"flamingo-train", "shards", "inspect", "--type", ""}), (Set{"laion", "mmc4"}));
+  EXPECT_EQ(complete({"flamingo-train", "shards", "convert-mmc4", "--images", ""}), (Set{"runs"}));
+  EXPECT_EQ(complete({"flamingo-train", "shards", "convert-mmc4", "--documents", "n"}), (Set{"notes.txt"}));
+}
+#endif
+
 TEST_F(Completion, OptionsAreExactlyTheOnesHelpLists) {
 #ifdef FS_TEST_ENGINE
   const std::vector<std::vector<std::string>> commands = {
