@@ -39,13 +39,16 @@ int runCheckpointConsolidate(const std::vector<std::string>& args, Io& io) {
     progress.setTotal(total);
     progress.update(done, "reading " + in.filename().string());
   });
-  progress.finish();
   if (!contents) {
+    progress.finish();
     io.err << "flamingo-train checkpoint consolidate: " << contents.status().message() << "\n";
     return kExitFailure;
   }
-  if (protocol::Status s = engine::writeCheckpoint(out, contents.value()); !s) {
-    io.err << "flamingo-train checkpoint consolidate: " << s.message() << "\n";
+  progress.show("writing " + out.string());
+  const protocol::Status written = engine::writeCheckpoint(out, contents.value());
+  progress.finish();
+  if (!written) {
+    io.err << "flamingo-train checkpoint consolidate: " << written.message() << "\n";
     return kExitFailure;
   }
   io.out << "wrote " << out.string() << ": " << contents->modelState.size()

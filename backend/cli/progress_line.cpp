@@ -81,6 +81,14 @@ void ProgressLine::update(int64_t done, const std::string& detail) {
   os_ << '\r' << text(done, now - start_, detail) << "\x1b[K" << std::flush;
 }
 
+void ProgressLine::show(const std::string& text) {
+  if (!enabled_) return;
+  lastDraw_ = clock_();
+  drawn_ = true;
+  if (results_ != nullptr) results_->flush();
+  os_ << '\r' << label_ << ": " << text << "\x1b[K" << std::flush;
+}
+
 void ProgressLine::clear() {
   if (!drawn_) return;
   drawn_ = false;

@@ -44,6 +44,9 @@ class ProgressLine {
   void setTotal(int64_t total) { total_ = total; }
   // `detail` (may be empty) follows the figures, e.g. "1200 documents".
   void update(int64_t done, const std::string& detail = "");
+  // Draws "label: text" now, unthrottled: a phase without figures ("writing
+  // out.pt") that the next update() or finish() replaces.
+  void show(const std::string& text);
   // Erases the line if one was drawn, before the command writes a result line;
   // the next update() draws it again. Idempotent.
   void clear();

@@ -135,6 +135,18 @@ TEST(ProgressLine, ClearErasesAndTheNextUpdateDrawsAgain) {
   EXPECT_EQ(lastLine(err.str()).rfind("x: 2 items", 0), 0u);
 }
 
+TEST(ProgressLine, ShowDrawsAPhaseAtOnce) {
+  std::ostringstream err;
+  FakeClock clock;
+  ProgressLine line(err, true, "consolidate", ProgressLine::Unit::kItems, "flat parameters", clock.fn());
+  line.setTotal(2);
+  line.update(1);
+  line.show("writing out.pt");  // within the same 100 ms: not throttled
+  EXPECT_EQ(lastLine(err.str()), "consolidate: writing out.pt");
+  line.finish();
+  EXPECT_EQ(err.str().substr(err.str().size() - 4), "\r\x1b[K");
+}
+
 TEST(ProgressLine, SilentWhenNotATerminal) {
   std::ostringstream err;
   FakeClock clock;
@@ -145,6 +157,7 @@ TEST(ProgressLine, SilentWhenNotATerminal) {
       clock.now += 1.0;
       line.update(i, "detail");
     }
+    line.show("writing");
     line.clear();
     line.finish();
   }
