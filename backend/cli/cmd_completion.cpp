@@ -96,6 +96,25 @@ std::string bashScript() {
         "  fi\n";
   std::string names;
   for (const auto& c : commands()) names += (names.empty() ? "" : " ") + c.name;
+  for (const auto& c : commands()) {
+    if (!c.commandAfterDoubleDash) continue;
+    // `launch ... -- train --con<TAB>`: complete what follows "--" as its own command line
+    // (an optional leading word flamingo-train dropped), with the same function.
+    os << "  if [[ \"${COMP_WORDS[1]}\" == '" << c.name
+       << "' ]]; then\n"
+          "    local i\n"
+          "    for (( i = 2; i < COMP_CWORD; i++ )); do\n"
+          "      if [[ \"${COMP_WORDS[i]}\" == \"--\" ]]; then\n"
+          "        if [[ \"${COMP_WORDS[i+1]}\" == flamingo-train ]] && (( COMP_CWORD > i + 1 )); then (( "
+          "i++ )); fi\n"
+          "        local -a COMP_WORDS=(flamingo-train \"${COMP_WORDS[@]:i+1}\")\n"
+          "        local COMP_CWORD=$(( COMP_CWORD - i ))\n"
+          "        _flamingo_train\n"
+          "        return 0\n"
+          "      fi\n"
+          "    done\n"
+          "  fi\n";
+  }
   os << "  if (( COMP_CWORD == 1 )); then\n"
         "    _flamingo_train_words '"
      << names

@@ -51,6 +51,8 @@ struct Command {
   RunFunction run;
   const std::vector<OptionSpec>* options = nullptr;  // null when the command has subcommands
   std::vector<Subcommand> subcommands;
+  // The words after "--" are a flamingo-train command line (launch ... -- train ...).
+  bool commandAfterDoubleDash = false;
 };
 
 const std::vector<Command>& commands();

@@ -201,6 +201,19 @@ TEST_F(Completion, FilesForFileOptionsDirectoriesForDirOptions) {
   EXPECT_EQ(complete({"flamingo-train", "checkpoint", "inspect", "n"}), (Set{"notes.txt"}));
 }
 
+TEST_F(Completion, LaunchCompletesTheCommandAfterDoubleDash) {
+  Result help = cli("--help");
+  ASSERT_EQ(help.code, 0);
+  EXPECT_EQ(complete({"flamingo-train", "launch", "--nproc-per-node", "2", "--", ""}),
+            listedNames(help.out, "commands:"));
+  EXPECT_EQ(complete({"flamingo-train", "launch", "--", "plan", "--config", "ru"}),
+            (Set{"run.yaml", "runs"}));
+  EXPECT_EQ(complete({"flamingo-train", "launch", "--", "flamingo-train", "plan", "--dev"}),
+            (Set{"--device"}));
+  // Before "--", launch's own options.
+  EXPECT_EQ(complete({"flamingo-train", "launch", "--nproc"}), (Set{"--nproc-per-node"}));
+}
+
 TEST_F(Completion, EnumeratedValues) {
   EXPECT_EQ(complete({"flamingo-train", "plan", "--device", ""}), (Set{"cpu", "cuda"}));
   EXPECT_EQ(complete({"flamingo-train", "plan", "--device", "cu"}), (Set{"cuda"}));
