@@ -46,7 +46,9 @@
 // (every rank of `world` calls it at the same point).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,7 +82,9 @@ protocol::Status writeShardedCheckpoint(const std::filesystem::path& dir, const 
 // The contents a full checkpoint of the same state would hold. Errors name
 // the file and what is wrong (no index.json, a missing rank file, a shard of
 // the wrong size or dtype, an unknown index version, a damaged shard).
-protocol::StatusOr<CheckpointContents> readShardedCheckpoint(const std::filesystem::path& dir);
+// `progress` (may be empty): flat parameters read so far and in all, after each.
+protocol::StatusOr<CheckpointContents> readShardedCheckpoint(
+    const std::filesystem::path& dir, const std::function<void(int64_t done, int64_t total)>& progress = {});
 
 // Cheap check for the start-up scan: index.json parses and every rank file it
 // names exists. Returns the resume iteration; errors say why it is incomplete.

@@ -152,7 +152,8 @@ StatusOr<const tf::TensorRef*> optimizerTensor(const RankFile& r, const std::str
 
 }  // namespace
 
-StatusOr<CheckpointContents> readShardedCheckpoint(const std::filesystem::path& dir) {
+StatusOr<CheckpointContents> readShardedCheckpoint(const std::filesystem::path& dir,
+                                                   const std::function<void(int64_t, int64_t)>& progress) {
   auto index = readShardedIndex(dir);
   if (!index) return index.status();
   const ShardedIndex& x = index.value();
@@ -165,8 +166,11 @@ StatusOr<CheckpointContents> readShardedCheckpoint(const std::filesystem::path& 
   torch::NoGradGuard noGrad;
   std::map<std::string, torch::Tensor> params;
   std::map<std::string, MemberState> moments;
+  int64_t flatsDone = 0, flatsTotal = 0;
+  for (const auto& u : x.units) flatsTotal += static_cast<int64_t>(u.flats.size());
   for (const auto& u : x.units) {
     for (const auto& f : u.flats) {
+      if (progress) progress(flatsDone++, flatsTotal);
       auto dtype = dtypeFromName(f.dtype);
       if (!dtype)
         return Status::corruption((dir / kShardedIndexFile).string() + ": " + f.key + ": " +

@@ -40,13 +40,14 @@ json reportJson(const sk::LoadReport& r) {
 
 }  // namespace
 
+const std::vector<OptionSpec> kCheckpointCheckOptions = {
+    {"config", true, false, "FILE", "Run config (YAML) whose model the checkpoint should fit", "c"},
+    {"set", true, true, "KEY=VALUE", "Override a config field"},
+    {"json", false, false, "", "Print one JSON object instead of text"},
+    {"help", false, false, "", "Show this help"}};
+
 int runCheckpointCheck(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> specs = {
-      {"config", true, false, "FILE", "Run config (YAML) whose model the checkpoint should fit", "c"},
-      {"set", true, true, "KEY=VALUE", "Override a config field"},
-      {"json", false, false, "", "Print one JSON object instead of text"},
-      {"help", false, false, "", "Show this help"}};
-  auto parsed = parseArgs(args, specs);
+  auto parsed = parseArgs(args, kCheckpointCheckOptions);
   const bool help = parsed && parsed->has("help");
   if (!parsed || help || !parsed->has("config") || parsed->positionals.size() != 1) {
     auto& os = help ? io.out : io.err;
@@ -58,7 +59,7 @@ int runCheckpointCheck(const std::vector<std::string>& args, Io& io) {
           "shapes only (nothing is loaded), with the engine's own key classification: loaded,\n"
           "missing, expected-frozen (frozen weights a training checkpoint leaves out), unexpected,\n"
           "mis-shaped, and ignored duplicates. Exit status 1 when the engine would refuse it.\n\n"
-       << formatOptions(specs);
+       << formatOptions(kCheckpointCheckOptions);
     return help ? kExitOk : kExitUsage;
   }
   auto config = loadRunConfig(parsed->get("config"), parsed->all("set"), io);

@@ -5,14 +5,17 @@
 #include <ostream>
 
 #include "backend/checkpoint/checkpoint_io.h"
+#include "backend/checkpoint/checkpoint_sharded.h"
 #include "backend/cli/args.h"
 #include "backend/cli/commands.h"
+#include "backend/cli/progress_line.h"
 
 namespace fs::cli {
 
+const std::vector<OptionSpec> kCheckpointConsolidateOptions = {{"help", false, false, "", "Show this help"}};
+
 int runCheckpointConsolidate(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> specs = {{"help", false, false, "", "Show this help"}};
-  auto parsed = parseArgs(args, specs);
+  auto parsed = parseArgs(args, kCheckpointConsolidateOptions);
   const bool help = parsed && parsed->has("help");
   if (!parsed || help || parsed->positionals.size() != 2) {
     auto& os = help ? io.out : io.err;
@@ -20,7 +23,7 @@ int runCheckpointConsolidate(const std::vector<std::string>& args, Io& io) {
     os << "usage: flamingo-train checkpoint consolidate <sharded-dir> <out.pt>\n\n"
           "Reads a sharded checkpoint (rank-<r>.pt files + index.json) and writes the full checkpoint\n"
           "file a single process writes: OpenFlamingo's layout, resumable on any world size.\n\n"
-       << formatOptions(specs);
+       << formatOptions(kCheckpointConsolidateOptions);
     return help ? kExitOk : kExitUsage;
   }
   const std::filesystem::path in = parsed->positionals[0], out = parsed->positionals[1];
@@ -30,13 +33,22 @@ int runCheckpointConsolidate(const std::vector<std::string>& args, Io& io) {
            << ": not a directory (a sharded checkpoint is one; a full checkpoint needs no consolidation)\n";
     return kExitFailure;
   }
-  auto contents = engine::readCheckpoint(in);
+  ProgressLine progress(io.err, io.errIsTerminal, "consolidate", ProgressLine::Unit::kItems,
+                        "flat parameters");
+  auto contents = engine::readShardedCheckpoint(in, [&](int64_t done, int64_t total) {
+    progress.setTotal(total);
+    progress.update(done, "reading " + in.filename().string());
+  });
   if (!contents) {
+    progress.finish();
     io.err << "flamingo-train checkpoint consolidate: " << contents.status().message() << "\n";
     return kExitFailure;
   }
-  if (protocol::Status s = engine::writeCheckpoint(out, contents.value()); !s) {
-    io.err << "flamingo-train checkpoint consolidate: " << s.message() << "\n";
+  progress.show("writing " + out.string());
+  const protocol::Status written = engine::writeCheckpoint(out, contents.value());
+  progress.finish();
+  if (!written) {
+    io.err << "flamingo-train checkpoint consolidate: " << written.message() << "\n";
     return kExitFailure;
   }
   io.out << "wrote " << out.string() << ": " << contents->modelState.size()

@@ -10,6 +10,7 @@
 
 #include "backend/cli/args.h"
 #include "backend/cli/commands.h"
+#include "backend/cli/progress_line.h"
 #include "backend/inspect/checkpoint_diff.h"
 
 namespace fs::cli {
@@ -60,13 +61,14 @@ json diffJson(const in::TensorDiff& d) {
 
 }  // namespace
 
+const std::vector<OptionSpec> kCheckpointDiffOptions = {
+    {"json", false, false, "", "Print one JSON object instead of text"},
+    {"optimizer", false, false, "", "Compare the optimizer state too (default: the model only)"},
+    {"unchanged", false, false, "", "List the unchanged tensors too"},
+    {"help", false, false, "", "Show this help"}};
+
 int runCheckpointDiff(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> specs = {
-      {"json", false, false, "", "Print one JSON object instead of text"},
-      {"optimizer", false, false, "", "Compare the optimizer state too (default: the model only)"},
-      {"unchanged", false, false, "", "List the unchanged tensors too"},
-      {"help", false, false, "", "Show this help"}};
-  auto parsed = parseArgs(args, specs);
+  auto parsed = parseArgs(args, kCheckpointDiffOptions);
   const bool help = parsed && parsed->has("help");
   if (!parsed || help || parsed->positionals.size() != 2) {
     auto& os = help ? io.out : io.err;
@@ -76,7 +78,7 @@ int runCheckpointDiff(const std::vector<std::string>& args, Io& io) {
           "What changed from A to B, tensor by tensor: the largest absolute change, the relative\n"
           "change ||b - a|| / ||a||, the cosine similarity and, for 2-D tensors (embeddings), the rows\n"
           "that moved; tensors only in one of them, or of another shape. Any format `inspect` opens.\n\n"
-       << formatOptions(specs);
+       << formatOptions(kCheckpointDiffOptions);
     return help ? kExitOk : kExitUsage;
   }
   auto a = in::CheckpointIndex::open(parsed->positionals[0]);
@@ -91,7 +93,13 @@ int runCheckpointDiff(const std::vector<std::string>& args, Io& io) {
   }
   in::DiffOptions options;
   if (parsed->has("optimizer")) options.sections.push_back(in::Section::kOptimizer);
+  ProgressLine progress(io.err, io.errIsTerminal, "diff", ProgressLine::Unit::kBytes);
+  options.progress = [&](std::uint64_t done, std::uint64_t total) {
+    progress.setTotal(static_cast<int64_t>(total));
+    progress.update(static_cast<int64_t>(done));
+  };
   auto report = in::diffCheckpoints(a.value(), b.value(), options);
+  progress.finish();
   if (!report) {
     io.err << kWho << ": " << report.status().message() << "\n";
     return kExitFailure;

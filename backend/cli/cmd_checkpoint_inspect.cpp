@@ -10,6 +10,7 @@
 
 #include "backend/cli/args.h"
 #include "backend/cli/commands.h"
+#include "backend/cli/progress_line.h"
 #include "backend/fsdp_plan/plan_report.h"
 #include "backend/inspect/checkpoint_index.h"
 #include "backend/inspect/hash_check.h"
@@ -79,14 +80,15 @@ void printTree(std::ostream& os, const in::ModuleTree& tree, const in::ModuleNod
 
 }  // namespace
 
+const std::vector<OptionSpec> kCheckpointInspectOptions = {
+    {"json", false, false, "", "Print one JSON object instead of text"},
+    {"depth", true, false, "N", "Module levels to show (default 2; 0: none)"},
+    {"tensors", false, false, "", "List every tensor (name, dtype, shape, bytes, trainable, tied)"},
+    {"verify", false, false, "", "Check every tensor against our manifest's hash (reads all tensor data)"},
+    {"help", false, false, "", "Show this help"}};
+
 int runCheckpointInspect(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> specs = {
-      {"json", false, false, "", "Print one JSON object instead of text"},
-      {"depth", true, false, "N", "Module levels to show (default 2; 0: none)"},
-      {"tensors", false, false, "", "List every tensor (name, dtype, shape, bytes, trainable, tied)"},
-      {"verify", false, false, "", "Check every tensor against our manifest's hash (reads all tensor data)"},
-      {"help", false, false, "", "Show this help"}};
-  auto parsed = parseArgs(args, specs);
+  auto parsed = parseArgs(args, kCheckpointInspectOptions);
   const bool help = parsed && parsed->has("help");
   const auto depthOption = parsed ? countOption(*parsed, "depth", 2) : protocol::StatusOr<long>(2L);
   const bool badDepth = !depthOption;
@@ -100,7 +102,7 @@ int runCheckpointInspect(const std::vector<std::string>& args, Io& io) {
           "Shows what a checkpoint holds without loading it: our full or sharded checkpoints,\n"
           "OpenFlamingo's checkpoint_<epoch>.pt, any torch.save zip file (pytorch_model.bin),\n"
           ".safetensors files and sharded weights through their *.index.json or model directory.\n\n"
-       << formatOptions(specs);
+       << formatOptions(kCheckpointInspectOptions);
     return help ? kExitOk : kExitUsage;
   }
   const std::string path = parsed->positionals[0];
@@ -112,7 +114,14 @@ int runCheckpointInspect(const std::vector<std::string>& args, Io& io) {
   const in::CheckpointIndex& c = ckpt.value();
   std::optional<in::HashReport> hashes;
   if (parsed->has("verify")) {
-    auto report = in::checkManifestHashes(c);
+    ProgressLine progress(io.err, io.errIsTerminal, "verify", ProgressLine::Unit::kBytes);
+    in::HashCheckOptions options;
+    options.progress = [&](std::uint64_t done, std::uint64_t total) {
+      progress.setTotal(static_cast<int64_t>(total));
+      progress.update(static_cast<int64_t>(done));
+    };
+    auto report = in::checkManifestHashes(c, options);
+    progress.finish();
     if (!report) {
       io.err << kWho << ": " << report.status().message() << "\n";
       return kExitFailure;

@@ -104,12 +104,13 @@ json stateJson(const in::TrainingState& s) {
 
 }  // namespace
 
+const std::vector<OptionSpec> kCheckpointStateOptions = {
+    {"json", false, false, "", "Print one JSON object instead of text"},
+    {"params", true, false, "N", "Optimizer parameters to list in text (default 20; 0: all)"},
+    {"help", false, false, "", "Show this help"}};
+
 int runCheckpointState(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> specs = {
-      {"json", false, false, "", "Print one JSON object instead of text"},
-      {"params", true, false, "N", "Optimizer parameters to list in text (default 20; 0: all)"},
-      {"help", false, false, "", "Show this help"}};
-  auto parsed = parseArgs(args, specs);
+  auto parsed = parseArgs(args, kCheckpointStateOptions);
   const bool help = parsed && parsed->has("help");
   const auto paramsOption = parsed ? countOption(*parsed, "params", 20) : protocol::StatusOr<long>(20L);
   const bool badCount = !paramsOption;
@@ -124,7 +125,7 @@ int runCheckpointState(const std::vector<std::string>& args, Io& io) {
           "RNG generators (sizes and hashes), the LR scheduler, and AdamW's state per parameter\n"
           "(step, exp_avg and exp_avg_sq norms) with its group's lr, weight_decay, betas and eps.\n"
           "Parts a checkpoint does not hold are named as not in it.\n\n"
-       << formatOptions(specs);
+       << formatOptions(kCheckpointStateOptions);
     return help ? kExitOk : kExitUsage;
   }
   const std::string path = parsed->positionals[0];

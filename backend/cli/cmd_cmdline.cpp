@@ -12,18 +12,19 @@
 
 namespace fs::cli {
 
+const std::vector<OptionSpec> kImportCmdlineOptions = {
+    {"output", true, false, "FILE", "Write the config here instead of stdout", "o"},
+    {"file", true, false, "FILE", "Read the command line from a file (e.g. a launch script)"},
+    {"strict", false, false, "", "Exit 1 when the line has unknown flags or bad values"},
+    {"help", false, false, "", "Show this help"},
+};
+
 int runImportCmdline(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> options = {
-      {"output", true, false, "FILE", "Write the config here instead of stdout", "o"},
-      {"file", true, false, "FILE", "Read the command line from a file (e.g. a launch script)"},
-      {"strict", false, false, "", "Exit 1 when the line has unknown flags or bad values"},
-      {"help", false, false, "", "Show this help"},
-  };
   const std::string usage =
       "usage: flamingo-train import-cmdline [options] -- torchrun ... train.py --flag value ...\n"
       "       flamingo-train import-cmdline [options] --file launch.sh\n"
       "       flamingo-train import-cmdline [options] < launch.sh\n";
-  auto parsed = parseArgs(args, options);
+  auto parsed = parseArgs(args, kImportCmdlineOptions);
   if (!parsed) {
     io.err << "flamingo-train import-cmdline: " << parsed.status().message() << "\n" << usage;
     return kExitUsage;
@@ -32,7 +33,7 @@ int runImportCmdline(const std::vector<std::string>& args, Io& io) {
     io.out << usage
            << "\nReads an OpenFlamingo training command line and prints the equivalent run config.\n"
               "Flags with no effect here (wandb, offline, ...) and unknown flags are listed on stderr.\n\n"
-           << formatOptions(options);
+           << formatOptions(kImportCmdlineOptions);
     return kExitOk;
   }
   protocol::CmdlineImport imported;
@@ -72,14 +73,15 @@ int runImportCmdline(const std::vector<std::string>& args, Io& io) {
   return parsed->has("strict") && !imported.unknownFlags.empty() ? kExitFailure : kExitOk;
 }
 
+const std::vector<OptionSpec> kExportCmdlineOptions = {
+    {"set", true, true, "KEY=VALUE", "Override a config field first"},
+    {"strict", false, false, "", "Exit 1 when some settings have no train.py flag"},
+    {"help", false, false, "", "Show this help"},
+};
+
 int runExportCmdline(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> options = {
-      {"set", true, true, "KEY=VALUE", "Override a config field first"},
-      {"strict", false, false, "", "Exit 1 when some settings have no train.py flag"},
-      {"help", false, false, "", "Show this help"},
-  };
   const std::string usage = "usage: flamingo-train export-cmdline <config.yaml | -> [options]\n";
-  auto parsed = parseArgs(args, options);
+  auto parsed = parseArgs(args, kExportCmdlineOptions);
   if (!parsed) {
     io.err << "flamingo-train export-cmdline: " << parsed.status().message() << "\n" << usage;
     return kExitUsage;
@@ -88,7 +90,7 @@ int runExportCmdline(const std::vector<std::string>& args, Io& io) {
     io.out << usage
            << "\nPrints the OpenFlamingo torchrun command line that trains this config. Settings that\n"
               "train.py cannot express are listed on stderr with what train.py would use instead.\n\n"
-           << formatOptions(options);
+           << formatOptions(kExportCmdlineOptions);
     return kExitOk;
   }
   if (parsed->positionals.size() != 1) {

@@ -117,8 +117,9 @@ int printEnv(const ParsedArgs& parsed, Io& io) {
 
 }  // namespace
 
+const std::vector<OptionSpec> kLaunchOptions = launchOptions();
+
 int runLaunch(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> options = launchOptions();
   auto split = std::find(args.begin(), args.end(), "--");
   std::vector<std::string> optionArgs;
   for (auto it = args.begin(); it != split; ++it) optionArgs.push_back(dashed(*it));
@@ -126,10 +127,10 @@ int runLaunch(const std::vector<std::string>& args, Io& io) {
     io.err << "flamingo-train launch: " << what << "\n" << kUsage;
     return kExitUsage;
   };
-  auto parsed = parseArgs(optionArgs, options);
+  auto parsed = parseArgs(optionArgs, kLaunchOptions);
   if (!parsed) return usageError(parsed.status().message());
   if (parsed->has("help")) {
-    io.out << kUsage << kHelp << formatOptions(options);
+    io.out << kUsage << kHelp << formatOptions(kLaunchOptions);
     return kExitOk;
   }
   if (!parsed->positionals.empty()) {

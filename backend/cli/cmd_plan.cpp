@@ -13,9 +13,7 @@
 #include "backend/fsdp_plan/plan_report.h"
 
 namespace fs::cli {
-namespace {
-
-const std::vector<OptionSpec> kOptions = {
+const std::vector<OptionSpec> kPlanOptions = {
     {"config", true, false, "FILE", "Run config (YAML, '-' = stdin); required"},
     {"world", true, false, "N", "Ranks in all (default: the config's launch.nnodes x nproc_per_node)"},
     {"nodes", true, false, "M", "Nodes; --world must divide by it (default: launch.nnodes)"},
@@ -33,6 +31,8 @@ const std::vector<OptionSpec> kOptions = {
     {"json", false, false, "", "Print the plan as one JSON object (docs/planner.md)"},
     {"help", false, false, "", "Show this help"},
 };
+
+namespace {
 
 std::vector<std::string> splitList(const std::string& s) {
   std::vector<std::string> out;
@@ -59,7 +59,7 @@ int runPlan(const std::vector<std::string>& args, Io& io) {
   const std::string usage =
       "usage: flamingo-train plan --config FILE [--world N] [--nodes M] [--strategies all|LIST] "
       "[--policies all|LIST] [--device cpu|cuda] [--json]\n";
-  auto parsed = parseArgs(args, kOptions);
+  auto parsed = parseArgs(args, kPlanOptions);
   if (!parsed) {
     io.err << "flamingo-train plan: " << parsed.status().message() << "\n" << usage;
     return kExitUsage;
@@ -70,7 +70,7 @@ int runPlan(const std::vector<std::string>& args, Io& io) {
         << "\nPlans FSDP for a run config without building the model: the unit layout of each wrap policy,\n"
            "then per-rank parameters, gradients, optimizer state, gathered peak and activations (with and\n"
            "without gradient checkpointing) for each strategy x policy, beside the reference's FSDP1.\n\n"
-        << formatOptions(kOptions);
+        << formatOptions(kPlanOptions);
     return kExitOk;
   }
   auto fail = [&](const std::string& message) {

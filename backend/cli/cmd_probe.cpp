@@ -50,7 +50,9 @@ const char* const kHelp =
     "  (default 10).\n\n"
     "Exit 2 for bad options.\n\n";
 
-const std::vector<OptionSpec> kOptions = {
+}  // namespace
+
+const std::vector<OptionSpec> kProbeOptions = {
     {"run-root", true, false, "DIR", "host: the run root to check (required)"},
     {"port", true, false, "P", "listen, connect: the TCP port (listen: 0 = any free one)"},
     {"host", true, false, "H", "connect: the host name or address to reach"},
@@ -62,6 +64,8 @@ const std::vector<OptionSpec> kOptions = {
     {"self-check", true, false, "H", "listen: also connect to H:P from this host (counts as a connection)"},
     {"help", false, false, "", "Show this help"},
 };
+
+namespace {
 
 // The options each subcommand takes (the rest are errors naming the subcommand).
 const std::vector<std::pair<std::string, std::vector<std::string>>> kAllowed = {
@@ -87,14 +91,14 @@ protocol::StatusOr<int> wholeNumber(const ParsedArgs& args, const std::string& f
 }  // namespace
 
 int runProbe(const std::vector<std::string>& args, Io& io) {
-  auto parsed = parseArgs(args, kOptions);
+  auto parsed = parseArgs(args, kProbeOptions);
   auto fail = [&](const std::string& message) {
     io.err << "flamingo-train probe: " << message << "\n" << kUsage;
     return kExitUsage;
   };
   if (!parsed) return fail(parsed.status().message());
   if (parsed->has("help")) {
-    io.out << kUsage << kHelp << formatOptions(kOptions);
+    io.out << kUsage << kHelp << formatOptions(kProbeOptions);
     return kExitOk;
   }
   if (parsed->positionals.empty()) return fail("which probe? host, clock, listen or connect");

@@ -13,20 +13,21 @@
 
 namespace fs::cli {
 
+const std::vector<OptionSpec> kReplayOptions = {
+    {"config", true, false, "FILE", "Run config (YAML) of the model and step to replay", "c"},
+    {"reference", true, false, "FILE", "torch.save file: {'init': {name: tensor}, 'batches': [...]}", "r"},
+    {"out", true, false, "FILE",
+     "Where to write the final trainable parameters (default: <run dir>/replay_params.pt)", "o"},
+    {"set", true, true, "KEY=VALUE", "Override a config field"},
+    {"run-dir", true, false, "DIR", "Run directory (default: a new one under the user's data directory)"},
+    {"help", false, false, "", "Show this help"},
+};
+
 int runReplay(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> options = {
-      {"config", true, false, "FILE", "Run config (YAML) of the model and step to replay", "c"},
-      {"reference", true, false, "FILE", "torch.save file: {'init': {name: tensor}, 'batches': [...]}", "r"},
-      {"out", true, false, "FILE",
-       "Where to write the final trainable parameters (default: <run dir>/replay_params.pt)", "o"},
-      {"set", true, true, "KEY=VALUE", "Override a config field"},
-      {"run-dir", true, false, "DIR", "Run directory (default: a new one under the user's data directory)"},
-      {"help", false, false, "", "Show this help"},
-  };
   const std::string usage =
       "usage: flamingo-train replay --config FILE --reference FILE [--out FILE] [--set KEY=VALUE]... "
       "[--run-dir DIR]\n";
-  auto parsed = parseArgs(args, options);
+  auto parsed = parseArgs(args, kReplayOptions);
   if (!parsed) {
     io.err << "flamingo-train replay: " << parsed.status().message() << "\n" << usage;
     return kExitUsage;
@@ -39,7 +40,7 @@ int runReplay(const std::vector<std::string>& args, Io& io) {
            "{'laion': (images, input_ids, attention_mask), 'mmc4': (...)} in OpenFlamingo's shapes.\n"
            "Loads 'init', runs one training iteration per batch pair (dropout off), prints the losses of\n"
            "each iteration and writes the final trainable parameters (torch.load reads them).\n\n"
-        << formatOptions(options);
+        << formatOptions(kReplayOptions);
     return kExitOk;
   }
   if (!parsed->has("config") || !parsed->has("reference") || !parsed->positionals.empty()) {

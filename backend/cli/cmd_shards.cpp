@@ -1,11 +1,15 @@
 // shards: tools for WebDataset shards, before a run and instead of a Python
-// environment: make-synthetic, inspect, validate, convert-mmc4.
+// environment: make-synthetic, inspect, validate, convert-mmc4. Each tool's
+// options are a named constant that commands.cpp's table lists with it; the
+// long ones draw a progress line on a terminal (progress_line.h).
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <ostream>
 
 #include "backend/cli/args.h"
 #include "backend/cli/commands.h"
+#include "backend/cli/progress_line.h"
 #include "backend/data/drop_ledger.h"
 #include "backend/data/shard_check.h"
 #include "backend/data/shardgen/convert_mmc4.h"
@@ -86,27 +90,49 @@ int usageError(Io& io, const std::string& sub, const std::string& message) {
   return kExitUsage;
 }
 
-int makeSyntheticTool(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> options = {
-      {"out", true, false, "DIR", "Output directory (required)"},
-      {"laion-shards", true, false, "N", "LAION shards (default 4)"},
-      {"laion-samples", true, false, "N", "Samples per LAION shard (default 64)"},
-      {"mmc4-shards", true, false, "N", "MMC4 shards (default 4)"},
-      {"mmc4-docs", true, false, "N", "Documents per MMC4 shard (default 32)"},
-      {"width", true, false, "N", "Picture width (default 192)"},
-      {"height", true, false, "N", "Picture height (default 144)"},
-      {"max-images", true, false, "N", "Pictures per MMC4 document, at most (default 3)"},
-      {"bad-every", true, false, "N", "Break every N-th sample (cut JPEG, bad base64), for tests"},
-      {"seed", true, false, "N", "Seed (default 0)"},
-      {"help", false, false, "", "Show this help"},
-  };
-  auto a = parseArgs(args, options);
+}  // namespace
+
+const std::vector<OptionSpec> kShardsMakeSyntheticOptions = {
+    {"out", true, false, "DIR", "Output directory (required)"},
+    {"laion-shards", true, false, "N", "LAION shards (default 4)"},
+    {"laion-samples", true, false, "N", "Samples per LAION shard (default 64)"},
+    {"mmc4-shards", true, false, "N", "MMC4 shards (default 4)"},
+    {"mmc4-docs", true, false, "N", "Documents per MMC4 shard (default 32)"},
+    {"width", true, false, "N", "Picture width (default 192)"},
+    {"height", true, false, "N", "Picture height (default 144)"},
+    {"max-images", true, false, "N", "Pictures per MMC4 document, at most (default 3)"},
+    {"bad-every", true, false, "N", "Break every N-th sample (cut JPEG, bad base64), for tests"},
+    {"seed", true, false, "N", "Seed (default 0)"},
+    {"help", false, false, "", "Show this help"},
+};
+
+const std::vector<OptionSpec> kShardsInspectOptions = [] {
+  std::vector<OptionSpec> options = kCheckOptions;
+  options.push_back({"limit", true, false, "N", "Samples to print (default 20; 0 = all)"});
+  return options;
+}();
+
+const std::vector<OptionSpec> kShardsValidateOptions = kCheckOptions;
+
+const std::vector<OptionSpec> kShardsConvertMmc4Options = {
+    {"documents", true, false, "PATTERN",
+     "MMC4 document files: zips of JSON lines or .jsonl (brace patterns)"},
+    {"images", true, false, "DIR", "Downloaded images: DIR/<file index>/<image_name> or DIR/<image_name>"},
+    {"out", true, false, "DIR", "Output directory for the shards"},
+    {"files-per-shard", true, false, "N", "Start a new shard every N document files (default 1000)"},
+    {"docs-per-shard", true, false, "N", "Start a new shard every N documents instead"},
+    {"dry-run", false, false, "", "Count documents and images, write nothing"},
+    {"help", false, false, "", "Show this help"},
+};
+
+int runShardsMakeSynthetic(const std::vector<std::string>& args, Io& io) {
+  auto a = parseArgs(args, kShardsMakeSyntheticOptions);
   if (!a) return usageError(io, "make-synthetic", a.status().message());
   if (a->has("help")) {
     io.out << "usage: flamingo-train shards make-synthetic --out DIR [options]\n\n"
               "Writes LAION and MMC4 tar shards of generated pictures (real JPEGs) with captions and\n"
               "interleaved documents, and a small BPE tokenizer for them (DIR/tokenizer).\n\n"
-           << formatOptions(options);
+           << formatOptions(kShardsMakeSyntheticOptions);
     return kExitOk;
   }
   if (!a->has("out")) return usageError(io, "make-synthetic", "--out DIR is required");
@@ -131,8 +157,17 @@ int makeSyntheticTool(const std::vector<std::string>& args, Io& io) {
   o.maxImagesPerDoc = static_cast<int>(maxImages);
   o.badEvery = static_cast<int>(badEvery);
   o.seed = static_cast<uint64_t>(seed);
-  auto sum =
-      data::writeSyntheticShards(o, [&](const std::string& path) { io.out << "wrote " << path << "\n"; });
+  ProgressLine progress(io.err, io.errIsTerminal, "make-synthetic", ProgressLine::Unit::kItems, "shards");
+  progress.setTotal(std::max<int64_t>(0, laionShards) + std::max<int64_t>(0, mmc4Shards));
+  progress.setResults(io.out);
+  int64_t written = 0;
+  progress.update(0);
+  auto sum = data::writeSyntheticShards(o, [&](const std::string& path) {
+    progress.clear();
+    io.out << "wrote " << path << "\n";
+    progress.update(++written);
+  });
+  progress.finish();
   if (!sum) {
     io.err << "flamingo-train shards make-synthetic: " << sum.status().message() << "\n";
     return kExitFailure;
@@ -145,16 +180,14 @@ int makeSyntheticTool(const std::vector<std::string>& args, Io& io) {
   return kExitOk;
 }
 
-int inspectTool(const std::vector<std::string>& args, Io& io) {
-  std::vector<OptionSpec> options = kCheckOptions;
-  options.push_back({"limit", true, false, "N", "Samples to print (default 20; 0 = all)"});
-  auto a = parseArgs(args, options);
+int runShardsInspect(const std::vector<std::string>& args, Io& io) {
+  auto a = parseArgs(args, kShardsInspectOptions);
   if (!a) return usageError(io, "inspect", a.status().message());
   if (a->has("help") || a->positionals.size() != 1) {
     (a->has("help") ? io.out : io.err)
         << "usage: flamingo-train shards inspect SHARD [options]\n\n"
            "Prints the samples of one shard (file or pipe:COMMAND) and their problems.\n\n"
-        << formatOptions(options);
+        << formatOptions(kShardsInspectOptions);
     return a->has("help") ? kExitOk : kExitUsage;
   }
   int64_t limit = 20;
@@ -168,9 +201,13 @@ int inspectTool(const std::vector<std::string>& args, Io& io) {
     return kExitFailure;
   }
   int64_t n = 0, bad = 0;
+  ProgressLine progress(io.err, io.errIsTerminal, "inspect", ProgressLine::Unit::kItems, "samples");
+  progress.setResults(io.out);
   while (true) {
+    progress.update(n);
     auto sample = reader->next();
     if (!sample) {
+      progress.finish();
       io.err << "error: " << sample.status().message() << "\n";
       return kExitFailure;
     }
@@ -179,6 +216,7 @@ int inspectTool(const std::vector<std::string>& args, Io& io) {
     const auto verdict = checker.check(s);
     bad += verdict.drop.has_value();
     if (limit == 0 || n < limit) {
+      progress.clear();
       std::string members;
       for (const auto& [ext, bytes] : s.fields)
         members += " " + ext + "(" + std::to_string(bytes.size()) + ")";
@@ -188,21 +226,22 @@ int inspectTool(const std::vector<std::string>& args, Io& io) {
     }
     ++n;
   }
+  progress.finish();
   for (const auto& p : reader->problems()) io.out << "problem: " << p << "\n";
   io.out << n << " samples, " << bad << " would be dropped or filtered; tar problems: "
          << (reader->drops().total() ? reader->drops().toString() : "none") << "\n";
   return kExitOk;
 }
 
-int validateTool(const std::vector<std::string>& args, Io& io) {
-  auto a = parseArgs(args, kCheckOptions);
+int runShardsValidate(const std::vector<std::string>& args, Io& io) {
+  auto a = parseArgs(args, kShardsValidateOptions);
   if (!a) return usageError(io, "validate", a.status().message());
   if (a->has("help") || a->positionals.empty()) {
     (a->has("help") ? io.out : io.err)
         << "usage: flamingo-train shards validate SHARDS... [options]\n\n"
            "Reads every sample of the shards (brace patterns, '::' lists, pipe:COMMAND) with the training\n"
            "pipeline's rules and prints counts per reason. Exit 1 when any sample is broken.\n\n"
-        << formatOptions(kCheckOptions);
+        << formatOptions(kShardsValidateOptions);
     return a->has("help") ? kExitOk : kExitUsage;
   }
   auto check = checkOptions(*a, io);
@@ -210,18 +249,28 @@ int validateTool(const std::vector<std::string>& args, Io& io) {
   data::SampleChecker checker(*check);
   std::map<std::string, int64_t> totals;
   int64_t samples = 0, ok = 0, broken = 0, shards = 0;
+  std::vector<std::vector<std::string>> lists;
+  int64_t shardCount = 0;
   for (const auto& spec : a->positionals) {
     auto list = protocol::expandShards(spec);
     if (!list) {
       io.err << "flamingo-train shards validate: " << list.status().message() << "\n";
       return kExitUsage;
     }
-    for (const auto& url : *list) {
+    shardCount += static_cast<int64_t>(list->size());
+    lists.push_back(std::move(list.value()));
+  }
+  ProgressLine progress(io.err, io.errIsTerminal, "validate", ProgressLine::Unit::kItems, "shards");
+  progress.setTotal(shardCount);
+  progress.setResults(io.out);
+  for (const auto& list : lists) {
+    for (const auto& url : list) {
       ++shards;
       std::map<std::string, int64_t> counts;
       int64_t n = 0;
       auto reader = data::TarSampleReader::open(url);
       if (!reader) {
+        progress.clear();
         io.out << url << ": unreadable: " << reader.status().message() << "\n";
         ++totals["unreadable_shard"];
         ++broken;
@@ -231,11 +280,13 @@ int validateTool(const std::vector<std::string>& args, Io& io) {
         auto sample = reader->next();
         if (!sample) {
           ++counts["unreadable_shard"];
+          progress.clear();
           io.out << url << ": " << sample.status().message() << "\n";
           break;
         }
         if (!sample->has_value()) break;
         ++n;
+        progress.update(shards - 1, std::to_string(samples + n) + " samples");
         const auto verdict = checker.check(**sample);
         if (verdict.drop) {
           ++counts[verdict.drop->reason];
@@ -255,10 +306,13 @@ int validateTool(const std::vector<std::string>& args, Io& io) {
         totals[reason] += c;
         if (!data::isFilterReason(reason)) broken += c;
       }
+      progress.clear();
       io.out << url << ": " << n << " samples" << (line.empty() ? ", all good" : ":" + line) << "\n";
       for (const auto& p : reader->problems()) io.out << "  " << p << "\n";
+      progress.update(shards, std::to_string(samples) + " samples");
     }
   }
+  progress.finish();
   io.out << "\n"
          << shards << " shard(s), " << samples << " samples: " << ok << " train, " << broken << " broken";
   for (const auto& [reason, c] : totals) {
@@ -269,24 +323,14 @@ int validateTool(const std::vector<std::string>& args, Io& io) {
   return broken > 0 ? kExitFailure : kExitOk;
 }
 
-int convertMmc4Tool(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> options = {
-      {"documents", true, false, "PATTERN",
-       "MMC4 document files: zips of JSON lines or .jsonl (brace patterns)"},
-      {"images", true, false, "DIR", "Downloaded images: DIR/<file index>/<image_name> or DIR/<image_name>"},
-      {"out", true, false, "DIR", "Output directory for the shards"},
-      {"files-per-shard", true, false, "N", "Start a new shard every N document files (default 1000)"},
-      {"docs-per-shard", true, false, "N", "Start a new shard every N documents instead"},
-      {"dry-run", false, false, "", "Count documents and images, write nothing"},
-      {"help", false, false, "", "Show this help"},
-  };
-  auto a = parseArgs(args, options);
+int runShardsConvertMmc4(const std::vector<std::string>& args, Io& io) {
+  auto a = parseArgs(args, kShardsConvertMmc4Options);
   if (!a) return usageError(io, "convert-mmc4", a.status().message());
   if (a->has("help")) {
     io.out << "usage: flamingo-train shards convert-mmc4 --documents PATTERN --images DIR --out DIR "
               "[options]\n\n"
               "Turns MMC4's documents and downloaded images into shards for the mmc4 dataset type.\n\n"
-           << formatOptions(options);
+           << formatOptions(kShardsConvertMmc4Options);
     return kExitOk;
   }
   data::ConvertMmc4Options o;
@@ -298,7 +342,17 @@ int convertMmc4Tool(const std::vector<std::string>& args, Io& io) {
       !parseInt(*a, "docs-per-shard", o.docsPerShard, io)) {
     return kExitUsage;
   }
-  auto sum = data::convertMmc4(o, [&](const std::string& line) { io.out << line << "\n"; });
+  ProgressLine progress(io.err, io.errIsTerminal, "convert-mmc4", ProgressLine::Unit::kItems, "files");
+  progress.setResults(io.out);
+  o.onProgress = [&](int64_t filesDone, int64_t filesTotal, int64_t documents) {
+    progress.setTotal(filesTotal);
+    progress.update(filesDone, std::to_string(documents) + " documents");
+  };
+  auto sum = data::convertMmc4(o, [&](const std::string& line) {
+    progress.clear();
+    io.out << line << "\n";
+  });
+  progress.finish();
   if (!sum) {
     io.err << "flamingo-train shards convert-mmc4: " << sum.status().message() << "\n";
     return kExitFailure;
@@ -310,28 +364,6 @@ int convertMmc4Tool(const std::vector<std::string>& args, Io& io) {
          << " with unsafe names; " << sum->shardsWritten << " shard(s) written, " << sum->bytesWritten
          << " bytes\n";
   return kExitOk;
-}
-
-}  // namespace
-
-int runShards(const std::vector<std::string>& args, Io& io) {
-  static const std::map<std::string, int (*)(const std::vector<std::string>&, Io&)> subs = {
-      {"make-synthetic", makeSyntheticTool},
-      {"inspect", inspectTool},
-      {"validate", validateTool},
-      {"convert-mmc4", convertMmc4Tool}};
-  if (args.empty() || args[0] == "--help" || !subs.count(args[0])) {
-    auto& os = args.empty() || args[0] != "--help" ? io.err : io.out;
-    if (!args.empty() && args[0] != "--help")
-      os << "flamingo-train shards: unknown tool '" << args[0] << "'\n";
-    os << "usage: flamingo-train shards <tool> [options]\n\n"
-          "  make-synthetic   write LAION and MMC4 shards of generated pictures, and a tokenizer\n"
-          "  inspect          print one shard's samples and their problems\n"
-          "  validate         check shards with the training rules; counts per reason\n"
-          "  convert-mmc4     MMC4 documents + downloaded images -> shards\n";
-    return args.size() == 1 && args[0] == "--help" ? kExitOk : kExitUsage;
-  }
-  return subs.at(args[0])(std::vector<std::string>(args.begin() + 1, args.end()), io);
 }
 
 }  // namespace fs::cli

@@ -6,12 +6,13 @@
 
 namespace fs::cli {
 
+const std::vector<OptionSpec> kShowDefaultsOptions = {
+    {"no-comments", false, false, "", "Leave out the help comments"},
+    {"help", false, false, "", "Show this help"},
+};
+
 int runShowDefaults(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> options = {
-      {"no-comments", false, false, "", "Leave out the help comments"},
-      {"help", false, false, "", "Show this help"},
-  };
-  auto parsed = parseArgs(args, options);
+  auto parsed = parseArgs(args, kShowDefaultsOptions);
   if (!parsed || !parsed->positionals.empty()) {
     io.err << "flamingo-train show-defaults: " << (parsed ? "takes no arguments" : parsed.status().message())
            << "\n";
@@ -20,7 +21,7 @@ int runShowDefaults(const std::vector<std::string>& args, Io& io) {
   if (parsed->has("help")) {
     io.out << "usage: flamingo-train show-defaults [--no-comments]\n\n"
               "Prints the default run config: OpenFlamingo train.py's defaults where it has the option.\n\n"
-           << formatOptions(options);
+           << formatOptions(kShowDefaultsOptions);
     return kExitOk;
   }
   protocol::DumpOptions dump;

@@ -60,11 +60,15 @@ const char* const kHelp =
     "It runs until stdin is closed (EOF), stdout is closed (SIGPIPE, or seen while idle) or SIGHUP.\n"
     "Exit 0 when stdin or stdout closed, 1 after an E frame, 2 for bad options.\n\n";
 
-const std::vector<OptionSpec> kOptions = {
+}  // namespace
+
+const std::vector<OptionSpec> kStreamOptions = {
     {"offset", true, false, "N", "the byte offset to start from (default 0)"},
     {"poll-ms", true, false, "M", "how often to look at the file, 1-60000 ms (default 100)"},
     {"help", false, false, "", "Show this help"},
 };
+
+namespace {
 
 constexpr std::size_t kChunk = 256 * 1024;
 
@@ -231,14 +235,14 @@ bool parseWhole(const std::string& text, std::uint64_t max, std::uint64_t* out) 
 }  // namespace
 
 int runStream(const std::vector<std::string>& args, Io& io) {
-  auto parsed = parseArgs(args, kOptions);
+  auto parsed = parseArgs(args, kStreamOptions);
   auto fail = [&](const std::string& message) {
     io.err << "flamingo-train stream: " << message << "\n" << kUsage;
     return kExitUsage;
   };
   if (!parsed) return fail(parsed.status().message());
   if (parsed->has("help")) {
-    io.out << kUsage << kHelp << formatOptions(kOptions);
+    io.out << kUsage << kHelp << formatOptions(kStreamOptions);
     return kExitOk;
   }
   if (parsed->positionals.empty()) return fail("which file? FILE is required");

@@ -81,7 +81,7 @@ int runEngine(const protocol::RunConfig& config, const std::filesystem::path& ru
 
 }  // namespace
 
-int runTrain(const std::vector<std::string>& args, Io& io) {
+const std::vector<OptionSpec> kTrainOptions = [] {
   std::vector<OptionSpec> options = {
       {"config", true, false, "FILE", "Run config (YAML)", "c"},
       {"set", true, true, "KEY=VALUE", "Override a config field"},
@@ -95,9 +95,13 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
       {"help", false, false, "", "Show this help"},
   };
   for (auto& o : worldFlagOptions()) options.push_back(o);
+  return options;
+}();
+
+int runTrain(const std::vector<std::string>& args, Io& io) {
   const std::string usage =
       "usage: flamingo-train train --config FILE [--set KEY=VALUE]... [--run-dir DIR]\n";
-  auto parsed = parseArgs(args, options);
+  auto parsed = parseArgs(args, kTrainOptions);
   if (!parsed) {
     io.err << "flamingo-train train: " << parsed.status().message() << "\n" << usage;
     return kExitUsage;
@@ -114,7 +118,7 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
            "or with the flags below; `flamingo-train launch` starts them for you.\n\n"
            "A config whose shards are read with pipe:COMMAND runs those commands with /bin/sh -c; it is\n"
            "refused, with every command listed, unless --allow-pipe is given.\n\n"
-        << formatOptions(options);
+        << formatOptions(kTrainOptions);
     return kExitOk;
   }
   if (!parsed->has("config") || !parsed->positionals.empty()) {
@@ -141,13 +145,14 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
   return runEngine(*config, runDir, parsed->has("strict"), parsed->has("progress"), world.value(), io);
 }
 
+const std::vector<OptionSpec> kDemoOptions = {
+    {"set", true, true, "KEY=VALUE", "Override a field of the tiny preset"},
+    {"run-dir", true, false, "DIR", "Run directory (default: a new one under the user's data directory)"},
+    {"help", false, false, "", "Show this help"},
+};
+
 int runDemo(const std::vector<std::string>& args, Io& io) {
-  const std::vector<OptionSpec> options = {
-      {"set", true, true, "KEY=VALUE", "Override a field of the tiny preset"},
-      {"run-dir", true, false, "DIR", "Run directory (default: a new one under the user's data directory)"},
-      {"help", false, false, "", "Show this help"},
-  };
-  auto parsed = parseArgs(args, options);
+  auto parsed = parseArgs(args, kDemoOptions);
   if (!parsed || !parsed->positionals.empty()) {
     io.err << "flamingo-train demo: " << (parsed ? "takes no arguments" : parsed.status().message()) << "\n";
     return kExitUsage;
@@ -157,7 +162,7 @@ int runDemo(const std::vector<std::string>& args, Io& io) {
               "Trains the tiny preset on this machine, with a live progress line, on LAION and MMC4\n"
               "shards of generated pictures that it writes into the run directory first.\n"
               "Needs no network and no files of yours.\n\n"
-           << formatOptions(options);
+           << formatOptions(kDemoOptions);
     return kExitOk;
   }
   auto config = loadRunConfig(presetPath("tiny"), parsed->all("set"), io);

@@ -8,13 +8,13 @@
 #include "backend/protocol/config/validate.h"
 
 namespace fs::cli {
-namespace {
-
-const std::vector<OptionSpec> kOptions = {
+const std::vector<OptionSpec> kValidateOptions = {
     {"set", true, true, "KEY=VALUE", "Override a config field, e.g. --set optim.lr=3e-4"},
     {"json", false, false, "", "Print problems and figures as one JSON object on stdout"},
     {"help", false, false, "", "Show this help"},
 };
+
+namespace {
 
 nlohmann::json toJson(const std::vector<protocol::Problem>& problems, const protocol::DerivedFigures* f) {
   nlohmann::json j;
@@ -55,7 +55,7 @@ nlohmann::json toJson(const std::vector<protocol::Problem>& problems, const prot
 }  // namespace
 
 int runValidate(const std::vector<std::string>& args, Io& io) {
-  auto parsed = parseArgs(args, kOptions);
+  auto parsed = parseArgs(args, kValidateOptions);
   const std::string usage = "usage: flamingo-train validate <config.yaml | -> [options]\n";
   if (!parsed) {
     io.err << "flamingo-train validate: " << parsed.status().message() << "\n" << usage;
@@ -65,7 +65,7 @@ int runValidate(const std::vector<std::string>& args, Io& io) {
     io.out << usage
            << "\nChecks a run config and prints every problem at once (stderr), each naming the field,\n"
               "the bad value and a fix, then the figures derived from it (stdout). Exit 1 on errors.\n\n"
-           << formatOptions(kOptions);
+           << formatOptions(kValidateOptions);
     return kExitOk;
   }
   if (parsed->positionals.size() != 1) {

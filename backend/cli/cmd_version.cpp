@@ -17,12 +17,12 @@
 #endif
 
 namespace fs::cli {
-namespace {
-
-const std::vector<OptionSpec> kOptions = {
+const std::vector<OptionSpec> kVersionOptions = {
     {"json", false, false, "", "Print one JSON object (fields below) instead of text"},
     {"help", false, false, "", "Show this help"},
 };
+
+namespace {
 
 const char* const kUsage = "usage: flamingo-train version [--json]\n";
 
@@ -67,7 +67,7 @@ nlohmann::json versionJson() {
 }  // namespace
 
 int runVersion(const std::vector<std::string>& args, Io& io) {
-  auto parsed = parseArgs(args, kOptions);
+  auto parsed = parseArgs(args, kVersionOptions);
   if (!parsed) {
     io.err << "flamingo-train version: " << parsed.status().message() << "\n" << kUsage;
     return kExitUsage;
@@ -77,7 +77,7 @@ int runVersion(const std::vector<std::string>& args, Io& io) {
     return kExitUsage;
   }
   if (parsed->has("help")) {
-    io.out << kUsage << kHelp << formatOptions(kOptions);
+    io.out << kUsage << kHelp << formatOptions(kVersionOptions);
     return kExitOk;
   }
   if (parsed->has("json")) {

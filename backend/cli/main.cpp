@@ -1,4 +1,6 @@
 // flamingo-train: the engine's command-line entry point.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -12,6 +14,7 @@ int main(int argc, char** argv) {
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
   std::vector<std::string> args(argv, argv + argc);
   fs::cli::Io io{std::cout, std::cerr, std::cin};
+  io.errIsTerminal = ::isatty(STDERR_FILENO) == 1;  // progress lines only on a terminal
   try {
     return fs::cli::runMain(args, io);
   } catch (const std::exception& e) {

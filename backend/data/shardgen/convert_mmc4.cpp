@@ -83,7 +83,11 @@ class Converter {
       for (int64_t lineNo = 1; std::getline(lines, line); ++lineNo) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         if (Status s = convertLine(path, f, lineNo, line); !s) return s;
+        if (o_.onProgress)
+          o_.onProgress(static_cast<int64_t>(f), static_cast<int64_t>(files->size()), sum.documents);
       }
+      if (o_.onProgress)
+        o_.onProgress(static_cast<int64_t>(f + 1), static_cast<int64_t>(files->size()), sum.documents);
       if (progress_) {
         progress_(path + ": " + std::to_string(sum.documents) + " documents, " +
                   std::to_string(sum.imagesFound) + " images found, " + std::to_string(sum.imagesMissing) +

@@ -38,6 +38,9 @@ struct ConvertMmc4Options {
   int64_t docsPerShard = 0;  // > 0: roll shards by documents instead
   int jpegQuality = 75;
   bool dryRun = false;
+  // Called after every document line (may be empty), for a progress display:
+  // input files finished, input files in all, documents read so far.
+  std::function<void(int64_t filesDone, int64_t filesTotal, int64_t documents)> onProgress;
 };
 
 struct ConvertMmc4Summary {

@@ -103,6 +103,48 @@ TEST_F(ShardsCli, ValidateCountsReasonsAndFailsOnBrokenSamples) {
   EXPECT_NE(usage.err.find("--type must be laion or mmc4"), std::string::npos) << usage.err;
 }
 
+// On a terminal (a pseudo-terminal made by Python's pty), validate draws its
+// progress line on stderr and erases it at the end; piped, stderr has none.
+TEST_F(ShardsCli, ValidateShowsAProgressLineOnATerminalOnly) {
+  makeShards("good");
+  const std::string args =
+      "shards validate 'good/laion-{000000..000001}.tar' 'good/mmc4-{000000..000001}.tar'";
+  {
+    std::ofstream py(dir_ / "on_pty.py");
+    py << "import os, pty, sys\n"
+          "pid, fd = pty.fork()\n"
+          "if pid == 0:\n"
+          "    os.execv(sys.argv[1], sys.argv[1:])\n"
+          "chunks = []\n"
+          "while True:\n"
+          "    try:\n"
+          "        data = os.read(fd, 65536)\n"
+          "    except OSError:\n"
+          "        break\n"
+          "    if not data:\n"
+          "        break\n"
+          "    chunks.append(data)\n"
+          "_, status = os.waitpid(pid, 0)\n"
+          "sys.stdout.buffer.write(b''.join(chunks))\n"
+          "sys.exit(os.waitstatus_to_exitcode(status))\n";
+  }
+  Result tty =
+      sh("/usr/bin/python3 on_pty.py '" + std::string(FS_BINARY_DIR) + "/bin/flamingo-train' " + args);
+  ASSERT_EQ(tty.code, 0) << tty.out << tty.err;
+  const auto lastDraw = tty.out.rfind("\rvalidate: ");
+  ASSERT_NE(lastDraw, std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("/4 shards"), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("\r\x1b[K", lastDraw + 1), std::string::npos) << "the line is erased at the end";
+  EXPECT_NE(tty.out.find("4 shard(s), 36 samples"), std::string::npos) << tty.out;
+
+  Result piped = cli(args);
+  ASSERT_EQ(piped.code, 0) << piped.err;
+  EXPECT_EQ(piped.err.find("validate: "), std::string::npos) << piped.err;
+  EXPECT_EQ(piped.err.find("\x1b[K"), std::string::npos) << piped.err;
+  EXPECT_EQ(piped.out.find('\r'), std::string::npos) << piped.out;
+  EXPECT_NE(piped.out.find("4 shard(s), 36 samples"), std::string::npos) << piped.out;
+}
+
 TEST_F(ShardsCli, ConvertMmc4FromZipsAndImages) {
   // MMC4's release layout, made by Python: docs_<i>.zip holding one jsonl,
   // images in images/<i>/<image_name>; one image missing, one unsafe name.
