@@ -26,6 +26,8 @@ const std::vector<Command>& commands() {
        runProbe},
       {"stream", "Follow a file from a byte offset, framed on stdout, for the app's remote follow (tail -f)",
        runStream},
+      {"export", "Export a run's telemetry: TensorBoard event files, or one long-format CSV of every series",
+       runExport},
       {"validate", "Check a run config: every problem at once, plus the derived figures", runValidate},
       {"show-defaults", "Print the default run config as YAML (with help comments)", runShowDefaults},
       {"import-cmdline", "Turn an OpenFlamingo torchrun/train.py command line into a run config",

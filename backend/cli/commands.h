@@ -46,6 +46,7 @@ int runCheckpointDiff(const std::vector<std::string>& args, Io& io);
 int runCheckpointState(const std::vector<std::string>& args, Io& io);
 int runCheckpointCheck(const std::vector<std::string>& args, Io& io);
 int runStream(const std::vector<std::string>& args, Io& io);
+int runExport(const std::vector<std::string>& args, Io& io);
 #ifdef FS_HAVE_ENGINE
 int runTrain(const std::vector<std::string>& args, Io& io);
 int runDemo(const std::vector<std::string>& args, Io& io);

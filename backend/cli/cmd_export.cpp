@@ -1,0 +1,125 @@
+// export: a run's telemetry in the formats teams share results in (docs/export.md):
+//   flamingo-train export tensorboard RUN_DIR OUT_DIR    TensorBoard event file
+//   flamingo-train export csv RUN_DIR... OUT.csv|-       one long-format CSV
+// Torch-free (backend/export), so the tools-only build has it too.
+//
+// Progress: the exporters report bytes of events.jsonl read through
+// exporter::ExportOptions::progress; exportProgress() below is the one place this
+// command makes that callback, so a shared terminal progress line plugs in there.
+#include <iostream>
+#include <ostream>
+
+#include "backend/cli/args.h"
+#include "backend/cli/commands.h"
+#include "backend/export/csv_export.h"
+#include "backend/export/tensorboard_export.h"
+
+namespace fs::cli {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+const std::vector<OptionSpec> kExportTensorBoardOptions = {
+    {"force", false, false, "", "replace event files already in OUT_DIR"},
+    {"help", false, false, "", "Show this help"},
+};
+
+const std::vector<OptionSpec> kExportCsvOptions = {
+    {"force", false, false, "", "replace OUT.csv when it exists"},
+    {"help", false, false, "", "Show this help"},
+};
+
+const char* const kUsage =
+    "usage: flamingo-train export tensorboard [--force] RUN_DIR OUT_DIR\n"
+    "       flamingo-train export csv [--force] RUN_DIR... OUT.csv|-\n";
+
+const char* const kHelp =
+    "\nExports a run's telemetry (RUN_DIR/events.jsonl; docs/export.md lists every series):\n"
+    "  tensorboard   one event file in OUT_DIR (created when missing): every numeric series as a\n"
+    "                scalar (loss/<dataset>, lr, grad_norm, throughput/..., gates/..., memory/rank<r>/...),\n"
+    "                the config as text; view with `tensorboard --logdir OUT_DIR`\n"
+    "  csv           one long-format CSV of every series of every RUN_DIR given:\n"
+    "                run,series,step,samples,tokens,wall_time,value ('-': standard output)\n"
+    "Lines of events.jsonl that cannot be read are left out, each named in a warning.\n"
+    "Exit 0 when written (warnings included), 1 when the run or the output failed, 2 for bad options.\n\n";
+
+// NOTE [Export progress hook]: the exporters call this per chunk of events.jsonl
+// read (done, total bytes). Empty: no progress shown.
+exporter::ProgressFn exportProgress(Io& io) {
+  (void)io;
+  return {};
+}
+
+int usage(Io& io, const std::string& problem) {
+  io.err << "flamingo-train export: " << problem << "\n" << kUsage;
+  return kExitUsage;
+}
+
+void printWarnings(Io& io, const exporter::ExportReport& report) {
+  for (const auto& w : report.warnings) io.err << "flamingo-train export: warning: " << w << "\n";
+}
+
+int finish(Io& io, const protocol::StatusOr<exporter::ExportReport>& result, bool to_stdout) {
+  if (!result) {
+    io.err << "flamingo-train export: " << result.status().message() << "\n";
+    return kExitFailure;
+  }
+  printWarnings(io, *result);
+  (to_stdout ? io.err : io.out) << "exported " << result->points << " values of " << result->events
+                                << " events to " << result->output.string()
+                                << (result->warnings.empty()
+                                        ? std::string()
+                                        : " (" + std::to_string(result->warnings.size()) +
+                                              " warning(s) above)")
+                                << "\n";
+  return kExitOk;
+}
+
+int runExportTensorBoard(const std::vector<std::string>& args, Io& io) {
+  auto parsed = parseArgs(args, kExportTensorBoardOptions);
+  if (!parsed) return usage(io, parsed.status().message());
+  if (parsed->has("help")) {
+    io.out << kUsage << kHelp << "options:\n" << formatOptions(kExportTensorBoardOptions);
+    return kExitOk;
+  }
+  if (parsed->positionals.size() != 2) return usage(io, "tensorboard takes RUN_DIR and OUT_DIR");
+  exporter::ExportOptions options;
+  options.force = parsed->has("force");
+  options.progress = exportProgress(io);
+  return finish(io, exporter::exportTensorBoard(parsed->positionals[0], parsed->positionals[1], options),
+                false);
+}
+
+int runExportCsv(const std::vector<std::string>& args, Io& io) {
+  auto parsed = parseArgs(args, kExportCsvOptions);
+  if (!parsed) return usage(io, parsed.status().message());
+  if (parsed->has("help")) {
+    io.out << kUsage << kHelp << "options:\n" << formatOptions(kExportCsvOptions);
+    return kExitOk;
+  }
+  const auto& pos = parsed->positionals;
+  if (pos.size() < 2)
+    return usage(io, "csv takes one or more RUN_DIRs and OUT.csv (or - for standard output)");
+  const std::vector<stdfs::path> runs(pos.begin(), pos.end() - 1);
+  exporter::ExportOptions options;
+  options.force = parsed->has("force");
+  options.progress = exportProgress(io);
+  if (pos.back() == "-") return finish(io, exporter::exportCsv(runs, io.out, options), true);
+  return finish(io, exporter::exportCsv(runs, stdfs::path(pos.back()), options), false);
+}
+
+}  // namespace
+
+int runExport(const std::vector<std::string>& args, Io& io) {
+  if (!args.empty() && args[0] == "tensorboard")
+    return runExportTensorBoard(std::vector<std::string>(args.begin() + 1, args.end()), io);
+  if (!args.empty() && args[0] == "csv")
+    return runExportCsv(std::vector<std::string>(args.begin() + 1, args.end()), io);
+  const bool help = args.size() == 1 && (args[0] == "--help" || args[0] == "-h");
+  auto& os = help ? io.out : io.err;
+  if (!args.empty() && !help) os << "flamingo-train export: unknown format '" << args[0] << "'\n";
+  os << kUsage << kHelp;
+  return help ? kExitOk : kExitUsage;
+}
+
+}  // namespace fs::cli
