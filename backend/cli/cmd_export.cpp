@@ -15,10 +15,8 @@
 #include "backend/export/tensorboard_export.h"
 
 namespace fs::cli {
-namespace {
 
-namespace stdfs = std::filesystem;
-
+// The tools' options: named constants (commands.h) so a command table can list them.
 const std::vector<OptionSpec> kExportTensorBoardOptions = {
     {"force", false, false, "", "replace event files already in OUT_DIR"},
     {"help", false, false, "", "Show this help"},
@@ -28,6 +26,10 @@ const std::vector<OptionSpec> kExportCsvOptions = {
     {"force", false, false, "", "replace OUT.csv when it exists"},
     {"help", false, false, "", "Show this help"},
 };
+
+namespace {
+
+namespace stdfs = std::filesystem;
 
 const char* const kUsage =
     "usage: flamingo-train export tensorboard [--force] RUN_DIR OUT_DIR\n"
@@ -75,6 +77,8 @@ int finish(Io& io, const protocol::StatusOr<exporter::ExportReport>& result, boo
   return kExitOk;
 }
 
+}  // namespace
+
 int runExportTensorBoard(const std::vector<std::string>& args, Io& io) {
   auto parsed = parseArgs(args, kExportTensorBoardOptions);
   if (!parsed) return usage(io, parsed.status().message());
@@ -107,8 +111,6 @@ int runExportCsv(const std::vector<std::string>& args, Io& io) {
   if (pos.back() == "-") return finish(io, exporter::exportCsv(runs, io.out, options), true);
   return finish(io, exporter::exportCsv(runs, stdfs::path(pos.back()), options), false);
 }
-
-}  // namespace
 
 int runExport(const std::vector<std::string>& args, Io& io) {
   if (!args.empty() && args[0] == "tensorboard")

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/cli/args.h"
+
 namespace fs::cli {
 
 inline constexpr int kExitOk = 0;
@@ -46,7 +48,12 @@ int runCheckpointDiff(const std::vector<std::string>& args, Io& io);
 int runCheckpointState(const std::vector<std::string>& args, Io& io);
 int runCheckpointCheck(const std::vector<std::string>& args, Io& io);
 int runStream(const std::vector<std::string>& args, Io& io);
+// export: dispatches to its tools `tensorboard` and `csv` (cmd_export.cpp).
 int runExport(const std::vector<std::string>& args, Io& io);
+int runExportTensorBoard(const std::vector<std::string>& args, Io& io);
+int runExportCsv(const std::vector<std::string>& args, Io& io);
+extern const std::vector<OptionSpec> kExportTensorBoardOptions;
+extern const std::vector<OptionSpec> kExportCsvOptions;
 #ifdef FS_HAVE_ENGINE
 int runTrain(const std::vector<std::string>& args, Io& io);
 int runDemo(const std::vector<std::string>& args, Io& io);
