@@ -265,10 +265,11 @@ void HistoryView::onExportFinished(const app::RunExportResult& result) {
     exportProgress_ = nullptr;
   }
   QString text = result.message;
+  // The first warning in full (it names the file and line); a corrupt file may have thousands.
   if (!result.warnings.isEmpty())
     text += QLatin1Char('\n') +
-            tr("%n line(s) left out: ", nullptr, static_cast<int>(result.warnings.size())) +
-            result.warnings.join(QStringLiteral("; "));
+            tr("%n warning(s), the first: %1", nullptr, static_cast<int>(result.warnings.size()))
+                .arg(result.warnings.first());
   status_->setText(text);
   emit exportFinished(result);
 }

@@ -101,6 +101,19 @@ class HistoryExportTest : public QObject {
     QVERIFY(file.readAll().contains("run-a,loss/laion,1250,2560000,81920000,1717000000.123,2.8125\n"));
     QVERIFY(view.statusLabel()->text().contains(QStringLiteral("Exported 1 run(s) to ") + csv));
 
+    // A corrupt line: the rest is exported, the status line names the line.
+    QFile events(run + "/events.jsonl");
+    QVERIFY(events.open(QIODevice::Append));
+    events.write("{broken\n");
+    events.close();
+    QVERIFY(view.exportSelected(RunExportFormat::kCsv, csv, true) != 0);
+    result = waitForResult(finished);
+    QVERIFY2(result.ok, qPrintable(result.message));
+    QCOMPARE(result.warnings.size(), 1);
+    QVERIFY2(view.statusLabel()->text().contains(QStringLiteral("1 warning(s), the first: ") + run +
+                                                 QStringLiteral("/events.jsonl line 27")),
+             qPrintable(view.statusLabel()->text()));
+
     const QString tb = root.filePath(QStringLiteral("tb"));
     QDir().mkpath(tb);
     QVERIFY(view.exportSelected(RunExportFormat::kTensorBoard, tb, false) != 0);
