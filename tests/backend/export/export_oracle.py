@@ -401,7 +401,8 @@ def main(argv):
         if mode == "engine":
             demo = os.path.join(work, "demo")
             run([train, "demo", "--run-dir", demo, "--set", "optim.epochs=1"], cwd=work,
-                env=dict(os.environ, XDG_DATA_HOME=os.path.join(work, "data")))
+                env=dict(os.environ, XDG_DATA_HOME=os.path.join(work, "data"),
+                         XDG_CACHE_HOME=os.path.join(work, "cache"), XDG_CONFIG_HOME=os.path.join(work, "config")))
             n = check_tensorboard(train, demo, os.path.join(work, "tb-demo"))
             print(f"demo run: {n} scalars match events.jsonl both ways")
             runs.append(demo)
