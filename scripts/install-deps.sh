@@ -14,11 +14,15 @@ PACKAGES=(
   # protocol and tools
   libyaml-cpp-dev libsimdjson-dev nlohmann-json3-dev libspdlog-dev libarchive-dev libsentencepiece-dev libpcre2-dev libsqlite3-dev
   libopencv-dev libjpeg62-turbo-dev libssh-dev
+  # run export to TensorBoard (backend/export): protoc generates the Event messages, libprotobuf encodes them
+  protobuf-compiler libprotobuf-dev
   # desktop app
   qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite qt6-svg-dev libqcustomplot-dev
   # tests: GoogleTest, oracles (Debian's python3-torch etc. at /usr/bin/python3, xxhsum),
   # a real sshd, network namespaces, a virtual display for screenshots
   # (python3-skimage ships real photographs; node + the npm package gpt-3-encoder are the BPE oracle)
+  # (python3-protobuf and python3-pandas: the export oracle reads event files and the CSV back)
+  python3-protobuf python3-pandas
   libgtest-dev python3 python3-torch python3-pil python3-scipy python3-sentencepiece python3-yaml python3-skimage
   # a private SLURM cluster on this machine (tests/fixtures/slurm_cluster.*): slurmctld, slurmd, munged
   slurm-wlm munge

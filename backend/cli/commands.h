@@ -89,6 +89,10 @@ int runCheckpointState(const std::vector<std::string>& args, Io& io);
 int runCheckpointCheck(const std::vector<std::string>& args, Io& io);
 int runStream(const std::vector<std::string>& args, Io& io);
 int runCompletion(const std::vector<std::string>& args, Io& io);
+int runExportTensorBoard(const std::vector<std::string>& args, Io& io);
+int runExportCsv(const std::vector<std::string>& args, Io& io);
+extern const std::vector<OptionSpec> kExportTensorBoardOptions;
+extern const std::vector<OptionSpec> kExportCsvOptions;
 #ifdef FS_HAVE_ENGINE
 extern const std::vector<OptionSpec> kTrainOptions;
 extern const std::vector<OptionSpec> kDemoOptions;

@@ -8,7 +8,8 @@ Backend layers (BACKEND_LAYERS below): a folder may link and include only
 the folders listed for it, so the arrows point one way:
   protocol <- {runtime, tensorfile, launch, telemetry, state_keys, model, data, fsdp_plan},
   {tensorfile, state_keys} <- inspect, state_keys <- model
-           <- {train, dist} <- fsdp <- checkpoint <- trainer <- cli
+           <- {train, dist} <- fsdp <- checkpoint <- trainer <- cli,
+  protocol <- export <- {cli, the GUI}
 and backend/fsdp/ takes nothing from backend/model/ but the published hook
 interface, backend/model/unit_hooks.h (and takes backend/runtime's device
 streams directly).
@@ -46,13 +47,15 @@ BACKEND_LAYERS = {
 for _d in _DATA:
     BACKEND_LAYERS[_d] = {"backend/protocol", "backend/runtime"} | _DATA
 BACKEND_LAYERS["backend/trainer"] = set(BACKEND_LAYERS) - {"backend/trainer"} | {"backend/checkpoint"}
+# Export of a run's telemetry (TensorBoard, CSV): reads the wire only; the CLI and the GUI use it.
+BACKEND_LAYERS["backend/export"] = {"backend/protocol"}
 BACKEND_LAYERS["backend/cli"] = set(BACKEND_LAYERS) - {"backend/cli"}
 # backend/fsdp/ may include exactly these from backend/model/ (NOTE: model code is single-device;
 # FSDP is applied from outside, by backend/trainer/parallelize.h).
 FSDP_MODEL_HEADERS = {"backend/model/unit_hooks.h"}
 
 TORCH_FREE = {"app", "ui", "studio", "backend/protocol", "backend/tensorfile", "backend/inspect", "backend/launch",
-              "backend/fsdp_plan", "backend/state_keys"} | (_DATA - {"backend/data"})
+              "backend/fsdp_plan", "backend/state_keys", "backend/export"} | (_DATA - {"backend/data"})
 TORCH = re.compile(r"(^|/|lib)(torch|c10|caffe2|gloo)", re.I)
 QT = re.compile(r"Qt[56]|QCustomPlot", re.I)
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]')
@@ -97,7 +100,7 @@ def check_sources(source_dir):
                         errors.append(f"{where} includes Qt ({inc}) in the backend")
                     if top != "backend" and inc.startswith("backend/") and backend_folder(inc) not in (
                             "backend/protocol", "backend/fsdp_plan", "backend/tensorfile", "backend/inspect",
-                            "backend/launch"):
+                            "backend/launch", "backend/export"):
                         errors.append(f"{where} includes {inc}: the GUI reaches only torch-free backend layers")
                     there = backend_folder(inc)
                     if here is None or there is None or there == here:

@@ -1,11 +1,13 @@
 #include "ui/history/history_view.h"
 
+#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QProgressDialog>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTableView>
@@ -13,6 +15,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "app/common/worker_thread.h"
 #include "app/history/history_worker.h"
 #include "ui/history/config_diff_table.h"
 #include "ui/history/history_table_model.h"
@@ -26,6 +29,7 @@ HistoryView::HistoryView(QWidget* parent)
       table_(new QTableView),
       model_(new HistoryTableModel(this)),
       overlay_(new QPushButton(tr("Overlay curves"))),
+      export_(new QPushButton(tr("Export\u2026"))),
       diff_(new ConfigDiffTable),
       status_(new QLabel) {
   setObjectName(QStringLiteral("historyView"));
@@ -46,6 +50,15 @@ HistoryView::HistoryView(QWidget* parent)
   overlay_->setEnabled(false);
   overlay_->setToolTip(tr("Overlay the curves of the selected runs (select two or more)"));
   connect(overlay_, &QPushButton::clicked, this, &HistoryView::overlaySelected);
+
+  export_->setObjectName(QStringLiteral("historyExport"));
+  export_->setEnabled(false);
+  export_->setToolTip(tr("Export the selected runs: TensorBoard event files, or one CSV of every series"));
+  auto* exportMenu = new QMenu(export_);
+  exportMenu->addAction(tr("TensorBoard event files\u2026"), this,
+                        [this] { chooseExport(app::RunExportFormat::kTensorBoard); });
+  exportMenu->addAction(tr("CSV file\u2026"), this, [this] { chooseExport(app::RunExportFormat::kCsv); });
+  export_->setMenu(exportMenu);
 
   table_->setObjectName(QStringLiteral("historyTable"));
   table_->setModel(model_);
@@ -95,6 +108,7 @@ HistoryView::HistoryView(QWidget* parent)
   auto* top = new QHBoxLayout;
   top->addWidget(search_, 1);
   top->addWidget(overlay_);
+  top->addWidget(export_);
   auto* splitter = new QSplitter(Qt::Vertical);
   splitter->addWidget(table_);
   splitter->addWidget(diff_);
@@ -105,6 +119,11 @@ HistoryView::HistoryView(QWidget* parent)
   layout->addLayout(top);
   layout->addWidget(splitter, 1);
   layout->addWidget(status_);
+}
+
+HistoryView::~HistoryView() {
+  // The thread's destructor waits for the worker: stop an export first.
+  if (exportThread_) exportThread_->worker()->cancel(exportId_);
 }
 
 void HistoryView::setSearchDelayMs(int ms) {
@@ -170,6 +189,91 @@ void HistoryView::overlaySelected() {
   emit overlayRuns(dirs);
 }
 
+app::RunExportWorker* HistoryView::exportWorker() {
+  if (!exportThread_) {
+    exportThread_ = std::make_unique<app::WorkerThread<app::RunExportWorker>>(
+        new app::RunExportWorker, QStringLiteral("history-export"));
+    connect(exportThread_->worker(), &app::RunExportWorker::finished, this, &HistoryView::onExportFinished);
+    connect(exportThread_->worker(), &app::RunExportWorker::progress, this,
+            [this](quint64 id, qint64 done, qint64 total) {
+              if (id != exportId_ || !exportProgress_) return;
+              // Per mille: QProgressDialog takes ints, files may pass 2 GiB.
+              exportProgress_->setValue(total > 0 ? static_cast<int>(done * 1000 / total) : 0);
+            });
+  }
+  return exportThread_->worker();
+}
+
+void HistoryView::chooseExport(app::RunExportFormat format) {
+  if (format == app::RunExportFormat::kTensorBoard) {
+    const QString dir = QFileDialog::getExistingDirectory(
+        this, tr("Export to TensorBoard: a folder (one subfolder per run)"));
+    if (!dir.isEmpty()) exportSelected(format, dir, false);
+  } else {
+    // The dialog asks before replacing a file: a yes there is --force.
+    const QString file = QFileDialog::getSaveFileName(this, tr("Export to CSV"), QString(),
+                                                      tr("CSV files (*.csv);;All files (*)"));
+    if (!file.isEmpty()) exportSelected(format, file, true);
+  }
+}
+
+quint64 HistoryView::exportSelected(app::RunExportFormat format, const QString& output, bool force) {
+  const QList<app::RunRecord> runs = selectedRuns();
+  if (runs.isEmpty()) return 0;
+  if (exportProgress_) {
+    status_->setText(tr("An export is still running; wait for it or cancel it."));
+    return 0;
+  }
+  QStringList remote;
+  app::RunExportRequest request;
+  for (const app::RunRecord& r : runs) {
+    if (!r.location.isEmpty()) remote << r.where();
+    request.runDirs << r.runDir;
+  }
+  if (!remote.isEmpty()) {
+    status_->setText(tr("Cannot export remote runs (the export reads run directories of this machine): %1")
+                         .arg(remote.join(QStringLiteral(", "))));
+    return 0;
+  }
+  request.id = ++exportId_;
+  request.format = format;
+  request.output = output;
+  request.force = force;
+  app::RunExportWorker* worker = exportWorker();
+
+  exportProgress_ = new QProgressDialog(
+      tr("Exporting %n run(s) to %1\u2026", nullptr, static_cast<int>(runs.size())).arg(output), tr("Cancel"),
+      0, 1000, this);
+  exportProgress_->setObjectName(QStringLiteral("historyExportProgress"));
+  exportProgress_->setWindowTitle(tr("Export"));
+  exportProgress_->setAutoClose(false);
+  exportProgress_->setAutoReset(false);
+  exportProgress_->setMinimumDuration(500);  // a small run finishes before the dialog would show
+  const quint64 id = request.id;
+  connect(exportProgress_, &QProgressDialog::canceled, this, [worker, id] { worker->cancel(id); });
+  status_->setText(tr("Exporting %n run(s) to %1\u2026", nullptr, static_cast<int>(runs.size())).arg(output));
+  QMetaObject::invokeMethod(
+      worker, [worker, request] { worker->exportRuns(request); }, Qt::QueuedConnection);
+  return id;
+}
+
+void HistoryView::onExportFinished(const app::RunExportResult& result) {
+  if (result.id != exportId_) return;
+  if (exportProgress_) {
+    exportProgress_->disconnect(this);
+    exportProgress_->deleteLater();
+    exportProgress_ = nullptr;
+  }
+  QString text = result.message;
+  // The first warning in full (it names the file and line); a corrupt file may have thousands.
+  if (!result.warnings.isEmpty())
+    text += QLatin1Char('\n') +
+            tr("%n warning(s), the first: %1", nullptr, static_cast<int>(result.warnings.size()))
+                .arg(result.warnings.first());
+  status_->setText(text);
+  emit exportFinished(result);
+}
+
 void HistoryView::refresh() {
   ++lastQuery_;
   emit queryRequested(currentQuery());
@@ -222,6 +326,7 @@ void HistoryView::onSelectionChanged() {
   if (restoringSelection_) return;
   const QStringList ids = selectedRunIds();
   overlay_->setEnabled(ids.size() >= 2);
+  export_->setEnabled(!ids.isEmpty());
   if (ids.size() < 2) {
     diffRunIds_.clear();
     ++lastDiff_;  // drop a diff still on its way

@@ -9,6 +9,10 @@
 // Sorting is the query's: a header click changes the ORDER BY, not the rows
 // on screen. connectHistoryView() wires it to a HistoryWorker.
 //
+// "Export…" writes the selected local runs as TensorBoard event files (a folder,
+// one subfolder per run) or one CSV, on a RunExportWorker thread, with a progress
+// dialog whose Cancel removes what was written (app/history/run_export_worker.h).
+//
 // A remote run (RunRecord::location set) is listed as host:path; opening it
 // asks for a re-attach through its host (openRemoteRun), and the overlay,
 // which reads files of this machine, refuses it, naming it in the status line.
@@ -16,21 +20,27 @@
 // Thread-safety: GUI thread only.
 #pragma once
 
+#include <QPointer>
 #include <QStringList>
 #include <QWidget>
+#include <memory>
 
 #include "app/history/config_diff.h"
 #include "app/history/history_record.h"
+#include "app/history/run_export_worker.h"
 
 class QLabel;
 class QLineEdit;
+class QProgressDialog;
 class QPushButton;
 class QTableView;
 class QTimer;
 
 namespace fs::app {
 class HistoryWorker;
-}
+template <class Worker>
+class WorkerThread;
+}  // namespace fs::app
 
 namespace fs::ui {
 
@@ -41,6 +51,7 @@ class HistoryView : public QWidget {
   Q_OBJECT
  public:
   explicit HistoryView(QWidget* parent = nullptr);
+  ~HistoryView() override;
 
   // How long the search text must stay unchanged before it is queried.
   void setSearchDelayMs(int ms);
@@ -58,6 +69,11 @@ class HistoryView : public QWidget {
   QTableView* table() const { return table_; }
   HistoryTableModel* model() const { return model_; }
   QPushButton* overlayButton() const { return overlay_; }
+  QPushButton* exportButton() const { return export_; }
+  // The export dialog of the export in progress; null when none runs.
+  QProgressDialog* exportProgress() const { return exportProgress_; }
+  // The worker exports run on (made on first use; its thread lives as long as the view).
+  fs::app::RunExportWorker* exportWorker();
   ConfigDiffTable* diffTable() const { return diff_; }
   QLabel* statusLabel() const { return status_; }
 
@@ -70,6 +86,11 @@ class HistoryView : public QWidget {
   void setConfigDiff(const fs::app::RunConfigDiff& diff);
   // Shows a worker's error in the status line.
   void showError(const QString& operation, const QString& message);
+  // Exports the selected runs to `output` (what the Export menu's file dialogs
+  // return; `force`: the user agreed to replace it). Refuses remote runs and a second
+  // export while one runs, saying so in the status line; returns the request id, 0
+  // when refused.
+  quint64 exportSelected(fs::app::RunExportFormat format, const QString& output, bool force);
 
  signals:
   void queryRequested(const fs::app::HistoryQuery& query);
@@ -82,18 +103,26 @@ class HistoryView : public QWidget {
   void inspectCheckpoints(const QString& runDir);
   // The same for a remote row: its run directory on `location` (read over SSH).
   void inspectRemoteCheckpoints(const QString& location, const QString& runDir);
+  // An export asked for by exportSelected() ended (done, failed or cancelled).
+  void exportFinished(const fs::app::RunExportResult& result);
 
  private:
   QList<int> selectedRows() const;  // ascending
   void onSelectionChanged();
   void onSortIndicatorChanged(int column, Qt::SortOrder order);
   void overlaySelected();
+  void chooseExport(fs::app::RunExportFormat format);
+  void onExportFinished(const fs::app::RunExportResult& result);
 
   QLineEdit* search_;
   QTimer* searchTimer_;
   QTableView* table_;
   HistoryTableModel* model_;
   QPushButton* overlay_;
+  QPushButton* export_;
+  std::unique_ptr<fs::app::WorkerThread<fs::app::RunExportWorker>> exportThread_;
+  QPointer<QProgressDialog> exportProgress_;
+  quint64 exportId_ = 0;  // the last request; the one running while exportProgress_ is set
   ConfigDiffTable* diff_;
   QLabel* status_;
   fs::app::HistorySort sort_ = fs::app::HistorySort::kStarted;
