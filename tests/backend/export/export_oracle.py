@@ -367,9 +367,9 @@ def check_cli_errors(train, golden, work):
     run([train, "export", "csv", golden, out])
     expect([train, "export", "csv", golden, out], 1, f"{out} exists; pass --force to replace it")
     run([train, "export", "csv", "--force", golden, out])
-    expect([train, "export", "parquet", golden, out], 2, "unknown format 'parquet'")
+    expect([train, "export", "parquet", golden, out], 2, "unknown tool 'parquet'")
     expect([train, "export", "tensorboard", golden], 2, "tensorboard takes RUN_DIR and OUT_DIR")
-    expect([train, "export", "--help"], 0, "export tensorboard", stream="stdout")
+    expect([train, "export", "--help"], 0, "usage: flamingo-train export <tool>", stream="stdout")
 
     broken = os.path.join(work, "broken")
     shutil.copytree(golden, broken)
