@@ -10,7 +10,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
 #ifdef FS_HAVE_ENGINE
       {"train", "Train one rank on a run config, writing a run directory", runTrain},
-      {"demo", "Train the tiny preset here on generated shards, with a live progress line", runDemo},
+      {"demo", "Train the demo preset here on generated shards (32 steps; --long: minutes)", runDemo},
       {"shards", "Shard tools: make-synthetic, inspect, validate, convert-mmc4", runShards},
       {"replay", "Replay a Python run's initial weights and batches; print losses, write final weights",
        runReplay},
