@@ -90,9 +90,17 @@ TEST(DemoPresets, LongRunIsTheDemoMadeLonger) {
   auto longRun = fs::protocol::loadConfigFile(presets + "demo-long.yaml");
   ASSERT_TRUE(demo.ok());
   ASSERT_TRUE(longRun.ok());
-  EXPECT_GT(longRun.config.optim.epochs, 50 * demo.config.optim.epochs);
+  const auto steps = [](const fs::protocol::RunConfig& c) {
+    const auto& laion = c.data.datasets.at(0);
+    return c.optim.epochs * laion.samples_per_epoch / laion.batch_size;
+  };
+  EXPECT_EQ(steps(demo.config), kDemoSteps);
+  EXPECT_GE(steps(longRun.config), 100 * kDemoSteps);
   // Everything else is the demo's.
   longRun.config.name = demo.config.name;
+  ASSERT_EQ(longRun.config.data.datasets.size(), demo.config.data.datasets.size());
+  for (std::size_t i = 0; i < demo.config.data.datasets.size(); ++i)
+    longRun.config.data.datasets[i].samples_per_epoch = demo.config.data.datasets[i].samples_per_epoch;
   longRun.config.optim.epochs = demo.config.optim.epochs;
   longRun.config.optim.warmup_steps = demo.config.optim.warmup_steps;
   longRun.config.checkpoint.every_steps = demo.config.checkpoint.every_steps;
