@@ -298,6 +298,15 @@ function(fs_add_executable name)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
 endfunction()
 
+# fs_test_home(out name): XDG_DATA_HOME, XDG_CONFIG_HOME and XDG_CACHE_HOME under
+# <build>/tests/home/<name>, as a CTest ENVIRONMENT list, so a test that opens a
+# window (history, settings) or runs the demo never writes into the user's
+# flamingo-studio home (app/common/user_dirs.h, backend/cli/paths.h).
+function(fs_test_home out name)
+  set(_h ${PROJECT_BINARY_DIR}/tests/home/${name})
+  set(${out} "XDG_DATA_HOME=${_h}/data;XDG_CONFIG_HOME=${_h}/config;XDG_CACHE_HOME=${_h}/cache" PARENT_SCOPE)
+endfunction()
+
 # fs_add_test(name SOURCES ... DEPS ... [LABELS unit|integration|gpu ...] [TIMEOUT s])
 # A GoogleTest executable registered with CTest as one test per binary so the
 # labels and the working directory are uniform.
@@ -330,8 +339,9 @@ function(fs_add_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
+  fs_test_home(_home ${name})
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
-    ENVIRONMENT "FS_BIN_DIR=${PROJECT_BINARY_DIR}/bin;QT_QPA_PLATFORM=offscreen")
+    ENVIRONMENT "FS_BIN_DIR=${PROJECT_BINARY_DIR}/bin;QT_QPA_PLATFORM=offscreen;${_home}")
   if("gpu" IN_LIST ARG_LABELS)
     set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
   endif()
@@ -372,6 +382,7 @@ function(fs_add_qt_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
+  fs_test_home(_home ${name})
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
-    ENVIRONMENT "QT_QPA_PLATFORM=offscreen")
+    ENVIRONMENT "QT_QPA_PLATFORM=offscreen;${_home}")
 endfunction()

@@ -3,7 +3,9 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
-#include <QStandardPaths>
+#include <QLabel>
+#include <QMessageBox>
+#include <QStatusBar>
 #include <QTimer>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "app/common/home_migration.h"
+#include "app/common/user_dirs.h"
 #include "app/config/config_document.h"
 #include "studio/remote/remote_cli.h"
 #include "ui/main_window.h"
@@ -33,6 +37,25 @@ void screenshotAndQuit(QWidget* window, const QString& path) {
     if (!ok) std::fprintf(stderr, "flamingo-studio: cannot write %s\n", qPrintable(path));
     QCoreApplication::exit(ok ? 0 : 1);
   });
+}
+
+// Moves what older builds wrote under "Flamingo Studio/flamingo-studio" into the
+// one home (app/common/home_migration.h) and says so: a line on stderr and, once
+// the window is up, a dialog that does not block.
+QString moveOldHome() {
+  const fs::app::HomeMigrationResult moved = fs::app::migrateOldHome(fs::app::HomeLayout::current());
+  const QString message = moved.message();
+  if (!message.isEmpty()) std::fprintf(stderr, "flamingo-studio: %s\n", qPrintable(message));
+  return message;
+}
+
+void showMoveMessage(QWidget* window, const QString& message) {
+  auto* box = new QMessageBox(QMessageBox::Information, QStringLiteral("Flamingo Studio: your files moved"),
+                              message, QMessageBox::Ok, window);
+  box->setObjectName(QStringLiteral("homeMigrationMessage"));
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->setModal(false);
+  box->show();
 }
 
 }  // namespace
@@ -60,8 +83,14 @@ int main(int argc, char** argv) {
   const QCommandLineOption demo(
       QStringLiteral("demo"),
       QStringLiteral(
-          "Open the window with the tiny CPU preset (presets/tiny.yaml) and start it as a local run\n"
-          "(synthetic data; runs under the user's data directory), followed live."));
+          "Open the window with the demo preset (presets/demo.yaml: 32 steps of a small model on generated\n"
+          "pictures, seconds on a CPU) and start it as a local run under the user's data directory\n"
+          "($XDG_DATA_HOME/flamingo-studio/runs), followed live."));
+  const QCommandLineOption longDemo(
+      QStringLiteral("long"),
+      QStringLiteral(
+          "With --demo: the built-in default run instead (presets/demo-long.yaml), a few minutes on\n"
+          "two cores, long enough to watch, pause and stop (the Stop button on the Monitor tab)."));
   const QCommandLineOption screenshot(
       QStringLiteral("screenshot"),
       QStringLiteral("Save a PNG of the window to <file> once the config has loaded, then exit."),
@@ -72,6 +101,7 @@ int main(int argc, char** argv) {
       QStringLiteral("dir"));
   parser.addOption(follow);
   parser.addOption(demo);
+  parser.addOption(longDemo);
   parser.addOption(screenshot);
   parser.addPositionalArgument(QStringLiteral("config"), QStringLiteral("A run config (YAML) to open."),
                                QStringLiteral("[config.yaml]"));
@@ -80,15 +110,21 @@ int main(int argc, char** argv) {
   QString configPath = parser.positionalArguments().value(0);
   if (parser.isSet(demo)) {
     if (!configPath.isEmpty()) {
-      std::fprintf(stderr, "flamingo-studio: --demo opens the tiny preset; give no config file with it\n");
+      std::fprintf(stderr, "flamingo-studio: --demo opens the demo preset; give no config file with it\n");
       return 2;
     }
-    configPath = findResourcesDir() + QStringLiteral("/presets/tiny.yaml");
+    configPath = findResourcesDir() + (parser.isSet(longDemo) ? QStringLiteral("/presets/demo-long.yaml")
+                                                              : QStringLiteral("/presets/demo.yaml"));
+  } else if (parser.isSet(longDemo)) {
+    std::fprintf(stderr, "flamingo-studio: --long goes with --demo\n");
+    return 2;
   }
+  const QString moved = moveOldHome();  // before the window opens the history and the settings
 
   fs::app::ConfigDocument document;
   fs::ui::MainWindow window(&document);
   window.show();
+  if (!moved.isEmpty()) showMoveMessage(&window, moved);
 
   const QString shot = parser.value(screenshot);
   const bool launchDemo = parser.isSet(demo) && shot.isEmpty();
@@ -98,10 +134,16 @@ int main(int argc, char** argv) {
       if (!shot.isEmpty()) screenshotAndQuit(&window, shot);
       if (launchDemo) {
         // The demo's runs go under the user's data directory, as `flamingo-train demo`'s do.
-        const QString root = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
-                             QStringLiteral("/flamingo-studio/runs");
-        (void)document.setField("run_root", root.toStdString());
+        (void)document.setField("run_root", fs::app::userRunsDir().toStdString());
         window.launch();
+        if (parser.isSet(longDemo)) {
+          const QString hint =
+              QStringLiteral("The default run takes a few minutes: Pause and Stop are on the Monitor tab.");
+          std::fprintf(stderr, "flamingo-studio: %s\n", qPrintable(hint));
+          auto* label = new QLabel(hint);
+          label->setObjectName(QStringLiteral("demoStopHint"));
+          window.statusBar()->addPermanentWidget(label);
+        }
       }
     });
     QObject::connect(&document, &fs::app::ConfigDocument::loadFailed, &window,

@@ -49,7 +49,7 @@ class InspectorWorker : public QObject {
   // Any thread: progress / cancel granularity of statistics in bytes (default 16 MiB).
   void setChunkBytes(quint64 bytes) { chunkBytes_ = bytes; }
   // Worker thread (or before the first openRemote): where remote checkpoints' sparse
-  // copies go (default: QStandardPaths::CacheLocation/remote-checkpoints, else a temp dir).
+  // copies go (default: <user cache dir>/remote-checkpoints, app/common/user_dirs.h).
   void setCacheDir(const QString& dir) { cacheDir_ = dir; }
 
  public slots:

@@ -2,11 +2,11 @@
 // remote_checkpoint.h's sparse copy) and the run directory listing it uses.
 #include <QDir>
 #include <QFile>
-#include <QStandardPaths>
 #include <algorithm>
 
 #include "app/checkpoints/inspector_worker.h"
 #include "app/checkpoints/remote_checkpoint.h"
+#include "app/common/user_dirs.h"
 #include "backend/protocol/wire/run_dir.h"
 
 namespace fs::app {
@@ -78,8 +78,7 @@ void InspectorWorker::openRemote(quint64 ticket, const std::shared_ptr<remote::H
   }
   QString cache = cacheDir_;
   if (cache.isEmpty()) {
-    const QString base = QStandardPaths::writableLocation(QStandardPaths::CacheLocation);
-    cache = QDir(base.isEmpty() ? QDir::tempPath() : base).filePath(QStringLiteral("remote-checkpoints"));
+    cache = QDir(userCacheDir()).filePath(QStringLiteral("remote-checkpoints"));
   }
   inspect::MirrorOptions options;
   options.cancel = &cancelFlag_;

@@ -8,11 +8,11 @@
 #include <QJsonObject>
 #include <QSqlDatabase>
 #include <QSqlQuery>
-#include <QStandardPaths>
 #include <QVariant>
 #include <atomic>
 #include <cmath>
 
+#include "app/common/user_dirs.h"
 #include "app/history/history_schema.h"
 #include "app/history/sql_util.h"
 
@@ -188,8 +188,7 @@ std::atomic<int> nextConnection{0};
 }  // namespace
 
 QString defaultHistoryPath() {
-  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) +
-         QStringLiteral("/history.sqlite");
+  return userDataDir() + QStringLiteral("/history.sqlite");
 }
 
 QString configHash(const QString& configYaml) {

@@ -18,7 +18,7 @@ class QSqlDatabase;
 
 namespace fs::app {
 
-// <user data dir>/history.sqlite (QStandardPaths::AppDataLocation).
+// <user data dir>/history.sqlite (app/common/user_dirs.h).
 QString defaultHistoryPath();
 
 // "sha256:<hex>" of the UTF-8 text; empty for empty text.

@@ -1,5 +1,5 @@
-// train / demo: run the engine on a config (demo: the tiny preset on
-// synthetic data in a fresh run directory, with a live progress line).
+// train / demo: run the engine on a config (demo: the demo preset on
+// generated shards in a fresh run directory, with a live progress line).
 #include <unistd.h>
 
 #include <cstdio>
@@ -146,7 +146,8 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
 }
 
 const std::vector<OptionSpec> kDemoOptions = {
-    {"set", true, true, "KEY=VALUE", "Override a field of the tiny preset"},
+    {"long", false, false, "", "The built-in default run: presets/demo-long.yaml, a few minutes"},
+    {"set", true, true, "KEY=VALUE", "Override a field of the preset"},
     {"run-dir", true, false, "DIR", "Run directory (default: a new one under the user's data directory)"},
     {"help", false, false, "", "Show this help"},
 };
@@ -158,22 +159,32 @@ int runDemo(const std::vector<std::string>& args, Io& io) {
     return kExitUsage;
   }
   if (parsed->has("help")) {
-    io.out << "usage: flamingo-train demo [--set KEY=VALUE]... [--run-dir DIR]\n\n"
-              "Trains the tiny preset on this machine, with a live progress line, on LAION and MMC4\n"
-              "shards of generated pictures that it writes into the run directory first.\n"
+    io.out << "usage: flamingo-train demo [--long] [--set KEY=VALUE]... [--run-dir DIR]\n\n"
+              "Trains the demo preset (presets/demo.yaml: 32 steps, seconds on a CPU) on this machine,\n"
+              "with a live progress line, on LAION and MMC4 shards of generated pictures that it writes\n"
+              "into the run directory first. --long runs the built-in default instead\n"
+              "(presets/demo-long.yaml: the same model for a few minutes on two cores), long enough to\n"
+              "follow, pause and stop. Ctrl-C stops a run after a checkpoint; a second Ctrl-C kills it.\n"
               "Needs no network and no files of yours.\n\n"
            << formatOptions(kDemoOptions);
     return kExitOk;
   }
-  auto config = loadRunConfig(presetPath("tiny"), parsed->all("set"), io);
+  const bool isLong = parsed->has("long");
+  auto config = loadRunConfig(presetPath(isLong ? "demo-long" : "demo"), parsed->all("set"), io);
   if (!config) return kExitFailure;
   std::filesystem::path runDir;
   if (parsed->has("run-dir")) {
     runDir = parsed->get("run-dir");
   } else {
-    runDir = timestampedRunDir("demo");
+    runDir = timestampedRunDir(isLong ? "demo-long" : "demo");
   }
   config->run_root = runDir.parent_path().string();
+  if (isLong) {
+    io.out << "The built-in default run: a few minutes on two cores. Stop it with Ctrl-C (it writes a\n"
+              "checkpoint, then exits; a second Ctrl-C kills it), or follow, pause and stop it in\n"
+              "flamingo-studio --follow RUN_DIR.\n"
+           << std::flush;
+  }
   return runEngine(*config, runDir, false, true, launch::WorldInfo{}, io);
 }
 

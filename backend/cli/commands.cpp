@@ -13,7 +13,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
 #ifdef FS_HAVE_ENGINE
       {"train", "Train one rank on a run config, writing a run directory", runTrain, &kTrainOptions},
-      {"demo", "Train the tiny preset here on generated shards, with a live progress line", runDemo,
+      {"demo", "Train the demo preset here on generated shards (32 steps; --long: minutes)", runDemo,
        &kDemoOptions},
 #ifdef FS_HAVE_SHARD_TOOLS
       {"shards",

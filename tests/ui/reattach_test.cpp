@@ -1,6 +1,6 @@
 // The window's re-attach offer: a live remote run ("local" through RemoteRunFollow,
-// i.e. LocalHost) followed when the window closes is remembered in QSettings (a
-// temporary settings path) and offered on the next start in the status bar; the
+// i.e. LocalHost) followed when the window closes is remembered in the settings
+// (under a temporary XDG_CONFIG_HOME) and offered on the next start in the status bar; the
 // "Re-attach" button follows it again. A finished run is not offered. The remote
 // runs browser's Attach goes through the same RemoteRunFollow. A followed remote
 // run goes into History (read through the follow's Host, listed as host:path), and
@@ -8,9 +8,9 @@
 // records a listed run without following it. History writes under a temporary
 // XDG_DATA_HOME.
 #include <QComboBox>
+#include <QFile>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QSettings>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -70,12 +70,11 @@ class ReattachTest : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(tmp_.isValid());
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope,
-                       tmp_.filePath(QStringLiteral("settings")));
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, tmp_.filePath(QStringLiteral("settings")));
-    ReattachOffer::remember(std::nullopt);
-    // The window's History opens <AppDataLocation>/history.sqlite: keep it in here.
+    // The settings (<XDG_CONFIG_HOME>/flamingo-studio/settings.conf) and the window's
+    // History (<XDG_DATA_HOME>/flamingo-studio/history.sqlite): keep them in here.
+    qputenv("XDG_CONFIG_HOME", QFile::encodeName(tmp_.filePath(QStringLiteral("config"))));
     qputenv("XDG_DATA_HOME", QFile::encodeName(tmp_.filePath(QStringLiteral("data"))));
+    ReattachOffer::remember(std::nullopt);
   }
 
   void liveRemoteRunIsOfferedAgain() {

@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "ui/plots/axis_ticker.h"
 #include "ui/plots/format_units.h"
 
 namespace fs::ui {
@@ -41,6 +42,8 @@ StatsPanel::StatsPanel(QWidget* parent)
       plot_(new QCustomPlot),
       bars_(new QCPBars(plot_->xAxis, plot_->yAxis)) {
   setObjectName(QStringLiteral("statsPanel"));
+  // Tensor values can span a narrow range: labels with the digits they need to differ.
+  plot_->xAxis->setTicker(QSharedPointer<DistinctTicker<QCPAxisTicker>>::create(AxisFormat::plain()));
   title_->setWordWrap(true);
   title_->setStyleSheet(QStringLiteral("font-weight: bold"));
   message_->setWordWrap(true);
@@ -168,7 +171,7 @@ void StatsPanel::replot() {
   }
   if (logScale) {
     plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
-    plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    plot_->yAxis->setTicker(QSharedPointer<DistinctTicker<QCPAxisTickerLog>>::create(AxisFormat::plain()));
     // Bars of a log axis start at 1 (an empty bin shows nothing; one element a sliver).
     bars_->setBaseValue(0.8);
     double top = 1;
@@ -176,7 +179,7 @@ void StatsPanel::replot() {
     plot_->yAxis->setRange(0.8, top * 1.5);
   } else {
     plot_->yAxis->setScaleType(QCPAxis::stLinear);
-    plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    plot_->yAxis->setTicker(QSharedPointer<DistinctTicker<QCPAxisTicker>>::create(AxisFormat::plain()));
     bars_->setBaseValue(0);
     double top = 1;
     for (double h : heights) top = std::max(top, h);

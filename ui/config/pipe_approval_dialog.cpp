@@ -8,6 +8,7 @@
 #include <QSettings>
 #include <QVBoxLayout>
 
+#include "app/common/user_dirs.h"
 #include "app/config/pipe_approval.h"
 
 namespace fs::ui {
@@ -60,7 +61,7 @@ bool confirmPipeLaunch(QWidget* parent, const protocol::RunConfig& config, const
 
 bool confirmPipeLaunch(QWidget* parent, const protocol::RunConfig& config, const std::set<std::string>& typed,
                        bool* allowPipe) {
-  QSettings settings(QStringLiteral("Flamingo Studio"), QStringLiteral("flamingo-studio"));
+  QSettings settings(app::userSettingsPath(), QSettings::IniFormat);
   app::PipeApprovals approvals(settings);
   return confirmPipeLaunch(parent, config, typed, approvals, allowPipe);
 }

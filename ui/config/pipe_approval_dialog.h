@@ -50,8 +50,8 @@ class PipeApprovalDialog : public QDialog {
 bool confirmPipeLaunch(QWidget* parent, const protocol::RunConfig& config, const std::set<std::string>& typed,
                        app::PipeApprovals& approvals, bool* allowPipe);
 
-// The same with the application's settings store (QSettings "Flamingo Studio" /
-// "flamingo-studio", where the rest of the GUI keeps its settings).
+// The same with the application's settings store (app::userSettingsPath(), where the
+// rest of the GUI keeps its settings).
 bool confirmPipeLaunch(QWidget* parent, const protocol::RunConfig& config, const std::set<std::string>& typed,
                        bool* allowPipe);
 

@@ -5,7 +5,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
-#include "ui/plots/format_units.h"
+#include "ui/plots/axis_ticker.h"
 
 namespace fs::ui {
 namespace {
@@ -15,13 +15,6 @@ namespace {
 const QColor kPartColors[kPlanPartCount] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28),
                                             QColor(0x94, 0x67, 0xbd), QColor(0x2c, 0xa0, 0x2c),
                                             QColor(0xff, 0x7f, 0x0e)};
-
-class BytesTicker : public QCPAxisTicker {
- protected:
-  QString getTickLabel(double tick, const QLocale&, QChar, int) override {
-    return formatBytes(static_cast<std::int64_t>(tick));
-  }
-};
 
 }  // namespace
 
@@ -62,7 +55,7 @@ RankBarChart::RankBarChart(QWidget* parent) : QWidget(parent), plot_(new QCustom
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(plot_);
   setMinimumHeight(220);
-  plot_->yAxis->setTicker(QSharedPointer<BytesTicker>::create());
+  plot_->yAxis->setTicker(QSharedPointer<DistinctTicker<QCPAxisTicker>>::create(AxisFormat::bytes()));
   plot_->xAxis->setLabel(tr("rank"));
   QSharedPointer<QCPAxisTickerFixed> ranks(new QCPAxisTickerFixed);
   ranks->setTickStep(1.0);

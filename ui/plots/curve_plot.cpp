@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ui/plots/axis_ticker.h"
 #include "ui/plots/curve_plot_curve.h"
 #include "ui/plots/view_clip.h"
 
@@ -59,21 +60,6 @@ void setGraphData(QCPGraph* graph, const Polyline& line) {
   graph->data()->set(points, true);
 }
 
-// Tick labels through the caller's formatter (bytes, durations, ...).
-template <class Base>
-class FormattedTicker : public Base {
- public:
-  explicit FormattedTicker(std::function<QString(double)> format) : format_(std::move(format)) {}
-
- protected:
-  QString getTickLabel(double tick, const QLocale& locale, QChar format_char, int precision) override {
-    return format_ ? format_(tick) : Base::getTickLabel(tick, locale, format_char, precision);
-  }
-
- private:
-  std::function<QString(double)> format_;
-};
-
 }  // namespace
 
 CurvePlot::CurvePlot(QWidget* parent)
@@ -91,6 +77,9 @@ CurvePlot::CurvePlot(QWidget* parent)
   plot_->setContextMenuPolicy(Qt::CustomContextMenu);
   plot_->installEventFilter(this);
   plot_->setMouseTracking(true);
+  // Tick labels with the digits they need to differ (NOTE [Distinct tick labels]).
+  for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis})
+    axis->setTicker(QSharedPointer<DistinctTicker<QCPAxisTicker>>::create(AxisFormat()));
 
   // The crosshair has its own buffered layer: moving it repaints that layer only.
   plot_->addLayer(QStringLiteral("crosshair"), plot_->layer(QStringLiteral("overlay")),
@@ -198,12 +187,12 @@ void CurvePlot::setCurveColor(const QString& name, const QColor& color) {
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void CurvePlot::setYFormatter(std::function<QString(double)> format) {
+void CurvePlot::setYFormat(AxisFormat format) {
   y_format_ = std::move(format);
   if (log_y_)
-    plot_->yAxis->setTicker(QSharedPointer<FormattedTicker<QCPAxisTickerLog>>::create(y_format_));
+    plot_->yAxis->setTicker(QSharedPointer<DistinctTicker<QCPAxisTickerLog>>::create(y_format_));
   else
-    plot_->yAxis->setTicker(QSharedPointer<FormattedTicker<QCPAxisTicker>>::create(y_format_));
+    plot_->yAxis->setTicker(QSharedPointer<DistinctTicker<QCPAxisTicker>>::create(y_format_));
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -292,11 +281,11 @@ void CurvePlot::applyScaleTypes() {
   ++setting_range_;  // QCustomPlot moves a non-positive range when switching to log
   for (auto [axis, log] : {std::pair{plot_->xAxis, log_x_}, std::pair{plot_->yAxis, log_y_}}) {
     axis->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
-    const auto format = axis == plot_->yAxis ? y_format_ : std::function<QString(double)>();
+    const AxisFormat format = axis == plot_->yAxis ? y_format_ : AxisFormat();
     if (log)
-      axis->setTicker(QSharedPointer<FormattedTicker<QCPAxisTickerLog>>::create(format));
+      axis->setTicker(QSharedPointer<DistinctTicker<QCPAxisTickerLog>>::create(format));
     else
-      axis->setTicker(QSharedPointer<FormattedTicker<QCPAxisTicker>>::create(format));
+      axis->setTicker(QSharedPointer<DistinctTicker<QCPAxisTicker>>::create(format));
   }
   --setting_range_;
   fitToData();

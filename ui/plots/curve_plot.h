@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ui/plots/axis_format.h"
 #include "ui/plots/column_buckets.h"
 #include "ui/plots/curve_csv.h"
 #include "ui/plots/curve_source.h"
@@ -52,9 +53,10 @@ class CurvePlot : public QWidget {
   void setLegendVisible(bool visible);
   void setCurveColor(const QString& name, const QColor& color);
 
-  // How y values read on the axis and in the crosshair (e.g. formatBytes);
-  // empty: plain numbers.
-  void setYFormatter(std::function<QString(double)> format);
+  // How y values read on the axis and in the crosshair (e.g. AxisFormat::bytes());
+  // the default: plain numbers. Tick labels on both axes carry the digits they
+  // need to differ (NOTE [Distinct tick labels] in axis_format.cpp).
+  void setYFormat(AxisFormat format);
 
   // ---- axes and smoothing
   // The caller says what x means (step, samples, tokens, wall time, ...).
@@ -158,7 +160,7 @@ class CurvePlot : public QWidget {
   int bucket_columns_ = 0;  // width the current buckets were made for
   int next_color_ = 0;
   bool stale_while_hidden_ = false;
-  std::function<QString(double)> y_format_;
+  AxisFormat y_format_;
 };
 
 }  // namespace fs::ui

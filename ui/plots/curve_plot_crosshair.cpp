@@ -47,7 +47,9 @@ QString CurvePlot::valuesAt(double x) const {
   const QString x_name = plot_->xAxis->label().isEmpty() ? QStringLiteral("x") : plot_->xAxis->label();
   lines << QStringLiteral("%1: %2").arg(x_name, number(x));
   const bool smoothed = smoothing_.active();
-  auto value = [this](double v) { return y_format_ && !std::isnan(v) ? y_format_(v) : number(v); };
+  auto value = [this](double v) {
+    return y_format_.label && !std::isnan(v) ? y_format_.label(v, 3) : number(v);
+  };
   for (const auto& c : curves_) {
     if (!c->visible) continue;
     sync(*c);  // the mouse may come before the tick that takes in new points

@@ -1,20 +1,30 @@
 #include "ui/plots/format_units.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
 namespace fs::ui {
 namespace {
 
-// Three significant digits of v (already scaled into [1, 1024)).
+// `digits` significant digits of v (already scaled into [1, 1024)); never fewer
+// than the integer digits.
+QString significant(double v, int digits) {
+  const int whole = v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : 4;
+  return QString::number(v, 'f', std::max(0, digits - whole));
+}
+
 QString threeDigits(double v) {
-  const int decimals = v < 10 ? 2 : v < 100 ? 1 : 0;
-  return QString::number(v, 'f', decimals);
+  return significant(v, 3);
 }
 
 }  // namespace
 
 QString formatBytes(std::int64_t bytes) {
+  return formatBytes(bytes, 3);
+}
+
+QString formatBytes(std::int64_t bytes, int digits) {
   static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   const char* sign = bytes < 0 ? "-" : "";
   double v = std::fabs(double(bytes));
@@ -25,7 +35,12 @@ QString formatBytes(std::int64_t bytes) {
     v /= 1024;
     ++unit;
   }
-  return QStringLiteral("%1%2 %3").arg(QLatin1String(sign), threeDigits(v), QLatin1String(kUnits[unit]));
+  return QStringLiteral("%1%2 %3").arg(QLatin1String(sign), significant(v, std::max(3, digits)),
+                                       QLatin1String(kUnits[unit]));
+}
+
+QString formatNumber(double value, int digits) {
+  return QString::number(value, 'g', std::clamp(digits, 1, 17));
 }
 
 QString formatCount(std::int64_t count) {

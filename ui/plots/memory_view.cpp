@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "ui/plots/axis_format.h"
 #include "ui/plots/curve_plot.h"
 #include "ui/plots/format_units.h"
 
@@ -81,7 +82,7 @@ MemoryView::MemoryView(QWidget* parent)
       rank_(new QComboBox) {
   setObjectName(QStringLiteral("memoryView"));
   plot_->setAxisLabels(tr("step"), tr("memory"));
-  plot_->setYFormatter([](double bytes) { return formatBytes(std::int64_t(std::llround(bytes))); });
+  plot_->setYFormat(AxisFormat::bytes());
 
   part_->setObjectName(QStringLiteral("memoryPart"));
   for (int p = 0; p < kMemoryPartCount; ++p) part_->addItem(memoryPartName(MemoryPart(p)), p);

@@ -5,11 +5,11 @@
 #include <QPushButton>
 #include <QSettings>
 
+#include "app/common/user_dirs.h"
+
 namespace fs::ui {
 namespace {
 
-const QString kOrganization = QStringLiteral("Flamingo Studio");
-const QString kApplication = QStringLiteral("flamingo-studio");
 const QString kGroup = QStringLiteral("remote_follow");
 
 }  // namespace
@@ -38,7 +38,7 @@ ReattachOffer::ReattachOffer(QWidget* parent)
 }
 
 std::optional<RemoteRunRef> ReattachOffer::remembered() {
-  QSettings settings(kOrganization, kApplication);
+  QSettings settings(app::userSettingsPath(), QSettings::IniFormat);
   settings.beginGroup(kGroup);
   RemoteRunRef run{settings.value(QStringLiteral("host")).toString(),
                    settings.value(QStringLiteral("run_dir")).toString()};
@@ -47,7 +47,7 @@ std::optional<RemoteRunRef> ReattachOffer::remembered() {
 }
 
 void ReattachOffer::remember(const std::optional<RemoteRunRef>& run) {
-  QSettings settings(kOrganization, kApplication);
+  QSettings settings(app::userSettingsPath(), QSettings::IniFormat);
   if (!run) {
     if (settings.childGroups().contains(kGroup)) settings.remove(kGroup);  // else write nothing
     return;

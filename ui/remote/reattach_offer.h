@@ -2,9 +2,9 @@
 // the next start offers to follow it again: a small bar for the status area (a
 // label, "Re-attach" and "Dismiss"), never a blocking dialog.
 //
-// Stored in QSettings (organization "Flamingo Studio", application "flamingo-studio",
-// group "remote_follow": host, run_dir) only while the run was live (starting,
-// running, paused, stopping); a closed window that followed nothing live forgets it.
+// Stored in the GUI's settings file (app::userSettingsPath(), group "remote_follow":
+// host, run_dir) only while the run was live (starting, running, paused, stopping);
+// a closed window that followed nothing live forgets it.
 //
 // Ownership: a plain widget the window places. Thread-safety: GUI thread only.
 #pragma once

@@ -64,6 +64,32 @@ class MemoryViewTest : public QObject {
     QVERIFY(saveScreenshot(view, QStringLiteral("memory_view.png")));
   }
 
+  // Memory that moves by a few hundred KiB around 196 MiB: every tick of the y
+  // axis reads differently (three digits would print "196 MiB" on several).
+  void narrowRangeTicksAreDistinct() {
+    MemoryView view;
+    view.resize(900, 600);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    const std::vector<double> steps{1, 2, 3, 4};
+    const double mib = 1024.0 * 1024.0;
+    const std::vector<double> rss{196.1 * mib, 196.4 * mib, 196.2 * mib, 196.9 * mib};
+    view.setSeries(0, MemoryPart::kRss, [&] { return CurveSpans{steps, rss}; });
+    CurvePlot* plot = view.plot();
+    plot->flush();
+    plot->customPlot()->replot();
+    QCPAxis* y = plot->customPlot()->yAxis;
+    QVERIFY2(y->range().size() < 2 * mib, qPrintable(QString::number(y->range().size())));
+    const QVector<double> ticks = y->tickVector();
+    const QVector<QString> labels = y->tickVectorLabels();
+    QVERIFY(ticks.size() >= 3);
+    QCOMPARE(labels.size(), ticks.size());
+    for (qsizetype i = 1; i < labels.size(); ++i) {
+      QVERIFY2(labels[i] != labels[i - 1], qPrintable(QStringList(labels.begin(), labels.end()).join(" | ")));
+      QVERIFY2(labels[i].endsWith(QStringLiteral(" MiB")), qPrintable(labels[i]));
+    }
+  }
+
   void latestFiguresTable() {
     MemoryView view;
     RankMemoryFigures r0;

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <QDir>
+#include <QFile>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QSettings>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -69,9 +69,9 @@ class WindowClosedMidRunTest : public QObject {
     if (!hosts_->ok()) FS_QT_FIXTURE_UNAVAILABLE("sshd hosts in network namespaces: " + hosts_->error());
     QVERIFY(tmp_.isValid());
     QVERIFY(QDir::setCurrent(tmp_.path()));
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope,
-                       tmp_.filePath(QStringLiteral("settings")));
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, tmp_.filePath(QStringLiteral("settings")));
+    // The settings and the window's History: under XDG directories in here.
+    qputenv("XDG_CONFIG_HOME", QFile::encodeName(tmp_.filePath(QStringLiteral("config"))));
+    qputenv("XDG_DATA_HOME", QFile::encodeName(tmp_.filePath(QStringLiteral("data"))));
     ReattachOffer::remember(std::nullopt);
   }
   void cleanupTestCase() { hosts_.reset(); }
