@@ -2,6 +2,7 @@
 // generated shards in a fresh run directory, with a live progress line).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ostream>
@@ -12,6 +13,7 @@
 #include "backend/cli/config_input.h"
 #include "backend/cli/paths.h"
 #include "backend/cli/pipe_gate.h"
+#include "backend/cli/progress_line.h"
 #include "backend/cli/world_flags.h"
 #include "backend/launch/world_env.h"
 #include "backend/protocol/config/validate.h"
@@ -39,28 +41,41 @@ int runEngine(const protocol::RunConfig& config, const std::filesystem::path& ru
   options.masterAddr = world.masterAddr;
   options.masterPort = world.masterPort;
   options.host = world.host;
-  progressLine = progressLine && world.rank == 0;
+  // NOTE [The step progress line]: drawn only on a terminal (a pipe or a log gets the
+  // info log on stderr instead, never one line per step); rate and ETA come from the
+  // wall time since the first step reported, so start-up does not skew them.
+  const bool tty = ::isatty(STDOUT_FILENO) != 0;
+  progressLine = progressLine && world.rank == 0 && tty;
   options.strict = strict;
   options.logInfoToStderr = !progressLine;
-  const bool tty = ::isatty(STDOUT_FILENO) != 0;
   if (progressLine) {
-    options.onProgress = [&io, tty](const engine::Progress& p) {
-      char line[256];
+    options.onProgress = [&io, first = -1.0, firstStep = int64_t{0}](const engine::Progress& p) mutable {
+      const double now = ProgressLine::steadySeconds();
+      if (first < 0) {
+        first = now - p.stepTimeS;
+        firstStep = p.step - 1;
+      }
       std::string losses;
       for (const auto& [name, l] : p.loss) {
         char buf[64];
         std::snprintf(buf, sizeof buf, "  %s %.4f", name.c_str(), l);
         losses += buf;
       }
-      std::snprintf(line, sizeof line, "step %lld/%lld  epoch %lld%s  lr %.2e  %.0f samples/s  %.2f s/step",
+      const int64_t done = p.step - firstStep;
+      const double perStep = done > 0 ? (now - first) / static_cast<double>(done) : p.stepTimeS;
+      const double etaS = perStep * static_cast<double>(std::max<int64_t>(0, p.totalSteps - p.step));
+      char line[320];
+      std::snprintf(line, sizeof line,
+                    "step %lld/%lld  epoch %lld%s  lr %.2e  %.0f samples/s  %.2f s/step  ETA %s",
                     static_cast<long long>(p.step), static_cast<long long>(p.totalSteps),
-                    static_cast<long long>(p.epoch), losses.c_str(), p.lr, p.samplesPerS, p.stepTimeS);
-      io.out << (tty ? "\r" : "") << line << (tty ? "" : "\n") << std::flush;
+                    static_cast<long long>(p.epoch), losses.c_str(), p.lr, p.samplesPerS, perStep,
+                    ProgressLine::formatDuration(etaS).c_str());
+      io.out << "\r" << line << "\x1b[K" << std::flush;
     };
   }
   if (world.rank == 0) io.out << "run directory: " << runDir.string() << "\n" << std::flush;
   auto outcome = engine::runTraining(config, runDir, options);
-  if (progressLine && tty) io.out << "\n";
+  if (progressLine) io.out << "\n";
   if (!outcome) {
     io.err << "flamingo-train: " << outcome.status().message() << "\n";
     return kExitFailure;

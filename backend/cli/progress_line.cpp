@@ -24,19 +24,6 @@ std::string rateText(double perSecond) {
   return buf;
 }
 
-std::string clockText(double seconds) {
-  const auto s = static_cast<int64_t>(std::llround(seconds));
-  char buf[32];
-  if (s >= 3600) {
-    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
-                  static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
-  } else {
-    std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(s / 60),
-                  static_cast<long long>(s % 60));
-  }
-  return buf;
-}
-
 }  // namespace
 
 double ProgressLine::steadySeconds() {
@@ -57,6 +44,19 @@ ProgressLine::~ProgressLine() {
   finish();
 }
 
+std::string ProgressLine::formatDuration(double seconds) {
+  const auto s = static_cast<int64_t>(std::llround(seconds));
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  }
+  return buf;
+}
+
 std::string ProgressLine::text(int64_t done, double elapsed, const std::string& detail) const {
   const bool bytes = unit_ == Unit::kBytes;
   std::string s = label_ + ": " + (bytes ? megabytes(static_cast<double>(done)) : std::to_string(done));
@@ -66,7 +66,8 @@ std::string ProgressLine::text(int64_t done, double elapsed, const std::string& 
   if (elapsed > 0 && done > 0) {
     const double rate = static_cast<double>(done) / elapsed;
     s += "  " + (bytes ? rateText(rate / 1e6) + " MB/s" : rateText(rate) + " " + noun_ + "/s");
-    if (total_ > 0 && done <= total_) s += "  ETA " + clockText(static_cast<double>(total_ - done) / rate);
+    if (total_ > 0 && done <= total_)
+      s += "  ETA " + formatDuration(static_cast<double>(total_ - done) / rate);
   }
   return s;
 }

@@ -31,6 +31,8 @@ class ProgressLine {
   using Clock = std::function<double()>;  // seconds, monotonic
 
   static double steadySeconds();
+  // "m:ss", or "h:mm:ss" from an hour on.
+  static std::string formatDuration(double seconds);
 
   // `enabled` false: every call is a no-op (stderr is not a terminal).
   // `noun` names the items ("shards", "files"); unused for bytes.
