@@ -199,10 +199,14 @@ do_tools() {
   DEBIAN_FRONTEND=noninteractive in_root apt-get install -y --no-install-recommends \
     xvfb xauth x11-apps netpbm man-db </dev/null || return 1
   in_root useradd --create-home --shell /bin/bash "$user" || return 1
+  installed_packages >"$work/before.packages"
   # Every path in the root except the kernel's, scratch, apt's and dpkg's own state.
   list_files >"$work/before.files"
   wc -l "$work/before.files"
 }
+
+# Packages installed (not only known) in the root, one a line, sorted.
+installed_packages() { in_root dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' | sed -n 's/^ii *//p' | sort; }
 
 list_files() {
   (cd "$root" && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev -o -path ./tmp -o -path ./run \
@@ -295,6 +299,14 @@ do_man() {
 do_purge() {
   DEBIAN_FRONTEND=noninteractive in_root apt-get purge -y flamingo-studio flamingo-train </dev/null || return 1
   DEBIAN_FRONTEND=noninteractive in_root apt-get autoremove --purge -y </dev/null || return 1
+  # What autoremove keeps because the base system recommends it (apt recommends
+  # ca-certificates, which pulls openssl) came with our packages too: purge it.
+  local extra
+  extra="$(installed_packages | comm -13 "$work/before.packages" -)"
+  if [ -n "$extra" ]; then
+    echo "installed with the packages and kept by autoremove, purged now:" $extra
+    DEBIAN_FRONTEND=noninteractive in_root apt-get purge -y $extra </dev/null || return 1
+  fi
   local fail=0 path
   # 1. Nothing dpkg listed as the packages' (directories shared with others may stay).
   while read -r path; do
