@@ -205,6 +205,13 @@ do_tools() {
   wc -l "$work/before.files"
 }
 
+# Paths that dependencies' maintainer scripts create and their purge leaves
+# (Debian's systemd and dbus do so on any system): systemd's postinst makes the
+# /etc/mtab link and, through systemd-tmpfiles, /var/lib/private and
+# /var/lib/systemd/{coredump,pstore}; dbus's (systemd-machine-id-setup) /etc/machine-id.
+# systemd comes as a Recommends of Qt's dependencies (dbus-user-session, libpam-systemd).
+kLeftByDependencies=(/etc/machine-id /etc/mtab /var/lib/private /var/lib/systemd/coredump /var/lib/systemd/pstore)
+
 # Packages installed (not only known) in the root, one a line, sorted.
 installed_packages() { in_root dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' | sed -n 's/^ii *//p' | sort; }
 
@@ -312,14 +319,35 @@ do_purge() {
   while read -r path; do
     [ -e "$root$path" ] && [ ! -d "$root$path" ] && { echo "left behind: $path"; fail=1; }
   done <"$work/installed.paths"
-  # 2. The whole tree as before the install (user data in /home/$user excluded:
-  #    the demos' runs are the user's, not the packages').
-  list_files >"$work/after.files"
-  if ! diff "$work/before.files" "$work/after.files" >"$out/purge.diff"; then
-    echo "the root differs from before the install (< before, > after):"
-    cat "$out/purge.diff"
+  # 2. The same packages as before.
+  if ! installed_packages | diff "$work/before.packages" - >"$out/purge.packages.diff"; then
+    echo "installed packages differ from before the install (< before, > after):"
+    cat "$out/purge.packages.diff"
     fail=1
   fi
+  # 3. The whole tree as before the install (user data in /home/$user excluded:
+  #    the demos' runs are the user's, not the packages'), but for what the
+  #    dependencies' maintainer scripts make and their purge leaves (kLeftByDependencies).
+  list_files >"$work/after.files"
+  diff "$work/before.files" "$work/after.files" >"$out/purge.diff"
+  local line
+  while read -r line; do
+    case "$line" in
+      "> "*)
+        path="${line#> }"
+        if printf '%s\n' "${kLeftByDependencies[@]}" | grep -qxF -- "$path"; then
+          echo "left by a dependency (allowed): $path"
+        else
+          echo "new after purge: $path"
+          fail=1
+        fi
+        ;;
+      "< "*)
+        echo "gone after purge: ${line#< }"
+        fail=1
+        ;;
+    esac
+  done <"$out/purge.diff"
   echo "user data left in /home/$user (not the packages'):"
   (cd "$root/home/$user" && find . -maxdepth 4 -type d | sort | head -n 20)
   return $fail
