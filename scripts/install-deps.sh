@@ -27,6 +27,10 @@ PACKAGES=(
   # a private SLURM cluster on this machine (tests/fixtures/slurm_cluster.*): slurmctld, slurmd, munged
   slurm-wlm munge
   xxhash openssh-server openssh-client iproute2 xvfb xauth binutils
+  # packaging (packaging/, tests/packaging, scripts/package-test.sh): man pages from --help, PNG icons
+  # from the SVG, the desktop-entry and AppStream validators, man and col to render pages, a fresh Debian
+  # root; file: CPack finds the ELF files for dpkg-shlibdeps
+  help2man librsvg2-bin desktop-file-utils appstream man-db bsdextrautils debootstrap file
   # benchmarks (bench/ddp reads events.jsonl with jq; open_clip's utils.py, which
   # bench/train_step_openflamingo.py runs from a checkout, imports torchvision)
   jq python3-torchvision

@@ -18,7 +18,7 @@ std::string presetPath(const std::string& name) {
   if (n > 0) {
     exe[n] = '\0';
     const auto installed =
-        std::filesystem::path(exe).parent_path() / "../share/flamingo-studio/presets" / (name + ".yaml");
+        std::filesystem::path(exe).parent_path() / "../share/flamingo-train/presets" / (name + ".yaml");
     if (std::filesystem::exists(installed)) return installed.string();
   }
   return std::string(FS_RESOURCES_DIR) + "/presets/" + name + ".yaml";

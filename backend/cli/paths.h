@@ -7,7 +7,8 @@
 namespace fs::cli {
 
 // resources/presets/<name>.yaml: installed next to the binary
-// (../share/flamingo-studio/presets) or, in a build tree, the source tree's.
+// (../share/flamingo-train/presets, the flamingo-train package's copy) or, in a
+// build tree, the source tree's.
 std::string presetPath(const std::string& name);
 
 // $XDG_DATA_HOME/flamingo-studio, else ~/.local/share/flamingo-studio.

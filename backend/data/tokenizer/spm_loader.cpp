@@ -18,7 +18,11 @@ std::vector<std::string> candidates() {
   out.emplace_back(FS_SPM_SHIM_INSTALL_PATH);
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) out.push_back((exe.parent_path() / "fs_spm_shim.so").string());
+  if (!ec) {
+    // The installed layout wherever the package was installed (<prefix>/bin -> <prefix>/lib).
+    out.push_back((exe.parent_path() / "../lib/flamingo-train/fs_spm_shim.so").lexically_normal().string());
+    out.push_back((exe.parent_path() / "fs_spm_shim.so").string());
+  }
   return out;
 }
 

@@ -2,7 +2,9 @@
 // spm_shim/spm_api.h) once per process.
 //
 // Search order: $FS_SPM_SHIM; the build tree's copy; the installed copy
-// (<prefix>/lib/flamingo-studio); next to the running executable.
+// (<CMAKE_INSTALL_PREFIX>/lib/flamingo-train); ../lib/flamingo-train from the
+// running executable (the .deb installs under /usr whatever the build's
+// prefix); next to the running executable.
 // Thread-safety: safe from any thread; the first call loads.
 #pragma once
 
