@@ -237,21 +237,29 @@ do_install() {
 
 do_train_demo() {
   as_user flamingo-train demo --help || return 1
-  as_user flamingo-train demo --set optim.epochs=1 --run-dir "/home/$user/package-test-demo" || return 1
+  # The 32-step demo (presets/demo.yaml), as a newcomer runs it.
+  as_user flamingo-train demo --run-dir "/home/$user/package-test-demo" || return 1
   local events="$root/home/$user/package-test-demo/events.jsonl"
   [ -s "$events" ] || { echo "no $events"; return 1; }
   local steps
   steps="$(grep -c '"type":"step"' "$events")"
   echo "flamingo-train demo: $steps step events in events.jsonl"
-  [ "$steps" -gt 0 ]
+  [ "$steps" -eq 32 ] || { echo "expected 32 step events"; return 1; }
+  # The installed bash completion loads and completes the command names.
+  local words
+  words="$(as_user bash --norc -c 'source /usr/share/bash-completion/completions/flamingo-train &&
+    COMP_WORDS=(flamingo-train ex) COMP_CWORD=1 && _flamingo_train flamingo-train ex flamingo-train &&
+    printf "%s " "${COMPREPLY[@]}"')" || return 1
+  echo "completion of 'flamingo-train ex': $words"
+  [[ " $words " == *" export "* ]] || { echo "the installed completion does not complete 'export'"; return 1; }
 }
 
 do_studio_demo() {
   mkdir -p "$root/tmp/shots" && chmod 777 "$root/tmp/shots"
-  # 1. --demo --screenshot: the window with the tiny preset loaded, saved by the app.
+  # 1. --demo --screenshot: the window with the demo preset loaded, saved by the app.
   as_user xvfb-run -a -s '-screen 0 1400x900x24' \
     flamingo-studio --demo --screenshot /tmp/shots/studio-demo-window.png || return 1
-  # 2. --demo: the app launches the tiny preset as a local run (flamingo-train from
+  # 2. --demo: the app launches the demo preset as a local run (flamingo-train from
   #    the other package); once the run has logged steps, the screen is grabbed.
   cat >"$root/tmp/shots/live.sh" <<'EOS'
 set -u

@@ -3,6 +3,7 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
+#include <QIcon>
 #include <QLabel>
 #include <QMessageBox>
 #include <QStatusBar>
@@ -72,6 +73,10 @@ int main(int argc, char** argv) {
   QApplication::setApplicationName(QStringLiteral("flamingo-studio"));
   QApplication::setOrganizationName(QStringLiteral("Flamingo Studio"));
   QApplication::setApplicationVersion(QStringLiteral(FS_VERSION));
+  // The desktop entry's name (Wayland matches the window to it) and the icon the
+  // package installs in the hicolor theme (none in a build tree: Qt's default then).
+  QGuiApplication::setDesktopFileName(QStringLiteral(FS_APP_ID));
+  QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("flamingo-studio")));
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral(

@@ -36,7 +36,8 @@ want() {
     grep -qxF -- "$f" "$work/$comp.files" || { echo "layout check: component $comp lacks $f" >&2; fail=1; }
   done
 }
-want train bin/flamingo-train share/flamingo-train/presets/tiny.yaml share/man/man1/flamingo-train.1.gz
+want train bin/flamingo-train share/flamingo-train/presets/demo.yaml share/flamingo-train/presets/tiny.yaml \
+  share/man/man1/flamingo-train.1.gz share/bash-completion/completions/flamingo-train
 want studio bin/flamingo-studio share/flamingo-studio/presets/tiny.yaml share/man/man1/flamingo-studio.1.gz \
   share/icons/hicolor/scalable/apps/flamingo-studio.svg share/icons/hicolor/48x48/apps/flamingo-studio.png \
   share/icons/hicolor/128x128/apps/flamingo-studio.png share/icons/hicolor/256x256/apps/flamingo-studio.png
