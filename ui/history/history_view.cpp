@@ -318,6 +318,10 @@ void HistoryView::setConfigDiff(const app::RunConfigDiff& diff) {
   diff_->showDiff(diff);
 }
 
+QProgressDialog* HistoryView::exportProgress() const {
+  return exportProgress_.data();
+}
+
 void HistoryView::showError(const QString& operation, const QString& message) {
   status_->setText(tr("History (%1): %2").arg(operation, message));
 }

@@ -71,7 +71,7 @@ class HistoryView : public QWidget {
   QPushButton* overlayButton() const { return overlay_; }
   QPushButton* exportButton() const { return export_; }
   // The export dialog of the export in progress; null when none runs.
-  QProgressDialog* exportProgress() const { return exportProgress_; }
+  QProgressDialog* exportProgress() const;
   // The worker exports run on (made on first use; its thread lives as long as the view).
   fs::app::RunExportWorker* exportWorker();
   ConfigDiffTable* diffTable() const { return diff_; }

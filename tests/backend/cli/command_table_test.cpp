@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backend/cli/commands.h"
+#include "tests/backend/cli/cli_test_util.h"
 
 namespace fs::cli {
 namespace {
@@ -29,18 +30,6 @@ Help help(const std::vector<std::string>& words) {
   h.code = runMain(argv, io);
   h.out = out.str();
   return h;
-}
-
-// "  -c, --config FILE   ..." and "  --json   ..." lines: the option names.
-std::set<std::string> listedOptions(const std::string& text) {
-  static const std::regex kLine(R"(^  (?:-[A-Za-z0-9], )?--([a-z0-9][a-z0-9-]*)(?: |$))");
-  std::set<std::string> names;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, kLine)) names.insert(m[1]);
-  }
-  return names;
 }
 
 std::set<std::string> tableOptions(const std::vector<OptionSpec>& specs) {
@@ -65,7 +54,7 @@ TEST(CommandTable, EveryCommandsHelpListsItsTableOptions) {
       continue;
     }
     if (c.options == nullptr) continue;  // the shards placeholder of a build without data codecs
-    EXPECT_EQ(listedOptions(h.out), tableOptions(*c.options)) << h.out;
+    EXPECT_EQ(testing::helpOptionNames(h.out), tableOptions(*c.options)) << h.out;
   }
 }
 
@@ -79,7 +68,7 @@ TEST(CommandTable, EveryToolsHelpListsItsTableOptions) {
       const Help h = help({c.name, s.name});
       EXPECT_EQ(h.code, kExitOk) << h.out;
       EXPECT_NE(h.out.find("usage: flamingo-train " + c.name + " " + s.name), std::string::npos) << h.out;
-      EXPECT_EQ(listedOptions(h.out), tableOptions(*s.options)) << h.out;
+      EXPECT_EQ(testing::helpOptionNames(h.out), tableOptions(*s.options)) << h.out;
     }
   }
   EXPECT_GE(tools, 4);  // checkpoint inspect, diff, state, check in every build

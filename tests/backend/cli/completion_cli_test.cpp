@@ -13,21 +13,14 @@
 #include <set>
 #include <sstream>
 
+#include "tests/backend/cli/cli_test_util.h"
+
 namespace {
 
 namespace fsys = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fsys::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using fs::cli::testing::Result;
+using fs::cli::testing::slurp;
 
 std::set<std::string> lines(const std::string& text) {
   std::set<std::string> out;
@@ -39,13 +32,8 @@ std::set<std::string> lines(const std::string& text) {
 
 // "  --config FILE ..." lines of a --help text: "--config".
 std::set<std::string> helpOptions(const std::string& text) {
-  static const std::regex kLine(R"(^  (?:-[A-Za-z0-9], )?(--[a-z0-9][a-z0-9-]*)(?: |$))");
   std::set<std::string> names;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, kLine)) names.insert(m[1]);
-  }
+  for (const auto& n : fs::cli::testing::helpOptionNames(text)) names.insert("--" + n);
   return names;
 }
 
@@ -87,11 +75,7 @@ class Completion : public ::testing::Test {
   void TearDown() override { fsys::remove_all(dir_); }
 
   Result sh(const std::string& cmd, const fsys::path& cwd) {
-    const auto out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string full = "cd '" + cwd.string() + "' && " + cmd + " </dev/null >'" + out.string() +
-                             "' 2>'" + err.string() + "'";
-    const int status = std::system(full.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+    return fs::cli::testing::runShell(cmd, cwd, dir_);
   }
   Result cli(const std::string& args) { return sh(bin() + " " + args, dir_); }
   static std::string bin() { return "'" + std::string(FS_BINARY_DIR) + "/bin/flamingo-train'"; }

@@ -10,21 +10,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/backend/cli/cli_test_util.h"
+
 namespace {
 
 namespace fsys = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fsys::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using fs::cli::testing::Result;
+using fs::cli::testing::slurp;
 
 class ShardsCli : public ::testing::Test {
  protected:
@@ -36,13 +29,7 @@ class ShardsCli : public ::testing::Test {
   }
   void TearDown() override { fsys::remove_all(dir_); }
 
-  Result sh(const std::string& cmd) {
-    const auto out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string full = "cd '" + dir_.string() + "' && " + cmd + " </dev/null >'" + out.string() +
-                             "' 2>'" + err.string() + "'";
-    const int status = std::system(full.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-  }
+  Result sh(const std::string& cmd) { return fs::cli::testing::runShell(cmd, dir_, dir_); }
   Result cli(const std::string& args) {
     return sh("'" + std::string(FS_BINARY_DIR) + "/bin/flamingo-train' " + args);
   }
