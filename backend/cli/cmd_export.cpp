@@ -31,9 +31,8 @@ namespace {
 
 namespace stdfs = std::filesystem;
 
-const char* const kUsage =
-    "usage: flamingo-train export tensorboard [--force] RUN_DIR OUT_DIR\n"
-    "       flamingo-train export csv [--force] RUN_DIR... OUT.csv|-\n";
+const char* const kUsageTensorBoard = "usage: flamingo-train export tensorboard [--force] RUN_DIR OUT_DIR\n";
+const char* const kUsageCsv = "usage: flamingo-train export csv [--force] RUN_DIR... OUT.csv|-\n";
 
 const char* const kHelp =
     "\nExports a run's telemetry (RUN_DIR/events.jsonl; docs/export.md lists every series):\n"
@@ -53,8 +52,8 @@ exporter::ProgressFn progressTo(ProgressLine& line) {
   };
 }
 
-int usage(Io& io, const std::string& problem) {
-  io.err << "flamingo-train export: " << problem << "\n" << kUsage;
+int usage(Io& io, const std::string& problem, const char* usageLine) {
+  io.err << "flamingo-train export: " << problem << "\n" << usageLine;
   return kExitUsage;
 }
 
@@ -82,12 +81,13 @@ int finish(Io& io, const protocol::StatusOr<exporter::ExportReport>& result, boo
 
 int runExportTensorBoard(const std::vector<std::string>& args, Io& io) {
   auto parsed = parseArgs(args, kExportTensorBoardOptions);
-  if (!parsed) return usage(io, parsed.status().message());
+  if (!parsed) return usage(io, parsed.status().message(), kUsageTensorBoard);
   if (parsed->has("help")) {
-    io.out << kUsage << kHelp << "options:\n" << formatOptions(kExportTensorBoardOptions);
+    io.out << kUsageTensorBoard << kHelp << "options:\n" << formatOptions(kExportTensorBoardOptions);
     return kExitOk;
   }
-  if (parsed->positionals.size() != 2) return usage(io, "tensorboard takes RUN_DIR and OUT_DIR");
+  if (parsed->positionals.size() != 2)
+    return usage(io, "tensorboard takes RUN_DIR and OUT_DIR", kUsageTensorBoard);
   exporter::ExportOptions options;
   options.force = parsed->has("force");
   ProgressLine line(io.err, io.errIsTerminal, "export", ProgressLine::Unit::kBytes);
@@ -99,14 +99,14 @@ int runExportTensorBoard(const std::vector<std::string>& args, Io& io) {
 
 int runExportCsv(const std::vector<std::string>& args, Io& io) {
   auto parsed = parseArgs(args, kExportCsvOptions);
-  if (!parsed) return usage(io, parsed.status().message());
+  if (!parsed) return usage(io, parsed.status().message(), kUsageCsv);
   if (parsed->has("help")) {
-    io.out << kUsage << kHelp << "options:\n" << formatOptions(kExportCsvOptions);
+    io.out << kUsageCsv << kHelp << "options:\n" << formatOptions(kExportCsvOptions);
     return kExitOk;
   }
   const auto& pos = parsed->positionals;
   if (pos.size() < 2)
-    return usage(io, "csv takes one or more RUN_DIRs and OUT.csv (or - for standard output)");
+    return usage(io, "csv takes one or more RUN_DIRs and OUT.csv (or - for standard output)", kUsageCsv);
   const std::vector<stdfs::path> runs(pos.begin(), pos.end() - 1);
   exporter::ExportOptions options;
   options.force = parsed->has("force");
