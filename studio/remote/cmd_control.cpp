@@ -1,6 +1,8 @@
 // remote stop | kill | checkpoint | pause | resume: a control file written over the
 // host's SFTP (app/control/remote_control.h), then its control_ack awaited in
 // events.jsonl; or, with --agents, a signal to the recorded node agents.
+#include <unistd.h>
+
 #include <chrono>
 #include <thread>
 
@@ -12,6 +14,7 @@
 #include "studio/remote/cli_context.h"
 #include "studio/remote/commands.h"
 #include "studio/remote/remote_cli.h"
+#include "studio/remote/wait_line.h"
 
 namespace fs::studio::remote {
 
@@ -36,7 +39,11 @@ std::uint64_t eventsSize(app::remote::Host& host, const std::string& file) {
 // Reads events.jsonl from `offset` until a control_ack for `seq` arrives or `timeout` passes.
 int awaitAck(app::remote::Host& host, const std::string& file, std::uint64_t offset, std::uint64_t seq,
              int timeoutS, std::ostream& out, std::ostream& err) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutS);
+  const auto begin = std::chrono::steady_clock::now();
+  const auto deadline = begin + std::chrono::seconds(timeoutS);
+  // The wait is drawn on a terminal only; `err` is stderr in the real front end.
+  WaitLine waitLine(err, ::isatty(STDERR_FILENO) != 0, "the control_ack of seq " + std::to_string(seq),
+                    timeoutS);
   std::string pending;
   std::uint64_t lineNo = 0;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -52,6 +59,7 @@ int awaitAck(app::remote::Host& host, const std::string& file, std::uint64_t off
         if (!decoded || decoded->kind != protocol::DecodedLine::Kind::kEvent) continue;
         if (const auto* ack = std::get_if<protocol::ControlAckEvent>(&decoded->event.body);
             ack != nullptr && ack->control_seq == seq) {
+          waitLine.clear();
           out << (ack->ok ? "done" : "refused") << ": " << ack->verb << " (seq " << seq << ") at step "
               << ack->step << (ack->message.empty() ? std::string() : ": " + ack->message) << "\n";
           return ack->ok ? kExitOk : kExitFailure;
@@ -60,8 +68,10 @@ int awaitAck(app::remote::Host& host, const std::string& file, std::uint64_t off
       pending.erase(0, start);
       continue;
     }
+    waitLine.update(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  waitLine.clear();
   err << host.name() << ": no control_ack for seq " << seq << " within " << timeoutS
       << " s; the command stays in control/ and the engine acts on it when it next polls (is the run "
          "paused in a long step, or stopped?)\n";
