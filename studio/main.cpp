@@ -136,10 +136,11 @@ int main(int argc, char** argv) {
   if (parser.isSet(follow)) window.followRun(QFileInfo(parser.value(follow)).absoluteFilePath());
   if (!configPath.isEmpty()) {
     QObject::connect(&document, &fs::app::ConfigDocument::loaded, &window, [&] {
+      // The demo's runs go under the user's data directory, as `flamingo-train demo`'s do
+      // (also in its screenshot, which shows the form).
+      if (parser.isSet(demo)) (void)document.setField("run_root", fs::app::userRunsDir().toStdString());
       if (!shot.isEmpty()) screenshotAndQuit(&window, shot);
       if (launchDemo) {
-        // The demo's runs go under the user's data directory, as `flamingo-train demo`'s do.
-        (void)document.setField("run_root", fs::app::userRunsDir().toStdString());
         window.launch();
         if (parser.isSet(longDemo)) {
           const QString hint =
