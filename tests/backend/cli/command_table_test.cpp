@@ -53,7 +53,7 @@ TEST(CommandTable, EveryCommandsHelpListsItsTableOptions) {
       }
       continue;
     }
-    if (c.options == nullptr) continue;  // the shards placeholder of a build without data codecs
+    if (c.options == nullptr) continue;  // `shards` in a build without data codecs: no options, no tools
     EXPECT_EQ(testing::helpOptionNames(h.out), tableOptions(*c.options)) << h.out;
   }
 }
