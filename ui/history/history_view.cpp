@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QProgressBar>
 #include <QProgressDialog>
 #include <QPushButton>
 #include <QSplitter>
@@ -31,7 +32,9 @@ HistoryView::HistoryView(QWidget* parent)
       overlay_(new QPushButton(tr("Overlay curves"))),
       export_(new QPushButton(tr("Export\u2026"))),
       diff_(new ConfigDiffTable),
-      status_(new QLabel) {
+      status_(new QLabel),
+      importBar_(new QProgressBar),
+      importCancel_(new QPushButton(tr("Cancel import"))) {
   setObjectName(QStringLiteral("historyView"));
   search_->setObjectName(QStringLiteral("historySearch"));
   search_->setPlaceholderText(tr("Search runs by name, run id, status, host or folder"));
@@ -104,6 +107,17 @@ HistoryView::HistoryView(QWidget* parent)
 
   status_->setObjectName(QStringLiteral("historyStatus"));
   status_->setWordWrap(true);
+  importBar_->setObjectName(QStringLiteral("historyImportBar"));
+  importBar_->setRange(0, 1000);
+  importBar_->setTextVisible(false);
+  importBar_->hide();
+  importCancel_->setObjectName(QStringLiteral("historyImportCancel"));
+  importCancel_->hide();
+  connect(importCancel_, &QPushButton::clicked, this, [this] {
+    importCancel_->setEnabled(false);
+    status_->setText(tr("Cancelling the import\u2026"));
+    emit importCancelRequested();
+  });
 
   auto* top = new QHBoxLayout;
   top->addWidget(search_, 1);
@@ -118,7 +132,11 @@ HistoryView::HistoryView(QWidget* parent)
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(top);
   layout->addWidget(splitter, 1);
-  layout->addWidget(status_);
+  auto* bottom = new QHBoxLayout;
+  bottom->addWidget(status_, 1);
+  bottom->addWidget(importBar_);
+  bottom->addWidget(importCancel_);
+  layout->addLayout(bottom);
 }
 
 HistoryView::~HistoryView() {
@@ -326,6 +344,23 @@ void HistoryView::showError(const QString& operation, const QString& message) {
   status_->setText(tr("History (%1): %2").arg(operation, message));
 }
 
+void HistoryView::showImportProgress(const QString& runDir, qint64 done, qint64 total) {
+  if (importBar_->isHidden()) {
+    importBar_->show();
+    importCancel_->show();
+    importCancel_->setEnabled(true);
+  }
+  importBar_->setValue(total > 0 ? static_cast<int>(done * 1000 / total) : 0);
+  status_->setText(tr("Reading %1 into the history\u2026").arg(runDir));
+  status_->setProperty("importText", status_->text());  // endImport() clears only this text
+}
+
+void HistoryView::endImport() {
+  importBar_->hide();
+  importCancel_->hide();
+  if (status_->property("importText").toString() == status_->text()) status_->clear();
+}
+
 void HistoryView::onSelectionChanged() {
   if (restoringSelection_) return;
   const QStringList ids = selectedRunIds();
@@ -365,10 +400,19 @@ void connectHistoryView(HistoryView* view, app::HistoryWorker* worker) {
   QObject::connect(worker, &app::HistoryWorker::queried, view, &HistoryView::setPage);
   QObject::connect(worker, &app::HistoryWorker::configDiff, view, &HistoryView::setConfigDiff);
   QObject::connect(worker, &app::HistoryWorker::failed, view, &HistoryView::showError);
+  QObject::connect(worker, &app::HistoryWorker::importProgress, view, &HistoryView::showImportProgress);
+  QObject::connect(worker, &app::HistoryWorker::imported, view, &HistoryView::endImport);
   QObject::connect(worker, &app::HistoryWorker::importFailed, view,
-                   [view](const QString&, const QString& message, bool) {
-                     view->showError(QStringLiteral("import"), message);
+                   [view](const QString& runDir, const QString& message, bool cancelled) {
+                     view->endImport();
+                     if (cancelled)
+                       view->statusLabel()->setText(
+                           HistoryView::tr("Import of %1 cancelled: nothing stored.").arg(runDir));
+                     else
+                       view->showError(QStringLiteral("import"), message);
                    });
+  // cancel() is thread-safe: called directly, not queued behind the import it stops.
+  QObject::connect(view, &HistoryView::importCancelRequested, view, [worker] { worker->cancel(); });
   QObject::connect(worker, &app::HistoryWorker::changed, view, &HistoryView::refresh);
 }
 

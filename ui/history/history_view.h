@@ -31,6 +31,7 @@
 
 class QLabel;
 class QLineEdit;
+class QProgressBar;
 class QProgressDialog;
 class QPushButton;
 class QTableView;
@@ -76,6 +77,10 @@ class HistoryView : public QWidget {
   fs::app::RunExportWorker* exportWorker();
   ConfigDiffTable* diffTable() const { return diff_; }
   QLabel* statusLabel() const { return status_; }
+  // The bar and the Cancel button of a run being read into the history (a run
+  // that ended, one added from a host); hidden while none is read.
+  QProgressBar* importBar() const { return importBar_; }
+  QPushButton* importCancelButton() const { return importCancel_; }
 
  public slots:
   // Asks for the current query now.
@@ -86,6 +91,10 @@ class HistoryView : public QWidget {
   void setConfigDiff(const fs::app::RunConfigDiff& diff);
   // Shows a worker's error in the status line.
   void showError(const QString& operation, const QString& message);
+  // An import's progress (bytes of its events.jsonl read): shows the bar and Cancel.
+  void showImportProgress(const QString& runDir, qint64 done, qint64 total);
+  // The import ended (stored, failed or cancelled): hides them.
+  void endImport();
   // Exports the selected runs to `output` (what the Export menu's file dialogs
   // return; `force`: the user agreed to replace it). Refuses remote runs and a second
   // export while one runs, saying so in the status line; returns the request id, 0
@@ -105,6 +114,8 @@ class HistoryView : public QWidget {
   void inspectRemoteCheckpoints(const QString& location, const QString& runDir);
   // An export asked for by exportSelected() ended (done, failed or cancelled).
   void exportFinished(const fs::app::RunExportResult& result);
+  // The import bar's Cancel: the history worker stops the import (nothing stored).
+  void importCancelRequested();
 
  private:
   QList<int> selectedRows() const;  // ascending
@@ -125,6 +136,8 @@ class HistoryView : public QWidget {
   quint64 exportId_ = 0;  // the last request; the one running while exportProgress_ is set
   ConfigDiffTable* diff_;
   QLabel* status_;
+  QProgressBar* importBar_;
+  QPushButton* importCancel_;
   fs::app::HistorySort sort_ = fs::app::HistorySort::kStarted;
   Qt::SortOrder order_ = Qt::DescendingOrder;
   int pageSize_ = 1000;

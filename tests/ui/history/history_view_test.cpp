@@ -3,12 +3,14 @@
 // selected runs (refusing remote ones), opens a run on Enter / double click
 // (a remote one through its host), lists remote runs as host:path, and shows the config
 // diff of the selection — first fed by hand, then wired to a real
-// HistoryWorker on its thread over a real database of real run directories.
+// HistoryWorker on its thread over a real database of real run directories;
+// an import shows a bar with Cancel, and a cancelled import stores nothing.
 #include "ui/history/history_view.h"
 
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableView>
@@ -288,6 +290,55 @@ class HistoryViewTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(view.statusLabel()->text().contains(QStringLiteral("stray/run.json")), 10'000);
     QVERIFY(view.statusLabel()->text().startsWith(QStringLiteral("History (import): ")));
     thread.finishPending();
+  }
+
+  // An import shows its bar and Cancel; Cancel reaches the worker, which stops at
+  // its next chunk and stores nothing; the bar goes away and the status says so.
+  // A worker on this thread, so the import runs inside importRunDir() and the
+  // cancel lands between its first and second chunk (events.jsonl > 1 MiB).
+  void importShowsProgressAndCancelStoresNothing() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    test::FixtureRun big = test::finishedRun("id-big", 1'717'200'000'000, 3);
+    for (int i = 0; i < 40'000; ++i)
+      big.extraEventText += "{\"padding\": \"0123456789012345678901234567890123\"}\n";
+    const QString runDir = test::writeRunDir(dir.path(), QStringLiteral("big"), big);
+    app::HistoryWorker worker;
+    HistoryView view;
+    connectHistoryView(&view, &worker);
+    QSignalSpy opened(&worker, &app::HistoryWorker::opened);
+    worker.open(dir.filePath(QStringLiteral("history.sqlite")));
+    QCOMPARE(opened.size(), 1);
+    QVERIFY(view.importBar()->isHidden());
+
+    QSignalSpy cancelAsked(&view, &HistoryView::importCancelRequested);
+    QSignalSpy failed(&worker, &app::HistoryWorker::importFailed);
+    QSignalSpy imported(&worker, &app::HistoryWorker::imported);
+    int barValueSeen = -1;
+    bool cancelShown = false;
+    connect(&worker, &app::HistoryWorker::importProgress, this, [&] {
+      if (barValueSeen >= 0) return;  // the first chunk only
+      barValueSeen = view.importBar()->value();
+      cancelShown = !view.importCancelButton()->isHidden() && view.importCancelButton()->isEnabled();
+      view.importCancelButton()->click();
+    });
+    worker.importRunDir(runDir);
+    QVERIFY2(barValueSeen > 0 && barValueSeen < 1000, qPrintable(QString::number(barValueSeen)));
+    QVERIFY(cancelShown);
+    QCOMPARE(cancelAsked.size(), 1);
+    QCOMPARE(imported.size(), 0);
+    QCOMPARE(failed.size(), 1);
+    QVERIFY(failed[0].at(2).toBool());  // cancelled
+    QVERIFY(view.importBar()->isHidden());
+    QVERIFY(view.importCancelButton()->isHidden());
+    QVERIFY2(view.statusLabel()->text().contains(QStringLiteral("cancelled")),
+             qPrintable(view.statusLabel()->text()));
+
+    // Nothing stored: the same run imports afterwards, and the bar ends hidden.
+    disconnect(&worker, &app::HistoryWorker::importProgress, this, nullptr);
+    worker.importRunDir(runDir);
+    QCOMPARE(imported.size(), 1);
+    QVERIFY(view.importBar()->isHidden());
   }
 };
 
