@@ -351,14 +351,16 @@ void HistoryView::showImportProgress(const QString& runDir, qint64 done, qint64 
     importCancel_->setEnabled(true);
   }
   importBar_->setValue(total > 0 ? static_cast<int>(done * 1000 / total) : 0);
-  status_->setText(tr("Reading %1 into the history\u2026").arg(runDir));
-  status_->setProperty("importText", status_->text());  // endImport() clears only this text
+  importText_ = tr("Reading %1 into the history\u2026").arg(runDir);
+  status_->setText(importText_);
 }
 
 void HistoryView::endImport() {
   importBar_->hide();
   importCancel_->hide();
-  if (status_->property("importText").toString() == status_->text()) status_->clear();
+  if (!importText_.isEmpty() && status_->text() == importText_)
+    status_->clear();  // only the import's own line
+  importText_.clear();
 }
 
 void HistoryView::onSelectionChanged() {

@@ -138,6 +138,7 @@ class HistoryView : public QWidget {
   QLabel* status_;
   QProgressBar* importBar_;
   QPushButton* importCancel_;
+  QString importText_;  // the status line an import in progress shows; endImport() clears only it
   fs::app::HistorySort sort_ = fs::app::HistorySort::kStarted;
   Qt::SortOrder order_ = Qt::DescendingOrder;
   int pageSize_ = 1000;
