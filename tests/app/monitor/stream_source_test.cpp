@@ -126,10 +126,15 @@ class StreamSourceTest : public QObject {
     QCOMPARE(st.status().code(), Code::kIOError);
     QVERIFY2(st.status().message().find("does not exist") != std::string::npos,
              st.status().message().c_str());
-    // The file that comes later is picked up by the same stream.
+    // The file that comes later is picked up by the same stream. Wait for the size asserted, not
+    // for the file to exist: the stream can see it created and not yet written (size 0).
     QVERIFY(appendText(file_, "late\n"));
     const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(kGuardMs);
-    while (!missing.stat().isOk() && std::chrono::steady_clock::now() < end)
+    const auto seenWhole = [&] {
+      auto st = missing.stat();
+      return st.isOk() && st->size == 5;
+    };
+    while (!seenWhole() && std::chrono::steady_clock::now() < end)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     QCOMPARE(missing.stat()->size, std::uint64_t{5});
     QCOMPARE(missing.streamsOpened(), 1);
