@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "app/remote/shell_quote.h"
+#include "backend/protocol/config/launch_env.h"
 
 namespace fs::app::cluster {
 
@@ -174,6 +175,8 @@ std::vector<Problem> validateSlurmJob(const protocol::RunConfig& config, const S
   const std::string name = spec.job_name.empty() ? config.name : spec.job_name;
   if (name.empty() || hasControl(name))
     error("job name", "'" + name + "' is empty or holds a control character");
+  // The script exports launch.env: a name that is not a variable name would not be one there.
+  for (auto& p : protocol::validateLaunchEnv(l)) problems.push_back(std::move(p));
   return problems;
 }
 
@@ -216,9 +219,13 @@ StatusOr<std::string> makeSlurmScript(const protocol::RunConfig& config, const S
       "  MASTER_PORT=$((MASTER_PORT + 1))\n"
       "done\n"
       "export MASTER_PORT\n";
+  if (!l.env.empty()) {
+    out += "# launch.env: every rank's environment (srun --export=ALL hands the script's to each task).\n";
+    for (const auto& [name, value] : l.env) out += "export " + name + "=" + remote::shellQuote(value) + "\n";
+  }
   out += "echo \"job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, restart ${SLURM_RESTART_COUNT:-0}\"\n";
-  std::string srun = "exec srun --kill-on-bad-exit=1 --nodes=" + num(l.nnodes) +
-                     " --ntasks-per-node=" + num(l.nproc_per_node);
+  std::string srun = "exec srun --kill-on-bad-exit=1" + std::string(l.env.empty() ? "" : " --export=ALL") +
+                     " --nodes=" + num(l.nnodes) + " --ntasks-per-node=" + num(l.nproc_per_node);
   if (cpusPerTask > 0) srun += " --cpus-per-task=" + num(cpusPerTask);
   srun += " \\\n  " + remote::shellQuote(spec.engine) + " train --config " +
           remote::shellQuote(run + "/config.yaml") + " --run-dir " + remote::shellQuote(run) +

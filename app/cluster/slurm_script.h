@@ -8,7 +8,9 @@
 //   #SBATCH --gpus-per-node, --partition, --account, --time, --requeue,
 //   #SBATCH --signal, --chdir, --output=<run>/logs/slurm-%j.out, --open-mode=append
 //   #SBATCH <launch.slurm.extra_args, one per line>
-//   srun <engine> train --config <run>/config.yaml --run-dir <run> --set launch.kind=external [--allow-pipe]
+//   export NAME='value'   (launch.env, one per entry)
+//   srun [--export=ALL] <engine> train --config <run>/config.yaml --run-dir <run> --set launch.kind=external
+//        [--allow-pipe]
 //
 // NOTE [SLURM batch script]: one srun task per rank; each rank finds its rank,
 // world, local rank and node from SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID /
@@ -24,6 +26,10 @@
 // writes a checkpoint on SIGTERM and a requeued job resumes from the newest one
 // in the same run directory (--open-mode=append keeps one log). With a time
 // limit, --signal=TERM@kStopLeadS asks for that checkpoint before the limit.
+// launch.env (NOTE [Launch environment] in backend/protocol/config/launch_env.h): srun starts
+// the ranks itself (no node agent), so the script exports the variables and srun gets
+// --export=ALL: each task then has the script's environment even when the site's
+// SBATCH_EXPORT or an --export in extra_args would have handed the tasks less.
 //
 // Quoting: the shell part quotes every value with remote::shellQuote
 // (app/remote/shell_quote.h, single quotes); #SBATCH lines are read by sbatch, not by a shell, and take
@@ -54,8 +60,8 @@ struct SlurmJobSpec {
       false;  // srun's ranks get --allow-pipe (NOTE [Pipe approval]; the GUI asks before submitting)
 };
 
-// Problems of the launch.slurm fields and of the spec, each naming its field
-// ("launch.slurm.extra_args[1]", "run directory", ...); empty when fine.
+// Problems of the launch.slurm fields, launch.env and the spec, each naming its field
+// ("launch.slurm.extra_args[1]", "launch.env.NAME", "run directory", ...); empty when fine.
 std::vector<protocol::Problem> validateSlurmJob(const protocol::RunConfig& config, const SlurmJobSpec& spec);
 
 // The batch script, or kInvalidArgument listing every problem.

@@ -6,6 +6,7 @@
 
 #include "app/cluster/remote_agent.h"
 #include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/config/launch_env.h"
 #include "backend/protocol/wire/run_dir.h"
 #include "backend/protocol/wire/run_manifest.h"
 
@@ -90,9 +91,16 @@ std::string nodeName(const std::vector<std::string>& hosts, std::size_t i) {
 // LibTorch does not pass that bound on to OpenBLAS, which then starts one thread per
 // core in every rank. The environment is the one knob both read, so the agents get
 // OMP_NUM_THREADS (inherited by their ranks) when the config sets a number.
+// launch.env follows it (NOTE [Launch environment] in backend/protocol/config/launch_env.h):
+// sshd gives the agents the login environment only, so what the ranks must see is exported
+// here, after OMP_NUM_THREADS so that launch.env wins; the start script takes every entry
+// as a positional parameter, quoted by the Host, never spliced into the script.
 std::vector<std::string> agentEnvironment(const protocol::RunConfig& config) {
-  if (config.launch.threads_per_rank <= 0) return {};
-  return {"OMP_NUM_THREADS=" + std::to_string(config.launch.threads_per_rank)};
+  std::vector<std::string> env;
+  if (config.launch.threads_per_rank > 0)
+    env.push_back("OMP_NUM_THREADS=" + std::to_string(config.launch.threads_per_rank));
+  for (auto& kv : protocol::launchEnvAssignments(config.launch)) env.push_back(std::move(kv));
+  return env;
 }
 
 std::vector<std::string> agentArgv(const SshLaunchPlan& plan, const std::string& runDir, std::size_t node) {

@@ -44,8 +44,9 @@ struct SshLaunchResult {
 // host as written, or "<host>-<i>" when the same host runs several nodes.
 std::string nodeName(const std::vector<std::string>& hosts, std::size_t i);
 
-// The environment node agents get on top of the login one: OMP_NUM_THREADS from
-// launch.threads_per_rank when set (NOTE [Threads per rank] in ssh_launch.cpp).
+// The environment node agents get on top of the login one, and pass on to their ranks:
+// OMP_NUM_THREADS from launch.threads_per_rank when set (NOTE [Threads per rank] in
+// ssh_launch.cpp), then launch.env (NOTE [Launch environment], launch_env.h), "NAME=VALUE" each.
 std::vector<std::string> agentEnvironment(const protocol::RunConfig& config);
 
 // The argv of node i's agent (flamingo-train launch ... -- train ...).

@@ -31,6 +31,8 @@ bool valueMatchesType(const EntrySpec& spec, const Value& value) {
       return std::holds_alternative<std::string>(value);
     case FieldType::kStringList:
       return std::holds_alternative<std::vector<std::string>>(value);
+    case FieldType::kStringMap:
+      return std::holds_alternative<protocol::StringMap>(value);
   }
   return false;
 }

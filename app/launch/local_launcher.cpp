@@ -15,6 +15,7 @@
 #include "app/launch/launch_file_worker.h"
 #include "backend/protocol/cmdline/shell_words.h"
 #include "backend/protocol/config/config_override.h"
+#include "backend/protocol/config/launch_env.h"
 
 namespace fs::app {
 namespace {
@@ -26,14 +27,26 @@ QString displayCommand(const QString& program, const QStringList& arguments) {
   return QString::fromStdString(protocol::joinShellWords(words));
 }
 
-}  // namespace
-
-int ranksPerNode(const LaunchRequest& request) {
+// The request's launch section with its overrides applied; bad overrides are reported by the
+// preparation, which runs before anything starts.
+protocol::LaunchConfig requestedLaunch(const LaunchRequest& request) {
   protocol::RunConfig c = request.config;
   std::vector<std::string> sets;
   for (const QString& o : request.overrides) sets.push_back(o.toStdString());
-  (void)protocol::applyOverrides(&c, sets);  // bad overrides are reported by the preparation
-  return static_cast<int>(std::max<int64_t>(1, c.launch.nproc_per_node));
+  (void)protocol::applyOverrides(&c, sets);
+  return c.launch;
+}
+
+}  // namespace
+
+int ranksPerNode(const LaunchRequest& request) {
+  return static_cast<int>(std::max<int64_t>(1, requestedLaunch(request).nproc_per_node));
+}
+
+QProcessEnvironment engineEnvironment(const LaunchRequest& request, QProcessEnvironment base) {
+  for (const auto& [name, value] : requestedLaunch(request).env)
+    base.insert(QString::fromStdString(name), QString::fromStdString(value));
+  return base;
 }
 
 QStringList engineArguments(int ranks, int masterPort, const QString& configFile, const QString& runDir,
@@ -109,6 +122,8 @@ void LocalLauncher::launch(const LaunchRequest& request) {
   stderr_ = OutputLines();
   ranks_ = ranksPerNode(request);
   allowPipe_ = request.allowPipe;
+  environment_ = engineEnvironment(request);
+  launchEnv_ = protocol::launchEnvAssignments(requestedLaunch(request));
   const quint64 ticket = ++ticket_;
   setState(LaunchState::kPreparing);
   LaunchFileWorker* worker = files_->worker();
@@ -156,6 +171,7 @@ void LocalLauncher::onPrepared(quint64 ticket, const QString& runDir, const QStr
   process_->setProgram(enginePath);
   process_->setArguments(engineArguments(ranks_, freeLoopbackPort(), configFile, runDir, allowPipe_));
   process_->setWorkingDirectory(runDir);
+  process_->setProcessEnvironment(environment_);
   process_->setStandardInputFile(QProcess::nullDevice());  // the engine reads control files, never stdin
   connect(process_, &QProcess::started, this, &LocalLauncher::onProcessStarted);
   connect(process_, &QProcess::errorOccurred, this, &LocalLauncher::onProcessError);
@@ -163,6 +179,9 @@ void LocalLauncher::onPrepared(quint64 ticket, const QString& runDir, const QStr
   connect(process_, &QProcess::readyReadStandardOutput, this,
           [this] { readChannel(OutputChannel::kStdout); });
   connect(process_, &QProcess::readyReadStandardError, this, [this] { readChannel(OutputChannel::kStderr); });
+  if (!launchEnv_.empty()) {
+    log(QStringLiteral("launch.env: %1").arg(QString::fromStdString(protocol::joinShellWords(launchEnv_))));
+  }
   log(QStringLiteral("starting: %1").arg(displayCommand(enginePath, process_->arguments())));
   setState(LaunchState::kStarting);
   process_->start();

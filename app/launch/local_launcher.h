@@ -6,8 +6,9 @@
 // logs/launcher.log; then, back on the GUI thread, start
 //   flamingo-train train --config <run>/config.yaml --run-dir <run>
 // as an argument vector (no shell) with the run directory as working
-// directory. QProcess starts asynchronously: `started` carries the pid as soon
-// as it reports one. Every stdout / stderr line is emitted and appended to
+// directory, and launch.env on top of this process's environment.
+// QProcess starts asynchronously: `started` carries the pid as soon as it
+// reports one. Every stdout / stderr line is emitted and appended to
 // launcher.log ("[out] ", "[err] ", and "[launcher] " for our own notes).
 //
 // Destroying a LocalLauncher whose process still runs kills it (SIGKILL, as
@@ -20,6 +21,8 @@
 #include <QProcess>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "app/launch/engine_locator.h"
 #include "app/launch/launcher.h"
@@ -33,6 +36,12 @@ class WorkerThread;
 
 // launch.nproc_per_node of the request with its overrides applied (at least 1).
 int ranksPerNode(const LaunchRequest& request);
+// The engine's environment: `base` with the request's launch.env (overrides applied) on
+// top. The ranks inherit it: the one rank is the engine itself, several are started by the
+// node agent, which passes its environment on (NOTE [Launch environment],
+// backend/protocol/config/launch_env.h).
+QProcessEnvironment engineEnvironment(const LaunchRequest& request,
+                                      QProcessEnvironment base = QProcessEnvironment::systemEnvironment());
 // The engine's arguments for a local run of `ranks` processes: `train` for
 // one; for more, the node agent (`launch --nproc-per-node N --master-port P
 // --run-dir D -- train --config F`), which starts the ranks, forwards
@@ -83,8 +92,10 @@ class LocalLauncher : public Launcher {
   bool cancelled_ = false;       // terminate() during preparation
   OutputLines stdout_;
   OutputLines stderr_;
-  int ranks_ = 1;           // processes of the current launch
-  bool allowPipe_ = false;  // the current launch's LaunchRequest::allowPipe
+  int ranks_ = 1;                       // processes of the current launch
+  bool allowPipe_ = false;              // the current launch's LaunchRequest::allowPipe
+  QProcessEnvironment environment_;     // the current launch's engineEnvironment()
+  std::vector<std::string> launchEnv_;  // its launch.env as NAME=VALUE, for the log
 };
 
 }  // namespace fs::app

@@ -16,6 +16,7 @@
 #include "backend/cli/progress_line.h"
 #include "backend/cli/world_flags.h"
 #include "backend/launch/world_env.h"
+#include "backend/protocol/config/launch_env.h"
 #include "backend/protocol/config/validate.h"
 #include "backend/trainer/data_sources.h"
 #include "backend/trainer/trainer.h"
@@ -154,6 +155,14 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
   if (!config) return kExitFailure;
   if (!pipeCommandsAllowed(*config, parsed->has("allow-pipe"), "train", parsed->get("config"), io))
     return kExitUsage;
+  // NOTE [Launch environment]: the launcher sets launch.env before this process starts (a library
+  // reads such variables as it loads); a rank without them may compute other numbers, so say so.
+  for (const auto& difference :
+       protocol::launchEnvDifferences(config->launch, launch::currentEnvironment())) {
+    io.err << "flamingo-train train: warning: " << difference
+           << " (the launcher sets launch.env; ranks started another way, e.g. launch.kind=external, "
+              "need it set where they start)\n";
+  }
   const std::filesystem::path runDir = parsed->has("run-dir")
                                            ? std::filesystem::path(parsed->get("run-dir"))
                                            : std::filesystem::path(config->run_root) / config->name;

@@ -285,6 +285,22 @@ StatusOr<WorldInfo> discoverWorld(const Env& env, const WorldFlags& flags) {
   return w;
 }
 
+std::vector<std::string_view> worldVariableNames() {
+  std::vector<std::string_view> names;
+  auto add = [&names](std::string_view name) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  };
+  for (const Family& f : kFamilies) {
+    add(f.rank);
+    add(f.size);
+  }
+  for (const auto& chain : {kLocalRankChain, kLocalWorldChain, kNodeRankChain}) {
+    for (const char* name : chain) add(name);
+  }
+  for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) add(name);
+  return names;
+}
+
 std::map<std::string, std::string> currentEnvironment() {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {

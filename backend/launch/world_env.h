@@ -78,6 +78,10 @@ struct WorldFlags {
 protocol::StatusOr<WorldInfo> discoverWorld(const std::map<std::string, std::string>& env,
                                             const WorldFlags& flags = {});
 
+// Every variable discoverWorld reads, each once: the chains above, MASTER_ADDR, MASTER_PORT
+// and SLURM's node lists. launch.env refuses them (protocol::isLauncherVariable).
+std::vector<std::string_view> worldVariableNames();
+
 // This process's environment as a map.
 std::map<std::string, std::string> currentEnvironment();
 

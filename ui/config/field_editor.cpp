@@ -12,6 +12,7 @@
 
 #include "ui/config/form_registry.h"
 #include "ui/config/string_list_editor.h"
+#include "ui/remote/string_map_editor.h"
 
 namespace fs::ui {
 namespace {
@@ -193,6 +194,24 @@ class ListEditor : public FieldEditor {
   StringListEditor* list_;
 };
 
+class MapEditor : public FieldEditor {
+ public:
+  MapEditor(const EntrySpec& spec, const QString& path, QWidget* parent)
+      : FieldEditor(spec, path, parent), map_(new StringMapEditor) {
+    setInput(map_, false);
+    connect(map_, &StringMapEditor::mapEdited, this,
+            [this] { emit edited(this->path(), Value(map_->map())); });
+  }
+  void setValue(const Value& v) override {
+    const auto& map = std::get<protocol::StringMap>(v);
+    if (map_->map() != map) map_->setMap(map);  // rows being typed stay
+  }
+  std::optional<Value> value() const override { return std::optional<Value>(std::in_place, map_->map()); }
+
+ private:
+  StringMapEditor* map_;
+};
+
 }  // namespace
 
 QString fieldToolTip(const EntrySpec& spec) {
@@ -220,6 +239,8 @@ FieldEditor* FieldEditor::create(const EntrySpec& spec, const QString& path, QWi
       return new TextEditor(spec, path, parent);
     case FieldType::kStringList:
       return new ListEditor(spec, path, parent);
+    case FieldType::kStringMap:
+      return new MapEditor(spec, path, parent);
   }
   return new TextEditor(spec, path, parent);
 }
@@ -238,7 +259,9 @@ void FieldEditor::setInput(QWidget* input, bool unitShown) {
   layout->addWidget(input);
   if (!unitShown && !spec_.unit.empty()) layout->addWidget(new QLabel(qs(spec_.unit)));
   // Text fields take the width; compact editors stay at their size.
-  if (spec_.type != FieldType::kString && spec_.type != FieldType::kStringList) layout->addStretch(1);
+  if (spec_.type != FieldType::kString && spec_.type != FieldType::kStringList &&
+      spec_.type != FieldType::kStringMap)
+    layout->addStretch(1);
   setFocusProxy(input);
 }
 

@@ -7,6 +7,7 @@
 //   number                    QLineEdit, shortest round-trip text (never rounded)
 //   string                    QLineEdit
 //   list of strings           StringListEditor
+//   mapping of strings        StringMapEditor (ui/remote/string_map_editor.h): Name / Value table
 //
 // The tooltip is the help text, unit, allowed values and default. The editor
 // shows values (setValue) and reports the user's edits (edited); it never

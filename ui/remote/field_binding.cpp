@@ -1,9 +1,12 @@
 #include "ui/remote/field_binding.h"
 
+#include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
 
 #include "app/config/config_document.h"
+#include "backend/protocol/cmdline/shell_words.h"
+#include "ui/remote/string_map_editor.h"
 
 namespace fs::ui {
 
@@ -61,6 +64,36 @@ void bindSpinBox(QSpinBox* spin, app::ConfigDocument* document, const QString& p
     if (fieldText(*document, path) != QString::number(value))
       document->setField(path.toStdString(), std::to_string(value));
     (void)spin;
+  });
+}
+
+void bindStringMap(StringMapEditor* editor, app::ConfigDocument* document, const QString& path,
+                   QLabel* summary) {
+  editor->setObjectName(QStringLiteral("field:") + path);
+  if (summary) {
+    summary->setObjectName(QStringLiteral("summary:") + path);
+    summary->setTextFormat(Qt::PlainText);
+    summary->setWordWrap(true);
+    summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  }
+  const std::string p = path.toStdString();
+  auto current = [document, p]() -> protocol::StringMap {
+    auto value = document->fieldValue(p);
+    if (!value || !std::holds_alternative<protocol::StringMap>(value.value())) return {};
+    return std::get<protocol::StringMap>(value.value());
+  };
+  follow(editor, document, path, [editor, summary, current] {
+    const protocol::StringMap map = current();
+    if (editor->map() != map) editor->setMap(map);
+    if (!summary) return;
+    std::vector<std::string> words;
+    for (const auto& [name, value] : map) words.push_back(name + "=" + value);
+    summary->setText(words.empty() ? QObject::tr("none")
+                                   : QString::fromStdString(protocol::joinShellWords(words)));
+  });
+  QObject::connect(editor, &StringMapEditor::mapEdited, editor, [editor, document, p, current] {
+    const protocol::StringMap map = editor->map();
+    if (map != current()) document->setFieldValue(p, protocol::Value(map));
   });
 }
 

@@ -1,4 +1,4 @@
-// Binds a plain editor (QLineEdit, QSpinBox) to one field of the ConfigDocument:
+// Binds a plain editor (QLineEdit, QSpinBox, StringMapEditor) to one field of the ConfigDocument:
 // the user's edits go to the document (setField, so the schema parses and
 // checks them), and the document's changes of that field (an edit in the
 // config form, a loaded file) come back to the editor. The page and the form
@@ -10,6 +10,7 @@
 #include <QObject>
 #include <QString>
 
+class QLabel;
 class QLineEdit;
 class QSpinBox;
 
@@ -19,6 +20,8 @@ class ConfigDocument;
 
 namespace fs::ui {
 
+class StringMapEditor;
+
 // The field's current value as text ("" when the path names no field).
 QString fieldText(const app::ConfigDocument& document, const QString& path);
 
@@ -26,5 +29,10 @@ QString fieldText(const app::ConfigDocument& document, const QString& path);
 void bindLineEdit(QLineEdit* edit, app::ConfigDocument* document, const QString& path);
 // Integer fields: applied on every change.
 void bindSpinBox(QSpinBox* spin, app::ConfigDocument* document, const QString& path);
+// String-map fields (launch.env): applied on every edit of a cell, a row added or removed.
+// `summary`, when given, shows the field as NAME=VALUE words quoted for a shell, exactly as
+// a launcher logs them ("none" when empty), and is named "summary:<path>".
+void bindStringMap(StringMapEditor* editor, app::ConfigDocument* document, const QString& path,
+                   QLabel* summary = nullptr);
 
 }  // namespace fs::ui

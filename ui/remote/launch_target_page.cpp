@@ -17,6 +17,7 @@
 #include "ui/remote/field_binding.h"
 #include "ui/remote/slurm_target_panel.h"
 #include "ui/remote/ssh_target_panel.h"
+#include "ui/remote/string_map_editor.h"
 
 namespace fs::ui {
 namespace {
@@ -60,6 +61,7 @@ LaunchTargetPage::LaunchTargetPage(app::ConfigDocument* document, std::shared_pt
       engine_(new QLineEdit),
       remoteRoot_(new QLineEdit),
       aliasState_(new QLabel),
+      env_(new StringMapEditor),
       ssh_(new SshTargetPanel(document, worker_->worker())),
       slurm_(new SlurmTargetPanel(document, worker_->worker())),
       stamp_(timeStamp()) {
@@ -102,10 +104,26 @@ LaunchTargetPage::LaunchTargetPage(app::ConfigDocument* document, std::shared_pt
   stack_->addWidget(slurm_);
   stack_->addWidget(external);  // kExternal
 
+  // launch.env: every launcher but an external one sets it for every rank (NOTE [Launch
+  // environment], backend/protocol/config/launch_env.h); the line under the table shows it as
+  // the launchers log it, each NAME=VALUE quoted for a shell.
+  auto* envGroup = new QGroupBox(tr("Environment of every rank (launch.env)"));
+  envGroup->setObjectName(QStringLiteral("launchEnvGroup"));
+  envGroup->setToolTip(tr(
+      "Variables set for every rank on every node, as torchrun's ranks inherit its environment and as "
+      "sbatch --export passes them: e.g. OPENBLAS_CORETYPE, so that SSH and SLURM ranks compute as "
+      "this machine's do. The launcher's own variables (RANK, WORLD_SIZE, MASTER_ADDR, ...) are refused."));
+  auto* envSummary = new QLabel;
+  bindStringMap(env_, document_, QStringLiteral("launch.env"), envSummary);
+  auto* envLayout = new QVBoxLayout(envGroup);
+  envLayout->addWidget(env_);
+  envLayout->addWidget(envSummary);
+
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(choice);
   layout->addWidget(remote_);
   layout->addWidget(stack_, 1);
+  layout->addWidget(envGroup);
 
   ssh_->setInputSource([this] {
     PreflightInput input;

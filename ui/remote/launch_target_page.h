@@ -9,7 +9,8 @@
 // Launch action picks its launcher from launch.kind alone.
 //
 // Shared by SSH and SLURM: the engine's path on the hosts (kept here, not in
-// the config) and the remote run root (launch.remote_workdir).
+// the config) and the remote run root (launch.remote_workdir). Shared by every
+// target: launch.env, the environment of every rank.
 //
 // The remote work (ssh config aliases, pre-flight, sbatch) runs on the page's
 // RemoteWorker thread. Ownership: borrows the document, shares the hosts.
@@ -39,6 +40,7 @@ namespace fs::ui {
 
 class SshTargetPanel;
 class SlurmTargetPanel;
+class StringMapEditor;
 
 class LaunchTargetPage : public QWidget {
   Q_OBJECT
@@ -58,6 +60,8 @@ class LaunchTargetPage : public QWidget {
   QButtonGroup* targetButtons() const { return targets_; }
   QLineEdit* engineEdit() const { return engine_; }
   QLineEdit* remoteRootEdit() const { return remoteRoot_; }
+  // launch.env, bound to the document both ways.
+  StringMapEditor* envEditor() const { return env_; }
   // The worker thread's object (for queueing work behind the page's own, in tests).
   RemoteWorker* remoteWorker() const { return worker_->worker(); }
 
@@ -97,6 +101,7 @@ class LaunchTargetPage : public QWidget {
   QLineEdit* engine_;
   QLineEdit* remoteRoot_;
   QLabel* aliasState_;
+  StringMapEditor* env_;
   SshTargetPanel* ssh_;
   SlurmTargetPanel* slurm_;
   QString stamp_;            // the SLURM run directory's time suffix

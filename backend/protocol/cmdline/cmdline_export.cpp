@@ -95,6 +95,8 @@ std::string reasonFor(const std::string& path, const std::string& key, const Val
   if (path == "launch.kind")
     return "the line is a torchrun command: one node imports as local, several as ssh";
   if (path == "launch.hosts") return "a torchrun line runs on every node and names no hosts";
+  if (path == "launch.env")
+    return "a train.py line carries no environment: set the variables where torchrun starts, on every node";
   if (startsWith(path, "launch.slurm.")) return "the line is a torchrun command, not a SLURM job";
   if (flagForPath(path) == nullptr) return "train.py has no option for it";
   return "the line cannot carry this value";

@@ -53,6 +53,19 @@ Status keepDatasets(RunConfig* config, const std::string& value) {
   return Status::ok();
 }
 
+// "launch.env.NAME": one entry of a string-map field, set to `text` exactly as given.
+// False when `path` is not <a string-map field>.<name>.
+bool setMapEntry(RunConfig* config, const std::string& path, const std::string& text) {
+  const auto dot = path.rfind('.');
+  if (dot == std::string::npos || dot + 1 == path.size()) return false;
+  auto ref = resolvePath(runConfigSchema(), config, path.substr(0, dot));
+  if (!ref || ref->spec->type != FieldType::kStringMap) return false;
+  auto map = std::get<StringMap>(ref->spec->get(ref->owner));
+  map[path.substr(dot + 1)] = text;
+  ref->spec->set(ref->owner, Value(std::move(map)));
+  return true;
+}
+
 }  // namespace
 
 Status applyOverride(RunConfig* config, const std::string& assignment) {
@@ -66,7 +79,7 @@ Status applyOverride(RunConfig* config, const std::string& assignment) {
   if (path == "data.datasets") return keepDatasets(config, text);
   maybeAppend(config, path);
   auto ref = resolvePath(runConfigSchema(), config, path);
-  if (!ref) return ref.status();
+  if (!ref) return setMapEntry(config, path, text) ? Status::ok() : ref.status();
   auto value = valueFromText(*ref->spec, text, ref->path);
   if (!value) return value.status();
   const std::string why = checkValue(*ref->spec, value.value());

@@ -5,6 +5,9 @@
 // Two list forms:
 //   data.datasets[N].key=value with N == size appends a new element (defaults);
 //   data.datasets=laion,mmc4 keeps the named elements, in that order.
+// A string map takes one entry at a time, its value exactly as given
+// (launch.env.OMP_NUM_THREADS=4), or whole in its text form (launch.env={A: "1"};
+// launch.env= empties it). Names and values are checked by validation.
 // Values are parsed with the field's type; the value must also be allowed
 // (range / choices), so a bad override fails at once naming the path.
 #pragma once

@@ -364,6 +364,9 @@ struct Schema {
           .range(1, 65535);
       b.field(&LaunchConfig::remote_workdir, "remote_workdir", "",
               "Run root on remote nodes; empty = ~/flamingo-runs");
+      b.field(&LaunchConfig::env, "env", StringMap{},
+              "Environment variables for every rank on every node, NAME: value (e.g. OPENBLAS_CORETYPE); "
+              "set by the launcher as torchrun's ranks inherit its environment");
       b.section(&LaunchConfig::slurm, slurm);
     }
     SectionBuilder<RunConfig> b(root, "", "Flamingo Studio run configuration");

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -202,6 +203,8 @@ struct LaunchConfig {
   std::string master_addr;
   int64_t master_port{};
   std::string remote_workdir;
+  // NAME -> VALUE set for every rank on every node (NOTE [Launch environment], launch_env.h)
+  std::map<std::string, std::string> env;
   SlurmConfig slurm;
   bool operator==(const LaunchConfig&) const = default;
 };

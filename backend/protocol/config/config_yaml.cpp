@@ -79,6 +79,10 @@ class Loader {
   }
 
   void field(const EntrySpec& e, void* obj, const YAML::Node& node, const std::string& path) {
+    if (e.type == FieldType::kStringMap) {
+      stringMap(e, obj, node, path);
+      return;
+    }
     if (e.type == FieldType::kStringList) {
       std::vector<std::string> items;
       if (node.IsSequence()) {
@@ -111,6 +115,31 @@ class Loader {
       return;
     }
     e.set(obj, parsed.value());
+  }
+
+  // A mapping of names to scalars; values are kept as written (`1` is "1"), nothing is "".
+  void stringMap(const EntrySpec& e, void* obj, const YAML::Node& node, const std::string& path) {
+    StringMap map;
+    if (node.IsMap()) {
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar()) {
+          error(path, at(kv.first, source_) + ": names must be strings, found " + kindName(kv.first));
+          return;
+        }
+        const std::string name = kv.first.Scalar();
+        if (!kv.second.IsScalar() && !kv.second.IsNull()) {
+          error(joinKey(path, name),
+                at(kv.second, source_) + ": expected a string value, found " + kindName(kv.second));
+          return;
+        }
+        map[name] = kv.second.IsNull() ? std::string() : kv.second.Scalar();
+      }
+    } else if (!node.IsNull()) {
+      error(path, at(node, source_) + ": expected a mapping of names to strings (NAME: value), found " +
+                      kindName(node));
+      return;
+    }
+    e.set(obj, Value(std::move(map)));
   }
 
   static std::string kindName(const YAML::Node& n) {
@@ -282,6 +311,23 @@ std::string comment(const EntrySpec& e) {
 }
 
 void emitScalar(YAML::Emitter& out, const EntrySpec& e, const Value& v) {
+  if (e.type == FieldType::kStringMap) {
+    out << YAML::Flow << YAML::BeginMap;
+    for (const auto& [name, value] : std::get<StringMap>(v)) {
+      out << YAML::Key;
+      if (plainSafe(name))
+        out << name;
+      else
+        out << YAML::DoubleQuoted << name;
+      out << YAML::Value;
+      if (plainSafe(value))
+        out << value;
+      else
+        out << YAML::DoubleQuoted << value;
+    }
+    out << YAML::EndMap;
+    return;
+  }
   if (e.type == FieldType::kStringList) {
     out << YAML::Flow << YAML::BeginSeq;
     for (const auto& s : std::get<std::vector<std::string>>(v)) {

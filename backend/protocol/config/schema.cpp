@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <sstream>
+#include <string_view>
 
 #include "backend/protocol/config/text_match.h"
 
@@ -24,6 +25,8 @@ const char* fieldTypeName(FieldType type) {
       return "choice";
     case FieldType::kStringList:
       return "list of strings";
+    case FieldType::kStringMap:
+      return "mapping of names to strings";
   }
   return "?";
 }
@@ -223,6 +226,142 @@ bool parseDouble(const std::string& text, double* out) {
   return ec == std::errc() && p == t.data() + t.size() && std::isfinite(*out);
 }
 
+bool isIdentifierText(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return c == '_' || std::isalnum(static_cast<unsigned char>(c)); });
+}
+
+// "text" with the escapes valueFromText reads back.
+std::string quoteMapText(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      static const char* kHex = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string stringMapToText(const StringMap& map) {
+  std::string out = "{";
+  for (const auto& [name, value] : map) {
+    if (out.size() > 1) out += ", ";
+    out += (isIdentifierText(name) ? name : quoteMapText(name)) + ": " + quoteMapText(value);
+  }
+  return out + "}";
+}
+
+// Reads the text form of a string map (schema.h). Returns false at the first thing it cannot read.
+class MapTextParser {
+ public:
+  explicit MapTextParser(std::string_view text) : t_(text) {}
+
+  bool parse(StringMap* out) {
+    skipBlanks();
+    const bool braced = more() && t_[i_] == '{';
+    if (braced) ++i_;
+    while (true) {
+      skipBlanks();
+      if (braced && more() && t_[i_] == '}') {
+        ++i_;
+        skipBlanks();
+        return !more();
+      }
+      if (!more()) return !braced;
+      std::string name, value;
+      if (!word(":=", &name) || name.empty()) return false;
+      skipBlanks();
+      if (!more() || (t_[i_] != ':' && t_[i_] != '=')) return false;
+      ++i_;
+      skipBlanks();
+      if (!word(braced ? ",}" : ",", &value)) return false;
+      if (!out->emplace(std::move(name), std::move(value)).second) return false;  // a name twice
+      skipBlanks();
+      if (more() && t_[i_] == ',') {
+        ++i_;
+      } else if (!more() || t_[i_] != '}') {
+        return !more() && !braced;  // the end, or something after a quoted word
+      }
+    }
+  }
+
+ private:
+  bool more() const { return i_ < t_.size(); }
+  void skipBlanks() {
+    while (more() && std::isspace(static_cast<unsigned char>(t_[i_]))) ++i_;
+  }
+  // A quoted word, or bare text up to one of `stops` (blanks around it dropped).
+  bool word(std::string_view stops, std::string* out) {
+    if (more() && t_[i_] == '"') return doubleQuoted(out);
+    if (more() && t_[i_] == '\'') return singleQuoted(out);
+    const std::size_t start = i_;
+    while (more() && stops.find(t_[i_]) == std::string_view::npos) ++i_;
+    *out = trim(std::string(t_.substr(start, i_ - start)));
+    return true;
+  }
+  bool doubleQuoted(std::string* out) {
+    for (++i_; more(); ++i_) {
+      const char c = t_[i_];
+      if (c == '"') {
+        ++i_;
+        return true;
+      }
+      if (c != '\\') {
+        *out += c;
+        continue;
+      }
+      if (++i_ >= t_.size()) return false;
+      const char e = t_[i_];
+      if (e == 'n') {
+        *out += '\n';
+      } else if (e == 't') {
+        *out += '\t';
+      } else if (e == 'x') {
+        unsigned v = 0;
+        if (i_ + 2 >= t_.size()) return false;
+        auto [p, ec] = std::from_chars(t_.data() + i_ + 1, t_.data() + i_ + 3, v, 16);
+        if (ec != std::errc() || p != t_.data() + i_ + 3) return false;
+        *out += static_cast<char>(v);
+        i_ += 2;
+      } else {
+        *out += e;  // \" and \\ (and any other character as itself)
+      }
+    }
+    return false;  // no closing quote
+  }
+  bool singleQuoted(std::string* out) {
+    for (++i_; more(); ++i_) {
+      if (t_[i_] != '\'') {
+        *out += t_[i_];
+      } else if (i_ + 1 < t_.size() && t_[i_ + 1] == '\'') {
+        *out += '\'';  // '' is a quote, as in YAML
+        ++i_;
+      } else {
+        ++i_;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  std::string_view t_;
+  std::size_t i_ = 0;
+};
+
 }  // namespace
 
 std::string valueToText(const EntrySpec& spec, const Value& value) {
@@ -237,6 +376,8 @@ std::string valueToText(const EntrySpec& spec, const Value& value) {
           return formatDouble(v);
         else if constexpr (std::is_same_v<V, std::string>)
           return v;
+        else if constexpr (std::is_same_v<V, StringMap>)
+          return stringMapToText(v);
         else {
           std::string s;
           for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
@@ -296,6 +437,14 @@ StatusOr<Value> valueFromText(const EntrySpec& spec, const std::string& rawText,
       }
       return Value(items);
     }
+    case FieldType::kStringMap: {
+      StringMap map;
+      if (!MapTextParser(rawText).parse(&map)) {
+        return bad(
+            "a mapping of names to strings, e.g. {NAME: \"value\", OTHER: \"value\"} (each name once)");
+      }
+      return Value(std::move(map));
+    }
   }
   return bad("valid");
 }
@@ -324,6 +473,8 @@ std::string describeAllowed(const EntrySpec& spec) {
       return spec.required ? "a non-empty string" : "a string";
     case FieldType::kStringList:
       return "a list of strings";
+    case FieldType::kStringMap:
+      return "a mapping of names to strings";
   }
   return "";
 }

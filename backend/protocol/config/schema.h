@@ -1,7 +1,7 @@
 // Reflection over the run config: the one declaration every consumer reads.
 //
 // A SectionSpec describes one config struct as an ordered list of entries:
-// scalar fields (bool, int, float, string, enum, string list), nested
+// scalar fields (bool, int, float, string, enum, string list, string map), nested
 // sections and lists of sections. Entries carry key, default, unit, help and
 // allowed values, plus type-erased accessors bound to the struct member, so
 // generic code (YAML, overrides, validation, the GUI form) never names a
@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -22,9 +23,11 @@
 
 namespace fs::protocol {
 
-using Value = std::variant<bool, int64_t, double, std::string, std::vector<std::string>>;
+// NAME -> value, in name order (launch.env).
+using StringMap = std::map<std::string, std::string>;
+using Value = std::variant<bool, int64_t, double, std::string, std::vector<std::string>, StringMap>;
 
-enum class FieldType { kBool, kInt, kFloat, kString, kEnum, kStringList };
+enum class FieldType { kBool, kInt, kFloat, kString, kEnum, kStringList, kStringMap };
 const char* fieldTypeName(FieldType type);
 
 struct SectionSpec;
@@ -95,7 +98,10 @@ void forEachField(
     const SectionSpec& root, const void* obj,
     const std::function<void(const std::string& path, const EntrySpec&, const void* owner)>& fn);
 
-// Text forms shared by YAML, --set and the command line.
+// Text forms shared by YAML, --set and the command line. A string map reads
+// {NAME: "value", OTHER: "value"}: every value in double quotes with '\"', '\\',
+// '\n', '\t' and '\xHH' escapes (a name too when it is not an identifier);
+// valueFromText also takes single-quoted and bare values, '=' for ':', and no braces.
 std::string valueToText(const EntrySpec& spec, const Value& value);
 // Parses `text` as the field's type; the error names `path`, the text and the type.
 StatusOr<Value> valueFromText(const EntrySpec& spec, const std::string& text, const std::string& path);

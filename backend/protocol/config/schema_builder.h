@@ -20,6 +20,8 @@ constexpr FieldType fieldTypeOf() {
     return FieldType::kFloat;
   else if constexpr (std::is_same_v<M, std::string>)
     return FieldType::kString;
+  else if constexpr (std::is_same_v<M, StringMap>)
+    return FieldType::kStringMap;
   else
     return FieldType::kStringList;
 }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "backend/protocol/config/derived.h"
+#include "backend/protocol/config/launch_env.h"
 #include "backend/protocol/config/model_catalog.h"
 #include "backend/protocol/config/schema.h"
 #include "backend/protocol/config/shard_pattern.h"
@@ -347,6 +348,15 @@ class Checker {
       error("launch.master_addr", "'" + l.master_addr + "' cannot be reached from other nodes",
             "use node 0's address as the other nodes see it" +
                 (l.hosts.empty() ? std::string() : " (e.g. the host of '" + l.hosts.front() + "')"));
+    }
+    // NOTE [Launch environment] (launch_env.h): names, values, the launcher's own variables.
+    for (auto& p : validateLaunchEnv(l)) problems_.push_back(std::move(p));
+    if (const auto omp = l.env.find("OMP_NUM_THREADS");
+        omp != l.env.end() && l.threads_per_rank > 0 && omp->second != num(l.threads_per_rank)) {
+      warning("launch.env.OMP_NUM_THREADS",
+              "'" + omp->second + "' while launch.threads_per_rank is " + num(l.threads_per_rank) +
+                  ": LibTorch's threads follow threads_per_rank, OpenMP and OpenBLAS follow launch.env",
+              "remove launch.env.OMP_NUM_THREADS, or set both to one number");
     }
   }
 

@@ -176,6 +176,36 @@ class SlurmJobsTest : public QObject {
     poller->stop();
   }
 
+  // NOTE [Launch environment]: the script's exports reach every srun task, verbatim. The
+  // "engine" is a script that writes what its task received; a canary shows nothing ran.
+  void launchEnvReachesEveryTask() {
+    const std::string dir = runDir("env");
+    const std::string canary = runDir("canary");
+    const std::string engine = runDir("fake-engine.sh");
+    QVERIFY(host_
+                .writeFileAtomic(
+                    engine,
+                    "#!/bin/sh\nprintf '%s|%s|%s\\n' \"$FS_PLAIN\" \"$FS_HOSTILE\" \"${FS_EMPTY-unset}\" "
+                    "> \"env-$SLURM_PROCID.tmp\" && mv \"env-$SLURM_PROCID.tmp\" \"env-$SLURM_PROCID\"\n",
+                    0755)
+                .isOk());
+    const std::string hostile =
+        "it's a \"v\" $(touch " + canary + ") `touch " + canary + "` ; | & * ~ \\ $HOME %j ";
+    proto::RunConfig config = tinyJob(2);
+    config.launch.env = {{"FS_PLAIN", "Haswell"}, {"FS_HOSTILE", hostile}, {"FS_EMPTY", ""}};
+    auto script = makeSlurmScript(config, {dir, engine, ""});
+    QVERIFY2(script.isOk(), script.status().message().c_str());
+    auto id = submit(dir, script.value(), config);
+    QVERIFY2(id.isOk(), id.status().message().c_str());
+    for (const char* rank : {"0", "1"}) {
+      QTRY_VERIFY2_WITH_TIMEOUT(QFileInfo::exists(QString::fromStdString(dir + "/env-" + rank)),
+                                log(dir, id.value()).c_str(), kWaitMs);
+      QCOMPARE(readAll(dir + "/env-" + rank), "Haswell|" + hostile + "|\n");
+    }
+    QTRY_VERIFY_WITH_TIMEOUT(endedState(id.value()) == "COMPLETED", kWaitMs);
+    QVERIFY2(!QFileInfo::exists(QString::fromStdString(canary)), "a launch.env value was executed");
+  }
+
   void cancelledRunStopsWithACheckpoint() {
     const proto::RunConfig config = tinyJob(1, {"optim.epochs=100000"});  // ended by the test
     const std::string dir = runDir("cancelled");

@@ -160,6 +160,71 @@ TEST(SlurmScriptTest, HostileRunDirectoriesReachTheEngineVerbatim) {
       << script.value();
 }
 
+// launch.env (NOTE [Launch environment]): exported by the script, quoted, and srun --export=ALL
+// hands the script's environment to every task.
+TEST(SlurmScriptTest, LaunchEnvIsExportedQuotedAndSrunExportsAll) {
+  protocol::RunConfig c = slurmConfig();
+  auto plain = makeSlurmScript(c, spec("/r"));
+  ASSERT_TRUE(plain.isOk()) << plain.status().message();
+  EXPECT_EQ(plain->find("export OPENBLAS"), std::string::npos) << plain.value();
+  EXPECT_EQ(plain->find("--export"), std::string::npos) << plain.value();
+  c.launch.env = {{"OPENBLAS_CORETYPE", "Haswell"}, {"ODD", "it's $(id) `id` \"q\""}, {"EMPTY", ""}};
+  auto script = makeSlurmScript(c, spec("/r"));
+  ASSERT_TRUE(script.isOk()) << script.status().message();
+  EXPECT_NE(script->find("export EMPTY=''\n"
+                         "export ODD='it'\\''s $(id) `id` \"q\"'\n"
+                         "export OPENBLAS_CORETYPE=Haswell\n"),
+            std::string::npos)
+      << script.value();
+  EXPECT_NE(script->find("exec srun --kill-on-bad-exit=1 --export=ALL --nodes=2 --ntasks-per-node=4 "),
+            std::string::npos)
+      << script.value();
+  // Before the first command sbatch reads #SBATCH lines: the exports come after all of them.
+  EXPECT_LT(script->rfind("#SBATCH"), script->find("export OPENBLAS_CORETYPE")) << script.value();
+}
+
+TEST(SlurmScriptTest, LaunchEnvProblemsNameTheirField) {
+  protocol::RunConfig c = slurmConfig();
+  c.launch.env = {{"RANK", "1"}, {"BAD NAME", "x"}, {"NL", "a\nb"}, {"SLURM_CPU_BIND", "none"}, {"OK", "y"}};
+  auto script = makeSlurmScript(c, spec("/r"));
+  ASSERT_FALSE(script.isOk());
+  for (const char* field :
+       {"launch.env.RANK", "launch.env.BAD NAME", "launch.env.NL", "launch.env.SLURM_CPU_BIND"})
+    EXPECT_NE(script.status().message().find(field), std::string::npos)
+        << field << " not in: " << script.status().message();
+  EXPECT_EQ(script.status().message().find("launch.env.OK"), std::string::npos) << script.status().message();
+}
+
+// The script run by a real bash, with an srun that prints what each task would get (srun passes its
+// environment on): a value with spaces, quotes and $(...) arrives as written, and nothing runs.
+TEST(SlurmScriptTest, LaunchEnvReachesTheTasksVerbatim) {
+  const std::string bin = "/tmp/fs_slurm_env_test." + std::to_string(::getpid());
+  std::filesystem::create_directories(bin);
+  const std::string canary = bin + "/canary";
+  remote::LocalHost host;
+  ASSERT_TRUE(host.writeFileAtomic(bin + "/srun",
+                                   "#!/bin/sh\nprintf '[%s]' \"$1\" \"$2\" \"$FS_PLAIN\" \"$FS_HOSTILE\" "
+                                   "\"${FS_EMPTY-unset}\"\n",
+                                   0755)
+                  .isOk());
+  const std::string hostile =
+      "it's a \"v\" $(touch " + canary + ") `touch " + canary + "` ; | & * ~ \\ $HOME %j ";
+  protocol::RunConfig c = slurmConfig();
+  c.launch.env = {{"FS_PLAIN", "Haswell"}, {"FS_HOSTILE", hostile}, {"FS_EMPTY", ""}};
+  auto script = makeSlurmScript(c, spec("/r"));
+  ASSERT_TRUE(script.isOk()) << script.status().message();
+  auto r = host.run(
+      {"env", "-i", "PATH=" + bin + ":/usr/bin:/bin", "SLURM_JOB_ID=7", "bash", "-c", script.value()});
+  const bool executed = std::filesystem::exists(canary);
+  std::filesystem::remove_all(bin);
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ(r->exit_code, 0) << r->err;
+  EXPECT_NE(r->out.find("[--kill-on-bad-exit=1][--export=ALL][Haswell][" + hostile + "][]"),
+            std::string::npos)
+      << r->out;
+  EXPECT_FALSE(executed) << "a launch.env value was executed by the batch script";
+}
+
 // The run directory of a previewed script, read back as sbatch reads --chdir.
 TEST(SlurmScriptTest, RunDirectoryIsReadBackFromAScript) {
   for (const std::string run : {"/plain/run-1", "/tmp/it's a \"run\" $HOME `id` $(id) ; & | * %j ~"}) {

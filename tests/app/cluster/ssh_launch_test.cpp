@@ -3,19 +3,29 @@
 // agent per host, the run followed over SFTP (RunFollower through HostRunDir) and
 // controlled through control files written over SFTP (ControlClient with the host).
 // A 2-node x 2-rank run is paused, checkpointed, resumed and stopped; its losses
-// equal, bit for bit, those of the same config on two agents of this machine. The
+// equal, bit for bit, those of the same config on two agents of this machine (the
+// variables that choose BLAS and OpenMP kernels travel in launch.env: sshd does not
+// pass them on, and the local agents inherit them). launch.env reaches every rank
+// through sshd verbatim, and nothing in it is executed. The
 // launcher and follower going away leaves the run going, and a new follower gets
 // its whole history. Waits are on conditions with generous limits (hang guards).
+#include "app/cluster/ssh_launch.h"
+
+#include <unistd.h>
+
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <memory>
+#include <string_view>
 
 #include "app/cluster/remote_agent.h"
 #include "app/cluster/ssh_launcher.h"
 #include "app/control/control_client.h"
 #include "app/monitor/host_file_source.h"
 #include "app/remote/local_host.h"
+#include "app/remote/shell_quote.h"
+#include "backend/protocol/config/schema.h"
 #include "backend/protocol/wire/control_file.h"
 #include "tests/app/cluster/follow_recorder.h"
 #include "tests/app/cluster/ssh_test_util.h"
@@ -32,10 +42,29 @@ int portFor(int k) {
   return 20000 + (::getpid() % 2000) * 10 + k;
 }
 
-// Starts the agents of `argvs` on this machine, stops the run (a control file) once it has
-// done `steps` steps, and waits until every agent has ended.
-bool runLocally(const std::string& runDir, const std::vector<std::vector<std::string>>& argvs, qint64 steps,
-                QString* why) {
+// The variables of this process that choose BLAS and OpenMP kernels and their blocking
+// (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE, OMP_*, MKL_*, ...). The agents below inherit them; an
+// sshd session does not, so an SSH run that is to compute the same bits gets them in launch.env
+// (NOTE [Launch environment] in backend/protocol/config/launch_env.h).
+protocol::StringMap kernelEnvironment() {
+  protocol::StringMap env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const auto eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view name = entry.substr(0, eq);
+    for (const std::string_view prefix : {"OPENBLAS_", "OMP_", "MKL_", "GOTO_", "BLIS_"}) {
+      if (name.starts_with(prefix)) env[std::string(name)] = std::string(entry.substr(eq + 1));
+    }
+  }
+  return env;
+}
+
+// Starts the agents of `argvs` on this machine with `env` added (as launchOverSsh adds it:
+// agentEnvironment), stops the run (a control file) once it has done `steps` steps, and waits
+// until every agent has ended.
+bool runLocally(const std::string& runDir, const std::vector<std::vector<std::string>>& argvs,
+                const std::vector<std::string>& env, qint64 steps, QString* why) {
   remote::LocalHost local;
   if (auto s = local.makeDirs(runDir + "/logs"); !s) {
     *why = QString::fromStdString(s.message());
@@ -43,8 +72,8 @@ bool runLocally(const std::string& runDir, const std::vector<std::vector<std::st
   }
   std::vector<AgentIdentity> agents;
   for (std::size_t i = 0; i < argvs.size(); ++i) {
-    auto id = startDetached(local, runDir, runDir + "/logs/agent-" + std::to_string(i) + ".log", argvs[i],
-                            {"OMP_NUM_THREADS=1"});
+    auto id =
+        startDetached(local, runDir, runDir + "/logs/agent-" + std::to_string(i) + ".log", argvs[i], env);
     if (!id) {
       *why = QString::fromStdString(id.status().message());
       return false;
@@ -104,6 +133,7 @@ class SshLaunchTest : public QObject {
         {"optim.epochs=1000", "launch.kind=ssh", "launch.nnodes=2", "launch.nproc_per_node=2",
          "launch.hosts=[" + hosts_->alias(0) + ", " + hosts_->alias(1) + "]",
          "launch.master_addr=" + hosts_->hostAddress(0), "launch.master_port=" + std::to_string(port)});
+    request.config.launch.env = kernelEnvironment();
     request.runRoot = runs_.filePath(QStringLiteral("ssh"));
     request.remoteEngine = QString::fromStdString(kEngine);
     launcher.launch(request);
@@ -180,12 +210,68 @@ class SshLaunchTest : public QObject {
                         "--config",
                         runDir + "/config.yaml"});
     }
-    QVERIFY2(runLocally(reference, agents, stoppedAt, &why), qPrintable(why));
+    // The same environment on top of this process's as the SSH agents got on top of the login one.
+    QVERIFY2(runLocally(reference, agents, agentEnvironment(request.config), stoppedAt, &why),
+             qPrintable(why));
     const auto local = test::lossesByStep(reference);
     for (const auto& [step, losses] : follow.losses) {
       QVERIFY2(local.count(step) == 1, qPrintable(QStringLiteral("step %1").arg(step)));
       QVERIFY2(local.at(step) == losses, qPrintable(QStringLiteral("losses differ at step %1").arg(step)));
     }
+  }
+
+  // NOTE [Launch environment]: launch.env reaches every rank of every node through sshd, each value
+  // verbatim. The engine on the hosts is a stand-in: the real node agent with the options the
+  // launch gave it, whose ranks write what they received; a canary shows nothing was executed.
+  void launchEnvReachesEveryRankThroughSshd() {
+    const std::string dir = runs_.filePath(QStringLiteral("env-engine")).toStdString();
+    const std::string canary = runs_.filePath(QStringLiteral("canary")).toStdString();
+    remote::LocalHost local;
+    QVERIFY(local.makeDirs(dir).isOk());
+    const std::string engine = dir + "/flamingo-train";
+    QVERIFY(local
+                .writeFileAtomic(engine,
+                                 "#!/bin/bash\n"
+                                 "agent=()\n"
+                                 "while [ $# -gt 0 ] && [ \"$1\" != -- ]; do agent+=(\"$1\"); shift; done\n"
+                                 "exec " +
+                                     remote::shellQuote(kEngine) +
+                                     " \"${agent[@]}\" -- /bin/sh -c 'printf \"%s|%s|%s\\n\" \"$FS_PLAIN\" "
+                                     "\"$FS_HOSTILE\" \"${FS_EMPTY-unset}\" > \"$0/env-$RANK.tmp\" && "
+                                     "mv \"$0/env-$RANK.tmp\" \"$0/env-$RANK\"; sleep 2' \"$PWD\"\n",
+                                 0755)
+                .isOk());
+    const std::string hostile =
+        "it's a \"v\" $(touch " + canary + ") `touch " + canary + "` ; | & * ~ \\ $HOME {a: b} ";
+    SshLaunchPlan plan;
+    plan.config = test::tinyRun({"launch.kind=ssh", "launch.nnodes=2", "launch.nproc_per_node=2",
+                                 "launch.hosts=[" + hosts_->alias(0) + ", " + hosts_->alias(1) + "]",
+                                 "launch.master_addr=" + hosts_->hostAddress(0),
+                                 "launch.master_port=" + std::to_string(portFor(3))});
+    plan.config.launch.env = {{"FS_PLAIN", "Haswell"}, {"FS_HOSTILE", hostile}, {"FS_EMPTY", ""}};
+    plan.runRoot = runs_.filePath(QStringLiteral("env")).toStdString();
+    plan.runName = "env";
+    plan.engine = engine;
+    test::SshOpener opener(*hosts_);
+    auto launched = launchOverSsh(plan, opener.function(), {});
+    QVERIFY2(launched.isOk(), launched.isOk() ? "" : launched.status().message().c_str());
+    const std::string runDir = launched->record.run_dir;
+    for (const char* rank : {"0", "1", "2", "3"}) {
+      const QString file = QString::fromStdString(runDir + "/env-" + rank);
+      QTRY_VERIFY2_WITH_TIMEOUT(QFileInfo::exists(file), qPrintable(QStringLiteral("rank %1").arg(rank)),
+                                kWaitMs);
+      auto text = local.readFile(file.toStdString(), 0, 1 << 16);
+      QVERIFY(text.isOk());
+      QCOMPARE(text.value(), "Haswell|" + hostile + "|\n");
+    }
+    for (const auto& n : launched->record.nodes) {
+      auto host = opener.open(n.host);
+      QVERIFY(host.isOk());
+      QTRY_VERIFY_WITH_TIMEOUT(
+          probeAgent(*host.value(), {n.agent_pid, n.boot_id, n.start_ticks}).value() == AgentState::kGone,
+          kWaitMs);
+    }
+    QVERIFY2(!QFileInfo::exists(QString::fromStdString(canary)), "a launch.env value was executed");
   }
 
   void closingTheAppLeavesTheRunGoingAndANewFollowerGetsItAll() {

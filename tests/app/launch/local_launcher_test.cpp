@@ -29,6 +29,21 @@ QString placeEngine(const QString& dir) {
   return path;
 }
 
+// An executable flamingo-train in `dir` that runs `body` (sh), in the run directory.
+QString placeScript(const QString& dir, const QByteArray& body) {
+  const QString path = placeEngine(dir);
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) qFatal("cannot write %s", qPrintable(path));
+  f.write("#!/bin/sh\n" + body);
+  f.close();
+  return path;
+}
+
+QString readText(const QString& path) {
+  QFile f(path);
+  return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+}
+
 LaunchRequest tinyRequest(const QString& root) {
   LaunchRequest r;
   r.config = test::tinyConfig();
@@ -191,6 +206,67 @@ class LocalLauncherTest : public QObject {
              (QStringList{"train", "--config", "/r/config.yaml", "--allow-pipe"}));
     const int port = freeLoopbackPort();
     QVERIFY(port > 0 && port < 65536);
+  }
+
+  // NOTE [Launch environment]: launch.env goes on top of this process's environment.
+  void engineEnvironmentIsOursWithLaunchEnvOnTop() {
+    LaunchRequest request = tinyRequest(tmp_->path());
+    request.config.launch.env = {{"FS_A", "from config"}, {"FS_B", "b"}};
+    request.overrides = {QStringLiteral("launch.env.FS_B=from --set")};
+    QProcessEnvironment base;
+    base.insert(QStringLiteral("FS_A"), QStringLiteral("ours"));
+    base.insert(QStringLiteral("KEPT"), QStringLiteral("kept"));
+    const QProcessEnvironment env = engineEnvironment(request, base);
+    QCOMPARE(env.value(QStringLiteral("FS_A")), QStringLiteral("from config"));
+    QCOMPARE(env.value(QStringLiteral("FS_B")), QStringLiteral("from --set"));
+    QCOMPARE(env.value(QStringLiteral("KEPT")), QStringLiteral("kept"));
+    QCOMPARE(env.keys().size(), qsizetype{3});
+  }
+
+  // The engine process itself (the rank, or the node agent that passes it on) gets launch.env,
+  // every value verbatim: the engine here is a script that writes what it received.
+  void theEngineProcessGetsLaunchEnv() {
+    const QString canary = tmp_->filePath(QStringLiteral("canary"));
+    const std::string hostile = "it's a \"v\" $(touch " + canary.toStdString() + ") `touch " +
+                                canary.toStdString() + "` ; | & * ~ \\ end ";
+    const QString engine = placeScript(tmp_->filePath(QStringLiteral("bin")),
+                                       "printf '%s|%s|%s|%s\\n' \"$1\" \"$FS_PLAIN\" \"$FS_HOSTILE\" "
+                                       "\"${FS_EMPTY-unset}\" > env.txt\n");
+    for (const int ranks : {1, 2}) {
+      LocalLauncher launcher({{}, engine, {}});
+      QSignalSpy finished(&launcher, &Launcher::finished);
+      QSignalSpy failed(&launcher, &Launcher::failed);
+      LaunchRequest request = tinyRequest(tmp_->filePath(QStringLiteral("runs")));
+      request.config.launch.env = {{"FS_PLAIN", "Haswell"}, {"FS_HOSTILE", hostile}, {"FS_EMPTY", ""}};
+      request.overrides = {QStringLiteral("launch.nproc_per_node=%1").arg(ranks)};
+      launcher.launch(request);
+      QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1 || failed.count() == 1, 30000);
+      QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
+      QCOMPARE(finished.at(0).at(0).toInt(), 0);
+      const QString seen = readText(QDir(launcher.runDir()).filePath(QStringLiteral("env.txt")));
+      QCOMPARE(seen, QStringLiteral("%1|Haswell|%2|\n")
+                         .arg(ranks == 1 ? QStringLiteral("train") : QStringLiteral("launch"),
+                              QString::fromStdString(hostile)));
+      // The launcher's log lists launch.env, each NAME=VALUE quoted for a shell.
+      const QString log = readText(QDir(launcher.runDir()).filePath(QStringLiteral("logs/launcher.log")));
+      QVERIFY2(log.contains(QStringLiteral("[launcher] launch.env: FS_EMPTY= 'FS_HOSTILE=it'\\''s a")),
+               qPrintable(log));
+      QVERIFY2(log.contains(QStringLiteral(" FS_PLAIN=Haswell\n")), qPrintable(log));
+    }
+    QVERIFY2(!QFileInfo::exists(canary), "a launch.env value was executed");
+  }
+
+  void launchEnvTheLauncherSetsIsRefusedBeforeAnythingStarts() {
+    LocalLauncher launcher({{}, placeEngine(tmp_->filePath(QStringLiteral("bin"))), {}});
+    QSignalSpy failed(&launcher, &Launcher::failed);
+    LaunchRequest request = tinyRequest(tmp_->filePath(QStringLiteral("runs")));
+    request.overrides = {QStringLiteral("launch.env.WORLD_SIZE=8")};
+    launcher.launch(request);
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 30000);
+    const QString message = failed.at(0).at(0).toString();
+    QVERIFY2(message.contains(QStringLiteral("launch.env.WORLD_SIZE")), qPrintable(message));
+    QVERIFY2(message.contains(QStringLiteral("set by the launcher")), qPrintable(message));
+    QVERIFY(!QFileInfo::exists(request.runRoot));
   }
 
   void preparedRunHoldsTheResolvedConfig() {

@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/launch/node_agent.h"
+#include "backend/protocol/config/launch_env.h"
+
 namespace fs::launch {
 namespace {
 
@@ -420,6 +423,21 @@ TEST(SlurmHostlistTest, TasksPerNode) {
     EXPECT_NE(r.status().message().find("'" + std::string(bad) + "'"), std::string::npos)
         << r.status().message();
   }
+}
+
+// NOTE [Launch environment]: launch.env cannot set what the launcher sets for each rank or
+// what rank discovery reads; the protocol's list must hold every one of them.
+TEST(WorldEnvTest, LaunchEnvRefusesEveryVariableTheLauncherSetsOrDiscoveryReads) {
+  const auto names = worldVariableNames();
+  EXPECT_GE(names.size(), 23u);
+  for (const auto name : names) EXPECT_TRUE(protocol::isLauncherVariable(name)) << name;
+  NodeAgentOptions options;
+  options.nnodes = 2;
+  options.nprocPerNode = 2;
+  for (const auto& [name, value] : rankEnvironment({}, options, 1)) {
+    EXPECT_TRUE(protocol::isLauncherVariable(name)) << name;
+  }
+  EXPECT_FALSE(protocol::isLauncherVariable("OPENBLAS_CORETYPE"));
 }
 
 }  // namespace

@@ -551,6 +551,11 @@ TEST(ExportCmdline, EveryKindOfNonExpressibleDifferenceIsReportedWithItsPath) {
          c.launch.hosts = {"a", "b"};
        },
        "launch.hosts"},
+      {"environment",
+       [](RunConfig& c) {
+         c.launch.env = {{"OPENBLAS_CORETYPE", "Haswell"}};
+       },
+       "launch.env"},
       {"invalid value", [](RunConfig& c) { c.data.datasets[0].batch_size = 0; },
        "data.datasets[0].batch_size"},
   };
@@ -564,6 +569,24 @@ TEST(ExportCmdline, EveryKindOfNonExpressibleDifferenceIsReportedWithItsPath) {
     EXPECT_NE(errors[0].message.find("cannot write"), std::string::npos) << errors[0].message;
     EXPECT_FALSE(sameConfig(importOpenFlamingoArgs(ex.argv).config, c)) << k.what;
   }
+}
+
+TEST(ExportCmdline, LaunchEnvSaysTheLineCarriesNoEnvironment) {
+  RunConfig c = defaultRunConfig();
+  c.launch.env = {{"OPENBLAS_CORETYPE", "Haswell"}, {"X", "a b"}};
+  const auto errors = errorsOf(exportOpenFlamingoCmdline(c).notExpressible);
+  ASSERT_EQ(errors.size(), 1u) << formatProblems(errors);
+  EXPECT_EQ(errors[0].path, "launch.env");
+  EXPECT_NE(errors[0].message.find(
+                "cannot write {OPENBLAS_CORETYPE: \"Haswell\", X: \"a b\"} on a train.py line (a "
+                "train.py line carries no environment"),
+            std::string::npos)
+      << errors[0].message;
+  EXPECT_NE(errors[0].message.find("the line means {}"), std::string::npos) << errors[0].message;
+  // Leading VAR=value words stay ignored on import: they are not launch.env.
+  const CmdlineImport im = importOpenFlamingoCmdline("OPENBLAS_CORETYPE=Haswell torchrun train.py");
+  EXPECT_TRUE(im.config.launch.env.empty());
+  EXPECT_EQ(im.ignoredFlags, (Words{"OPENBLAS_CORETYPE=Haswell"}));
 }
 
 TEST(ExportCmdline, DeviceSaysWhatTrainPyDoes) {

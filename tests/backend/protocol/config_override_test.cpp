@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/protocol/config/schema.h"
+
 namespace fs::protocol {
 namespace {
 
@@ -78,6 +80,31 @@ TEST(ConfigOverride, ApplyOverridesReportsEachFailure) {
   EXPECT_NE(problems[0].message.find("--set optim.bogus=1"), std::string::npos);
   EXPECT_DOUBLE_EQ(c.optim.lr, 1e-3);
   EXPECT_EQ(c.seed, 7);
+}
+
+// launch.env: one variable at a time, its value exactly as given; or the whole mapping.
+TEST(ConfigOverride, LaunchEnvEntriesAndWholeMapping) {
+  RunConfig c = defaultRunConfig();
+  ASSERT_TRUE(applyOverride(&c, "launch.env.OPENBLAS_CORETYPE=Haswell").isOk());
+  ASSERT_TRUE(applyOverride(&c, "launch.env.ODD= a=b, 'c' $(d) ").isOk());
+  ASSERT_TRUE(applyOverride(&c, "launch.env.EMPTY=").isOk());
+  EXPECT_EQ(c.launch.env,
+            (StringMap{{"EMPTY", ""}, {"ODD", " a=b, 'c' $(d) "}, {"OPENBLAS_CORETYPE", "Haswell"}}));
+  ASSERT_TRUE(applyOverride(&c, "launch.env.OPENBLAS_CORETYPE=Zen").isOk());
+  EXPECT_EQ(c.launch.env.at("OPENBLAS_CORETYPE"), "Zen");
+  ASSERT_TRUE(applyOverride(&c, R"(launch.env={A: "1", B: 'it''s', C = bare words})").isOk());
+  EXPECT_EQ(c.launch.env, (StringMap{{"A", "1"}, {"B", "it's"}, {"C", "bare words"}}));
+  ASSERT_TRUE(applyOverride(&c, "launch.env=").isOk());
+  EXPECT_TRUE(c.launch.env.empty());
+  // Names are checked by validation (validate_test), not here; a bad mapping text is an error.
+  const RunConfig before = c;
+  Status s = applyOverride(&c, "launch.env={A: \"unterminated}");
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("launch.env: "), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("is not a mapping of names to strings"), std::string::npos) << s.message();
+  EXPECT_FALSE(applyOverride(&c, "launch.env={A: 1, A: 2}").isOk());
+  EXPECT_FALSE(applyOverride(&c, "launch.kind.x=1").isOk());
+  EXPECT_EQ(c, before);
 }
 
 }  // namespace

@@ -137,5 +137,35 @@ TEST(ConfigSchema, ValueTextForms) {
             (std::vector<std::string>{"a", "b c", "d"}));
 }
 
+// A string map's text form (valueToText) reads back as itself, for any names and values.
+TEST(ConfigSchema, StringMapTextForm) {
+  EntrySpec mapSpec;
+  mapSpec.type = FieldType::kStringMap;
+  EXPECT_EQ(valueToText(mapSpec, Value(StringMap{})), "{}");
+  const StringMap m = {
+      {"A", "x"},         {"B", "two words"}, {"C", ""}, {"D", "q\"uo'te\\"}, {"E", "line\nbreak\ttab\x01"},
+      {"not ident", "v"}, {"", "empty name"}};
+  const std::string text = valueToText(mapSpec, Value(m));
+  EXPECT_EQ(text,
+            "{\"\": \"empty name\", A: \"x\", B: \"two words\", C: \"\", D: \"q\\\"uo'te\\\\\", "
+            "E: \"line\\nbreak\\ttab\\x01\", \"not ident\": \"v\"}");
+  // An empty name is shown, but refused on the way back (an entry needs a name); the rest survive exactly.
+  EXPECT_FALSE(valueFromText(mapSpec, text, "launch.env").isOk());
+  StringMap named = m;
+  named.erase("");
+  auto again = valueFromText(mapSpec, valueToText(mapSpec, Value(named)), "launch.env");
+  ASSERT_TRUE(again.isOk()) << again.status().message();
+  EXPECT_EQ(std::get<StringMap>(again.value()), named);
+  for (const char* forms : {"{A: x, B: 'y z'}", "A=x, B = 'y z'", " { A : \"x\" , B:\"y z\" , } "}) {
+    auto v = valueFromText(mapSpec, forms, "p");
+    ASSERT_TRUE(v.isOk()) << forms << ": " << v.status().message();
+    EXPECT_EQ(std::get<StringMap>(v.value()), (StringMap{{"A", "x"}, {"B", "y z"}})) << forms;
+  }
+  for (const char* bad : {"{A: x", "{A}", "A", "{A: \"x\" y}", "{A: 1, A: 2}", "{A: \"\\x4\"}"}) {
+    EXPECT_FALSE(valueFromText(mapSpec, bad, "p").isOk()) << bad;
+  }
+  EXPECT_TRUE(std::get<StringMap>(valueFromText(mapSpec, "", "p").value()).empty());
+}
+
 }  // namespace
 }  // namespace fs::protocol

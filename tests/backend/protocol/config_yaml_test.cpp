@@ -188,5 +188,55 @@ TEST(ConfigYaml, SaveIsAtomicAndReadable) {
   std::filesystem::remove_all(dir);
 }
 
+// launch.env: a mapping whose values are kept as written; every config round-trips.
+TEST(ConfigYaml, LaunchEnvReadsValuesAsWrittenAndRoundTrips) {
+  ConfigLoad load = loadConfigYaml(
+      "launch:\n"
+      "  env:\n"
+      "    OPENBLAS_CORETYPE: Haswell\n"
+      "    L2: 1048576\n"
+      "    FLAG: yes\n"
+      "    EMPTY:\n"
+      "    HOSTILE: \"it's \\\"x\\\" $(touch c) `id`, {a: b} # not a comment\"\n"
+      "    'y': n\n",
+      "env.yaml");
+  ASSERT_TRUE(load.ok()) << errorsOf(load);
+  const StringMap expected = {{"OPENBLAS_CORETYPE", "Haswell"},
+                              {"L2", "1048576"},
+                              {"FLAG", "yes"},
+                              {"EMPTY", ""},
+                              {"HOSTILE", "it's \"x\" $(touch c) `id`, {a: b} # not a comment"},
+                              {"y", "n"}};
+  EXPECT_EQ(load.config.launch.env, expected);
+  for (bool comments : {false, true}) {
+    const std::string yaml = dumpConfigYaml(load.config, {.comments = comments});
+    ConfigLoad back = loadConfigYaml(yaml, "dump");
+    ASSERT_TRUE(back.ok()) << errorsOf(back) << yaml;
+    EXPECT_EQ(back.config, load.config) << yaml;
+  }
+  // The flow form, and the default: an empty mapping, written as {}.
+  ConfigLoad flow = loadConfigYaml("launch: {env: {A: x, B: \"y z\"}}\n", "flow.yaml");
+  ASSERT_TRUE(flow.ok()) << errorsOf(flow);
+  EXPECT_EQ(flow.config.launch.env, (StringMap{{"A", "x"}, {"B", "y z"}}));
+  EXPECT_TRUE(defaultRunConfig().launch.env.empty());
+  EXPECT_NE(dumpConfigYaml(defaultRunConfig()).find("\n  env: {}\n"), std::string::npos);
+  EXPECT_TRUE(loadConfigYaml("launch:\n  env:\n", "null.yaml").config.launch.env.empty());
+}
+
+TEST(ConfigYaml, LaunchEnvTypeErrorsNameTheField) {
+  ConfigLoad list = loadConfigYaml("launch:\n  env: [A, B]\n", "e.yaml");
+  ASSERT_EQ(list.problems.size(), 1u) << errorsOf(list);
+  EXPECT_EQ(list.problems[0].path, "launch.env");
+  EXPECT_NE(list.problems[0].message.find("e.yaml:2: expected a mapping of names to strings"),
+            std::string::npos)
+      << list.problems[0].message;
+  ConfigLoad nested = loadConfigYaml("launch:\n  env:\n    A: [1, 2]\n", "e.yaml");
+  ASSERT_EQ(nested.problems.size(), 1u) << errorsOf(nested);
+  EXPECT_EQ(nested.problems[0].path, "launch.env.A");
+  EXPECT_NE(nested.problems[0].message.find("e.yaml:3: expected a string value, found a list"),
+            std::string::npos)
+      << nested.problems[0].message;
+}
+
 }  // namespace
 }  // namespace fs::protocol

@@ -105,6 +105,13 @@ class RandomConfig {
         }
         return protocol::Value(v);
       }
+      case FieldType::kStringMap: {
+        protocol::StringMap m;  // names as launch.env takes them; values hard for YAML and shells
+        for (size_t i = rng_() % 3; i > 0; --i) {
+          m["VAR_" + std::to_string(rng_() % 100)] = trickyStrings()[rng_() % trickyStrings().size()];
+        }
+        return protocol::Value(m);
+      }
     }
     return protocol::Value(false);
   }

@@ -386,5 +386,69 @@ TEST(Validate, SshAndSlurmLaunchRules) {
   EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"launch.kind=local"}))));
 }
 
+// NOTE [Launch environment]: each refusal names launch.env.<NAME> and says what is wrong.
+TEST(Validate, LaunchEnvRefusalsNameTheField) {
+  RunConfig ok = tiny();
+  ok.launch.env = {{"OPENBLAS_CORETYPE", "Haswell"},
+                   {"_x1", ""},
+                   {"ODD", "spaces, 'quotes', \"double\" $(touch /tmp/canary) `id` ; | & * ~ \\"},
+                   {"UNICODE", "\u03c0 \u00fcn\u00efcode"}};
+  EXPECT_TRUE(validateConfig(ok).empty()) << formatProblems(validateConfig(ok));
+
+  struct Case {
+    std::string name, value, path, says;
+  };
+  const std::vector<Case> cases = {
+      {"1ABC", "x", "launch.env.1ABC", "not a variable name"},
+      {"A-B", "x", "launch.env.A-B", "not a variable name"},
+      {"A B", "x", "launch.env.A B", "not a variable name"},
+      {"A=B", "x", "launch.env.A=B", "not a variable name"},
+      {"", "x", "launch.env.", "not a variable name"},
+      {"NEWLINE", "a\nb", "launch.env.NEWLINE", "a newline"},
+      {"NUL", std::string("a\0b", 3), "launch.env.NUL", "a NUL byte"},
+      {"TAB", "a\tb", "launch.env.TAB", "a tab"},
+      {"BELL", "a\x07", "launch.env.BELL", "control byte 0x07"},
+      {"CR", "a\r", "launch.env.CR", "a carriage return"},
+      {"RANK", "3", "launch.env.RANK", "set by the launcher"},
+      {"WORLD_SIZE", "8", "launch.env.WORLD_SIZE", "set by the launcher"},
+      {"LOCAL_RANK", "0", "launch.env.LOCAL_RANK", "set by the launcher"},
+      {"LOCAL_WORLD_SIZE", "2", "launch.env.LOCAL_WORLD_SIZE", "set by the launcher"},
+      {"GROUP_RANK", "0", "launch.env.GROUP_RANK", "set by the launcher"},
+      {"NODE_RANK", "0", "launch.env.NODE_RANK", "set by the launcher"},
+      {"MASTER_ADDR", "10.0.0.1", "launch.env.MASTER_ADDR", "set by the launcher"},
+      {"MASTER_PORT", "29500", "launch.env.MASTER_PORT", "set by the launcher"},
+      {"PMI_RANK", "0", "launch.env.PMI_RANK", "set by the launcher"},
+      {"OMPI_COMM_WORLD_SIZE", "2", "launch.env.OMPI_COMM_WORLD_SIZE", "set by the launcher"},
+      {"SLURM_PROCID", "0", "launch.env.SLURM_PROCID", "set by the launcher"},
+      {"SLURM_CPU_BIND", "none", "launch.env.SLURM_CPU_BIND", "SLURM's"},
+  };
+  for (const Case& k : cases) {
+    RunConfig c = tiny();
+    c.launch.env[k.name] = k.value;
+    const auto problems = validateConfig(c);
+    const Problem p = problemAt(problems, k.path);
+    EXPECT_TRUE(p.isError()) << k.path;
+    EXPECT_NE(p.message.find(k.says), std::string::npos) << k.path << ": " << p.message;
+    EXPECT_FALSE(p.fix.empty()) << k.path;
+    EXPECT_EQ(problems.size(), 1u) << formatProblems(problems);
+  }
+  // Every refusal at once, each at its own path.
+  RunConfig all = tiny();
+  for (const Case& k : cases) all.launch.env[k.name] = k.value;
+  EXPECT_EQ(validateConfig(all).size(), cases.size()) << formatProblems(validateConfig(all));
+}
+
+TEST(Validate, LaunchEnvOmpThreadsAgainstThreadsPerRankWarns) {
+  const Problem p =
+      problemAt(validateConfig(with(tiny(), {"launch.threads_per_rank=2", "launch.env.OMP_NUM_THREADS=4"})),
+                "launch.env.OMP_NUM_THREADS");
+  EXPECT_FALSE(p.isError());
+  EXPECT_NE(p.message.find("launch.threads_per_rank is 2"), std::string::npos) << p.message;
+  EXPECT_TRUE(
+      validateConfig(with(tiny(), {"launch.threads_per_rank=2", "launch.env.OMP_NUM_THREADS=2"})).empty());
+  EXPECT_TRUE(
+      validateConfig(with(tiny(), {"launch.threads_per_rank=0", "launch.env.OMP_NUM_THREADS=4"})).empty());
+}
+
 }  // namespace
 }  // namespace fs::protocol

@@ -12,6 +12,7 @@
 #include <QSpinBox>
 #include <QTabBar>
 #include <QTabWidget>
+#include <QTableWidget>
 #include <QToolButton>
 #include <QtTest>
 
@@ -24,6 +25,7 @@
 #include "ui/config/problem_label.h"
 #include "ui/config/problem_list.h"
 #include "ui/config/string_list_editor.h"
+#include "ui/remote/string_map_editor.h"
 
 namespace fs::ui {
 namespace {
@@ -111,6 +113,7 @@ class ConfigFormTest : public QObject {
     QVERIFY(input<QLineEdit>(form, "optim.lr"));                            // floats keep exact text
     QVERIFY(input<QLineEdit>(form, "name"));
     QVERIFY(input<StringListEditor>(form, "parallel.wrap_patterns"));
+    QVERIFY(input<StringMapEditor>(form, "launch.env"));
     QCOMPARE(input<QSpinBox>(form, "parallel.collective_timeout_s")->suffix(), QStringLiteral(" s"));
     const QString tip = input<QSpinBox>(form, "data.datasets[0].batch_size")->toolTip();
     QVERIFY2(tip.contains(QStringLiteral("Per-rank batch")), qPrintable(tip));
@@ -234,6 +237,39 @@ class ConfigFormTest : public QObject {
     form.focusField(QStringLiteral("data.datasets[1].min_num_images"));
     QCOMPARE(form.sectionTabs()->tabText(form.sectionTabs()->currentIndex()), QStringLiteral("data"));
     QCOMPARE(form.listEditors().front()->currentIndex(), 1);
+  }
+
+  // launch.env, a string map: a Name / Value table, both ways, and its refusals beside it.
+  void stringMapFieldEditsBothWaysAndShowsItsProblems() {
+    app::ConfigDocument doc;
+    ConfigForm form(&doc);
+    doc.setConfig(readPreset("tiny"));
+    auto* env = input<StringMapEditor>(form, "launch.env");
+    QVERIFY(env != nullptr);
+    QCOMPARE(env->table()->rowCount(), 0);
+    QVERIFY(env->toolTip().contains(QStringLiteral("every rank")));
+
+    env->addEntry(QStringLiteral("OPENBLAS_CORETYPE"), QStringLiteral("Haswell"));
+    env->addEntry(QStringLiteral("ODD"), QStringLiteral(" it's \"q\" $(x) "));
+    QCOMPARE(doc.config().launch.env,
+             (proto::StringMap{{"ODD", " it's \"q\" $(x) "}, {"OPENBLAS_CORETYPE", "Haswell"}}));
+    env->table()->item(0, 1)->setText(QStringLiteral("Zen"));  // as typed into the cell
+    QCOMPARE(doc.config().launch.env.at("OPENBLAS_CORETYPE"), std::string("Zen"));
+    QCOMPARE(env->table()->rowCount(), 2);  // the rows stay as the user made them
+    env->removeRow(1);
+    QCOMPARE(doc.config().launch.env, (proto::StringMap{{"OPENBLAS_CORETYPE", "Zen"}}));
+    QVERIFY(form.problemLabel("launch.env")->isHidden());
+
+    // The document's changes show in the table; a refused name shows beside the field, naming itself.
+    QVERIFY(
+        doc.setFieldValue("launch.env", proto::Value(proto::StringMap{{"RANK", "3"}, {"A", "b"}})).isOk());
+    QCOMPARE(env->table()->rowCount(), 2);
+    QCOMPARE(env->table()->item(1, 0)->text(), QStringLiteral("RANK"));
+    QCOMPARE(env->map(), (proto::StringMap{{"A", "b"}, {"RANK", "3"}}));
+    auto* label = form.problemLabel("launch.env");
+    QVERIFY(!label->isHidden());
+    QVERIFY2(label->text().contains(QStringLiteral("launch.env.RANK")), qPrintable(label->text()));
+    QVERIFY2(label->text().contains(QStringLiteral("set by the launcher")), qPrintable(label->text()));
   }
 
   void appliesWhenHidesMmc4FieldsOnLaion() {

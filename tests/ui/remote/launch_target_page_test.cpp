@@ -30,6 +30,7 @@
 #include "ui/remote/preflight_table_view.h"
 #include "ui/remote/slurm_target_panel.h"
 #include "ui/remote/ssh_target_panel.h"
+#include "ui/remote/string_map_editor.h"
 
 namespace fs::ui {
 namespace {
@@ -264,6 +265,44 @@ class LaunchTargetPageTest : public QObject {
     QVERIFY(regenerated.isOk());
     QCOMPARE(panel->script(), QString::fromStdString(regenerated.value()));
     QVERIFY(panel->script().contains(QStringLiteral("gpu-h100")));
+  }
+
+  // launch.env on the Launch tab: one table for every target, bound to the document both ways,
+  // the summary quoting each NAME=VALUE; the SLURM preview exports them.
+  void launchEnvIsEditedOnTheLaunchTab() {
+    app::ConfigDocument doc;
+    loadTiny(doc);
+    LaunchTargetPage page(&doc, HostOpenerService::create());
+    page.resize(1000, 900);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    StringMapEditor* env = page.envEditor();
+    QCOMPARE(page.findChild<StringMapEditor*>(QStringLiteral("field:launch.env")), env);
+    auto* summary = page.findChild<QLabel*>(QStringLiteral("summary:launch.env"));
+    QVERIFY(summary != nullptr);
+    QCOMPARE(summary->text(), QStringLiteral("none"));
+
+    env->addEntry(QStringLiteral("OPENBLAS_CORETYPE"), QStringLiteral("Haswell"));
+    env->addEntry(QStringLiteral("NOTE"), QStringLiteral("two words"));
+    QCOMPARE(doc.config().launch.env,
+             (protocol::StringMap{{"NOTE", "two words"}, {"OPENBLAS_CORETYPE", "Haswell"}}));
+    QCOMPARE(summary->text(), QStringLiteral("'NOTE=two words' OPENBLAS_CORETYPE=Haswell"));
+    for (const char* kind : {"ssh", "slurm", "local"}) {
+      QTest::mouseClick(targetButton(page, kind), Qt::LeftButton);
+      QVERIFY2(env->isVisible(), kind);  // every target's ranks get it
+    }
+    QTest::mouseClick(targetButton(page, "slurm"), Qt::LeftButton);
+    QVERIFY2(page.slurmPanel()->script().contains(QStringLiteral("export NOTE='two words'\n"
+                                                                 "export OPENBLAS_CORETYPE=Haswell\n")),
+             qPrintable(page.slurmPanel()->script()));
+    save(&page, QStringLiteral("launch_target_env.png"));
+
+    // A file loaded elsewhere (or the config form) shows here.
+    protocol::RunConfig c = doc.config();
+    c.launch.env = {{"OMP_PROC_BIND", "close"}};
+    doc.setConfig(c);
+    QCOMPARE(env->map(), (protocol::StringMap{{"OMP_PROC_BIND", "close"}}));
+    QCOMPARE(summary->text(), QStringLiteral("OMP_PROC_BIND=close"));
   }
 
   void submitHandsTheEditedScriptToSbatch() {
