@@ -192,39 +192,42 @@ function(fs_use_qt_pch target kind)
 endfunction()
 
 # NOTE [Gloo]: c10d's ProcessGroupGloo.hpp includes gloo's headers, so every
-# LibTorch library needs them; no code of ours calls gloo itself (flamingo-train
-# has no libgloo among its NEEDED entries). Debian's LibTorch links gloo as a
-# shared library and libgloo-dev brings the headers, libgloo.so and a CMake
-# package (Gloo): found first, and linked. PyTorch's own builds (the pip
-# wheel's LibTorch) link gloo into libtorch_cpu.so; the wheel may hold a Gloo
-# package under its share/cmake naming a static libgloo it does not ship, so
-# no Gloo package under the Torch prefix is taken. There the headers are those
-# beside LibTorch's (<torch prefix>/include/gloo) or FS_GLOO_INCLUDE_DIR, and
-# nothing more is linked. ProcessGroupGloo.hpp's members are pointers to gloo
-# types and its newer store methods sit under GLOO_STORE_HAS_STORE_V2, so older
-# gloo headers (Debian's) compile it too (scripts/gpu-check.sh uses them when
-# the wheel has none).
+# LibTorch library needs them; no code of ours calls gloo itself. PyTorch's
+# builds link gloo into libtorch_cpu.so and ship no gloo headers, so only the
+# headers are taken, never a libgloo: Debian's libgloo-dev (/usr/include), or
+# FS_GLOO_INCLUDE_DIR; no Gloo CMake package is used (Debian's names its own
+# libgloo.so, a second gloo beside the one inside LibTorch).
+# ProcessGroupGloo.hpp's members are pointers to gloo types and its newer store
+# methods sit under GLOO_STORE_HAS_STORE_V2, so Debian's older gloo headers
+# compile it (checked against torch 2.11).
 # After find_package(Torch): defines the target `gloo` that fs_use_torch links.
 function(fs_find_gloo)
-  set(CMAKE_IGNORE_PREFIX_PATH ${CMAKE_IGNORE_PREFIX_PATH} "${TORCH_INSTALL_PREFIX}/share/cmake")
-  find_package(Gloo CONFIG QUIET)
-  if(TARGET gloo)
-    message(STATUS "Flamingo Studio: Gloo package at ${Gloo_DIR}")
-    return()
-  endif()
   find_path(FS_GLOO_INCLUDE_DIR gloo/algorithm.h
-    PATHS ${TORCH_INSTALL_PREFIX}/include ${TORCH_INCLUDE_DIRS} NO_DEFAULT_PATH
-    DOC "Folder holding gloo/algorithm.h when there is no Gloo package (NOTE [Gloo])")
+    PATHS ${TORCH_INSTALL_PREFIX}/include ${TORCH_INCLUDE_DIRS} /usr/include
+    DOC "Folder holding gloo/algorithm.h (NOTE [Gloo])")
   if(NOT FS_GLOO_INCLUDE_DIR)
-    message(FATAL_ERROR "Gloo: no Gloo CMake package (Debian: libgloo-dev) and no gloo/algorithm.h under "
-                        "${TORCH_INSTALL_PREFIX}/include; c10d's ProcessGroupGloo.hpp needs gloo's headers. "
-                        "Install libgloo-dev (Debian's LibTorch), or pass -DFS_GLOO_INCLUDE_DIR=<dir> with the "
-                        "headers of the gloo this LibTorch was built with.")
+    message(FATAL_ERROR "Gloo: no gloo/algorithm.h beside LibTorch (${TORCH_INSTALL_PREFIX}/include) or in "
+                        "/usr/include; c10d's ProcessGroupGloo.hpp needs gloo's headers. Install libgloo-dev, "
+                        "or pass -DFS_GLOO_INCLUDE_DIR=<dir>.")
   endif()
   add_library(gloo INTERFACE IMPORTED GLOBAL)
   target_include_directories(gloo SYSTEM INTERFACE ${FS_GLOO_INCLUDE_DIR})
   message(STATUS "Flamingo Studio: Gloo headers at ${FS_GLOO_INCLUDE_DIR}, linked inside LibTorch")
 endfunction()
+
+# NOTE [Torch's CUDA probe]: the PyTorch package's Caffe2 config enables CMake's
+# CUDA language and, without TORCH_CUDA_ARCH_LIST, compiles and runs a program to
+# ask the installed GPUs (none on a build machine), with the C++ standard as CUDA
+# standard (CMake 3.25 knows no CUDA20 for nvcc). We compile no CUDA sources: the
+# architecture list is only Caffe2's, and CUDA 17 is what nvcc accepts.
+macro(fs_torch_cuda_defaults)
+  if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+    set(TORCH_CUDA_ARCH_LIST "8.0;9.0" CACHE STRING "CUDA architectures for Caffe2's config (NOTE [Torch's CUDA probe])")
+  endif()
+  if(NOT DEFINED CMAKE_CUDA_STANDARD)
+    set(CMAKE_CUDA_STANDARD 17)
+  endif()
+endmacro()
 
 # NOTE [NCCL headers]: with FS_WITH_CUDA the LibTorch libraries include c10d's
 # ProcessGroupNCCL.hpp, which includes <nccl.h>. LibTorch's CMake package does

@@ -89,7 +89,7 @@ struct StoreClient::Answer {
 };
 
 StoreClient::StoreClient(std::string address, int port, milliseconds timeout)
-    : c10d::Store(timeout), where_(address + ":" + std::to_string(port)) {
+    : c10d::Store(timeout), address_(address), port_(port), where_(address + ":" + std::to_string(port)) {
   const auto deadline = Clock::now() + timeout;
   std::string last = "no attempt";
   milliseconds pause(20);
@@ -113,6 +113,10 @@ StoreClient::StoreClient(std::string address, int port, milliseconds timeout)
     lose("the server did not accept the store's hello (" + a.body + "): is another program on the port?");
 }
 
+c10::intrusive_ptr<c10d::Store> StoreClient::clone() {
+  return c10::make_intrusive<StoreClient>(address_, port_, timeout_);
+}
+
 StoreClient::~StoreClient() {
   if (fd_ >= 0) ::close(fd_);
 }
@@ -121,11 +125,11 @@ void StoreClient::lose(const std::string& why) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   lost_ = why;
-  throw c10d::C10dError("store at " + where_ + ": " + why);
+  throw c10::DistStoreError("store at " + where_ + ": " + why);
 }
 
 StoreClient::Answer StoreClient::exchange(const std::string& frame, milliseconds serverWait, bool unbounded) {
-  if (fd_ < 0) throw c10d::C10dError("store at " + where_ + ": the connection was lost earlier: " + lost_);
+  if (fd_ < 0) throw c10::DistStoreError("store at " + where_ + ": the connection was lost earlier: " + lost_);
   std::optional<Clock::time_point> deadline;
   if (!unbounded) deadline = Clock::now() + serverWait + timeout_;
   const auto bound = secondsText(std::chrono::duration_cast<milliseconds>(serverWait + timeout_));
@@ -186,7 +190,7 @@ namespace {
 
 void checkKey(const std::string& where, const std::string& key) {
   if (key.size() > wire::kMaxKeyBytes) {
-    throw c10d::C10dError("store at " + where + ": key '" + key.substr(0, 64) + "...' is " +
+    throw c10::DistStoreError("store at " + where + ": key '" + key.substr(0, 64) + "...' is " +
                           std::to_string(key.size()) + " bytes, over the store's limit of " +
                           std::to_string(wire::kMaxKeyBytes));
   }
@@ -194,7 +198,7 @@ void checkKey(const std::string& where, const std::string& key) {
 
 void checkValue(const std::string& where, const std::string& key, size_t bytes) {
   if (bytes > wire::kMaxValueBytes) {
-    throw c10d::C10dError("store at " + where + ": the value for key '" + key + "' is " +
+    throw c10::DistStoreError("store at " + where + ": the value for key '" + key + "' is " +
                           std::to_string(bytes) + " bytes, over the store's limit of " +
                           std::to_string(wire::kMaxValueBytes));
   }
@@ -207,13 +211,13 @@ void checkKeys(const std::string& where, const std::vector<std::string>& keys) {
     total += 4 + k.size();
   }
   if (total > wire::kMaxFrameBytes - 64) {
-    throw c10d::C10dError("store at " + where + ": " + std::to_string(keys.size()) +
+    throw c10::DistStoreError("store at " + where + ": " + std::to_string(keys.size()) +
                           " keys are too many for one request");
   }
 }
 
 [[noreturn]] void refused(const std::string& where, const char* op, const std::string& text) {
-  throw c10d::C10dError("store at " + where + ": " + op + " refused: " + text);
+  throw c10::DistStoreError("store at " + where + ": " + op + " refused: " + text);
 }
 
 int64_t i64Of(const std::string& where, const char* op, const std::string& body) {

@@ -15,8 +15,10 @@
 // waits and answers with the keys still missing, named in the
 // c10d::TimeoutError thrown here. Any reply is awaited at most the wait plus
 // the store timeout; past that (rank 0's host gone silent) the connection
-// is given up. Errors throw c10d::C10dError / c10d::TimeoutError naming the
+// is given up. Errors throw c10::DistStoreError / c10d::TimeoutError naming the
 // store's address; after a lost connection every later call throws too.
+// clone() opens a new connection to the same store with the same timeout (the
+// process groups ask for one per thread that talks to the store).
 //
 // Thread-safety: calls are serialised on the one connection, so a blocking
 // get or wait holds it for its duration; a thread that must not wait behind
@@ -27,6 +29,7 @@
 #include <mutex>
 #include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/exception.h>
 #include <vector>
 
 namespace fs::dist {
@@ -49,6 +52,7 @@ class StoreClient : public c10d::Store {
   int64_t getNumKeys() override;
   void wait(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+  c10::intrusive_ptr<c10d::Store> clone() override;
 
   // "host:port" as given.
   const std::string& where() const { return where_; }
@@ -61,7 +65,9 @@ class StoreClient : public c10d::Store {
   [[noreturn]] void lose(const std::string& why);
 
   std::mutex mu_;
-  std::string where_;
+  const std::string address_;
+  const int port_;
+  const std::string where_;
   int fd_ = -1;
   std::string lost_;  // why the connection is gone; empty while it works
 };

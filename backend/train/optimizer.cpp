@@ -4,8 +4,9 @@
 
 namespace fs::train {
 namespace {
-std::string stateKey(const torch::Tensor& p) {
-  return c10::guts::to_string(p.unsafeGetTensorImpl());
+// LibTorch's AdamW keys its per-parameter state by the parameter's TensorImpl.
+void* stateKey(const torch::Tensor& p) {
+  return p.unsafeGetTensorImpl();
 }
 
 std::string shapeString(torch::IntArrayRef s) {

@@ -1,8 +1,7 @@
 #include "backend/train/precision.h"
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
-
-#include "backend/runtime/torch_compat.h"
 
 namespace fs::train {
 
@@ -48,18 +47,18 @@ AutocastScope::AutocastScope(const PrecisionPolicy& policy, torch::Device device
   if (!policy.autocast) return;
   active_ = true;
   device_ = device.is_cuda() ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
-  prevEnabled_ = runtime::compat::autocastEnabled(device_);
-  prevDtype_ = runtime::compat::autocastDtype(device_);
-  runtime::compat::setAutocastEnabled(device_, true);
-  runtime::compat::setAutocastDtype(device_, policy.autocastDtype);
+  prevEnabled_ = at::autocast::is_autocast_enabled(device_);
+  prevDtype_ = at::autocast::get_autocast_dtype(device_);
+  at::autocast::set_autocast_enabled(device_, true);
+  at::autocast::set_autocast_dtype(device_, policy.autocastDtype);
   at::autocast::increment_nesting();
 }
 
 AutocastScope::~AutocastScope() {
   if (!active_) return;
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  runtime::compat::setAutocastEnabled(device_, prevEnabled_);
-  runtime::compat::setAutocastDtype(device_, prevDtype_);
+  at::autocast::set_autocast_enabled(device_, prevEnabled_);
+  at::autocast::set_autocast_dtype(device_, prevDtype_);
 }
 
 }  // namespace fs::train
