@@ -250,15 +250,42 @@ function(fs_find_nccl_headers)
   set(TORCH_INCLUDE_DIRS ${TORCH_INCLUDE_DIRS} ${FS_NCCL_INCLUDE_DIR} PARENT_SCOPE)
 endfunction()
 
+# NOTE [fmt beside LibTorch]: PyTorch's include folder ships its own fmt (12.x),
+# and LibTorch's folders come as -isystem before /usr/include, so <fmt/...> would
+# resolve there for every LibTorch user, while Debian's spdlog 1.10 (headers and
+# libspdlog.so) is built on Debian's fmt 9. No LibTorch header that we include
+# includes fmt (checked with g++ -M over torch/torch.h, c10d's Gloo, NCCL and
+# TCPStore headers and ATen's CUDA context), so spdlog and fmt go first: a folder
+# in the build tree holding only `fmt` and `spdlog` links to the system's, as -I
+# (searched before every -isystem) on each LibTorch target and its PCH.
+function(fs_fmt_first out)
+  if(NOT FS_FMT_FIRST_DIR)
+    find_path(FS_SYSTEM_FMT_INCLUDE fmt/core.h PATHS /usr/include NO_DEFAULT_PATH)
+    find_path(FS_SYSTEM_SPDLOG_INCLUDE spdlog/spdlog.h PATHS /usr/include NO_DEFAULT_PATH)
+    if(NOT FS_SYSTEM_FMT_INCLUDE OR NOT FS_SYSTEM_SPDLOG_INCLUDE)
+      message(FATAL_ERROR "fmt/core.h or spdlog/spdlog.h not found in /usr/include: install libspdlog-dev")
+    endif()
+    set(_dir ${PROJECT_BINARY_DIR}/fmt-first)
+    file(MAKE_DIRECTORY ${_dir})
+    file(CREATE_LINK ${FS_SYSTEM_FMT_INCLUDE}/fmt ${_dir}/fmt SYMBOLIC)
+    file(CREATE_LINK ${FS_SYSTEM_SPDLOG_INCLUDE}/spdlog ${_dir}/spdlog SYMBOLIC)
+    set(FS_FMT_FIRST_DIR ${_dir} CACHE INTERNAL "NOTE [fmt beside LibTorch]")
+  endif()
+  set(${out} ${FS_FMT_FIRST_DIR} PARENT_SCOPE)
+endfunction()
+
 # Link LibTorch (+ c10d Gloo) and reuse one precompiled header across every
 # LibTorch translation unit: torch/torch.h costs ~20 s per file otherwise.
 function(fs_use_torch target)
+  fs_fmt_first(_fmt_first)
   target_link_libraries(${target} PUBLIC torch gloo)
+  target_include_directories(${target} BEFORE PUBLIC ${_fmt_first})
   target_include_directories(${target} SYSTEM PUBLIC ${TORCH_INCLUDE_DIRS})
   target_compile_definitions(${target} PUBLIC USE_C10D_GLOO $<$<BOOL:${FS_WITH_CUDA}>:FS_WITH_CUDA USE_C10D_NCCL>)
   if(NOT TARGET fs_torch_pch)
     add_library(fs_torch_pch STATIC ${PROJECT_SOURCE_DIR}/cmake/torch_pch.cpp)
     target_link_libraries(fs_torch_pch PUBLIC torch)
+    target_include_directories(fs_torch_pch BEFORE PUBLIC ${_fmt_first})
     target_include_directories(fs_torch_pch SYSTEM PUBLIC ${TORCH_INCLUDE_DIRS})
     target_compile_definitions(fs_torch_pch PUBLIC USE_C10D_GLOO $<$<BOOL:${FS_WITH_CUDA}>:FS_WITH_CUDA USE_C10D_NCCL>)
     target_precompile_headers(fs_torch_pch PRIVATE <torch/torch.h>)
@@ -327,7 +354,7 @@ function(fs_add_test name)
   target_compile_definitions(${name} PRIVATE
     FS_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     FS_BINARY_DIR="${PROJECT_BINARY_DIR}"
-    FS_PYTHON="${FS_TEST_PYTHON}")
+    FS_PYTHON="${FS_PYTHON}")
   fs_target_warnings(${name})
   # NOTE [Tests at -O1]: test code mostly calls the libraries (-O2); at -O1 a
   # test file compiles in about 80 % of the time (18.7 s -> 15.3 s for

@@ -11,9 +11,12 @@ PACKAGES=(
   build-essential cmake ninja-build ccache mold pkg-config git clang-format
   # fuzzing and the sanitizer tree (scripts/fuzz.sh): clang with libFuzzer; llvm-symbolizer for stacks
   clang-14 libclang-rt-14-dev libfuzzer-14-dev llvm-14
-  # engine: LibTorch 1.13 + c10d Gloo, optimised BLAS (the reference BLAS is ~10x slower);
-  # libblas-dev: cblas.h and libblas.so for the packed attention's direct BLAS calls
-  libtorch-dev libgloo-dev libopenblas0-pthread libblas-dev
+  # engine: LibTorch is PyTorch's, from the Python environment below (torch 2.11 with CUDA 13 and
+  # NCCL; nvcc and the CUDA toolkit come with the machine); libgloo-dev: only the headers c10d's
+  # ProcessGroupGloo.hpp includes (NOTE [Gloo] in cmake/FsHelpers.cmake); optimised BLAS (the
+  # reference BLAS is ~10x slower); libblas-dev: cblas.h and libblas.so for the packed attention's
+  # direct BLAS calls
+  libgloo-dev libopenblas0-pthread libblas-dev
   # protocol and tools
   libyaml-cpp-dev libsimdjson-dev nlohmann-json3-dev libspdlog-dev libarchive-dev libsentencepiece-dev libpcre2-dev libsqlite3-dev
   libopencv-dev libjpeg62-turbo-dev libssh-dev
@@ -21,13 +24,13 @@ PACKAGES=(
   protobuf-compiler libprotobuf-dev
   # desktop app
   qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite qt6-svg-dev libqcustomplot-dev
-  # tests: GoogleTest, oracles (Debian's python3-torch etc. at /usr/bin/python3, xxhsum),
+  # tests: GoogleTest, oracles (Debian's python3-pil etc., seen from the Python environment; xxhsum),
   # a real sshd, network namespaces, a virtual display for screenshots
   # (python3-skimage ships real photographs; the BPE oracle is Hugging Face tokenizers in the venv below)
   # (python3-protobuf and python3-pandas: the export oracle reads event files and the CSV back)
   python3-protobuf python3-pandas
   # python3-venv: the pinned environment below (it sees these Debian modules too)
-  libgtest-dev python3 python3-venv python3-torch python3-pil python3-scipy python3-sentencepiece python3-yaml python3-skimage
+  libgtest-dev python3 python3-venv python3-pil python3-scipy python3-sentencepiece python3-yaml python3-skimage
   # a private SLURM cluster on this machine (tests/fixtures/slurm_cluster.*): slurmctld, slurmd, munged
   slurm-wlm munge
   xxhash openssh-server openssh-client iproute2 xvfb xauth binutils
@@ -35,9 +38,8 @@ PACKAGES=(
   # from the SVG, the desktop-entry and AppStream validators, man and col to render pages, a fresh Debian
   # root; file: CPack finds the ELF files for dpkg-shlibdeps
   help2man librsvg2-bin desktop-file-utils appstream man-db bsdextrautils debootstrap file
-  # benchmarks (bench/ddp reads events.jsonl with jq; open_clip's utils.py, which
-  # bench/train_step_openflamingo.py runs from a checkout, imports torchvision)
-  jq python3-torchvision
+  # benchmarks (bench/ddp reads events.jsonl with jq)
+  jq
 )
 
 SUDO=""

@@ -36,7 +36,10 @@ const char* const kHelp =
     "  protocol_major   the major of event_schema: the app and the engine must agree on it\n"
     "  libtorch         LibTorch version, null without the engine\n"
     "  cuda_build       built with CUDA\n"
+    "  cuda_version     the CUDA runtime LibTorch was built with, e.g. \"13.0\"; null without CUDA\n"
+    "  nccl             c10d's NCCL process group is built in\n"
     "  cuda_device      a CUDA device is usable now\n"
+    "  cuda_devices     how many CUDA devices this process sees\n"
     "  engine           built with the LibTorch engine (false: tools only, cannot train)\n\n";
 
 nlohmann::json versionJson() {
@@ -53,12 +56,19 @@ nlohmann::json versionJson() {
 #ifdef FS_HAVE_ENGINE
   j["libtorch"] = runtime::libtorchVersion();
   j["cuda_build"] = runtime::builtWithCuda();
+  const std::string cuda = runtime::cudaRuntimeVersion();
+  j["cuda_version"] = cuda.empty() ? nlohmann::json(nullptr) : nlohmann::json(cuda);
+  j["nccl"] = runtime::builtWithNccl();
   j["cuda_device"] = runtime::cudaAvailable();
+  j["cuda_devices"] = runtime::cudaDeviceCount();
   j["engine"] = true;
 #else
   j["libtorch"] = nullptr;
   j["cuda_build"] = false;
+  j["cuda_version"] = nullptr;
+  j["nccl"] = false;
   j["cuda_device"] = false;
+  j["cuda_devices"] = 0;
   j["engine"] = false;
 #endif
   return j;
@@ -89,8 +99,10 @@ int runVersion(const std::vector<std::string>& args, Io& io) {
          << "config schema " << protocol::kConfigSchemaVersion << ", event schema "
          << protocol::kEventSchemaVersion << "\n"
          << "LibTorch " << runtime::libtorchVersion()
-         << ", CUDA build: " << (runtime::builtWithCuda() ? "yes" : "no")
-         << ", CUDA device: " << (runtime::cudaAvailable() ? "yes" : "no")
+         << ", CUDA build: "
+         << (runtime::builtWithCuda() ? "yes (CUDA " + runtime::cudaRuntimeVersion() + ")" : std::string("no"))
+         << ", NCCL: " << (runtime::builtWithNccl() ? "yes" : "no")
+         << ", CUDA devices: " << runtime::cudaDeviceCount()
          << ", threads: " << runtime::intraOpThreads() << "\n";
 #else
   io.out << "flamingo-train " << FS_CLI_VERSION << " (tools only: built without the LibTorch engine)\n"

@@ -1,5 +1,6 @@
 #include "backend/runtime/runtime_info.h"
 
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/torch.h>
 
 #include <sstream>
@@ -28,8 +29,26 @@ bool builtWithCuda() {
 #endif
 }
 
+std::string cudaRuntimeVersion() {
+  if (!builtWithCuda()) return "";
+  const long v = at::detail::getCUDAHooks().versionCUDART();  // e.g. 13000 for 13.0
+  return v > 0 ? std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10) : "";
+}
+
+bool builtWithNccl() {
+#ifdef USE_C10D_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
 bool cudaAvailable() {
   return torch::cuda::is_available();
+}
+
+int cudaDeviceCount() {
+  return builtWithCuda() ? static_cast<int>(torch::cuda::device_count()) : 0;
 }
 
 int intraOpThreads() {

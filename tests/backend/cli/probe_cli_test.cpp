@@ -168,11 +168,33 @@ TEST_F(ProbeCli, VersionJsonHasEveryField) {
     EXPECT_TRUE(j[field].is_string()) << field;
   EXPECT_EQ(j["event_schema"], std::string(fs::protocol::kEventSchemaVersion));
   EXPECT_EQ(j["protocol_major"], fs::protocol::kEventSchemaMajor);
-  for (const char* field : {"cuda_build", "cuda_device", "engine"})
+  for (const char* field : {"cuda_build", "nccl", "cuda_device", "engine"})
     EXPECT_TRUE(j[field].is_boolean()) << field;
+  ASSERT_TRUE(j["cuda_devices"].is_number_integer());
+  EXPECT_EQ(j["cuda_devices"].get<int>() > 0, j["cuda_device"].get<bool>());
 #ifdef FS_TEST_ENGINE
   EXPECT_TRUE(j["engine"].get<bool>());
-  EXPECT_TRUE(j["libtorch"].is_string());
+  // The torch the engine was built against, as its own Python package says: version and CUDA.
+  FILE* pipe = popen((std::string("'") + FS_PYTHON +
+                      "' -c 'import torch; print(torch.__version__.split(\"+\")[0], torch.version.cuda or \"none\")'")
+                         .c_str(),
+                     "r");
+  ASSERT_NE(pipe, nullptr);
+  char buf[256] = {};
+  const size_t n = fread(buf, 1, sizeof(buf) - 1, pipe);
+  ASSERT_EQ(pclose(pipe), 0) << FS_PYTHON << " could not import torch";
+  std::istringstream python(std::string(buf, n));
+  std::string torchVersion, torchCuda;
+  python >> torchVersion >> torchCuda;
+  EXPECT_EQ(j["libtorch"], torchVersion);
+#ifdef FS_WITH_CUDA
+  EXPECT_TRUE(j["cuda_build"].get<bool>());
+  EXPECT_TRUE(j["nccl"].get<bool>());
+  EXPECT_EQ(j["cuda_version"], torchCuda);
+#else
+  EXPECT_FALSE(j["cuda_build"].get<bool>());
+  EXPECT_TRUE(j["cuda_version"].is_null());
+#endif
 #else
   EXPECT_FALSE(j["engine"].get<bool>());
   EXPECT_TRUE(j["libtorch"].is_null());

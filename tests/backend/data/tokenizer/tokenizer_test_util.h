@@ -149,12 +149,12 @@ inline std::string quoted(const std::string& s) {
 }
 
 // Hugging Face's tokenizers and transformers, run by hf_bpe_oracle.py in the project's Python
-// environment (FS_ORACLE_PYTHON, from scripts/python-env.sh).
+// environment (FS_PYTHON, from scripts/python-env.sh).
 constexpr const char* kOracleHint = " (the oracle needs the project's Python environment: run scripts/install-deps.sh)";
 
 inline std::string runOracle(const std::string& args, std::string& error) {
   int rc = 0;
-  std::string out = runCommand(quoted(FS_ORACLE_PYTHON) + " " +
+  std::string out = runCommand(quoted(FS_PYTHON) + " " +
                                    quoted(std::string(FS_SOURCE_DIR) + "/tests/backend/data/tokenizer/hf_bpe_oracle.py") +
                                    " " + args + " 2>&1",
                                rc);
