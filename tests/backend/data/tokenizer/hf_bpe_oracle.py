@@ -22,7 +22,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # nothing here may reach a hub
 
 
 def train(corpus_path, out_dir, vocab_size):
-    from tokenizers import ByteLevelBPETokenizer, pre_tokenizers
+    from tokenizers import ByteLevelBPETokenizer  # its trainer starts from all 256 byte tokens
 
     with open(corpus_path, encoding="utf-8") as f:
         corpus = json.load(f)
@@ -32,7 +32,6 @@ def train(corpus_path, out_dir, vocab_size):
         vocab_size=vocab_size,
         min_frequency=2,
         special_tokens=["<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     os.makedirs(os.path.join(out_dir, "gpt2"), exist_ok=True)

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
+#include <errno.h>  // program_invocation_short_name: one scratch folder per test binary
 
 namespace fs::data::testing {
 
@@ -171,7 +171,7 @@ struct TrainedBpe {
 inline const TrainedBpe& trainedBpe() {
   static const TrainedBpe bpe = [] {
     TrainedBpe b;
-    stdfs::path dir = scratchDir("trained_bpe_" + std::to_string(::getpid()));
+    stdfs::path dir = scratchDir(std::string("trained_bpe_") + program_invocation_short_name);
     writeFile(dir / "corpus.json", nlohmann::json(variedStrings(20000, 20261202)).dump());
     runOracle("train " + quoted((dir / "corpus.json").string()) + " " + quoted(dir.string()) + " 4000", b.error);
     if (b.error.empty()) b.dir = dir.string();
@@ -190,7 +190,7 @@ struct HfEncoding {
 };
 inline HfEncoding hfEncode(const std::string& layout, const std::string& dir, const std::vector<std::string>& strings) {
   HfEncoding e;
-  stdfs::path scratch = scratchDir("hf_encode_" + layout + "_" + std::to_string(::getpid()));
+  stdfs::path scratch = scratchDir("hf_encode_" + layout + "_" + program_invocation_short_name);
   writeFile(scratch / "in.json", nlohmann::json(strings).dump());
   runOracle("encode " + layout + " " + quoted(dir) + " " + quoted((scratch / "in.json").string()) + " " +
                 quoted((scratch / "out.json").string()),
