@@ -274,11 +274,19 @@ function(fs_fmt_first out)
   set(${out} ${FS_FMT_FIRST_DIR} PARENT_SCOPE)
 endfunction()
 
+# NOTE [libstdc++ before LibTorch]: PyTorch's wheels are built with a newer GCC
+# whose libstdc++ parts they link in and export (182 std:: symbols in
+# libtorch.so: std::filesystem, <sstream>, <chrono> tz). An executable whose
+# NEEDED list names libtorch before libstdc++.so.6 binds its own std:: calls to
+# those copies, and std::filesystem::remove_all jumped to address 0 there. Every
+# LibTorch user's link therefore names libstdc++ first (before the objects, kept
+# even under --as-needed), so the system's library is searched first.
 # Link LibTorch (+ c10d Gloo) and reuse one precompiled header across every
 # LibTorch translation unit: torch/torch.h costs ~20 s per file otherwise.
 function(fs_use_torch target)
   fs_fmt_first(_fmt_first)
   target_link_libraries(${target} PUBLIC torch gloo)
+  target_link_options(${target} INTERFACE "LINKER:--push-state,--no-as-needed" -lstdc++ "LINKER:--pop-state")
   target_include_directories(${target} BEFORE PUBLIC ${_fmt_first})
   target_include_directories(${target} SYSTEM PUBLIC ${TORCH_INCLUDE_DIRS})
   target_compile_definitions(${target} PUBLIC USE_C10D_GLOO $<$<BOOL:${FS_WITH_CUDA}>:FS_WITH_CUDA USE_C10D_NCCL>)

@@ -10,6 +10,7 @@
 
 #include "backend/checkpoint/checkpoint_sharded.h"
 #include "backend/protocol/wire/run_dir.h"
+#include "backend/runtime/torch_pickle.h"
 #include "backend/tensorfile/torch_file.h"
 
 namespace fs::engine {
@@ -247,7 +248,7 @@ protocol::Status writeCheckpoint(const std::filesystem::path& path, const Checkp
   top.insert("flamingo_studio", resumeIValue(c.resume));
   std::vector<char> bytes;
   try {
-    bytes = torch::pickle_save(top);
+    bytes = fs::runtime::pickleForTorchLoad(top);
   } catch (const std::exception& e) {
     return protocol::Status::ioError(path.string() + ": cannot serialise checkpoint: " + e.what());
   }

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "backend/runtime/torch_pickle.h"
 #include "backend/checkpoint/checkpoint_manifest.h"
 #include "backend/checkpoint/checkpoint_recovery.h"
 #include "backend/checkpoint/checkpoint_sharded.h"
@@ -131,7 +132,7 @@ Status writeRankFile(const std::filesystem::path& path, const ShardedCheckpointS
   }
   std::vector<char> bytes;
   try {
-    bytes = torch::pickle_save(top);
+    bytes = fs::runtime::pickleForTorchLoad(top);
   } catch (const std::exception& e) {
     return Status::ioError(path.string() + ": cannot serialise the rank's shards: " + e.what());
   }

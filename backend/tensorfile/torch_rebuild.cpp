@@ -80,7 +80,8 @@ StatusOr<PyValuePtr> callKnown(PickleHeap& heap, const std::string& fn, const Py
     }
     return value;
   }
-  // LibTorch's pickle_save (our own checkpoints) tags typed containers:
+  // LibTorch's pickle_save (other LibTorch programs; our checkpoints before NOTE [Untagged
+  // pickles]) tags typed containers:
   // restore_type_tag(value, "Dict[str, Any]") and build_*list(list) return
   // their first argument unchanged, as Python's torch.load does.
   if (fn == "torch.jit._pickle.restore_type_tag" || fn.rfind("torch.jit._pickle.build_", 0) == 0) {

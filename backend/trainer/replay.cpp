@@ -9,6 +9,7 @@
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config/derived.h"
 #include "backend/protocol/wire/run_dir.h"
+#include "backend/runtime/torch_pickle.h"
 #include "backend/tensorfile/torch_file.h"
 
 namespace fs::engine {
@@ -148,7 +149,7 @@ Status writeTrainable(const model::FlamingoImpl& model, const std::filesystem::p
   for (const auto& [name, t] : model.namedParameters()) {
     if (t.requires_grad()) params.insert(name, t.detach().to(torch::kCPU).contiguous());
   }
-  const std::vector<char> bytes = torch::pickle_save(params);
+  const std::vector<char> bytes = fs::runtime::pickleForTorchLoad(params);
   std::error_code ec;
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path(), ec);
   return protocol::atomicWriteFile(out, std::string_view(bytes.data(), bytes.size()));

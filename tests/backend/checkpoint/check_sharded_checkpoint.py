@@ -12,7 +12,7 @@ import torch
 directory = sys.argv[1]
 with open(os.path.join(directory, "index.json")) as f:
     index = json.load(f)
-ranks = [torch.load(os.path.join(directory, name), map_location="cpu") for name in index["files"]]
+ranks = [torch.load(os.path.join(directory, name), map_location="cpu", weights_only=True) for name in index["files"]]
 out = {"files": []}
 for name, r in zip(index["files"], ranks):
     out["files"].append({
@@ -23,7 +23,7 @@ for name, r in zip(index["files"], ranks):
         "optimizer": len(r["optimizer"]),
     })
 if len(sys.argv) > 2:
-    full = torch.load(sys.argv[2], map_location="cpu")["model_state_dict"]
+    full = torch.load(sys.argv[2], map_location="cpu", weights_only=True)["model_state_dict"]
     equal, compared = 0, 0
     for unit in index["units"]:
         for flat in unit["flats"]:

@@ -1,5 +1,5 @@
 // Parity with PyTorch: our tiny model's weights and inputs go to Python
-// (torch::pickle_save -> torch.load), an independent plain-torch reference
+// (runtime::pickleForTorchLoad -> torch.load), an independent plain-torch reference
 // (flamingo_reference.py) computes the logits, and ours must match within
 // 1e-5 relative (fp32, dropout 0, non-zero gates so cross-attention counts).
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "backend/runtime/torch_pickle.h"
 #include "tiny_model.h"
 
 namespace fs::model {
@@ -106,12 +107,12 @@ class Parity : public ::testing::TestWithParam<Case> {
 
       c10::Dict<std::string, torch::Tensor> weights;
       for (const auto& [name, t] : model->namedParameters()) weights.insert(name, t.detach().contiguous());
-      writeBytes(dir / "weights.pt", torch::pickle_save(weights));
+      writeBytes(dir / "weights.pt", fs::runtime::pickleForTorchLoad(weights));
       c10::Dict<std::string, torch::Tensor> inputs;
       inputs.insert("vision_x", batch.vision_x);
       inputs.insert("input_ids", batch.input_ids);
       inputs.insert("attention_mask", batch.attention_mask);
-      writeBytes(dir / "inputs.pt", torch::pickle_save(inputs));
+      writeBytes(dir / "inputs.pt", fs::runtime::pickleForTorchLoad(inputs));
       std::ofstream(dir / "config.json") << configJson(options, c, logits.sizes().vec());
     }
     const auto log = root() / "reference.log";

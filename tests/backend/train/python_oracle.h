@@ -1,7 +1,8 @@
-// Runs a small Python script with Debian's python3-torch as a test oracle.
+// Runs a small Python script with the project's Python environment's torch
+// (FS_PYTHON) as a test oracle.
 //
-// Tensors travel as torch.save-compatible files: torch::pickle_save writes
-// what Python's torch.load reads, and torch::pickle_load reads plain
+// Tensors travel as torch.save-compatible files: runtime::pickleForTorchLoad
+// writes what Python's torch.load reads (weights_only, its default), and torch::pickle_load reads plain
 // containers of tensors that Python's torch.save wrote.
 #pragma once
 
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+
+#include "backend/runtime/torch_pickle.h"
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -35,7 +38,7 @@ struct ScratchDir {
 };
 
 inline void saveForPython(const c10::IValue& value, const std::string& path) {
-  const std::vector<char> bytes = torch::pickle_save(value);
+  const std::vector<char> bytes = fs::runtime::pickleForTorchLoad(value);
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }

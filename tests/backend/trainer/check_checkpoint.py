@@ -6,7 +6,7 @@ import sys
 
 import torch
 
-ck = torch.load(sys.argv[1], map_location="cpu")
+ck = torch.load(sys.argv[1], map_location="cpu", weights_only=True)  # as torch.load does by default since 2.6
 msd = ck["model_state_dict"]
 out = {
     "keys": sorted(ck.keys()),

@@ -2,6 +2,7 @@
 // torch (replay_reference.py on Debian's python3-torch): the same initial
 // weights and batches must give the same losses at every iteration and the
 // same final trainable parameters, read back by Python's torch.load.
+#include "backend/runtime/torch_pickle.h"
 #include "backend/trainer/replay.h"
 
 #include <gtest/gtest.h>
@@ -124,7 +125,7 @@ class ReplayTest : public ::testing::Test {
     c10::impl::GenericDict seed(c10::StringType::get(), c10::AnyType::get());
     seed.insert("init", init);
     seed.insert("batches", batches);
-    writeBytes(root_ / "seed.pt", torch::pickle_save(seed));
+    writeBytes(root_ / "seed.pt", fs::runtime::pickleForTorchLoad(seed));
     std::ofstream(root_ / "config.json") << configJson(config_);
   }
 
@@ -195,7 +196,7 @@ TEST_F(ReplayTest, BadReferencesAreClearErrors) {
   EXPECT_NE(r.output.find("junk.pt"), std::string::npos) << r.output;
   // A dict without the keys.
   writeBytes(root_ / "nokeys.pt",
-             torch::pickle_save(c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get())));
+             fs::runtime::pickleForTorchLoad(c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get())));
   r = run(replay(config + " --reference " + (root_ / "nokeys.pt").string()));
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("no 'init' dict"), std::string::npos) << r.output;
