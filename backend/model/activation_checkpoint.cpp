@@ -45,15 +45,16 @@ struct AutocastState {
   bool cache = true;
 
   static AutocastState current() {
-    return {at::autocast::is_cpu_enabled(), at::autocast::is_enabled(),
-            at::autocast::get_autocast_cpu_dtype(), at::autocast::get_autocast_gpu_dtype(),
-            at::autocast::is_autocast_cache_enabled()};
+    return {at::autocast::is_autocast_enabled(c10::DeviceType::CPU),
+            at::autocast::is_autocast_enabled(c10::DeviceType::CUDA),
+            at::autocast::get_autocast_dtype(c10::DeviceType::CPU),
+            at::autocast::get_autocast_dtype(c10::DeviceType::CUDA), at::autocast::is_autocast_cache_enabled()};
   }
   void apply() const {
-    at::autocast::set_cpu_enabled(cpu);
-    at::autocast::set_enabled(gpu);
-    at::autocast::set_autocast_cpu_dtype(cpu_dtype);
-    at::autocast::set_autocast_gpu_dtype(gpu_dtype);
+    at::autocast::set_autocast_enabled(c10::DeviceType::CPU, cpu);
+    at::autocast::set_autocast_enabled(c10::DeviceType::CUDA, gpu);
+    at::autocast::set_autocast_dtype(c10::DeviceType::CPU, cpu_dtype);
+    at::autocast::set_autocast_dtype(c10::DeviceType::CUDA, gpu_dtype);
     at::autocast::set_autocast_cache_enabled(cache);
   }
 };

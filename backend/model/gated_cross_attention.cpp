@@ -89,7 +89,7 @@ torch::Tensor MaskedCrossAttentionImpl::forward(const torch::Tensor& x, const to
                                                 const torch::Tensor& attending) {
   const bool fp32 = x.device().is_cpu() && x.scalar_type() == torch::kFloat &&
                     media.scalar_type() == torch::kFloat && to_q->weight.scalar_type() == torch::kFloat &&
-                    !at::autocast::is_cpu_enabled();
+                    !at::autocast::is_autocast_enabled(c10::DeviceType::CPU);
   if (attending.defined() && fp32) {
     // NOTE [Slot attention]: each attending token against its own slot's latents only.
     TORCH_CHECK(media.dim() == 4, "MaskedCrossAttention: expected media (B, T_img, n, D), got ",

@@ -43,20 +43,20 @@ TEST(Precision, AutocastScopeRunsMatmulsInBf16OnCpu) {
   EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kFloat32);
   {
     AutocastScope scope(policy("amp_bf16"), torch::kCPU);
-    EXPECT_TRUE(at::autocast::is_cpu_enabled());
+    EXPECT_TRUE(at::autocast::is_autocast_enabled(c10::DeviceType::CPU));
     EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kBFloat16);
     EXPECT_EQ(torch::nn::functional::linear(a, b.t()).scalar_type(), torch::kBFloat16);
     {
       AutocastScope inner(policy("amp_bf16"), torch::kCPU);
       EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kBFloat16);
     }
-    EXPECT_TRUE(at::autocast::is_cpu_enabled()) << "the inner scope restores, not disables";
+    EXPECT_TRUE(at::autocast::is_autocast_enabled(c10::DeviceType::CPU)) << "the inner scope restores, not disables";
   }
-  EXPECT_FALSE(at::autocast::is_cpu_enabled());
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(c10::DeviceType::CPU));
   EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kFloat32);
   {
     AutocastScope none(policy("fp32"), torch::kCPU);
-    EXPECT_FALSE(at::autocast::is_cpu_enabled());
+    EXPECT_FALSE(at::autocast::is_autocast_enabled(c10::DeviceType::CPU));
   }
 }
 
