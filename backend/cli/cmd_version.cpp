@@ -98,12 +98,12 @@ int runVersion(const std::vector<std::string>& args, Io& io) {
   io.out << "flamingo-train " << runtime::engineVersion() << "\n"
          << "config schema " << protocol::kConfigSchemaVersion << ", event schema "
          << protocol::kEventSchemaVersion << "\n"
-         << "LibTorch " << runtime::libtorchVersion()
-         << ", CUDA build: "
-         << (runtime::builtWithCuda() ? "yes (CUDA " + runtime::cudaRuntimeVersion() + ")" : std::string("no"))
+         << "LibTorch " << runtime::libtorchVersion() << ", CUDA build: "
+         << (runtime::builtWithCuda() ? "yes (CUDA " + runtime::cudaRuntimeVersion() + ")"
+                                      : std::string("no"))
          << ", NCCL: " << (runtime::builtWithNccl() ? "yes" : "no")
-         << ", CUDA devices: " << runtime::cudaDeviceCount()
-         << ", threads: " << runtime::intraOpThreads() << "\n";
+         << ", CUDA devices: " << runtime::cudaDeviceCount() << ", threads: " << runtime::intraOpThreads()
+         << "\n";
 #else
   io.out << "flamingo-train " << FS_CLI_VERSION << " (tools only: built without the LibTorch engine)\n"
          << "config schema " << protocol::kConfigSchemaVersion << ", event schema "

@@ -129,7 +129,8 @@ void StoreClient::lose(const std::string& why) {
 }
 
 StoreClient::Answer StoreClient::exchange(const std::string& frame, milliseconds serverWait, bool unbounded) {
-  if (fd_ < 0) throw c10::DistStoreError("store at " + where_ + ": the connection was lost earlier: " + lost_);
+  if (fd_ < 0)
+    throw c10::DistStoreError("store at " + where_ + ": the connection was lost earlier: " + lost_);
   std::optional<Clock::time_point> deadline;
   if (!unbounded) deadline = Clock::now() + serverWait + timeout_;
   const auto bound = secondsText(std::chrono::duration_cast<milliseconds>(serverWait + timeout_));
@@ -191,16 +192,16 @@ namespace {
 void checkKey(const std::string& where, const std::string& key) {
   if (key.size() > wire::kMaxKeyBytes) {
     throw c10::DistStoreError("store at " + where + ": key '" + key.substr(0, 64) + "...' is " +
-                          std::to_string(key.size()) + " bytes, over the store's limit of " +
-                          std::to_string(wire::kMaxKeyBytes));
+                              std::to_string(key.size()) + " bytes, over the store's limit of " +
+                              std::to_string(wire::kMaxKeyBytes));
   }
 }
 
 void checkValue(const std::string& where, const std::string& key, size_t bytes) {
   if (bytes > wire::kMaxValueBytes) {
     throw c10::DistStoreError("store at " + where + ": the value for key '" + key + "' is " +
-                          std::to_string(bytes) + " bytes, over the store's limit of " +
-                          std::to_string(wire::kMaxValueBytes));
+                              std::to_string(bytes) + " bytes, over the store's limit of " +
+                              std::to_string(wire::kMaxValueBytes));
   }
 }
 
@@ -212,7 +213,7 @@ void checkKeys(const std::string& where, const std::vector<std::string>& keys) {
   }
   if (total > wire::kMaxFrameBytes - 64) {
     throw c10::DistStoreError("store at " + where + ": " + std::to_string(keys.size()) +
-                          " keys are too many for one request");
+                              " keys are too many for one request");
   }
 }
 

@@ -25,11 +25,12 @@
 // another (the heartbeat) uses a client of its own.
 #pragma once
 
+#include <torch/csrc/distributed/c10d/exception.h>
+
 #include <chrono>
 #include <mutex>
 #include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>
-#include <torch/csrc/distributed/c10d/exception.h>
 #include <vector>
 
 namespace fs::dist {

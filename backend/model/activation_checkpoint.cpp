@@ -48,7 +48,8 @@ struct AutocastState {
     return {at::autocast::is_autocast_enabled(c10::DeviceType::CPU),
             at::autocast::is_autocast_enabled(c10::DeviceType::CUDA),
             at::autocast::get_autocast_dtype(c10::DeviceType::CPU),
-            at::autocast::get_autocast_dtype(c10::DeviceType::CUDA), at::autocast::is_autocast_cache_enabled()};
+            at::autocast::get_autocast_dtype(c10::DeviceType::CUDA),
+            at::autocast::is_autocast_cache_enabled()};
   }
   void apply() const {
     at::autocast::set_autocast_enabled(c10::DeviceType::CPU, cpu);

@@ -9,7 +9,8 @@ namespace fs::runtime {
 std::string engineVersion();    // Flamingo Studio version, e.g. "0.1.0"
 std::string libtorchVersion();  // e.g. "2.11.0"
 bool builtWithCuda();           // FS_WITH_CUDA at build time
-std::string cudaRuntimeVersion();  // the CUDA runtime LibTorch was built with, e.g. "13.0"; empty without CUDA
+std::string
+cudaRuntimeVersion();           // the CUDA runtime LibTorch was built with, e.g. "13.0"; empty without CUDA
 bool builtWithNccl();           // c10d's NCCL process group is compiled in (USE_C10D_NCCL)
 bool cudaAvailable();           // a CUDA device is usable now
 int cudaDeviceCount();          // CUDA devices this process sees (0 without CUDA)

@@ -52,10 +52,11 @@ c10::IValue plainContainers(const c10::IValue& value) {
 // are then Dict[str, Any] and List[Any]).
 std::vector<char> pickleForTorchLoad(const c10::IValue& value) {
   std::vector<char> pickled;
-  torch::jit::Pickler pickler([&](const char* data, size_t size) { pickled.insert(pickled.end(), data, data + size); },
-                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr,
-                              /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr,
-                              /*tag_aggregates=*/false);
+  torch::jit::Pickler pickler(
+      [&](const char* data, size_t size) { pickled.insert(pickled.end(), data, data + size); },
+      /*tensor_table=*/nullptr, /*type_renamer=*/nullptr,
+      /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr,
+      /*tag_aggregates=*/false);
   pickler.protocol();
   pickler.pushIValue(plainContainers(value));
   pickler.stop();

@@ -43,7 +43,8 @@ RngSnapshot captureRng() {
     s.torchCpu = bytesOf(gen.get_state());
   }
   for (int64_t d = 0; d < cudaDevices(); ++d) {
-    auto gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(d)));
+    auto gen =
+        at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(d)));
     std::lock_guard<std::mutex> lock(gen.mutex());
     s.torchCuda.push_back(bytesOf(gen.get_state()));
   }
@@ -67,7 +68,8 @@ protocol::Status restoreRng(const RngSnapshot& s) {
   }
   for (size_t d = 0; d < s.torchCuda.size(); ++d) {
     try {
-      auto gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(d)));
+      auto gen =
+          at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(d)));
       std::lock_guard<std::mutex> lock(gen.mutex());
       gen.set_state(tensorOf(s.torchCuda[d]));
     } catch (const c10::Error& e) {

@@ -175,10 +175,11 @@ TEST_F(ProbeCli, VersionJsonHasEveryField) {
 #ifdef FS_TEST_ENGINE
   EXPECT_TRUE(j["engine"].get<bool>());
   // The torch the engine was built against, as its own Python package says: version and CUDA.
-  FILE* pipe = popen((std::string("'") + FS_PYTHON +
-                      "' -c 'import torch; print(torch.__version__.split(\"+\")[0], torch.version.cuda or \"none\")'")
-                         .c_str(),
-                     "r");
+  FILE* pipe =
+      popen((std::string("'") + FS_PYTHON +
+             "' -c 'import torch; print(torch.__version__.split(\"+\")[0], torch.version.cuda or \"none\")'")
+                .c_str(),
+            "r");
   ASSERT_NE(pipe, nullptr);
   char buf[256] = {};
   const size_t n = fread(buf, 1, sizeof(buf) - 1, pipe);

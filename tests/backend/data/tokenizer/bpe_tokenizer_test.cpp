@@ -19,8 +19,9 @@ using nlohmann::json;
 std::vector<std::string> testStrings() {
   std::vector<std::string> s = variedStrings(10000, 20240611);
   for (std::string& t : stringsWithAddedTokens(1000, 77)) s.push_back(std::move(t));
-  for (const char* edge : {"", " ", "hello", " world", "<image>", "<image><image>", "<|endofchunk|><PAD><PAD>",
-                           "<image>hello<|endofchunk|> world<|endoftext|>", "<imag e>", "<|endofchunk|", "<PAD"})
+  for (const char* edge :
+       {"", " ", "hello", " world", "<image>", "<image><image>", "<|endofchunk|><PAD><PAD>",
+        "<image>hello<|endofchunk|> world<|endoftext|>", "<imag e>", "<|endofchunk|", "<PAD"})
     s.push_back(edge);
   s.push_back(std::string(1000, 'a'));  // long runs: the merge queue and the regex on long matches
   s.push_back(std::string(500, ' ') + "x" + std::string(500, '\n'));

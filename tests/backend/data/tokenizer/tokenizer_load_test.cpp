@@ -93,8 +93,9 @@ class TokenizerLoad : public ::testing::Test {
   }
   static std::string dir_, error_;
   static Gpt2Files files_;
-  static Tokenizer* reference_;  // from vocab.json + merges.txt, checked against transformers in bpe_tokenizer_test
-  int64_t vocab_ = 0;            // the trained vocabulary's size
+  static Tokenizer*
+      reference_;      // from vocab.json + merges.txt, checked against transformers in bpe_tokenizer_test
+  int64_t vocab_ = 0;  // the trained vocabulary's size
 };
 std::string TokenizerLoad::dir_, TokenizerLoad::error_;
 Gpt2Files TokenizerLoad::files_;

@@ -2,6 +2,7 @@
 // oracle process, and a deterministic generator of varied test strings.
 #pragma once
 
+#include <errno.h>  // program_invocation_short_name: one scratch folder per test binary
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -13,8 +14,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <errno.h>  // program_invocation_short_name: one scratch folder per test binary
 
 namespace fs::data::testing {
 
@@ -150,14 +149,16 @@ inline std::string quoted(const std::string& s) {
 
 // Hugging Face's tokenizers and transformers, run by hf_bpe_oracle.py in the project's Python
 // environment (FS_PYTHON, from scripts/python-env.sh).
-constexpr const char* kOracleHint = " (the oracle needs the project's Python environment: run scripts/install-deps.sh)";
+constexpr const char* kOracleHint =
+    " (the oracle needs the project's Python environment: run scripts/install-deps.sh)";
 
 inline std::string runOracle(const std::string& args, std::string& error) {
   int rc = 0;
-  std::string out = runCommand(quoted(FS_PYTHON) + " " +
-                                   quoted(std::string(FS_SOURCE_DIR) + "/tests/backend/data/tokenizer/hf_bpe_oracle.py") +
-                                   " " + args + " 2>&1",
-                               rc);
+  std::string out =
+      runCommand(quoted(FS_PYTHON) + " " +
+                     quoted(std::string(FS_SOURCE_DIR) + "/tests/backend/data/tokenizer/hf_bpe_oracle.py") +
+                     " " + args + " 2>&1",
+                 rc);
   if (rc != 0) error = "hf_bpe_oracle.py " + args + " failed: " + out + kOracleHint;
   return out;
 }
@@ -173,7 +174,8 @@ inline const TrainedBpe& trainedBpe() {
     TrainedBpe b;
     stdfs::path dir = scratchDir(std::string("trained_bpe_") + program_invocation_short_name);
     writeFile(dir / "corpus.json", nlohmann::json(variedStrings(20000, 20261202)).dump());
-    runOracle("train " + quoted((dir / "corpus.json").string()) + " " + quoted(dir.string()) + " 4000", b.error);
+    runOracle("train " + quoted((dir / "corpus.json").string()) + " " + quoted(dir.string()) + " 4000",
+              b.error);
     if (b.error.empty()) b.dir = dir.string();
     return b;
   }();
@@ -188,7 +190,8 @@ struct HfEncoding {
   std::vector<std::string> decoded;
   std::string error;
 };
-inline HfEncoding hfEncode(const std::string& layout, const std::string& dir, const std::vector<std::string>& strings) {
+inline HfEncoding hfEncode(const std::string& layout, const std::string& dir,
+                           const std::vector<std::string>& strings) {
   HfEncoding e;
   stdfs::path scratch = scratchDir("hf_encode_" + layout + "_" + program_invocation_short_name);
   writeFile(scratch / "in.json", nlohmann::json(strings).dump());
