@@ -158,10 +158,11 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
       if (!f->trainable()) continue;
       for (const auto& m : f->members()) {
         ++trainableMembers_[i];
-        // A leaf's hook runs once per backward, with every contribution to its gradient summed.
+        // A leaf's hook runs once per backward, with every contribution to its gradient summed, and
+        // once more inside a checkpointed region's own gradient call (NOTE [Leaf hooks in the recompute]).
         torch::Tensor param = m.param;
         param.register_hook([this, i](const at::Tensor& g) {
-          gradientArrived(i);
+          if (!model::takingRecomputeGradients()) gradientArrived(i);
           return g;
         });
       }

@@ -6,11 +6,14 @@
 #include <mutex>
 #include <optional>
 
+#include "backend/model/unit_hooks.h"
+
 namespace fs::model {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
 
 // RNG state of one default generator, captured at forward time.
 struct RngSnapshot {
@@ -152,8 +155,12 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
       for (size_t i = 0; i < state->rng.size(); ++i) state->rng[i].restore(previous_rng[i]);
     }
     if (!out.requires_grad() || wrt.empty()) return result;
-    const auto grads = torch::autograd::grad({out}, wrt, {grad_outputs[0]}, /*retain_graph=*/false,
-                                             /*create_graph=*/false, /*allow_unused=*/true);
+    variable_list grads;
+    {
+      RecomputeGradientsScope scope;
+      grads = torch::autograd::grad({out}, wrt, {grad_outputs[0]}, /*retain_graph=*/false,
+                                    /*create_graph=*/false, /*allow_unused=*/true);
+    }
     for (size_t j = 0; j < grads.size(); ++j) result[wrt_slot[j]] = grads[j];
     return result;
   }

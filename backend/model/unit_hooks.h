@@ -30,6 +30,32 @@ class UnitHooks {
   virtual void after(torch::nn::Module& module, const at::Tensor& output) = 0;
 };
 
+// NOTE [Leaf hooks in the recompute]: since PyTorch 2.0 a hook registered on a
+// leaf tensor (Tensor::register_hook) also runs when torch::autograd::grad takes
+// that tensor's gradient, not only when AccumulateGrad adds it. A checkpointed
+// region's backward (activation_checkpoint.cpp) takes its parameters' gradients
+// that way and then returns them, so each parameter's hook runs twice: once with
+// the gradient about to arrive, once on its real arrival. Hooks that count
+// arrivals (FSDP's) skip the first: takingRecomputeGradients() is true on the
+// thread taking them, for the duration of that call.
+inline thread_local bool tTakingRecomputeGradients = false;
+
+inline bool takingRecomputeGradients() {
+  return tTakingRecomputeGradients;
+}
+
+// Marks a recompute's own gradient call on this thread; restores the previous value.
+class RecomputeGradientsScope {
+ public:
+  RecomputeGradientsScope() : previous_(tTakingRecomputeGradients) { tTakingRecomputeGradients = true; }
+  ~RecomputeGradientsScope() { tTakingRecomputeGradients = previous_; }
+  RecomputeGradientsScope(const RecomputeGradientsScope&) = delete;
+  RecomputeGradientsScope& operator=(const RecomputeGradientsScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // f() between hooks->before and hooks->after; just f() without hooks.
 template <class F>
 at::Tensor runUnit(const std::shared_ptr<UnitHooks>& hooks, torch::nn::Module& module,

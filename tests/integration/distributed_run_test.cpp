@@ -1,5 +1,5 @@
 // Whole distributed runs as a user starts them: `flamingo-train launch`
-// (the node agent) and the real `torchrun` from Debian's python3-torch
+// (the node agent) and the real `torchrun` of the project's Python environment
 // starting `flamingo-train train` ranks; two nodes in two network
 // namespaces joined by veth; SIGTERM to the agent; a rank killed with -9; a
 // node that never reaches the master.
@@ -132,14 +132,11 @@ TEST_F(DistributedRunTest, TheAgentAndTorchrunStartTheSameRun) {
   const auto viaAgent = root_ / "agent", viaTorchrun = root_ / "torchrun";
   auto a = wait({start("agent", agent(viaAgent, config, fs::testing::freePort(), 1, 2, 0, "n0"))});
   ASSERT_EQ(a[0].code, 0) << a[0].output;
-  const std::string torchrun = findProgram({"/usr/bin/torchrun", "/usr/local/bin/torchrun"});
-  ASSERT_FALSE(torchrun.empty()) << "Debian's python3-torch ships /usr/bin/torchrun";
-  // Debian's torchrun (torch 1.13 on Python 3.11) fails on its default "--redirects 0 --tee 0": 3.11's
-  // enum.Flag no longer iterates the zero member its parser looks up. "1" (stdout) parses.
-  auto t = wait({start(
-      "torchrun", {torchrun, "--nnodes", "1", "--nproc_per_node", "2", "--master_port",
-                   std::to_string(fs::testing::freePort()), "--redirects", "1", "--tee", "1", "--no_python",
-                   kTrain, "train", "--config", config.string(), "--run-dir", viaTorchrun.string()})});
+  // torchrun is torch.distributed.run of the project's Python environment (FS_PYTHON).
+  auto t = wait({start("torchrun", {FS_PYTHON, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node",
+                                    "2", "--master_port", std::to_string(fs::testing::freePort()), "--no_python",
+                                    kTrain, "train", "--config", config.string(), "--run-dir",
+                                    viaTorchrun.string()})});
   ASSERT_EQ(t[0].code, 0) << t[0].output;
   const auto agentEventsRead = engine::test::readEvents(viaAgent, true);
   const auto torchrunEvents = engine::test::readEvents(viaTorchrun, true);
