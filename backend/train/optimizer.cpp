@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 namespace fs::train {
 namespace {
 // LibTorch's AdamW keys its per-parameter state by the parameter's TensorImpl.
@@ -65,7 +67,7 @@ void GroupedAdamW::step() {
       m.mutable_grad() = g.defined() ? g.detach().to(torch::kFloat) : torch::Tensor();
     }
   }
-  adamw_->step();
+  stepAsTorchOptim();
   torch::NoGradGuard noGrad;
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     for (size_t k = 0; k < groups_[gi].params.size(); ++k) {
@@ -73,6 +75,42 @@ void GroupedAdamW::step() {
       if (!m.defined() || !m.grad().defined()) continue;  // not stepped: unchanged
       groups_[gi].params[k].copy_(m);
       m.mutable_grad() = torch::Tensor();
+    }
+  }
+}
+
+// NOTE [AdamW] in optimizer.h: Python's single-tensor step, line for line, with the state kept in
+// LibTorch's AdamWParamState (so the state_dict code reads it as before).
+void GroupedAdamW::stepAsTorchOptim() {
+  torch::NoGradGuard noGrad;
+  auto& state = adamw_->state();
+  for (auto& group : adamw_->param_groups()) {
+    const auto& opt = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    const double lr = opt.lr(), weightDecay = opt.weight_decay(), eps = opt.eps();
+    const double beta1 = std::get<0>(opt.betas()), beta2 = std::get<1>(opt.betas());
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;  // no gradient: no decay, no moment update
+      const torch::Tensor grad = p.grad();
+      auto it = state.find(stateKey(p));
+      if (it == state.end()) {
+        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+        fresh->step(0);
+        fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        it = state.emplace(stateKey(p), std::move(fresh)).first;
+      }
+      auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
+      s.step(s.step() + 1);
+      if (weightDecay != 0) p.mul_(1 - lr * weightDecay);
+      s.exp_avg().lerp_(grad, 1 - beta1);
+      s.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+      const double step = static_cast<double>(s.step());
+      const double biasCorrection1 = 1 - std::pow(beta1, step);
+      const double biasCorrection2 = 1 - std::pow(beta2, step);
+      const double stepSize = lr / biasCorrection1;
+      const double biasCorrection2Sqrt = std::pow(biasCorrection2, 0.5);
+      const torch::Tensor denom = (s.exp_avg_sq().sqrt() / biasCorrection2Sqrt).add_(eps);
+      p.addcdiv_(s.exp_avg(), denom, -stepSize);
     }
   }
 }

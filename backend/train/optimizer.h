@@ -9,10 +9,15 @@
 // norm / bias, was dropped), and the input embedding is never decayed (its
 // masked gradient relies on that). Groups keep the parameters' order.
 //
-// NOTE [AdamW]: torch::optim::AdamW (LibTorch 1.13) performs exactly Python's
-// torch.optim.AdamW single-tensor step: p *= 1 - lr wd; m = b1 m + (1 - b1) g;
-// v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t)
-// + eps). A parameter without a gradient is skipped entirely (no decay, no
+// NOTE [AdamW]: the step is Python's torch.optim.AdamW single-tensor step (its
+// CPU default; torch/optim/adam.py, _single_tensor_adam with decoupled weight
+// decay), written out op for op: p *= 1 - lr wd; m.lerp_(g, 1 - b1);
+// v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / (1 - b2^t)^0.5
+// + eps). LibTorch's C++ AdamW::step updates m as b1 m + (1 - b1) g, which
+// rounds differently (the first moments differed in their last bits on PyTorch
+// 2.11; equal on 1.13, before Python moved
+// to lerp), so it is not called; its AdamWParamState holds the state. A
+// parameter without a gradient is skipped entirely (no decay, no
 // moment update), which is why zeroGrad() sets gradients to none as the
 // reference's zero_grad(set_to_none=True) does.
 //
@@ -113,6 +118,7 @@ class GroupedAdamW {
   torch::Tensor master(size_t group, size_t k) const { return masters_.at(group).at(k); }
   // Sets every master to its parameter's current value now.
   void refreshMasters();
+  void stepAsTorchOptim();
   // setToNone: drop the gradients (the reference); else zero them in place.
   void zeroGrad(bool setToNone = true);
 

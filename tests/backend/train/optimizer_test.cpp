@@ -261,8 +261,11 @@ TEST(AdamW, MatchesPythonTorchOptimAdamW) {
       return e.index == static_cast<int64_t>(i);
     });
     ASSERT_NE(it, sd.state.end());
-    EXPECT_TRUE(torch::equal(it->expAvg, expAvg.get(i).toTensor())) << named[i].name;
-    EXPECT_TRUE(torch::equal(it->expAvgSq, expAvgSq.get(i).toTensor())) << named[i].name;
+    EXPECT_TRUE(torch::equal(it->expAvg, expAvg.get(i).toTensor()))
+        << named[i].name << " max diff " << (it->expAvg - expAvg.get(i).toTensor()).abs().max().item<double>();
+    EXPECT_TRUE(torch::equal(it->expAvgSq, expAvgSq.get(i).toTensor()))
+        << named[i].name << " max diff " << (it->expAvgSq - expAvgSq.get(i).toTensor()).abs().max().item<double>()
+        << " of " << it->expAvgSq.abs().max().item<double>();
     EXPECT_EQ(it->step.item<float>(), stepCounts.get(i).toTensor().item<float>()) << named[i].name;
   }
 }
