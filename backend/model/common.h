@@ -130,6 +130,11 @@ struct IndexSets {
   torch::Tensor realTokens;  // realTokenIndex of the mask with Padding::kSkip, else undefined
   torch::Tensor slots;       // referenced media slots (NOTE [Unreferenced media slots] in flamingo.cpp)
   torch::Tensor attending;   // attendingTokens (NOTE [Attending tokens] in gated_cross_attention.h)
+  // The caller saw no zero in attention_mask (false: padding, or not looked
+  // at): the LM's self-attention may then use the causal mask alone on a
+  // device where looking would be a host sync (NOTE [Fused self-attention]
+  // in lm_family.h).
+  bool unpadded = false;
 };
 
 // The flat indices of the positions where attention_mask is 1; undefined when

@@ -95,6 +95,7 @@ IndexSets FlamingoImpl::indexSets(const torch::Tensor& input_ids, const torch::T
   sets.slots = referencedSlots(input_ids, options_.image_id(), images_per_sample, workPerImage());
   if (padding == Padding::kSkip)
     sets.realTokens = realTokenIndex(attention_mask.defined() ? attention_mask : torch::ones_like(input_ids));
+  sets.unpadded = !attention_mask.defined() || attention_mask.ne(0).all().item<bool>();
   // attendingTokens' own first test, before text_time is computed for it.
   const int64_t work = GatedCrossAttentionBlockImpl::workPerToken(options_.cross_attn());
   if (work == 0 || skippingPays(input_ids.numel(), work)) {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "backend/model/common.h"
+#include "backend/model/fused_attention.h"
 #include "backend/model/slot_attention.h"
 #include "backend/protocol/config/config_types.h"
 
@@ -40,6 +41,19 @@ torch::Tensor attendingTokens(const torch::Tensor& text_time, const torch::Tenso
 
 // ---------------------------------------------------------------- masked cross-attention
 
+namespace {
+// (B, 1, L, T_img n) bool: text position i may attend media token j (NOTE [Media masking]).
+torch::Tensor mediaAllowed(const torch::Tensor& text_time, int64_t t_img, int64_t n) {
+  // 1, .., 1, 2, .., 2, .. (n of each): the slot of each media token. Not repeat_interleave, whose
+  // output size is read back from its device (a host sync on CUDA).
+  const auto media_time =
+      torch::arange(n, (t_img + 1) * n, torch::TensorOptions().dtype(torch::kLong).device(text_time.device()))
+          .div(n, "floor");
+  return text_time.view({text_time.size(0), 1, text_time.size(1), 1})
+      .eq(media_time.view({1, 1, 1, t_img * n}));
+}
+}  // namespace
+
 MaskedCrossAttentionImpl::MaskedCrossAttentionImpl(const GatedCrossAttentionOptions& o)
     : heads(o.heads()), head_dim(o.head_dim()) {
   const int64_t inner = heads * head_dim;
@@ -72,21 +86,52 @@ torch::Tensor MaskedCrossAttentionImpl::probabilities(const torch::Tensor& x, co
   if (v_out != nullptr) *v_out = splitHeads(kv[1], heads);
 
   auto sim = torch::matmul(q, k.transpose(-2, -1));  // (B, H, L, T_img * n)
-  // 1, .., 1, 2, .., 2, .. (n of each): the slot of each media token. Not repeat_interleave, whose
-  // output size is read back from its device (a host sync on CUDA).
-  const auto media_time =
-      torch::arange(n, (t_img + 1) * n, torch::TensorOptions().dtype(torch::kLong).device(x.device()))
-          .div(n, "floor");
-  const auto allowed = text_time.view({b, 1, l, 1}).eq(media_time.view({1, 1, 1, t_img * n}));
-  sim = sim.masked_fill(allowed.logical_not(), lowestFinite(sim.scalar_type()));
+  sim = sim.masked_fill(mediaAllowed(text_time, t_img, n).logical_not(), lowestFinite(sim.scalar_type()));
   sim = sim - std::get<0>(sim.max(-1, /*keepdim=*/true)).detach();
   auto attn = sim.softmax(-1);
   return attn.masked_fill(text_time.eq(0).view({b, 1, l, 1}), 0.0);
 }
 
+torch::Tensor MaskedCrossAttentionImpl::fused(const torch::Tensor& x, const torch::Tensor& media,
+                                              const torch::Tensor& text_time,
+                                              const torch::Tensor& attending) {
+  TORCH_CHECK(media.dim() == 4, "MaskedCrossAttention: expected media (B, T_img, n, D), got ", media.sizes());
+  TORCH_CHECK(text_time.dim() == 2 && text_time.size(1) == x.size(1), "MaskedCrossAttention: text_time ",
+              text_time.sizes(), " does not match the text ", x.sizes());
+  const auto b = x.size(0);
+  const auto l = x.size(1);
+  const auto t_img = media.size(1);
+  const auto n = media.size(2);
+  // NOTE [Attending tokens]: q of the attending positions, zeros elsewhere.
+  const auto projected =
+      attending.defined()
+          ? unpackTokens(to_q->forward(norm->forward(packTokens(x, attending))), attending, b, l)
+          : to_q->forward(norm->forward(x));
+  // NOTE [Fused cross-attention]: a row with no allowed key (no image yet, or past the last slot)
+  // takes q = 0 and sees every key: uniform, and nothing for q or k.
+  const auto no_key = text_time.eq(0).logical_or(text_time.gt(t_img)).view({b, 1, l, 1});
+  const auto q = splitHeads(projected, heads).masked_fill(no_key, 0.0);
+  const auto kv = to_kv->forward(media.reshape({b, t_img * n, media.size(3)})).chunk(2, -1);
+  const auto k = splitHeads(kv[0], heads);
+  const auto v = splitHeads(kv[1], heads);
+  // 0 where visible, lowestFinite elsewhere, built in SDPA's dtype.
+  const auto dtype = sdpaDtype(q, k, v);
+  const auto opts = torch::TensorOptions().dtype(dtype).device(x.device());
+  const auto bias = torch::where(mediaAllowed(text_time, t_img, n).logical_or(no_key), torch::zeros({}, opts),
+                                 torch::full({}, lowestFinite(dtype), opts));
+  const auto attended =
+      sdpaAttention(AttentionKind::kMediaCross, q, k, v, bias, false, 1.0 / std::sqrt(double(head_dim)), 0.0);
+  // No image yet: the reference zeroes these rows' probabilities, so their output and its gradient are 0.
+  const auto out = mergeHeads(attended).masked_fill(text_time.eq(0).unsqueeze(-1), 0.0);  // (B, L, inner)
+  if (!attending.defined()) return to_out->forward(out);
+  return unpackTokens(to_out->forward(packTokens(out, attending)), attending, b, l);
+}
+
 torch::Tensor MaskedCrossAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& media,
                                                 const torch::Tensor& text_time,
                                                 const torch::Tensor& attending) {
+  // NOTE [Fused attention] in fused_attention.h: SDPA on CUDA, our kernels on the CPU.
+  if (runsOnSdpa(AttentionKind::kMediaCross, x)) return fused(x, media, text_time, attending);
   const bool fp32 = x.device().is_cpu() && x.scalar_type() == torch::kFloat &&
                     media.scalar_type() == torch::kFloat && to_q->weight.scalar_type() == torch::kFloat &&
                     !at::autocast::is_autocast_enabled(c10::DeviceType::CPU);

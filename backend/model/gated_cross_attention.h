@@ -65,6 +65,28 @@ torch::Tensor mediaTextTime(const torch::Tensor& input_ids, int64_t image_id);
 torch::Tensor attendingTokens(const torch::Tensor& text_time, const torch::Tensor& real_tokens, int64_t slots,
                               int64_t work_per_token = 0);
 
+// NOTE [Fused cross-attention]: forward() picks the path per call (NOTE
+// [Fused attention] in fused_attention.h). On the CPU: NOTE [Slot attention]
+// for fp32 with attending tokens, else the masked composite (probabilities()).
+// Through SDPA (CUDA), the mask of NOTE [Media masking] (text position i sees
+// media token j iff text_time[i] is j's slot) is no causal pattern, so it is
+// an attn_mask, (B, 1, L, T_img n), broadcast over the heads; SDPA then picks
+// memory-efficient attention (or math), never flash, which takes no mask.
+// It is additive, 0 or lowestFinite of SDPA's dtype, as the reference fills
+// its logits. A row with no allowed key (text_time 0, or past the last slot)
+// needs more, because the fused kernels keep only a log-sum-exp per row for
+// backward: with every key at lowestFinite, log(T_img n) is lost to rounding
+// in it, and the backward's probabilities come out 1 instead of 1 / (T_img n).
+// (A boolean mask is no way out: -inf rows give zeros or NaN.) Such a row
+// instead sees every key with q = 0, a constant: its probabilities are
+// uniform, as the reference's, with an exact log-sum-exp; q and k get nothing
+// from it, as from the reference, whose masked_fill gives masked logits no
+// gradient; v gets the reference's gradient. Rows with text_time 0 are then
+// zeroed on the output (the reference zeroes their probabilities); rows past
+// the last slot keep their uniform average of every slot. With attending
+// tokens, q is computed on them alone and scattered to (B, L) as on the
+// masked path; the slot kernel's saving (each run against its own slot's n
+// latents only) has no dense-mask form.
 class MaskedCrossAttentionImpl : public torch::nn::Module {
  public:
   explicit MaskedCrossAttentionImpl(const GatedCrossAttentionOptions& options);
@@ -87,6 +109,9 @@ class MaskedCrossAttentionImpl : public torch::nn::Module {
   torch::nn::Linear to_out{nullptr};
 
  private:
+  // The SDPA path of forward() (NOTE [Fused cross-attention]).
+  torch::Tensor fused(const torch::Tensor& x, const torch::Tensor& media, const torch::Tensor& text_time,
+                      const torch::Tensor& attending);
   torch::Tensor probabilities(const torch::Tensor& x, const torch::Tensor& media,
                               const torch::Tensor& text_time, const torch::Tensor& attending,
                               torch::Tensor* v_out);

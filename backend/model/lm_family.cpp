@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "backend/model/common.h"
+#include "backend/model/fused_attention.h"
 #include "backend/model/gpt_neox.h"
 #include "backend/model/llama.h"
 #include "backend/model/mpt.h"
@@ -175,6 +176,8 @@ torch::Tensor CausalLmImpl::runLayers(const torch::Tensor& input_ids, const torc
   // The offsets are read back to the host; only the CPU's packed attention uses them
   // (packedAttentionSupports).
   if (padding == Padding::kSkip && mask.device().is_cpu()) ctx.packed_offsets = packedOffsets(mask);
+  if (runsOnSdpa(AttentionKind::kCausalSelf, hidden))
+    ctx.causal_suffices = causalMaskSuffices(mask, padding, sets);
   const auto packRope = [&](const torch::Tensor& t) {
     if (!t.defined()) return t;
     const auto rows = t.expand({ctx.batch, 1, ctx.length, t.size(-1)}).squeeze(1);
@@ -204,13 +207,28 @@ torch::Tensor CausalLmImpl::forward(const torch::Tensor& input_ids, const torch:
 torch::Tensor causalSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                   int64_t heads, double scale, const LayerContext& ctx, double dropout,
                                   bool training) {
-  if (!ctx.packed_offsets.empty() && packedAttentionSupports(q, k, v, dropout, training))
-    return packedCausalAttention(q, k, v, heads, scale, ctx.packed_offsets);
   const auto split = [&](const torch::Tensor& t) {
     return splitHeads(unpackTokens(t, ctx.real_tokens, ctx.batch, ctx.length), heads);
   };
+  if (runsOnSdpa(AttentionKind::kCausalSelf, q)) {
+    // NOTE [Fused self-attention].
+    const bool causal = ctx.causal_suffices && !ctx.position_bias;
+    const auto out =
+        sdpaAttention(AttentionKind::kCausalSelf, split(q), split(k), split(v),
+                      causal ? torch::Tensor() : ctx.attn_bias, causal, scale, training ? dropout : 0.0);
+    return packTokens(mergeHeads(out), ctx.real_tokens);
+  }
+  if (!ctx.position_bias && !ctx.packed_offsets.empty() &&
+      packedAttentionSupports(q, k, v, dropout, training))
+    return packedCausalAttention(q, k, v, heads, scale, ctx.packed_offsets);
   const auto out = scaledDotAttention(split(q), split(k), split(v), scale, ctx.attn_bias, dropout, training);
   return packTokens(mergeHeads(out), ctx.real_tokens);
+}
+
+bool causalMaskSuffices(const torch::Tensor& attention_mask, Padding padding, const IndexSets* sets) {
+  if (padding == Padding::kSkip || (sets != nullptr && sets->unpadded)) return true;
+  // Looking at a device's mask would be a host sync.
+  return attention_mask.device().is_cpu() && attention_mask.ne(0).all().item<bool>();
 }
 
 // ---------------------------------------------------------------- factory

@@ -89,6 +89,14 @@ struct LayerContext {
   int64_t batch = 0;  // B and L of the hidden state (B, L, width)
   int64_t length = 0;
   torch::Tensor attn_bias;  // additive, (B, 1|H, L, L): NOTE [Causal mask] in common.h
+  // attn_bias adds a per-head position bias besides the mask (MPT's ALiBi):
+  // only attention that adds attn_bias is exact, never the packed kernel or
+  // SDPA's is_causal. Set by the family's layerContext().
+  bool position_bias = false;
+  // NOTE [Fused self-attention]: the causal mask alone gives every position
+  // whose result is used the keys attn_bias gives it. Set by runLayers, on
+  // the devices where the self-attention runs through SDPA.
+  bool causal_suffices = false;
   // Rotary families: layerContext() gives (B|1, 1, L, rot); runLayers packs
   // them to the packed rows, (N, 1, rot), as causalSelfAttention's callers
   // rotate packed q and k. Undefined for the other families.
@@ -106,12 +114,48 @@ struct LayerContext {
 };
 
 // Causal self-attention of a decoder layer on packed q, k, v (N, H*D) (rows
-// as packTokens(x, ctx.real_tokens) lays them out): packedCausalAttention when
-// ctx.packed_offsets is set and it supports q's dtype and the dropout, else
-// the composite scaledDotAttention with ctx.attn_bias. Returns (N, H*D).
+// as packTokens(x, ctx.real_tokens) lays them out), every family's, MPT's
+// with its ALiBi. Picks the path per call (NOTE [Fused attention] in
+// fused_attention.h): SDPA on CUDA (NOTE [Fused self-attention]); on the CPU
+// packedCausalAttention when ctx.packed_offsets is set, the bias is the mask
+// alone and the kernel supports q's dtype and the dropout, else the composite
+// scaledDotAttention with ctx.attn_bias. Returns (N, H*D).
+//
+// NOTE [Fused self-attention]: what SDPA is given, and so which kernel it may
+// pick. The mask is NOTE [Causal mask]'s: key j visible to query i iff
+// j <= i and j is a real token.
+//  - The causal mask alone (is_causal and no attn_mask: flash attention in
+//    bf16 / fp16, memory-efficient in fp32, which flash does not take) when
+//    it gives every position whose result is used the keys the bias gives
+//    it (ctx.causal_suffices). REQUIRES right padding (the data's
+//    contract, backend/data/batch.h): then a real query's earlier keys are
+//    all real, and only padded queries see more than the bias lets them
+//    (earlier padding). Their results are unused when padding is skipped
+//    (Padding::kSkip: the caller vouches every masked position holds the pad
+//    id, so its label is -100; its rows are dropped after the attention) or
+//    when there is none (IndexSets::unpadded from the host batch; a CPU mask
+//    is looked at). So is_causal under kSkip or without padding.
+//  - Else the bias as attn_mask, (B, 1, L, L): memory-efficient attention,
+//    which adds an arbitrary bias, or math; never flash. Padding computed
+//    (Padding::kCompute) with padding in the batch lands here, so the
+//    padded positions' logits equal the CPU path's too.
+//  - MPT: ALiBi adds slope_h * (j - L + 1) per head, a bias SDPA can only
+//    take as attn_mask: ctx.attn_bias (B, H, L, L) always (ALiBi + causal +
+//    padding), memory-efficient or math, never flash (FlashAttention's own
+//    ALiBi slopes are not reachable through SDPA).
+// A real query always sees itself, so no row the loss reaches is fully
+// masked (NOTE [Fused attention]); only a sample without any real token,
+// under the bias, has such rows: their forward is the reference's, their
+// backward not, and with the pad id everywhere (label -100) no gradient
+// reaches them.
 torch::Tensor causalSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                   int64_t heads, double scale, const LayerContext& ctx, double dropout,
                                   bool training);
+
+// ctx.causal_suffices for a batch (NOTE [Fused self-attention]): padding
+// skipped, or no padding as the caller saw it (sets->unpadded) or as a CPU
+// mask shows. REQUIRES right padding.
+bool causalMaskSuffices(const torch::Tensor& attention_mask, Padding padding, const IndexSets* sets);
 
 // The context of the rotary families (GPT-NeoX, LLaMA): causal padding bias
 // and rotate-half tables for positions 0..L-1 over the first `rot_dim` channels.

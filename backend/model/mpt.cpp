@@ -41,10 +41,9 @@ MptAttentionImpl::MptAttentionImpl(const LmOptions& o)
   out_proj = register_module("out_proj", noBiasLinear(o.width(), o.width()));
 }
 
-torch::Tensor MptAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& attn_bias,
-                                        const torch::Tensor& real_tokens) {
-  const auto qkv =
-      onRealTokens(x, real_tokens, [this](const torch::Tensor& t) { return Wqkv->forward(t); }).chunk(3, -1);
+torch::Tensor MptAttentionImpl::forward(const torch::Tensor& x, const LayerContext& ctx) {
+  // Packed rows (N, 3 width): q, k, v (NOTE [Skipped padding] in common.h).
+  const auto qkv = Wqkv->forward(packTokens(x, ctx.real_tokens)).chunk(3, -1);
   auto q = qkv[0];
   auto k = qkv[1];
   if (q_ln) {
@@ -52,10 +51,9 @@ torch::Tensor MptAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
     k = k_ln->forward(k);
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(x.size(-1) / heads));
-  const auto out = scaledDotAttention(splitHeads(q, heads), splitHeads(k, heads), splitHeads(qkv[2], heads),
-                                      scale, attn_bias, attention_dropout, is_training());
-  return onRealTokens(mergeHeads(out), real_tokens,
-                      [this](const torch::Tensor& t) { return out_proj->forward(t); });
+  // ctx.attn_bias holds the ALiBi (ctx.position_bias): the bias path on every device.
+  const auto out = causalSelfAttention(q, k, qkv[2], heads, scale, ctx, attention_dropout, is_training());
+  return unpackTokens(out_proj->forward(out), ctx.real_tokens, x.size(0), x.size(1));
 }
 
 // ---------------------------------------------------------------- mlp / block
@@ -78,8 +76,7 @@ MptBlockImpl::MptBlockImpl(const LmOptions& o) : dropout(o.dropoutOr(0.0)) {
 }
 
 torch::Tensor MptBlockImpl::forward(const torch::Tensor& hidden, const LayerContext& ctx) {
-  auto h = hidden + applyDropout(attn->forward(norm_1->forward(hidden), ctx.attn_bias, ctx.real_tokens),
-                                 dropout, is_training());
+  auto h = hidden + applyDropout(attn->forward(norm_1->forward(hidden), ctx), dropout, is_training());
   const auto f = onRealTokens(h, ctx.real_tokens,
                               [this](const torch::Tensor& x) { return ffn->forward(norm_2->forward(x)); });
   return h + applyDropout(f, dropout, is_training());
@@ -114,6 +111,7 @@ LayerContext MptLmImpl::layerContext(const torch::Tensor& input_ids, const torch
   const auto alibi = (slopes.view({1, -1, 1, 1}) * distance.view({1, 1, 1, l}));
   LayerContext ctx;
   ctx.attn_bias = causalAttentionBias(attention_mask, dtype, alibi);
+  ctx.position_bias = true;
   return ctx;
 }
 

@@ -25,9 +25,9 @@ namespace fs::model {
 class MptAttentionImpl : public torch::nn::Module {
  public:
   explicit MptAttentionImpl(const LmOptions& options);
-  // real_tokens: NOTE [Skipped padding] in common.h (the projections).
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& attn_bias,
-                        const torch::Tensor& real_tokens = {});
+  // x (B, L, width); ctx: the ALiBi bias, the real tokens (the projections run
+  // on them only: NOTE [Skipped padding] in common.h).
+  torch::Tensor forward(const torch::Tensor& x, const LayerContext& ctx);
 
   int64_t heads;
   double attention_dropout;

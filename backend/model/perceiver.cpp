@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "backend/model/fused_attention.h"
 #include "backend/protocol/config/config_types.h"
 
 namespace fs::model {
@@ -38,15 +39,27 @@ torch::Tensor toHeads(const torch::Tensor& x, int64_t heads) {
 torch::Tensor PerceiverAttentionImpl::forward(const torch::Tensor& media, const torch::Tensor& latents_in) {
   const auto x = norm_media->forward(media);
   const auto lat = norm_latents->forward(latents_in);
-  const auto q = toHeads(to_q->forward(lat), heads) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
-  const auto kv = to_kv->forward(torch::cat({x, lat}, -2)).chunk(2, -1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const auto q_rows = to_q->forward(lat);                                 // (B, T, n2, H*d)
+  const auto kv = to_kv->forward(torch::cat({x, lat}, -2)).chunk(2, -1);  // (B, T, n1 + n2, H*d) each
+  const auto s = q_rows.sizes();
+  if (runsOnSdpa(AttentionKind::kResampler, q_rows)) {
+    // NOTE [Fused resampler attention]: (B T, H, n, d), no mask.
+    const auto fold = [&](const torch::Tensor& t) {
+      return t.reshape({s[0] * s[1], t.size(2), heads, head_dim}).transpose(1, 2);
+    };
+    const auto out = sdpaAttention(AttentionKind::kResampler, fold(q_rows), fold(kv[0]), fold(kv[1]), {},
+                                   false, scale, 0.0);  // (B T, H, n2, d)
+    return to_out->forward(out.transpose(1, 2).reshape({s[0], s[1], s[2], heads * head_dim}));
+  }
+  const auto q = toHeads(q_rows, heads) * scale;
   const auto k = toHeads(kv[0], heads);
   const auto v = toHeads(kv[1], heads);
   auto sim = torch::matmul(q, k.transpose(-2, -1));
   sim = sim - std::get<0>(sim.max(-1, /*keepdim=*/true)).detach();
   const auto out = torch::matmul(sim.softmax(-1), v);  // (B, H, T, n2, d)
-  const auto s = out.sizes();
-  return to_out->forward(out.permute({0, 2, 3, 1, 4}).reshape({s[0], s[2], s[3], s[1] * s[4]}));
+  const auto o = out.sizes();
+  return to_out->forward(out.permute({0, 2, 3, 1, 4}).reshape({o[0], o[2], o[3], o[1] * o[4]}));
 }
 
 PerceiverLayerImpl::PerceiverLayerImpl(const PerceiverOptions& o) {

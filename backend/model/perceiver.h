@@ -42,6 +42,14 @@ struct PerceiverOptions {
 // Latents attend to [media; latents]: q from the normed latents, k and v from
 // one Linear (k then v) over the concatenation on the token axis, no biases,
 // q scaled by head_dim^-0.5, row max subtracted (detached) before softmax.
+//
+// NOTE [Fused resampler attention]: forward() picks the path per call (NOTE
+// [Fused attention] in fused_attention.h). Every latent sees every media
+// token and every latent, so there is no mask: on CUDA SDPA may pick flash
+// attention (bf16 / fp16; memory-efficient for fp32, which flash does not
+// take), per (image, head) over n1 + n2 keys. Subtracting the row max is
+// what every softmax kernel does inside, so the fused path computes the same
+// function; on the CPU the composite above, as before.
 class PerceiverAttentionImpl : public torch::nn::Module {
  public:
   PerceiverAttentionImpl(int64_t dim, int64_t heads, int64_t head_dim);

@@ -136,7 +136,7 @@ train::LmLoss Trainer::forwardLoss(const data::Batch& host, const torch::Tensor&
   const torch::Tensor labels = data::toDevice(hostLabels, device_);
   const model::IndexSets sets{data::toDevice(hostSets.realTokens, device_),
                               data::toDevice(hostSets.slots, device_),
-                              data::toDevice(hostSets.attending, device_)};
+                              data::toDevice(hostSets.attending, device_), hostSets.unpadded};
   train::AutocastScope autocast(precision_, device_);
   const torch::Tensor logits =
       state_.model->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding, &sets);
