@@ -1,8 +1,9 @@
 """Writes the committed seed corpora, fuzz/corpus/<target>/, from what the tests
-already make and from our own encoders. Run with Debian's python (torch,
-sentencepiece), from the repository root, after building the fuzz tree:
+already make and from our own encoders. Run with the project's Python
+environment (torch; Debian's sentencepiece through it), from the repository
+root, after building the fuzz tree:
 
-    /usr/bin/python3 fuzz/make_corpus.py build-fuzz
+    "$(bash scripts/python-env.sh --python)" fuzz/make_corpus.py build-fuzz
 
 Seeds are small (a few KB each). Targets whose input starts with a control byte
 (torch_file, tar_samples, event_decoder) get one seed per interesting value.

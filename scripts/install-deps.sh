@@ -13,9 +13,9 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev libfuzzer-14-dev llvm-14
   # engine: LibTorch is PyTorch's, from the Python environment below (torch 2.11 with CUDA 13 and
   # NCCL; nvcc and the CUDA toolkit come with the machine); libgloo-dev: only the headers c10d's
-  # ProcessGroupGloo.hpp includes (NOTE [Gloo] in cmake/FsHelpers.cmake); optimised BLAS (the
-  # reference BLAS is ~10x slower); libblas-dev: cblas.h and libblas.so for the packed attention's
-  # direct BLAS calls
+  # ProcessGroupGloo.hpp includes (NOTE [Gloo] in cmake/FsHelpers.cmake); libblas-dev: cblas.h and
+  # libblas.so for the packed attention's direct BLAS calls, with OpenBLAS behind them (LibTorch
+  # multiplies with the MKL inside PyTorch's wheel)
   libgloo-dev libopenblas0-pthread libblas-dev
   # protocol and tools
   libyaml-cpp-dev libsimdjson-dev nlohmann-json3-dev libspdlog-dev libarchive-dev libsentencepiece-dev libpcre2-dev libsqlite3-dev

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Compiles the engine's CUDA-only code paths (#ifdef FS_WITH_CUDA) on a machine
-without a CUDA LibTorch: every backend source that mentions FS_WITH_CUDA, with
-its own target's flags from compile_commands.json, FS_WITH_CUDA and
-USE_C10D_NCCL defined, and -fsyntax-only against the CUDA toolkit's headers and
-LibTorch's own CUDA headers (Debian's libtorch-dev ships c10/cuda, ATen/cuda and
-ProcessGroupNCCL.hpp). Nothing is linked or run: it proves the code compiles
-against this LibTorch's CUDA API, which a CPU build never would.
+"""Compiles the engine's CUDA-only code paths (#ifdef FS_WITH_CUDA) in a build
+without them (FS_WITH_CUDA off: a CPU-only LibTorch, or -DFS_WITH_CUDA=OFF):
+every backend source that mentions FS_WITH_CUDA, with its own target's flags
+from compile_commands.json, FS_WITH_CUDA and USE_C10D_NCCL defined, and
+-fsyntax-only against the CUDA toolkit's headers and LibTorch's own CUDA
+headers (c10/cuda, ATen/cuda, ProcessGroupNCCL.hpp). Nothing is linked or
+run: it proves the code compiles against this LibTorch's CUDA API, which a CPU
+build never would. Written for Debian's CPU-only LibTorch 1.13; the default
+build against PyTorch 2.11 is a CUDA build, so there it is Not Run.
 
 Exits 77 (CTest: Not Run) when the CUDA toolkit or LibTorch's CUDA headers are
 missing, or when the build itself is a CUDA build (it compiles these already).
@@ -69,7 +71,8 @@ def main():
         print("no source mentions FS_WITH_CUDA")
         return 1
     shim = pathlib.Path(tempfile.mkdtemp(prefix="fs_cuda_shim_"))
-    # LibTorch's CMake generates this header; Debian's package does not ship it.
+    # LibTorch's CMake generates this header; Debian's 1.13 package did not ship it
+    # (PyTorch's wheel does, with the same definition).
     (shim / "c10/cuda/impl").mkdir(parents=True)
     (shim / "c10/cuda/impl/cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
 

@@ -1,8 +1,9 @@
-"""Reads a Flamingo Studio sharded checkpoint directory with Debian's real
-PyTorch: torch.load of every rank file the index names (bytes of its
-parameter shards, optimizer entries), and, given a consolidated file, every
-parameter reassembled in Python from index.json's offsets and the shards,
-compared with that file's model_state_dict. Prints JSON."""
+"""Reads a Flamingo Studio sharded checkpoint directory with real PyTorch
+(FS_PYTHON, the project's Python environment): torch.load of every rank file
+the index names (bytes of its parameter shards, optimizer entries), and, given
+a consolidated file, every parameter reassembled in Python from index.json's
+offsets and the shards, compared with that file's model_state_dict. Prints
+JSON."""
 import json
 import os
 import sys

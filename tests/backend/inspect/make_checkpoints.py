@@ -1,7 +1,8 @@
-"""Writes the checkpoints the inspect tests open into OUT_DIR, with Debian's
-real PyTorch (torch.save), and expected.json: per file, what torch says about
-each tensor (section, dtype, shape, bytes, which earlier name it is tied to)
-and the contiguous bytes of a few of them as hex.
+"""Writes the checkpoints the inspect tests open into OUT_DIR, with real
+PyTorch (torch.save; FS_PYTHON, the project's Python environment), and
+expected.json: per file, what torch says about each tensor (section, dtype,
+shape, bytes, which earlier name it is tied to) and the contiguous bytes of a
+few of them as hex.
 
 Usage: make_checkpoints.py OUT_DIR
 

@@ -2,11 +2,11 @@
 
 Usage: make_fixtures.py OUT_DIR
 
-Every file is written by Debian's real PyTorch (torch.save) or by Python's own
-pickle / zipfile / struct + json; expected.json holds, per file, the value tree
-in the canonical text form the C++ tests print (see canon() and
-tensorfile_test_util.h), tensors included bit-exactly as hex of their
-contiguous bytes.
+Every file is written by real PyTorch (torch.save; FS_PYTHON, the project's
+Python environment) or by Python's own pickle / zipfile / struct + json;
+expected.json holds, per file, the value tree in the canonical text form the
+C++ tests print (see canon() and tensorfile_test_util.h), tensors included
+bit-exactly as hex of their contiguous bytes.
 """
 import collections
 import io

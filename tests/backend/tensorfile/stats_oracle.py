@@ -1,7 +1,7 @@
 """Oracle for tensor_stats_test: writes stats.pt (a torch.save dict of tensors
-of every dtype, contiguous and strided views, edge cases), raw files for the
-dtypes torch 1.13 lacks (uint16/32/64) and every fp16/bf16 bit pattern, and
-stats.json with torch's figures for each.
+of every dtype, contiguous and strided views, edge cases), raw files for
+uint16/32/64 (which torch 1.13, the first oracle, lacked) and every fp16/bf16
+bit pattern, and stats.json with torch's figures for each.
 
 Usage: stats_oracle.py OUT_DIR
 """
@@ -63,8 +63,8 @@ torch.save(tensors, f"{out}/stats.pt")
 
 def histc_source(t):
     """The tensor whose torch.histc our histogram equals (see NOTE [Tensor statistics]).
-    bf16: torch 1.13's histc counts in the input dtype (a bf16 bin stops at
-    256) and refuses fp16, so both are compared on t.float() (exact)."""
+    bf16 and fp16: histc counts in the input dtype (a bf16 bin stops at 256;
+    torch 1.13 refused fp16), so both are compared on t.float() (exact)."""
     if t.dtype in (torch.float32, torch.float64):
         return t
     if t.dtype in (torch.bfloat16, torch.float16):
@@ -108,7 +108,7 @@ def stats(t, exact_ints=None):
     if t.dtype.is_floating_point and fin.numel() == t.numel() and t.numel() > 1:
         f = t.float() if t.dtype in (torch.bfloat16, torch.float16) else t
         e["native"] = {"mean": f.mean().item(), "std": f.std().item(), "norm": f.norm().item()}
-    # torch 1.13's histc counts NaN in bin 0: compared on the finite elements.
+    # Compared on the finite elements (torch 1.13's histc counted NaN in bin 0).
     src = histc_source(fin)
     if fin.numel():
         lo, hi = float(e["min"]), float(e["max"])
@@ -136,7 +136,7 @@ expected["group"] = {
     "hist": [int(c) for c in sum(torch.histc(histc_source(tensors[k].reshape(-1)), BINS, glo, ghi) for k in group)],
 }
 
-# uint16/32/64: torch 1.13 has no such dtypes; raw little-endian files.
+# uint16/32/64: raw little-endian files (torch 1.13 had no such dtypes).
 rng = np.random.default_rng(7)
 expected["raw"] = {}
 for name, npdt, top in [("uint16", np.uint16, 2**16), ("uint32", np.uint32, 2**32), ("uint64", np.uint64, 2**64)]:

@@ -1,4 +1,4 @@
-"""Reads a Flamingo Studio checkpoint with Debian's real PyTorch and prints
+"""Reads a Flamingo Studio checkpoint with real PyTorch (FS_PYTHON) and prints
 what OpenFlamingo's loader would see, as JSON: keys, the model state's
 names/shapes/sums, optimizer and scheduler state."""
 import json
