@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# Builds the two .deb packages (flamingo-train, flamingo-studio), installs them
-# with apt into a fresh Debian bookworm root made by debootstrap, uses them there
-# and removes them again (docs/packaging.md).
+# Builds the flamingo-studio .deb (the app and the tools-only flamingo-train) from an
+# engine-less configure of its own, installs it with apt into a fresh Debian bookworm
+# root made by debootstrap, uses it there and removes it again (docs/packaging.md).
 #
 # Usage: scripts/package-test.sh [OUT_DIR]      (as root: debootstrap, mount, chroot)
-#   FS_BUILD_DIR   build directory to reuse (default: build/ of this checkout;
-#                  configured when it has no CMakeCache.txt)
+#   FS_BUILD_DIR   build directory to reuse (default: build-package/ of this checkout;
+#                  configured with FS_BUILD_ENGINE=OFF, no tests, no benchmarks when it
+#                  has no CMakeCache.txt; one with the engine is refused)
 #   OUT_DIR        where the screenshots and logs go (default: $FS_PACKAGE_TEST_OUT,
 #                  else FS_BUILD_DIR/package-test)
 #   FS_BUILD_LOCK  a lock file the build phase holds (flock) on a shared machine
 #   FS_KEEP_ROOT=1 keep the Debian root for inspection (its mounts are still removed)
 #
 # Phases, each printed with its time, then the total: build, cpack, inspect (the
-# packages' fields and files), debootstrap, tools (xvfb, man-db, a user), install
-# (apt-get install ./*.deb), train-demo, studio-demo, man, purge (nothing of the
-# packages left). Exits non-zero naming the failing phase; its log is in OUT_DIR.
+# package's fields and files), debootstrap, tools (xvfb, man-db, a user), install
+# (apt-get install ./flamingo-studio_*.deb), train-tools (flamingo-train version,
+# export of a run directory, the bash completion), studio-screenshot, man, purge
+# (nothing of the package left). No phase trains: the package has no engine. Exits non-zero naming the failing phase; its log is in OUT_DIR.
 #
 # NOTE [Package test mounts]
 # The root is made under /tmp and removed on exit. Inside it only proc, sysfs and
@@ -26,7 +28,7 @@
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${FS_BUILD_DIR:-$repo/build}"
+build="${FS_BUILD_DIR:-$repo/build-package}"
 out="${1:-${FS_PACKAGE_TEST_OUT:-$build/package-test}}"
 suite=bookworm
 user=fsuser
@@ -115,9 +117,15 @@ phase() {
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/root "$@"; }
 as_user() { chroot --userspec="$user:$user" "$root" /usr/bin/env -i PATH=/usr/bin:/bin LANG=C.UTF-8 HOME="/home/$user" "$@"; }
 
+# The package comes from an engine-less configure (NOTE [One package] in packaging/CMakeLists.txt).
 do_build() {
   if [ ! -f "$build/CMakeCache.txt" ]; then
-    cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
+    cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFS_BUILD_ENGINE=OFF \
+      -DFS_BUILD_DATA_CODECS=OFF -DFS_BUILD_TESTS=OFF -DFS_BUILD_BENCH=OFF || return 1
+  fi
+  if grep -q '^FS_BUILD_ENGINE:BOOL=ON' "$build/CMakeCache.txt"; then
+    echo "$build is configured with the engine; the package is made without it (FS_BUILD_ENGINE=OFF)"
+    return 1
   fi
   if [ -n "${FS_BUILD_LOCK:-}" ]; then
     flock "$FS_BUILD_LOCK" cmake --build "$build" --target fs_package_files
@@ -129,46 +137,56 @@ do_build() {
 do_cpack() {
   rm -f "$build"/flamingo-train_*.deb "$build"/flamingo-studio_*.deb
   (cd "$build" && cpack -G DEB) || return 1
-  ls -l "$build"/flamingo-train_*.deb "$build"/flamingo-studio_*.deb
+  ls -l "$build"/*.deb
+  if ls "$build"/flamingo-train_*.deb 2>/dev/null; then echo "cpack made a flamingo-train package"; return 1; fi
+  ls "$build"/flamingo-studio_*.deb >/dev/null
 }
 
-# The packages' control fields and files, before any installing.
+# The package's control fields and files, before any installing.
 do_inspect() {
-  local fail=0 train studio
-  train="$(ls "$build"/flamingo-train_*.deb)"
+  local fail=0 studio
   studio="$(ls "$build"/flamingo-studio_*.deb)"
-  dpkg-deb -I "$train"
   dpkg-deb -I "$studio"
-  dpkg-deb -c "$train" | awk '{print $6}' | sed 's|^\./|/|' | sort >"$out/flamingo-train.contents"
   dpkg-deb -c "$studio" | awk '{print $6}' | sed 's|^\./|/|' | sort >"$out/flamingo-studio.contents"
   local depends
   depends="$(dpkg-deb -f "$studio" Depends)"
   echo "flamingo-studio Depends: $depends"
-  if grep -Eiq 'torch|libc10|gloo|flamingo-train' <<<"$depends"; then
+  if grep -Eiq 'torch|libc10|gloo|cuda|nccl|flamingo-train' <<<"$depends"; then
     echo "flamingo-studio depends on LibTorch or the engine: $depends"
     fail=1
   fi
   for want in qt6-qpa-plugins libqt6sql6-sqlite libqt6svg6; do
     grep -q "$want" <<<"$depends" || { echo "flamingo-studio does not depend on $want"; fail=1; }
   done
-  depends="$(dpkg-deb -f "$train" Depends)"
-  echo "flamingo-train Depends: $depends"
-  for want in libtorch libopenblas0-pthread; do
-    grep -q "$want" <<<"$depends" || { echo "flamingo-train does not depend on $want"; fail=1; }
-  done
-  for f in /usr/bin/flamingo-train /usr/share/man/man1/flamingo-train.1.gz /usr/share/flamingo-train/presets/tiny.yaml; do
-    grep -qxF "$f" "$out/flamingo-train.contents" || { echo "flamingo-train lacks $f"; fail=1; }
+  for field in Replaces Breaks; do
+    grep -qx 'flamingo-train' <<<"$(dpkg-deb -f "$studio" "$field")" || { echo "flamingo-studio: $field is not flamingo-train"; fail=1; }
   done
   for f in /usr/bin/flamingo-studio /usr/share/man/man1/flamingo-studio.1.gz \
+    /usr/bin/flamingo-train /usr/share/man/man1/flamingo-train.1.gz \
+    /usr/share/bash-completion/completions/flamingo-train \
     /usr/share/flamingo-studio/presets/tiny.yaml /usr/share/icons/hicolor/scalable/apps/flamingo-studio.svg \
     /usr/share/icons/hicolor/48x48/apps/flamingo-studio.png /usr/share/icons/hicolor/256x256/apps/flamingo-studio.png; do
     grep -qxF "$f" "$out/flamingo-studio.contents" || { echo "flamingo-studio lacks $f"; fail=1; }
   done
   grep -q '^/usr/share/applications/.*\.desktop$' "$out/flamingo-studio.contents" || { echo "flamingo-studio has no desktop entry"; fail=1; }
   grep -q '^/usr/share/metainfo/.*\.metainfo\.xml$' "$out/flamingo-studio.contents" || { echo "flamingo-studio has no metainfo"; fail=1; }
-  local common
-  common="$(comm -12 <(grep -v '/$' "$out/flamingo-train.contents") <(grep -v '/$' "$out/flamingo-studio.contents"))"
-  [ -z "$common" ] || { echo "both packages ship: $common"; fail=1; }
+  # The engine's files stay out: its presets, its SentencePiece module.
+  if grep -E '^/usr/(lib|share)/flamingo-train' "$out/flamingo-studio.contents"; then
+    echo "flamingo-studio ships the engine's files"; fail=1
+  fi
+  # Neither program needs a LibTorch, CUDA or Gloo library.
+  local tmp prog needed
+  tmp="$(mktemp -d)"
+  dpkg-deb -x "$studio" "$tmp"
+  for prog in flamingo-studio flamingo-train; do
+    needed="$(readelf -d "$tmp/usr/bin/$prog" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')"
+    echo "$prog NEEDED: $(tr '\n' ' ' <<<"$needed")"
+    if grep -Eq '^lib(torch|c10|gloo|cuda|cudart|nccl)' <<<"$needed"; then
+      echo "$prog needs LibTorch: $(grep -E '^lib(torch|c10|gloo|cuda|cudart|nccl)' <<<"$needed" | tr '\n' ' ')"
+      fail=1
+    fi
+  done
+  rm -rf "$tmp"
   return $fail
 }
 
@@ -223,28 +241,40 @@ list_files() {
 
 do_install() {
   mkdir -p "$root/tmp/debs"
-  cp "$build"/flamingo-train_*.deb "$build"/flamingo-studio_*.deb "$root/tmp/debs/" || return 1
-  DEBIAN_FRONTEND=noninteractive in_root sh -c 'cd /tmp/debs && apt-get install -y ./flamingo-train_*.deb ./flamingo-studio_*.deb' \
+  cp "$build"/flamingo-studio_*.deb "$root/tmp/debs/" || return 1
+  DEBIAN_FRONTEND=noninteractive in_root sh -c 'cd /tmp/debs && apt-get install -y ./flamingo-studio_*.deb' \
     </dev/null || return 1
-  in_root dpkg -L flamingo-train flamingo-studio | sort -u >"$work/installed.paths"
-  in_root dpkg -s flamingo-train flamingo-studio | grep -E '^(Package|Version|Depends|Installed-Size):'
-  # LibTorch is there because of flamingo-train alone (flamingo-studio Depends checked in inspect).
-  in_root dpkg -s libtorch1.13 | grep -E '^(Package|Status)'
-  # The SentencePiece module resolves all its libraries.
-  if in_root ldd /usr/lib/flamingo-train/fs_spm_shim.so | grep 'not found'; then return 1; fi
-  in_root flamingo-train version
+  in_root dpkg -L flamingo-studio | sort -u >"$work/installed.paths"
+  in_root dpkg -s flamingo-studio | grep -E '^(Package|Version|Depends|Replaces|Breaks|Installed-Size):'
+  # No LibTorch came with it.
+  if installed_packages | grep -Ei 'torch|libc10|gloo'; then echo "LibTorch was installed"; return 1; fi
+  # Both programs resolve all their libraries.
+  if in_root ldd /usr/bin/flamingo-studio /usr/bin/flamingo-train | grep 'not found'; then return 1; fi
 }
 
-do_train_demo() {
-  as_user flamingo-train demo --help || return 1
-  # The 32-step demo (presets/demo.yaml), as a newcomer runs it.
-  as_user flamingo-train demo --run-dir "/home/$user/package-test-demo" || return 1
-  local events="$root/home/$user/package-test-demo/events.jsonl"
-  [ -s "$events" ] || { echo "no $events"; return 1; }
-  local steps
-  steps="$(grep -c '"type":"step"' "$events")"
-  echo "flamingo-train demo: $steps step events in events.jsonl"
-  [ "$steps" -eq 32 ] || { echo "expected 32 step events"; return 1; }
+# The tools-only flamingo-train on real data: no engine, so no demo run (docs/packaging.md).
+do_train_tools() {
+  local json
+  json="$(as_user flamingo-train version --json)" || return 1
+  echo "flamingo-train version --json: $json"
+  grep -Eq '"engine": *false' <<<"$json" || { echo "version --json does not say engine false"; return 1; }
+  as_user flamingo-train --help || return 1
+  # The engine's commands are absent and say so.
+  if as_user flamingo-train train --help >/dev/null 2>&1; then echo "flamingo-train train exists without the engine"; return 1; fi
+  # A config from the installed presets, checked.
+  as_user flamingo-train validate /usr/share/flamingo-studio/presets/tiny.yaml || return 1
+  # Export of a run directory (a recorded run's telemetry from tests/assets) to CSV.
+  local rundir="/home/$user/recorded-run"
+  mkdir -p "$root$rundir" || return 1
+  cp "$repo/tests/assets/telemetry/events-1.4.jsonl" "$root$rundir/events.jsonl" || return 1
+  chroot "$root" chown -R "$user:$user" "$rundir" || return 1
+  as_user flamingo-train export csv "$rundir" "/home/$user/recorded-run.csv" || return 1
+  local csv="$root/home/$user/recorded-run.csv" rows
+  head -n 5 "$csv"
+  rows="$(grep -c . "$csv")"
+  echo "export csv: $rows lines"
+  [ "$rows" -gt 1 ] || { echo "the CSV has no series"; return 1; }
+  grep -q '^run,series,step' "$csv" || { echo "the CSV lacks its header"; return 1; }
   # The installed bash completion loads and completes the command names.
   local words
   words="$(as_user bash --norc -c 'source /usr/share/bash-completion/completions/flamingo-train &&
@@ -254,48 +284,16 @@ do_train_demo() {
   [[ " $words " == *" export "* ]] || { echo "the installed completion does not complete 'export'"; return 1; }
 }
 
-do_studio_demo() {
+# The app's own picture of its window with the demo preset loaded (--screenshot
+# does not launch the run; launching needs the engine, which the package lacks).
+do_studio_screenshot() {
   mkdir -p "$root/tmp/shots" && chmod 777 "$root/tmp/shots"
-  # 1. --demo --screenshot: the window with the demo preset loaded, saved by the app.
   as_user xvfb-run -a -s '-screen 0 1400x900x24' \
     flamingo-studio --demo --screenshot /tmp/shots/studio-demo-window.png || return 1
-  # 2. --demo: the app launches the demo preset as a local run (flamingo-train from
-  #    the other package); once the run has logged steps, the screen is grabbed.
-  cat >"$root/tmp/shots/live.sh" <<'EOS'
-set -u
-flamingo-studio --demo &
-app=$!
-runs="$HOME/.local/share/flamingo-studio/runs"
-for _ in $(seq 1 240); do
-  if ! kill -0 "$app" 2>/dev/null; then echo "flamingo-studio --demo exited early"; exit 1; fi
-  events="$(ls -t "$runs"/*/events.jsonl 2>/dev/null | head -n1)"
-  if [ -n "$events" ] && [ "$(grep -c '"type":"step"' "$events")" -ge 8 ]; then break; fi
-  sleep 0.5
-done
-[ -n "${events:-}" ] || { echo "no run under $runs after 120 s"; kill "$app"; exit 1; }
-echo "live run: $events, $(grep -c '"type":"step"' "$events") step events"
-sleep 2
-xwd -root -silent | xwdtopnm 2>/dev/null | pnmtopng >/tmp/shots/studio-demo-live.png
-# Let the run end by itself before closing the window.
-for _ in $(seq 1 240); do
-  grep -q '"type":"run_finished"' "$events" && break
-  sleep 0.5
-done
-grep -q '"type":"run_finished"' "$events" || echo "the live run did not finish within 120 s"
-kill "$app"
-wait "$app" 2>/dev/null
-for p in /proc/[0-9]*; do
-  [ "$(cat "$p/comm" 2>/dev/null)" = flamingo-train ] && kill "${p#/proc/}" 2>/dev/null
-done
-grep -q '"type":"run_finished"' "$events"
-EOS
-  as_user xvfb-run -a -s '-screen 0 1400x900x24' bash /tmp/shots/live.sh || return 1
-  local shot
-  for shot in studio-demo-window.png studio-demo-live.png; do
-    file_is_png "$root/tmp/shots/$shot" || { echo "$shot is not a PNG"; return 1; }
-    cp "$root/tmp/shots/$shot" "$out/$shot" || return 1
-    echo "screenshot: $out/$shot ($(stat -c %s "$out/$shot") bytes)"
-  done
+  local shot=studio-demo-window.png
+  file_is_png "$root/tmp/shots/$shot" || { echo "$shot is not a PNG"; return 1; }
+  cp "$root/tmp/shots/$shot" "$out/$shot" || return 1
+  echo "screenshot: $out/$shot ($(stat -c %s "$out/$shot") bytes)"
 }
 
 file_is_png() { [ "$(head -c 8 "$1" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; }
@@ -304,7 +302,7 @@ do_man() {
   local text
   text="$(in_root env MANPAGER=cat MANWIDTH=100 man flamingo-train | col -b)" || return 1
   printf '%s\n' "$text" | head -n 40
-  for word in demo train validate show-defaults FILES "SEE ALSO"; do
+  for word in validate show-defaults export checkpoint FS_PYTHON FILES "SEE ALSO"; do
     grep -qF -- "$word" <<<"$text" || { echo "man flamingo-train lacks '$word'"; return 1; }
   done
   text="$(in_root env MANPAGER=cat MANWIDTH=100 man flamingo-studio | col -b)" || return 1
@@ -312,7 +310,7 @@ do_man() {
 }
 
 do_purge() {
-  DEBIAN_FRONTEND=noninteractive in_root apt-get purge -y flamingo-studio flamingo-train </dev/null || return 1
+  DEBIAN_FRONTEND=noninteractive in_root apt-get purge -y flamingo-studio </dev/null || return 1
   DEBIAN_FRONTEND=noninteractive in_root apt-get autoremove --purge -y </dev/null || return 1
   # What autoremove keeps because the base system recommends it (apt recommends
   # ca-certificates, which pulls openssl) came with our packages too: purge it.
@@ -368,8 +366,8 @@ phase inspect do_inspect
 phase debootstrap do_debootstrap
 phase tools do_tools
 phase install do_install
-phase train-demo do_train_demo
-phase studio-demo do_studio_demo
+phase train-tools do_train_tools
+phase studio-screenshot do_studio_screenshot
 phase man do_man
 phase purge do_purge
 

@@ -161,7 +161,7 @@ int runCompletion(const std::vector<std::string>& args, Io& io) {
   if (parsed->has("help")) {
     io.out << usage
            << "\nPrints a bash completion script for flamingo-train: commands, tools, options, and file\n"
-              "names where an option takes a FILE or DIR. The flamingo-train package installs it to\n"
+              "names where an option takes a FILE or DIR. The flamingo-studio package installs it to\n"
               "/usr/share/bash-completion/completions/flamingo-train; in one shell:\n"
               "  source <(flamingo-train completion bash)\n\n"
            << formatOptions(kCompletionOptions);

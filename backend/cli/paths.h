@@ -7,7 +7,7 @@
 namespace fs::cli {
 
 // resources/presets/<name>.yaml: installed next to the binary
-// (../share/flamingo-train/presets, the flamingo-train package's copy) or, in a
+// (../share/flamingo-train/presets, where `cmake --install --component engine` puts them) or, in a
 // build tree, the source tree's.
 std::string presetPath(const std::string& name);
 

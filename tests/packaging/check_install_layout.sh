@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs each CPack component (train, studio) of a built tree into its own
-# folder and checks the two packages' layout: every file the package must hold
-# is there, the two ship no common path (so both install together), and the
-# GUI's binary needs no LibTorch library (NOTE [Two packages] in packaging/CMakeLists.txt).
+# Installs each install component of an engine build (engine: flamingo-train and
+# its files, not packaged; studio: the flamingo-studio package's app files) into its
+# own folder and checks the layout: every file each must hold is there, the two
+# share no path, no installed file belongs to neither, and the GUI's binary needs
+# no LibTorch library (NOTE [One package] in packaging/CMakeLists.txt). The package
+# itself (with the tools-only flamingo-train) is checked by scripts/package-test.sh.
 # Usage: check_install_layout.sh BUILD_DIR
 # Exit 77 (CTest: skipped) when the build made no man pages or PNG icons (help2man
 # or rsvg-convert missing) outside CI; under CI=true that fails.
@@ -19,7 +21,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fail=0
 
-for comp in train studio; do
+for comp in engine studio; do
   if ! cmake --install "$build" --component "$comp" --prefix "$work/$comp" >"$work/$comp.log" 2>&1; then
     echo "layout check: cmake --install --component $comp failed:" >&2
     cat "$work/$comp.log" >&2
@@ -36,7 +38,7 @@ want() {
     grep -qxF -- "$f" "$work/$comp.files" || { echo "layout check: component $comp lacks $f" >&2; fail=1; }
   done
 }
-want train bin/flamingo-train share/flamingo-train/presets/demo.yaml share/flamingo-train/presets/tiny.yaml \
+want engine bin/flamingo-train share/flamingo-train/presets/demo.yaml share/flamingo-train/presets/tiny.yaml \
   share/man/man1/flamingo-train.1.gz share/bash-completion/completions/flamingo-train
 want studio bin/flamingo-studio share/flamingo-studio/presets/tiny.yaml share/man/man1/flamingo-studio.1.gz \
   share/icons/hicolor/scalable/apps/flamingo-studio.svg share/icons/hicolor/48x48/apps/flamingo-studio.png \
@@ -44,9 +46,9 @@ want studio bin/flamingo-studio share/flamingo-studio/presets/tiny.yaml share/ma
 grep -q '^share/applications/.*\.desktop$' "$work/studio.files" || { echo "layout check: studio has no desktop entry" >&2; fail=1; }
 grep -q '^share/metainfo/.*\.metainfo\.xml$' "$work/studio.files" || { echo "layout check: studio has no AppStream metainfo" >&2; fail=1; }
 
-common="$(comm -12 "$work/train.files" "$work/studio.files")"
+common="$(comm -12 "$work/engine.files" "$work/studio.files")"
 if [ -n "$common" ]; then
-  echo "layout check: both packages ship:" >&2
+  echo "layout check: both components install:" >&2
   printf '  %s\n' $common >&2
   fail=1
 fi
@@ -57,9 +59,9 @@ if ! cmake --install "$build" --prefix "$work/all" >"$work/all.log" 2>&1; then
   exit 1
 fi
 (cd "$work/all" && find . -type f -o -type l | sed 's|^\./||' | sort) >"$work/all.files"
-orphans="$(sort -u "$work/train.files" "$work/studio.files" | comm -23 "$work/all.files" -)"
+orphans="$(sort -u "$work/engine.files" "$work/studio.files" | comm -23 "$work/all.files" -)"
 if [ -n "$orphans" ]; then
-  echo "layout check: installed by no component (add COMPONENT train or studio):" >&2
+  echo "layout check: installed by no component (add COMPONENT engine or studio):" >&2
   printf '  %s\n' $orphans >&2
   fail=1
 fi
@@ -69,5 +71,5 @@ if grep -Eq '^lib(torch|c10|gloo)' <<<"$needed"; then
   echo "layout check: flamingo-studio needs LibTorch: $(grep -E '^lib(torch|c10|gloo)' <<<"$needed" | tr '\n' ' ')" >&2
   fail=1
 fi
-[ $fail -eq 0 ] && echo "layout check: train $(wc -l <"$work/train.files") files, studio $(wc -l <"$work/studio.files") files, none shared; flamingo-studio needs no LibTorch"
+[ $fail -eq 0 ] && echo "layout check: engine $(wc -l <"$work/engine.files") files, studio $(wc -l <"$work/studio.files") files, none shared; flamingo-studio needs no LibTorch"
 exit $fail
