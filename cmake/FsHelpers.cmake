@@ -2,6 +2,11 @@
 include_guard(GLOBAL)
 
 # ccache for every target. PCH files need the sloppiness below or ccache never hits.
+# NOTE [One cache for every checkout]: paths under the source tree are hashed relative
+# to it (CCACHE_BASEDIR) and the build folder's path is not hashed (CCACHE_NOHASHDIR),
+# so a second checkout or worktree, or CI's fresh clone on a developer's machine, reuses
+# the objects of the first; only the debug information's compile folder then names the
+# checkout that filled the cache.
 function(fs_setup_ccache)
   if(NOT FS_USE_CCACHE)
     return()
@@ -10,6 +15,7 @@ function(fs_setup_ccache)
   if(FS_CCACHE_PROGRAM)
     set(CMAKE_CXX_COMPILER_LAUNCHER
         ${CMAKE_COMMAND} -E env "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime"
+        "CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}" CCACHE_NOHASHDIR=true
         ${FS_CCACHE_PROGRAM} PARENT_SCOPE)
     message(STATUS "Flamingo Studio: using ccache at ${FS_CCACHE_PROGRAM}")
   endif()

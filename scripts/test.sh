@@ -12,6 +12,10 @@ BUILD_DIR="${FS_BUILD_DIR:-build}"
 build_start=$(date +%s)
 bash scripts/build.sh
 build_end=$(date +%s)
+# The LibTorch the engine was built against (cmake/FsPython.cmake), as the binary reports it.
+if [ -x "$BUILD_DIR/bin/flamingo-train" ]; then
+  echo "test.sh: $("$BUILD_DIR/bin/flamingo-train" version | sed -n 3p)"
+fi
 status=0
 # NOTE [One test more than cores]: several suites mostly wait (sshd hosts, slurmctld, timeouts they
 # provoke), so one more test than there are cores keeps both cores busy.

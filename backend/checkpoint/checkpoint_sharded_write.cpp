@@ -5,12 +5,12 @@
 #include <map>
 #include <set>
 
-#include "backend/runtime/torch_pickle.h"
 #include "backend/checkpoint/checkpoint_manifest.h"
 #include "backend/checkpoint/checkpoint_recovery.h"
 #include "backend/checkpoint/checkpoint_sharded.h"
 #include "backend/checkpoint/checkpoint_sharded_index.h"
 #include "backend/protocol/wire/run_dir.h"
+#include "backend/runtime/torch_pickle.h"
 
 namespace fs::engine {
 

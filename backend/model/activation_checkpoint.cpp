@@ -14,7 +14,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-
 // RNG state of one default generator, captured at forward time.
 struct RngSnapshot {
   c10::Device device{c10::kCPU};

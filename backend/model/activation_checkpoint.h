@@ -41,5 +41,4 @@ torch::Tensor checkpointed(const CheckpointBody& body, const std::vector<torch::
 // The module's parameters that currently require grad (recursively).
 std::vector<torch::Tensor> trainableParameters(const torch::nn::Module& module);
 
-
 }  // namespace fs::model

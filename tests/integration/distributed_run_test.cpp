@@ -133,10 +133,10 @@ TEST_F(DistributedRunTest, TheAgentAndTorchrunStartTheSameRun) {
   auto a = wait({start("agent", agent(viaAgent, config, fs::testing::freePort(), 1, 2, 0, "n0"))});
   ASSERT_EQ(a[0].code, 0) << a[0].output;
   // torchrun is torch.distributed.run of the project's Python environment (FS_PYTHON).
-  auto t = wait({start("torchrun", {FS_PYTHON, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node",
-                                    "2", "--master_port", std::to_string(fs::testing::freePort()), "--no_python",
-                                    kTrain, "train", "--config", config.string(), "--run-dir",
-                                    viaTorchrun.string()})});
+  auto t = wait(
+      {start("torchrun", {FS_PYTHON, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
+                          "--master_port", std::to_string(fs::testing::freePort()), "--no_python", kTrain,
+                          "train", "--config", config.string(), "--run-dir", viaTorchrun.string()})});
   ASSERT_EQ(t[0].code, 0) << t[0].output;
   const auto agentEventsRead = engine::test::readEvents(viaAgent, true);
   const auto torchrunEvents = engine::test::readEvents(viaTorchrun, true);

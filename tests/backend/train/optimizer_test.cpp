@@ -262,10 +262,12 @@ TEST(AdamW, MatchesPythonTorchOptimAdamW) {
     });
     ASSERT_NE(it, sd.state.end());
     EXPECT_TRUE(torch::equal(it->expAvg, expAvg.get(i).toTensor()))
-        << named[i].name << " max diff " << (it->expAvg - expAvg.get(i).toTensor()).abs().max().item<double>();
+        << named[i].name << " max diff "
+        << (it->expAvg - expAvg.get(i).toTensor()).abs().max().item<double>();
     EXPECT_TRUE(torch::equal(it->expAvgSq, expAvgSq.get(i).toTensor()))
-        << named[i].name << " max diff " << (it->expAvgSq - expAvgSq.get(i).toTensor()).abs().max().item<double>()
-        << " of " << it->expAvgSq.abs().max().item<double>();
+        << named[i].name << " max diff "
+        << (it->expAvgSq - expAvgSq.get(i).toTensor()).abs().max().item<double>() << " of "
+        << it->expAvgSq.abs().max().item<double>();
     EXPECT_EQ(it->step.item<float>(), stepCounts.get(i).toTensor().item<float>()) << named[i].name;
   }
 }

@@ -50,7 +50,8 @@ TEST(Precision, AutocastScopeRunsMatmulsInBf16OnCpu) {
       AutocastScope inner(policy("amp_bf16"), torch::kCPU);
       EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kBFloat16);
     }
-    EXPECT_TRUE(at::autocast::is_autocast_enabled(c10::DeviceType::CPU)) << "the inner scope restores, not disables";
+    EXPECT_TRUE(at::autocast::is_autocast_enabled(c10::DeviceType::CPU))
+        << "the inner scope restores, not disables";
   }
   EXPECT_FALSE(at::autocast::is_autocast_enabled(c10::DeviceType::CPU));
   EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kFloat32);

@@ -11,12 +11,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
-
-#include "backend/runtime/torch_pickle.h"
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+
+#include "backend/runtime/torch_pickle.h"
 
 namespace fs::test {
 

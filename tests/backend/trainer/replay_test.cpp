@@ -2,7 +2,6 @@
 // torch (replay_reference.py on Debian's python3-torch): the same initial
 // weights and batches must give the same losses at every iteration and the
 // same final trainable parameters, read back by Python's torch.load.
-#include "backend/runtime/torch_pickle.h"
 #include "backend/trainer/replay.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +18,7 @@
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/derived.h"
+#include "backend/runtime/torch_pickle.h"
 #include "engine_test_util.h"
 
 namespace fs::engine {
@@ -195,8 +195,8 @@ TEST_F(ReplayTest, BadReferencesAreClearErrors) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("junk.pt"), std::string::npos) << r.output;
   // A dict without the keys.
-  writeBytes(root_ / "nokeys.pt",
-             fs::runtime::pickleForTorchLoad(c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get())));
+  writeBytes(root_ / "nokeys.pt", fs::runtime::pickleForTorchLoad(
+                                      c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get())));
   r = run(replay(config + " --reference " + (root_ / "nokeys.pt").string()));
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("no 'init' dict"), std::string::npos) << r.output;
