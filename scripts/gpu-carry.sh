@@ -29,7 +29,7 @@
 # upgrade that adds a dependency is carried without editing this file.
 #
 # Usage: scripts/gpu-carry.sh [--no-device]   (again: downloads only what is missing)
-#   --no-device  also fetch, into .gpu-carry-emulate/ (not carried), the Python
+#   --no-device  also fetch, into build-gpu-emulate/ (ignored, not carried), the Python
 #                packages the GPU machine's python3 has and this machine's
 #                FS_PYTHON lacks, so that gpu-check.sh --no-device can run the
 #                baseline as the GPU machine will (torchvision).
@@ -241,9 +241,9 @@ fi
 printf '%s\n' "${WHEELS[@]}" >"$CARRY/wheels.txt"
 printf '%s\n' "${BASE_SONAMES[@]}" >"$CARRY/base-sonames.txt"
 if [ "$EMULATE" = 1 ]; then
-  mkdir -p .gpu-carry-emulate
-  if wheel_missing .gpu-carry-emulate "${EMULATE_WHEELS[@]}"; then
-    "${PIP[@]}" download -q --disable-pip-version-check --no-deps --only-binary=:all: -d .gpu-carry-emulate "${EMULATE_WHEELS[@]}"
+  mkdir -p build-gpu-emulate
+  if wheel_missing build-gpu-emulate "${EMULATE_WHEELS[@]}"; then
+    "${PIP[@]}" download -q --disable-pip-version-check --no-deps --only-binary=:all: -d build-gpu-emulate "${EMULATE_WHEELS[@]}"
   fi
 fi
 

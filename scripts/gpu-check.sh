@@ -370,7 +370,9 @@ NVCC=$(tool nvcc)
 # for under /usr are named outright (compiler, ninja, pkg-config, ccache,
 # mold). What the compiler and linker find by themselves (their default
 # /usr/include and library folders) is checked after the build (audit).
-IGNORE_DIRS="/usr/include;/usr/include/x86_64-linux-gnu;/usr/lib;/usr/lib/x86_64-linux-gnu;/usr/lib64;/lib;/lib/x86_64-linux-gnu;/lib64;/usr/share;/usr/lib/x86_64-linux-gnu/cmake;/usr/share/cmake;/usr/lib/cmake"
+# The library folders stay: they hold the C library, which FindOpenMP and
+# FindThreads look for there (base, like the compiler's own folders).
+IGNORE_DIRS="/usr/include;/usr/include/x86_64-linux-gnu;/usr/share;/usr/share/cmake;/usr/lib/cmake;/usr/lib/x86_64-linux-gnu/cmake"
 CONFIGURE=(cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
   # CI's build (scripts/build.sh: Ninja, RelWithDebInfo, defaults) less the desktop app.
   -DFS_BUILD_GUI=OFF
@@ -423,16 +425,20 @@ where_found() {
     value=${line#*=}
     case "$type" in PATH | FILEPATH) ;; *) continue ;; esac
     case "$value" in "" | *-NOTFOUND) continue ;; esac
-    case "$key" in
-      CMAKE_* | FS_CCACHE_PROGRAM | FS_MOLD_PROGRAM | FS_PYTHON | FS_TEST_PYTHON | FS_ORACLE_PYTHON | Python3_EXECUTABLE | _Python3_EXECUTABLE | CUDAToolkit_* | CUDA_* | *_CUDA_* | OpenMP_*)
-        where="tool" ;;
+    case "$value" in
+      "$PREFIX"/*) where="carry" ;;
+      "$site"/* | "$torch_root"/*) where="torch" ;;
+      /usr/local/cuda*) where="cuda" ;;
+      "$BUILD"/* | "$ROOT"/*) where="tree" ;;
       *)
-        case "$value" in
-          "$PREFIX"/*) where="carry" ;;
-          "$site"/* | "$torch_root"/*) where="torch" ;;
-          /usr/local/cuda*) where="cuda" ;;
-          "$BUILD"/* | "$ROOT"/*) where="tree" ;;
-          *) where="ELSEWHERE"; bad=1 ;;
+        case "$key" in
+          # protoc must match the carried libprotobuf, pkg-config must read the carried .pc files
+          Protobuf_PROTOC_EXECUTABLE | PKG_CONFIG_EXECUTABLE) where="ELSEWHERE"; bad=1 ;;
+          # the compiler's OpenMP runtime and the C library
+          OpenMP_*) where="base" ;;
+          # programs: the toolchain and build tools, the test oracles' Python, packaging tools
+          CMAKE_* | FS_PYTHON | FS_TEST_PYTHON | FS_ORACLE_PYTHON | Python3_EXECUTABLE | _Python3_EXECUTABLE) where="tool" ;;
+          *) if [[ "$value" == */bin/* ]]; then where="tool"; else where="ELSEWHERE"; bad=1; fi ;;
         esac ;;
     esac
     printf '%-9s %-44s %s\n' "$where" "$key" "$value"
@@ -450,19 +456,27 @@ run_phase found "$OUT/configure.log" where_found || finish
 # --- build: what the checks run, by output path ---------------------------------------------
 # ctest_outputs SELECT: "NAME OUTPUT" for each CTest entry SELECT picks (label:L or
 # regex:R) and each file of its command that the build makes (the test's
-# executable; for a gpu-cases entry flamingo-train and the test binary).
+# executable; for a gpu-cases entry flamingo-train and the test binary). Names and
+# labels from ctest's JSON; commands from the CTestTestfile.cmake files, since
+# ctest leaves out the command of an executable not built yet.
 ctest_outputs() {
   ctest --test-dir "$BUILD" --show-only=json-v1 2>/dev/null | "$PY" -c '
 import json, os, re, sys
 build, select = sys.argv[1], sys.argv[2]
 kind, _, value = select.partition(":")
+commands = {}
+for folder, _, files in os.walk(build):
+    if "CTestTestfile.cmake" in files:
+        with open(os.path.join(folder, "CTestTestfile.cmake")) as f:
+            for m in re.finditer(r"^add_test\(\[=\[(.+?)\]=\] (.*)\)$", f.read(), re.M):
+                commands[m.group(1)] = re.findall(r"\"([^\"]*)\"", m.group(2))
 for t in json.load(sys.stdin).get("tests", []):
     labels = next((p["value"] for p in t.get("properties", []) if p["name"] == "LABELS"), [])
     if kind == "label" and value not in labels:
         continue
     if kind == "regex" and not re.search(value, t["name"]):
         continue
-    for arg in t.get("command", []):
+    for arg in commands.get(t["name"], []):
         if os.path.isabs(arg) and arg.startswith(build + "/"):
             print(t["name"], os.path.relpath(arg, build))
 ' "$BUILD" "$1"
@@ -474,6 +488,7 @@ for entry in "${GPU_MAP[@]}"; do
   GPU_TESTS+=("${entry%% *}")
   OUTPUTS+=("${entry#* }")
 done
+mapfile -t GPU_TESTS < <(printf '%s\n' "${GPU_TESTS[@]}" | sed '/^$/d' | sort -u)
 if [ -n "${FS_GPU_BENCH_TARGETS:-}" ]; then
   read -r -a BENCH_TARGETS <<<"$FS_GPU_BENCH_TARGETS"
 else
@@ -642,7 +657,7 @@ bench_venv() {
   if [ "$MODE" = nodev ]; then
     # What the GPU machine's python3 has and FS_PYTHON here lacks (gpu-carry.sh --no-device).
     local w
-    for w in "$ROOT"/.gpu-carry-emulate/*.whl; do
+    for w in "$ROOT"/build-gpu-emulate/*.whl; do
       [ -f "$w" ] && wheels+=("$w")
     done
   fi
