@@ -74,7 +74,7 @@ fi
 report=()
 line() { report+=("$1"); echo "$1"; }
 line "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  device: $device ($gpu_name)  peak: ${peak:-unknown} TFLOP/s  precision: $precision"
-line "ours: $bin (threads $threads); baseline: $python ($("$python" -c 'import torch, transformers, open_flamingo, open_clip; print("torch", torch.__version__, "transformers", transformers.__version__, "open_clip", open_clip.__version__)' 2>/dev/null || echo 'import failed'))"
+line "ours: $bin (threads $threads); baseline: $python ($("$python" -c 'import importlib.metadata as m, torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__, "open_flamingo", m.version("open_flamingo"), "open_clip", m.version("open_clip_torch"))' 2>/dev/null || echo 'import failed'))"
 line "reps=$reps warmup=$warmup iters=$iters"
 status=0
 rows=()

@@ -66,7 +66,7 @@ DEV_PACKAGES=(
 # Python need): never carried, and the only libraries gpu-check.sh --no-device
 # lets a built program load from outside the carried prefix and PyTorch.
 BASE_SONAMES=(
-  ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libresolv.so.2
+  ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libresolv.so.2 libutil.so.1
   libstdc++.so.6 libgcc_s.so.1 libgomp.so.1 libz.so.1
 )
 # Used for their headers only (gpu-check.sh unpacks them apart): Gloo's
@@ -77,10 +77,14 @@ HEADERS_ONLY=(libgloo-dev)
 # NSS, ICU, ...) is about 120 packages and 60 MiB of .debs: more than a device
 # call carries (64 MiB with the repository). OpenCV reaches GDAL only from
 # cv::imread(path, IMREAD_LOAD_GDAL); the engine calls cv::imdecode and
-# cv::imencode, whose decoders are the built-in list (no GDAL). So libgdal is
-# not carried: stubs/gdal_stub.c defines the 14 symbols imgcodecs imports from
-# it (taken from the carried library with nm), each printing its name and
-# aborting; gpu-check.sh compiles it as libgdal.so.32 in the carried prefix.
+# cv::imencode. So libgdal is not carried: stubs/gdal_stub.c defines the 14
+# symbols imgcodecs imports from it (taken from the carried library with nm).
+# imgcodecs registers a GDAL decoder among its built-in ones, whose constructor
+# calls GDALAllRegister (a no-op here); that decoder claims only NITF and DTED
+# signatures, after every other decoder, and then calls GDALOpen, which returns
+# NULL here (the image does not decode); GDALClose does nothing; every other
+# symbol prints its name and aborts. gpu-check.sh compiles it as libgdal.so.32
+# in the carried prefix.
 STUBBED_SONAMES=(libgdal.so.32)
 
 # bench/run_gpu.sh's baseline: OpenFlamingo 2.0.1 and open_clip (their
@@ -215,7 +219,13 @@ imgcodecs=$(find "$ROOT" -name 'libopencv_imgcodecs.so.*' -type f | head -n 1)
   echo "  abort();"
   echo "}"
   nm -D --undefined-only "$imgcodecs" | awk '{print $2}' | sed 's/@.*//' | grep 'GDAL' | sort -u |
-    while IFS= read -r sym; do echo "void $sym(void) { fs_gdal_stub(\"$sym\"); }"; done
+    while IFS= read -r sym; do
+      case "$sym" in
+        GDALAllRegister | GDALClose) echo "void $sym(void) {}" ;;
+        GDALOpen) echo "void* $sym(void) { return 0; }" ;;
+        *) echo "void $sym(void) { fs_gdal_stub(\"$sym\"); }" ;;
+      esac
+    done
 } >"$CARRY/stubs/gdal_stub.c"
 nsym=$(grep -c '^void ' "$CARRY/stubs/gdal_stub.c")
 [ "$nsym" -gt 0 ] || { echo "gpu-carry: no GDAL symbol in $imgcodecs" >&2; exit 1; }

@@ -4,11 +4,13 @@
 # under $OUT:
 #   probe      the machine (nvidia-smi, compilers, PyTorch)                    env.log
 #   carry      unpacks the carried .debs into a prefix, compiles the GDAL stub,
-#              writes the OpenCV and pkg-config glue                             env.log
+#              writes the OpenCV, pkg-config and protoc glue                     env.log
 #   configure  CI's engine build (FS_BUILD_GUI=OFF, everything else as CI: data
 #              codecs, tests, bench) against FS_PYTHON's torch and the carried
-#              prefix only (NOTE [Only the carried prefix]); then lists where
-#              each package was found                                            configure.log
+#              prefix only (NOTE [Only the carried prefix]), linked to find the
+#              carried libraries by RPATH (NOTE [No LD_LIBRARY_PATH])         configure.log
+#   found      where each package was found: the carried prefix, PyTorch, CUDA,
+#              or a tool; anything else fails                                  configure.log
 #   build      ninja -k 0: flamingo-train, the executables the gpu-labelled CTest
 #              entries run, the benchmark targets (+ --no-device: the CPU cases') build.log
 #   audit      every built program loads only carried, PyTorch's, CUDA's or base
@@ -246,6 +248,9 @@ endforeach()
 CMAKE
 }
 
+# Bump when unpack_carry lays the prefix out differently (a second run then unpacks again).
+CARRY_LAYOUT=3
+export CARRY_LAYOUT
 unpack_carry() {
   local debs=("$CARRY"/debs/*.deb)
   if [ ! -f "${debs[0]}" ]; then
@@ -255,7 +260,7 @@ unpack_carry() {
   # Unpacked once per set of packages: a new unpack would touch every header's
   # time and rebuild the tree on a second try.
   local stamp
-  stamp=$( (printf '%s\n' "${debs[@]##*/}"; cat "$CARRY/stubs/gdal_stub.c" "$ROOT/scripts/gpu-check.sh") | md5sum | cut -d' ' -f1)
+  stamp=$( (echo "layout $CARRY_LAYOUT"; printf '%s\n' "${debs[@]##*/}"; cat "$CARRY/stubs/gdal_stub.c") | md5sum | cut -d' ' -f1)
   if [ -f "$PREFIX/.stamp" ] && [ "$(cat "$PREFIX/.stamp")" = "$stamp" ]; then
     echo "carried packages already unpacked in $PREFIX"
     return 0
@@ -273,6 +278,12 @@ unpack_carry() {
     esac
   done
   echo "unpacked $n packages"
+  # Bookworm still installs some libraries (liblzma, libbz2, libexpat, ...) under
+  # /lib: one library folder, as on a merged-/usr system, so that the RPATH's
+  # one folder holds them all (NOTE [No LD_LIBRARY_PATH]).
+  if [ -d "$PREFIX/lib" ] && [ ! -L "$PREFIX/lib" ]; then
+    cp -a "$PREFIX/lib/." "$PREFIX/usr/lib/" && rm -rf "$PREFIX/lib" && ln -s usr/lib "$PREFIX/lib" || return 1
+  fi
   # What Debian's update-alternatives would add for the reference BLAS and LAPACK.
   ln -sf blas/libblas.so "$LIB/libblas.so"
   ln -sf blas/libblas.so.3 "$LIB/libblas.so.3"
@@ -282,6 +293,14 @@ unpack_carry() {
   # NOTE [GDAL stub] in scripts/gpu-carry.sh.
   cc -shared -fPIC -O1 -Wl,-soname,libgdal.so.32 -o "$LIB/libgdal.so.32" "$CARRY/stubs/gdal_stub.c" || return 1
   write_opencv_config
+  # NOTE [No LD_LIBRARY_PATH]: the carried tools that run during the build get
+  # the carried libraries through a wrapper, for themselves only.
+  mkdir -p "$PREFIX/wrap"
+  local t
+  for t in protoc pkgconf; do
+    printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$LIB" "$PREFIX/usr/bin/$t" >"$PREFIX/wrap/$t"
+    chmod +x "$PREFIX/wrap/$t"
+  done
   # pkg-config files name prefix=/usr: the carried prefix instead.
   local pc
   for pc in "$LIB"/pkgconfig/*.pc "$PREFIX"/usr/share/pkgconfig/*.pc; do
@@ -331,9 +350,15 @@ if [ "$MODE" = nodev ]; then
 fi
 run_phase carry "$OUT/env.log" unpack_carry || finish
 
-# The carried libraries (protoc and pkgconf run at build time; OpenCV's
-# dependencies load through it), and the carried tools first on PATH.
-export LD_LIBRARY_PATH="$LIB:$LIB/blas:$LIB/lapack${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# NOTE [No LD_LIBRARY_PATH]: the carried libraries are older builds of some the
+# GPU machine has (libssl, libexpat, liblzma, libzstd, libxml2, libarchive):
+# exported, they would shadow the machine's for its own python3, cmake and pip.
+# So nothing is exported: the linker finds the carried libraries' own
+# dependencies through -rpath-link, and the built programs find all of them
+# through their RPATH (the carried folder, which CMake puts there for the
+# libraries linked from it; DT_RPATH rather than DT_RUNPATH, with
+# --disable-new-dtags, so that it serves their dependencies too); protoc and
+# pkgconf run through wrappers (carry phase).
 # pkg-config sees the carried .pc files only.
 export PKG_CONFIG_LIBDIR="$LIB/pkgconfig:$PREFIX/usr/share/pkgconfig"
 unset PKG_CONFIG_PATH
@@ -355,6 +380,10 @@ CXX_COMPILER=$(tool c++)
 [ -n "$CXX_COMPILER" ] || CXX_COMPILER=$(tool g++)
 NVCC=$(tool nvcc)
 [ -z "$NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ] && NVCC=/usr/local/cuda/bin/nvcc && export PATH=/usr/local/cuda/bin:$PATH
+# The CUDA toolkit nvcc belongs to (/usr/local/cuda here; wherever it is on the GPU machine).
+CUDA_ROOT=/usr/local/cuda
+[ -n "$NVCC" ] && CUDA_ROOT=$(dirname "$(dirname "$(readlink -f "$NVCC")")")
+export CUDA_ROOT
 
 # NOTE [Only the carried prefix]: the GPU machine has no Debian -dev package, so
 # the configure must find every package in the carried prefix and nowhere else,
@@ -381,7 +410,10 @@ CONFIGURE=(cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebIn
   "-DCMAKE_IGNORE_PREFIX_PATH=/usr;/"
   "-DCMAKE_IGNORE_PATH=$IGNORE_DIRS"
   -DCMAKE_CXX_COMPILER="$CXX_COMPILER" -DCMAKE_MAKE_PROGRAM="$(tool ninja)"
-  -DPKG_CONFIG_EXECUTABLE="$PREFIX/usr/bin/pkgconf"
+  -DPKG_CONFIG_EXECUTABLE="$PREFIX/wrap/pkgconf" -DProtobuf_PROTOC_EXECUTABLE="$PREFIX/wrap/protoc"
+  # NOTE [No LD_LIBRARY_PATH].
+  "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,$LIB:$LIB/blas:$LIB/lapack -Wl,--disable-new-dtags"
+  "-DCMAKE_SHARED_LINKER_FLAGS=-Wl,-rpath-link,$LIB:$LIB/blas:$LIB/lapack -Wl,--disable-new-dtags"
   # cblas.h sits in the multiarch folder, which the compiler searches only under /usr.
   "-DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=$PREFIX/usr/include/x86_64-linux-gnu"
   # NOTE [fmt beside LibTorch] (cmake/FsHelpers.cmake): its fmt-first folder links the carried spdlog and fmt.
@@ -428,8 +460,9 @@ where_found() {
     case "$value" in
       "$PREFIX"/*) where="carry" ;;
       "$site"/* | "$torch_root"/*) where="torch" ;;
-      /usr/local/cuda*) where="cuda" ;;
+      "$CUDA_ROOT"/* | /usr/local/cuda*) where="cuda" ;;
       "$BUILD"/* | "$ROOT"/*) where="tree" ;;
+      */libcuda.so* | */libnvidia-ml.so*) where="driver" ;;
       *)
         case "$key" in
           # protoc must match the carried libprotobuf, pkg-config must read the carried .pc files
@@ -551,7 +584,7 @@ audit() {
         "not found") origin="MISSING"; bad=1 ;;
         "$PREFIX"/*) origin="carry" ;;
         "$site"/* | "$torch_root"/*) origin="torch" ;;
-        /usr/local/cuda* | /usr/local/nvidia/*) origin="cuda" ;;
+        "$CUDA_ROOT"/* | /usr/local/cuda* | /usr/local/nvidia/*) origin="cuda" ;;
         "$BUILD"/*) origin="tree" ;;
         *)
           if [ -n "${base[$name]:-}" ] || [[ $name == libcuda.so* || $name == libnvidia-* ]]; then
