@@ -227,7 +227,7 @@ imgcodecs=$(find "$ROOT" -name 'libopencv_imgcodecs.so.*' -type f | head -n 1)
       esac
     done
 } >"$CARRY/stubs/gdal_stub.c"
-nsym=$(grep -c '^void ' "$CARRY/stubs/gdal_stub.c")
+nsym=$(grep -c '^void' "$CARRY/stubs/gdal_stub.c")
 [ "$nsym" -gt 0 ] || { echo "gpu-carry: no GDAL symbol in $imgcodecs" >&2; exit 1; }
 
 # --- wheels ----------------------------------------------------------------------------

@@ -651,13 +651,27 @@ export -f smoke
 run_phase smoke "$OUT/test.log" smoke
 
 # --- test ------------------------------------------------------------------------------------------
+# ctest -L gpu; on the GPU machine a test Not Run (exit 77: no usable device) is a failure too.
+gpu_tests() {
+  local log rc
+  log=$(mktemp)
+  ctest --test-dir "$BUILD" -L gpu --output-on-failure --no-tests=error 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  if grep -Eq 'Not Run|\*\*\*Skipped' "$log"; then
+    echo "gpu-check: $(grep -Ec 'Not Run|\*\*\*Skipped' "$log") gpu test(s) not run: no usable CUDA device"
+    rc=1
+  fi
+  rm -f "$log"
+  return "$rc"
+}
+export -f gpu_tests
 if [ "$MODE" = cuda ]; then
   if [ ${#GPU_TESTS[@]} -eq 0 ]; then
     note "test       FAILED   no test is labelled gpu (ctest -N -L gpu lists none)"
     echo "no test is labelled gpu" >>"$OUT/test.log"
     FAILED="$FAILED test"
   else
-    run_phase test "$OUT/test.log" ctest --test-dir "$BUILD" -L gpu --output-on-failure --no-tests=error
+    run_phase test "$OUT/test.log" gpu_tests
   fi
 else
   if [ ${#CPU_TESTS[@]} -eq 0 ]; then
@@ -687,13 +701,12 @@ bench_venv() {
   vsite=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return 1
   "$PY" -c 'import site; print("\n".join(site.getsitepackages()))' >"$vsite/fs-python.pth" || return 1
   local wheels=("$CARRY"/wheels/*.whl)
-  if [ "$MODE" = nodev ]; then
-    # What the GPU machine's python3 has and FS_PYTHON here lacks (gpu-carry.sh --no-device).
-    local w
-    for w in "$ROOT"/build-gpu-emulate/*.whl; do
-      [ -f "$w" ] && wheels+=("$w")
-    done
-  fi
+  # What the GPU machine's python3 has and FS_PYTHON here lacks (gpu-carry.sh
+  # --no-device fetches them; there is no such folder on the GPU machine).
+  local w
+  for w in "$ROOT"/build-gpu-emulate/*.whl; do
+    [ -f "$w" ] && wheels+=("$w")
+  done
   "$PY" -m pip --disable-pip-version-check install -q --no-index --no-deps --no-compile --upgrade \
     --target "$vsite" "${wheels[@]}" || return 1
   "$venv/bin/python" -c 'import torch, open_flamingo, open_clip, einops_exts; print("bench venv: torch", torch.__version__, "from", torch.__file__, "; open_flamingo from", open_flamingo.__file__)'
