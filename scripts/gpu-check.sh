@@ -388,10 +388,12 @@ export CUDA_ROOT
 # NOTE [Only the carried prefix]: the GPU machine has no Debian -dev package, so
 # the configure must find every package in the carried prefix and nowhere else,
 # here too. CMAKE_IGNORE_PREFIX_PATH=/usr;/ drops those install prefixes from
-# every find_package (config mode), find_library, find_path and find_program
-# search, whichever way the prefix was reached (system defaults, PATH, the
-# CMAKE_PREFIX_PATH of a config); CMAKE_IGNORE_PATH drops the same folders when
-# a CMake file names them outright (find_path(... PATHS /usr/include)).
+# every prefix-based search of find_package (config mode), find_library and
+# find_path, however the prefix was reached (system defaults, PATH, the
+# CMAKE_PREFIX_PATH of a config); CMAKE_IGNORE_PATH drops the include and CMake
+# folders when a CMake file names them outright (find_path(... PATHS
+# /usr/include)). find_program still finds what is on PATH: build and packaging
+# tools, listed as such by the found phase.
 # CMAKE_SYSTEM_IGNORE_PREFIX_PATH would do the same but is the platform files'
 # to set. CMAKE_FIND_ROOT_PATH (re-rooting every search under a sysroot) is
 # for cross-compiling: with ONLY modes it would also re-root PyTorch, nvcc and
@@ -405,7 +407,7 @@ IGNORE_DIRS="/usr/include;/usr/include/x86_64-linux-gnu;/usr/share;/usr/share/cm
 CONFIGURE=(cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
   # CI's build (scripts/build.sh: Ninja, RelWithDebInfo, defaults) less the desktop app.
   -DFS_BUILD_GUI=OFF
-  -DFS_PYTHON="$PY" -DPython3_EXECUTABLE="$PY" -DFS_TEST_PYTHON="$PY"
+  -DFS_PYTHON="$PY" -DPython3_EXECUTABLE="$PY"
   "-DCMAKE_PREFIX_PATH=$TORCH_CMAKE;$PREFIX/usr"
   "-DCMAKE_IGNORE_PREFIX_PATH=/usr;/"
   "-DCMAKE_IGNORE_PATH=$IGNORE_DIRS"
