@@ -18,10 +18,18 @@
 //
 // Usage: bench_train_step PRESET|CONFIG.yaml [THREADS=1] [WARMUP=5] [ITERS=30] [--no-memory-tracker]
 // [--compute-padding] [--per-step]
-//                        [--profile=TRACE.json] [--units]
+//                        [--profile=TRACE.json] [--units] [--device=cpu|cuda] [--set=KEY=VALUE]...
+//                        [--pool=N]
 // --units: per-unit forward and backward times (bench/unit_timer.h).
+// --device=cuda: the model on cuda:0 and each batch copied there as the trainer
+// does (data::toDevice after the host-side decisions: labels, target count,
+// padding, index sets); the step ends with a device synchronize, so its time
+// is the device's (the CPU memory tracker is off). bench/run_gpu.sh.
+// --set: config overrides as flamingo-train's (e.g. optim.precision=amp_bf16).
+// --pool: synthetic steps generated before the loop (default 16).
 #include <time.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -36,10 +44,12 @@
 #include <string>
 #include <vector>
 
+#include "backend/data/batch.h"
 #include "backend/data/special_tokens.h"
 #include "backend/data/synthetic_source.h"
 #include "backend/model/common.h"
 #include "backend/model/flamingo.h"
+#include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/derived.h"
 #include "backend/protocol/problem.h"
@@ -98,6 +108,9 @@ int main(int argc, char** argv) {
   bool perStep = false;
   bool units = false;
   std::string profilePath;
+  std::string deviceName = "cpu";
+  std::vector<std::string> sets;
+  int64_t poolMax = 16;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-memory-tracker") {
@@ -110,6 +123,12 @@ int main(int argc, char** argv) {
       perStep = true;
     } else if (a.rfind("--profile=", 0) == 0) {
       profilePath = a.substr(10);
+    } else if (a.rfind("--device=", 0) == 0) {
+      deviceName = a.substr(9);
+    } else if (a.rfind("--set=", 0) == 0) {
+      sets.push_back(a.substr(6));
+    } else if (a.rfind("--pool=", 0) == 0) {
+      poolMax = std::atoll(a.substr(7).c_str());
     } else {
       args.push_back(a);
     }
@@ -119,6 +138,11 @@ int main(int argc, char** argv) {
   const int warmup = args.size() > 2 ? std::atoi(args[2].c_str()) : 5;
   const int iters = args.size() > 3 ? std::atoi(args[3].c_str()) : 30;
   if (threads < 1 || warmup < 0 || iters < 1) die("bad THREADS / WARMUP / ITERS");
+  if (poolMax < 1) die("bad --pool");
+  if (deviceName != "cpu" && deviceName != "cuda") die("--device is cpu or cuda, not '" + deviceName + "'");
+  const bool cuda = deviceName == "cuda";
+  if (cuda && !torch::cuda::is_available()) die("--device=cuda: no usable CUDA device");
+  if (cuda) memoryTracker = false;  // the CPU allocator's tracker: nothing to see on a GPU
 
   // Before any torch work.
   at::set_num_interop_threads(1);
@@ -130,12 +154,14 @@ int main(int argc, char** argv) {
   auto load = protocol::loadConfigFile(path);
   if (!load.ok()) die(path + ": " + protocol::formatProblems(load.problems));
   protocol::RunConfig config = load.config;
+  if (const auto problems = protocol::applyOverrides(&config, sets); !problems.empty())
+    die("--set: " + protocol::formatProblems(problems));
   if (config.data.datasets.empty()) die("no datasets in " + path);
 
   if (memoryTracker) {
     if (auto s = telemetry::installCpuMemoryTracker(); !s) die("memory tracker: " + s.message());
   }
-  const torch::Device device(torch::kCPU);
+  const torch::Device device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
   auto policy = train::precisionPolicy(config.optim.precision, device);
   if (!policy) die(policy.status().message());
   const train::PrecisionPolicy precision = policy.value();
@@ -148,6 +174,7 @@ int main(int argc, char** argv) {
   model::Flamingo model(model::FlamingoOptions::fromConfig(config.model));
   model->freezeAsOpenFlamingo();
   model->train();
+  if (cuda) model->to(device);  // Trainer::buildModelAndOptimizer: before the optimizer sees the parameters
   std::vector<train::NamedParameter> trainable;
   int64_t trainableCount = 0, totalCount = 0;
   for (const auto& [name, t] : model->namedParameters()) {
@@ -177,7 +204,7 @@ int main(int argc, char** argv) {
   if (!created) die(created.status().message());
   auto source = std::move(created.value());
   std::vector<data::StepBatches> pool;
-  const int64_t poolSize = std::min<int64_t>(16, std::max<int64_t>(1, source->stepsPerEpoch()));
+  const int64_t poolSize = std::min<int64_t>(poolMax, std::max<int64_t>(1, source->stepsPerEpoch()));
   while (static_cast<int64_t>(pool.size()) < poolSize) {
     auto next = source->next();
     if (!next) die(next.status().message());
@@ -227,17 +254,26 @@ int main(int argc, char** argv) {
       const data::Batch& b = batches.batches[i];
       const protocol::DatasetConfig& cfg = config.data.datasets.at(i);
       const auto tf = Clock::now();
-      const torch::Tensor labels = train::makeLabels(b.kind, b.inputIds, tokens);
+      const torch::Tensor hostLabels = train::makeLabels(b.kind, b.inputIds, tokens);
       train::LmLoss loss;
       {
         telemetry::MemoryPhase phase(telemetry::Phase::kActivations);
-        train::AutocastScope autocast(precision, device);
+        // Trainer::forwardLoss: the host-side decisions, then the batch to the device.
         const auto padding =
             skipPadding ? model::paddingFor(b.inputIds, b.attentionMask, tokens.pad, config.model.lm.width)
                         : model::Padding::kCompute;
+        train::LossOptions lossOptions{compat};
+        lossOptions.targets = train::countTargets(hostLabels);
+        const model::IndexSets hostSets = model->indexSets(b.inputIds, b.attentionMask, b.images.size(1), padding);
+        const data::Batch db = data::toDevice(b, device);
+        const torch::Tensor labels = data::toDevice(hostLabels, device);
+        const model::IndexSets sets{data::toDevice(hostSets.realTokens, device),
+                                    data::toDevice(hostSets.slots, device),
+                                    data::toDevice(hostSets.attending, device)};
+        train::AutocastScope autocast(precision, device);
         const torch::Tensor logits =
-            model->forward(b.images.to(precision.inputDtype), b.inputIds, b.attentionMask, padding);
-        loss = train::causalLmLoss(logits, labels, train::LossOptions{compat});
+            model->forward(db.images.to(precision.inputDtype), db.inputIds, db.attentionMask, padding, &sets);
+        loss = train::causalLmLoss(logits, labels, lossOptions);
       }
       if (loss.noTargets) die("a batch without supervised tokens");
       const double value = loss.loss.item<double>();
@@ -265,6 +301,7 @@ int main(int argc, char** argv) {
       schedule.step();
       optimizer.zeroGrad(true);
       ++step;
+      if (cuda) torch::cuda::synchronize();  // the step's time is the device's
       opt = since(to);
     }
     const double stepTime = since(t0);
@@ -326,9 +363,10 @@ int main(int argc, char** argv) {
   std::printf("telemetry median us: build StepEvent %.1f  emit() %.1f  (%llu lines written)\n",
               median(buildT) * 1e6, median(emitT) * 1e6, static_cast<unsigned long long>(written));
   std::printf(
-      "ours preset=%s threads=%d warmup=%d iters=%d median_step_ms=%.3f min_step_ms=%.3f max_step_ms=%.3f "
-      "samples_per_s=%.2f main_thread_cpu_ms=%.3f telemetry_us=%.1f telemetry_pct=%.4f last_loss=%.4f\n",
-      preset.c_str(), threads, warmup, iters, med * 1e3, *std::min_element(stepT.begin(), stepT.end()) * 1e3,
+      "ours preset=%s device=%s precision=%s threads=%d warmup=%d iters=%d median_step_ms=%.3f min_step_ms=%.3f "
+      "max_step_ms=%.3f samples_per_s=%.2f main_thread_cpu_ms=%.3f telemetry_us=%.1f telemetry_pct=%.4f "
+      "last_loss=%.4f\n",
+      preset.c_str(), deviceName.c_str(), config.optim.precision.c_str(), threads, warmup, iters, med * 1e3, *std::min_element(stepT.begin(), stepT.end()) * 1e3,
       *std::max_element(stepT.begin(), stepT.end()) * 1e3, samplesPerStep / med, median(cpuT) * 1e3,
       telem * 1e6, 100.0 * telem / med, lastLoss);
   if (unitTimer) unitTimer->print(stdout);

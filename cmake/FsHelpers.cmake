@@ -399,6 +399,8 @@ function(fs_add_gpu_cases test)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
+  # NOTE [GPU fidelity settings]: applied when gpu_cases.sh sets FS_GPU_FIDELITY=1.
+  target_sources(${test} PRIVATE ${PROJECT_SOURCE_DIR}/tests/fixtures/gpu_fidelity_env.cpp)
   add_test(NAME ${test}_gpu COMMAND bash ${PROJECT_SOURCE_DIR}/tests/fixtures/gpu_cases.sh
     $<TARGET_FILE:flamingo_train> $<TARGET_FILE:${test}> "${ARG_FILTER}")
   set_tests_properties(${test}_gpu PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT ${ARG_TIMEOUT})
