@@ -264,7 +264,8 @@ int main(int argc, char** argv) {
                         : model::Padding::kCompute;
         train::LossOptions lossOptions{compat};
         lossOptions.targets = train::countTargets(hostLabels);
-        const model::IndexSets hostSets = model->indexSets(b.inputIds, b.attentionMask, b.images.size(1), padding);
+        const model::IndexSets hostSets =
+            model->indexSets(b.inputIds, b.attentionMask, b.images.size(1), padding);
         const data::Batch db = data::toDevice(b, device);
         const torch::Tensor labels = data::toDevice(hostLabels, device);
         const model::IndexSets sets{data::toDevice(hostSets.realTokens, device),
@@ -363,10 +364,12 @@ int main(int argc, char** argv) {
   std::printf("telemetry median us: build StepEvent %.1f  emit() %.1f  (%llu lines written)\n",
               median(buildT) * 1e6, median(emitT) * 1e6, static_cast<unsigned long long>(written));
   std::printf(
-      "ours preset=%s device=%s precision=%s threads=%d warmup=%d iters=%d median_step_ms=%.3f min_step_ms=%.3f "
+      "ours preset=%s device=%s precision=%s threads=%d warmup=%d iters=%d median_step_ms=%.3f "
+      "min_step_ms=%.3f "
       "max_step_ms=%.3f samples_per_s=%.2f main_thread_cpu_ms=%.3f telemetry_us=%.1f telemetry_pct=%.4f "
       "last_loss=%.4f\n",
-      preset.c_str(), deviceName.c_str(), config.optim.precision.c_str(), threads, warmup, iters, med * 1e3, *std::min_element(stepT.begin(), stepT.end()) * 1e3,
+      preset.c_str(), deviceName.c_str(), config.optim.precision.c_str(), threads, warmup, iters, med * 1e3,
+      *std::min_element(stepT.begin(), stepT.end()) * 1e3,
       *std::max_element(stepT.begin(), stepT.end()) * 1e3, samplesPerStep / med, median(cpuT) * 1e3,
       telem * 1e6, 100.0 * telem / med, lastLoss);
   if (unitTimer) unitTimer->print(stdout);
