@@ -64,22 +64,26 @@ MaskedCrossAttentionImpl::MaskedCrossAttentionImpl(const GatedCrossAttentionOpti
   to_out = register_module("to_out", torch::nn::Linear(torch::nn::LinearOptions(inner, o.dim()).bias(false)));
 }
 
-torch::Tensor MaskedCrossAttentionImpl::probabilities(const torch::Tensor& x, const torch::Tensor& media,
-                                                      const torch::Tensor& text_time,
-                                                      const torch::Tensor& attending, torch::Tensor* v_out) {
+torch::Tensor MaskedCrossAttentionImpl::projectedQuery(const torch::Tensor& x, const torch::Tensor& media,
+                                                       const torch::Tensor& text_time,
+                                                       const torch::Tensor& attending) {
   TORCH_CHECK(media.dim() == 4, "MaskedCrossAttention: expected media (B, T_img, n, D), got ", media.sizes());
   TORCH_CHECK(text_time.dim() == 2 && text_time.size(1) == x.size(1), "MaskedCrossAttention: text_time ",
               text_time.sizes(), " does not match the text ", x.sizes());
+  // NOTE [Attending tokens]: q of the attending positions, zeros elsewhere.
+  return attending.defined() ? unpackTokens(to_q->forward(norm->forward(packTokens(x, attending))), attending,
+                                            x.size(0), x.size(1))
+                             : to_q->forward(norm->forward(x));
+}
+
+torch::Tensor MaskedCrossAttentionImpl::probabilities(const torch::Tensor& x, const torch::Tensor& media,
+                                                      const torch::Tensor& text_time,
+                                                      const torch::Tensor& attending, torch::Tensor* v_out) {
+  const auto projected = projectedQuery(x, media, text_time, attending);
   const auto b = x.size(0);
   const auto l = x.size(1);
   const auto t_img = media.size(1);
   const auto n = media.size(2);
-
-  // NOTE [Attending tokens]: q of the attending positions, zeros elsewhere.
-  const auto projected =
-      attending.defined()
-          ? unpackTokens(to_q->forward(norm->forward(packTokens(x, attending))), attending, b, l)
-          : to_q->forward(norm->forward(x));
   const auto q = splitHeads(projected, heads) * (1.0 / std::sqrt(double(head_dim)));
   const auto kv = to_kv->forward(media.reshape({b, t_img * n, media.size(3)})).chunk(2, -1);
   const auto k = splitHeads(kv[0], heads);
@@ -95,18 +99,11 @@ torch::Tensor MaskedCrossAttentionImpl::probabilities(const torch::Tensor& x, co
 torch::Tensor MaskedCrossAttentionImpl::fused(const torch::Tensor& x, const torch::Tensor& media,
                                               const torch::Tensor& text_time,
                                               const torch::Tensor& attending) {
-  TORCH_CHECK(media.dim() == 4, "MaskedCrossAttention: expected media (B, T_img, n, D), got ", media.sizes());
-  TORCH_CHECK(text_time.dim() == 2 && text_time.size(1) == x.size(1), "MaskedCrossAttention: text_time ",
-              text_time.sizes(), " does not match the text ", x.sizes());
+  const auto projected = projectedQuery(x, media, text_time, attending);
   const auto b = x.size(0);
   const auto l = x.size(1);
   const auto t_img = media.size(1);
   const auto n = media.size(2);
-  // NOTE [Attending tokens]: q of the attending positions, zeros elsewhere.
-  const auto projected =
-      attending.defined()
-          ? unpackTokens(to_q->forward(norm->forward(packTokens(x, attending))), attending, b, l)
-          : to_q->forward(norm->forward(x));
   // NOTE [Fused cross-attention]: a row with no allowed key (no image yet, or past the last slot)
   // takes q = 0 and sees every key: uniform, and nothing for q or k.
   const auto no_key = text_time.eq(0).logical_or(text_time.gt(t_img)).view({b, 1, l, 1});

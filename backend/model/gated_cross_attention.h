@@ -115,6 +115,9 @@ class MaskedCrossAttentionImpl : public torch::nn::Module {
   torch::Tensor probabilities(const torch::Tensor& x, const torch::Tensor& media,
                               const torch::Tensor& text_time, const torch::Tensor& attending,
                               torch::Tensor* v_out);
+  // Checks the shapes and projects the text to q (B, L, inner), both paths' first step.
+  torch::Tensor projectedQuery(const torch::Tensor& x, const torch::Tensor& media,
+                               const torch::Tensor& text_time, const torch::Tensor& attending);
 };
 TORCH_MODULE(MaskedCrossAttention);
 
