@@ -1,5 +1,5 @@
 // The inspect fixtures (tests/backend/inspect/make_checkpoints.py, written by
-// Debian's python3-torch) in a temporary directory, for the Qt tests of the
+// the project's Python environment, FS_PYTHON) in a temporary directory, for the Qt tests of the
 // checkpoint inspector. Header-only; shared with tests/ui/checkpoints.
 #pragma once
 
@@ -26,7 +26,8 @@ class CheckpointFixtures {
     p.start(QStringLiteral(FS_PYTHON),
             {QStringLiteral(FS_SOURCE_DIR "/tests/backend/inspect/make_checkpoints.py"), dir_.path()});
     if (!p.waitForFinished(300000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
-      error_ = QStringLiteral("make_checkpoints.py failed (needs " FS_PYTHON " with python3-torch): ") +
+      error_ = QStringLiteral("make_checkpoints.py failed (needs " FS_PYTHON
+                              " with torch: run scripts/install-deps.sh): ") +
                QString::fromLocal8Bit(p.readAll());
       return;
     }

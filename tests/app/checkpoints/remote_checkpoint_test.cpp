@@ -52,7 +52,8 @@ class RemoteCheckpointTest : public ::testing::Test {
   }
   void SetUp() override {
     if (!hosts_->ok()) FS_FIXTURE_UNAVAILABLE(hosts_->error());
-    ASSERT_TRUE(fixtures_) << "the checkpoints could not be written (needs " FS_PYTHON " with python3-torch)";
+    ASSERT_TRUE(fixtures_) << "the checkpoints could not be written (needs " FS_PYTHON
+                              " with torch: run scripts/install-deps.sh)";
     auto host = fs::testing::openFixtureHost(*hosts_, "h0");
     ASSERT_TRUE(host.isOk()) << host.status().message();
     host_ = std::move(host.value());

@@ -1,5 +1,5 @@
 // Pretrained weights and OpenFlamingo checkpoints written by Python
-// (make_weight_fixtures.py with Debian's python3-torch) into the model and
+// (make_weight_fixtures.py with the project's Python environment (FS_PYTHON)) into the model and
 // into a training run.
 #include "backend/checkpoint/weights.h"
 

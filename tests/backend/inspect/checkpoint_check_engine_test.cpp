@@ -96,7 +96,7 @@ class CheckpointCheckEngineTest : public ::testing::Test {
                             "/tests/backend/inspect/plant_keys.py " + step().string() + " " +
                             planted().string();
     if (std::system(cmd.c_str()) != 0)
-      *error_ = "plant_keys.py failed (needs " FS_PYTHON " with python3-torch)";
+      *error_ = "plant_keys.py failed (needs " FS_PYTHON " with torch: run scripts/install-deps.sh)";
   }
   static void TearDownTestSuite() {
     std::error_code ec;

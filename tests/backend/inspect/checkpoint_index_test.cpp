@@ -44,7 +44,8 @@ class CheckpointIndexTest : public ::testing::Test {
     delete expected_;
   }
   void SetUp() override {
-    ASSERT_TRUE(ok_) << "make_checkpoints.py failed (needs " FS_PYTHON " with python3-torch)";
+    ASSERT_TRUE(ok_) << "make_checkpoints.py failed (needs " FS_PYTHON
+                        " with torch: run scripts/install-deps.sh)";
   }
 
   static std::string path(const std::string& name) { return *dir_ + "/" + name; }

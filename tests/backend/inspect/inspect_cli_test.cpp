@@ -1,4 +1,4 @@
-// `flamingo-train checkpoint inspect` and `diff` on files python3-torch writes
+// `flamingo-train checkpoint inspect` and `diff` on files PyTorch writes (FS_PYTHON)
 // (make_checkpoints.py): --json lists what torch lists, the text output names
 // the format, sections and modules, --verify checks manifest hashes (and fails
 // with exit 1 naming the tensor when one differs), bad input exits 1 or 2 with
@@ -52,7 +52,8 @@ class InspectCliTest : public ::testing::Test {
     std::filesystem::remove_all(*dir_, ec);
   }
   void SetUp() override {
-    ASSERT_TRUE(ok_) << "make_checkpoints.py failed (needs " FS_PYTHON " with python3-torch)";
+    ASSERT_TRUE(ok_) << "make_checkpoints.py failed (needs " FS_PYTHON
+                        " with torch: run scripts/install-deps.sh)";
   }
   static std::string path(const std::string& name) { return *dir_ + "/" + name; }
 

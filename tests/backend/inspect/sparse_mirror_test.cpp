@@ -84,7 +84,8 @@ class SparseMirrorTest : public ::testing::Test {
     delete dir_;
   }
   void SetUp() override {
-    ASSERT_TRUE(ok_) << "the fixtures could not be written (needs " FS_PYTHON " with python3-torch)";
+    ASSERT_TRUE(ok_) << "the fixtures could not be written (needs " FS_PYTHON
+                        " with torch: run scripts/install-deps.sh)";
     cache_ = *dir_ + "/cache-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
     stdfs::create_directories(cache_);
   }

@@ -1,4 +1,4 @@
-// `flamingo-train checkpoint state` and `check` on files python3-torch writes
+// `flamingo-train checkpoint state` and `check` on files PyTorch writes (FS_PYTHON)
 // (make_checkpoints.py), torch-free: state --json gives torch's optimizer and
 // scheduler figures and says what a file lacks; check classifies a foreign
 // checkpoint against a config's model (loaded, mis-shaped, missing, ignored
@@ -55,7 +55,8 @@ class StateCheckCliTest : public ::testing::Test {
     std::filesystem::remove_all(*dir_, ec);
   }
   void SetUp() override {
-    ASSERT_TRUE(ok_) << "make_checkpoints.py failed (needs " FS_PYTHON " with python3-torch)";
+    ASSERT_TRUE(ok_) << "make_checkpoints.py failed (needs " FS_PYTHON
+                        " with torch: run scripts/install-deps.sh)";
   }
   static std::string path(const std::string& name) { return *dir_ + "/" + name; }
 

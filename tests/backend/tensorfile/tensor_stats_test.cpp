@@ -115,7 +115,8 @@ void checkAgainst(const TensorView& view, const nlohmann::json& e, const nlohman
 class TensorStatsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_FALSE(oracle().dir.empty()) << "stats_oracle.py failed (needs " FS_PYTHON " with python3-torch)";
+    ASSERT_FALSE(oracle().dir.empty())
+        << "stats_oracle.py failed (needs " FS_PYTHON " with torch: run scripts/install-deps.sh)";
     auto f = openTorchFile(oracle().dir + "/stats.pt");
     ASSERT_TRUE(f.isOk()) << f.status().toString();
     file_.emplace(std::move(*f));

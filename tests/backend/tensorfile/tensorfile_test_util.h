@@ -170,10 +170,10 @@ inline const nlohmann::json& expected() {
   return json;
 }
 
-#define FS_REQUIRE_FIXTURES()                                                  \
-  do {                                                                         \
-    ASSERT_FALSE(::fs::tensorfile::test::fixtureDir().empty())                 \
-        << "make_fixtures.py failed (needs " FS_PYTHON " with python3-torch)"; \
+#define FS_REQUIRE_FIXTURES()                                                                       \
+  do {                                                                                              \
+    ASSERT_FALSE(::fs::tensorfile::test::fixtureDir().empty())                                      \
+        << "make_fixtures.py failed (needs " FS_PYTHON " with torch: run scripts/install-deps.sh)"; \
   } while (0)
 
 }  // namespace fs::tensorfile::test

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tests/backend/train/python_oracle.h"
+#include "tests/fixtures/fixture_unavailable.h"
 
 namespace fs::train {
 namespace {
@@ -70,7 +71,8 @@ TEST(ClipGradNorm, Bf16GradientsAccumulateInFloat32) {
 }
 
 TEST(ClipGradNorm, MatchesTorchClipGradNormInPython) {
-  if (!fs::test::pythonTorchAvailable()) GTEST_SKIP() << "no python3-torch";
+  if (!fs::test::pythonTorchAvailable())
+    FS_FIXTURE_UNAVAILABLE(std::string(FS_PYTHON) + " cannot import torch: run scripts/install-deps.sh");
   torch::manual_seed(11);
   const std::vector<double> maxNorms = {1.0, 1000.0, 0.25};
   std::vector<std::vector<torch::Tensor>> clipped;

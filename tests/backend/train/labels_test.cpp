@@ -6,6 +6,7 @@
 #include "backend/data/synthetic_source.h"
 #include "tests/backend/data/tiny_config.h"
 #include "tests/backend/train/python_oracle.h"
+#include "tests/fixtures/fixture_unavailable.h"
 
 namespace fs::train {
 namespace {
@@ -137,7 +138,8 @@ TEST(Labels, SyntheticBatchesAlwaysHaveTargets) {
 // The C++ rules against a second implementation in Python, on synthetic
 // batches and on random ids with the special tokens sprinkled in.
 TEST(Labels, MatchThePythonOracle) {
-  if (!fs::test::pythonTorchAvailable()) GTEST_SKIP() << "no python3-torch";
+  if (!fs::test::pythonTorchAvailable())
+    FS_FIXTURE_UNAVAILABLE(std::string(FS_PYTHON) + " cannot import torch: run scripts/install-deps.sh");
   std::vector<torch::Tensor> cases;
   const auto c = fs::test::tinyConfig();
   auto src = std::move(data::SyntheticSource::create(c, 0, 1)).value();

@@ -7,6 +7,7 @@
 
 #include "backend/train/labels.h"
 #include "tests/backend/train/python_oracle.h"
+#include "tests/fixtures/fixture_unavailable.h"
 
 namespace fs::train {
 namespace {
@@ -88,7 +89,8 @@ TEST(CausalLmLoss, Bf16LogitsAreComputedInFloat32) {
 }
 
 TEST(CausalLmLoss, MatchesTorchCrossEntropyInPython) {
-  if (!fs::test::pythonTorchAvailable()) GTEST_SKIP() << "no python3-torch";
+  if (!fs::test::pythonTorchAvailable())
+    FS_FIXTURE_UNAVAILABLE(std::string(FS_PYTHON) + " cannot import torch: run scripts/install-deps.sh");
   torch::manual_seed(3);
   std::vector<std::pair<torch::Tensor, torch::Tensor>> cases;
   for (auto [B, L, V] :

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tests/backend/train/python_oracle.h"
+#include "tests/fixtures/fixture_unavailable.h"
 
 namespace fs::train {
 namespace {
@@ -213,7 +214,8 @@ TEST(AdamW, LoadStateDictRejectsMismatches) {
 
 // torch::optim::AdamW against Python's torch.optim.AdamW on the same tensors.
 TEST(AdamW, MatchesPythonTorchOptimAdamW) {
-  if (!fs::test::pythonTorchAvailable()) GTEST_SKIP() << "no python3-torch";
+  if (!fs::test::pythonTorchAvailable())
+    FS_FIXTURE_UNAVAILABLE(std::string(FS_PYTHON) + " cannot import torch: run scripts/install-deps.sh");
   torch::manual_seed(5);
   const std::vector<NamedParameter> named = {{"x.gated_cross_attn_layer.a", param({4, 3})},
                                              {"x.gated_cross_attn_layer.b", param({5})},

@@ -1,5 +1,5 @@
 // `flamingo-train replay` against OpenFlamingo's step written in plain Python
-// torch (replay_reference.py on Debian's python3-torch): the same initial
+// torch (replay_reference.py with FS_PYTHON's torch): the same initial
 // weights and batches must give the same losses at every iteration and the
 // same final trainable parameters, read back by Python's torch.load.
 #include "backend/trainer/replay.h"
