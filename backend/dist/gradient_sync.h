@@ -44,7 +44,9 @@ struct GradientSyncStats {
 
 class GradientSync {
  public:
-  // `params`: the trainable parameters (each once, even if shared).
+  // `params`: the trainable parameters (each once, even if shared). `comm`: the
+  // device group (NOTE [Host and device groups] in groups.h); the buckets live
+  // on the parameters' device.
   GradientSync(std::shared_ptr<Communicator> comm, std::vector<torch::Tensor> params,
                GradientSyncOptions options = {});
   ~GradientSync();

@@ -25,8 +25,12 @@ std::string seconds(int64_t ms) {
 }  // namespace
 
 Heartbeat::Heartbeat(c10::intrusive_ptr<c10d::Store> store, int rank, int world,
-                     const CollectiveTracker& tracker, std::chrono::milliseconds interval)
-    : store_(std::move(store)), rank_(rank), world_(world), tracker_(tracker), interval_(interval) {
+                     std::vector<const CollectiveTracker*> trackers, std::chrono::milliseconds interval)
+    : store_(std::move(store)),
+      rank_(rank),
+      world_(world),
+      trackers_(std::move(trackers)),
+      interval_(interval) {
   post();
   thread_ = std::thread([this] { loop(); });
 }
@@ -54,8 +58,25 @@ void Heartbeat::loop() {
   }
 }
 
+CollectiveState Heartbeat::combined() const {
+  CollectiveState out;
+  int64_t seq = 0;
+  bool first = true;
+  for (const CollectiveTracker* t : trackers_) {
+    const CollectiveState s = t->snapshot();
+    seq += s.seq;
+    // Inside one beats outside any; otherwise the later one.
+    const bool better =
+        first || (s.inside && !out.inside) || (s.inside == out.inside && s.sinceMs > out.sinceMs);
+    if (better) out = s;
+    first = false;
+  }
+  out.seq = seq;
+  return out;
+}
+
 void Heartbeat::post() {
-  const CollectiveState s = tracker_.snapshot();
+  const CollectiveState s = combined();
   const nlohmann::json j = {
       {"seq", s.seq}, {"last", s.last}, {"inside", s.inside}, {"since_ms", s.sinceMs}, {"beat_ms", wallMs()}};
   const std::string text = j.dump();

@@ -28,7 +28,7 @@ struct Membership::StoreHolder {
 Membership::Membership() = default;
 Membership::~Membership() {
   heartbeat_.reset();
-  world_.reset();
+  groups_ = {};
 }
 
 namespace {
@@ -184,26 +184,46 @@ protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions&
   }
   auto bind = localAddressToward(o.masterAddr, o.masterPort);
   if (!bind) return bind.status();
-  GroupOptions g;
-  g.backend = o.backend;
-  g.timeout = o.collectiveTimeout;
-  g.bindAddress = bind.value();
-  g.sharedMemory = o.sharedMemory;
-  g.nodeKey = nodeOf(o.rank, o.localWorld) + " on " + o.host;
-  g.sharedMemoryArenaBytes = o.sharedMemoryArenaBytes;
+  GroupOptions host;
+  host.backend = "gloo";
+  host.timeout = o.collectiveTimeout;
+  host.bindAddress = bind.value();
+  host.sharedMemory = o.sharedMemory;
+  host.nodeKey = nodeOf(o.rank, o.localWorld) + " on " + o.host;
+  host.sharedMemoryArenaBytes = o.sharedMemoryArenaBytes;
   try {
-    m->world_ = makeProcessGroupCommunicator(m->store_->store, "world/", o.rank, o.world, g);
+    // NOTE [Host and device groups] in groups.h.
+    RankGroups& groups = m->groups_;
+    groups.host = makeProcessGroupCommunicator(m->store_->store, "world/", o.rank, o.world, host);
+    groups.device = groups.host;
+    if (o.backend != "gloo") {
+      GroupOptions device = host;
+      device.backend = o.backend;
+      device.sharedMemory = false;
+      groups.device = makeProcessGroupCommunicator(m->store_->store, "device/", o.rank, o.world, device);
+    }
+    std::vector<const CollectiveTracker*> trackers{&groups.host->tracker()};
+    if (!groups.shared()) trackers.push_back(&groups.device->tracker());
     auto heartbeatClient = connect();
-    m->heartbeat_ = std::make_unique<Heartbeat>(heartbeatClient, o.rank, o.world, m->world_->tracker(),
+    m->heartbeat_ = std::make_unique<Heartbeat>(heartbeatClient, o.rank, o.world, std::move(trackers),
                                                 std::chrono::milliseconds(1000));
     Heartbeat* hb = m->heartbeat_.get();
-    m->world_->setFailureDescriber([hb] { return hb->describePeers(); });
-    at::Tensor one = torch::ones({1}, torch::kInt64);
-    m->world_->allReduce(one, ReduceOp::kSum, "pre-flight confirm");
-    if (one.item<int64_t>() != o.world) {
-      return Status::ioError("pre-flight: the confirming all-reduce counted " +
-                             std::to_string(one.item<int64_t>()) + " ranks, expected " +
+    groups.host->setFailureDescriber([hb] { return hb->describePeers(); });
+    if (!groups.shared()) groups.device->setFailureDescriber([hb] { return hb->describePeers(); });
+    const auto confirm = [&](Communicator& group, const torch::Device& on, const std::string& what) {
+      at::Tensor one = torch::ones({1}, torch::TensorOptions().dtype(torch::kInt64).device(on));
+      group.allReduce(one, ReduceOp::kSum, what);
+      const int64_t n = one.item<int64_t>();
+      if (n == o.world) return Status::ok();
+      return Status::ioError("pre-flight: the confirming all-reduce of the " + group.backendName() +
+                             " group counted " + std::to_string(n) + " ranks, expected " +
                              std::to_string(o.world));
+    };
+    if (Status s = confirm(*groups.host, torch::kCPU, "pre-flight confirm"); !s) return s;
+    if (!groups.shared()) {
+      // NCCL: the rank's GPU (its communicator is created here, on the first collective).
+      const torch::Device gpu(torch::kCUDA, static_cast<c10::DeviceIndex>(o.deviceIndex));
+      if (Status s = confirm(*groups.device, gpu, "pre-flight confirm (device group)"); !s) return s;
     }
   } catch (const std::exception& e) {
     return Status::ioError(firstPart(e.what()));

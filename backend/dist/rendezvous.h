@@ -1,6 +1,7 @@
 // Joining a run: the store at MASTER_ADDR:MASTER_PORT (rank 0 serves it,
 // store_server.h; under torchrun, torchrun's TCPStore), the pre-flight
-// check, and the world process group.
+// check, and the world's host and device groups (NOTE [Host and device
+// groups] in groups.h).
 //
 // NOTE [Pre-flight]: multi-node OpenFlamingo runs hang at start-up when one
 // node has the wrong MASTER_ADDR, with no word of which node is missing.
@@ -11,7 +12,7 @@
 // others joined from. A rank that cannot reach the store at all says so,
 // naming MASTER_ADDR and MASTER_PORT. Identities (engine version + config
 // hash) must agree: a rank running another build or config is named. Only
-// then is the process group created and confirmed with one all-reduce.
+// then are the process groups created, each confirmed with one all-reduce.
 //
 // Thread-safety: call once per process, from the training thread.
 #pragma once
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "backend/dist/communicator.h"
+#include "backend/dist/groups.h"
 #include "backend/protocol/status.h"
 
 namespace fs::dist {
@@ -32,7 +34,10 @@ struct RendezvousOptions {
   int localWorld = 1;  // ranks per node (names the node of a missing rank)
   std::string masterAddr = "127.0.0.1";
   int masterPort = 29500;
+  // The device group's backend (NOTE [Host and device groups]): gloo (the host group is both) or nccl
+  // (an NCCL group on cuda:<deviceIndex> beside the Gloo host group). The host group is always Gloo.
   std::string backend = "gloo";
+  int deviceIndex = -1;  // nccl: the rank's CUDA device; -1: the current one
   std::chrono::milliseconds preflightTimeout{std::chrono::seconds(60)};
   std::chrono::milliseconds collectiveTimeout{std::chrono::minutes(10)};
   std::string identity;  // must be equal on every rank: engine version + config hash
@@ -44,7 +49,7 @@ struct RendezvousOptions {
   // (TORCHELASTIC_RESTART_COUNT).
   bool launcherServesStore = false;
   std::string keyPrefix = "0";
-  // Ranks of one node (by the localWorld layout) exchange Gloo-group
+  // Ranks of one node (by the localWorld layout) exchange the host group's
   // collectives through shared memory (shm_communicator.h).
   bool sharedMemory = true;
   uint64_t sharedMemoryArenaBytes = 64ull << 20;
@@ -65,8 +70,10 @@ class Heartbeat;
 class Membership {
  public:
   ~Membership();
-  Communicator& world() { return *world_; }
-  std::shared_ptr<Communicator> worldPtr() { return world_; }
+  // NOTE [Host and device groups]: both span the whole world; the same communicator with gloo.
+  const RankGroups& groups() const { return groups_; }
+  Communicator& host() { return *groups_.host; }
+  Communicator& device() { return *groups_.device; }
   const std::vector<PeerInfo>& peers() const { return peers_; }
   Heartbeat& heartbeat() { return *heartbeat_; }
 
@@ -75,12 +82,12 @@ class Membership {
   struct StoreHolder;
   Membership();
   std::unique_ptr<StoreHolder> store_;
-  std::shared_ptr<Communicator> world_;
+  RankGroups groups_;
   std::vector<PeerInfo> peers_;
   std::unique_ptr<Heartbeat> heartbeat_;
 };
 
-// Rendezvous + pre-flight + process group + heartbeat. Errors name the
+// Rendezvous + pre-flight + process groups + heartbeat. Errors name the
 // missing ranks, the unreachable address or the mismatching identities.
 protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions& options);
 

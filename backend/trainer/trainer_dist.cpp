@@ -99,7 +99,7 @@ Status Trainer::joinWorld() {
   auto joined = dist::joinRun(o);
   if (!joined) return joined.status();
   membership_ = std::move(joined.value());
-  comm_ = membership_->worldPtr();
+  comm_ = membership_->groups().host;  // Gloo: the device group too (dist_backend nccl is refused above)
   log_->info("world group: {}", comm_->transport());
   for (const auto& p : membership_->peers()) log_->info("rank {}: {} pid {}", p.rank, p.host, p.pid);
   return Status::ok();

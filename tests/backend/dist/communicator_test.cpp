@@ -180,7 +180,7 @@ TEST(Worker, Run) {
     return;
   }
   ASSERT_TRUE(joined) << joined.status().message();
-  Communicator& world = joined.value()->world();
+  Communicator& world = joined.value()->host();  // Gloo: the host group is the device group too
   std::cout << "TRANSPORT world " << world.transport() << std::endl;
   if (role == "collectives") {
     runCollectives(world, 0);

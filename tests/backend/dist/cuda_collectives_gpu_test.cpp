@@ -1,5 +1,6 @@
 // Collectives on CUDA tensors (label gpu: "Not Run" without a CUDA device).
-// - NCCL at world size 1 (one GPU here): every collective of the Communicator
+// - NCCL at world size 1 (one GPU here; the device group beside the Gloo host
+//   group, NOTE [Host and device groups]): every collective of the Communicator
 //   interface against its definition, synchronous and async, float32 / bfloat16
 //   / int64, odd sizes, and a CPU tensor refused with an error naming the
 //   collective instead of a crash.
@@ -43,8 +44,8 @@ std::vector<std::string> runRanks(int world, const std::string& backend,
         o.sharedMemory = false;  // CUDA tensors: the Gloo path itself
         auto joined = joinRun(o);
         if (!joined) throw std::runtime_error(joined.status().message());
-        body((*joined)->world());
-        (*joined)->world().barrier("test end");
+        body((*joined)->device());  // NOTE [Host and device groups]: NCCL is the device group
+        (*joined)->host().barrier("test end");
       } catch (const std::exception& e) {
         errors[static_cast<size_t>(r)] = e.what();
       }

@@ -32,8 +32,8 @@ inline std::vector<std::string> runThreadRanks(int world,
         auto joined = dist::joinRun(o);
         if (!joined) throw std::runtime_error(joined.status().message());
         auto membership = std::move(joined.value());
-        body(membership->world());
-        membership->world().barrier("test end");
+        body(membership->host());  // Gloo: one group is host and device group
+        membership->host().barrier("test end");
       } catch (const std::exception& e) {
         errors[static_cast<size_t>(r)] = e.what();
       }
