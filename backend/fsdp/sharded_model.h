@@ -179,7 +179,8 @@ class ShardedModel final : public model::UnitHooks {
   // `units` must be disjoint modules inside `root`. Throws c10::Error naming
   // a parameter two units claim.
   // Every rank calls it at the same point (hybrid_shard and no_shard split
-  // the communicator).
+  // the communicator). `comm` carries tensors on the model's device only (the
+  // rank's device group: NOTE [Host and device groups] in dist/groups.h).
   ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> units, std::shared_ptr<dist::Communicator> comm,
                ShardingOptions options = {});
   ~ShardedModel() override;

@@ -31,6 +31,8 @@ namespace fs::engine {
 
 class ControlLoop {
  public:
+  // `comm`: the host group (NOTE [Host and device groups] in dist/groups.h); the request travels as host
+  // flags.
   ControlLoop(int64_t rank, std::shared_ptr<dist::Communicator> comm, bool distributed,
               std::filesystem::path runRoot, telemetry::ControlInbox* inbox,
               telemetry::TelemetryEmitter* events, const TrainCounters& counters, Checkpointer& checkpointer,

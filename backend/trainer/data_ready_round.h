@@ -37,6 +37,7 @@ struct DataRound {
 // Longer failure messages travel cut to this many bytes.
 inline constexpr size_t kMaxRoundMessage = 16 * 1024;
 
+// `comm`: the host group (NOTE [Host and device groups] in dist/groups.h).
 // REQUIRES: every rank of `comm` calls it at the same point.
 // Throws dist::CollectiveError as the collectives do.
 DataRound agreeDataReady(dist::Communicator& comm, const DataReadiness& mine);

@@ -27,6 +27,7 @@ namespace fs::engine {
 
 class IterationAgreement {
  public:
+  // `comm`: the host group (NOTE [Host and device groups] in dist/groups.h), or null with one rank.
   // `compat`: the reference's loss (mean of per-rank means, backward unscaled).
   IterationAgreement(std::shared_ptr<dist::Communicator> comm, bool compat);
   ~IterationAgreement();

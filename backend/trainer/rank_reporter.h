@@ -44,7 +44,8 @@ struct RankReporterOptions {
 
 class RankReporter {
  public:
-  // `membership`: null with one rank.
+  // `membership`: null with one rank. `comm`: the host group (NOTE [Host and device groups] in
+  // dist/groups.h): the figures travel as host values.
   RankReporter(const protocol::RunConfig& config, TrainingState& state,
                std::shared_ptr<dist::Communicator> comm, dist::Membership* membership,
                std::shared_ptr<spdlog::logger> log, telemetry::TelemetryEmitter* events,

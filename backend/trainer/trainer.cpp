@@ -212,7 +212,7 @@ Status Trainer::awaitData(data::DataSource& source, ControlLoop& control) {
       }
       control.poll();
       mine.control = control.pending();
-      const DataRound round = agreeDataReady(*comm_, mine);
+      const DataRound round = agreeDataReady(*groups_.host, mine);
       if (round.failedRank >= 0) throw std::runtime_error(round.failure);
       if (round.control.any()) {
         if (Status s = control.act(round.control); !s) return s;
@@ -259,7 +259,7 @@ void Trainer::finish(protocol::FinishStatus status) {
   if (place_.distributed() && status != protocol::FinishStatus::kFailed) {
     // Rank 0 serves the store: nobody leaves while a peer may still need it.
     try {
-      comm_->barrier("finish");
+      groups_.host->barrier("finish");
     } catch (const std::exception& e) {
       if (log_) log_->error("{}", e.what());
     }

@@ -15,11 +15,14 @@
 // Thread-safety: one Trainer per process; run() blocks until the run ends.
 #pragma once
 
+#include <c10/core/Device.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/protocol/config/config_types.h"
@@ -28,6 +31,9 @@
 
 namespace fs::data {
 class DataSource;
+}
+namespace fs::dist {
+struct RankGroups;
 }
 namespace fs::model {
 class FlamingoImpl;
@@ -83,6 +89,12 @@ struct TrainerOptions {
   // run the scaled step on CPU, where fp16 cannot run (NOTE [Loss scaling in the step]).
   bool lossScaling = false;
   double initialLossScale = 65536.0;
+  // Tests: the rank trains on this device instead of parallel.device's choice (NOTE [Device choice]), e.g.
+  // a stand-in for a GPU that runs on the CPU (tests/backend/trainer/group_routing_test.cpp).
+  std::optional<c10::Device> device;
+  // Tests: called once with the rank's groups (NOTE [Host and device groups] in backend/dist/groups.h),
+  // after joining and before the run's first collective; may replace them (a routing check wraps them).
+  std::function<void(dist::RankGroups&)> wrapGroups;
 };
 
 enum class TrainOutcome { kFinished, kStopped, kKilled };

@@ -37,6 +37,12 @@
 // the windows' other micro-steps accumulate locally); under FSDP by the
 // units' reduce-scatters (NOTE [FSDP in the engine] in trainer_fsdp.cpp). The embedding row mask and clipping
 // run after the reduction, on identical gradients, so every rank makes the same update.
+// The agreements and the data-ready round exchange host tensors on the host
+// group, the gradients and parameters travel on the device group (NOTE [Host
+// and device groups] in backend/dist/groups.h): with parallel.dist_backend
+// auto that is NCCL when the rank trains on a GPU, the host group itself
+// (Gloo) otherwise; an explicit nccl on a rank without a GPU stops at
+// start-up naming the field.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -49,40 +55,40 @@
 namespace fs::engine {
 
 using protocol::Status;
-namespace {
+using protocol::StatusOr;
 
-// NOTE [Host tensors in the step]: the step's small collectives (the iteration
-// agreements, control, the rank reports, the data-ready round, validation)
-// exchange host tensors, which NCCL refuses; only the gradients and FSDP's
-// units live on the device. Until those travel through a Gloo group beside the
-// NCCL one, several ranks run over Gloo, which takes CUDA tensors too (through
-// host memory), and an explicit nccl with several ranks stops at start-up
-// naming the field. One rank needs no process group (the solo communicator).
-std::string backendFor(const protocol::RunConfig& c) {
-  if (c.parallel.dist_backend == "auto" || c.parallel.dist_backend.empty()) return "gloo";
-  return c.parallel.dist_backend;
+StatusOr<std::string> Trainer::deviceBackend() const {
+  const std::string& asked = config_.parallel.dist_backend;
+  // NOTE [Host and device groups] in backend/dist/groups.h: the host group is Gloo whatever is asked.
+  if (asked == "auto" || asked.empty()) return std::string(device_.is_cuda() ? "nccl" : "gloo");
+  if (asked != "nccl" || device_.is_cuda()) return asked;
+  std::string why =
+      "this rank trains on " + device_.str() + " (parallel.device '" + config_.parallel.device + "'";
+  if (!runtime::builtWithCuda()) {
+    why += "; this engine was built without CUDA";
+  } else if (config_.parallel.device == "auto") {
+    why += "; no CUDA device for it is visible";
+  }
+  return Status::unsupported("parallel.dist_backend: nccl carries tensors on CUDA devices only, but " + why +
+                             "); set parallel.dist_backend=auto or gloo, or run the ranks on GPUs");
 }
-}  // namespace
 
 Status Trainer::joinWorld() {
   if (!place_.distributed()) {
-    comm_ = dist::makeSoloCommunicator();
+    groups_ = dist::soloGroups();
+    if (options_.wrapGroups) options_.wrapGroups(groups_);
     return Status::ok();
   }
+  auto backend = deviceBackend();
+  if (!backend) return backend.status();
   dist::RendezvousOptions o;
   o.rank = static_cast<int>(options_.rank);
   o.world = static_cast<int>(options_.world);
   o.localWorld = static_cast<int>(std::max<int64_t>(1, options_.localWorld));
   o.masterAddr = options_.masterAddr;
   o.masterPort = static_cast<int>(options_.masterPort);
-  o.backend = backendFor(config_);
-  if (o.backend == "nccl") {
-    return Status::unsupported(
-        "parallel.dist_backend: nccl with " + std::to_string(options_.world) +
-        " ranks is not supported yet: the step's agreements and reports exchange host tensors, which NCCL "
-        "refuses (NOTE [Host tensors in the step]); use dist_backend gloo or auto (Gloo carries CUDA "
-        "tensors through host memory)");
-  }
+  o.backend = backend.value();
+  o.deviceIndex = device_.is_cuda() ? device_.index() : -1;
   o.preflightTimeout = std::chrono::seconds(std::max<int64_t>(1, config_.parallel.preflight_timeout_s));
   o.collectiveTimeout = std::chrono::seconds(std::max<int64_t>(1, config_.parallel.collective_timeout_s));
   o.identity = "engine " + runtime::engineVersion() + " config " + configHash(config_);
@@ -94,14 +100,19 @@ Status Trainer::joinWorld() {
   if (auto it = env.find("TORCHELASTIC_USE_AGENT_STORE"); it != env.end())
     o.launcherServesStore = it->second == "True";
   if (auto it = env.find("TORCHELASTIC_RESTART_COUNT"); it != env.end()) o.keyPrefix = it->second;
-  log_->info("rank {} of {} joining the run at {}:{} ({})", o.rank, o.world, o.masterAddr, o.masterPort,
-             o.backend);
+  log_->info("rank {} of {} joining the run at {}:{} (device group: {})", o.rank, o.world, o.masterAddr,
+             o.masterPort, o.backend);
   auto joined = dist::joinRun(o);
   if (!joined) return joined.status();
   membership_ = std::move(joined.value());
-  comm_ = membership_->groups().host;  // Gloo: the device group too (dist_backend nccl is refused above)
-  log_->info("world group: {}", comm_->transport());
+  groups_ = membership_->groups();
+  if (groups_.shared()) {
+    log_->info("host and device group: {}", groups_.host->transport());
+  } else {
+    log_->info("host group: {}; device group: {}", groups_.host->transport(), groups_.device->transport());
+  }
   for (const auto& p : membership_->peers()) log_->info("rank {}: {} pid {}", p.rank, p.host, p.pid);
+  if (options_.wrapGroups) options_.wrapGroups(groups_);
   return Status::ok();
 }
 
@@ -112,8 +123,8 @@ Status Trainer::agreeAfterSetUp() {
   torch::Tensor at = torch::tensor({counters.step, counters.iteration, counters.epoch}, torch::kInt64);
   torch::Tensor lo = -at.clone();
   torch::Tensor hi = at.clone();
-  comm_->allReduce(hi, dist::ReduceOp::kMax, "resume point max");
-  comm_->allReduce(lo, dist::ReduceOp::kMax, "resume point min");
+  groups_.host->allReduce(hi, dist::ReduceOp::kMax, "resume point max");
+  groups_.host->allReduce(lo, dist::ReduceOp::kMax, "resume point min");
   if (!torch::equal(hi, -lo)) {
     return Status::invalidArgument(
         "ranks resumed from different points (optimizer steps " + std::to_string(-lo[0].item<int64_t>()) +
@@ -127,12 +138,13 @@ Status Trainer::agreeAfterSetUp() {
       for (const auto& p : state_.model->parameters()) state.push_back(p);
     }
     for (const auto& b : state_.model->buffers()) state.push_back(b);
-    dist::GradientSync::broadcastFromRank0(*comm_, state, "initial weights from rank 0");
+    // On the device already (buildModelAndOptimizer): the device group.
+    dist::GradientSync::broadcastFromRank0(*groups_.device, state, "initial weights from rank 0");
   }
   if (place_.fsdp) return Status::ok();  // NOTE [FSDP in the engine]
   std::vector<torch::Tensor> params;
   for (const auto& p : state_.trainable) params.push_back(p.tensor);
-  gradSync_ = std::make_unique<dist::GradientSync>(comm_, params);
+  gradSync_ = std::make_unique<dist::GradientSync>(groups_.device, params);
   log_->info("DDP: {} trainable tensors in {} gradient bucket(s)", params.size(), gradSync_->stats().buckets);
   return Status::ok();
 }

@@ -41,7 +41,7 @@ Status Trainer::shardModel() {
   ParallelizeOptions o;
   o.ranksPerNode = place_.ranksPerNode;
   o.valuesFromNodeLeader = place_.delayedInit;
-  auto sharded = parallelizeFlamingo(state_.model, config_, comm_, o);
+  auto sharded = parallelizeFlamingo(state_.model, config_, groups_.device, o);
   if (!sharded) return sharded.status();
   state_.sharded = std::move(sharded.value());
   state_.shards = fsdp::shardParameters(*state_.sharded);

@@ -22,6 +22,7 @@
 #include "backend/data/special_tokens.h"
 #include "backend/dist/communicator.h"
 #include "backend/dist/gradient_sync.h"
+#include "backend/dist/groups.h"
 #include "backend/dist/rendezvous.h"
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config/derived.h"
@@ -89,6 +90,8 @@ class Trainer {
   void checkGradientFlow();
 
   // trainer_dist.cpp: NOTE [Distributed step]
+  // The device group's backend for parallel.dist_backend on this rank's device; an error names the field.
+  protocol::StatusOr<std::string> deviceBackend() const;
   protocol::Status joinWorld();
   protocol::Status agreeAfterSetUp();
   void synchronizeGradients(StepResult* r);
@@ -117,8 +120,10 @@ class Trainer {
   std::unique_ptr<data::DataSource> valSource_;  // null: no dataset has val_shards
   std::unique_ptr<train::StepPlan> plan_;
 
-  std::unique_ptr<dist::Membership> membership_;          // world > 1
-  std::shared_ptr<dist::Communicator> comm_;              // solo with one rank
+  std::unique_ptr<dist::Membership> membership_;  // world > 1
+  // NOTE [Host and device groups] (dist/groups.h): every collective of the run goes to one of them, by
+  // where its tensor lives. Solo with one rank; one Gloo group for both unless dist_backend is nccl.
+  dist::RankGroups groups_;
   std::unique_ptr<dist::GradientSync> gradSync_;          // DDP with world > 1
   FaultPlan faults_;                                      // NOTE [Fault injection]
   std::unique_ptr<protocol::FaultWriteEnv> faultWrites_;  // FS_FAULT_WRITE_*: cuts checkpoint writes

@@ -99,7 +99,7 @@ Status Trainer::setUp() {
   auto device =
       chooseDevice(config_.parallel.device, place_.rank % place_.ranksPerNode, currentDeviceFacts());
   if (!device) return device.status();
-  device_ = device.value();
+  device_ = options_.device.value_or(device.value());
 #ifdef FS_WITH_CUDA
   // The rank's GPU is the current one from here on: NCCL and the caching allocator use it, and no
   // rank opens a context on cuda:0 by accident.
@@ -126,6 +126,9 @@ Status Trainer::setUp() {
     checkpointEnv = faultWrites_.get();
   }
   if (Status s = joinWorld(); !s) return s;
+  // The checkpointer, the reporter and the control loop exchange host tensors only: the host group (NOTE
+  // [Host and device groups] in dist/groups.h). A checkpoint's gathers of FSDP shards go through the
+  // model's own group, taken from the device group (ShardedModel::shardGroup).
   CheckpointerOptions c;
   c.writeEnv = checkpointEnv;
   c.rank = options_.rank;
@@ -134,17 +137,17 @@ Status Trainer::setUp() {
   c.optimizerStepsPerEpoch = figures_.optimizerStepsPerEpoch;
   c.schedulerSteps = figures_.schedulerSteps;
   checkpointer_ =
-      std::make_unique<Checkpointer>(config_, dir_, tokens_, state_, comm_, log_, emitter_.get(), c);
+      std::make_unique<Checkpointer>(config_, dir_, tokens_, state_, groups_.host, log_, emitter_.get(), c);
   RankReporterOptions r;
   r.rank = options_.rank;
   r.world = options_.world;
   r.totalSteps = figures_.totalOptimizerSteps;
   r.onProgress = options_.onProgress;
-  reporter_ =
-      std::make_unique<RankReporter>(config_, state_, comm_, membership_.get(), log_, emitter_.get(), r);
-  control_ =
-      std::make_unique<ControlLoop>(options_.rank, comm_, place_.distributed(), dir_.root(), inbox_.get(),
-                                    emitter_.get(), state_.counters, *checkpointer_, *reporter_, log_);
+  reporter_ = std::make_unique<RankReporter>(config_, state_, groups_.host, membership_.get(), log_,
+                                             emitter_.get(), r);
+  control_ = std::make_unique<ControlLoop>(options_.rank, groups_.host, place_.distributed(), dir_.root(),
+                                           inbox_.get(), emitter_.get(), state_.counters, *checkpointer_,
+                                           *reporter_, log_);
   log_->info("resident set before the model: {} bytes", telemetry::readProcessMemory().rss_bytes);
   if (Status s = buildModelAndOptimizer(); !s) return s;
   train::seedForRank(config_, options_.rank);

@@ -44,7 +44,7 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     labels.push_back(train::makeLabels(b.kind, b.inputIds, tokens_));
     targets.push_back(train::countTargets(labels.back()));
   }
-  IterationAgreement agreement(place_.distributed() ? comm_ : nullptr, compat);
+  IterationAgreement agreement(place_.distributed() ? groups_.host : nullptr, compat);
   agreement.open(targets, reporter_->pendingFigures());  // the ranks' token weighting
   std::vector<double> values(D, 0.0);
   for (size_t i = 0; i < D; ++i) {

@@ -32,7 +32,7 @@ Status Trainer::runValidation() {
       // Forwards gather units, so every rank runs as many as the rank with the most batches.
       torch::Tensor t =
           torch::tensor({int64_t{have}, int64_t{!next.isOk()}, int64_t{!have && !last}}, torch::kInt64);
-      comm_->allReduce(t, dist::ReduceOp::kMax, "validation batch");
+      groups_.host->allReduce(t, dist::ReduceOp::kMax, "validation batch");
       if (t[1].item<int64_t>() && next.isOk())
         status = Status::invalidArgument("validation failed on another rank");
       if (t[1].item<int64_t>() || !t[0].item<int64_t>()) {
@@ -73,7 +73,7 @@ Status Trainer::runValidation() {
       v.push_back(static_cast<double>(count.count(d.name) ? count[d.name] : 0));
     }
     torch::Tensor t = torch::tensor(v, torch::kFloat64);
-    comm_->allReduce(t, dist::ReduceOp::kSum, "validation losses");
+    groups_.host->allReduce(t, dist::ReduceOp::kSum, "validation losses");
     sum.clear();
     count.clear();
     for (size_t i = 0; i < ds.size(); ++i) {

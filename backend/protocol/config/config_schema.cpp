@@ -237,7 +237,8 @@ struct Schema {
         .choices({"ddp", "fsdp"});
     b.field(&ParallelConfig::dist_url, "dist_url", "env://", "Rendezvous URL (--dist-url)").required();
     b.field(&ParallelConfig::dist_backend, "dist_backend", "auto",
-            "Collective backend; auto = gloo (nccl with several ranks is not supported yet) (--dist-backend)")
+            "Collective backend for gradients and parameters; auto = nccl on CUDA, else gloo; host tensors "
+            "always use gloo (--dist-backend)")
         .choices({"auto", "nccl", "gloo"});
     b.field(&ParallelConfig::sharding_strategy, "sharding_strategy", "full_shard",
             "FSDP strategy (--fsdp_sharding_strategy full|hybrid)")
