@@ -38,7 +38,8 @@ FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int
   needsGather_ = shardSize_ > 1 || cast_ || placement_.offload;
   shardNumel_ = fsdp_plan::shardNumel(numel_, shardSize_);  // the planner's rule, so plans match
   const int64_t padded = shardNumel_ * shardSize_;
-  const auto options = first.options().dtype(storage).requires_grad(false);
+  const auto options =
+      first.options().dtype(storage).requires_grad(false).device(placement_.device.value_or(first.device()));
   const bool holdsValues = !valuesFrom || valuesFrom->rank() == 0;
   const bool broadcasts = valuesFrom && valuesFrom->size() > 1;
   const std::string what = "initial values of " + members_.front().name;

@@ -76,6 +76,10 @@ struct FlatDtypes {
 struct FlatPlacement {
   bool offload = false;      // the shard, its gradient and the optimizer's state in host memory
   bool asyncCopies = false;  // host <-> device copies non_blocking (the caller synchronizes)
+  // The compute device: the full buffer's, and the shard's unless offloaded. Unset: the members'. A rank
+  // that built shapes only holds its members on the host (NOTE [Values from the node's first rank] in
+  // sharded_model.h) and must say where the model computes.
+  std::optional<c10::Device> device;
 };
 
 struct FlatMember {

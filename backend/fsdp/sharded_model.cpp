@@ -42,7 +42,7 @@ Strategy parseStrategy(const std::string& name) {
 
 ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
                            std::shared_ptr<dist::Communicator> comm, ShardingOptions options)
-    : comm_(std::move(comm)), options_(options), streams_(deviceOf(root)) {
+    : comm_(std::move(comm)), options_(options), streams_(options.device.value_or(deviceOf(root))) {
   const int world = comm_->size();
   switch (options_.strategy) {
     case Strategy::kFullShard:
@@ -130,7 +130,7 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
       }
       unit.flats.push_back(std::make_unique<FlatParameter>(
           std::move(list), shardComm_->rank(), shardComm_->size(), options_.dtypes, valuesFrom.get(),
-          FlatPlacement{options_.offloadShards, /*asyncCopies=*/streams_.active()}));
+          FlatPlacement{options_.offloadShards, /*asyncCopies=*/streams_.active(), computeDevice()}));
       const FlatParameter& f = *unit.flats.back();
       for (size_t m = 0; m < f.members().size(); ++m)
         memberOf_[f.members()[m].param.unsafeGetTensorImpl()] = {&f, m};

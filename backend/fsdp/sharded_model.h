@@ -146,6 +146,10 @@ struct ShardingOptions {
   // NOTE [CPU offload] (flat_param.h): the shards, their gradients and the optimizer's state in host
   // memory; gathers copy each shard to the model's device. Shards are then never node-shared.
   bool offloadShards = false;
+  // Where the model computes: units are gathered there, and the shards live there unless offloaded.
+  // Unset: the parameters' device, which a rank that built shapes only does not have (its parameters are
+  // host tensors without values: NOTE [Values from the node's first rank]).
+  std::optional<c10::Device> device;
 };
 
 // NOTE [Values from the node's first rank]: under delayed init the model's
@@ -158,7 +162,11 @@ struct ShardingOptions {
 // each hashes what it broadcasts and, on more than one node, the hashes are
 // compared once every flat parameter is built; the first flat parameter
 // whose values differ is named (c10::Error) rather than training a model
-// stitched from different weights.
+// stitched from different weights. A shapes-only rank's parameters are host
+// tensors without values: the flat parameters it receives into are made on
+// ShardingOptions::device (the rank's device, where the leader's values are
+// broadcast from: on a GPU the device group is NCCL, which takes nothing
+// else), and its parameters are re-pointed there.
 
 struct UnitSpec {
   std::string path;  // module path in the model, e.g. "perceiver"

@@ -51,6 +51,7 @@ protocol::StatusOr<std::shared_ptr<fsdp::ShardedModel>> parallelizeFlamingo(
   sharding.valuesFromNodeLeader = options.valuesFromNodeLeader;
   sharding.sharedShards = config.parallel.shared_shards;
   sharding.offloadShards = config.parallel.cpu_offload;  // NOTE [CPU offload]
+  sharding.device = options.device;
   sharding.trainableGroup = [](const std::string& name) { return train::decaysWeight(name) ? 0 : 1; };
   // NOTE [Planner dtypes]: units gathered in the param dtype, frozen parameters stored in it, gradients
   // reduced in the reduce dtype; trainable shards (the master copy, their gradients and AdamW's state)

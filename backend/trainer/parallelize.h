@@ -22,6 +22,9 @@ struct ParallelizeOptions {
   int ranksPerNode = 1;  // hybrid_shard's shard group
   bool valuesFromNodeLeader =
       false;  // delayed init: only each node's first rank holds values (ShardingOptions)
+  // The rank's device: where units are gathered and the shards live (ShardingOptions::device); the model's
+  // parameters are not there on a rank that built shapes only.
+  c10::Device device{c10::kCPU};
 };
 
 // Shards `model` (already frozen as OpenFlamingo does and holding its

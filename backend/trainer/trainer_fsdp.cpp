@@ -41,6 +41,7 @@ Status Trainer::shardModel() {
   ParallelizeOptions o;
   o.ranksPerNode = place_.ranksPerNode;
   o.valuesFromNodeLeader = place_.delayedInit;
+  o.device = device_;  // a shapes-only rank's parameters are host tensors; its units and shards live here
   auto sharded = parallelizeFlamingo(state_.model, config_, groups_.device, o);
   if (!sharded) return sharded.status();
   state_.sharded = std::move(sharded.value());
