@@ -50,9 +50,11 @@ IValue optimizerIValue(const train::OptimizerStateDict& o) {
   GDict state(c10::IntType::get(), c10::AnyType::get());
   for (const auto& p : o.state) {
     GDict s = strDict();
-    s.insert("step", p.step);
-    s.insert("exp_avg", p.expAvg);
-    s.insert("exp_avg_sq", p.expAvgSq);
+    // On the host, as the model state: the file loads where no GPU is (the inspector, torch.load).
+    const auto host = [](const torch::Tensor& t) { return t.defined() ? t.detach().cpu() : t; };
+    s.insert("step", host(p.step));
+    s.insert("exp_avg", host(p.expAvg));
+    s.insert("exp_avg_sq", host(p.expAvgSq));
     state.insert(p.index, s);
   }
   GList groups(c10::AnyType::get());

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backend/fsdp_plan/step_walk.h"
+#include "backend/protocol/config/derived.h"
 
 namespace fs::fsdp_plan {
 namespace {
@@ -137,7 +138,7 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
   // a group only when every member is on one node. With node-shared shards (backend/dist/shared_shards.h) a
   // gather is a copy out of the node's segment whatever its size, and nothing is prefetched: there is no
   // transfer to overlap, only a copy that would hold memory early.
-  const bool gloo = s > 1 && config.parallel.dist_backend != "nccl";
+  const bool gloo = s > 1 && !protocol::deviceGroupIsNccl(config.parallel);
   const bool shmGroup = gloo && config.parallel.intra_node_transport == "shm" &&
                         (shards.topology.nodes == 1 || shards.strategy == Strategy::kHybridShard);
   const bool sharedShards = shmGroup && config.parallel.shared_shards;

@@ -24,6 +24,11 @@ int64_t ceilDiv(int64_t a, int64_t b) {
 }
 }  // namespace
 
+bool deviceGroupIsNccl(const ParallelConfig& parallel) {
+  if (parallel.dist_backend == "auto" || parallel.dist_backend.empty()) return parallel.device == "cuda";
+  return parallel.dist_backend == "nccl";
+}
+
 int64_t resolvedMaxTokens(const DatasetConfig& d) {
   if (d.max_tokens > 0) return d.max_tokens;
   return d.type == "mmc4" ? 256 : 32;

@@ -41,6 +41,10 @@ struct DerivedFigures {
 // max_tokens 0 -> the type's default (laion 32, mmc4 256).
 int64_t resolvedMaxTokens(const DatasetConfig& d);
 
+// Whether gradients and parameters go over NCCL: dist_backend nccl, or auto with device cuda. With
+// device auto each rank decides at start (Trainer::deviceBackend); this answers for a CPU rank, gloo.
+bool deviceGroupIsNccl(const ParallelConfig& parallel);
+
 // REQUIRES: positive batch sizes, workers and world (validate first).
 DerivedFigures deriveFigures(const RunConfig& config);
 

@@ -207,6 +207,26 @@ TEST(MemoryEstimate, NodeSharedShardsGatherOneUnitAtATime) {
             (4224 + 33280 + 8576) * 4);
 }
 
+TEST(MemoryEstimate, AutoBackendOnCudaIsPlannedAsNccl) {
+  // dist_backend auto means NCCL when the ranks train on CUDA (Trainer::deviceBackend): no shared-memory
+  // transport and no node-shared shards, so the prefetch window is back, as for an explicit nccl.
+  auto c = test::preset("tiny", {"parallel.limit_all_gathers=2"});
+  const int64_t sharedWindow = (4224 + 33280) * 4, prefetchWindow = (4224 + 33280 + 8576) * 4;
+  const auto peak = [&](const std::string& device, const std::string& backend) {
+    c.parallel.device = device;
+    c.parallel.dist_backend = backend;
+    return entry(planFor(c, {2, 1}), "ours", "openflamingo", Strategy::kFullShard).memory;
+  };
+  EXPECT_EQ(peak("cpu", "auto").gatheredPeak, sharedWindow);
+  EXPECT_EQ(peak("auto", "auto").gatheredPeak, sharedWindow);
+  const auto autoOnCuda = peak("cuda", "auto");
+  const auto ncclOnCuda = peak("cuda", "nccl");
+  EXPECT_EQ(autoOnCuda.gatheredPeak, prefetchWindow);
+  EXPECT_EQ(autoOnCuda.gatheredPeak, ncclOnCuda.gatheredPeak);
+  EXPECT_EQ(autoOnCuda.peak(), ncclOnCuda.peak());
+  EXPECT_EQ(peak("cuda", "gloo").gatheredPeak, sharedWindow);
+}
+
 TEST(MemoryEstimate, NineBOnEightGpusMatchesTheHandCount) {
   // Issue 8: ~8.7 GiB (reference: fp32 flat parameters, gradients for the
   // unfrozen decoder layers) vs ~4.2 GiB (ours) of model state per GPU.
