@@ -15,7 +15,7 @@ rank_bench_init() {
   presets=("$@")
   ((${#presets[@]})) || presets=(tiny small)
   warmup="${WARMUP:-5}"
-  python="${PYTHON:-/usr/bin/python3}"
+  python="${PYTHON:-$(bash "$(dirname "${BASH_SOURCE[0]}")/../scripts/python-env.sh" --python)}"
   run_timeout="${RUN_TIMEOUT:-900}"
   bin="$build/bin/flamingo-train"
   [[ -x "$bin" ]] || { echo "no $bin: build the flamingo-train target first" >&2; exit 1; }

@@ -14,7 +14,7 @@ build="${1:-build}"
 reps="${2:-3}"
 laion_n="${3:-1536}"
 mmc4_n="${4:-576}"
-python="${PYTHON:-/usr/bin/python3}"
+python="${PYTHON:-$(bash "$(dirname "${BASH_SOURCE[0]}")/../scripts/python-env.sh" --python)}"
 bin="$build/bin/bench_data_pipeline"
 cli="$build/bin/flamingo-train"
 [[ -x "$bin" && -x "$cli" ]] || { echo "build bench_data_pipeline and flamingo_train first" >&2; exit 1; }

@@ -1,19 +1,17 @@
 #!/usr/bin/env bash
 # bench/train_step: our engine (bench_train_step) against the PyTorch-eager
-# baseline (bench/train_step_baseline.py, Debian python3-torch) and, when the
-# reference sources are given, the faithful OpenFlamingo baseline
+# baseline (bench/train_step_baseline.py) and the faithful OpenFlamingo baseline
 # (bench/train_step_openflamingo.py: OpenFlamingo's and open_clip's own modules
-# run from checkouts). Shapes: bench/configs/compare.yaml ("compare") and the
-# tiny and small presets, at 1 and 2 threads, REPS repetitions each, the sides
-# alternating within each repetition; prints the median over repetitions of
-# each side's median step time, ours / own baseline and ours / OpenFlamingo in
-# samples/s (target >= 1.3 against OpenFlamingo), plus the telemetry overhead.
+# from the packages pinned in the project's Python environment), all on the same
+# torch. Shapes: bench/configs/compare.yaml ("compare") and the tiny and small
+# presets, at 1 and 2 threads, REPS repetitions each, the sides alternating
+# within each repetition; prints the median over repetitions of each side's
+# median step time, ours / own baseline and ours / OpenFlamingo in samples/s
+# (target >= 1.5 against OpenFlamingo), plus the telemetry overhead.
 #
 # Usage: bench/run_train_step.sh [BUILD_DIR=build] [REPS=5] [WARMUP=5] [ITERS=30]
-# Env:   PRESETS="compare tiny small"  THREADS="1 2"  PYTHON=/usr/bin/python3
-#        REF_SRC=DEST (bench/reference_sources.sh DEST's four checkouts), or
-#        OPENFLAMINGO_SRC, OPEN_CLIP_SRC, EINOPS_SRC, EINOPS_EXTS_SRC one by one;
-#        neither: the OpenFlamingo column is left out.
+# Env:   PRESETS="compare tiny small"  THREADS="1 2"
+#        PYTHON (default: the environment's, scripts/python-env.sh --python)
 #        OMP_WAIT_POLICY (default PASSIVE for all sides: with libgomp's default
 #        spin-waiting, 2 threads on a loaded 2-core VM ran 10-100x slower)
 set -euo pipefail
@@ -25,20 +23,9 @@ warmup="${3:-5}"
 iters="${4:-30}"
 presets="${PRESETS:-compare tiny small}"
 threads_list="${THREADS:-1 2}"
-python="${PYTHON:-/usr/bin/python3}"
+python="${PYTHON:-$(bash "$here/../scripts/python-env.sh" --python)}"
 bin="$build/bin/bench_train_step"
 [[ -x "$bin" ]] || { echo "no $bin: build the bench_train_step target first" >&2; exit 1; }
-
-ref_args=()
-if [[ -n "${REF_SRC:-}" ]]; then
-  ref_args=(--ref-src "$REF_SRC")
-elif [[ -n "${OPENFLAMINGO_SRC:-}" ]]; then
-  for v in OPEN_CLIP_SRC EINOPS_SRC EINOPS_EXTS_SRC; do
-    [[ -n "${!v:-}" ]] || { echo "OPENFLAMINGO_SRC is set but $v is not (or set REF_SRC=DEST of reference_sources.sh)" >&2; exit 1; }
-  done
-  ref_args=(--openflamingo-src "$OPENFLAMINGO_SRC" --open-clip-src "$OPEN_CLIP_SRC"
-    --einops-src "$EINOPS_SRC" --einops-exts-src "$EINOPS_EXTS_SRC")
-fi
 
 # Our engine takes a preset name (resources/presets/NAME.yaml) or a config path.
 ours_config() { if [[ "$1" == compare ]]; then echo "$here/configs/compare.yaml"; else echo "$1"; fi; }
@@ -54,11 +41,7 @@ run_side() {
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "OMP_WAIT_POLICY=$OMP_WAIT_POLICY; OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=threads per run; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "reps=$reps warmup=$warmup iters=$iters  ours=$bin  python=$python ($("$python" -c 'import torch; print(torch.__version__)'))"
-if ((${#ref_args[@]})); then
-  echo "OpenFlamingo reference: ${ref_args[*]}"
-else
-  echo "OpenFlamingo reference: not given (set REF_SRC=DEST of bench/reference_sources.sh); its columns are '-'"
-fi
+echo "reference packages: $("$python" -c 'import importlib.metadata as m; print(", ".join(d + " " + m.version(d) for d in ("open-flamingo", "open-clip-torch", "einops", "einops-exts")))')"
 printf '\n%-7s %3s | %9s %8s | %9s %8s | %9s %8s | %7s %7s | %9s %8s\n' \
   preset thr ours_ms ours_sps py_ms py_sps of_ms of_sps ours/py ours/of telem_us telem_%
 for preset in $presets; do
@@ -72,26 +55,21 @@ for preset in $presets; do
       out=$(run_side "$t" "$python" "$here/train_step_baseline.py" "$preset" "$t" "$warmup" "$iters")
       echo "$out" | sed 's/^/  # /' >&2
       p_ms+=("$(echo "$out" | field median_step_ms)"); p_sps+=("$(echo "$out" | field samples_per_s)")
-      if ((${#ref_args[@]})); then
-        out=$(run_side "$t" "$python" "$here/train_step_openflamingo.py" "$preset" "$t" "$warmup" "$iters" "${ref_args[@]}")
-        echo "$out" | sed 's/^/  # /' >&2
-        f_ms+=("$(echo "$out" | field median_step_ms)"); f_sps+=("$(echo "$out" | field samples_per_s)")
-      fi
+      out=$(run_side "$t" "$python" "$here/train_step_openflamingo.py" "$preset" "$t" "$warmup" "$iters")
+      echo "$out" | sed 's/^/  # /' >&2
+      f_ms+=("$(echo "$out" | field median_step_ms)"); f_sps+=("$(echo "$out" | field samples_per_s)")
     done
     om=$(printf '%s\n' "${o_ms[@]}" | med); os=$(printf '%s\n' "${o_sps[@]}" | med)
     pm=$(printf '%s\n' "${p_ms[@]}" | med); ps=$(printf '%s\n' "${p_sps[@]}" | med)
     tu=$(printf '%s\n' "${tel[@]}" | med); tp=$(printf '%s\n' "${pct[@]}" | med)
     ratio_py=$(awk -v a="$os" -v b="$ps" 'BEGIN {printf "%.2fx", a / b}')
-    fm=-; fs=-; ratio_of=-
-    if ((${#f_ms[@]})); then
-      fm=$(printf '%s\n' "${f_ms[@]}" | med); fs=$(printf '%s\n' "${f_sps[@]}" | med)
-      ratio_of=$(awk -v a="$os" -v b="$fs" 'BEGIN {printf "%.2fx", a / b}')
-      fm=$(printf '%.2f' "$fm"); fs=$(printf '%.1f' "$fs")
-    fi
+    fm=$(printf '%s\n' "${f_ms[@]}" | med); fs=$(printf '%s\n' "${f_sps[@]}" | med)
+    ratio_of=$(awk -v a="$os" -v b="$fs" 'BEGIN {printf "%.2fx", a / b}')
+    fm=$(printf '%.2f' "$fm"); fs=$(printf '%.1f' "$fs")
     printf '%-7s %3s | %9.2f %8.1f | %9.2f %8.1f | %9s %8s | %7s %7s | %9.1f %7.3f%%\n' \
       "$preset" "$t" "$om" "$os" "$pm" "$ps" "$fm" "$fs" "$ratio_py" "$ratio_of" "$tu" "$tp"
   done
 done
 echo
 echo "py = bench/train_step_baseline.py (ours in PyTorch eager); of = bench/train_step_openflamingo.py (OpenFlamingo's modules)."
-echo "ratios = ours samples/s / theirs (medians over $reps repetitions); target ours/of >= 1.3. telem = StepEvent build + emit() per step."
+echo "ratios = ours samples/s / theirs (medians over $reps repetitions); target ours/of >= 1.5. telem = StepEvent build + emit() per step."

@@ -1,14 +1,15 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The faithful OpenFlamingo baseline of one training iteration (bench/train_step, issue 27).
 
 Runs OpenFlamingo's OWN modules (open_flamingo/src/helpers.py, flamingo_lm.py, utils.py)
-and open_clip's OWN VisionTransformer (src/open_clip/transformer.py) from checkouts of the
-public repositories (bench/reference_sources.sh clones them at pinned commits); nothing of
-theirs is copied here. What could not be imported is rebuilt op for op, with the file and
-function it follows named beside it:
-  - flamingo.py imports transformers (not installed): Flamingo.forward, _encode_vision_x and
-    _condition_media_locations are reproduced in FlamingoModel below;
-  - transformers' OPTForCausalLM (v4.27-4.30, modeling_opt.py) is rebuilt in its Hugging Face
+and open_clip's OWN VisionTransformer (open_clip/transformer.py) from the packages pinned
+in the project's Python environment (scripts/requirements-nodeps.txt: open-flamingo 2.0.1,
+open-clip-torch 2.20.0); nothing of theirs is copied here. What is not run from them is
+rebuilt op for op, with the file and function it follows named beside it:
+  - flamingo.py: Flamingo.forward, _encode_vision_x and _condition_media_locations are
+    reproduced in FlamingoModel below (written when transformers was not installed);
+  - transformers' OPTForCausalLM as OpenFlamingo v2 ran it (v4.27-4.30, modeling_opt.py;
+    the pinned transformers 5.x runs OPT through SDPA by default) is rebuilt in its Hugging Face
     layout (model.decoder.{embed_tokens, embed_positions, layers, final_layer_norm}, lm_head)
     with the same ops: learned positions with offset 2, the additive causal + padding mask of
     _make_causal_mask/_expand_mask, bmm attention on (bsz*heads, L, head_dim), ReLU, dropout
@@ -18,15 +19,15 @@ function it follows named beside it:
 The preset's shapes are those of bench/train_step_baseline.py (PRESETS) and the batches its
 batch_pool makes, so both baselines see the same work.
 
-Usage: train_step_openflamingo.py PRESET THREADS [WARMUP] [ITERS]
-           (--ref-src DEST | --openflamingo-src DIR [--open-clip-src DIR] [--einops-src DIR]
-            [--einops-exts-src DIR]) [--profile OUT.txt] [--check]
+Usage: train_step_openflamingo.py PRESET THREADS [WARMUP] [ITERS] [--profile OUT.txt] [--check]
+Run it with the environment's python (scripts/python-env.sh --python).
 Set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS = THREADS in the environment (checked).
 One process, one Python thread; torch runs THREADS intra-op threads and 1 inter-op thread.
 --check: both models from the same weights, dropout off: logits, loss and labels of one LAION
 and one MMC4 batch, then the parameter updates of four whole training steps; exit 1 on a difference.
 """
 import argparse
+import importlib.metadata
 import importlib.util
 import math
 import os
@@ -50,16 +51,28 @@ WEIGHT_DECAY = 0.1  # --weight_decay
 DEVICE = "cpu"
 
 
-# ---------------------------------------------------------------- loading the checkouts
+# ---------------------------------------------------------------- loading the packages
 class SourceError(SystemExit):
     pass
 
 
-def _need(path, what):
-    if not os.path.exists(path):
-        raise SourceError(f"reference sources: {path} not found ({what}); clone them with "
-                              f"bench/reference_sources.sh DEST and pass --ref-src DEST")
-    return path
+# The versions pinned in scripts/requirements*.txt (scripts/python-env.sh installs them).
+PINNED = {"open-flamingo": "2.0.1", "open-clip-torch": "2.20.0", "einops": "0.8.2", "einops-exts": "0.0.4"}
+HINT = "run scripts/install-deps.sh (or scripts/python-env.sh --install) and use its python (python-env.sh --python)"
+
+
+def _installed(dist, top):
+    """The folder of the installed package TOP of distribution DIST, at its pinned version."""
+    try:
+        version = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        raise SourceError(f"reference packages: {dist} is not installed in {sys.prefix}; {HINT}")
+    if version != PINNED[dist]:
+        raise SourceError(f"reference packages: {dist} is {version} in {sys.prefix}, pinned {PINNED[dist]}; {HINT}")
+    spec = importlib.util.find_spec(top)
+    if spec is None or not spec.submodule_search_locations:
+        raise SourceError(f"reference packages: {dist} is installed but package {top} is not importable; {HINT}")
+    return spec.submodule_search_locations[0]
 
 
 def _package(name, folder):
@@ -72,7 +85,9 @@ def _package(name, folder):
 
 
 def _load(package, folder, module):
-    path = _need(os.path.join(folder, module + ".py"), f"{package} module {module}")
+    path = os.path.join(folder, module + ".py")
+    if not os.path.exists(path):
+        raise SourceError(f"reference packages: {path} not found ({package} module {module})")
     name = f"{package}.{module}"
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
@@ -80,45 +95,39 @@ def _load(package, folder, module):
     try:
         spec.loader.exec_module(mod)
     except ImportError as e:
-        raise SourceError(f"reference sources: importing {path} failed: {e} "
-                              f"(open_clip's utils.py needs torchvision: apt-get install python3-torchvision)")
+        raise SourceError(f"reference packages: importing {path} failed: {e}; {HINT}")
     setattr(sys.modules[package], module, mod)
     return mod
 
 
-def _import_from(top, src, what):
-    """Imports the top-level package TOP from the checkout SRC (and nowhere else)."""
-    _need(os.path.join(src, top, "__init__.py"), what)
-    sys.path.insert(0, os.path.abspath(src))
-    mod = __import__(top)
-    where = os.path.realpath(os.path.dirname(mod.__file__))
-    if not where.startswith(os.path.realpath(src) + os.sep):
-        raise SourceError(f"reference sources: {top} was imported from {where}, not from {src}")
-    return mod
-
-
 class Reference:
-    """The modules loaded from the checkouts."""
+    """OpenFlamingo's and open_clip's modules, from the pinned installed packages.
 
-    def __init__(self, of_src, oc_src, einops_src, exts_src):
-        _need(of_src, "--openflamingo-src: a checkout of mlfoundations/open_flamingo")
-        _need(oc_src, "--open-clip-src: a checkout of mlfoundations/open_clip")
-        self.einops = _import_from("einops", einops_src, "--einops-src: a checkout of arogozhnikov/einops")
-        _import_from("einops_exts", exts_src, "--einops-exts-src: a checkout of lucidrains/einops-exts")
-        of_dir = os.path.join(of_src, "open_flamingo", "src")
+    NOTE [Modules without their packages]: open_flamingo/__init__.py imports its factory,
+    which imports all of open_clip and transformers' Auto classes; the modules the step runs
+    (helpers.py, utils.py, flamingo_lm.py; open_clip's transformer.py) are loaded one by one
+    from the package folders instead, so what is timed is exactly their code.
+    """
+
+    def __init__(self):
+        of_dir = os.path.join(_installed("open-flamingo", "open_flamingo"), "src")
+        oc_dir = _installed("open-clip-torch", "open_clip")
+        _installed("einops", "einops")
+        _installed("einops-exts", "einops_exts")
+        import einops
+        self.einops = einops
         _package("openflamingo_ref", of_dir)
         self.helpers = _load("openflamingo_ref", of_dir, "helpers")
         self.utils = _load("openflamingo_ref", of_dir, "utils")
         self.flamingo_lm = _load("openflamingo_ref", of_dir, "flamingo_lm")
-        oc_dir = os.path.join(oc_src, "src", "open_clip")
         _package("open_clip_ref", oc_dir)
         _load("open_clip_ref", oc_dir, "utils")
         self.transformer = _load("open_clip_ref", oc_dir, "transformer")
-        self.sources = {"open_flamingo": of_src, "open_clip": oc_src, "einops": einops_src, "einops-exts": exts_src}
+        self.sources = {d: f"{d} {v}" for d, v in PINNED.items()}
 
 
 # ---------------------------------------------------------------- OPT in Hugging Face's layout
-# transformers is not installed; this is OPTForCausalLM of transformers 4.27-4.30
+# OPTForCausalLM of transformers 4.27-4.30, the versions OpenFlamingo v2 ran (the pinned 5.x differs)
 # (src/transformers/models/opt/modeling_opt.py) with the config OpenFlamingo's OPT runs:
 # do_layer_norm_before, ReLU, dropout 0.1, attention_dropout 0, layerdrop 0, biases, tied head.
 class OptConfig:
@@ -316,8 +325,8 @@ class OPTForCausalLM(nn.Module):
 
 # ---------------------------------------------------------------- Flamingo
 class FlamingoModel(nn.Module):
-    """open_flamingo/src/flamingo.py's Flamingo, the parts a training step runs (flamingo.py imports
-    transformers, so __init__, forward, _encode_vision_x and _condition_media_locations are reproduced)."""
+    """open_flamingo/src/flamingo.py's Flamingo, the parts a training step runs (__init__, forward,
+    _encode_vision_x and _condition_media_locations, reproduced when transformers was not installed)."""
 
     def __init__(self, ref, vision_encoder, lang_encoder, eoc_token_id, media_token_id, vis_dim,
                  cross_attn_every_n_layers, perceiver):
@@ -812,23 +821,10 @@ def parse_args(argv):
     ap.add_argument("threads", type=int)
     ap.add_argument("warmup", type=int, nargs="?", default=5)
     ap.add_argument("iters", type=int, nargs="?", default=30)
-    ap.add_argument("--ref-src", help="DEST of bench/reference_sources.sh (its four checkouts)")
-    ap.add_argument("--openflamingo-src", help="checkout of mlfoundations/open_flamingo")
-    ap.add_argument("--open-clip-src", help="checkout of mlfoundations/open_clip")
-    ap.add_argument("--einops-src", help="checkout of arogozhnikov/einops")
-    ap.add_argument("--einops-exts-src", help="checkout of lucidrains/einops-exts")
     ap.add_argument("--profile", metavar="OUT.txt", help="write per-op and per-module tables of a few steps")
     ap.add_argument("--profile-steps", type=int, default=5)
     ap.add_argument("--check", action="store_true", help="compare logits and loss with train_step_baseline.py")
     a = ap.parse_args(argv)
-    base = a.ref_src
-    a.openflamingo_src = a.openflamingo_src or (base and os.path.join(base, "open_flamingo"))
-    a.open_clip_src = a.open_clip_src or (base and os.path.join(base, "open_clip"))
-    a.einops_src = a.einops_src or (base and os.path.join(base, "einops"))
-    a.einops_exts_src = a.einops_exts_src or (base and os.path.join(base, "einops-exts"))
-    for flag in ("openflamingo_src", "open_clip_src", "einops_src", "einops_exts_src"):
-        if not getattr(a, flag):
-            ap.error(f"--{flag.replace('_', '-')} (or --ref-src DEST) is required")
     if a.threads < 1 or a.warmup < 0 or a.iters < 1:
         ap.error("THREADS and ITERS must be >= 1, WARMUP >= 0")
     return a
@@ -837,7 +833,7 @@ def parse_args(argv):
 def main(argv):
     a = parse_args(argv)
     own.check_threads(a.threads)
-    ref = Reference(a.openflamingo_src, a.open_clip_src, a.einops_src, a.einops_exts_src)
+    ref = Reference()
     p = own.PRESETS[a.preset]
     if a.check:
         return 0 if run_check(ref, p) else 1

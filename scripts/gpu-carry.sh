@@ -88,18 +88,26 @@ HEADERS_ONLY=(libgloo-dev)
 STUBBED_SONAMES=(libgdal.so.32)
 
 # bench/run_gpu.sh's baseline: OpenFlamingo 2.0.1 and open_clip (their
-# modules), einops, einops-exts, and ftfy (open_clip's tokenizer imports it).
-# Installed with --no-deps: open-flamingo pins torch==2.0.1 and
-# sentencepiece==0.1.98, open-clip-torch 2.20 protobuf<4; the machine's torch,
-# torchvision, transformers, regex, tqdm and huggingface_hub are used.
-WHEELS=(open-flamingo==2.0.1 open-clip-torch==2.20.0 einops-exts==0.0.4 einops==0.8.1 ftfy==6.3.1 wcwidth==0.2.13)
+# modules), einops, einops-exts, and ftfy (open_clip's tokenizer imports it),
+# at the versions pinned in scripts/requirements*.txt. Installed with --no-deps:
+# open-flamingo pins torch==2.0.1 and sentencepiece==0.1.98, open-clip-torch
+# 2.20 protobuf<4; the machine's torch, torchvision, transformers, regex, tqdm
+# and huggingface_hub are used.
+pin() {
+  local line
+  line=$(grep -h -i -E "^$1==" scripts/requirements.txt scripts/requirements-nodeps.txt | head -n 1)
+  [ -n "$line" ] || { echo "gpu-carry: $1 is not pinned in scripts/requirements*.txt" >&2; exit 1; }
+  echo "$line"
+}
+WHEELS=()
+for name in open-flamingo open-clip-torch einops-exts einops ftfy wcwidth; do WHEELS+=("$(pin "$name")"); done
 # The GPU machine's python3 (KINDS.md: Python 3.12, manylinux x86_64).
 WHEEL_PLATFORM=(--python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 # --no-device: the GPU machine's own packages this machine's FS_PYTHON lacks
 # (torchvision for open_clip's transforms, matching torch 2.11), for this python;
 # einops is carried anyway.
-EMULATE_WHEELS=(torchvision==0.26.0)
+EMULATE_WHEELS=("$(pin torchvision)")
 
 CARRY=.gpu-carry
 DEBS=$CARRY/debs

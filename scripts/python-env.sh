@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's pinned Python environment: one virtual environment outside the
-# repository, made from scripts/requirements.txt. The one place its path is
+# repository, made from scripts/requirements.txt (then requirements-nodeps.txt,
+# installed without their dependencies: see that file). The one place its path is
 # decided: CMake (cmake/FsPython.cmake), install-deps.sh and the tests ask this
 # script.
 #   python-env.sh            print the environment's folder
@@ -12,15 +13,16 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 ENV_DIR="${FS_PYTHON_ENV:-/opt/flamingo-studio/python}"
 REQS="$ROOT/scripts/requirements.txt"
+REQS_NODEPS="$ROOT/scripts/requirements-nodeps.txt"
 STAMP="$ENV_DIR/.fs-requirements.sha256"
-want_hash() { sha256sum "$REQS" | cut -d' ' -f1; }
+want_hash() { cat "$REQS" "$REQS_NODEPS" | sha256sum | cut -d' ' -f1; }
 
 check() {
   if [ ! -x "$ENV_DIR/bin/python" ]; then
     echo "python-env: no environment at $ENV_DIR; run scripts/install-deps.sh" >&2; return 1
   fi
   if [ "$(cat "$STAMP" 2>/dev/null)" != "$(want_hash)" ]; then
-    echo "python-env: $ENV_DIR was not made from the current scripts/requirements.txt; run scripts/install-deps.sh" >&2
+    echo "python-env: $ENV_DIR was not made from the current scripts/requirements*.txt; run scripts/install-deps.sh" >&2
     return 1
   fi
 }
@@ -61,6 +63,8 @@ case "${1:-}" in
       echo "python-env: installing scripts/requirements.txt into $ENV_DIR" >&2
       "$ENV_DIR/bin/python" -m pip install --no-input --disable-pip-version-check -q \
         --require-virtualenv -r "$REQS" </dev/null
+      "$ENV_DIR/bin/python" -m pip install --no-input --disable-pip-version-check -q \
+        --require-virtualenv --no-deps -r "$REQS_NODEPS" </dev/null
       check_torch
       want_hash >"$STAMP"
       echo "python-env: done in $(($(date +%s) - start)) s, $(du -sh "$ENV_DIR" | cut -f1)" >&2

@@ -17,7 +17,7 @@
 # timed steps, memory events and log lines off, one step event per step.
 #
 # Usage: bench/ddp/run_ddp.sh [BUILD_DIR=build] [REPS=3] [STEPS=30] [PRESET...=tiny small]
-# Env:   WARMUP=5  PYTHON=/usr/bin/python3  PORT=29650 (first rendezvous port; each run takes the next)
+# Env:   WARMUP=5  PYTHON (default scripts/python-env.sh --python)  PORT=29650 (first rendezvous port; each run takes the next)
 #        TRANSPORT=gloo: our ranks without the shared-memory transport (parallel.intra_node_transport)
 #        OMP_WAIT_POLICY (default PASSIVE, as bench/run_train_step.sh)  RUN_TIMEOUT=900 (s per run)
 # Needs: jq, Debian's python3-torch (PYTHON), BUILD_DIR/bin/flamingo-train.

@@ -21,7 +21,7 @@
 # Usage: bench/fsdp/peak_accuracy.sh [BUILD_DIR=build] [STEPS=3] [PRESET...=tiny small]
 # Env:   WORLDS="1 2 4"  STRATEGIES="full_shard shard_grad_op no_shard"  POLICIES="openflamingo transformer_layer"
 #        MODES="fsdp" (fsdp, ddp or both)
-#        CKPT="false true"  HYBRID=1  PORT=29800  RUN_TIMEOUT=600 (s per run)  PYTHON=/usr/bin/python3
+#        CKPT="false true"  HYBRID=1  PORT=29800  RUN_TIMEOUT=600 (s per run)  PYTHON (default scripts/python-env.sh --python)
 #        BATCHES=worst|synthetic  KEEP=DIR (keep the runs' probe lines there)
 # Needs: jq, BUILD_DIR/bin/{flamingo-train,fsdp_peak_probe}, Debian's python3-torch (for the batch sizes).
 set -euo pipefail

@@ -17,7 +17,7 @@
 # PRESETS (tiny 4 LAION + 2 MMC4, small 8 + 4); OPT family as the preset.
 #
 # Usage: bench/fsdp/run_fsdp.sh [BUILD_DIR=build] [REPS=3] [STEPS=30] [PRESET...=tiny small]
-# Env:   WARMUP=5  PORT=29750  RUN_TIMEOUT=900 (s per run)  PYTHON=/usr/bin/python3
+# Env:   WARMUP=5  PORT=29750  RUN_TIMEOUT=900 (s per run)  PYTHON (default scripts/python-env.sh --python)
 #        TRANSPORT=gloo: our ranks without the shared-memory transport (parallel.intra_node_transport)
 #        SHARED_SHARDS=false: FSDP shards private to each rank (parallel.shared_shards)
 # Needs: jq, BUILD_DIR/bin/flamingo-train, Debian's python3-torch (for the batch sizes).

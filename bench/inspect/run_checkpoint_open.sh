@@ -12,7 +12,7 @@ build=${1:-build}
 runs=${2:-5}
 file=${3:-/tmp/fs_open_1g.pt}
 gib=${4:-1}
-py=/usr/bin/python3  # Debian's python3-torch
+py="${PYTHON:-$(bash "$(dirname "$0")/../../scripts/python-env.sh" --python)}"  # the environment's torch
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 [ -f "$file" ] || "$py" "$here/checkpoint_open_baseline.py" --write "$file" "$gib"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc --all) cores; file $(du -h "$file" | cut -f1)"
