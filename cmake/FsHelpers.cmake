@@ -287,12 +287,22 @@ endfunction()
 # those copies, and std::filesystem::remove_all jumped to address 0 there. Every
 # LibTorch user's link therefore names libstdc++ first (before the objects, kept
 # even under --as-needed), so the system's library is searched first.
+# NOTE [One BLAS]: PyTorch's x86 wheels link MKL into libtorch_cpu and export its
+# Fortran BLAS (sgemm_ and the rest), and LibTorch's matmuls call sgemm_ through
+# the dynamic symbol table. OpenCV's core (the data codecs) needs Debian's
+# libblas.so.3 and liblapack.so.3, which are OpenBLAS: when those came first in
+# an executable's NEEDED list, every LibTorch matmul ran in OpenBLAS (41 % of a
+# CPU train step in sgemm_kernel_SKYLAKEX, 1 % in MKL), unlike the same model in
+# Python. libtorch_cpu is therefore named right after libstdc++, before any
+# library that brings OpenBLAS, and our own direct BLAS calls use its sgemm_
+# too (backend/model/row_major_gemm.h). blas_binding_test checks the binding.
 # Link LibTorch (+ c10d Gloo) and reuse one precompiled header across every
 # LibTorch translation unit: torch/torch.h costs ~20 s per file otherwise.
 function(fs_use_torch target)
   fs_fmt_first(_fmt_first)
   target_link_libraries(${target} PUBLIC torch gloo)
-  target_link_options(${target} INTERFACE "LINKER:--push-state,--no-as-needed" -lstdc++ "LINKER:--pop-state")
+  target_link_options(${target} INTERFACE "LINKER:--push-state,--no-as-needed" -lstdc++
+                      "$<TARGET_FILE:torch_cpu>" "LINKER:--pop-state")
   target_include_directories(${target} BEFORE PUBLIC ${_fmt_first})
   target_include_directories(${target} SYSTEM PUBLIC ${TORCH_INCLUDE_DIRS})
   target_compile_definitions(${target} PUBLIC USE_C10D_GLOO $<$<BOOL:${FS_WITH_CUDA}>:FS_WITH_CUDA USE_C10D_NCCL>)

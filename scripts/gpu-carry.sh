@@ -18,7 +18,7 @@
 #                          backend/export), GTest (tests)
 #   cmake/FsHelpers.cmake  Gloo's headers (NOTE [Gloo]); NCCL's come with torch
 #   backend/telemetry      spdlog (+ fmt)
-#   backend/model          BLAS with cblas.h (the reference BLAS); OpenMP is the compiler's
+#   backend/model          OpenMP, the compiler's (BLAS is libtorch_cpu's: NOTE [One BLAS])
 #   backend/data/image     OpenCV core + imgcodecs (+ imgproc, which they link), JPEG
 #   backend/data/shards, shardgen   LibArchive
 #   backend/data/documents simdjson
@@ -53,7 +53,7 @@ DEV_PACKAGES=(
   libspdlog-dev libfmt-dev
   # the reference BLAS and LAPACK (OpenCV's core needs libblas.so.3 and liblapack.so.3;
   # OpenBLAS provides them too, 7 MB more)
-  libblas-dev libblas3 liblapack3
+  libblas3 liblapack3
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libjpeg62-turbo-dev
   libarchive-dev

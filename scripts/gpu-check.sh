@@ -285,11 +285,9 @@ unpack_carry() {
     cp -a "$PREFIX/lib/." "$PREFIX/usr/lib/" && rm -rf "$PREFIX/lib" && ln -s usr/lib "$PREFIX/lib" || return 1
   fi
   # What Debian's update-alternatives would add for the reference BLAS and LAPACK.
-  ln -sf blas/libblas.so "$LIB/libblas.so"
   ln -sf blas/libblas.so.3 "$LIB/libblas.so.3"
   ln -sf lapack/liblapack.so "$LIB/liblapack.so"
   ln -sf lapack/liblapack.so.3 "$LIB/liblapack.so.3"
-  ln -sf cblas-netlib.h "$PREFIX/usr/include/x86_64-linux-gnu/cblas.h"
   # NOTE [GDAL stub] in scripts/gpu-carry.sh.
   cc -shared -fPIC -O1 -Wl,-soname,libgdal.so.32 -o "$LIB/libgdal.so.32" "$CARRY/stubs/gdal_stub.c" || return 1
   write_opencv_config
@@ -416,7 +414,7 @@ CONFIGURE=(cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebIn
   # NOTE [No LD_LIBRARY_PATH].
   "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,$LIB:$LIB/blas:$LIB/lapack -Wl,--disable-new-dtags"
   "-DCMAKE_SHARED_LINKER_FLAGS=-Wl,-rpath-link,$LIB:$LIB/blas:$LIB/lapack -Wl,--disable-new-dtags"
-  # cblas.h sits in the multiarch folder, which the compiler searches only under /usr.
+  # Multiarch headers (OpenCV's) sit in a folder the compiler searches only under /usr.
   "-DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=$PREFIX/usr/include/x86_64-linux-gnu"
   # NOTE [fmt beside LibTorch] (cmake/FsHelpers.cmake): its fmt-first folder links the carried spdlog and fmt.
   -DFS_SYSTEM_FMT_INCLUDE="$PREFIX/usr/include" -DFS_SYSTEM_SPDLOG_INCLUDE="$PREFIX/usr/include")

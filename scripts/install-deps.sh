@@ -13,10 +13,10 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev libfuzzer-14-dev llvm-14
   # engine: LibTorch is PyTorch's, from the Python environment below (torch 2.11 with CUDA 13 and
   # NCCL; nvcc and the CUDA toolkit come with the machine); libgloo-dev: only the headers c10d's
-  # ProcessGroupGloo.hpp includes (NOTE [Gloo] in cmake/FsHelpers.cmake); libblas-dev: cblas.h and
-  # libblas.so for the packed attention's direct BLAS calls, with OpenBLAS behind them (LibTorch
-  # multiplies with the MKL inside PyTorch's wheel)
-  libgloo-dev libopenblas0-pthread libblas-dev
+  # ProcessGroupGloo.hpp includes (NOTE [Gloo] in cmake/FsHelpers.cmake); OpenBLAS: the
+  # libblas.so.3 OpenCV's core needs (every matmul of ours and LibTorch's runs on the MKL inside
+  # PyTorch's wheel: NOTE [One BLAS] in cmake/FsHelpers.cmake)
+  libgloo-dev libopenblas0-pthread
   # protocol and tools
   libyaml-cpp-dev libsimdjson-dev nlohmann-json3-dev libspdlog-dev libarchive-dev libsentencepiece-dev libpcre2-dev libsqlite3-dev
   libopencv-dev libjpeg62-turbo-dev libssh-dev

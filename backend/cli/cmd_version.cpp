@@ -40,6 +40,9 @@ const char* const kHelp =
     "  nccl             c10d's NCCL process group is built in\n"
     "  cuda_device      a CUDA device is usable now\n"
     "  cuda_devices     how many CUDA devices this process sees\n"
+    "  blas             the BLAS LibTorch was built against, e.g. \"mkl\"; null without the engine\n"
+    "  sgemm_library    the library whose sgemm_ this process multiplies with, e.g. \"libtorch_cpu.so\";\n"
+    "                   null without the engine\n"
     "  engine           built with the LibTorch engine (false: tools only, cannot train)\n\n";
 
 nlohmann::json versionJson() {
@@ -61,6 +64,9 @@ nlohmann::json versionJson() {
   j["nccl"] = runtime::builtWithNccl();
   j["cuda_device"] = runtime::cudaAvailable();
   j["cuda_devices"] = runtime::cudaDeviceCount();
+  j["blas"] = runtime::blasDescription();
+  const std::string sgemm = runtime::sgemmLibrary();
+  j["sgemm_library"] = sgemm.empty() ? nlohmann::json(nullptr) : nlohmann::json(sgemm);
   j["engine"] = true;
 #else
   j["libtorch"] = nullptr;
@@ -69,6 +75,8 @@ nlohmann::json versionJson() {
   j["nccl"] = false;
   j["cuda_device"] = false;
   j["cuda_devices"] = 0;
+  j["blas"] = nullptr;
+  j["sgemm_library"] = nullptr;
   j["engine"] = false;
 #endif
   return j;
@@ -103,7 +111,8 @@ int runVersion(const std::vector<std::string>& args, Io& io) {
                                       : std::string("no"))
          << ", NCCL: " << (runtime::builtWithNccl() ? "yes" : "no")
          << ", CUDA devices: " << runtime::cudaDeviceCount() << ", threads: " << runtime::intraOpThreads()
-         << "\n";
+         << ", BLAS: " << runtime::blasDescription() << " (sgemm_ from "
+         << (runtime::sgemmLibrary().empty() ? std::string("nowhere") : runtime::sgemmLibrary()) << ")\n";
 #else
   io.out << "flamingo-train " << FS_CLI_VERSION << " (tools only: built without the LibTorch engine)\n"
          << "config schema " << protocol::kConfigSchemaVersion << ", event schema "

@@ -11,6 +11,8 @@
 int main(int argc, char** argv) {
   // OpenMP's default spin-waiting made 2-thread steps 10-100x slower on a
   // shared 2-core machine (docs/benchmarks.md); a user's setting still wins.
+  // libgomp read the environment when it loaded, before main: this reaches the
+  // processes started from here (the ranks of `launch`), not this one.
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
   std::vector<std::string> args(argv, argv + argc);
   fs::cli::Io io{std::cout, std::cerr, std::cin};

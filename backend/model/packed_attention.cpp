@@ -1,11 +1,12 @@
 #include "backend/model/packed_attention.h"
 
-#include <cblas.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "backend/model/row_major_gemm.h"
 
 namespace fs::model {
 namespace {
@@ -116,11 +117,11 @@ class PackedCausalAttentionFn : public torch::autograd::Function<PackedCausalAtt
       const int64_t at = blk.row * ld + blk.col;
       const int n = static_cast<int>(blk.n);
       float* p = pp + probs_at;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, static_cast<int>(hd), alpha, qp + at,
-                  static_cast<int>(ld), kp + at, static_cast<int>(ld), 0.0f, p, n);
+      rowMajorSgemm(false, true, n, n, static_cast<int>(hd), alpha, qp + at, static_cast<int>(ld), kp + at,
+                    static_cast<int>(ld), 0.0f, p, n);
       causalSoftmaxRows(p, blk.n);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, static_cast<int>(hd), n, 1.0f, p, n, vp + at,
-                  static_cast<int>(ld), 0.0f, op + at, static_cast<int>(ld));
+      rowMajorSgemm(false, false, n, static_cast<int>(hd), n, 1.0f, p, n, vp + at, static_cast<int>(ld), 0.0f,
+                    op + at, static_cast<int>(ld));
     });
     ctx->save_for_backward({q, k, v, probs});
     ctx->saved_data["heads"] = heads;
@@ -162,15 +163,11 @@ class PackedCausalAttentionFn : public torch::autograd::Function<PackedCausalAtt
       const int n = static_cast<int>(blk.n);
       const float* pp = probs_base + probs_at;
       // dV = P^T dO; dP = dO V^T; dS from dP; dQ = scale dS K; dK = scale dS^T Q.
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, n, 1.0f, pp, n, gp + at, l, 0.0f, dvp + at,
-                  l);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, 1.0f, gp + at, l, vp + at, l, 0.0f, ds,
-                  n);
+      rowMajorSgemm(true, false, n, d, n, 1.0f, pp, n, gp + at, l, 0.0f, dvp + at, l);
+      rowMajorSgemm(false, true, n, n, d, 1.0f, gp + at, l, vp + at, l, 0.0f, ds, n);
       softmaxBackwardRows(pp, ds, blk.n);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, n, alpha, ds, n, kp + at, l, 0.0f,
-                  dqp + at, l);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, n, alpha, ds, n, qp + at, l, 0.0f, dkp + at,
-                  l);
+      rowMajorSgemm(false, false, n, d, n, alpha, ds, n, kp + at, l, 0.0f, dqp + at, l);
+      rowMajorSgemm(true, false, n, d, n, alpha, ds, n, qp + at, l, 0.0f, dkp + at, l);
     });
     return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

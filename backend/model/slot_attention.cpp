@@ -1,11 +1,12 @@
 #include "backend/model/slot_attention.h"
 
-#include <cblas.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "backend/model/row_major_gemm.h"
 
 namespace fs::model {
 namespace {
@@ -78,11 +79,9 @@ class SlotAttentionFn : public torch::autograd::Function<SlotAttentionFn> {
           const int64_t qa = r.row * l + h * d;
           const int64_t ka = r.slot * latents * l + h * d;
           float* p = pp + (r.row * heads + h * r.rows) * latents;
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, d, alpha, qp + qa, l, kp + ka, l, 0.0f,
-                      p, n);
+          rowMajorSgemm(false, true, m, n, d, alpha, qp + qa, l, kp + ka, l, 0.0f, p, n);
           slotSoftmaxRows(p, r.rows, latents);
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, d, n, 1.0f, p, n, vp + ka, l, 0.0f,
-                      op + qa, l);
+          rowMajorSgemm(false, false, m, d, n, 1.0f, p, n, vp + ka, l, 0.0f, op + qa, l);
         }
       }
     });
@@ -131,15 +130,11 @@ class SlotAttentionFn : public torch::autograd::Function<SlotAttentionFn> {
           const int64_t ka = r.slot * latents * l + h * d;
           const float* p = pp + (r.row * heads + h * r.rows) * latents;
           // dV += P^T dO; dP = dO V^T; dS from dP; dQ = scale dS K; dK += scale dS^T Q.
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, m, 1.0f, p, n, gp + qa, l, 1.0f,
-                      dvp + ka, l);
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, d, 1.0f, gp + qa, l, vp + ka, l, 0.0f,
-                      ds.data(), n);
+          rowMajorSgemm(true, false, n, d, m, 1.0f, p, n, gp + qa, l, 1.0f, dvp + ka, l);
+          rowMajorSgemm(false, true, m, n, d, 1.0f, gp + qa, l, vp + ka, l, 0.0f, ds.data(), n);
           slotSoftmaxBackwardRows(p, ds.data(), r.rows, latents);
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, d, n, alpha, ds.data(), n, kp + ka, l,
-                      0.0f, dqp + qa, l);
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, m, alpha, ds.data(), n, qp + qa, l, 1.0f,
-                      dkp + ka, l);
+          rowMajorSgemm(false, false, m, d, n, alpha, ds.data(), n, kp + ka, l, 0.0f, dqp + qa, l);
+          rowMajorSgemm(true, false, n, d, m, alpha, ds.data(), n, qp + qa, l, 1.0f, dkp + ka, l);
         }
       }
     });

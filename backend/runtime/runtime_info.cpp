@@ -1,8 +1,10 @@
 #include "backend/runtime/runtime_info.h"
 
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <dlfcn.h>
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <sstream>
 
 #ifndef FS_VERSION
@@ -56,12 +58,19 @@ int intraOpThreads() {
 }
 
 std::string blasDescription() {
-  // The first lines of ATen's build config name the BLAS it was built against;
-  // the library actually loaded is whatever libblas.so.3 resolves to.
+  // The first lines of ATen's build config name the BLAS it was built against; sgemmLibrary() says
+  // which library's sgemm_ this process calls.
   const std::string cfg = at::show_config();
   const auto pos = cfg.find("BLAS_INFO=");
   if (pos == std::string::npos) return "unknown";
   return cfg.substr(pos + 10, cfg.find_first_of(",\n", pos) - pos - 10);
+}
+
+std::string sgemmLibrary() {
+  void* symbol = ::dlsym(RTLD_DEFAULT, "sgemm_");
+  Dl_info info{};
+  if (symbol == nullptr || ::dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "";
+  return std::filesystem::path(info.dli_fname).filename().string();
 }
 
 }  // namespace fs::runtime

@@ -15,6 +15,7 @@ bool builtWithNccl();           // c10d's NCCL process group is compiled in (USE
 bool cudaAvailable();           // a CUDA device is usable now
 int cudaDeviceCount();          // CUDA devices this process sees (0 without CUDA)
 int intraOpThreads();           // torch::get_num_threads()
-std::string blasDescription();  // what at::globalContext reports / the BLAS in use
+std::string blasDescription();  // the BLAS ATen was built against (its BLAS_INFO), e.g. "mkl"
+std::string sgemmLibrary();  // file name of the library this process's sgemm_ resolves to (NOTE [One BLAS])
 
 }  // namespace fs::runtime

@@ -188,6 +188,10 @@ TEST_F(ProbeCli, VersionJsonHasEveryField) {
   std::string torchVersion, torchCuda;
   python >> torchVersion >> torchCuda;
   EXPECT_EQ(j["libtorch"], torchVersion);
+  // NOTE [One BLAS]: LibTorch's matmuls and ours run on the BLAS inside libtorch_cpu, not on the
+  // OpenBLAS that OpenCV brings into the same process.
+  EXPECT_EQ(j["sgemm_library"], "libtorch_cpu.so") << j.dump();
+  EXPECT_EQ(j["blas"], "mkl") << j.dump();
 #ifdef FS_WITH_CUDA
   EXPECT_TRUE(j["cuda_build"].get<bool>());
   EXPECT_TRUE(j["nccl"].get<bool>());
