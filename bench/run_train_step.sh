@@ -12,14 +12,11 @@
 # Usage: bench/run_train_step.sh [BUILD_DIR=build] [REPS=5] [WARMUP=5] [ITERS=30]
 # Env:   PRESETS="compare tiny small"  THREADS="1 2"
 #        PYTHON (default: the environment's, scripts/python-env.sh --python)
-#        OURS_OMP_WAIT_POLICY (default PASSIVE, what flamingo-train sets for its ranks:
-#        with libgomp's default spin-waiting our 2-thread steps ran 2x slower on
-#        compare); BASELINE_OMP_WAIT_POLICY (default unset, PyTorch's default: the
-#        wheel's libgomp with PASSIVE made the baselines' 2-thread tiny steps 3x
-#        slower). Each side runs as it runs best; docs/benchmarks.md has both.
+#        OMP_WAIT_POLICY: the caller's for every side, default unset (libgomp's
+#        default). Every side's BLAS is the MKL in PyTorch's wheel on that one
+#        libgomp pool (NOTE [One BLAS]); PASSIVE made 2-thread steps 2-3x slower
+#        on both sides (docs/benchmarks.md).
 set -euo pipefail
-ours_wait="${OURS_OMP_WAIT_POLICY-PASSIVE}"
-base_wait="${BASELINE_OMP_WAIT_POLICY-}"
 here="$(cd "$(dirname "$0")" && pwd)"
 build="${1:-build}"
 reps="${2:-5}"
@@ -37,17 +34,13 @@ field() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" | tail -1; }
 med() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 # One side's run with exactly T threads for OpenMP, OpenBLAS and MKL (no oversubscription).
 run_side() {
-  local t="$1" wait="$2"
-  shift 2
-  if [[ -n "$wait" ]]; then
-    OMP_WAIT_POLICY=$wait OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t MKL_NUM_THREADS=$t "$@"
-  else
-    env -u OMP_WAIT_POLICY OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t MKL_NUM_THREADS=$t "$@"
-  fi
+  local t="$1"
+  shift
+  OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t MKL_NUM_THREADS=$t "$@"
 }
 
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-echo "OMP_WAIT_POLICY: ours ${ours_wait:-unset}, baselines ${base_wait:-unset}; OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=threads per run; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}; OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=threads per run; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "reps=$reps warmup=$warmup iters=$iters  ours=$bin  python=$python ($("$python" -c 'import torch; print(torch.__version__)'))"
 echo "reference packages: $("$python" -c 'import importlib.metadata as m; print(", ".join(d + " " + m.version(d) for d in ("open-flamingo", "open-clip-torch", "einops", "einops-exts")))')"
 printf '\n%-7s %3s | %9s %8s | %9s %8s | %9s %8s | %7s %7s | %9s %8s\n' \
@@ -56,14 +49,14 @@ for preset in $presets; do
   for t in $threads_list; do
     o_ms=(); o_sps=(); p_ms=(); p_sps=(); f_ms=(); f_sps=(); tel=(); pct=()
     for ((r = 0; r < reps; ++r)); do
-      out=$(run_side "$t" "$ours_wait" "$bin" "$(ours_config "$preset")" "$t" "$warmup" "$iters")
+      out=$(run_side "$t" "$bin" "$(ours_config "$preset")" "$t" "$warmup" "$iters")
       echo "$out" | sed 's/^/  # /' >&2
       o_ms+=("$(echo "$out" | field median_step_ms)"); o_sps+=("$(echo "$out" | field samples_per_s)")
       tel+=("$(echo "$out" | field telemetry_us)"); pct+=("$(echo "$out" | field telemetry_pct)")
-      out=$(run_side "$t" "$base_wait" "$python" "$here/train_step_baseline.py" "$preset" "$t" "$warmup" "$iters")
+      out=$(run_side "$t" "$python" "$here/train_step_baseline.py" "$preset" "$t" "$warmup" "$iters")
       echo "$out" | sed 's/^/  # /' >&2
       p_ms+=("$(echo "$out" | field median_step_ms)"); p_sps+=("$(echo "$out" | field samples_per_s)")
-      out=$(run_side "$t" "$base_wait" "$python" "$here/train_step_openflamingo.py" "$preset" "$t" "$warmup" "$iters")
+      out=$(run_side "$t" "$python" "$here/train_step_openflamingo.py" "$preset" "$t" "$warmup" "$iters")
       echo "$out" | sed 's/^/  # /' >&2
       f_ms+=("$(echo "$out" | field median_step_ms)"); f_sps+=("$(echo "$out" | field samples_per_s)")
     done

@@ -19,7 +19,7 @@
 # Usage: bench/ddp/run_ddp.sh [BUILD_DIR=build] [REPS=3] [STEPS=30] [PRESET...=tiny small]
 # Env:   WARMUP=5  PYTHON (default scripts/python-env.sh --python)  PORT=29650 (first rendezvous port; each run takes the next)
 #        TRANSPORT=gloo: our ranks without the shared-memory transport (parallel.intra_node_transport)
-#        OMP_WAIT_POLICY (default PASSIVE, as bench/run_train_step.sh)  RUN_TIMEOUT=900 (s per run)
+#        OMP_WAIT_POLICY (default PASSIVE: one thread per rank here)  RUN_TIMEOUT=900 (s per run)
 # Needs: jq, Debian's python3-torch (PYTHON), BUILD_DIR/bin/flamingo-train.
 set -euo pipefail
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
