@@ -28,21 +28,12 @@
 # provides it here (dpkg -S) is added, until nothing is missing. So a package
 # upgrade that adds a dependency is carried without editing this file.
 #
-# Usage: scripts/gpu-carry.sh [--no-device]   (again: downloads only what is missing)
-#   --no-device  also fetch, into build-gpu-emulate/ (ignored, not carried), the Python
-#                packages the GPU machine's python3 has and this machine's
-#                FS_PYTHON lacks, so that gpu-check.sh --no-device can run the
-#                baseline as the GPU machine will (torchvision).
+# Usage: scripts/gpu-carry.sh   (again: downloads only what is missing)
 # Environment: FS_GPU_PIP (default: FS_PYTHON's pip, scripts/python-env.sh) downloads the wheels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-EMULATE=0
-case "${1:-}" in
-  --no-device) EMULATE=1 ;;
-  "") ;;
-  *) echo "gpu-carry: unknown argument '$1' (--no-device or nothing)" >&2; exit 2 ;;
-esac
+[ $# -eq 0 ] || { echo "gpu-carry: no arguments expected, got '$1'" >&2; exit 2; }
 
 # The -dev packages (and tools) the configure finds; their libraries come with the closure.
 DEV_PACKAGES=(
@@ -104,10 +95,6 @@ for name in open-flamingo open-clip-torch einops-exts einops ftfy wcwidth; do WH
 # The GPU machine's python3 (KINDS.md: Python 3.12, manylinux x86_64).
 WHEEL_PLATFORM=(--python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
-# --no-device: the GPU machine's own packages this machine's FS_PYTHON lacks
-# (torchvision for open_clip's transforms, matching torch 2.11), for this python;
-# einops is carried anyway.
-EMULATE_WHEELS=("$(pin torchvision)")
 
 CARRY=.gpu-carry
 DEBS=$CARRY/debs
@@ -258,12 +245,6 @@ if wheel_missing "$CARRY/wheels" "${WHEELS[@]}"; then
 fi
 printf '%s\n' "${WHEELS[@]}" >"$CARRY/wheels.txt"
 printf '%s\n' "${BASE_SONAMES[@]}" >"$CARRY/base-sonames.txt"
-if [ "$EMULATE" = 1 ]; then
-  mkdir -p build-gpu-emulate
-  if wheel_missing build-gpu-emulate "${EMULATE_WHEELS[@]}"; then
-    "${PIP[@]}" download -q --disable-pip-version-check --no-deps --only-binary=:all: -d build-gpu-emulate "${EMULATE_WHEELS[@]}"
-  fi
-fi
 
 n=$(find "$DEBS" -name '*.deb' | wc -l)
 listed=$(grep -c '  listed$' "$CARRY/packages.txt")

@@ -34,7 +34,7 @@
 #   --no-device  here and in CI: the same configure and build with only what the
 #                GPU machine has (FS_PYTHON's torch, nvcc, cmake, ninja, the
 #                compiler) plus the carry (it runs scripts/gpu-carry.sh
-#                --no-device first), into build-gpu-nodev/; smoke and test run
+#                first), into build-gpu-nodev/; smoke and test run
 #                the CPU cases, bench a one-step CPU run of both sides
 # Environment: OUT (default build-gpu-out/), FS_GPU_BUILD_DIR, FS_GPU_JOBS
 # (default nproc), FS_GPU_PYTHON (default python3; --no-device: scripts/python-env.sh
@@ -344,7 +344,7 @@ export -f extract_deb write_opencv_config
 run_phase probe "$OUT/env.log" probe_env
 if [ "$MODE" = nodev ]; then
   # Here the carry is made first (downloads only what is missing).
-  run_phase carry-get "$OUT/env.log" bash scripts/gpu-carry.sh --no-device || finish
+  run_phase carry-get "$OUT/env.log" bash scripts/gpu-carry.sh || finish
 fi
 run_phase carry "$OUT/env.log" unpack_carry || finish
 
@@ -701,12 +701,6 @@ bench_venv() {
   vsite=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return 1
   "$PY" -c 'import site; print("\n".join(site.getsitepackages()))' >"$vsite/fs-python.pth" || return 1
   local wheels=("$CARRY"/wheels/*.whl)
-  # What the GPU machine's python3 has and FS_PYTHON here lacks (gpu-carry.sh
-  # --no-device fetches them; there is no such folder on the GPU machine).
-  local w
-  for w in "$ROOT"/build-gpu-emulate/*.whl; do
-    [ -f "$w" ] && wheels+=("$w")
-  done
   "$PY" -m pip --disable-pip-version-check install -q --no-index --no-deps --no-compile --upgrade \
     --target "$vsite" "${wheels[@]}" || return 1
   "$venv/bin/python" -c 'import torch, open_flamingo, open_clip, einops_exts; print("bench venv: torch", torch.__version__, "from", torch.__file__, "; open_flamingo from", open_flamingo.__file__)'
