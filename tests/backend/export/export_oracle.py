@@ -8,6 +8,10 @@ extra).
   FileDescriptorProto declared with TensorBoard's field numbers (not from our
   .proto, so a wrong number there is caught). Every scalar (tag, step, wall time,
   value as float32) and the config text are compared.
+- TensorBoard itself: its EventAccumulator (the pinned tensorboard package, the
+  code TensorBoard's own backend loads event files with) reads the same folder;
+  every scalar series (tag, step, wall time, float32 value) and the config text
+  must equal events.jsonl.
 - CSV: Python's csv module and pandas.read_csv; every row (run, series, step,
   samples, tokens, wall_time, value to the last bit) is compared.
 The series a line gives are derived here from the JSON independently of the C++
@@ -17,7 +21,7 @@ Runs on the golden 1.4 telemetry sample (every event type) and, when the build h
 the engine, on a run `flamingo-train demo` trains here.
 
 Usage: export_oracle.py FLAMINGO_TRAIN SOURCE_DIR engine|no-engine
-Exit 0 pass, 1 fail, 77 skipped (python3-protobuf or python3-pandas missing outside CI).
+Exit 0 pass, 1 fail, 77 skipped (protobuf, pandas or tensorboard missing outside CI).
 """
 import collections
 import csv
@@ -35,8 +39,10 @@ try:
     import numpy as np
     import pandas as pd
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from tensorboard.backend.event_processing import event_accumulator
 except ImportError as e:  # pragma: no cover - depends on the machine
-    msg = f"export_oracle: {e} (apt-get install python3-protobuf python3-pandas)"
+    msg = (f"export_oracle: {e} (bash scripts/install-deps.sh: python3-protobuf, python3-pandas, and "
+           f"tensorboard in the project's Python environment)")
     if os.environ.get("CI") == "true":
         print(msg + "; required under CI", file=sys.stderr)
         sys.exit(1)
@@ -318,7 +324,28 @@ def check_tensorboard(train, run_dir, out_dir):
                 got[(v.tag, e.step, e.wall_time, f32_key(v.simple_value))] += 1
     want = collections.Counter((s, step, t / 1000.0, f32_key(v)) for s, step, _, _, t, v in expected_points(run_dir))
     diff(f"tensorboard {run_dir}", want, got)
+    check_event_accumulator(out_dir, want, expected_config)
     return sum(want.values())
+
+
+def check_event_accumulator(out_dir, want, expected_config):
+    """TensorBoard's own reader on the exported folder: the same points and config text."""
+    acc = event_accumulator.EventAccumulator(out_dir, size_guidance={event_accumulator.SCALARS: 0,
+                                                                     event_accumulator.TENSORS: 0})
+    acc.Reload()
+    tags = acc.Tags()
+    got = collections.Counter()
+    for tag in tags["scalars"]:
+        for ev in acc.Scalars(tag):
+            got[(tag, ev.step, ev.wall_time, f32_key(ev.value))] += 1
+    diff(f"tensorboard's EventAccumulator on {out_dir}", want, got)
+    assert tags["tensors"] == ["config"], f"EventAccumulator tensors: {tags['tensors']}, expected ['config']"
+    (config_event,) = acc.Tensors("config")
+    assert config_event.step == 0, config_event
+    assert acc.SummaryMetadata("config").plugin_data.plugin_name == "text"
+    text = config_event.tensor_proto.string_val[0].decode("utf-8")
+    assert "".join(l[4:] + "\n" for l in text.splitlines()) == expected_config, \
+        "EventAccumulator: config text differs"
 
 
 def check_csv(train, run_dirs, out_csv):
