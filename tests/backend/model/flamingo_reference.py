@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Independent PyTorch reference of the Flamingo forward pass (test oracle).
 
-Written from the documented math with plain torch ops, reading the weights by
-their OpenFlamingo state-dict names: OpenCLIP's ViT through
-torch.nn.functional.multi_head_attention_forward, OpenFlamingo's perceiver
+The vision tower is open_clip's own VisionTransformer (the pinned open-clip-torch),
+loaded with the case's weights. The rest is written from the documented math with
+plain torch ops, reading the weights by their OpenFlamingo state-dict names:
+OpenFlamingo's perceiver
 and masked cross-attention (einsum form), and the OPT, MPT (MPT-7B and
 MosaicGPT names), GPT-NeoX and LLaMA decoders as Hugging Face transformers 4.28
 and MosaicML compute them (masks, rotary rotate-half, ALiBi).
@@ -35,29 +36,31 @@ def linear(x, P, name):
 
 # ----------------------------------------------------------------------------- vision (open_clip)
 def vision_tower(P, c, images):
+    """open_clip's own VisionTransformer (the pinned open-clip-torch 2.20.0, transformer.py), built
+    from the case's shape and loaded with its weights; the patch tokens OpenFlamingo takes (forward()[1]).
+
+    open_clip 2.20 applies ln_post to the pooled output only; later versions (and our
+    ln_post_on_tokens) apply it to every token first, which is ln_post on the tokens here."""
+    from open_clip.transformer import QuickGELU, VisionTransformer
+
     p = "vision_encoder."
-    x = F.conv2d(images, P[p + "conv1.weight"], stride=c["patch_size"])
-    x = x.reshape(x.shape[0], x.shape[1], -1).permute(0, 2, 1)
-    cls = P[p + "class_embedding"] + torch.zeros(x.shape[0], 1, x.shape[-1])
-    x = torch.cat([cls, x], dim=1) + P[p + "positional_embedding"]
-    x = ln(x, P, p + "ln_pre")
-    x = x.permute(1, 0, 2)  # NLD -> LND, as open_clip feeds nn.MultiheadAttention
-    width = x.shape[-1]
-    for i in range(c["vision_layers"]):
-        b = f"{p}transformer.resblocks.{i}."
-        h = ln(x, P, b + "ln_1")
-        attn, _ = F.multi_head_attention_forward(
-            h, h, h, width, c["vision_heads"], P[b + "attn.in_proj_weight"], P[b + "attn.in_proj_bias"],
-            None, None, False, 0.0, P[b + "attn.out_proj.weight"], P[b + "attn.out_proj.bias"],
-            training=False, need_weights=False)
-        x = x + attn
-        h = linear(ln(x, P, b + "ln_2"), P, b + "mlp.c_fc")
-        h = h * torch.sigmoid(1.702 * h) if c["quick_gelu"] else F.gelu(h)
-        x = x + linear(h, P, b + "mlp.c_proj")
-    x = x.permute(1, 0, 2)
-    tokens = x[:, 1:]
+    sd = {k[len(p):]: v for k, v in P.items() if k.startswith(p)}
+    width = sd["conv1.weight"].shape[0]
+    vt = VisionTransformer(image_size=images.shape[-1], patch_size=c["patch_size"], width=width,
+                           layers=c["vision_layers"], heads=c["vision_heads"],
+                           mlp_ratio=sd["transformer.resblocks.0.mlp.c_fc.weight"].shape[0] / width,
+                           output_dim=sd["proj"].shape[1] if "proj" in sd else width,
+                           act_layer=QuickGELU if c["quick_gelu"] else torch.nn.GELU, output_tokens=True)
+    missing, unexpected = vt.load_state_dict(sd, strict=False)
+    # ln_post and proj only shape the pooled output, which OpenFlamingo does not use: a model that
+    # does not hold them keeps open_clip's initial values, and they do not reach the tokens.
+    assert not unexpected, f"open_clip's VisionTransformer has no {unexpected}"
+    assert set(missing) <= {"ln_post.weight", "ln_post.bias", "proj"}, f"weights missing for {missing}"
+    assert not (c["ln_post_on_tokens"] and missing), "ln_post_on_tokens without ln_post weights"
+    vt.eval()
+    _, tokens = vt(images)
     if c["ln_post_on_tokens"]:
-        tokens = ln(tokens, P, p + "ln_post")
+        tokens = vt.ln_post(tokens)
     return tokens
 
 

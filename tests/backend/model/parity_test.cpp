@@ -1,7 +1,8 @@
 // Parity with PyTorch: our tiny model's weights and inputs go to Python
-// (runtime::pickleForTorchLoad -> torch.load), an independent plain-torch reference
-// (flamingo_reference.py) computes the logits, and ours must match within
-// 1e-5 relative (fp32, dropout 0, non-zero gates so cross-attention counts).
+// (runtime::pickleForTorchLoad -> torch.load), an independent reference
+// (flamingo_reference.py: open_clip's own VisionTransformer, plain torch after
+// it) computes the logits, and ours must match within 1e-5 relative (fp32,
+// dropout 0, non-zero gates so cross-attention counts).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
