@@ -64,6 +64,7 @@
 #include "backend/train/precision.h"
 #include "backend/train/schedule.h"
 #include "backend/train/seeding.h"
+#include "backend/trainer/device_batch.h"
 #include "unit_timer.h"
 
 #ifndef FS_SOURCE_DIR
@@ -258,23 +259,13 @@ int main(int argc, char** argv) {
       train::LmLoss loss;
       {
         telemetry::MemoryPhase phase(telemetry::Phase::kActivations);
-        // Trainer::forwardLoss: the host-side decisions, then the batch to the device.
-        const auto padding =
-            skipPadding ? model::paddingFor(b.inputIds, b.attentionMask, tokens.pad, config.model.lm.width)
-                        : model::Padding::kCompute;
-        train::LossOptions lossOptions{compat};
-        lossOptions.targets = train::countTargets(hostLabels);
-        const model::IndexSets hostSets =
-            model->indexSets(b.inputIds, b.attentionMask, b.images.size(1), padding);
-        const data::Batch db = data::toDevice(b, device);
-        const torch::Tensor labels = data::toDevice(hostLabels, device);
-        const model::IndexSets sets{data::toDevice(hostSets.realTokens, device),
-                                    data::toDevice(hostSets.slots, device),
-                                    data::toDevice(hostSets.attending, device)};
+        // As Trainer::forwardLoss: the host-side decisions, then the batch to the device.
+        const engine::DeviceBatch d = engine::toDeviceForForward(
+            *model, b, hostLabels, tokens.pad, config.model.lm.width, compat, device, skipPadding);
         train::AutocastScope autocast(precision, device);
-        const torch::Tensor logits =
-            model->forward(db.images.to(precision.inputDtype), db.inputIds, db.attentionMask, padding, &sets);
-        loss = train::causalLmLoss(logits, labels, lossOptions);
+        const torch::Tensor logits = model->forward(d.batch.images.to(precision.inputDtype), d.batch.inputIds,
+                                                    d.batch.attentionMask, d.padding, &d.sets);
+        loss = train::causalLmLoss(logits, d.labels, d.lossOptions);
       }
       if (loss.noTargets) die("a batch without supervised tokens");
       const double value = loss.loss.item<double>();

@@ -13,6 +13,7 @@
 #include "backend/train/grad_clip.h"
 #include "backend/train/labels.h"
 #include "backend/train/loss.h"
+#include "backend/trainer/device_batch.h"
 #include "backend/trainer/iteration_agreement.h"
 #include "backend/trainer/parallelize.h"
 #include "backend/trainer/trainer_impl.h"
@@ -126,21 +127,12 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
 // where any other read-back stops it. (The packed attention's row offsets,
 // lm_family.cpp, are read back on the CPU only, where its kernel runs.)
 train::LmLoss Trainer::forwardLoss(const data::Batch& host, const torch::Tensor& hostLabels, bool compat) {
-  const auto padding =
-      model::paddingFor(host.inputIds, host.attentionMask, tokens_.pad, config_.model.lm.width);
-  train::LossOptions lossOptions{compat};
-  lossOptions.targets = train::countTargets(hostLabels);
-  const model::IndexSets hostSets =
-      state_.model->indexSets(host.inputIds, host.attentionMask, host.images.size(1), padding);
-  const data::Batch b = data::toDevice(host, device_);
-  const torch::Tensor labels = data::toDevice(hostLabels, device_);
-  const model::IndexSets sets{data::toDevice(hostSets.realTokens, device_),
-                              data::toDevice(hostSets.slots, device_),
-                              data::toDevice(hostSets.attending, device_), hostSets.unpadded};
+  const DeviceBatch d = toDeviceForForward(*state_.model, host, hostLabels, tokens_.pad,
+                                           config_.model.lm.width, compat, device_);
   train::AutocastScope autocast(precision_, device_);
-  const torch::Tensor logits =
-      state_.model->forward(b.images.to(precision_.inputDtype), b.inputIds, b.attentionMask, padding, &sets);
-  return train::causalLmLoss(logits, labels, lossOptions);
+  const torch::Tensor logits = state_.model->forward(
+      d.batch.images.to(precision_.inputDtype), d.batch.inputIds, d.batch.attentionMask, d.padding, &d.sets);
+  return train::causalLmLoss(logits, d.labels, d.lossOptions);
 }
 
 // NOTE [Loss scaling in the step]

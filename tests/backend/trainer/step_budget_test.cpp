@@ -54,6 +54,7 @@
 #include "backend/train/precision.h"
 #include "backend/train/schedule.h"
 #include "backend/train/seeding.h"
+#include "backend/trainer/device_batch.h"
 #include "tests/backend/trainer/op_counter.h"
 #include "tests/backend/trainer/step_budget_file.h"
 
@@ -229,22 +230,13 @@ StepCounts countOneStep(const protocol::RunConfig& config) {
       train::LmLoss loss;
       {
         telemetry::MemoryPhase phase(telemetry::Phase::kActivations);
-        // Trainer::forwardLoss: host-side decisions, then the batch to the device (no copy on the CPU).
-        const auto padding =
-            model::paddingFor(host.inputIds, host.attentionMask, tokens.pad, config.model.lm.width);
-        train::LossOptions lossOptions{compat};
-        lossOptions.targets = train::countTargets(hostLabels);
-        const model::IndexSets hostSets =
-            model->indexSets(host.inputIds, host.attentionMask, host.images.size(1), padding);
-        const data::Batch b = data::toDevice(host, device);
-        const torch::Tensor labels = data::toDevice(hostLabels, device);
-        const model::IndexSets sets{data::toDevice(hostSets.realTokens, device),
-                                    data::toDevice(hostSets.slots, device),
-                                    data::toDevice(hostSets.attending, device)};
+        // As Trainer::forwardLoss: host-side decisions, then the batch to the device (no copy on the CPU).
+        const engine::DeviceBatch d = engine::toDeviceForForward(*model, host, hostLabels, tokens.pad,
+                                                                 config.model.lm.width, compat, device);
         train::AutocastScope autocast(precision, device);
-        const torch::Tensor logits =
-            model->forward(b.images.to(precision.inputDtype), b.inputIds, b.attentionMask, padding, &sets);
-        loss = train::causalLmLoss(logits, labels, lossOptions);
+        const torch::Tensor logits = model->forward(d.batch.images.to(precision.inputDtype), d.batch.inputIds,
+                                                    d.batch.attentionMask, d.padding, &d.sets);
+        loss = train::causalLmLoss(logits, d.labels, d.lossOptions);
       }
       require(!loss.noTargets, "a batch without supervised tokens");
       require(std::isfinite(loss.loss.item<double>()), "a non-finite loss");

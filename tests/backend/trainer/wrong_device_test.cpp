@@ -28,6 +28,7 @@
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/train/labels.h"
 #include "backend/train/loss.h"
+#include "backend/trainer/device_batch.h"
 #include "tests/backend/trainer/device_check.h"
 
 namespace fs::testing {
@@ -84,22 +85,15 @@ StepOnDevice runStep(model::Flamingo& model, const protocol::RunConfig& config, 
   for (const data::Batch& hb : host.batches) {
     // Host side (Trainer::trainIteration, Trainer::forwardLoss).
     const torch::Tensor hostLabels = train::makeLabels(hb.kind, hb.inputIds, tokens);
-    const auto padding = model::paddingFor(hb.inputIds, hb.attentionMask, tokens.pad, config.model.lm.width);
-    train::LossOptions lossOptions{config.compat == "openflamingo"};
-    lossOptions.targets = train::countTargets(hostLabels);
-    const model::IndexSets hostSets =
-        model->indexSets(hb.inputIds, hb.attentionMask, hb.images.size(1), padding);
-    const data::Batch b = data::toDevice(hb, device);
-    const torch::Tensor labels = data::toDevice(hostLabels, device);
-    const model::IndexSets sets{data::toDevice(hostSets.realTokens, device),
-                                data::toDevice(hostSets.slots, device),
-                                data::toDevice(hostSets.attending, device)};
+    const engine::DeviceBatch d = engine::toDeviceForForward(
+        *model, hb, hostLabels, tokens.pad, config.model.lm.width, config.compat == "openflamingo", device);
     // Device side, checked.
     DeviceCheckScope check(device);
     try {
-      const torch::Tensor logits = model->forward(b.images.to(torch::kFloat32), b.inputIds, b.attentionMask,
-                                                  padding, hostIndexSets ? &sets : nullptr);
-      const train::LmLoss loss = train::causalLmLoss(logits, labels, lossOptions);
+      const torch::Tensor logits =
+          model->forward(d.batch.images.to(torch::kFloat32), d.batch.inputIds, d.batch.attentionMask,
+                         d.padding, hostIndexSets ? &d.sets : nullptr);
+      const train::LmLoss loss = train::causalLmLoss(logits, d.labels, d.lossOptions);
       (loss.loss * 0.5).backward();
     } catch (const c10::Error& e) {  // a read-back of a device value, an op without a meta kernel
       const std::string what = e.what_without_backtrace();
