@@ -103,6 +103,7 @@ int runVersion(const std::vector<std::string>& args, Io& io) {
     return kExitOk;
   }
 #ifdef FS_HAVE_ENGINE
+  const std::string sgemm = runtime::sgemmLibrary();
   io.out << "flamingo-train " << runtime::engineVersion() << "\n"
          << "config schema " << protocol::kConfigSchemaVersion << ", event schema "
          << protocol::kEventSchemaVersion << "\n"
@@ -112,7 +113,7 @@ int runVersion(const std::vector<std::string>& args, Io& io) {
          << ", NCCL: " << (runtime::builtWithNccl() ? "yes" : "no")
          << ", CUDA devices: " << runtime::cudaDeviceCount() << ", threads: " << runtime::intraOpThreads()
          << ", BLAS: " << runtime::blasDescription() << " (sgemm_ from "
-         << (runtime::sgemmLibrary().empty() ? std::string("nowhere") : runtime::sgemmLibrary()) << ")\n";
+         << (sgemm.empty() ? std::string("nowhere") : sgemm) << ")\n";
 #else
   io.out << "flamingo-train " << FS_CLI_VERSION << " (tools only: built without the LibTorch engine)\n"
          << "config schema " << protocol::kConfigSchemaVersion << ", event schema "

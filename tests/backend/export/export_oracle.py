@@ -4,9 +4,10 @@ extra).
 
 - TensorBoard: its own TFRecord reader and its own table-driven CRC-32C (checked on
   "123456789" -> 0xE3069283) verify every record's framing; the Event protobufs are
-  decoded by Debian's python3-protobuf through message classes built here from a
-  FileDescriptorProto declared with TensorBoard's field numbers (not from our
-  .proto, so a wrong number there is caught). Every scalar (tag, step, wall time,
+  decoded by protobuf (the Python environment's, pinned with tensorboard) through
+  message classes built here from a FileDescriptorProto declared with
+  TensorBoard's field numbers (not from our .proto, so a wrong number there is
+  caught). Every scalar (tag, step, wall time,
   value as float32) and the config text are compared.
 - TensorBoard itself: its EventAccumulator (the pinned tensorboard package, the
   code TensorBoard's own backend loads event files with) reads the same folder;
