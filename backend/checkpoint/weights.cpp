@@ -9,6 +9,7 @@
 #include <set>
 
 #include "backend/protocol/config/config_types.h"
+#include "backend/protocol/config/model_catalog.h"
 #include "backend/tensorfile/safetensors.h"
 #include "backend/tensorfile/state_dict.h"
 #include "backend/tensorfile/torch_file.h"
@@ -407,9 +408,14 @@ StatusOr<PretrainedLoad> loadPretrained(model::FlamingoImpl& model, const protoc
   if (!config.vision.pretrained.empty()) {
     const std::string& p = config.vision.pretrained;
     if (!std::filesystem::is_regular_file(p, ec)) {
+      // OpenFlamingo's tower is OpenAI's CLIP (open_clip's "openai" tag, a TorchScript file): its
+      // state dict, saved as a plain one, is what loads here.
+      const std::string tower = protocol::findKnownVision(config.vision.path) ? config.vision.path : "ViT-L-14";
       return Status::notFound(notDownloadable(
           "model.vision.pretrained", p, "file",
-          "huggingface-cli download laion/CLIP-ViT-L-14-laion2B-s32B-b82K open_clip_pytorch_model.bin"));
+          "OpenAI's CLIP weights, as OpenFlamingo uses them: python3 -c \"import open_clip, torch; "
+          "m = open_clip.create_model('" + tower + "', pretrained='openai'); torch.save(m.state_dict(), "
+          "'clip-" + tower + "-openai.pt')\""));
     }
     auto sd = loadStateDictFile(p);
     if (!sd) return withPrefix(sd.status(), "model.vision.pretrained: ");

@@ -95,7 +95,7 @@ VisionEncoderImpl::VisionEncoderImpl(VisionEncoderOptions opts) : options(std::m
   ln_post = register_module("ln_post", Norm(NormOptions(o.width())));
 }
 
-torch::Tensor VisionEncoderImpl::forward(const torch::Tensor& images) {
+torch::Tensor VisionEncoderImpl::residualStream(const torch::Tensor& images) {
   TORCH_CHECK(images.dim() == 4 && images.size(1) == 3, "VisionEncoder: expected images (N, 3, H, W), got ",
               images.sizes());
   const auto n = images.size(0);
@@ -109,9 +109,23 @@ torch::Tensor VisionEncoderImpl::forward(const torch::Tensor& images) {
     auto* b = block->as<ResidualAttentionBlockImpl>();
     x = runUnit(hooks, *b, x, [&] { return b->forward(x); });
   }
+  return x;
+}
+
+torch::Tensor VisionEncoderImpl::forward(const torch::Tensor& images) {
+  const auto x = residualStream(images);
   auto tokens = x.narrow(1, 1, x.size(1) - 1);
   if (options.ln_post_on_tokens()) tokens = ln_post->forward(tokens);
   return tokens;
+}
+
+VisionEncoderImpl::Outputs VisionEncoderImpl::encode(const torch::Tensor& images) {
+  const auto x = residualStream(images);
+  Outputs out;
+  out.tokens = x.narrow(1, 1, x.size(1) - 1);
+  if (options.ln_post_on_tokens()) out.tokens = ln_post->forward(out.tokens);
+  out.pooled = torch::matmul(ln_post->forward(x.select(1, 0)), proj.to(x.scalar_type()));
+  return out;
 }
 
 }  // namespace fs::model

@@ -95,15 +95,28 @@ class VisionEncoderImpl : public torch::nn::Module {
   // without proj, and through ln_post only when ln_post_on_tokens.
   torch::Tensor forward(const torch::Tensor& images);
 
+  // Both outputs of open_clip's VisionTransformer with output_tokens:
+  // forward()'s tokens, and the pooled embedding ln_post(class token) @ proj
+  // (N, output_dim) that CLIP scores images with (Flamingo never reads it).
+  struct Outputs {
+    torch::Tensor tokens;
+    torch::Tensor pooled;
+  };
+  Outputs encode(const torch::Tensor& images);
+
   VisionEncoderOptions options;
   torch::Tensor class_embedding;       // (W)
   torch::Tensor positional_embedding;  // (grid^2 + 1, W)
-  torch::Tensor proj;                  // (W, output_dim): kept for the state dict, unused here
+  torch::Tensor proj;                  // (W, output_dim): encode()'s pooled output only
   torch::nn::Conv2d conv1{nullptr};
   Norm ln_pre{nullptr};
   torch::nn::ModuleList resblocks{nullptr};  // registered as transformer.resblocks
   Norm ln_post{nullptr};
   std::shared_ptr<UnitHooks> hooks;  // NOTE [Unit hooks]: around every residual block
+
+ private:
+  // The final residual stream (N, 1 + grid^2, W), class token first.
+  torch::Tensor residualStream(const torch::Tensor& images);
 };
 TORCH_MODULE(VisionEncoder);
 

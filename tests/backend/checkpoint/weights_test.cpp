@@ -192,6 +192,12 @@ TEST_F(WeightsTest, HuggingFaceIdIsNotDownloaded) {
   EXPECT_NE(vision.status().message().find("model.vision.pretrained 'openai': not a local file"),
             std::string::npos)
       << vision.status().message();
+  // OpenFlamingo trains on OpenAI's CLIP, not LAION's: the hint names it.
+  EXPECT_NE(vision.status().message().find("OpenAI's CLIP weights"), std::string::npos)
+      << vision.status().message();
+  EXPECT_NE(vision.status().message().find("pretrained='openai'"), std::string::npos)
+      << vision.status().message();
+  EXPECT_EQ(vision.status().message().find("laion"), std::string::npos) << vision.status().message();
 }
 
 TEST_F(WeightsTest, OpenClipCheckpointLoadsTheVisionTower) {
