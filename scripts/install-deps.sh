@@ -27,8 +27,8 @@ PACKAGES=(
   # tests: GoogleTest, oracles (Debian's python3-pil etc., seen from the Python environment; xxhsum),
   # a real sshd, network namespaces, a virtual display for screenshots
   # (python3-skimage ships real photographs; the BPE oracle is Hugging Face tokenizers in the venv below)
-  # (python3-protobuf and python3-pandas: the export oracle reads event files and the CSV back)
-  python3-protobuf python3-pandas
+  # (python3-pandas: the export oracle reads the CSV back; its protobuf is the Python environment's)
+  python3-pandas
   # python3-venv: the pinned environment below (it sees these Debian modules too)
   libgtest-dev python3 python3-venv python3-pil python3-scipy python3-sentencepiece python3-yaml python3-skimage
   # a private SLURM cluster on this machine (tests/fixtures/slurm_cluster.*): slurmctld, slurmd, munged

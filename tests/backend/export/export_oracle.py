@@ -42,8 +42,8 @@ try:
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
     from tensorboard.backend.event_processing import event_accumulator
 except ImportError as e:  # pragma: no cover - depends on the machine
-    msg = (f"export_oracle: {e} (bash scripts/install-deps.sh: python3-protobuf, python3-pandas, and "
-           f"tensorboard in the project's Python environment)")
+    msg = (f"export_oracle: {e} (bash scripts/install-deps.sh: python3-pandas, and "
+           f"protobuf and tensorboard in the project's Python environment)")
     if os.environ.get("CI") == "true":
         print(msg + "; required under CI", file=sys.stderr)
         sys.exit(1)
