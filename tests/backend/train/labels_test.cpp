@@ -135,9 +135,9 @@ TEST(Labels, SyntheticBatchesAlwaysHaveTargets) {
   }
 }
 
-// The C++ rules against a second implementation in Python, on synthetic
+// The C++ rules against OpenFlamingo's own train_one_epoch (labels_oracle.py), on synthetic
 // batches and on random ids with the special tokens sprinkled in.
-TEST(Labels, MatchThePythonOracle) {
+TEST(Labels, MatchOpenFlamingosTrainOneEpoch) {
   if (!fs::test::pythonTorchAvailable())
     FS_FIXTURE_UNAVAILABLE(std::string(FS_PYTHON) + " cannot import torch: run scripts/install-deps.sh");
   std::vector<torch::Tensor> cases;

@@ -88,7 +88,7 @@ TEST(CausalLmLoss, Bf16LogitsAreComputedInFloat32) {
   EXPECT_EQ(r.loss.item<float>(), ref.loss.item<float>());
 }
 
-TEST(CausalLmLoss, MatchesTorchCrossEntropyInPython) {
+TEST(CausalLmLoss, MatchesTransformersForCausalLMLoss) {
   if (!fs::test::pythonTorchAvailable())
     FS_FIXTURE_UNAVAILABLE(std::string(FS_PYTHON) + " cannot import torch: run scripts/install-deps.sh");
   torch::manual_seed(3);

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <array>
 #include <cmath>
+
+#include "tests/backend/train/python_oracle.h"
+#include "tests/fixtures/fixture_unavailable.h"
 
 namespace fs::train {
 namespace {
@@ -107,6 +111,38 @@ TEST(LrSchedule, StepsApplyAndLambdaLrStateNumbering) {
   EXPECT_EQ(resumed.lr(), sched.lr());
   st.baseLrs.pop_back();
   EXPECT_FALSE(resumed.loadStateDict(st).isOk());
+}
+
+// transformers' own schedules (schedule_oracle.py), as OpenFlamingo's train.py
+// builds them: the lr after every scheduler step equals base x lrMultiplier.
+TEST(Schedule, MatchesTransformersSchedules) {
+  if (!fs::test::pythonTorchAvailable())
+    FS_FIXTURE_UNAVAILABLE(std::string(FS_PYTHON) + " cannot import torch: run scripts/install-deps.sh");
+  const std::vector<std::array<int64_t, 3>> shapes = {{0, 10, 0}, {1, 2, 0}, {3, 50, 0}, {2, 3, 0}, {7, 7, 0},
+                                                      {5, 3, 0},  {0, 0, 0}, {40, 1000, 0}};
+  std::vector<int64_t> rows;
+  for (int64_t kind = 0; kind < 3; ++kind) {
+    for (const auto& s : shapes) rows.insert(rows.end(), {kind, s[0], s[1], 2 * s[1] + s[0] + 5});
+  }
+  const auto cases = torch::tensor(rows, torch::kInt64).view({-1, 4});
+  const fs::test::ScratchDir scratch("schedule");
+  fs::test::saveForPython(cases, scratch.path + "/in.pt");
+  ASSERT_TRUE(fs::test::runOracle("schedule_oracle.py", scratch.path + "/in.pt", scratch.path + "/out.pt"));
+  const auto results = fs::test::loadFromPython(scratch.path + "/out.pt").toList();
+  ASSERT_EQ(results.size(), static_cast<size_t>(cases.size(0)));
+  const ScheduleKind kinds[] = {ScheduleKind::kConstant, ScheduleKind::kLinear, ScheduleKind::kCosine};
+  for (int64_t i = 0; i < cases.size(0); ++i) {
+    const auto row = cases[i];
+    const auto kind = kinds[row[0].item<int64_t>()];
+    const int64_t W = row[1].item<int64_t>(), T = row[2].item<int64_t>();
+    const auto theirs = results.get(i).toTensor();
+    ASSERT_EQ(theirs.size(0), row[3].item<int64_t>());
+    for (int64_t s = 0; s < theirs.size(0); ++s) {
+      // LambdaLR multiplies base 1.0 by the lambda: the same double, bit for bit.
+      EXPECT_EQ(lrMultiplier(kind, s, W, T), theirs[s].item<double>())
+          << toString(kind) << " s=" << s << " W=" << W << " T=" << T;
+    }
+  }
 }
 
 }  // namespace

@@ -1,15 +1,17 @@
-"""Causal LM loss as the Hugging Face heads compute it: shift, then
-cross_entropy(ignore_index=-100) averaged over the targets.
+"""Causal LM loss as transformers computes it for every *ForCausalLM head:
+transformers.loss.loss_utils.ForCausalLMLoss (the pinned transformers), mean
+over the targets with ignore_index -100.
 in: list of (logits (B, L, V), labels (B, L)); out: list of 0-dim loss tensors."""
+import os
 import sys
 
-import torch
-import torch.nn.functional as F
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+import torch  # noqa: E402
+from transformers.loss.loss_utils import ForCausalLMLoss  # noqa: E402
 
 cases = torch.load(sys.argv[1])
 out = []
 for logits, labels in cases:
-    shift_logits = logits[..., :-1, :].contiguous().float()
-    shift_labels = labels[..., 1:].contiguous()
-    out.append(F.cross_entropy(shift_logits.view(-1, shift_logits.size(-1)), shift_labels.view(-1), ignore_index=-100))
+    out.append(ForCausalLMLoss(logits, labels, vocab_size=logits.size(-1)))
 torch.save(out, sys.argv[2])
