@@ -84,9 +84,15 @@ class Tokenizer {
  protected:
   Tokenizer() = default;
   // The model part, for text holding no added token: appends its ids to `out`.
-  virtual void encodeModel(std::string_view text, std::vector<int64_t>& out) const = 0;
+  // `startsText`: the piece begins the text passed to encode() (no added token before it).
+  virtual void encodeModel(std::string_view text, bool startsText, std::vector<int64_t>& out) const = 0;
   // Appends the text of a run of model ids (each in [0, modelSize())).
   virtual void decodeModel(const std::vector<int64_t>& ids, std::string& out) const = 0;
+  // decode(): by default added tokens render as their text and runs of model ids
+  // through decodeModel; a model whose decoder sees every token (HF's decoder
+  // chain over added tokens too) overrides this.
+  virtual std::string decodeIds(const std::vector<int64_t>& ids) const;
+  const std::string* addedContent(int64_t id) const { return added_.content(id); }
   virtual int64_t modelSize() const = 0;
   virtual std::optional<int64_t> modelTokenId(std::string_view token) const = 0;
 
