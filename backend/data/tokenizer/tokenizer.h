@@ -1,5 +1,6 @@
 // Tokenizers for OpenFlamingo training: byte-level BPE (OPT, GPT-NeoX, MPT,
-// RedPajama; GPT-2 files) and SentencePiece (LLaMA), with OpenFlamingo's
+// RedPajama; GPT-2 files), LLaMA's tokenizer.json (BPE with byte fallback) and
+// SentencePiece (LLaMA's tokenizer.model), with OpenFlamingo's
 // added tokens. See README.md in this folder for the file formats accepted.
 //
 // Thread-safety: a loaded Tokenizer is immutable apart from an internal,
@@ -104,7 +105,8 @@ class Tokenizer {
   std::optional<int64_t> bosId_;
 };
 
-// Loads a tokenizer. `path`: a directory holding tokenizer.json, or vocab.json
+// Loads a tokenizer. `path`: a directory holding tokenizer.json (byte-level or
+// LLaMA's layout), or vocab.json
 // + merges.txt (or OpenAI's encoder.json + vocab.bpe), or tokenizer.model
 // (SentencePiece), or one of those files directly. `family`: opt | gpt_neox |
 // mpt | llama; it gives BOS and the special tokens the files do not declare

@@ -164,6 +164,14 @@ TEST_P(SavedFamilyTokenizer, MatchesTransformers) {
     EXPECT_EQ(t.decode(expected), hf["decoded"][i].get<std::string>()) << "#" << i << " " << json(strings[i]).dump();
   }
   EXPECT_GE(compared, strings.size() * 3 / 4);
+  // Bytes that are not UTF-8 (no Python string holds them): byte-level BPE round-trips them;
+  // LLaMA's byte fallback encodes them as <0xNN> and decodes each to U+FFFD, as HF's ByteFallback.
+  const std::string invalid("ok \xff\xfe\xc3", 6);
+  const std::vector<int64_t> invalidIds = t.encode(invalid);
+  if (std::string(c.family) == "llama")
+    EXPECT_EQ(t.decode(invalidIds), "<s> ok \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  else
+    EXPECT_EQ(t.decode(invalidIds), t.bosId() ? "</s>" + invalid : invalid);
   if (notNfc)
     std::cout << c.name << ": " << notNfc << " strings not in NFC left out (" << notNfcDiffering
               << " of them tokenize differently without NFC)\n";
