@@ -89,7 +89,8 @@ Status readModel(const json& model, BpeSpec& spec) {
   if (type != "BPE")
     return Status::unsupported("model.type \"" + type + "\" is not supported (only BPE: byte-level, " +
                                "or with byte_fallback as LLaMA's)");
-  if (model.contains("byte_fallback") && !model["byte_fallback"].is_null() && !model["byte_fallback"].is_boolean())
+  if (model.contains("byte_fallback") && !model["byte_fallback"].is_null() &&
+      !model["byte_fallback"].is_boolean())
     return Status::corruption("model.byte_fallback: expected true or false");
   if (model.contains("fuse_unk") && !model["fuse_unk"].is_null() && !model["fuse_unk"].is_boolean())
     return Status::corruption("model.fuse_unk: expected true or false");
@@ -129,14 +130,19 @@ Status readPrependScheme(const json& obj, const std::string& where, MetaspaceSpe
   if (obj.contains("prepend_scheme") && !obj["prepend_scheme"].is_null()) {
     const json& p = obj["prepend_scheme"];
     std::string v = p.is_string() ? p.get<std::string>() : std::string();
-    if (v == "always") out = MetaspaceSpec::Prepend::kAlways;
-    else if (v == "first") out = MetaspaceSpec::Prepend::kFirst;
-    else if (v == "never") out = MetaspaceSpec::Prepend::kNever;
-    else return Status::corruption(where + ".prepend_scheme: expected \"always\", \"first\" or \"never\"");
+    if (v == "always")
+      out = MetaspaceSpec::Prepend::kAlways;
+    else if (v == "first")
+      out = MetaspaceSpec::Prepend::kFirst;
+    else if (v == "never")
+      out = MetaspaceSpec::Prepend::kNever;
+    else
+      return Status::corruption(where + ".prepend_scheme: expected \"always\", \"first\" or \"never\"");
   }
   if (obj.contains("add_prefix_space") && obj["add_prefix_space"].is_boolean() &&
       !obj["add_prefix_space"].get<bool>()) {
-    if (out != MetaspaceSpec::Prepend::kNever && obj.contains("prepend_scheme") && !obj["prepend_scheme"].is_null())
+    if (out != MetaspaceSpec::Prepend::kNever && obj.contains("prepend_scheme") &&
+        !obj["prepend_scheme"].is_null())
       return Status::corruption(where + ".add_prefix_space false contradicts prepend_scheme");
     out = MetaspaceSpec::Prepend::kNever;
   }
@@ -144,7 +150,8 @@ Status readPrependScheme(const json& obj, const std::string& where, MetaspaceSpe
 }
 
 Status readString(const json& obj, const char* key, const std::string& where, std::string& out) {
-  if (!obj.contains(key) || !obj[key].is_string()) return Status::corruption(where + "." + key + ": expected a string");
+  if (!obj.contains(key) || !obj[key].is_string())
+    return Status::corruption(where + "." + key + ": expected a string");
   out = obj[key].get<std::string>();
   return Status::ok();
 }
@@ -154,7 +161,8 @@ Status readReplacePattern(const json& obj, const std::string& where, std::string
   const json& p = obj.contains("pattern") ? obj["pattern"] : json();
   if (p.is_object() && p.contains("Regex"))
     return Status::unsupported(where + ".pattern: a Regex pattern is not supported (only {\"String\": ...})");
-  if (!p.is_object() || !p.contains("String") || !p["String"].is_string() || p["String"].get<std::string>().empty())
+  if (!p.is_object() || !p.contains("String") || !p["String"].is_string() ||
+      p["String"].get<std::string>().empty())
     return Status::corruption(where + ".pattern: expected {\"String\": \"...\"}");
   out = p["String"].get<std::string>();
   return Status::ok();
@@ -166,11 +174,13 @@ Status readMetaspaceNormalizer(const json& n, const std::string& where, Metaspac
   std::string type = n.value("type", std::string());
   if (type == "Sequence") {
     if (depth >= kMaxPreTokenizerDepth)
-      return Status::corruption(where + ": Sequence nested deeper than " + std::to_string(kMaxPreTokenizerDepth));
+      return Status::corruption(where + ": Sequence nested deeper than " +
+                                std::to_string(kMaxPreTokenizerDepth));
     const json& list = n.contains("normalizers") ? n["normalizers"] : json();
     if (!list.is_array()) return Status::corruption(where + ".normalizers: expected an array");
     for (size_t i = 0; i < list.size(); ++i) {
-      Status s = readMetaspaceNormalizer(list[i], where + ".normalizers[" + std::to_string(i) + "]", out, depth + 1);
+      Status s =
+          readMetaspaceNormalizer(list[i], where + ".normalizers[" + std::to_string(i) + "]", out, depth + 1);
       if (!s.isOk()) return s;
     }
     return Status::ok();
@@ -183,8 +193,9 @@ Status readMetaspaceNormalizer(const json& n, const std::string& where, Metaspac
     if (Status s = readReplacePattern(n, where, step.pattern); !s.isOk()) return s;
     if (Status s = readString(n, "content", where, step.content); !s.isOk()) return s;
   } else {
-    return Status::unsupported(where + ".type \"" + type +
-                               "\" is not supported with byte-fallback BPE (only Prepend, Replace, Sequence)");
+    return Status::unsupported(
+        where + ".type \"" + type +
+        "\" is not supported with byte-fallback BPE (only Prepend, Replace, Sequence)");
   }
   out.normalizers.push_back(std::move(step));
   return Status::ok();
@@ -198,11 +209,13 @@ Status readMetaspaceDecoder(const json& d, const std::string& where, std::vector
   MetaspaceSpec::Decoder step;
   if (type == "Sequence") {
     if (depth >= kMaxPreTokenizerDepth)
-      return Status::corruption(where + ": Sequence nested deeper than " + std::to_string(kMaxPreTokenizerDepth));
+      return Status::corruption(where + ": Sequence nested deeper than " +
+                                std::to_string(kMaxPreTokenizerDepth));
     const json& list = d.contains("decoders") ? d["decoders"] : json();
     if (!list.is_array()) return Status::corruption(where + ".decoders: expected an array");
     for (size_t i = 0; i < list.size(); ++i) {
-      Status s = readMetaspaceDecoder(list[i], where + ".decoders[" + std::to_string(i) + "]", out, depth + 1);
+      Status s =
+          readMetaspaceDecoder(list[i], where + ".decoders[" + std::to_string(i) + "]", out, depth + 1);
       if (!s.isOk()) return s;
     }
     return Status::ok();
@@ -227,9 +240,10 @@ Status readMetaspaceDecoder(const json& d, const std::string& where, std::vector
     if (Status s = readString(d, "replacement", where, step.content); !s.isOk()) return s;
     if (Status s = readPrependScheme(d, where, step.prepend); !s.isOk()) return s;
   } else {
-    return Status::unsupported(where + ".type \"" + type +
-                               "\" is not supported with byte-fallback BPE (only Replace, ByteFallback, Fuse, "
-                               "Strip, Metaspace, Sequence)");
+    return Status::unsupported(
+        where + ".type \"" + type +
+        "\" is not supported with byte-fallback BPE (only Replace, ByteFallback, Fuse, "
+        "Strip, Metaspace, Sequence)");
   }
   if ((step.kind == Kind::kStrip || step.kind == Kind::kMetaspace) && step.content.empty())
     return Status::corruption(where + ": an empty " + type + " content");
@@ -237,27 +251,31 @@ Status readMetaspaceDecoder(const json& d, const std::string& where, std::vector
   return Status::ok();
 }
 
-// model (byte_fallback, unk_token, fuse_unk), normalizer, Metaspace pre_tokenizer and decoder of LLaMA's layout.
+// model (byte_fallback, unk_token, fuse_unk), normalizer, Metaspace pre_tokenizer and decoder of LLaMA's
+// layout.
 Status readMetaspacePipeline(const json& root, BpeSpec& spec) {
   MetaspaceSpec sp;
   const json& model = root["model"];
   sp.byteFallback = model.value("byte_fallback", false);
   sp.fuseUnk = model.contains("fuse_unk") && model["fuse_unk"].is_boolean() && model["fuse_unk"].get<bool>();
-  if (model.contains("unk_token") && model["unk_token"].is_string()) sp.unkToken = model["unk_token"].get<std::string>();
+  if (model.contains("unk_token") && model["unk_token"].is_string())
+    sp.unkToken = model["unk_token"].get<std::string>();
   if (root.contains("normalizer"))
     if (Status s = readMetaspaceNormalizer(root["normalizer"], "normalizer", sp); !s.isOk()) return s;
   const json& pre = root.contains("pre_tokenizer") ? root["pre_tokenizer"] : json();
   if (!pre.is_null()) {
     std::string type = pre.is_object() ? pre.value("type", std::string()) : std::string();
     if (type != "Metaspace")
-      return Status::unsupported("pre_tokenizer.type \"" + type +
-                                 "\" is not supported with byte-fallback BPE (LLaMA's layout: only Metaspace or none)");
+      return Status::unsupported(
+          "pre_tokenizer.type \"" + type +
+          "\" is not supported with byte-fallback BPE (LLaMA's layout: only Metaspace or none)");
     MetaspaceSpec::PreTokenizer m;
     if (Status s = readString(pre, "replacement", "pre_tokenizer", m.replacement); !s.isOk()) return s;
     if (m.replacement.empty()) return Status::corruption("pre_tokenizer.replacement: empty");
     if (Status s = readPrependScheme(pre, "pre_tokenizer", m.prepend); !s.isOk()) return s;
     if (pre.contains("split") && !pre["split"].is_null()) {
-      if (!pre["split"].is_boolean()) return Status::corruption("pre_tokenizer.split: expected true or false");
+      if (!pre["split"].is_boolean())
+        return Status::corruption("pre_tokenizer.split: expected true or false");
       m.split = pre["split"].get<bool>();
     }
     sp.preTokenizer = m;
@@ -279,16 +297,19 @@ Status readPostProcessor(const json& post, BpeSpec& spec, const std::string& whe
   std::string type = post.value("type", std::string());
   if (type == "Sequence") {
     if (depth >= kMaxPreTokenizerDepth)
-      return Status::corruption(where + ": Sequence nested deeper than " + std::to_string(kMaxPreTokenizerDepth));
+      return Status::corruption(where + ": Sequence nested deeper than " +
+                                std::to_string(kMaxPreTokenizerDepth));
     const json& list = post.contains("processors") ? post["processors"] : json();
     if (!list.is_array()) return Status::corruption(where + ".processors: expected an array");
     for (size_t i = 0; i < list.size(); ++i) {
-      Status s = readPostProcessor(list[i], spec, where + ".processors[" + std::to_string(i) + "]", depth + 1);
+      Status s =
+          readPostProcessor(list[i], spec, where + ".processors[" + std::to_string(i) + "]", depth + 1);
       if (!s.isOk()) return s;
     }
     return Status::ok();
   }
-  if (type != "TemplateProcessing") return Status::ok();  // ByteLevel, RobertaProcessing...: nothing before the text
+  if (type != "TemplateProcessing")
+    return Status::ok();  // ByteLevel, RobertaProcessing...: nothing before the text
   const json& single = post.contains("single") ? post["single"] : json();
   if (!single.is_array()) return Status::corruption(where + ".single: expected an array");
   std::vector<std::string> prefix;
@@ -363,7 +384,8 @@ static protocol::StatusOr<BpeSpec> readTokenizerJsonUnchecked(const std::string&
   const json& model = root["model"];
   const json& pre = root.contains("pre_tokenizer") ? root["pre_tokenizer"] : json();
   const json& norm = root.contains("normalizer") ? root["normalizer"] : json();
-  if (!norm.is_null() && !norm.is_object()) return fail(Status::corruption("normalizer: expected an object or null"));
+  if (!norm.is_null() && !norm.is_object())
+    return fail(Status::corruption("normalizer: expected an object or null"));
   // LLaMA's layout (NOTE [Metaspace BPE]): byte fallback, a Metaspace pre-tokenizer, or the
   // Prepend/Replace normalizer transformers 4 wrote; anything else is GPT-2's byte-level scheme.
   const bool metaspace = model.value("byte_fallback", false) ||
@@ -372,16 +394,18 @@ static protocol::StatusOr<BpeSpec> readTokenizerJsonUnchecked(const std::string&
   if (metaspace) {
     s = readMetaspacePipeline(root, spec);
   } else {
-    // GPT-NeoX declares NFC; it is not applied here (see README.md "Limits").
+    // GPT-NeoX and MPT declare NFC (nfc.h).
     if (!norm.is_null()) {
       std::string type = norm.value("type", std::string());
       if (type != "NFC")
         return fail(Status::unsupported("normalizer.type \"" + type +
                                         "\" is not supported with a ByteLevel pre_tokenizer (only NFC)"));
+      spec.nfc = true;
     }
     if (pre.is_null())
-      return fail(Status::unsupported(
-          "pre_tokenizer: missing; byte-level BPE needs ByteLevel (and LLaMA-style BPE sets model.byte_fallback)"));
+      return fail(
+          Status::unsupported("pre_tokenizer: missing; byte-level BPE needs ByteLevel (and LLaMA-style BPE "
+                              "sets model.byte_fallback)"));
     s = readPreTokenizer(pre, "pre_tokenizer", spec);
   }
   if (s.isOk() && root.contains("post_processor")) s = readPostProcessor(root["post_processor"], spec);

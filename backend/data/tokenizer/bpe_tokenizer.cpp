@@ -4,6 +4,7 @@
 #include <queue>
 
 #include "backend/data/tokenizer/gpt2_pretokenizer.h"
+#include "backend/data/tokenizer/nfc.h"
 
 namespace fs::data::detail {
 namespace {
@@ -110,11 +111,17 @@ protocol::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const Bpe
   }
   if (Status s = t->merges_.build(spec, t->vocab_); !s.isOk()) return s;
   t->addPrefixSpace_ = spec.addPrefixSpace;
+  t->nfc_ = spec.nfc;
   t->fileAdded_ = spec.added;
   return t;
 }
 
 void BpeTokenizer::encodeModel(std::string_view text, bool /*startsText*/, std::vector<int64_t>& out) const {
+  std::string normalized;  // HF: the normalizer runs on each piece before the pre-tokenizer
+  if (nfc_) {
+    normalized = toNfc(text);
+    text = normalized;
+  }
   std::string prefixed;
   if (addPrefixSpace_ && !text.empty() && text[0] != ' ') {  // HF ByteLevel(add_prefix_space), per segment
     prefixed.reserve(text.size() + 1);

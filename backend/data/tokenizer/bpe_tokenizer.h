@@ -32,7 +32,7 @@ struct AddedTokenSpec {
 struct MetaspaceSpec {
   enum class Prepend { kAlways, kFirst, kNever };  // Metaspace.prepend_scheme
   struct Normalizer {                              // applied in order to each text piece
-    bool prepend = false;                          // Prepend(content) when true, else Replace(pattern, content)
+    bool prepend = false;  // Prepend(content) when true, else Replace(pattern, content)
     std::string pattern, content;
   };
   struct PreTokenizer {  // Metaspace
@@ -42,8 +42,9 @@ struct MetaspaceSpec {
   };
   struct Decoder {
     enum class Kind { kReplace, kByteFallback, kFuse, kStrip, kMetaspace } kind = Kind::kFuse;
-    std::string pattern, content;  // Replace: pattern -> content; Strip: content; Metaspace: content = replacement
-    int start = 0, stop = 0;       // Strip
+    std::string pattern,
+        content;              // Replace: pattern -> content; Strip: content; Metaspace: content = replacement
+    int start = 0, stop = 0;  // Strip
     Prepend prepend = Prepend::kAlways;  // Metaspace
   };
   bool byteFallback = false, fuseUnk = false;
@@ -61,7 +62,8 @@ struct BpeSpec {
   std::vector<std::pair<std::string, std::string>> merges;  // in rank order
   std::vector<std::string> mergeWhere;                      // "line 7" / "model.merges[6]", per merge
   bool addPrefixSpace = false;
-  std::vector<AddedTokenSpec> added;  // tokenizer.json added_tokens
+  bool nfc = false;                        // tokenizer.json normalizer NFC (GPT-NeoX, MPT)
+  std::vector<AddedTokenSpec> added;       // tokenizer.json added_tokens
   std::optional<MetaspaceSpec> metaspace;  // set: LLaMA-style BPE, not byte-level
   // tokenizer.json's post_processor TemplateProcessing: the special tokens its
   // `single` template puts before the text (empty: none). nullopt without a template.
@@ -139,6 +141,7 @@ class BpeTokenizer final : public Tokenizer {
   std::array<int32_t, 256> byteIds_{};
   BpeMerges merges_;
   bool addPrefixSpace_ = false;
+  bool nfc_ = false;
   std::vector<AddedTokenSpec> fileAdded_;
   WordCache cache_;
 };

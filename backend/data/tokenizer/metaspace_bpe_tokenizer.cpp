@@ -39,7 +39,9 @@ void replaceAll(std::string& s, const std::string& pattern, const std::string& c
   s = std::move(out);
 }
 
-bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool startsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
 
 // "<0xNN>" -> NN, as HF's ByteFallback decoder reads it; -1 otherwise.
 int byteToken(const std::string& token) {
@@ -47,7 +49,10 @@ int byteToken(const std::string& token) {
   int value = 0;
   for (int k = 3; k < 5; ++k) {
     char c = token[k];
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (d < 0) return -1;
     value = value * 16 + d;
   }
@@ -56,7 +61,8 @@ int byteToken(const std::string& token) {
 
 }  // namespace
 
-protocol::StatusOr<std::unique_ptr<MetaspaceBpeTokenizer>> MetaspaceBpeTokenizer::create(const BpeSpec& spec) {
+protocol::StatusOr<std::unique_ptr<MetaspaceBpeTokenizer>> MetaspaceBpeTokenizer::create(
+    const BpeSpec& spec) {
   std::unique_ptr<MetaspaceBpeTokenizer> t(new MetaspaceBpeTokenizer());
   t->spec_ = *spec.metaspace;
   std::vector<bool> used;
@@ -66,8 +72,8 @@ protocol::StatusOr<std::unique_ptr<MetaspaceBpeTokenizer>> MetaspaceBpeTokenizer
                                 ", outside [0, " + std::to_string(kMaxVocabId) + ")");
     if (size_t(id) >= used.size()) used.resize(id + 1), t->idToToken_.resize(id + 1);
     if (used[id])
-      return Status::corruption(spec.vocabSource + ": id " + std::to_string(id) + " is given to two tokens (\"" +
-                                token + "\" is one)");
+      return Status::corruption(spec.vocabSource + ": id " + std::to_string(id) +
+                                " is given to two tokens (\"" + token + "\" is one)");
     used[id] = true;
     t->vocab_.emplace(token, int32_t(id));
     t->idToToken_[id] = token;
@@ -81,7 +87,8 @@ protocol::StatusOr<std::unique_ptr<MetaspaceBpeTokenizer>> MetaspaceBpeTokenizer
   if (const auto& unk = t->spec_.unkToken) {
     auto it = t->vocab_.find(*unk);
     if (it == t->vocab_.end())
-      return Status::corruption(spec.vocabSource + ": model.unk_token \"" + *unk + "\" is not in the vocabulary");
+      return Status::corruption(spec.vocabSource + ": model.unk_token \"" + *unk +
+                                "\" is not in the vocabulary");
     t->unkId_ = it->second;
   }
   if (Status s = t->merges_.build(spec, t->vocab_); !s.isOk()) return s;
@@ -89,7 +96,8 @@ protocol::StatusOr<std::unique_ptr<MetaspaceBpeTokenizer>> MetaspaceBpeTokenizer
   return t;
 }
 
-void MetaspaceBpeTokenizer::encodeModel(std::string_view text, bool startsText, std::vector<int64_t>& out) const {
+void MetaspaceBpeTokenizer::encodeModel(std::string_view text, bool startsText,
+                                        std::vector<int64_t>& out) const {
   std::string piece(text);
   for (const auto& n : spec_.normalizers) {
     if (n.prepend) {

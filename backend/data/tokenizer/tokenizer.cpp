@@ -50,7 +50,9 @@ std::vector<int64_t> Tokenizer::encode(std::string_view text) const {
   return out;
 }
 
-std::string Tokenizer::decode(const std::vector<int64_t>& ids) const { return decodeIds(ids); }
+std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+  return decodeIds(ids);
+}
 
 std::string Tokenizer::decodeIds(const std::vector<int64_t>& ids) const {
   std::string out;

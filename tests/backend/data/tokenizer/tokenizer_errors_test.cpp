@@ -187,8 +187,11 @@ TEST(TokenizerErrors, MetaspaceVariants) {
                     {"unk_token", "<unk>"},
                     {"vocab", json{{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}, {"h", 3}, {"e", 4}, {"he", 5}}},
                     {"merges", json::array({json::array({"h", "e"})})}};
-  json metaspace = json{{"type", "Metaspace"}, {"replacement", "▁"}, {"prepend_scheme", "first"}, {"split", false}};
-  json doc = json{{"normalizer", nullptr}, {"pre_tokenizer", metaspace}, {"model", model},
+  json metaspace =
+      json{{"type", "Metaspace"}, {"replacement", "▁"}, {"prepend_scheme", "first"}, {"split", false}};
+  json doc = json{{"normalizer", nullptr},
+                  {"pre_tokenizer", metaspace},
+                  {"model", model},
                   {"decoder", json{{"type", "Fuse"}}}};
   EXPECT_TRUE(status(doc).isOk()) << status(doc).toString();
 
@@ -197,9 +200,10 @@ TEST(TokenizerErrors, MetaspaceVariants) {
   doc["pre_tokenizer"] = json{{"type", "Whitespace"}};
   EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "pre_tokenizer.type", "Whitespace");
   doc["pre_tokenizer"] = metaspace;
-  doc["normalizer"] = json{{"type", "Sequence"},
-                           {"normalizers", json::array({json{{"type", "Prepend"}, {"prepend", "▁"}},
-                                                        json{{"type", "Lowercase"}}})}};
+  doc["normalizer"] =
+      json{{"type", "Sequence"},
+           {"normalizers",
+            json::array({json{{"type", "Prepend"}, {"prepend", "▁"}}, json{{"type", "Lowercase"}}})}};
   EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "normalizer.normalizers[1].type", "Lowercase");
   doc["normalizer"] = json{{"type", "Replace"}, {"pattern", json{{"Regex", " +"}}}, {"content", "▁"}};
   EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "normalizer.pattern", "Regex");
@@ -211,7 +215,8 @@ TEST(TokenizerErrors, MetaspaceVariants) {
   doc["decoder"] = json{{"type", "Fuse"}};
   auto special = [](const char* id) { return json{{"SpecialToken", json{{"id", id}, {"type_id", 0}}}}; };
   json text = json{{"Sequence", json{{"id", "A"}, {"type_id", 0}}}};
-  doc["post_processor"] = json{{"type", "TemplateProcessing"}, {"single", json::array({text, special("</s>")})}};
+  doc["post_processor"] =
+      json{{"type", "TemplateProcessing"}, {"single", json::array({text, special("</s>")})}};
   EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "post_processor.single[1]", "</s>", "after the text");
   doc["post_processor"] =
       json{{"type", "TemplateProcessing"}, {"single", json::array({special("<s>"), special("</s>"), text})}};
