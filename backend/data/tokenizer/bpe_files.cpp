@@ -124,6 +124,25 @@ Status readAddedTokens(const json& added, BpeSpec& spec) {
   return Status::ok();
 }
 
+// Normalizers and decoders, each at most (real files have 2 and 4): a Replace may lengthen
+// the text, so this bounds what a file can make of it.
+constexpr size_t kMaxPipelineSteps = 8;
+
+bool isTrue(const json& obj, const char* key) {
+  return obj.contains(key) && obj[key].is_boolean() && obj[key].get<bool>();
+}
+
+// HF reads Metaspace's replacement and Strip's content as one character (Rust's char).
+bool oneCharacter(const std::string& s) {
+  if (s.empty()) return false;
+  const auto b = uint8_t(s[0]);
+  size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+  if (n != s.size()) return false;
+  for (size_t k = 1; k < n; ++k)
+    if ((uint8_t(s[k]) & 0xC0) != 0x80) return false;
+  return true;
+}
+
 // "always" | "first" | "never" at `where`, or the legacy add_prefix_space (true: always).
 Status readPrependScheme(const json& obj, const std::string& where, MetaspaceSpec::Prepend& out) {
   out = MetaspaceSpec::Prepend::kAlways;
@@ -197,6 +216,8 @@ Status readMetaspaceNormalizer(const json& n, const std::string& where, Metaspac
         where + ".type \"" + type +
         "\" is not supported with byte-fallback BPE (only Prepend, Replace, Sequence)");
   }
+  if (out.normalizers.size() >= kMaxPipelineSteps)
+    return Status::unsupported(where + ": more than " + std::to_string(kMaxPipelineSteps) + " normalizers");
   out.normalizers.push_back(std::move(step));
   return Status::ok();
 }
@@ -245,8 +266,11 @@ Status readMetaspaceDecoder(const json& d, const std::string& where, std::vector
         "\" is not supported with byte-fallback BPE (only Replace, ByteFallback, Fuse, "
         "Strip, Metaspace, Sequence)");
   }
-  if ((step.kind == Kind::kStrip || step.kind == Kind::kMetaspace) && step.content.empty())
-    return Status::corruption(where + ": an empty " + type + " content");
+  if ((step.kind == Kind::kStrip || step.kind == Kind::kMetaspace) && !oneCharacter(step.content))
+    return Status::corruption(where + "." + (step.kind == Kind::kStrip ? "content" : "replacement") +
+                              ": expected one character, not \"" + step.content + "\"");
+  if (out.size() >= kMaxPipelineSteps)
+    return Status::unsupported(where + ": more than " + std::to_string(kMaxPipelineSteps) + " decoders");
   out.push_back(std::move(step));
   return Status::ok();
 }
@@ -256,8 +280,8 @@ Status readMetaspaceDecoder(const json& d, const std::string& where, std::vector
 Status readMetaspacePipeline(const json& root, BpeSpec& spec) {
   MetaspaceSpec sp;
   const json& model = root["model"];
-  sp.byteFallback = model.value("byte_fallback", false);
-  sp.fuseUnk = model.contains("fuse_unk") && model["fuse_unk"].is_boolean() && model["fuse_unk"].get<bool>();
+  sp.byteFallback = isTrue(model, "byte_fallback");
+  sp.fuseUnk = isTrue(model, "fuse_unk");
   if (model.contains("unk_token") && model["unk_token"].is_string())
     sp.unkToken = model["unk_token"].get<std::string>();
   if (root.contains("normalizer"))
@@ -271,7 +295,9 @@ Status readMetaspacePipeline(const json& root, BpeSpec& spec) {
           "\" is not supported with byte-fallback BPE (LLaMA's layout: only Metaspace or none)");
     MetaspaceSpec::PreTokenizer m;
     if (Status s = readString(pre, "replacement", "pre_tokenizer", m.replacement); !s.isOk()) return s;
-    if (m.replacement.empty()) return Status::corruption("pre_tokenizer.replacement: empty");
+    if (!oneCharacter(m.replacement))
+      return Status::corruption("pre_tokenizer.replacement: expected one character, not \"" + m.replacement +
+                                "\"");
     if (Status s = readPrependScheme(pre, "pre_tokenizer", m.prepend); !s.isOk()) return s;
     if (pre.contains("split") && !pre["split"].is_null()) {
       if (!pre["split"].is_boolean())
@@ -388,7 +414,7 @@ static protocol::StatusOr<BpeSpec> readTokenizerJsonUnchecked(const std::string&
     return fail(Status::corruption("normalizer: expected an object or null"));
   // LLaMA's layout (NOTE [Metaspace BPE]): byte fallback, a Metaspace pre-tokenizer, or the
   // Prepend/Replace normalizer transformers 4 wrote; anything else is GPT-2's byte-level scheme.
-  const bool metaspace = model.value("byte_fallback", false) ||
+  const bool metaspace = isTrue(model, "byte_fallback") ||
                          (pre.is_object() && pre.value("type", std::string()) == "Metaspace") ||
                          (pre.is_null() && !norm.is_null() && norm.value("type", std::string()) != "NFC");
   if (metaspace) {

@@ -256,9 +256,10 @@ protocol::StatusOr<std::unique_ptr<Tokenizer>> loadTokenizer(const std::string& 
     if (specials.addPrefixSpace) spec.value().addPrefixSpace = *specials.addPrefixSpace;
     // The post-processor's template says whether a bos goes first, unless add_bos_token is declared
     // (transformers 5 writes no add_bos_token and keeps the template; with one it rebuilds the template).
+    // The template's token is the one prepended, whatever bos_token the config names.
     if (const auto& prefix = spec.value().templatePrefix; prefix && !specials.addBos) {
       specials.addBos = !prefix->empty();
-      if (!prefix->empty() && !specials.bos.declared) specials.bos = detail::Declared{true, prefix->front()};
+      if (!prefix->empty()) specials.bos = detail::Declared{true, prefix->front()};
     }
     if (spec.value().metaspace) {
       auto bpe = detail::MetaspaceBpeTokenizer::create(spec.value());

@@ -14,11 +14,11 @@
       and OUT_DIR/llama_legacy/tokenizer.json: the same model in the layout
       transformers 4 wrote for LLaMA (normalizer Prepend + Replace, no
       pre-tokenizer), which checkpoints on the hub carry.
-  hf_family_oracle.py encode dir|file|raw PATH IN.json OUT.json
+  hf_family_oracle.py encode dir|file PATH IN.json OUT.json
       Loads PATH (dir: AutoTokenizer on the directory, as OpenFlamingo's
-      factory.py; file: PreTrainedTokenizerFast(tokenizer_file=PATH); raw: the
-      same, but keeping the file's own normalizer and pre-tokenizer, which a
-      transformers 5 class would replace), adds OpenFlamingo's tokens as
+      factory.py; file: PreTrainedTokenizerFast(tokenizer_file=PATH), which
+      keeps the file's pipeline as declared, where AutoTokenizer's
+      LlamaTokenizer would put its own in), adds OpenFlamingo's tokens as
       factory.py does, and writes {"size", "added", "ids", "decoded", "nfc"}
       for the JSON list of strings in IN.json ("nfc": whether each string is
       already NFC).
@@ -103,19 +103,14 @@ def build(corpus_path, out_dir):
 
 
 def load(mode, path):
-    from tokenizers import Tokenizer
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     if mode == "dir":
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     elif mode == "file":
         tok = PreTrainedTokenizerFast(tokenizer_file=path)
-    elif mode == "raw":
-        tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(path))
-        tok.backend_tokenizer.normalizer = Tokenizer.from_file(path).normalizer
-        tok.backend_tokenizer.pre_tokenizer = Tokenizer.from_file(path).pre_tokenizer
     else:
-        raise SystemExit(f"hf_family_oracle.py: unknown mode {mode!r} (dir, file or raw)")
+        raise SystemExit(f"hf_family_oracle.py: unknown mode {mode!r} (dir or file)")
     # OpenFlamingo's factory.py: the two media tokens, then <PAD> only when there is no pad token.
     tok.add_special_tokens({"additional_special_tokens": ["<|endofchunk|>", "<image>"]})
     if tok.pad_token is None:

@@ -197,6 +197,9 @@ TEST(TokenizerErrors, MetaspaceVariants) {
 
   doc["pre_tokenizer"]["prepend_scheme"] = "sometimes";
   EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "pre_tokenizer.prepend_scheme");
+  doc["pre_tokenizer"] = metaspace;
+  doc["pre_tokenizer"]["replacement"] = "__";  // HF reads one character
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "pre_tokenizer.replacement", "one character");
   doc["pre_tokenizer"] = json{{"type", "Whitespace"}};
   EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "pre_tokenizer.type", "Whitespace");
   doc["pre_tokenizer"] = metaspace;
@@ -205,7 +208,13 @@ TEST(TokenizerErrors, MetaspaceVariants) {
            {"normalizers",
             json::array({json{{"type", "Prepend"}, {"prepend", "▁"}}, json{{"type", "Lowercase"}}})}};
   EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "normalizer.normalizers[1].type", "Lowercase");
+  json doubling = json::array();  // each step doubles the text: bounded by refusing more than 8
+  for (int i = 0; i < 9; ++i)
+    doubling.push_back(json{{"type", "Replace"}, {"pattern", json{{"String", "h"}}}, {"content", "hh"}});
+  doc["normalizer"] = json{{"type", "Sequence"}, {"normalizers", doubling}};
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "normalizer.normalizers[8]", "more than 8");
   doc["normalizer"] = json{{"type", "Replace"}, {"pattern", json{{"Regex", " +"}}}, {"content", "▁"}};
+
   EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "normalizer.pattern", "Regex");
   doc["normalizer"] = nullptr;
   doc["decoder"] = json{{"type", "Sequence"}, {"decoders", json::array({json{{"type", "ByteLevel"}}})}};
