@@ -8,6 +8,9 @@
 // under CI=true (tests/fixtures/fixture_unavailable.h).
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "backend/data/tokenizer/tokenizer.h"
 #include "tests/backend/data/tokenizer/tokenizer_test_util.h"
 #include "tests/fixtures/fixture_unavailable.h"
@@ -156,6 +159,25 @@ TEST_P(SavedFamilyTokenizer, MatchesTransformers) {
         << "#" << i << " " << json(strings[i]).dump();
   }
   EXPECT_GT(notNfc, 20u);
+
+  // Many threads at once give the same ids (the word caches are shared).
+  const auto allExpected = hf["ids"].get<std::vector<std::vector<int64_t>>>();
+  std::vector<size_t> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < mismatches.size(); ++k)
+    threads.emplace_back([&, k] {
+      for (size_t i = k; i < strings.size(); i += 2) mismatches[k] += t.encode(strings[i]) != allExpected[i];
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches, std::vector<size_t>(4, 0));
+
+  // LLaMA: characters the training text never had are their UTF-8 bytes as <0xNN> tokens.
+  if (std::string(c.family) == "llama") {
+    auto f0 = t.tokenId("<0xF0>");
+    ASSERT_TRUE(f0.has_value());
+    const std::vector<int64_t> clef = t.encode("\xF0\x9D\x84\x9E");  // U+1D11E
+    EXPECT_NE(std::find(clef.begin(), clef.end(), *f0), clef.end());
+  }
 
   // Bytes that are not UTF-8 (no Python string holds them): byte-level BPE round-trips them;
   // LLaMA's byte fallback encodes them as <0xNN> and decodes each to U+FFFD, as HF's ByteFallback.
