@@ -41,7 +41,7 @@ try:
     import tokenizers  # noqa: F401
     import transformers  # noqa: F401
 except ImportError as e:  # pragma: no cover - depends on the machine
-    print(f"hf_family_oracle.py: {e} (run scripts/install-deps.sh)", file=sys.stderr)
+    print(f"hf_family_oracle.py: {e}", file=sys.stderr)
     sys.exit(77)
 
 OPT_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
