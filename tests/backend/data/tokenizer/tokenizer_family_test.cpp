@@ -189,6 +189,30 @@ TEST_P(SavedFamilyTokenizer, MatchesTransformers) {
     EXPECT_EQ(t.decode(invalidIds), t.bosId() ? "</s>" + invalid : invalid);
 }
 
+// transformers 5 saves no tokenizer.model for LLaMA; a directory that also holds one (the
+// original SentencePiece model put back beside the saved files) loads it, as README.md
+// "Limits" says, where transformers 5 would read tokenizer.json.
+TEST(SavedFamilyTokenizerFiles, LlamaDirectoryWithTokenizerModelLoadsIt) {
+  std::string built;
+  const OracleRun& build = builtFamilies(built);
+  if (build.unavailable) FS_FIXTURE_UNAVAILABLE(build.error);
+  ASSERT_TRUE(build.error.empty()) << build.error;
+  stdfs::path dir = scratchDir("families_llama_both");
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json"})
+    stdfs::copy_file(stdfs::path(built) / "llama" / name, dir / name);
+  stdfs::copy_file(stdfs::path(built) / "sp" / "tokenizer.model", dir / "tokenizer.model");
+  auto both = loadTokenizer(dir.string(), "llama");
+  auto model = loadTokenizer((dir / "tokenizer.model").string(), "llama");
+  auto fromJson = loadTokenizer((dir / "tokenizer.json").string(), "llama");
+  ASSERT_TRUE(both.isOk() && model.isOk() && fromJson.isOk()) << both.status().toString();
+  size_t differ = 0;
+  for (const std::string& s : testStrings()) {
+    EXPECT_EQ(both.value()->encode(s), model.value()->encode(s)) << s;
+    differ += fromJson.value()->encode(s) != model.value()->encode(s);
+  }
+  EXPECT_GT(differ, 0u);  // the two paths are not the same tokenizer: which one loads matters
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Families, SavedFamilyTokenizer,
     // No OPT tokenizer.json alone: without tokenizer_config.json transformers does not know OPT's
