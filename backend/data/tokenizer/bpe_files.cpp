@@ -50,6 +50,18 @@ Status readMergesArray(const json& merges, const std::string& where, BpeSpec& sp
   return Status::ok();
 }
 
+// An object's "type" for messages and dispatch: the string, or the JSON of a value that is
+// not one (so the message names it), or "" when absent.
+bool isTrueField(const json& obj, const char* key) {
+  return obj.is_object() && obj.contains(key) && obj[key].is_boolean() && obj[key].get<bool>();
+}
+
+std::string typeOf(const json& obj) {
+  if (!obj.is_object() || !obj.contains("type")) return std::string();
+  const json& t = obj["type"];
+  return t.is_string() ? t.get<std::string>() : t.dump();
+}
+
 // Sequences inside sequences, at most (real files nest none); deeper is refused
 // rather than recursed into.
 constexpr int kMaxPreTokenizerDepth = 8;
@@ -57,7 +69,7 @@ constexpr int kMaxPreTokenizerDepth = 8;
 // Accepts ByteLevel alone or inside a Sequence of ByteLevels; names anything else.
 Status readPreTokenizer(const json& pre, const std::string& where, BpeSpec& spec, int depth = 0) {
   if (!pre.is_object()) return Status::corruption(where + ": expected an object");
-  std::string type = pre.value("type", std::string());
+  std::string type = typeOf(pre);
   if (type == "Sequence" && depth >= kMaxPreTokenizerDepth)
     return Status::corruption(where + ": Sequence nested deeper than " +
                               std::to_string(kMaxPreTokenizerDepth));
@@ -96,7 +108,7 @@ Status readModel(const json& model, BpeSpec& spec) {
     return Status::corruption("model.fuse_unk: expected true or false");
   if (model.contains("unk_token") && !model["unk_token"].is_null() && !model["unk_token"].is_string())
     return Status::corruption("model.unk_token: expected a string or null");
-  if (model.value("ignore_merges", false))
+  if (isTrueField(model, "ignore_merges"))
     return Status::unsupported("model.ignore_merges true is not supported");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty())
@@ -127,10 +139,6 @@ Status readAddedTokens(const json& added, BpeSpec& spec) {
 // Normalizers and decoders, each at most (real files have 2 and 4): a Replace may lengthen
 // the text, so this bounds what a file can make of it.
 constexpr size_t kMaxPipelineSteps = 8;
-
-bool isTrue(const json& obj, const char* key) {
-  return obj.contains(key) && obj[key].is_boolean() && obj[key].get<bool>();
-}
 
 // HF reads Metaspace's replacement and Strip's content as one character (Rust's char).
 bool oneCharacter(const std::string& s) {
@@ -190,7 +198,7 @@ Status readReplacePattern(const json& obj, const std::string& where, std::string
 Status readMetaspaceNormalizer(const json& n, const std::string& where, MetaspaceSpec& out, int depth = 0) {
   if (n.is_null()) return Status::ok();
   if (!n.is_object()) return Status::corruption(where + ": expected an object or null");
-  std::string type = n.value("type", std::string());
+  std::string type = typeOf(n);
   if (type == "Sequence") {
     if (depth >= kMaxPreTokenizerDepth)
       return Status::corruption(where + ": Sequence nested deeper than " +
@@ -226,7 +234,7 @@ Status readMetaspaceDecoder(const json& d, const std::string& where, std::vector
                             int depth = 0) {
   using Kind = MetaspaceSpec::Decoder::Kind;
   if (!d.is_object()) return Status::corruption(where + ": expected an object");
-  std::string type = d.value("type", std::string());
+  std::string type = typeOf(d);
   MetaspaceSpec::Decoder step;
   if (type == "Sequence") {
     if (depth >= kMaxPreTokenizerDepth)
@@ -280,15 +288,15 @@ Status readMetaspaceDecoder(const json& d, const std::string& where, std::vector
 Status readMetaspacePipeline(const json& root, BpeSpec& spec) {
   MetaspaceSpec sp;
   const json& model = root["model"];
-  sp.byteFallback = isTrue(model, "byte_fallback");
-  sp.fuseUnk = isTrue(model, "fuse_unk");
+  sp.byteFallback = isTrueField(model, "byte_fallback");
+  sp.fuseUnk = isTrueField(model, "fuse_unk");
   if (model.contains("unk_token") && model["unk_token"].is_string())
     sp.unkToken = model["unk_token"].get<std::string>();
   if (root.contains("normalizer"))
     if (Status s = readMetaspaceNormalizer(root["normalizer"], "normalizer", sp); !s.isOk()) return s;
   const json& pre = root.contains("pre_tokenizer") ? root["pre_tokenizer"] : json();
   if (!pre.is_null()) {
-    std::string type = pre.is_object() ? pre.value("type", std::string()) : std::string();
+    std::string type = typeOf(pre);
     if (type != "Metaspace")
       return Status::unsupported(
           "pre_tokenizer.type \"" + type +
@@ -320,7 +328,7 @@ Status readPostProcessor(const json& post, BpeSpec& spec, const std::string& whe
                          int depth = 0) {
   if (post.is_null()) return Status::ok();
   if (!post.is_object()) return Status::corruption(where + ": expected an object or null");
-  std::string type = post.value("type", std::string());
+  std::string type = typeOf(post);
   if (type == "Sequence") {
     if (depth >= kMaxPreTokenizerDepth)
       return Status::corruption(where + ": Sequence nested deeper than " +
@@ -414,15 +422,15 @@ static protocol::StatusOr<BpeSpec> readTokenizerJsonUnchecked(const std::string&
     return fail(Status::corruption("normalizer: expected an object or null"));
   // LLaMA's layout (NOTE [Metaspace BPE]): byte fallback, a Metaspace pre-tokenizer, or the
   // Prepend/Replace normalizer transformers 4 wrote; anything else is GPT-2's byte-level scheme.
-  const bool metaspace = isTrue(model, "byte_fallback") ||
-                         (pre.is_object() && pre.value("type", std::string()) == "Metaspace") ||
-                         (pre.is_null() && !norm.is_null() && norm.value("type", std::string()) != "NFC");
+  const bool metaspace = isTrueField(model, "byte_fallback") ||
+                         (pre.is_object() && typeOf(pre) == "Metaspace") ||
+                         (pre.is_null() && !norm.is_null() && typeOf(norm) != "NFC");
   if (metaspace) {
     s = readMetaspacePipeline(root, spec);
   } else {
     // GPT-NeoX and MPT declare NFC (nfc.h).
     if (!norm.is_null()) {
-      std::string type = norm.value("type", std::string());
+      std::string type = typeOf(norm);
       if (type != "NFC")
         return fail(Status::unsupported("normalizer.type \"" + type +
                                         "\" is not supported with a ByteLevel pre_tokenizer (only NFC)"));

@@ -200,6 +200,8 @@ TEST(TokenizerErrors, MetaspaceVariants) {
   doc["pre_tokenizer"] = metaspace;
   doc["pre_tokenizer"]["replacement"] = "__";  // HF reads one character
   EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "pre_tokenizer.replacement", "one character");
+  doc["pre_tokenizer"] = json{{"type", 42}};  // a type that is not a string is named as written
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "pre_tokenizer.type \"42\"");
   doc["pre_tokenizer"] = json{{"type", "Whitespace"}};
   EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "pre_tokenizer.type", "Whitespace");
   doc["pre_tokenizer"] = metaspace;
