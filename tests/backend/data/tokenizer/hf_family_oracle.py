@@ -14,13 +14,13 @@
       and OUT_DIR/llama_legacy/tokenizer.json: the same model in the layout
       transformers 4 wrote for LLaMA (normalizer Prepend + Replace, no
       pre-tokenizer), which checkpoints on the hub carry.
-  hf_family_oracle.py encode dir|file PATH IN.json OUT.json
-      Loads PATH (dir: AutoTokenizer on the directory, as OpenFlamingo's
+  hf_family_oracle.py encode IN.json (dir|file PATH OUT.json)...
+      For each triple: loads PATH (dir: AutoTokenizer on the directory, as OpenFlamingo's
       factory.py; file: PreTrainedTokenizerFast(tokenizer_file=PATH), which
       keeps the file's pipeline as declared, where AutoTokenizer's
       LlamaTokenizer would put its own in), adds OpenFlamingo's tokens as
-      factory.py does, and writes {"size", "added", "ids", "decoded", "nfc"}
-      for the JSON list of strings in IN.json ("nfc": whether each string is
+      factory.py does, and writes to OUT.json {"size", "added", "ids",
+      "decoded", "nfc", "pad", "eos"} for the JSON list of strings in IN.json ("nfc": whether each string is
       already NFC).
 
 Exit status 77 when a Python package is missing (the test skips, or fails under
@@ -118,7 +118,7 @@ def load(mode, path):
     return tok
 
 
-def encode(mode, path, in_path, out_path):
+def encode(in_path, mode, path, out_path):
     tok = load(mode, path)
     with open(in_path, encoding="utf-8") as f:
         strings = json.load(f)
@@ -136,7 +136,8 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     if len(args) == 3 and args[0] == "build":
         build(args[1], args[2])
-    elif len(args) == 5 and args[0] == "encode":
-        encode(*args[1:])
+    elif len(args) >= 5 and args[0] == "encode" and (len(args) - 2) % 3 == 0:
+        for i in range(2, len(args), 3):
+            encode(args[1], *args[i:i + 3])
     else:
         raise SystemExit(__doc__)

@@ -41,22 +41,6 @@ OracleRun runFamilyOracle(const std::string& args) {
   return run;
 }
 
-// The saved directories, built once per process.
-const OracleRun& builtFamilies(std::string& dir) {
-  static std::string builtDir;
-  static const OracleRun run = [] {
-    stdfs::path d = scratchDir("families");
-    std::vector<std::string> corpus = variedStrings(8000, 41);
-    corpus.push_back("A photo of a flamingo standing in the water.");
-    writeFile(d / "corpus.json", json(corpus).dump());
-    OracleRun r = runFamilyOracle("build " + quoted((d / "corpus.json").string()) + " " + quoted(d.string()));
-    if (r.error.empty()) builtDir = d.string();
-    return r;
-  }();
-  dir = builtDir;
-  return run;
-}
-
 // What the issue asks to cover, written out; varied strings (tokenizer_test_util.h) add breadth.
 std::vector<std::string> testStrings() {
   std::vector<std::string> s = {
@@ -107,6 +91,54 @@ void PrintTo(const Case& c, std::ostream* os) {
   *os << c.name;
 }
 
+// No OPT tokenizer.json alone: without tokenizer_config.json transformers does not know OPT's
+// pad token (<pad>), which our family default supplies.
+const Case kCases[] = {
+    {"opt", "opt", "opt", false},
+    {"gpt_neox", "gpt_neox", "gpt_neox", false},
+    {"gpt_neox_json_alone", "gpt_neox", "gpt_neox", true},
+    {"mpt", "mpt", "mpt", false},
+    {"llama", "llama", "llama", false},
+    {"llama_json_alone", "llama", "llama", true},
+    // transformers 4's LLaMA layout (Prepend + Replace normalizer), as hub checkpoints hold it
+    {"llama_legacy_json", "llama", "llama_legacy", true},
+};
+
+// Where a case's tokenizer lies for loadTokenizer (the saved directory, or tokenizer.json alone).
+stdfs::path casePath(const std::string& built, const Case& c) {
+  if (!c.jsonAlone) return stdfs::path(built) / c.saved;
+  return stdfs::path(built) / (std::string("alone_") + c.name) / "tokenizer.json";
+}
+
+// The saved directories and transformers' answers for every case, made once per process
+// (one Python process builds, one encodes: importing transformers is most of the time).
+const OracleRun& builtFamilies(std::string& dir) {
+  static std::string builtDir;
+  static const OracleRun run = [] {
+    stdfs::path d = scratchDir("families");
+    std::vector<std::string> corpus = variedStrings(8000, 41);
+    corpus.push_back("A photo of a flamingo standing in the water.");
+    writeFile(d / "corpus.json", json(corpus).dump());
+    OracleRun r = runFamilyOracle("build " + quoted((d / "corpus.json").string()) + " " + quoted(d.string()));
+    if (!r.error.empty()) return r;
+    writeFile(d / "in.json", json(testStrings()).dump());
+    std::string args = "encode " + quoted((d / "in.json").string());
+    for (const Case& c : kCases) {
+      if (c.jsonAlone) {
+        stdfs::create_directories(casePath(d.string(), c).parent_path());
+        stdfs::copy_file(d / c.saved / "tokenizer.json", casePath(d.string(), c));
+      }
+      args += std::string(c.jsonAlone ? " file " : " dir ") + quoted(casePath(d.string(), c).string()) + " " +
+              quoted((d / (std::string("out_") + c.name + ".json")).string());
+    }
+    r = runFamilyOracle(args);
+    if (r.error.empty()) builtDir = d.string();
+    return r;
+  }();
+  dir = builtDir;
+  return run;
+}
+
 class SavedFamilyTokenizer : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SavedFamilyTokenizer, MatchesTransformers) {
@@ -116,23 +148,9 @@ TEST_P(SavedFamilyTokenizer, MatchesTransformers) {
   if (build.unavailable) FS_FIXTURE_UNAVAILABLE(build.error);
   ASSERT_TRUE(build.error.empty()) << build.error;
 
-  stdfs::path path = stdfs::path(built) / c.saved;
-  std::string mode = "dir";
-  if (c.jsonAlone) {
-    stdfs::path alone = scratchDir(std::string("families_alone_") + c.name);
-    stdfs::copy_file(path / "tokenizer.json", alone / "tokenizer.json");
-    path = alone / "tokenizer.json";
-    mode = "file";
-  }
+  const stdfs::path path = casePath(built, c);
   const std::vector<std::string> strings = testStrings();
-  stdfs::path scratch = scratchDir(std::string("families_encode_") + c.name);
-  writeFile(scratch / "in.json", json(strings).dump());
-  OracleRun run =
-      runFamilyOracle("encode " + mode + " " + quoted(path.string()) + " " +
-                      quoted((scratch / "in.json").string()) + " " + quoted((scratch / "out.json").string()));
-  if (run.unavailable) FS_FIXTURE_UNAVAILABLE(run.error);
-  ASSERT_TRUE(run.error.empty()) << run.error;
-  json hf = json::parse(readFile(scratch / "out.json"));
+  json hf = json::parse(readFile(stdfs::path(built) / (std::string("out_") + c.name + ".json")));
 
   auto loaded = loadTokenizer(path.string(), c.family);
   ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
@@ -213,17 +231,10 @@ TEST(SavedFamilyTokenizerFiles, LlamaDirectoryWithTokenizerModelLoadsIt) {
   EXPECT_GT(differ, 0u);  // the two paths are not the same tokenizer: which one loads matters
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Families, SavedFamilyTokenizer,
-    // No OPT tokenizer.json alone: without tokenizer_config.json transformers does not know OPT's
-    // pad token (<pad>), which our family default supplies.
-    ::testing::Values(
-        Case{"opt", "opt", "opt", false}, Case{"gpt_neox", "gpt_neox", "gpt_neox", false},
-        Case{"gpt_neox_json_alone", "gpt_neox", "gpt_neox", true}, Case{"mpt", "mpt", "mpt", false},
-        Case{"llama", "llama", "llama", false}, Case{"llama_json_alone", "llama", "llama", true},
-        // transformers 4's LLaMA layout (Prepend + Replace normalizer), as hub checkpoints hold it
-        Case{"llama_legacy_json", "llama", "llama_legacy", true}),
-    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Families, SavedFamilyTokenizer, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::string(info.param.name);
+                         });
 
 }  // namespace
 }  // namespace fs::data
