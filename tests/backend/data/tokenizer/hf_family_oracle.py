@@ -13,7 +13,9 @@
                    converts it), with add_bos_token as LLaMA's config declares
       and OUT_DIR/llama_legacy/tokenizer.json: the same model in the layout
       transformers 4 wrote for LLaMA (normalizer Prepend + Replace, no
-      pre-tokenizer), which checkpoints on the hub carry.
+      pre-tokenizer), which checkpoints on the hub carry, and
+      OUT_DIR/llama_metaspace_split/tokenizer.json: with a Metaspace that splits
+      and prepends to every piece, and the Metaspace decoder.
   hf_family_oracle.py encode IN.json (dir|file PATH OUT.json)...
       For each triple: loads PATH (dir: AutoTokenizer on the directory, as OpenFlamingo's
       factory.py; file: PreTrainedTokenizerFast(tokenizer_file=PATH), which
@@ -100,6 +102,16 @@ def build(corpus_path, out_dir):
     os.makedirs(os.path.join(out_dir, "llama_legacy"), exist_ok=True)
     with open(os.path.join(out_dir, "llama_legacy", "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(legacy, f, ensure_ascii=False)
+
+    # The other Metaspace form older files use: split on "▁", prepended to every piece, and the
+    # Metaspace decoder.
+    split = dict(legacy)
+    split["normalizer"] = None
+    split["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}
+    split["decoder"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}
+    os.makedirs(os.path.join(out_dir, "llama_metaspace_split"), exist_ok=True)
+    with open(os.path.join(out_dir, "llama_metaspace_split", "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(split, f, ensure_ascii=False)
 
 
 def load(mode, path):
