@@ -50,6 +50,18 @@ Status readMergesArray(const json& merges, const std::string& where, BpeSpec& sp
   return Status::ok();
 }
 
+// An object's "type" for messages and dispatch: the string, or the JSON of a value that is
+// not one (so the message names it), or "" when absent.
+bool isTrueField(const json& obj, const char* key) {
+  return obj.is_object() && obj.contains(key) && obj[key].is_boolean() && obj[key].get<bool>();
+}
+
+std::string typeOf(const json& obj) {
+  if (!obj.is_object() || !obj.contains("type")) return std::string();
+  const json& t = obj["type"];
+  return t.is_string() ? t.get<std::string>() : t.dump();
+}
+
 // Sequences inside sequences, at most (real files nest none); deeper is refused
 // rather than recursed into.
 constexpr int kMaxPreTokenizerDepth = 8;
@@ -57,7 +69,7 @@ constexpr int kMaxPreTokenizerDepth = 8;
 // Accepts ByteLevel alone or inside a Sequence of ByteLevels; names anything else.
 Status readPreTokenizer(const json& pre, const std::string& where, BpeSpec& spec, int depth = 0) {
   if (!pre.is_object()) return Status::corruption(where + ": expected an object");
-  std::string type = pre.value("type", std::string());
+  std::string type = typeOf(pre);
   if (type == "Sequence" && depth >= kMaxPreTokenizerDepth)
     return Status::corruption(where + ": Sequence nested deeper than " +
                               std::to_string(kMaxPreTokenizerDepth));
@@ -87,13 +99,16 @@ Status readModel(const json& model, BpeSpec& spec) {
   if (!model.contains("type") || !model["type"].is_string()) return Status::corruption("model.type: missing");
   std::string type = model["type"].get<std::string>();
   if (type != "BPE")
-    return Status::unsupported("model.type \"" + type + "\" is not supported (only byte-level BPE; " +
-                               "LLaMA-style models load from tokenizer.model)");
-  if (model.value("byte_fallback", false))
-    return Status::unsupported(
-        "model.byte_fallback true (SentencePiece-style BPE) is not supported; "
-        "load the tokenizer.model instead");
-  if (model.value("ignore_merges", false))
+    return Status::unsupported("model.type \"" + type + "\" is not supported (only BPE: byte-level, " +
+                               "or with byte_fallback as LLaMA's)");
+  if (model.contains("byte_fallback") && !model["byte_fallback"].is_null() &&
+      !model["byte_fallback"].is_boolean())
+    return Status::corruption("model.byte_fallback: expected true or false");
+  if (model.contains("fuse_unk") && !model["fuse_unk"].is_null() && !model["fuse_unk"].is_boolean())
+    return Status::corruption("model.fuse_unk: expected true or false");
+  if (model.contains("unk_token") && !model["unk_token"].is_null() && !model["unk_token"].is_string())
+    return Status::corruption("model.unk_token: expected a string or null");
+  if (isTrueField(model, "ignore_merges"))
     return Status::unsupported("model.ignore_merges true is not supported");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty())
@@ -118,6 +133,241 @@ Status readAddedTokens(const json& added, BpeSpec& spec) {
       return Status::corruption(at + ".id: missing or not a non-negative integer");
     spec.added.push_back({a["content"].get<std::string>(), a["id"].get<int64_t>()});
   }
+  return Status::ok();
+}
+
+// Normalizers and decoders, each at most (real files have 2 and 4): a Replace may lengthen
+// the text, so this bounds what a file can make of it.
+constexpr size_t kMaxPipelineSteps = 8;
+
+// HF reads Metaspace's replacement and Strip's content as one character (Rust's char).
+bool oneCharacter(const std::string& s) {
+  if (s.empty()) return false;
+  const auto b = uint8_t(s[0]);
+  size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+  if (n != s.size()) return false;
+  for (size_t k = 1; k < n; ++k)
+    if ((uint8_t(s[k]) & 0xC0) != 0x80) return false;
+  return true;
+}
+
+// "always" | "first" | "never" at `where`, or the legacy add_prefix_space (true: always).
+Status readPrependScheme(const json& obj, const std::string& where, MetaspaceSpec::Prepend& out) {
+  out = MetaspaceSpec::Prepend::kAlways;
+  if (obj.contains("prepend_scheme") && !obj["prepend_scheme"].is_null()) {
+    const json& p = obj["prepend_scheme"];
+    std::string v = p.is_string() ? p.get<std::string>() : std::string();
+    if (v == "always")
+      out = MetaspaceSpec::Prepend::kAlways;
+    else if (v == "first")
+      out = MetaspaceSpec::Prepend::kFirst;
+    else if (v == "never")
+      out = MetaspaceSpec::Prepend::kNever;
+    else
+      return Status::corruption(where + ".prepend_scheme: expected \"always\", \"first\" or \"never\"");
+  }
+  if (obj.contains("add_prefix_space") && obj["add_prefix_space"].is_boolean() &&
+      !obj["add_prefix_space"].get<bool>()) {
+    if (out != MetaspaceSpec::Prepend::kNever && obj.contains("prepend_scheme") &&
+        !obj["prepend_scheme"].is_null())
+      return Status::corruption(where + ".add_prefix_space false contradicts prepend_scheme");
+    out = MetaspaceSpec::Prepend::kNever;
+  }
+  return Status::ok();
+}
+
+Status readString(const json& obj, const char* key, const std::string& where, std::string& out) {
+  if (!obj.contains(key) || !obj[key].is_string())
+    return Status::corruption(where + "." + key + ": expected a string");
+  out = obj[key].get<std::string>();
+  return Status::ok();
+}
+
+// Replace's pattern: {"String": "..."}; a {"Regex": ...} pattern is refused by name.
+Status readReplacePattern(const json& obj, const std::string& where, std::string& out) {
+  const json& p = obj.contains("pattern") ? obj["pattern"] : json();
+  if (p.is_object() && p.contains("Regex"))
+    return Status::unsupported(where + ".pattern: a Regex pattern is not supported (only {\"String\": ...})");
+  if (!p.is_object() || !p.contains("String") || !p["String"].is_string() ||
+      p["String"].get<std::string>().empty())
+    return Status::corruption(where + ".pattern: expected {\"String\": \"...\"}");
+  out = p["String"].get<std::string>();
+  return Status::ok();
+}
+
+Status readMetaspaceNormalizer(const json& n, const std::string& where, MetaspaceSpec& out, int depth = 0) {
+  if (n.is_null()) return Status::ok();
+  if (!n.is_object()) return Status::corruption(where + ": expected an object or null");
+  std::string type = typeOf(n);
+  if (type == "Sequence") {
+    if (depth >= kMaxPreTokenizerDepth)
+      return Status::corruption(where + ": Sequence nested deeper than " +
+                                std::to_string(kMaxPreTokenizerDepth));
+    const json& list = n.contains("normalizers") ? n["normalizers"] : json();
+    if (!list.is_array()) return Status::corruption(where + ".normalizers: expected an array");
+    for (size_t i = 0; i < list.size(); ++i) {
+      Status s =
+          readMetaspaceNormalizer(list[i], where + ".normalizers[" + std::to_string(i) + "]", out, depth + 1);
+      if (!s.isOk()) return s;
+    }
+    return Status::ok();
+  }
+  MetaspaceSpec::Normalizer step;
+  if (type == "Prepend") {
+    step.prepend = true;
+    if (Status s = readString(n, "prepend", where, step.content); !s.isOk()) return s;
+  } else if (type == "Replace") {
+    if (Status s = readReplacePattern(n, where, step.pattern); !s.isOk()) return s;
+    if (Status s = readString(n, "content", where, step.content); !s.isOk()) return s;
+  } else {
+    return Status::unsupported(
+        where + ".type \"" + type +
+        "\" is not supported with byte-fallback BPE (only Prepend, Replace, Sequence)");
+  }
+  if (out.normalizers.size() >= kMaxPipelineSteps)
+    return Status::unsupported(where + ": more than " + std::to_string(kMaxPipelineSteps) + " normalizers");
+  out.normalizers.push_back(std::move(step));
+  return Status::ok();
+}
+
+Status readMetaspaceDecoder(const json& d, const std::string& where, std::vector<MetaspaceSpec::Decoder>& out,
+                            int depth = 0) {
+  using Kind = MetaspaceSpec::Decoder::Kind;
+  if (!d.is_object()) return Status::corruption(where + ": expected an object");
+  std::string type = typeOf(d);
+  MetaspaceSpec::Decoder step;
+  if (type == "Sequence") {
+    if (depth >= kMaxPreTokenizerDepth)
+      return Status::corruption(where + ": Sequence nested deeper than " +
+                                std::to_string(kMaxPreTokenizerDepth));
+    const json& list = d.contains("decoders") ? d["decoders"] : json();
+    if (!list.is_array()) return Status::corruption(where + ".decoders: expected an array");
+    for (size_t i = 0; i < list.size(); ++i) {
+      Status s =
+          readMetaspaceDecoder(list[i], where + ".decoders[" + std::to_string(i) + "]", out, depth + 1);
+      if (!s.isOk()) return s;
+    }
+    return Status::ok();
+  } else if (type == "Replace") {
+    step.kind = Kind::kReplace;
+    if (Status s = readReplacePattern(d, where, step.pattern); !s.isOk()) return s;
+    if (Status s = readString(d, "content", where, step.content); !s.isOk()) return s;
+  } else if (type == "ByteFallback") {
+    step.kind = Kind::kByteFallback;
+  } else if (type == "Fuse") {
+    step.kind = Kind::kFuse;
+  } else if (type == "Strip") {
+    step.kind = Kind::kStrip;
+    if (Status s = readString(d, "content", where, step.content); !s.isOk()) return s;
+    for (auto [key, field] : {std::pair{"start", &step.start}, {"stop", &step.stop}}) {
+      if (!d.contains(key) || !d[key].is_number_unsigned() || d[key].get<uint64_t>() > 1024)
+        return Status::corruption(where + "." + key + ": expected a count from 0 to 1024");
+      *field = int(d[key].get<uint64_t>());
+    }
+  } else if (type == "Metaspace") {
+    step.kind = Kind::kMetaspace;
+    if (Status s = readString(d, "replacement", where, step.content); !s.isOk()) return s;
+    if (Status s = readPrependScheme(d, where, step.prepend); !s.isOk()) return s;
+  } else {
+    return Status::unsupported(
+        where + ".type \"" + type +
+        "\" is not supported with byte-fallback BPE (only Replace, ByteFallback, Fuse, "
+        "Strip, Metaspace, Sequence)");
+  }
+  if ((step.kind == Kind::kStrip || step.kind == Kind::kMetaspace) && !oneCharacter(step.content))
+    return Status::corruption(where + "." + (step.kind == Kind::kStrip ? "content" : "replacement") +
+                              ": expected one character, not \"" + step.content + "\"");
+  if (out.size() >= kMaxPipelineSteps)
+    return Status::unsupported(where + ": more than " + std::to_string(kMaxPipelineSteps) + " decoders");
+  out.push_back(std::move(step));
+  return Status::ok();
+}
+
+// model (byte_fallback, unk_token, fuse_unk), normalizer, Metaspace pre_tokenizer and decoder of LLaMA's
+// layout.
+Status readMetaspacePipeline(const json& root, BpeSpec& spec) {
+  MetaspaceSpec sp;
+  const json& model = root["model"];
+  sp.byteFallback = isTrueField(model, "byte_fallback");
+  sp.fuseUnk = isTrueField(model, "fuse_unk");
+  if (model.contains("unk_token") && model["unk_token"].is_string())
+    sp.unkToken = model["unk_token"].get<std::string>();
+  if (root.contains("normalizer"))
+    if (Status s = readMetaspaceNormalizer(root["normalizer"], "normalizer", sp); !s.isOk()) return s;
+  const json& pre = root.contains("pre_tokenizer") ? root["pre_tokenizer"] : json();
+  if (!pre.is_null()) {
+    std::string type = typeOf(pre);
+    if (type != "Metaspace")
+      return Status::unsupported(
+          "pre_tokenizer.type \"" + type +
+          "\" is not supported with byte-fallback BPE (LLaMA's layout: only Metaspace or none)");
+    MetaspaceSpec::PreTokenizer m;
+    if (Status s = readString(pre, "replacement", "pre_tokenizer", m.replacement); !s.isOk()) return s;
+    if (!oneCharacter(m.replacement))
+      return Status::corruption("pre_tokenizer.replacement: expected one character, not \"" + m.replacement +
+                                "\"");
+    if (Status s = readPrependScheme(pre, "pre_tokenizer", m.prepend); !s.isOk()) return s;
+    if (pre.contains("split") && !pre["split"].is_null()) {
+      if (!pre["split"].is_boolean())
+        return Status::corruption("pre_tokenizer.split: expected true or false");
+      m.split = pre["split"].get<bool>();
+    }
+    sp.preTokenizer = m;
+  }
+  const json& dec = root.contains("decoder") ? root["decoder"] : json();
+  if (!dec.is_null()) {
+    sp.decoders.emplace();
+    if (Status s = readMetaspaceDecoder(dec, "decoder", *sp.decoders); !s.isOk()) return s;
+  }
+  spec.metaspace = std::move(sp);
+  return Status::ok();
+}
+
+// TemplateProcessing (alone or in a Sequence): the special tokens of `single` before $A.
+Status readPostProcessor(const json& post, BpeSpec& spec, const std::string& where = "post_processor",
+                         int depth = 0) {
+  if (post.is_null()) return Status::ok();
+  if (!post.is_object()) return Status::corruption(where + ": expected an object or null");
+  std::string type = typeOf(post);
+  if (type == "Sequence") {
+    if (depth >= kMaxPreTokenizerDepth)
+      return Status::corruption(where + ": Sequence nested deeper than " +
+                                std::to_string(kMaxPreTokenizerDepth));
+    const json& list = post.contains("processors") ? post["processors"] : json();
+    if (!list.is_array()) return Status::corruption(where + ".processors: expected an array");
+    for (size_t i = 0; i < list.size(); ++i) {
+      Status s =
+          readPostProcessor(list[i], spec, where + ".processors[" + std::to_string(i) + "]", depth + 1);
+      if (!s.isOk()) return s;
+    }
+    return Status::ok();
+  }
+  if (type != "TemplateProcessing")
+    return Status::ok();  // ByteLevel, RobertaProcessing...: nothing before the text
+  const json& single = post.contains("single") ? post["single"] : json();
+  if (!single.is_array()) return Status::corruption(where + ".single: expected an array");
+  std::vector<std::string> prefix;
+  bool sawText = false;
+  for (size_t i = 0; i < single.size(); ++i) {
+    const json& item = single[i];
+    std::string at = where + ".single[" + std::to_string(i) + "]";
+    if (item.is_object() && item.contains("Sequence")) {
+      sawText = true;
+    } else if (item.is_object() && item.contains("SpecialToken") && item["SpecialToken"].is_object() &&
+               item["SpecialToken"].contains("id") && item["SpecialToken"]["id"].is_string()) {
+      if (sawText)
+        return Status::unsupported(at + ": a special token after the text (\"" +
+                                   item["SpecialToken"]["id"].get<std::string>() +
+                                   "\", add_eos_token) is not supported; the data pipeline appends eos");
+      prefix.push_back(item["SpecialToken"]["id"].get<std::string>());
+    } else {
+      return Status::corruption(at + ": expected {\"Sequence\": ...} or {\"SpecialToken\": {\"id\": ...}}");
+    }
+  }
+  if (prefix.size() > 1)
+    return Status::unsupported(where + ".single: " + std::to_string(prefix.size()) +
+                               " special tokens before the text; only one (a bos token) is supported");
+  spec.templatePrefix = prefix;
   return Status::ok();
 }
 
@@ -165,16 +415,34 @@ static protocol::StatusOr<BpeSpec> readTokenizerJsonUnchecked(const std::string&
   if (!root.contains("model")) return Status::corruption(path + ": model: missing");
   Status s = readModel(root["model"], spec);
   if (!s.isOk()) return fail(s);
-  // GPT-NeoX declares NFC; it is not applied here (see README.md "Limits").
-  if (root.contains("normalizer") && !root["normalizer"].is_null()) {
-    if (!root["normalizer"].is_object())
-      return fail(Status::corruption("normalizer: expected an object or null"));
-    std::string type = root["normalizer"].value("type", std::string());
-    if (type != "NFC") return fail(Status::unsupported("normalizer.type \"" + type + "\" is not supported"));
+  const json& model = root["model"];
+  const json& pre = root.contains("pre_tokenizer") ? root["pre_tokenizer"] : json();
+  const json& norm = root.contains("normalizer") ? root["normalizer"] : json();
+  if (!norm.is_null() && !norm.is_object())
+    return fail(Status::corruption("normalizer: expected an object or null"));
+  // LLaMA's layout (NOTE [Metaspace BPE]): byte fallback, a Metaspace pre-tokenizer, or the
+  // Prepend/Replace normalizer transformers 4 wrote; anything else is GPT-2's byte-level scheme.
+  const bool metaspace = isTrueField(model, "byte_fallback") ||
+                         (pre.is_object() && typeOf(pre) == "Metaspace") ||
+                         (pre.is_null() && !norm.is_null() && typeOf(norm) != "NFC");
+  if (metaspace) {
+    s = readMetaspacePipeline(root, spec);
+  } else {
+    // GPT-NeoX and MPT declare NFC (nfc.h).
+    if (!norm.is_null()) {
+      std::string type = typeOf(norm);
+      if (type != "NFC")
+        return fail(Status::unsupported("normalizer.type \"" + type +
+                                        "\" is not supported with a ByteLevel pre_tokenizer (only NFC)"));
+      spec.nfc = true;
+    }
+    if (pre.is_null())
+      return fail(
+          Status::unsupported("pre_tokenizer: missing; byte-level BPE needs ByteLevel (and LLaMA-style BPE "
+                              "sets model.byte_fallback)"));
+    s = readPreTokenizer(pre, "pre_tokenizer", spec);
   }
-  if (!root.contains("pre_tokenizer") || root["pre_tokenizer"].is_null())
-    return fail(Status::unsupported("pre_tokenizer: missing; byte-level BPE needs ByteLevel"));
-  s = readPreTokenizer(root["pre_tokenizer"], "pre_tokenizer", spec);
+  if (s.isOk() && root.contains("post_processor")) s = readPostProcessor(root["post_processor"], spec);
   if (s.isOk() && root.contains("added_tokens")) s = readAddedTokens(root["added_tokens"], spec);
   if (!s.isOk()) return fail(s);
   return spec;

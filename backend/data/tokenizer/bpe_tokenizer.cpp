@@ -4,6 +4,7 @@
 #include <queue>
 
 #include "backend/data/tokenizer/gpt2_pretokenizer.h"
+#include "backend/data/tokenizer/nfc.h"
 
 namespace fs::data::detail {
 namespace {
@@ -108,30 +109,19 @@ protocol::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const Bpe
     }
     t->byteIds_[b] = it != t->vocab_.end() ? it->second : unk->second;
   }
-  auto idOf = [&](const std::string& token, size_t i, int32_t& id) -> Status {
-    auto it = t->vocab_.find(token);
-    if (it == t->vocab_.end())
-      return Status::corruption(spec.mergesSource + " " + spec.mergeWhere[i] + " (\"" + spec.merges[i].first +
-                                " " + spec.merges[i].second + "\"): token \"" + token + "\" is not in " +
-                                spec.vocabSource);
-    id = it->second;
-    return Status::ok();
-  };
-  t->merges_.reserve(spec.merges.size());
-  for (size_t i = 0; i < spec.merges.size(); ++i) {
-    const auto& [a, b] = spec.merges[i];
-    int32_t ida = 0, idb = 0, result = 0;
-    for (auto s : {idOf(a, i, ida), idOf(b, i, idb), idOf(a + b, i, result)})
-      if (!s.isOk()) return s;
-    // A repeated pair takes its later rank, as GPT-2's dict(zip(...)) and HF tokenizers do.
-    t->merges_.insert_or_assign(pairKey(ida, idb), Merge{int32_t(i), result});
-  }
+  if (Status s = t->merges_.build(spec, t->vocab_); !s.isOk()) return s;
   t->addPrefixSpace_ = spec.addPrefixSpace;
+  t->nfc_ = spec.nfc;
   t->fileAdded_ = spec.added;
   return t;
 }
 
-void BpeTokenizer::encodeModel(std::string_view text, std::vector<int64_t>& out) const {
+void BpeTokenizer::encodeModel(std::string_view text, bool /*startsText*/, std::vector<int64_t>& out) const {
+  std::string normalized;  // HF: the normalizer runs on each piece before the pre-tokenizer
+  if (nfc_) {
+    normalized = toNfc(text);
+    text = normalized;
+  }
   std::string prefixed;
   if (addPrefixSpace_ && !text.empty() && text[0] != ' ') {  // HF ByteLevel(add_prefix_space), per segment
     prefixed.reserve(text.size() + 1);
@@ -156,10 +146,38 @@ void BpeTokenizer::encodeWord(std::string_view word, std::vector<int64_t>& out) 
   if (cacheable) cache_.insert(word, out.data() + before, out.size() - before);
 }
 
-// Lowest rank first, leftmost among equal ranks (HF tokenizers' Word::merge_all);
-// O(n log n), so a long word of repeated bytes stays cheap. For merges learned
-// in order this equals GPT-2's merge-all-occurrences loop.
 void BpeTokenizer::mergeWord(std::string_view word, std::vector<int64_t>& out) const {
+  thread_local std::vector<int32_t> symbols;
+  symbols.clear();
+  for (char c : word) symbols.push_back(byteIds_[uint8_t(c)]);
+  merges_.apply(symbols);
+  out.insert(out.end(), symbols.begin(), symbols.end());
+}
+
+Status BpeMerges::build(const BpeSpec& spec, const std::unordered_map<std::string, int32_t>& vocab) {
+  auto idOf = [&](const std::string& token, size_t i, int32_t& id) -> Status {
+    auto it = vocab.find(token);
+    if (it == vocab.end())
+      return Status::corruption(spec.mergesSource + " " + spec.mergeWhere[i] + " (\"" + spec.merges[i].first +
+                                " " + spec.merges[i].second + "\"): token \"" + token + "\" is not in " +
+                                spec.vocabSource);
+    id = it->second;
+    return Status::ok();
+  };
+  merges_.reserve(spec.merges.size());
+  for (size_t i = 0; i < spec.merges.size(); ++i) {
+    const auto& [a, b] = spec.merges[i];
+    int32_t ida = 0, idb = 0, result = 0;
+    for (auto s : {idOf(a, i, ida), idOf(b, i, idb), idOf(a + b, i, result)})
+      if (!s.isOk()) return s;
+    merges_.insert_or_assign(pairKey(ida, idb), Merge{int32_t(i), result});
+  }
+  return Status::ok();
+}
+
+// For merges learned in order this equals GPT-2's merge-all-occurrences loop;
+// a long word of one repeated symbol stays cheap.
+void BpeMerges::apply(std::vector<int32_t>& symbols) const {
   struct Symbol {
     int32_t id, prev, next;
   };
@@ -167,9 +185,10 @@ void BpeTokenizer::mergeWord(std::string_view word, std::vector<int64_t>& out) c
     int32_t rank, pos, left, right, result;
     bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
   };
-  const int32_t n = int32_t(word.size());
+  const int32_t n = int32_t(symbols.size());
+  if (n < 2) return;
   std::vector<Symbol> sym(n);
-  for (int32_t i = 0; i < n; ++i) sym[i] = {byteIds_[uint8_t(word[i])], i - 1, i + 1 < n ? i + 1 : -1};
+  for (int32_t i = 0; i < n; ++i) sym[i] = {symbols[i], i - 1, i + 1 < n ? i + 1 : -1};
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
   auto consider = [&](int32_t pos) {
     int32_t next = sym[pos].next;
@@ -192,7 +211,8 @@ void BpeTokenizer::mergeWord(std::string_view word, std::vector<int64_t>& out) c
     if (s.prev >= 0) consider(s.prev);
     consider(c.pos);
   }
-  for (int32_t i = 0; i >= 0; i = sym[i].next) out.push_back(sym[i].id);
+  symbols.clear();
+  for (int32_t i = 0; i >= 0; i = sym[i].next) symbols.push_back(sym[i].id);
 }
 
 void BpeTokenizer::decodeModel(const std::vector<int64_t>& ids, std::string& out) const {

@@ -50,7 +50,8 @@ std::string SentencePieceTokenizer::pieceText(int id) const {
   return piece;
 }
 
-void SentencePieceTokenizer::encodeModel(std::string_view text, std::vector<int64_t>& out) const {
+void SentencePieceTokenizer::encodeModel(std::string_view text, bool /*startsText*/,
+                                         std::vector<int64_t>& out) const {
   std::vector<int> ids;
   if (!api_->encode(sp_, text, &ids)) {
     // Encode only fails on an unusable model, which Load rejected; keep the sequence non-empty anyway.

@@ -28,7 +28,7 @@ class SentencePieceTokenizer final : public Tokenizer {
  protected:
   // Text between added tokens is encoded on its own, so each piece gets the
   // dummy-prefix "▁" as HF's slow LlamaTokenizer (legacy mode) does.
-  void encodeModel(std::string_view text, std::vector<int64_t>& out) const override;
+  void encodeModel(std::string_view text, bool startsText, std::vector<int64_t>& out) const override;
   void decodeModel(const std::vector<int64_t>& ids, std::string& out) const override;
   int64_t modelSize() const override;
   std::optional<int64_t> modelTokenId(std::string_view token) const override;

@@ -45,11 +45,16 @@ std::vector<int64_t> Tokenizer::encode(std::string_view text) const {
   out.reserve(text.size() / 3 + 4);
   if (bosId_) out.push_back(*bosId_);
   added_.split(
-      text, [&](std::string_view piece) { encodeModel(piece, out); }, [&](int64_t id) { out.push_back(id); });
+      text, [&](std::string_view piece) { encodeModel(piece, piece.data() == text.data(), out); },
+      [&](int64_t id) { out.push_back(id); });
   return out;
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+  return decodeIds(ids);
+}
+
+std::string Tokenizer::decodeIds(const std::vector<int64_t>& ids) const {
   std::string out;
   std::vector<int64_t> run;  // consecutive model ids decode together (SentencePiece joins pieces)
   const int64_t model = modelSize();

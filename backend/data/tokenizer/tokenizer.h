@@ -1,5 +1,6 @@
 // Tokenizers for OpenFlamingo training: byte-level BPE (OPT, GPT-NeoX, MPT,
-// RedPajama; GPT-2 files) and SentencePiece (LLaMA), with OpenFlamingo's
+// RedPajama; GPT-2 files), LLaMA's tokenizer.json (BPE with byte fallback) and
+// SentencePiece (LLaMA's tokenizer.model), with OpenFlamingo's
 // added tokens. See README.md in this folder for the file formats accepted.
 //
 // Thread-safety: a loaded Tokenizer is immutable apart from an internal,
@@ -84,9 +85,15 @@ class Tokenizer {
  protected:
   Tokenizer() = default;
   // The model part, for text holding no added token: appends its ids to `out`.
-  virtual void encodeModel(std::string_view text, std::vector<int64_t>& out) const = 0;
+  // `startsText`: the piece begins the text passed to encode() (no added token before it).
+  virtual void encodeModel(std::string_view text, bool startsText, std::vector<int64_t>& out) const = 0;
   // Appends the text of a run of model ids (each in [0, modelSize())).
   virtual void decodeModel(const std::vector<int64_t>& ids, std::string& out) const = 0;
+  // decode(): by default added tokens render as their text and runs of model ids
+  // through decodeModel; a model whose decoder sees every token (HF's decoder
+  // chain over added tokens too) overrides this.
+  virtual std::string decodeIds(const std::vector<int64_t>& ids) const;
+  const std::string* addedContent(int64_t id) const { return added_.content(id); }
   virtual int64_t modelSize() const = 0;
   virtual std::optional<int64_t> modelTokenId(std::string_view token) const = 0;
 
@@ -98,7 +105,8 @@ class Tokenizer {
   std::optional<int64_t> bosId_;
 };
 
-// Loads a tokenizer. `path`: a directory holding tokenizer.json, or vocab.json
+// Loads a tokenizer. `path`: a directory holding tokenizer.json (byte-level or
+// LLaMA's layout), or vocab.json
 // + merges.txt (or OpenAI's encoder.json + vocab.bpe), or tokenizer.model
 // (SentencePiece), or one of those files directly. `family`: opt | gpt_neox |
 // mpt | llama; it gives BOS and the special tokens the files do not declare

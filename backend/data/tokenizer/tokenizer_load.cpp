@@ -6,6 +6,7 @@
 
 #include "backend/data/tokenizer/bpe_tokenizer.h"
 #include "backend/data/tokenizer/json_file.h"
+#include "backend/data/tokenizer/metaspace_bpe_tokenizer.h"
 #include "backend/data/tokenizer/sentencepiece_tokenizer.h"
 #include "backend/data/tokenizer/tokenizer.h"
 
@@ -103,9 +104,12 @@ Status readSpecials(const stdfs::path& dir, Specials& out) {
                                   ": expected a string, {\"content\": ...} or null");
       *role = Declared{true, text};
     }
-    if (j.contains("additional_special_tokens") && j["additional_special_tokens"].is_array()) {
+    // transformers 5 writes extra_special_tokens (a list, or an object name -> token) where 4 wrote
+    // additional_special_tokens.
+    for (const char* key : {"additional_special_tokens", "extra_special_tokens"}) {
+      if (!j.contains(key) || !(j[key].is_array() || j[key].is_object())) continue;
       out.additional.clear();
-      for (const json& a : j["additional_special_tokens"])
+      for (const json& a : j[key])
         if (auto text = specialTokenText(a)) out.additional.push_back(*text);
     }
     if (j.contains("add_bos_token") && j["add_bos_token"].is_boolean())
@@ -250,10 +254,24 @@ protocol::StatusOr<std::unique_ptr<Tokenizer>> loadTokenizer(const std::string& 
                                              : detail::readVocabAndMerges(first.string(), second.string());
     if (!spec.isOk()) return spec.status();
     if (specials.addPrefixSpace) spec.value().addPrefixSpace = *specials.addPrefixSpace;
-    auto bpe = detail::BpeTokenizer::create(spec.value());
-    if (!bpe.isOk()) return bpe.status();
-    fileAdded = bpe.value()->fileAddedTokens();
-    tokenizer = std::move(bpe).value();
+    // The post-processor's template says whether a bos goes first, unless add_bos_token is declared
+    // (transformers 5 writes no add_bos_token and keeps the template; with one it rebuilds the template).
+    // The template's token is the one prepended, whatever bos_token the config names.
+    if (const auto& prefix = spec.value().templatePrefix; prefix && !specials.addBos) {
+      specials.addBos = !prefix->empty();
+      if (!prefix->empty()) specials.bos = detail::Declared{true, prefix->front()};
+    }
+    if (spec.value().metaspace) {
+      auto bpe = detail::MetaspaceBpeTokenizer::create(spec.value());
+      if (!bpe.isOk()) return bpe.status();
+      fileAdded = bpe.value()->fileAddedTokens();
+      tokenizer = std::move(bpe).value();
+    } else {
+      auto bpe = detail::BpeTokenizer::create(spec.value());
+      if (!bpe.isOk()) return bpe.status();
+      fileAdded = bpe.value()->fileAddedTokens();
+      tokenizer = std::move(bpe).value();
+    }
   }
   s = detail::TokenizerSetup::finish(*tokenizer, fileAdded, specials, *defaults, first.string());
   if (!s.isOk()) return s;

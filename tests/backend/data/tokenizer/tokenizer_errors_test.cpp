@@ -161,11 +161,9 @@ TEST(TokenizerErrors, UnsupportedModels) {
   check(tokenizerJson(json{{"type", "WordPiece"}, {"vocab", json::object()}}), {"model.type", "WordPiece"});
   check(tokenizerJson(json{{"type", "Unigram"}, {"vocab", json::array()}}), {"model.type", "Unigram"});
   json model = bpeModel();
-  model["byte_fallback"] = true;
-  check(tokenizerJson(model), {"byte_fallback"});
+  model["byte_fallback"] = true;  // LLaMA-style BPE: GPT-2's byte-level pre-tokenizer makes no sense with it
+  check(tokenizerJson(model), {"pre_tokenizer.type", "ByteLevel", "byte-fallback"});
   json doc = tokenizerJson(bpeModel());
-  doc["pre_tokenizer"] = json{{"type", "Metaspace"}, {"replacement", "▁"}};
-  check(doc, {"pre_tokenizer.type", "Metaspace"});
   doc["pre_tokenizer"] =
       json{{"type", "Sequence"},
            {"pretokenizers", json::array({json{{"type", "Split"}}, json{{"type", "ByteLevel"}}})}};
@@ -174,6 +172,72 @@ TEST(TokenizerErrors, UnsupportedModels) {
   doc["normalizer"] = json{{"type", "Lowercase"}};
   check(doc, {"normalizer.type", "Lowercase"});
   EXPECT_MESSAGE_HAS(loadStatus(dir / "tokenizer.json", "bert"), "bert", "opt, gpt_neox, mpt, llama");
+}
+
+// LLaMA's layout (NOTE [Metaspace BPE]): each part we do not implement is named.
+TEST(TokenizerErrors, MetaspaceVariants) {
+  stdfs::path dir = scratchDir("err_metaspace");
+  auto status = [&](const json& doc) {
+    writeFile(dir / "tokenizer.json", doc.dump());
+    return loadStatus(dir / "tokenizer.json", "llama");
+  };
+  json model = json{{"type", "BPE"},
+                    {"byte_fallback", true},
+                    {"fuse_unk", true},
+                    {"unk_token", "<unk>"},
+                    {"vocab", json{{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}, {"h", 3}, {"e", 4}, {"he", 5}}},
+                    {"merges", json::array({json::array({"h", "e"})})}};
+  json metaspace =
+      json{{"type", "Metaspace"}, {"replacement", "▁"}, {"prepend_scheme", "first"}, {"split", false}};
+  json doc = json{{"normalizer", nullptr},
+                  {"pre_tokenizer", metaspace},
+                  {"model", model},
+                  {"decoder", json{{"type", "Fuse"}}}};
+  EXPECT_TRUE(status(doc).isOk()) << status(doc).toString();
+
+  doc["pre_tokenizer"]["prepend_scheme"] = "sometimes";
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "pre_tokenizer.prepend_scheme");
+  doc["pre_tokenizer"] = metaspace;
+  doc["pre_tokenizer"]["replacement"] = "__";  // HF reads one character
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "pre_tokenizer.replacement", "one character");
+  doc["pre_tokenizer"] = json{{"type", 42}};  // a type that is not a string is named as written
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "pre_tokenizer.type \"42\"");
+  doc["pre_tokenizer"] = json{{"type", "Whitespace"}};
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "pre_tokenizer.type", "Whitespace");
+  doc["pre_tokenizer"] = metaspace;
+  doc["normalizer"] =
+      json{{"type", "Sequence"},
+           {"normalizers",
+            json::array({json{{"type", "Prepend"}, {"prepend", "▁"}}, json{{"type", "Lowercase"}}})}};
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "normalizer.normalizers[1].type", "Lowercase");
+  json doubling = json::array();  // each step doubles the text: bounded by refusing more than 8
+  for (int i = 0; i < 9; ++i)
+    doubling.push_back(json{{"type", "Replace"}, {"pattern", json{{"String", "h"}}}, {"content", "hh"}});
+  doc["normalizer"] = json{{"type", "Sequence"}, {"normalizers", doubling}};
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "normalizer.normalizers[8]", "more than 8");
+  doc["normalizer"] = json{{"type", "Replace"}, {"pattern", json{{"Regex", " +"}}}, {"content", "▁"}};
+
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "normalizer.pattern", "Regex");
+  doc["normalizer"] = nullptr;
+  doc["decoder"] = json{{"type", "Sequence"}, {"decoders", json::array({json{{"type", "ByteLevel"}}})}};
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "decoder.decoders[0].type", "ByteLevel");
+  doc["decoder"] = json{{"type", "Strip"}, {"content", " "}, {"start", -1}, {"stop", 0}};
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "decoder.start");
+  doc["decoder"] = json{{"type", "Fuse"}};
+  auto special = [](const char* id) { return json{{"SpecialToken", json{{"id", id}, {"type_id", 0}}}}; };
+  json text = json{{"Sequence", json{{"id", "A"}, {"type_id", 0}}}};
+  doc["post_processor"] =
+      json{{"type", "TemplateProcessing"}, {"single", json::array({text, special("</s>")})}};
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "post_processor.single[1]", "</s>", "after the text");
+  doc["post_processor"] =
+      json{{"type", "TemplateProcessing"}, {"single", json::array({special("<s>"), special("</s>"), text})}};
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "post_processor.single", "2 special tokens");
+  doc["post_processor"] = nullptr;
+  doc["model"]["unk_token"] = "<missing>";
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "model.unk_token", "<missing>");
+  doc["model"]["unk_token"] = "<unk>";
+  doc["model"]["merges"] = json::array({json::array({"e", "h"})});  // "eh" is not a token
+  EXPECT_MESSAGE_HAS(status(doc), "tokenizer.json", "model.merges[0]", "\"eh\"");
 }
 
 TEST(TokenizerErrors, VocabularyAndMergesDisagree) {
