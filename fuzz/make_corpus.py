@@ -98,6 +98,39 @@ def mmc4():
     put("base64", "padding.txt", "YQ==YWI=")
 
 
+def llama_tokenizer_json():
+    """The layout transformers 5 saves for LLaMA: BPE with byte fallback, Metaspace
+    (prepend "first", no split), the Replace / ByteFallback / Fuse / Strip decoder and
+    a TemplateProcessing post-processor that prepends <s>."""
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    for piece in ["\u2581", "a", "c", "t", "\u2581c", "at", "\u2581cat", "\u2581a"]:
+        vocab[piece] = len(vocab)
+    merges = [["\u2581", "c"], ["a", "t"], ["\u2581c", "at"], ["\u2581", "a"]]
+    special = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                "normalized": False, "special": True} for t, i in (("<unk>", 0), ("<s>", 1), ("</s>", 2))]
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": special, "normalizer": None,
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                    {"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": "<s>", "type_id": 1}},
+                                    {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "vocab": vocab, "merges": merges},
+    }
+
+
 def tokenizers(tmp):
     def b2u():
         bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
@@ -122,6 +155,7 @@ def tokenizers(tmp):
     tj["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}]}
     tj["model"]["merges"] = [m.split(" ") for m in merges]
     put("tokenizer_json", "sequence_pair_merges.json", json.dumps(tj, ensure_ascii=False))
+    put("tokenizer_json", "llama_metaspace.json", json.dumps(llama_tokenizer_json(), ensure_ascii=False))
     put("vocab_merges", "gpt2_style.txt",
         json.dumps(vocab, ensure_ascii=False) + "\n#merges\n#version: 0.2\n" + "\n".join(merges) + "\n")
     import sentencepiece as spm
