@@ -64,6 +64,7 @@ Status verifyHostKey(ssh_session session, const HostSpec& spec, Prompter& prompt
           "that line (ssh-keygen -R '" +
           name + "') and connect again");
     case KnownHostResult::Kind::kUnknown:
+    case KnownHostResult::Kind::kOtherType:  // asked about as unknown, for now
       break;
   }
   const std::string remembered = name + " " + blob;
