@@ -231,7 +231,7 @@ StatusOr<KnownHostResult> checkKnownHost(const std::vector<std::string>& files, 
 }
 
 StatusOr<std::vector<StoredHostKey>> storedHostKeys(const std::vector<std::string>& files,
-                                                   const std::string& host, int port) {
+                                                    const std::string& host, int port) {
   const std::string name = knownHostsName(host, port);
   std::vector<StoredHostKey> keys;
   Status s = forEachEntry(files, [&](const Entry& e) {
@@ -257,8 +257,8 @@ std::string hostKeyAlgorithmsPreferring(const std::vector<StoredHostKey>& stored
   };
   std::string preferred, rest;
   for (const auto& [algorithm, key_type] : kAlgorithms) {
-    const bool known = std::any_of(stored.begin(), stored.end(),
-                                   [&](const StoredHostKey& k) { return k.type == key_type; });
+    const bool known =
+        std::any_of(stored.begin(), stored.end(), [&](const StoredHostKey& k) { return k.type == key_type; });
     std::string& list = known ? preferred : rest;
     list += (list.empty() ? "" : ",") + std::string(algorithm);
   }

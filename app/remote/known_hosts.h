@@ -61,7 +61,7 @@ protocol::StatusOr<KnownHostResult> checkKnownHost(const std::vector<std::string
 // The keys stored for `host`:`port` (not @revoked or @cert-authority lines),
 // in file order; errors as checkKnownHost.
 protocol::StatusOr<std::vector<StoredHostKey>> storedHostKeys(const std::vector<std::string>& files,
-                                                             const std::string& host, int port);
+                                                              const std::string& host, int port);
 
 // The host-key algorithms a client offers (libssh's SSH_OPTIONS_HOSTKEYS),
 // those that can verify a key of a stored type first, as OpenSSH orders them:

@@ -42,14 +42,15 @@ struct HostKeyQuestion {
   // are stored for it, and the server offers none of them (NOTE [Host keys]
   // in ssh_session.h). A changed key is refused, never asked about.
   enum class Kind { kUnknown, kOtherType };
-  std::string host;              // the HostName connected to (through a jump host: as the jump host sees it)
+  std::string host;  // the HostName connected to (through a jump host: as the jump host sees it)
   int port = 22;
   std::string alias;               // the destination as written, for the dialog's title
   std::string key_type;            // "ssh-ed25519", ...
   std::string fingerprint_sha256;  // "SHA256:...", as ssh-keygen -l prints
   std::string save_file;           // where kAcceptAndSave writes (the first UserKnownHostsFile)
   Kind kind = Kind::kUnknown;
-  std::vector<StoredHostKey> known_keys;  // kOtherType: what known_hosts holds for the host (file:line)
+  // kOtherType: the keys known_hosts holds for the host, with their file:line.
+  std::vector<StoredHostKey> known_keys;
 };
 
 // The question as a person reads it (the terminal prints it; a dialog may use

@@ -378,8 +378,9 @@ StatusOr<HostSpec> SshConfig::resolve(const std::string& destination) const {
                             "ignored");
   }
   if (host_key_alias != nullptr) {
-    spec.warnings.push_back(host_key_alias->where + ": HostKeyAlias is not supported and is ignored: host keys are "
-                            "looked up as " + knownHostsName(spec.hostname, spec.port) + ", not as " +
+    const std::string looked_up = knownHostsName(spec.hostname, spec.port);
+    spec.warnings.push_back(host_key_alias->where + ": HostKeyAlias is not supported and is ignored: " +
+                            "host keys are looked up as " + looked_up + ", not as " +
                             host_key_alias->args[0]);
   }
   if (hash_known_hosts != nullptr && parseYesNo(hash_known_hosts->args[0]).value_or(false)) {

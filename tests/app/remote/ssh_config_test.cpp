@@ -252,7 +252,8 @@ TEST_F(SshConfigTest, RelativePathsAndUnsetVariablesAreErrorsNamingFileAndLine) 
     EXPECT_TRUE(config->resolve("b").isOk()) << c.line;  // only where the line applies
   }
   setenv("FS_TEST_KH_AGENT", "/run/agent.sock", 1);
-  auto agent = SshConfig::parse("Host a\n  IdentityAgent $FS_TEST_KH_AGENT\nHost b\n  IdentityAgent SSH_AUTH_SOCK\n");
+  auto agent =
+      SshConfig::parse("Host a\n  IdentityAgent $FS_TEST_KH_AGENT\nHost b\n  IdentityAgent SSH_AUTH_SOCK\n");
   ASSERT_TRUE(agent.isOk());
   EXPECT_EQ(agent->resolve("a")->identity_agent, "/run/agent.sock");
   EXPECT_EQ(agent->resolve("b")->identity_agent, "SSH_AUTH_SOCK");

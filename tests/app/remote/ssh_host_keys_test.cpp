@@ -190,7 +190,8 @@ TEST_F(SshHostKeysTest, AcceptedOnceDoesNotPassStrictHostKeyCheckingYes) {
   ASSERT_NE(ask, nullptr);
   ASSERT_TRUE(ask->connect().isOk());
   ASSERT_EQ(prompter->questions.size(), 1u);
-  auto strict = open("h0", prompter, "Host *\n  UserKnownHostsFile " + kh + "\n  StrictHostKeyChecking yes\n");
+  auto strict =
+      open("h0", prompter, "Host *\n  UserKnownHostsFile " + kh + "\n  StrictHostKeyChecking yes\n");
   ASSERT_NE(strict, nullptr);
   Status status = strict->connect();
   ASSERT_FALSE(status.isOk());
