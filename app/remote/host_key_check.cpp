@@ -21,7 +21,32 @@ std::set<std::string>& acceptedOnce() {
   return keys;
 }
 
+// "TYPE SHA256:... (file:line), ..."
+std::string storedKeysText(const std::vector<StoredHostKey>& keys) {
+  std::string text;
+  for (const StoredHostKey& k : keys) {
+    text += (text.empty() ? "" : ", ") + k.type + " " + k.fingerprint + " (" + k.file + ":" +
+            std::to_string(k.line) + ")";
+  }
+  return text;
+}
+
 }  // namespace
+
+std::string hostKeyQuestionText(const HostKeyQuestion& q) {
+  const std::string where = knownHostsName(q.host, q.port);
+  const std::string host = "The authenticity of host '" + where + "' (" + q.alias + ") can't be established";
+  if (q.kind == HostKeyQuestion::Kind::kUnknown) {
+    return host + ".\n" + q.key_type + " key fingerprint is " + q.fingerprint_sha256 + ".\n";
+  }
+  std::string text = host + ", but keys of other types are known for this host:\n";
+  for (const StoredHostKey& k : q.known_keys) {
+    text += "  " + k.type + " " + k.fingerprint + " in " + k.file + ":" + std::to_string(k.line) + "\n";
+  }
+  return text + "The server offers " + q.key_type + " " + q.fingerprint_sha256 +
+         " instead, a key type not stored for it. Accept it only if you know that the host has a new key "
+         "type; otherwise this may be an attack.\n";
+}
 
 std::string hostLabel(const HostSpec& spec) {
   return spec.alias + " (" + spec.user + "@" + spec.hostname + ":" + std::to_string(spec.port) + ")";
@@ -64,16 +89,32 @@ Status verifyHostKey(ssh_session session, const HostSpec& spec, Prompter& prompt
           "that line (ssh-keygen -R '" +
           name + "') and connect again");
     case KnownHostResult::Kind::kUnknown:
+    case KnownHostResult::Kind::kOtherType:
       break;
+  }
+  // Strict checking first: a key accepted once earlier in this process (under
+  // another config) is not in known_hosts either.
+  const bool other_type = result->kind == KnownHostResult::Kind::kOtherType;
+  const std::string stored_list = other_type ? storedKeysText(result->other_keys) : std::string();
+  if (spec.strict_host_key_checking == StrictHostKeyChecking::kYes) {
+    if (other_type) {
+      return Status::ioError(label + ": " + name + " is known with another key type: known_hosts holds " +
+                             stored_list + ", but the server offers " + key_type + " " + fingerprint +
+                             "; StrictHostKeyChecking is yes; refusing to connect");
+    }
+    return Status::ioError(label + ": the host key " + key_type + " " + fingerprint + " of " + name +
+                           " is not in known_hosts and StrictHostKeyChecking is yes; refusing to connect");
   }
   const std::string remembered = name + " " + blob;
   {
     std::lock_guard<std::mutex> lock(acceptedMutex());
     if (acceptedOnce().count(remembered) != 0) return Status::ok();
   }
-  if (spec.strict_host_key_checking == StrictHostKeyChecking::kYes) {
-    return Status::ioError(label + ": the host key " + key_type + " " + fingerprint + " of " + name +
-                           " is not in known_hosts and StrictHostKeyChecking is yes; refusing to connect");
+  if (other_type && !prompter.asksAbout(HostKeyQuestion::Kind::kOtherType)) {
+    return Status::ioError(label + ": " + name + " is known with another key type: known_hosts holds " +
+                           stored_list + ", but the server offers " + key_type + " " + fingerprint +
+                           ". Refusing to connect: this may be an attack; if the host has a new key type, "
+                           "check its fingerprint and add it to known_hosts");
   }
   HostKeyQuestion question;
   question.host = spec.hostname;
@@ -81,6 +122,10 @@ Status verifyHostKey(ssh_session session, const HostSpec& spec, Prompter& prompt
   question.alias = spec.alias;
   question.key_type = key_type;
   question.fingerprint_sha256 = fingerprint;
+  if (other_type) {
+    question.kind = HostKeyQuestion::Kind::kOtherType;
+    question.known_keys = result->other_keys;
+  }
   question.save_file =
       spec.user_known_hosts_files.empty() ? std::string() : spec.user_known_hosts_files.front();
   const HostKeyAnswer answer = prompter.hostKey(question);

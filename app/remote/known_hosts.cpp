@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "app/remote/ssh_patterns.h"
@@ -132,11 +133,22 @@ std::string fingerprintSha256(std::string_view key_blob) {
          base64Encode(std::string_view(reinterpret_cast<const char*>(digest), len), /*pad=*/false);
 }
 
-StatusOr<KnownHostResult> checkKnownHost(const std::vector<std::string>& files, const std::string& host,
-                                         int port, std::string_view key_blob) {
-  const std::string name = knownHostsName(host, port);
-  const std::string type = keyBlobType(key_blob);
-  KnownHostResult known, changed;
+namespace {
+
+// One usable line of a known_hosts file.
+struct Entry {
+  const std::string* file;
+  int line;
+  bool revoked;            // an @revoked line (its host field is not checked)
+  std::string host_field;  // patterns or a hashed name
+  std::string key_type;    // as written
+  std::string blob;        // the decoded key
+};
+
+// Calls `visit` for every line with a key, in file order (comments,
+// @cert-authority and malformed lines skipped, as ssh does); stops when it
+// returns false.
+Status forEachEntry(const std::vector<std::string>& files, const std::function<bool(const Entry&)>& visit) {
   for (const std::string& file : files) {
     std::ifstream in(file);
     if (!in) {
@@ -146,49 +158,111 @@ StatusOr<KnownHostResult> checkKnownHost(const std::vector<std::string>& files, 
     std::string line;
     for (int number = 1; std::getline(in, line); ++number) {
       std::istringstream fields(line);
-      std::string first, field_host, key_type, key_text;
+      std::string first, key_text;
+      Entry e{&file, number, false, {}, {}, {}};
       if (!(fields >> first) || first[0] == '#') continue;
       std::string marker;
       if (first[0] == '@') {
         marker = first;
-        if (!(fields >> field_host)) continue;
+        if (!(fields >> e.host_field)) continue;
       } else {
-        field_host = first;
+        e.host_field = first;
       }
-      if (!(fields >> key_type >> key_text)) continue;
-      if (marker == "@cert-authority") continue;
-      if (!marker.empty() && marker != "@revoked") continue;
-      std::string stored;
-      if (!base64Decode(key_text, &stored)) continue;
-      if (marker == "@revoked") {
-        if (stored == key_blob) {
-          KnownHostResult r;
-          r.kind = KnownHostResult::Kind::kRevoked;
-          r.file = file;
-          r.line = number;
-          return r;  // revoked for every host
-        }
-        continue;
-      }
-      if (!hostFieldMatches(field_host, name)) continue;
-      if (stored == key_blob) {
-        if (known.line == 0) {
-          known.kind = KnownHostResult::Kind::kKnown;
-          known.file = file;
-          known.line = number;
-        }
-      } else if (keyBlobType(stored) == type && changed.line == 0) {
-        changed.kind = KnownHostResult::Kind::kChanged;
-        changed.file = file;
-        changed.line = number;
-        changed.stored_key_type = key_type;
-        changed.stored_fingerprint = fingerprintSha256(stored);
-      }
+      if (!(fields >> e.key_type >> key_text)) continue;
+      if (!marker.empty() && marker != "@revoked") continue;  // @cert-authority: no certificates here
+      if (!base64Decode(key_text, &e.blob)) continue;
+      e.revoked = marker == "@revoked";
+      if (!visit(e)) return Status::ok();
     }
   }
+  return Status::ok();
+}
+
+StoredHostKey storedKey(const Entry& e) {
+  return {keyBlobType(e.blob), fingerprintSha256(e.blob), *e.file, e.line};
+}
+
+}  // namespace
+
+StatusOr<KnownHostResult> checkKnownHost(const std::vector<std::string>& files, const std::string& host,
+                                         int port, std::string_view key_blob) {
+  const std::string name = knownHostsName(host, port);
+  const std::string type = keyBlobType(key_blob);
+  KnownHostResult known, changed, revoked;
+  std::vector<StoredHostKey> others;
+  Status s = forEachEntry(files, [&](const Entry& e) {
+    if (e.revoked) {
+      if (e.blob != key_blob) return true;
+      revoked.kind = KnownHostResult::Kind::kRevoked;  // revoked for every host
+      revoked.file = *e.file;
+      revoked.line = e.line;
+      return false;
+    }
+    if (!hostFieldMatches(e.host_field, name)) return true;
+    if (e.blob == key_blob) {
+      if (known.line == 0) {
+        known.kind = KnownHostResult::Kind::kKnown;
+        known.file = *e.file;
+        known.line = e.line;
+      }
+    } else if (keyBlobType(e.blob) == type) {
+      if (changed.line == 0) {
+        changed.kind = KnownHostResult::Kind::kChanged;
+        changed.file = *e.file;
+        changed.line = e.line;
+        changed.stored_key_type = e.key_type;
+        changed.stored_fingerprint = fingerprintSha256(e.blob);
+      }
+    } else {
+      others.push_back(storedKey(e));
+    }
+    return true;
+  });
+  if (!s.isOk()) return s;
+  if (revoked.line != 0) return revoked;
   if (known.line != 0) return known;
   if (changed.line != 0) return changed;
-  return KnownHostResult{};
+  KnownHostResult result;
+  if (!others.empty()) {
+    result.kind = KnownHostResult::Kind::kOtherType;
+    result.other_keys = std::move(others);
+  }
+  return result;
+}
+
+StatusOr<std::vector<StoredHostKey>> storedHostKeys(const std::vector<std::string>& files,
+                                                    const std::string& host, int port) {
+  const std::string name = knownHostsName(host, port);
+  std::vector<StoredHostKey> keys;
+  Status s = forEachEntry(files, [&](const Entry& e) {
+    if (!e.revoked && hostFieldMatches(e.host_field, name)) keys.push_back(storedKey(e));
+    return true;
+  });
+  if (!s.isOk()) return s;
+  return keys;
+}
+
+std::string hostKeyAlgorithmsPreferring(const std::vector<StoredHostKey>& stored) {
+  // libssh 0.10's default host-key algorithms without certificates (it offers
+  // none): each with the key type it verifies.
+  static const std::pair<const char*, const char*> kAlgorithms[] = {
+      {"ssh-ed25519", "ssh-ed25519"},
+      {"ecdsa-sha2-nistp521", "ecdsa-sha2-nistp521"},
+      {"ecdsa-sha2-nistp384", "ecdsa-sha2-nistp384"},
+      {"ecdsa-sha2-nistp256", "ecdsa-sha2-nistp256"},
+      {"sk-ssh-ed25519@openssh.com", "sk-ssh-ed25519@openssh.com"},
+      {"sk-ecdsa-sha2-nistp256@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com"},
+      {"rsa-sha2-512", "ssh-rsa"},
+      {"rsa-sha2-256", "ssh-rsa"},
+  };
+  std::string preferred, rest;
+  for (const auto& [algorithm, key_type] : kAlgorithms) {
+    const bool known =
+        std::any_of(stored.begin(), stored.end(), [&](const StoredHostKey& k) { return k.type == key_type; });
+    std::string& list = known ? preferred : rest;
+    list += (list.empty() ? "" : ",") + std::string(algorithm);
+  }
+  return preferred.empty() ? rest : rest.empty() ? preferred : preferred + "," + rest;
 }
 
 Status appendKnownHost(const std::string& file, const std::string& host, int port,

@@ -19,8 +19,19 @@
 
 namespace fs::app::remote {
 
+// One key a known_hosts file holds for a host.
+struct StoredHostKey {
+  std::string type;         // the key's type ("ecdsa-sha2-nistp256", ...)
+  std::string fingerprint;  // "SHA256:..."
+  std::string file;
+  int line = 0;
+};
+
 struct KnownHostResult {
-  enum class Kind { kKnown, kUnknown, kChanged, kRevoked };
+  // kOtherType: no key of the offered type is stored for the host, but keys
+  // of other types are (NOTE [Host keys] in ssh_session.h): not the same as
+  // kUnknown, the host is known.
+  enum class Kind { kKnown, kUnknown, kOtherType, kChanged, kRevoked };
   Kind kind = Kind::kUnknown;
   // kKnown, kChanged, kRevoked: where the (stored) entry is.
   std::string file;
@@ -28,6 +39,8 @@ struct KnownHostResult {
   // kChanged: the stored key of the same type.
   std::string stored_key_type;
   std::string stored_fingerprint;
+  // kOtherType: the keys stored for the host, in file order.
+  std::vector<StoredHostKey> other_keys;
 };
 
 // The name a host has in known_hosts: "host" for port 22, else "[host]:port".
@@ -39,11 +52,22 @@ std::string keyBlobType(std::string_view key_blob);
 // Looks `host`:`port` with key `key_blob` (the raw public key blob) up in the
 // files in order. kRevoked beats everything; then a matching key (kKnown);
 // then a stored key of the same type that differs (kChanged, the first one);
-// else kUnknown (also when only keys of other types are stored). A missing
-// file counts as empty; an unreadable one is kIOError naming it.
+// then keys of other types only (kOtherType, listing them); else kUnknown. A
+// missing file counts as empty; an unreadable one is kIOError naming it.
 protocol::StatusOr<KnownHostResult> checkKnownHost(const std::vector<std::string>& files,
                                                    const std::string& host, int port,
                                                    std::string_view key_blob);
+
+// The keys stored for `host`:`port` (not @revoked or @cert-authority lines),
+// in file order; errors as checkKnownHost.
+protocol::StatusOr<std::vector<StoredHostKey>> storedHostKeys(const std::vector<std::string>& files,
+                                                              const std::string& host, int port);
+
+// The host-key algorithms a client offers (libssh's SSH_OPTIONS_HOSTKEYS),
+// those that can verify a key of a stored type first, as OpenSSH orders them:
+// a server with several host keys then shows the one we know. Every default
+// algorithm stays on offer; without stored keys, the default order.
+std::string hostKeyAlgorithmsPreferring(const std::vector<StoredHostKey>& stored);
 
 // "SHA256:" + unpadded base64 of SHA-256(key_blob), as ssh-keygen -l prints.
 std::string fingerprintSha256(std::string_view key_blob);

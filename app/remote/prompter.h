@@ -11,6 +11,9 @@
 
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "app/remote/known_hosts.h"
 
 namespace fs::app::remote {
 
@@ -35,15 +38,25 @@ class Secret {
 };
 
 struct HostKeyQuestion {
-  enum class Kind { kUnknown };  // a changed key is refused, never asked about
-  std::string host;              // the HostName connected to (through a jump host: as the jump host sees it)
+  // kUnknown: no key of the host is stored. kOtherType: keys of other types
+  // are stored for it, and the server offers none of them (NOTE [Host keys]
+  // in ssh_session.h). A changed key is refused, never asked about.
+  enum class Kind { kUnknown, kOtherType };
+  std::string host;  // the HostName connected to (through a jump host: as the jump host sees it)
   int port = 22;
   std::string alias;               // the destination as written, for the dialog's title
   std::string key_type;            // "ssh-ed25519", ...
   std::string fingerprint_sha256;  // "SHA256:...", as ssh-keygen -l prints
   std::string save_file;           // where kAcceptAndSave writes (the first UserKnownHostsFile)
   Kind kind = Kind::kUnknown;
+  // kOtherType: the keys known_hosts holds for the host, with their file:line.
+  std::vector<StoredHostKey> known_keys;
 };
+
+// The question as a person reads it (the terminal prints it; a dialog may use
+// it): for kOtherType it says that the host is known with keys of other types
+// and names them with their file:line, as OpenSSH does.
+std::string hostKeyQuestionText(const HostKeyQuestion& question);
 
 enum class HostKeyAnswer { kReject, kAcceptOnce, kAcceptAndSave };
 
@@ -51,6 +64,14 @@ class Prompter {
  public:
   virtual ~Prompter() = default;
   virtual HostKeyAnswer hostKey(const HostKeyQuestion& question) = 0;
+  // Whether hostKey() shows questions of this kind as such. A prompter that
+  // only knows kUnknown (the default) is never asked about a host known with
+  // another key type: that connection is refused with the stored keys named,
+  // so that nobody is shown "unknown host" for a known one.
+  virtual bool asksAbout(HostKeyQuestion::Kind kind) const { return kind == HostKeyQuestion::Kind::kUnknown; }
+  // A warning about the connection's configuration ("file:line: ..."), given
+  // once per connection; the default drops it (HostSpec::warnings holds them too).
+  virtual void warning(const std::string& text) { (void)text; }
   // The passphrase of an encrypted private key; nullopt: the person declined
   // (the key is skipped). `attempt` counts from 1; a wrong answer asks again
   // up to three times.

@@ -19,6 +19,13 @@ using protocol::StatusOr;
 std::string expandTilde(const std::string& path, const std::string& home) {
   if (path == "~") return home;
   if (path.rfind("~/", 0) == 0) return home + path.substr(1);
+  if (path.rfind("~", 0) == 0) {
+    const std::size_t slash = path.find('/');
+    const std::string user = path.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
+    if (const passwd* pw = getpwnam(user.c_str())) {
+      return pw->pw_dir + (slash == std::string::npos ? std::string() : path.substr(slash));
+    }
+  }
   return path;
 }
 
@@ -122,6 +129,7 @@ class SshConfigReader {
         current.lines.clear();
         current.patterns = {"*"};
         current.never = outer.never || !all;
+        if (!all) config_.match_lines_.push_back(where);
       } else if (keyword == "include") {
         SshConfig::Block inner = current;
         inner.guards.push_back(current.patterns);

@@ -6,8 +6,11 @@
 // case-sensitive as in ssh 9.2), first value wins, Include (globs; relative paths under
 // ~/.ssh for the user file and /etc/ssh for the system one), keywords in any
 // case, "key value" / "key=value", quoted values, # comments. Match blocks
-// are skipped (never applied, no warning) except "Match all". Keywords this
-// app does not use are ignored. NOTE [Why our own ssh_config parser].
+// are skipped (never applied) except "Match all", and each is a warning in
+// HostSpec::warnings naming its file:line, as are HostKeyAlias and
+// "HashKnownHosts yes" where they apply. Other keywords this app does not use
+// are ignored. Paths: NOTE [Paths in ssh_config].
+// NOTE [Why our own ssh_config parser].
 //
 // Thread-safety: SshConfig is immutable after load(); const calls from any
 // thread. Blocking file I/O in load().
@@ -30,6 +33,17 @@ namespace fs::app::remote {
 // generated config), so we parse and resolve here and hand libssh only
 // explicit options. `ssh -G` is the oracle in tests/app/remote/ssh_config_test.
 
+// NOTE [Paths in ssh_config]
+// As ssh does (ssh_config(5) TOKENS and ENVIRONMENT VARIABLES):
+// UserKnownHostsFile, IdentityFile and IdentityAgent expand a leading ~ or
+// ~user, then ${VAR} from the environment and the tokens %% %C %d %h %i %k %L
+// %l %n %p %r %u; an unset variable or an unknown token is an error naming
+// file:line, as ssh refuses them. GlobalKnownHostsFile is taken literally, as
+// ssh does. "none" (alone) means no file, no agent. A path still relative
+// after expansion is an error naming file:line and the value: ssh would read
+// it from whatever the working directory is. IdentityAgent SSH_AUTH_SOCK and
+// $VAR name the environment variable holding the socket.
+
 enum class StrictHostKeyChecking { kAsk, kYes, kNo, kAcceptNew };
 
 struct HostSpec {
@@ -37,18 +51,22 @@ struct HostSpec {
   std::string hostname;  // HostName (%h expanded), else the alias in lower case
   std::string user;      // User, else the local user
   int port = 22;
-  std::vector<std::string> identity_files;  // ~ and %d %u %h %r %l %p %n %% expanded
+  std::vector<std::string> identity_files;  // expanded (NOTE [Paths in ssh_config])
   bool identities_only = false;
-  std::string identity_agent;  // IdentityAgent (expanded); empty: SSH_AUTH_SOCK; "none": no agent
+  // IdentityAgent (expanded); empty or "SSH_AUTH_SOCK": $SSH_AUTH_SOCK; "none": no agent.
+  std::string identity_agent;
   // ProxyJump hops in order ([user@]host[:port], each resolved through the
   // config again when connecting); empty for none.
   std::vector<std::string> proxy_jump;
-  std::vector<std::string> user_known_hosts_files;    // expanded
-  std::vector<std::string> global_known_hosts_files;  // read only, never written
+  std::vector<std::string> user_known_hosts_files;    // expanded; empty for "none"
+  std::vector<std::string> global_known_hosts_files;  // read only, never written; empty for "none"
   StrictHostKeyChecking strict_host_key_checking = StrictHostKeyChecking::kAsk;
   int server_alive_interval = 0;  // seconds; 0: not set (SshConnection uses 15)
   int server_alive_count_max = 3;
   int connect_timeout = 0;  // seconds; 0: not set (SshConnection uses 15)
+  // "file:line: ..." for what the config says and we ignore (Match blocks,
+  // HostKeyAlias, HashKnownHosts yes); the Prompter is given each once per connection.
+  std::vector<std::string> warnings;
 };
 
 struct SshConfigOptions {
@@ -94,11 +112,12 @@ class SshConfig {
 
  private:
   std::vector<Block> blocks_;
+  std::vector<std::string> match_lines_;  // "file:line" of each Match block other than "Match all"
   SshConfigOptions options_;
   friend class SshConfigReader;
 };
 
-// "~/x" -> home + "/x"; other paths unchanged.
+// "~/x" -> home + "/x"; "~user/x" -> that user's home + "/x"; other paths unchanged.
 std::string expandTilde(const std::string& path, const std::string& home);
 
 // The local user's name and home directory (passwd entry of the real uid).

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -47,10 +48,12 @@ struct SshConnection::Endpoint {
 
 // Connects to `spec`, through its ProxyJump hops (each resolved by
 // `resolve_hop`, each connected the same way), checks the host key and
-// authenticates.
+// authenticates. Gives the Prompter each hop's HostSpec::warnings not in
+// `warned` yet, and adds them there.
 protocol::StatusOr<std::unique_ptr<SshConnection::Endpoint>> openEndpoint(const HostSpec& spec,
                                                                           Prompter& prompter,
                                                                           const HopResolver& resolve_hop,
+                                                                          std::set<std::string>& warned,
                                                                           int depth = 0);
 
 // NOTE [Host keys] in ssh_session.h.

@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include "app/remote/known_hosts.h"
 #include "app/remote/ssh_internal.h"
 
 namespace fs::app::remote {
@@ -50,8 +51,12 @@ SshConnection::Endpoint::~Endpoint() {
 }
 
 StatusOr<std::unique_ptr<SshConnection::Endpoint>> openEndpoint(const HostSpec& spec, Prompter& prompter,
-                                                                const HopResolver& resolve_hop, int depth) {
+                                                                const HopResolver& resolve_hop,
+                                                                std::set<std::string>& warned, int depth) {
   const std::string label = hostLabel(spec);
+  for (const std::string& warning : spec.warnings) {
+    if (warned.insert(warning).second) prompter.warning(warning);
+  }
   if (depth > 8)
     return Status::invalidArgument(label + ": more than 8 ProxyJump hops (a loop in ssh_config?)");
   auto endpoint = std::make_unique<SshConnection::Endpoint>();
@@ -65,7 +70,7 @@ StatusOr<std::unique_ptr<SshConnection::Endpoint>> openEndpoint(const HostSpec& 
       return Status::ioError(label + ": ProxyJump " + last + ": " + jump_spec.status().message());
     if (spec.proxy_jump.size() > 1)
       jump_spec->proxy_jump.assign(spec.proxy_jump.begin(), spec.proxy_jump.end() - 1);
-    auto jump = openEndpoint(*jump_spec, prompter, resolve_hop, depth + 1);
+    auto jump = openEndpoint(*jump_spec, prompter, resolve_hop, warned, depth + 1);
     if (!jump.isOk()) return Status::ioError(label + ": through jump host " + jump.status().message());
     auto tunnel = JumpTunnel::open(std::move(*jump), *jump_spec, spec.hostname, spec.port);
     if (!tunnel.isOk()) return Status::ioError(label + ": " + tunnel.status().message());
@@ -93,6 +98,16 @@ StatusOr<std::unique_ptr<SshConnection::Endpoint>> openEndpoint(const HostSpec& 
   ssh_options_set(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null");
   ssh_options_set(s, SSH_OPTIONS_CIPHERS_C_S, kCipherOrder);
   ssh_options_set(s, SSH_OPTIONS_CIPHERS_S_C, kCipherOrder);
+  // NOTE [Host keys]: ask for a key of a type known_hosts holds for this host
+  // (libssh would order by its own known_hosts file, which is /dev/null here).
+  // An unreadable file is reported by verifyHostKey.
+  std::vector<std::string> files = spec.user_known_hosts_files;
+  files.insert(files.end(), spec.global_known_hosts_files.begin(), spec.global_known_hosts_files.end());
+  auto stored = storedHostKeys(files, spec.hostname, spec.port);
+  const std::string algorithms =
+      hostKeyAlgorithmsPreferring(stored.isOk() ? *stored : std::vector<StoredHostKey>{});
+  if (ssh_options_set(s, SSH_OPTIONS_HOSTKEYS, algorithms.c_str()) != SSH_OK)
+    return Status::ioError(label + ": cannot set the host key algorithms: " + ssh_get_error(s));
   if (ssh_connect(s) != SSH_OK) return Status::ioError(label + ": cannot connect: " + ssh_get_error(s));
   if (!endpoint->tunnel) setTcpKeepalive(ssh_get_fd(s), spec);
   Status verified = verifyHostKey(s, spec, prompter);
@@ -177,7 +192,7 @@ int SshConnection::aliveWindowSeconds() const {
 Status SshConnection::connect() {
   if (endpoint_ != nullptr && connected_.load()) return Status::ok();
   disconnect();
-  auto endpoint = openEndpoint(spec_, *prompter_, resolve_hop_);
+  auto endpoint = openEndpoint(spec_, *prompter_, resolve_hop_, warned_);
   if (!endpoint.isOk()) return endpoint.status();
   endpoint_ = std::move(*endpoint);
   ++generation_;

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,13 +34,22 @@ namespace fs::app::remote {
 // Every hop's key is looked up in the hop's UserKnownHostsFile and
 // GlobalKnownHostsFile (known_hosts.h), under the name ssh uses
 // ("[hostname]:port" unless port 22), so files written by OpenSSH and by us
-// are interchangeable. Known: connect. Changed or revoked: refuse, naming the
-// host, the stored key and known_hosts file:line, without asking — a dialog
-// would train people to click through an attack. Unknown: with
+// are interchangeable. Before the key exchange we ask for the key types those
+// files hold for the hop first (SSH_OPTIONS_HOSTKEYS, as OpenSSH orders its
+// HostKeyAlgorithms), so that a server with several host keys shows the one
+// we know. Known: connect. Changed or revoked: refuse, naming the host, the
+// stored key and known_hosts file:line, without asking — a dialog would train
+// people to click through an attack. Known only with other key types (the
+// server offers none of them): never the plain "unknown host" question; with
+// StrictHostKeyChecking=yes refuse, else ask a kOtherType question that names
+// the stored keys and their file:line, as OpenSSH warns — or refuse the same
+// way when the Prompter cannot ask it (Prompter::asksAbout). Unknown: with
 // StrictHostKeyChecking=yes refuse; otherwise ask the Prompter (even for
 // "no" and "accept-new": nothing is accepted silently). "Accept once" is
-// remembered for this process (reconnects do not ask again); "accept and
-// save" also appends to the first UserKnownHostsFile.
+// remembered for this process (reconnects do not ask again), but never
+// counts under StrictHostKeyChecking=yes, which is checked first; "accept and
+// save" also appends to the first UserKnownHostsFile. HostSpec::warnings
+// (ignored config keywords) are given to the Prompter once per connection.
 //
 // NOTE [Authentication order]
 // Like ssh: the agent (IdentityAgent, else SSH_AUTH_SOCK; skipped with
@@ -136,6 +146,7 @@ class SshConnection {
   std::uint64_t generation_ = 0;  // counts sessions; a stream's channel lives in one
   std::chrono::steady_clock::time_point last_ignore_{};
   std::atomic<bool> connected_{false};
+  std::set<std::string> warned_;  // the config warnings the Prompter was given (NOTE [Host keys])
 };
 
 }  // namespace fs::app::remote

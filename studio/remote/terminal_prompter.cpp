@@ -1,45 +1,111 @@
 #include "studio/remote/terminal_prompter.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <string>
 
 namespace fs::studio::remote {
 namespace {
 
-// One line from /dev/tty (without its newline); nullopt without a terminal.
+// NOTE [Echo and signals]: while echo is off, a signal that ends or stops the
+// process (Ctrl-C, Ctrl-\\, Ctrl-Z, a hang-up, kill) first puts the terminal
+// back, or the shell is left without echo. The handler restores the saved
+// settings (tcsetattr is async-signal-safe), puts back the disposition the
+// process had and raises the signal again: the process dies, stops, or runs
+// its own handler, as it would have. After a stop it switches echo off again.
+constexpr int kTtySignals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGTSTP};
+constexpr int kTtySignalCount = sizeof kTtySignals / sizeof kTtySignals[0];
+volatile sig_atomic_t g_tty_fd = -1;
+termios g_saved{}, g_quiet{};
+struct sigaction g_previous[kTtySignalCount];
+bool g_installed[kTtySignalCount] = {};
+
+int signalIndex(int sig) {
+  for (int i = 0; i < kTtySignalCount; ++i) {
+    if (kTtySignals[i] == sig) return i;
+  }
+  return -1;
+}
+
+void restoreTtyAndRaise(int sig) {
+  const int saved_errno = errno;
+  const int fd = g_tty_fd;
+  const int i = signalIndex(sig);
+  if (fd >= 0) ::tcsetattr(fd, TCSAFLUSH, &g_saved);
+  struct sigaction ours {};
+  if (i >= 0) ::sigaction(sig, &g_previous[i], &ours);
+  sigset_t unblock;
+  sigemptyset(&unblock);
+  sigaddset(&unblock, sig);
+  ::sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
+  ::raise(sig);  // dies, stops (and continues here) or runs the process's own handler
+  if (i >= 0) ::sigaction(sig, &ours, nullptr);
+  if (fd >= 0 && sig == SIGTSTP) ::tcsetattr(fd, TCSAFLUSH, &g_quiet);
+  errno = saved_errno;
+}
+
+// One line from /dev/tty (without its newline); nullopt without a terminal,
+// or when a signal the process handles itself interrupted the reading.
 std::optional<std::string> askTty(const std::string& prompt, bool echo) {
   const int fd = ::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return std::nullopt;
   (void)!::write(fd, prompt.data(), prompt.size());
-  termios saved{};
-  const bool restore = !echo && ::tcgetattr(fd, &saved) == 0;
+  const bool restore = !echo && ::tcgetattr(fd, &g_saved) == 0;
   if (restore) {
-    termios quiet = saved;
-    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
-    ::tcsetattr(fd, TCSAFLUSH, &quiet);
+    g_quiet = g_saved;
+    g_quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    struct sigaction on_signal {};
+    on_signal.sa_handler = restoreTtyAndRaise;
+    sigemptyset(&on_signal.sa_mask);
+    on_signal.sa_flags = 0;  // no SA_RESTART: a handled signal ends the read
+    g_tty_fd = fd;
+    for (int i = 0; i < kTtySignalCount; ++i) {
+      // A signal the process ignores (nohup) stays ignored.
+      g_installed[i] = ::sigaction(kTtySignals[i], nullptr, &g_previous[i]) == 0 &&
+                       g_previous[i].sa_handler != SIG_IGN &&
+                       ::sigaction(kTtySignals[i], &on_signal, nullptr) == 0;
+    }
+    ::tcsetattr(fd, TCSAFLUSH, &g_quiet);
   }
   std::string line;
   char c = 0;
-  while (::read(fd, &c, 1) == 1 && c != '\n') line += c;
+  bool interrupted = false;
+  while (true) {
+    const ssize_t n = ::read(fd, &c, 1);
+    if (n == 1 && c != '\n') {
+      line += c;
+      continue;
+    }
+    interrupted = n < 0 && errno == EINTR;
+    break;
+  }
   if (restore) {
-    ::tcsetattr(fd, TCSAFLUSH, &saved);
+    ::tcsetattr(fd, TCSAFLUSH, &g_saved);
+    for (int i = 0; i < kTtySignalCount; ++i) {
+      if (g_installed[i]) ::sigaction(kTtySignals[i], &g_previous[i], nullptr);
+      g_installed[i] = false;
+    }
+    g_tty_fd = -1;
     (void)!::write(fd, "\n", 1);
   }
   ::close(fd);
+  if (interrupted) {
+    std::fill(line.begin(), line.end(), '\0');
+    return std::nullopt;
+  }
   return line;
 }
 
 }  // namespace
 
 app::remote::HostKeyAnswer TerminalPrompter::hostKey(const app::remote::HostKeyQuestion& q) {
-  const std::string where = q.port == 22 ? q.host : "[" + q.host + "]:" + std::to_string(q.port);
-  const std::string text = "The authenticity of host '" + where + "' (" + q.alias +
-                           ") can't be established.\n" + q.key_type + " key fingerprint is " +
-                           q.fingerprint_sha256 + ".\n";
+  const std::string text = app::remote::hostKeyQuestionText(q);
   if (batch_) {
     err_ << text << "Refused: --batch never accepts an unknown host key; add it to " << q.save_file
          << " first (after checking the fingerprint).\n";
@@ -56,6 +122,10 @@ app::remote::HostKeyAnswer TerminalPrompter::hostKey(const app::remote::HostKeyQ
   return app::remote::HostKeyAnswer::kReject;
 }
 
+void TerminalPrompter::warning(const std::string& text) {
+  err_ << "Warning: " << text << "\n";
+}
+
 std::optional<app::remote::Secret> TerminalPrompter::passphrase(const std::string& keyFile, int attempt) {
   if (batch_) {
     err_ << "Skipping encrypted key " << keyFile
@@ -65,7 +135,8 @@ std::optional<app::remote::Secret> TerminalPrompter::passphrase(const std::strin
   auto answer = askTty(
       (attempt > 1 ? "Wrong passphrase. " : std::string()) + "Passphrase for " + keyFile + ": ", false);
   if (!answer) {
-    err_ << "Skipping encrypted key " << keyFile << ": no terminal to ask for its passphrase\n";
+    err_ << "Skipping encrypted key " << keyFile
+         << ": no terminal to ask for its passphrase, or the question was interrupted\n";
     return std::nullopt;
   }
   app::remote::Secret secret(std::move(*answer));

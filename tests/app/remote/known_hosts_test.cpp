@@ -118,7 +118,8 @@ TEST_F(KnownHostsTest, MatchesLikeSshKeygenF) {
       {"x.wild.example", 22, &a, KnownHostResult::Kind::kKnown},
       {"no.wild.example", 22, &a, KnownHostResult::Kind::kUnknown},
       {"node42", 22, &r, KnownHostResult::Kind::kKnown},
-      {"node42", 22, &a, KnownHostResult::Kind::kUnknown},  // only another key type is stored
+      // Only another key type is stored: the host is known with another type (issue 42 item 3).
+      {"node42", 22, &a, KnownHostResult::Kind::kOtherType},
       {"x.ca.example", 22, &a, KnownHostResult::Kind::kUnknown},
       {"delta", 22, &a, KnownHostResult::Kind::kUnknown},
   };
@@ -141,12 +142,50 @@ TEST_F(KnownHostsTest, MatchesLikeSshKeygenF) {
         EXPECT_NE(oracle.find("found: line " + std::to_string(result->line) + " "), std::string::npos)
             << oracle;
       }
+      if (result->kind == KnownHostResult::Kind::kOtherType) {
+        // Every stored key named with its file:line, the lines ssh-keygen -F finds.
+        ASSERT_EQ(result->other_keys.size(), 1u);
+        const StoredHostKey& k = result->other_keys[0];
+        EXPECT_EQ(k.type, r.type);
+        EXPECT_EQ(k.fingerprint, fingerprintSha256(r.blob));
+        EXPECT_EQ(k.file, kh);
+        const std::string oracle =
+            runCapture("ssh-keygen -F '" + knownHostsName(c.host, c.port) + "' -f '" + kh + "' 2>/dev/null");
+        EXPECT_NE(oracle.find("found: line " + std::to_string(k.line) + " "), std::string::npos) << oracle;
+      }
       if (result->kind == KnownHostResult::Kind::kChanged) {
         EXPECT_EQ(result->stored_key_type, c.key->type);
         EXPECT_EQ(result->stored_fingerprint, fingerprintSha256(c.key == &a ? b.blob : a.blob));
       }
     }
   }
+}
+
+// Issue 42 item 3: a host stored with an ecdsa and an rsa key, offering ed25519.
+TEST_F(KnownHostsTest, HostKnownWithOtherKeyTypesListsThemAll) {
+  const Key e = makeKey("e", "ecdsa");
+  const Key r = makeKey("r", "rsa");
+  const Key d = makeKey("d", "ed25519");
+  const std::string kh = write("kh", "other " + d.type + " " + d.base64 + "\n[box]:2200 " + e.type + " " +
+                                         e.base64 + "\n[box]:2200 " + r.type + " " + r.base64 + "\n");
+  auto result = checkKnownHost({kh}, "box", 2200, d.blob);
+  ASSERT_TRUE(result.isOk());
+  EXPECT_EQ(result->kind, KnownHostResult::Kind::kOtherType);
+  ASSERT_EQ(result->other_keys.size(), 2u);
+  EXPECT_EQ(result->other_keys[0].type, "ecdsa-sha2-nistp256");
+  EXPECT_EQ(result->other_keys[0].line, 2);
+  EXPECT_EQ(result->other_keys[1].type, "ssh-rsa");
+  EXPECT_EQ(result->other_keys[1].line, 3);
+  auto stored = storedHostKeys({dir_ / "missing", kh}, "box", 2200);
+  ASSERT_TRUE(stored.isOk());
+  EXPECT_EQ(stored->size(), 2u);
+  // The algorithms that verify the stored types come first, the rest after.
+  EXPECT_EQ(hostKeyAlgorithmsPreferring(*stored),
+            "ecdsa-sha2-nistp256,rsa-sha2-512,rsa-sha2-256,ssh-ed25519,ecdsa-sha2-nistp521,"
+            "ecdsa-sha2-nistp384,sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com");
+  EXPECT_EQ(hostKeyAlgorithmsPreferring({}),
+            "ssh-ed25519,ecdsa-sha2-nistp521,ecdsa-sha2-nistp384,ecdsa-sha2-nistp256,"
+            "sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256");
 }
 
 TEST_F(KnownHostsTest, RevokedKeysAreRevokedForEveryHost) {

@@ -67,6 +67,11 @@ class SshConfigTest : public ::testing::Test {
   static std::string expandOracle(std::string s, const HostSpec& spec) {
     const std::string home = localHomeDirectory();
     if (s.rfind("~/", 0) == 0) s = home + s.substr(1);
+    for (std::size_t open; (open = s.find("${")) != std::string::npos;) {
+      const std::size_t close = s.find('}', open);
+      const char* value = std::getenv(s.substr(open + 2, close - open - 2).c_str());
+      s = s.substr(0, open) + (value != nullptr ? value : "") + s.substr(close + 1);
+    }
     const std::map<char, std::string> tokens = {{'h', spec.hostname},
                                                 {'r', spec.user},
                                                 {'u', localUserName()},
@@ -112,6 +117,7 @@ class SshConfigTest : public ::testing::Test {
       EXPECT_EQ(jump.empty() ? std::string("<missing>") : jump, one(g, "proxyjump"));
       std::string known;
       for (const std::string& f : spec->user_known_hosts_files) known += (known.empty() ? "" : " ") + f;
+      if (known.empty()) known = "none";  // UserKnownHostsFile none
       EXPECT_EQ(known, one(g, "userknownhostsfile"));
       std::vector<std::string> oracle_ids;
       for (auto [it, end] = g.equal_range("identityfile"); it != end; ++it) {
@@ -194,6 +200,82 @@ TEST_F(SshConfigTest, ManyGeneratedConfigs) {
       compare(blocks[i] + blocks[j], {"alpha", "beta", "gamma", "delta", "alphabet"});
     }
   }
+}
+
+// Issue 42 item 4: ~, ${VAR} and %-tokens in UserKnownHostsFile as ssh -G
+// expands them; "none" is no file.
+TEST_F(SshConfigTest, KnownHostsFilesExpandLikeSsh) {
+  setenv("FS_TEST_KH_DIR", "/tmp/fs kh dir", 1);
+  compare(
+      "Host a b\n  UserKnownHostsFile ${FS_TEST_KH_DIR}/kh ~/kh2 /t/%C /t/%k-%L-%l-%i %d/x "
+      "/t/%u-%h-%p-%r-%n-%%\n  IdentityFile ${FS_TEST_KH_DIR}/id_%h\n  User u\n  Port 2022\n"
+      "Host n\n  UserKnownHostsFile none\nHost N\n  UserKnownHostsFile NONE\n",
+      {"a", "b", "n", "N"});
+  auto config = SshConfig::parse("Host n\n  UserKnownHostsFile none\n  GlobalKnownHostsFile none\n");
+  ASSERT_TRUE(config.isOk());
+  auto spec = config->resolve("n");
+  ASSERT_TRUE(spec.isOk()) << spec.status().message();
+  EXPECT_TRUE(spec->user_known_hosts_files.empty());
+  EXPECT_TRUE(spec->global_known_hosts_files.empty());
+}
+
+// Issue 42 item 4: what would be read from the working directory is refused,
+// naming file:line and the value; so are what ssh refuses (unset variables,
+// unknown tokens, "none" with other files).
+TEST_F(SshConfigTest, RelativePathsAndUnsetVariablesAreErrorsNamingFileAndLine) {
+  setenv("FS_TEST_KH_REL", "relative/dir", 1);
+  unsetenv("FS_TEST_KH_UNSET");
+  struct Case {
+    std::string line, expected;
+  };
+  const std::vector<Case> cases = {
+      {"UserKnownHostsFile known_hosts", "cfg:2: UserKnownHostsFile 'known_hosts' is a relative path"},
+      {"UserKnownHostsFile /ok ${FS_TEST_KH_REL}/kh",
+       "cfg:2: UserKnownHostsFile '${FS_TEST_KH_REL}/kh' is a relative path ('relative/dir/kh' after"},
+      {"UserKnownHostsFile ${FS_TEST_KH_UNSET}/kh", "environment variable FS_TEST_KH_UNSET is not set"},
+      {"UserKnownHostsFile /x/%Z", "cfg:2: UserKnownHostsFile '/x/%Z': unknown token %Z"},
+      {"UserKnownHostsFile none /x", "cfg:2: UserKnownHostsFile none must be the only value"},
+      {"GlobalKnownHostsFile ~/global", "cfg:2: GlobalKnownHostsFile '~/global' is a relative path"},
+      {"GlobalKnownHostsFile etc/kh", "cfg:2: GlobalKnownHostsFile 'etc/kh' is a relative path"},
+      {"IdentityFile id_rsa", "cfg:2: IdentityFile 'id_rsa' is a relative path"},
+      {"IdentityFile ${FS_TEST_KH_UNSET}", "cfg:2: IdentityFile '${FS_TEST_KH_UNSET}': the environment"},
+      {"IdentityAgent agent.sock", "cfg:2: IdentityAgent 'agent.sock' is a relative path"},
+      {"IdentityAgent $FS_TEST_KH_UNSET", "cfg:2: IdentityAgent '$FS_TEST_KH_UNSET': the environment"},
+  };
+  for (const Case& c : cases) {
+    auto config = SshConfig::parse("Host a\n  " + c.line + "\n", {}, "cfg");
+    ASSERT_TRUE(config.isOk()) << c.line;
+    auto spec = config->resolve("a");
+    ASSERT_FALSE(spec.isOk()) << c.line;
+    EXPECT_NE(spec.status().message().find(c.expected), std::string::npos)
+        << c.line << " -> " << spec.status().message();
+    EXPECT_TRUE(config->resolve("b").isOk()) << c.line;  // only where the line applies
+  }
+  setenv("FS_TEST_KH_AGENT", "/run/agent.sock", 1);
+  auto agent =
+      SshConfig::parse("Host a\n  IdentityAgent $FS_TEST_KH_AGENT\nHost b\n  IdentityAgent SSH_AUTH_SOCK\n");
+  ASSERT_TRUE(agent.isOk());
+  EXPECT_EQ(agent->resolve("a")->identity_agent, "/run/agent.sock");
+  EXPECT_EQ(agent->resolve("b")->identity_agent, "SSH_AUTH_SOCK");
+}
+
+// Issue 42, Low: what we ignore is named with file:line.
+TEST_F(SshConfigTest, IgnoredMatchHostKeyAliasAndHashKnownHostsAreWarnings) {
+  auto config = SshConfig::parse(
+      "Match host zzz\n  User m\nHost a\n  HostKeyAlias other\n  HashKnownHosts yes\nMatch all\n"
+      "  Port 3\nHost c\n  HashKnownHosts no\n",
+      {}, "cfg");
+  ASSERT_TRUE(config.isOk());
+  auto a = config->resolve("a");
+  ASSERT_TRUE(a.isOk());
+  ASSERT_EQ(a->warnings.size(), 3u);
+  EXPECT_EQ(a->warnings[0].rfind("cfg:1: Match blocks are not supported", 0), 0u) << a->warnings[0];
+  EXPECT_EQ(a->warnings[1].rfind("cfg:4: HostKeyAlias is not supported", 0), 0u) << a->warnings[1];
+  EXPECT_NE(a->warnings[1].find("[a]:3"), std::string::npos) << a->warnings[1];
+  EXPECT_EQ(a->warnings[2].rfind("cfg:5: HashKnownHosts is not supported", 0), 0u) << a->warnings[2];
+  auto c = config->resolve("c");
+  ASSERT_TRUE(c.isOk());
+  ASSERT_EQ(c->warnings.size(), 1u);  // the Match block only
 }
 
 TEST_F(SshConfigTest, MatchBlocksNeverApplyEvenWhenSshWouldApplyThem) {
