@@ -214,6 +214,10 @@ void MainWindow::wireDocument() {
           [this](const QString& path) { statusBar()->showMessage(tr("Opened %1").arg(path), kStatusMs); });
   connect(document_, &ConfigDocument::saved, this,
           [this](const QString& path) { statusBar()->showMessage(tr("Saved %1").arg(path), kStatusMs); });
+  // An ssh_config keyword the connection ignored (Match, HostKeyAlias, ...), once per connection; it stays
+  // until another message replaces it.
+  connect(prompter_.get(), &DialogPrompter::configWarning, this,
+          [this](const QString& text) { statusBar()->showMessage(tr("SSH config: %1").arg(text)); });
   auto showError = [this](const QString& title, const QString& message) {
     statusBar()->showMessage(title, kStatusMs);
     auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);

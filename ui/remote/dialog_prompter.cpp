@@ -64,6 +64,10 @@ HostKeyAnswer DialogPrompter::hostKey(const app::remote::HostKeyQuestion& questi
   return await(answer, down_, HostKeyAnswer::kReject);
 }
 
+void DialogPrompter::warning(const std::string& text) {
+  if (!down_) emit configWarning(QString::fromStdString(text));
+}
+
 std::optional<Secret> DialogPrompter::passphrase(const std::string& key_file, int attempt) {
   if (down_ || onGuiThread(this)) return std::nullopt;
   auto promise = std::make_shared<std::promise<std::optional<Secret>>>();

@@ -1,5 +1,6 @@
 // DialogPrompter: the SSH layer's questions (app/remote/prompter.h) asked with
-// dialogs — HostKeyDialog for an unknown host key, PassphraseDialog for an
+// dialogs — HostKeyDialog for an unknown host key or one known with keys of
+// other types, PassphraseDialog for an
 // encrypted key. Nothing is ever answered by itself: without a person the
 // answer stays "reject" / "declined".
 //
@@ -40,6 +41,10 @@ class DialogPrompter : public QObject, public app::remote::Prompter {
 
   app::remote::HostKeyAnswer hostKey(const app::remote::HostKeyQuestion& question) override;
   std::optional<app::remote::Secret> passphrase(const std::string& key_file, int attempt) override;
+  // HostKeyDialog asks about an unknown host and about one known with keys of other types.
+  bool asksAbout(app::remote::HostKeyQuestion::Kind) const override { return true; }
+  // Emits configWarning (queued to the GUI thread's receivers); never blocks.
+  void warning(const std::string& text) override;
 
   // Every open question is answered reject / declined, and so is every later one.
   void shutDown();
@@ -47,6 +52,8 @@ class DialogPrompter : public QObject, public app::remote::Prompter {
  signals:
   // A dialog was opened (for tests and for raising the window).
   void dialogShown(QDialog* dialog);
+  // A warning about an ssh_config the connection read ("file:line: ..."), from any thread.
+  void configWarning(const QString& text);
 
  private:
   QPointer<QWidget> parent_;

@@ -24,11 +24,17 @@ using app::remote::HostKeyAnswer;
 HostKeyDialog::HostKeyDialog(const app::remote::HostKeyQuestion& q, QWidget* parent)
     : QDialog(parent), fingerprint_(selectable(QString::fromStdString(q.fingerprint_sha256))) {
   setObjectName(QStringLiteral("hostKeyDialog"));
-  setWindowTitle(tr("Unknown host key for %1").arg(QString::fromStdString(q.alias)));
-  auto* intro =
-      new QLabel(tr("The authenticity of this host can't be established: its key is in no known_hosts file. "
-                    "Compare the fingerprint with the one the host's administrator gave you "
-                    "(ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on the host) before accepting it."));
+  const bool otherType = q.kind == app::remote::HostKeyQuestion::Kind::kOtherType;
+  setWindowTitle((otherType ? tr("Host key of another type for %1") : tr("Unknown host key for %1"))
+                     .arg(QString::fromStdString(q.alias)));
+  // kOtherType: the host is known, with keys of other types (named with file:line), as OpenSSH says it.
+  auto* intro = new QLabel(
+      otherType ? QString::fromStdString(app::remote::hostKeyQuestionText(q))
+                : tr("The authenticity of this host can't be established: its key is in no known_hosts file. "
+                     "Compare the fingerprint with the one the host's administrator gave you "
+                     "(ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on the host) before accepting it."));
+  intro->setObjectName(QStringLiteral("intro"));
+  intro->setTextFormat(Qt::PlainText);
   intro->setWordWrap(true);
   QFont mono = fingerprint_->font();
   mono.setFamily(QStringLiteral("monospace"));

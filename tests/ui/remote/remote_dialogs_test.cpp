@@ -5,6 +5,7 @@
 // thread and never answers by itself. Also the hosts the GUI opens: "local" is
 // this machine, other names are SSH hosts (an unknown name fails, naming it).
 #include <QApplication>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QtTest>
@@ -77,6 +78,41 @@ class RemoteDialogsTest : public QObject {
     escape.show();
     QTest::keyClick(&escape, Qt::Key_Escape);
     QCOMPARE(escape.answer(), HostKeyAnswer::kReject);
+  }
+
+  void hostKeyDialogSaysTheHostIsKnownWithAnotherKeyType() {
+    HostKeyQuestion q = question();
+    q.kind = HostKeyQuestion::Kind::kOtherType;
+    q.known_keys.push_back({"ecdsa-sha2-nistp256", "SHA256:AAAAstoredfingerprint", "/home/alice/.ssh/known_hosts", 7});
+    HostKeyDialog dialog(q);
+    dialog.show();
+    QVERIFY(dialog.windowTitle().contains(QStringLiteral("another type")));
+    auto* intro = dialog.findChild<QLabel*>(QStringLiteral("intro"));
+    QVERIFY(intro != nullptr);
+    // The terminal's words: known, with the stored key's type and file:line; never "no known_hosts file".
+    QCOMPARE(intro->text(), QString::fromStdString(app::remote::hostKeyQuestionText(q)));
+    QVERIFY(intro->text().contains(QStringLiteral("ecdsa-sha2-nistp256")));
+    QVERIFY(intro->text().contains(QStringLiteral("/home/alice/.ssh/known_hosts:7")));
+    QVERIFY(!intro->text().contains(QStringLiteral("no known_hosts file")));
+    QVERIFY(dialog.rejectButton()->isDefault());
+    QTest::keyClick(&dialog, Qt::Key_Return);
+    QCOMPARE(dialog.answer(), HostKeyAnswer::kReject);
+
+    HostKeyDialog unknown(question());
+    QVERIFY(!unknown.findChild<QLabel*>(QStringLiteral("intro"))->text().contains(QStringLiteral("ecdsa")));
+  }
+
+  void prompterAsksAboutEveryKindAndPassesWarnings() {
+    auto prompter = DialogPrompter::create(nullptr);
+    QVERIFY(prompter->asksAbout(HostKeyQuestion::Kind::kUnknown));
+    QVERIFY(prompter->asksAbout(HostKeyQuestion::Kind::kOtherType));
+    QStringList warnings;
+    connect(prompter.get(), &DialogPrompter::configWarning, this,
+            [&warnings](const QString& text) { warnings << text; });
+    std::thread worker([&] { prompter->warning("/home/alice/.ssh/config:3: Match blocks are ignored"); });
+    worker.join();
+    QTRY_COMPARE_WITH_TIMEOUT(warnings.size(), 1, 10000);
+    QCOMPARE(warnings.front(), QStringLiteral("/home/alice/.ssh/config:3: Match blocks are ignored"));
   }
 
   void passphraseDialogGivesASecret() {
