@@ -45,13 +45,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 try:
     import torch
-    import open_clip
-    import transformers
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from open_flamingo import create_model_and_transforms
+    if len(sys.argv) > 1 and sys.argv[1] == "make":  # check needs torch only
+        import open_clip
+        import transformers
+        from tokenizers import Tokenizer, models, pre_tokenizers
+        from open_flamingo import create_model_and_transforms
 except ImportError as e:  # the environment is scripts/python-env.sh's; say what is missing
     print(f"oracle unavailable: {e}", file=sys.stderr)
     sys.exit(77)
+torch.set_num_threads(1)  # tiny shapes; no intra-op threads to contend with the engine's
 
 FAMILY_LAYERS = {"opt": "model.decoder.layers", "gpt_neox": "gpt_neox.layers", "llama": "model.layers",
                  "mpt": "transformer.blocks"}
