@@ -17,6 +17,14 @@ freezes as it always does. The LM's attention runs "eager" (what transformers'
 4.28-4.33, which OpenFlamingo pinned, always ran). Then every parameter is moved off
 its init, the gates are opened, and dropout is 0 in every config.
 
+The training steps are OpenFlamingo's own train_one_epoch (open_flamingo/train/
+train_utils.py, shipped in the wheel; a stand-in `wandb` module lets it import, and it
+never calls it without report_to_wandb): its label masking, loss multipliers, backward,
+embedding-gradient row mask, clip_grad_norm_ and optimizer/scheduler steps. What
+train.py's main does around it (parameter groups, the scheduler, total steps) is
+re-stated in optimizer_and_schedule. The logits, labels and losses the test compares
+are those of train_one_epoch's first iteration, which runs on the initial weights.
+
 usage:
   openflamingo_oracle.py make ROOT
     ROOT/<case>/case.json (written by openflamingo_oracle_test.cpp) ->
@@ -24,10 +32,12 @@ usage:
                           released checkpoint.pt), every_n 2 in the checkpoint dict
                           form {"epoch", "model_state_dict"}
       reference.pt        {"init": state_dict, "batches": [...]}: flamingo-train replay's input
-      logits_<kind>.bin   float32 logits of the first step's LAION / MMC4 batch (no grad)
-      labels_<kind>.bin   int64 labels train_one_epoch makes for them
+      logits_<kind>.bin   float32 logits of the first iteration's LAION / MMC4 forward
+      labels_<kind>.bin   int64 labels train_one_epoch made for them
+      loss_<kind>.txt     the loss the model returned
       losses.txt          per iteration "<laion> <mmc4>" of two training iterations
-      expected_params.pt  the trainable parameters after them
+      expected_params.pt  the trainable parameters after them (init_params.pt: before)
+      exact_params.pt     the same two iterations in float64
   openflamingo_oracle.py check CASE_DIR OUT
     OUT (ours, torch.load-able {name: tensor}) against expected_params.pt: same names,
     and every tensor within tolerance; prints the worst tensor.
@@ -139,7 +149,7 @@ def build(c, work):
     assert lm.get_input_embeddings().weight.shape[0] == c["vocab_size"]
     # Eager attention: the only path of the transformers versions OpenFlamingo pinned.
     lm.set_attn_implementation("eager")
-    return model
+    return model, tokenizer
 
 
 def perturb(model, seed):
@@ -211,38 +221,7 @@ def batches(c, g):
     return {"laion": laion, "mmc4": (images, mmc4_ids, mmc4_mask)}
 
 
-# ---------------------------------------------------------------- train_one_epoch's step, re-stated
-def laion_labels(ids, c):
-    """open_flamingo/train/train_utils.py, train_one_epoch (LAION): a copy of the ids with pad and
-    <image> set to -100. (Its comparison of the ids with tokenizer.eos_token, a string, masks
-    nothing, so eos stays a target.)"""
-    labels = ids.clone()
-    labels[labels == c["pad_id"]] = -100
-    labels[labels == c["image_id"]] = -100
-    return labels
-
-
-def mmc4_labels(ids, c):
-    """train_utils.py, train_one_epoch (MMC4): pad -> -100; per row every token before the first
-    <image>, and after each <|endofchunk|> every token up to the next <image>, -> -100; then
-    every <image> -> -100."""
-    labels = ids.clone()
-    labels[labels == c["pad_id"]] = -100
-    for row in labels:
-        k = 0
-        while k < len(row) and row[k] != c["image_id"]:
-            row[k] = -100
-            k += 1
-        for e in torch.where(row == c["endofchunk_id"])[0].tolist():
-            k = e + 1
-            while k < len(row) and row[k] != c["image_id"]:
-                row[k] = -100
-                k += 1
-    labels[labels == c["image_id"]] = -100
-    return labels
-
-
-LABELS = {"laion": laion_labels, "mmc4": mmc4_labels}
+# ---------------------------------------------------------------- train.py's optimizer, OpenFlamingo's train_one_epoch
 
 
 def optimizer_and_schedule(model, c):
@@ -265,27 +244,67 @@ def optimizer_and_schedule(model, c):
     return named, opt, sched
 
 
-def train_iteration(model, step, c, opt, sched):
-    """train_utils.py, train_one_epoch, one iteration at gradient accumulation 1, fp32, one process."""
-    model.train()
-    losses = []
-    for kind in ("laion", "mmc4"):
-        images, ids, mask = step[kind]
-        loss = model(vision_x=images, lang_x=ids, attention_mask=mask, labels=LABELS[kind](ids, c))[0]
-        assert not torch.isnan(loss), f"{c['name']}: {kind} loss is NaN"
-        (loss * c["loss_multiplier_" + kind]).backward()
-        losses.append(loss.item())
-    emb = model.lang_encoder.get_input_embeddings().weight
-    keep = torch.zeros_like(emb.grad)  # only <image> and <|endofchunk|> rows learn
-    keep[c["image_id"]] = 1
-    keep[c["endofchunk_id"]] = 1
-    emb.grad = emb.grad * keep
-    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    assert norm > 1.0, f"{c['name']}: gradient norm {norm} <= 1: the step would not test clipping"
-    opt.step()
-    sched.step()
-    opt.zero_grad(set_to_none=True)
-    return losses
+class _Loader(list):
+    """What train_one_epoch reads of a loader: iteration and num_batches."""
+
+    @property
+    def num_batches(self):
+        return len(self)
+
+
+class _Recorder(torch.nn.Module):
+    """Stands where train.py's DDP wrapper stands (train_one_epoch reaches the model as
+    model.module): forwards to the Flamingo and keeps what each forward was given and gave."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.module = model
+        self.calls = []
+
+    def forward(self, **kwargs):
+        out = self.module(**kwargs)
+        self.calls.append({"labels": kwargs["labels"].clone(), "logits": out.logits.detach().clone(),
+                           "loss": out.loss.item()})
+        return out
+
+
+def train_one_epoch(model, tokenizer, steps, c, opt, sched):
+    """OpenFlamingo's own train_one_epoch (open_flamingo/train/train_utils.py of the installed
+    wheel) over `steps`, as train.py calls it for one process: fp32, no FSDP, gradient
+    accumulation 1, the case's loss multipliers, embeddings not frozen. Its loaders' layouts:
+    LAION (images (B, C, H, W), (ids, mask)); MMC4 (images (B, T, C, H, W), [(ids (1, L), mask
+    (1, L)) per sample]). Returns, per forward (LAION, MMC4, LAION, ...), the labels it made and
+    the logits and loss of the model, and asserts every step's gradient norm is above the clip
+    threshold, so that clipping acts."""
+    import argparse
+    import types
+    # train_utils imports wandb at its top; train_one_epoch only calls it with report_to_wandb.
+    sys.modules.setdefault("wandb", types.ModuleType("wandb"))
+    from open_flamingo.train import train_utils
+    laion = _Loader((s["laion"][0][:, 0, 0], (s["laion"][1], s["laion"][2])) for s in steps)
+    mmc4 = _Loader((s["mmc4"][0][:, :, 0], [(s["mmc4"][1][b:b + 1], s["mmc4"][2][b:b + 1])
+                                           for b in range(s["mmc4"][1].shape[0])]) for s in steps)
+    args = argparse.Namespace(num_epochs=c["epochs"], precision="fp32", fsdp=False, fsdp_use_orig_params=False,
+                              gradient_accumulation_steps=1, loss_multiplier_laion=c["loss_multiplier_laion"],
+                              loss_multiplier_mmc4=c["loss_multiplier_mmc4"], freeze_lm_embeddings=False, rank=0,
+                              world_size=1, report_to_wandb=False, logging_steps=1000,
+                              batch_size_laion=c["laion_batch"], batch_size_mmc4=c["mmc4_batch"])
+    recorder = _Recorder(model)
+    norms = []
+    clip = torch.nn.utils.clip_grad_norm_
+
+    def clip_and_record(*a, **kw):
+        norms.append(float(clip(*a, **kw)))
+        return norms[-1]
+
+    torch.nn.utils.clip_grad_norm_ = clip_and_record
+    try:
+        train_utils.train_one_epoch(args, recorder, 0, laion, mmc4, tokenizer, opt, sched, "cpu", None)
+    finally:
+        torch.nn.utils.clip_grad_norm_ = clip
+    assert len(norms) == len(steps), norms
+    assert all(n > 1.0 for n in norms), f"{c['name']}: gradient norms {norms}: clipping would not act"
+    return recorder.calls
 
 
 # ---------------------------------------------------------------- make / check
@@ -294,7 +313,7 @@ def make_case(d):
         c = json.load(f)
     torch.manual_seed(c["seed"])
     with tempfile.TemporaryDirectory() as work:
-        model = build(c, work)
+        model, tokenizer = build(c, work)
     perturb(model, c["seed"] + 1)
     g = torch.Generator().manual_seed(c["seed"] + 2)
     steps = [batches(c, g) for _ in range(c["iterations"])]
@@ -305,27 +324,22 @@ def make_case(d):
         torch.save({"epoch": 0, "model_state_dict": init}, os.path.join(d, "flamingo.pt"))
     torch.save({"init": init, "batches": steps}, os.path.join(d, "reference.pt"))
 
-    model.train()
-    with torch.no_grad():
-        for kind in ("laion", "mmc4"):
-            images, ids, mask = steps[0][kind]
-            labels = LABELS[kind](ids, c)
-            out = model(vision_x=images, lang_x=ids, attention_mask=mask, labels=labels)
-            out.logits.contiguous().float().numpy().tofile(os.path.join(d, f"logits_{kind}.bin"))
-            labels.numpy().tofile(os.path.join(d, f"labels_{kind}.bin"))
-            with open(os.path.join(d, f"loss_{kind}.txt"), "w") as f:
-                f.write(repr(out.loss.item()) + "\n")
-
     # The same steps in float64: the yardstick of fp32 rounding (see check()).
     exact = copy.deepcopy(model).double()
     steps64 = [{k: (v[0].double(), v[1], v[2]) for k, v in s.items()} for s in steps]
     named64, opt64, sched64 = optimizer_and_schedule(exact, c)
-    for s in steps64:
-        train_iteration(exact, s, c, opt64, sched64)
+    train_one_epoch(exact, tokenizer, steps64, c, opt64, sched64)
     torch.save({n: p.detach().clone() for n, p in named64}, os.path.join(d, "exact_params.pt"))
 
     named, opt, sched = optimizer_and_schedule(model, c)
-    lines = [" ".join(repr(x) for x in train_iteration(model, s, c, opt, sched)) for s in steps]
+    calls = train_one_epoch(model, tokenizer, steps, c, opt, sched)
+    # The first iteration's forwards ran on the initial weights: its labels, logits and losses.
+    for kind, call in zip(("laion", "mmc4"), calls[:2]):
+        call["logits"].contiguous().float().numpy().tofile(os.path.join(d, f"logits_{kind}.bin"))
+        call["labels"].numpy().tofile(os.path.join(d, f"labels_{kind}.bin"))
+        with open(os.path.join(d, f"loss_{kind}.txt"), "w") as f:
+            f.write(repr(call["loss"]) + "\n")
+    lines = [f"{calls[2 * k]['loss']!r} {calls[2 * k + 1]['loss']!r}" for k in range(len(steps))]
     with open(os.path.join(d, "losses.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     torch.save({n: p.detach().clone() for n, p in named}, os.path.join(d, "expected_params.pt"))
