@@ -28,6 +28,8 @@ are those of train_one_epoch's first iteration, which runs on the initial weight
 usage:
   openflamingo_oracle.py make ROOT
     ROOT/<case>/case.json (written by openflamingo_oracle_test.cpp) ->
+      lm/, clip.pt        the "pretrained" LM (save_pretrained) and CLIP (state_dict) the factory loaded
+      checkpoint_0.pt     OpenFlamingo's save_checkpoint of the initial model (filtered, "module." keys)
       flamingo.pt         the model's state_dict: every_n 1 as a bare state dict (a
                           released checkpoint.pt), every_n 2 in the checkpoint dict
                           form {"epoch", "model_state_dict"}
@@ -121,7 +123,10 @@ def save_tokenizer(c, path):
     transformers.PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs).save_pretrained(path)
 
 
-def build(c, work):
+def build(c, work, out):
+    """The factory's model from a CLIP checkpoint file (out/clip.pt) and a Hugging Face LM
+    folder (out/lm), both random and then moved off their init (perturb), as pretrained
+    weights would be; the test loads them with our loadPretrained too."""
     clip_name = f"fs-oracle-vit-{c['name']}"
     clip_cfg = {"embed_dim": c["vision_output_dim"], "quick_gelu": c["quick_gelu"],
                 "vision_cfg": {"image_size": c["image_size"], "layers": c["vision_layers"], "width": c["vision_width"],
@@ -131,10 +136,15 @@ def build(c, work):
     with open(os.path.join(work, clip_name + ".json"), "w") as f:
         json.dump(clip_cfg, f)
     open_clip.add_model_config(os.path.join(work, clip_name + ".json"))
-    lm_dir, tok_dir = os.path.join(work, "lm"), os.path.join(work, "tokenizer")
-    transformers.AutoModelForCausalLM.from_config(hf_config(c)).save_pretrained(lm_dir)
+    lm_dir, tok_dir, clip_file = os.path.join(out, "lm"), os.path.join(work, "tokenizer"), os.path.join(out, "clip.pt")
+    lm = transformers.AutoModelForCausalLM.from_config(hf_config(c))
+    perturb(lm, c["seed"] + 3)
+    lm.save_pretrained(lm_dir)
+    clip = open_clip.create_model(clip_name)
+    perturb(clip, c["seed"] + 4)
+    torch.save(clip.state_dict(), clip_file)
     save_tokenizer(c, tok_dir)
-    model, _, tokenizer = create_model_and_transforms(clip_name, None, lm_dir, tok_dir,
+    model, _, tokenizer = create_model_and_transforms(clip_name, clip_file, lm_dir, tok_dir,
                                                       cross_attn_every_n_layers=c["every_n"])
     lm = model.lang_encoder
     assert lm.decoder_layers_attr_name == FAMILY_LAYERS[c["family"]], lm.decoder_layers_attr_name
@@ -152,12 +162,17 @@ def build(c, work):
     return model, tokenizer
 
 
-def perturb(model, seed):
-    """Every parameter off its init (norms off 1 / 0, new embedding rows, gates off 0)."""
+def perturb(model, seed, trainable_only=False):
+    """Parameters off their init (norms off 1 / 0, new embedding rows)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in model.parameters():
-            p.add_(torch.randn(p.shape, generator=g) * 0.05)
+            if p.requires_grad or not trainable_only:
+                p.add_(torch.randn(p.shape, generator=g) * 0.05)
+
+
+def open_gates(model):
+    with torch.no_grad():
         v = 0.3
         for block in model.lang_encoder.gated_cross_attn_layers:
             if block is not None:
@@ -268,6 +283,25 @@ class _Recorder(torch.nn.Module):
         return out
 
 
+def _train_utils():
+    """open_flamingo/train/train_utils.py of the installed wheel. It imports wandb at its top and
+    calls it only with report_to_wandb: a stand-in module lets it import without it."""
+    import types
+    sys.modules.setdefault("wandb", types.ModuleType("wandb"))
+    from open_flamingo.train import train_utils
+    return train_utils
+
+
+def save_checkpoint(model, opt, sched, d):
+    """OpenFlamingo's own save_checkpoint (train_utils.py) of the initial model as train.py's one
+    process holds it (behind its DDP wrapper, so every key has "module."): d/checkpoint_0.pt with
+    the trainable tensors and those whose name contains "embed" (filter_state_dict_to_trainable)."""
+    import argparse
+    args = argparse.Namespace(fsdp=False, fsdp_use_orig_params=False, rank=0, run_name=d, report_to_wandb=False,
+                              save_checkpoints_to_wandb=False, delete_previous_checkpoint=False)
+    _train_utils().save_checkpoint(_Recorder(model), opt, sched, 0, args)
+
+
 def train_one_epoch(model, tokenizer, steps, c, opt, sched):
     """OpenFlamingo's own train_one_epoch (open_flamingo/train/train_utils.py of the installed
     wheel) over `steps`, as train.py calls it for one process: fp32, no FSDP, gradient
@@ -277,10 +311,7 @@ def train_one_epoch(model, tokenizer, steps, c, opt, sched):
     the logits and loss of the model, and asserts every step's gradient norm is above the clip
     threshold, so that clipping acts."""
     import argparse
-    import types
-    # train_utils imports wandb at its top; train_one_epoch only calls it with report_to_wandb.
-    sys.modules.setdefault("wandb", types.ModuleType("wandb"))
-    from open_flamingo.train import train_utils
+    train_utils = _train_utils()
     laion = _Loader((s["laion"][0][:, 0, 0], (s["laion"][1], s["laion"][2])) for s in steps)
     mmc4 = _Loader((s["mmc4"][0][:, :, 0], [(s["mmc4"][1][b:b + 1], s["mmc4"][2][b:b + 1])
                                            for b in range(s["mmc4"][1].shape[0])]) for s in steps)
@@ -313,8 +344,9 @@ def make_case(d):
         c = json.load(f)
     torch.manual_seed(c["seed"])
     with tempfile.TemporaryDirectory() as work:
-        model, tokenizer = build(c, work)
-    perturb(model, c["seed"] + 1)
+        model, tokenizer = build(c, work, d)
+    perturb(model, c["seed"] + 1, trainable_only=True)  # the vision tower and the LM were, before the factory
+    open_gates(model)
     g = torch.Generator().manual_seed(c["seed"] + 2)
     steps = [batches(c, g) for _ in range(c["iterations"])]
     init = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -332,6 +364,7 @@ def make_case(d):
     torch.save({n: p.detach().clone() for n, p in named64}, os.path.join(d, "exact_params.pt"))
 
     named, opt, sched = optimizer_and_schedule(model, c)
+    save_checkpoint(model, opt, sched, d)
     calls = train_one_epoch(model, tokenizer, steps, c, opt, sched)
     # The first iteration's forwards ran on the initial weights: its labels, logits and losses.
     for kind, call in zip(("laion", "mmc4"), calls[:2]):
