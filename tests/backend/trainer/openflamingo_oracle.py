@@ -5,17 +5,19 @@ The model is built by open_flamingo's own factory, create_model_and_transforms
 (open-flamingo 2.0.1, open_flamingo/src/factory.py), from local files only
 (HF_HUB_OFFLINE=1; nothing downloads):
   - an open_clip CLIP from a registered model config (open_clip.add_model_config),
-    quick_gelu as OpenAI's CLIP, pretrained=None;
+    quick_gelu as OpenAI's CLIP, "pretrained" = a state_dict file (clip.pt) of that
+    CLIP with its weights moved off their init;
   - a transformers causal LM made from a small random config (OPTConfig,
-    GPTNeoXConfig, LlamaConfig, MptConfig) and saved with save_pretrained, so the
-    factory's AutoModelForCausalLM.from_pretrained reads it back;
+    GPTNeoXConfig, LlamaConfig, MptConfig), moved off its init and saved with
+    save_pretrained (lm/), so the factory's AutoModelForCausalLM.from_pretrained
+    reads it back;
   - a word-level tokenizer saved with save_pretrained, so the factory adds
     <|endofchunk|>, <image> (and <PAD> where the tokenizer has none) and resizes
     the LM's embeddings itself.
 The factory then extends the LM with FlamingoLMMixin, wraps both in Flamingo and
 freezes as it always does. The LM's attention runs "eager" (what transformers'
-4.28-4.33, which OpenFlamingo pinned, always ran). Then every parameter is moved off
-its init, the gates are opened, and dropout is 0 in every config.
+4.28-4.33, which OpenFlamingo pinned, always ran). Then the trainable parameters are
+moved off their init too, the gates are opened, and dropout is 0 in every config.
 
 The training steps are OpenFlamingo's own train_one_epoch (open_flamingo/train/
 train_utils.py, shipped in the wheel; a stand-in `wandb` module lets it import, and it
