@@ -8,7 +8,9 @@
 // Here, for OPT, GPT-NeoX, LLaMA and MPT at cross_attn_every_n_layers 1 and 2:
 //  - our loaders (readForeignCheckpoint, Flamingo::loadStateDict) take that
 //    state_dict into a model built from our config of the same shapes, every
-//    parameter loaded;
+//    parameter loaded; and loadPretrained of the "pretrained" LM folder and
+//    CLIP file the factory loaded, with OpenFlamingo's own save_checkpoint file
+//    over them, gives the same model;
 //  - logits of a LAION and an MMC4 batch equal OpenFlamingo's within 1e-5 of
 //    their largest magnitude; our labels equal the ones OpenFlamingo's own
 //    train_one_epoch made; our loss equals the transformers head's loss within
