@@ -35,6 +35,27 @@ KeyTarget parameter(std::string name, bool alias = false) {
   return KeyTarget{KeyTarget::Kind::kParameter, std::move(name), alias};
 }
 
+// Other spellings of the output head's path: transformers >= 5 names
+// GPTNeoXForCausalLM's head `lm_head` (its weight renaming maps the
+// `embed_out` of older checkpoints onto it), so a GPT-NeoX model saved by
+// transformers 5, or OpenFlamingo run on it, writes lm_head.weight.
+std::vector<std::string> outputHeadAliases(const LmKeyLayout& lm) {
+  if (lm.outputHeadPath == "embed_out") return {"lm_head"};
+  return {};
+}
+
+// The head's key, or one of its aliases (after `prefix`): the head's target.
+std::optional<KeyTarget> headTarget(const LmKeyLayout& lm, const std::string& prefix, const std::string& key) {
+  const std::string head = prefix + lm.outputHeadPath + ".weight";
+  bool alias = false;
+  if (key != head) {
+    for (const auto& a : outputHeadAliases(lm)) alias = alias || key == prefix + a + ".weight";
+    if (!alias) return std::nullopt;
+  }
+  if (lm.tiedHead) return ignored();
+  return parameter(head, alias);
+}
+
 }  // namespace
 
 protocol::StatusOr<LmKeyLayout> lmKeyLayout(const std::string& family, bool tied_head) {
@@ -53,11 +74,10 @@ protocol::StatusOr<LmKeyLayout> lmKeyLayout(const std::string& family, bool tied
 
 KeyMapper flamingoKeyMapper(const LmKeyLayout& lm) {
   const std::string layers = kLm + lm.decoderLayersPath + ".";
-  const std::string head = kLm + lm.outputHeadPath + ".weight";
-  return [lm, layers, head](const std::string& source_key) -> std::optional<KeyTarget> {
+  return [lm, layers](const std::string& source_key) -> std::optional<KeyTarget> {
     std::string key = source_key;
     if (startsWith(key, "module.")) key = key.substr(7);
-    if (lm.tiedHead && key == head) return ignored();
+    if (auto h = headTarget(lm, kLm, key)) return h;
     for (const auto& suffix : lm.recomputedSuffixes) {
       if (startsWith(key, kLm) && endsWithComponent(key, suffix)) return ignored();
     }
@@ -76,9 +96,11 @@ KeyMapper flamingoKeyMapper(const LmKeyLayout& lm) {
 
 KeyMapper languageModelKeyMapper(const LmKeyLayout& lm) {
   const std::string layers_path = lm.decoderLayersPath + ".";
-  const std::string head = lm.outputHeadPath + ".weight";
-  return [lm, layers_path, head](const std::string& key) -> std::optional<KeyTarget> {
-    if (lm.tiedHead && key == head) return ignored();
+  return [lm, layers_path](const std::string& key) -> std::optional<KeyTarget> {
+    if (auto h = headTarget(lm, "", key)) {
+      if (h->kind == KeyTarget::Kind::kParameter) h->name = kLm + h->name;
+      return h;
+    }
     for (const auto& suffix : lm.recomputedSuffixes) {
       if (endsWithComponent(key, suffix)) return ignored();
     }

@@ -86,5 +86,24 @@ TEST(FlamingoKeys, TiedHeadLanguageModelAndVisionMappers) {
   EXPECT_EQ(visionKeyMapper(false)("proj")->name, "vision_encoder.proj");
 }
 
+// transformers >= 5 names GPT-NeoX's head lm_head (embed_out before): both load
+// into our embed_out, the old spelling winning when a file holds both.
+TEST(FlamingoKeys, GptNeoxHeadUnderEitherName) {
+  auto neox = lmKeyLayout("gpt_neox", /*tied_head=*/false);
+  ASSERT_TRUE(neox.isOk());
+  const auto full = flamingoKeyMapper(neox.value());
+  EXPECT_EQ(full("lang_encoder.embed_out.weight")->name, "lang_encoder.embed_out.weight");
+  EXPECT_FALSE(full("lang_encoder.embed_out.weight")->alias);
+  EXPECT_EQ(full("module.lang_encoder.lm_head.weight")->name, "lang_encoder.embed_out.weight");
+  EXPECT_TRUE(full("lang_encoder.lm_head.weight")->alias);
+  const auto lm = languageModelKeyMapper(neox.value());
+  EXPECT_EQ(lm("lm_head.weight")->name, "lang_encoder.embed_out.weight");
+  EXPECT_EQ(lm("embed_out.weight")->name, "lang_encoder.embed_out.weight");
+  auto tied = lmKeyLayout("gpt_neox", /*tied_head=*/true);
+  EXPECT_EQ(flamingoKeyMapper(tied.value())("lang_encoder.lm_head.weight")->kind, KeyTarget::Kind::kIgnored);
+  // Only GPT-NeoX has the second name.
+  EXPECT_EQ(flamingoKeyMapper(llama())("lang_encoder.embed_out.weight")->name, "lang_encoder.embed_out.weight");
+}
+
 }  // namespace
 }  // namespace fs::state_keys
