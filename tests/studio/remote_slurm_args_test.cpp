@@ -48,6 +48,7 @@ class RemoteSlurmArgsTest : public QObject {
         writeConfig("bash-env", {"--export=ALL,BASH_ENV=$(touch${IFS}" + canary + ")"});
     Result plain = launch(config, {});
     settle(plain);
+    QVERIFY2(!std::filesystem::exists(canary), "the job's bash ran BASH_ENV's command");
     QVERIFY2(plain.code == 2, (plain.out + plain.err).c_str());
     QVERIFY2(plain.err.find("--allow-slurm-args") != std::string::npos, plain.err.c_str());
     QVERIFY2(plain.err.find("launch.slurm.extra_args[0]: --export=ALL,BASH_ENV=$(touch${IFS}" + canary +
