@@ -35,6 +35,7 @@
 #include "ui/config/defaults_diff_dialog.h"
 #include "ui/config/pipe_approval_dialog.h"
 #include "ui/config/problem_label.h"
+#include "ui/config/slurm_args_dialog.h"
 #include "ui/control/run_control_bar.h"
 #include "ui/history/history_view.h"
 #include "ui/monitor/monitor_page.h"
@@ -294,10 +295,12 @@ void MainWindow::wireRemote() {
           });
   connect(launchPage_->slurmPanel(), &SlurmTargetPanel::submitFailed, this,
           [this](const QString& message) { notify(tr("SLURM submit failed"), message); });
-  // The script carries --allow-pipe when the config has pipe: commands; Submit asks first.
+  // The script carries --allow-pipe when the config has pipe: commands; Submit asks first, and
+  // about launch.slurm.extra_args from elsewhere too (NOTE [SLURM extra args]).
   launchPage_->slurmPanel()->setSubmitGate([this] {
     bool allowPipe = false;
-    return confirmPipeLaunch(this, document_->config(), document_->typedPipeSources(), &allowPipe);
+    return confirmPipeLaunch(this, document_->config(), document_->typedPipeSources(), &allowPipe) &&
+           confirmSlurmArgs(this, document_->config(), document_->typedSlurmArgs());
   });
   connect(queue_, &SlurmQueuePanel::message, this,
           [this](const QString& message) { statusBar()->showMessage(message, kStatusMs); });

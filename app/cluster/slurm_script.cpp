@@ -3,10 +3,13 @@
 #include "app/cluster/slurm_script.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <regex>
 
+#include "app/cluster/sbatch_options.h"
 #include "app/remote/shell_quote.h"
 #include "backend/protocol/config/launch_env.h"
+#include "backend/protocol/config/run_location.h"
 
 namespace fs::app::cluster {
 
@@ -16,12 +19,16 @@ using protocol::StatusOr;
 
 namespace {
 
-// Options the script sets itself; an extra line repeating one would silently
-// change where the log goes or how many ranks start.
-const std::vector<std::string> kOwnedOptions = {
-    "--job-name", "-J",          "--nodes",  "-N", "--ntasks-per-node",
-    "--ntasks",   "-n",          "--output", "-o", "--error",
-    "-e",         "--open-mode", "--chdir",  "-D", "--parsable"};
+// Options the script sets itself (long names, as parseSbatchLine resolves
+// them: -J, --job, --tasks-per-node, ... included); an extra line repeating
+// one would silently change where the log goes or how many ranks start.
+const std::vector<std::string> kOwnedOptions = {"job-name", "nodes",   "ntasks-per-node", "tasks-per-node",
+                                                "ntasks",   "output",  "error",           "open-mode",
+                                                "chdir",    "parsable"};
+
+// Options that would hand the job a command or an environment we do not see:
+// --wrap replaces the script, --export-file reads variables from a file.
+const std::vector<std::string> kRefusedOptions = {"wrap", "export-file"};
 
 bool hasControl(std::string_view s) {
   for (char c : s) {
@@ -71,11 +78,6 @@ std::string sbatchUnquote(std::string_view text) {
   return out;
 }
 
-std::string optionName(const std::string& line) {
-  const auto end = line.find_first_of("= \t");
-  return line.substr(0, end);
-}
-
 std::string num(int64_t v) {
   return std::to_string(v);
 }
@@ -111,9 +113,79 @@ std::string slurmScriptRunDir(std::string_view script) {
   return runDir;
 }
 
+std::string slurmArgsRefusal(const std::string& program, const std::string& configPath,
+                             const std::vector<std::string>& extraArgs) {
+  std::string out = program + ": the config (" + configPath +
+                    " with any --set) adds sbatch options to the batch script (launch.slurm.extra_args), "
+                    "refused without --allow-slurm-args:\n";
+  for (std::size_t i = 0; i < extraArgs.size(); ++i) {
+    std::string shown;  // control characters (a line break, an escape sequence) as \xNN
+    for (char c : extraArgs[i]) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        shown += hex;
+      } else {
+        shown += c;
+      }
+    }
+    out += "  launch.slurm.extra_args[" + std::to_string(i) + "]: " + shown + "\n";
+  }
+  return out +
+         "An sbatch option can change what the job runs. Read the whole script with --print-script; if you "
+         "trust every line, run again with --allow-slurm-args.\n";
+}
+
 std::string slurmLogPath(const std::string& run_dir, const std::string& job_id) {
   return run_dir + "/logs/slurm-" + job_id + ".out";
 }
+
+namespace {
+
+// The problems of launch.slurm.extra_args[index].
+std::vector<Problem> extraArgProblems(std::size_t index, const std::string& arg) {
+  std::vector<Problem> problems;
+  const std::string path = "launch.slurm.extra_args[" + std::to_string(index) + "]";
+  auto error = [&](std::string message, std::string fix) {
+    problems.push_back({Problem::Severity::kError, path, std::move(message), std::move(fix)});
+  };
+  const std::string oneOption = "one sbatch option per item, e.g. --mem=64G";
+  std::string_view line = arg;
+  if (line.starts_with("#SBATCH")) line.remove_prefix(7);
+  if (hasControl(arg)) {
+    error("'" + arg + "' holds a line break or another control character", oneOption);
+    return problems;
+  }
+  // NOTE [sbatch option parsing] (sbatch_options.h): what sbatch will read on this line.
+  auto options = parseSbatchLine(line);
+  if (!options) {
+    error("'" + arg + "': " + options.status().message(), oneOption);
+    return problems;
+  }
+  if (options->empty()) error("'" + arg + "' is not an sbatch option", oneOption);
+  for (const auto& o : options.value()) {
+    if (std::find(kOwnedOptions.begin(), kOwnedOptions.end(), o.name) != kOwnedOptions.end()) {
+      error("'" + o.written + "' is --" + o.name +
+                ", which the app sets (log file, ranks, job name, run directory)",
+            "use launch.nnodes / nproc_per_node, or edit the previewed script");
+    } else if (std::find(kRefusedOptions.begin(), kRefusedOptions.end(), o.name) != kRefusedOptions.end()) {
+      error("'" + o.written + "' is --" + o.name + ", which hands the job a command or environment unseen",
+            "set variables in launch.env (shown in the script), or edit the previewed script");
+    } else if (o.name == "export") {
+      const auto names = unsafeExportNames(o.value);
+      if (!names.empty()) {
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        error("'" + o.written + "' sets " + list +
+                  ", which makes the job's bash run code before the script's first line",
+              "remove " + list + " from --export");
+      }
+    }
+  }
+  return problems;
+}
+
+}  // namespace
 
 std::vector<Problem> validateSlurmJob(const protocol::RunConfig& config, const SlurmJobSpec& spec) {
   std::vector<Problem> problems;
@@ -148,26 +220,16 @@ std::vector<Problem> validateSlurmJob(const protocol::RunConfig& config, const S
   if (s.cpus_per_task < 0)
     error("launch.slurm.cpus_per_task", num(s.cpus_per_task) + " is negative", "0 or more");
   for (std::size_t i = 0; i < s.extra_args.size(); ++i) {
-    const std::string path = "launch.slurm.extra_args[" + std::to_string(i) + "]";
-    std::string line = s.extra_args[i];
-    if (line.rfind("#SBATCH", 0) == 0) line = line.substr(7);
-    line.erase(0, line.find_first_not_of(" \t"));
-    if (hasControl(s.extra_args[i])) {
-      error(path, "'" + s.extra_args[i] + "' holds a line break or another control character",
-            "one option per item, e.g. --mem=64G");
-    } else if (line.empty() || line[0] != '-') {
-      error(path, "'" + s.extra_args[i] + "' is not an sbatch option", "one option per item, e.g. --mem=64G");
-    } else if (std::find(kOwnedOptions.begin(), kOwnedOptions.end(), optionName(line)) !=
-               kOwnedOptions.end()) {
-      error(path, "'" + optionName(line) + "' is set by the app (log file, ranks, job name)",
-            "use launch.nnodes / nproc_per_node, or edit the previewed script");
-    }
+    for (auto& p : extraArgProblems(i, s.extra_args[i])) problems.push_back(std::move(p));
   }
   if (spec.run_dir.empty() || spec.run_dir[0] != '/') {
     error("run directory", "'" + spec.run_dir + "' is not an absolute path on the cluster");
   } else if (hasControl(spec.run_dir) || spec.run_dir.find('\\') != std::string::npos) {
     error("run directory", "'" + spec.run_dir + "' holds a control character or a backslash",
           "SLURM's --output stops expanding %j when it sees a backslash; choose another run root");
+  } else if (const std::string why = protocol::runPathTextProblem(spec.run_dir); !why.empty()) {
+    // NOTE [Run directory text] (backend/protocol/config/run_location.h).
+    error("run directory", "'" + spec.run_dir + "' " + why, "choose another name or run root");
   }
   if (spec.engine.empty() || hasControl(spec.engine)) {
     error("engine", "'" + spec.engine + "' is not a path of flamingo-train on the cluster");

@@ -73,6 +73,23 @@ protocol::StatusOr<std::string> makeSlurmScript(const protocol::RunConfig& confi
 // belongs in the directory it was made for.
 std::string slurmScriptRunDir(std::string_view script);
 
+// NOTE [SLURM extra args]: launch.slurm.extra_args become #SBATCH lines, and
+// sbatch options can run code in the job before the script's first line
+// (--export=BASH_ENV=$(cmd): the #!/bin/bash job expands it) or change what
+// runs (--wrap). validateSlurmJob reads each item as sbatch does (NOTE
+// [sbatch option parsing] in sbatch_options.h) and refuses the options the
+// script sets, --wrap, --export-file, and --export values unsafeExportNames
+// names. The rest are ordinary resource options, but a config travels, so
+// like a pipe: source (NOTE [Pipe approval]) the lines from a config the
+// user did not type are shown before a submit: the CLI refuses them without
+// --allow-slurm-args (slurmArgsRefusal), the GUI asks (ui/config/
+// slurm_args_dialog.h) unless they were typed into the form or approved.
+
+// The command line's refusal: "<program>: the config (<configPath> with any --set) adds sbatch
+// options ...", each item with its field, and how to allow them.
+std::string slurmArgsRefusal(const std::string& program, const std::string& configPath,
+                             const std::vector<std::string>& extraArgs);
+
 // Where the script sends the job's output: <run>/logs/slurm-<job id>.out.
 std::string slurmLogPath(const std::string& run_dir, const std::string& job_id);
 

@@ -68,6 +68,7 @@ int ConfigDocument::warningCount() const {
 void ConfigDocument::setConfig(const protocol::RunConfig& config, const QString& filePath) {
   config_ = config;
   typedPipeSources_.clear();  // everything now came from elsewhere (NOTE [Pipe provenance])
+  typedSlurmArgs_.clear();
   ++editGeneration_;
   setFilePath(filePath);
   const bool problemsMoved = revalidate();
@@ -94,6 +95,7 @@ Status ConfigDocument::setFieldValue(const std::string& path, const Value& value
   }
   if (spec.get(ref->owner) == value) return Status::ok();
   notePipeSourcesTyped(ref->path, spec.get(ref->owner), value);
+  noteSlurmArgsTyped(ref->path, spec.get(ref->owner), value);
   spec.set(ref->owner, value);
   const bool problemsMoved = revalidate();
   emit fieldChanged(QString::fromStdString(ref->path));
@@ -237,6 +239,18 @@ void ConfigDocument::notePipeSourcesTyped(const std::string& path, const Value& 
   const auto old = protocol::pipeSourcesOfSpec(oldText ? *oldText : std::string());
   for (auto& s : protocol::pipeSourcesOfSpec(*newText)) {
     if (std::find(old.begin(), old.end(), s) == old.end()) typedPipeSources_.insert(std::move(s));
+  }
+}
+
+// The same provenance rule for launch.slurm.extra_args items (NOTE [SLURM extra args]).
+void ConfigDocument::noteSlurmArgsTyped(const std::string& path, const Value& before, const Value& after) {
+  if (path != "launch.slurm.extra_args") return;
+  const auto* oldItems = std::get_if<std::vector<std::string>>(&before);
+  const auto* newItems = std::get_if<std::vector<std::string>>(&after);
+  if (newItems == nullptr) return;
+  for (const auto& item : *newItems) {
+    if (oldItems == nullptr || std::find(oldItems->begin(), oldItems->end(), item) == oldItems->end())
+      typedSlurmArgs_.insert(item);
   }
 }
 

@@ -105,6 +105,10 @@ class ConfigDocument : public QObject {
   // as the user's own and are not asked about before a launch. See NOTE
   // [Pipe provenance] in the .cpp for what counts as typed.
   const std::set<std::string>& typedPipeSources() const { return typedPipeSources_; }
+  // The launch.slurm.extra_args items typed into this form since the last
+  // setConfig (NOTE [SLURM extra args] in app/cluster/slurm_script.h); an
+  // item counts as typed when an edit of the list brought it in.
+  const std::set<std::string>& typedSlurmArgs() const { return typedSlurmArgs_; }
 
   // Every field whose current text differs from the default config's, in
   // schema order; list elements are compared by index.
@@ -142,11 +146,14 @@ class ConfigDocument : public QObject {
   void setFilePath(const QString& path);
   void notePipeSourcesTyped(const std::string& path, const protocol::Value& before,
                             const protocol::Value& after);
+  void noteSlurmArgsTyped(const std::string& path, const protocol::Value& before,
+                          const protocol::Value& after);
 
   protocol::RunConfig config_;
   std::vector<protocol::Problem> problems_;
   QString filePath_;
   std::set<std::string> typedPipeSources_;
+  std::set<std::string> typedSlurmArgs_;
   bool modified_ = false;
   quint64 editGeneration_ = 0;  // bumped by every change; a save clears `modified` only if none came after it
   quint64 nextTicket_ = 1;

@@ -4,18 +4,12 @@
 #include <algorithm>
 
 namespace fs::app {
-namespace {
-
-const QString kKey = QStringLiteral("pipe_approvals/sources");
-
-}  // namespace
-
 bool PipeApprovals::isApproved(const std::string& source) const {
-  return settings_.value(kKey).toStringList().contains(QString::fromStdString(source));
+  return settings_.value(key_).toStringList().contains(QString::fromStdString(source));
 }
 
 void PipeApprovals::remember(const std::vector<std::string>& sources) {
-  QStringList list = settings_.value(kKey).toStringList();
+  QStringList list = settings_.value(key_).toStringList();
   bool added = false;
   for (const auto& s : sources) {
     const QString text = QString::fromStdString(s);
@@ -25,13 +19,13 @@ void PipeApprovals::remember(const std::vector<std::string>& sources) {
   }
   if (!added) return;
   list.sort();
-  settings_.setValue(kKey, list);
+  settings_.setValue(key_, list);
   settings_.sync();
 }
 
 std::vector<std::string> PipeApprovals::approved() const {
   std::vector<std::string> out;
-  for (const QString& s : settings_.value(kKey).toStringList()) out.push_back(s.toStdString());
+  for (const QString& s : settings_.value(key_).toStringList()) out.push_back(s.toStdString());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -45,6 +39,19 @@ std::vector<protocol::PipeSource> pipeSourcesToApprove(const protocol::RunConfig
     if (!seen.insert(s.source).second) continue;
     if (typed.contains(s.source) || approvals.isApproved(s.source)) continue;
     out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<std::string> slurmArgsToApprove(const protocol::RunConfig& config,
+                                            const std::set<std::string>& typed,
+                                            const PipeApprovals& approvals) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const auto& item : config.launch.slurm.extra_args) {
+    if (!seen.insert(item).second) continue;
+    if (typed.contains(item) || approvals.isApproved(item)) continue;
+    out.push_back(item);
   }
   return out;
 }

@@ -8,6 +8,10 @@
 // "pipe_approvals", key "sources"): no secrets, just the command texts. A
 // launch that passes the check gets LaunchRequest::allowPipe.
 //
+// launch.slurm.extra_args items follow the same rule (NOTE [SLURM extra args]
+// in app/cluster/slurm_script.h): ConfigDocument::typedSlurmArgs, approvals
+// under "slurm_arg_approvals/args" (PipeApprovals::kSlurmArgsKey).
+//
 // Thread-safety: GUI thread only (QSettings is used from one thread).
 #pragma once
 
@@ -24,7 +28,12 @@ namespace fs::app {
 class PipeApprovals {
  public:
   // Reads and writes through `settings`, which must outlive this object.
-  explicit PipeApprovals(QSettings& settings) : settings_(settings) {}
+  explicit PipeApprovals(QSettings& settings) : PipeApprovals(settings, kPipeKey) {}
+  // The same store under another key (kSlurmArgsKey: launch.slurm.extra_args items).
+  PipeApprovals(QSettings& settings, QString key) : settings_(settings), key_(std::move(key)) {}
+
+  static inline const QString kPipeKey = QStringLiteral("pipe_approvals/sources");
+  static inline const QString kSlurmArgsKey = QStringLiteral("slurm_arg_approvals/args");
 
   bool isApproved(const std::string& source) const;
   // Adds the texts to the remembered set and writes it (QSettings::sync).
@@ -34,6 +43,7 @@ class PipeApprovals {
 
  private:
   QSettings& settings_;
+  QString key_;
 };
 
 // The sources of `config` to show before a launch: one entry per distinct
@@ -42,5 +52,12 @@ class PipeApprovals {
 std::vector<protocol::PipeSource> pipeSourcesToApprove(const protocol::RunConfig& config,
                                                        const std::set<std::string>& typed,
                                                        const PipeApprovals& approvals);
+
+// The launch.slurm.extra_args items to show before a SLURM submit (NOTE [SLURM
+// extra args] in app/cluster/slurm_script.h): distinct items, in order,
+// leaving out those in `typed` and those `approvals` (kSlurmArgsKey) holds.
+std::vector<std::string> slurmArgsToApprove(const protocol::RunConfig& config,
+                                            const std::set<std::string>& typed,
+                                            const PipeApprovals& approvals);
 
 }  // namespace fs::app

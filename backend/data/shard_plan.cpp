@@ -11,21 +11,40 @@ using protocol::Status;
 namespace {
 constexpr uint64_t kShardShuffleTag = 0x5348415244ULL;  // "SHARD"
 constexpr uint64_t kResampleTag = 0x52455341ULL;        // "RESA"
-}  // namespace
 
-protocol::StatusOr<ShardPlan> ShardPlan::create(const std::string& dataset, const std::string& spec,
-                                                const ShardPlanOptions& options) {
+Status checkSplit(const std::string& dataset, const ShardPlanOptions& options) {
   if (options.world < 1 || options.rank < 0 || options.rank >= options.world || options.workers < 1) {
     return Status::invalidArgument("dataset " + dataset + ": rank " + std::to_string(options.rank) + " of " +
                                    std::to_string(options.world) + " with " +
                                    std::to_string(options.workers) + " workers is not a valid split");
   }
+  return Status::ok();
+}
+
+}  // namespace
+
+protocol::StatusOr<ShardPlan> ShardPlan::create(const std::string& dataset, const std::string& spec,
+                                                const ShardPlanOptions& options) {
+  if (Status s = checkSplit(dataset, options); !s) return s;
   if (spec.empty()) return Status::invalidArgument("datasets." + dataset + ".shards: no shards given");
   auto list = protocol::expandShards(spec);
   if (!list) return Status::invalidArgument("datasets." + dataset + ".shards: " + list.status().message());
+  return fromList(dataset, std::move(list.value()), options, false);
+}
+
+protocol::StatusOr<ShardPlan> ShardPlan::fromFiles(const std::string& dataset, std::vector<std::string> files,
+                                                   const ShardPlanOptions& options) {
+  if (files.empty()) return Status::invalidArgument("datasets." + dataset + ".shards: no shard files given");
+  return fromList(dataset, std::move(files), options, true);
+}
+
+protocol::StatusOr<ShardPlan> ShardPlan::fromList(const std::string& dataset, std::vector<std::string> list,
+                                                  const ShardPlanOptions& options, bool filesOnly) {
+  if (Status s = checkSplit(dataset, options); !s) return s;
   ShardPlan plan;
-  plan.shards_ = std::move(list.value());
+  plan.shards_ = std::move(list);
   plan.options_ = options;
+  plan.filesOnly_ = filesOnly;
   const auto needed = static_cast<size_t>(options.world * options.workers);
   if (!options.resampled && plan.shards_.size() < needed) {
     return Status::invalidArgument("datasets." + dataset + ".shards: " + std::to_string(plan.shards_.size()) +

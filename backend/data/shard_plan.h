@@ -42,7 +42,15 @@ class ShardPlan {
   static protocol::StatusOr<ShardPlan> create(const std::string& dataset, const std::string& spec,
                                               const ShardPlanOptions& options);
 
+  // A plan over `files`, file paths taken as they are: never expanded, split
+  // at "::" or run as pipe: commands (filesOnly() is true). For shards the
+  // engine wrote itself (data.source generated, NOTE [Run directory text]).
+  static protocol::StatusOr<ShardPlan> fromFiles(const std::string& dataset, std::vector<std::string> files,
+                                                 const ShardPlanOptions& options);
+
   const std::vector<std::string>& shards() const { return shards_; }
+  // True for a plan made by fromFiles: readers open its shards as files only.
+  bool filesOnly() const { return filesOnly_; }
   const ShardPlanOptions& options() const { return options_; }
 
   // The shards worker `worker` reads in pass `pass` of `epoch` (resampled:
@@ -52,8 +60,12 @@ class ShardPlan {
   std::vector<size_t> workerShardIndices(int64_t epoch, int64_t pass, int64_t worker) const;
 
  private:
+  static protocol::StatusOr<ShardPlan> fromList(const std::string& dataset, std::vector<std::string> list,
+                                                const ShardPlanOptions& options, bool filesOnly);
+
   std::vector<std::string> shards_;
   ShardPlanOptions options_;
+  bool filesOnly_ = false;
 };
 
 }  // namespace fs::data

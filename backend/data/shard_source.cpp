@@ -36,9 +36,9 @@ Status checkTokenIds(const protocol::TokensConfig& config, const Tokenizer& tok)
 
 }  // namespace
 
-StatusOr<std::unique_ptr<ShardSource>> ShardSource::create(const protocol::RunConfig& config, int64_t rank,
-                                                           int64_t world,
-                                                           std::shared_ptr<const Tokenizer> tokenizer) {
+StatusOr<std::unique_ptr<ShardSource>> ShardSource::create(
+    const protocol::RunConfig& config, int64_t rank, int64_t world,
+    std::shared_ptr<const Tokenizer> tokenizer, const std::vector<std::vector<std::string>>& shardFiles) {
   if (!tokenizer) {
     return Status::invalidArgument("model.lm.tokenizer_path: the shard pipeline needs a tokenizer");
   }
@@ -58,7 +58,9 @@ StatusOr<std::unique_ptr<ShardSource>> ShardSource::create(const protocol::RunCo
     Dataset d;
     ShardPlanOptions po{static_cast<uint64_t>(config.seed), rank, world, std::max<int64_t>(1, dc.workers),
                         config.data.resampled};
-    auto plan = ShardPlan::create(dc.name, dc.shards, po);
+    const bool files = i < shardFiles.size() && !shardFiles[i].empty();
+    auto plan =
+        files ? ShardPlan::fromFiles(dc.name, shardFiles[i], po) : ShardPlan::create(dc.name, dc.shards, po);
     if (!plan) return plan.status();
     d.plan = std::make_unique<ShardPlan>(std::move(plan.value()));
     if (info.kind == DatasetKind::kLaion) {

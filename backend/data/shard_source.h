@@ -39,9 +39,13 @@ class ShardSource final : public DataSource {
   // Builds plans, preparers and workers for every dataset; errors name the
   // config field (shards that do not expand, too few shards for the split,
   // token ids that disagree with the tokenizer).
-  static protocol::StatusOr<std::unique_ptr<ShardSource>> create(const protocol::RunConfig& config,
-                                                                 int64_t rank, int64_t world,
-                                                                 std::shared_ptr<const Tokenizer> tokenizer);
+  // `shardFiles` (may be empty, or shorter than the dataset list): shardFiles[i], when not
+  // empty, replaces datasets[i].shards with these file paths, read as files only
+  // (ShardPlan::fromFiles; data.source generated).
+  static protocol::StatusOr<std::unique_ptr<ShardSource>> create(
+      const protocol::RunConfig& config, int64_t rank, int64_t world,
+      std::shared_ptr<const Tokenizer> tokenizer,
+      const std::vector<std::vector<std::string>>& shardFiles = {});
   ~ShardSource() override;
 
   protocol::StatusOr<std::optional<StepBatches>> next() override;

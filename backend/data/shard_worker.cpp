@@ -319,6 +319,7 @@ void ShardWorker::run(int64_t epoch, int64_t skip) {
       progressed();
       TarReaderOptions options;
       options.interrupt = &interrupt_;
+      options.filesOnly = plan_.filesOnly();
       auto reader = TarSampleReader::open(shard, options);
       if (!reader) {
         ledger_.drop(shard, "unreadable_shard", reader.status().message());

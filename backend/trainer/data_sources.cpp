@@ -1,6 +1,7 @@
 #include "backend/trainer/data_sources.h"
 
 #include <string>
+#include <vector>
 
 #include "backend/data/synthetic_source.h"
 #ifndef FS_NO_DATA_CODECS
@@ -24,10 +25,12 @@ protocol::StatusOr<DataSources> makeShardSources(const protocol::RunConfig& conf
                                                  int64_t world) {
   DataSources out;
   protocol::RunConfig dataConfig = config;
+  std::vector<std::vector<std::string>> shardFiles;  // data.source generated: read as files only
   if (config.data.source == "generated") {
     auto generated = prepareGeneratedData(config, runDir, rank, world);
     if (!generated) return generated.status();
-    dataConfig = generated.value();
+    dataConfig = generated.value().config;
+    shardFiles = generated.value().shardFiles;
   }
   const auto& lm = dataConfig.model.lm;
   if (lm.tokenizer_path.empty()) {
@@ -36,7 +39,7 @@ protocol::StatusOr<DataSources> makeShardSources(const protocol::RunConfig& conf
   auto loaded = data::loadTokenizer(lm.tokenizer_path, lm.family);
   if (!loaded) return Status::invalidArgument("model.lm.tokenizer_path: " + loaded.status().message());
   const std::shared_ptr<const data::Tokenizer> tokenizer(std::move(loaded.value()));
-  auto source = data::ShardSource::create(dataConfig, rank, world, tokenizer);
+  auto source = data::ShardSource::create(dataConfig, rank, world, tokenizer, shardFiles);
   if (!source) return source.status();
   out.train = std::move(source.value());
 

@@ -9,9 +9,26 @@ namespace fs::engine {
 
 using protocol::Status;
 
-protocol::StatusOr<protocol::RunConfig> prepareGeneratedData(const protocol::RunConfig& config,
-                                                             const std::filesystem::path& runDir,
-                                                             int64_t rank, int64_t world) {
+namespace {
+
+// The marker of a complete copy: its format and the shard counts. The paths
+// are not in it (see generated_data.h).
+constexpr const char* kMarkerHeader = "flamingo-generated-data 2";
+
+bool markerMatches(const std::filesystem::path& marker, const data::SyntheticShardOptions& o) {
+  std::ifstream in(marker);
+  std::string header, laion, mmc4;
+  int laionCount = -1, mmc4Count = -1;
+  if (!std::getline(in, header) || header != kMarkerHeader) return false;  // none, or an older format
+  if (!(in >> laion >> laionCount >> mmc4 >> mmc4Count)) return false;
+  return laion == "laion" && mmc4 == "mmc4" && laionCount == o.laionShards && mmc4Count == o.mmc4Shards;
+}
+
+}  // namespace
+
+protocol::StatusOr<GeneratedData> prepareGeneratedData(const protocol::RunConfig& config,
+                                                       const std::filesystem::path& runDir, int64_t rank,
+                                                       int64_t world) {
   data::SyntheticShardOptions o;
   o.outDir = (runDir / "generated-data" / ("rank" + std::to_string(rank))).string();
   o.seed = static_cast<uint64_t>(config.seed);
@@ -33,27 +50,24 @@ protocol::StatusOr<protocol::RunConfig> prepareGeneratedData(const protocol::Run
     }
   }
   const auto marker = std::filesystem::path(o.outDir) / "complete";
-  data::SyntheticShardsSummary sum;
-  std::ifstream in(marker);
-  if (in >> sum.laionShards >> sum.mmc4Shards >> sum.tokenizerDir) {
-    for (auto* pattern : {&sum.laionShards, &sum.mmc4Shards}) {
-      if (*pattern == "-") pattern->clear();  // the marker's word for "none written"
-    }
-  } else {
+  if (!markerMatches(marker, o)) {
     auto written = data::writeSyntheticShards(o);
     if (!written) return Status::ioError("data.source generated: " + written.status().message());
-    sum = written.value();
     std::ofstream out(marker);
-    out << (sum.laionShards.empty() ? "-" : sum.laionShards) << "\n"
-        << (sum.mmc4Shards.empty() ? "-" : sum.mmc4Shards) << "\n"
-        << sum.tokenizerDir << "\n";
+    out << kMarkerHeader << "\nlaion " << o.laionShards << "\nmmc4 " << o.mmc4Shards << "\n";
     if (!out.flush()) return Status::ioError(marker.string() + ": write failed");
   }
-  protocol::RunConfig out = config;
-  out.data.source = "shards";
-  out.model.lm.tokenizer_path = sum.tokenizerDir;
-  out.model.lm.family = "opt";
-  for (auto& d : out.data.datasets) d.shards = d.type == "mmc4" ? sum.mmc4Shards : sum.laionShards;
+  GeneratedData out;
+  out.config = config;
+  out.config.data.source = "shards";
+  out.config.model.lm.tokenizer_path = (std::filesystem::path(o.outDir) / "tokenizer").string();
+  out.config.model.lm.family = "opt";
+  for (auto& d : out.config.data.datasets) {
+    d.shards.clear();
+    const bool mmc4 = d.type == "mmc4";
+    out.shardFiles.push_back(
+        data::syntheticShardFiles(o.outDir, mmc4 ? "mmc4" : "laion", mmc4 ? o.mmc4Shards : o.laionShards));
+  }
   return out;
 }
 

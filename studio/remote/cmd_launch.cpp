@@ -36,7 +36,12 @@ const char* const kHelp =
     "into the run directory its '#SBATCH --chdir' line names (the preview's), made when missing.\n\n"
     "A config whose shards are read with pipe:COMMAND runs those commands with /bin/sh -c on every\n"
     "rank: it is refused, with every command listed, unless --allow-pipe is given (the ranks then get\n"
-    "it too). --print-script runs nothing and is not refused.\n";
+    "it too). --print-script runs nothing and is not refused.\n\n"
+    "A config with launch.slurm.extra_args puts them into the batch script as #SBATCH lines, where an\n"
+    "option can change what the job runs: --slurm refuses it, with every line listed, unless\n"
+    "--allow-slurm-args is given (read the whole script with --print-script first). Options the\n"
+    "script sets itself, --wrap, --export-file and --export values that set BASH_ENV, ENV, LD_*, ...\n"
+    "are refused even then.\n";
 
 std::string utcStamp() {
   return QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")).toStdString();
@@ -60,6 +65,23 @@ bool pipeCommandsAllowed(const app::LaunchRequest& request, bool allowed, const 
   const auto sources = protocol::pipeSources(config);
   if (sources.empty()) return true;
   err << protocol::pipeRefusal("flamingo-studio remote launch", configPath, sources);
+  return false;
+}
+
+// The config's launch.slurm.extra_args as the job will get them (with --set); false (after
+// listing them) when there are any and --allow-slurm-args was not given. Like a pipe: source,
+// an sbatch option in a config can run code on the cluster (NOTE [SLURM extra args] in
+// app/cluster/slurm_script.h), so one the user did not type here must be shown first.
+bool slurmArgsAllowed(const app::LaunchRequest& request, bool allowed, const std::string& configPath,
+                      std::ostream& err) {
+  if (allowed) return true;
+  protocol::RunConfig config = request.config;
+  std::vector<std::string> sets;
+  for (const QString& o : request.overrides) sets.push_back(o.toStdString());
+  (void)protocol::applyOverrides(&config, sets);  // bad overrides are reported by the launch itself
+  const auto& args = config.launch.slurm.extra_args;
+  if (args.empty()) return true;
+  err << app::cluster::slurmArgsRefusal("flamingo-studio remote launch", configPath, args);
   return false;
 }
 
@@ -209,6 +231,8 @@ int cmdLaunch(const Args& args, std::ostream& out, std::ostream& err) {
        {"set", true, true, "PATH=VALUE", "Override a config value (repeatable)"},
        {"no-preflight", false, false, "", "Launch without the pre-flight checks"},
        {"allow-pipe", false, false, "", "Run the config's pipe:COMMAND shard sources (refused without it)"},
+       {"allow-slurm-args", false, false, "",
+        "SLURM: submit with the config's launch.slurm.extra_args (refused without it)"},
        {"print-script", false, false, "", "SLURM: print the batch script; submit nothing"},
        {"script", true, false, "FILE", "SLURM: submit this script (an edited preview) instead"},
        {"slurm-env", true, true, "NAME=VALUE",
@@ -233,6 +257,10 @@ int cmdLaunch(const Args& args, std::ostream& out, std::ostream& err) {
   if (!a.has("print-script") && !pipeCommandsAllowed(request, a.has("allow-pipe"), a.get("config"), err))
     return kExitUsage;
   request.allowPipe = a.has("allow-pipe");
+  // --script submits the file given, not the config's lines; --print-script submits nothing.
+  if (a.has("slurm") && !a.has("print-script") && !a.has("script") &&
+      !slurmArgsAllowed(request, a.has("allow-slurm-args"), a.get("config"), err))
+    return kExitUsage;
   return a.has("hosts") ? launchSsh(*start.ctx, a, request, out, err)
                         : launchSlurm(*start.ctx, a, request, out, err);
 }

@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "app/config/config_document.h"
+#include "app/launch/run_preparation.h"
 #include "backend/protocol/config/pipe_commands.h"
 #include "ui/remote/field_binding.h"
 #include "ui/remote/slurm_target_panel.h"
@@ -187,9 +188,10 @@ QString LaunchTargetPage::slurmRunDir() const {
   // A relative root is under the login directory: resolvable here only on this machine.
   if (QDir::isRelativePath(root) && slurm_->loginHost() == QLatin1String("local"))
     root = QDir::home().filePath(root);
-  const std::string& name = document_->config().name;
-  const QString base = QDir::cleanPath(root) + QLatin1Char('/') +
-                       QString::fromStdString(name.empty() ? "run" : name) + QLatin1Char('-') + stamp_;
+  // The name as every other launch path makes a directory of it (letters, digits, . _ -): a raw
+  // name could carry "::", "pipe:" or a line break into the script (NOTE [Run directory text]).
+  const QString name = app::sanitizeRunName(QString::fromStdString(document_->config().name));
+  const QString base = QDir::cleanPath(root) + QLatin1Char('/') + name + QLatin1Char('-') + stamp_;
   QString dir = base;
   for (int n = 2; submitted_.contains(dir); ++n) dir = base + QLatin1Char('-') + QString::number(n);
   return dir;

@@ -164,7 +164,8 @@ void SlurmTargetPanel::submit() {
     return;
   }
   if (submitGate_ && !submitGate_()) {
-    note_->setText(tr("Not submitted: the shell commands of the config were not approved."));
+    note_->setText(
+        tr("Not submitted: the shell commands or sbatch options of the config were not approved."));
     return;
   }
   setBusy(true);

@@ -100,6 +100,7 @@ Status writeLaion(const SyntheticShardOptions& o, SyntheticShardsSummary& sum, C
   }
   sum.laionSamples = index;
   if (o.laionShards > 0) sum.laionShards = pattern(o.outDir, "laion", o.laionShards);
+  sum.laionFiles = syntheticShardFiles(o.outDir, "laion", o.laionShards);
   return Status::ok();
 }
 
@@ -186,10 +187,18 @@ Status writeMmc4(const SyntheticShardOptions& o, SyntheticShardsSummary& sum, Co
   }
   sum.mmc4Documents = index;
   if (o.mmc4Shards > 0) sum.mmc4Shards = pattern(o.outDir, "mmc4", o.mmc4Shards);
+  sum.mmc4Files = syntheticShardFiles(o.outDir, "mmc4", o.mmc4Shards);
   return Status::ok();
 }
 
 }  // namespace
+
+std::vector<std::string> syntheticShardFiles(const std::string& outDir, const std::string& kind, int count) {
+  std::vector<std::string> out;
+  for (int i = 0; i < count; ++i)
+    out.push_back((std::filesystem::path(outDir) / shardName(kind.c_str(), i)).string());
+  return out;
+}
 
 StatusOr<SyntheticShardsSummary> writeSyntheticShards(
     const SyntheticShardOptions& o, const std::function<void(const std::string&)>& progress) {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "backend/protocol/status.h"
 
@@ -42,14 +43,23 @@ struct SyntheticShardOptions {
 };
 
 struct SyntheticShardsSummary {
-  std::string laionShards;  // brace pattern, "" when none were written
+  // Brace patterns, "" when none were written: for people (`shards make-synthetic` prints them).
+  // A pattern is read as a shard spec ("::" lists, pipe:); code that reads the shards it wrote
+  // under a directory it did not choose uses the file lists (NOTE [Run directory text]).
+  std::string laionShards;
   std::string mmc4Shards;
+  std::vector<std::string> laionFiles;  // the shard files, in order (syntheticShardFiles)
+  std::vector<std::string> mmc4Files;
   std::string tokenizerDir;
   int64_t laionSamples = 0;
   int64_t mmc4Documents = 0;
   int64_t mmc4Images = 0;
   int64_t bytes = 0;  // all shards together
 };
+
+// The paths of the `count` shards of `kind` ("laion" or "mmc4") written into `outDir`:
+// <outDir>/<kind>-000000.tar, ...
+std::vector<std::string> syntheticShardFiles(const std::string& outDir, const std::string& kind, int count);
 
 // `progress` (may be empty) is called after each shard with its path.
 protocol::StatusOr<SyntheticShardsSummary> writeSyntheticShards(

@@ -266,6 +266,10 @@ bool isPipeUrl(const std::string& url) {
 StatusOr<std::unique_ptr<ShardStream>> openShardStream(const std::string& url,
                                                        const ReadInterrupt* interrupt) {
   if (isPipeUrl(url)) return spawnPipe(url, interrupt);
+  return openShardFile(url);
+}
+
+StatusOr<std::unique_ptr<ShardStream>> openShardFile(const std::string& url) {
   if (url.empty()) return Status::invalidArgument("empty shard path");
   int fd = ::open(url.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

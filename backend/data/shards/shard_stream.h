@@ -58,6 +58,12 @@ class ShardStream {
 protocol::StatusOr<std::unique_ptr<ShardStream>> openShardStream(const std::string& url,
                                                                  const ReadInterrupt* interrupt = nullptr);
 
+// Opens `path` as a local file, whatever its text: "pipe:x" is a file named so,
+// never a command. For shard lists that are paths by construction (the
+// generated shards of data.source generated: NOTE [Run directory text] in
+// backend/protocol/config/run_location.h).
+protocol::StatusOr<std::unique_ptr<ShardStream>> openShardFile(const std::string& path);
+
 // True for "pipe:<command>" URLs.
 bool isPipeUrl(const std::string& url);
 

@@ -272,7 +272,8 @@ TarSampleReader& TarSampleReader::operator=(TarSampleReader&&) noexcept = defaul
 TarSampleReader::~TarSampleReader() = default;
 
 StatusOr<TarSampleReader> TarSampleReader::open(const std::string& url, TarReaderOptions options) {
-  StatusOr<std::unique_ptr<ShardStream>> stream = openShardStream(url, options.interrupt);
+  StatusOr<std::unique_ptr<ShardStream>> stream =
+      options.filesOnly ? openShardFile(url) : openShardStream(url, options.interrupt);
   if (!stream.isOk()) return stream.status();
   return fromStream(std::move(stream).value(), std::move(options));
 }

@@ -88,6 +88,9 @@ struct TarReaderOptions {
   // Wakes a read blocked on a pipe command (read_interrupt.h); may be null.
   // Must outlive the reader.
   const ReadInterrupt* interrupt = nullptr;
+  // The url is a file path, opened as one even when it reads "pipe:..."
+  // (openShardFile); false: a shard URL (openShardStream).
+  bool filesOnly = false;
 };
 
 // REQUIRES (every method): not moved-from.

@@ -6,6 +6,7 @@
 #include "backend/protocol/config/derived.h"
 #include "backend/protocol/config/launch_env.h"
 #include "backend/protocol/config/model_catalog.h"
+#include "backend/protocol/config/run_location.h"
 #include "backend/protocol/config/schema.h"
 #include "backend/protocol/config/shard_pattern.h"
 
@@ -391,7 +392,10 @@ class Checker {
 }  // namespace
 
 std::vector<Problem> validateConfig(const RunConfig& config) {
-  return Checker(config).run();
+  std::vector<Problem> problems = Checker(config).run();
+  // NOTE [Run directory text] (run_location.h): name, run_root, launch.remote_workdir.
+  for (auto& p : checkRunLocation(config)) problems.push_back(std::move(p));
+  return problems;
 }
 
 }  // namespace fs::protocol

@@ -106,7 +106,7 @@ TEST(SlurmScriptTest, ProblemsNameTheirField) {
     EXPECT_NE(m.find(field), std::string::npos) << field << " not in: " << m;
   }
   EXPECT_NE(m.find("'tomorrow'"), std::string::npos) << m;
-  EXPECT_NE(m.find("'--output' is set by the app"), std::string::npos) << m;
+  EXPECT_NE(m.find("'--output=/elsewhere' is --output, which the app sets"), std::string::npos) << m;
   EXPECT_EQ(validateSlurmJob(slurmConfig(), spec("/r")).size(), 0u);
   EXPECT_FALSE(makeSlurmScript(slurmConfig(), spec("/r/with\\backslash")).isOk());
   EXPECT_FALSE(makeSlurmScript(slurmConfig(), spec("/r/with\nnewline")).isOk());

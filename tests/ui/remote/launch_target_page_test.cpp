@@ -269,6 +269,21 @@ class LaunchTargetPageTest : public QObject {
 
   // launch.env on the Launch tab: one table for every target, bound to the document both ways,
   // the summary quoting each NAME=VALUE; the SLURM preview exports them.
+  // Issue 42 item 1: the SLURM run directory is made from the sanitized name, as every other
+  // launch path makes it, never the raw one ("::", "pipe:" and line breaks stay out of the script).
+  void slurmRunDirectoryUsesTheSanitizedName() {
+    app::ConfigDocument doc;
+    loadTiny(doc);
+    LaunchTargetPage page(&doc, HostOpenerService::create());
+    QTest::mouseClick(targetButton(page, "slurm"), Qt::LeftButton);
+    page.remoteRootEdit()->setText(QStringLiteral("/scratch/runs"));
+    emit page.remoteRootEdit()->editingFinished();
+    QVERIFY(doc.setFieldValue("name", std::string("x::pipe:touch /tmp/CANARY;\nnext")).isOk());
+    const QString dir = page.slurmRunDir();
+    QVERIFY2(dir.startsWith(QStringLiteral("/scratch/runs/x__pipe_touch__tmp_CANARY__next-")),
+             qPrintable(dir));
+  }
+
   void launchEnvIsEditedOnTheLaunchTab() {
     app::ConfigDocument doc;
     loadTiny(doc);

@@ -77,6 +77,26 @@ TEST(ShardStream, FileAndPipeGiveTheSameBytes) {
   EXPECT_TRUE(noChildren());
 }
 
+// Issue 42 item 1: openShardFile reads a path as a file whatever its text (generated shards
+// live under a run directory named by the config): a file named "pipe:..." is read, never run.
+TEST(ShardStream, FileOnlyOpenNeverRunsAPipe) {
+  TempDir dir;
+  const std::string canary = dir / "CANARY";
+  const std::string name = "pipe:touch " + canary;
+  std::filesystem::create_directories(dir / "pipe:touch " + dir.path().string());
+  std::ofstream(dir / name, std::ios::binary) << "shard bytes";
+  const std::string cwd = std::filesystem::current_path().string();
+  std::filesystem::current_path(dir.path());  // so the relative path "pipe:touch <canary>" names the file
+  auto s = openShardFile(name);
+  std::filesystem::current_path(cwd);
+  ASSERT_TRUE(s.isOk()) << s.status().toString();
+  protocol::Status error;
+  EXPECT_EQ(readToEnd(*s.value(), &error), "shard bytes");
+  EXPECT_TRUE(error.isOk()) << error.toString();
+  EXPECT_FALSE(std::filesystem::exists(canary));
+  EXPECT_TRUE(noChildren());
+}
+
 TEST(ShardStream, MissingFileIsNotFound) {
   auto s = openShardStream("/nonexistent/x.tar");
   ASSERT_FALSE(s.isOk());
