@@ -51,21 +51,21 @@ def cases():
     return {
         # OPT-125m/1.3b-like: pre-LN, tied head, pad id 1 (padding_idx).
         "opt": (OPTForCausalLM, OPTConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, ffn_dim=64,
-                                          num_attention_heads=4, max_position_embeddings=32,
+                                          num_attention_heads=4, max_position_embeddings=64,
                                           pad_token_id=1, dropout=0.0)),
         # OPT-350m-like post-LN (no final norm), without its word_embed_proj_dim projection.
         "opt_post_ln": (OPTForCausalLM, OPTConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
-                                                  ffn_dim=48, num_attention_heads=2, max_position_embeddings=24,
+                                                  ffn_dim=48, num_attention_heads=2, max_position_embeddings=64,
                                                   do_layer_norm_before=False, pad_token_id=1, dropout=0.0)),
         # Pythia-like: rotary on a quarter of each head, parallel residual, untied head.
         "pythia": (GPTNeoXForCausalLM, GPTNeoXConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
                                                      num_attention_heads=2, intermediate_size=128,
-                                                     max_position_embeddings=32, rotary_pct=0.25,
+                                                     max_position_embeddings=64, rotary_pct=0.25,
                                                      use_parallel_residual=True, tie_word_embeddings=False)),
         # RedPajama-INCITE-like: full rotary, sequential residual; another rope base and eps.
         "redpajama": (GPTNeoXForCausalLM, GPTNeoXConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
                                                         num_attention_heads=4, intermediate_size=128,
-                                                        max_position_embeddings=32, rotary_pct=1.0,
+                                                        max_position_embeddings=64, rotary_pct=1.0,
                                                         rotary_emb_base=20000, use_parallel_residual=False,
                                                         layer_norm_eps=1e-6, tie_word_embeddings=False)),
         # LLaMA: untied, RMSNorm eps and rope theta not the defaults.
@@ -76,7 +76,7 @@ def cases():
                                                 pad_token_id=0)),
         # MPT-7b-like: ALiBi (6 heads: the non-power-of-two slope order), no biases, tied head.
         "mpt": (MptForCausalLM, MptConfig(vocab_size=VOCAB, d_model=48, n_heads=6, n_layers=2, expansion_ratio=4,
-                                          max_seq_len=32, attn_config={"alibi": True, "alibi_bias_max": 8})),
+                                          max_seq_len=64, attn_config={"alibi": True, "alibi_bias_max": 8})),
     }
 
 
