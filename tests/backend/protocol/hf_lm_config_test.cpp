@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "backend/protocol/cmdline/cmdline.h"
 #include "backend/protocol/config/lm_resolver.h"
 #include "backend/protocol/config/model_catalog.h"
 
@@ -230,6 +231,20 @@ TEST(LmResolution, ConfigJsonIsTheSourceOfTruth) {
             std::string::npos)
       << mismatched.status().message();
   EXPECT_NE(mismatched.status().message().find("(and 1 more)"), std::string::npos);
+}
+
+// An OpenFlamingo command line with --lm_path a local directory: model.lm from its config.json.
+TEST(LmResolution, ImportReadsTheDirectorysConfigJson) {
+  const auto dir = writeDir("llama2", llama2());
+  const CmdlineImport im = importOpenFlamingoCmdline("train.py --lm_path " + dir.string());
+  const LmConfig& lm = im.config.model.lm;
+  EXPECT_EQ(lm.path, dir.string());
+  EXPECT_EQ(lm.family, "llama");
+  EXPECT_EQ(lm.width, 4096);
+  EXPECT_EQ(lm.max_positions, 4096);
+  EXPECT_FALSE(lm.tied_head);
+  for (const auto& p : im.problems) EXPECT_NE(p.path, "model.lm.path") << p.toString();
+  EXPECT_TRUE(resolveLm(lm).isOk());
 }
 
 // The catalog's shapes as they were before config.json was read (issue 41 item 3), and its knobs.
