@@ -313,10 +313,10 @@ StatusOr<HfLmConfig> readHfLmConfig(const std::string& dir) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) return Status::notFound(file + ": no such file");
   std::ifstream in(file, std::ios::binary);
+  if (!in) return Status::ioError(file + ": cannot be opened");
   std::ostringstream text;
   text << in.rdbuf();
-  if (!in.good() && !in.eof()) return Status::ioError(file + ": cannot be read");
-  if (in.fail() && text.str().empty()) return Status::ioError(file + ": cannot be read");
+  if (in.bad()) return Status::ioError(file + ": cannot be read");
   return parseHfLmConfig(text.str(), file);
 }
 

@@ -12,6 +12,7 @@
 #include "backend/protocol/cmdline/cmdline.h"
 #include "backend/protocol/config/lm_resolver.h"
 #include "backend/protocol/config/model_catalog.h"
+#include "backend/protocol/config/validate.h"
 
 namespace fs::protocol {
 namespace {
@@ -231,6 +232,39 @@ TEST(LmResolution, ConfigJsonIsTheSourceOfTruth) {
             std::string::npos)
       << mismatched.status().message();
   EXPECT_NE(mismatched.status().message().find("(and 1 more)"), std::string::npos);
+}
+
+std::vector<Problem> lmErrors(const RunConfig& run) {
+  std::vector<Problem> out;
+  for (const auto& p : validateConfig(run))
+    if (p.isError() && p.path.rfind("model.lm", 0) == 0) out.push_back(p);
+  return out;
+}
+
+TEST(LmResolution, ValidationReportsAnUnreadableOrContradictedConfigJson) {
+  const auto broken = std::filesystem::path(::testing::TempDir()) / "hf_lm_config_test_broken";
+  std::filesystem::create_directories(broken);
+  std::ofstream(broken / "config.json") << "{\"model_type\": \"opt\", ";
+  RunConfig run = defaultRunConfig();
+  run.model.lm.path = broken.string();
+  auto errors = lmErrors(run);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].path, "model.lm.path");
+  EXPECT_NE(errors[0].message.find((broken / "config.json").string() + ": not valid JSON"), std::string::npos)
+      << errors[0].message;
+  EXPECT_FALSE(resolveLm(run.model.lm).isOk());
+
+  // The defaults (OPT-1.3b's shape) against MPT-7B's config.json: one error per field, each naming the key.
+  run.model.lm.path = writeDir("mpt7b", mpt7b()).string();
+  errors = lmErrors(run);
+  std::vector<std::string> paths;
+  for (const auto& e : errors) paths.push_back(e.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"model.lm.family", "model.lm.vocab_size", "model.lm.width",
+                                             "model.lm.layers", "model.lm.ffn_dim"}));
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors[0].message.find("'opt', but "), std::string::npos) << errors[0].message;
+  EXPECT_NE(errors[0].message.find("has model_type 'mpt'"), std::string::npos) << errors[0].message;
+  EXPECT_NE(errors[4].message.find("has expansion_ratio giving 16384"), std::string::npos) << errors[4].message;
 }
 
 // An OpenFlamingo command line with --lm_path a local directory: model.lm from its config.json.
