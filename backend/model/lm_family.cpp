@@ -50,7 +50,10 @@ LmOptions LmOptions::fromConfig(const protocol::LmConfig& c) {
       .mosaic_gpt_names(a.mosaic_gpt_names)
       .alibi_bias_max(a.alibi_bias_max)
       .layer_norm_before(a.layer_norm_before)
-      .pad_token_id(a.pad_token_id);
+      .pad_token_id(a.pad_token_id)
+      .dropout(a.dropout)
+      .attention_dropout(a.attention_dropout)
+      .embedding_dropout(a.embedding_dropout);
   return o;
 }
 

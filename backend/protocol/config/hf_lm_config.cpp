@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace fs::protocol {
@@ -50,6 +51,13 @@ class Fields {
     if (v.is_number()) return v.get<double>();
     fail(key, "is " + shown(v) + "; a number is required");
     return fallback;
+  }
+  // A dropout probability in [0, 1]; unset when absent or null.
+  std::optional<double> probability(const char* key) {
+    if (!has(key)) return std::nullopt;
+    const double p = numberOr(key, 0.0);
+    if (p < 0.0 || p > 1.0) fail(key, "is " + shown(raw(key)) + "; a probability in [0, 1] is required");
+    return p;
   }
   bool booleanOr(const char* key, bool fallback) {
     if (!has(key)) return fallback;
@@ -143,6 +151,9 @@ void readOpt(Fields& f, HfLmConfig* out) {
   out->shape.tied_head = f.booleanOr("tie_word_embeddings", true);
   out->arch.layer_norm_before = f.booleanOr("do_layer_norm_before", true);
   out->arch.pad_token_id = f.has("pad_token_id") ? f.integerOr("pad_token_id", 1) : -1;
+  // OPTDecoderLayer: `dropout` after attention and after fc2; none on the embeddings.
+  out->arch.dropout = f.probability("dropout");
+  out->arch.attention_dropout = f.probability("attention_dropout");
   if (f.has("word_embed_proj_dim") && f.integerOr("word_embed_proj_dim", 0) != out->shape.width)
     f.unsupported("word_embed_proj_dim",
                   "project_in / project_out (OPT-350m) are not implemented; it must equal hidden_size");
@@ -164,6 +175,10 @@ void readGptNeox(Fields& f, const Json& root, HfLmConfig* out) {
   out->arch.rotary_base = base;
   out->arch.parallel_residual = f.booleanOr("use_parallel_residual", true);
   out->arch.norm_eps = f.numberOr("layer_norm_eps", 1e-5);
+  // GPTNeoXModel: `hidden_dropout` on the embeddings and after attention and MLP.
+  out->arch.dropout = f.probability("hidden_dropout");
+  out->arch.embedding_dropout = out->arch.dropout;
+  out->arch.attention_dropout = f.probability("attention_dropout");
   f.requireString("hidden_act", "gelu", {"gelu"}, "GPT-NeoX's MLP is implemented with exact GELU only");
   f.requireBool("attention_bias", true, true, "GPT-NeoX's attention is implemented with biases");
   const int64_t headDim = out->shape.heads > 0 ? out->shape.width / out->shape.heads : 0;
@@ -183,6 +198,7 @@ void readLlama(Fields& f, const Json& root, HfLmConfig* out) {
   if (fraction != 1.0) f.unsupported("partial_rotary_factor", "LLaMA is implemented with rotary on the whole head");
   out->arch.rotary_base = base;
   out->arch.norm_eps = f.numberOr("rms_norm_eps", 1e-6);
+  out->arch.attention_dropout = f.probability("attention_dropout");  // LLaMA has no other dropout
   if (f.has("num_key_value_heads") && f.integerOr("num_key_value_heads", 0) != out->shape.heads)
     f.unsupported("num_key_value_heads",
                   "grouped-query attention is not implemented; it must equal num_attention_heads");
@@ -216,6 +232,15 @@ void readMptAttention(Fields& a, Fields& top, HfLmConfig* out, bool mosaic) {
   a.requireBool("prefix_lm", false, false, "prefix-LM masking is not implemented");
   a.requireBool("attn_uses_sequence_id", false, false, "sequence-id masking is not implemented");
   out->arch.qk_ln = a.booleanOr(qkLn, false);
+  // transformers' MPT: attn_pdrop on the attention weights and after attention and MLP (it ignores
+  // resid_pdrop and emb_pdrop); MosaicGPT: attn_pdrop, resid_pdrop, emb_pdrop as named.
+  out->arch.attention_dropout = a.probability("attn_pdrop");
+  if (mosaic) {
+    out->arch.dropout = top.probability("resid_pdrop");
+    out->arch.embedding_dropout = top.probability("emb_pdrop");
+  } else {
+    out->arch.dropout = out->arch.attention_dropout;
+  }
   if (!mosaic && out->arch.qk_ln)
     a.unsupported(qkLn, "transformers' MptForCausalLM has no QK LayerNorm (only MosaicGPT, model_type mosaic_gpt)");
   top.adopt(a.status());

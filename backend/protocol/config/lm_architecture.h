@@ -1,7 +1,7 @@
 // The knobs of a language-model family that the run config has no field for
 // (they belong to the checkpoint, not to the run): norm epsilon, rotary
 // fraction and base, parallel residual, MPT's QK LayerNorm / MosaicGPT names /
-// ALiBi range, OPT's pre- or post-LN and padding id.
+// ALiBi range, OPT's pre- or post-LN and padding id, dropout probabilities.
 //
 // Where they come from (NOTE [LM resolution] in lm_resolver.h): a local Hugging
 // Face directory's config.json, else the catalog entry of a known id
@@ -31,6 +31,11 @@ struct LmArchitecture {
   // opt: pre-LN (OPT-125m/1.3b/...) or post-LN (OPT-350m); the padding row zeroed at init (-1 = none).
   bool layer_norm_before = true;
   int64_t pad_token_id = 1;
+  // Dropout probabilities as the family applies them (LmOptions: residual / hidden,
+  // attention weights, embedding output); unset = the family's default.
+  std::optional<double> dropout;
+  std::optional<double> attention_dropout;
+  std::optional<double> embedding_dropout;
   bool operator==(const LmArchitecture&) const = default;
 };
 

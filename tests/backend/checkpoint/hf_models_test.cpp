@@ -156,6 +156,9 @@ TEST_P(HfModels, LogitsMatchTransformers) {
   ASSERT_TRUE(errors.empty()) << describe(errors);
 
   auto options = model::FlamingoOptions::fromConfig(run.model);
+  // Dropouts from config.json (hf_models.py's are 0; OPT's family default would be 0.1).
+  EXPECT_EQ(options.lm().dropoutOr(-1.0), c.knobs.family == "llama" ? -1.0 : 0.0);
+  EXPECT_EQ(options.lm().attentionDropoutOr(-1.0), 0.0);
   options.lm().noDropout();
   const auto& lm = options.lm();
   const auto& k = c.knobs;

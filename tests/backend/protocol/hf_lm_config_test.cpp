@@ -66,6 +66,9 @@ TEST(HfLmConfig, ReadsEachFamily) {
   EXPECT_TRUE(opt->shape.tied_head);
   EXPECT_TRUE(opt->arch.layer_norm_before);
   EXPECT_EQ(opt->arch.pad_token_id, 1);
+  EXPECT_EQ(opt->arch.dropout, 0.1);
+  EXPECT_EQ(opt->arch.attention_dropout, std::nullopt);
+  EXPECT_EQ(opt->arch.embedding_dropout, std::nullopt);
 
   auto neox = parse(pythia160m());
   ASSERT_TRUE(neox.isOk()) << neox.status().message();
@@ -88,6 +91,8 @@ TEST(HfLmConfig, ReadsEachFamily) {
   EXPECT_TRUE(mpt->shape.tied_head);
   EXPECT_FALSE(mpt->arch.qk_ln);
   EXPECT_FALSE(mpt->arch.mosaic_gpt_names);
+  EXPECT_EQ(mpt->arch.dropout, 0.0);  // transformers' MPT: attn_pdrop
+  EXPECT_EQ(mpt->arch.attention_dropout, 0.0);
 
   auto mosaic = parse(mosaicGpt());
   ASSERT_TRUE(mosaic.isOk()) << mosaic.status().message();
@@ -172,6 +177,7 @@ TEST(HfLmConfig, RefusesWhatNoFamilyImplements) {
       {opt125m, "/model_type", "bloom", "model_type = \"bloom\""},
       {opt125m, "/hidden_size", "768", "hidden_size is \"768\""},
       {opt125m, "/num_attention_heads", 7, "not divisible"},
+      {opt125m, "/dropout", 1.5, "dropout is 1.5; a probability"},
   };
   for (const auto& c : cases) {
     auto j = c.base();
