@@ -2,7 +2,6 @@
 
 #include <torch/torch.h>
 
-
 #include "backend/model/common.h"
 #include "backend/model/fused_attention.h"
 #include "backend/model/gpt_neox.h"

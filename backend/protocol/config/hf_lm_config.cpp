@@ -1,10 +1,9 @@
 #include "backend/protocol/config/hf_lm_config.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 
@@ -90,8 +89,8 @@ class Fields {
   }
   void unsupported(const char* key, const std::string& why) {
     if (status_.isOk())
-      status_ = Status::unsupported(file_ + ": " + name(key) + " = " + shown(raw(key)) + " is not supported: " +
-                                    why);
+      status_ = Status::unsupported(file_ + ": " + name(key) + " = " + shown(raw(key)) +
+                                    " is not supported: " + why);
   }
   void fail(const char* key, const std::string& what) {
     if (status_.isOk()) status_ = Status::invalidArgument(file_ + ": " + name(key) + " " + what);
@@ -116,8 +115,12 @@ void readCommonShape(Fields& f, HfLmConfig* out, const char* widthKey, const cha
   s.layers = f.integer(layersKey);
   s.heads = f.integer(headsKey);
   s.max_positions = f.integer(positionsKey);
-  out->keys = {{"family", "model_type"},       {"vocab_size", "vocab_size"}, {"width", widthKey},
-               {"layers", layersKey},          {"heads", headsKey},          {"max_positions", positionsKey},
+  out->keys = {{"family", "model_type"},
+               {"vocab_size", "vocab_size"},
+               {"width", widthKey},
+               {"layers", layersKey},
+               {"heads", headsKey},
+               {"max_positions", positionsKey},
                {"tied_head", "tie_word_embeddings"}};
 }
 
@@ -127,7 +130,8 @@ std::pair<double, double> readRope(Fields& f, const Json& root, const std::strin
                                    const char* fractionKey, double defaultFraction) {
   double fraction = f.numberOr(fractionKey, defaultFraction);
   double base = f.numberOr(baseKey, 10000.0);
-  f.requireNull("rope_scaling", "rope scaling (NTK, linear, YaRN, llama3) is not implemented; only plain RoPE");
+  f.requireNull("rope_scaling",
+                "rope scaling (NTK, linear, YaRN, llama3) is not implemented; only plain RoPE");
   if (root.contains("rope_parameters") && !root.at("rope_parameters").is_null()) {
     const Json& rp = root.at("rope_parameters");
     if (!rp.is_object()) {
@@ -145,7 +149,8 @@ std::pair<double, double> readRope(Fields& f, const Json& root, const std::strin
 }
 
 void readOpt(Fields& f, HfLmConfig* out) {
-  readCommonShape(f, out, "hidden_size", "num_hidden_layers", "num_attention_heads", "max_position_embeddings");
+  readCommonShape(f, out, "hidden_size", "num_hidden_layers", "num_attention_heads",
+                  "max_position_embeddings");
   out->shape.ffn_dim = f.integer("ffn_dim");
   out->keys["ffn_dim"] = "ffn_dim";
   out->shape.tied_head = f.booleanOr("tie_word_embeddings", true);
@@ -159,13 +164,15 @@ void readOpt(Fields& f, HfLmConfig* out) {
                   "project_in / project_out (OPT-350m) are not implemented; it must equal hidden_size");
   f.requireString("activation_function", "relu", {"relu"}, "OPT's decoder is implemented with ReLU only");
   f.requireBool("enable_bias", true, true, "OPT's linear layers are implemented with biases");
-  f.requireBool("layer_norm_elementwise_affine", true, true, "OPT's LayerNorms are implemented with weight and bias");
+  f.requireBool("layer_norm_elementwise_affine", true, true,
+                "OPT's LayerNorms are implemented with weight and bias");
   f.requireBool("_remove_final_layer_norm", false, false, "the final LayerNorm is always built when pre-LN");
   if (f.numberOr("layerdrop", 0.0) != 0.0) f.unsupported("layerdrop", "LayerDrop is not implemented");
 }
 
 void readGptNeox(Fields& f, const Json& root, HfLmConfig* out) {
-  readCommonShape(f, out, "hidden_size", "num_hidden_layers", "num_attention_heads", "max_position_embeddings");
+  readCommonShape(f, out, "hidden_size", "num_hidden_layers", "num_attention_heads",
+                  "max_position_embeddings");
   out->shape.ffn_dim = f.integer("intermediate_size");
   out->keys["ffn_dim"] = "intermediate_size";
   out->shape.tied_head = f.booleanOr("tie_word_embeddings", false);
@@ -190,19 +197,22 @@ void readGptNeox(Fields& f, const Json& root, HfLmConfig* out) {
 }
 
 void readLlama(Fields& f, const Json& root, HfLmConfig* out) {
-  readCommonShape(f, out, "hidden_size", "num_hidden_layers", "num_attention_heads", "max_position_embeddings");
+  readCommonShape(f, out, "hidden_size", "num_hidden_layers", "num_attention_heads",
+                  "max_position_embeddings");
   out->shape.ffn_dim = f.integer("intermediate_size");
   out->keys["ffn_dim"] = "intermediate_size";
   out->shape.tied_head = f.booleanOr("tie_word_embeddings", false);
   const auto [fraction, base] = readRope(f, root, out->file, "rope_theta", "partial_rotary_factor", 1.0);
-  if (fraction != 1.0) f.unsupported("partial_rotary_factor", "LLaMA is implemented with rotary on the whole head");
+  if (fraction != 1.0)
+    f.unsupported("partial_rotary_factor", "LLaMA is implemented with rotary on the whole head");
   out->arch.rotary_base = base;
   out->arch.norm_eps = f.numberOr("rms_norm_eps", 1e-6);
   out->arch.attention_dropout = f.probability("attention_dropout");  // LLaMA has no other dropout
   if (f.has("num_key_value_heads") && f.integerOr("num_key_value_heads", 0) != out->shape.heads)
     f.unsupported("num_key_value_heads",
                   "grouped-query attention is not implemented; it must equal num_attention_heads");
-  if (f.has("head_dim") && out->shape.heads > 0 && f.integerOr("head_dim", 0) != out->shape.width / out->shape.heads)
+  if (f.has("head_dim") && out->shape.heads > 0 &&
+      f.integerOr("head_dim", 0) != out->shape.width / out->shape.heads)
     f.unsupported("head_dim", "it must be hidden_size / num_attention_heads");
   f.requireBool("attention_bias", false, false, "LLaMA's attention is implemented without biases");
   f.requireBool("mlp_bias", false, false, "LLaMA's MLP is implemented without biases");
@@ -213,12 +223,14 @@ void readLlama(Fields& f, const Json& root, HfLmConfig* out) {
 void readMptAttention(Fields& a, Fields& top, HfLmConfig* out, bool mosaic) {
   const char* qkLn = mosaic ? "attn_qk_ln" : "qk_ln";
   const char* clip = mosaic ? "attn_clip_qkv" : "clip_qkv";
-  a.requireBool("alibi", mosaic ? false : true, true, "MPT is implemented with ALiBi only (no learned positions)");
+  a.requireBool("alibi", mosaic ? false : true, true,
+                "MPT is implemented with ALiBi only (no learned positions)");
   out->arch.alibi_bias_max = a.numberOr("alibi_bias_max", 8.0);
   if (!mosaic && out->arch.alibi_bias_max != 8.0)
-    a.unsupported("alibi_bias_max",
-                  "transformers' MptModel ignores it and always uses 8; a checkpoint trained with another range "
-                  "would compute differently there");
+    a.unsupported(
+        "alibi_bias_max",
+        "transformers' MptModel ignores it and always uses 8; a checkpoint trained with another range "
+        "would compute differently there");
   a.requireNull(clip, "QKV clipping is not implemented");
   if (a.has("softmax_scale") && out->shape.heads > 0) {
     const double wanted = 1.0 / std::sqrt(static_cast<double>(out->shape.width / out->shape.heads));
@@ -242,7 +254,8 @@ void readMptAttention(Fields& a, Fields& top, HfLmConfig* out, bool mosaic) {
     out->arch.dropout = out->arch.attention_dropout;
   }
   if (!mosaic && out->arch.qk_ln)
-    a.unsupported(qkLn, "transformers' MptForCausalLM has no QK LayerNorm (only MosaicGPT, model_type mosaic_gpt)");
+    a.unsupported(qkLn,
+                  "transformers' MptForCausalLM has no QK LayerNorm (only MosaicGPT, model_type mosaic_gpt)");
   top.adopt(a.status());
 }
 
@@ -256,8 +269,8 @@ void readMpt(Fields& f, const Json& root, HfLmConfig* out, bool mosaic) {
   const Json& ratio = f.raw(ratioKey);
   if (!f.has(ratioKey)) {
     out->shape.ffn_dim = 4 * out->shape.width;
-  } else if (!ratio.is_number() || ratio.get<double>() * out->shape.width !=
-                                       std::floor(ratio.get<double>() * out->shape.width)) {
+  } else if (!ratio.is_number() ||
+             ratio.get<double>() * out->shape.width != std::floor(ratio.get<double>() * out->shape.width)) {
     f.unsupported(ratioKey, "d_model * ratio must be a whole FFN width");
   } else {
     out->shape.ffn_dim = static_cast<int64_t>(ratio.get<double>() * out->shape.width);
@@ -276,7 +289,8 @@ void readMpt(Fields& f, const Json& root, HfLmConfig* out, bool mosaic) {
     return;
   }
   static const Json empty = Json::object();
-  const Json& attn = root.contains("attn_config") && !root.at("attn_config").is_null() ? root.at("attn_config") : empty;
+  const Json& attn =
+      root.contains("attn_config") && !root.at("attn_config").is_null() ? root.at("attn_config") : empty;
   if (!attn.is_object()) {
     f.fail("attn_config", "is " + shown(attn) + "; an object is required");
     return;
@@ -329,7 +343,8 @@ StatusOr<HfLmConfig> parseHfLmConfig(const std::string& jsonText, const std::str
   }
   if (s.width % s.heads != 0)
     return Status::invalidArgument(file + ": " + out.keys["width"] + " " + std::to_string(s.width) +
-                                   " is not divisible by " + out.keys["heads"] + " " + std::to_string(s.heads));
+                                   " is not divisible by " + out.keys["heads"] + " " +
+                                   std::to_string(s.heads));
   return out;
 }
 

@@ -12,18 +12,22 @@ std::vector<LmMismatch> lmMismatches(const LmConfig& lm, const HfLmConfig& hf) {
     return it == hf.keys.end() ? std::string(field) : it->second;
   };
   const auto differs = [&](const char* field, const std::string& ours, const std::string& theirs) {
-    out.push_back({std::string("model.lm.") + field,
-                   ours + ", but " + hf.file + " has " + key(field) + " " + theirs});
+    out.push_back(
+        {std::string("model.lm.") + field, ours + ", but " + hf.file + " has " + key(field) + " " + theirs});
   };
   if (lm.family != s.family) differs("family", "'" + lm.family + "'", "'" + hf.model_type + "'");
   const std::pair<const char*, std::pair<int64_t, int64_t>> dims[] = {
-      {"vocab_size", {lm.vocab_size, s.vocab_size}}, {"width", {lm.width, s.width}},
-      {"layers", {lm.layers, s.layers}},             {"heads", {lm.heads, s.heads}},
-      {"ffn_dim", {lm.ffn_dim, s.ffn_dim}},          {"max_positions", {lm.max_positions, s.max_positions}}};
+      {"vocab_size", {lm.vocab_size, s.vocab_size}},
+      {"width", {lm.width, s.width}},
+      {"layers", {lm.layers, s.layers}},
+      {"heads", {lm.heads, s.heads}},
+      {"ffn_dim", {lm.ffn_dim, s.ffn_dim}},
+      {"max_positions", {lm.max_positions, s.max_positions}}};
   for (const auto& [field, v] : dims) {
     if (v.first != v.second) {
       const bool ratio = key(field) == "expansion_ratio" || key(field) == "mlp_ratio";
-      differs(field, std::to_string(v.first), ratio ? "giving " + std::to_string(v.second) : std::to_string(v.second));
+      differs(field, std::to_string(v.first),
+              ratio ? "giving " + std::to_string(v.second) : std::to_string(v.second));
     }
   }
   if (lm.tied_head != s.tied_head)
@@ -39,7 +43,8 @@ StatusOr<ResolvedLm> resolveLm(const LmConfig& lm) {
     const auto mismatches = lmMismatches(lm, *hf);
     if (!mismatches.empty()) {
       std::string msg = mismatches.front().field + " is " + mismatches.front().message;
-      if (mismatches.size() > 1) msg += " (and " + std::to_string(static_cast<int64_t>(mismatches.size()) - 1) + " more)";
+      if (mismatches.size() > 1)
+        msg += " (and " + std::to_string(static_cast<int64_t>(mismatches.size()) - 1) + " more)";
       return Status::invalidArgument(msg + "; model.lm must describe the model in " + lm.path);
     }
     out.shape = hf->shape;

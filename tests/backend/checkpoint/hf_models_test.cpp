@@ -96,11 +96,11 @@ const Fixture& fixture() {
 }
 
 // The fixture, or the test ends: skipped outside CI when a package is missing (exit 77), failed under CI.
-#define REQUIRE_FIXTURE()                                                                            \
-  do {                                                                                               \
-    const auto& fx = fixture();                                                                      \
-    if (fx.exit_code == 77) FS_FIXTURE_UNAVAILABLE("hf_models.py: " + fx.log);                      \
-    ASSERT_EQ(fx.exit_code, 0) << "hf_models.py failed:\n" << fx.log;                               \
+#define REQUIRE_FIXTURE()                                                      \
+  do {                                                                         \
+    const auto& fx = fixture();                                                \
+    if (fx.exit_code == 77) FS_FIXTURE_UNAVAILABLE("hf_models.py: " + fx.log); \
+    ASSERT_EQ(fx.exit_code, 0) << "hf_models.py failed:\n" << fx.log;          \
   } while (0)
 
 protocol::RunConfig tinyRun() {
@@ -229,7 +229,8 @@ TEST_P(HfModels, LogitsMatchTransformers) {
   EXPECT_GT(wrong_diff, 1e-3 * scale) << c.name << ": a wrong knob went unseen";
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, HfModels, ::testing::Combine(::testing::ValuesIn(cases()), ::testing::ValuesIn(formats())),
+INSTANTIATE_TEST_SUITE_P(Families, HfModels,
+                         ::testing::Combine(::testing::ValuesIn(cases()), ::testing::ValuesIn(formats())),
                          [](const auto& info) {
                            return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
                          });
@@ -285,8 +286,8 @@ TEST_P(HfRefusals, ValidationAndTheFactoryNameTheField) {
   config[nlohmann::json::json_pointer(r.pointer)] = r.value;
   std::ofstream(copy / "config.json") << config.dump(2);
   for (const auto& f : fsys::directory_iterator(source))
-    if (f.path().extension() == ".safetensors") fsys::copy_file(f.path(), copy / f.path().filename(),
-                                                               fsys::copy_options::overwrite_existing);
+    if (f.path().extension() == ".safetensors")
+      fsys::copy_file(f.path(), copy / f.path().filename(), fsys::copy_options::overwrite_existing);
   run.model.lm.path = copy.string();
 
   const auto hf = protocol::readHfLmConfig(copy.string());

@@ -21,7 +21,8 @@ using Json = nlohmann::json;
 
 // Abridged from the Hub's config.json files (transformers 4 names).
 Json opt125m() {
-  return Json::parse(R"({"model_type": "opt", "vocab_size": 50272, "hidden_size": 768, "num_hidden_layers": 12,
+  return Json::parse(
+      R"({"model_type": "opt", "vocab_size": 50272, "hidden_size": 768, "num_hidden_layers": 12,
     "num_attention_heads": 12, "ffn_dim": 3072, "max_position_embeddings": 2048, "do_layer_norm_before": true,
     "word_embed_proj_dim": 768, "activation_function": "relu", "enable_bias": true, "pad_token_id": 1,
     "dropout": 0.1, "layerdrop": 0.0})");
@@ -39,7 +40,8 @@ Json llama2() {
     "hidden_act": "silu", "tie_word_embeddings": false, "pretraining_tp": 1})");
 }
 Json mpt7b() {
-  return Json::parse(R"({"model_type": "mpt", "vocab_size": 50432, "d_model": 4096, "n_layers": 32, "n_heads": 32,
+  return Json::parse(
+      R"({"model_type": "mpt", "vocab_size": 50432, "d_model": 4096, "n_layers": 32, "n_heads": 32,
     "expansion_ratio": 4, "max_seq_len": 2048, "no_bias": true, "logit_scale": null, "learned_pos_emb": true,
     "norm_type": "low_precision_layernorm", "embedding_fraction": 1.0,
     "attn_config": {"alibi": true, "alibi_bias_max": 8, "attn_impl": "torch", "clip_qkv": null,
@@ -123,7 +125,8 @@ TEST(HfLmConfig, ReadsTransformers5RopeParameters) {
 
 TEST(HfLmConfig, TransformersDefaultsForAbsentKnobs) {
   auto j = pythia160m();
-  for (const char* k : {"rotary_pct", "rotary_emb_base", "use_parallel_residual", "layer_norm_eps"}) j.erase(k);
+  for (const char* k : {"rotary_pct", "rotary_emb_base", "use_parallel_residual", "layer_norm_eps"})
+    j.erase(k);
   auto neox = parse(j);
   ASSERT_TRUE(neox.isOk()) << neox.status().message();
   EXPECT_DOUBLE_EQ(neox->arch.rotary_pct, 0.25);  // GPTNeoXConfig's defaults
@@ -234,7 +237,7 @@ TEST(LmResolution, ConfigJsonIsTheSourceOfTruth) {
   const auto mismatched = resolveLm(m.lm);
   ASSERT_FALSE(mismatched.isOk());
   EXPECT_NE(mismatched.status().message().find("model.lm.heads is 8, but " + (dir / "config.json").string() +
-                                                " has n_heads 16"),
+                                               " has n_heads 16"),
             std::string::npos)
       << mismatched.status().message();
   EXPECT_NE(mismatched.status().message().find("(and 1 more)"), std::string::npos);
@@ -270,7 +273,8 @@ TEST(LmResolution, ValidationReportsAnUnreadableOrContradictedConfigJson) {
   ASSERT_FALSE(errors.empty());
   EXPECT_NE(errors[0].message.find("'opt', but "), std::string::npos) << errors[0].message;
   EXPECT_NE(errors[0].message.find("has model_type 'mpt'"), std::string::npos) << errors[0].message;
-  EXPECT_NE(errors[4].message.find("has expansion_ratio giving 16384"), std::string::npos) << errors[4].message;
+  EXPECT_NE(errors[4].message.find("has expansion_ratio giving 16384"), std::string::npos)
+      << errors[4].message;
 }
 
 // An OpenFlamingo command line with --lm_path a local directory: model.lm from its config.json.
@@ -303,7 +307,8 @@ TEST(LmResolution, CatalogIdsResolveAsBefore) {
       {"anas-awadalla/mpt-1b-redpajama-200b-dolly", "mpt", 50432, 2048, 24, 16, 8192, 2048, true},
       {"anas-awadalla/mpt-7b", "mpt", 50432, 4096, 32, 32, 16384, 2048, true},
       {"togethercomputer/RedPajama-INCITE-Base-3B-v1", "gpt_neox", 50432, 2560, 32, 32, 10240, 2048, false},
-      {"togethercomputer/RedPajama-INCITE-Instruct-3B-v1", "gpt_neox", 50432, 2560, 32, 32, 10240, 2048, false},
+      {"togethercomputer/RedPajama-INCITE-Instruct-3B-v1", "gpt_neox", 50432, 2560, 32, 32, 10240, 2048,
+       false},
       {"huggyllama/llama-7b", "llama", 32000, 4096, 32, 32, 11008, 2048, false},
       {"meta-llama/Llama-2-7b-hf", "llama", 32000, 4096, 32, 32, 11008, 4096, false},
   };
@@ -312,8 +317,9 @@ TEST(LmResolution, CatalogIdsResolveAsBefore) {
     m.lm.path = e.id;
     ASSERT_TRUE(applyKnownShapes(&m)) << e.id;
     const LmConfig& s = m.lm;
-    EXPECT_EQ(std::tie(s.family, s.vocab_size, s.width, s.layers, s.heads, s.ffn_dim, s.max_positions, s.tied_head),
-              std::tie(e.family, e.vocab, e.width, e.layers, e.heads, e.ffn, e.positions, e.tied))
+    EXPECT_EQ(
+        std::tie(s.family, s.vocab_size, s.width, s.layers, s.heads, s.ffn_dim, s.max_positions, s.tied_head),
+        std::tie(e.family, e.vocab, e.width, e.layers, e.heads, e.ffn, e.positions, e.tied))
         << e.id;
     auto r = resolveLm(m.lm);
     ASSERT_TRUE(r.isOk()) << e.id;
@@ -322,7 +328,8 @@ TEST(LmResolution, CatalogIdsResolveAsBefore) {
     const bool mpt1b = e.id.find("mpt-1b") != std::string::npos;
     EXPECT_EQ(r->arch.qk_ln, mpt1b) << e.id;
     EXPECT_EQ(r->arch.mosaic_gpt_names, mpt1b) << e.id;
-    EXPECT_EQ(r->arch.norm_eps, e.id == "meta-llama/Llama-2-7b-hf" ? std::optional<double>(1e-5) : std::nullopt)
+    EXPECT_EQ(r->arch.norm_eps,
+              e.id == "meta-llama/Llama-2-7b-hf" ? std::optional<double>(1e-5) : std::nullopt)
         << e.id;
     EXPECT_DOUBLE_EQ(r->arch.rotary_pct, 1.0) << e.id;
     EXPECT_FALSE(r->arch.parallel_residual) << e.id;
