@@ -1,9 +1,9 @@
 #include "backend/fsdp_plan/param_inventory.h"
 
-#include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
+
+#include "backend/protocol/config/lm_resolver.h"
 
 namespace fs::fsdp_plan {
 namespace {
@@ -21,11 +21,6 @@ int64_t fwd(int64_t stage, int64_t index) {
 
 std::string join(const std::string& prefix, const std::string& leaf) {
   return prefix.empty() ? leaf : prefix + "." + leaf;
-}
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
 }
 
 // The types that end a walk up to a parameter's block (ParamInfo::block).
@@ -250,9 +245,12 @@ void addLanguageModel(Builder& b, ParamInventory* inv, const protocol::ModelConf
   const auto& lm = m.lm;
   const std::string p = "lang_encoder";
   const auto paths = familyPaths(lm.family);
-  const std::string id = lower(lm.path);
-  // LmOptions::fromConfig's knobs keyed on the Hugging Face id (only MPT-1B's change parameters).
-  const bool mosaic = lm.family == "mpt" && id.find("mpt-1b-redpajama-200b") != std::string::npos;
+  // LmOptions::fromConfig's knobs (NOTE [LM resolution]); only MPT-1B's and OPT's post-LN change
+  // parameters. A config.json the resolver refuses is validate.cpp's error; the defaults stand here.
+  const auto resolved = protocol::resolveLm(lm);
+  const protocol::LmArchitecture arch = resolved.isOk() ? resolved->arch : protocol::LmArchitecture{};
+  const bool mosaic = lm.family == "mpt" && arch.mosaic_gpt_names;
+  const bool qk_ln = lm.family == "mpt" && arch.qk_ln;
   const int64_t rows =
       m.tokens.vocab_size > 0 ? m.tokens.vocab_size : lm.vocab_size;  // resize_token_embeddings
   const int64_t d = lm.width;
@@ -269,7 +267,8 @@ void addLanguageModel(Builder& b, ParamInventory* inv, const protocol::ModelConf
     // OPTDecoder's order: embed_tokens, embed_positions, final_layer_norm, layers.
     b.embedding(p + ".model.decoder.embed_positions", lm.max_positions + kOptPositionOffset, d, false,
                 fwd(embed_stage, 2));
-    b.layerNorm(p + ".model.decoder.final_layer_norm", d, true, false, fwd(norm_stage, 0));
+    if (arch.layer_norm_before)
+      b.layerNorm(p + ".model.decoder.final_layer_norm", d, true, false, fwd(norm_stage, 0));
   }
   containers(b, &made, paths.layers, fwd(embed_stage, 0));
   const auto list = p + "." + paths.layers;
@@ -279,7 +278,7 @@ void addLanguageModel(Builder& b, ParamInventory* inv, const protocol::ModelConf
     b.module(layer, "FlamingoLayer", fwd(4 + i, 0));
     if (hasCrossAttentionAt(i, m.cross_attn.every_n_layers))
       addGatedBlock(b, layer + ".gated_cross_attn_layer", m, fwd(4 + i, 1));
-    addDecoderLayer(b, layer + ".decoder_layer", lm, mosaic, mosaic, fwd(4 + i, 2));
+    addDecoderLayer(b, layer + ".decoder_layer", lm, mosaic, qk_ln, fwd(4 + i, 2));
   }
   if (lm.family == "mpt") {
     b.layerNorm(p + (mosaic ? ".transformer.ln_f" : ".transformer.norm_f"), d, false, false,

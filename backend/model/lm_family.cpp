@@ -2,9 +2,6 @@
 
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <cctype>
-
 #include "backend/model/common.h"
 #include "backend/model/fused_attention.h"
 #include "backend/model/gpt_neox.h"
@@ -13,14 +10,10 @@
 #include "backend/model/opt.h"
 #include "backend/model/packed_attention.h"
 #include "backend/protocol/config/config_types.h"
+#include "backend/protocol/config/lm_resolver.h"
 
 namespace fs::model {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 // "a.b.c" -> {"a.b", "c"}
 std::pair<std::string, std::string> splitPath(const std::string& path) {
@@ -34,25 +27,32 @@ std::pair<std::string, std::string> splitPath(const std::string& path) {
 // ---------------------------------------------------------------- options
 
 LmOptions LmOptions::fromConfig(const protocol::LmConfig& c) {
+  // NOTE [LM resolution] in lm_resolver.h: config.json > catalog > family defaults.
+  const auto resolved = protocol::resolveLm(c);
+  TORCH_CHECK(resolved.isOk(), "model.lm.path: ", resolved.status().message());
+  const auto& s = resolved->shape;
+  const auto& a = resolved->arch;
   LmOptions o;
-  o.family(c.family)
-      .vocab_size(c.vocab_size)
-      .width(c.width)
-      .layers(c.layers)
-      .heads(c.heads)
-      .ffn_dim(c.ffn_dim)
-      .max_positions(c.max_positions)
-      .tied_head(c.tied_head);
-  // Knobs the config has no field for, keyed on the Hugging Face id the way
-  // OpenFlamingo's factory keys its MPT-1B hack on it.
-  const std::string id = lower(c.path);
-  if (c.family == "mpt" && id.find("mpt-1b-redpajama-200b") != std::string::npos) {
-    o.qk_ln(true).mosaic_gpt_names(true);  // MosaicGPT class: QK LayerNorm, ln_1 / mlp / ln_f names
-  }
-  if (c.family == "gpt_neox" && id.find("pythia") != std::string::npos) {
-    o.rotary_pct(0.25).parallel_residual(true);
-  }
-  if (c.family == "llama" && id.find("llama-2") != std::string::npos) o.norm_eps(1e-5);
+  o.family(s.family)
+      .vocab_size(s.vocab_size)
+      .width(s.width)
+      .layers(s.layers)
+      .heads(s.heads)
+      .ffn_dim(s.ffn_dim)
+      .max_positions(s.max_positions)
+      .tied_head(s.tied_head)
+      .norm_eps(a.norm_eps)
+      .rotary_pct(a.rotary_pct)
+      .parallel_residual(a.parallel_residual)
+      .rotary_base(a.rotary_base)
+      .qk_ln(a.qk_ln)
+      .mosaic_gpt_names(a.mosaic_gpt_names)
+      .alibi_bias_max(a.alibi_bias_max)
+      .layer_norm_before(a.layer_norm_before)
+      .pad_token_id(a.pad_token_id)
+      .dropout(a.dropout)
+      .attention_dropout(a.attention_dropout)
+      .embedding_dropout(a.embedding_dropout);
   return o;
 }
 

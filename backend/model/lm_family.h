@@ -69,8 +69,11 @@ struct LmOptions {
   TORCH_ARG(int64_t, pad_token_id) = 1;
 
  public:
-  // Shapes from the config; family knobs from the Hugging Face id in lm.path
-  // where the config has no field (MPT-1B, Pythia, Llama-2): see lm_family.cpp.
+  // Shapes and family knobs as NOTE [LM resolution] (protocol/config/lm_resolver.h)
+  // gives them: lm.path's config.json, else the catalog entry of its id, else
+  // the defaults above. Throws c10::Error naming the file and field for a
+  // config.json that is unreadable, asks for what no family implements, or
+  // contradicts model.lm.
   static LmOptions fromConfig(const protocol::LmConfig& config);
   // Every dropout probability set to 0 (exact comparisons).
   LmOptions& noDropout();

@@ -38,17 +38,25 @@ class UnitHooks {
 // the gradient about to arrive, once on its real arrival. Hooks that count
 // arrivals (FSDP's) skip the first: takingRecomputeGradients() is true on the
 // thread taking them, for the duration of that call.
-inline thread_local bool tTakingRecomputeGradients = false;
+//
+// NOTE [No lone .tbss]: the flag is stored inverted so that its initial value
+// is non-zero and it lands in .tdata (bytes in the file, inside the RW segment),
+// not .tbss. As the binary's only thread-local, a 1-byte .tbss was placed by
+// GNU ld 2.40 at the last byte of the page before a page-aligned RELRO
+// segment, so RELRO began on an unmapped page and the loader's mprotect failed
+// ("cannot apply additional memory protection after relocation": every run of
+// param_inventory_test once the code around it had that size).
+inline thread_local bool tOutsideRecomputeGradients = true;
 
 inline bool takingRecomputeGradients() {
-  return tTakingRecomputeGradients;
+  return !tOutsideRecomputeGradients;
 }
 
 // Marks a recompute's own gradient call on this thread; restores the previous value.
 class RecomputeGradientsScope {
  public:
-  RecomputeGradientsScope() : previous_(tTakingRecomputeGradients) { tTakingRecomputeGradients = true; }
-  ~RecomputeGradientsScope() { tTakingRecomputeGradients = previous_; }
+  RecomputeGradientsScope() : previous_(tOutsideRecomputeGradients) { tOutsideRecomputeGradients = false; }
+  ~RecomputeGradientsScope() { tOutsideRecomputeGradients = previous_; }
   RecomputeGradientsScope(const RecomputeGradientsScope&) = delete;
   RecomputeGradientsScope& operator=(const RecomputeGradientsScope&) = delete;
 

@@ -8,6 +8,7 @@
 #include "backend/protocol/cmdline/cmdline_flags.h"
 #include "backend/protocol/cmdline/cmdline_util.h"
 #include "backend/protocol/cmdline/shell_words.h"
+#include "backend/protocol/config/hf_lm_config.h"
 #include "backend/protocol/config/model_catalog.h"
 #include "backend/protocol/config/schema.h"
 
@@ -77,7 +78,9 @@ std::string reasonFor(const std::string& path, const std::string& key, const Val
     return "train.py reads an empty --tokenizer_path as 'the tokenizer of --lm_path'";
   if (startsWith(path, "model.lm.") && contains(kLmShapeKeys, key))
     return "train.py takes the language model's shape from --lm_path " + inQuotes(c.model.lm.path) +
-           (findKnownLm(c.model.lm.path) ? "" : ", which import does not know");
+           (findKnownLm(c.model.lm.path) || hasHfConfigJson(c.model.lm.path)
+                ? ""
+                : ", which import does not know");
   if (startsWith(path, "model.vision.") && contains(kVisionShapeKeys, key))
     return "train.py takes the vision tower's shape from --vision_encoder_path " +
            inQuotes(c.model.vision.path) + " and --vision_encoder_pretrained";

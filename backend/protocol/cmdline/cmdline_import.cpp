@@ -8,6 +8,7 @@
 #include "backend/protocol/cmdline/cmdline_flags.h"
 #include "backend/protocol/cmdline/cmdline_util.h"
 #include "backend/protocol/cmdline/shell_words.h"
+#include "backend/protocol/config/hf_lm_config.h"
 #include "backend/protocol/config/model_catalog.h"
 #include "backend/protocol/config/schema.h"
 #include "backend/protocol/config/shard_pattern.h"
@@ -512,7 +513,8 @@ void Importer::finish() {
   if (c.model.lm.tokenizer_path.empty())
     c.model.lm.tokenizer_path = c.model.lm.path;  // train.py: empty = lm_path
   applyKnownShapes(&c.model);
-  if (seen_.count(":model.lm.path") && !c.model.lm.path.empty() && !findKnownLm(c.model.lm.path)) {
+  if (seen_.count(":model.lm.path") && !c.model.lm.path.empty() && !findKnownLm(c.model.lm.path) &&
+      !hasHfConfigJson(c.model.lm.path)) {
     out_.problems.push_back(warning("model.lm.path",
                                     "--lm_path " + inQuotes(c.model.lm.path) +
                                         " is not a model Flamingo Studio knows; model.lm family and "

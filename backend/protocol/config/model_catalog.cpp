@@ -1,10 +1,12 @@
 #include "backend/protocol/config/model_catalog.h"
 
+#include "backend/protocol/config/hf_lm_config.h"
+
 namespace fs::protocol {
 namespace {
 
 KnownLm lm(std::string id, std::string family, int64_t vocab, int64_t width, int64_t layers, int64_t heads,
-           int64_t ffn, int64_t positions, bool tied) {
+           int64_t ffn, int64_t positions, bool tied, LmArchitecture arch = {}) {
   LmConfig c;
   c.path = id;
   c.tokenizer_path = id;
@@ -16,7 +18,26 @@ KnownLm lm(std::string id, std::string family, int64_t vocab, int64_t width, int
   c.ffn_dim = ffn;
   c.max_positions = positions;
   c.tied_head = tied;
-  return {std::move(id), c};
+  return {std::move(id), c, arch};
+}
+
+// The knobs of the catalog's models, from their config.json files.
+LmArchitecture mosaicGpt() {  // MPT-1B (MosaicGPT class): attn_qk_ln, ln_1 / mlp.mlp_up / ln_f names
+  LmArchitecture a;
+  a.qk_ln = true;
+  a.mosaic_gpt_names = true;
+  return a;
+}
+LmArchitecture pythia() {  // rotary_pct 0.25, use_parallel_residual true
+  LmArchitecture a;
+  a.rotary_pct = 0.25;
+  a.parallel_residual = true;
+  return a;
+}
+LmArchitecture llama2() {  // rms_norm_eps 1e-5
+  LmArchitecture a;
+  a.norm_eps = 1e-5;
+  return a;
 }
 
 KnownVision vit(std::string name, int64_t image, int64_t patch, int64_t width, int64_t layers, int64_t heads,
@@ -52,14 +73,19 @@ const std::vector<KnownLm>& knownLms() {
       lm("facebook/opt-1.3b", "opt", 50272, 2048, 24, 32, 8192, 2048, true),
       lm("facebook/opt-2.7b", "opt", 50272, 2560, 32, 32, 10240, 2048, true),
       lm("facebook/opt-6.7b", "opt", 50272, 4096, 32, 32, 16384, 2048, true),
-      lm("anas-awadalla/mpt-1b-redpajama-200b", "mpt", 50432, 2048, 24, 16, 8192, 2048, true),
-      lm("anas-awadalla/mpt-1b-redpajama-200b-dolly", "mpt", 50432, 2048, 24, 16, 8192, 2048, true),
+      lm("anas-awadalla/mpt-1b-redpajama-200b", "mpt", 50432, 2048, 24, 16, 8192, 2048, true, mosaicGpt()),
+      lm("anas-awadalla/mpt-1b-redpajama-200b-dolly", "mpt", 50432, 2048, 24, 16, 8192, 2048, true,
+         mosaicGpt()),
       lm("anas-awadalla/mpt-7b", "mpt", 50432, 4096, 32, 32, 16384, 2048, true),
       lm("togethercomputer/RedPajama-INCITE-Base-3B-v1", "gpt_neox", 50432, 2560, 32, 32, 10240, 2048, false),
       lm("togethercomputer/RedPajama-INCITE-Instruct-3B-v1", "gpt_neox", 50432, 2560, 32, 32, 10240, 2048,
          false),
+      lm("EleutherAI/pythia-160m", "gpt_neox", 50304, 768, 12, 12, 3072, 2048, false, pythia()),
+      lm("EleutherAI/pythia-410m", "gpt_neox", 50304, 1024, 24, 16, 4096, 2048, false, pythia()),
+      lm("EleutherAI/pythia-1b", "gpt_neox", 50304, 2048, 16, 8, 8192, 2048, false, pythia()),
+      lm("EleutherAI/pythia-1.4b", "gpt_neox", 50304, 2048, 24, 16, 8192, 2048, false, pythia()),
       lm("huggyllama/llama-7b", "llama", 32000, 4096, 32, 32, 11008, 2048, false),
-      lm("meta-llama/Llama-2-7b-hf", "llama", 32000, 4096, 32, 32, 11008, 4096, false),
+      lm("meta-llama/Llama-2-7b-hf", "llama", 32000, 4096, 32, 32, 11008, 4096, false, llama2()),
   };
   return lms;
 }
@@ -94,7 +120,15 @@ std::optional<KnownVision> findKnownVision(const std::string& name) {
 
 bool applyKnownShapes(ModelConfig* model) {
   bool known = false;
-  if (auto k = findKnownLm(model->lm.path)) {
+  if (hasHfConfigJson(model->lm.path)) {
+    if (auto hf = readHfLmConfig(model->lm.path)) {
+      LmConfig shape = hf->shape;
+      shape.path = model->lm.path;
+      shape.tokenizer_path = model->lm.tokenizer_path;
+      model->lm = shape;
+      known = true;
+    }
+  } else if (auto k = findKnownLm(model->lm.path)) {
     LmConfig shape = k->shape;
     shape.path = model->lm.path;
     shape.tokenizer_path = model->lm.tokenizer_path;

@@ -5,6 +5,7 @@
 
 #include "backend/protocol/config/derived.h"
 #include "backend/protocol/config/launch_env.h"
+#include "backend/protocol/config/lm_resolver.h"
 #include "backend/protocol/config/model_catalog.h"
 #include "backend/protocol/config/run_location.h"
 #include "backend/protocol/config/schema.h"
@@ -171,7 +172,17 @@ class Checker {
                                                      ": the last layers get no cross-attention");
     }
     if (m.lm.tokenizer_path.empty()) tokenRules();
-    if (auto k = findKnownLm(m.lm.path)) {
+    if (hasHfConfigJson(m.lm.path)) {
+      // NOTE [LM resolution]: the directory's config.json is the source of truth.
+      if (auto hf = readHfLmConfig(m.lm.path); !hf) {
+        error("model.lm.path", hf.status().message(),
+              "use a model of a supported family and configuration (backend/model/README.md)");
+      } else {
+        for (const auto& mismatch : lmMismatches(m.lm, *hf)) {
+          error(mismatch.field, mismatch.message, "set it to the value config.json gives");
+        }
+      }
+    } else if (auto k = findKnownLm(m.lm.path)) {
       const LmConfig& s = k->shape;
       if (s.family != m.lm.family || s.width != m.lm.width || s.layers != m.lm.layers ||
           s.heads != m.lm.heads || s.ffn_dim != m.lm.ffn_dim || s.vocab_size != m.lm.vocab_size) {
