@@ -91,7 +91,8 @@ ResolvedConfig resolveLaunchConfig(const LaunchRequest& request, bool absoluteRo
   if (!request.runRoot.isEmpty()) {
     config.run_root = (absoluteRoot ? QDir(request.runRoot).absolutePath() : request.runRoot).toStdString();
   }
-  if (auto problems = protocol::validateConfig(config); protocol::hasErrors(problems)) {
+  if (auto problems = protocol::validateConfig(config, protocol::FileChecks::kModelFiles);
+      protocol::hasErrors(problems)) {
     out.error = QStringLiteral("the run config is not valid:\n%1").arg(errorText(problems));
     return out;
   }

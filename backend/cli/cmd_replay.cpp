@@ -49,7 +49,7 @@ int runReplay(const std::vector<std::string>& args, Io& io) {
   }
   auto config = loadRunConfig(parsed->get("config"), parsed->all("set"), io);
   if (!config) return kExitFailure;
-  const auto problems = protocol::validateConfig(*config);
+  const auto problems = protocol::validateConfig(*config, protocol::FileChecks::kModelFiles);
   printProblems(parsed->get("config"), problems, io.err);
   if (protocol::hasErrors(problems)) return kExitFailure;
   auto reference = engine::readReplayReference(parsed->get("reference"));

@@ -27,7 +27,7 @@ namespace {
 int runEngine(const protocol::RunConfig& config, const std::filesystem::path& runDir, bool strict,
               bool progressLine, const launch::WorldInfo& world, Io& io) {
   // The progress line replaces the info log on the terminal; the log file always has it.
-  const auto problems = protocol::validateConfig(config);
+  const auto problems = protocol::validateConfig(config, protocol::FileChecks::kModelFiles);
   printProblems("config", problems, io.err);
   if (protocol::hasErrors(problems)) return kExitFailure;
   // A build without the data codecs refuses shard data here, before the model is built.

@@ -75,7 +75,7 @@ int runValidate(const std::vector<std::string>& args, Io& io) {
   const std::string path = parsed->positionals[0];
   auto config = loadRunConfig(path, parsed->all("set"), io);
   if (!config) return kExitFailure;
-  const auto problems = protocol::validateConfig(*config);
+  const auto problems = protocol::validateConfig(*config, protocol::FileChecks::kModelFiles);
   const bool errors = protocol::hasErrors(problems);
   protocol::DerivedFigures figures;
   if (!errors) figures = protocol::deriveFigures(*config);

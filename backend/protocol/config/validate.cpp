@@ -20,7 +20,7 @@ std::string num(int64_t v) {
 
 class Checker {
  public:
-  explicit Checker(const RunConfig& c) : c_(c) {}
+  Checker(const RunConfig& c, FileChecks files) : c_(c), files_(files) {}
 
   std::vector<Problem> run() {
     fieldRules();
@@ -172,7 +172,7 @@ class Checker {
                                                      ": the last layers get no cross-attention");
     }
     if (m.lm.tokenizer_path.empty()) tokenRules();
-    if (hasHfConfigJson(m.lm.path)) {
+    if (files_ == FileChecks::kModelFiles && hasHfConfigJson(m.lm.path)) {
       // NOTE [LM resolution]: the directory's config.json is the source of truth.
       if (auto hf = readHfLmConfig(m.lm.path); !hf) {
         error("model.lm.path", hf.status().message(),
@@ -397,13 +397,14 @@ class Checker {
   }
 
   const RunConfig& c_;
+  const FileChecks files_;
   std::vector<Problem> problems_;
 };
 
 }  // namespace
 
-std::vector<Problem> validateConfig(const RunConfig& config) {
-  std::vector<Problem> problems = Checker(config).run();
+std::vector<Problem> validateConfig(const RunConfig& config, FileChecks files) {
+  std::vector<Problem> problems = Checker(config, files).run();
   // NOTE [Run directory text] (run_location.h): name, run_root, launch.remote_workdir.
   for (auto& p : checkRunLocation(config)) problems.push_back(std::move(p));
   return problems;

@@ -128,7 +128,7 @@ protocol::RunConfig configFor(const fsys::path& dir) {
 
 std::vector<protocol::Problem> errorsOf(const protocol::RunConfig& run) {
   std::vector<protocol::Problem> out;
-  for (const auto& p : protocol::validateConfig(run))
+  for (const auto& p : protocol::validateConfig(run, protocol::FileChecks::kModelFiles))
     if (p.isError()) out.push_back(p);
   return out;
 }
