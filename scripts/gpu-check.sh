@@ -449,7 +449,7 @@ where_found() {
   torch_root=$(cd "$TORCH_CMAKE/../.." && pwd)
   site=$(dirname "$torch_root")
   echo "# where each package came from ($BUILD/CMakeCache.txt; carry = $PREFIX)"
-  local bad=0 key type value where
+  local bad=0 key type value where elsewhere=""
   while IFS= read -r line; do
     key=${line%%:*}
     type=${line#*:}
@@ -460,7 +460,8 @@ where_found() {
     case "$value" in
       "$PREFIX"/*) where="carry" ;;
       "$site"/* | "$torch_root"/*) where="torch" ;;
-      "$CUDA_ROOT"/* | /usr/local/cuda*) where="cuda" ;;
+      # the toolkit's root itself too: CUDA_TOOLKIT_ROOT_DIR is /usr/local where the toolkit is laid out there
+      "$CUDA_ROOT" | "$CUDA_ROOT"/* | /usr/local/cuda*) where="cuda" ;;
       "$BUILD"/* | "$ROOT"/*) where="tree" ;;
       */libcuda.so* | */libnvidia-ml.so*) where="driver" ;;
       *)
@@ -469,15 +470,19 @@ where_found() {
           Protobuf_PROTOC_EXECUTABLE | PKG_CONFIG_EXECUTABLE) where="ELSEWHERE"; bad=1 ;;
           # the compiler's OpenMP runtime and the C library
           OpenMP_*) where="base" ;;
+          # FindCUDA / FindCUDAToolkit look these up and nothing of ours links them
+          CUDA_OpenCL_LIBRARY | CUDA_npp* | CUDA_nvjpeg* | CUDA_cuFile* | CUDAToolkit_rt_LIBRARY) where="unused" ;;
           # programs: the toolchain and build tools, the test oracles' Python, packaging tools
           CMAKE_* | FS_PYTHON | FS_TEST_PYTHON | FS_ORACLE_PYTHON | Python3_EXECUTABLE | _Python3_EXECUTABLE) where="tool" ;;
           *) if [[ "$value" == */bin/* ]]; then where="tool"; else where="ELSEWHERE"; bad=1; fi ;;
         esac ;;
     esac
     printf '%-9s %-44s %s\n' "$where" "$key" "$value"
-  done < <(grep -E '^[A-Za-z_][A-Za-z0-9_+.-]*:(PATH|FILEPATH)=' "$BUILD/CMakeCache.txt" | sort)
+    [ "$where" = ELSEWHERE ] && elsewhere+="  $key = $value"$'\n'
+  done < <(grep -E '^[A-Za-z_][A-Za-z0-9_+.-]*:(PATH|FILEPATH)=' "$BUILD/CMakeCache.txt" | LC_ALL=C sort)
   if [ "$bad" -ne 0 ]; then
-    echo "gpu-check: a package was found outside the carried prefix and PyTorch (ELSEWHERE above)"
+    # Repeated last: the summary shows a log's last lines, and the listing is long.
+    printf 'gpu-check: found outside the carried prefix, PyTorch and the CUDA toolkit (%s):\n%s' "$CUDA_ROOT" "$elsewhere"
     return 1
   fi
 }
@@ -575,7 +580,7 @@ audit() {
   local so
   while IFS= read -r so; do base[$so]=1; done <"$CARRY/base-sonames.txt"
   echo "# libraries each built program loads (ldd), by origin"
-  local o lib path name origin
+  local o lib path name origin badlibs=""
   local -A seen=()
   for o in "${OUTPUTS[@]}"; do
     while read -r lib path; do
@@ -598,6 +603,7 @@ audit() {
       [ -n "${seen[$name:$origin]:-}" ] && continue
       seen[$name:$origin]=1
       printf '%-8s %-36s %s (%s)\n' "$origin" "$name" "$path" "$o"
+      [[ $origin == MISSING || $origin == SYSTEM ]] && badlibs+="  $origin $name $path ($o)"$'\n'
     done < <(ldd "$BUILD/$o" 2>&1 | sed -n 's/^\t\([^ ]*\) => \(not found\|[^ ]*\).*/\1 \2/p')
   done
   if [ "$MODE" = nodev ]; then
@@ -615,6 +621,8 @@ audit() {
       bad=1
     fi
   fi
+  # Repeated last: the summary shows the log's last lines.
+  [ -n "$badlibs" ] && printf 'gpu-check: libraries missing or from the system (CUDA toolkit %s):\n%s' "$CUDA_ROOT" "$badlibs"
   [ "$bad" -eq 0 ]
 }
 export TORCH_CMAKE
