@@ -77,9 +77,10 @@ const std::vector<Mmc4Setting> kSettings = {{0.24, 1, 3, 256}, {0.24, 2, 2, 48},
 // Hand-made documents: name -> whether OpenFlamingo 2.0.1 and we must agree.
 // "differs" are the argmax / one-to-one cases (docs/data.md, "OpenFlamingo 2.0.1").
 const std::map<std::string, bool> kCraftedAgree = {
-    {"crafted-distinct", true},        {"crafted-no-base64-field", true}, {"crafted-bad-kept-image", true},
-    {"crafted-small-only", true},      {"crafted-shared-best", false},    {"crafted-more-images", false},
-    {"crafted-assigned-below", false}, {"crafted-bad-unmatched", false},
+    {"crafted-distinct", true},       {"crafted-no-base64-field", true}, {"crafted-bad-kept-image", true},
+    {"crafted-small-only", true},     {"crafted-odd-sentences-1", true}, {"crafted-odd-sentences-2", true},
+    {"crafted-shared-best", false},   {"crafted-more-images", false},    {"crafted-assigned-below", false},
+    {"crafted-bad-unmatched", false},
 };
 
 std::string readText(const stdfs::path& p) {
@@ -177,7 +178,7 @@ class OpenFlamingoDataOracle : public ::testing::Test {
         (*dir_ / "request.json").string() + " " + out.string() + " 2>" + (*dir_ / "oracle.log").string();
     const int rc = std::system(cmd.c_str());
     const int code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    if (code == 77) {
+    if (code == 77 || code == 127) {  // a package missing, or FS_PYTHON itself
       unavailable_ =
           new std::string("OpenFlamingo's data functions cannot run: " + readText(*dir_ / "oracle.log"));
       return;
@@ -229,6 +230,16 @@ class OpenFlamingoDataOracle : public ::testing::Test {
       return json{{"text_list", text}, {"image_info", images}, {"similarity_matrix", sim}}.dump();
     };
     const auto img = [](const std::string& b64) { return json{{"image_base64", b64}}; };
+    const json odd = {"", " lead", "trail ", "<image> z", "x  y", "<|endofchunk|>", "tab\t", "caf\u00e9 "};
+    const auto oddSim = [&](const std::vector<size_t>& best) {
+      json sim = json::array();
+      for (size_t s : best) {
+        std::vector<double> row(odd.size(), 0.1);
+        row[s] = 0.3;
+        sim.push_back(row);
+      }
+      return sim;
+    };
     const std::vector<std::pair<std::string, std::string>> docs = {
         // Every image's best sentence is its own: 2.0.1 and one-to-one agree.
         {"crafted-distinct",
@@ -240,6 +251,10 @@ class OpenFlamingoDataOracle : public ::testing::Test {
         {"crafted-bad-kept-image", doc({img(a), img(bad)}, {{.3, .1, .1}, {.1, .1, .3}}, sentences)},
         // Only images under 11,000 bytes.
         {"crafted-small-only", doc({img(small)}, {{.5, .1, .1}}, sentences)},
+        // The text assembly's corners: empty sentences, stray spaces, literal
+        // special tokens, a tab, non-ASCII (each image's best sentence is its own).
+        {"crafted-odd-sentences-1", doc({img(a), img(b), img(c)}, oddSim({1, 3, 6}), odd)},
+        {"crafted-odd-sentences-2", doc({img(a), img(b), img(c)}, oddSim({0, 5, 2}), odd)},
         // Both images' best sentence is sentence 0: 2.0.1 puts two <image>
         // before it; one-to-one gives image 0 sentence 1 (0.28 + 0.35 > 0.30 + 0.10).
         {"crafted-shared-best", doc({img(a), img(b)}, {{.30, .28, .10}, {.35, .10, .10}}, sentences)},
