@@ -77,10 +77,10 @@ const std::vector<Mmc4Setting> kSettings = {{0.24, 1, 3, 256}, {0.24, 2, 2, 48},
 // Hand-made documents: name -> whether OpenFlamingo 2.0.1 and we must agree.
 // "differs" are the argmax / one-to-one cases (docs/data.md, "OpenFlamingo 2.0.1").
 const std::map<std::string, bool> kCraftedAgree = {
-    {"crafted-distinct", true},       {"crafted-no-base64-field", true}, {"crafted-bad-kept-image", true},
-    {"crafted-small-only", true},     {"crafted-odd-sentences-1", true}, {"crafted-odd-sentences-2", true},
-    {"crafted-shared-best", false},   {"crafted-more-images", false},    {"crafted-assigned-below", false},
-    {"crafted-bad-unmatched", false},
+    {"crafted-distinct", true},        {"crafted-no-base64-field", true}, {"crafted-bad-kept-image", true},
+    {"crafted-small-only", true},      {"crafted-odd-sentences-1", true}, {"crafted-at-threshold", true},
+    {"crafted-odd-sentences-2", true}, {"crafted-shared-best", false},    {"crafted-more-images", false},
+    {"crafted-assigned-below", false}, {"crafted-bad-unmatched", false},
 };
 
 std::string readText(const stdfs::path& p) {
@@ -255,6 +255,8 @@ class OpenFlamingoDataOracle : public ::testing::Test {
         // special tokens, a tab, non-ASCII (each image's best sentence is its own).
         {"crafted-odd-sentences-1", doc({img(a), img(b), img(c)}, oddSim({1, 3, 6}), odd)},
         {"crafted-odd-sentences-2", doc({img(a), img(b), img(c)}, oddSim({0, 5, 2}), odd)},
+        // A similarity equal to the threshold is kept (the rule is "< threshold: drop").
+        {"crafted-at-threshold", doc({img(a), img(b)}, {{.24, .1, .1}, {.1, .1, .3}}, sentences)},
         // Both images' best sentence is sentence 0: 2.0.1 puts two <image>
         // before it; one-to-one gives image 0 sentence 1 (0.28 + 0.35 > 0.30 + 0.10).
         {"crafted-shared-best", doc({img(a), img(b)}, {{.30, .28, .10}, {.35, .10, .10}}, sentences)},
