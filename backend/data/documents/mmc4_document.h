@@ -2,7 +2,11 @@
 // JSON to the text to tokenise and the images to keep, and the rejection
 // rules applied to the token ids. Spec: shared/spec/openflamingo.md, section
 // 3 "MMC4"; the reference is open_flamingo/train/data.py
-// (`preprocess_interleaved`), whose order of steps is kept:
+// (`preprocess_interleaved`) of OpenFlamingo's main branch, whose order of
+// steps is kept. The pinned open-flamingo wheel (2.0.1) differs in the
+// assignment (each image to its best sentence, many to one) and decodes only
+// the images that pass the threshold; docs/data.md lists what
+// openflamingo_data_oracle_test pins:
 //
 //   parseMmc4Document      json -> sentences, decoded images, similarity
 //   planMmc4Sample         >= 11,000-byte images -> assignment -> threshold
