@@ -413,6 +413,7 @@ TEST_F(OpenFlamingoDataOracle, LaionBatchesMatch) {
   const LaionPreparer preparer(*tokenizer_, kImageSize, kLaionMaxTokens);
   const json& batches = (*answer_)["laion"];
   ASSERT_EQ(batches.size(), (24 + 8) / kLaionBatch);  // the sample without txt is filtered out
+  ASSERT_EQ(laion_->size(), 24 + 9u);                 // our reader sees the same samples, that one too
   for (const json& batch : batches) {
     for (const auto& key : batch["keys"]) EXPECT_NE(key, "laion-no-text");
   }
@@ -489,6 +490,8 @@ TEST_F(OpenFlamingoDataOracle, Mmc4DocumentsMatch) {
     const Mmc4Preparer preparer(*tokenizer_, po);
     const int64_t imageFloats = 3 * kImageSize * kImageSize;
     Mmc4Tally tally;
+    ASSERT_EQ((*answer_)["mmc4"][si].size(), mmc4_->size())
+        << "the reference's reader and ours see the same documents";
     for (const json& ref : (*answer_)["mmc4"][si]) {
       const std::string key = ref["key"];
       ASSERT_TRUE(mmc4_->count(key)) << key;
