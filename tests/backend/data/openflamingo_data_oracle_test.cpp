@@ -1,8 +1,10 @@
 // Our LAION and MMC4 preparers against OpenFlamingo's OWN data functions
 // (the pinned open-flamingo wheel's preprocess_image, preprocess_laion_text,
 // preprocess_interleaved; oracles/openflamingo_data.py runs them) on the same
-// real shards: make-synthetic's LAION and MMC4 tars plus one tar of
-// hand-made MMC4 documents built from their JPEGs. Both sides use one
+// real shards: make-synthetic's LAION and MMC4 tars plus a tar of hand-made
+// LAION samples and one of hand-made MMC4 documents, built from their JPEGs
+// (the reference reads them with webdataset as OpenFlamingo's pipeline
+// does, without its shuffles; we with TarSampleReader). Both sides use one
 // tokenizer, trained by the tokenizers library and loaded by transformers
 // (as OpenFlamingo's factory) and by our loadTokenizer from the same files.
 //
@@ -19,9 +21,16 @@
 // also the reference's order of use). So outcomes are compared sample for
 // sample; the streams are not (and cannot be: pid/time-seeded in the reference).
 //
-// The one known difference (OpenFlamingo 2.0.1 assigns each image to its
-// best sentence; we follow the spec's one-to-one assignment, OpenFlamingo's
-// later main branch) is pinned by the hand-made documents marked "differs".
+// LAION rows are padded here as ShardWorker's batch builder pads them (to
+// the longest row with the pad id, mask 1 on the ids), MMC4 rows to
+// max_tokens, and unused image slots zeroed as the builder does.
+//
+// The known differences (OpenFlamingo 2.0.1 assigns each image to its best
+// sentence and decodes only the images that pass the threshold; we follow
+// the spec: one-to-one assignment and every image of 11,000 bytes decoded,
+// as OpenFlamingo's later main branch) are pinned by the hand-made documents
+// marked false in kCraftedAgree (docs/data.md, "Where OpenFlamingo 2.0.1 and
+// we differ").
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -75,7 +84,7 @@ struct Mmc4Setting {
 const std::vector<Mmc4Setting> kSettings = {{0.24, 1, 3, 256}, {0.24, 2, 2, 48}, {0.24, 1, 3, 12}};
 
 // Hand-made documents: name -> whether OpenFlamingo 2.0.1 and we must agree.
-// "differs" are the argmax / one-to-one cases (docs/data.md, "OpenFlamingo 2.0.1").
+// false: the argmax / one-to-one and decode cases (docs/data.md, "Where OpenFlamingo 2.0.1 and we differ").
 const std::map<std::string, bool> kCraftedAgree = {
     {"crafted-distinct", true},        {"crafted-no-base64-field", true}, {"crafted-bad-kept-image", true},
     {"crafted-small-only", true},      {"crafted-odd-sentences-1", true}, {"crafted-at-threshold", true},
