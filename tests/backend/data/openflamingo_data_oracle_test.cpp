@@ -21,9 +21,10 @@
 // also the reference's order of use). So outcomes are compared sample for
 // sample; the streams are not (and cannot be: pid/time-seeded in the reference).
 //
-// LAION rows are padded here as ShardWorker's batch builder pads them (to
-// the longest row with the pad id, mask 1 on the ids), MMC4 rows to
-// max_tokens, and unused image slots zeroed as the builder does.
+// The generated LAION shard also goes through ShardWorker itself (its batch
+// builder pads the rows and draws the batch's flip coin); elsewhere rows are
+// padded here as that builder pads them (LAION to the longest row, MMC4 to
+// max_tokens, pad id, mask 1 on the ids) and unused image slots zeroed.
 //
 // The known differences (OpenFlamingo 2.0.1 assigns each image to its best
 // sentence and decodes only the images that pass the threshold; we follow
@@ -48,10 +49,13 @@
 #include <vector>
 
 #include "backend/data/documents/base64.h"
+#include "backend/data/drop_ledger.h"
 #include "backend/data/image/clip_preprocess.h"
 #include "backend/data/image/image_codec.h"
 #include "backend/data/laion_preparer.h"
 #include "backend/data/mmc4_preparer.h"
+#include "backend/data/shard_plan.h"
+#include "backend/data/shard_worker.h"
 #include "backend/data/shardgen/synthetic_shards.h"
 #include "backend/data/shards/tar_samples.h"
 #include "backend/data/shards/tar_writer.h"
@@ -159,6 +163,7 @@ class OpenFlamingoDataOracle : public ::testing::Test {
       return;
     }
     const std::string laion = o.outDir + "/laion-000000.tar", mmc4 = o.outDir + "/mmc4-000000.tar";
+    laionShard_ = new std::string(laion);
     const std::string crafted = (*dir_ / "mmc4-crafted.tar").string();
     const std::string laionCrafted = (*dir_ / "laion-crafted.tar").string();
     if (std::string e = writeCrafted(mmc4, crafted); !e.empty()) {
@@ -389,6 +394,7 @@ class OpenFlamingoDataOracle : public ::testing::Test {
   static stdfs::path* dir_;
   static std::string* setupError_;
   static std::string* unavailable_;
+  static std::string* laionShard_;
   static json* answer_;
   static std::vector<float>* pixels_;
   static std::shared_ptr<const Tokenizer>* tokenizer_;
@@ -399,6 +405,7 @@ class OpenFlamingoDataOracle : public ::testing::Test {
 stdfs::path* OpenFlamingoDataOracle::dir_ = nullptr;
 std::string* OpenFlamingoDataOracle::setupError_ = nullptr;
 std::string* OpenFlamingoDataOracle::unavailable_ = nullptr;
+std::string* OpenFlamingoDataOracle::laionShard_ = nullptr;
 json* OpenFlamingoDataOracle::answer_ = nullptr;
 std::vector<float>* OpenFlamingoDataOracle::pixels_ = nullptr;
 std::shared_ptr<const Tokenizer>* OpenFlamingoDataOracle::tokenizer_ = nullptr;
@@ -475,6 +482,64 @@ TEST_F(OpenFlamingoDataOracle, LaionBatchesMatch) {
   EXPECT_GT(truncated, 0) << "no caption reaches max_tokens: truncation is not tested";
   EXPECT_GT(flipped, 0);
   EXPECT_LT(flipped, static_cast<int>(batches.size()));
+}
+
+template <class T>
+std::vector<std::vector<T>> rowsOf(const torch::Tensor& t) {
+  const torch::Tensor c = t.contiguous();
+  std::vector<std::vector<T>> out(static_cast<size_t>(c.size(0)));
+  for (int64_t r = 0; r < c.size(0); ++r) {
+    const T* row = c.data_ptr<T>() + r * c.size(1);
+    out[static_cast<size_t>(r)].assign(row, row + c.size(1));
+  }
+  return out;
+}
+
+// The generated LAION shard through ShardWorker itself (its shuffle at
+// capacity 1, so in tar order): its batches are the reference's first three,
+// padded by the worker's batch builder. The flip is the worker's own coin,
+// so the images must equal the reference's batch with one of the two flip
+// outcomes, all images together.
+TEST_F(OpenFlamingoDataOracle, LaionBatchesFromOurWorkerMatch) {
+  auto plan = ShardPlan::create("laion", *laionShard_, ShardPlanOptions{});
+  ASSERT_TRUE(plan) << plan.status().message();
+  WorkerSpec spec;
+  spec.dataset = "laion";
+  spec.kind = DatasetKind::kLaion;
+  spec.batchSize = kLaionBatch;
+  spec.maxTokens = kLaionMaxTokens;
+  spec.imagesPerSample = 1;
+  spec.imageSize = kImageSize;
+  spec.padId = tok().padId();
+  spec.quota = 24 / kLaionBatch;
+  spec.shuffleCapacity = spec.shuffleInitial = 1;
+  spec.seed = 1;  // its three batch coins are heads, heads, tails: both outcomes occur
+  const LaionPreparer preparer(*tokenizer_, kImageSize, kLaionMaxTokens);
+  DropLedger ledger("laion");
+  ShardWorker worker(spec, plan.value(), preparer, ledger);
+  worker.start(0, 0);
+  int flips = 0;
+  for (int64_t b = 0; b < spec.quota; ++b) {
+    auto batch = worker.take();
+    ASSERT_TRUE(batch) << batch.status().message();
+    const json& ref = (*answer_)["laion"][static_cast<size_t>(b)];
+    EXPECT_EQ(ref["ids"].get<std::vector<std::vector<int64_t>>>(), rowsOf<int64_t>(batch->inputIds))
+        << "batch " << b;
+    EXPECT_EQ(ref["mask"].get<std::vector<std::vector<int64_t>>>(), rowsOf<int64_t>(batch->attentionMask))
+        << "batch " << b;
+    ASSERT_EQ(batch->images.sizes(), (std::vector<int64_t>{kLaionBatch, 1, 1, 3, kImageSize, kImageSize}));
+    const torch::Tensor images = batch->images.contiguous();
+    const std::vector<int64_t> shape = {kLaionBatch, 3, kImageSize, kImageSize};
+    const double same = pixelDiff(ref["images"], shape, images.data_ptr<float>());
+    const double other = pixelDiff(ref["images_other_flip"], shape, images.data_ptr<float>());
+    EXPECT_LE(std::min(same, other), kPixelTolerance) << "batch " << b;
+    flips += (same <= kPixelTolerance) == static_cast<bool>(ref["flip"]);  // our coin
+  }
+  worker.stop();
+  EXPECT_GT(flips, 0);
+  EXPECT_LT(flips, spec.quota);
+  std::printf("LAION through ShardWorker: %lld batches, %d flipped by its coin\n",
+              static_cast<long long>(spec.quota), flips);
 }
 
 struct Mmc4Tally {

@@ -30,6 +30,9 @@ that data.py (written for transformers 4) reads; they are set on the
 tokenizer object from its `extra_special_tokens`, with the same values
 transformers 4 gave. Nothing else is adapted.
 
+Each LAION batch is also written with the other flip outcome
+("images_other_flip"), for batches built by our worker with its own coin.
+
 Randomness: before each LAION batch and each MMC4 document both torch and
 Python's `random` are seeded with (seed + index); the outcome of the draws
 (the flip of RandomHorizontalFlip, torch.rand(1) < 0.5, and the single-image
@@ -173,8 +176,15 @@ def main(request_path, out_dir):
         flip, _ = seed_all(req["seed"] + b)
         images = of_data.preprocess_image([r[0] for r in rows], image_processor)
         ids, mask = of_data.preprocess_laion_text([r[1] for r in rows], tok, max_tokens=req["laion_max_tokens"])
+        # The same batch with the other flip outcome (a seed whose first torch
+        # draw decides the other way), for a batch whose coin is ours.
+        other = req["seed"] + 100000 + b
+        while seed_all(other)[0] == flip:
+            other += 1
+        other_images = of_data.preprocess_image([r[0] for r in rows], image_processor)
         answer["laion"].append({"keys": [r[2] for r in rows], "flip": flip, "ids": ids.tolist(),
-                                "mask": mask.tolist(), "images": pixels.add(images)})
+                                "mask": mask.tolist(), "images": pixels.add(images),
+                                "images_other_flip": pixels.add(other_images)})
 
     answer["mmc4"] = []
     for setting in req["mmc4_settings"]:
