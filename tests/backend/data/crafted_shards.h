@@ -97,6 +97,19 @@ inline std::string writeCraftedMmc4(const std::string& generated, const std::str
       // (Two kept images, so that no single-image coin decides it.)
       {"crafted-bad-unmatched",
        doc({img(a), img(b), img(bad)}, {{.3, .1, .1}, {.1, .1, .3}, {.1, .1, .1}}, sentences)},
+      // Tied best sentences: 2.0.1's argmax takes the first maximum (image 0
+      // -> sentence 1, image 1 -> sentence 0; the last maximum would give
+      // both sentence 2).
+      {"crafted-tied-best", doc({img(a), img(b)}, {{.10, .30, .30}, {.30, .10, .30}}, sentences)},
+      // Four images that pass, the fourth undecodable: past max_num_images
+      // (3 and 2 here), yet 2.0.1 decodes it (the cut comes after) and so
+      // do we, in both modes (bad_image).
+      {"crafted-bad-past-cap",
+       doc({img(a), img(b), img(c), img(bad)},
+           {{.3, .1, .1, .1}, {.1, .3, .1, .1}, {.1, .1, .3, .1}, {.1, .1, .1, .3}},
+           json{"One.", "Two.", "Three.", "Four."})},
+      // No sentence: 2.0.1's argmax of an empty row raises; we reject it too.
+      {"crafted-no-sentences", doc({img(a)}, json::array({json::array()}), json::array())},
   };
   auto w = TarWriter::create(path);
   if (!w) return w.status().message();
