@@ -223,7 +223,8 @@ std::optional<Mmc4Rejection> assignBestSentence(const Mmc4Document& doc, const M
     if (cols == 0) {
       msg << "text_list: no sentence for the " << plan.validImages.size() << " valid images";
     } else {
-      msg << "similarity_matrix: no valid image's best sentence reaches the threshold " << options.simThreshold;
+      msg << "similarity_matrix: no valid image's best sentence reaches the threshold "
+          << options.simThreshold;
     }
     return Mmc4Rejection{Mmc4Reason::kBelowThreshold, msg.str()};
   }

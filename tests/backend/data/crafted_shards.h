@@ -104,10 +104,9 @@ inline std::string writeCraftedMmc4(const std::string& generated, const std::str
       // Four images that pass, the fourth undecodable: past max_num_images
       // (3 and 2 here), yet 2.0.1 decodes it (the cut comes after) and so
       // do we, in both modes (bad_image).
-      {"crafted-bad-past-cap",
-       doc({img(a), img(b), img(c), img(bad)},
-           {{.3, .1, .1, .1}, {.1, .3, .1, .1}, {.1, .1, .3, .1}, {.1, .1, .1, .3}},
-           json{"One.", "Two.", "Three.", "Four."})},
+      {"crafted-bad-past-cap", doc({img(a), img(b), img(c), img(bad)},
+                                   {{.3, .1, .1, .1}, {.1, .3, .1, .1}, {.1, .1, .3, .1}, {.1, .1, .1, .3}},
+                                   json{"One.", "Two.", "Three.", "Four."})},
       // No sentence: 2.0.1's argmax of an empty row raises; we reject it too.
       {"crafted-no-sentences", doc({img(a)}, json::array({json::array()}), json::array())},
   };

@@ -95,7 +95,7 @@ const std::map<std::string, bool> kCraftedAgree = {
     {"crafted-distinct", true},        {"crafted-no-base64-field", true}, {"crafted-bad-kept-image", true},
     {"crafted-small-only", true},      {"crafted-odd-sentences-1", true}, {"crafted-at-threshold", true},
     {"crafted-odd-sentences-2", true}, {"crafted-shared-best", false},    {"crafted-more-images", false},
-    {"crafted-assigned-below", false}, {"crafted-bad-unmatched", false},   {"crafted-tied-best", true},
+    {"crafted-assigned-below", false}, {"crafted-bad-unmatched", false},  {"crafted-tied-best", true},
     {"crafted-bad-past-cap", true},    {"crafted-no-sentences", true},
 };
 

@@ -12,10 +12,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "backend/data/documents/base64.h"
 #include "backend/data/sample_shuffle.h"

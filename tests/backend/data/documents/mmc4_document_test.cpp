@@ -125,7 +125,8 @@ TEST(Mmc4DocumentTest, BestSentenceSharesSentencesAndKeepsEveryImage) {
 
 TEST(Mmc4DocumentTest, BestSentenceTiesTakeTheFirstMaximum) {
   // numpy's argmax: the first of equal maxima (the last would give s2 twice).
-  auto plan = planOf(makeDoc({"s0", "s1", "s2"}, {12000, 12000}, {{.10, .30, .30}, {.30, .10, .30}}), release());
+  auto plan =
+      planOf(makeDoc({"s0", "s1", "s2"}, {12000, 12000}, {{.10, .30, .30}, {.30, .10, .30}}), release());
   ASSERT_TRUE(plan.isOk());
   EXPECT_EQ(plan.value().keptSentences, (std::vector<size_t>{1, 0}));
 }
@@ -150,8 +151,9 @@ TEST(Mmc4DocumentTest, BestSentenceThresholdAndDecodingList) {
 
   // The cut to max images comes after the decoding list: 2.0.1 decodes
   // image 2 though only two are kept.
-  auto cut = planOf(makeDoc({"a", "b", "c"}, {12000, 12000, 12000}, {{.3, .1, .1}, {.1, .3, .1}, {.1, .1, .3}}),
-                    release(2));
+  auto cut =
+      planOf(makeDoc({"a", "b", "c"}, {12000, 12000, 12000}, {{.3, .1, .1}, {.1, .3, .1}, {.1, .1, .3}}),
+             release(2));
   ASSERT_TRUE(cut.isOk());
   EXPECT_EQ(cut.value().keptImages, (std::vector<size_t>{0, 1}));
   EXPECT_EQ(cut.value().decodeImages, (std::vector<size_t>{0, 1, 2}));
