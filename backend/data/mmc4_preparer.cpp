@@ -21,6 +21,7 @@ std::optional<SampleDrop> Mmc4Preparer::prepare(const Sample& sample, Rng& rng, 
   planOptions.simThreshold = options_.simThreshold;
   planOptions.maxNumImages = options_.maxNumImages;
   planOptions.eosText = tokenizer_->eosToken();
+  planOptions.assignment = options_.assignment;
   auto plan = planMmc4Sample(doc.value(), planOptions);
   if (!plan.isOk()) return SampleDrop{mmc4ReasonName(plan.rejection().reason), plan.rejection().message};
 
@@ -42,7 +43,7 @@ std::optional<SampleDrop> Mmc4Preparer::prepare(const Sample& sample, Rng& rng, 
   const size_t stride = clip.outputSize();
   const auto& kept = plan.value().keptImages;
   size_t slotIndex = 0;
-  for (size_t index : plan.value().validImages) {
+  for (size_t index : plan.value().decodeImages) {
     const std::string& bytes = *doc.value().images[index];
     RgbImage& image = threadDecodeBuffer();
     if (auto s = decodeImageInto({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}, image);

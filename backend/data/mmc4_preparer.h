@@ -1,9 +1,11 @@
 // MMC4 interleaved documents (spec section 3, "MMC4"): the json member is
 // parsed and planned by documents/mmc4_document.h, the text is tokenised and
 // truncated to max_tokens and the post-tokenisation rules run on the ids;
-// then every valid image is decoded (a failure rejects the document, as in
-// the reference) and the kept images are CLIP-preprocessed into the first
-// slots of the row (the worker zeroes the rest: the reference's padding).
+// then the plan's images to decode are decoded (by default every valid
+// image, with `compat: openflamingo` only those 2.0.1 decodes: NOTE [MMC4
+// assignment] in documents/mmc4_document.h; a failure rejects the document,
+// as in the reference) and the kept images are CLIP-preprocessed into the
+// first slots of the row (the worker zeroes the rest: the reference's padding).
 //
 // NOTE [MMC4 check order]
 // The reference decodes the images before it tokenises. We run the token
@@ -22,6 +24,7 @@
 
 #include <memory>
 
+#include "backend/data/documents/mmc4_document.h"
 #include "backend/data/sample_preparer.h"
 #include "backend/data/tokenizer/tokenizer.h"
 
@@ -33,6 +36,8 @@ struct Mmc4PrepareOptions {
   int64_t maxNumImages = 6;
   int64_t minNumImages = 1;
   double simThreshold = 30.0;
+  // kOneToOne by default; kBestSentence for `compat: openflamingo` (2.0.1's rules).
+  Mmc4Assignment assignment = Mmc4Assignment::kOneToOne;
 };
 
 class Mmc4Preparer final : public SamplePreparer {

@@ -40,6 +40,7 @@ SampleChecker::SampleChecker(ShardCheckOptions options) : options_(std::move(opt
     mo.maxNumImages = options_.maxNumImages;
     mo.minNumImages = options_.minNumImages;
     mo.simThreshold = options_.simThreshold;
+    mo.assignment = options_.mmc4Assignment;
     mmc4_ = std::make_unique<Mmc4Preparer>(options_.tokenizer, mo);
   }
   pixels_.resize(static_cast<size_t>(std::max<int64_t>(1, options_.maxNumImages) * 3 * options_.imageSize *
@@ -102,11 +103,12 @@ std::optional<SampleDrop> SampleChecker::checkMmc4Light(const Sample& sample, st
   Mmc4Options po;
   po.simThreshold = options_.simThreshold;
   po.maxNumImages = options_.maxNumImages;
+  po.assignment = options_.mmc4Assignment;
   auto plan = planMmc4Sample(doc.value(), po);
   if (!plan.isOk()) return SampleDrop{mmc4ReasonName(plan.rejection().reason), plan.rejection().message};
   summary += " (" + std::to_string(plan.value().validImages.size()) + " over 10 KB, " +
              std::to_string(plan.value().keptImages.size()) + " kept)";
-  for (size_t index : plan.value().validImages) {
+  for (size_t index : plan.value().decodeImages) {
     const std::string& bytes = *doc.value().images[index];
     auto image = decodeImage({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
     if (!image)

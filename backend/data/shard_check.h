@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/data/batch.h"
+#include "backend/data/documents/mmc4_document.h"
 #include "backend/data/sample_preparer.h"
 #include "backend/data/shards/tar_samples.h"
 #include "backend/data/tokenizer/tokenizer.h"
@@ -28,6 +29,8 @@ struct ShardCheckOptions {
   int64_t minNumImages = 1;
   double simThreshold = 0.24;  // the released recipe's value (train.py's default 30 rejects everything)
   uint64_t seed = 0;           // for the single-image coin
+  // kBestSentence: OpenFlamingo 2.0.1's rules (`compat: openflamingo`), NOTE [MMC4 assignment].
+  Mmc4Assignment mmc4Assignment = Mmc4Assignment::kOneToOne;
 };
 
 struct SampleVerdict {

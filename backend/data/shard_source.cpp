@@ -51,6 +51,10 @@ StatusOr<std::unique_ptr<ShardSource>> ShardSource::create(
   src->world_ = world;
   src->stepsPerEpoch_ = -1;
   const int64_t imageSize = config.model.vision.image_size;
+  // `compat: openflamingo`: MMC4 documents by OpenFlamingo 2.0.1's rules
+  // (NOTE [MMC4 assignment] in documents/mmc4_document.h).
+  const Mmc4Assignment mmc4Assignment =
+      config.compat == "openflamingo" ? Mmc4Assignment::kBestSentence : Mmc4Assignment::kOneToOne;
   const auto capacity = static_cast<size_t>(std::max<int64_t>(1, config.data.shuffle_buffer));
   for (size_t i = 0; i < config.data.datasets.size(); ++i) {
     const auto& dc = config.data.datasets[i];
@@ -72,6 +76,7 @@ StatusOr<std::unique_ptr<ShardSource>> ShardSource::create(
       mo.simThreshold = dc.textsim_threshold;
       mo.maxNumImages = info.imagesPerSample;
       mo.minNumImages = dc.min_num_images;
+      mo.assignment = mmc4Assignment;
       d.preparer = std::make_unique<Mmc4Preparer>(src->tokenizer_, mo);
     }
     d.ledger = std::make_unique<DropLedger>(dc.name);

@@ -169,22 +169,16 @@ std::string assembleMmc4Text(std::vector<std::string> sentences, std::span<const
   return text;
 }
 
-Mmc4Result<Mmc4Plan> planMmc4Sample(const Mmc4Document& doc, const Mmc4Options& options) {
-  if (doc.similarity.size() != doc.images.size() * doc.sentences.size())
-    return badJson("similarity_matrix: " + std::to_string(doc.similarity.size()) +
-                   " values, expected images x sentences = " + std::to_string(doc.images.size()) + " x " +
-                   std::to_string(doc.sentences.size()));
-  Mmc4Plan plan;
-  for (size_t i = 0; i < doc.images.size(); ++i)
-    if (doc.images[i] && isValidMmc4ImageSize(doc.images[i]->size())) plan.validImages.push_back(i);
-  if (plan.validImages.empty())
-    return Mmc4Rejection{Mmc4Reason::kNoValidImages,
-                         "image_info: no image of at least 11,000 decoded bytes among " +
-                             std::to_string(doc.images.size()) + " entries"};
+namespace {
 
+// kOneToOne (OpenFlamingo main): the assignment on the valid rows, the
+// threshold on the assigned pairs; every valid image is decoded.
+std::optional<Mmc4Rejection> assignOneToOne(const Mmc4Document& doc, const Mmc4Options& options,
+                                            Mmc4Plan& plan) {
   // Costs are the negated similarities of the valid rows, as the reference
   // hands them to SciPy; its pairs come back in ascending image order.
   const size_t cols = doc.sentences.size();
+  plan.decodeImages = plan.validImages;
   std::vector<double> cost;
   cost.reserve(plan.validImages.size() * cols);
   for (size_t i : plan.validImages)
@@ -204,6 +198,60 @@ Mmc4Result<Mmc4Plan> planMmc4Sample(const Mmc4Document& doc, const Mmc4Options& 
         << "the threshold " << options.simThreshold;
     return Mmc4Rejection{Mmc4Reason::kBelowThreshold, msg.str()};
   }
+  return std::nullopt;
+}
+
+// kBestSentence (OpenFlamingo 2.0.1): each image its best sentence, the
+// first maximum of its row as numpy's argmax; the size rule and the
+// threshold on that pair; only the images that pass are decoded.
+std::optional<Mmc4Rejection> assignBestSentence(const Mmc4Document& doc, const Mmc4Options& options,
+                                                Mmc4Plan& plan) {
+  const size_t cols = doc.sentences.size();
+  for (size_t i : plan.validImages) {
+    // No sentence: 2.0.1's argmax of the empty row raises, for any image
+    // with image_base64; all such documents are rejected below.
+    if (cols == 0) continue;
+    const double* row = doc.similarity.data() + i * cols;
+    const size_t best = static_cast<size_t>(std::max_element(row, row + cols) - row);  // the first maximum
+    if (row[best] < options.simThreshold) continue;
+    plan.decodeImages.push_back(i);
+    plan.keptImages.push_back(i);
+    plan.keptSentences.push_back(best);
+  }
+  if (plan.keptImages.empty()) {
+    std::ostringstream msg;
+    if (cols == 0) {
+      msg << "text_list: no sentence for the " << plan.validImages.size() << " valid images";
+    } else {
+      msg << "similarity_matrix: no valid image's best sentence reaches the threshold "
+          << options.simThreshold;
+    }
+    return Mmc4Rejection{Mmc4Reason::kBelowThreshold, msg.str()};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Mmc4Result<Mmc4Plan> planMmc4Sample(const Mmc4Document& doc, const Mmc4Options& options) {
+  if (doc.similarity.size() != doc.images.size() * doc.sentences.size())
+    return badJson("similarity_matrix: " + std::to_string(doc.similarity.size()) +
+                   " values, expected images x sentences = " + std::to_string(doc.images.size()) + " x " +
+                   std::to_string(doc.sentences.size()));
+  Mmc4Plan plan;
+  for (size_t i = 0; i < doc.images.size(); ++i)
+    if (doc.images[i] && isValidMmc4ImageSize(doc.images[i]->size())) plan.validImages.push_back(i);
+  if (plan.validImages.empty())
+    return Mmc4Rejection{Mmc4Reason::kNoValidImages,
+                         "image_info: no image of at least 11,000 decoded bytes among " +
+                             std::to_string(doc.images.size()) + " entries"};
+
+  const auto rejected = options.assignment == Mmc4Assignment::kBestSentence
+                            ? assignBestSentence(doc, options, plan)
+                            : assignOneToOne(doc, options, plan);
+  if (rejected) return *rejected;
+  // The first maxNumImages by image index; in both the cut comes after the
+  // decoding list is fixed (2.0.1 decodes, then cuts).
   const auto cap = static_cast<size_t>(std::max<int64_t>(options.maxNumImages, 1));
   if (plan.keptImages.size() > cap) {
     plan.keptImages.resize(cap);

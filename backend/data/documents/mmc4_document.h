@@ -2,16 +2,43 @@
 // JSON to the text to tokenise and the images to keep, and the rejection
 // rules applied to the token ids. Spec: shared/spec/openflamingo.md, section
 // 3 "MMC4"; the reference is open_flamingo/train/data.py
-// (`preprocess_interleaved`), whose order of steps is kept:
+// (`preprocess_interleaved`). Two sets of rules (NOTE [MMC4 assignment]):
+// by default OpenFlamingo's main branch (one-to-one assignment, every valid
+// image decoded), whose order of steps is kept; with `compat: openflamingo`
+// the 2.0.1 release (each image to its best sentence, only the images that
+// pass decoded). docs/data.md lists what openflamingo_data_oracle_test pins:
 //
 //   parseMmc4Document      json -> sentences, decoded images, similarity
-//   planMmc4Sample         >= 11,000-byte images -> assignment -> threshold
-//                          -> first max images -> assembled text
-//   (caller)               decode EVERY valid image (any failure rejects the
-//                          document, even an image that is not kept), then
-//                          tokenise, truncate to max tokens, pad
+//   planMmc4Sample         one-to-one: >= 11,000-byte images -> assignment
+//                          -> threshold -> first max images -> text
+//                          best sentence: per image, its best sentence ->
+//                          size and threshold -> first max images -> text
+//   (caller)               decode plan.decodeImages (any failure rejects
+//                          the document, even for an image that is not
+//                          kept), tokenise, truncate to max tokens, pad
 //   checkMmc4Tokens        too few <image> / single-image coin / image last
-//                          (mmc4_tokens.h)
+//                          (mmc4_tokens.h; the same in both)
+//
+// NOTE [MMC4 assignment]
+// OpenFlamingo 2.0.1, the last release and the pinned wheel, gives each
+// image with image_base64 its best sentence (numpy argmax over its
+// similarity row: the first maximum), then skips it when it has fewer than
+// 11,000 bytes or that best similarity is below the threshold, and decodes
+// the images left (an image past mmc4_max_num_images too: the cut comes
+// after). So several images can share one sentence (the text gets an empty
+// "<image><|endofchunk|><image>" chunk), every image is kept however few
+// sentences there are, and an undecodable image that fails the threshold is
+// never looked at. OpenFlamingo's main branch, after 2.0.1, fixed the shared
+// sentences: it assigns images to sentences one to one (SciPy's
+// linear_sum_assignment on the valid images), checks the threshold on the
+// assigned pair and decodes every image of 11,000 bytes or more, so an
+// undecodable image rejects the document even when it matches nothing.
+// The spec follows main and so does our default (kOneToOne); `compat:
+// openflamingo` reproduces the release exactly (kBestSentence), as section
+// 8 of the spec asks of compat mode. Both are checked against the code
+// itself: the one-to-one assignment against SciPy (mmc4_document_test),
+// 2.0.1 against the wheel's own preprocess_interleaved
+// (openflamingo_data_oracle_test).
 //
 // Thread-safety: pure functions (parseMmc4Document reuses one simdjson
 // parser per thread; its buffers grow to the largest document seen).
@@ -80,31 +107,49 @@ inline bool isValidMmc4ImageSize(size_t bytes) {
   return bytes / 1000 > 10;
 }
 
+// How images are matched to sentences, and which images are decoded
+// (NOTE [MMC4 assignment]).
+enum class Mmc4Assignment {
+  kOneToOne,      // default: linear sum assignment (OpenFlamingo main), every valid image decoded
+  kBestSentence,  // compat: openflamingo: each image its best sentence (2.0.1), only those kept decoded
+};
+
 struct Mmc4Options {
   double simThreshold = 30.0;    // mmc4_textsim_threshold (train.py default; the recipe uses 0.24)
   int64_t maxNumImages = 6;      // mmc4_max_num_images; REQUIRES: >= 1
   std::string eosText = "</s>";  // the tokenizer's eos_token as text
+  Mmc4Assignment assignment = Mmc4Assignment::kOneToOne;
 };
 
 struct Mmc4Plan {
-  // image_info indices of the images of >= 11,000 bytes, ascending. The
-  // caller must decode all of them: a failure rejects the document even for
-  // an image that is not kept.
+  // image_info indices of the images of >= 11,000 bytes, ascending.
   std::vector<size_t> validImages;
+  // image_info indices the caller must decode, ascending: a failure rejects
+  // the document even for an image that is not kept. kOneToOne: every valid
+  // image; kBestSentence: the valid images whose best sentence reaches the
+  // threshold, also those past maxNumImages (2.0.1 cuts after decoding).
+  std::vector<size_t> decodeImages;
   // image_info indices of the images to stack, ascending, at most
   // maxNumImages; zero-padded to maxNumImages by the caller. Not trimmed
   // after truncation: an image whose <image> token is cut stays in the tensor.
   std::vector<size_t> keptImages;
-  // keptSentences[k]: the sentence matched to keptImages[k]. The text puts
-  // <image> tokens in sentence order, so the k-th <image> token is paired
-  // with keptImages[k], which need not be the image matched to its sentence.
+  // keptSentences[k]: the sentence matched to keptImages[k]; with
+  // kBestSentence several images may share one. The text puts <image>
+  // tokens in sentence order, so the k-th <image> token is paired with
+  // keptImages[k], which need not be the image matched to its sentence.
   std::vector<size_t> keptSentences;
   std::string text;  // the assembled text, eos included, to tokenise
 };
 
-// Valid images -> assignment on the negated similarity rows (as SciPy) ->
-// drop pairs with similarity < simThreshold -> first maxNumImages by image
-// index -> text. Rejections: kNoValidImages, kBelowThreshold.
+// kOneToOne: valid images -> assignment on the negated similarity rows (as
+// SciPy) -> drop pairs with similarity < simThreshold -> first maxNumImages
+// by image index -> text.
+// kBestSentence: per image with image_base64, its best sentence (the first
+// maximum of its row) -> drop it under 11,000 bytes or when that similarity
+// is < simThreshold -> first maxNumImages by image index -> text. A document
+// with images but no sentence is rejected (2.0.1's argmax of an empty row
+// raises).
+// Rejections: kNoValidImages, kBelowThreshold.
 Mmc4Result<Mmc4Plan> planMmc4Sample(const Mmc4Document& doc, const Mmc4Options& options);
 
 // The reference's text assembly: prefix "<|endofchunk|><image>" to each
@@ -112,7 +157,8 @@ Mmc4Result<Mmc4Plan> planMmc4Sample(const Mmc4Document& doc, const Mmc4Options& 
 // "<|endofchunk|>", replace every " <|endofchunk|>" by "<|endofchunk|>", then
 // every "<image> " and then every " <image>" by "<image>" (each a single
 // left-to-right pass, as Python's str.replace), append "<|endofchunk|>" + eos.
-// REQUIRES: every index in `prefixed` < sentences.size(), no duplicates.
+// A sentence listed twice gets the prefix twice (2.0.1's shared sentence).
+// REQUIRES: every index in `prefixed` < sentences.size().
 std::string assembleMmc4Text(std::vector<std::string> sentences, std::span<const size_t> prefixed,
                              std::string_view eosText);
 

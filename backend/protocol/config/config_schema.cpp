@@ -379,7 +379,8 @@ struct Schema {
     b.field(&RunConfig::seed, "seed", 42, "Seed: model init uses seed, data and dropout seed + rank (--seed)")
         .min(0);
     b.field(&RunConfig::compat, "compat", "default",
-            "openflamingo: reproduce the reference's quirks exactly (clipping, NaN skip, scheduler length)")
+            "openflamingo: reproduce the reference's quirks exactly (clipping, NaN skip, scheduler "
+            "length, MMC4 image-sentence assignment)")
         .choices({"default", "openflamingo"});
     b.section(&RunConfig::model, model);
     b.section(&RunConfig::data, data);

@@ -12,14 +12,17 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
+#include "backend/data/documents/base64.h"
 #include "backend/data/sample_shuffle.h"
 #include "backend/data/shard_plan.h"
 #include "backend/data/shard_source.h"
 #include "backend/data/shardgen/synthetic_shards.h"
 #include "backend/data/shards/tar_samples.h"
+#include "backend/data/shards/tar_writer.h"
 #include "tests/backend/data/tiny_config.h"
 
 namespace fs::data {
@@ -545,6 +548,66 @@ TEST_F(ShardPipelineTest, AllBadShardsFailInsteadOfSpinning) {
   auto b = s->next();
   ASSERT_FALSE(b);
   EXPECT_NE(b.status().message().find("no usable sample"), std::string::npos) << b.status().message();
+}
+
+// `compat: openflamingo` reaches the MMC4 preparer (NOTE [MMC4 assignment]):
+// documents of two pictures and one sentence keep one picture by default
+// (one to one) and both under compat (2.0.1: each image its best sentence).
+TEST_F(ShardPipelineTest, CompatOpenflamingoGivesMmc4TheReleaseAssignment) {
+  std::vector<std::string> large;  // base64 pictures of at least 11,000 bytes
+  {
+    auto reader = TarSampleReader::open((*dir_ / "good" / "mmc4-000000.tar").string());
+    ASSERT_TRUE(reader) << reader.status().message();
+    while (large.size() < 16) {
+      auto sample = reader->next();
+      ASSERT_TRUE(sample) << sample.status().message();
+      if (!sample->has_value()) break;
+      const Bytes& raw = *(*sample)->find("json");
+      const nlohmann::json doc = nlohmann::json::parse(raw.begin(), raw.end());
+      for (const auto& info : doc["image_info"]) {
+        const std::string b64 = info["image_base64"];
+        auto bytes = decodeBase64Lenient(b64);
+        ASSERT_TRUE(bytes) << bytes.status().message();
+        if (bytes->size() >= 11000) large.push_back(b64);
+      }
+    }
+  }
+  ASSERT_GE(large.size(), 4u);
+  const fsys::path shards = *dir_ / "one-sentence";
+  fsys::create_directories(shards);
+  for (int shard = 0; shard < 4; ++shard) {
+    auto w = TarWriter::create((shards / ("s" + std::to_string(shard) + ".tar")).string());
+    ASSERT_TRUE(w) << w.status().message();
+    for (int d = 0; d < 8; ++d) {
+      const size_t k = static_cast<size_t>(shard * 8 + d);
+      const nlohmann::json doc = {
+          {"text_list", {"Only one sentence."}},
+          {"image_info",
+           {{{"image_base64", large[k % large.size()]}}, {{"image_base64", large[(k + 1) % large.size()]}}}},
+          {"similarity_matrix", {{0.30}, {0.40}}}};
+      ASSERT_TRUE(w->add("doc" + std::to_string(k) + ".json", doc.dump()));
+    }
+    ASSERT_TRUE(w->finish());
+  }
+  for (const std::string compat : {"default", "openflamingo"}) {
+    SCOPED_TRACE("compat: " + compat);
+    auto c = config();
+    c.compat = compat;
+    c.data.datasets[1].shards = (shards / "s{0..3}.tar").string();
+    auto s = source(c);
+    ASSERT_TRUE(s);
+    const auto steps = drain(*s, 2);
+    ASSERT_EQ(steps.size(), 2u);
+    const int64_t want = compat == "openflamingo" ? 2 : 1;
+    for (const auto& step : steps) {
+      const Batch& b = step.batches[1];
+      ASSERT_EQ(b.kind, DatasetKind::kMmc4);
+      for (int64_t r = 0; r < b.inputIds.size(0); ++r) {
+        EXPECT_EQ((b.inputIds[r] == c.model.tokens.image_id).sum().item<int64_t>(), want) << "row " << r;
+        EXPECT_EQ(b.images[r][1].abs().sum().item<float>() != 0.0f, want == 2) << "row " << r;
+      }
+    }
+  }
 }
 
 TEST(SampleShuffleTest, IsADeterministicPermutation) {

@@ -91,6 +91,86 @@ TEST(Mmc4DocumentTest, KthImageTokenSeesKthKeptImage) {
   EXPECT_EQ(plan.value().text, "<image>s0<|endofchunk|><image>s1<|endofchunk|></s>");
 }
 
+// compat: openflamingo (NOTE [MMC4 assignment]): OpenFlamingo 2.0.1's rules,
+// next to the default's answer on the same document.
+Mmc4Options release(int64_t maxImages = 6) {
+  Mmc4Options o = recipe(maxImages);
+  o.assignment = Mmc4Assignment::kBestSentence;
+  return o;
+}
+
+TEST(Mmc4DocumentTest, BestSentenceSharesSentencesAndKeepsEveryImage) {
+  // Both images' best sentence is s0: 2.0.1 puts both <image> before it (an
+  // empty chunk between them); one to one gives image 0 sentence s1.
+  const std::string shared = makeDoc({"s0", "s1", "s2"}, {12000, 12000}, {{.30, .28, .10}, {.35, .10, .10}});
+  auto best = planOf(shared, release());
+  ASSERT_TRUE(best.isOk()) << best.rejection().message;
+  EXPECT_EQ(best.value().keptImages, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(best.value().keptSentences, (std::vector<size_t>{0, 0}));
+  EXPECT_EQ(best.value().text, "<image><|endofchunk|><image>s0 s1 s2<|endofchunk|></s>");
+  auto oneToOne = planOf(shared, recipe());
+  ASSERT_TRUE(oneToOne.isOk());
+  EXPECT_EQ(oneToOne.value().keptSentences, (std::vector<size_t>{1, 0}));
+
+  // More images than sentences: 2.0.1 keeps all three, one to one only one.
+  const std::string more = makeDoc({"only"}, {12000, 12000, 12000}, {{.30}, {.40}, {.25}});
+  auto all = planOf(more, release());
+  ASSERT_TRUE(all.isOk());
+  EXPECT_EQ(all.value().keptImages, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(all.value().text, "<image><|endofchunk|><image><|endofchunk|><image>only<|endofchunk|></s>");
+  auto one = planOf(more, recipe());
+  ASSERT_TRUE(one.isOk());
+  EXPECT_EQ(one.value().keptImages, (std::vector<size_t>{1}));
+}
+
+TEST(Mmc4DocumentTest, BestSentenceTiesTakeTheFirstMaximum) {
+  // numpy's argmax: the first of equal maxima (the last would give s2 twice).
+  auto plan =
+      planOf(makeDoc({"s0", "s1", "s2"}, {12000, 12000}, {{.10, .30, .30}, {.30, .10, .30}}), release());
+  ASSERT_TRUE(plan.isOk());
+  EXPECT_EQ(plan.value().keptSentences, (std::vector<size_t>{1, 0}));
+}
+
+TEST(Mmc4DocumentTest, BestSentenceThresholdAndDecodingList) {
+  // Image 0's best pair (s0, 0.30) passes: 2.0.1 keeps it, one to one pairs
+  // it with s1 (0.20) and drops it. Image 2 (0.10 at best) is below the
+  // threshold: 2.0.1 never decodes it, one to one decodes every valid image.
+  // Image 3 is small: neither looks at it.
+  const std::string doc = makeDoc({"s0", "s1", "s2"}, {12000, 12000, 12000, 900},
+                                  {{.30, .20, .05}, {.31, .10, .05}, {.10, .10, .10}, {.9, .9, .9}});
+  auto best = planOf(doc, release());
+  ASSERT_TRUE(best.isOk());
+  EXPECT_EQ(best.value().validImages, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(best.value().keptImages, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(best.value().keptSentences, (std::vector<size_t>{0, 0}));
+  EXPECT_EQ(best.value().decodeImages, (std::vector<size_t>{0, 1}));
+  auto oneToOne = planOf(doc, recipe());
+  ASSERT_TRUE(oneToOne.isOk());
+  EXPECT_EQ(oneToOne.value().keptImages, (std::vector<size_t>{1}));
+  EXPECT_EQ(oneToOne.value().decodeImages, (std::vector<size_t>{0, 1, 2}));
+
+  // The cut to max images comes after the decoding list: 2.0.1 decodes
+  // image 2 though only two are kept.
+  auto cut =
+      planOf(makeDoc({"a", "b", "c"}, {12000, 12000, 12000}, {{.3, .1, .1}, {.1, .3, .1}, {.1, .1, .3}}),
+             release(2));
+  ASSERT_TRUE(cut.isOk());
+  EXPECT_EQ(cut.value().keptImages, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(cut.value().decodeImages, (std::vector<size_t>{0, 1, 2}));
+
+  // Nothing reaches the threshold: rejected as below_threshold; no sentence
+  // at all (2.0.1's argmax of an empty row raises): rejected too.
+  auto below = planOf(makeDoc({"a"}, {12000}, {{.1}}), release());
+  ASSERT_FALSE(below.isOk());
+  EXPECT_EQ(below.rejection().reason, Mmc4Reason::kBelowThreshold);
+  auto empty = planOf(makeDoc({}, {12000}, {{}}), release());
+  ASSERT_FALSE(empty.isOk());
+  EXPECT_EQ(empty.rejection().reason, Mmc4Reason::kBelowThreshold);
+  auto emptySmall = planOf(makeDoc({}, {900}, {{}}), release());
+  ASSERT_FALSE(emptySmall.isOk());
+  EXPECT_EQ(emptySmall.rejection().reason, Mmc4Reason::kNoValidImages);
+}
+
 TEST(Mmc4DocumentTest, TextAssemblyReplacements) {
   auto text = [](std::vector<std::string> s, std::vector<size_t> ix) {
     return assembleMmc4Text(s, ix, "</s>");
@@ -149,8 +229,9 @@ TEST(Mmc4DocumentTest, FieldNamingErrors) {
 }
 
 // Random documents through the whole plan, against a Python restatement of
-// the reference's steps (base64, sizes, SciPy assignment, threshold, cut,
-// text): sentences with stray spaces, empty ones, literal special tokens,
+// the reference's steps as of OpenFlamingo's main branch (base64, sizes, SciPy
+// one-to-one assignment, threshold, cut, text; the pinned 2.0.1 wheel assigns
+// by argmax, so only this restatement checks competing images: see its docstring): sentences with stray spaces, empty ones, literal special tokens,
 // quantised similarities (ties), entries without image_base64.
 TEST(Mmc4DocumentTest, MatchesPythonRestatementOnRandomDocuments) {
   const std::vector<std::string> pool = {"",         " ",           "a",

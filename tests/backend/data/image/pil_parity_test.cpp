@@ -1,5 +1,6 @@
-// decodeImage, encodeJpeg/encodePng and ClipPreprocessor against PIL (the
-// oracle OpenFlamingo uses), via one run of pil_reference.py for all images.
+// decodeImage, encodeJpeg/encodePng and ClipPreprocessor against PIL and
+// open_clip's own transform (what OpenFlamingo uses), via one run of
+// pil_reference.py for all images.
 #include <gtest/gtest.h>
 
 #include <algorithm>

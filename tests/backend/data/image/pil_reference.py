@@ -5,10 +5,10 @@ Usage: pil_reference.py SKIMAGE_DATA_DIR WORK_DIR
 1. Writes derived inputs (JPEG re-encodes, odd sizes, alpha, 16-bit, EXIF,
    CMYK, WebP) into WORK_DIR/inputs/, next to what the C++ test put there.
 2. For every file in WORK_DIR/inputs/ (and the listed skimage photographs):
-   Image.open(...).convert("RGB") -> NAME.rgb (raw uint8 HWC), then the
-   open_clip preprocessing (torchvision's Resize(BICUBIC) + CenterCrop +
-   ToTensor + Normalize, written out below because torchvision is not
-   installed) for each (resize, crop) in SIZES -> NAME.R_C.f32 (raw CHW).
+   Image.open(...).convert("RGB") -> NAME.rgb (raw uint8 HWC), then open_clip's
+   own preprocessing (open_clip.transform.image_transform, the pinned
+   open-clip-torch; see reference_transform) for each (resize, crop) in
+   SIZES -> NAME.R_C.f32 (raw CHW).
 3. WORK_DIR/manifest.txt: "NAME PATH WIDTH HEIGHT" or "NAME PATH ERROR".
 """
 import io
@@ -18,7 +18,8 @@ import sys
 import zlib
 
 import numpy as np
-import torch
+import torchvision.transforms as T
+from open_clip.transform import image_transform
 from PIL import Image
 
 MEAN = (0.48145466, 0.4578275, 0.40821073)
@@ -29,35 +30,16 @@ PHOTOS = ["astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg", "retina.jp
           "green_palette.png", "palette_color.png", "foo3x5x4indexed.png", "palette_gray.png"]
 
 
-def resize(img, size):  # torchvision.transforms.functional.resize, int size, PIL
-    w, h = img.size
-    short, long = (w, h) if w <= h else (h, w)
-    if short == size:
-        return img
-    new_short, new_long = size, int(size * long / short)
-    new_w, new_h = (new_short, new_long) if w <= h else (new_long, new_short)
-    return img.resize((new_w, new_h), Image.BICUBIC)
-
-
-def center_crop(img, crop):  # torchvision center_crop, PIL, with its zero padding
-    w, h = img.size
-    if crop > w or crop > h:
-        l, t = ((crop - w) // 2 if crop > w else 0), ((crop - h) // 2 if crop > h else 0)
-        r, b = ((crop - w + 1) // 2 if crop > w else 0), ((crop - h + 1) // 2 if crop > h else 0)
-        padded = Image.new(img.mode, (w + l + r, h + t + b), 0)
-        padded.paste(img, (l, t))
-        img = padded
-        w, h = img.size
-    top, left = int(round((h - crop) / 2.0)), int(round((w - crop) / 2.0))
-    return img.crop((left, top, left + crop, top + crop))
-
-
-def to_normalized(img):  # ToTensor + Normalize, the torch operations torchvision runs
-    t = torch.from_numpy(np.array(img, dtype=np.uint8)).permute(2, 0, 1).contiguous()
-    t = t.to(dtype=torch.float32).div(255)
-    mean = torch.as_tensor(MEAN, dtype=torch.float32).view(-1, 1, 1)
-    std = torch.as_tensor(STD, dtype=torch.float32).view(-1, 1, 1)
-    return t.sub_(mean).div_(std).numpy()
+def reference_transform(resize, crop):
+    """open_clip's own eval transform (what create_model_and_transforms returns
+    third and OpenFlamingo hands to preprocess_image) where resize == crop;
+    for resize != crop, which open_clip never builds, the same torchvision
+    classes it composes (Resize(BICUBIC), CenterCrop with its zero padding,
+    ToTensor, Normalize)."""
+    if resize == crop:
+        return image_transform(crop, is_train=False, mean=MEAN, std=STD)
+    return T.Compose([T.Resize(resize, interpolation=T.InterpolationMode.BICUBIC), T.CenterCrop(crop),
+                      T.ToTensor(), T.Normalize(mean=MEAN, std=STD)])
 
 
 def png_chunk(kind, data):
@@ -114,6 +96,7 @@ def main():
     make_inputs(data, inputs)
     files = [(n, os.path.join(data, n)) for n in PHOTOS]
     files += [(n, os.path.join(inputs, n)) for n in sorted(os.listdir(inputs))]
+    transforms = {(r, c): reference_transform(r, c) for r, c in SIZES}
     lines = []
     for name, path in files:
         try:
@@ -124,7 +107,7 @@ def main():
         base = os.path.join(work, name)
         np.array(img, dtype=np.uint8).tofile(base + ".rgb")
         for r, c in SIZES:
-            to_normalized(center_crop(resize(img, r), c)).astype("<f4").tofile(f"{base}.{r}_{c}.f32")
+            transforms[(r, c)](img).numpy().astype("<f4").tofile(f"{base}.{r}_{c}.f32")
         lines.append(f"{name} {path} {img.size[0]} {img.size[1]}")
     with open(os.path.join(work, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -1,5 +1,17 @@
-"""Oracle: the MMC4 steps of OpenFlamingo's preprocess_interleaved, restated
-up to the text handed to the tokenizer (no PIL, no tokenizer).
+"""Oracle: the MMC4 steps of OpenFlamingo's preprocess_interleaved as of its
+main branch (one-to-one assignment by SciPy's linear_sum_assignment, commits
+07fb760 / 43dd9f6 / c309447, after the 2.0.1 release), restated up to the text
+handed to the tokenizer (no PIL, no tokenizer).
+
+Why a restatement is kept: the pinned open-flamingo wheel (2.0.1, the last
+release) assigns each image to its best sentence (argmax) instead, so its own
+preprocess_interleaved, which openflamingo_data_oracle_test runs on real
+shards, agrees with us only on documents whose images have distinct best
+sentences. The one-to-one assignment the spec asks for (with the threshold
+on the assigned pair, SciPy's tie-breaking, more images than sentences) on
+random competing documents is checked here alone. Everything else this
+restates (sizes, threshold, the cut to max images, the text assembly) is
+also checked against the package itself there.
 
 Input: [{"doc": json text, "threshold", "max_images", "eos"}]. Output per
 case: {"reject": reason} or {"valid", "images", "sentences", "text"}.
