@@ -405,7 +405,9 @@ void StoreServer::Loop::serve(Conn& c) {
       const std::string what = "its first frame announces " + std::to_string(n) +
                                " bytes, over the hello's limit of " +
                                std::to_string(wire::kMaxHelloBodyBytes) + " bytes";
-      dropBeforeHello(c, Event::kHelloFlood, "dropped " + c.peer + " before its hello: " + what,
+      dropBeforeHello(c, Event::kHelloFlood,
+                      "dropped " + c.peer + " before its hello: " + what + " (after reading " +
+                          std::to_string(c.in.size()) + " bytes)",
                       "this is a Flamingo store: a connection starts with \"" + std::string(wire::kMagic) +
                           "\", and " + what);
       return;
