@@ -540,11 +540,10 @@ bool StoreServer::Loop::fits(Conn& c, const char* op, const std::string& key, si
   const uint64_t now = it == kv_.end() ? 0 : key.size() + it->second.size();
   const uint64_t after = storeBytes_ - now + key.size() + valueBytes;
   if (after <= limits_.maxStoreBytes || after <= storeBytes_) return true;  // shrinking always fits
-  const std::string what = "the store would hold " + std::to_string(after) +
-                           " bytes of keys and values, over its limit of " +
-                           std::to_string(limits_.maxStoreBytes) + " bytes (maxStoreBytes; it holds " +
-                           std::to_string(storeBytes_) + "), with key '" + key + "' of " +
-                           std::to_string(valueBytes) + " bytes";
+  const std::string what =
+      "the store would hold " + std::to_string(after) + " bytes of keys and values, over its limit of " +
+      std::to_string(limits_.maxStoreBytes) + " bytes (maxStoreBytes; it holds " +
+      std::to_string(storeBytes_) + "), with key '" + key + "' of " + std::to_string(valueBytes) + " bytes";
   logEvent(Event::kStoreFull, std::string("refused a ") + op + " from " + c.peer + ": " + what);
   send(c, wire::Writer().u8(static_cast<uint8_t>(wire::Reply::kError)).bytes(what).frame());
   return false;
@@ -643,12 +642,13 @@ StoreLimits StoreLimits::forWorld(int world) {
 }
 
 protocol::StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& masterAddr, int port,
-                                                                     StoreLimits limits) {
+                                                                    StoreLimits limits) {
   const std::string named = "MASTER_ADDR '" + masterAddr + "'";
   if (limits.maxConnections < 1 || limits.maxPendingConnections < 1 || limits.helloTimeout.count() < 1 ||
       limits.maxStoreBytes < 1) {
-    return Status::invalidArgument("store limits: maxConnections, maxPendingConnections, helloTimeout and "
-                                   "maxStoreBytes must be positive");
+    return Status::invalidArgument(
+        "store limits: maxConnections, maxPendingConnections, helloTimeout and "
+        "maxStoreBytes must be positive");
   }
   if (port < 0 || port > 65535) {
     return Status::invalidArgument("MASTER_PORT " + std::to_string(port) + " is not a TCP port");
@@ -706,8 +706,8 @@ protocol::StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(const std::s
     ::close(listenFd);
     return Status::ioError(std::string("store server: eventfd: ") + std::strerror(errno));
   }
-  const std::string where = (bound.find(':') != std::string::npos ? "[" + bound + "]" : bound) + ":" +
-                            std::to_string(port);
+  const std::string where =
+      (bound.find(':') != std::string::npos ? "[" + bound + "]" : bound) + ":" + std::to_string(port);
   auto loop = std::make_unique<Loop>(listenFd, wakeFd, std::move(limits), where);
   return std::unique_ptr<StoreServer>(new StoreServer(std::move(loop), bound, port));
 }

@@ -74,7 +74,8 @@ struct StoreLimits {
   std::function<void(const std::string&)> log;
 
   // The limits for a run of `world` ranks: 8 connections per rank + 32, and 64 MiB + 1 KiB per pair
-  // of ranks (Gloo's rendezvous posts each rank's address for every peer).
+  // of ranks (Gloo's groups take about 470 bytes per rank on LibTorch 2.11; the pairs leave room for
+  // a backend whose rendezvous grows with them).
   static StoreLimits forWorld(int world);
 };
 
@@ -99,9 +100,9 @@ class StoreServer {
   // What the serving thread holds now, and work it has done; from any thread, for tests and
   // diagnostics.
   struct Counters {
-    int connections = 0;          // past the hello
-    int pendingConnections = 0;   // accepted, hello not complete
-    uint64_t storeBytes = 0;      // keys + values held
+    int connections = 0;              // past the hello
+    int pendingConnections = 0;       // accepted, hello not complete
+    uint64_t storeBytes = 0;          // keys + values held
     uint64_t droppedBeforeHello = 0;  // refused, evicted or timed out before the hello
     uint64_t unregisterSteps = 0;     // waiting-list entries touched when waits ended
   };
