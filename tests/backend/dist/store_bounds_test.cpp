@@ -14,15 +14,19 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <torch/csrc/distributed/c10d/exception.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <functional>
+#include <iostream>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <vector>
 
 #include "backend/dist/store_client.h"
@@ -81,13 +85,15 @@ c10::intrusive_ptr<StoreClient> client(const StoreServer& s) {
   return c10::make_intrusive<StoreClient>(s.boundAddress(), s.port(), std::chrono::seconds(30));
 }
 
-// Waits until `done` holds; the deadline only turns a hang into a failure.
-void await(const std::function<bool()>& done, const std::string& what) {
+// Waits until `done` holds; the deadline only turns a hang into a failure. Use as ASSERT_TRUE(await(...)).
+::testing::AssertionResult await(const std::function<bool()>& done, const std::string& what) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!done()) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "never happened: " << what;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return ::testing::AssertionFailure() << "never happened: " << what;
     std::this_thread::sleep_for(milliseconds(2));
   }
+  return ::testing::AssertionSuccess();
 }
 
 // A raw TCP connection to the store (what our client never sends); reads on it give up after 60 s, so a
@@ -167,16 +173,18 @@ void legitimateClientsWork(const StoreServer& s) {
   auto b = client(s);
   a->set("k", bytes("v"));
   EXPECT_EQ(text(b->get("k")), "v");
-  std::thread waiter([&] { b->wait({"later"}); });
-  await([&] { return s.blockedRequests() == 1; }, "the wait is held");
+  std::string error;
+  std::thread waiter([&] { error = thrown([&] { b->wait({"later"}); }); });
+  EXPECT_TRUE(await([&] { return s.blockedRequests() == 1; }, "the wait is held"));
   a->set("later", bytes("1"));
   waiter.join();
+  EXPECT_EQ(error, "<nothing thrown>");
   EXPECT_EQ(s.blockedRequests(), 0);
 }
 
 TEST(StoreBoundsTest, TwoHundredIdleConnectionsKeepNoRankOut) {
   LogLines log;
-  StoreLimits limits;  // maxPendingConnections 64
+  StoreLimits limits;                           // maxPendingConnections 64
   limits.helloTimeout = std::chrono::hours(1);  // only the cap drops them here
   limits.log = log.sink();
   auto s = serve(limits);
@@ -188,7 +196,8 @@ TEST(StoreBoundsTest, TwoHundredIdleConnectionsKeepNoRankOut) {
     ASSERT_GE(idle.back(), 0) << "connection " << i;
   }
   const std::string oldest = localName(idle.front());
-  await([&] { return s->counters().droppedBeforeHello == kIdle - 64; }, "136 idle connections dropped");
+  ASSERT_TRUE(
+      await([&] { return s->counters().droppedBeforeHello == kIdle - 64; }, "136 idle connections dropped"));
   EXPECT_EQ(s->counters().pendingConnections, 64);
   // The oldest were dropped, without a word (they said nothing); the newest 64 are held.
   for (int i = 0; i < kIdle - 64; ++i) EXPECT_EQ(readToEnd(idle[i]), "") << "connection " << i;
@@ -197,7 +206,7 @@ TEST(StoreBoundsTest, TwoHundredIdleConnectionsKeepNoRankOut) {
             std::string::npos)
       << log.all();
   legitimateClientsWork(*s);
-  await([&] { return s->counters().connections == 0; }, "the rank's clients are gone");
+  ASSERT_TRUE(await([&] { return s->counters().connections == 0; }, "the rank's clients are gone"));
   EXPECT_LE(s->counters().pendingConnections, 64);
   EXPECT_EQ(s->counters().pendingConnections + static_cast<int>(s->counters().droppedBeforeHello), kIdle);
   for (const int fd : idle) ::close(fd);
@@ -263,7 +272,7 @@ TEST(StoreBoundsTest, AFloodBeforeTheHelloIsCutAtTheHellosSize) {
       if (n <= 0) break;  // the server stopped reading, or closed it
       sent += static_cast<size_t>(n);
     }
-    await([&] { return !log.find("dropped " + peer).empty(); }, "the flood is dropped");
+    ASSERT_TRUE(await([&] { return !log.find("dropped " + peer).empty(); }, "the flood is dropped"));
     const std::string line = log.find("dropped " + peer);
     const auto at = line.find("(after reading ");
     ASSERT_NE(at, std::string::npos) << line;
@@ -290,7 +299,7 @@ TEST(StoreBoundsTest, ConnectionsPastTheHelloAreCappedByName) {
       << why;
   EXPECT_NE(log.find("refused 127.0.0.1:"), "") << log.all();
   c.reset();  // closes its connection: room for one
-  await([&] { return s->counters().connections == 2; }, "the closed connection is gone");
+  ASSERT_TRUE(await([&] { return s->counters().connections == 2; }, "the closed connection is gone"));
   auto d = client(*s);
   d->set("k", bytes("v"));
   EXPECT_EQ(text(a->get("k")), "v");
@@ -322,8 +331,9 @@ TEST(StoreBoundsTest, TheStoresTotalSizeIsBoundedAndItKeepsServing) {
             std::string::npos);
   c->set("a", std::vector<uint8_t>(100, 'a'));
   EXPECT_EQ(s->counters().storeBytes, 101u + 401 + 3);
-  EXPECT_NE(thrown([&] { c->compareSet("c", {}, std::vector<uint8_t>(600, 'c')); }).find("compareSet refused"),
-            std::string::npos);
+  EXPECT_NE(
+      thrown([&] { c->compareSet("c", {}, std::vector<uint8_t>(600, 'c')); }).find("compareSet refused"),
+      std::string::npos);
   EXPECT_NE(thrown([&] { c->add(std::string(600, 'k'), 1); }).find("add refused"), std::string::npos);
   EXPECT_TRUE(c->deleteKey("b"));
   EXPECT_EQ(s->counters().storeBytes, 101u + 3);
@@ -339,8 +349,9 @@ TEST(StoreBoundsTest, EndingAWaitCostsOneStepPerDistinctKey) {
   const std::vector<std::string> dup(kKeys, "dup");
   // Another connection waits on the same key: its registrations are what a quadratic unregister rescans.
   auto holder = client(*s);
-  std::thread held([&] { holder->wait(dup); });
-  await([&] { return s->blockedRequests() == 1; }, "the holder's wait is held");
+  std::string error;
+  std::thread held([&] { error = thrown([&] { holder->wait(dup); }); });
+  EXPECT_TRUE(await([&] { return s->blockedRequests() == 1; }, "the holder's wait is held"));
   auto c = client(*s);
   const uint64_t before = s->counters().unregisterSteps;
   const std::string why = thrown([&] { c->wait(dup, milliseconds(1)); });
@@ -354,7 +365,56 @@ TEST(StoreBoundsTest, EndingAWaitCostsOneStepPerDistinctKey) {
   EXPECT_EQ(s->counters().unregisterSteps - mid, static_cast<uint64_t>(kKeys));
   c->set("dup", bytes("1"));
   held.join();
+  EXPECT_EQ(error, "<nothing thrown>");
   EXPECT_EQ(s->blockedRequests(), 0);
+}
+
+// forWorld's allowances against what real Gloo groups put in the store: two groups (the host group and a
+// device group, as joinRun makes them) of 4 ranks, each rank with two clients as in joinRun. Measured on
+// LibTorch 2.11: 1641 bytes at 4 ranks, 3789 at 8 (about 470 per rank), 2 connections per rank.
+TEST(StoreBoundsTest, GlooGroupsFitForWorldsLimits) {
+  constexpr int kWorld = 4;
+  const StoreLimits limits = StoreLimits::forWorld(kWorld);
+  auto s = serve(limits);
+  std::vector<std::string> errors(kWorld);
+  std::atomic<int> met{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kWorld; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        auto main = client(*s);
+        auto heartbeat = client(*s);
+        heartbeat->set("heartbeat/" + std::to_string(r), bytes("alive"));
+        for (const char* group : {"world/", "device/"}) {
+          auto store = c10::make_intrusive<c10d::PrefixStore>(group, main);
+          auto o = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(60));
+          o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+          auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, r, kWorld, o);
+          std::vector<at::Tensor> t = {torch::ones({1})};
+          pg->allreduce(t)->wait();
+        }
+        // Everyone has met before anyone closes: the connections are counted at their peak.
+        ++met;
+        while (met.load() < kWorld) std::this_thread::sleep_for(milliseconds(1));
+        main->add("done", 1);
+        main->wait({"counted"});
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  auto observer = client(*s);
+  observer->wait({"done"});
+  EXPECT_TRUE(await([&] { return observer->add("done", 0) == kWorld; }, "every rank met"));
+  const StoreServer::Counters at = s->counters();
+  observer->set("counted", bytes("1"));
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < kWorld; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  std::cout << "gloo: " << kWorld << " ranks, 2 groups: " << at.storeBytes << " bytes in the store ("
+            << at.storeBytes / (kWorld * kWorld) << " per pair of ranks), " << at.connections
+            << " connections" << std::endl;
+  EXPECT_LE(at.storeBytes, static_cast<uint64_t>(kWorld) * kWorld * 1024) << "the per-pair allowance alone";
+  EXPECT_LE(at.connections, limits.maxConnections);
 }
 
 TEST(StoreBoundsTest, AClientDroppedBeforeItsHelloConnectsAgain) {
@@ -374,7 +434,8 @@ TEST(StoreBoundsTest, AClientDroppedBeforeItsHelloConnectsAgain) {
   std::string error;
   c10::intrusive_ptr<StoreClient> c;
   std::thread connecting([&] {
-    error = thrown([&] { c = c10::make_intrusive<StoreClient>("127.0.0.1", port, std::chrono::seconds(60)); });
+    error =
+        thrown([&] { c = c10::make_intrusive<StoreClient>("127.0.0.1", port, std::chrono::seconds(60)); });
   });
   const int first = ::accept(listener, nullptr, nullptr);
   ASSERT_GE(first, 0);
