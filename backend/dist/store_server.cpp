@@ -426,7 +426,12 @@ void StoreServer::Loop::serve(Conn& c) {
 void StoreServer::Loop::handle(Conn& c, std::string_view body) {
   wire::Reader r(body);
   uint8_t opByte = 0;
-  if (!r.u8(&opByte)) return refuse(c, "an empty request");
+  if (!r.u8(&opByte)) {
+    if (!c.greeted)
+      return dropBeforeHello(c, Event::kNotOurs, "dropped " + c.peer + ": an empty first frame",
+                             "an empty request");
+    return refuse(c, "an empty request");
+  }
   const auto op = static_cast<wire::Op>(opByte);
   if (!c.greeted) {
     std::string magic;

@@ -70,7 +70,7 @@ struct StoreLimits {
   std::chrono::milliseconds helloTimeout{std::chrono::seconds(10)};
   // Bytes of keys plus values the store holds at once.
   uint64_t maxStoreBytes = 64ull << 20;
-  // Receives the store's log lines (drops and refusals); null: standard error.
+  // Receives the store's log lines (drops and refusals), on the serving thread; null: standard error.
   std::function<void(const std::string&)> log;
 
   // The limits for a run of `world` ranks: 8 connections per rank + 32, and 64 MiB + 1 KiB per pair
