@@ -145,7 +145,8 @@ protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions&
   std::string storeAddr = o.masterAddr;
   if (o.rank == 0 && !o.launcherServesStore) {
     // NOTE [Store bounds] in store_server.h: connections and bytes scale with the world.
-    auto server = StoreServer::start(o.masterAddr, o.masterPort, StoreLimits::forWorld(o.world));
+    auto server = StoreServer::start(o.masterAddr, o.masterPort,
+                                     o.storeLimits ? *o.storeLimits : StoreLimits::forWorld(o.world));
     if (!server) {
       return server.status().withMessage("rank 0 could not serve the rendezvous at " + where + ": " +
                                          server.status().message());

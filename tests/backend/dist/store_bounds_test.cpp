@@ -28,9 +28,11 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <vector>
 
+#include "backend/dist/rendezvous.h"
 #include "backend/dist/store_client.h"
 #include "backend/dist/store_server.h"
 #include "backend/dist/store_wire.h"
+#include "tests/backend/dist/rank_processes.h"
 
 namespace fs::dist {
 namespace {
@@ -422,6 +424,29 @@ TEST(StoreBoundsTest, GlooGroupsFitForWorldsLimits) {
             << " connections" << std::endl;
   EXPECT_LE(at.storeBytes, static_cast<uint64_t>(kWorld) * kWorld * 1024) << "the per-pair allowance alone";
   EXPECT_LE(at.connections, limits.maxConnections);
+}
+
+// joinRun serves the store with the limits it is given (forWorld(world) when none are).
+TEST(StoreBoundsTest, JoinRunServesTheStoreWithTheLimitsGiven) {
+  RendezvousOptions o;
+  o.masterAddr = "127.0.0.1";
+  o.masterPort = fs::testing::freePort();
+  o.identity = "store bounds test";
+  o.host = "test-host";
+  o.preflightTimeout = std::chrono::seconds(30);
+  StoreLimits limits;
+  limits.maxStoreBytes = 16;
+  limits.log = [](const std::string&) {};
+  o.storeLimits = limits;
+  auto joined = joinRun(o);
+  ASSERT_FALSE(joined);
+  EXPECT_NE(
+      joined.status().message().find("failed on rank 0: store at 127.0.0.1:" + std::to_string(o.masterPort) +
+                                     ": set refused: the store would hold"),
+      std::string::npos)
+      << joined.status().message();
+  EXPECT_NE(joined.status().message().find("over its limit of 16 bytes (maxStoreBytes"), std::string::npos)
+      << joined.status().message();
 }
 
 TEST(StoreBoundsTest, AClientDroppedBeforeItsHelloConnectsAgain) {
