@@ -144,7 +144,9 @@ protocol::StatusOr<std::unique_ptr<Membership>> joinRun(const RendezvousOptions&
   // c10d TCPStore (its server, its binding): every rank is a TCPStore client of it.
   std::string storeAddr = o.masterAddr;
   if (o.rank == 0 && !o.launcherServesStore) {
-    auto server = StoreServer::start(o.masterAddr, o.masterPort);
+    // NOTE [Store bounds] in store_server.h: connections and bytes scale with the world.
+    auto server = StoreServer::start(o.masterAddr, o.masterPort,
+                                     o.storeLimits ? *o.storeLimits : StoreLimits::forWorld(o.world));
     if (!server) {
       return server.status().withMessage("rank 0 could not serve the rendezvous at " + where + ": " +
                                          server.status().message());

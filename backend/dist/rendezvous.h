@@ -19,11 +19,13 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/dist/communicator.h"
 #include "backend/dist/groups.h"
+#include "backend/dist/store_server.h"
 #include "backend/protocol/status.h"
 
 namespace fs::dist {
@@ -49,6 +51,9 @@ struct RendezvousOptions {
   // (TORCHELASTIC_RESTART_COUNT).
   bool launcherServesStore = false;
   std::string keyPrefix = "0";
+  // The bounds of the store rank 0 serves (NOTE [Store bounds] in store_server.h); unset:
+  // StoreLimits::forWorld(world).
+  std::optional<StoreLimits> storeLimits;
   // Ranks of one node (by the localWorld layout) exchange the host group's
   // collectives through shared memory (shm_communicator.h).
   bool sharedMemory = true;

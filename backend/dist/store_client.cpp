@@ -93,9 +93,22 @@ StoreClient::StoreClient(std::string address, int port, milliseconds timeout)
   const auto deadline = Clock::now() + timeout;
   std::string last = "no attempt";
   milliseconds pause(20);
+  std::lock_guard<std::mutex> lock(mu_);
   for (;;) {
     fd_ = connectOnce(address, port, deadline, &last);
-    if (fd_ >= 0) break;
+    if (fd_ >= 0) {
+      std::optional<Answer> a;
+      try {
+        a = exchange(wire::Writer().u8(static_cast<uint8_t>(wire::Op::kHello)).bytes(wire::kMagic).frame(),
+                     milliseconds(0), false);
+      } catch (const c10::DistStoreError& e) {
+        // Closed without an answer: the server dropped it before its hello (NOTE [Store bounds] in
+        // store_server.h: too many connections waiting for theirs) or is restarting. Connect again.
+        last = firstPart(e.what());
+      }
+      if (a && a->status == wire::Reply::kOk) return;
+      if (a) lose("the server did not accept the store's hello (" + a->body + ")");
+    }
     const auto now = Clock::now();
     if (now >= deadline) {
       throw c10d::TimeoutError("no store answered at " + where_ + " within " + secondsText(timeout) +
@@ -105,12 +118,6 @@ StoreClient::StoreClient(std::string address, int port, milliseconds timeout)
     std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
     pause = std::min(pause * 2, milliseconds(500));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  const Answer a =
-      exchange(wire::Writer().u8(static_cast<uint8_t>(wire::Op::kHello)).bytes(wire::kMagic).frame(),
-               milliseconds(0), false);
-  if (a.status != wire::Reply::kOk)
-    lose("the server did not accept the store's hello (" + a.body + "): is another program on the port?");
 }
 
 c10::intrusive_ptr<c10d::Store> StoreClient::clone() {

@@ -9,7 +9,9 @@
 // Flamingo or the process groups it creates uses it).
 //
 // Timeouts: the constructor's `timeout` is the store's (getTimeout()):
-// connecting retries refused connections for at most that long; get and
+// connecting retries refused connections, and connections closed before
+// the hello was answered (NOTE [Store bounds] in store_server.h), for at
+// most that long; a hello answered with an error fails at once; get and
 // wait(keys) wait at most that long; wait(keys, t) waits t (kNoTimeout,
 // i.e. 0: without bound, as c10d defines it). The server enforces those
 // waits and answers with the keys still missing, named in the

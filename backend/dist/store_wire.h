@@ -22,9 +22,14 @@
 // after the reply to the last one. Keys are at most kMaxKeyBytes, values
 // kMaxValueBytes, a frame kMaxFrameBytes: the server refuses (kError, then
 // closes the connection) a frame whose header announces more, before reading
-// its body. It is our own protocol, not c10d TCPStore's: PyTorch 2.x changed
-// TCPStore's wire, while the c10d::Store interface the process groups call
-// stayed; the magic makes either side of a mismatch fail with a message.
+// its body. The first frame must be the hello, a body of at most
+// kMaxHelloBodyBytes: the server reads no more than kMaxHelloFrameBytes of
+// a connection until its hello is complete (NOTE [Store bounds] in
+// store_server.h). A set that would take the store past its size limit is
+// answered kError and the connection stays open. It is our own protocol,
+// not c10d TCPStore's: PyTorch 2.x changed TCPStore's wire, while the
+// c10d::Store interface the process groups call stayed; the magic makes
+// either side of a mismatch fail with a message.
 #pragma once
 
 #include <netdb.h>
@@ -44,6 +49,10 @@ inline constexpr size_t kMaxValueBytes = 8u << 20;
 // Two values (compareSet) or many keys (wait / check), with room to spare.
 inline constexpr size_t kMaxFrameBytes = 2 * kMaxValueBytes + (64u << 10);
 inline constexpr size_t kHeaderBytes = 4;
+// The hello's body: the op, the magic's length and a magic of at most 64 bytes (room for a later one).
+inline constexpr size_t kMaxMagicBytes = 64;
+inline constexpr size_t kMaxHelloBodyBytes = 1 + 4 + kMaxMagicBytes;
+inline constexpr size_t kMaxHelloFrameBytes = kHeaderBytes + kMaxHelloBodyBytes;
 
 enum class Op : uint8_t {
   kHello = 1,
