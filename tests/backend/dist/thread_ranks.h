@@ -3,6 +3,7 @@
 // world communicator. Returns each rank's exception message ("" if none).
 #pragma once
 
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
@@ -13,8 +14,20 @@
 
 namespace fs::testing {
 
+// NOTE [Flight recorder and thread ranks]: LibTorch 2.11's c10d FlightRecorder
+// (one per process, on by default with 2000 entries) races when threads of one
+// process act as ranks and enqueue Gloo collectives at once: a segfault in
+// recordWithResetEnabled under ProcessGroupGloo::enqueue, about once in 10-65
+// runs of store_test's Gloo case. The engine's ranks are processes, so only
+// these tests meet it. TORCH_FR_BUFFER_SIZE=0, set before the first process
+// group is made (the recorder reads it once), turns the recorder off here.
+inline void flightRecorderOffForThreadRanks() {
+  ::setenv("TORCH_FR_BUFFER_SIZE", "0", /*overwrite=*/0);
+}
+
 inline std::vector<std::string> runThreadRanks(int world,
                                                const std::function<void(dist::Communicator&)>& body) {
+  flightRecorderOffForThreadRanks();
   const int port = freePort();
   std::vector<std::string> errors(static_cast<size_t>(world));
   std::vector<std::thread> threads;
