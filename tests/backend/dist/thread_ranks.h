@@ -17,8 +17,9 @@ namespace fs::testing {
 // NOTE [Flight recorder and thread ranks]: LibTorch 2.11's c10d FlightRecorder
 // (one per process, on by default with 2000 entries) races when threads of one
 // process act as ranks and enqueue Gloo collectives at once: a segfault in
-// recordWithResetEnabled under ProcessGroupGloo::enqueue, about once in 10-65
-// runs of store_test's Gloo case. The engine's ranks are processes, so only
+// recordWithResetEnabled under ProcessGroupGloo::enqueue (gdb), once in 10-65
+// runs of store_test's Gloo case on a loaded machine (500 runs on a quieter
+// one did not show it). The engine's ranks are processes, so only
 // these tests meet it. TORCH_FR_BUFFER_SIZE=0, set before the first process
 // group is made (the recorder reads it once), turns the recorder off here.
 inline void flightRecorderOffForThreadRanks() {
