@@ -39,6 +39,17 @@ constexpr int64_t kMaxWaitMs = 30LL * 24 * 3600 * 1000;
 // After accept() ran out of descriptors, listen again this soon (or when a connection closes).
 constexpr int kAcceptRetryMs = 100;
 
+// 0.0.0.0 or :: (INADDR_ANY / in6addr_any).
+bool isWildcard(const sockaddr* a) {
+  if (a->sa_family == AF_INET)
+    return reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr == htonl(INADDR_ANY);
+  if (a->sa_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr;
+    return IN6_IS_ADDR_UNSPECIFIED(&in6);
+  }
+  return false;
+}
+
 std::string numericHost(const sockaddr* a, socklen_t len) {
   char host[NI_MAXHOST];
   if (::getnameinfo(a, len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) return "?";
@@ -668,6 +679,12 @@ protocol::StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(const std::s
   std::string bound;
   for (const addrinfo* p = res.get(); p && listenFd < 0 && failed; p = p->ai_next) {
     const std::string host = numericHost(p->ai_addr, p->ai_addrlen);
+    if (isWildcard(p->ai_addr)) {
+      // It would serve the store on every address of the host (docs/security.md: one address only).
+      return Status::invalidArgument(named + " (" + host +
+                                     ") is the wildcard address: the store would listen on every address of "
+                                     "this host; give rank 0's address on the network the nodes share");
+    }
     const int fd = ::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, p->ai_protocol);
     if (fd < 0) continue;  // a family this host lacks (IPv6 disabled)
     const int one = 1;

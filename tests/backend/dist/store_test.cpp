@@ -417,6 +417,15 @@ TEST(StoreTest, AMasterAddrThatIsNotThisHostsIsAClearError) {
   EXPECT_NE(s.status().message().find("MASTER_ADDR '192.0.2.1' (192.0.2.1) is not an address of this host"),
             std::string::npos)
       << s.status().message();
+  // The wildcard binds every address of the host (issue 42): refused by name, IPv4 and IPv6.
+  for (const std::string any : {"0.0.0.0", "::"}) {
+    auto wildcard = StoreServer::start(any, 0);
+    ASSERT_FALSE(wildcard) << any;
+    EXPECT_NE(
+        wildcard.status().message().find("MASTER_ADDR '" + any + "' (" + any + ") is the wildcard address"),
+        std::string::npos)
+        << wildcard.status().message();
+  }
   auto unresolved = StoreServer::start("no-such-host.invalid", 0);
   ASSERT_FALSE(unresolved);
   EXPECT_NE(unresolved.status().message().find("MASTER_ADDR 'no-such-host.invalid': cannot resolve it"),
