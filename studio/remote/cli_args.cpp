@@ -1,6 +1,7 @@
 #include "studio/remote/cli_args.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace fs::studio::remote {
 
@@ -78,6 +79,24 @@ std::vector<std::string> splitList(const std::string& text) {
     start = comma + 1;
   }
   return out;
+}
+
+protocol::StatusOr<std::vector<std::string>> slurmEnvPrefix(const std::vector<std::string>& entries) {
+  std::vector<std::string> prefix;
+  for (const auto& kv : entries) {
+    const auto eq = kv.find('=');
+    const std::string name = kv.substr(0, eq);
+    bool valid =
+        eq != std::string::npos && !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+    for (const char ch : name) valid = valid && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+    if (!valid) {
+      return protocol::Status::invalidArgument(
+          "--slurm-env '" + kv + "': not NAME=VALUE with NAME a variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    }
+    if (prefix.empty()) prefix.push_back("env");
+    prefix.push_back(kv);
+  }
+  return prefix;
 }
 
 }  // namespace fs::studio::remote

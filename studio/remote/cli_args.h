@@ -37,5 +37,10 @@ protocol::StatusOr<ParsedArgs> parseArgs(const std::vector<std::string>& args,
 std::string describeOptions(const std::vector<OptionSpec>& specs);
 // "a,b,c" -> {"a","b","c"}; empty items are dropped.
 std::vector<std::string> splitList(const std::string& text);
+// The --slurm-env entries as the argument vector that runs the SLURM commands
+// under them: {} for none, else {"env", "NAME=VALUE", ...}. Each entry must be
+// NAME=VALUE with NAME a shell variable name ([A-Za-z_][A-Za-z0-9_]*): `env`
+// would run an entry without '=' as the command. The error names the entry.
+protocol::StatusOr<std::vector<std::string>> slurmEnvPrefix(const std::vector<std::string>& entries);
 
 }  // namespace fs::studio::remote

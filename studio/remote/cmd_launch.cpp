@@ -150,11 +150,12 @@ int launchSlurm(CliContext& ctx, const ParsedArgs& a, app::LaunchRequest request
   config.run_root = root;
   const std::string runName =
       app::sanitizeRunName(QString::fromStdString(config.name)).toStdString() + "-" + utcStamp();
-  std::vector<std::string> prefix;
-  for (const auto& kv : a.all("slurm-env")) {
-    if (prefix.empty()) prefix.push_back("env");
-    prefix.push_back(kv);
+  auto envPrefix = slurmEnvPrefix(a.all("slurm-env"));
+  if (!envPrefix) {
+    err << envPrefix.status().message() << "\n";
+    return kExitUsage;
   }
+  const std::vector<std::string>& prefix = envPrefix.value();
   auto host = ctx.open(login);
   if (!host) return fail(err, host.status().message());
   app::cluster::SlurmJobSpec spec;

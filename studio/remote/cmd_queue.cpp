@@ -26,15 +26,16 @@ int cmdQueue(const Args& args, std::ostream& out, std::ostream& err) {
        {"slurm-env", true, true, "NAME=VALUE", "Environment for the SLURM commands (e.g. SLURM_CONF=...)"}},
       1, 1, out, err);
   if (start.exitCode >= 0) return start.exitCode;
+  auto envPrefix = slurmEnvPrefix(start.args.all("slurm-env"));
+  if (!envPrefix) {
+    err << envPrefix.status().message() << "\n";
+    return kExitUsage;
+  }
+  const std::vector<std::string>& prefix = envPrefix.value();
   auto host = start.ctx->open(start.args.positionals[0]);
   if (!host) {
     err << host.status().message() << "\n";
     return kExitFailure;
-  }
-  std::vector<std::string> prefix;
-  for (const auto& kv : start.args.all("slurm-env")) {
-    if (prefix.empty()) prefix.push_back("env");
-    prefix.push_back(kv);
   }
   app::cluster::SlurmJobs jobs(*host.value(), prefix);
   auto rows = jobs.queue(start.args.all("job"));
