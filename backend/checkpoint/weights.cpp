@@ -410,12 +410,16 @@ StatusOr<PretrainedLoad> loadPretrained(model::FlamingoImpl& model, const protoc
     if (!std::filesystem::is_regular_file(p, ec)) {
       // OpenFlamingo's tower is OpenAI's CLIP (open_clip's "openai" tag, a TorchScript file): its
       // state dict, saved as a plain one, is what loads here.
-      const std::string tower = protocol::findKnownVision(config.vision.path) ? config.vision.path : "ViT-L-14";
+      const std::string tower =
+          protocol::findKnownVision(config.vision.path) ? config.vision.path : "ViT-L-14";
       return Status::notFound(notDownloadable(
           "model.vision.pretrained", p, "file",
           "OpenAI's CLIP weights, as OpenFlamingo uses them: python3 -c \"import open_clip, torch; "
-          "m = open_clip.create_model('" + tower + "', pretrained='openai'); torch.save(m.state_dict(), "
-          "'clip-" + tower + "-openai.pt')\""));
+          "m = open_clip.create_model('" +
+              tower +
+              "', pretrained='openai'); torch.save(m.state_dict(), "
+              "'clip-" +
+              tower + "-openai.pt')\""));
     }
     auto sd = loadStateDictFile(p);
     if (!sd) return withPrefix(sd.status(), "model.vision.pretrained: ");

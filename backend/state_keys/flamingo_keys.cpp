@@ -45,7 +45,8 @@ std::vector<std::string> outputHeadAliases(const LmKeyLayout& lm) {
 }
 
 // The head's key, or one of its aliases (after `prefix`): the head's target.
-std::optional<KeyTarget> headTarget(const LmKeyLayout& lm, const std::string& prefix, const std::string& key) {
+std::optional<KeyTarget> headTarget(const LmKeyLayout& lm, const std::string& prefix,
+                                    const std::string& key) {
   const std::string head = prefix + lm.outputHeadPath + ".weight";
   bool alias = false;
   if (key != head) {

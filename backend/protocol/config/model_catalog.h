@@ -16,8 +16,8 @@
 namespace fs::protocol {
 
 struct KnownLm {
-  std::string id;  // Hugging Face id
-  LmConfig shape;  // family and dimensions (path / tokenizer_path = id)
+  std::string id;       // Hugging Face id
+  LmConfig shape;       // family and dimensions (path / tokenizer_path = id)
   LmArchitecture arch;  // family knobs from its config.json
 };
 struct KnownVision {

@@ -102,8 +102,9 @@ class VisionOracle : public ::testing::TestWithParam<Case> {
 };
 
 TEST_P(VisionOracle, OpenAiLayoutLoadsAndTokensAndPooledMatchOpenClip) {
-  ASSERT_EQ(status(), 0) << "vision_oracle.py failed (open-clip-torch in the project's Python environment?):\n"
-                         << oracleLog();
+  ASSERT_EQ(status(), 0)
+      << "vision_oracle.py failed (open-clip-torch in the project's Python environment?):\n"
+      << oracleLog();
   const auto& c = GetParam();
   const auto cfg = config(c);
   model::Flamingo m(model::FlamingoOptions::fromConfig(cfg));

@@ -102,7 +102,8 @@ TEST(FlamingoKeys, GptNeoxHeadUnderEitherName) {
   auto tied = lmKeyLayout("gpt_neox", /*tied_head=*/true);
   EXPECT_EQ(flamingoKeyMapper(tied.value())("lang_encoder.lm_head.weight")->kind, KeyTarget::Kind::kIgnored);
   // Only GPT-NeoX has the second name.
-  EXPECT_EQ(flamingoKeyMapper(llama())("lang_encoder.embed_out.weight")->name, "lang_encoder.embed_out.weight");
+  EXPECT_EQ(flamingoKeyMapper(llama())("lang_encoder.embed_out.weight")->name,
+            "lang_encoder.embed_out.weight");
 }
 
 }  // namespace

@@ -118,8 +118,8 @@ TEST(LrSchedule, StepsApplyAndLambdaLrStateNumbering) {
 TEST(Schedule, MatchesTransformersSchedules) {
   if (!fs::test::pythonTorchAvailable())
     FS_FIXTURE_UNAVAILABLE(std::string(FS_PYTHON) + " cannot import torch: run scripts/install-deps.sh");
-  const std::vector<std::array<int64_t, 3>> shapes = {{0, 10, 0}, {1, 2, 0}, {3, 50, 0}, {2, 3, 0}, {7, 7, 0},
-                                                      {5, 3, 0},  {0, 0, 0}, {40, 1000, 0}};
+  const std::vector<std::array<int64_t, 3>> shapes = {{0, 10, 0}, {1, 2, 0}, {3, 50, 0}, {2, 3, 0},
+                                                      {7, 7, 0},  {5, 3, 0}, {0, 0, 0},  {40, 1000, 0}};
   std::vector<int64_t> rows;
   for (int64_t kind = 0; kind < 3; ++kind) {
     for (const auto& s : shapes) rows.insert(rows.end(), {kind, s[0], s[1], 2 * s[1] + s[0] + 5});

@@ -22,9 +22,8 @@
 //    OpenFlamingo's: the change within 1e-3 of its change in L2 norm, plus 4
 //    ulp of the weight (NOTE [Why not elementwise] in openflamingo_oracle.py).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
-
 #include <sys/wait.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
@@ -59,14 +58,20 @@ struct Case {
   int64_t warmup;
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> c = {
-      {"opt_1", "opt", 1, "cosine", 1},          {"opt_2", "opt", 2, "linear", 0},
-      {"gpt_neox_1", "gpt_neox", 1, "constant", 1}, {"gpt_neox_2", "gpt_neox", 2, "cosine", 0},
-      {"llama_1", "llama", 1, "linear", 1},      {"llama_2", "llama", 2, "constant", 0},
-      {"mpt_1", "mpt", 1, "cosine", 0},          {"mpt_2", "mpt", 2, "linear", 1},
+      {"opt_1", "opt", 1, "cosine", 1},
+      {"opt_2", "opt", 2, "linear", 0},
+      {"gpt_neox_1", "gpt_neox", 1, "constant", 1},
+      {"gpt_neox_2", "gpt_neox", 2, "cosine", 0},
+      {"llama_1", "llama", 1, "linear", 1},
+      {"llama_2", "llama", 2, "constant", 0},
+      {"mpt_1", "mpt", 1, "cosine", 0},
+      {"mpt_2", "mpt", 2, "linear", 1},
   };
   return c;
 }
@@ -77,7 +82,9 @@ constexpr int kIterations = 2;
 constexpr int kPythonPackageMissing = 77;
 constexpr int kPythonNotFound = 127;
 
-fsys::path root() { return fsys::path(FS_BINARY_DIR) / "tests" / "openflamingo_oracle"; }
+fsys::path root() {
+  return fsys::path(FS_BINARY_DIR) / "tests" / "openflamingo_oracle";
+}
 
 struct Command {
   int status = -1;  // the exit status, -1 when it did not exit normally
@@ -187,7 +194,9 @@ nlohmann::json caseJson(const Case& c, const protocol::RunConfig& config, int64_
           {"loss_multiplier_mmc4", mmc4.loss_multiplier}};
 }
 
-std::string pythonScript() { return std::string(FS_SOURCE_DIR) + "/tests/backend/trainer/openflamingo_oracle.py"; }
+std::string pythonScript() {
+  return std::string(FS_SOURCE_DIR) + "/tests/backend/trainer/openflamingo_oracle.py";
+}
 
 template <typename T>
 torch::Tensor readRaw(const fsys::path& path, at::IntArrayRef sizes, c10::ScalarType dtype) {
@@ -276,7 +285,8 @@ TEST_P(OpenFlamingoOracle, LoadsItsStateDictAndMatchesLogitsLabelsAndLoss) {
     std::cout << c.name << " " << kind << ": logits max relative difference " << rel.str();
 
     const auto labels = train::makeLabels(b.kind, b.inputIds, tokens);
-    const auto their_labels = readRaw<int64_t>(dir / ("labels_" + kind + ".bin"), labels.sizes(), torch::kLong);
+    const auto their_labels =
+        readRaw<int64_t>(dir / ("labels_" + kind + ".bin"), labels.sizes(), torch::kLong);
     EXPECT_TRUE(torch::equal(labels, their_labels)) << c.name << " " << kind << ": ours\n"
                                                     << labels << "\ntrain_one_epoch's\n"
                                                     << their_labels;
@@ -330,7 +340,8 @@ TEST_P(OpenFlamingoOracle, PretrainedFilesPlusItsCheckpointEqualItsStateDict) {
   EXPECT_TRUE(report.ok()) << report.summary(50);
 
   const bool untied = !config.model.lm.tied_head;
-  const std::string head = untied ? "lang_encoder." + ours->languageModel()->outputHeadPath() + ".weight" : "";
+  const std::string head =
+      untied ? "lang_encoder." + ours->languageModel()->outputHeadPath() + ".weight" : "";
   const auto theirs = whole->namedParameters();
   const auto mine = ours->namedParameters();
   ASSERT_EQ(theirs.size(), mine.size());
@@ -383,8 +394,8 @@ TEST_P(OpenFlamingoOracle, ReplayedStepsMatchTrainOneEpoch) {
     worst = std::max({worst, std::abs(losses[k].first - laion) / std::abs(laion),
                       std::abs(losses[k].second - mmc4) / std::abs(mmc4)});
   }
-  const auto checked =
-      run(std::string(FS_PYTHON) + " " + pythonScript() + " check " + dir.string() + " " + (dir / "ours.pt").string());
+  const auto checked = run(std::string(FS_PYTHON) + " " + pythonScript() + " check " + dir.string() + " " +
+                           (dir / "ours.pt").string());
   EXPECT_EQ(checked.status, 0) << checked.output;
   std::cout << c.name << ": replay losses max relative difference " << worst << "; " << checked.output;
 }

@@ -83,7 +83,8 @@ class RemoteDialogsTest : public QObject {
   void hostKeyDialogSaysTheHostIsKnownWithAnotherKeyType() {
     HostKeyQuestion q = question();
     q.kind = HostKeyQuestion::Kind::kOtherType;
-    q.known_keys.push_back({"ecdsa-sha2-nistp256", "SHA256:AAAAstoredfingerprint", "/home/alice/.ssh/known_hosts", 7});
+    q.known_keys.push_back(
+        {"ecdsa-sha2-nistp256", "SHA256:AAAAstoredfingerprint", "/home/alice/.ssh/known_hosts", 7});
     HostKeyDialog dialog(q);
     dialog.show();
     QVERIFY(dialog.windowTitle().contains(QStringLiteral("another type")));

@@ -231,8 +231,8 @@ TEST(Mmc4DocumentTest, FieldNamingErrors) {
 // Random documents through the whole plan, against a Python restatement of
 // the reference's steps as of OpenFlamingo's main branch (base64, sizes, SciPy
 // one-to-one assignment, threshold, cut, text; the pinned 2.0.1 wheel assigns
-// by argmax, so only this restatement checks competing images: see its docstring): sentences with stray spaces, empty ones, literal special tokens,
-// quantised similarities (ties), entries without image_base64.
+// by argmax, so only this restatement checks competing images: see its docstring): sentences with stray
+// spaces, empty ones, literal special tokens, quantised similarities (ties), entries without image_base64.
 TEST(Mmc4DocumentTest, MatchesPythonRestatementOnRandomDocuments) {
   const std::vector<std::string> pool = {"",         " ",           "a",
                                          " lead",    "trail ",      " both ",
