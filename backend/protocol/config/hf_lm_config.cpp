@@ -131,7 +131,7 @@ std::pair<double, double> readRope(Fields& f, const Json& root, const std::strin
   double fraction = f.numberOr(fractionKey, defaultFraction);
   double base = f.numberOr(baseKey, 10000.0);
   f.requireNull("rope_scaling",
-                "rope scaling (NTK, linear, YaRN, llama3) is not implemented; only plain RoPE");
+                "the engine's rotary embedding is plain RoPE, without NTK, linear, YaRN or llama3 scaling");
   if (root.contains("rope_parameters") && !root.at("rope_parameters").is_null()) {
     const Json& rp = root.at("rope_parameters");
     if (!rp.is_object()) {
@@ -140,7 +140,8 @@ std::pair<double, double> readRope(Fields& f, const Json& root, const std::strin
     }
     Fields r(rp, file, "rope_parameters.");
     r.requireString("rope_type", "default", {"default"},
-                    "rope scaling (NTK, linear, YaRN, llama3) is not implemented; only \"default\"");
+                    "the engine's rotary embedding is plain RoPE (\"default\"), without NTK, linear, YaRN or "
+                    "llama3 scaling");
     base = r.numberOr("rope_theta", base);
     fraction = r.numberOr("partial_rotary_factor", fraction);
     f.adopt(r.status());
@@ -161,13 +162,14 @@ void readOpt(Fields& f, HfLmConfig* out) {
   out->arch.attention_dropout = f.probability("attention_dropout");
   if (f.has("word_embed_proj_dim") && f.integerOr("word_embed_proj_dim", 0) != out->shape.width)
     f.unsupported("word_embed_proj_dim",
-                  "project_in / project_out (OPT-350m) are not implemented; it must equal hidden_size");
+                  "the engine's OPT has no project_in / project_out (OPT-350m); it must equal hidden_size");
   f.requireString("activation_function", "relu", {"relu"}, "OPT's decoder is implemented with ReLU only");
   f.requireBool("enable_bias", true, true, "OPT's linear layers are implemented with biases");
   f.requireBool("layer_norm_elementwise_affine", true, true,
                 "OPT's LayerNorms are implemented with weight and bias");
   f.requireBool("_remove_final_layer_norm", false, false, "the final LayerNorm is always built when pre-LN");
-  if (f.numberOr("layerdrop", 0.0) != 0.0) f.unsupported("layerdrop", "LayerDrop is not implemented");
+  if (f.numberOr("layerdrop", 0.0) != 0.0)
+    f.unsupported("layerdrop", "the engine runs every layer (no LayerDrop)");
 }
 
 void readGptNeox(Fields& f, const Json& root, HfLmConfig* out) {
@@ -210,7 +212,8 @@ void readLlama(Fields& f, const Json& root, HfLmConfig* out) {
   out->arch.attention_dropout = f.probability("attention_dropout");  // LLaMA has no other dropout
   if (f.has("num_key_value_heads") && f.integerOr("num_key_value_heads", 0) != out->shape.heads)
     f.unsupported("num_key_value_heads",
-                  "grouped-query attention is not implemented; it must equal num_attention_heads");
+                  "the engine's LLaMA has one key/value head per query head (no grouped-query attention); it "
+                  "must equal num_attention_heads");
   if (f.has("head_dim") && out->shape.heads > 0 &&
       f.integerOr("head_dim", 0) != out->shape.width / out->shape.heads)
     f.unsupported("head_dim", "it must be hidden_size / num_attention_heads");
@@ -231,7 +234,7 @@ void readMptAttention(Fields& a, Fields& top, HfLmConfig* out, bool mosaic) {
         "alibi_bias_max",
         "transformers' MptModel ignores it and always uses 8; a checkpoint trained with another range "
         "would compute differently there");
-  a.requireNull(clip, "QKV clipping is not implemented");
+  a.requireNull(clip, "the engine's MPT does not clip q, k, v");
   if (a.has("softmax_scale") && out->shape.heads > 0) {
     const double wanted = 1.0 / std::sqrt(static_cast<double>(out->shape.width / out->shape.heads));
     if (std::abs(a.numberOr("softmax_scale", wanted) - wanted) > 1e-12 * wanted)
@@ -240,9 +243,10 @@ void readMptAttention(Fields& a, Fields& top, HfLmConfig* out, bool mosaic) {
   a.requireString("attn_impl", "torch", {"torch", "flash", "triton"},
                   "known kernels are torch, flash and triton (all the same math)");
   a.requireString("attn_type", "multihead_attention", {"multihead_attention"},
-                  "multi-query / grouped-query attention is not implemented");
-  a.requireBool("prefix_lm", false, false, "prefix-LM masking is not implemented");
-  a.requireBool("attn_uses_sequence_id", false, false, "sequence-id masking is not implemented");
+                  "the engine's MPT is multi-head attention only (no multi-query / grouped-query)");
+  a.requireBool("prefix_lm", false, false, "the engine's MPT is causal only (no prefix-LM mask)");
+  a.requireBool("attn_uses_sequence_id", false, false,
+                "the engine's MPT masks by position only (no sequence ids)");
   out->arch.qk_ln = a.booleanOr(qkLn, false);
   // transformers' MPT: attn_pdrop on the attention weights and after attention and MLP (it ignores
   // resid_pdrop and emb_pdrop); MosaicGPT: attn_pdrop, resid_pdrop, emb_pdrop as named.
@@ -279,9 +283,9 @@ void readMpt(Fields& f, const Json& root, HfLmConfig* out, bool mosaic) {
   }
   out->keys["ffn_dim"] = ratioKey;
   f.requireBool("no_bias", true, true, "MPT is implemented without biases");
-  f.requireNull("logit_scale", "logit scaling is not implemented");
+  f.requireNull("logit_scale", "the engine's MPT head does not scale logits");
   if (f.numberOr("embedding_fraction", 1.0) != 1.0)
-    f.unsupported("embedding_fraction", "embedding-gradient scaling is not implemented");
+    f.unsupported("embedding_fraction", "the engine's MPT does not scale the embedding gradient");
   f.requireString("norm_type", "low_precision_layernorm", {"low_precision_layernorm", "layernorm"},
                   "MPT is implemented with LayerNorm only");
   if (mosaic) {
