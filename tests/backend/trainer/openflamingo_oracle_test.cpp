@@ -43,12 +43,16 @@
 #include "backend/train/loss.h"
 #include "backend/trainer/replay.h"
 #include "engine_test_util.h"
+#include "replay_test_util.h"
 #include "tests/fixtures/fixture_unavailable.h"
 
 namespace fs::engine {
 namespace {
 
 namespace fsys = std::filesystem;
+using test::Command;
+using test::parseReplayLosses;
+using test::run;
 
 struct Case {
   std::string name;
@@ -84,23 +88,6 @@ constexpr int kPythonNotFound = 127;
 
 fsys::path root() {
   return fsys::path(FS_BINARY_DIR) / "tests" / "openflamingo_oracle";
-}
-
-struct Command {
-  int status = -1;  // the exit status, -1 when it did not exit normally
-  std::string output;
-};
-
-Command run(const std::string& cmd) {
-  Command r;
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  const int raw = ::pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
 }
 
 // Our config for a case: the tiny preset with OpenFlamingo's perceiver and
@@ -357,19 +344,6 @@ TEST_P(OpenFlamingoOracle, PretrainedFilesPlusItsCheckpointEqualItsStateDict) {
     }
     EXPECT_TRUE(torch::equal(mine[i].second, theirs[i].second)) << c.name << ": " << name;
   }
-}
-
-std::vector<std::pair<double, double>> parseReplayLosses(const std::string& out) {
-  std::vector<std::pair<double, double>> losses;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("iteration ", 0) != 0) continue;
-    const auto laion = line.find("loss_laion "), mmc4 = line.find("loss_mmc4 ");
-    if (laion == std::string::npos || mmc4 == std::string::npos) continue;
-    losses.emplace_back(std::stod(line.substr(laion + 11)), std::stod(line.substr(mmc4 + 10)));
-  }
-  return losses;
 }
 
 TEST_P(OpenFlamingoOracle, ReplayedStepsMatchTrainOneEpoch) {

@@ -20,29 +20,17 @@
 #include "backend/protocol/config/derived.h"
 #include "backend/runtime/torch_pickle.h"
 #include "engine_test_util.h"
+#include "replay_test_util.h"
 
 namespace fs::engine {
 namespace {
 
 namespace fsys = std::filesystem;
+using test::Command;
+using test::parseReplayLosses;
+using test::run;
 
 constexpr int kIterations = 6;
-
-struct Command {
-  int status = -1;
-  std::string output;
-};
-
-Command run(const std::string& cmd) {
-  Command r;
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  r.status = ::pclose(pipe);
-  return r;
-}
 
 void writeBytes(const fsys::path& path, const std::vector<char>& bytes) {
   std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -141,19 +129,6 @@ class ReplayTest : public ::testing::Test {
   protocol::RunConfig config_;
 };
 
-std::vector<std::pair<double, double>> parseOurs(const std::string& out) {
-  std::vector<std::pair<double, double>> losses;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("iteration ", 0) != 0) continue;
-    const auto laion = line.find("loss_laion "), mmc4 = line.find("loss_mmc4 ");
-    if (laion == std::string::npos || mmc4 == std::string::npos) continue;
-    losses.emplace_back(std::stod(line.substr(laion + 11)), std::stod(line.substr(mmc4 + 10)));
-  }
-  return losses;
-}
-
 TEST_F(ReplayTest, LossesAndFinalWeightsEqualPythons) {
   writeSeed();
   const auto made = run(python("make " + root_.string()));
@@ -164,7 +139,7 @@ TEST_F(ReplayTest, LossesAndFinalWeightsEqualPythons) {
                                (root_ / "reference.pt").string() + " --out " + out.string() + " --run-dir " +
                                (root_ / "run").string()));
   ASSERT_EQ(ours.status, 0) << ours.output;
-  const auto losses = parseOurs(ours.output);
+  const auto losses = parseReplayLosses(ours.output);
   ASSERT_EQ(losses.size(), static_cast<size_t>(kIterations)) << ours.output;
 
   std::ifstream expected(root_ / "expected_losses.txt");
