@@ -132,10 +132,14 @@ class SlurmQueuePanelTest : public QObject {
 
       panel.setConfirm([](const QString&) { return true; });
       panel.cancelSelected();
-      QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(log), 20000);
-      QFile f(log);
-      QVERIFY(f.open(QIODevice::ReadOnly));
-      QVERIFY2(f.readAll().contains(id.toUtf8()), qPrintable(id));
+      // The shell creates the log when it opens it for `>>`, before echo writes
+      // a byte, so wait for the line itself, not for the file.
+      const auto logText = [&log] {
+        QFile f(log);
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+      };
+      QTRY_VERIFY_WITH_TIMEOUT(logText().endsWith('\n'), 20000);
+      QCOMPARE(logText(), id.toUtf8() + '\n');
     }
     qputenv("PATH", oldPath);
   }
