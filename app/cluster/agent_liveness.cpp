@@ -36,8 +36,8 @@ std::optional<bool> check(CheckState& s) {
       unknown = true;
       continue;
     }
-    const AgentIdentity agent{node.agent_pid, node.boot_id, node.start_ticks};
-    auto state = probeAgent(*host, agent);
+    // The directory this check was made for, not the one launch.json claims (NOTE [Whose agent]).
+    auto state = probeAgent(*host, recordedAgent(node, s.run_dir));
     if (!state.isOk()) {
       unknown = true;
       continue;

@@ -14,8 +14,9 @@
 // Hosts `open` gives by the names launch.json holds.
 //
 // Ownership: the returned function holds `attached` and `open` (shared).
-// Thread-safety: the function blocks (remote commands) and is meant for one
-// thread, the follower's; calls from several threads are serialised.
+// Thread-safety: the function blocks (remote commands, opening hosts) and calls
+// from several threads are serialised; a follower runs it through
+// aliveCheckInBackground (NOTE [Liveness checks off the follower thread]).
 #pragma once
 
 #include <functional>

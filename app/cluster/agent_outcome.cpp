@@ -21,7 +21,7 @@ StatusOr<AgentsOutcome> checkAgents(const std::vector<std::shared_ptr<remote::Ho
   for (const auto& n : record.nodes) names.push_back(n.host);
   for (std::size_t i = 0; i < record.nodes.size(); ++i) {
     const auto& n = record.nodes[i];
-    auto state = probeAgent(*hosts[i], {n.agent_pid, n.boot_id, n.start_ticks});
+    auto state = probeAgent(*hosts[i], recordedAgent(n, record.run_dir));
     if (!state) return state.status();
     if (state.value() == AgentState::kAlive) ++out.alive;
   }

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "app/cluster/preflight_checks.h"
+#include "backend/protocol/config/run_location.h"
 
 namespace fs::app::cluster {
 namespace {
@@ -57,8 +58,11 @@ void firstPhase(HostState& h, const PreflightRequest& req) {
     h.resources = skippedRow(h.ctx, CheckKind::kResources, why);
     return;
   }
+  // The engine is given the root as the launch will use it: "~/x" is x under the login directory.
+  auto root = protocol::hostRunRoot(req.run_root);
+  const std::string runRoot = root ? root.value() : req.run_root;
   auto facts = commandJson(h.ctx, "probe host",
-                           h.host->run(engineArgv(h, {"probe", "host", "--run-root", req.run_root}), opts));
+                           h.host->run(engineArgv(h, {"probe", "host", "--run-root", runRoot}), opts));
   if (facts) {
     h.disk = judgeDisk(h.ctx, *facts);
     h.resources = judgeResources(h.ctx, *facts, req.gpus_per_node);

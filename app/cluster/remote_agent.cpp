@@ -27,16 +27,19 @@ set -- $rest
 echo "fs-agent $pid $boot ${20} $(uname -n)"
 )sh";
 
-// $1 pid, $2 boot id, $3 start ticks, $4 signal ("" = probe only), $5 "group" or "".
-// Prints "fs-agent STATE".
+// $1 pid, $2 boot id, $3 start ticks, $4 signal ("" = probe only), $5 "group" or "",
+// $6 the run directory it must be working in. Prints "fs-agent STATE".
 constexpr const char* kSignalScript = R"sh(set -f
-pid=$1 boot=$2 start=$3 sig=$4 scope=$5
+pid=$1 boot=$2 start=$3 sig=$4 scope=$5 dir=$6
 [ "$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)" = "$boot" ] || { echo "fs-agent rebooted"; exit 0; }
 stat=$(cat "/proc/$pid/stat" 2>/dev/null) || { echo "fs-agent gone"; exit 0; }
 rest=${stat##*) }
 set -- $rest
 [ "${20}" = "$start" ] || { echo "fs-agent reused"; exit 0; }
 [ "$1" = Z ] && { echo "fs-agent gone"; exit 0; }
+want=$(CDPATH= cd -P -- "$dir" 2>/dev/null && pwd -P) || want=
+have=$(readlink "/proc/$pid/cwd" 2>/dev/null) || have=
+[ -n "$want" ] && [ "$have" = "$want" ] || { echo "fs-agent other-run"; exit 0; }
 if [ -n "$sig" ]; then
   if [ "$scope" = group ]; then kill -s "$sig" -- "-$pid" || exit 1; else kill -s "$sig" "$pid" || exit 1; fi
 fi
@@ -84,6 +87,8 @@ const char* agentStateName(AgentState s) {
       return "pid reused";
     case AgentState::kRebooted:
       return "host rebooted";
+    case AgentState::kOtherRun:
+      return "not this run's agent";
   }
   return "?";
 }
@@ -125,6 +130,7 @@ StatusOr<AgentIdentity> startDetached(remote::Host& host, const std::string& wor
   AgentIdentity id;
   id.boot_id = boot;
   id.host_name = id_host;
+  id.work_dir = workDir;
   if (result->exit_code != 0 || tag != "fs-agent" || !parseInt(pid, &id.pid) ||
       !parseInt(start, &id.start_ticks) || boot.empty()) {
     return Status::ioError(where + "starting " + argv[0] + " failed: " + describeFailure(result.value()));
@@ -136,6 +142,10 @@ namespace {
 
 StatusOr<AgentState> runSignalScript(remote::Host& host, const AgentIdentity& agent,
                                      const std::string& signal, bool wholeGroup) {
+  if (agent.work_dir.empty()) {
+    return Status::invalidArgument(host.name() + ": agent pid " + std::to_string(agent.pid) +
+                                   ": no run directory to check that it is this run's agent");
+  }
   std::vector<std::string> command = {"sh",
                                       "-c",
                                       kSignalScript,
@@ -144,7 +154,8 @@ StatusOr<AgentState> runSignalScript(remote::Host& host, const AgentIdentity& ag
                                       agent.boot_id,
                                       std::to_string(agent.start_ticks),
                                       signal,
-                                      wholeGroup ? "group" : ""};
+                                      wholeGroup ? "group" : "",
+                                      agent.work_dir};
   remote::ExecOptions options;
   options.timeout_ms = 30'000;
   auto result = host.run(command, options);
@@ -154,11 +165,22 @@ StatusOr<AgentState> runSignalScript(remote::Host& host, const AgentIdentity& ag
   if (line == "fs-agent gone") return AgentState::kGone;
   if (line == "fs-agent reused") return AgentState::kReused;
   if (line == "fs-agent rebooted") return AgentState::kRebooted;
+  if (line == "fs-agent other-run") return AgentState::kOtherRun;
   return Status::ioError(host.name() + ": " + (signal.empty() ? "checking" : "signalling") + " agent pid " +
                          std::to_string(agent.pid) + " failed: " + describeFailure(result.value()));
 }
 
 }  // namespace
+
+AgentIdentity recordedAgent(const protocol::LaunchedNode& node, const std::string& runDir) {
+  AgentIdentity id;
+  id.pid = node.agent_pid;
+  id.boot_id = node.boot_id;
+  id.start_ticks = node.start_ticks;
+  id.host_name = node.address;
+  id.work_dir = runDir;
+  return id;
+}
 
 StatusOr<AgentState> probeAgent(remote::Host& host, const AgentIdentity& agent) {
   return runSignalScript(host, agent, "", false);

@@ -16,6 +16,18 @@
 // file in the run directory (no pipe back to sshd that could break), in the
 // background of a shell that returns at once with its pid.
 //
+// NOTE [Whose agent]
+// (pid, boot id, start ticks) says which process launch.json recorded, not that it
+// is this run's: a run directory copied with `cp -r`, or a launch.json edited by
+// whoever can write the directory, names another process that is very much alive,
+// and `remote kill --agents` signals its whole process group. An agent runs in the
+// run directory it was started for (startDetached's workDir) and never changes
+// directory, so the check also compares /proc/<pid>/cwd with that directory as the
+// caller names it, resolved on the host (symlinks, `..`): the directory the user
+// addressed, never the run_dir that launch.json itself claims. Another directory,
+// or a process whose cwd we may not read (another user's), is kOtherRun and is not
+// signalled.
+//
 // The scripts are constants; every value (paths, argv) reaches them as positional
 // parameters of `sh -c SCRIPT sh ARG...`, quoted by the Host (NOTE [Remote command
 // lines] in app/remote/shell_quote.h).
@@ -30,6 +42,7 @@
 
 #include "app/remote/remote_host.h"
 #include "backend/protocol/status.h"
+#include "backend/protocol/wire/launch_record.h"
 
 namespace fs::app::cluster {
 
@@ -38,7 +51,12 @@ struct AgentIdentity {
   std::string boot_id;
   std::int64_t start_ticks = 0;
   std::string host_name;  // the node's own name (uname -n) when it started; for messages only
+  std::string work_dir;   // the run directory it was started in, its working directory (required)
 };
+
+// The agent launch.json records for `node`, expected to run in `runDir`: the
+// directory the caller addressed (NOTE [Whose agent]).
+AgentIdentity recordedAgent(const protocol::LaunchedNode& node, const std::string& runDir);
 
 // Starts argv detached on `host`, working directory `workDir`, output appended to
 // `logFile`, with `env` ("NAME=VALUE" each) added to the login environment. Fails
@@ -54,8 +72,10 @@ enum class AgentState {
   kGone,      // no process with that pid, or a zombie
   kReused,    // a process with that pid runs, but it is another one (start time differs)
   kRebooted,  // the host rebooted since: the agent is gone
+  kOtherRun,  // the recorded process runs, but not in this run directory (NOTE [Whose agent])
 };
-const char* agentStateName(AgentState s);  // "alive", "gone", "pid reused", "host rebooted"
+// "alive", "gone", "pid reused", "host rebooted", "not this run's agent"
+const char* agentStateName(AgentState s);
 
 protocol::StatusOr<AgentState> probeAgent(remote::Host& host, const AgentIdentity& agent);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/protocol/config/run_location.h"
 #include "backend/protocol/wire/run_dir.h"
 
 namespace fs::app::cluster {
@@ -21,7 +22,12 @@ RemoteRunScan scanRemoteRunRoot(remote::Host& host, const QString& root, const s
   RemoteRunScan scan;
   scan.host = fromStd(host.name());
   scan.root = root;
-  std::string rootPath = root.toStdString();
+  auto onHost = protocol::hostRunRoot(root.toStdString());  // NOTE [A run root under ~]
+  if (!onHost) {
+    scan.error = fromStd(host.name() + ": " + onHost.status().message());
+    return scan;
+  }
+  std::string rootPath = onHost.value();
   if (auto r = host.run({"sh", "-c", "cd -- \"$1\" 2>/dev/null && pwd -P", "sh", rootPath});
       r && r->exit_code == 0) {
     std::string out = r->out;

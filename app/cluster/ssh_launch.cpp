@@ -7,6 +7,7 @@
 #include "app/cluster/remote_agent.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/launch_env.h"
+#include "backend/protocol/config/run_location.h"
 #include "backend/protocol/wire/run_dir.h"
 #include "backend/protocol/wire/run_manifest.h"
 
@@ -55,8 +56,11 @@ StatusOr<bool> makeNewDir(remote::Host& host, const std::string& path) {
   return Status::ioError(host.name() + ": cannot create " + path + ": " + r->err);
 }
 
-// The absolute form of `path` on the host, creating it (mkdir -p) when missing.
-StatusOr<std::string> absoluteDir(remote::Host& host, const std::string& path) {
+// The absolute form of `root` on the host, creating it (mkdir -p) when missing.
+StatusOr<std::string> absoluteDir(remote::Host& host, const std::string& root) {
+  auto onHost = protocol::hostRunRoot(root);  // NOTE [A run root under ~]
+  if (!onHost) return onHost.status();
+  const std::string& path = onHost.value();
   if (Status s = host.makeDirs(path); !s) return s;
   auto r = host.run({"sh", "-c", "cd -- \"$1\" && pwd -P", "sh", path});
   if (!r) return r.status();
@@ -70,10 +74,10 @@ StatusOr<std::string> absoluteDir(remote::Host& host, const std::string& path) {
 
 // Stops the agents already started (launch failed part-way): TERM by identity.
 void stopStarted(const std::vector<std::shared_ptr<remote::Host>>& hosts,
-                 const std::vector<protocol::LaunchedNode>& started) {
-  for (const auto& n : started) {
-    AgentIdentity id{n.agent_pid, n.boot_id, n.start_ticks};
-    (void)signalAgent(*hosts[static_cast<std::size_t>(n.node_rank)], id, "TERM");
+                 const protocol::LaunchRecord& record) {
+  for (const auto& n : record.nodes) {
+    (void)signalAgent(*hosts[static_cast<std::size_t>(n.node_rank)], recordedAgent(n, record.run_dir),
+                      "TERM");
   }
 }
 
@@ -224,7 +228,7 @@ StatusOr<SshLaunchResult> launchOverSsh(const SshLaunchPlan& plan, const HostOpe
   record.created = manifest.created;
   for (std::size_t i = 0; i < hosts.size(); ++i) {
     if (cancelled(cancel)) {
-      stopStarted(hosts, record.nodes);
+      stopStarted(hosts, record);
       return stopped();
     }
     const std::string log =
@@ -233,7 +237,7 @@ StatusOr<SshLaunchResult> launchOverSsh(const SshLaunchPlan& plan, const HostOpe
     auto id =
         startDetached(*hosts[i], runDir, log, agentArgv(plan, runDir, i), agentEnvironment(plan.config));
     if (!id) {
-      stopStarted(hosts, record.nodes);
+      stopStarted(hosts, record);
       return Status::ioError("node " + std::to_string(i) + " (" + l.hosts[i] + "): " + id.status().message());
     }
     protocol::LaunchedNode node;

@@ -44,8 +44,7 @@ void SshLaunchWorker::signalAgents(const QString& signal, bool wholeGroup) {
   if (record_.nodes.empty()) return;
   for (std::size_t i = 0; i < record_.nodes.size() && i < hosts_.size(); ++i) {
     const auto& n = record_.nodes[i];
-    auto state =
-        signalAgent(*hosts_[i], {n.agent_pid, n.boot_id, n.start_ticks}, signal.toStdString(), wholeGroup);
+    auto state = signalAgent(*hosts_[i], recordedAgent(n, record_.run_dir), signal.toStdString(), wholeGroup);
     if (!state) {
       emit warning(
           QStringLiteral("node %1 (%2): SIG%3 not sent: %4")

@@ -99,10 +99,17 @@ int signalAgents(CliContext& ctx, const RunLocation& where, const std::string& v
       continue;
     }
     const bool kill = verb == "kill";
-    auto state = app::cluster::signalAgent(*host.value(), {n.agent_pid, n.boot_id, n.start_ticks},
+    // Checked against the directory the user named, not launch.json's run_dir (NOTE [Whose agent]).
+    auto state = app::cluster::signalAgent(*host.value(), app::cluster::recordedAgent(n, where.runDir),
                                            kill ? "KILL" : "TERM", kill);
     if (!state) {
       err << "node " << n.node_rank << " (" << n.host << "): " << state.status().message() << "\n";
+      status = kExitFailure;
+    } else if (state.value() == app::cluster::AgentState::kOtherRun) {
+      err << "node " << n.node_rank << " (" << n.host << "): agent pid " << n.agent_pid
+          << " is not this run's agent: it does not run in " << where.runDir
+          << " (launch.json names another run's process, e.g. in a copied run directory); nothing "
+             "signalled\n";
       status = kExitFailure;
     } else {
       out << "node " << n.node_rank << " (" << n.host << "): agent pid " << n.agent_pid << " "

@@ -12,6 +12,7 @@
 #include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/pipe_commands.h"
+#include "backend/protocol/config/run_location.h"
 #include "studio/remote/cli_context.h"
 #include "studio/remote/commands.h"
 #include "studio/remote/remote_cli.h"
@@ -162,12 +163,15 @@ int launchSlurm(CliContext& ctx, const ParsedArgs& a, app::LaunchRequest request
   spec.engine = a.get("engine", "flamingo-train");
   spec.allow_pipe = request.allowPipe;
   if (a.has("print-script")) {
-    std::string absolute = root;  // shown, not created: a relative root is under the login directory
+    auto onHost = protocol::hostRunRoot(root);  // NOTE [A run root under ~]
+    if (!onHost) return fail(err, onHost.status().message());
+    std::string absolute =
+        onHost.value();  // shown, not created: a relative root is under the login directory
     if (!absolute.starts_with('/')) {
       auto home = host.value()->run({"sh", "-c", "printf '%s' \"$HOME\""});
       if (!home || home->exit_code != 0 || home->out.empty())
         return fail(err, login + ": cannot find the login directory");
-      absolute = home->out + "/" + root;
+      absolute = absolute == "." ? home->out : home->out + "/" + absolute;
     }
     spec.run_dir = absolute + "/" + runName;
     for (const auto& p : app::cluster::validateSlurmJob(config, spec)) err << protocol::formatProblems({p});

@@ -8,6 +8,7 @@
 // previewed script submitted with --script (what sbatch received is the
 // preview), queue, follow to the end, ls; and --slurm-env on a host whose
 // sessions lack SLURM_CONF.
+#include <QDir>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -109,6 +110,15 @@ class RemoteCliTest : public QObject {
              qPrintable(paused.out + paused.err));
     Result resumed = studio({"resume", where});
     QVERIFY2(resumed.code == 0, qPrintable(resumed.out + resumed.err));
+    // A copy of this run's launch.json in another directory names these very agents
+    // (alive, same identity): kill --agents there signals nothing, and says why.
+    const QString copied = dir_.filePath(QStringLiteral("copied-run"));
+    QVERIFY(QDir().mkpath(copied));
+    QVERIFY(QFile::copy(runDir + QStringLiteral("/launch.json"), copied + QStringLiteral("/launch.json")));
+    Result foreign = studio({"kill", QString::fromStdString(hosts_->alias(0)) + ':' + copied, "--agents"});
+    QCOMPARE(foreign.code, 1);
+    QVERIFY2(foreign.err.contains(QStringLiteral("is not this run's agent")) && foreign.err.contains(copied),
+             qPrintable(foreign.out + foreign.err));
     Result stopped = studio({"stop", where});
     QVERIFY2(stopped.code == 0 && stopped.out.contains(QStringLiteral("done: stop")),
              qPrintable(stopped.out + stopped.err));

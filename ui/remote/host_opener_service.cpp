@@ -41,20 +41,52 @@ void HostOpenerService::setSshFactory(SshHostFactory ssh) {
   ssh_ = std::move(ssh);
 }
 
+// NOTE [Opening hosts concurrently]
+// Opening an SSH host can take as long as the connect timeout (15 s for a host
+// that does not answer) plus a person answering a host-key question. The
+// service's mutex guards only its maps, never a connect: an open of one name
+// runs unlocked, so a follower's liveness check stuck on an unreachable node
+// does not hold up a launch or a queue poll on another host. Callers asking for
+// a name that is being opened wait for that one open and share its outcome
+// (one connection, one host-key question); a failure is handed to them but not
+// cached, so a later call tries again.
+struct HostOpenerService::Opening {
+  bool done = false;
+  protocol::StatusOr<std::shared_ptr<app::remote::Host>> result =
+      protocol::Status::ioError("opening the host did not finish");
+};
+
 protocol::StatusOr<std::shared_ptr<app::remote::Host>> HostOpenerService::open(const std::string& name) {
-  std::lock_guard lock(mutex_);
-  if (auto it = hosts_.find(name); it != hosts_.end()) return it->second;
   if (name.empty()) return protocol::Status::invalidArgument("no host name given");
-  std::shared_ptr<app::remote::Host> host;
-  if (name == "local") {
-    host = std::make_shared<app::remote::LocalHost>();
-  } else {
-    auto opened = ssh_(name);
-    if (!opened) return opened.status();
-    host = std::move(opened.value());
+  std::unique_lock lock(mutex_);
+  if (auto it = hosts_.find(name); it != hosts_.end()) return it->second;
+  if (auto it = opening_.find(name); it != opening_.end()) {
+    const std::shared_ptr<Opening> pending = it->second;
+    opened_.wait(lock, [&] { return pending->done; });
+    return pending->result;
   }
-  hosts_[name] = host;
-  return host;
+  auto mine = std::make_shared<Opening>();
+  opening_[name] = mine;
+  const SshHostFactory ssh = ssh_;
+  const std::uint64_t generation = generation_;
+  lock.unlock();
+
+  protocol::StatusOr<std::shared_ptr<app::remote::Host>> result =
+      protocol::Status::ioError("opening the host did not finish");
+  if (name == "local") {
+    result = std::shared_ptr<app::remote::Host>(std::make_shared<app::remote::LocalHost>());
+  } else {
+    result = ssh(name);
+  }
+
+  lock.lock();
+  if (result.isOk() && generation == generation_) hosts_[name] = result.value();
+  opening_.erase(name);
+  mine->result = result;
+  mine->done = true;
+  lock.unlock();
+  opened_.notify_all();
+  return result;
 }
 
 app::cluster::HostOpener HostOpenerService::opener() {
@@ -65,6 +97,7 @@ app::cluster::HostOpener HostOpenerService::opener() {
 void HostOpenerService::clear() {
   std::lock_guard lock(mutex_);
   hosts_.clear();
+  ++generation_;
 }
 
 }  // namespace fs::ui

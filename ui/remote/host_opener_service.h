@@ -10,10 +10,12 @@
 //
 // Ownership: owns the Hosts (shared_ptr: launchers and pollers keep theirs).
 // Thread-safety: open() blocks (SSH connect, host-key questions) and is called
-// on worker threads, never the GUI thread; every member is thread-safe (one
-// mutex; opens of different names are serialised, which is fine for a few hosts).
+// on worker threads, never the GUI thread; every member is thread-safe. See
+// NOTE [Opening hosts concurrently] in the .cpp.
 #pragma once
 
+#include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -57,9 +59,14 @@ class HostOpenerService : public std::enable_shared_from_this<HostOpenerService>
   }
 
  private:
-  std::mutex mutex_;
+  struct Opening;  // one open in progress, shared with those waiting for it
+
+  std::mutex mutex_;  // guards the members below; never held while connecting
+  std::condition_variable opened_;
   SshHostFactory ssh_;
   std::map<std::string, std::shared_ptr<app::remote::Host>> hosts_;
+  std::map<std::string, std::shared_ptr<Opening>> opening_;
+  std::uint64_t generation_ = 0;  // clear() counts up: opens begun before it are not kept
 };
 
 }  // namespace fs::ui

@@ -1,6 +1,7 @@
 #include "ui/remote/remote_run_follow.h"
 
 #include "app/cluster/agent_liveness.h"
+#include "app/monitor/background_alive_check.h"
 #include "app/monitor/host_file_source.h"
 #include "app/monitor/run_monitor.h"
 #include "ui/remote/connection_indicator.h"
@@ -21,8 +22,10 @@ RemoteRunFollow::RemoteRunFollow(std::shared_ptr<HostOpenerService> hosts, app::
           [this](const QString& name, const std::shared_ptr<app::remote::Host>& host) {
             if (name != host_) return;
             const std::string dir = runDir_.toStdString();
-            monitor_->attach(hostRunDir(host, dir),
-                             app::cluster::agentsAliveCheck(host, dir, hosts_->opener()));
+            // The probe opens the other nodes' hosts: off the follower's thread.
+            monitor_->attach(
+                hostRunDir(host, dir),
+                app::aliveCheckInBackground(app::cluster::agentsAliveCheck(host, dir, hosts_->opener())));
             indicator_->setRemote(host_);
             emit attached(host_, runDir_, host);
           });

@@ -34,6 +34,19 @@ std::string runPathTextProblem(std::string_view text) {
   return {};
 }
 
+StatusOr<std::string> hostRunRoot(std::string_view root) {
+  if (!root.starts_with('~')) return std::string(root);
+  if (root == "~") return std::string(".");
+  if (root.starts_with("~/")) {
+    std::string_view rest = root.substr(2);
+    while (rest.starts_with('/')) rest.remove_prefix(1);
+    return rest.empty() ? std::string(".") : std::string(rest);
+  }
+  return Status::invalidArgument("run root '" + printable(root) +
+                                 "': '~user' paths are not supported; write the absolute path, or ~/... for "
+                                 "a directory under the login directory");
+}
+
 std::vector<Problem> checkRunLocation(const RunConfig& config) {
   std::vector<Problem> problems;
   const std::pair<const char*, const std::string*> fields[] = {
@@ -47,6 +60,11 @@ std::vector<Problem> checkRunLocation(const RunConfig& config) {
     problems.push_back({Problem::Severity::kError, path,
                         "'" + printable(*value) + "' " + why + "; a run directory is made from it",
                         "use letters, digits, '/', '.', '_' and '-' (NOTE [Run directory text])"});
+  }
+  if (auto root = hostRunRoot(config.launch.remote_workdir); !root) {
+    problems.push_back(
+        {Problem::Severity::kError, "launch.remote_workdir", root.status().message(),
+         "an absolute path, a path under the login directory, or ~/... (NOTE [A run root under ~])"});
   }
   return problems;
 }

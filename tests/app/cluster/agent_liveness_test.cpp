@@ -1,21 +1,28 @@
 // agentsAliveCheck and RunMonitor's dead-process alert for a run followed through a
 // Host: real detached agents (`sleep 600`, started by startDetached on LocalHost) in
 // a run directory with a launch.json that records them and a run.json that says
-// "running". The alert comes after an agent is killed, never before.
+// "running". The alert comes after an agent is killed, never before; a node whose
+// host cannot be opened (the open blocks, as a connect to a host that does not
+// answer does) stalls neither following nor the alert from the nodes that answer.
 #include "app/cluster/agent_liveness.h"
 
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QThreadPool>
 #include <QtTest>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <future>
 #include <memory>
 
 #include "app/cluster/remote_agent.h"
+#include "app/monitor/background_alive_check.h"
 #include "app/monitor/host_file_source.h"
 #include "app/monitor/run_monitor.h"
 #include "app/remote/local_host.h"
+#include "backend/protocol/wire/event_codec.h"
 #include "backend/protocol/wire/events.h"
 #include "backend/protocol/wire/launch_record.h"
 #include "backend/protocol/wire/run_manifest.h"
@@ -157,6 +164,49 @@ class AgentLivenessTest : public QObject {
     QVERIFY2(why.contains(QString::number(a.pid)), qPrintable(why));
     monitor.detach();
     QTRY_VERIFY_WITH_TIMEOUT(!monitor.isAttached(), kWaitMs);
+  }
+
+  // Node 1's host never answers: its open blocks until the test ends. Following goes
+  // on (events written meanwhile arrive), and once node 0's agent dies the alert
+  // does not come (node 1 unknown), but nothing waits for node 1 either.
+  void aHostThatDoesNotAnswerStallsNothing() {
+    const AgentIdentity a = startSleeper("0");
+    writeRun(a.pid);
+    writeLaunch({{"local", a}, {"gpu-node-unreachable", a}});
+    std::promise<void> entered;
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::atomic<int> opens{0};
+    HostOpener hanging =
+        [&, released](const std::string& name) -> protocol::StatusOr<std::shared_ptr<remote::Host>> {
+      if (name == "local") return std::shared_ptr<remote::Host>(local_);
+      if (opens++ == 0) entered.set_value();
+      released.wait();  // a connect that does not answer
+      return protocol::Status::ioError(name + ": connection timed out");
+    };
+    RunMonitor::Options o;
+    o.poll_interval_ms = 5;
+    o.process_check_interval_ms = 5;
+    o.stall_check_interval_ms = 0;
+    RunMonitor monitor(o);
+    QSignalSpy warnings(&monitor, &RunMonitor::warningAdded);
+    QSignalSpy died(&monitor, &RunMonitor::processDied);
+    monitor.attach(std::make_shared<HostRunDir>(*local_, run_),
+                   aliveCheckInBackground(agentsAliveCheck(local_, run_, hanging)));
+    kill(a);  // node 0 dead: the probe goes on to node 1 and hangs there
+    QCOMPARE(entered.get_future().wait_for(std::chrono::milliseconds(kWaitMs)), std::future_status::ready);
+    protocol::EventEncoder encoder;
+    {
+      std::ofstream events(run_ + "/events.jsonl", std::ios::app);
+      events << encoder.encode(protocol::WarningEvent{"probe", "written while node 1 hangs", 0});
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(warnings.count(), 1, kWaitMs);  // the follower was not held up
+    QCOMPARE(died.count(), 0);                                // node 1 unknown: no verdict
+    QCOMPARE(opens.load(), 1);                                // one probe at a time
+    release.set_value();
+    monitor.detach();
+    QTRY_VERIFY_WITH_TIMEOUT(!monitor.isAttached(), kWaitMs);
+    QVERIFY(QThreadPool::globalInstance()->waitForDone(kWaitMs));  // no probe left using `hanging`
   }
 
   // The same with RunMonitor's default settings: how long from the kill to the alert

@@ -10,6 +10,7 @@
 #include <QtTest>
 #include <filesystem>
 
+#include "app/cluster/remote_runs.h"
 #include "app/cluster/ssh_launch.h"
 #include "app/launch/run_preparation.h"
 #include "backend/protocol/config/config_yaml.h"
@@ -117,6 +118,29 @@ class HostileStringsTest : public QObject {
     }
     QVERIFY(made > 0);
     QVERIFY(::access(canary_.c_str(), F_OK) != 0);
+  }
+
+  // Issue 42 (Low): "~/x" as the run root is x under the login directory, not a
+  // directory named '~' (NOTE [A run root under ~]); the runs list reads it the same way.
+  void aRunRootUnderTildeIsUnderTheLoginDirectory() {
+    test::SshOpener opener(*hosts_);
+    auto host = opener.open(hosts_->alias(0));
+    QVERIFY(host.isOk());
+    auto home = host.value()->run({"sh", "-c", "printf '%s' \"$HOME\""});
+    QVERIFY(home.isOk() && home->exit_code == 0 && home->out.starts_with('/'));
+    const std::string leaf = "fs-tilde-root-" + std::to_string(::getpid());
+    auto dir = createRunDirectory(*host.value(), "~/" + leaf, "r");
+    QVERIFY2(dir.isOk(), dir.isOk() ? "" : dir.status().message().c_str());
+    QCOMPARE(dir.value(), home->out + "/" + leaf + "/r");
+    QVERIFY(!std::filesystem::exists(home->out + "/~"));
+    const RemoteRunScan scan = scanRemoteRunRoot(*host.value(), QString::fromStdString("~/" + leaf));
+    QVERIFY2(scan.error.isEmpty(), qPrintable(scan.error));
+    QCOMPARE(scan.root.toStdString(), home->out + "/" + leaf);
+    auto refused = createRunDirectory(*host.value(), "~nobody/" + leaf, "r");
+    QVERIFY(!refused.isOk());
+    QVERIFY2(refused.status().message().find("~user") != std::string::npos,
+             refused.status().message().c_str());
+    std::filesystem::remove_all(home->out + "/" + leaf);
   }
 
   // Config values (the run name, a dataset's shards) survive the upload and the engine reading them.

@@ -268,7 +268,7 @@ class SshLaunchTest : public QObject {
       auto host = opener.open(n.host);
       QVERIFY(host.isOk());
       QTRY_VERIFY_WITH_TIMEOUT(
-          probeAgent(*host.value(), {n.agent_pid, n.boot_id, n.start_ticks}).value() == AgentState::kGone,
+          probeAgent(*host.value(), recordedAgent(n, launched->record.run_dir)).value() == AgentState::kGone,
           kWaitMs);
     }
     QVERIFY2(!QFileInfo::exists(QString::fromStdString(canary)), "a launch.env value was executed");
@@ -310,13 +310,20 @@ class SshLaunchTest : public QObject {
     for (const auto& n : record.nodes) {
       auto host = opener.open(n.host);
       QVERIFY(host.isOk());
-      auto state = probeAgent(*host.value(), {n.agent_pid, n.boot_id, n.start_ticks});
+      auto state = probeAgent(*host.value(), recordedAgent(n, runDir));
       QVERIFY2(state.isOk(), state.isOk() ? "" : state.status().message().c_str());
       QCOMPARE(state.value(), AgentState::kAlive);
       // The same pid with another start time is not this agent: nothing is signalled.
-      auto reused = signalAgent(*host.value(), {n.agent_pid, n.boot_id, n.start_ticks + 1}, "KILL", true);
+      AgentIdentity reusedPid = recordedAgent(n, runDir);
+      reusedPid.start_ticks += 1;
+      auto reused = signalAgent(*host.value(), reusedPid, "KILL", true);
       QVERIFY(reused.isOk());
       QCOMPARE(reused.value(), AgentState::kReused);
+      // This very process, asked for by another run directory (a copied launch.json): not signalled.
+      auto other = signalAgent(*host.value(), recordedAgent(n, "/"), "KILL", true);
+      QVERIFY(other.isOk());
+      QCOMPARE(other.value(), AgentState::kOtherRun);
+      QCOMPARE(probeAgent(*host.value(), recordedAgent(n, runDir)).value(), AgentState::kAlive);
     }
     auto head = opener.open(hosts_->alias(0));
     QVERIFY(head.isOk());
@@ -334,8 +341,7 @@ class SshLaunchTest : public QObject {
     for (const auto& n : record.nodes) {
       auto host = opener.open(n.host);
       QTRY_VERIFY_WITH_TIMEOUT(
-          probeAgent(*host.value(), {n.agent_pid, n.boot_id, n.start_ticks}).value() == AgentState::kGone,
-          kWaitMs);
+          probeAgent(*host.value(), recordedAgent(n, runDir)).value() == AgentState::kGone, kWaitMs);
     }
   }
 

@@ -76,5 +76,30 @@ TEST(RunLocation, OrdinaryNamesPass) {
   }
 }
 
+// Issue 42 (Low): `remote_workdir: ~/runs` made a directory literally named '~'.
+TEST(RunLocation, Issue42ARunRootUnderTildeIsUnderTheLoginDirectory) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"~", "."},         {"~/", "."},
+      {"~/runs", "runs"}, {"~//runs/a", "runs/a"},
+      {"runs", "runs"},   {"/data/r", "/data/r"},
+      {"a/~/b", "a/~/b"}, {"", ""},
+  };
+  for (const auto& [root, onHost] : cases) {
+    auto r = hostRunRoot(root);
+    ASSERT_TRUE(r.isOk()) << root << ": " << r.status().message();
+    EXPECT_EQ(r.value(), onHost) << root;
+  }
+  auto other = hostRunRoot("~alice/runs");
+  ASSERT_FALSE(other.isOk());
+  EXPECT_NE(other.status().message().find("'~alice/runs'"), std::string::npos) << other.status().message();
+
+  RunConfig c = tiny();
+  c.launch.remote_workdir = "~alice/runs";
+  const auto problems = validateConfig(c);
+  const Problem* p = errorAt(problems, "launch.remote_workdir");
+  ASSERT_NE(p, nullptr) << formatProblems(problems);
+  EXPECT_NE(p->message.find("'~user'"), std::string::npos) << p->message;
+}
+
 }  // namespace
 }  // namespace fs::protocol

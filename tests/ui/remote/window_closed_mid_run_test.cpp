@@ -114,7 +114,7 @@ class WindowClosedMidRunTest : public QObject {
     for (const auto& n : record.nodes) {
       auto host = probe.open(n.host);
       QVERIFY2(host.isOk(), host.isOk() ? "" : host.status().message().c_str());
-      auto state = app::cluster::probeAgent(*host.value(), {n.agent_pid, n.boot_id, n.start_ticks});
+      auto state = app::cluster::probeAgent(*host.value(), app::cluster::recordedAgent(n, runDir));
       QVERIFY2(state.isOk(), state.isOk() ? "" : state.status().message().c_str());
       QCOMPARE(state.value(), app::cluster::AgentState::kAlive);
     }
@@ -153,7 +153,7 @@ class WindowClosedMidRunTest : public QObject {
       auto host = probe.open(n.host);
       QVERIFY(host.isOk());
       QTRY_VERIFY_WITH_TIMEOUT(
-          app::cluster::probeAgent(*host.value(), {n.agent_pid, n.boot_id, n.start_ticks}).value() ==
+          app::cluster::probeAgent(*host.value(), app::cluster::recordedAgent(n, runDir)).value() ==
               app::cluster::AgentState::kGone,
           kWaitMs);
     }
