@@ -236,21 +236,37 @@ StatusOr<std::uint64_t> claimControlSeq(const stdfs::path& run_dir, std::uint64_
   if (::mkdir(claims.c_str(), 0700) != 0 && errno != EEXIST) {
     return Status::ioError("cannot create " + claims.string() + ": " + std::strerror(errno));
   }
+  // Claims are made inside the directory opened here, never through a symbolic link.
+  const int dir = ::open(claims.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) {
+    const int err = errno;
+    if (err == ELOOP || err == ENOTDIR) {
+      return Status::invalidArgument(claims.string() +
+                                     " is not a directory (a symbolic link or a file); expected the "
+                                     "directory of control seq claims");
+    }
+    return Status::ioError("cannot open " + claims.string() + ": " + std::strerror(err));
+  }
   constexpr std::uint64_t kMaxTries = 1000;
+  StatusOr<std::uint64_t> out =
+      Status::ioError("cannot claim a control seq in " + claims.string() + ": seqs " + std::to_string(from) +
+                      " to " + std::to_string(from + kMaxTries - 1) + " are all claimed");
   for (std::uint64_t seq = std::max<std::uint64_t>(from, 1); seq - from < kMaxTries; ++seq) {
-    const stdfs::path claim = claims / std::to_string(seq);
-    int fd = ::open(claim.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const std::string name = std::to_string(seq);
+    const int fd = ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       ::close(fd);
-      return seq;
+      out = seq;
+      break;
     }
-    if (errno != EEXIST)
-      return Status::ioError("cannot claim seq: cannot create " + claim.string() + ": " +
-                             std::strerror(errno));
+    if (errno != EEXIST) {
+      out = Status::ioError("cannot claim seq " + name + ": cannot create " + (claims / name).string() +
+                            ": " + std::strerror(errno));
+      break;
+    }
   }
-  return Status::ioError("cannot claim a control seq in " + claims.string() + ": seqs " +
-                         std::to_string(from) + " to " + std::to_string(from + kMaxTries - 1) +
-                         " are all claimed");
+  ::close(dir);
+  return out;
 }
 
 StatusOr<bool> writeControlFile(const stdfs::path& run_dir, const ControlCommand& c) {

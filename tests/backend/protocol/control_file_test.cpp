@@ -177,6 +177,19 @@ TEST_F(ControlFileTest, WritersThatListedTogetherClaimDistinctSeqs) {
   EXPECT_EQ(issueControl(dir_, ControlVerb::kKill)->seq, 4u);
 }
 
+TEST_F(ControlFileTest, ClaimsAreNeverMadeThroughASymlink) {
+  stdfs::create_directory(dir_ / "elsewhere");
+  stdfs::create_directory_symlink(dir_ / "elsewhere", RunDir(dir_).controlClaimDir());
+  auto claimed = claimControlSeq(dir_, 1);
+  ASSERT_FALSE(claimed.isOk());
+  EXPECT_EQ(claimed.status().message(), RunDir(dir_).controlClaimDir().string() +
+                                            " is not a directory (a symbolic link or a file); expected "
+                                            "the directory of control seq claims");
+  EXPECT_TRUE(stdfs::is_empty(dir_ / "elsewhere"));
+  EXPECT_FALSE(issueControl(dir_, ControlVerb::kStop).isOk());
+  EXPECT_TRUE(listControl(dir_)->pending.empty());
+}
+
 TEST_F(ControlFileTest, SeqOfControlEntry) {
   EXPECT_EQ(seqOfControlEntry("3-pause.json"), 3u);
   EXPECT_EQ(seqOfControlEntry("03-pause.json"), 3u);
