@@ -13,8 +13,13 @@
 // A command is a file control/<seq>-<verb>.json in the run directory
 // (backend/protocol/wire/control_file.h; written on a worker thread). The engine
 // acts on it between steps and answers with a `control_ack` event carrying the
-// seq; whoever follows events.jsonl (the live monitor) passes acks in through
-// onAck() and `state` events through setRunState(). A command is pending from
+// seq and the verb; whoever follows events.jsonl (the live monitor) passes acks
+// in through onAck() and `state` events through setRunState(). An ack is ours
+// when both its seq and its verb are those of a command we wrote: seqs are
+// claimed atomically (NOTE [Control seq claims] in control_file.h), but a
+// client without claims (an older build) can still write another verb under
+// our seq, and the engine then acts on and acknowledges both; matching the seq
+// alone would report that command's outcome as ours. A command is pending from
 // the moment it is asked for until its ack arrives; one without an ack within
 // timeoutMs() (default 10 s, from the moment it was asked for) is dropped from
 // the pending list with timedOut(). An ack that arrives after that still
@@ -134,6 +139,12 @@ bool ControlClient::isPending(ControlVerb verb) const {
   return false;
 }
 
+std::optional<ControlClient::AckKey> ControlClient::keyOf(const protocol::ControlAckEvent& ack) {
+  ControlVerb verb;
+  if (!protocol::parseEnum(ack.verb, &verb)) return std::nullopt;  // no command of ours has it
+  return AckKey{ack.control_seq, static_cast<int>(verb)};
+}
+
 void ControlClient::onWritten(quint64 ticket, quint64 seq, const QString& error) {
   qsizetype index = -1;
   for (qsizetype i = 0; i < pending_.size(); ++i) {
@@ -148,23 +159,26 @@ void ControlClient::onWritten(quint64 ticket, quint64 seq, const QString& error)
   }
   pending_[index].seq = seq;
   emit commandWritten(pending_[index]);
-  if (auto early = unmatchedAcks_.find(seq); early != unmatchedAcks_.end()) {
+  const AckKey key = keyOf(pending_[index]);
+  if (auto early = unmatchedAcks_.find(key); early != unmatchedAcks_.end()) {
     const protocol::ControlAckEvent ack = early.value();
     unmatchedAcks_.erase(early);
-    unmatchedOrder_.removeOne(seq);
+    unmatchedOrder_.removeOne(key);
     complete(index, ack);
   }
 }
 
 void ControlClient::onAck(const protocol::ControlAckEvent& ack) {
   applyAckToState(ack);
+  const std::optional<AckKey> key = keyOf(ack);
+  if (!key) return;
   for (qsizetype i = 0; i < pending_.size(); ++i) {
-    if (pending_[i].seq == ack.control_seq && pending_[i].isWritten()) {
+    if (pending_[i].isWritten() && keyOf(pending_[i]) == *key) {
       complete(i, ack);
       return;
     }
   }
-  if (auto late = timedOut_.find(ack.control_seq); late != timedOut_.end()) {
+  if (auto late = timedOut_.find(*key); late != timedOut_.end()) {
     const ControlRequest request = late.value();
     timedOut_.erase(late);
     emit acknowledged(request, ack.ok, QString::fromStdString(ack.message), ack.step);
@@ -174,8 +188,8 @@ void ControlClient::onAck(const protocol::ControlAckEvent& ack) {
   const bool awaitingSeq =
       std::any_of(pending_.begin(), pending_.end(), [](const ControlRequest& r) { return !r.isWritten(); });
   if (!awaitingSeq) return;
-  unmatchedAcks_.insert(ack.control_seq, ack);
-  unmatchedOrder_.append(ack.control_seq);
+  if (!unmatchedAcks_.contains(*key)) unmatchedOrder_.append(*key);
+  unmatchedAcks_.insert(*key, ack);
   while (unmatchedOrder_.size() > kMaxUnmatchedAcks) unmatchedAcks_.remove(unmatchedOrder_.takeFirst());
 }
 
@@ -238,7 +252,7 @@ void ControlClient::checkTimeouts() {
       message = QStringLiteral("%1 was not written within %2 s: %3/control does not respond")
                     .arg(verbName(r.verb), seconds, runDir_);
     } else {
-      timedOut_.insert(r.seq, r);
+      timedOut_.insert(keyOf(r), r);
       message = QStringLiteral("%1 (control file %2) was not acknowledged within %3 s: ")
                     .arg(verbName(r.verb), QString::fromStdString(protocol::controlFileName(r.seq, r.verb)),
                          seconds);

@@ -12,6 +12,7 @@
 #include <QList>
 #include <QMetaType>
 #include <QObject>
+#include <QPair>
 #include <QString>
 #include <functional>
 #include <memory>
@@ -83,7 +84,8 @@ class ControlClient : public QObject {
   bool isPaused() const { return runState_ == protocol::RunState::kPaused; }
 
  public slots:
-  // A `control_ack` event of the run (any client's command).
+  // A `control_ack` event of the run (any client's command). It completes the
+  // request with its seq AND verb; an ack for that seq with another verb is not ours.
   void onAck(const fs::protocol::ControlAckEvent& ack);
   // A `state` event of the run, or what the launcher knows (started, exited).
   void setRunState(fs::protocol::RunState state);
@@ -116,11 +118,16 @@ class ControlClient : public QObject {
   int timeoutMs_ = kDefaultTimeoutMs;
   quint64 nextTicket_ = 1;
   QList<ControlRequest> pending_;
-  QHash<quint64, ControlRequest> timedOut_;  // by seq: a late ack still finds its request
-  // Acks whose seq no pending command has yet: the ack can be read from
+  // A command as acks name it: (seq, verb); see NOTE [Control commands and acks].
+  using AckKey = QPair<quint64, int>;
+  static AckKey keyOf(const ControlRequest& r) { return {r.seq, static_cast<int>(r.verb)}; }
+  static std::optional<AckKey> keyOf(const protocol::ControlAckEvent& ack);
+
+  QHash<AckKey, ControlRequest> timedOut_;  // a late ack still finds its request
+  // Acks that no pending command matches yet: the ack can be read from
   // events.jsonl before the writer's answer reaches this thread.
-  QHash<quint64, protocol::ControlAckEvent> unmatchedAcks_;
-  QList<quint64> unmatchedOrder_;  // oldest first, to bound unmatchedAcks_
+  QHash<AckKey, protocol::ControlAckEvent> unmatchedAcks_;
+  QList<AckKey> unmatchedOrder_;  // oldest first, to bound unmatchedAcks_
   std::optional<protocol::RunState> runState_;
   QTimer* timer_;
   std::unique_ptr<WorkerThread<ControlWriter>> writer_;

@@ -71,8 +71,10 @@ StatusOr<std::vector<ControlCommand>> ControlInbox::poll(std::int64_t step) {
       ack(cmd, false, "not carried out: " + moved.status().message(), step);
       continue;
     }
-    if (!handled_seqs_.insert(cmd.seq).second) {
-      ack(cmd, false, "seq " + std::to_string(cmd.seq) + " was already handled; this repeat is ignored",
+    if (!handled_.insert({cmd.seq, cmd.verb}).second) {
+      ack(cmd, false,
+          "seq " + std::to_string(cmd.seq) + " " + std::string(protocol::toString(cmd.verb)) +
+              " was already handled; this repeat is ignored",
           step);
       continue;
     }

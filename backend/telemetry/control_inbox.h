@@ -11,7 +11,9 @@
 //    gives no seq gets a `warning` event (code `control_rejected`) instead.
 //  - a stale command, issued before this attempt started (see NOTE [Stale commands]):
 //    moved to done/, acknowledged ok:false "issued before this attempt started".
-//  - a seq this inbox already handled: moved to done/, acknowledged ok:false.
+//  - a command (seq AND verb) this inbox already handled: moved to done/, acknowledged
+//    ok:false. A file with a handled seq but another verb is a different command (two
+//    unclaimed writers collided, NOTE [Control seq claims]) and is acted on like any.
 // A file that cannot be moved is acknowledged ok:false once (when it names a seq) and
 // then left alone, so it is never acted on twice and never reported in a loop.
 //
@@ -29,6 +31,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/protocol/status.h"
@@ -66,8 +69,9 @@ class ControlInbox {
   TelemetryEmitter& emitter_;
   protocol::WriteEnv* env_;
   std::int64_t attempt_started_ms_;
-  std::set<std::uint64_t> handled_seqs_;  // seqs returned or refused by this inbox
-  std::set<std::string> stuck_;           // names in control/ that could not be moved
+  // (seq, verb) of the commands returned or refused by this inbox.
+  std::set<std::pair<std::uint64_t, protocol::ControlVerb>> handled_;
+  std::set<std::string> stuck_;  // names in control/ that could not be moved
 };
 
 }  // namespace fs::telemetry

@@ -26,7 +26,7 @@ class WaitLine {
   // Erases the line if one is drawn. Idempotent.
   void clear();
 
-  // "waiting for the control_ack of seq 3  0:07 of 2:00" (no '\r', no escape).
+  // "waiting for the control_ack of stop (seq 3)  0:07 of 2:00" (no '\r', no escape).
   std::string text(double elapsedS) const;
 
  private:

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <utility>
 
 #include "backend/protocol/wire/event_codec.h"
 #include "backend/protocol/wire/json_fields.h"
@@ -102,7 +103,7 @@ StatusOr<ControlCommand> loadCandidate(const stdfs::path& path, const ControlFil
   return cmd;
 }
 
-// Highest seq named by a control file in `dir` (0 when none); missing dir is fine.
+// Highest seq named by an entry of `dir` (0 when none); missing dir is fine.
 StatusOr<std::uint64_t> maxSeqIn(const stdfs::path& dir) {
   std::error_code ec;
   stdfs::directory_iterator it(dir, ec), end;
@@ -111,10 +112,21 @@ StatusOr<std::uint64_t> maxSeqIn(const stdfs::path& dir) {
   std::uint64_t max = 0;
   for (; it != end; it.increment(ec)) {
     if (ec) return Status::ioError("cannot list " + dir.string() + ": " + ec.message());
-    auto name = parseControlFileName(it->path().filename().string());
-    if (name) max = std::max(max, name->seq);
+    if (auto seq = seqOfControlEntry(it->path().filename().string())) max = std::max(max, *seq);
   }
   return max;
+}
+
+bool isDecimal(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+std::optional<std::uint64_t> parseDecimalSeq(std::string_view digits) {
+  if (!isDecimal(digits)) return std::nullopt;
+  std::uint64_t seq = 0;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), seq);
+  if (ec != std::errc() || p != digits.data() + digits.size()) return std::nullopt;
+  return seq;
 }
 
 }  // namespace
@@ -199,11 +211,62 @@ StatusOr<ControlCommand> decodeControl(std::string_view text, std::string_view s
 
 StatusOr<std::uint64_t> nextControlSeq(const stdfs::path& run_dir) {
   RunDir dir(run_dir);
-  auto pending = maxSeqIn(dir.controlDir());
-  if (!pending) return pending.status();
-  auto done = maxSeqIn(dir.controlDoneDir());
-  if (!done) return done.status();
-  return std::max(pending.value(), done.value()) + 1;
+  std::uint64_t max = 0;
+  for (const stdfs::path& d : {dir.controlDir(), dir.controlDoneDir(), dir.controlClaimDir()}) {
+    auto seq = maxSeqIn(d);
+    if (!seq) return seq.status();
+    max = std::max(max, seq.value());
+  }
+  return max + 1;
+}
+
+std::optional<std::uint64_t> seqOfControlEntry(std::string_view name) {
+  if (isDecimal(name)) return parseDecimalSeq(name);  // a claim
+  // done/ may hold "<seq>-<verb>.json.<n>" for a name taken twice: the seq is what counts.
+  if (auto json = name.rfind(".json."); json != std::string_view::npos && isDecimal(name.substr(json + 6))) {
+    name = name.substr(0, json + 5);
+  }
+  auto parsed = parseControlFileName(name);
+  if (!parsed) return std::nullopt;
+  return parsed->seq;
+}
+
+StatusOr<std::uint64_t> claimControlSeq(const stdfs::path& run_dir, std::uint64_t from) {
+  const stdfs::path claims = RunDir(run_dir).controlClaimDir();
+  if (::mkdir(claims.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::ioError("cannot create " + claims.string() + ": " + std::strerror(errno));
+  }
+  // Claims are made inside the directory opened here, never through a symbolic link.
+  const int dir = ::open(claims.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) {
+    const int err = errno;
+    if (err == ELOOP || err == ENOTDIR) {
+      return Status::invalidArgument(claims.string() +
+                                     " is not a directory (a symbolic link or a file); expected the "
+                                     "directory of control seq claims");
+    }
+    return Status::ioError("cannot open " + claims.string() + ": " + std::strerror(err));
+  }
+  constexpr std::uint64_t kMaxTries = 1000;
+  StatusOr<std::uint64_t> out =
+      Status::ioError("cannot claim a control seq in " + claims.string() + ": seqs " + std::to_string(from) +
+                      " to " + std::to_string(from + kMaxTries - 1) + " are all claimed");
+  for (std::uint64_t seq = std::max<std::uint64_t>(from, 1); seq - from < kMaxTries; ++seq) {
+    const std::string name = std::to_string(seq);
+    const int fd = ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::close(fd);
+      out = seq;
+      break;
+    }
+    if (errno != EEXIST) {
+      out = Status::ioError("cannot claim seq " + name + ": cannot create " + (claims / name).string() +
+                            ": " + std::strerror(errno));
+      break;
+    }
+  }
+  ::close(dir);
+  return out;
 }
 
 StatusOr<bool> writeControlFile(const stdfs::path& run_dir, const ControlCommand& c) {
@@ -225,12 +288,15 @@ StatusOr<ControlCommand> issueControl(const stdfs::path& run_dir, ControlVerb ve
                                       std::string issuer, std::int64_t issued_at_ms) {
   ControlCommand c{0, verb, issued_at_ms, std::move(issuer), std::move(args)};
   for (int attempt = 0; attempt < 100; ++attempt) {
-    auto seq = nextControlSeq(run_dir);
+    auto next = nextControlSeq(run_dir);
+    if (!next) return next.status();
+    auto seq = claimControlSeq(run_dir, next.value());
     if (!seq) return seq.status();
     c.seq = seq.value();
     auto written = writeControlFile(run_dir, c);
     if (!written) return written.status();
     if (written.value()) return c;
+    // An unclaimed writer (an older build) wrote this very name: claim another seq.
   }
   return Status::ioError("cannot issue a control command in " + RunDir(run_dir).controlDir().string() +
                          ": every seq tried was taken by concurrent clients");
@@ -261,7 +327,7 @@ StatusOr<ControlListing> listControl(const stdfs::path& run_dir) {
     }
     candidates.emplace(name, parsed.value());
   }
-  std::map<std::uint64_t, stdfs::path> by_seq;
+  std::map<std::pair<std::uint64_t, ControlVerb>, stdfs::path> seen_commands;
   for (const auto& [name, parsed] : candidates) {
     stdfs::path path = dir.controlDir() / name;
     auto cmd = loadCandidate(path, parsed, root.st_uid);
@@ -269,18 +335,21 @@ StatusOr<ControlListing> listControl(const stdfs::path& run_dir) {
       if (cmd.status().code() != Status::Code::kNotFound) out.rejected.push_back({path, cmd.status()});
       continue;
     }
-    auto [seen, fresh] = by_seq.emplace(parsed.seq, path);
+    // One seq with two verbs is two commands from colliding unclaimed writers: both stay.
+    auto [seen, fresh] = seen_commands.emplace(std::pair{parsed.seq, parsed.verb}, path);
     if (!fresh) {
       out.rejected.push_back(
-          {path,
-           Status::invalidArgument(path.string() + " repeats seq " + std::to_string(parsed.seq) + " of " +
-                                   seen->second.filename().string() + "; expected each seq once")});
+          {path, Status::invalidArgument(path.string() + " repeats seq " + std::to_string(parsed.seq) +
+                                         " and verb '" + std::string(toString(parsed.verb)) + "' of " +
+                                         seen->second.filename().string() + "; expected each command once")});
       continue;
     }
     out.pending.push_back({std::move(cmd).value(), path});
   }
-  std::sort(out.pending.begin(), out.pending.end(),
-            [](const PendingControl& a, const PendingControl& b) { return a.command.seq < b.command.seq; });
+  std::sort(out.pending.begin(), out.pending.end(), [](const PendingControl& a, const PendingControl& b) {
+    if (a.command.seq != b.command.seq) return a.command.seq < b.command.seq;
+    return a.path.filename() < b.path.filename();
+  });
   std::sort(out.rejected.begin(), out.rejected.end(), [](const RejectedControl& a, const RejectedControl& b) {
     return a.path.filename() < b.path.filename();
   });

@@ -36,7 +36,8 @@ inline constexpr std::string_view kConfigFileName = "config.yaml";
 inline constexpr std::string_view kManifestFileName = "run.json";
 inline constexpr std::string_view kEventsFileName = "events.jsonl";
 inline constexpr std::string_view kControlDirName = "control";
-inline constexpr std::string_view kControlDoneDirName = "done";  // inside control/
+inline constexpr std::string_view kControlDoneDirName = "done";   // inside control/
+inline constexpr std::string_view kControlClaimDirName = ".seq";  // inside control/: seq claims
 inline constexpr std::string_view kLogsDirName = "logs";
 
 // "agent-<node>.jsonl". Characters of `node` outside [A-Za-z0-9._-] become '_', and a
@@ -72,6 +73,7 @@ class RunDir {
   }
   std::filesystem::path controlDir() const { return root_ / kControlDirName; }
   std::filesystem::path controlDoneDir() const { return controlDir() / kControlDoneDirName; }
+  std::filesystem::path controlClaimDir() const { return controlDir() / kControlClaimDirName; }
   std::filesystem::path logsDir() const { return root_ / kLogsDirName; }
   std::filesystem::path rankLogFile(int rank) const { return logsDir() / rankLogFileName(rank); }
   std::filesystem::path checkpointFile(CheckpointKind kind, int epoch, std::int64_t step) const {

@@ -1,12 +1,14 @@
 // ControlClient on a real run directory without an engine: the control files
-// it writes are what the engine's reader accepts, acks are matched by seq
-// (also one read before the writer's answer), timeouts come from an injected
+// it writes are what the engine's reader accepts, acks are matched by seq and
+// verb (also one read before the writer's answer, and a late one), two clients at
+// once get distinct seqs and their own outcomes, timeouts come from an injected
 // clock, and a late ack still counts.
 #include "app/control/control_client.h"
 
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <set>
 
 #include "backend/protocol/wire/control_file.h"
 #include "control_test_util.h"
@@ -99,6 +101,100 @@ class ControlClientTest : public QObject {
     QCOMPARE(written.count(), 1);
     QCOMPARE(acked.at(0).at(0).value<ControlRequest>().seq, quint64{1});
     QVERIFY(client_->pending().isEmpty());
+  }
+
+  // An older client without seq claims can write another verb under our seq; the
+  // engine acts on both and acks both. Only the ack with our verb is ours.
+  void ackWithOurSeqButAnotherVerbIsNotOurs() {
+    QSignalSpy written(client_.get(), &ControlClient::commandWritten);
+    QSignalSpy acked(client_.get(), &ControlClient::acknowledged);
+    client_->pause();
+    QTRY_COMPARE_WITH_TIMEOUT(written.count(), 1, 30000);
+    QCOMPARE(written.at(0).at(0).value<ControlRequest>().seq, quint64{1});
+    client_->onAck(test::ack(1, "checkpoint", false, 4, "disk full"));
+    QCOMPARE(acked.count(), 0);
+    QVERIFY(client_->isPending(proto::ControlVerb::kPause));
+    client_->onAck(test::ack(1, "pause", true, 5, "paused after step 5"));
+    QCOMPARE(acked.count(), 1);
+    QVERIFY(acked.at(0).at(0).value<ControlRequest>().verb == proto::ControlVerb::kPause);
+    QCOMPARE(acked.at(0).at(1).toBool(), true);
+    QCOMPARE(acked.at(0).at(2).toString(), QStringLiteral("paused after step 5"));
+  }
+
+  // The same before the writer answers, and after a timeout.
+  void earlyAndLateAcksAreMatchedByVerbToo() {
+    QSignalSpy written(client_.get(), &ControlClient::commandWritten);
+    QSignalSpy acked(client_.get(), &ControlClient::acknowledged);
+    QSignalSpy timedOut(client_.get(), &ControlClient::timedOut);
+    client_->checkpoint();
+    client_->onAck(test::ack(1, "kill", true, 2, "stopping now without a checkpoint"));
+    client_->onAck(test::ack(1, "checkpoint", true, 3, "checkpoint written"));
+    QTRY_COMPARE_WITH_TIMEOUT(acked.count(), 1, 30000);
+    QCOMPARE(acked.at(0).at(2).toString(), QStringLiteral("checkpoint written"));
+    QCOMPARE(acked.at(0).at(3).toLongLong(), 3);
+
+    client_->resume();
+    QTRY_COMPARE_WITH_TIMEOUT(written.count(), 2, 30000);
+    const quint64 seq = written.at(1).at(0).value<ControlRequest>().seq;
+    QCOMPARE(seq, quint64{2});
+    now_ += ControlClient::kDefaultTimeoutMs;
+    client_->checkTimeouts();
+    QCOMPARE(timedOut.count(), 1);
+    client_->onAck(test::ack(seq, "stop", false, 9, "rejected"));
+    QCOMPARE(acked.count(), 1);
+    client_->onAck(test::ack(seq, "resume", true, 9, "resumed"));
+    QCOMPARE(acked.count(), 2);
+    QCOMPARE(acked.at(1).at(2).toString(), QStringLiteral("resumed"));
+  }
+
+  // Two clients (two windows, or the GUI and the CLI) sending different verbs to one
+  // run at once, many times: every command gets its own seq, nothing is rejected, and
+  // each client's acks report its own commands' outcomes.
+  void twoClientsAtOnceEachGetTheirOwnOutcome() {
+    ControlClient other([this] { return now_; });
+    other.setRunDir(runDir_);
+    QSignalSpy writtenA(client_.get(), &ControlClient::commandWritten);
+    QSignalSpy writtenB(&other, &ControlClient::commandWritten);
+    QSignalSpy ackedA(client_.get(), &ControlClient::acknowledged);
+    QSignalSpy ackedB(&other, &ControlClient::acknowledged);
+    constexpr int kEach = 30;
+    for (int i = 0; i < kEach; ++i) {
+      client_->pause();
+      other.checkpoint();
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(writtenA.count(), kEach, 60000);
+    QTRY_COMPARE_WITH_TIMEOUT(writtenB.count(), kEach, 60000);
+    // The engine's part: every pending command acted on and acknowledged, the
+    // outcome telling the verbs apart (pauses succeed, checkpoints fail).
+    const auto listing = proto::listControl(test::fsPath(runDir_));
+    QVERIFY(listing.isOk());
+    QVERIFY2(listing->rejected.empty(),
+             listing->rejected.empty() ? "" : listing->rejected[0].reason.message().c_str());
+    QCOMPARE(listing->pending.size(), std::size_t{2 * kEach});
+    std::set<quint64> seqs;
+    for (const auto& p : listing->pending) {
+      QVERIFY2(seqs.insert(p.command.seq).second,
+               qPrintable(QStringLiteral("seq %1 twice").arg(p.command.seq)));
+      const bool pause = p.command.verb == proto::ControlVerb::kPause;
+      const auto a = test::ack(p.command.seq, pause ? "pause" : "checkpoint", pause, 7,
+                               pause ? "paused" : "checkpoint failed");
+      client_->onAck(a);
+      other.onAck(a);
+    }
+    QCOMPARE(ackedA.count(), kEach);
+    QCOMPARE(ackedB.count(), kEach);
+    for (const auto& args : ackedA) {
+      QVERIFY(args.at(0).value<ControlRequest>().verb == proto::ControlVerb::kPause);
+      QCOMPARE(args.at(1).toBool(), true);
+      QCOMPARE(args.at(2).toString(), QStringLiteral("paused"));
+    }
+    for (const auto& args : ackedB) {
+      QVERIFY(args.at(0).value<ControlRequest>().verb == proto::ControlVerb::kCheckpoint);
+      QCOMPARE(args.at(1).toBool(), false);
+      QCOMPARE(args.at(2).toString(), QStringLiteral("checkpoint failed"));
+    }
+    QVERIFY(client_->pending().isEmpty());
+    QVERIFY(other.pending().isEmpty());
   }
 
   void timesOutByTheInjectedClockAndTakesALateAck() {

@@ -2,12 +2,15 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "backend/protocol/wire/run_dir.h"
@@ -108,11 +111,20 @@ TEST_F(ControlFileTest, IssueAndListInSeqOrder) {
   EXPECT_EQ(listing->pending[0].command.issuer, "alice");
   EXPECT_EQ(listing->pending[0].path, control() / "1-pause.json");
   EXPECT_EQ(nextControlSeq(dir_).value(), 11u);
-  // The file is private to its owner and nothing but the command is left behind.
+  // The file is private to its owner and nothing but the command and the seq claims
+  // (NOTE [Control seq claims]) is left behind.
   struct stat st {};
   ASSERT_EQ(::stat((control() / "1-pause.json").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  for (const auto& e : stdfs::directory_iterator(control())) EXPECT_NE(e.path().filename().string()[0], '.');
+  for (const auto& e : stdfs::directory_iterator(control())) {
+    if (e.path() != RunDir(dir_).controlClaimDir()) {
+      EXPECT_NE(e.path().filename().string()[0], '.');
+    }
+  }
+  std::set<std::string> claims;
+  for (const auto& e : stdfs::directory_iterator(RunDir(dir_).controlClaimDir()))
+    claims.insert(e.path().filename().string());
+  EXPECT_EQ(claims, (std::set<std::string>{"1", "2", "3"}));
 }
 
 TEST_F(ControlFileTest, WriteNeverReplaces) {
@@ -139,6 +151,116 @@ TEST_F(ControlFileTest, ConcurrentIssuersGetDistinctSeqs) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(seqs.size(), 80u);
   EXPECT_EQ(pendingSeqs().size(), 80u);
+}
+
+// The interleaving that gave two writers one seq: both list control/ before either
+// writes (the GUI's pause and the CLI's stop at once). The claim decides.
+TEST_F(ControlFileTest, WritersThatListedTogetherClaimDistinctSeqs) {
+  const std::uint64_t a = nextControlSeq(dir_).value();
+  const std::uint64_t b = nextControlSeq(dir_).value();
+  ASSERT_EQ(a, b);
+  auto claimedA = claimControlSeq(dir_, a);
+  auto claimedB = claimControlSeq(dir_, b);
+  ASSERT_TRUE(claimedA.isOk()) << claimedA.status().message();
+  ASSERT_TRUE(claimedB.isOk()) << claimedB.status().message();
+  EXPECT_EQ(claimedA.value(), 1u);
+  EXPECT_EQ(claimedB.value(), 2u);
+  ASSERT_TRUE(writeControlFile(dir_, command(claimedA.value(), ControlVerb::kPause)).value());
+  ASSERT_TRUE(writeControlFile(dir_, command(claimedB.value(), ControlVerb::kStop)).value());
+  auto listing = listControl(dir_);
+  ASSERT_TRUE(listing.isOk());
+  EXPECT_TRUE(listing->rejected.empty());
+  EXPECT_EQ(pendingSeqs(), (std::vector<std::uint64_t>{1, 2}));
+  // A claim whose command was never written (its writer died) still counts: no reuse.
+  ASSERT_EQ(claimControlSeq(dir_, nextControlSeq(dir_).value()).value(), 3u);
+  EXPECT_EQ(nextControlSeq(dir_).value(), 4u);
+  EXPECT_EQ(issueControl(dir_, ControlVerb::kKill)->seq, 4u);
+}
+
+TEST_F(ControlFileTest, ClaimsAreNeverMadeThroughASymlink) {
+  stdfs::create_directory(dir_ / "elsewhere");
+  stdfs::create_directory_symlink(dir_ / "elsewhere", RunDir(dir_).controlClaimDir());
+  auto claimed = claimControlSeq(dir_, 1);
+  ASSERT_FALSE(claimed.isOk());
+  EXPECT_EQ(claimed.status().message(), RunDir(dir_).controlClaimDir().string() +
+                                            " is not a directory (a symbolic link or a file); expected "
+                                            "the directory of control seq claims");
+  EXPECT_TRUE(stdfs::is_empty(dir_ / "elsewhere"));
+  EXPECT_FALSE(issueControl(dir_, ControlVerb::kStop).isOk());
+  EXPECT_TRUE(listControl(dir_)->pending.empty());
+}
+
+TEST_F(ControlFileTest, SeqOfControlEntry) {
+  EXPECT_EQ(seqOfControlEntry("3-pause.json"), 3u);
+  EXPECT_EQ(seqOfControlEntry("03-pause.json"), 3u);
+  EXPECT_EQ(seqOfControlEntry("12-stop.json.2"), 12u);  // done/: a name taken twice
+  EXPECT_EQ(seqOfControlEntry("41"), 41u);              // .seq/: a claim
+  for (const char* other : {".3-pause.json.tmp-1-0", ".7.ab12cd34", "notes.txt", "3-reboot.json",
+                            "3-stop.json.x", "99999999999999999999999", ""}) {
+    EXPECT_EQ(seqOfControlEntry(other), std::nullopt) << other;
+  }
+}
+
+// Independent processes, each issuing its own verb to one run directory at once,
+// many times: every command gets its own seq and nothing is rejected.
+TEST_F(ControlFileTest, ProcessesIssuingDifferentVerbsAtOnceGetDistinctSeqs) {
+  const std::vector<ControlVerb> verbs = {ControlVerb::kPause, ControlVerb::kResume, ControlVerb::kCheckpoint,
+                                          ControlVerb::kStop};
+  constexpr int kPerProcess = 40;
+  int gate[2];
+  ASSERT_EQ(::pipe(gate), 0);
+  std::vector<pid_t> children;
+  std::vector<int> results;  // read ends: each child writes its seqs, one a line
+  for (ControlVerb verb : verbs) {
+    int out[2];
+    ASSERT_EQ(::pipe(out), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(gate[1]);
+      ::close(out[0]);
+      char go;
+      if (::read(gate[0], &go, 1) != 0) ::_exit(3);  // EOF: the parent opened the gate
+      std::string seqs;
+      for (int i = 0; i < kPerProcess; ++i) {
+        auto c = issueControl(dir_, verb);
+        if (!c) ::_exit(2);
+        seqs += std::to_string(c->seq) + "\n";
+      }
+      const bool ok = ::write(out[1], seqs.data(), seqs.size()) == static_cast<ssize_t>(seqs.size());
+      ::_exit(ok ? 0 : 4);
+    }
+    ::close(out[1]);
+    children.push_back(pid);
+    results.push_back(out[0]);
+  }
+  ::close(gate[0]);
+  ::close(gate[1]);  // every child starts now
+  std::map<std::uint64_t, ControlVerb> issued;
+  for (std::size_t i = 0; i < verbs.size(); ++i) {
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(results[i], buf, sizeof buf)) > 0;)
+      text.append(buf, static_cast<std::size_t>(n));
+    ::close(results[i]);
+    int status = 0;
+    ASSERT_EQ(::waitpid(children[i], &status, 0), children[i]);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "writer " << i << " status " << status;
+    std::istringstream lines(text);
+    for (std::uint64_t seq; lines >> seq;) {
+      EXPECT_TRUE(issued.emplace(seq, verbs[i]).second) << "seq " << seq << " issued twice";
+    }
+  }
+  EXPECT_EQ(issued.size(), verbs.size() * kPerProcess);
+  auto listing = listControl(dir_);
+  ASSERT_TRUE(listing.isOk());
+  EXPECT_TRUE(listing->rejected.empty()) << listing->rejected.front().reason.message();
+  ASSERT_EQ(listing->pending.size(), issued.size());
+  for (const auto& p : listing->pending) {
+    auto it = issued.find(p.command.seq);
+    ASSERT_NE(it, issued.end()) << p.path;
+    EXPECT_EQ(p.command.verb, it->second) << p.path;
+  }
 }
 
 TEST_F(ControlFileTest, TempAndHiddenFilesIgnored) {
@@ -180,14 +302,32 @@ TEST_F(ControlFileTest, ContentMustMatchName) {
   EXPECT_NE(listing->rejected[1].reason.message().find("holds seq 9"), std::string::npos);
 }
 
-TEST_F(ControlFileTest, DuplicateSeqRejected) {
+TEST_F(ControlFileTest, DuplicateCommandRejected) {
   writeRaw("9-stop.json", encodeControl(command(9, ControlVerb::kStop)));
   writeRaw("09-stop.json", encodeControl(command(9, ControlVerb::kStop)));
   auto listing = listControl(dir_);
   ASSERT_TRUE(listing.isOk());
   ASSERT_EQ(listing->pending.size(), 1u);
   ASSERT_EQ(listing->rejected.size(), 1u);
-  EXPECT_NE(listing->rejected[0].reason.message().find("repeats seq 9"), std::string::npos);
+  EXPECT_NE(listing->rejected[0].reason.message().find("repeats seq 9 and verb 'stop'"), std::string::npos)
+      << listing->rejected[0].reason.message();
+}
+
+// Two writers without claims (older builds) took one seq for two verbs: both are
+// commands, both pending, in file-name order; neither is refused for the seq.
+TEST_F(ControlFileTest, OneSeqWithTwoVerbsIsTwoCommands) {
+  writeRaw("5-stop.json", encodeControl(command(5, ControlVerb::kStop)));
+  writeRaw("5-pause.json", encodeControl(command(5, ControlVerb::kPause)));
+  writeRaw("4-checkpoint.json", encodeControl(command(4, ControlVerb::kCheckpoint)));
+  auto listing = listControl(dir_);
+  ASSERT_TRUE(listing.isOk());
+  EXPECT_TRUE(listing->rejected.empty()) << listing->rejected.front().reason.message();
+  ASSERT_EQ(listing->pending.size(), 3u);
+  EXPECT_EQ(listing->pending[0].path.filename(), "4-checkpoint.json");
+  EXPECT_EQ(listing->pending[1].path.filename(), "5-pause.json");
+  EXPECT_EQ(listing->pending[1].command.verb, ControlVerb::kPause);
+  EXPECT_EQ(listing->pending[2].path.filename(), "5-stop.json");
+  EXPECT_EQ(listing->pending[2].command.verb, ControlVerb::kStop);
 }
 
 TEST_F(ControlFileTest, ForeignOwnerRejected) {
@@ -240,6 +380,9 @@ TEST_F(ControlFileTest, MoveToDone) {
   moved = moveControlToDone(dir_, control() / "1-pause.json");
   ASSERT_TRUE(moved.isOk()) << moved.status().message();
   EXPECT_EQ(moved->filename(), "1-pause.json.1");
+  stdfs::remove_all(RunDir(dir_).controlClaimDir());
+  ASSERT_EQ(stdfs::remove(RunDir(dir_).controlDoneDir() / "1-pause.json"), true);
+  EXPECT_EQ(nextControlSeq(dir_).value(), 2u) << "a suffixed name in done/ keeps its seq";
   EXPECT_FALSE(moveControlToDone(dir_, control() / "nope.json").isOk());
 }
 
