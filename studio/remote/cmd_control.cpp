@@ -1,11 +1,6 @@
 // remote stop | kill | checkpoint | pause | resume: a control file written over the
 // host's SFTP (app/control/remote_control.h), then its control_ack awaited in
 // events.jsonl; or, with --agents, a signal to the recorded node agents.
-#include <unistd.h>
-
-#include <chrono>
-#include <thread>
-
 #include "app/cluster/remote_agent.h"
 #include "app/cluster/ssh_launch.h"
 #include "app/control/remote_control.h"
@@ -13,8 +8,8 @@
 #include "backend/protocol/wire/run_dir.h"
 #include "studio/remote/cli_context.h"
 #include "studio/remote/commands.h"
+#include "studio/remote/control_ack.h"
 #include "studio/remote/remote_cli.h"
-#include "studio/remote/wait_line.h"
 
 namespace fs::studio::remote {
 
@@ -34,48 +29,6 @@ const char* const kHelp =
 std::uint64_t eventsSize(app::remote::Host& host, const std::string& file) {
   auto st = host.stat(file);
   return st ? st->size : 0;
-}
-
-// Reads events.jsonl from `offset` until a control_ack for `seq` arrives or `timeout` passes.
-int awaitAck(app::remote::Host& host, const std::string& file, std::uint64_t offset, std::uint64_t seq,
-             int timeoutS, std::ostream& out, std::ostream& err) {
-  const auto begin = std::chrono::steady_clock::now();
-  const auto deadline = begin + std::chrono::seconds(timeoutS);
-  // The wait is drawn on a terminal only; `err` is stderr in the real front end.
-  WaitLine waitLine(err, ::isatty(STDERR_FILENO) != 0, "the control_ack of seq " + std::to_string(seq),
-                    timeoutS);
-  std::string pending;
-  std::uint64_t lineNo = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto chunk = host.readFile(file, offset, 1u << 20);
-    if (chunk && !chunk->empty()) {
-      offset += chunk->size();
-      pending += chunk.value();
-      std::size_t start = 0;
-      for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
-        const std::string_view line(pending.data() + start, nl - start);
-        start = nl + 1;
-        auto decoded = protocol::decodeEventLine(line, ++lineNo, 0, file);
-        if (!decoded || decoded->kind != protocol::DecodedLine::Kind::kEvent) continue;
-        if (const auto* ack = std::get_if<protocol::ControlAckEvent>(&decoded->event.body);
-            ack != nullptr && ack->control_seq == seq) {
-          waitLine.clear();
-          out << (ack->ok ? "done" : "refused") << ": " << ack->verb << " (seq " << seq << ") at step "
-              << ack->step << (ack->message.empty() ? std::string() : ": " + ack->message) << "\n";
-          return ack->ok ? kExitOk : kExitFailure;
-        }
-      }
-      pending.erase(0, start);
-      continue;
-    }
-    waitLine.update(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  waitLine.clear();
-  err << host.name() << ": no control_ack for seq " << seq << " within " << timeoutS
-      << " s; the command stays in control/ and the engine acts on it when it next polls (is the run "
-         "paused in a long step, or stopped?)\n";
-  return kExitFailure;
 }
 
 int signalAgents(CliContext& ctx, const RunLocation& where, const std::string& verb, std::ostream& out,
@@ -162,7 +115,7 @@ int cmdControl(const std::string& verb, const Args& args, std::ostream& out, std
   out << where->host << ":" << where->runDir << "/control/"
       << protocol::controlFileName(issued->seq, controlVerb) << " written\n";
   if (start.args.has("no-wait")) return kExitOk;
-  return awaitAck(*host.value(), events, from, issued->seq, timeoutS, out, err);
+  return awaitControlAck(*host.value(), events, from, issued->seq, timeoutS, out, err);
 }
 
 }  // namespace fs::studio::remote
