@@ -3,38 +3,29 @@
 namespace fs::app {
 namespace {
 
-QString decodeLine(QByteArray line) {
-  if (line.endsWith('\r')) line.chop(1);
-  return QString::fromUtf8(line);
+QString decodeLine(const protocol::LineSplitter::Line& line, std::size_t maxLineBytes) {
+  std::string_view text = line.text;
+  if (!line.truncated && text.ends_with('\r')) text.remove_suffix(1);
+  QString out = QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+  if (line.truncated) out += QString::fromStdString(protocol::truncatedLineMark(maxLineBytes));
+  return out;
 }
 
 }  // namespace
 
 QStringList OutputLines::feed(const QByteArray& chunk) {
-  QStringList lines;
-  partial_.append(chunk);
-  qsizetype start = 0;
-  for (;;) {
-    const qsizetype newline = partial_.indexOf('\n', start);
-    const qsizetype end = newline < 0 ? partial_.size() : newline;
-    if (end - start > maxLineBytes_) {
-      lines << decodeLine(partial_.mid(start, maxLineBytes_));
-      start += maxLineBytes_;
-      continue;
-    }
-    if (newline < 0) break;
-    lines << decodeLine(partial_.mid(start, newline - start));
-    start = newline + 1;
-  }
-  partial_.remove(0, start);
-  return lines;
+  QStringList out;
+  lines_.feed(
+      std::string_view(chunk.constData(), static_cast<std::size_t>(chunk.size())),
+      [&](const protocol::LineSplitter::Line& line) { out << decodeLine(line, lines_.maxLineBytes()); });
+  return out;
 }
 
 QStringList OutputLines::flush() {
-  if (partial_.isEmpty()) return {};
-  QStringList lines{decodeLine(partial_)};
-  partial_.clear();
-  return lines;
+  QStringList out;
+  lines_.flush(
+      [&](const protocol::LineSplitter::Line& line) { out << decodeLine(line, lines_.maxLineBytes()); });
+  return out;
 }
 
 }  // namespace fs::app

@@ -22,13 +22,18 @@ int rankOfLogFileName(std::string_view name) {
 RankLogTail::RankLogTail(std::shared_ptr<RunDirSource> runDir, std::map<int, std::uint64_t> offsets,
                          int listEvery)
     : dir_(std::move(runDir)), list_every_(std::max(1, listEvery)) {
-  for (const auto& [rank, offset] : offsets) files_[rank].offset = offset;
+  for (const auto& [rank, offset] : offsets) files_[rank].lines.reset(offset);
 }
 
 std::map<int, std::uint64_t> RankLogTail::offsets() const {
   std::map<int, std::uint64_t> out;
-  for (const auto& [rank, f] : files_) out[rank] = f.offset;
+  for (const auto& [rank, f] : files_) out[rank] = f.lines.lineStart();
   return out;
+}
+
+std::size_t RankLogTail::bufferedBytes(int rank) const {
+  const auto it = files_.find(rank);
+  return it == files_.end() ? 0 : it->second.lines.bufferedBytes();
 }
 
 void RankLogTail::poll(QList<RankLogLine>* lines, std::vector<FollowIssue>* issues) {
@@ -75,17 +80,16 @@ void RankLogTail::readFile(int rank, const std::string& name, File& f, QList<Ran
     return;
   }
   const auto size = st->size;
-  const std::uint64_t read_from = f.offset + f.partial.size();
+  const std::uint64_t read_from = f.lines.position();
   if (size < read_from) {
     issues->push_back({FollowIssue::Kind::kLogIssue,
                        QStringLiteral("%1 shrank to %2 bytes (had %3): reading it again from the start")
                            .arg(QString::fromStdString(f.source->describe()))
                            .arg(size)
                            .arg(read_from)});
-    f.offset = 0;
-    f.partial.clear();
+    f.lines.reset(0);
   }
-  const std::uint64_t from = f.offset + f.partial.size();
+  const std::uint64_t from = f.lines.position();
   const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(size - from, kMaxReadPerPoll));
   if (want == 0) {
     f.error_reported = false;
@@ -97,14 +101,11 @@ void RankLogTail::readFile(int rank, const std::string& name, File& f, QList<Ran
                        QStringLiteral("%1 was replaced by another file: reading the new one from the start")
                            .arg(QString::fromStdString(f.source->describe()))});
     f.source->reopen();
-    f.offset = 0;
-    f.partial.clear();
+    f.lines.reset(0);
     return;
   }
-  const std::size_t had = f.partial.size();
-  f.partial.resize(had + want);
-  auto got = f.source->read(from, f.partial.data() + had, want);
-  f.partial.resize(had + (got ? *got : 0));
+  read_buf_.resize(want);
+  auto got = f.source->read(from, read_buf_.data(), want);
   if (!got) {
     if (got.status().code() != protocol::Status::Code::kNotFound)
       reportOnce(f, got.status().message(), issues);
@@ -112,16 +113,13 @@ void RankLogTail::readFile(int rank, const std::string& name, File& f, QList<Ran
   }
   f.error_reported = false;
 
-  std::size_t start = 0;
-  for (std::size_t nl = f.partial.find('\n'); nl != std::string::npos; nl = f.partial.find('\n', start)) {
-    std::size_t end = nl;
-    if (end > start && f.partial[end - 1] == '\r') --end;
-    lines->push_back(
-        {rank, QString::fromUtf8(f.partial.data() + start, static_cast<qsizetype>(end - start))});
-    start = nl + 1;
-  }
-  f.offset += start;
-  f.partial.erase(0, start);
+  f.lines.feed(std::string_view(read_buf_.data(), *got), [&](const protocol::LineSplitter::Line& line) {
+    std::string_view text = line.text;
+    if (!line.truncated && text.ends_with('\r')) text.remove_suffix(1);
+    QString shown = QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+    if (line.truncated) shown += QString::fromStdString(protocol::truncatedLineMark(kMaxLineBytes));
+    lines->push_back({rank, std::move(shown)});
+  });
 }
 
 }  // namespace fs::app

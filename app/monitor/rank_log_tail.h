@@ -3,7 +3,9 @@
 // Each call to poll() lists logs/ (files appear as ranks start; every `listEvery`-th
 // call, and every call while no log is known), reads what was
 // appended to each file since the last call (bounded per call), and returns the
-// complete lines with their rank; a partial last line waits for its newline. A file
+// complete lines with their rank; a partial last line waits for its newline, and a
+// line longer than kMaxLineBytes comes out cut there and marked, the rest of it dropped
+// (NOTE [Bounded lines] in backend/protocol/wire/line_splitter.h). A file
 // that shrank, or that another file replaced (where the source tells), is read again
 // from its start and reported. The files come from a RunDirSource: local, or on a
 // remote::Host (NOTE [Sources and decoders] in byte_source.h).
@@ -23,6 +25,7 @@
 
 #include "app/monitor/byte_source.h"
 #include "app/monitor/follow_types.h"
+#include "backend/protocol/wire/line_splitter.h"
 
 namespace fs::app {
 
@@ -41,11 +44,16 @@ class RankLogTail {
 
   // Bytes read from one file per poll at most, so one huge log cannot stall the rest.
   static constexpr std::size_t kMaxReadPerPoll = 4u << 20;
+  // The longest log line kept whole: the launcher's limit for a process's output
+  // (OutputLines), which shows the same ranks' stdout when they run here.
+  static constexpr std::size_t kMaxLineBytes = 64u << 10;
+  // Bytes of unfinished lines held for `rank` (at most kMaxLineBytes); for tests.
+  std::size_t bufferedBytes(int rank) const;
 
  private:
   struct File {
-    std::uint64_t offset = 0;  // after the last complete line
-    std::string partial;       // bytes after `offset` without a newline yet
+    File() : lines(kMaxLineBytes) {}
+    protocol::LineSplitter lines;  // lineStart(): after the last complete line; position(): read so far
     bool error_reported = false;
     std::unique_ptr<ByteSource> source;  // while the file is listed
     std::string name;                    // its name in logs/ when last listed
@@ -56,6 +64,7 @@ class RankLogTail {
 
   std::shared_ptr<RunDirSource> dir_;
   std::map<int, File> files_;
+  std::string read_buf_;  // one poll's read of one file (kMaxReadPerPoll at most)
   int list_every_ = 1;
   int polls_since_list_ = 0;
 };

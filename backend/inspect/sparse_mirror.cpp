@@ -31,6 +31,23 @@ constexpr std::uint64_t kZipTail = 22 + 0xFFFF + 20 + 56;
 constexpr std::uint64_t kExtraGuess = 128;
 constexpr std::uint64_t kMaxIndexBytes = 64u << 20;  // a JSON index or safetensors header larger is refused
 
+// NOTE [Indexes do not nest]
+// A weight-map index names shard files, and our sharded index.json names rank files;
+// the readers that open the mirror (tensorfile::WeightSet, CheckpointIndex) open each
+// of those as a weight file, never as another index. The mirror decides by name (a
+// ".json" file is an index) and used to follow an index named by an index, so one
+// that named itself, or two that named each other, recursed until the stack or the
+// file descriptors ran out. Now an index is never mirrored twice in one chain (the
+// visited set, by lexically normal remote path: the error names the cycle) and the
+// chain is at most kMaxIndexDepth long: 1, the top index alone, as the readers read
+// no nested index; a cycle through a symlink the lexical path cannot see ends there
+// too. Either error names the index and its entry.
+constexpr std::size_t kMaxIndexDepth = 1;
+
+bool isIndexName(const std::string& name) {
+  return name.ends_with(".json");
+}
+
 // A file name taken from a remote index: a plain name inside its folder.
 bool plainName(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
@@ -74,6 +91,7 @@ struct SparseMirror::Impl {
   std::mutex mu;  // fetches and `held`
   std::atomic<std::uint64_t> fetched{0};
   std::uint64_t total = 0;
+  std::vector<std::string> indexChain;  // remote indexes being read, outermost first (lexically normal)
 
   ~Impl() {
     for (auto& f : files) {
@@ -211,7 +229,48 @@ struct SparseMirror::Impl {
   Status mirrorAny(const std::string& remote, const std::string& local);
   Status mirrorWeightIndex(MirrorFile& index, const std::string& remoteDir, const std::string& localDir);
   Status mirrorDirectory(const std::string& remote, const std::string& local);
+  // A file `index` names in `entry`: refused when it is an index already being read or
+  // one too deep (NOTE [Indexes do not nest]), else mirrored.
+  Status mirrorNamed(const MirrorFile& index, const std::string& entry, const std::string& remote,
+                     const std::string& local);
 };
+
+// Pushes an index onto Impl::indexChain for the lifetime of the guard.
+class IndexChainGuard {
+ public:
+  IndexChainGuard(std::vector<std::string>& chain, std::string key) : chain_(chain) {
+    chain_.push_back(std::move(key));
+  }
+  ~IndexChainGuard() { chain_.pop_back(); }
+  IndexChainGuard(const IndexChainGuard&) = delete;
+  IndexChainGuard& operator=(const IndexChainGuard&) = delete;
+
+ private:
+  std::vector<std::string>& chain_;
+};
+
+Status SparseMirror::Impl::mirrorNamed(const MirrorFile& index, const std::string& entry,
+                                       const std::string& remote, const std::string& local) {
+  const std::string name = remote.substr(remote.find_last_of('/') + 1);
+  if (isIndexName(name)) {
+    const std::string key = localKey(remote);
+    const auto seen = std::find(indexChain.begin(), indexChain.end(), key);
+    if (seen != indexChain.end()) {
+      std::string cycle;
+      for (auto it = seen; it != indexChain.end(); ++it) cycle += source->describe(*it) + " -> ";
+      return Status::corruption(
+          where(index) + ": " + entry + " names '" + name + "', " +
+          (std::next(seen) == indexChain.end() ? "the index itself" : "an index already being read") +
+          " (a cycle: " + cycle + source->describe(key) + ")");
+    }
+    if (indexChain.size() >= kMaxIndexDepth) {
+      return Status::corruption(where(index) + ": " + entry + " names '" + name +
+                                "', another index; indexes do not nest (the files an index names are "
+                                "weight files: .safetensors, torch.save)");
+    }
+  }
+  return mirrorAny(remote, local);
+}
 
 Status SparseMirror::Impl::mirrorZip(MirrorFile& f) {
   const std::uint64_t tail = std::min(f.size, kZipTail);
@@ -264,6 +323,7 @@ Status SparseMirror::Impl::mirrorAny(const std::string& remote, const std::strin
       return Status::invalidArgument(where(file) + ": an index of " + std::to_string(file.size) +
                                      " bytes is too large");
     if (Status st = fetch(file, {{0, file.size}}); !st) return st;
+    IndexChainGuard reading(indexChain, localKey(remote));
     const auto slash = remote.find_last_of('/');
     const auto localSlash = local.find_last_of('/');
     return mirrorWeightIndex(file, slash == std::string::npos ? "." : remote.substr(0, slash),
@@ -283,16 +343,20 @@ Status SparseMirror::Impl::mirrorWeightIndex(MirrorFile& index, const std::strin
   const auto map = json.is_object() ? json.find("weight_map") : json.end();
   if (map == json.end() || !map->is_object())
     return Status::corruption(where(index) + ": no \"weight_map\" object");
-  std::set<std::string> shards;
+  std::map<std::string, std::string> shards;  // file -> the first tensor that names it
   for (const auto& [tensor, file] : map->items()) {
     if (!file.is_string() || !plainName(file.get<std::string>())) {
       return Status::corruption(where(index) + ": weight_map['" + tensor +
                                 "'] is not a file name in its folder");
     }
-    shards.insert(file.get<std::string>());
+    shards.emplace(file.get<std::string>(), tensor);
   }
-  for (const std::string& shard : shards) {
-    if (Status st = mirrorAny(joinRemote(remoteDir, shard), localDir + "/" + shard); !st) return st;
+  for (const auto& [shard, tensor] : shards) {
+    if (Status st = mirrorNamed(index, "weight_map['" + tensor + "']", joinRemote(remoteDir, shard),
+                                localDir + "/" + shard);
+        !st) {
+      return st;
+    }
   }
   return Status::ok();
 }
@@ -312,11 +376,17 @@ Status SparseMirror::Impl::mirrorDirectory(const std::string& remote, const std:
     if (text->find(protocol::kShardedFormatName) != std::string::npos) {
       auto record = protocol::decodeShardedIndex(*text);
       if (!record) return Status::corruption(where(f) + ": " + record.status().message());
-      for (const std::string& name : record->files) {
+      IndexChainGuard reading(indexChain, localKey(f.remote));
+      for (std::size_t i = 0; i < record->files.size(); ++i) {
+        const std::string& name = record->files[i];
         if (!plainName(name)) {
           return Status::corruption(where(f) + ": files names '" + name + "', not a file in this directory");
         }
-        if (Status st = mirrorAny(joinRemote(remote, name), local + "/" + name); !st) return st;
+        if (Status st = mirrorNamed(f, "files[" + std::to_string(i) + "]", joinRemote(remote, name),
+                                    local + "/" + name);
+            !st) {
+          return st;
+        }
       }
       return Status::ok();
     }

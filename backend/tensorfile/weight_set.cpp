@@ -115,6 +115,24 @@ StatusOr<WeightSet> WeightSet::openIndex(const std::string& indexPath) {
     it->second.push_back(name);
   }
   const stdfs::path dir = stdfs::path(indexPath).parent_path();
+  // NOTE [Indexes do not nest] (backend/inspect/sparse_mirror.cpp): a shard is a weight
+  // file; one that is this index (by canonical path: symlinks too) or another index is
+  // refused here by name, not read as a corrupt safetensors file.
+  std::error_code ec;
+  const stdfs::path self = stdfs::weakly_canonical(indexPath, ec);
+  for (const auto& f : files) {
+    const std::string entry = "weight_map['" + namesByFile[f].front() + "']";
+    const stdfs::path shard = stdfs::weakly_canonical(dir / f, ec);
+    if (!self.empty() && shard == self) {
+      return Status::corruption(indexPath + ": " + entry + " names '" + f +
+                                "', the index itself (a cycle); a shard is a weight file");
+    }
+    if (f.ends_with(".json")) {
+      return Status::corruption(indexPath + ": " + entry + " names '" + f +
+                                "', another index; indexes do not nest (the files an index names are "
+                                "weight files: .safetensors, torch.save)");
+    }
+  }
   for (const auto& f : files) {
     if (Status st = set.addFile((dir / f).string(), &namesByFile[f]); !st) return st;
   }

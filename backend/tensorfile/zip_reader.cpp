@@ -24,6 +24,22 @@ constexpr std::size_t kCentralHeaderSize = 46;
 constexpr std::size_t kLocalHeaderSize = 30;
 constexpr std::uint32_t kMax32 = 0xFFFFFFFFu;
 
+// NOTE [Zip directory limits]
+// The end records declare the central directory's entry count and size, and each
+// entry its name length; before these limits they were bounded only by the file's
+// size, which for a mapped file (or a sparse mirror of a remote one: full size,
+// mostly holes) can be many GiB, so a small crafted file could make the reader
+// reserve, fetch and allocate that much. The limits are far above any checkpoint:
+//  - kZipMaxEntries (1 Mi): torch.save writes one entry per storage plus a few
+//    records, a few thousand for the largest models; Python's zipfile passes 65535
+//    only with ZIP64 (tests read 70001). 1 Mi entries is ~150 bytes each in memory.
+//  - kZipMaxDirectoryBytes (128 MiB): the directory is 46 bytes per entry plus its
+//    name, extra field and comment: ~128 bytes an entry at the entry limit.
+//  - kZipMaxNameBytes (4096, PATH_MAX): torch.save names are "<folder>/data/<key>",
+//    tens of bytes; a longer name is no file a checkpoint writer made.
+// They are checked on the declared values, before any bounds check, allocation or
+// fetch, so the error names the field even when the file is short.
+
 struct Directory {
   std::uint64_t entries = 0;
   std::uint64_t size = 0;
@@ -73,6 +89,16 @@ class Parser {
       dir.size = *u64(b_, at + 40);
       dir.offset = *u64(b_, at + 48);
     }
+    if (dir.entries > kZipMaxEntries) {
+      return corrupt("the end record declares " + std::to_string(dir.entries) +
+                     " central directory entries, more than the " + std::to_string(kZipMaxEntries) +
+                     " this reader accepts");
+    }
+    if (dir.size > kZipMaxDirectoryBytes) {
+      return corrupt("the end record declares a central directory of " + std::to_string(dir.size) +
+                     " bytes, more than the " + std::to_string(kZipMaxDirectoryBytes) +
+                     " this reader accepts");
+    }
     if (!inBounds(dir.offset, dir.size, b_.size())) {
       return corrupt("central directory [" + std::to_string(dir.offset) + ", +" + std::to_string(dir.size) +
                      ") lies outside the file of " + std::to_string(b_.size()) + " bytes");
@@ -100,6 +126,10 @@ class Parser {
     const std::uint16_t extraLen = *u16(b_, at + 30);
     const std::uint16_t commentLen = *u16(b_, at + 32);
     entry.localHeaderOffset = *u32(b_, at + 42);
+    if (nameLen > kZipMaxNameBytes) {
+      return corrupt(where + ": name length " + std::to_string(nameLen) + " is more than the " +
+                     std::to_string(kZipMaxNameBytes) + " bytes this reader accepts");
+    }
     const std::uint64_t next = at + kCentralHeaderSize + nameLen + extraLen + commentLen;
     if (next > end) return corrupt(where + ": name/extra/comment run past the central directory");
     entry.name = detail::asString(b_.subspan(at + kCentralHeaderSize, nameLen));

@@ -69,6 +69,12 @@ class ZipReader {
 // sparse copy fetched over the network, inspect/sparse_mirror.h):
 // Where the central directory lies, from the end records (the file's last
 // 22 + 65535 + 76 bytes at most).
+// The most the central directory may declare (NOTE [Zip directory limits] in
+// zip_reader.cpp); beyond them open() refuses the file, naming the field.
+inline constexpr std::uint64_t kZipMaxEntries = 1u << 20;
+inline constexpr std::uint64_t kZipMaxDirectoryBytes = 128u << 20;
+inline constexpr std::uint64_t kZipMaxNameBytes = 4096;
+
 struct ZipDirectoryExtent {
   std::uint64_t offset = 0;
   std::uint64_t size = 0;

@@ -5,9 +5,9 @@
 #include "app/cluster/ssh_launch.h"
 #include "app/control/remote_control.h"
 #include "backend/protocol/wire/run_dir.h"
-#include "studio/remote/await_ack.h"
 #include "studio/remote/cli_context.h"
 #include "studio/remote/commands.h"
+#include "studio/remote/control_ack.h"
 #include "studio/remote/remote_cli.h"
 
 namespace fs::studio::remote {

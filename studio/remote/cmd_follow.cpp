@@ -15,6 +15,7 @@
 #include "backend/protocol/wire/run_manifest.h"
 #include "studio/remote/cli_context.h"
 #include "studio/remote/commands.h"
+#include "studio/remote/follow_lines.h"
 #include "studio/remote/remote_cli.h"
 
 namespace fs::studio::remote {
@@ -30,26 +31,6 @@ const char* const kHelp =
     "ok, 1 when it failed or could not be followed.\n";
 
 using Clock = std::chrono::steady_clock;
-
-struct Progress {
-  std::int64_t step = 0, total = 0;
-  std::string losses, state = "starting";
-  std::string line() const {
-    std::ostringstream o;
-    o << "step " << step;
-    if (total > 0) o << "/" << total;
-    o << "  " << losses << "  " << state;
-    return o.str();
-  }
-};
-
-void describeStep(const protocol::StepEvent& s, Progress* p) {
-  p->step = s.step;
-  std::ostringstream o;
-  o << std::setprecision(4);
-  for (const auto& [name, value] : s.loss) o << (o.tellp() > 0 ? " " : "") << name << " " << value;
-  p->losses = "loss " + o.str();
-}
 
 }  // namespace
 
@@ -81,11 +62,10 @@ int cmdFollow(const Args& args, std::ostream& out, std::ostream& err) {
   const bool tty = !jsonl && ::isatty(STDOUT_FILENO);
   const std::string eventsPath = where->runDir + "/" + std::string(protocol::kEventsFileName);
   app::HostFileSource source(*host.value(), eventsPath);
-  std::uint64_t offset = 0, lineNo = 0;
-  std::optional<std::uint64_t> lastSeq;
-  std::string pending;
+  std::uint64_t offset = 0;
+  FollowLines lines({.source = host.value()->name() + ":" + eventsPath, .jsonl = jsonl, .tty = tty}, out,
+                    err);
   std::vector<char> buf(1u << 20);
-  Progress progress;
   std::optional<Clock::time_point> lostSince;
   std::string lastError;
   int exitCode = -1;
@@ -116,7 +96,7 @@ int cmdFollow(const Args& args, std::ostream& out, std::ostream& err) {
       if (manifest) {
         auto m = protocol::decodeManifest(manifest.value());
         if (m && (m->state == protocol::RunState::kFailed || m->state == protocol::RunState::kFinished) &&
-            pending.empty()) {
+            !lines.hasPartialLine()) {
           exitCode = m->state == protocol::RunState::kFinished ? kExitOk : kExitFailure;
           break;
         }
@@ -125,35 +105,8 @@ int cmdFollow(const Args& args, std::ostream& out, std::ostream& err) {
       continue;
     }
     offset += n.value();
-    pending.append(buf.data(), n.value());
-    std::size_t begin = 0;
-    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', begin)) {
-      const std::string_view line(pending.data() + begin, nl - begin);
-      begin = nl + 1;
-      auto decoded = protocol::decodeEventLine(line, ++lineNo, 0, eventsPath);
-      if (jsonl) out << line << "\n";
-      if (!decoded || decoded->kind != protocol::DecodedLine::Kind::kEvent) continue;
-      const protocol::Event& e = decoded->event;
-      if (lastSeq && e.seq != *lastSeq + 1) {
-        err << "events: seq " << *lastSeq << " then " << e.seq << " ("
-            << (e.seq > *lastSeq ? "gap" : "duplicate or reordered") << ")\n";
-      }
-      lastSeq = e.seq;
-      if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) describeStep(*s, &progress);
-      if (const auto* s = std::get_if<protocol::RunStartedEvent>(&e.body)) progress.total = s->total_steps;
-      if (const auto* s = std::get_if<protocol::StateEvent>(&e.body)) {
-        progress.state = std::string(protocol::toString(s->state));
-      }
-      if (const auto* f = std::get_if<protocol::RunFinishedEvent>(&e.body)) {
-        progress.state = "finished";
-        exitCode = f->status == protocol::FinishStatus::kFailed ? kExitFailure : kExitOk;
-      }
-      if (!jsonl && (tty || std::holds_alternative<protocol::StepEvent>(e.body) || exitCode >= 0)) {
-        out << (tty ? "\r\033[K" : "") << progress.line() << (tty ? "" : "\n");
-      }
-    }
-    pending.erase(0, begin);
-    out.flush();
+    lines.feed(std::string_view(buf.data(), n.value()));
+    if (lines.exitCode()) exitCode = *lines.exitCode();
   }
   if (tty) out << "\n";
   return exitCode;

@@ -19,9 +19,6 @@ const char* headerKey(HeaderField f) {
 
 using Json = nlohmann::json;
 
-// After a huge line, give its buffer back rather than holding it for the run's life.
-constexpr std::size_t kKeepCapacity = 1u << 20;
-
 bool isBlank(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
 }
@@ -173,49 +170,30 @@ std::optional<DecodedLine> decodeEventLine(std::string_view line, std::uint64_t 
 // ---- stream ---------------------------------------------------------------------------------
 
 EventDecoder::EventDecoder(EventDecoderOptions options)
-    : options_(std::move(options)), resume_offset_(options_.start_offset), next_line_(options_.start_line) {}
+    : options_(std::move(options)), lines_(options_.max_line_bytes, options_.start_offset) {}
 
 std::vector<DecodedLine> EventDecoder::feed(std::string_view bytes) {
   std::vector<DecodedLine> out;
-  while (!bytes.empty()) {
-    std::size_t nl = bytes.find('\n');
-    std::string_view chunk = bytes.substr(0, nl);  // the whole rest when no newline
-    partial_bytes_ += chunk.size();
-    if (!skipping_ && partial_bytes_ > options_.max_line_bytes) {
+  lines_.feed(bytes, [&](const LineSplitter::Line& line) {
+    const std::uint64_t number = options_.start_line + line.number;
+    if (line.truncated) {
       DecodedLine err;
       err.kind = DecodedLine::Kind::kError;
-      err.line = next_line_;
-      err.offset = resume_offset_;
-      err.error =
-          Status::corruption(options_.source_name + " line " + std::to_string(next_line_) + " (byte offset " +
-                             std::to_string(resume_offset_) + "): line longer than " +
-                             std::to_string(options_.max_line_bytes) + " bytes; skipped");
+      err.too_long = true;
+      err.line = number;
+      err.offset = line.offset;
+      err.error = Status::corruption(options_.source_name + " line " + std::to_string(number) +
+                                     " (byte offset " + std::to_string(line.offset) + "): line longer than " +
+                                     std::to_string(options_.max_line_bytes) + " bytes; skipped");
       out.push_back(std::move(err));
-      buffer_.clear();
-      buffer_.shrink_to_fit();
-      skipping_ = true;  // drop the rest of this line, up to its newline
-    } else if (!skipping_) {
-      buffer_.append(chunk);
+      return;
     }
-    if (nl == std::string_view::npos) break;
-
-    // A complete line occupies [resume_offset_, line_end).
-    std::uint64_t line_end = resume_offset_ + partial_bytes_ + 1;
-    if (!skipping_) {
-      auto decoded = decodeEventLine(buffer_, next_line_, resume_offset_, options_.source_name);
-      if (decoded) {
-        decoded->end_offset = line_end;
-        out.push_back(std::move(*decoded));
-      }
+    auto decoded = decodeEventLine(line.text, number, line.offset, options_.source_name);
+    if (decoded) {
+      decoded->end_offset = line.offset + line.text.size() + 1;
+      out.push_back(std::move(*decoded));
     }
-    buffer_.clear();
-    if (buffer_.capacity() > kKeepCapacity) buffer_.shrink_to_fit();
-    skipping_ = false;
-    partial_bytes_ = 0;
-    resume_offset_ = line_end;
-    ++next_line_;
-    bytes.remove_prefix(nl + 1);
-  }
+  });
   return out;
 }
 

@@ -28,6 +28,7 @@
 
 #include "backend/protocol/status.h"
 #include "backend/protocol/wire/events.h"
+#include "backend/protocol/wire/line_splitter.h"
 
 namespace fs::protocol {
 
@@ -78,6 +79,7 @@ struct DecodedLine {
   std::optional<std::uint64_t> seq;  // raw `seq` when it could be read (any kind)
   SchemaVersion version;             // raw `v` when it could be read
   Status error;                      // kError: "<source> line N: ..." (names offset too)
+  bool too_long = false;             // kError for a line longer than max_line_bytes (skipped)
   std::uint64_t line = 0;            // 1-based line number in the source
   std::uint64_t offset = 0;          // byte offset of the line's first byte
   std::uint64_t end_offset = 0;      // byte offset just past its '\n'
@@ -106,20 +108,16 @@ class EventDecoder {
   std::vector<DecodedLine> feed(std::string_view bytes);
 
   // Offset just after the last complete line: resume reading there after a reconnect.
-  std::uint64_t resumeOffset() const { return resume_offset_; }
+  std::uint64_t resumeOffset() const { return lines_.lineStart(); }
   // Line number the next complete line will get.
-  std::uint64_t nextLine() const { return next_line_; }
+  std::uint64_t nextLine() const { return options_.start_line + lines_.linesEnded(); }
   // Bytes of a partial line held back (0 while skipping an over-long line).
-  std::size_t bufferedBytes() const { return buffer_.size(); }
-  bool hasPartialLine() const { return partial_bytes_ > 0; }
+  std::size_t bufferedBytes() const { return lines_.bufferedBytes(); }
+  bool hasPartialLine() const { return lines_.position() > lines_.lineStart(); }
 
  private:
   EventDecoderOptions options_;
-  std::string buffer_;               // bytes after resume_offset_, no '\n' among them
-  bool skipping_ = false;            // inside an over-long line already reported
-  std::uint64_t partial_bytes_ = 0;  // bytes of the current incomplete line seen so far
-  std::uint64_t resume_offset_;
-  std::uint64_t next_line_;
+  LineSplitter lines_;  // NOTE [Bounded lines]: over-long lines come out truncated, reported here
 };
 
 // ---- sequence checks ---------------------------------------------------------------------

@@ -166,5 +166,27 @@ TEST_F(RemoteCheckpointTest, MissingAndDamagedFilesNameTheHostAndPath) {
   EXPECT_TRUE(fsys::is_empty(cache_)) << "nothing left in the cache";
 }
 
+// Issue 42 (Low): a remote index naming itself, or two naming each other, is refused by
+// entry over SSH as well (NOTE [Indexes do not nest]); before, the mirror recursed.
+TEST_F(RemoteCheckpointTest, SelfNamingAndCyclicIndexesAreRefusedByEntry) {
+  fsys::create_directories(path("loops"));
+  std::ofstream(path("loops/self.index.json")) << R"({"weight_map": {"w": "self.index.json"}})";
+  std::ofstream(path("loops/a.index.json")) << R"({"weight_map": {"x": "b.index.json"}})";
+  std::ofstream(path("loops/b.index.json")) << R"({"weight_map": {"y": "a.index.json"}})";
+  auto self = openRemoteCheckpoint(host_, path("loops/self.index.json"), cache_);
+  ASSERT_FALSE(self.isOk());
+  EXPECT_NE(self.status().message().find("h0:" + path("loops/self.index.json") +
+                                         ": weight_map['w'] names 'self.index.json', the index itself"),
+            std::string::npos)
+      << self.status().message();
+  auto cycle = openRemoteCheckpoint(host_, path("loops/a.index.json"), cache_);
+  ASSERT_FALSE(cycle.isOk());
+  EXPECT_NE(cycle.status().message().find("h0:" + path("loops/a.index.json") +
+                                          ": weight_map['x'] names 'b.index.json', another index"),
+            std::string::npos)
+      << cycle.status().message();
+  EXPECT_TRUE(fsys::is_empty(cache_)) << "nothing left in the cache";
+}
+
 }  // namespace
 }  // namespace fs::app

@@ -69,9 +69,30 @@ class LocalLauncherTest : public QObject {
     // "é" split across chunks decodes once whole.
     QCOMPARE(lines.feed("\xc3"), QStringList());
     QCOMPARE(lines.feed("\xa9\n"), QStringList{QStringLiteral("\u00e9")});
-    QCOMPARE(lines.feed("0123456789abcdefXY"), (QStringList{"01234567", "89abcdef"}));
-    QCOMPARE(lines.flush(), QStringList{"XY"});
+    QCOMPARE(lines.feed("tail"), QStringList());
+    QCOMPARE(lines.flush(), QStringList{"tail"});
     QCOMPARE(lines.flush(), QStringList());
+    // Longer than 8 bytes: cut there once and marked; the rest dropped up to its newline.
+    const QString cut = QStringLiteral("01234567 [truncated: line longer than 8 bytes]");
+    QCOMPARE(lines.feed("0123456789abcdefXY"), QStringList{cut});
+    QCOMPARE(lines.feed("more of it"), QStringList());
+    QCOMPARE(lines.feed("\nnext\n"), QStringList{"next"});
+  }
+
+  // Issue 42 (Low): a process that writes megabytes without a newline holds at most
+  // the limit, and the line after it is read intact.
+  void outputLinesBoundAMultiMegabyteLine() {
+    OutputLines lines;  // 64 KiB
+    QStringList got;
+    const QByteArray mib(1 << 20, 'x');
+    for (int i = 0; i < 8; ++i) {
+      got << lines.feed(mib);
+      QVERIFY(lines.bufferedBytes() <= 64 * 1024);
+    }
+    QCOMPARE(got.size(), 1);
+    QCOMPARE(got[0], QString(64 * 1024, QLatin1Char('x')) + " [truncated: line longer than 65536 bytes]");
+    QCOMPARE(lines.feed("\nafter\n"), QStringList{"after"});
+    QCOMPARE(lines.bufferedBytes(), 0);
   }
 
   void sanitizedRunNames() {

@@ -291,6 +291,34 @@ class ByteSourceTest : public QObject {
     QCOMPARE(lines.back().text, QStringLiteral("f"));
     QCOMPARE(logs.offsets().at(0), std::uint64_t{2});
   }
+  // Issue 42 (Low): a rank that writes megabytes without a newline holds at most
+  // kMaxLineBytes; the line comes out once, cut and marked, the next one intact.
+  void rankLogMultiMegabyteLineIsBoundedAndMarked() {
+    const auto run = file_.parent_path();
+    const auto log = run / "logs" / "rank-1.log";
+    std::filesystem::create_directories(log.parent_path());
+    QVERIFY(appendText(log, "before\n" + std::string(8u << 20, 'x')));
+    RankLogTail logs(std::make_shared<LocalRunDir>(run), {});
+    QList<RankLogLine> lines;
+    std::vector<FollowIssue> issues;
+    for (int i = 0; i < 4; ++i) {  // 4 MiB a poll
+      logs.poll(&lines, &issues);
+      QVERIFY(logs.bufferedBytes(1) <= RankLogTail::kMaxLineBytes);
+    }
+    QVERIFY(issues.empty());
+    QCOMPARE(lines.size(), 2);
+    QCOMPARE(lines[0].text, QStringLiteral("before"));
+    QCOMPARE(lines[1].text, QString(RankLogTail::kMaxLineBytes, QLatin1Char('x')) +
+                                QStringLiteral(" [truncated: line longer than 65536 bytes]"));
+    QCOMPARE(logs.offsets().at(1), std::uint64_t{7});  // the long line has not ended
+    QVERIFY(appendText(log, "\nafter\r\n"));
+    logs.poll(&lines, &issues);
+    QCOMPARE(lines.size(), 3);
+    QCOMPARE(lines[2].rank, 1);
+    QCOMPARE(lines[2].text, QStringLiteral("after"));
+    QCOMPARE(logs.offsets().at(1), std::uint64_t{7 + (8u << 20) + 1 + 7});
+    QCOMPARE(logs.bufferedBytes(1), std::size_t{0});
+  }
 };
 
 }  // namespace fs::app

@@ -250,6 +250,48 @@ TEST_F(SparseMirrorTest, HostileAndDamagedRemoteFilesAreRefusedByName) {
   EXPECT_NE(missing.status().message().find("here:" + path("nothing.pt")), std::string::npos);
 }
 
+// Issue 42 (Low): a remote index that names itself, or two that name each other,
+// used to be followed without end (NOTE [Indexes do not nest]); now refused by entry.
+TEST(SparseMirrorIndexes, AnIndexNamingItselfOrAnotherIndexIsRefusedByEntry) {
+  const std::string dir =
+      (stdfs::temp_directory_path() / ("fs_mirror_cycle_" + std::to_string(::getpid()))).string();
+  stdfs::remove_all(dir);
+  stdfs::create_directories(dir + "/cache");
+  auto source = std::make_shared<CountingFileSource>();
+
+  std::ofstream(dir + "/self.index.json") << R"({"weight_map": {"w": "self.index.json"}})";
+  auto self = SparseMirror::create(source, dir + "/self.index.json", dir + "/cache");
+  ASSERT_FALSE(self.isOk());
+  EXPECT_EQ(self.status().code(), Status::Code::kCorruption);
+  EXPECT_EQ(self.status().message(), "here:" + dir +
+                                         "/self.index.json: weight_map['w'] names 'self.index.json', "
+                                         "the index itself (a cycle: here:" +
+                                         dir + "/self.index.json -> here:" + dir + "/self.index.json)");
+
+  std::ofstream(dir + "/a.index.json") << R"({"weight_map": {"x": "b.index.json"}})";
+  std::ofstream(dir + "/b.index.json") << R"({"weight_map": {"y": "a.index.json"}})";
+  auto cycle = SparseMirror::create(source, dir + "/a.index.json", dir + "/cache");
+  ASSERT_FALSE(cycle.isOk());
+  EXPECT_EQ(cycle.status().message(), "here:" + dir +
+                                          "/a.index.json: weight_map['x'] names 'b.index.json', "
+                                          "another index; indexes do not nest (the files an index names are "
+                                          "weight files: .safetensors, torch.save)");
+
+  // A model folder whose index names itself, as the inspector opens a remote folder.
+  stdfs::create_directories(dir + "/model");
+  std::ofstream(dir + "/model/model.safetensors.index.json")
+      << R"({"weight_map": {"a": "model.safetensors.index.json"}})";
+  auto folder = SparseMirror::create(source, dir + "/model", dir + "/cache");
+  ASSERT_FALSE(folder.isOk());
+  EXPECT_NE(folder.status().message().find("model.safetensors.index.json: weight_map['a'] names "
+                                           "'model.safetensors.index.json', the index itself"),
+            std::string::npos)
+      << folder.status().message();
+  // Each index was read once: no recursion.
+  EXPECT_LE(source->reads, 12);
+  stdfs::remove_all(dir);
+}
+
 TEST_F(SparseMirrorTest, TheMirrorRemovesItsFiles) {
   auto source = std::make_shared<CountingFileSource>();
   std::string local;

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "tests/backend/tensorfile/tensorfile_test_util.h"
 
 namespace fs::tensorfile {
@@ -71,6 +74,46 @@ TEST_F(ShardedSafetensors, IndexErrorsNameTheShardAndTensor) {
   EXPECT_EQ(set.status().code(), Status::Code::kNotFound);
   writeIndex(R"({"weights": {}})");
   EXPECT_EQ(WeightSet::openDirectory(dir_).status().code(), Status::Code::kCorruption);
+}
+
+// Issue 42 (Low): an index whose weight_map names the index itself, or another index
+// that names it back, is refused naming the file and the entry (NOTE [Indexes do not nest]).
+TEST_F(ShardedSafetensors, AnIndexNamingItselfOrAnotherIndexIsRefusedByEntry) {
+  writeIndex(R"({"weight_map": {"head.w": "model-00002-of-00002.safetensors",
+                 "loop": "model.safetensors.index.json"}})");
+  auto set = WeightSet::openDirectory(dir_);
+  ASSERT_FALSE(set.isOk());
+  EXPECT_EQ(set.status().code(), Status::Code::kCorruption);
+  EXPECT_EQ(set.status().message(), dir_ +
+                                        "/model.safetensors.index.json: weight_map['loop'] names "
+                                        "'model.safetensors.index.json', the index itself (a cycle); a "
+                                        "shard is a weight file");
+
+  // A two-file cycle: a names b, b names a.
+  std::ofstream(dir_ + "/b.index.json") << R"({"weight_map": {"back": "model.safetensors.index.json"}})";
+  writeIndex(R"({"weight_map": {"next": "b.index.json"}})");
+  set = WeightSet::openDirectory(dir_);
+  ASSERT_FALSE(set.isOk());
+  EXPECT_EQ(set.status().message(), dir_ +
+                                        "/model.safetensors.index.json: weight_map['next'] names "
+                                        "'b.index.json', another index; indexes do not nest (the files an "
+                                        "index names are weight files: .safetensors, torch.save)");
+  set = WeightSet::openIndex(dir_ + "/b.index.json");
+  ASSERT_FALSE(set.isOk());
+  EXPECT_NE(
+      set.status().message().find("b.index.json: weight_map['back'] names 'model.safetensors.index.json', "
+                                  "another index"),
+      std::string::npos)
+      << set.status().message();
+
+  // A symlink to the index under a shard's name is the index itself too.
+  std::filesystem::create_symlink("model.safetensors.index.json", dir_ + "/alias.safetensors");
+  writeIndex(R"({"weight_map": {"alias": "alias.safetensors"}})");
+  set = WeightSet::openDirectory(dir_);
+  ASSERT_FALSE(set.isOk());
+  EXPECT_NE(set.status().message().find("weight_map['alias'] names 'alias.safetensors', the index itself"),
+            std::string::npos)
+      << set.status().message();
 }
 
 TEST(WeightSet, PytorchModelBinIndexFromPython) {

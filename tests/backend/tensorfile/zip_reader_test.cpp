@@ -128,6 +128,74 @@ TEST(ZipReader, CorruptDirectoryFieldsAreNamed) {
   EXPECT_NE(zip.status().message().find("entry name 'a' appears twice"), std::string::npos);
 }
 
+// Writes `value` little-endian over bytes [at, at + size) of `bytes`.
+void patchLE(std::string& bytes, std::size_t at, std::uint64_t value, int size) {
+  for (int i = 0; i < size; ++i) bytes[at + i] = static_cast<char>((value >> (8 * i)) & 0xFF);
+}
+
+// Issue 42 (Low): the end records' entry count and directory size, and each name's
+// length, are refused past explicit limits before anything is reserved or read, with
+// the file and the field named (NOTE [Zip directory limits]).
+TEST(ZipReader, DeclaredEntryCountBeyondTheLimitIsRefused) {
+  std::string bytes = sampleArchive().build(/*zip64End=*/true);
+  const std::size_t zip64End = bytes.rfind(std::string("PK\x06\x06", 4));
+  ASSERT_NE(zip64End, std::string::npos);
+  patchLE(bytes, zip64End + 32, kZipMaxEntries + 1, 8);  // total entries
+  auto zip = ZipReader::open(bytesOf(bytes), "many.zip");
+  ASSERT_FALSE(zip.isOk());
+  EXPECT_EQ(zip.status().code(), Status::Code::kCorruption);
+  EXPECT_EQ(zip.status().message(), "many.zip: not a valid zip archive: the end record declares " +
+                                        std::to_string(kZipMaxEntries + 1) +
+                                        " central directory entries, more than the " +
+                                        std::to_string(kZipMaxEntries) + " this reader accepts");
+  EXPECT_FALSE(readZipDirectory(bytesOf(bytes), "many.zip").isOk());
+}
+
+TEST(ZipReader, DeclaredDirectorySizeBeyondTheLimitIsRefused) {
+  // ZIP64: a directory of 1 TiB declared by a file of a few hundred bytes.
+  std::string bytes = sampleArchive().build(/*zip64End=*/true);
+  const std::size_t zip64End = bytes.rfind(std::string("PK\x06\x06", 4));
+  ASSERT_NE(zip64End, std::string::npos);
+  patchLE(bytes, zip64End + 40, std::uint64_t{1} << 40, 8);  // directory size
+  auto zip = ZipReader::open(bytesOf(bytes), "big.zip");
+  ASSERT_FALSE(zip.isOk());
+  EXPECT_NE(zip.status().message().find("big.zip: not a valid zip archive: the end record declares a central "
+                                        "directory of 1099511627776 bytes, more than the " +
+                                        std::to_string(kZipMaxDirectoryBytes)),
+            std::string::npos)
+      << zip.status().message();
+  auto extent = findZipDirectory(bytesOf(bytes), "big.zip");  // what a sparse mirror asks first
+  ASSERT_FALSE(extent.isOk());
+  EXPECT_NE(extent.status().message().find("central directory of 1099511627776 bytes"), std::string::npos);
+
+  // The 32-bit end record: 4 GiB - 1.
+  bytes = sampleArchive().build();
+  patchLE(bytes, bytes.size() - 22 + 12, 0xFFFFFFFFu, 4);
+  zip = ZipReader::open(bytesOf(bytes), "big.zip");
+  ASSERT_FALSE(zip.isOk());
+  EXPECT_NE(zip.status().message().find("central directory of 4294967295 bytes, more than"),
+            std::string::npos)
+      << zip.status().message();
+}
+
+TEST(ZipReader, NameLongerThanTheLimitIsRefused) {
+  ZipBuilder z;
+  z.add("archive/data.pkl", "p");
+  z.add(std::string(kZipMaxNameBytes + 1, 'n'), "x");
+  const std::string bytes = z.build();
+  auto zip = ZipReader::open(bytesOf(bytes), "names.zip");
+  ASSERT_FALSE(zip.isOk());
+  EXPECT_EQ(zip.status().message(),
+            "names.zip: not a valid zip archive: central directory entry 1: name length " +
+                std::to_string(kZipMaxNameBytes + 1) + " is more than the " +
+                std::to_string(kZipMaxNameBytes) + " bytes this reader accepts");
+  // At the limit: read.
+  ZipBuilder ok;
+  ok.add(std::string(kZipMaxNameBytes, 'n'), "x");
+  const std::string fine = ok.build();
+  EXPECT_TRUE(ZipReader::open(bytesOf(fine), "names.zip").isOk());
+}
+
 TEST(ZipReader, CrcMismatchIsCorruption) {
   std::string bytes = sampleArchive().build();
   auto pos = bytes.find("pickle bytes");

@@ -1,7 +1,7 @@
 // awaitControlAck (`remote stop|kill|...`) on a real events.jsonl through LocalHost:
 // it takes the ack of its seq AND verb, and passes over an ack for the same seq with
 // another verb (an older client's command that collided with ours).
-#include "studio/remote/await_ack.h"
+#include "studio/remote/control_ack.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -33,7 +33,7 @@ protocol::ControlAckEvent ack(std::uint64_t seq, const char* verb, bool ok, std:
 class AwaitAckTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    file_ = stdfs::temp_directory_path() / ("fs_await_ack_test_" + std::to_string(::getpid()) + "_" +
+    file_ = stdfs::temp_directory_path() / ("fs_control_ack_test_" + std::to_string(::getpid()) + "_" +
                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     protocol::EventEncoder encoder(0, [] { return std::int64_t{1717000000000}; });
     std::ofstream(file_) << encoder.encode(protocol::StateEvent{protocol::RunState::kRunning, ""})
