@@ -203,7 +203,7 @@ protocol::StatusOr<std::string> loginShellCommand(const std::vector<std::string>
   }
   auto inner = shellCommand(argv);
   if (!inner.isOk()) return inner.status();
-  return "exec /bin/sh -c " + quoteForLoginShell(shell, *inner);
+  return "exec /bin/sh -c " + quoteForLoginShell(shell, "exec " + *inner);
 }
 
 }  // namespace fs::app::remote

@@ -25,10 +25,12 @@ namespace fs::app::remote {
 //     Arguments made only of [A-Za-z0-9_@%+=:,./-] stay bare for readable
 //     logs (none is special to sh), except a first word holding '=' (it would
 //     be an assignment) and a word starting with '=' (zsh's =cmd expansion).
-//   outer: `exec /bin/sh -c INNER`, INNER quoted in the login shell's own
+//   outer: `exec /bin/sh -c 'exec INNER'`, quoted in the login shell's own
 //     dialect, so that what the login shell parses is three fixed words and
 //     one quoted string, whatever the shell is, and the inner line is always
-//     read by /bin/sh:
+//     read by /bin/sh, which replaces itself by the program (dash does not
+//     exec a -c line's last command by itself), so that a signal the client
+//     sends (timeout, cancel) reaches the program, as when bash ran it:
 //       POSIX family (sh, bash, dash, zsh, ksh, ...): '...' with ' as '\''.
 //       fish: '...' with \ as \\ and ' as \' (fish reads both escapes
 //         inside single quotes; any other backslash stays).
@@ -90,7 +92,7 @@ std::string quoteForLoginShell(LoginShell shell, std::string_view text);
 protocol::StatusOr<std::string> shellCommand(const std::vector<std::string>& argv);
 
 // The string for an SSH exec request to a host whose login shell is `shell`:
-// `exec /bin/sh -c <shellCommand(argv) quoted for shell>`. shellCommand's
+// `exec /bin/sh -c <"exec " + shellCommand(argv), quoted for shell>`. shellCommand's
 // errors, and InvalidArgument for kUnknown.
 protocol::StatusOr<std::string> loginShellCommand(const std::vector<std::string>& argv, LoginShell shell);
 

@@ -13,10 +13,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "tests/app/remote/hostile_arguments.h"
 #include "tests/fixtures/fixture_unavailable.h"
 
 namespace fs::app::remote {
@@ -46,105 +46,6 @@ std::string runShell(const std::string& shell, const std::string& line, const fs
   return text;
 }
 
-std::vector<std::string> hostileArguments(const std::string& canary) {
-  const std::string touch = "touch " + canary;
-  const std::vector<std::string> payloads = {"$(" + touch + ")",
-                                             "`" + touch + "`",
-                                             ";" + touch,
-                                             "&&" + touch,
-                                             "|" + touch,
-                                             "\n" + touch,
-                                             "'; " + touch + "; '",
-                                             "\"; " + touch + "; \"",
-                                             "'$(" + touch + ")'",
-                                             "\\'; " + touch + " #",
-                                             "$(" + touch + ")'\"`" + touch + "`",
-                                             "${IFS}" + touch,
-                                             "> " + canary,
-                                             ">>" + canary,
-                                             "<(" + touch + ")",
-                                             "'\n" + touch + "\n'"};
-  const std::vector<std::string> plain = {"",
-                                          " ",
-                                          "  two  spaces ",
-                                          "'",
-                                          "''",
-                                          "\"",
-                                          "\\",
-                                          "\\\\",
-                                          "it's",
-                                          "a'b'c",
-                                          "-n",
-                                          "-e",
-                                          "--",
-                                          "-",
-                                          "--help",
-                                          "-rf /",
-                                          "*",
-                                          "?",
-                                          "[a-z]*",
-                                          "~",
-                                          "~root",
-                                          "~/x",
-                                          "$HOME",
-                                          "${HOME}",
-                                          "$",
-                                          "$$",
-                                          "$?",
-                                          "!",
-                                          "!!",
-                                          "#comment",
-                                          "a#b",
-                                          "\t",
-                                          "\r\n",
-                                          "\n",
-                                          "tab\tand\nnewline",
-                                          "{a,b}",
-                                          "a=b",
-                                          "%s%n%d",
-                                          "\\0",
-                                          "\\n",
-                                          "é",
-                                          "日本語",
-                                          "\xff",
-                                          "\xfe\xff",
-                                          "\xc3\x28",
-                                          "\x80\x81",
-                                          "\x01\x02\x1b[31m",
-                                          "space at end ",
-                                          " space at start",
-                                          "semi;colon",
-                                          "pipe|x",
-                                          "amp&x",
-                                          "(paren)",
-                                          "<in",
-                                          ">out",
-                                          "a\\'b",
-                                          "'\\''",
-                                          "plain",
-                                          "/usr/bin/env",
-                                          "x=1",
-                                          "%@+=:,./-_",
-                                          "ünïcödé",
-                                          "\x7f"};
-  std::vector<std::string> args = plain;
-  for (const std::string& p : payloads) {
-    args.push_back(p);
-    args.push_back("x" + p + "y");
-    args.push_back("'" + p + "'");
-    args.push_back("\"" + p + "\"");
-    args.push_back(p + "\\");
-  }
-  // Deterministic random bytes (no NUL), lengths 1..40.
-  std::mt19937 rng(24);
-  for (int i = 0; i < 80; ++i) {
-    std::string s(1 + rng() % 40, 'x');
-    for (char& c : s) c = static_cast<char>(1 + rng() % 255);
-    args.push_back(s);
-  }
-  return args;
-}
-
 class ShellQuoteTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -160,7 +61,7 @@ class ShellQuoteTest : public ::testing::Test {
   void roundTrip(
       const std::string& shell,
       const std::function<protocol::StatusOr<std::string>(const std::vector<std::string>&)>& line) {
-    const std::vector<std::string> args = hostileArguments(canary_);
+    const std::vector<std::string> args = fs::testing::hostileArguments(canary_);
     ASSERT_GE(args.size(), 200u);
     for (std::size_t i = 0; i < args.size(); ++i) {
       auto one = line({"printf", "%s\\0", args[i]});
@@ -240,7 +141,7 @@ TEST_F(ShellQuoteTest, QuotesEachLoginShellDialect) {
   EXPECT_EQ(quoteForLoginShell(LoginShell::kCsh, text), "'it'\\''s a\\b\\!\\\n'");
   auto line = loginShellCommand({"printf", "%s", "=x"}, LoginShell::kPosix);
   ASSERT_TRUE(line.isOk());
-  EXPECT_EQ(*line, "exec /bin/sh -c 'printf %s '\\''=x'\\'''");
+  EXPECT_EQ(*line, "exec /bin/sh -c 'exec printf %s '\\''=x'\\'''");
   EXPECT_FALSE(loginShellCommand({"true"}, LoginShell::kUnknown).isOk());
   EXPECT_FALSE(loginShellCommand({"echo", std::string("a\0b", 3)}, LoginShell::kFish).isOk());
 }
