@@ -58,7 +58,7 @@ StatusOr<bool> makeNewDir(remote::Host& host, const std::string& path) {
 // The absolute form of `path` on the host, creating it (mkdir -p) when missing.
 StatusOr<std::string> absoluteDir(remote::Host& host, const std::string& path) {
   if (Status s = host.makeDirs(path); !s) return s;
-  auto r = host.run({"sh", "-c", "cd -- \"$1\" && pwd -P", "sh", path});
+  auto r = host.run({"sh", "-c", "unset CDPATH; cd -- \"$1\" && pwd -P", "sh", path});
   if (!r) return r.status();
   std::string out = r->out;
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
