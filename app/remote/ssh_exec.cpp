@@ -85,6 +85,7 @@ StatusOr<LoginShell> SshConnection::loginShell() {
   login_shell_generation_ = generation_;
   return login_shell_;
 }
+
 Status SshConnection::sessionError(const std::string& what, const std::string& doing) const {
   const std::string detail = watchdog_->fired() ? "no answer in time" : ssh_get_error(endpoint_->session);
   return Status::ioError(what + ": " + doing + ": " + detail);
