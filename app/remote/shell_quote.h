@@ -30,7 +30,8 @@ namespace fs::app::remote {
 //     one quoted string, whatever the shell is, and the inner line is always
 //     read by /bin/sh, which replaces itself by the program (dash does not
 //     exec a -c line's last command by itself), so that a signal the client
-//     sends (timeout, cancel) reaches the program, as when bash ran it:
+//     sends (timeout, cancel) reaches the program, as when bash ran it; so
+//     argv[0] must be a program on PATH, not a builtin of the shell alone:
 //       POSIX family (sh, bash, dash, zsh, ksh, ...): '...' with ' as '\''.
 //       fish: '...' with \ as \\ and ' as \' (fish reads both escapes
 //         inside single quotes; any other backslash stays).
