@@ -34,6 +34,8 @@ PACKAGES=(
   # a private SLURM cluster on this machine (tests/fixtures/slurm_cluster.*): slurmctld, slurmd, munged
   slurm-wlm munge
   xxhash openssh-server openssh-client iproute2 xvfb xauth binutils
+  # login shells the SSH tests run remote commands under (NOTE [Remote command lines])
+  zsh fish tcsh
   # packaging (packaging/, tests/packaging, scripts/package-test.sh): man pages from --help, PNG icons
   # from the SVG, the desktop-entry and AppStream validators, man and col to render pages, a fresh Debian
   # root; file: CPack finds the ELF files for dpkg-shlibdeps

@@ -11,7 +11,7 @@ using protocol::StatusOr;
 
 // $1 work dir, $2 log file, $3 N, then N "NAME=VALUE", then argv.
 // Prints "fs-agent PID BOOT_ID START_TICKS HOSTNAME".
-constexpr const char* kStartScript = R"sh(set -f
+constexpr const char* kStartScript = R"sh(set -f; unset CDPATH
 cd -- "$1" 2>/dev/null || { echo "fs-agent-error no such directory"; exit 97; }
 log=$2
 n=$3

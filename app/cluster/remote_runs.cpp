@@ -28,7 +28,7 @@ RemoteRunScan scanRemoteRunRoot(remote::Host& host, const QString& root, const s
     return scan;
   }
   std::string rootPath = onHost.value();
-  if (auto r = host.run({"sh", "-c", "cd -- \"$1\" 2>/dev/null && pwd -P", "sh", rootPath});
+  if (auto r = host.run({"sh", "-c", "unset CDPATH; cd -- \"$1\" 2>/dev/null && pwd -P", "sh", rootPath});
       r && r->exit_code == 0) {
     std::string out = r->out;
     while (!out.empty() && out.back() == '\n') out.pop_back();

@@ -62,7 +62,7 @@ StatusOr<std::string> absoluteDir(remote::Host& host, const std::string& root) {
   if (!onHost) return onHost.status();
   const std::string& path = onHost.value();
   if (Status s = host.makeDirs(path); !s) return s;
-  auto r = host.run({"sh", "-c", "cd -- \"$1\" && pwd -P", "sh", path});
+  auto r = host.run({"sh", "-c", "unset CDPATH; cd -- \"$1\" && pwd -P", "sh", path});
   if (!r) return r.status();
   std::string out = r->out;
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();

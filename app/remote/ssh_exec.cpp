@@ -42,11 +42,48 @@ struct ChannelCloser {
 }  // namespace
 
 StatusOr<SshConnection::ExecStart> SshConnection::beginExec(const std::vector<std::string>& argv) {
-  auto line = shellCommand(argv);
-  if (!line.isOk()) return Status::invalidArgument(label() + ": " + line.status().message());
+  auto inner = shellCommand(argv);  // a bad argv is refused before connecting
+  if (!inner.isOk()) return Status::invalidArgument(label() + ": " + inner.status().message());
   Status connected = connect();
   if (!connected.isOk()) return connected;
+  auto shell = loginShell();
+  if (!shell.isOk()) return shell.status();
+  auto line = loginShellCommand(argv, *shell);
+  if (!line.isOk()) return Status::invalidArgument(label() + ": " + line.status().message());
   return ExecStart{std::move(line.value()), label() + ": '" + argv[0] + "'"};
+}
+
+StatusOr<LoginShell> SshConnection::loginShell() {
+  if (login_shell_generation_ == generation_) return login_shell_;
+  ExecOptions options;
+  options.timeout_ms = connectTimeout(spec_) * 1000;
+  auto result = runLine(ExecStart{kLoginShellProbe, label() + ": the login shell probe"}, options);
+  if (!result.isOk()) return result.status();
+  auto probe = parseLoginShellProbe(result->out);
+  if (!probe.isOk() || result->exit_code != 0) {
+    const std::string err = result->err.substr(0, 300);
+    return Status::ioError(label() + ": the login shell probe (" + kLoginShellProbe +
+                           ") failed with exit code " + std::to_string(result->exit_code) +
+                           (err.empty() ? "" : ": '" + err + "'") +
+                           (probe.isOk() ? "" : "; " + probe.status().message()));
+  }
+  if (probe->shell == LoginShell::kUnknown) {
+    const LoginShell named = loginShellOfPath(probe->path);
+    std::string why;
+    if (named == LoginShell::kUnknown) {
+      why = "it is not a shell whose quoting we know (POSIX sh family, fish, csh, tcsh)";
+    } else {
+      why = std::string("SHELL names a ") + loginShellName(named) +
+            " shell but the command line was parsed as " +
+            (probe->parsed == LoginShell::kUnknown ? std::string("neither POSIX sh, fish nor csh")
+                                                   : std::string(loginShellName(probe->parsed)));
+    }
+    return Status::unsupported(label() + ": login shell '" + probe->path + "': " + why +
+                               "; no command is sent to it (NOTE [Remote command lines])");
+  }
+  login_shell_ = probe->shell;
+  login_shell_generation_ = generation_;
+  return login_shell_;
 }
 
 Status SshConnection::sessionError(const std::string& what, const std::string& doing) const {
@@ -57,7 +94,11 @@ Status SshConnection::sessionError(const std::string& what, const std::string& d
 StatusOr<CommandResult> SshConnection::run(const std::vector<std::string>& argv, const ExecOptions& options) {
   auto start = beginExec(argv);
   if (!start.isOk()) return start.status();
-  const std::string& what = start->what;
+  return runLine(*start, options);
+}
+
+StatusOr<CommandResult> SshConnection::runLine(const ExecStart& start, const ExecOptions& options) {
+  const std::string& what = start.what;
   ssh_session s = endpoint_->session;
   // A failure of the session: noted here, judged (checkAlive) once the
   // channel is freed.
@@ -79,7 +120,7 @@ StatusOr<CommandResult> SshConnection::run(const std::vector<std::string>& argv,
     ssh_callbacks_init(&callbacks);
     ssh_set_channel_callbacks(channel.channel, &callbacks);
     if (ssh_channel_open_session(channel.channel) != SSH_OK) return lost("cannot open a session channel");
-    if (ssh_channel_request_exec(channel.channel, start->line.c_str()) != SSH_OK)
+    if (ssh_channel_request_exec(channel.channel, start.line.c_str()) != SSH_OK)
       return lost("exec request refused");
     for (std::size_t done = 0; done < options.stdin_data.size();) {
       const int n = ssh_channel_write(

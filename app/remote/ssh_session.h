@@ -25,6 +25,7 @@
 
 #include "app/remote/prompter.h"
 #include "app/remote/remote_host.h"
+#include "app/remote/shell_quote.h"
 #include "app/remote/ssh_config.h"
 #include "backend/protocol/status.h"
 
@@ -130,6 +131,12 @@ class SshConnection {
     std::string what;
   };
   protocol::StatusOr<ExecStart> beginExec(const std::vector<std::string>& argv);
+  // Runs an already built line (run()'s body; the login shell probe).
+  protocol::StatusOr<CommandResult> runLine(const ExecStart& start, const ExecOptions& options);
+  // The login shell's dialect, probed once per session (NOTE [Remote command
+  // lines]); kUnsupported naming the shell when it is not one we can quote for.
+  // REQUIRES: connected.
+  protocol::StatusOr<LoginShell> loginShell();
   // "<what>: <doing>: <libssh's error, or 'no answer in time' when the watchdog fired>".
   protocol::Status sessionError(const std::string& what, const std::string& doing) const;
   // After a failed call: is the session still usable? If not, closes it.
@@ -144,6 +151,8 @@ class SshConnection {
   std::unique_ptr<Watchdog> watchdog_;
   void* sftp_ = nullptr;          // sftp_session
   std::uint64_t generation_ = 0;  // counts sessions; a stream's channel lives in one
+  LoginShell login_shell_ = LoginShell::kUnknown;
+  std::uint64_t login_shell_generation_ = 0;  // the session login_shell_ was probed on (0: none)
   std::chrono::steady_clock::time_point last_ignore_{};
   std::atomic<bool> connected_{false};
   std::set<std::string> warned_;  // the config warnings the Prompter was given (NOTE [Host keys])

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "backend/protocol/config/derived.h"
+#include "backend/protocol/config/host_address.h"
 #include "backend/protocol/config/launch_env.h"
 #include "backend/protocol/config/lm_resolver.h"
 #include "backend/protocol/config/model_catalog.h"
@@ -353,6 +354,11 @@ class Checker {
             num(static_cast<int64_t>(l.hosts.size())) + " host(s) listed for " + num(l.nnodes) +
                 " node(s); ssh launches need one host per node, node 0 first",
             "list exactly " + num(l.nnodes) + " hosts or change launch.nnodes");
+    }
+    // NOTE [Host addresses] (host_address.h).
+    if (const std::string why = hostAddressProblem(l.master_addr); !l.master_addr.empty() && !why.empty()) {
+      error("launch.master_addr", "'" + l.master_addr + "' is not an IP address or host name: " + why,
+            "node 0's IP address (e.g. 10.0.0.2) or host name (letters, digits, '-' and '.')");
     }
     if (l.nnodes > 1 &&
         (l.master_addr.empty() || l.master_addr == "127.0.0.1" || l.master_addr == "localhost") &&

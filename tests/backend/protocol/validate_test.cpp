@@ -5,6 +5,7 @@
 #include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/derived.h"
+#include "backend/protocol/config/host_address.h"
 #include "test_util.h"
 
 namespace fs::protocol {
@@ -384,6 +385,38 @@ TEST(Validate, SshAndSlurmLaunchRules) {
   EXPECT_NE(slurmHosts.message.find("SLURM chooses the nodes"), std::string::npos) << slurmHosts.message;
   EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"launch.kind=external"}))));
   EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"launch.kind=local"}))));
+}
+
+// NOTE [Host addresses]: launch.master_addr is an IP address or an RFC 1123
+// host name; anything else (shell syntax, blanks, the unspecified address)
+// is refused naming the field and the value.
+TEST(Validate, MasterAddrIsAnAddressOrHostName) {
+  for (const char* good :
+       {"10.0.0.2", "127.0.0.1", "localhost", "node-0.cluster.example", "node0.", "fe80::1",
+        "2001:db8::8a2e:370:7334", "::ffff:10.0.0.2", "1:2:3:4:5:6:7:8", "0node"}) {
+    EXPECT_EQ(hostAddressProblem(good), "") << good;
+    EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {std::string("launch.master_addr=") + good}))))
+        << good;
+  }
+  for (const char* bad : {"0.0.0.0", "::",        "0:0:0:0:0:0:0:0", "$(touch x)",   "a;b",     "a b",
+                          "node_0",  "-node",     "node-",           "a..b",         ".a",      "256.1.1.1",
+                          "10.0.0",  "010.0.0.1", "[::1]",           "fe80::1%eth0", "1::2::3", "=ls",
+                          "a'b",     "ä.example"}) {
+    EXPECT_NE(hostAddressProblem(bad), "") << bad;
+  }
+  RunConfig c = tiny();
+  c.launch.master_addr = "node0;touch /tmp/x";
+  const Problem p = problemAt(validateConfig(c), "launch.master_addr");
+  EXPECT_TRUE(p.isError());
+  EXPECT_NE(p.message.find("'node0;touch /tmp/x' is not an IP address or host name"), std::string::npos)
+      << p.message;
+  EXPECT_NE(p.message.find("';'"), std::string::npos) << p.message;
+  c.launch.master_addr = "0.0.0.0";
+  EXPECT_NE(problemAt(validateConfig(c), "launch.master_addr").message.find("unspecified address"),
+            std::string::npos);
+  c.launch.master_addr = std::string(64, 'a');
+  EXPECT_NE(problemAt(validateConfig(c), "launch.master_addr").message.find("longer than 63"),
+            std::string::npos);
 }
 
 // NOTE [Launch environment]: each refusal names launch.env.<NAME> and says what is wrong.
