@@ -283,6 +283,9 @@ CmdlineExport exportOpenFlamingoCmdline(const RunConfig& config) {
       case Conv::kFsdpMode:
         if (c.parallel.mode == "fsdp") groups.push_back({std::string(f.name)});
         break;
+      case Conv::kOrigParams:  // train.py reads it under --fsdp only; with it, train.py trains as we do
+        if (c.parallel.mode == "fsdp" && c.parallel.use_orig_params) groups.push_back({std::string(f.name)});
+        break;
       case Conv::kSharding:
         if (c.parallel.sharding_strategy == "hybrid_shard") emit(f.name, "hybrid");
         break;

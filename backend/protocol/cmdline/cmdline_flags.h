@@ -17,15 +17,16 @@ namespace fs::protocol::cmdline_detail {
 enum class Slot { kNone, kLaion, kMmc4 };
 // How a flag's text becomes the field's value (and back, on export).
 enum class Conv {
-  kPlain,      // the field's own type
-  kPrecision,  // amp_bfloat16 = amp_bf16; amp_fp16 is not train.py's
-  kScheduler,  // unknown names fall back to constant, as in train.py
-  kSharding,   // full | hybrid  <->  full_shard | hybrid_shard
-  kBackend,    // nccl | gloo; our "auto" is the absent flag
-  kFsdpMode,   // --fsdp  <->  parallel.mode = fsdp
-  kShards,     // "s3..." becomes "pipe:aws s3 cp '<part>' -" per "::" part (train.py: unquoted)
-  kTokenizer,  // an empty value means --lm_path's tokenizer, as in train.py
-  kWorkers     // one value for every dataset
+  kPlain,       // the field's own type
+  kPrecision,   // amp_bfloat16 = amp_bf16; amp_fp16 is not train.py's
+  kScheduler,   // unknown names fall back to constant, as in train.py
+  kSharding,    // full | hybrid  <->  full_shard | hybrid_shard
+  kBackend,     // nccl | gloo; our "auto" is the absent flag
+  kFsdpMode,    // --fsdp  <->  parallel.mode = fsdp
+  kOrigParams,  // written with --fsdp; absent under --fsdp: a warning (NOTE [Original parameters])
+  kShards,      // "s3..." becomes "pipe:aws s3 cp '<part>' -" per "::" part (train.py: unquoted)
+  kTokenizer,   // an empty value means --lm_path's tokenizer, as in train.py
+  kWorkers      // one value for every dataset
 };
 
 struct TrainFlag {
@@ -92,7 +93,7 @@ inline const std::vector<TrainFlag>& trainFlags() {
       valueFlag("--dist-url", "parallel.dist_url"),
       valueFlag("--dist-backend", "parallel.dist_backend", Conv::kBackend),
       switchFlag("--fsdp", "parallel.mode", Conv::kFsdpMode),
-      switchFlag("--fsdp_use_orig_params", "parallel.use_orig_params"),
+      switchFlag("--fsdp_use_orig_params", "parallel.use_orig_params", Conv::kOrigParams),
       valueFlag("--fsdp_sharding_strategy", "parallel.sharding_strategy", Conv::kSharding),
       // Pre-2.0 versions: FSDP CPU offload, and MMC4 called "c4".
       importOnly(switchFlag("--fsdp_cpu_offload", "parallel.cpu_offload")),

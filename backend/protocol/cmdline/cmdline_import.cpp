@@ -510,6 +510,17 @@ void Importer::finish() {
       set(a.path, a.flag, a.value);
     }
   }
+  // NOTE [Original parameters] (validate.cpp): the engine always steps the original parameters, which
+  // train.py does under --fsdp only with --fsdp_use_orig_params; without it the config still says true.
+  if (c.parallel.mode == "fsdp" && !seen_.count(":parallel.use_orig_params")) {
+    out_.problems.push_back(warning(
+        "parallel.use_orig_params",
+        "--fsdp without --fsdp_use_orig_params: train.py then puts every trainable parameter in one "
+        "weight-decayed optimizer group and trains every embedding row; Flamingo Studio always steps the "
+        "original parameters, so parallel.use_orig_params is true and this config trains as train.py "
+        "does with --fsdp_use_orig_params",
+        "add --fsdp_use_orig_params to the train.py line to compare like with like"));
+  }
   if (c.model.lm.tokenizer_path.empty())
     c.model.lm.tokenizer_path = c.model.lm.path;  // train.py: empty = lm_path
   applyKnownShapes(&c.model);

@@ -244,8 +244,9 @@ struct Schema {
             "FSDP strategy (--fsdp_sharding_strategy full|hybrid)")
         .choices({"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"});
     b.field(
-        &ParallelConfig::use_orig_params, "use_orig_params", false,
-        "Reference FSDP option: per-parameter weight decay and embedding row mask (--fsdp_use_orig_params)");
+        &ParallelConfig::use_orig_params, "use_orig_params", true,
+        "Optimizer over the original parameters: per-parameter weight decay and the embedding row mask, as "
+        "train.py with --fsdp_use_orig_params; the engine always does this, false is refused");
     b.field(&ParallelConfig::wrap_policy, "wrap_policy", "openflamingo",
             "How modules are grouped into FSDP units")
         .choices({"openflamingo", "transformer_layer", "size_based", "custom"});

@@ -146,8 +146,8 @@ struct ParallelConfig {
   std::string dist_url;           // --dist-url
   std::string dist_backend;       // auto | nccl | gloo  (--dist-backend)
   std::string sharding_strategy;  // full_shard | shard_grad_op | hybrid_shard | no_shard
-  bool use_orig_params{};
-  std::string wrap_policy;  // openflamingo | transformer_layer | size_based | custom
+  bool use_orig_params{};         // true only (NOTE [Original parameters] in validate.cpp)
+  std::string wrap_policy;        // openflamingo | transformer_layer | size_based | custom
   int64_t wrap_min_params{};
   std::vector<std::string> wrap_patterns;
   bool forward_prefetch{};
@@ -195,7 +195,7 @@ struct SlurmConfig {
 };
 
 struct LaunchConfig {
-  std::string kind;  // local | external | ssh | slurm (ssh, slurm: planned, refused)
+  std::string kind;  // local | external | ssh | slurm
   int64_t nnodes{};
   int64_t nproc_per_node{};
   int64_t threads_per_rank{};

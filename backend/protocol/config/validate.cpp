@@ -257,6 +257,20 @@ class Checker {
       warning("parallel.sharding_strategy",
               "'" + p.sharding_strategy + "' has no effect with parallel.mode=ddp", "set parallel.mode=fsdp");
     }
+    // NOTE [Original parameters]: train.py's --fsdp without --fsdp_use_orig_params optimizes FSDP1's flat
+    // parameters: one group with weight decay on every trainable parameter (embeddings included) and no
+    // embedding row mask. Our engine, single-process, DDP and FSDP alike, always steps the original
+    // parameters in OpenFlamingo's groups (an FSDP flat parameter holds one decay group only,
+    // backend/trainer/parallelize.h) and masks the embedding's rows, as train.py does with the flag, and
+    // its checkpoints keep that per-parameter optimizer state. So true is the only value that says what
+    // the run does; false is refused rather than ignored.
+    if (!p.use_orig_params) {
+      error("parallel.use_orig_params",
+            "false asks for the reference's FSDP over flat parameters (one optimizer group decaying every "
+            "trainable parameter, no embedding row mask), which this engine does not implement: it always "
+            "steps the original parameters with per-parameter weight decay and the embedding row mask",
+            "set parallel.use_orig_params=true (the default), or remove the line");
+    }
     if (fsdp && p.wrap_policy == "custom" && p.wrap_patterns.empty()) {
       error("parallel.wrap_patterns", "empty, but parallel.wrap_policy is 'custom'",
             "list module-path patterns such as lang_encoder.model.decoder.layers.*");

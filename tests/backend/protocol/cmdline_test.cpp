@@ -235,6 +235,13 @@ TEST(ImportCmdline, FsdpHybridSlurmScript) {
   const RunConfig& c = im.config;
   EXPECT_EQ(c.launch.kind, "slurm");
   EXPECT_EQ(c.parallel.mode, "fsdp");
+  // --fsdp without --fsdp_use_orig_params: we still step the original parameters, and say so.
+  EXPECT_TRUE(c.parallel.use_orig_params);
+  ASSERT_EQ(at(im.problems, "parallel.use_orig_params").size(), 1u) << formatProblems(im.problems);
+  EXPECT_FALSE(at(im.problems, "parallel.use_orig_params")[0].isError());
+  EXPECT_NE(
+      at(im.problems, "parallel.use_orig_params")[0].message.find("--fsdp without --fsdp_use_orig_params"),
+      std::string::npos);
   EXPECT_EQ(c.parallel.sharding_strategy, "hybrid_shard");
   EXPECT_EQ(c.name, "fsdp");
   EXPECT_EQ(c.optim.warmup_steps, 0);
@@ -508,6 +515,30 @@ TEST(ExportCmdline, MultiNodeWritesTheRendezvous) {
   EXPECT_TRUE(errorsOf(ex.notExpressible).empty()) << formatProblems(ex.notExpressible);
 }
 
+// NOTE [Original parameters]: under FSDP the line carries --fsdp_use_orig_params, so train.py steps the
+// original parameters as we do; under DDP train.py ignores it and the line leaves it out; false is ours
+// to refuse and not expressible.
+TEST(ExportCmdline, FsdpWritesUseOrigParams) {
+  RunConfig c = defaultRunConfig();
+  c.parallel.mode = "fsdp";
+  const CmdlineExport fsdp = exportOpenFlamingoCmdline(c);
+  EXPECT_TRUE(errorsOf(fsdp.notExpressible).empty()) << formatProblems(fsdp.notExpressible);
+  EXPECT_TRUE(contains(fsdp.argv, "--fsdp"));
+  EXPECT_TRUE(contains(fsdp.argv, "--fsdp_use_orig_params"));
+  const CmdlineImport back = importOpenFlamingoArgs(fsdp.argv);
+  EXPECT_TRUE(at(back.problems, "parallel.use_orig_params").empty()) << formatProblems(back.problems);
+  EXPECT_TRUE(sameConfig(back.config, c));
+
+  const CmdlineExport ddp = exportOpenFlamingoCmdline(defaultRunConfig());
+  EXPECT_FALSE(contains(ddp.argv, "--fsdp_use_orig_params"));
+
+  c.parallel.use_orig_params = false;
+  const CmdlineExport refused = exportOpenFlamingoCmdline(c);
+  ASSERT_EQ(at(refused.notExpressible, "parallel.use_orig_params").size(), 1u)
+      << formatProblems(refused.notExpressible);
+  EXPECT_TRUE(at(refused.notExpressible, "parallel.use_orig_params")[0].isError());
+}
+
 // Each kind of difference a train.py line cannot carry, reported exactly once at its path.
 TEST(ExportCmdline, EveryKindOfNonExpressibleDifferenceIsReportedWithItsPath) {
   struct Case {
@@ -712,7 +743,7 @@ RunConfig randomExpressibleConfig(std::mt19937& rng) {
   }
 
   c.parallel.mode = coin() ? "ddp" : "fsdp";
-  c.parallel.use_orig_params = coin();
+  c.parallel.use_orig_params = true;  // false is refused (NOTE [Original parameters]) and not expressible
   c.parallel.sharding_strategy = coin() ? "full_shard" : "hybrid_shard";
   c.parallel.dist_url = coin() ? "env://" : "tcp://" + randomText(rng, false);
   c.parallel.dist_backend = pickOne(rng, std::vector<std::string>{"auto", "nccl", "gloo"});
@@ -758,6 +789,7 @@ TEST(CmdlineRoundTrip, ErrorsAreExactlyTheFieldsThatDoNotComeBack) {
       [](RunConfig& c) { c.parallel.sharding_strategy = "shard_grad_op"; },
       [](RunConfig& c) { c.model.lm.tokenizer_path = ""; },
       [](RunConfig& c) { c.launch.kind = "slurm"; },
+      [](RunConfig& c) { c.parallel.use_orig_params = false; },
   };
   for (int trial = 0; trial < 200; ++trial) {
     RunConfig c = randomExpressibleConfig(rng);

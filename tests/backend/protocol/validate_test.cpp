@@ -225,6 +225,26 @@ TEST(Validate, CpuOffloadNeedsFsdpAndSaysItGainsNothingOnTheCpu) {
     EXPECT_NE(q.path, "parallel.cpu_offload") << q.message;
 }
 
+// NOTE [Original parameters]: the engine always steps the original parameters (per-parameter weight
+// decay, the embedding row mask); false, which would mean the reference's flat-parameter optimizer, is
+// refused by name under either mode, from --set and from a config file alike.
+TEST(Validate, UseOrigParamsFalseIsRefusedByName) {
+  EXPECT_TRUE(defaultRunConfig().parallel.use_orig_params);
+  for (const char* mode : {"parallel.mode=ddp", "parallel.mode=fsdp"}) {
+    for (const auto& q : validateConfig(with(tiny(), {mode, "parallel.use_orig_params=true"})))
+      EXPECT_NE(q.path, "parallel.use_orig_params") << mode << ": " << q.message;
+    Problem p = problemAt(validateConfig(with(tiny(), {mode, "parallel.use_orig_params=false"})),
+                          "parallel.use_orig_params");
+    EXPECT_TRUE(p.isError()) << mode;
+    EXPECT_NE(p.message.find("false"), std::string::npos) << p.message;
+    EXPECT_NE(p.message.find("does not implement"), std::string::npos) << p.message;
+    EXPECT_NE(p.fix.find("parallel.use_orig_params=true"), std::string::npos) << p.fix;
+  }
+  ConfigLoad load = loadConfigYaml("parallel:\n  mode: fsdp\n  use_orig_params: false\n", "run.yaml");
+  ASSERT_TRUE(load.ok()) << formatProblems(load.problems);
+  EXPECT_TRUE(problemAt(validateConfig(load.config), "parallel.use_orig_params").isError());
+}
+
 TEST(Validate, NcclNeedsACudaDevice) {
   Problem p = problemAt(validateConfig(with(tiny(), {"parallel.device=cpu", "parallel.dist_backend=nccl"})),
                         "parallel.dist_backend");
