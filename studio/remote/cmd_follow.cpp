@@ -16,6 +16,7 @@
 #include "studio/remote/cli_context.h"
 #include "studio/remote/commands.h"
 #include "studio/remote/remote_cli.h"
+#include "studio/remote/terminal_text.h"
 
 namespace fs::studio::remote {
 
@@ -149,7 +150,8 @@ int cmdFollow(const Args& args, std::ostream& out, std::ostream& err) {
         exitCode = f->status == protocol::FinishStatus::kFailed ? kExitFailure : kExitOk;
       }
       if (!jsonl && (tty || std::holds_alternative<protocol::StepEvent>(e.body) || exitCode >= 0)) {
-        out << (tty ? "\r\033[K" : "") << progress.line() << (tty ? "" : "\n");
+        if (tty) writeTerminalControl(out, "\r\033[K");
+        out << progress.line() << (tty ? "" : "\n");
       }
     }
     pending.erase(0, begin);
