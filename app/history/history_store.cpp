@@ -51,7 +51,7 @@
 // can set (a remote launch.json or run.json is theirs to edit), and which a
 // copied run directory keeps. A row is the same run when it has the same
 // directory (location, run_dir: a resumed run, a re-import) or the same start
-// time and config hash (the directory copied elsewhere: its row moves there).
+// time and config text (the directory copied elsewhere: its row moves there).
 // Any other run under a taken key never replaces the row: it is keyed
 // "<run_id>~<8 hex of SHA-256 of location and run_dir>" (then "-2", "-3" ...
 // should that be taken too), so both runs stay listed.
@@ -215,7 +215,6 @@ Status insertCheckpoint(QSqlDatabase& db, const QString& where, const QString& r
 protocol::StatusOr<QString> rowKey(QSqlDatabase& db, const QString& where, const QString& runId,
                                    const QString& location, const QString& runDir, qint64 startedMs,
                                    const QString& configYaml) {
-  const QString hash = configHash(configYaml);
   const QString suffix =
       QLatin1Char('~') +
       QString::fromLatin1(QCryptographicHash::hash((location + QLatin1Char('\n') + runDir).toUtf8(),
@@ -227,12 +226,13 @@ protocol::StatusOr<QString> rowKey(QSqlDatabase& db, const QString& where, const
                         : n == 1 ? runId + suffix
                                  : runId + suffix + QStringLiteral("-%1").arg(n);
     QSqlQuery q(db);
-    q.prepare(QStringLiteral("SELECT location, run_dir, started_ms, config_hash FROM runs WHERE run_id = ?"));
+    q.prepare(QStringLiteral("SELECT location, run_dir, started_ms, config_yaml FROM runs WHERE run_id = ?"));
     q.addBindValue(key);
     if (!q.exec()) return sqlError(where, QStringLiteral("looking up run %1").arg(key), q.lastError());
     if (!q.next()) return key;
     const bool sameDir = q.value(0).toString() == location && q.value(1).toString() == runDir;
-    const bool copy = startedMs > 0 && q.value(2).toLongLong() == startedMs && q.value(3).toString() == hash;
+    const bool copy =
+        startedMs > 0 && q.value(2).toLongLong() == startedMs && q.value(3).toString() == configYaml;
     if (sameDir || copy) return key;
   }
   return Status::invalidArgument(

@@ -108,7 +108,9 @@ TEST(TerminalText, RemoteFollowOnATerminalShowsNoControlOfTheRun) {
     EXPECT_FALSE(hasControl(out.str())) << out.str();
     EXPECT_FALSE(hasControl(err.str())) << err.str();
     EXPECT_NE(out.str().find("\\x1b]0;title\\x07"), std::string::npos) << out.str();
-    if (jsonl) EXPECT_NE(out.str().find("garbage " + kHostileEscaped), std::string::npos) << out.str();
+    if (jsonl) {
+      EXPECT_NE(out.str().find("garbage " + kHostileEscaped), std::string::npos) << out.str();
+    }
     // Into a pipe or a file the bytes go as they are.
     std::ostringstream rawOut, rawErr;
     ASSERT_EQ(runRemoteCli(args, rawOut, rawErr, {false, false}), kExitOk) << rawErr.str();
