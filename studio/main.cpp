@@ -1,4 +1,6 @@
 // flamingo-studio: parses the options, finds the resources, wires the window.
+#include <unistd.h>
+
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -67,7 +69,8 @@ int main(int argc, char** argv) {
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("flamingo-studio"));
     return fs::studio::remote::runRemoteCli(std::vector<std::string>(argv + 2, argv + argc), std::cout,
-                                            std::cerr);
+                                            std::cerr,
+                                            {::isatty(STDOUT_FILENO) != 0, ::isatty(STDERR_FILENO) != 0});
   }
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("flamingo-studio"));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "app/cluster/run_config_upload.h"
 #include "backend/protocol/config/config_yaml.h"
 
 namespace fs::app::cluster {
@@ -165,7 +166,7 @@ StatusOr<std::string> SlurmJobs::submit(const std::string& run_dir, const std::s
     }
   } else if (existing.status().code() != Status::Code::kNotFound) {
     return existing.status();
-  } else if (Status s = host_.writeFileAtomic(configPath, yaml); !s) {
+  } else if (Status s = writeRunConfig(host_, run_dir, yaml); !s) {
     return s;
   }
   const std::string scriptPath = run_dir + "/slurm.sbatch";

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "app/cluster/remote_agent.h"
+#include "app/cluster/run_config_upload.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/launch_env.h"
 #include "backend/protocol/config/run_location.h"
@@ -211,7 +212,7 @@ StatusOr<SshLaunchResult> launchOverSsh(const SshLaunchPlan& plan, const HostOpe
       if (Status s = h.makeDirs(runDir + sub); !s) return s;
     }
     say(h.name() + ": uploading config.yaml");
-    if (Status s = h.writeFileAtomic(join(runDir, protocol::kConfigFileName), configText); !s) return s;
+    if (Status s = writeRunConfig(h, runDir, configText); !s) return s;
     if (i == 0) {
       if (Status s = h.writeFileAtomic(join(runDir, protocol::kManifestFileName),
                                        protocol::encodeManifest(manifest));

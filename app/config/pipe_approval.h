@@ -4,13 +4,14 @@
 //
 // A source needs approval unless the user typed it into this document's form
 // (ConfigDocument::typedPipeSources) or approved exactly that text before.
-// Approvals are kept per exact source text in QSettings (group
-// "pipe_approvals", key "sources"): no secrets, just the command texts. A
-// launch that passes the check gets LaunchRequest::allowPipe.
+// Approvals are kept per exact source text in QSettings as hashes, never as
+// the text (NOTE [Approval hashes] in pipe_approval.cpp): group
+// "pipe_approvals", key "sha256". A launch that passes the check gets
+// LaunchRequest::allowPipe.
 //
 // launch.slurm.extra_args items follow the same rule (NOTE [SLURM extra args]
 // in app/cluster/slurm_script.h): ConfigDocument::typedSlurmArgs, approvals
-// under "slurm_arg_approvals/args" (PipeApprovals::kSlurmArgsKey).
+// under "slurm_arg_approvals/sha256" (PipeApprovals::kSlurmArgsKey).
 //
 // Thread-safety: GUI thread only (QSettings is used from one thread).
 #pragma once
@@ -28,20 +29,27 @@ namespace fs::app {
 class PipeApprovals {
  public:
   // Reads and writes through `settings`, which must outlive this object.
+  // Plain-text approvals of older builds found there are hashed and deleted.
   explicit PipeApprovals(QSettings& settings) : PipeApprovals(settings, kPipeKey) {}
   // The same store under another key (kSlurmArgsKey: launch.slurm.extra_args items).
-  PipeApprovals(QSettings& settings, QString key) : settings_(settings), key_(std::move(key)) {}
+  PipeApprovals(QSettings& settings, QString key);
 
-  static inline const QString kPipeKey = QStringLiteral("pipe_approvals/sources");
-  static inline const QString kSlurmArgsKey = QStringLiteral("slurm_arg_approvals/args");
+  // "<group>/sha256": the hashes; the group's old key of plain texts is migrated.
+  static inline const QString kPipeKey = QStringLiteral("pipe_approvals/sha256");
+  static inline const QString kSlurmArgsKey = QStringLiteral("slurm_arg_approvals/sha256");
+
+  // What is stored for `text`: "sha256v1:" and the hex SHA-256 of its bytes.
+  static QString hashOf(const std::string& text);
 
   bool isApproved(const std::string& source) const;
-  // Adds the texts to the remembered set and writes it (QSettings::sync).
+  // Adds the texts' hashes to the remembered set and writes it (QSettings::sync).
   void remember(const std::vector<std::string>& sources);
-  // Every remembered text, sorted.
-  std::vector<std::string> approved() const;
+  // How many texts are remembered.
+  std::size_t size() const;
 
  private:
+  void migratePlainText();
+
   QSettings& settings_;
   QString key_;
 };

@@ -32,7 +32,8 @@ struct CheckpointEntry {
 // running, paused, stopping), or the end of the run: finished (run_finished
 // ok), stopped (run_finished stopped) or failed.
 struct RunRecord {
-  QString runId;     // the key: run.json run_id
+  QString runId;     // the key: run.json run_id, "<run_id>~<hex>" for another run under a taken id
+                     // (NOTE [History run id collisions] in history_store.cpp)
   QString name;      // the run directory's name
   QString runDir;    // absolute on the machine it lives on
   QString location;  // the SSH destination runDir is reached through; empty: this machine

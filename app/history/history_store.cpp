@@ -1,7 +1,12 @@
 #include "app/history/history_store.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <QCryptographicHash>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QHash>
 #include <QJsonDocument>
@@ -10,7 +15,9 @@
 #include <QSqlQuery>
 #include <QVariant>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 
 #include "app/common/user_dirs.h"
 #include "app/history/history_schema.h"
@@ -30,6 +37,27 @@
 // but never corrupts the file. Several processes may share the file
 // (busy_timeout waits for the write lock). Opening migrates older schema
 // versions in place (history_schema.h).
+//
+// NOTE [History file mode]
+// Rows hold each run's config.yaml, whose pipe: commands may carry a
+// credential, so the database is the owner's only: open() creates the file
+// with mode 0600 before SQLite opens it (SQLite gives its -wal and -shm files
+// the database's mode) and takes group and other access away from a file, -wal
+// or -shm an older build created 0644.
+//
+// NOTE [History run id collisions]
+// The key is run.json's run_id, which the engine makes from the run name, the
+// second and 16 random bits, but which anyone who can write a run directory
+// can set (a remote launch.json or run.json is theirs to edit), and which a
+// copied run directory keeps. A row is the same run when it has the same
+// directory (location, run_dir: a resumed run, a re-import) or the same start
+// time and config text (the directory copied elsewhere: its row moves there).
+// Any other run under a taken key never replaces the row: it is keyed
+// "<run_id>~<8 hex of SHA-256 of location and run_dir>" (then "-2", "-3" ...
+// should that be taken too), so both runs stay listed.
+// Live updates after recordStarted go to the row recordStarted chose
+// (liveKeys_); two live runs of one store under one run id at once share the
+// later one's row for those.
 
 namespace fs::app {
 namespace {
@@ -183,6 +211,60 @@ Status insertCheckpoint(QSqlDatabase& db, const QString& where, const QString& r
   return Status::ok();
 }
 
+// The key for run `runId` of (location, runDir): see NOTE [History run id collisions].
+protocol::StatusOr<QString> rowKey(QSqlDatabase& db, const QString& where, const QString& runId,
+                                   const QString& location, const QString& runDir, qint64 startedMs,
+                                   const QString& configYaml) {
+  const QString suffix =
+      QLatin1Char('~') +
+      QString::fromLatin1(QCryptographicHash::hash((location + QLatin1Char('\n') + runDir).toUtf8(),
+                                                   QCryptographicHash::Sha256)
+                              .toHex()
+                              .left(8));
+  for (int n = 0; n < 100; ++n) {
+    const QString key = n == 0   ? runId
+                        : n == 1 ? runId + suffix
+                                 : runId + suffix + QStringLiteral("-%1").arg(n);
+    QSqlQuery q(db);
+    q.prepare(QStringLiteral("SELECT location, run_dir, started_ms, config_yaml FROM runs WHERE run_id = ?"));
+    q.addBindValue(key);
+    if (!q.exec()) return sqlError(where, QStringLiteral("looking up run %1").arg(key), q.lastError());
+    if (!q.next()) return key;
+    const bool sameDir = q.value(0).toString() == location && q.value(1).toString() == runDir;
+    const bool copy =
+        startedMs > 0 && q.value(2).toLongLong() == startedMs && q.value(3).toString() == configYaml;
+    if (sameDir || copy) return key;
+  }
+  return Status::invalidArgument(
+      QStringLiteral("%1: run id %2 is taken by 100 other run directories; not recording %3")
+          .arg(where, runId, location.isEmpty() ? runDir : location + QLatin1Char(':') + runDir)
+          .toStdString());
+}
+
+// See NOTE [History file mode].
+Status restrictToOwner(const QString& path) {
+  const QByteArray file = QFile::encodeName(path);
+  const int fd = ::open(file.constData(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    ::close(fd);
+  } else if (errno != EEXIST) {
+    return Status::ioError(QStringLiteral("%1: cannot create: %2")
+                               .arg(path, QString::fromLocal8Bit(std::strerror(errno)))
+                               .toStdString());
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const QByteArray name = file + suffix;
+    struct stat st {};
+    if (::stat(name.constData(), &st) != 0 || (st.st_mode & 077) == 0) continue;
+    if (::chmod(name.constData(), st.st_mode & 0700) != 0) {
+      return Status::ioError(QStringLiteral("%1: cannot take group and other access away: %2")
+                                 .arg(QFile::decodeName(name), QString::fromLocal8Bit(std::strerror(errno)))
+                                 .toStdString());
+    }
+  }
+  return Status::ok();
+}
+
 std::atomic<int> nextConnection{0};
 
 }  // namespace
@@ -211,6 +293,7 @@ Status HistoryStore::open(const QString& path) {
     return Status::ioError(
         QStringLiteral("%1: cannot create the folder %2").arg(path, info.absolutePath()).toStdString());
   }
+  if (Status s = restrictToOwner(path); !s) return s;
   QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), connection_);
   if (!db.isValid()) {
     db = QSqlDatabase();
@@ -263,15 +346,20 @@ Status HistoryStore::ensureOpen() const {
   return Status::invalidArgument("the history database is not open");
 }
 
-Status HistoryStore::upsert(const RunRecord& r) {
+Status HistoryStore::upsert(const RunRecord& record, QString* keyOut) {
   if (Status s = ensureOpen(); !s) return s;
-  if (r.runId.isEmpty())
+  if (record.runId.isEmpty())
     return Status::invalidArgument(QStringLiteral("%1: a run without a run id cannot be recorded (dir %2)")
-                                       .arg(path_, r.runDir)
+                                       .arg(path_, record.runDir)
                                        .toStdString());
   QSqlDatabase db = QSqlDatabase::database(connection_, false);
   SqlTransaction tx(db);
   if (Status s = tx.begin(path_); !s) return s;
+  auto key =
+      rowKey(db, path_, record.runId, record.location, record.runDir, record.startedMs, record.configYaml);
+  if (!key.isOk()) return key.status();
+  RunRecord r = record;
+  r.runId = key.value();
   QSqlQuery q(db);
   q.prepare(QStringLiteral(
       "INSERT INTO runs (run_id, name, run_dir, host, config_yaml, config_hash, status, engine_version, "
@@ -298,17 +386,24 @@ Status HistoryStore::upsert(const RunRecord& r) {
   for (qsizetype i = 0; i < r.checkpoints.size(); ++i) {
     if (Status s = insertCheckpoint(db, path_, r.runId, r.checkpoints[i], i); !s) return s;
   }
-  return tx.commit(path_);
+  if (Status s = tx.commit(path_); !s) return s;
+  if (keyOut) *keyOut = r.runId;
+  return Status::ok();
 }
 
-Status HistoryStore::recordStarted(const LiveRunStarted& st) {
+Status HistoryStore::recordStarted(const LiveRunStarted& started, QString* keyOut) {
   if (Status s = ensureOpen(); !s) return s;
-  if (st.runId.isEmpty())
+  if (started.runId.isEmpty())
     return Status::invalidArgument(
-        QStringLiteral("%1: run_started without a run id (dir %2)").arg(path_, st.runDir).toStdString());
+        QStringLiteral("%1: run_started without a run id (dir %2)").arg(path_, started.runDir).toStdString());
   QSqlDatabase db = QSqlDatabase::database(connection_, false);
   SqlTransaction tx(db);
   if (Status s = tx.begin(path_); !s) return s;
+  auto key = rowKey(db, path_, started.runId, started.location, started.runDir, started.startedMs,
+                    started.configYaml);
+  if (!key.isOk()) return key.status();
+  LiveRunStarted st = started;
+  st.runId = key.value();
   QSqlQuery q(db);
   // A resumed run starts again under the same id: it keeps its first start time.
   q.prepare(QStringLiteral(
@@ -327,10 +422,15 @@ Status HistoryStore::recordStarted(const LiveRunStarted& st) {
               QVariant(st.totalSteps)});
   if (!q.exec())
     return sqlError(path_, QStringLiteral("recording the start of run %1").arg(st.runId), q.lastError());
-  return tx.commit(path_);
+  if (Status s = tx.commit(path_); !s) return s;
+  liveKeys_.insert(started.runId, st.runId);
+  if (keyOut) *keyOut = st.runId;
+  return Status::ok();
 }
 
-Status HistoryStore::recordProgress(const LiveStepProgress& p) {
+Status HistoryStore::recordProgress(const LiveStepProgress& progress) {
+  LiveStepProgress p = progress;
+  p.runId = liveKeys_.value(p.runId, p.runId);
   if (Status s = ensureOpen(); !s) return s;
   QSqlDatabase db = QSqlDatabase::database(connection_, false);
   SqlTransaction tx(db);
@@ -353,7 +453,9 @@ Status HistoryStore::recordProgress(const LiveStepProgress& p) {
   return tx.commit(path_);
 }
 
-Status HistoryStore::recordCheckpoint(const LiveCheckpoint& c) {
+Status HistoryStore::recordCheckpoint(const LiveCheckpoint& checkpoint) {
+  LiveCheckpoint c = checkpoint;
+  c.runId = liveKeys_.value(c.runId, c.runId);
   if (Status s = ensureOpen(); !s) return s;
   QSqlDatabase db = QSqlDatabase::database(connection_, false);
   SqlTransaction tx(db);
@@ -377,7 +479,9 @@ Status HistoryStore::recordCheckpoint(const LiveCheckpoint& c) {
   return tx.commit(path_);
 }
 
-Status HistoryStore::recordFinished(const LiveRunFinished& f) {
+Status HistoryStore::recordFinished(const LiveRunFinished& finished) {
+  LiveRunFinished f = finished;
+  f.runId = liveKeys_.value(f.runId, f.runId);
   if (Status s = ensureOpen(); !s) return s;
   QSqlDatabase db = QSqlDatabase::database(connection_, false);
   SqlTransaction tx(db);

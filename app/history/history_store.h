@@ -8,6 +8,7 @@
 // does this on its worker thread). Ownership: owns its connection.
 #pragma once
 
+#include <QHash>
 #include <QString>
 #include <QStringList>
 
@@ -38,13 +39,18 @@ class HistoryStore {
   bool isOpen() const;
   QString path() const { return path_; }
 
-  // Inserts the record or replaces every field of the row with the same
-  // run id, checkpoints included. REQUIRES: isOpen(), !record.runId.isEmpty().
-  protocol::Status upsert(const RunRecord& record);
+  // Inserts the record or replaces every field of the row of the same run
+  // (same run id and run directory), checkpoints included; another run
+  // directory under a run id already recorded gets a row of its own (NOTE
+  // [History run id collisions]). `key`, when given, is set to the row's key
+  // (RunRecord::runId as find() and query() give it).
+  // REQUIRES: isOpen(), !record.runId.isEmpty().
+  protocol::Status upsert(const RunRecord& record, QString* key = nullptr);
 
   // Live updates. recordStarted creates the row (or restarts it: a resumed
-  // run); the others need it to exist and return NotFound otherwise.
-  protocol::Status recordStarted(const LiveRunStarted& started);
+  // run), keyed as upsert keys; the others go to the row recordStarted chose
+  // for their run id, need it to exist and return NotFound otherwise.
+  protocol::Status recordStarted(const LiveRunStarted& started, QString* key = nullptr);
   protocol::Status recordProgress(const LiveStepProgress& progress);
   protocol::Status recordCheckpoint(const LiveCheckpoint& checkpoint);
   protocol::Status recordFinished(const LiveRunFinished& finished);
@@ -63,6 +69,7 @@ class HistoryStore {
 
   QString connection_;  // unique per store
   QString path_;
+  QHash<QString, QString> liveKeys_;  // run id of recordStarted -> the row key it chose
 };
 
 }  // namespace fs::app

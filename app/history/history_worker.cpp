@@ -120,7 +120,7 @@ HistoryWorker::ImportResult HistoryWorker::importOne(RunDirSource& source, const
     return ImportResult::kCancelled;
   }
   read->record.location = location;
-  if (protocol::Status s = store_->upsert(read->record); !s) {
+  if (protocol::Status s = store_->upsert(read->record, &read->record.runId); !s) {
     emit importFailed(where, fromStd(s.message()), false);
     return ImportResult::kFailed;
   }

@@ -142,7 +142,9 @@ PreparedRun prepareRun(const LaunchRequest& request, const EngineSearch& search,
       QString::fromLatin1(protocol::kConfigFileName.data(), protocol::kConfigFileName.size()));
   protocol::DumpOptions dump;
   dump.comments = true;  // people read this file; the engine ignores comments
-  if (protocol::Status s = protocol::saveConfigFile(config, toPath(out.configFile).string(), dump); !s) {
+  if (protocol::Status s =
+          protocol::saveConfigFile(config, toPath(out.configFile).string(), dump, protocol::kConfigFileMode);
+      !s) {
     out.error = QStringLiteral("cannot write %1: %2").arg(out.configFile, fromStd(s.message()));
     std::error_code ec;
     stdfs::remove_all(toPath(out.runDir), ec);  // ours, just made, and useless without its config

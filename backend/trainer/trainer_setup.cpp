@@ -200,7 +200,8 @@ Status Trainer::prepareRunDirectory() {
           ": the run directory holds a different config; resume with that config or "
           "use a new run directory");
     }
-  } else if (Status s = protocol::saveConfigFile(config_, configPath.string()); !s) {
+  } else if (Status s = protocol::saveConfigFile(config_, configPath.string(), {}, protocol::kConfigFileMode);
+             !s) {
     return s;
   }
   protocol::RunManifest m;

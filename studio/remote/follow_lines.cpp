@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "studio/remote/remote_cli.h"
+#include "studio/remote/terminal_text.h"
 
 namespace fs::studio::remote {
 
@@ -27,8 +28,9 @@ void FollowLines::feed(std::string_view bytes) {
 void FollowLines::handle(const protocol::LineSplitter::Line& line) {
   const std::uint64_t lineNo = line.number + 1;
   if (line.truncated) {
-    err_ << (options_.tty ? "\r\033[K" : "") << options_.source << " line " << lineNo << " (byte offset "
-         << line.offset << "): line longer than " << options_.maxLineBytes << " bytes; skipped\n";
+    if (options_.tty) writeTerminalControl(err_, "\r\033[K");
+    err_ << options_.source << " line " << lineNo << " (byte offset " << line.offset << "): line longer than "
+         << options_.maxLineBytes << " bytes; skipped\n";
     return;
   }
   auto decoded = protocol::decodeEventLine(line.text, lineNo, line.offset, options_.source);
@@ -57,7 +59,8 @@ void FollowLines::handle(const protocol::LineSplitter::Line& line) {
   }
   if (!options_.jsonl &&
       (options_.tty || std::holds_alternative<protocol::StepEvent>(e.body) || exit_code_.has_value())) {
-    out_ << (options_.tty ? "\r\033[K" : "") << progress_.line() << (options_.tty ? "" : "\n");
+    if (options_.tty) writeTerminalControl(out_, "\r\033[K");
+    out_ << progress_.line() << (options_.tty ? "" : "\n");
   }
 }
 

@@ -1,6 +1,7 @@
 #include "studio/remote/remote_cli.h"
 
 #include "studio/remote/commands.h"
+#include "studio/remote/terminal_text.h"
 
 namespace fs::studio::remote {
 namespace {
@@ -22,9 +23,8 @@ const char* const kUsage =
     "refused). 'flamingo-studio remote COMMAND --help' tells more. Exit codes: 0 success, 1 failure,\n"
     "2 bad usage.\n";
 
-}  // namespace
-
-int runRemoteCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+// The command, writing to out and err as they are given.
+int runCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty()) {
     err << kUsage;
     return kExitUsage;
@@ -45,6 +45,18 @@ int runRemoteCli(const std::vector<std::string>& args, std::ostream& out, std::o
   }
   err << "flamingo-studio remote: unknown command '" << command << "'\n\n" << kUsage;
   return kExitUsage;
+}
+
+}  // namespace
+
+int runRemoteCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                 Terminals terminals) {
+  TerminalTextBuf outBuf(out.rdbuf()), errBuf(err.rdbuf());
+  std::ostream safeOut(&outBuf), safeErr(&errBuf);
+  const int code = runCommand(args, terminals.out ? safeOut : out, terminals.err ? safeErr : err);
+  safeOut.flush();
+  safeErr.flush();
+  return code;
 }
 
 }  // namespace fs::studio::remote

@@ -25,7 +25,15 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 
+// Which of the streams a terminal shows: what goes there is escaped (NOTE
+// [Remote text on a terminal] in terminal_text.cpp).
+struct Terminals {
+  bool out = false;
+  bool err = false;
+};
+
 // `args` are what follows "remote" on the command line.
-int runRemoteCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int runRemoteCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                 Terminals terminals = {});
 
 }  // namespace fs::studio::remote

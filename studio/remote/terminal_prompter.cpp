@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "studio/remote/terminal_text.h"
+
 namespace fs::studio::remote {
 namespace {
 
@@ -55,7 +57,8 @@ void restoreTtyAndRaise(int sig) {
 std::optional<std::string> askTty(const std::string& prompt, bool echo) {
   const int fd = ::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return std::nullopt;
-  (void)!::write(fd, prompt.data(), prompt.size());
+  const std::string shown = escapeTerminalText(prompt);  // it names hosts and keys
+  (void)!::write(fd, shown.data(), shown.size());
   const bool restore = !echo && ::tcgetattr(fd, &g_saved) == 0;
   if (restore) {
     g_quiet = g_saved;

@@ -6,6 +6,8 @@
 #include <ostream>
 #include <utility>
 
+#include "studio/remote/terminal_text.h"
+
 namespace fs::studio::remote {
 
 namespace {
@@ -29,13 +31,17 @@ std::string WaitLine::text(double elapsedS) const {
 
 void WaitLine::update(double elapsedS) {
   if (!enabled_) return;
-  os_ << '\r' << text(elapsedS) << "\x1b[K" << std::flush;
+  writeTerminalControl(os_, "\r");
+  os_ << text(elapsedS);
+  writeTerminalControl(os_, "\x1b[K");
+  os_ << std::flush;
   drawn_ = true;
 }
 
 void WaitLine::clear() {
   if (!drawn_) return;
-  os_ << "\r\x1b[K" << std::flush;
+  writeTerminalControl(os_, "\r\x1b[K");
+  os_ << std::flush;
   drawn_ = false;
 }
 

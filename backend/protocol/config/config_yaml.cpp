@@ -378,8 +378,11 @@ std::string dumpConfigYaml(const RunConfig& config, const DumpOptions& options) 
   return std::string(out.c_str()) + "\n";
 }
 
-Status saveConfigFile(const RunConfig& config, const std::string& path, const DumpOptions& options) {
-  return atomicWriteFile(path, dumpConfigYaml(config, options));
+Status saveConfigFile(const RunConfig& config, const std::string& path, const DumpOptions& options,
+                      unsigned mode) {
+  AtomicWriteOptions write;
+  write.mode = mode;
+  return atomicWriteFile(path, dumpConfigYaml(config, options), write);
 }
 
 }  // namespace fs::protocol

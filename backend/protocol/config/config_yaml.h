@@ -41,6 +41,9 @@ struct DumpOptions {
 std::string dumpConfigYaml(const RunConfig& config, const DumpOptions& options = {});
 
 // Writes atomically (temp file + rename) so a crash never leaves half a config.
-Status saveConfigFile(const RunConfig& config, const std::string& path, const DumpOptions& options = {});
+// `mode`: the new file's permissions (before umask), given when it is created
+// (kConfigFileMode for a run directory's config.yaml).
+Status saveConfigFile(const RunConfig& config, const std::string& path, const DumpOptions& options = {},
+                      unsigned mode = 0644);
 
 }  // namespace fs::protocol

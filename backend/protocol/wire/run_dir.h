@@ -33,6 +33,9 @@
 namespace fs::protocol {
 
 inline constexpr std::string_view kConfigFileName = "config.yaml";
+// config.yaml's permissions in a run directory, local or remote, set when the file
+// is created: owner only, as a pipe: command in it may carry a credential.
+inline constexpr unsigned kConfigFileMode = 0600;
 inline constexpr std::string_view kManifestFileName = "run.json";
 inline constexpr std::string_view kEventsFileName = "events.jsonl";
 inline constexpr std::string_view kControlDirName = "control";

@@ -72,7 +72,50 @@ class PipeApprovalTest : public QObject {
     QCOMPARE(sourcesOf(pipeSourcesToApprove(changed, {}, approvals)),
              (Texts{"pipe:curl -s http://h/a.tar "}));
     approvals.remember({"pipe:curl -s http://h/a.tar"});  // already there: nothing changes
-    QCOMPARE(approvals.approved().size(), size_t{2});
+    QCOMPARE(approvals.size(), size_t{2});
+  }
+
+  // Issue 42 (Low b): an approved command may hold a credential; the file keeps hashes.
+  void approvalsAreKeptAsHashesNeverAsText() {
+    const std::string withToken = "pipe:curl -s -H 'Authorization: Bearer tok-s3cret' https://h/a.tar";
+    {
+      QSettings settings(settingsPath(), QSettings::IniFormat);
+      PipeApprovals approvals(settings);
+      approvals.remember({withToken});
+      PipeApprovals slurm(settings, PipeApprovals::kSlurmArgsKey);
+      slurm.remember({"--comment=pw-s3cret"});
+    }
+    const QByteArray file = readSettingsFile();
+    QVERIFY2(!file.contains("s3cret") && !file.contains("curl"), file.constData());
+    QVERIFY2(file.contains(PipeApprovals::hashOf(withToken).toLatin1()), file.constData());
+    QSettings settings(settingsPath(), QSettings::IniFormat);
+    PipeApprovals approvals(settings);
+    QVERIFY(approvals.isApproved(withToken));
+    QVERIFY(!approvals.isApproved(withToken + " "));  // a changed command asks again
+    QVERIFY(PipeApprovals(settings, PipeApprovals::kSlurmArgsKey).isApproved("--comment=pw-s3cret"));
+    QVERIFY(!PipeApprovals(settings, PipeApprovals::kSlurmArgsKey).isApproved(withToken));  // apart
+  }
+
+  void plainTextApprovalsOfOlderBuildsBecomeHashes() {
+    const std::string old = "pipe:aws s3 cp s3://b/x.tar - --secret tok-s3cret";
+    {
+      QSettings settings(settingsPath(), QSettings::IniFormat);  // what an older build wrote
+      settings.setValue(QStringLiteral("pipe_approvals/sources"), QStringList{QString::fromStdString(old)});
+      settings.setValue(QStringLiteral("slurm_arg_approvals/args"),
+                        QStringList{QStringLiteral("--x=s3cret")});
+    }
+    QVERIFY(readSettingsFile().contains("s3cret"));
+    {
+      QSettings settings(settingsPath(), QSettings::IniFormat);
+      PipeApprovals approvals(settings);
+      QVERIFY(approvals.isApproved(old));
+      QCOMPARE(approvals.size(), size_t{1});
+      PipeApprovals slurm(settings, PipeApprovals::kSlurmArgsKey);
+      QVERIFY(slurm.isApproved("--x=s3cret"));
+      QVERIFY(!settings.contains(QStringLiteral("pipe_approvals/sources")));
+    }
+    const QByteArray file = readSettingsFile();
+    QVERIFY2(!file.contains("s3cret"), file.constData());
   }
 
   void typedInTheFormCountsAsApproved() {
@@ -119,6 +162,10 @@ class PipeApprovalTest : public QObject {
 
  private:
   QString settingsPath() const { return dir_->filePath(QStringLiteral("settings.ini")); }
+  QByteArray readSettingsFile() const {
+    QFile f(settingsPath());
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray("(unreadable)");
+  }
 
   std::unique_ptr<QTemporaryDir> dir_;
 };

@@ -3,6 +3,9 @@
 // hand-made version 1 and 2 databases, refusal of newer or broken files, WAL and foreign keys.
 #include "app/history/history_store.h"
 
+#include <sys/stat.h>
+
+#include <QFile>
 #include <QSqlDatabase>
 #include <QSqlError>
 #include <QSqlQuery>
@@ -463,6 +466,87 @@ class HistoryStoreTest : public QObject {
     remote.location.clear();
     QVERIFY_OK(store.upsert(remote));
     QVERIFY(store.find(QStringLiteral("id-r")).value().location.isEmpty());
+  }
+
+  // Issue 42 (Low b): rows hold configs, whose pipe: commands may carry credentials.
+  void theDatabaseIsTheOwnersOnly() {
+    auto modeOf = [](const QString& path) {
+      struct stat st {};
+      return ::stat(QFile::encodeName(path).constData(), &st) == 0 ? int(st.st_mode & 07777) : -1;
+    };
+    {
+      HistoryStore store;
+      QVERIFY_OK(store.open(dbPath()));
+      RunRecord r = record("id-c", "creds", "finished", 1, 2, 3);
+      r.configYaml = QStringLiteral("data: {datasets: [{shards: 'pipe:curl -H \"token: s3cret\" x'}]}\n");
+      QVERIFY_OK(store.upsert(r));
+      QCOMPARE(modeOf(dbPath()), 0600);
+      QCOMPARE(modeOf(dbPath() + QStringLiteral("-wal")), 0600);
+    }
+    // A file an older build made readable to all is made the owner's on open.
+    const QString old = dir_->filePath(QStringLiteral("old.sqlite"));
+    {
+      HistoryStore store;
+      QVERIFY_OK(store.open(old));
+    }
+    QVERIFY(::chmod(QFile::encodeName(old).constData(), 0644) == 0);
+    HistoryStore store;
+    QVERIFY_OK(store.open(old));
+    QCOMPARE(modeOf(old), 0600);
+  }
+
+  // Issue 42 (Low a): a run id is run.json's, which a copied or hand-edited run
+  // directory (a remote launch.json, run.json) can make collide with another run's.
+  void aDifferentRunUnderATakenRunIdGetsARowOfItsOwn() {
+    HistoryStore store;
+    QVERIFY_OK(store.open(dbPath()));
+    RunRecord first = record("id-x", "first", "finished", 1000, 2000, 10);
+    QVERIFY_OK(store.upsert(first));
+    RunRecord other = record("id-x", "other", "failed", 5000, 6000, 3);
+    QString otherKey;
+    QVERIFY_OK(store.upsert(other, &otherKey));
+    QVERIFY2(otherKey.startsWith(QStringLiteral("id-x~")) && otherKey.size() == 4 + 1 + 8,
+             qPrintable(otherKey));
+    RunRecord remote = record("id-x", "first", "running", 7000, 0, 1, "gpu-9");
+    remote.location = QStringLiteral("mallory@login");  // the same path on another host
+    QString remoteKey;
+    QVERIFY_OK(store.upsert(remote, &remoteKey));
+    QVERIFY(remoteKey != otherKey && remoteKey.startsWith(QStringLiteral("id-x~")));
+
+    QCOMPARE(store.query({}).value().total, 3);  // every run visible in History
+    QCOMPARE(store.find(QStringLiteral("id-x")).value().where(), QStringLiteral("/runs/first"));
+    QCOMPARE(store.find(QStringLiteral("id-x")).value().status, QStringLiteral("finished"));
+    QCOMPARE(store.find(otherKey).value().where(), QStringLiteral("/runs/other"));
+    QCOMPARE(store.find(remoteKey).value().where(), QStringLiteral("mallory@login:/runs/first"));
+
+    // The same directory again (a re-import, in a later session) finds its own row.
+    store.close();
+    QVERIFY_OK(store.open(dbPath()));
+    other.status = QStringLiteral("finished");
+    QString again;
+    QVERIFY_OK(store.upsert(other, &again));
+    QCOMPARE(again, otherKey);
+    QCOMPARE(store.find(otherKey).value().status, QStringLiteral("finished"));
+    QCOMPARE(store.query({}).value().total, 3);
+
+    // A live run under the taken id: its later updates go to its own row.
+    LiveRunStarted st;
+    st.runId = QStringLiteral("id-x");
+    st.name = QStringLiteral("live");
+    st.runDir = QStringLiteral("/runs/live");
+    st.startedMs = 9000;
+    QString liveKey;
+    QVERIFY_OK(store.recordStarted(st, &liveKey));
+    QVERIFY(liveKey.startsWith(QStringLiteral("id-x~")));
+    QVERIFY(liveKey != otherKey && liveKey != remoteKey);
+    QVERIFY_OK(store.recordProgress({QStringLiteral("id-x"), 42, {}}));
+    QVERIFY_OK(store.recordFinished({QStringLiteral("id-x"), QStringLiteral("stopped"), 42, {}, 9500, {}}));
+    QCOMPARE(store.find(liveKey).value().lastStep, 42);
+    QCOMPARE(store.find(liveKey).value().status, QStringLiteral("stopped"));
+    const RunRecord untouched = store.find(QStringLiteral("id-x")).value();
+    QCOMPARE(untouched.lastStep, 10);
+    QCOMPARE(untouched.status, QStringLiteral("finished"));
+    QCOMPARE(store.query({}).value().total, 4);
   }
 
   void migratesAVersionTwoDatabaseKeepingItsRowsAsLocal() {

@@ -3,6 +3,8 @@
 // and output split into lines.
 #include "app/launch/local_launcher.h"
 
+#include <sys/stat.h>
+
 #include <QDir>
 #include <QFile>
 #include <QSignalSpy>
@@ -309,6 +311,10 @@ class LocalLauncherTest : public QObject {
     QCOMPARE(load.config.data.datasets.at(1).samples_per_epoch, int64_t{16});
     QCOMPARE(QString::fromStdString(load.config.name), QStringLiteral("my run"));
     QCOMPARE(QString::fromStdString(load.config.run_root), QDir(request.runRoot).absolutePath());
+    // Its pipe: commands may carry credentials: the owner's only (issue 42, Low b).
+    struct stat st {};
+    QCOMPARE(::stat(QFile::encodeName(run.configFile).constData(), &st), 0);
+    QCOMPARE(st.st_mode & 0777, 0600u);
     // The same second again: a new directory, never the first one.
     const PreparedRun again = prepareRun(request, {{}, engine, {}}, when);
     QVERIFY2(again.isOk(), qPrintable(again.error));

@@ -60,7 +60,7 @@ class SlurmArgsDialogTest : public QObject {
     QCOMPARE(seen, 1);
     QVERIFY2(text.contains(QStringLiteral("#SBATCH --mem=8G\n")), qPrintable(text));
     QVERIFY2(text.contains(QString::fromStdString("#SBATCH " + kBashEnv)), qPrintable(text));
-    QVERIFY(approvals.approved().empty());
+    QCOMPARE(approvals.size(), std::size_t{0});
 
     answerNextDialog(true, &seen, &text);
     QVERIFY(confirmSlurmArgs(nullptr, config, {}, approvals));
