@@ -316,7 +316,9 @@ TEST(SlurmParseTest, LongWordsAndIdsParseWithoutRecursion) {
   EXPECT_EQ(f.at("JobState"), "RUNNING");
   EXPECT_EQ(parseKeyValues(word + "=1 " + word).at(word), "1 " + word);
   const std::string id(1 << 20, '7');
-  auto rows = parseSqueue(id + "_1\x1fx\x1fRUNNING\x1fNone\x1f0:01\x1f1\x1fn1\n");
+  const std::string sep = "\x1f";
+  auto rows = parseSqueue(id + "_1" + sep + "x" + sep + "RUNNING" + sep + "None" + sep + "0:01" + sep + "1" +
+                          sep + "n1\n");
   ASSERT_TRUE(rows.isOk()) << rows.status().message().substr(0, 200);
   EXPECT_EQ(rows->at(0).id, id + "_1");
   EXPECT_TRUE(SlurmJobs::isJobId(id));
