@@ -206,6 +206,167 @@ def wire_files():
         put("event_decoder", f"events-{v}_pieces.jsonl", b"\x06" + events)
 
 
+def images():
+    """Small JPEG / PNG / WebP / BMP files as shards hold them (PIL, as the tests use it)."""
+    from PIL import Image
+
+    def save(name, im, fmt, **kw):
+        b = io.BytesIO()
+        im.save(b, fmt, **kw)
+        put("image", name, b.getvalue())
+        return b.getvalue()
+
+    rgb = Image.new("RGB", (8, 6))
+    rgb.putdata([(x * 30, y * 40, (x + y) * 10) for y in range(6) for x in range(8)])
+    jpeg = save("rgb_8x6.jpg", rgb, "JPEG", quality=50)
+    save("gray_4x4.jpg", rgb.convert("L").resize((4, 4)), "JPEG", quality=50)
+    save("progressive_8x6.jpg", rgb, "JPEG", quality=50, progressive=True)
+    save("cmyk_4x4.jpg", rgb.convert("CMYK").resize((4, 4)), "JPEG", quality=50)
+    save("rgb_3x2.png", rgb.resize((3, 2)), "PNG")
+    save("palette_4x4.png", rgb.resize((4, 4)).convert("P"), "PNG")
+    save("rgba_2x2.png", rgb.resize((2, 2)).convert("RGBA"), "PNG")
+    save("gray16_2x2.png", Image.new("I;16", (2, 2), 300), "PNG")
+    save("rgb_3x3.bmp", rgb.resize((3, 3)), "BMP")
+    save("rgb_4x4.webp", rgb.resize((4, 4)), "WEBP", quality=50)
+    put("image", "truncated.jpg", jpeg[: len(jpeg) // 2])
+
+
+AGENT_EVENTS = """\
+{"v":"1.0","seq":0,"t":1717000000000,"type":"agent_started","command":["/bin/sh","rank.sh"],"host":"node-a","master_addr":"127.0.0.1","master_port":29500,"nnodes":1,"node":"node-a","node_rank":0,"nproc_per_node":3,"pid":4000}
+{"v":"1.0","seq":1,"t":1717000000004,"type":"spawned","local_rank":0,"pid":4001,"rank":0}
+{"v":"1.0","seq":4,"t":1717000000900,"type":"exited","exit_code":3,"pid":4002,"rank":1,"wall_s":0.9}
+{"v":"1.0","seq":5,"t":1717000000900,"type":"stopping","rank":1,"reason":"rank 1 (pid 4002) exited with code 3"}
+{"v":"1.0","seq":6,"t":1717000000901,"type":"signal_forwarded","ranks":2,"reason":"stopping the other ranks","signal":"SIGTERM"}
+{"v":"1.0","seq":7,"t":1717000000950,"type":"exited","signal":9,"signal_name":"SIGKILL","pid":4001,"rank":0,"wall_s":0.95}
+{"v":"1.0","seq":9,"t":1717000000960,"type":"agent_finished","exit_code":1,"reason":"rank 1 (pid 4002) exited with code 3"}
+"""
+
+
+def agent_files():
+    """agent-<node>.jsonl lines (docs/run-directory.md's example) and launch.json of both launchers."""
+    put("agent_events", "agent-node-a.jsonl", AGENT_EVENTS)
+    put("agent_events", "exited_line.jsonl",
+        '{"v":"1.0","seq":4,"t":1717000000900,"type":"exited","exit_code":3,"pid":4002,"rank":1,"wall_s":0.9}\r\n'
+        '{"v":"1.1","seq":5,"t":1,"type":"rank_paused","rank":1}\n{"v":"1.0","seq":6,"t":1,"type":"stop')
+    put("agent_events", "launch_ssh.json", """{
+  "created": 1795000000000,
+  "launcher": "ssh",
+  "nodes": [
+    {"address": "node-a.cluster", "agent_pid": 4242, "boot_id": "3f1c0c1e-9d2b-4a55-8f0e-2b1f7a9c0d11",
+     "host": "node-a", "node_rank": 0, "start_ticks": 123456, "started": 1795000000100},
+    {"address": "node-b.cluster", "agent_pid": 777, "boot_id": "8a6e9c1e-1111-4a55-8f0e-2b1f7a9c0d11",
+     "host": "node-b", "node_rank": 1, "start_ticks": 99, "started": 1795000000200}
+  ],
+  "run_dir": "/scratch/runs/tiny-20261127-101500",
+  "schema_version": "1.0",
+  "shared_fs": true
+}
+""")
+    put("agent_events", "launch_slurm.json", """{
+  "created": 1795000000000,
+  "launcher": "slurm",
+  "run_dir": "/scratch/runs/tiny-20261127-101500",
+  "schema_version": "1.0",
+  "slurm": {"job_id": "123456", "login": "login01", "script": "slurm.sbatch"}
+}
+""")
+
+
+SSH_CONFIG = """\
+# ~/.ssh/config
+Host *
+  ServerAliveInterval 30
+Host gpu-node0? !gpu-node09
+  HostName %h.cluster.example.com
+  User alice
+  Port 2222
+  IdentityFile ~/.ssh/id_ed25519
+  IdentityFile "~/.ssh/id rsa"
+  IdentitiesOnly yes
+  ProxyJump bastion@jump.example.com:2200,login
+Host db.example.com
+  Include common
+  UserKnownHostsFile ~/.ssh/known_hosts.d/%k %d/known
+  StrictHostKeyChecking=accept-new
+  HostKeyAlias db
+Match host *.internal exec "true"
+  User nobody
+Match all
+  ConnectTimeout 10
+Host fuzzhost
+  HashKnownHosts yes
+  IdentityAgent ${SSH_AUTH_SOCK}
+  GlobalKnownHostsFile /etc/ssh/ssh_known_hosts none
+"""
+
+
+def remote_files():
+    """ssh_config with Host / Match / Include; known_hosts with hashed, pattern and marker lines
+    for the keys known_hosts_fuzzer.cpp looks up."""
+    import hashlib
+    import hmac
+    import struct
+
+    put("ssh_config", "config", SSH_CONFIG)
+    put("ssh_config", "include_self", "Host fuzzhost\n  Include config\n  User=me\n")
+    put("ssh_config", "quotes", 'host 10.0.0.1 "Gpu-Node01"\n\tHostName="10.0.0.2" # comment\n'
+        "\tServerAliveCountMax 5\n\tproxyjump none\n\tIdentityFile none\n\tIdentityAgent none\n")
+
+    def blob(kind, key):
+        return struct.pack(">I", len(kind)) + kind + struct.pack(">I", len(key)) + key
+
+    def b64(x):
+        return base64.b64encode(x).decode()
+
+    def hashed(salt, name):
+        return "|1|" + b64(salt) + "|" + b64(hmac.new(salt, name, hashlib.sha1).digest())
+
+    ed = blob(b"ssh-ed25519", b"\x11" * 32)
+    ec = blob(b"ecdsa-sha2-nistp256", b"nistp256" + b"\x04" * 65)
+    other = blob(b"ssh-ed25519", b"\x22" * 32)
+    put("known_hosts", "known_hosts", f"""# comment line
+{hashed(bytes(range(20)), b"github.com")} ssh-ed25519 {b64(ed)}
+{hashed(bytes(range(5, 25)), b"[gpu-node01]:2222")} ecdsa-sha2-nistp256 {b64(ec)}
+10.0.0.*,!10.0.0.2 ssh-ed25519 {b64(other)}
+[gpu-node0?]:2222,gpu-node01 ecdsa-sha2-nistp256 {b64(ec)} comment here
+@revoked * ssh-ed25519 {b64(other)}
+@cert-authority *.example.com ssh-ed25519 {b64(ed)}
+malformed line
+github.com ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQ==
+""")
+    put("known_hosts", "revoked", f"@revoked github.com ssh-ed25519 {b64(ed)}\n[10.0.0.1]:22 ssh-ed25519 {b64(ed)}\n"
+        f"10.0.0.1 ecdsa-sha2-nistp256 {b64(ec)}\n")
+
+
+def slurm_output():
+    """squeue's output for squeueArgs' --format (fields separated by \\x1f), scontrol --oneliner, jobcomp."""
+    s = "\x1f"
+    put("slurm", "squeue.txt", f"123456{s}train-tiny{s}RUNNING{s}None{s}1:02:03{s}2{s}gpu-[01-02]\n"
+        f"123457_4{s}eval job{s}PENDING{s}Priority{s}0:00{s}1{s}\n"
+        f"123458{s}x{s}COMPLETING{s}None{s}2-03:04:05{s}1{s}gpu-07\n")
+    put("slurm", "scontrol.txt",
+        "JobId=123456 JobName=train tiny UserId=alice(1000) GroupId=alice(1000) MCS_label=N/A Priority=4294901759 "
+        "Nice=0 Account=(null) QOS=normal JobState=FAILED Reason=NonZeroExitCode Dependency=(null) Requeue=1 "
+        "Restarts=0 BatchFlag=1 Reboot=0 ExitCode=1:0 RunTime=00:00:05 TimeLimit=UNLIMITED NumNodes=1 NumCPUs=1 "
+        "NodeList=gpu-01 Command=/scratch/runs/tiny/slurm.sbatch WorkDir=/scratch/runs/tiny "
+        "StdOut=/scratch/runs/tiny/logs/slurm-%j.out\n")
+    put("slurm", "jobcomp.txt",
+        "JobId=123459 UserId=alice(1000) GroupId=alice(1000) Name=train JobState=CANCELLED Partition=gpu "
+        "TimeLimit=60 StartTime=2026-11-27T10:15:00 EndTime=2026-11-27T10:16:00 NodeList=(null) NodeCnt=0 "
+        "ProcCnt=0 WorkDir=/tmp ExitCode=0:15\n")
+
+
+def shard_patterns():
+    """shard_pattern_fuzzer.cpp's two forms: first byte even, the spec's text; odd, structured bytes."""
+    texts = ["pipe:aws s3 cp s3://b/{00000..00041}.tar -", "pi{pe,g}:x::/d/{0..9}.tar",
+             "{a.tar,pipe:cat /d/{1..3}.tar}::pipe:echo ${HOME}", "/d/{-05..05..2}.tar::{pipe:,x}{a,b}",
+             "pipe:::x"]
+    for i, t in enumerate(texts):
+        put("shard_pattern", f"text{i}", b"\x00" + t.encode())
+    put("shard_pattern", "structured0", bytes([1, 2, 3, 0, 10, 2, 1, 5, 3, 7, 2, 9]))
+    put("shard_pattern", "structured1", bytes([1, 0, 4, 3, 1, 2, 0, 0, 1, 1, 6, 1, 3, 2, 2, 3, 4]))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_corpus.py BUILD_FUZZ_DIR")
@@ -220,6 +381,11 @@ def main():
     mmc4()
     wire_files()
     wire(sys.argv[1])
+    images()
+    agent_files()
+    remote_files()
+    slurm_output()
+    shard_patterns()
 
 
 if __name__ == "__main__":

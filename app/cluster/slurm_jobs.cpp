@@ -2,7 +2,7 @@
 #include "app/cluster/slurm_jobs.h"
 
 #include <algorithm>
-#include <regex>
+#include <string_view>
 
 #include "app/cluster/run_config_upload.h"
 #include "backend/protocol/config/config_yaml.h"
@@ -89,19 +89,41 @@ StatusOr<std::vector<SlurmJobRow>> parseSqueue(const std::string& out) {
   return rows;
 }
 
+// NOTE [No std::regex on SLURM output]: libstdc++'s regex matches by recursion,
+// one stack frame per character a repetition takes, so a long word in a
+// scontrol line (a job's Comment=, WorkDir=) or a long id in squeue's output
+// overflowed the stack: a 100 KB word or id crashed a normal build, a 32 KB
+// word one under ASan. Keys and ids are found by hand, in one pass.
 std::map<std::string, std::string> parseKeyValues(const std::string& line) {
-  std::map<std::string, std::string> out;
-  static const std::regex kKey(R"((^|\s)([A-Za-z][A-Za-z0-9_:/.]*)=)");
+  // A key: at the start of the line or after a blank, a letter, then letters,
+  // digits and _ : / . up to a '=' (ASCII, whatever the locale).
+  auto isBlank = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+  };
+  auto isLetter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); };
+  auto isKeyChar = [&](char c) {
+    return isLetter(c) || (c >= '0' && c <= '9') || c == '_' || c == ':' || c == '/' || c == '.';
+  };
   std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>>
       keys;  // key, [start of key, start of value]
-  for (auto it = std::sregex_iterator(line.begin(), line.end(), kKey); it != std::sregex_iterator(); ++it) {
-    const auto& m = *it;
-    keys.push_back(
-        {m[2].str(),
-         {static_cast<std::size_t>(m.position(2)), static_cast<std::size_t>(m.position(0) + m.length(0))}});
+  for (std::size_t i = 0; i < line.size();) {
+    if (!(i == 0 || isBlank(line[i - 1])) || !isLetter(line[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i + 1;
+    while (end < line.size() && isKeyChar(line[end])) ++end;
+    if (end < line.size() && line[end] == '=') {
+      keys.push_back({line.substr(i, end - i), {i, end + 1}});
+      i = end + 1;
+    } else {
+      i = end;
+    }
   }
+  std::map<std::string, std::string> out;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::size_t valueStart = keys[i].second.second;
+    // The value ends at the blank before the next key.
     const std::size_t end = i + 1 < keys.size() ? keys[i + 1].second.first : line.size();
     out[keys[i].first] = trimmed(line.substr(valueStart, end - valueStart));
   }
@@ -123,8 +145,14 @@ SlurmJobRow rowFromKeyValues(const std::map<std::string, std::string>& f) {
 }
 
 bool SlurmJobs::isJobId(const std::string& id) {
-  static const std::regex kId(R"(\d+(_\d+)?)");
-  return std::regex_match(id, kId);
+  // Digits, optionally "_" and digits (NOTE [No std::regex on SLURM output]).
+  auto digits = [](std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const auto underscore = id.find('_');
+  if (underscore == std::string::npos) return digits(id);
+  return digits(std::string_view(id).substr(0, underscore)) &&
+         digits(std::string_view(id).substr(underscore + 1));
 }
 
 SlurmJobs::SlurmJobs(remote::Host& host, std::vector<std::string> prefix, int timeout_ms)

@@ -257,8 +257,9 @@ std::string hostKeyAlgorithmsPreferring(const std::vector<StoredHostKey>& stored
   };
   std::string preferred, rest;
   for (const auto& [algorithm, key_type] : kAlgorithms) {
+    const std::string_view type = key_type;  // clang 14 (the fuzz tree) cannot capture a structured binding
     const bool known =
-        std::any_of(stored.begin(), stored.end(), [&](const StoredHostKey& k) { return k.type == key_type; });
+        std::any_of(stored.begin(), stored.end(), [&](const StoredHostKey& k) { return k.type == type; });
     std::string& list = known ? preferred : rest;
     list += (list.empty() ? "" : ",") + std::string(algorithm);
   }

@@ -10,14 +10,31 @@
 namespace fs::protocol {
 namespace {
 
+constexpr uint64_t kCountCap = uint64_t{1} << 62;
+
+// NOTE [Pattern limits]: a pattern comes from a config, which may come from
+// someone else and may be 1 MiB long. Parsing and expanding recurse once per
+// nested '{' and once per brace group of a pattern, so both are limited (a
+// spec of 100,000 '{' overflowed the stack); no shard list needs more. Range
+// arithmetic is unsigned: {-9223372036854775808..9223372036854775807} is a
+// count, not an overflow.
+constexpr int kMaxBraceDepth = 16;
+constexpr int kMaxBraceGroups = 64;
+
 // A pattern is a sequence of literal text and brace groups; each group is a
 // list of alternatives (themselves patterns) or a numeric range.
 struct Range {
   int64_t from = 0, to = 0, step = 1;
   size_t width = 0;  // zero padding, from the wider endpoint written with a leading 0
-  uint64_t count() const { return static_cast<uint64_t>((to >= from ? to - from : from - to) / step) + 1; }
-  int64_t at(uint64_t i) const {
-    return to >= from ? from + static_cast<int64_t>(i) * step : from - static_cast<int64_t>(i) * step;
+  uint64_t span() const {
+    return to >= from ? static_cast<uint64_t>(to) - static_cast<uint64_t>(from)
+                      : static_cast<uint64_t>(from) - static_cast<uint64_t>(to);
+  }
+  uint64_t count() const { return std::min(span() / static_cast<uint64_t>(step), kCountCap - 1) + 1; }
+  int64_t at(uint64_t i) const {  // i < count(): stays between from and to
+    const uint64_t d = i * static_cast<uint64_t>(step);
+    return static_cast<int64_t>(to >= from ? static_cast<uint64_t>(from) + d
+                                           : static_cast<uint64_t>(from) - d);
   }
 };
 struct Pattern;
@@ -66,6 +83,10 @@ class Parser {
 
   StatusOr<Group> parseGroup() {
     const size_t open = pos_++;
+    if (++groups_ > kMaxBraceGroups) {
+      return error("more than " + std::to_string(kMaxBraceGroups) + " brace groups (the '{' at position " +
+                   std::to_string(open + 1) + ")");
+    }
     const size_t close = s_.find('}', open);
     // A pure numeric range: {a..b} or {a..b..step}
     if (close != std::string::npos) {
@@ -80,6 +101,11 @@ class Parser {
         return g;
       }
     }
+    if (depth_ == kMaxBraceDepth) {
+      return error("'{' at position " + std::to_string(open + 1) + " is nested deeper than " +
+                   std::to_string(kMaxBraceDepth) + " levels");
+    }
+    ++depth_;
     Group g;
     while (true) {
       auto alt = parsePattern(true);
@@ -91,6 +117,7 @@ class Parser {
       }
       if (s_[pos_++] == '}') break;
     }
+    --depth_;
     return g;
   }
 
@@ -124,9 +151,9 @@ class Parser {
 
   const std::string& s_;
   size_t pos_ = 0;
+  int depth_ = 0;   // '{' lists open around pos_
+  int groups_ = 0;  // brace groups so far
 };
-
-constexpr uint64_t kCountCap = uint64_t{1} << 62;
 
 uint64_t mulCapped(uint64_t a, uint64_t b) {
   return (a != 0 && b > kCountCap / a) ? kCountCap : a * b;

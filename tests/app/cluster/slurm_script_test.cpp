@@ -307,6 +307,30 @@ TEST(SlurmParseTest, ScontrolAndJobcompLines) {
   EXPECT_FALSE(SlurmJobs::isJobId("12;rm"));
 }
 
+// NOTE [No std::regex on SLURM output]: a long word or id overflowed the stack
+// (fuzz/regressions/slurm/).
+TEST(SlurmParseTest, LongWordsAndIdsParseWithoutRecursion) {
+  const std::string word(1 << 20, 'a');
+  const auto f = parseKeyValues("JobId=5 Comment= " + word + " JobState=RUNNING");
+  EXPECT_EQ(f.at("Comment"), word);
+  EXPECT_EQ(f.at("JobState"), "RUNNING");
+  EXPECT_EQ(parseKeyValues(word + "=1 " + word).at(word), "1 " + word);
+  const std::string id(1 << 20, '7');
+  const std::string sep = "\x1f";
+  auto rows = parseSqueue(id + "_1" + sep + "x" + sep + "RUNNING" + sep + "None" + sep + "0:01" + sep + "1" +
+                          sep + "n1\n");
+  ASSERT_TRUE(rows.isOk()) << rows.status().message().substr(0, 200);
+  EXPECT_EQ(rows->at(0).id, id + "_1");
+  EXPECT_TRUE(SlurmJobs::isJobId(id));
+  EXPECT_FALSE(SlurmJobs::isJobId(id + "_"));
+  EXPECT_FALSE(SlurmJobs::isJobId("_1"));
+  EXPECT_FALSE(SlurmJobs::isJobId(""));
+  EXPECT_FALSE(SlurmJobs::isJobId("1_2_3"));
+  // Keys only at a word's start, as before: "TRES=cpu=2" is one key.
+  EXPECT_EQ(parseKeyValues("TRES=cpu=2,node=1 a=b").at("TRES"), "cpu=2,node=1");
+  EXPECT_EQ(parseKeyValues("TRES=cpu=2,node=1 a=b").count("cpu"), 0u);
+}
+
 TEST(SlurmPollerTest, BackoffDoublesUpToTheCap) {
   EXPECT_EQ(SlurmPoller::delayAfter(0), SlurmPoller::kIntervalMs);
   EXPECT_EQ(SlurmPoller::delayAfter(1), 2 * SlurmPoller::kIntervalMs);

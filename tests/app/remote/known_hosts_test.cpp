@@ -216,5 +216,21 @@ TEST_F(KnownHostsTest, AppendWritesALineSshKeygenFinds) {
   EXPECT_EQ(result->kind, KnownHostResult::Kind::kKnown);
 }
 
+// NOTE [Linear glob] in app/remote/ssh_patterns.h: a host field of 40 stars
+// before an 'x' ran for minutes (fuzz/regressions/known_hosts/).
+TEST(KnownHostsPatterns, ManyStarsMatchWithoutBacktracking) {
+  const std::string blob = std::string("\0\0\0\x0bssh-ed25519\0\0\0\x20", 19) + std::string(32, '\x11');
+  const fsys::path file = fsys::temp_directory_path() / ("fs_known_hosts_stars_" + std::to_string(getpid()));
+  std::ofstream(file) << std::string(40, '*') << "x,a?c " << keyBlobType(blob) << " " << base64Encode(blob)
+                      << "\n";
+  const std::vector<std::string> files = {file.string()};
+  EXPECT_TRUE(storedHostKeys(files, std::string(30, 'a'), 22).value().empty());
+  EXPECT_EQ(storedHostKeys(files, std::string(30, 'a') + "x", 22).value().size(), 1u);
+  EXPECT_EQ(storedHostKeys(files, "abc", 22).value().size(), 1u);
+  EXPECT_TRUE(storedHostKeys(files, "ac", 22).value().empty());
+  EXPECT_EQ(checkKnownHost(files, "x", 22, blob).value().kind, KnownHostResult::Kind::kKnown);
+  fsys::remove(file);
+}
+
 }  // namespace
 }  // namespace fs::app::remote

@@ -323,5 +323,31 @@ TEST_F(SshConfigTest, ErrorsNameFileAndLine) {
   EXPECT_EQ(proxy->resolve("p").status().code(), protocol::Status::Code::kUnsupported);
 }
 
+// NOTE [Linear glob] in app/remote/ssh_patterns.h: 40 stars before an 'x' ran
+// for minutes (fuzz/regressions/ssh_config/). Without ssh: the oracle's own
+// matcher backtracks the same way.
+TEST(SshConfigPatterns, ManyStarsMatchWithoutBacktracking) {
+  const std::string stars(40, '*');
+  auto config = SshConfig::parse("Host " + stars + "x " + stars + "?y" + stars + "\n  Port 2200\n",
+                                 {"", "", "/nonexistent", "me"});
+  ASSERT_TRUE(config.isOk()) << config.status().message();
+  EXPECT_EQ(config->resolve(std::string(30, 'a')).value().port, 22);
+  EXPECT_EQ(config->resolve(std::string(30, 'a') + "x").value().port, 2200);
+  EXPECT_EQ(config->resolve(std::string(30, 'a') + "yb").value().port, 2200);
+  EXPECT_EQ(config->resolve("y").value().port, 22);  // '?' takes one character
+  // The usual shapes, as before.
+  auto usual = SshConfig::parse("Host a*b*c\n  Port 1\nHost node?? !node13\n  Port 2\nHost *.x\n  Port 3\n",
+                                {"", "", "/nonexistent", "me"});
+  ASSERT_TRUE(usual.isOk());
+  EXPECT_EQ(usual->resolve("abc").value().port, 1);
+  EXPECT_EQ(usual->resolve("axbybzc").value().port, 1);
+  EXPECT_EQ(usual->resolve("acb").value().port, 22);
+  EXPECT_EQ(usual->resolve("node12").value().port, 2);
+  EXPECT_EQ(usual->resolve("node13").value().port, 22);
+  EXPECT_EQ(usual->resolve("node1").value().port, 22);
+  EXPECT_EQ(usual->resolve("a.x").value().port, 3);
+  EXPECT_EQ(usual->resolve(".x").value().port, 3);
+}
+
 }  // namespace
 }  // namespace fs::app::remote

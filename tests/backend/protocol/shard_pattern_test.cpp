@@ -58,5 +58,42 @@ TEST(ShardPattern, ErrorsNameThePattern) {
   }
 }
 
+// NOTE [Pattern limits]: found by fuzz/shard_pattern_fuzzer.cpp (fuzz/regressions/shard_pattern/).
+TEST(ShardPattern, RangesAtTheEndsOfInt64CountWithoutOverflow) {
+  EXPECT_EQ(countShards("x{-9223372036854775808..9223372036854775807}").value(), uint64_t{1} << 62);
+  EXPECT_EQ(countShards("{9223372036854775807..-9223372036854775807..3}").value(), uint64_t{1} << 62);
+  EXPECT_EQ(countPipeShards("pipe:{0..9223372036854775807..4611686018427387904}").value(), 2u);
+  EXPECT_EQ(expandShards("{9223372036854775806..9223372036854775807}").value(),
+            (V{"9223372036854775806", "9223372036854775807"}));
+  EXPECT_EQ(expandShards("{-9223372036854775808..-9223372036854775807}").value(),
+            (V{"-9223372036854775808", "-9223372036854775807"}));
+  EXPECT_EQ(expandShards("{-9223372036854775808..9223372036854775807..9223372036854775807}").value(),
+            (V{"-9223372036854775808", "-1", "9223372036854775806"}));
+}
+
+TEST(ShardPattern, DeepOrManyBracesAreRefusedBeforeTheStackOverflows) {
+  auto deep = countShards(std::string(200000, '{'));
+  ASSERT_FALSE(deep.isOk());
+  EXPECT_NE(deep.status().message().find("'{' at position 17 is nested deeper than 16 levels"),
+            std::string::npos)
+      << deep.status().message().substr(0, 300);
+  EXPECT_FALSE(countPipeShards(std::string(200000, '{')).isOk());
+  std::string many;
+  for (int i = 0; i < 100000; ++i) many += "{a}";
+  auto n = expandShards(many);
+  ASSERT_FALSE(n.isOk());
+  EXPECT_NE(n.status().message().find("more than 64 brace groups (the '{' at position 193)"),
+            std::string::npos);
+  // Up to the limits, as before.
+  std::string nested = "pipe:";
+  for (int i = 0; i < 16; ++i) nested += "{a,";
+  nested += "b" + std::string(16, '}');
+  EXPECT_EQ(countShards(nested).value(), 17u);
+  EXPECT_EQ(countPipeShards(nested).value(), 17u);
+  std::string sixtyFour;
+  for (int i = 0; i < 64; ++i) sixtyFour += "{a}";
+  EXPECT_EQ(expandShards(sixtyFour).value(), V{std::string(64, 'a')});
+}
+
 }  // namespace
 }  // namespace fs::protocol
