@@ -17,6 +17,7 @@
 
 #include "app/remote/local_host.h"
 #include "backend/protocol/wire/run_dir.h"
+#include "tests/backend/protocol/control_listing_expect.h"
 #include "tests/fixtures/fixture_unavailable.h"
 #include "tests/fixtures/ssh_host_open.h"
 #include "tests/fixtures/ssh_hosts.h"
@@ -57,15 +58,7 @@ void raceAndCheck(const stdfs::path& runDir, std::vector<Writer> writers, int co
   for (auto& t : threads) t.join();
   ASSERT_TRUE(errors.empty()) << errors.front();
   EXPECT_EQ(issued.size(), writers.size() * static_cast<std::size_t>(count));
-  auto listing = protocol::listControl(runDir);
-  ASSERT_TRUE(listing.isOk()) << listing.status().message();
-  EXPECT_TRUE(listing->rejected.empty()) << listing->rejected.front().reason.message();
-  ASSERT_EQ(listing->pending.size(), issued.size());
-  for (const auto& p : listing->pending) {
-    auto it = issued.find(p.command.seq);
-    ASSERT_NE(it, issued.end()) << p.path;
-    EXPECT_EQ(p.command.verb, it->second) << p.path;
-  }
+  protocol::testing::expectListingIsWhatWasIssued(runDir, issued);
 }
 
 class RemoteControlTest : public ::testing::Test {

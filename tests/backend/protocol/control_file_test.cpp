@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "backend/protocol/wire/run_dir.h"
+#include "tests/backend/protocol/control_listing_expect.h"
 
 namespace fs::protocol {
 namespace {
@@ -252,15 +253,7 @@ TEST_F(ControlFileTest, ProcessesIssuingDifferentVerbsAtOnceGetDistinctSeqs) {
     }
   }
   EXPECT_EQ(issued.size(), verbs.size() * kPerProcess);
-  auto listing = listControl(dir_);
-  ASSERT_TRUE(listing.isOk());
-  EXPECT_TRUE(listing->rejected.empty()) << listing->rejected.front().reason.message();
-  ASSERT_EQ(listing->pending.size(), issued.size());
-  for (const auto& p : listing->pending) {
-    auto it = issued.find(p.command.seq);
-    ASSERT_NE(it, issued.end()) << p.path;
-    EXPECT_EQ(p.command.verb, it->second) << p.path;
-  }
+  testing::expectListingIsWhatWasIssued(dir_, issued);
 }
 
 TEST_F(ControlFileTest, TempAndHiddenFilesIgnored) {
