@@ -41,7 +41,7 @@ CheckpointModelPtr snapshotCheckpoint(const inspect::CheckpointIndex& index) {
     if (any) model->trees.emplace_back(s, inspect::buildModuleTree(index, s));
   }
   for (const auto& w : index.warnings()) model->warnings << qs(w);
-  model->hasManifest = !index.manifest().empty();
+  model->hasManifest = index.manifest().has_value();
   return model;
 }
 

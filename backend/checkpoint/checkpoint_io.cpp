@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backend/checkpoint/checkpoint_sharded.h"
+#include "backend/checkpoint/record_ivalue.h"
 #include "backend/protocol/wire/run_dir.h"
 #include "backend/runtime/torch_pickle.h"
 #include "backend/tensorfile/torch_file.h"
@@ -34,16 +35,6 @@ IValue ints(const std::vector<int64_t>& v) {
   GList l(c10::IntType::get());
   for (int64_t i : v) l.push_back(i);
   return l;
-}
-
-torch::Tensor bytesTensor(const std::vector<uint8_t>& b) {
-  return torch::from_blob(const_cast<uint8_t*>(b.data()), {static_cast<int64_t>(b.size())}, torch::kUInt8)
-      .clone();
-}
-
-std::vector<uint8_t> tensorBytes(const torch::Tensor& t) {
-  auto c = t.contiguous().to(torch::kUInt8);
-  return std::vector<uint8_t>(c.data_ptr<uint8_t>(), c.data_ptr<uint8_t>() + c.numel());
 }
 
 IValue optimizerIValue(const train::OptimizerStateDict& o) {
@@ -92,33 +83,6 @@ IValue schedulerIValue(const train::LrSchedulerStateDict& s) {
   return d;
 }
 
-IValue resumeIValue(const ResumeState& r) {
-  GDict d = strDict();
-  d.insert("format", int64_t{1});
-  d.insert("kind", r.kind);
-  d.insert("step", r.step);
-  d.insert("iteration", r.iteration);
-  d.insert("epoch", r.epoch);
-  d.insert("data_position", data::encodeDataPosition(r.data));
-  d.insert("rng_torch_cpu", bytesTensor(r.rng.torchCpu));
-  GList cuda(c10::TensorType::get());
-  for (const auto& c : r.rng.torchCuda) cuda.push_back(bytesTensor(c));
-  d.insert("rng_torch_cuda", cuda);
-  std::vector<int64_t> own(r.rng.own.begin(), r.rng.own.end());
-  d.insert("rng_own", ints(own));
-  d.insert("manifest", r.manifest);
-  if (r.gradScaler) {  // GradScaler.state_dict()'s names
-    GDict g = strDict();
-    g.insert("scale", r.gradScaler->scale);
-    g.insert("growth_factor", r.gradScaler->growthFactor);
-    g.insert("backoff_factor", r.gradScaler->backoffFactor);
-    g.insert("growth_interval", r.gradScaler->growthInterval);
-    g.insert("_growth_tracker", r.gradScaler->growthTracker);
-    d.insert("grad_scaler", g);
-  }
-  return d;
-}
-
 // ---- reading back (files this engine wrote)
 
 protocol::Status bad(const std::filesystem::path& path, const std::string& what) {
@@ -144,7 +108,7 @@ protocol::StatusOr<CheckpointContents> parse(const IValue& root, const std::file
     if (!field(top, key)) return bad(path, std::string("missing key '") + key + "'");
   }
   const IValue* ours = field(top, "flamingo_studio");
-  if (!ours || !ours->isGenericDict()) {
+  if (!ours) {
     return bad(path,
                "no 'flamingo_studio' key: not written by Flamingo Studio (use the OpenFlamingo importer)");
   }
@@ -185,43 +149,46 @@ protocol::StatusOr<CheckpointContents> parse(const IValue& root, const std::file
   c.scheduler.lastEpoch = field(sch, "last_epoch")->toInt();
   c.scheduler.stepCount = field(sch, "_step_count")->toInt();
   c.scheduler.lastLr = toDoubles(*field(sch, "_last_lr"));
-  const GDict r = ours->toGenericDict();
-  c.resume.kind = field(r, "kind")->toStringRef();
-  c.resume.step = field(r, "step")->toInt();
-  c.resume.iteration = field(r, "iteration")->toInt();
-  c.resume.epoch = field(r, "epoch")->toInt();
-  auto position = data::decodeDataPosition(field(r, "data_position")->toStringRef());
-  if (!position) return bad(path, "data position: " + position.status().message());
-  c.resume.data = position.value();
-  c.resume.rng.torchCpu = tensorBytes(field(r, "rng_torch_cpu")->toTensor());
-  for (const auto& t : field(r, "rng_torch_cuda")->toListRef())
-    c.resume.rng.torchCuda.push_back(tensorBytes(t.toTensor()));
-  const auto own = field(r, "rng_own")->toListRef();
-  if (own.size() != c.resume.rng.own.size()) return bad(path, "rng_own has the wrong length");
-  for (size_t i = 0; i < own.size(); ++i) c.resume.rng.own[i] = static_cast<uint64_t>(own[i].toInt());
-  c.resume.manifest = field(r, "manifest")->toStringRef();
-  if (const IValue* g = field(r, "grad_scaler")) {  // written by fp16 runs only
-    if (!g->isGenericDict()) return bad(path, "flamingo_studio.grad_scaler is not a dict");
-    const GDict gs = g->toGenericDict();
-    for (const char* key :
-         {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"}) {
-      if (field(gs, key) == nullptr)
-        return bad(path, std::string("flamingo_studio.grad_scaler has no ") + key);
-    }
-    train::GradScalerState s;
-    s.scale = field(gs, "scale")->toDouble();
-    s.growthFactor = field(gs, "growth_factor")->toDouble();
-    s.backoffFactor = field(gs, "backoff_factor")->toDouble();
-    s.growthInterval = field(gs, "growth_interval")->toInt();
-    s.growthTracker = field(gs, "_growth_tracker")->toInt();
-    if (!(s.scale > 0.0) || !std::isfinite(s.scale))
-      return bad(path, "flamingo_studio.grad_scaler.scale is not a positive finite number");
-    c.resume.gradScaler = s;
-  }
+  auto record = resumeFromIValue(*ours);
+  if (!record) return bad(path, record.status().message());
+  auto resume = fromResumeRecord(record.value());
+  if (!resume) return bad(path, resume.status().message());
+  c.resume = std::move(resume.value());
   return c;
 }
 
 }  // namespace
+
+protocol::ResumeRecord toResumeRecord(const ResumeState& r) {
+  protocol::ResumeRecord out;
+  out.kind = r.kind;
+  out.step = r.step;
+  out.iteration = r.iteration;
+  out.epoch = r.epoch;
+  out.dataPosition.value = r.data;
+  out.rngTorchCpu.data = r.rng.torchCpu;
+  for (const auto& c : r.rng.torchCuda) out.rngTorchCuda.push_back({c});
+  out.rngOwn.assign(r.rng.own.begin(), r.rng.own.end());
+  out.manifest.value = r.manifest;
+  out.gradScaler = r.gradScaler;
+  return out;
+}
+
+protocol::StatusOr<ResumeState> fromResumeRecord(const protocol::ResumeRecord& record) {
+  if (protocol::Status s = protocol::checkResumeRecord(record); !s) return s;
+  ResumeState r;
+  r.kind = record.kind;
+  r.step = record.step;
+  r.iteration = record.iteration;
+  r.epoch = record.epoch;
+  r.data = record.dataPosition.value;
+  r.rng.torchCpu = record.rngTorchCpu.data;
+  for (const auto& c : record.rngTorchCuda) r.rng.torchCuda.push_back(c.data);
+  std::copy(record.rngOwn.begin(), record.rngOwn.end(), r.rng.own.begin());  // checked: 4 words
+  r.manifest = record.manifest.value;
+  r.gradScaler = record.gradScaler;
+  return r;
+}
 
 model::NamedTensors checkpointModelState(const model::NamedTensors& parameters,
                                          const model::NamedTensors& buffers) {
@@ -247,7 +214,7 @@ protocol::Status writeCheckpoint(const std::filesystem::path& path, const Checkp
   top.insert("model_state_dict", model);
   top.insert("optimizer_state_dict", optimizerIValue(c.optimizer));
   top.insert("lr_scheduler_state_dict", schedulerIValue(c.scheduler));
-  top.insert("flamingo_studio", resumeIValue(c.resume));
+  top.insert("flamingo_studio", resumeToIValue(toResumeRecord(c.resume)));
   std::vector<char> bytes;
   try {
     bytes = fs::runtime::pickleForTorchLoad(top);

@@ -22,6 +22,7 @@
 #include "backend/model/state_dict.h"
 #include "backend/protocol/io/write_env.h"
 #include "backend/protocol/status.h"
+#include "backend/protocol/wire/checkpoint_record.h"
 #include "backend/train/grad_scaler.h"
 #include "backend/train/optimizer.h"
 #include "backend/train/schedule.h"
@@ -36,7 +37,7 @@ struct ResumeState {
   data::DataPosition data;
   train::RngSnapshot rng;
   std::string kind;      // "epoch" | "step" | "final"
-  std::string manifest;  // JSON: engine version, model shape, parameter names/shapes
+  protocol::CheckpointManifest manifest;  // engine version, model shape, parameter names/shapes
   std::optional<train::GradScalerState> gradScaler;  // fp16 precisions: the loss scale
 };
 
@@ -53,6 +54,12 @@ struct CheckpointContents {
 // vision_encoder.
 model::NamedTensors checkpointModelState(const model::NamedTensors& parameters,
                                          const model::NamedTensors& buffers);
+
+// The resume state as its record (NOTE [Checkpoint records]), which both the
+// file's "flamingo_studio" dict and a sharded index's "resume" carry; and
+// back, refusing a snapshot of the wrong size.
+protocol::ResumeRecord toResumeRecord(const ResumeState& state);
+protocol::StatusOr<ResumeState> fromResumeRecord(const protocol::ResumeRecord& record);
 
 // Through `env` (null: the real file system; protocol/io/write_env.h).
 protocol::Status writeCheckpoint(const std::filesystem::path& path, const CheckpointContents& contents,

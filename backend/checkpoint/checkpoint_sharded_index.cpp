@@ -10,30 +10,6 @@ using protocol::Status;
 
 namespace {
 
-std::string hex(const std::vector<uint8_t>& bytes) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (uint8_t b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-  return out;
-}
-
-std::vector<uint8_t> unhex(const std::string& text) {
-  if (text.size() % 2 != 0) throw std::invalid_argument("odd number of hex digits");
-  auto nibble = [](char c) -> uint8_t {
-    if (c >= '0' && c <= '9') return static_cast<uint8_t>(c - '0');
-    if (c >= 'a' && c <= 'f') return static_cast<uint8_t>(c - 'a' + 10);
-    throw std::invalid_argument(std::string("not a hex digit: '") + c + "'");
-  };
-  std::vector<uint8_t> out(text.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i)
-    out[i] = static_cast<uint8_t>(nibble(text[2 * i]) << 4 | nibble(text[2 * i + 1]));
-  return out;
-}
-
 protocol::ShardedParamGroup groupRecord(const train::AdamWGroupStateDict& g) {
   return {g.lr,       {g.beta1, g.beta2}, g.eps,       g.weightDecay, g.amsgrad,
           g.maximize, g.capturable,       g.initialLr, g.params,      g.paramNames};
@@ -55,50 +31,6 @@ train::AdamWGroupStateDict groupFrom(const protocol::ShardedParamGroup& r) {
   return g;
 }
 
-protocol::ShardedResume resumeRecord(const ResumeState& r) {
-  protocol::ShardedResume out;
-  out.kind = r.kind;
-  out.step = r.step;
-  out.iteration = r.iteration;
-  out.epoch = r.epoch;
-  out.dataPosition = data::encodeDataPosition(r.data);
-  out.rngTorchCpu = hex(r.rng.torchCpu);
-  for (const auto& c : r.rng.torchCuda) out.rngTorchCuda.push_back(hex(c));
-  out.rngOwn.assign(r.rng.own.begin(), r.rng.own.end());
-  out.manifest = r.manifest;
-  if (r.gradScaler) {
-    const auto& g = *r.gradScaler;
-    out.gradScaler = protocol::ShardedGradScaler{g.scale, g.growthFactor, g.backoffFactor, g.growthInterval,
-                                                 g.growthTracker};
-  }
-  return out;
-}
-
-// Throws invalid_argument naming the field; the caller names the file.
-ResumeState resumeFrom(const protocol::ShardedResume& j) {
-  ResumeState r;
-  r.kind = j.kind;
-  r.step = j.step;
-  r.iteration = j.iteration;
-  r.epoch = j.epoch;
-  auto position = data::decodeDataPosition(j.dataPosition);
-  if (!position) throw std::invalid_argument("resume.data_position: " + position.status().message());
-  r.data = position.value();
-  r.rng.torchCpu = unhex(j.rngTorchCpu);
-  for (const auto& c : j.rngTorchCuda) r.rng.torchCuda.push_back(unhex(c));
-  if (j.rngOwn.size() != r.rng.own.size()) throw std::invalid_argument("resume.rng_own has the wrong length");
-  std::copy(j.rngOwn.begin(), j.rngOwn.end(), r.rng.own.begin());
-  r.manifest = j.manifest;
-  if (j.gradScaler) {
-    const auto& g = *j.gradScaler;
-    if (!(g.scale > 0.0) || !std::isfinite(g.scale))
-      throw std::invalid_argument("resume.grad_scaler.scale is not a positive finite number");
-    r.gradScaler =
-        train::GradScalerState{g.scale, g.growthFactor, g.backoffFactor, g.growthInterval, g.growthTracker};
-  }
-  return r;
-}
-
 }  // namespace
 
 std::string encodeShardedIndex(const ShardedIndex& x) {
@@ -115,7 +47,7 @@ std::string encodeShardedIndex(const ShardedIndex& x) {
   const auto& s = x.scheduler;
   r.scheduler = {s.baseLrs, s.lastEpoch, s.stepCount, s.verbose, s.getLrCalledWithinStep, s.lastLr};
   r.epoch = x.epoch;
-  r.resume = resumeRecord(x.resume);
+  r.resume = toResumeRecord(x.resume);
   return protocol::encodeShardedIndex(r);
 }
 
@@ -148,11 +80,9 @@ protocol::StatusOr<ShardedIndex> decodeShardedIndex(const std::string& text,
   const auto& s = r.scheduler;
   x.scheduler = {s.baseLrs, s.lastEpoch, s.stepCount, s.verbose, s.getLrCalledWithinStep, s.lastLr};
   x.epoch = r.epoch;
-  try {
-    x.resume = resumeFrom(r.resume);
-  } catch (const std::exception& e) {
-    return bad(std::string("malformed index: ") + e.what());
-  }
+  auto resume = fromResumeRecord(r.resume);
+  if (!resume) return bad("malformed index: resume: " + resume.status().message());
+  x.resume = std::move(resume.value());
   // The layout must add up, so a reader can trust offsets and sizes.
   if (x.shardGroupSize < 1 || static_cast<int64_t>(x.files.size()) != x.shardGroupSize) {
     return bad(std::to_string(x.files.size()) + " rank files listed for a shard group of " +

@@ -53,7 +53,7 @@ json stateJson(const in::TrainingState& s) {
                                       {"datasets", p.datasets},
                                       {"batches_consumed", p.batchesConsumed},
                                       {"batch_sizes", p.batchSizes},
-                                      {"rng_state_bytes", p.rngStateBytes},
+                                      {"rng_state_bytes", p.rngState.data.size()},
                                       {"cursors", cursors},
                                       {"text", in::describeDataPosition(p)}};
     } else {

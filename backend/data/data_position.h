@@ -26,44 +26,29 @@
 // the format stays 1: decodeDataPosition() reads the keys it knows and
 // ignores any others, as do older builds, which therefore read these files.
 //
+// The record, its JSON codec (protocol::encodeDataPosition /
+// decodeDataPosition) and its field list live with the checkpoint's other
+// records (backend/protocol/wire/checkpoint_record.h); this header adds what
+// a data source checks before it resumes from one.
+//
 // Thread-safety: plain value.
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <vector>
 
 #include "backend/data/shard_cursor.h"
 #include "backend/protocol/status.h"
+#include "backend/protocol/wire/checkpoint_record.h"
 
 namespace fs::data {
 
-struct DataPosition {
-  static constexpr int kFormatVersion = 1;
-
-  std::string source;  // "synthetic" | "shards": the kind that wrote it
-  int64_t epoch = 0;
-  int64_t rank = 0;
-  int64_t world = 1;
-  std::vector<std::string> datasets;     // names, config order
-  std::vector<int64_t> batchesConsumed;  // per dataset, within `epoch`
-  std::vector<int64_t> batchSizes;       // per dataset, per rank; may be empty (older files)
-  std::vector<uint8_t> rngState;         // source-specific, may be empty
-  std::vector<ShardCursor> cursors;      // per dataset or empty: NOTE [Data position cursors]
-
-  bool operator==(const DataPosition&) const = default;
-};
+using DataPosition = protocol::DataPositionRecord;
+using protocol::decodeDataPosition;
+using protocol::encodeDataPosition;
 
 // Why `saved` cannot resume a source that stands at `mine` (another source
 // kind, rank, world size or dataset list, a negative epoch, or more batches
 // consumed than an epoch of `stepsPerEpoch` has); ok when it can.
 protocol::Status checkResumable(const DataPosition& mine, const DataPosition& saved, int64_t stepsPerEpoch);
-
-// A compact JSON object (rngState as hex), for step checkpoints.
-std::string encodeDataPosition(const DataPosition& position);
-// Rejects malformed JSON, missing fields, a newer format version and
-// malformed cursors (naming the field, e.g. "cursors[1].samples_read");
-// ignores keys it does not know.
-protocol::StatusOr<DataPosition> decodeDataPosition(const std::string& json);
 
 }  // namespace fs::data

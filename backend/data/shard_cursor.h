@@ -29,20 +29,11 @@
 // Thread-safety: plain value.
 #pragma once
 
-#include <cstdint>
-#include <string>
+#include "backend/protocol/wire/checkpoint_record.h"
 
 namespace fs::data {
 
-struct ShardCursor {
-  std::string shard;
-  int64_t shardIndex = 0;
-  int64_t shardCount = 0;
-  int64_t samplesRead = 0;
-  int64_t pass = 0;
-  int64_t worker = 0;
-
-  bool operator==(const ShardCursor&) const = default;
-};
+// Declared once with the checkpoint's records (NOTE [Checkpoint records]).
+using ShardCursor = protocol::ShardCursorRecord;
 
 }  // namespace fs::data

@@ -123,7 +123,7 @@ struct CheckpointIndex::Impl {
   std::vector<tf::TorchFile> torchFiles;  // torch.save file, or the rank files of a sharded one
   std::optional<tf::WeightSet> weights;
   std::map<std::string, std::size_t> weightFile;  // WeightSet file path -> files() index
-  std::string manifest;
+  std::optional<protocol::CheckpointManifest> manifest;
   std::vector<std::string> warnings;
   DataGate gate;  // OpenOptions::gate
   // Lets the gate bring in `part` (a span inside `whole`, the mapping of `file`) before it is read.
@@ -159,7 +159,14 @@ Status CheckpointIndex::Impl::openTorch(const std::string& file) {
   if (root.find("flamingo_studio")) {
     format = CheckpointFormat::kFlamingoStudio;
     if (const auto* ours = root.find("flamingo_studio"); ours->isDict()) {
-      if (const auto* m = ours->find("manifest"); m && m->isStr()) manifest = m->text;
+      if (const auto* m = ours->find("manifest"); m && m->isStr()) {
+        auto decoded = protocol::decodeCheckpointManifest(m->text);
+        if (decoded) {
+          manifest = std::move(decoded.value());
+        } else {
+          warnings.push_back(path + ": " + decoded.status().message() + "; trainability and hashes are unknown");
+        }
+      }
     }
   } else if (sections.modelKey == "model_state_dict" && sections.optimizer) {
     format = CheckpointFormat::kOpenFlamingo;
@@ -214,7 +221,7 @@ Status CheckpointIndex::Impl::openSharded(const std::string& dir) {
   auto record = protocol::decodeShardedIndex(text.str());
   if (!record) return Status::corruption(indexPath + ": " + record.status().message());
   const protocol::ShardedIndexRecord& r = record.value();
-  manifest = r.resume.manifest;
+  manifest = r.resume.manifest.value;
   files = {indexPath};
   fileBytes = sizeOf(indexPath);
   for (const std::string& name : r.files) {
@@ -323,29 +330,14 @@ Status CheckpointIndex::Impl::openWeights(const std::string& p, bool directory) 
   return Status::ok();
 }
 
-// Trainability and content hashes from our manifest: {"parameters": [{name,
-// shape, trainable}], "tensors": [{name, shape, dtype, hash}]}.
+// Trainability and content hashes from our manifest (protocol::CheckpointManifest).
 void CheckpointIndex::Impl::applyManifest() {
-  if (manifest.empty()) return;
-  const auto j = nlohmann::json::parse(manifest, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    warnings.push_back(path + ": its manifest is not valid JSON; trainability and hashes are unknown");
-    return;
-  }
+  if (!manifest) return;
   std::map<std::string, bool> trainable;
   std::map<std::string, std::string> hashes;
-  try {
-    if (j.contains("parameters")) {
-      for (const auto& p : j.at("parameters"))
-        trainable[p.at("name").get<std::string>()] = p.at("trainable").get<bool>();
-    }
-    if (j.contains("tensors")) {
-      for (const auto& t : j.at("tensors"))
-        hashes[t.at("name").get<std::string>()] = t.at("hash").get<std::string>();
-    }
-  } catch (const nlohmann::json::exception& e) {
-    warnings.push_back(path + ": its manifest's parameter or tensor list is malformed (" + e.what() + ")");
-    return;
+  for (const auto& p : manifest->parameters) trainable[p.name] = p.trainable;
+  if (manifest->tensors) {
+    for (const auto& t : *manifest->tensors) hashes[t.name] = t.hash;
   }
   for (TensorEntry& e : tensors) {
     if (e.section != Section::kModel) continue;
@@ -473,7 +465,7 @@ std::uint64_t CheckpointIndex::fileBytes() const {
 const std::vector<TensorEntry>& CheckpointIndex::tensors() const {
   return impl_->tensors;
 }
-const std::string& CheckpointIndex::manifest() const {
+const std::optional<protocol::CheckpointManifest>& CheckpointIndex::manifest() const {
   return impl_->manifest;
 }
 const std::vector<std::string>& CheckpointIndex::warnings() const {

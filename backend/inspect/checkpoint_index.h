@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "backend/protocol/status.h"
+#include "backend/protocol/wire/checkpoint_record.h"
 #include "backend/tensorfile/dtype.h"
 #include "backend/tensorfile/py_value.h"
 #include "backend/tensorfile/tensor_view.h"
@@ -107,8 +108,8 @@ class CheckpointIndex {
 
   // A torch.save file's value tree (training state lives in it); null otherwise.
   const tensorfile::PyValue* root() const;
-  // Our checkpoint manifest (JSON text), "" when the checkpoint carries none.
-  const std::string& manifest() const;
+  // Our checkpoint manifest; nullopt when the checkpoint carries none (or an unreadable one: see warnings()).
+  const std::optional<protocol::CheckpointManifest>& manifest() const;
   // What was read but is not quite right (an unreadable manifest), for the user to see.
   const std::vector<std::string>& warnings() const;
 

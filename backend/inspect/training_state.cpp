@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 
+#include "backend/inspect/record_pyvalue.h"
 #include "backend/inspect/training_state_parts.h"
 #include "backend/tensorfile/content_hash.h"
 #include "backend/tensorfile/tensor_stats.h"
@@ -86,68 +86,36 @@ StatusOr<std::optional<double>> norm(const CheckpointIndex& c, const std::string
   return std::optional<double>(stats->moments.l2Norm());
 }
 
-RngGenerator generator(std::string name, std::span<const std::byte> bytes) {
-  return {std::move(name), bytes.size(), tf::contentHashText(tf::xxh64(bytes))};
+namespace {
+
+RngGenerator generator(std::string name, const std::vector<std::uint8_t>& bytes) {
+  const std::span<const std::byte> view(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size());
+  return {std::move(name), bytes.size(), tf::contentHashText(tf::xxh64(view))};
 }
 
+// Our process generator's words, little-endian.
 RngGenerator ownGenerator(const std::vector<std::uint64_t>& words) {
-  std::vector<std::byte> bytes(words.size() * 8);
+  std::vector<std::uint8_t> bytes(words.size() * 8);
   for (std::size_t w = 0; w < words.size(); ++w) {
-    for (int b = 0; b < 8; ++b) bytes[w * 8 + b] = static_cast<std::byte>((words[w] >> (8 * b)) & 0xff);
+    for (int b = 0; b < 8; ++b) bytes[w * 8 + b] = static_cast<std::uint8_t>((words[w] >> (8 * b)) & 0xff);
   }
   return generator("own (process Rng)", bytes);
 }
 
-StatusOr<DataPositionInfo> parsePosition(const CheckpointIndex& c, const std::string& entry,
-                                         const std::string& text) {
-  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return bad(c, entry, "is not a JSON object");
-  try {
-    DataPositionInfo p;
-    p.format = j.at("format").get<std::int64_t>();
-    p.source = j.at("source").get<std::string>();
-    p.epoch = j.at("epoch").get<std::int64_t>();
-    p.rank = j.at("rank").get<std::int64_t>();
-    p.world = j.at("world").get<std::int64_t>();
-    p.datasets = j.at("datasets").get<std::vector<std::string>>();
-    p.batchesConsumed = j.at("batches_consumed").get<std::vector<std::int64_t>>();
-    if (j.contains("batch_sizes")) p.batchSizes = j.at("batch_sizes").get<std::vector<std::int64_t>>();
-    p.rngStateBytes = j.at("rng_state").get<std::string>().size() / 2;
-    if (p.datasets.size() != p.batchesConsumed.size())
-      return bad(c, entry,
-                 "names " + std::to_string(p.datasets.size()) + " datasets but " +
-                     std::to_string(p.batchesConsumed.size()) + " batch counts");
-    if (j.contains("cursors")) {
-      const auto& list = j.at("cursors");
-      if (!list.is_array() || list.size() != p.datasets.size())
-        return bad(c, entry,
-                   "cursors is not a list of " + std::to_string(p.datasets.size()) + " (one per dataset)");
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        const std::string field = "cursors[" + std::to_string(i) + "]";
-        const auto& item = list[i];
-        if (!item.is_object()) return bad(c, entry, field + " is not an object");
-        ShardCursorInfo cursor;
-        if (!item.contains("shard") || !item.at("shard").is_string())
-          return bad(c, entry, field + ".shard is missing or not a string");
-        cursor.shard = item.at("shard").get<std::string>();
-        for (const auto& [key, out] :
-             {std::pair<const char*, std::int64_t*>{"shard_index", &cursor.shardIndex},
-              {"shard_count", &cursor.shardCount},
-              {"samples_read", &cursor.samplesRead},
-              {"pass", &cursor.pass},
-              {"worker", &cursor.worker}}) {
-          if (!item.contains(key) || !item.at(key).is_number_integer())
-            return bad(c, entry, field + "." + key + " is missing or not an integer");
-          *out = item.at(key).get<std::int64_t>();
-          if (*out < 0) return bad(c, entry, field + "." + key + " is " + std::to_string(*out) + ", below 0");
-        }
-        p.cursors.push_back(std::move(cursor));
-      }
-    }
-    return p;
-  } catch (const nlohmann::json::exception& e) {
-    return bad(c, entry, std::string("malformed (") + e.what() + ")");
-  }
+}  // namespace
+
+ResumeInfo describeResume(const protocol::ResumeRecord& record) {
+  ResumeInfo out;
+  out.kind = record.kind;
+  out.step = record.step;
+  out.iteration = record.iteration;
+  out.epoch = record.epoch;
+  out.rng.push_back(generator("torch CPU", record.rngTorchCpu.data));
+  for (std::size_t d = 0; d < record.rngTorchCuda.size(); ++d)
+    out.rng.push_back(generator("torch CUDA " + std::to_string(d), record.rngTorchCuda[d].data));
+  out.rng.push_back(ownGenerator(record.rngOwn));
+  out.data = record.dataPosition.value;
+  return out;
 }
 
 }  // namespace detail
@@ -206,12 +174,9 @@ void nameOptimizerState(OptimizerState& opt, const std::vector<std::vector<std::
                         const CheckpointIndex& c, const PyValue& root) {
   std::vector<Candidate> candidates;
   if (c.format() == CheckpointFormat::kFlamingoStudio) {
-    const auto j = nlohmann::json::parse(c.manifest(), nullptr, false);
-    if (!j.is_object() || !j.contains("parameters") || !j["parameters"].is_array()) return;
-    for (const auto& p : j["parameters"]) {
-      if (p.is_object() && p.value("trainable", false) && p.contains("name") && p["name"].is_string() &&
-          p.contains("shape") && p["shape"].is_array())
-        candidates.push_back({p["name"].get<std::string>(), p["shape"].get<std::vector<std::int64_t>>()});
+    if (!c.manifest()) return;
+    for (const auto& p : c.manifest()->parameters) {
+      if (p.trainable) candidates.push_back({p.name, p.shape});
     }
     nameByRule(opt, groupIds, candidates, "the manifest's trainable parameters");
     return;
@@ -299,46 +264,19 @@ SchedulerState readScheduler(const PyValue& s) {
   return out;
 }
 
-StatusOr<RngGenerator> tensorGenerator(const CheckpointIndex& c, std::string name, const std::string& entry) {
-  auto i = c.find(entry, Section::kOther);
-  if (!i) return bad(c, entry, "is not in the checkpoint's tensor index");
-  auto data = c.data(*i);
-  if (!data) return bad(c, entry, data.status().message());
-  const auto bytes = tf::toContiguous(data->view);
-  return generator(std::move(name), bytes);
-}
-
 StatusOr<ResumeInfo> readResume(const CheckpointIndex& c, const PyValue& r) {
-  if (!r.isDict()) return bad(c, "flamingo_studio", "is not a dict");
-  ResumeInfo out;
-  if (const PyValue* k = r.find("kind"); k && k->isStr()) out.kind = k->text;
-  out.step = intAt(&r, "step").value_or(0);
-  out.iteration = intAt(&r, "iteration").value_or(0);
-  out.epoch = intAt(&r, "epoch").value_or(0);
-  if (const PyValue* cpu = r.find("rng_torch_cpu"); cpu && cpu->isTensor()) {
-    auto g = tensorGenerator(c, "torch CPU", "flamingo_studio.rng_torch_cpu");
-    if (!g) return g.status();
-    out.rng.push_back(g.value());
-  }
-  if (const PyValue* cuda = r.find("rng_torch_cuda"); cuda && cuda->isSequence()) {
-    for (std::size_t d = 0; d < cuda->items.size(); ++d) {
-      auto g = tensorGenerator(c, "torch CUDA " + std::to_string(d),
-                               "flamingo_studio.rng_torch_cuda." + std::to_string(d));
-      if (!g) return g.status();
-      out.rng.push_back(g.value());
-    }
-  }
-  if (const PyValue* own = r.find("rng_own"); own && own->isSequence()) {
-    std::vector<std::uint64_t> words;
-    for (const auto& w : own->items) words.push_back(static_cast<std::uint64_t>(w->asInt().value_or(0)));
-    out.rng.push_back(ownGenerator(words));
-  }
-  if (const PyValue* pos = r.find("data_position"); pos && pos->isStr()) {
-    auto p = parsePosition(c, "flamingo_studio.data_position", pos->text);
-    if (!p) return p.status();
-    out.data = p.value();
-  }
-  return out;
+  const TensorBytes bytes = [&c](const std::string& entry) -> StatusOr<std::vector<std::uint8_t>> {
+    auto i = c.find(entry, Section::kOther);
+    if (!i) return Status::corruption("is not in the checkpoint's tensor index");
+    auto data = c.data(*i);
+    if (!data) return data.status();
+    const auto contiguous = tf::toContiguous(data->view);
+    const auto* p = reinterpret_cast<const std::uint8_t*>(contiguous.data());
+    return std::vector<std::uint8_t>(p, p + contiguous.size());
+  };
+  auto record = resumeFromPyValue(r, bytes);
+  if (!record) return Status::corruption(c.path() + ": " + record.status().message());
+  return describeResume(record.value());
 }
 
 Status readTorchSave(const CheckpointIndex& c, TrainingState& out) {

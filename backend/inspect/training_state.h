@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/inspect/checkpoint_index.h"
+#include "backend/protocol/wire/checkpoint_record.h"
 
 namespace fs::inspect {
 
@@ -68,33 +69,12 @@ struct RngGenerator {
   std::string hash;  // "xxh64:<16 hex>" of its bytes: equal states hash equal
 };
 
-// backend/data/shard_cursor.h's ShardCursor: where the shard pipeline's
-// reader stood when the last batch consumed of a dataset completed.
-struct ShardCursorInfo {
-  std::string shard;  // path or URL as the plan gives it
-  std::int64_t shardIndex = 0;
-  std::int64_t shardCount = 0;
-  std::int64_t samplesRead = 0;  // samples the reader had read from `shard`
-  std::int64_t pass = 0;
-  std::int64_t worker = 0;
-};
+// The data position as the checkpoint stores it (one record with the
+// engine's: backend/protocol/wire/checkpoint_record.h).
+using DataPositionInfo = protocol::DataPositionRecord;
 
-// backend/data/data_position.h's DataPosition, field for field, as the
-// checkpoint stores it (JSON text).
-struct DataPositionInfo {
-  std::int64_t format = 0;
-  std::string source;  // "synthetic" | "shards"
-  std::int64_t epoch = 0;
-  std::int64_t rank = 0;
-  std::int64_t world = 1;
-  std::vector<std::string> datasets;
-  std::vector<std::int64_t> batchesConsumed;
-  std::vector<std::int64_t> batchSizes;  // may be empty (older files)
-  std::uint64_t rngStateBytes = 0;
-  std::vector<ShardCursorInfo> cursors;  // per dataset, or empty (synthetic source, older files)
-};
-
-// Our resume record ("flamingo_studio" / the sharded index's "resume").
+// Our resume record ("flamingo_studio" / the sharded index's "resume") in
+// words: the RNG states reduced to sizes and hashes.
 struct ResumeInfo {
   std::string kind;  // "step" | "epoch" | "final"
   std::int64_t step = 0;

@@ -20,13 +20,8 @@ Status bad(const CheckpointIndex& c, const std::string& entry, const std::string
 // The L2 norm of the optimizer-section tensor `entry` (and its shape); nullopt when absent.
 StatusOr<std::optional<double>> norm(const CheckpointIndex& c, const std::string& entry,
                                      std::vector<std::int64_t>* shape);
-// Its size and XXH64.
-RngGenerator generator(std::string name, std::span<const std::byte> bytes);
-// Our process generator's four words, little-endian.
-RngGenerator ownGenerator(const std::vector<std::uint64_t>& words);
-// A data position's JSON text (backend/data/data_position.cpp's encoding).
-StatusOr<DataPositionInfo> parsePosition(const CheckpointIndex& c, const std::string& entry,
-                                         const std::string& text);
+// The resume record in words, whichever file carried it.
+ResumeInfo describeResume(const protocol::ResumeRecord& record);
 // Our sharded directory: index.json's groups, scheduler and resume record.
 Status readSharded(const CheckpointIndex& c, TrainingState& out);
 

@@ -18,25 +18,6 @@ namespace {
 namespace tf = tensorfile;
 using tf::PyValue;
 
-// The decoder checked the field's type only: a non-hex digit is an error naming it.
-StatusOr<std::vector<std::byte>> fromHex(const CheckpointIndex& c, const std::string& entry,
-                                         const std::string& hex) {
-  auto nibble = [](char ch) -> int {
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-    return -1;
-  };
-  std::vector<std::byte> out;
-  if (hex.size() % 2 != 0) return bad(c, entry, "is not hex (odd length)");
-  for (std::size_t i = 0; i < hex.size(); i += 2) {
-    const int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
-    if (hi < 0 || lo < 0) return bad(c, entry, "is not hex");
-    out.push_back(static_cast<std::byte>(hi * 16 + lo));
-  }
-  return out;
-}
-
 }  // namespace
 
 Status readSharded(const CheckpointIndex& c, TrainingState& out) {
@@ -113,24 +94,8 @@ Status readSharded(const CheckpointIndex& c, TrainingState& out) {
   sched.baseLrs = r.scheduler.baseLrs;
   sched.lastLr = r.scheduler.lastLr;
   out.scheduler = sched;
-  ResumeInfo resume;
-  resume.kind = r.resume.kind;
-  resume.step = r.resume.step;
-  resume.iteration = r.resume.iteration;
-  resume.epoch = r.resume.epoch;
-  auto cpu = fromHex(c, "index.json resume.rng_torch_cpu", r.resume.rngTorchCpu);
-  if (!cpu) return cpu.status();
-  resume.rng.push_back(generator("torch CPU", cpu.value()));
-  for (std::size_t d = 0; d < r.resume.rngTorchCuda.size(); ++d) {
-    auto cuda = fromHex(c, "index.json resume.rng_torch_cuda." + std::to_string(d), r.resume.rngTorchCuda[d]);
-    if (!cuda) return cuda.status();
-    resume.rng.push_back(generator("torch CUDA " + std::to_string(d), cuda.value()));
-  }
-  resume.rng.push_back(ownGenerator(r.resume.rngOwn));
-  auto p = parsePosition(c, "index.json resume.data_position", r.resume.dataPosition);
-  if (!p) return p.status();
-  resume.data = p.value();
-  out.resume = std::move(resume);
+  if (Status s = protocol::checkResumeRecord(r.resume); !s) return bad(c, "index.json resume", s.message());
+  out.resume = describeResume(r.resume);
   return Status::ok();
 }
 

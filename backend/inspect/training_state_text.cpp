@@ -45,7 +45,7 @@ std::string describeDataPosition(const DataPositionInfo& p) {
     const std::int64_t batches = p.batchesConsumed[i];
     out << (i ? (cursors ? "; " : ", ") : "") << p.datasets[i] << ' ';
     if (cursors) {
-      const ShardCursorInfo& c = p.cursors[i];
+      const protocol::ShardCursorRecord& c = p.cursors[i];
       out << "at shard " << c.shard << " (index " << grouped(c.shardIndex) << " of " << grouped(c.shardCount)
           << ", pass " << c.pass << ", worker " << c.worker << ") with " << grouped(c.samplesRead)
           << (c.samplesRead == 1 ? " sample" : " samples") << " read from it, ";
@@ -64,7 +64,7 @@ std::string describeDataPosition(const DataPositionInfo& p) {
   out << (cursors ? "; " : ", ") << "on rank " << p.rank << " of " << p.world << " (" << p.source
       << " source";
   if (p.batchSizes.empty()) out << "; batch sizes not recorded";
-  if (p.rngStateBytes > 0) out << "; " << p.rngStateBytes << " bytes of source RNG state";
+  if (p.rngState.data.size() > 0) out << "; " << p.rngState.data.size() << " bytes of source RNG state";
   out << ')';
   return out.str();
 }

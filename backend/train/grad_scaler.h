@@ -23,6 +23,8 @@
 #include <functional>
 #include <vector>
 
+#include "backend/protocol/wire/checkpoint_record.h"
+
 namespace fs::train {
 
 struct GradScalerOptions {
@@ -34,14 +36,9 @@ struct GradScalerOptions {
 };
 
 // GradScaler.state_dict(): {scale, growth_factor, backoff_factor,
-// growth_interval, _growth_tracker}.
-struct GradScalerState {
-  double scale = 65536.0;
-  double growthFactor = 2.0;
-  double backoffFactor = 0.5;
-  int64_t growthInterval = 2000;
-  int64_t growthTracker = 0;
-};
+// growth_interval, _growth_tracker}; declared once with the checkpoint's
+// records (NOTE [Checkpoint records]).
+using GradScalerState = protocol::GradScalerRecord;
 
 class GradScaler {
  public:

@@ -1,5 +1,6 @@
 #include "backend/protocol/wire/sharded_index.h"
 
+#include "backend/protocol/wire/checkpoint_record_json.h"
 #include "backend/protocol/wire/json_fields.h"
 
 namespace fs::protocol {
@@ -59,29 +60,6 @@ void describe(V& v, ShardedLrScheduler& s) {
   v.req("verbose", s.verbose);
   v.req("_get_lr_called_within_step", s.getLrCalledWithinStep);
   v.req("_last_lr", s.lastLr);
-}
-
-template <class V>
-void describe(V& v, ShardedGradScaler& g) {
-  v.req("scale", g.scale);
-  v.req("growth_factor", g.growthFactor);
-  v.req("backoff_factor", g.backoffFactor);
-  v.req("growth_interval", g.growthInterval);
-  v.req("_growth_tracker", g.growthTracker);
-}
-
-template <class V>
-void describe(V& v, ShardedResume& r) {
-  v.req("kind", r.kind);
-  v.req("step", r.step);
-  v.req("iteration", r.iteration);
-  v.req("epoch", r.epoch);
-  v.req("data_position", r.dataPosition);
-  v.req("rng_torch_cpu", r.rngTorchCpu);
-  v.req("rng_torch_cuda", r.rngTorchCuda);
-  v.req("rng_own", r.rngOwn);
-  v.req("manifest", r.manifest);
-  v.opt("grad_scaler", r.gradScaler);
 }
 
 // What follows `format` and `version`, which decodeShardedIndex reads and checks first.

@@ -20,9 +20,10 @@
 //    "lr_scheduler": {"base_lrs", "last_epoch", "_step_count", "verbose",
 //       "_get_lr_called_within_step", "_last_lr"},
 //    "epoch": 0,
-//    "resume": {"kind", "step", "iteration", "epoch", "data_position" (its
-//       JSON text), "rng_torch_cpu" (hex), "rng_torch_cuda" [hex],
-//       "rng_own" [4 x uint64], "manifest" (its JSON text)}}
+//    "resume": {"format", "kind", "step", "iteration", "epoch",
+//       "data_position" (its JSON text), "rng_torch_cpu" (hex),
+//       "rng_torch_cuda" [hex], "rng_own" [4 x uint64], "manifest" (its JSON
+//       text), "grad_scaler" (fp16 runs)}}   // protocol::ResumeRecord
 //
 // Every field is required except initial_lr. The optimizer groups are the
 // unsharded layout (indices over the model's trainable parameters). The
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "backend/protocol/status.h"
+#include "backend/protocol/wire/checkpoint_record.h"
 
 namespace fs::protocol {
 
@@ -104,30 +106,6 @@ struct ShardedLrScheduler {
   bool operator==(const ShardedLrScheduler&) const = default;
 };
 
-// torch.cuda.amp.GradScaler.state_dict()'s fields: the loss scale of fp16 runs.
-struct ShardedGradScaler {
-  double scale = 65536.0;
-  double growthFactor = 2.0;
-  double backoffFactor = 0.5;
-  std::int64_t growthInterval = 2000;
-  std::int64_t growthTracker = 0;
-  bool operator==(const ShardedGradScaler&) const = default;
-};
-
-struct ShardedResume {
-  std::string kind;  // "epoch" | "step" | "final"
-  std::int64_t step = 0;
-  std::int64_t iteration = 0;
-  std::int64_t epoch = 0;
-  std::string dataPosition;               // JSON text, the engine's data::encodeDataPosition
-  std::string rngTorchCpu;                // hex
-  std::vector<std::string> rngTorchCuda;  // hex, one per device
-  std::vector<std::uint64_t> rngOwn;
-  std::string manifest;                         // JSON text
-  std::optional<ShardedGradScaler> gradScaler;  // fp16 precisions only
-  bool operator==(const ShardedResume&) const = default;
-};
-
 struct ShardedIndexRecord {
   std::string format = kShardedFormatName;
   std::int64_t version = kShardedIndexVersion;
@@ -141,7 +119,7 @@ struct ShardedIndexRecord {
   ShardedOptimizer optimizer;
   ShardedLrScheduler scheduler;  // "lr_scheduler"
   std::int64_t epoch = 0;
-  ShardedResume resume;
+  ResumeRecord resume;  // checkpoint_record.h (NOTE [Checkpoint records])
   bool operator==(const ShardedIndexRecord&) const = default;
 };
 

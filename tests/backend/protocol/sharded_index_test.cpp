@@ -47,7 +47,7 @@ TEST(ShardedIndex, RoundTripsByteForByte) {
 TEST(ShardedIndex, TheLossScaleIsOptionalAndRoundTrips) {
   EXPECT_FALSE(nlohmann::json::parse(encodeShardedIndex(sample()))["resume"].contains("grad_scaler"));
   auto scaled = sample();
-  scaled.resume.gradScaler = ShardedGradScaler{1024.0, 2.0, 0.5, 2000, 17};
+  scaled.resume.gradScaler = GradScalerRecord{1024.0, 2.0, 0.5, 2000, 17};
   const std::string text = encodeShardedIndex(scaled);
   EXPECT_EQ(nlohmann::json::parse(text)["resume"]["grad_scaler"]["_growth_tracker"], 17);
   auto back = decodeShardedIndex(text);

@@ -35,7 +35,16 @@ inline ShardedIndexRecord sampleShardedIndex() {
   x.optimizer.paramGroups = {decayed, plain};
   x.scheduler = {{1e-4, 1e-4}, 3, 4, false, false, {5e-5, 5e-5}};
   x.epoch = 1;
-  x.resume = {"step", 3, 6, 1, R"({"epoch":1})", "00ff", {"0a0b"}, {1, 2, 3, 18446744073709551615ull}, "{}"};
+  x.resume.kind = "step";
+  x.resume.step = 3;
+  x.resume.iteration = 6;
+  x.resume.epoch = 1;
+  x.resume.dataPosition.value.source = "synthetic";
+  x.resume.dataPosition.value.epoch = 1;
+  x.resume.rngTorchCpu.data = {0x00, 0xff};
+  x.resume.rngTorchCuda = {Bytes{{0x0a, 0x0b}}};
+  x.resume.rngOwn = {1, 2, 3, 18446744073709551615ull};
+  x.resume.manifest.value.engineVersion = "0.1.0";
   return x;
 }
 
