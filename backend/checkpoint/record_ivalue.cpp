@@ -196,13 +196,15 @@ IValue resumeToIValue(const protocol::ResumeRecord& record) {
 }
 
 protocol::StatusOr<protocol::ResumeRecord> resumeFromIValue(const IValue& value) {
-  if (!value.isGenericDict()) return Status::corruption("flamingo_studio is a " + value.tagKind() + ", not a dict");
+  if (!value.isGenericDict())
+    return Status::corruption("flamingo_studio is a " + value.tagKind() + ", not a dict");
   protocol::ResumeRecord record;
   std::string error;
   IValueReader r(value.toGenericDict(), "flamingo_studio.", &error);
   describe(r, record);
   if (!error.empty()) return Status::corruption(error);
-  if (Status s = protocol::checkResumeRecord(record); !s) return s.withMessage("flamingo_studio: " + s.message());
+  if (Status s = protocol::checkResumeRecord(record); !s)
+    return s.withMessage("flamingo_studio: " + s.message());
   return record;
 }
 

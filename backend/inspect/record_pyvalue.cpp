@@ -91,7 +91,8 @@ class PyValueReader {
       out.clear();
       for (std::size_t i = 0; i < v.items.size(); ++i) {
         const PyValue& item = *v.items[i];
-        if (item.kind != tensorfile::PyKind::kInt) return fail(field + "." + std::to_string(i), item, "an int");
+        if (item.kind != tensorfile::PyKind::kInt)
+          return fail(field + "." + std::to_string(i), item, "an int");
         out.push_back(static_cast<typename T::value_type>(item.intValue));
       }
     } else if constexpr (requires { protocol::decodeJsonText(std::string_view(), out.value); }) {
@@ -128,14 +129,16 @@ class PyValueReader {
 
 }  // namespace
 
-protocol::StatusOr<protocol::ResumeRecord> resumeFromPyValue(const PyValue& value, const TensorBytes& tensorBytes) {
+protocol::StatusOr<protocol::ResumeRecord> resumeFromPyValue(const PyValue& value,
+                                                             const TensorBytes& tensorBytes) {
   if (!value.isDict()) return Status::corruption("flamingo_studio is a " + value.typeName() + ", not a dict");
   protocol::ResumeRecord record;
   std::string error;
   PyValueReader r(value, "flamingo_studio.", &error, tensorBytes);
   describe(r, record);
   if (!error.empty()) return Status::corruption(error);
-  if (Status s = protocol::checkResumeRecord(record); !s) return s.withMessage("flamingo_studio: " + s.message());
+  if (Status s = protocol::checkResumeRecord(record); !s)
+    return s.withMessage("flamingo_studio: " + s.message());
   return record;
 }
 

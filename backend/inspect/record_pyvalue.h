@@ -22,6 +22,6 @@ using TensorBytes = std::function<protocol::StatusOr<std::vector<std::uint8_t>>(
 
 // Errors (Corruption) name the field: "flamingo_studio.rng_own: 3 words, not 4".
 protocol::StatusOr<protocol::ResumeRecord> resumeFromPyValue(const tensorfile::PyValue& value,
-                                                   const TensorBytes& tensorBytes);
+                                                             const TensorBytes& tensorBytes);
 
 }  // namespace fs::inspect

@@ -234,15 +234,15 @@ struct ResumeRecord {
   static constexpr std::int64_t kFormatVersion = 1;
 
   std::int64_t format = kFormatVersion;  // absent in sharded indexes before 0.3: read as 1
-  std::string kind;             // "epoch" | "step" | "final"
-  std::int64_t step = 0;        // optimizer steps taken
-  std::int64_t iteration = 0;   // training iterations (micro-steps) taken
-  std::int64_t epoch = 0;       // epoch to continue in
+  std::string kind;                      // "epoch" | "step" | "final"
+  std::int64_t step = 0;                 // optimizer steps taken
+  std::int64_t iteration = 0;            // training iterations (micro-steps) taken
+  std::int64_t epoch = 0;                // epoch to continue in
   JsonText<DataPositionRecord> dataPosition;
-  Bytes rngTorchCpu;                       // torch's CPU generator state
-  std::vector<Bytes> rngTorchCuda;         // one per CUDA device; empty without CUDA
-  std::vector<std::uint64_t> rngOwn;       // our process generator's 4 words
-  JsonText<CheckpointManifest> manifest;   // without tensors in a sharded index
+  Bytes rngTorchCpu;                           // torch's CPU generator state
+  std::vector<Bytes> rngTorchCuda;             // one per CUDA device; empty without CUDA
+  std::vector<std::uint64_t> rngOwn;           // our process generator's 4 words
+  JsonText<CheckpointManifest> manifest;       // without tensors in a sharded index
   std::optional<GradScalerRecord> gradScaler;  // fp16 precisions only
   bool operator==(const ResumeRecord&) const = default;
 };

@@ -96,8 +96,13 @@ expected["state_dict.bin"] = {"format": "torch.save file",
                               "tensors": describe([("model", k, v) for k, v in bare.items()])}
 
 # --- ours: the same plus flamingo_studio with a manifest ----------------------------------
+# Every field our engine writes (protocol::CheckpointManifest): readers refuse less.
 manifest = {
     "engine_version": "test",
+    "lm": {"family": "opt", "width": 4, "layers": 1, "heads": 1, "vocab_size": 4, "tied_head": True},
+    "vision": {"path": "tiny-vit", "width": 4, "layers": 1, "patch_size": 8, "image_size": 16},
+    "cross_attn_every_n_layers": 1,
+    "added_tokens": {"<|endofchunk|>": 4, "<image>": 5},
     "parameters": [{"name": "lang_encoder.embed_tokens.weight", "shape": [6, 4], "trainable": False},
                    {"name": "lang_encoder.layers.0.mlp.fc1.weight", "shape": [3, 4], "trainable": True},
                    {"name": "lang_encoder.layers.0.mlp.fc1.bias", "shape": [3], "trainable": True}],
@@ -110,9 +115,12 @@ ours["model_state_dict"] = {k: state[k] for k in ["lang_encoder.embed_tokens.wei
                                                    "lang_encoder.layers.0.mlp.fc1.bias",
                                                    "vision_encoder.position_ids"]}
 rng = torch.arange(8, dtype=torch.uint8)
+# A data position as protocol::DataPositionRecord has it.
+position = json.dumps({"format": 1, "source": "synthetic", "epoch": 1, "rank": 0, "world": 1,
+                       "datasets": ["laion"], "batches_consumed": [7], "rng_state": ""})
 ours["flamingo_studio"] = {"format": 1, "kind": "step", "step": 7, "iteration": 7, "epoch": 1,
-                           "data_position": "{}", "rng_torch_cpu": rng, "rng_own": [1, 2],
-                           "manifest": json.dumps(manifest)}
+                           "data_position": position, "rng_torch_cpu": rng, "rng_torch_cuda": [],
+                           "rng_own": [1, 2, 3, 4], "manifest": json.dumps(manifest)}
 torch.save(ours, os.path.join(OUT, "ours.pt"))
 DTYPES[torch.uint8] = "torch.uint8"
 expected["ours.pt"] = {"format": "flamingo-studio checkpoint", "tensors": describe(
@@ -152,8 +160,9 @@ index = {
     "lr_scheduler": {"base_lrs": [0.1], "last_epoch": 1, "_step_count": 2, "verbose": False,
                      "_get_lr_called_within_step": False, "_last_lr": [0.1]},
     "epoch": 0,
-    "resume": {"kind": "step", "step": 1, "iteration": 1, "epoch": 0, "data_position": "{}",
-               "rng_torch_cpu": "00", "rng_torch_cuda": [], "rng_own": [], "manifest": "{}"},
+    "resume": {"kind": "step", "step": 1, "iteration": 1, "epoch": 0, "data_position": position,
+               "rng_torch_cpu": "00", "rng_torch_cuda": [], "rng_own": [1, 2, 3, 4],
+               "manifest": json.dumps({k: v for k, v in manifest.items() if k != "tensors"})},
 }
 with open(os.path.join(sdir, "index.json"), "w") as f:
     json.dump(index, f, indent=1)
