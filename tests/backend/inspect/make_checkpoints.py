@@ -119,7 +119,8 @@ rng = torch.arange(8, dtype=torch.uint8)
 position = json.dumps({"format": 1, "source": "synthetic", "epoch": 1, "rank": 0, "world": 1,
                        "datasets": ["laion"], "batches_consumed": [7], "rng_state": ""})
 ours["flamingo_studio"] = {"format": 1, "kind": "step", "step": 7, "iteration": 7, "epoch": 1,
-                           "data_position": position, "rng_torch_cpu": rng, "rng_torch_cuda": [],
+                           "data_position": "{}",  # malformed on purpose: the error-path tests read it
+                           "rng_torch_cpu": rng, "rng_torch_cuda": [],
                            "rng_own": [1, 2, 3, 4], "manifest": json.dumps(manifest)}
 torch.save(ours, os.path.join(OUT, "ours.pt"))
 DTYPES[torch.uint8] = "torch.uint8"
