@@ -24,8 +24,11 @@ namespace fs::protocol {
 // nested braces; else it is literal text, its braces kept ("{a}", "{}",
 // "{0..x}"; nested groups inside still expand). A backslash escapes the next
 // character (it is neither a brace nor a comma) and is removed from the
-// expansion. Unbalanced braces are errors. Unlike braceexpand, integers past
-// 64 bits are errors, not expanded.
+// expansion. Unbalanced braces are errors. Unlike braceexpand: integers past
+// 64 bits are errors, not expanded; a "}" before any "{" is an error (its
+// depth count goes below 0 and a later "{" makes up for it, so it reads
+// "a}b{c" as one literal); a backslash inside a group is removed once (it
+// removes one per enclosing group: "{\\\\0}" gives "{0}", we "{\\0}").
 
 // Number of shards the spec names. Errors name the pattern and the position.
 StatusOr<uint64_t> countShards(const std::string& spec);

@@ -78,6 +78,14 @@ TEST(ShardPattern, ExpandsAsBraceexpand) {
   EXPECT_EQ(countPipeShards("\\pipe:x").value(), 1u);
 }
 
+// NOTE [braceexpand grammar]: braceexpand reads "a}b{c" as literal text and
+// gives "{0}" for "{\\\\0}"; neither is copied.
+TEST(ShardPattern, BraceexpandQuirksNotCopied) {
+  EXPECT_FALSE(countShards("a}b{c").isOk());
+  EXPECT_EQ(expandShards("{\\\\0}").value(), V{"{\\0}"});
+  EXPECT_EQ(expandShards("x{\\\\a,b}").value(), (V{"x\\a", "xb"}));
+}
+
 TEST(ShardPattern, ErrorsNameThePattern) {
   for (const auto& [spec, expected] : std::vector<std::pair<std::string, std::string>>{
            {"/d/{000..009.tar", "is never closed"},

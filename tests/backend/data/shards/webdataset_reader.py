@@ -5,7 +5,8 @@ protocol::expandShards.
 
   webdataset_reader.py REQUEST.json OUT_DIR
 
-REQUEST.json: {"sets": [{"name", "spec"}, ...], "patterns": [pattern, ...]}
+REQUEST.json: {"sets": [{"name", "spec"}, ...], "patterns": [pattern, ...],
+               "random_patterns": {"seed", "count"}}
   spec: a shard list as a user writes it (brace patterns joined by "::").
 
 Each set is read by three readers, in tar order, without shuffles:
@@ -21,7 +22,13 @@ Each set is read by three readers, in tar order, without shuffles:
                       group_by_keys_nothrow cannot take (KeyError 'fname',
                       also written out as "openflamingo_unmodified").
 Patterns are expanded by webdataset's expand_urls (split at "::", then
-braceexpand), what SimpleShardList does with a string.
+braceexpand), what SimpleShardList does with a string: the given ones, then
+`count` random strings of brace-pattern pieces (random.Random(seed)), less
+those that reach braceexpand's two quirks (quirky), which we do not copy:
+a "}" before any "{" lowers its depth count below 0 and a later "{" makes
+up for it (it then reads "}{" as balanced; we refuse the "}"), and a
+backslash inside a brace group is removed once per enclosing group ("{\\\\0}"
+gives "{0}"; we remove it once).
 
 OUT_DIR/answer.json:
   {"sets": {name: {reader: {"samples": [{"key", "url", "members": [[ext, offset, size], ...]}],
@@ -35,6 +42,7 @@ CI=true), anything else an error.
 """
 import json
 import os
+import random
 import sys
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # nothing here may reach a hub
@@ -97,6 +105,24 @@ def read(reader, spec, out):
     return {"samples": samples, "error": error}
 
 
+def quirky(pattern):
+    """Whether braceexpand's scan (escapes skipped) goes below depth 0, or
+    meets a backslash inside braces."""
+    depth, pos = 0, 0
+    while pos < len(pattern):
+        c = pattern[pos]
+        if c == "\\":
+            if depth > 0:
+                return True
+            pos += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        if depth < 0:
+            return True
+        pos += 1
+    return False
+
+
 def main(request_path, out_dir):
     with open(request_path) as f:
         req = json.load(f)
@@ -111,7 +137,14 @@ def main(request_path, out_dir):
         answer["openflamingo_unmodified"] = None
     except Exception as e:
         answer["openflamingo_unmodified"] = f"{type(e).__name__}: {e}"
-    for pattern in req["patterns"]:
+    rng = random.Random(req["random_patterns"]["seed"])
+    pieces = ["{", "}", "{", "}", ",", "..", "\\", "a", "p", "Z", "0", "1", "-", "09", "x{0..2}", "{a,b}", "\\{"]
+    randoms = []
+    while len(randoms) < req["random_patterns"]["count"]:
+        pattern = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 10)))
+        if not quirky(pattern):
+            randoms.append(pattern)
+    for pattern in req["patterns"] + randoms:
         try:
             answer["expansions"].append({"pattern": pattern, "urls": expand_urls(pattern)})
         except Exception as e:

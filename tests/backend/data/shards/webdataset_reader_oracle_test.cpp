@@ -52,6 +52,10 @@ const std::vector<std::string> kOddNames = {
     "y2.Txt",      "y2.cls",    "y.jpg",  "dir/a.c", "__k__.a__",
 };
 
+// Random strings of pattern pieces ("{", "}", ",", "..", "\\", letters, digits,
+// "-", groups) the oracle adds after kPatterns.
+constexpr int kRandomPatterns = 4000;
+
 // Shard lists as users write them; the URLs are only expanded, never opened.
 const std::vector<std::string> kPatterns = {
     "shard-{000000..000009}.tar",
@@ -172,7 +176,8 @@ class WebdatasetReaderOracle : public ::testing::Test {
     const json request = {{"sets",
                            {{{"name", "generated"}, {"spec", specs_->at("generated")}},
                             {{"name", "odd-names"}, {"spec", specs_->at("odd-names")}}}},
-                          {"patterns", kPatterns}};
+                          {"patterns", kPatterns},
+                          {"random_patterns", {{"seed", 41}, {"count", kRandomPatterns}}}};
     std::ofstream(*dir_ / "request.json") << request.dump();
     const stdfs::path out = *dir_ / "reference";
     const std::string cmd =
@@ -300,7 +305,8 @@ TEST_F(WebdatasetReaderOracle, OpenFlamingoReaderAsShippedFailsWithThePinnedWebd
 }
 
 TEST_F(WebdatasetReaderOracle, ShardPatternsExpandAsWebdataset) {
-  ASSERT_EQ((*answer_)["expansions"].size(), kPatterns.size());
+  ASSERT_EQ((*answer_)["expansions"].size(), kPatterns.size() + kRandomPatterns);
+  int expanded = 0;
   for (const json& x : (*answer_)["expansions"]) {
     const std::string pattern = x["pattern"];
     auto ours = protocol::expandShards(pattern);
@@ -312,6 +318,7 @@ TEST_F(WebdatasetReaderOracle, ShardPatternsExpandAsWebdataset) {
     EXPECT_TRUE(ours) << pattern << ": " << ours.status().message() << "; webdataset: " << x["urls"];
     if (!ours) continue;
     EXPECT_EQ(x["urls"].get<std::vector<std::string>>(), ours.value()) << pattern;
+    ++expanded;
     auto count = protocol::countShards(pattern);
     EXPECT_TRUE(count) << pattern;
     if (!count) continue;
@@ -324,6 +331,9 @@ TEST_F(WebdatasetReaderOracle, ShardPatternsExpandAsWebdataset) {
       EXPECT_EQ(counted.value(), pipes) << pattern;
     }
   }
+  std::printf("patterns: %zu, %d expanded by both, the rest refused by both\n",
+              (*answer_)["expansions"].size(), expanded);
+  EXPECT_GT(expanded, kRandomPatterns / 4);
 }
 
 }  // namespace
