@@ -3,6 +3,8 @@
 // Every point counts (min / max band per pixel column), redraws coalesce to one
 // ~30 Hz tick, exports write on a pool thread and end with exportFinished().
 // See NOTE [Curve plot drawing, redraws and input] in curve_plot.cpp.
+// Ownership: owns one CurveSeries (curve_series.h, the data and its buckets)
+// and three graphs per curve.
 //
 // Thread-safety: GUI thread only.
 #pragma once
@@ -126,9 +128,6 @@ class CurvePlot : public QWidget {
   struct Curve;
 
   Curve* find(const QString& name) const;
-  // Takes in the points appended since the last call.
-  void sync(Curve& curve) const;
-  CurveSpans drawnData(Curve& curve) const;
   void bucketCurve(Curve& curve, const std::vector<double>& edges);
   // Hands the curve's buckets, clamped to the view, to its graphs.
   void drawCurve(Curve& curve);

@@ -52,15 +52,13 @@ QString CurvePlot::valuesAt(double x) const {
   };
   for (const auto& c : curves_) {
     if (!c->visible) continue;
-    sync(*c);  // the mouse may come before the tick that takes in new points
-    const CurveSpans drawn = drawnData(*c);
-    const std::size_t end =
-        std::size_t(std::upper_bound(drawn.x.begin(), drawn.x.end(), x) - drawn.x.begin());
-    const std::size_t k = c->linePyramid().lastDrawable(drawn.y, 0, end, log_y_);
+    c->series.sync();  // the mouse may come before the tick that takes in new points
+    const std::size_t k = c->series.lastDrawableAt(x, log_y_);
+    const CurveSpans drawn = c->series.drawn();
     if (k == MinMaxPyramid::npos) {
       lines << QStringLiteral("%1: -").arg(c->name);
     } else if (smoothed) {
-      const CurveSpans raw = c->source();
+      const CurveSpans raw = c->series.raw();
       lines << QStringLiteral("%1: %2 (raw %3)").arg(c->name, value(drawn.y[k]), value(raw.y[k]));
     } else {
       lines << QStringLiteral("%1: %2").arg(c->name, value(drawn.y[k]));
