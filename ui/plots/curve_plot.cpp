@@ -11,6 +11,8 @@
 
 #include "ui/plots/axis_ticker.h"
 #include "ui/plots/curve_plot_curve.h"
+#include "ui/plots/plot_crosshair.h"
+#include "ui/plots/plot_range.h"
 #include "ui/plots/view_clip.h"
 
 // NOTE [Curve plot drawing, redraws and input]
@@ -81,25 +83,7 @@ CurvePlot::CurvePlot(QWidget* parent)
   for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis})
     axis->setTicker(QSharedPointer<DistinctTicker<QCPAxisTicker>>::create(AxisFormat()));
 
-  // The crosshair has its own buffered layer: moving it repaints that layer only.
-  plot_->addLayer(QStringLiteral("crosshair"), plot_->layer(QStringLiteral("overlay")),
-                  QCustomPlot::limAbove);
-  crosshair_layer_ = plot_->layer(QStringLiteral("crosshair"));
-  crosshair_layer_->setMode(QCPLayer::lmBuffered);
-  crosshair_line_ = new QCPItemStraightLine(plot_);
-  crosshair_line_->setLayer(crosshair_layer_);
-  crosshair_line_->setPen(QPen(QColor(80, 80, 80), 0, Qt::DashLine));
-  crosshair_line_->setSelectable(false);
-  crosshair_text_ = new QCPItemText(plot_);
-  crosshair_text_->setLayer(crosshair_layer_);
-  crosshair_text_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-  crosshair_text_->setTextAlignment(Qt::AlignLeft);
-  crosshair_text_->setPadding(QMargins(6, 4, 6, 4));
-  crosshair_text_->setBrush(QColor(255, 255, 255, 225));
-  crosshair_text_->setPen(QPen(QColor(160, 160, 160)));
-  crosshair_text_->position->setType(QCPItemPosition::ptAbsolute);
-  crosshair_text_->setSelectable(false);
-  hideCrosshair();
+  crosshair_ = std::make_unique<PlotCrosshair>(plot_);
 
   tick_->setSingleShot(true);
   tick_->setInterval(kDefaultTickMs);
@@ -417,11 +401,8 @@ void CurvePlot::fitToData() {
   ++setting_range_;
   setFollowing(true);
   if (lower <= upper) {
-    if (lower == upper) {  // one x: give it some room
-      lower = log_x_ ? lower / 2 : lower - 0.5;
-      upper = log_x_ ? upper * 2 : upper + 0.5;
-    }
-    plot_->xAxis->setRange(lower, upper);
+    const AxisRange x = fittedXRange(lower, upper, log_x_);
+    plot_->xAxis->setRange(x.lower, x.upper);
   }
   rebucket();  // also when the range stayed: the data under it changed
   fitY();
@@ -435,13 +416,8 @@ void CurvePlot::fitY() {
   for (const auto& c : curves_) c->series.widenYExtent(xr.lower, xr.upper, &lower, &upper);
   if (!(lower <= upper)) return;
   ++setting_range_;
-  if (log_y_) {
-    const double pad = std::pow(upper / lower, 0.05);
-    plot_->yAxis->setRange(lower / (pad > 1 ? pad : 2), upper * (pad > 1 ? pad : 2));
-  } else {
-    const double pad = upper > lower ? (upper - lower) * 0.05 : std::max(std::fabs(upper) * 0.05, 0.5);
-    plot_->yAxis->setRange(lower - pad, upper + pad);
-  }
+  const AxisRange y = fittedYRange(lower, upper, log_y_);
+  plot_->yAxis->setRange(y.lower, y.upper);
   --setting_range_;
 }
 

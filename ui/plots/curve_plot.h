@@ -4,7 +4,8 @@
 // ~30 Hz tick, exports write on a pool thread and end with exportFinished().
 // See NOTE [Curve plot drawing, redraws and input] in curve_plot.cpp.
 // Ownership: owns one CurveSeries (curve_series.h, the data and its buckets)
-// and three graphs per curve.
+// and three graphs per curve, the crosshair (plot_crosshair.h); the fit's
+// padding is plot_range.h's.
 //
 // Thread-safety: GUI thread only.
 #pragma once
@@ -26,13 +27,12 @@
 #include "ui/plots/smoothing.h"
 
 class QCPGraph;
-class QCPItemStraightLine;
-class QCPItemText;
-class QCPLayer;
 class QCustomPlot;
 class QTimer;
 
 namespace fs::ui {
+
+class PlotCrosshair;
 
 enum class PlotExportFormat { kPng, kSvg, kPdf, kCsv };
 
@@ -137,7 +137,6 @@ class CurvePlot : public QWidget {
   void fitY();
   void applyScaleTypes();
   void moveCrosshair(double pixel_x, double pixel_y);
-  void hideCrosshair();
   void showContextMenu(const QPoint& pos);
   void exportWithDialog(PlotExportFormat format);
   void applyCurveStyle(Curve& curve);
@@ -147,9 +146,7 @@ class CurvePlot : public QWidget {
 
   QCustomPlot* plot_;
   QTimer* tick_;
-  QCPLayer* crosshair_layer_ = nullptr;
-  QCPItemStraightLine* crosshair_line_ = nullptr;
-  QCPItemText* crosshair_text_ = nullptr;
+  std::unique_ptr<PlotCrosshair> crosshair_;  // its items belong to plot_
   std::vector<std::unique_ptr<Curve>> curves_;
   Smoothing smoothing_;
   bool log_x_ = false;
