@@ -82,8 +82,9 @@ std::string slurmScriptRunDir(std::string_view script);
 // names. The rest are ordinary resource options, but a config travels, so
 // like a pipe: source (NOTE [Pipe approval]) the lines from a config the
 // user did not type are shown before a submit: the CLI refuses them without
-// --allow-slurm-args (slurmArgsRefusal), the GUI asks (ui/config/
-// slurm_args_dialog.h) unless they were typed into the form or approved.
+// --allow-slurm-args (slurmArgsRefusal), the GUI asks (app/config/
+// launch_approval.h, ui/config/approval_dialog.h) unless they were typed
+// into the form or approved.
 
 // The command line's refusal: "<program>: the config (<configPath> with any --set) adds sbatch
 // options ...", each item with its field, and how to allow them.

@@ -1,13 +1,13 @@
 // LogView: filters by rank, level and text, alone and combined; batched
 // appends; the cap on kept lines; warnings and errors highlighted.
-#include "ui/plots/log_view.h"
+#include "ui/logs/log_view.h"
 
 #include <QBrush>
 #include <QComboBox>
 #include <QLineEdit>
 #include <QtTest>
 
-#include "screenshot.h"
+#include "../screenshot.h"
 
 namespace fs::ui {
 namespace {

@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "ui/plots/log_model.h"
+#include "ui/logs/log_model.h"
 
 class QCheckBox;
 class QComboBox;

@@ -1,4 +1,4 @@
-#include "ui/plots/log_view.h"
+#include "ui/logs/log_view.h"
 
 #include <QCheckBox>
 #include <QComboBox>

@@ -1,4 +1,4 @@
-#include "ui/plots/layout_model.h"
+#include "ui/fsdp_layout/layout_model.h"
 
 #include <QBrush>
 #include <QColor>

@@ -1,4 +1,4 @@
-#include "ui/plots/run_status_bar.h"
+#include "ui/status/run_status_bar.h"
 
 #include <QHBoxLayout>
 #include <QLabel>

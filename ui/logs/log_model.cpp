@@ -1,4 +1,4 @@
-#include "ui/plots/log_model.h"
+#include "ui/logs/log_model.h"
 
 #include <QBrush>
 #include <QColor>

@@ -1,12 +1,12 @@
 // RunStatusBar: the text shown for given RunStatus values; the units helpers
 // it and the other views format with.
-#include "ui/plots/run_status_bar.h"
+#include "ui/status/run_status_bar.h"
 
 #include <QLabel>
 #include <QtTest>
 #include <cmath>
 
-#include "screenshot.h"
+#include "../screenshot.h"
 #include "ui/plots/format_units.h"
 
 namespace fs::ui {

@@ -1,4 +1,4 @@
-#include "ui/plots/layout_table.h"
+#include "ui/fsdp_layout/layout_table.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -9,8 +9,8 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "ui/fsdp_layout/layout_model.h"
 #include "ui/plots/format_units.h"
-#include "ui/plots/layout_model.h"
 
 namespace fs::ui {
 

@@ -2,7 +2,7 @@
 // human-readable cells, numeric sorting by the raw figures, the summary, and
 // the gather window: the units a chosen rank had gathered at its peak
 // (a memory event's gathered_at_peak) highlighted.
-#include "ui/plots/layout_table.h"
+#include "ui/fsdp_layout/layout_table.h"
 
 #include <QComboBox>
 #include <QFont>
@@ -10,8 +10,8 @@
 #include <QTableView>
 #include <QtTest>
 
-#include "screenshot.h"
-#include "ui/plots/layout_model.h"
+#include "../screenshot.h"
+#include "ui/fsdp_layout/layout_model.h"
 
 namespace fs::ui {
 namespace {
