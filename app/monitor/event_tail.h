@@ -4,14 +4,18 @@
 // The bytes come from a ByteSource it owns: a local file or one on a remote::Host
 // (NOTE [Sources and decoders] in byte_source.h).
 //
+// Its parts: the seq bookkeeping is a SeqCheck (seq_check.h), the parallel decoding of
+// a backlog a BacklogDecoder (backlog_decoder.h); EventTail owns both, and keeps the
+// following of the file (stat, identity, truncation, reads) and the batch.
+//
 // RunFollower drives it from its poll timer; it has no Qt event loop of its own, so a
 // test can drive it directly, one poll() at a time.
 //
 // NOTE [Parallel backlog]
 // Opening a finished run means decoding up to millions of lines at once; parsing is
 // most of that work. A chunk of at least kParallelMinBytes is cut at line boundaries
-// into pieces that helper threads (a private QThreadPool) decode with their own fast
-// decoders, while the seq checks, the slow-path decoding and the series building stay
+// into pieces that helper threads (BacklogDecoder's private QThreadPool) decode with
+// their own fast decoders, while the seq checks, the slow-path decoding and the series building stay
 // on the calling thread, in file order; each piece is delivered as soon as it is
 // decoded, overlapping with the decoding of the pieces after it. A live run's few new lines per poll take the
 // plain one-thread path.
@@ -29,12 +33,12 @@
 #include <string>
 #include <vector>
 
+#include "app/monitor/backlog_decoder.h"
 #include "app/monitor/byte_source.h"
 #include "app/monitor/fast_event_decoder.h"
 #include "app/monitor/follow_types.h"
+#include "app/monitor/seq_check.h"
 #include "app/monitor/series_batch.h"
-
-class QThreadPool;
 
 namespace fs::app {
 
@@ -68,7 +72,6 @@ class EventTail {
 
  private:
   struct Buffer;
-  struct Piece;
   // stat() failed: quiet while the file was never there, said once when it went away.
   void statFailed(const protocol::Status& status, std::vector<FollowIssue>* issues);
   // After a successful stat(): when the source now reads another file than the
@@ -79,11 +82,10 @@ class EventTail {
   bool checkHead(std::uint64_t size, std::vector<FollowIssue>* issues);
   // At the end of the file read: a file held open may have lost its path.
   bool checkPath(std::vector<FollowIssue>* issues);
-  QString skippingSeqs() const;
   void restartFromBeginning();
   void processLines(std::vector<FollowIssue>* issues);
-  // Decodes the complete lines of the buffer with the helpers; returns the buffer
-  // position after the last line handled (0 when it did nothing).
+  // Decodes the complete lines of the buffer with backlog_'s helpers; returns the
+  // buffer position after the last line handled (0 when it did nothing).
   std::size_t processInParallel(std::vector<FollowIssue>* issues);
   void handleLine(std::string_view line, std::uint64_t offset, std::uint64_t lineNo,
                   std::vector<FollowIssue>* issues);
@@ -121,8 +123,7 @@ class EventTail {
   std::uint64_t next_line_;
   bool skipping_ = false;         // inside an over-long line, dropping bytes up to its newline
   std::uint64_t skip_start_ = 0;  // where that line started
-  std::optional<std::uint64_t> last_seq_;
-  bool recovering_ = false;  // after truncation / replacement: drop seqs already delivered quietly
+  SeqCheck seq_;                  // drops seqs already delivered, quietly after truncation / replacement
   bool removed_reported_ = false;
   std::string last_read_error_;  // said already; cleared when reading works again
   int reported_this_chunk_ = 0;
@@ -133,8 +134,7 @@ class EventTail {
   int decode_into_ = 0;
   int last_fast_step_ = -1;  // index into records_ of the last step delivered by the fast path
   std::optional<protocol::Event> last_slow_step_;
-  std::unique_ptr<QThreadPool> pool_;  // helpers for NOTE [Parallel backlog]; null: none
-  std::vector<std::unique_ptr<Piece>> pieces_;
+  BacklogDecoder backlog_;  // NOTE [Parallel backlog]; not available() on one core
   SeriesBatchBuilder builder_;
   std::vector<protocol::Event> events_;
   std::vector<std::uint64_t> seqs_;
