@@ -3,7 +3,7 @@
 // (app::slurmArgsToApprove), as the #SBATCH lines they become, with Submit and
 // Cancel; Cancel is the default button. confirmSlurmArgs is the step the
 // SLURM submit goes through. See NOTE [SLURM extra args] in
-// app/cluster/slurm_script.h.
+// app/launch/slurm/slurm_script.h.
 //
 // Thread-safety: GUI thread only.
 #pragma once

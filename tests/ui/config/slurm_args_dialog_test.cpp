@@ -1,6 +1,6 @@
 // Issue 42 item 2: the step before a SLURM submit that shows the config's
 // launch.slurm.extra_args the user did not type (NOTE [SLURM extra args] in
-// app/cluster/slurm_script.h): asked once per exact item, Cancel stops the
+// app/launch/slurm/slurm_script.h): asked once per exact item, Cancel stops the
 // submit, typed items are not asked about; driven offscreen.
 #include "ui/config/slurm_args_dialog.h"
 
