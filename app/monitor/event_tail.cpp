@@ -17,11 +17,6 @@ constexpr int kMaxIssuesPerChunk = 50;
 
 using protocol::Status;
 
-QString baseName(const std::string& described) {
-  const auto slash = described.find_last_of('/');
-  return QString::fromStdString(slash == std::string::npos ? described : described.substr(slash + 1));
-}
-
 }  // namespace
 
 // Bytes with FastEventDecoder::padding() readable after the end, as simdjson needs.
@@ -47,17 +42,14 @@ EventTail::EventTail(std::filesystem::path eventsFile, const FollowPosition& sta
 
 EventTail::EventTail(std::unique_ptr<ByteSource> source, const FollowPosition& start,
                      std::size_t maxReadBytes, std::size_t maxLineBytes, const std::atomic<bool>* cancel)
-    : source_(std::move(source)),
-      name_(baseName(source_->describe())),
+    : watch_(std::move(source), start),
       max_read_bytes_(maxReadBytes),
       max_line_bytes_(maxLineBytes),
       cancel_(cancel),
-      expected_inode_(start.inode),
-      head_(start.head),
       buf_(std::make_unique<Buffer>()),
       line_start_(start.offset),
       next_line_(start.next_line),
-      seq_(name_, start.last_seq),
+      seq_(watch_.name(), start.last_seq),
       backlog_(BacklogDecoder::defaultHelpers()),
       batch_start_offset_(start.offset) {}
 
@@ -68,8 +60,8 @@ FollowPosition EventTail::position() const {
   p.offset = skipping_ ? skip_start_ : line_start_;
   p.next_line = next_line_;
   p.last_seq = seq_.last();
-  p.inode = identity_ ? identity_->inode : expected_inode_;
-  p.head = head_;
+  p.inode = watch_.inode();
+  p.head = watch_.head();
   return p;
 }
 
@@ -83,14 +75,6 @@ void EventTail::report(std::vector<FollowIssue>* issues, FollowIssue issue) {
   issues->push_back(std::move(issue));
 }
 
-void EventTail::reportReadError(std::vector<FollowIssue>* issues, const QString& message) {
-  // Polls repeat every few ms; a lasting failure is said once, until reading works again.
-  const std::string key = message.toStdString();
-  if (key == last_read_error_) return;
-  last_read_error_ = key;
-  issues->push_back({FollowIssue::Kind::kReadError, message});
-}
-
 void EventTail::restartFromBeginning() {
   batch_start_offset_ = 0;
   line_start_ = 0;
@@ -98,128 +82,15 @@ void EventTail::restartFromBeginning() {
   buf_->size = 0;
   skipping_ = false;
   seq_.restart();
-  head_.clear();
-  head_checked_at_size_ = UINT64_MAX;
-}
-
-void EventTail::statFailed(const Status& status, std::vector<FollowIssue>* issues) {
-  if (status.code() != Status::Code::kNotFound) {
-    reportReadError(issues, QString::fromStdString(status.message()));
-    return;
-  }
-  // Not created yet: the run has not started writing. Gone after it was there: said
-  // once, and read from its start when it comes back.
-  if (!seen_) return;
-  vanished_ = true;
-  if (!removed_reported_) {
-    removed_reported_ = true;
-    issues->push_back({FollowIssue::Kind::kRemoved,
-                       QStringLiteral("%1 was removed; waiting for it to come back").arg(name_)});
-  }
-}
-
-void EventTail::checkIdentity(const SourceStat& st, std::vector<FollowIssue>* issues) {
-  if (!seen_) {
-    seen_ = true;
-    last_read_error_.clear();
-  }
-  const bool came_back = vanished_;
-  vanished_ = false;
-  if (st.identity) {
-    const std::uint64_t inode = st.identity->inode;
-    identity_ = st.identity;
-    if (expected_inode_ == 0 || expected_inode_ == inode) {
-      expected_inode_ = inode;
-      return;
-    }
-    issues->push_back({FollowIssue::Kind::kReplaced,
-                       QStringLiteral("%1 is not the file read before (inode %2, now %3): it was replaced; "
-                                      "reading the new file from the start%4")
-                           .arg(name_)
-                           .arg(expected_inode_)
-                           .arg(inode)
-                           .arg(seq_.skippingSeqs())});
-    expected_inode_ = inode;
-    restartFromBeginning();
-    return;
-  }
-  if (!came_back) return;
-  removed_reported_ = false;
-  issues->push_back({FollowIssue::Kind::kReplaced,
-                     QStringLiteral("%1 is back after it was removed; reading it from the start%2")
-                         .arg(name_)
-                         .arg(seq_.skippingSeqs())});
-  restartFromBeginning();
-}
-
-bool EventTail::checkHead(std::uint64_t size, std::vector<FollowIssue>* issues) {
-  if (size == head_checked_at_size_) return true;
-  char now[kHeadBytes];
-  const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(size, kHeadBytes));
-  std::size_t got = 0;
-  while (got < want) {
-    auto n = source_->read(got, now + got, want - got);
-    if (!n) {
-      if (n.status().code() != Status::Code::kNotFound)
-        reportReadError(issues, QString::fromStdString(n.status().message()));
-      return false;
-    }
-    if (*n == 0) break;
-    got += *n;
-  }
-  if (std::memcmp(now, head_.data(), std::min(got, head_.size())) != 0) {
-    issues->push_back(
-        {FollowIssue::Kind::kReplaced,
-         QStringLiteral("%1 starts with other bytes than the file read before: it was replaced; "
-                        "reading the new file from the start%2")
-             .arg(name_)
-             .arg(seq_.skippingSeqs()),
-         next_line_, line_start_ + buf_->size});
-    restartFromBeginning();
-  }
-  if (got >= head_.size()) head_.assign(now, got);
-  head_checked_at_size_ = size;
-  return true;
-}
-
-bool EventTail::checkPath(std::vector<FollowIssue>* issues) {
-  auto at_path = source_->statPath();
-  if (!at_path) {
-    if (at_path.status().code() == Status::Code::kNotFound && !removed_reported_) {
-      removed_reported_ = true;
-      issues->push_back({FollowIssue::Kind::kRemoved,
-                         QStringLiteral("%1 was removed; waiting for it to come back").arg(name_)});
-    }
-    return false;
-  }
-  removed_reported_ = false;
-  if (!at_path->identity || at_path->identity == identity_) return false;
-  source_->reopen();
-  issues->push_back(
-      {FollowIssue::Kind::kReplaced,
-       QStringLiteral("%1 was replaced by another file (inode %2, now %3); reading the new file "
-                      "from the start%4")
-           .arg(name_)
-           .arg(identity_->inode)
-           .arg(at_path->identity->inode)
-           .arg(seq_.skippingSeqs())});
-  // The next stat() opens whatever the path names then: this file, or a newer one
-  // (reported in its turn).
-  expected_inode_ = at_path->identity->inode;
-  identity_.reset();
-  restartFromBeginning();
-  return true;  // read the new file at once
 }
 
 bool EventTail::poll(std::vector<FollowIssue>* issues) {
   reported_this_chunk_ = 0;
   suppressed_this_chunk_ = 0;
-  auto stat = source_->stat();
-  if (!stat) {
-    statFailed(stat.status(), issues);
-    return false;
-  }
-  checkIdentity(*stat, issues);
+  bool replaced = false;
+  const std::optional<SourceStat> stat = watch_.stat(seq_.skippingSeqs(), issues, &replaced);
+  if (replaced) restartFromBeginning();
+  if (!stat) return false;
   const std::uint64_t size = stat->size;
   file_size_ = size;
   std::uint64_t read_pos = line_start_ + buf_->size;
@@ -228,16 +99,16 @@ bool EventTail::poll(std::vector<FollowIssue>* issues) {
   bool rewritten = false;
   if (size > read_pos && buf_->size == 0 && line_start_ > 0 && !skipping_) {
     char before = '\n';
-    auto n = source_->read(line_start_ - 1, &before, 1);
+    auto n = watch_.source().read(line_start_ - 1, &before, 1);
     rewritten = n && *n == 1 && before != '\n';
   }
   if (size < read_pos || rewritten) {
     const QString what = rewritten
                              ? QStringLiteral("%1 was rewritten: byte offset %2 no longer starts a line")
-                                   .arg(name_)
+                                   .arg(watch_.name())
                                    .arg(read_pos)
                              : QStringLiteral("%1 shrank to %2 bytes, below the read position %3")
-                                   .arg(name_)
+                                   .arg(watch_.name())
                                    .arg(size)
                                    .arg(read_pos);
     issues->push_back(
@@ -245,9 +116,15 @@ bool EventTail::poll(std::vector<FollowIssue>* issues) {
          what + QStringLiteral(": it was truncated; reading it again from the start") + seq_.skippingSeqs(),
          next_line_, read_pos});
     restartFromBeginning();
+    watch_.forgetHead();
   }
   // Without an identity, another file at the path shows in its first bytes.
-  if (!stat->identity && !checkHead(size, issues)) return false;
+  if (!stat->identity) {
+    const FileWatch::Head head =
+        watch_.checkHead(size, seq_.skippingSeqs(), next_line_, line_start_ + buf_->size, issues);
+    if (head == FileWatch::Head::kUnreadable) return false;
+    if (head == FileWatch::Head::kReplaced) restartFromBeginning();
+  }
   read_pos = line_start_ + buf_->size;
 
   if (size > read_pos) {
@@ -256,25 +133,25 @@ bool EventTail::poll(std::vector<FollowIssue>* issues) {
     buf_->reserve(buf_->size + want);
     std::size_t got = 0;
     while (got < want) {
-      auto n = source_->read(read_pos + got, buf_->data.get() + buf_->size + got, want - got);
+      auto n = watch_.source().read(read_pos + got, buf_->data.get() + buf_->size + got, want - got);
       if (!n) {
         // Gone since stat(): the next poll says so. Anything else: said once, and the
         // next poll reads on from here.
         if (n.status().code() != Status::Code::kNotFound)
-          reportReadError(issues, QString::fromStdString(n.status().message()));
+          watch_.readError(issues, QString::fromStdString(n.status().message()));
         break;
       }
       if (*n == 0) break;
       got += *n;
     }
     buf_->size += got;
-    if (got == want) last_read_error_.clear();
+    if (got == want) watch_.readWorked();
     processLines(issues);
     if (suppressed_this_chunk_ > 0) {
       issues->push_back(
           {FollowIssue::Kind::kUndecodable,
            QStringLiteral("%1: %2 more undecodable or duplicate lines in this read were skipped")
-               .arg(name_)
+               .arg(watch_.name())
                .arg(suppressed_this_chunk_)});
     }
     const bool cancelled = cancel_ != nullptr && cancel_->load(std::memory_order_relaxed);
@@ -285,7 +162,9 @@ bool EventTail::poll(std::vector<FollowIssue>* issues) {
 
   // Everything in the file is read: has another file taken its name? (Only a source
   // that holds its file open can be reading another file than the path names.)
-  return stat->identity && checkPath(issues);
+  if (!stat->identity || !watch_.checkPath(seq_.skippingSeqs(), issues)) return false;
+  restartFromBeginning();
+  return true;
 }
 
 void EventTail::drain(std::vector<FollowIssue>* issues) {
@@ -379,7 +258,7 @@ bool EventTail::reportIfTooLong(std::size_t length, std::uint64_t offset, std::u
   if (length <= max_line_bytes_) return false;
   report(issues, {FollowIssue::Kind::kUndecodable,
                   QStringLiteral("%1 line %2 (byte offset %3): line longer than %4 bytes; skipped")
-                      .arg(name_)
+                      .arg(watch_.name())
                       .arg(lineNo)
                       .arg(offset)
                       .arg(max_line_bytes_),

@@ -4,9 +4,11 @@
 // The bytes come from a ByteSource it owns: a local file or one on a remote::Host
 // (NOTE [Sources and decoders] in byte_source.h).
 //
-// Its parts: the seq bookkeeping is a SeqCheck (seq_check.h), the parallel decoding of
-// a backlog a BacklogDecoder (backlog_decoder.h); EventTail owns both, and keeps the
-// following of the file (stat, identity, truncation, reads) and the batch.
+// Its parts, each owned here: the file's identity across polls is a FileWatch
+// (file_watch.h, which owns the source), the seq bookkeeping a SeqCheck
+// (seq_check.h), the parallel decoding of a backlog a BacklogDecoder
+// (backlog_decoder.h). EventTail keeps the read position, truncation, the lines
+// and the batch.
 //
 // RunFollower drives it from its poll timer; it has no Qt event loop of its own, so a
 // test can drive it directly, one poll() at a time.
@@ -36,6 +38,7 @@
 #include "app/monitor/backlog_decoder.h"
 #include "app/monitor/byte_source.h"
 #include "app/monitor/fast_event_decoder.h"
+#include "app/monitor/file_watch.h"
 #include "app/monitor/follow_types.h"
 #include "app/monitor/seq_check.h"
 #include "app/monitor/series_batch.h"
@@ -59,7 +62,7 @@ class EventTail {
   bool poll(std::vector<FollowIssue>* issues);
   static constexpr std::size_t kParallelMinBytes = 1u << 20;
   // How much of the file's start identifies it where the source knows no identity.
-  static constexpr std::size_t kHeadBytes = 128;
+  static constexpr std::size_t kHeadBytes = FileWatch::kHeadBytes;
   // Reads and decodes until the end of the file (or cancellation).
   void drain(std::vector<FollowIssue>* issues);
 
@@ -72,16 +75,7 @@ class EventTail {
 
  private:
   struct Buffer;
-  // stat() failed: quiet while the file was never there, said once when it went away.
-  void statFailed(const protocol::Status& status, std::vector<FollowIssue>* issues);
-  // After a successful stat(): when the source now reads another file than the
-  // position was in, says so and restarts from the beginning.
-  void checkIdentity(const SourceStat& st, std::vector<FollowIssue>* issues);
-  // Sources without identity: compares the file's first bytes with those read before;
-  // false when they could not be read (reported).
-  bool checkHead(std::uint64_t size, std::vector<FollowIssue>* issues);
-  // At the end of the file read: a file held open may have lost its path.
-  bool checkPath(std::vector<FollowIssue>* issues);
+  // The lines start again at the file's first byte (the caller tells the FileWatch).
   void restartFromBeginning();
   void processLines(std::vector<FollowIssue>* issues);
   // Decodes the complete lines of the buffer with backlog_'s helpers; returns the
@@ -104,28 +98,18 @@ class EventTail {
   bool accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t lineNo,
               std::vector<FollowIssue>* issues);
   void report(std::vector<FollowIssue>* issues, FollowIssue issue);
-  void reportReadError(std::vector<FollowIssue>* issues, const QString& message);
 
-  std::unique_ptr<ByteSource> source_;
-  QString name_;  // the file's base name, for line-level messages
+  FileWatch watch_;  // the source, and the file's identity across polls
   std::size_t max_read_bytes_;
   std::size_t max_line_bytes_;
   const std::atomic<bool>* cancel_;
 
-  bool seen_ = false;                     // stat() has succeeded at least once
-  bool vanished_ = false;                 // stat() said kNotFound after that
-  std::optional<FileIdentity> identity_;  // of the file the source reads, where it knows one
-  std::uint64_t expected_inode_;          // from the start position; 0 = accept any
-  std::string head_;                      // the file's first bytes (identity-less sources)
-  std::uint64_t head_checked_at_size_ = UINT64_MAX;
   std::unique_ptr<Buffer> buf_;  // bytes from line_start_ on, no complete line once processed
   std::uint64_t line_start_;     // file offset of buf_'s first byte
   std::uint64_t next_line_;
   bool skipping_ = false;         // inside an over-long line, dropping bytes up to its newline
   std::uint64_t skip_start_ = 0;  // where that line started
   SeqCheck seq_;                  // drops seqs already delivered, quietly after truncation / replacement
-  bool removed_reported_ = false;
-  std::string last_read_error_;  // said already; cleared when reading works again
   int reported_this_chunk_ = 0;
   int suppressed_this_chunk_ = 0;
 
