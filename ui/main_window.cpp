@@ -19,12 +19,12 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
-#include "app/cluster/ssh_launcher.h"
 #include "app/common/worker_thread.h"
 #include "app/config/config_document.h"
 #include "app/control/control_client.h"
 #include "app/history/history_worker.h"
 #include "app/launch/local_launcher.h"
+#include "app/launch/ssh/ssh_launcher.h"
 #include "app/monitor/host_file_source.h"
 #include "app/monitor/run_monitor.h"
 #include "app/runs/run_catalog.h"

@@ -1,7 +1,7 @@
 // LaunchApprovals: the one call before a launch or a SLURM submit that says
 // what of a config may run commands the user did not type (NOTE [Pipe
 // approval] in backend/protocol/config/pipe_commands.h, NOTE [SLURM extra
-// args] in app/cluster/slurm_script.h), and the store of the user's answers.
+// args] in app/launch/slurm/slurm_script.h), and the store of the user's answers.
 //
 // check() scans the config once and returns every source needing approval,
 // each with what it is, where it is and whether to ask (neither typed into

@@ -6,7 +6,7 @@
 // #SBATCH lines they become, each in a monospace read-only text. Cancel is
 // the default button. See NOTE [Pipe approval] in
 // backend/protocol/config/pipe_commands.h and NOTE [SLURM extra args] in
-// app/cluster/slurm_script.h.
+// app/launch/slurm/slurm_script.h.
 //
 // Thread-safety: GUI thread only.
 #pragma once

@@ -31,10 +31,10 @@
 // --export=ALL: each task then has the script's environment even when the site's
 // SBATCH_EXPORT or an --export in extra_args would have handed the tasks less.
 //
-// Quoting: the shell part quotes every value with remote::shellQuote
-// (app/remote/shell_quote.h, single quotes); #SBATCH lines are read by sbatch, not by a shell, and take
-// values in double quotes with '\' escapes (sbatchQuote); in --output, '%' is doubled since SLURM expands %j
-// etc. there.
+// Quoting: the shell part quotes every value with protocol::quoteShellWord
+// (backend/protocol/cmdline/shell_words.h, single quotes); #SBATCH lines are read by sbatch, not by a shell,
+// and take values in double quotes with '\' escapes (sbatchQuote); in --output, '%' is doubled since SLURM
+// expands %j etc. there.
 //
 // Thread-safety: pure functions.
 #pragma once

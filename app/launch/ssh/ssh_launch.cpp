@@ -1,11 +1,11 @@
-#include "app/cluster/ssh_launch.h"
+#include "app/launch/ssh/ssh_launch.h"
 
 #include <chrono>
 #include <ctime>
 #include <random>
 
-#include "app/cluster/remote_agent.h"
-#include "app/cluster/run_config_upload.h"
+#include "app/launch/run_config_upload.h"
+#include "app/launch/ssh/remote_agent.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/launch_env.h"
 #include "backend/protocol/config/run_location.h"

@@ -1,13 +1,13 @@
 // The batch script: validation of the SLURM settings, then the text
 // (NOTE [SLURM batch script] in slurm_script.h).
-#include "app/cluster/slurm_script.h"
+#include "app/launch/slurm/slurm_script.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <regex>
 
-#include "app/cluster/sbatch_options.h"
-#include "app/remote/shell_quote.h"
+#include "app/launch/slurm/sbatch_options.h"
+#include "backend/protocol/cmdline/shell_words.h"
 #include "backend/protocol/config/launch_env.h"
 #include "backend/protocol/config/run_location.h"
 
@@ -283,14 +283,15 @@ StatusOr<std::string> makeSlurmScript(const protocol::RunConfig& config, const S
       "export MASTER_PORT\n";
   if (!l.env.empty()) {
     out += "# launch.env: every rank's environment (srun --export=ALL hands the script's to each task).\n";
-    for (const auto& [name, value] : l.env) out += "export " + name + "=" + remote::shellQuote(value) + "\n";
+    for (const auto& [name, value] : l.env)
+      out += "export " + name + "=" + protocol::quoteShellWord(value) + "\n";
   }
   out += "echo \"job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, restart ${SLURM_RESTART_COUNT:-0}\"\n";
   std::string srun = "exec srun --kill-on-bad-exit=1" + std::string(l.env.empty() ? "" : " --export=ALL") +
                      " --nodes=" + num(l.nnodes) + " --ntasks-per-node=" + num(l.nproc_per_node);
   if (cpusPerTask > 0) srun += " --cpus-per-task=" + num(cpusPerTask);
-  srun += " \\\n  " + remote::shellQuote(spec.engine) + " train --config " +
-          remote::shellQuote(run + "/config.yaml") + " --run-dir " + remote::shellQuote(run) +
+  srun += " \\\n  " + protocol::quoteShellWord(spec.engine) + " train --config " +
+          protocol::quoteShellWord(run + "/config.yaml") + " --run-dir " + protocol::quoteShellWord(run) +
           " --set launch.kind=external" + (spec.allow_pipe ? " --allow-pipe" : "") + "\n";
   out += srun;
   return out;

@@ -1,7 +1,7 @@
-#include "app/cluster/agent_outcome.h"
+#include "app/launch/ssh/agent_outcome.h"
 
-#include "app/cluster/remote_agent.h"
-#include "app/cluster/ssh_launch.h"
+#include "app/launch/ssh/remote_agent.h"
+#include "app/launch/ssh/ssh_launch.h"
 #include "backend/protocol/wire/agent_events.h"
 #include "backend/protocol/wire/run_dir.h"
 

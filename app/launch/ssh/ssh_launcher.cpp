@@ -1,10 +1,10 @@
-#include "app/cluster/ssh_launcher.h"
+#include "app/launch/ssh/ssh_launcher.h"
 
 #include <QDateTime>
 
-#include "app/cluster/ssh_launch_worker.h"
 #include "app/common/worker_thread.h"
 #include "app/launch/run_preparation.h"
+#include "app/launch/ssh/ssh_launch_worker.h"
 
 namespace fs::app::cluster {
 

@@ -1,5 +1,5 @@
 // NOTE [sbatch option parsing] in sbatch_options.h.
-#include "app/cluster/sbatch_options.h"
+#include "app/launch/slurm/sbatch_options.h"
 
 #include <algorithm>
 

@@ -12,8 +12,8 @@
 #include <QString>
 #include <memory>
 
-#include "app/cluster/ssh_launch.h"
 #include "app/launch/launcher.h"
+#include "app/launch/ssh/ssh_launch.h"
 #include "backend/protocol/wire/launch_record.h"
 
 namespace fs::app {

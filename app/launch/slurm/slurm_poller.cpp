@@ -1,5 +1,5 @@
 // SlurmPoller: a timer, one squeue per tick, scontrol for jobs that left it.
-#include "app/cluster/slurm_poller.h"
+#include "app/launch/slurm/slurm_poller.h"
 
 #include <algorithm>
 

@@ -23,7 +23,7 @@
 #include <atomic>
 #include <memory>
 
-#include "app/cluster/slurm_jobs.h"
+#include "app/launch/slurm/slurm_jobs.h"
 
 Q_DECLARE_METATYPE(fs::app::cluster::SlurmJobRow)
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "app/cluster/ssh_launch.h"
+#include "app/launch/ssh/ssh_launch.h"
 #include "backend/protocol/wire/launch_record.h"
 
 class QTimer;

@@ -1,9 +1,9 @@
-#include "app/cluster/ssh_launch_worker.h"
+#include "app/launch/ssh/ssh_launch_worker.h"
 
 #include <QTimer>
 
-#include "app/cluster/agent_outcome.h"
-#include "app/cluster/remote_agent.h"
+#include "app/launch/ssh/agent_outcome.h"
+#include "app/launch/ssh/remote_agent.h"
 
 namespace fs::app::cluster {
 

@@ -1,10 +1,10 @@
 // SlurmJobs: sbatch, squeue, scontrol and scancel through Host::run.
-#include "app/cluster/slurm_jobs.h"
+#include "app/launch/slurm/slurm_jobs.h"
 
 #include <algorithm>
 #include <string_view>
 
-#include "app/cluster/run_config_upload.h"
+#include "app/launch/run_config_upload.h"
 #include "backend/protocol/config/config_yaml.h"
 
 namespace fs::app::cluster {

@@ -1,4 +1,4 @@
-#include "app/cluster/remote_agent.h"
+#include "app/launch/ssh/remote_agent.h"
 
 #include <charconv>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "app/cluster/run_config_upload.h"
+#include "app/launch/run_config_upload.h"
 
 #include "backend/protocol/wire/run_dir.h"
 
