@@ -61,7 +61,7 @@ void sequence(Bytes& in, int depth, std::string* out) {
         number(in, out);
         *out += "..";
         number(in, out);
-        if (kind & 0x20) *out += ".." + std::to_string(in.next() % 5);  // step 0 is an error
+        if (kind & 0x20) *out += ".." + std::to_string(in.next() % 5);  // step 0 means 1, as braceexpand
         *out += '}';
         break;
       }

@@ -1,12 +1,12 @@
-// Fuzz target: what SLURM commands print on a cluster (app/cluster/slurm_jobs.h):
+// Fuzz target: what SLURM commands print on a cluster (app/launch/slurm/slurm_jobs.h):
 // squeue's output (parseSqueue) and scontrol --oneliner / jobcomp lines
 // (parseKeyValues, rowFromKeyValues), line by line. The parser is app code
-// (fs_app_cluster links QtCore, but slurm_jobs.cpp itself uses no Qt); this
+// (fs_app_launch_slurm links QtCore, but slurm_jobs.cpp itself uses no Qt); this
 // target compiles it directly. Checked: a squeue output that parses prints
 // again (fields joined by \x1f) to the same rows; every row's id is a job id;
 // parseKeyValues keys are written "KEY=" in the line, values have no
 // surrounding blanks.
-#include "app/cluster/slurm_jobs.h"
+#include "app/launch/slurm/slurm_jobs.h"
 #include "fuzz/fuzz_util.h"
 
 namespace {

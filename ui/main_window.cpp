@@ -19,23 +19,22 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
-#include "app/cluster/ssh_launcher.h"
 #include "app/common/worker_thread.h"
 #include "app/config/config_document.h"
 #include "app/control/control_client.h"
 #include "app/history/history_worker.h"
 #include "app/launch/local_launcher.h"
+#include "app/launch/ssh/ssh_launcher.h"
 #include "app/monitor/host_file_source.h"
 #include "app/monitor/run_monitor.h"
 #include "app/runs/run_catalog.h"
 #include "ui/checkpoints/checkpoint_inspector.h"
 #include "ui/compare/compare_page.h"
+#include "ui/config/approval_dialog.h"
 #include "ui/config/cmdline_dialog.h"
 #include "ui/config/config_form.h"
 #include "ui/config/defaults_diff_dialog.h"
-#include "ui/config/pipe_approval_dialog.h"
 #include "ui/config/problem_label.h"
-#include "ui/config/slurm_args_dialog.h"
 #include "ui/control/run_control_bar.h"
 #include "ui/history/history_view.h"
 #include "ui/monitor/monitor_page.h"
@@ -299,8 +298,7 @@ void MainWindow::wireRemote() {
   // about launch.slurm.extra_args from elsewhere too (NOTE [SLURM extra args]).
   launchPage_->slurmPanel()->setSubmitGate([this] {
     bool allowPipe = false;
-    return confirmPipeLaunch(this, document_->config(), document_->typedPipeSources(), &allowPipe) &&
-           confirmSlurmArgs(this, document_->config(), document_->typedSlurmArgs());
+    return approveLaunch(document_->config(), app::LaunchApprovals::Scope::kSlurmSubmit, &allowPipe);
   });
   connect(queue_, &SlurmQueuePanel::message, this,
           [this](const QString& message) { statusBar()->showMessage(message, kStatusMs); });
@@ -403,7 +401,7 @@ void MainWindow::launch() {
     return;
   }
   app::LaunchRequest request = launchPage_->request(runRootPath());
-  if (!confirmPipeLaunch(this, request.config, document_->typedPipeSources(), &request.allowPipe)) {
+  if (!approveLaunch(request.config, app::LaunchApprovals::Scope::kLaunch, &request.allowPipe)) {
     statusBar()->showMessage(tr("Launch cancelled: the shell commands were not approved"), kStatusMs);
     return;
   }
@@ -417,6 +415,13 @@ void MainWindow::launch() {
                                .arg(QString::fromStdString(request.config.name),
                                     QString::fromStdString(request.config.launch.kind)),
                            kStatusMs);
+}
+
+bool MainWindow::approveLaunch(const protocol::RunConfig& config, app::LaunchApprovals::Scope scope,
+                               bool* allowPipe) {
+  app::LaunchApprovals approvals;  // the user's settings store, opened by the app
+  return confirmLaunch(this, approvals, config, document_->typedPipeSources(), document_->typedSlurmArgs(),
+                       scope, allowPipe);
 }
 
 PlannerView* MainWindow::plannerView() const {

@@ -10,6 +10,8 @@
 #include <QPointer>
 #include <memory>
 
+#include "app/config/launch_approval.h"
+
 class QLabel;
 class QSystemTrayIcon;
 class QTabWidget;
@@ -105,6 +107,9 @@ class MainWindow : public QMainWindow {
   void wireRemote();
   void wireHistory();
   void wireCheckpoints();
+  // NOTE [Pipe approval]: one check of `config`, the dialog when something must be asked, the
+  // answer stored. False: cancelled, do not launch; true with *allowPipe when it has pipe: sources.
+  bool approveLaunch(const protocol::RunConfig& config, app::LaunchApprovals::Scope scope, bool* allowPipe);
   void openConfig();
   void saveConfig();
   void saveConfigAs();

@@ -2,7 +2,7 @@
 
 #include <mutex>
 
-#include "app/cluster/remote_agent.h"
+#include "app/launch/ssh/remote_agent.h"
 
 namespace fs::app::cluster {
 namespace {

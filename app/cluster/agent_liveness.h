@@ -1,5 +1,5 @@
 // agentsAliveCheck: whether a remote run's process still runs, judged by the node
-// agents its launch.json records (app/cluster/remote_agent.h probeAgent), for a
+// agents its launch.json records (app/launch/ssh/remote_agent.h probeAgent), for a
 // RunFollower's FollowOptions::process_alive.
 //
 // NOTE [Remote dead-process check]
@@ -24,7 +24,7 @@
 #include <optional>
 #include <string>
 
-#include "app/cluster/ssh_launch.h"
+#include "app/launch/ssh/ssh_launch.h"
 #include "app/remote/remote_host.h"
 #include "backend/protocol/wire/run_manifest.h"
 

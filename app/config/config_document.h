@@ -106,7 +106,7 @@ class ConfigDocument : public QObject {
   // [Pipe provenance] in the .cpp for what counts as typed.
   const std::set<std::string>& typedPipeSources() const { return typedPipeSources_; }
   // The launch.slurm.extra_args items typed into this form since the last
-  // setConfig (NOTE [SLURM extra args] in app/cluster/slurm_script.h); an
+  // setConfig (NOTE [SLURM extra args] in app/launch/slurm/slurm_script.h); an
   // item counts as typed when an edit of the list brought it in.
   const std::set<std::string>& typedSlurmArgs() const { return typedSlurmArgs_; }
 

@@ -10,7 +10,7 @@
 // LaunchRequest::allowPipe.
 //
 // launch.slurm.extra_args items follow the same rule (NOTE [SLURM extra args]
-// in app/cluster/slurm_script.h): ConfigDocument::typedSlurmArgs, approvals
+// in app/launch/slurm/slurm_script.h): ConfigDocument::typedSlurmArgs, approvals
 // under "slurm_arg_approvals/sha256" (PipeApprovals::kSlurmArgsKey).
 //
 // Thread-safety: GUI thread only (QSettings is used from one thread).
@@ -62,7 +62,7 @@ std::vector<protocol::PipeSource> pipeSourcesToApprove(const protocol::RunConfig
                                                        const PipeApprovals& approvals);
 
 // The launch.slurm.extra_args items to show before a SLURM submit (NOTE [SLURM
-// extra args] in app/cluster/slurm_script.h): distinct items, in order,
+// extra args] in app/launch/slurm/slurm_script.h): distinct items, in order,
 // leaving out those in `typed` and those `approvals` (kSlurmArgsKey) holds.
 std::vector<std::string> slurmArgsToApprove(const protocol::RunConfig& config,
                                             const std::set<std::string>& typed,

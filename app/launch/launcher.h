@@ -1,7 +1,7 @@
 // Launcher: starts one run and reports on it. The interface the UI sees; the
 // local launcher (QProcess, local_launcher.h) and the SSH launcher
-// (app/cluster/ssh_launcher.h) implement it; SLURM jobs are submitted through
-// app/cluster/slurm_jobs.h instead.
+// (app/launch/ssh/ssh_launcher.h) implement it; SLURM jobs are submitted through
+// app/launch/slurm/slurm_jobs.h instead.
 //
 // One launch at a time, each in a new run directory; everything comes back as
 // signals, in the order of NOTE [Launch signals] in launcher.cpp.

@@ -1,10 +1,7 @@
 #include "app/monitor/event_tail.h"
 
 #include <QString>
-#include <QThread>
-#include <QThreadPool>
 #include <cstring>
-#include <latch>
 #include <variant>
 
 #include "app/monitor/local_file_source.h"
@@ -19,11 +16,6 @@ namespace {
 constexpr int kMaxIssuesPerChunk = 50;
 
 using protocol::Status;
-
-QString baseName(const std::string& described) {
-  const auto slash = described.find_last_of('/');
-  return QString::fromStdString(slash == std::string::npos ? described : described.substr(slash + 1));
-}
 
 }  // namespace
 
@@ -43,50 +35,6 @@ struct EventTail::Buffer {
   }
 };
 
-// One slice of a chunk, decoded by one helper (NOTE [Parallel backlog]).
-struct EventTail::Piece {
-  struct Line {
-    std::size_t begin = 0;   // in the buffer
-    std::size_t length = 0;  // without '\n'
-    int record = -1;         // index into records when the fast path took it as a step
-    int memory = -1;         // index into memories when it took it as a memory event
-  };
-  std::size_t begin = 0;
-  std::size_t end = 0;  // just after a '\n'
-  std::vector<Line> lines;
-  std::vector<StepRecord> records;  // kept between chunks for their capacity
-  std::vector<protocol::Event> memories;
-  FastEventDecoder decoder;
-  std::atomic<bool> done{false};  // decoded: its lines may be delivered
-
-  void decode(const char* data, std::size_t maxLineBytes) {
-    lines.clear();
-    memories.clear();
-    std::size_t used = 0;
-    protocol::Event memory;
-    for (std::size_t pos = begin; pos < end;) {
-      const auto* nl = static_cast<const char*>(std::memchr(data + pos, '\n', end - pos));
-      Line line{pos, static_cast<std::size_t>(nl - data) - pos, -1, -1};
-      if (line.length <= maxLineBytes) {
-        if (used == records.size()) records.emplace_back();
-        switch (decoder.decodePadded({data + pos, line.length}, &records[used], &memory)) {
-          case FastEventDecoder::Result::kStep:
-            line.record = static_cast<int>(used++);
-            break;
-          case FastEventDecoder::Result::kMemory:
-            line.memory = static_cast<int>(memories.size());
-            memories.push_back(std::move(memory));
-            break;
-          case FastEventDecoder::Result::kNotHandled:
-            break;
-        }
-      }
-      lines.push_back(line);
-      pos += line.length + 1;
-    }
-  }
-};
-
 EventTail::EventTail(std::filesystem::path eventsFile, const FollowPosition& start, std::size_t maxReadBytes,
                      std::size_t maxLineBytes, const std::atomic<bool>* cancel)
     : EventTail(std::make_unique<LocalFileSource>(std::move(eventsFile)), start, maxReadBytes, maxLineBytes,
@@ -94,25 +42,16 @@ EventTail::EventTail(std::filesystem::path eventsFile, const FollowPosition& sta
 
 EventTail::EventTail(std::unique_ptr<ByteSource> source, const FollowPosition& start,
                      std::size_t maxReadBytes, std::size_t maxLineBytes, const std::atomic<bool>* cancel)
-    : source_(std::move(source)),
-      name_(baseName(source_->describe())),
+    : watch_(std::move(source), start),
       max_read_bytes_(maxReadBytes),
       max_line_bytes_(maxLineBytes),
       cancel_(cancel),
-      expected_inode_(start.inode),
-      head_(start.head),
       buf_(std::make_unique<Buffer>()),
       line_start_(start.offset),
       next_line_(start.next_line),
-      last_seq_(start.last_seq),
-      batch_start_offset_(start.offset) {
-  const int helpers = std::min(QThread::idealThreadCount(), 8) - 1;
-  if (helpers > 0) {
-    pool_ = std::make_unique<QThreadPool>();
-    pool_->setMaxThreadCount(helpers);
-    pool_->setObjectName(QStringLiteral("event-decode"));
-  }
-}
+      seq_(watch_.name(), start.last_seq),
+      backlog_(BacklogDecoder::defaultHelpers()),
+      batch_start_offset_(start.offset) {}
 
 EventTail::~EventTail() = default;
 
@@ -120,9 +59,9 @@ FollowPosition EventTail::position() const {
   FollowPosition p;
   p.offset = skipping_ ? skip_start_ : line_start_;
   p.next_line = next_line_;
-  p.last_seq = last_seq_;
-  p.inode = identity_ ? identity_->inode : expected_inode_;
-  p.head = head_;
+  p.last_seq = seq_.last();
+  p.inode = watch_.inode();
+  p.head = watch_.head();
   return p;
 }
 
@@ -136,148 +75,22 @@ void EventTail::report(std::vector<FollowIssue>* issues, FollowIssue issue) {
   issues->push_back(std::move(issue));
 }
 
-void EventTail::reportReadError(std::vector<FollowIssue>* issues, const QString& message) {
-  // Polls repeat every few ms; a lasting failure is said once, until reading works again.
-  const std::string key = message.toStdString();
-  if (key == last_read_error_) return;
-  last_read_error_ = key;
-  issues->push_back({FollowIssue::Kind::kReadError, message});
-}
-
 void EventTail::restartFromBeginning() {
   batch_start_offset_ = 0;
   line_start_ = 0;
   next_line_ = 1;
   buf_->size = 0;
   skipping_ = false;
-  recovering_ = true;
-  head_.clear();
-  head_checked_at_size_ = UINT64_MAX;
-}
-
-QString EventTail::skippingSeqs() const {
-  return last_seq_ ? QStringLiteral(", skipping events up to seq %1 already shown").arg(*last_seq_)
-                   : QString();
-}
-
-void EventTail::statFailed(const Status& status, std::vector<FollowIssue>* issues) {
-  if (status.code() != Status::Code::kNotFound) {
-    reportReadError(issues, QString::fromStdString(status.message()));
-    return;
-  }
-  // Not created yet: the run has not started writing. Gone after it was there: said
-  // once, and read from its start when it comes back.
-  if (!seen_) return;
-  vanished_ = true;
-  if (!removed_reported_) {
-    removed_reported_ = true;
-    issues->push_back({FollowIssue::Kind::kRemoved,
-                       QStringLiteral("%1 was removed; waiting for it to come back").arg(name_)});
-  }
-}
-
-void EventTail::checkIdentity(const SourceStat& st, std::vector<FollowIssue>* issues) {
-  if (!seen_) {
-    seen_ = true;
-    last_read_error_.clear();
-  }
-  const bool came_back = vanished_;
-  vanished_ = false;
-  if (st.identity) {
-    const std::uint64_t inode = st.identity->inode;
-    identity_ = st.identity;
-    if (expected_inode_ == 0 || expected_inode_ == inode) {
-      expected_inode_ = inode;
-      return;
-    }
-    issues->push_back({FollowIssue::Kind::kReplaced,
-                       QStringLiteral("%1 is not the file read before (inode %2, now %3): it was replaced; "
-                                      "reading the new file from the start%4")
-                           .arg(name_)
-                           .arg(expected_inode_)
-                           .arg(inode)
-                           .arg(skippingSeqs())});
-    expected_inode_ = inode;
-    restartFromBeginning();
-    return;
-  }
-  if (!came_back) return;
-  removed_reported_ = false;
-  issues->push_back({FollowIssue::Kind::kReplaced,
-                     QStringLiteral("%1 is back after it was removed; reading it from the start%2")
-                         .arg(name_)
-                         .arg(skippingSeqs())});
-  restartFromBeginning();
-}
-
-bool EventTail::checkHead(std::uint64_t size, std::vector<FollowIssue>* issues) {
-  if (size == head_checked_at_size_) return true;
-  char now[kHeadBytes];
-  const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(size, kHeadBytes));
-  std::size_t got = 0;
-  while (got < want) {
-    auto n = source_->read(got, now + got, want - got);
-    if (!n) {
-      if (n.status().code() != Status::Code::kNotFound)
-        reportReadError(issues, QString::fromStdString(n.status().message()));
-      return false;
-    }
-    if (*n == 0) break;
-    got += *n;
-  }
-  if (std::memcmp(now, head_.data(), std::min(got, head_.size())) != 0) {
-    issues->push_back(
-        {FollowIssue::Kind::kReplaced,
-         QStringLiteral("%1 starts with other bytes than the file read before: it was replaced; "
-                        "reading the new file from the start%2")
-             .arg(name_)
-             .arg(skippingSeqs()),
-         next_line_, line_start_ + buf_->size});
-    restartFromBeginning();
-  }
-  if (got >= head_.size()) head_.assign(now, got);
-  head_checked_at_size_ = size;
-  return true;
-}
-
-bool EventTail::checkPath(std::vector<FollowIssue>* issues) {
-  auto at_path = source_->statPath();
-  if (!at_path) {
-    if (at_path.status().code() == Status::Code::kNotFound && !removed_reported_) {
-      removed_reported_ = true;
-      issues->push_back({FollowIssue::Kind::kRemoved,
-                         QStringLiteral("%1 was removed; waiting for it to come back").arg(name_)});
-    }
-    return false;
-  }
-  removed_reported_ = false;
-  if (!at_path->identity || at_path->identity == identity_) return false;
-  source_->reopen();
-  issues->push_back(
-      {FollowIssue::Kind::kReplaced,
-       QStringLiteral("%1 was replaced by another file (inode %2, now %3); reading the new file "
-                      "from the start%4")
-           .arg(name_)
-           .arg(identity_->inode)
-           .arg(at_path->identity->inode)
-           .arg(skippingSeqs())});
-  // The next stat() opens whatever the path names then: this file, or a newer one
-  // (reported in its turn).
-  expected_inode_ = at_path->identity->inode;
-  identity_.reset();
-  restartFromBeginning();
-  return true;  // read the new file at once
+  seq_.restart();
 }
 
 bool EventTail::poll(std::vector<FollowIssue>* issues) {
   reported_this_chunk_ = 0;
   suppressed_this_chunk_ = 0;
-  auto stat = source_->stat();
-  if (!stat) {
-    statFailed(stat.status(), issues);
-    return false;
-  }
-  checkIdentity(*stat, issues);
+  bool replaced = false;
+  const std::optional<SourceStat> stat = watch_.stat(seq_.skippingSeqs(), issues, &replaced);
+  if (replaced) restartFromBeginning();
+  if (!stat) return false;
   const std::uint64_t size = stat->size;
   file_size_ = size;
   std::uint64_t read_pos = line_start_ + buf_->size;
@@ -286,26 +99,32 @@ bool EventTail::poll(std::vector<FollowIssue>* issues) {
   bool rewritten = false;
   if (size > read_pos && buf_->size == 0 && line_start_ > 0 && !skipping_) {
     char before = '\n';
-    auto n = source_->read(line_start_ - 1, &before, 1);
+    auto n = watch_.source().read(line_start_ - 1, &before, 1);
     rewritten = n && *n == 1 && before != '\n';
   }
   if (size < read_pos || rewritten) {
     const QString what = rewritten
                              ? QStringLiteral("%1 was rewritten: byte offset %2 no longer starts a line")
-                                   .arg(name_)
+                                   .arg(watch_.name())
                                    .arg(read_pos)
                              : QStringLiteral("%1 shrank to %2 bytes, below the read position %3")
-                                   .arg(name_)
+                                   .arg(watch_.name())
                                    .arg(size)
                                    .arg(read_pos);
     issues->push_back(
         {FollowIssue::Kind::kTruncated,
-         what + QStringLiteral(": it was truncated; reading it again from the start") + skippingSeqs(),
+         what + QStringLiteral(": it was truncated; reading it again from the start") + seq_.skippingSeqs(),
          next_line_, read_pos});
     restartFromBeginning();
+    watch_.forgetHead();
   }
   // Without an identity, another file at the path shows in its first bytes.
-  if (!stat->identity && !checkHead(size, issues)) return false;
+  if (!stat->identity) {
+    const FileWatch::Head head =
+        watch_.checkHead(size, seq_.skippingSeqs(), next_line_, line_start_ + buf_->size, issues);
+    if (head == FileWatch::Head::kUnreadable) return false;
+    if (head == FileWatch::Head::kReplaced) restartFromBeginning();
+  }
   read_pos = line_start_ + buf_->size;
 
   if (size > read_pos) {
@@ -314,25 +133,25 @@ bool EventTail::poll(std::vector<FollowIssue>* issues) {
     buf_->reserve(buf_->size + want);
     std::size_t got = 0;
     while (got < want) {
-      auto n = source_->read(read_pos + got, buf_->data.get() + buf_->size + got, want - got);
+      auto n = watch_.source().read(read_pos + got, buf_->data.get() + buf_->size + got, want - got);
       if (!n) {
         // Gone since stat(): the next poll says so. Anything else: said once, and the
         // next poll reads on from here.
         if (n.status().code() != Status::Code::kNotFound)
-          reportReadError(issues, QString::fromStdString(n.status().message()));
+          watch_.readError(issues, QString::fromStdString(n.status().message()));
         break;
       }
       if (*n == 0) break;
       got += *n;
     }
     buf_->size += got;
-    if (got == want) last_read_error_.clear();
+    if (got == want) watch_.readWorked();
     processLines(issues);
     if (suppressed_this_chunk_ > 0) {
       issues->push_back(
           {FollowIssue::Kind::kUndecodable,
            QStringLiteral("%1: %2 more undecodable or duplicate lines in this read were skipped")
-               .arg(name_)
+               .arg(watch_.name())
                .arg(suppressed_this_chunk_)});
     }
     const bool cancelled = cancel_ != nullptr && cancel_->load(std::memory_order_relaxed);
@@ -343,7 +162,9 @@ bool EventTail::poll(std::vector<FollowIssue>* issues) {
 
   // Everything in the file is read: has another file taken its name? (Only a source
   // that holds its file open can be reading another file than the path names.)
-  return stat->identity && checkPath(issues);
+  if (!stat->identity || !watch_.checkPath(seq_.skippingSeqs(), issues)) return false;
+  restartFromBeginning();
+  return true;
 }
 
 void EventTail::drain(std::vector<FollowIssue>* issues) {
@@ -352,86 +173,29 @@ void EventTail::drain(std::vector<FollowIssue>* issues) {
 }
 
 std::size_t EventTail::processInParallel(std::vector<FollowIssue>* issues) {
-  const char* const data = buf_->data.get();
-  const std::size_t size = buf_->size;
-  const void* last = memrchr(data, '\n', size);
-  if (last == nullptr) return 0;
-  const std::size_t end = static_cast<std::size_t>(static_cast<const char*>(last) - data) + 1;
-
-  // Pieces of about equal size, each ending just after a '\n'; more pieces than threads,
-  // taken in turn by whichever thread is free, so a busy core does not hold the rest up.
-  const auto threads = static_cast<std::size_t>(pool_->maxThreadCount()) + 1;
-  const std::size_t count = std::min<std::size_t>(8 * threads, end / (kParallelMinBytes / 16) + 1);
-  while (pieces_.size() < count) pieces_.push_back(std::make_unique<Piece>());
-  std::size_t begin = 0;
-  std::size_t used = 0;
-  for (; used < count && begin < end; ++used) {
-    Piece& piece = *pieces_[used];
-    std::size_t cut = used + 1 == count ? end : std::max(begin, end * (used + 1) / count);
-    if (cut < end) {
-      const auto* nl = static_cast<const char*>(std::memchr(data + cut, '\n', end - cut));
-      cut = static_cast<std::size_t>(nl - data) + 1;
-    }
-    piece.begin = begin;
-    piece.end = cut;
-    begin = cut;
-  }
-  for (std::size_t i = 0; i < used; ++i) pieces_[i]->done.store(false, std::memory_order_relaxed);
-  std::atomic<std::size_t> next{0};
-  auto decodeOne = [&, max = max_line_bytes_](std::size_t i) {
-    pieces_[i]->decode(data, max);
-    pieces_[i]->done.store(true, std::memory_order_release);
-    pieces_[i]->done.notify_all();
-  };
-  const std::size_t helpers = std::min(threads - 1, used - 1);
-  std::latch helpers_done(static_cast<std::ptrdiff_t>(helpers));
-  for (std::size_t h = 0; h < helpers; ++h) {
-    pool_->start([&] {
-      for (std::size_t i = next++; i < used; i = next++) decodeOne(i);
-      helpers_done.count_down();
-    });
-  }
-
-  // In file order: seqs, the slow path, the series. A piece is delivered as
-  // soon as it is decoded, so delivering overlaps with the helpers decoding
-  // the pieces after it; this thread decodes whatever nobody has taken yet.
-  std::size_t pos = 0;
+  // In file order: seqs, the slow path, the series.
   const StepRecord* last_step = nullptr;
   std::size_t since_check = 0;
-  bool cancelled = false;
-  for (std::size_t i = 0; i < used && !cancelled; ++i) {
-    Piece& piece = *pieces_[i];
-    while (!piece.done.load(std::memory_order_acquire)) {
-      if (const std::size_t j = next++; j < used) {
-        decodeOne(j);
-      } else {
-        piece.done.wait(false, std::memory_order_acquire);  // a helper has it
-      }
-    }
-    for (const Piece::Line& line : piece.lines) {
-      if (cancel_ != nullptr && ++since_check == 1024) {
-        since_check = 0;
-        cancelled = cancel_->load(std::memory_order_relaxed);
-        if (cancelled) break;
-      }
-      const std::uint64_t offset = line_start_ + line.begin;
-      if (reportIfTooLong(line.length, offset, next_line_, issues)) {
-      } else if (line.record >= 0) {
-        if (deliverStep(piece.records[line.record], offset, next_line_, issues))
-          last_step = &piece.records[line.record];
-      } else if (line.memory >= 0) {
-        deliverOther(std::move(piece.memories[line.memory]), offset, next_line_, issues);
-      } else {
-        handleSlowLine({data + line.begin, line.length}, offset, next_line_, issues);
-      }
-      ++next_line_;
-      pos = line.begin + line.length + 1;
-    }
-  }
-  // The helpers reference this frame (and may still be decoding after a cancel).
-  helpers_done.wait();
+  const std::size_t pos =
+      backlog_.decode(buf_->data.get(), buf_->size, max_line_bytes_, [&](const BacklogDecoder::Line& line) {
+        if (cancel_ != nullptr && ++since_check == 1024) {
+          since_check = 0;
+          if (cancel_->load(std::memory_order_relaxed)) return false;
+        }
+        const std::uint64_t offset = line_start_ + line.begin;
+        if (reportIfTooLong(line.text.size(), offset, next_line_, issues)) {
+        } else if (line.step != nullptr) {
+          if (deliverStep(*line.step, offset, next_line_, issues)) last_step = line.step;
+        } else if (line.memory != nullptr) {
+          deliverOther(std::move(*line.memory), offset, next_line_, issues);
+        } else {
+          handleSlowLine(line.text, offset, next_line_, issues);
+        }
+        ++next_line_;
+        return true;
+      });
   // deliverStep() marked the last step as held by the caller (-2) unless a slow-path
-  // step came after it; keep a copy, the pieces are reused by the next chunk.
+  // step came after it; keep a copy, the decoder reuses its records for the next chunk.
   if (last_step != nullptr && last_fast_step_ == -2) {
     records_[decode_into_] = *last_step;
     last_fast_step_ = decode_into_;
@@ -444,7 +208,7 @@ void EventTail::processLines(std::vector<FollowIssue>* issues) {
   char* const data = buf_->data.get();
   const std::size_t size = buf_->size;
   std::size_t pos = 0;
-  if (pool_ && !skipping_ && size >= kParallelMinBytes) pos = processInParallel(issues);
+  if (backlog_.available() && !skipping_ && size >= kParallelMinBytes) pos = processInParallel(issues);
   std::size_t since_check = 0;
   const bool cancelled = cancel_ != nullptr && cancel_->load(std::memory_order_relaxed);
   while (pos < size && !cancelled) {
@@ -477,39 +241,16 @@ void EventTail::processLines(std::vector<FollowIssue>* issues) {
 
 bool EventTail::accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t lineNo,
                        std::vector<FollowIssue>* issues) {
-  const std::uint64_t expected = last_seq_ ? *last_seq_ + 1 : 0;
-  if (seq >= expected) {
-    if (seq > expected) {
-      FollowIssue gap{
-          FollowIssue::Kind::kSeqGap,
-          QStringLiteral("%1 line %2 (byte offset %3): seq %4 follows %5: events %6..%7 are missing")
-              .arg(name_)
-              .arg(lineNo)
-              .arg(offset)
-              .arg(seq)
-              .arg(last_seq_ ? QString::number(*last_seq_) : QStringLiteral("the start"))
-              .arg(expected)
-              .arg(seq - 1),
-          lineNo, offset};
-      gap.first_missing = expected;
-      gap.last_missing = seq - 1;
-      issues->push_back(std::move(gap));
+  SeqCheck::Verdict v = seq_.accept(seq, offset, lineNo);
+  if (v.issue) {
+    // Duplicates count against the per-chunk limit; a gap is always said.
+    if (v.issue->kind == FollowIssue::Kind::kDuplicate) {
+      report(issues, std::move(*v.issue));
+    } else {
+      issues->push_back(std::move(*v.issue));
     }
-    last_seq_ = seq;
-    recovering_ = false;
-    return true;
   }
-  if (recovering_) return false;  // shown before the file was truncated or replaced
-  report(issues,
-         {FollowIssue::Kind::kDuplicate,
-          QStringLiteral("%1 line %2 (byte offset %3): seq %4 was already delivered (expected %5); dropped")
-              .arg(name_)
-              .arg(lineNo)
-              .arg(offset)
-              .arg(seq)
-              .arg(expected),
-          lineNo, offset});
-  return false;
+  return v.deliver;
 }
 
 bool EventTail::reportIfTooLong(std::size_t length, std::uint64_t offset, std::uint64_t lineNo,
@@ -517,7 +258,7 @@ bool EventTail::reportIfTooLong(std::size_t length, std::uint64_t offset, std::u
   if (length <= max_line_bytes_) return false;
   report(issues, {FollowIssue::Kind::kUndecodable,
                   QStringLiteral("%1 line %2 (byte offset %3): line longer than %4 bytes; skipped")
-                      .arg(name_)
+                      .arg(watch_.name())
                       .arg(lineNo)
                       .arg(offset)
                       .arg(max_line_bytes_),
@@ -588,7 +329,7 @@ void EventTail::handleSlowLine(std::string_view line, std::uint64_t offset, std:
       report(issues, {FollowIssue::Kind::kUndecodable,
                       QString::fromStdString(decoded->error.message()) + QStringLiteral("; skipped"), lineNo,
                       offset});
-      if (decoded->seq && *decoded->seq == (last_seq_ ? *last_seq_ + 1 : 0)) last_seq_ = *decoded->seq;
+      if (decoded->seq) seq_.skipUndecodable(*decoded->seq);
       return;
   }
 }

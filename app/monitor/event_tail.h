@@ -4,14 +4,20 @@
 // The bytes come from a ByteSource it owns: a local file or one on a remote::Host
 // (NOTE [Sources and decoders] in byte_source.h).
 //
+// Its parts, each owned here: the file's identity across polls is a FileWatch
+// (file_watch.h, which owns the source), the seq bookkeeping a SeqCheck
+// (seq_check.h), the parallel decoding of a backlog a BacklogDecoder
+// (backlog_decoder.h). EventTail keeps the read position, truncation, the lines
+// and the batch.
+//
 // RunFollower drives it from its poll timer; it has no Qt event loop of its own, so a
 // test can drive it directly, one poll() at a time.
 //
 // NOTE [Parallel backlog]
 // Opening a finished run means decoding up to millions of lines at once; parsing is
 // most of that work. A chunk of at least kParallelMinBytes is cut at line boundaries
-// into pieces that helper threads (a private QThreadPool) decode with their own fast
-// decoders, while the seq checks, the slow-path decoding and the series building stay
+// into pieces that helper threads (BacklogDecoder's private QThreadPool) decode with
+// their own fast decoders, while the seq checks, the slow-path decoding and the series building stay
 // on the calling thread, in file order; each piece is delivered as soon as it is
 // decoded, overlapping with the decoding of the pieces after it. A live run's few new lines per poll take the
 // plain one-thread path.
@@ -29,12 +35,13 @@
 #include <string>
 #include <vector>
 
+#include "app/monitor/backlog_decoder.h"
 #include "app/monitor/byte_source.h"
 #include "app/monitor/fast_event_decoder.h"
+#include "app/monitor/file_watch.h"
 #include "app/monitor/follow_types.h"
+#include "app/monitor/seq_check.h"
 #include "app/monitor/series_batch.h"
-
-class QThreadPool;
 
 namespace fs::app {
 
@@ -55,7 +62,7 @@ class EventTail {
   bool poll(std::vector<FollowIssue>* issues);
   static constexpr std::size_t kParallelMinBytes = 1u << 20;
   // How much of the file's start identifies it where the source knows no identity.
-  static constexpr std::size_t kHeadBytes = 128;
+  static constexpr std::size_t kHeadBytes = FileWatch::kHeadBytes;
   // Reads and decodes until the end of the file (or cancellation).
   void drain(std::vector<FollowIssue>* issues);
 
@@ -68,22 +75,11 @@ class EventTail {
 
  private:
   struct Buffer;
-  struct Piece;
-  // stat() failed: quiet while the file was never there, said once when it went away.
-  void statFailed(const protocol::Status& status, std::vector<FollowIssue>* issues);
-  // After a successful stat(): when the source now reads another file than the
-  // position was in, says so and restarts from the beginning.
-  void checkIdentity(const SourceStat& st, std::vector<FollowIssue>* issues);
-  // Sources without identity: compares the file's first bytes with those read before;
-  // false when they could not be read (reported).
-  bool checkHead(std::uint64_t size, std::vector<FollowIssue>* issues);
-  // At the end of the file read: a file held open may have lost its path.
-  bool checkPath(std::vector<FollowIssue>* issues);
-  QString skippingSeqs() const;
+  // The lines start again at the file's first byte (the caller tells the FileWatch).
   void restartFromBeginning();
   void processLines(std::vector<FollowIssue>* issues);
-  // Decodes the complete lines of the buffer with the helpers; returns the buffer
-  // position after the last line handled (0 when it did nothing).
+  // Decodes the complete lines of the buffer with backlog_'s helpers; returns the
+  // buffer position after the last line handled (0 when it did nothing).
   std::size_t processInParallel(std::vector<FollowIssue>* issues);
   void handleLine(std::string_view line, std::uint64_t offset, std::uint64_t lineNo,
                   std::vector<FollowIssue>* issues);
@@ -102,29 +98,18 @@ class EventTail {
   bool accept(std::uint64_t seq, std::uint64_t offset, std::uint64_t lineNo,
               std::vector<FollowIssue>* issues);
   void report(std::vector<FollowIssue>* issues, FollowIssue issue);
-  void reportReadError(std::vector<FollowIssue>* issues, const QString& message);
 
-  std::unique_ptr<ByteSource> source_;
-  QString name_;  // the file's base name, for line-level messages
+  FileWatch watch_;  // the source, and the file's identity across polls
   std::size_t max_read_bytes_;
   std::size_t max_line_bytes_;
   const std::atomic<bool>* cancel_;
 
-  bool seen_ = false;                     // stat() has succeeded at least once
-  bool vanished_ = false;                 // stat() said kNotFound after that
-  std::optional<FileIdentity> identity_;  // of the file the source reads, where it knows one
-  std::uint64_t expected_inode_;          // from the start position; 0 = accept any
-  std::string head_;                      // the file's first bytes (identity-less sources)
-  std::uint64_t head_checked_at_size_ = UINT64_MAX;
   std::unique_ptr<Buffer> buf_;  // bytes from line_start_ on, no complete line once processed
   std::uint64_t line_start_;     // file offset of buf_'s first byte
   std::uint64_t next_line_;
   bool skipping_ = false;         // inside an over-long line, dropping bytes up to its newline
   std::uint64_t skip_start_ = 0;  // where that line started
-  std::optional<std::uint64_t> last_seq_;
-  bool recovering_ = false;  // after truncation / replacement: drop seqs already delivered quietly
-  bool removed_reported_ = false;
-  std::string last_read_error_;  // said already; cleared when reading works again
+  SeqCheck seq_;                  // drops seqs already delivered, quietly after truncation / replacement
   int reported_this_chunk_ = 0;
   int suppressed_this_chunk_ = 0;
 
@@ -133,8 +118,7 @@ class EventTail {
   int decode_into_ = 0;
   int last_fast_step_ = -1;  // index into records_ of the last step delivered by the fast path
   std::optional<protocol::Event> last_slow_step_;
-  std::unique_ptr<QThreadPool> pool_;  // helpers for NOTE [Parallel backlog]; null: none
-  std::vector<std::unique_ptr<Piece>> pieces_;
+  BacklogDecoder backlog_;  // NOTE [Parallel backlog]; not available() on one core
   SeriesBatchBuilder builder_;
   std::vector<protocol::Event> events_;
   std::vector<std::uint64_t> seqs_;

@@ -2,50 +2,10 @@
 
 #include <array>
 
+#include "backend/protocol/cmdline/shell_words.h"
+
 namespace fs::app::remote {
 namespace {
-
-bool isBareByte(unsigned char c) {
-  if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) return true;
-  switch (c) {
-    case '_':
-    case '@':
-    case '%':
-    case '+':
-    case '=':
-    case ':':
-    case ',':
-    case '.':
-    case '/':
-    case '-':
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool canStayBare(std::string_view arg) {
-  if (arg.empty() || arg.front() == '=') return false;  // zsh: =cmd is the path of cmd
-  for (const char c : arg) {
-    if (!isBareByte(static_cast<unsigned char>(c))) return false;
-  }
-  return true;
-}
-
-std::string singleQuoted(std::string_view arg) {
-  std::string out;
-  out.reserve(arg.size() + 2);
-  out += '\'';
-  for (const char c : arg) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  out += '\'';
-  return out;
-}
 
 std::string fishQuoted(std::string_view text) {
   std::string out;
@@ -158,11 +118,6 @@ protocol::StatusOr<LoginShellProbe> parseLoginShellProbe(std::string_view output
                                            std::string(output.substr(0, 300)) + "'");
 }
 
-std::string shellQuote(std::string_view arg) {
-  if (canStayBare(arg)) return std::string(arg);
-  return singleQuoted(arg);
-}
-
 std::string quoteForLoginShell(LoginShell shell, std::string_view text) {
   switch (shell) {
     case LoginShell::kFish:
@@ -173,7 +128,7 @@ std::string quoteForLoginShell(LoginShell shell, std::string_view text) {
     case LoginShell::kUnknown:
       break;
   }
-  return singleQuoted(text);
+  return protocol::singleQuoteShellWord(text);
 }
 
 protocol::StatusOr<std::string> shellCommand(const std::vector<std::string>& argv) {
@@ -188,9 +143,9 @@ protocol::StatusOr<std::string> shellCommand(const std::vector<std::string>& arg
     if (i > 0) line += ' ';
     // A bare first word "A=B" would be a variable assignment, not a command.
     if (i == 0 && arg.find('=') != std::string::npos) {
-      line += singleQuoted(arg);
+      line += protocol::singleQuoteShellWord(arg);
     } else {
-      line += shellQuote(arg);
+      line += protocol::quoteShellWord(arg);
     }
   }
   return line;

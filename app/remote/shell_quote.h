@@ -1,5 +1,7 @@
 // Quoting of argument vectors for a remote command: the one place every
 // command sent over SSH is turned into a line (NOTE [Remote command lines]).
+// POSIX words come from the one POSIX quoter, protocol::quoteShellWord
+// (backend/protocol/cmdline/shell_words.h); the login shell dialects are here.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -17,7 +19,8 @@ namespace fs::app::remote {
 // login shell (the passwd entry's) as `SHELL -c STRING`. Every remote command
 // the app runs is an argument vector (Host::run takes argv, never a line) and
 // is turned into that string by loginShellCommand() alone, in two layers:
-//   inner: shellCommand(argv), a POSIX sh line. Each argument is wrapped in
+//   inner: shellCommand(argv), a POSIX sh line (protocol::quoteShellWord,
+//     backend/protocol/cmdline/shell_words.h). Each argument is wrapped in
 //     single quotes, inside which a POSIX shell expands nothing, and a single
 //     quote inside it becomes '\'' (close, escaped quote, reopen). So file
 //     names, run names, labels or paths holding $(..), backticks, ;, |,
@@ -77,11 +80,6 @@ struct LoginShellProbe {
   std::string path;                          // $SHELL as printed
 };
 protocol::StatusOr<LoginShellProbe> parseLoginShellProbe(std::string_view output);
-
-// `arg` quoted for a POSIX shell: 'it'\''s', '' for an empty argument, bare
-// when it consists only of [A-Za-z0-9_@%+=:,./-] and does not start with '='.
-// REQUIRES: no NUL byte in `arg` (shellCommand checks; this does not).
-std::string shellQuote(std::string_view arg);
 
 // `text` as one word of `shell`'s dialect (always in single quotes).
 // REQUIRES: shell is not kUnknown; no NUL byte in `text`.

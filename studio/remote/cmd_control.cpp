@@ -1,9 +1,9 @@
 // remote stop | kill | checkpoint | pause | resume: a control file written over the
 // host's SFTP (app/control/remote_control.h), then its control_ack awaited in
 // events.jsonl; or, with --agents, a signal to the recorded node agents.
-#include "app/cluster/remote_agent.h"
-#include "app/cluster/ssh_launch.h"
 #include "app/control/remote_control.h"
+#include "app/launch/ssh/remote_agent.h"
+#include "app/launch/ssh/ssh_launch.h"
 #include "backend/protocol/wire/run_dir.h"
 #include "studio/remote/cli_context.h"
 #include "studio/remote/commands.h"

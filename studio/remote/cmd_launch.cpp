@@ -1,14 +1,14 @@
-// remote launch: on SSH nodes (app/cluster/ssh_launch.h) after a pre-flight, or as a
-// SLURM batch job through a login node (app/cluster/slurm_script.h, slurm_jobs.h).
+// remote launch: on SSH nodes (app/launch/ssh/ssh_launch.h) after a pre-flight, or as a
+// SLURM batch job through a login node (app/launch/slurm/slurm_script.h, slurm_jobs.h).
 #include <QDateTime>
 #include <fstream>
 #include <sstream>
 
 #include "app/cluster/preflight.h"
-#include "app/cluster/slurm_jobs.h"
-#include "app/cluster/slurm_script.h"
-#include "app/cluster/ssh_launch.h"
 #include "app/launch/run_preparation.h"
+#include "app/launch/slurm/slurm_jobs.h"
+#include "app/launch/slurm/slurm_script.h"
+#include "app/launch/ssh/ssh_launch.h"
 #include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/pipe_commands.h"
@@ -72,7 +72,7 @@ bool pipeCommandsAllowed(const app::LaunchRequest& request, bool allowed, const 
 // The config's launch.slurm.extra_args as the job will get them (with --set); false (after
 // listing them) when there are any and --allow-slurm-args was not given. Like a pipe: source,
 // an sbatch option in a config can run code on the cluster (NOTE [SLURM extra args] in
-// app/cluster/slurm_script.h), so one the user did not type here must be shown first.
+// app/launch/slurm/slurm_script.h), so one the user did not type here must be shown first.
 bool slurmArgsAllowed(const app::LaunchRequest& request, bool allowed, const std::string& configPath,
                       std::ostream& err) {
   if (allowed) return true;

@@ -1,7 +1,7 @@
-// remote queue: the user's SLURM jobs on a login node (app/cluster/slurm_jobs.h).
+// remote queue: the user's SLURM jobs on a login node (app/launch/slurm/slurm_jobs.h).
 #include <iomanip>
 
-#include "app/cluster/slurm_jobs.h"
+#include "app/launch/slurm/slurm_jobs.h"
 #include "studio/remote/cli_context.h"
 #include "studio/remote/commands.h"
 #include "studio/remote/remote_cli.h"

@@ -1,5 +1,5 @@
 // `flamingo-studio remote ...`: the headless front end over the app's remote
-// classes (app/remote, app/cluster), for scripts and for a login node without a
+// classes (app/remote, app/launch, app/cluster), for scripts and for a login node without a
 // display. QCoreApplication only, no widgets.
 //
 //   hosts HOST[,HOST...]        pre-flight table

@@ -7,7 +7,7 @@
 // options the script sets, written in the short or prefix forms sbatch takes,
 // are refused too; an ordinary option with --allow-slurm-args is submitted
 // and the job runs (so the refusals are not a cluster that runs nothing).
-// NOTE [SLURM extra args] in app/cluster/slurm_script.h.
+// NOTE [SLURM extra args] in app/launch/slurm/slurm_script.h.
 #include <QCoreApplication>
 #include <QTemporaryDir>
 #include <QtTest>

@@ -14,14 +14,14 @@
 #include "app/plan/estimate_comparison.h"
 #include "ui/checkpoints/run_checkpoint_list.h"
 #include "ui/control/run_control_bar.h"
+#include "ui/fsdp_layout/layout_table.h"
+#include "ui/logs/log_view.h"
 #include "ui/monitor/series_router.h"
 #include "ui/plan/estimate_view.h"
 #include "ui/plan/layout_map_view.h"
 #include "ui/plots/curve_plot.h"
-#include "ui/plots/layout_table.h"
-#include "ui/plots/log_view.h"
 #include "ui/plots/memory_view.h"
-#include "ui/plots/run_status_bar.h"
+#include "ui/status/run_status_bar.h"
 
 // NOTE [Monitor page layout]
 //   [run directory] [status: state, step / total, samples/s, ETA] [control buttons]

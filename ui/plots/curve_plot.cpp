@@ -11,6 +11,8 @@
 
 #include "ui/plots/axis_ticker.h"
 #include "ui/plots/curve_plot_curve.h"
+#include "ui/plots/plot_crosshair.h"
+#include "ui/plots/plot_range.h"
 #include "ui/plots/view_clip.h"
 
 // NOTE [Curve plot drawing, redraws and input]
@@ -81,25 +83,7 @@ CurvePlot::CurvePlot(QWidget* parent)
   for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis})
     axis->setTicker(QSharedPointer<DistinctTicker<QCPAxisTicker>>::create(AxisFormat()));
 
-  // The crosshair has its own buffered layer: moving it repaints that layer only.
-  plot_->addLayer(QStringLiteral("crosshair"), plot_->layer(QStringLiteral("overlay")),
-                  QCustomPlot::limAbove);
-  crosshair_layer_ = plot_->layer(QStringLiteral("crosshair"));
-  crosshair_layer_->setMode(QCPLayer::lmBuffered);
-  crosshair_line_ = new QCPItemStraightLine(plot_);
-  crosshair_line_->setLayer(crosshair_layer_);
-  crosshair_line_->setPen(QPen(QColor(80, 80, 80), 0, Qt::DashLine));
-  crosshair_line_->setSelectable(false);
-  crosshair_text_ = new QCPItemText(plot_);
-  crosshair_text_->setLayer(crosshair_layer_);
-  crosshair_text_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-  crosshair_text_->setTextAlignment(Qt::AlignLeft);
-  crosshair_text_->setPadding(QMargins(6, 4, 6, 4));
-  crosshair_text_->setBrush(QColor(255, 255, 255, 225));
-  crosshair_text_->setPen(QPen(QColor(160, 160, 160)));
-  crosshair_text_->position->setType(QCPItemPosition::ptAbsolute);
-  crosshair_text_->setSelectable(false);
-  hideCrosshair();
+  crosshair_ = std::make_unique<PlotCrosshair>(plot_);
 
   tick_->setSingleShot(true);
   tick_->setInterval(kDefaultTickMs);
@@ -155,9 +139,8 @@ void CurvePlot::addCurve(const QString& name, CurveSource source, const QColor& 
     curve->color = kPalette[next_color_++ % int(std::size(kPalette))];
   }
   if (color.isValid()) curve->color = color;
-  curve->source = std::move(source);
-  curve->smoother.setSmoothing(smoothing_);
-  curve->clearCaches();
+  curve->series.setSmoothing(smoothing_);
+  curve->series.setSource(std::move(source));
   applyCurveStyle(*curve);
   dataGrew();
 }
@@ -295,10 +278,7 @@ void CurvePlot::applyScaleTypes() {
 void CurvePlot::setSmoothing(const Smoothing& smoothing) {
   if (smoothing == smoothing_) return;
   smoothing_ = smoothing;
-  for (auto& c : curves_) {
-    c->smoother.setSmoothing(smoothing);
-    c->smooth_pyramid.clear();  // it summarised the old values; the raw one stays
-  }
+  for (auto& c : curves_) c->series.setSmoothing(smoothing);
   dataGrew();
 }
 
@@ -329,13 +309,13 @@ void CurvePlot::dataGrew() {
 }
 
 void CurvePlot::resetData() {
-  for (auto& c : curves_) c->clearCaches();
+  for (auto& c : curves_) c->series.clearCaches();
   dataGrew();
 }
 
 void CurvePlot::flush() {
   tick_->stop();
-  for (auto& c : curves_) sync(*c);
+  for (auto& c : curves_) c->series.sync();
   if (following_)
     fitToData();
   else
@@ -359,20 +339,6 @@ void CurvePlot::showEvent(QShowEvent* event) {
   }
 }
 
-void CurvePlot::sync(Curve& curve) const {
-  const CurveSpans data = curve.source ? curve.source() : CurveSpans{};
-  if (data.size() < curve.raw_pyramid.size())
-    curve.clearCaches();  // shrunk: replaced (NOTE [Curve data contract])
-  curve.raw_pyramid.update(data.y.first(data.size()));
-  if (curve.smoother.smoothing().active()) curve.smooth_pyramid.update(curve.smoother.update(data));
-}
-
-CurveSpans CurvePlot::drawnData(Curve& curve) const {
-  const CurveSpans data = curve.source ? curve.source() : CurveSpans{};
-  const std::size_t n = std::min(data.size(), curve.linePyramid().size());
-  return {data.x.first(n), curve.smoother.update(data).first(n)};
-}
-
 void CurvePlot::onXRangeChanged() {
   if (setting_range_ > 0) return;  // the plot's own change re-buckets once it is done
   setFollowing(false);
@@ -388,16 +354,10 @@ void CurvePlot::rebucket() {
 }
 
 void CurvePlot::bucketCurve(Curve& curve, const std::vector<double>& edges) {
-  if (!curve.visible) {
-    curve.buckets.clear();
-  } else {
-    sync(curve);
-    const CurveSpans drawn = drawnData(curve);
-    const CurveSpans raw = curve.source();
-    const BucketSource source{drawn.x, drawn.y, &curve.linePyramid(), raw.y.first(drawn.size()),
-                              &curve.raw_pyramid};
-    bucketColumns(source, edges, BucketOptions{.positive_y = log_y_, .positive_x = log_x_}, &curve.buckets);
-  }
+  if (!curve.visible)
+    curve.series.clearBuckets();
+  else
+    curve.series.bucket(edges, BucketOptions{.positive_y = log_y_, .positive_x = log_x_});
   drawCurve(curve);
 }
 
@@ -406,7 +366,7 @@ void CurvePlot::drawCurve(Curve& curve) {
   const QCPRange xr = plot_->xAxis->range();
   const QCPRange yr = plot_->yAxis->range();
   const ViewBox view{xr.lower, xr.upper, yr.lower, yr.upper, log_x_ && xr.lower > 0, log_y_ && yr.lower > 0};
-  const ColumnBuckets& b = curve.buckets;
+  const ColumnBuckets& b = curve.series.buckets();
   Polyline clamped;
   clampToView(b.x, b.line, view, &clamped);
   setGraphData(curve.line, clamped);
@@ -429,26 +389,20 @@ void CurvePlot::drawCurve(Curve& curve) {
 }
 
 void CurvePlot::fitToData() {
-  for (auto& c : curves_) sync(*c);
+  for (auto& c : curves_) c->series.sync();
   double lower = std::numeric_limits<double>::infinity();
   double upper = -lower;
   for (auto& c : curves_) {
-    if (!c->visible) continue;
-    const CurveSpans data = drawnData(*c);
-    auto first = data.x.begin();
-    if (log_x_) first = std::upper_bound(data.x.begin(), data.x.end(), 0.0);
-    if (first == data.x.end()) continue;
-    lower = std::min(lower, *first);
-    upper = std::max(upper, data.x.back());
+    double first = 0, last = 0;
+    if (!c->visible || !c->series.xExtent(log_x_, &first, &last)) continue;
+    lower = std::min(lower, first);
+    upper = std::max(upper, last);
   }
   ++setting_range_;
   setFollowing(true);
   if (lower <= upper) {
-    if (lower == upper) {  // one x: give it some room
-      lower = log_x_ ? lower / 2 : lower - 0.5;
-      upper = log_x_ ? upper * 2 : upper + 0.5;
-    }
-    plot_->xAxis->setRange(lower, upper);
+    const AxisRange x = fittedXRange(lower, upper, log_x_);
+    plot_->xAxis->setRange(x.lower, x.upper);
   }
   rebucket();  // also when the range stayed: the data under it changed
   fitY();
@@ -459,25 +413,11 @@ void CurvePlot::fitY() {
   double lower = std::numeric_limits<double>::infinity();
   double upper = -lower;
   const QCPRange xr = plot_->xAxis->range();
-  for (const auto& c : curves_) {
-    const ColumnBuckets& b = c->buckets;
-    for (std::size_t i = 0; i < b.size(); ++i) {
-      if (b.x[i] < xr.lower || b.x[i] > xr.upper || std::isnan(b.line[i]))
-        continue;  // neighbours are off-screen
-      // With smoothing the line is not inside the raw band everywhere.
-      lower = std::min({lower, b.low[i], b.line[i]});
-      upper = std::max({upper, b.high[i], b.line[i]});
-    }
-  }
+  for (const auto& c : curves_) c->series.widenYExtent(xr.lower, xr.upper, &lower, &upper);
   if (!(lower <= upper)) return;
   ++setting_range_;
-  if (log_y_) {
-    const double pad = std::pow(upper / lower, 0.05);
-    plot_->yAxis->setRange(lower / (pad > 1 ? pad : 2), upper * (pad > 1 ? pad : 2));
-  } else {
-    const double pad = upper > lower ? (upper - lower) * 0.05 : std::max(std::fabs(upper) * 0.05, 0.5);
-    plot_->yAxis->setRange(lower - pad, upper + pad);
-  }
+  const AxisRange y = fittedYRange(lower, upper, log_y_);
+  plot_->yAxis->setRange(y.lower, y.upper);
   --setting_range_;
 }
 

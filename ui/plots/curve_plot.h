@@ -3,6 +3,9 @@
 // Every point counts (min / max band per pixel column), redraws coalesce to one
 // ~30 Hz tick, exports write on a pool thread and end with exportFinished().
 // See NOTE [Curve plot drawing, redraws and input] in curve_plot.cpp.
+// Ownership: owns one CurveSeries (curve_series.h, the data and its buckets)
+// and three graphs per curve, the crosshair (plot_crosshair.h); the fit's
+// padding is plot_range.h's.
 //
 // Thread-safety: GUI thread only.
 #pragma once
@@ -24,13 +27,12 @@
 #include "ui/plots/smoothing.h"
 
 class QCPGraph;
-class QCPItemStraightLine;
-class QCPItemText;
-class QCPLayer;
 class QCustomPlot;
 class QTimer;
 
 namespace fs::ui {
+
+class PlotCrosshair;
 
 enum class PlotExportFormat { kPng, kSvg, kPdf, kCsv };
 
@@ -126,9 +128,6 @@ class CurvePlot : public QWidget {
   struct Curve;
 
   Curve* find(const QString& name) const;
-  // Takes in the points appended since the last call.
-  void sync(Curve& curve) const;
-  CurveSpans drawnData(Curve& curve) const;
   void bucketCurve(Curve& curve, const std::vector<double>& edges);
   // Hands the curve's buckets, clamped to the view, to its graphs.
   void drawCurve(Curve& curve);
@@ -138,7 +137,6 @@ class CurvePlot : public QWidget {
   void fitY();
   void applyScaleTypes();
   void moveCrosshair(double pixel_x, double pixel_y);
-  void hideCrosshair();
   void showContextMenu(const QPoint& pos);
   void exportWithDialog(PlotExportFormat format);
   void applyCurveStyle(Curve& curve);
@@ -148,9 +146,7 @@ class CurvePlot : public QWidget {
 
   QCustomPlot* plot_;
   QTimer* tick_;
-  QCPLayer* crosshair_layer_ = nullptr;
-  QCPItemStraightLine* crosshair_line_ = nullptr;
-  QCPItemText* crosshair_text_ = nullptr;
+  std::unique_ptr<PlotCrosshair> crosshair_;  // its items belong to plot_
   std::vector<std::unique_ptr<Curve>> curves_;
   Smoothing smoothing_;
   bool log_x_ = false;

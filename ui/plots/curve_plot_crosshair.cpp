@@ -11,6 +11,7 @@
 
 #include "ui/plots/curve_plot.h"
 #include "ui/plots/curve_plot_curve.h"
+#include "ui/plots/plot_crosshair.h"
 
 namespace fs::ui {
 namespace {
@@ -36,7 +37,7 @@ bool CurvePlot::eventFilter(QObject* watched, QEvent* event) {
                         (mouse->modifiers() & (Qt::ShiftModifier | Qt::ControlModifier));
       plot_->setSelectionRectMode(band ? QCP::srmZoom : QCP::srmNone);
     } else if (event->type() == QEvent::Leave) {
-      hideCrosshair();
+      crosshair_->hide();
     }
   }
   return QWidget::eventFilter(watched, event);
@@ -52,15 +53,13 @@ QString CurvePlot::valuesAt(double x) const {
   };
   for (const auto& c : curves_) {
     if (!c->visible) continue;
-    sync(*c);  // the mouse may come before the tick that takes in new points
-    const CurveSpans drawn = drawnData(*c);
-    const std::size_t end =
-        std::size_t(std::upper_bound(drawn.x.begin(), drawn.x.end(), x) - drawn.x.begin());
-    const std::size_t k = c->linePyramid().lastDrawable(drawn.y, 0, end, log_y_);
+    c->series.sync();  // the mouse may come before the tick that takes in new points
+    const std::size_t k = c->series.lastDrawableAt(x, log_y_);
+    const CurveSpans drawn = c->series.drawn();
     if (k == MinMaxPyramid::npos) {
       lines << QStringLiteral("%1: -").arg(c->name);
     } else if (smoothed) {
-      const CurveSpans raw = c->source();
+      const CurveSpans raw = c->series.raw();
       lines << QStringLiteral("%1: %2 (raw %3)").arg(c->name, value(drawn.y[k]), value(raw.y[k]));
     } else {
       lines << QStringLiteral("%1: %2").arg(c->name, value(drawn.y[k]));
@@ -77,28 +76,11 @@ void CurvePlot::moveCrosshair(double pixel_x, double pixel_y) {
   const QRect rect = plot_->axisRect()->rect();
   if (curves_.empty() || pixel_x < rect.left() || pixel_x > rect.right() || pixel_y < rect.top() ||
       pixel_y > rect.bottom()) {
-    hideCrosshair();
+    crosshair_->hide();
     return;
   }
   const double x = plot_->xAxis->pixelToCoord(pixel_x);
-  crosshair_line_->point1->setCoords(x, 0);
-  crosshair_line_->point2->setCoords(x, 1);
-  crosshair_text_->setText(valuesAt(x));
-  // Keep the label inside the plot: flip it to the cursor's left near the right edge.
-  const bool left = pixel_x > rect.center().x();
-  crosshair_text_->setPositionAlignment((left ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignTop);
-  crosshair_text_->position->setCoords(pixel_x + (left ? -10 : 10),
-                                       std::max<double>(pixel_y, rect.top()) + 10);
-  crosshair_line_->setVisible(true);
-  crosshair_text_->setVisible(true);
-  crosshair_layer_->replot();
-}
-
-void CurvePlot::hideCrosshair() {
-  if (!crosshair_line_->visible()) return;
-  crosshair_line_->setVisible(false);
-  crosshair_text_->setVisible(false);
-  crosshair_layer_->replot();
+  crosshair_->show(x, pixel_x, pixel_y, valuesAt(x));
 }
 
 void CurvePlot::showContextMenu(const QPoint& pos) {

@@ -55,7 +55,7 @@ bool CurvePlot::formatForPath(const QString& path, PlotExportFormat* format) {
 std::vector<CsvCurve> CurvePlot::csvCurves() const {
   std::vector<CsvCurve> columns;
   for (const auto& c : curves_) {
-    const CurveSpans data = c->source ? c->source() : CurveSpans{};
+    const CurveSpans data = c->series.raw();
     const std::size_t n = data.size();
     columns.push_back(
         {c->name.toStdString(), {data.x.begin(), data.x.begin() + n}, {data.y.begin(), data.y.begin() + n}});

@@ -22,7 +22,7 @@
 #include <mutex>
 #include <string>
 
-#include "app/cluster/ssh_launch.h"
+#include "app/launch/ssh/ssh_launch.h"
 #include "app/remote/prompter.h"
 #include "app/remote/remote_host.h"
 #include "app/remote/ssh_config.h"

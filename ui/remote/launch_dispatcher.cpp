@@ -1,7 +1,7 @@
 #include "ui/remote/launch_dispatcher.h"
 
-#include "app/cluster/ssh_launcher.h"
 #include "app/launch/local_launcher.h"
+#include "app/launch/ssh/ssh_launcher.h"
 
 namespace fs::ui {
 

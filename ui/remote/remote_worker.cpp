@@ -1,6 +1,6 @@
 #include "ui/remote/remote_worker.h"
 
-#include "app/cluster/slurm_jobs.h"
+#include "app/launch/slurm/slurm_jobs.h"
 
 namespace fs::ui {
 namespace {

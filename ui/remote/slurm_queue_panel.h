@@ -1,6 +1,6 @@
 // SlurmQueuePanel: the SLURM jobs submitted from here — job id, name, state,
 // reason, elapsed, nodes, node list — fed by a SlurmPoller
-// (app/cluster/slurm_poller.h) on a worker thread, with Refresh, Cancel job
+// (app/launch/slurm/slurm_poller.h) on a worker thread, with Refresh, Cancel job
 // (after a confirmation) and the poll interval (or the back-off after a failed
 // poll) shown.
 //
@@ -17,8 +17,8 @@
 #include <functional>
 #include <memory>
 
-#include "app/cluster/slurm_poller.h"
 #include "app/common/worker_thread.h"
+#include "app/launch/slurm/slurm_poller.h"
 #include "ui/remote/host_opener_service.h"
 #include "ui/remote/remote_worker.h"
 

@@ -3,7 +3,7 @@
 // launch.slurm.* fields (bound to the document), the batch script preview and
 // Submit.
 //
-// The preview is makeSlurmScript's output (app/cluster/slurm_script.h) for the
+// The preview is makeSlurmScript's output (app/launch/slurm/slurm_script.h) for the
 // document's config and the page's run directory and engine, regenerated on
 // every change until the user edits it; from then on edits are kept (and
 // submitted as they are) until "Reset to generated" (which the page also does
@@ -17,7 +17,7 @@
 #include <QWidget>
 #include <functional>
 
-#include "app/cluster/slurm_script.h"
+#include "app/launch/slurm/slurm_script.h"
 #include "ui/remote/remote_worker.h"
 
 class QComboBox;

@@ -4,16 +4,16 @@ namespace fs::data {
 
 MemberName parseMemberName(std::string_view name) {
   size_t slash = name.rfind('/');
+  MemberName out;
+  if (slash == std::string_view::npos && name.starts_with("__") && name.ends_with("__")) {
+    out.kind = MemberName::Kind::kMeta;
+    return out;
+  }
   std::string_view dir = slash == std::string_view::npos ? std::string_view() : name.substr(0, slash + 1);
   std::string_view base = name.substr(dir.size());
   size_t dot = base.find('.');
   std::string_view stem = base.substr(0, dot);
-  MemberName out;
-  if (stem.size() >= 4 && stem.starts_with("__") && stem.ends_with("__")) {
-    out.kind = MemberName::Kind::kMeta;
-    return out;
-  }
-  if (dot == std::string_view::npos || dot == 0 || dot + 1 == base.size()) return out;
+  if (dot == std::string_view::npos || dot == 0) return out;
   out.kind = MemberName::Kind::kField;
   out.key.assign(dir).append(stem);
   out.ext.assign(base.substr(dot + 1));

@@ -25,14 +25,20 @@
 namespace fs::data {
 
 // NOTE [Sample grouping]
-// Only regular-file members count. key = the member path up to the first "."
-// of its last component (directory kept); extension = the rest, lowercased:
-// "dir/a.b.JPG" -> key "dir/a", ext "b.jpg". Consecutive members with the
-// same key form one sample; a member whose extension the sample already has
-// starts a new sample with the same key. Skipped without changing grouping:
+// As webdataset's tar_file_iterator + base_plus_ext, and OpenFlamingo's
+// group_by_keys_nothrow (shard_webdataset_reader_oracle_test reads the same
+// shards with both). Only regular-file members count. key = the member path
+// up to the first "." of its last component (directory kept); extension =
+// the rest, lowercased, possibly empty: "dir/a.b.JPG" -> key "dir/a", ext
+// "b.jpg"; "a." -> key "a", ext "". Consecutive members with the same key
+// form one sample; a member whose extension the sample already has starts a
+// new sample with the same key (OpenFlamingo's reader; webdataset's own
+// group_by_keys raises there). Skipped without changing grouping:
 //   - non-regular members (dirs, symlinks, hard links, devices, fifos): non_regular
-//   - "__name__" members (last component's stem starts and ends with "__"): not counted
-//   - a last component without a usable extension ("a", ".a", "a."): no_extension
+//   - metadata: a name without "/" that starts and ends with "__" ("__index__"):
+//     not counted. "__meta__.json" and "d/__x__.txt" are ordinary members,
+//     as webdataset reads them.
+//   - a last component without a stem or a "." ("a", ".a", "d/__x__"): no_extension
 // Dropped, counted and reported:
 //   - unsafe_name: an absolute path or a ".." component; the whole sample of
 //     that key is dropped. Names are never used as file system paths anyway.

@@ -65,6 +65,7 @@ struct Specials {
   Declared bos, eos, unk, pad;
   std::vector<std::string> additional;
   std::optional<bool> addBos;
+  std::optional<std::string> tokenizerClass;  // tokenizer_config.json's tokenizer_class
   std::optional<bool> addPrefixSpace;  // overrides the files' pre-tokenizer, as HF's from_pretrained does
   std::vector<AddedTokenSpec> added;   // added_tokens.json
 };
@@ -114,6 +115,8 @@ Status readSpecials(const stdfs::path& dir, Specials& out) {
     }
     if (j.contains("add_bos_token") && j["add_bos_token"].is_boolean())
       out.addBos = j["add_bos_token"].get<bool>();
+    if (j.contains("tokenizer_class") && j["tokenizer_class"].is_string())
+      out.tokenizerClass = j["tokenizer_class"].get<std::string>();
     if (j.contains("add_prefix_space") && j["add_prefix_space"].is_boolean())
       out.addPrefixSpace = j["add_prefix_space"].get<bool>();
   }
@@ -261,6 +264,15 @@ protocol::StatusOr<std::unique_ptr<Tokenizer>> loadTokenizer(const std::string& 
       specials.addBos = !prefix->empty();
       if (!prefix->empty()) specials.bos = detail::Declared{true, prefix->front()};
     }
+    // NOTE [Generic tokenizer class]: transformers 5 loads a tokenizer_config.json naming
+    // TokenizersBackend (what PreTrainedTokenizerFast.save_pretrained writes) or
+    // PreTrainedTokenizerFast as tokenizer.json's pipeline alone: without a template in the
+    // post-processor and without add_bos_token, nothing goes first, whatever the family's own
+    // tokenizer class would add (OPT's and LLaMA's prepend bos).
+    if (!specials.addBos && kind == Kind::kTokenizerJson &&
+        (specials.tokenizerClass == "TokenizersBackend" ||
+         specials.tokenizerClass == "PreTrainedTokenizerFast"))
+      specials.addBos = false;
     if (spec.value().metaspace) {
       auto bpe = detail::MetaspaceBpeTokenizer::create(spec.value());
       if (!bpe.isOk()) return bpe.status();

@@ -25,13 +25,20 @@ namespace {
 // sees it, and quoting maps each character on its own ("'" to '\''), so an
 // expansion of the quoted part is the quoted expansion of the part. Splitting
 // at "::" first also stops "s3://x::pipe:CMD" from smuggling in a pipe of its
-// own (train.py's one command would break at the "::" anyway).
+// own (train.py's one command would break at the "::" anyway). Brace
+// expansion drops a backslash and keeps the character after it (NOTE
+// [braceexpand grammar] in shard_pattern.h), so every backslash of the
+// quoted word (the quoting's own '\'' and the list's) is written twice: the
+// shell sees the quoted word, expanded.
 std::string awsPipeShards(const std::string& list) {
   const std::vector<std::string> parts = shardSpecParts(list);
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {
     if (i > 0) out += "::";
-    if (!parts[i].empty()) out += "pipe:aws s3 cp " + quoteShellWord(parts[i]) + " -";  // "" stays an error
+    if (parts[i].empty()) continue;  // "" stays an error
+    out += "pipe:aws s3 cp ";
+    for (const char c : quoteShellWord(parts[i])) out += c == '\\' ? std::string("\\\\") : std::string(1, c);
+    out += " -";
   }
   return out;
 }

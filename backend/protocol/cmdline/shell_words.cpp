@@ -182,13 +182,11 @@ StatusOr<std::vector<std::string>> splitShellWords(const std::string& line) {
   return Splitter(line).run();
 }
 
-std::string quoteShellWord(const std::string& word) {
-  if (word.empty()) return "''";
-  bool safe = true;
-  for (unsigned char c : word) safe = safe && isSafe(c);
-  if (safe) return word;
-  std::string out = "'";
-  for (char c : word) {
+std::string singleQuoteShellWord(std::string_view word) {
+  std::string out;
+  out.reserve(word.size() + 2);
+  out += '\'';
+  for (const char c : word) {
     if (c == '\'') {
       out += "'\\''";
     } else {
@@ -197,6 +195,12 @@ std::string quoteShellWord(const std::string& word) {
   }
   out += '\'';
   return out;
+}
+
+std::string quoteShellWord(std::string_view word) {
+  bool safe = !word.empty() && word.front() != '=';  // zsh: =cmd is the path of cmd
+  for (const unsigned char c : word) safe = safe && isSafe(c);
+  return safe ? std::string(word) : singleQuoteShellWord(word);
 }
 
 std::string joinShellWords(const std::vector<std::string>& words) {

@@ -1,7 +1,9 @@
 // POSIX sh words: split a pasted command line into argv, and quote argv back
 // into a line any POSIX shell (dash, bash, zsh in sh mode) reads as the same
-// words. This is the one place command lines are built for remote shells
-// (ssh, SLURM scripts), so quoting is deliberately conservative.
+// words. This is the one POSIX quoter: command lines for remote shells (ssh,
+// SLURM scripts) and exported command lines are all built with it, so quoting
+// is deliberately conservative. The login shell dialects (fish, csh) are
+// app/remote/shell_quote.* (NOTE [Remote command lines]), built on this.
 //
 // NOTE [Shell words]: splitShellWords follows the sh tokenizer for what people
 // paste, and performs no expansion:
@@ -22,14 +24,17 @@
 // quotes (Windows clipboards), and a lone backslash at the very end of the
 // input is a continuation rather than a literal backslash.
 //
-// quoteShellWord leaves words made only of [A-Za-z0-9@%+=:,./_-] bare, writes
-// '' for the empty word, and otherwise single-quotes the word, writing each
-// ' as '\''. Any byte but NUL survives (newlines, non-ASCII, control bytes).
+// quoteShellWord leaves words made only of [A-Za-z0-9@%+=:,./_-] bare unless
+// they start with '=' (zsh expands =cmd to the path of cmd), writes '' for the
+// empty word, and otherwise single-quotes the word, writing each ' as '\''
+// (singleQuoteShellWord, which always quotes). Any byte but NUL survives
+// (newlines, non-ASCII, control bytes).
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/protocol/status.h"
@@ -41,7 +46,11 @@ namespace fs::protocol {
 StatusOr<std::vector<std::string>> splitShellWords(const std::string& line);
 
 // REQUIRES: `word` contains no NUL byte (no shell can pass one).
-std::string quoteShellWord(const std::string& word);
+std::string quoteShellWord(std::string_view word);
+
+// `word` in single quotes even when it could stay bare: 'it'\''s', ''.
+// REQUIRES: `word` contains no NUL byte.
+std::string singleQuoteShellWord(std::string_view word);
 
 // Each word quoted with quoteShellWord, separated by one space.
 // splitShellWords(joinShellWords(w)) == w for every NUL-free w.

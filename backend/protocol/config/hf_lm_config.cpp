@@ -205,8 +205,18 @@ void readLlama(Fields& f, const Json& root, HfLmConfig* out) {
   out->keys["ffn_dim"] = "intermediate_size";
   out->shape.tied_head = f.booleanOr("tie_word_embeddings", false);
   const auto [fraction, base] = readRope(f, root, out->file, "rope_theta", "partial_rotary_factor", 1.0);
-  if (fraction != 1.0)
-    f.unsupported("partial_rotary_factor", "LLaMA is implemented with rotary on the whole head");
+  if (fraction != 1.0) {
+    // Named where it was read: transformers 5 writes it inside rope_parameters.
+    const char* why = "LLaMA is implemented with rotary on the whole head";
+    const Json& rp = root.contains("rope_parameters") ? root.at("rope_parameters") : Json();
+    if (rp.is_object() && rp.contains("partial_rotary_factor")) {
+      Fields r(rp, out->file, "rope_parameters.");
+      r.unsupported("partial_rotary_factor", why);
+      f.adopt(r.status());
+    } else {
+      f.unsupported("partial_rotary_factor", why);
+    }
+  }
   out->arch.rotary_base = base;
   out->arch.norm_eps = f.numberOr("rms_norm_eps", 1e-6);
   out->arch.attention_dropout = f.probability("attention_dropout");  // LLaMA has no other dropout

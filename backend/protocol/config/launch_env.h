@@ -15,11 +15,11 @@
 // environment of what it starts, and the ranks inherit it:
 //   - local (app/launch/local_launcher.cpp): the QProcess environment of flamingo-train:
 //     the rank itself, or the node agent, which passes its environment on to every rank;
-//   - ssh (app/cluster/ssh_launch.cpp, agentEnvironment): the node agents' environment,
+//   - ssh (app/launch/ssh/ssh_launch.cpp, agentEnvironment): the node agents' environment,
 //     exported by the start script from positional parameters that the Host quotes
 //     (NOTE [Remote command lines]); the agents pass it on;
-//   - slurm (app/cluster/slurm_script.cpp): `export NAME='value'` lines in the batch script
-//     (remote::shellQuote) and `srun --export=ALL`, so every task gets the script's
+//   - slurm (app/launch/slurm/slurm_script.cpp): `export NAME='value'` lines in the batch script
+//     (protocol::quoteShellWord) and `srun --export=ALL`, so every task gets the script's
 //     environment whatever --export the site or launch.slurm.extra_args chose;
 //   - external: whoever starts the ranks (torchrun, srun, a script of yours) sets them.
 // launch.env comes last, so it wins over what the launcher adds itself (the SSH agents'

@@ -21,11 +21,14 @@ constexpr uint64_t kCountCap = uint64_t{1} << 62;
 constexpr int kMaxBraceDepth = 16;
 constexpr int kMaxBraceGroups = 64;
 
+constexpr std::string_view kLetters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
 // A pattern is a sequence of literal text and brace groups; each group is a
-// list of alternatives (themselves patterns) or a numeric range.
+// list of alternatives (themselves patterns) or a range.
 struct Range {
-  int64_t from = 0, to = 0, step = 1;
-  size_t width = 0;  // zero padding, from the wider endpoint written with a leading 0
+  int64_t from = 0, to = 0, step = 1;  // letters: indices into kLetters
+  size_t width = 0;                    // zero padding, from the wider endpoint written with a leading 0
+  bool letters = false;
   uint64_t span() const {
     return to >= from ? static_cast<uint64_t>(to) - static_cast<uint64_t>(from)
                       : static_cast<uint64_t>(from) - static_cast<uint64_t>(to);
@@ -35,6 +38,13 @@ struct Range {
     const uint64_t d = i * static_cast<uint64_t>(step);
     return static_cast<int64_t>(to >= from ? static_cast<uint64_t>(from) + d
                                            : static_cast<uint64_t>(from) - d);
+  }
+  // The i-th entry's text: a letter, or the number zero-padded after its sign ("%0*d").
+  std::string text(uint64_t i) const {
+    if (letters) return std::string(1, kLetters[static_cast<size_t>(at(i))]);
+    std::string n = std::to_string(at(i));
+    if (n.size() < width) n.insert(n[0] == '-' ? 1 : 0, width - n.size(), '0');
+    return n;
   }
 };
 struct Pattern;
@@ -66,6 +76,15 @@ class Parser {
       const char c = s_[pos_];
       if (inGroup && (c == ',' || c == '}')) break;
       if (c == '}') return error("'}' without a matching '{'");
+      if (c == '\\') {  // an escape: the next character as it is, the backslash dropped
+        if (pos_ + 1 < s_.size() && s_[pos_ + 1] != '\n') {
+          lit += s_[pos_ + 1];
+        } else {
+          lit.append(s_, pos_, 2);  // braceexpand's "\\(.)" matches neither a newline nor the end
+        }
+        pos_ = std::min(pos_ + 2, s_.size());
+        continue;
+      }
       if (c == '{') {
         if (!lit.empty()) p.parts.emplace_back(std::move(lit));
         lit.clear();
@@ -87,16 +106,13 @@ class Parser {
       return error("more than " + std::to_string(kMaxBraceGroups) + " brace groups (the '{' at position " +
                    std::to_string(open + 1) + ")");
     }
-    const size_t close = s_.find('}', open);
-    // A pure numeric range: {a..b} or {a..b..step}
-    if (close != std::string::npos) {
-      const std::string body = s_.substr(open + 1, close - open - 1);
-      if (body.find('{') == std::string::npos && body.find("..") != std::string::npos &&
-          body.find(',') == std::string::npos) {
-        Group g;
+    // A range: {a..b} or {a..b..step} (NOTE [braceexpand grammar]).
+    if (const size_t close = matchingClose(open); close != std::string::npos) {
+      Group g;
+      auto range = parseRange(s_.substr(open + 1, close - open - 1), &g.range);
+      if (!range) return range.status();
+      if (range.value()) {
         g.isRange = true;
-        Status st = parseRange(body, &g.range);
-        if (!st) return st;
         pos_ = close + 1;
         return g;
       }
@@ -118,10 +134,34 @@ class Parser {
       if (s_[pos_++] == '}') break;
     }
     --depth_;
+    if (g.alternatives.size() == 1) {  // no comma: literal text, braces kept
+      Pattern braced;
+      braced.parts.emplace_back(std::string("{"));
+      for (auto& part : g.alternatives.front().parts) braced.parts.push_back(std::move(part));
+      braced.parts.emplace_back(std::string("}"));
+      g.alternatives.front() = std::move(braced);
+    }
     return g;
   }
 
-  Status parseRange(const std::string& body, Range* r) {
+  // The '}' closing the '{' at `open` (nested braces and escapes skipped), or npos.
+  size_t matchingClose(size_t open) const {
+    int depth = 0;
+    for (size_t i = open; i < s_.size(); ++i) {
+      if (s_[i] == '\\') {
+        ++i;
+      } else if (s_[i] == '{') {
+        ++depth;
+      } else if (s_[i] == '}' && --depth == 0) {
+        return i;
+      }
+    }
+    return std::string::npos;
+  }
+
+  // True when `body` is a range (NOTE [braceexpand grammar]), false when it is
+  // not; an error when its numbers do not fit in 64 bits.
+  StatusOr<bool> parseRange(const std::string& body, Range* r) {
     std::vector<std::string> parts;
     size_t start = 0;
     while (true) {
@@ -130,19 +170,39 @@ class Parser {
       if (dots == std::string::npos) break;
       start = dots + 2;
     }
-    auto num = [&](const std::string& t, int64_t* out) {
-      auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), *out);
-      return !t.empty() && ec == std::errc() && p == t.data() + t.size();
+    if (parts.size() < 2 || parts.size() > 3) return false;
+    auto digits = [](std::string_view t) {
+      return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
     };
-    if (parts.size() < 2 || parts.size() > 3 || !num(parts[0], &r->from) || !num(parts[1], &r->to) ||
-        (parts.size() == 3 && (!num(parts[2], &r->step) || r->step <= 0))) {
-      return error("'{" + body + "}' is not a range like {000..999} or {0..100..10}");
+    auto integer = [&](std::string_view t) { return digits(t.substr(t.starts_with("-") ? 1 : 0)); };
+    auto letter = [](const std::string& t) {
+      return t.size() == 1 && kLetters.find(t[0]) != std::string::npos;
+    };
+    std::string_view step = parts.size() == 3 ? std::string_view(parts[2]) : std::string_view("1");
+    if (step.starts_with("-")) step.remove_prefix(1);  // braceexpand ignores the sign
+    if (!digits(step)) return false;
+    const bool numbers = integer(parts[0]) && integer(parts[1]);
+    if (!numbers && !(letter(parts[0]) && letter(parts[1]))) return false;
+    auto num = [&](std::string_view t, int64_t* out) {
+      auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), *out);
+      if (ec == std::errc() && p == t.data() + t.size()) return Status::ok();
+      return error("'{" + body + "}': " + std::string(t) + " does not fit in 64 bits");
+    };
+    if (Status st = num(step, &r->step); !st) return st;
+    if (r->step == 0) r->step = 1;
+    if (!numbers) {
+      r->letters = true;
+      r->from = static_cast<int64_t>(kLetters.find(parts[0][0]));
+      r->to = static_cast<int64_t>(kLetters.find(parts[1][0]));
+      return true;
     }
+    if (Status st = num(parts[0], &r->from); !st) return st;
+    if (Status st = num(parts[1], &r->to); !st) return st;
     auto padded = [](const std::string& t) {
-      return t.size() > 1 && (t[0] == '0' || (t[0] == '-' && t[1] == '0'));
+      return t != "0" && t != "-0" && (t.starts_with("0") || t.starts_with("-0"));
     };
     if (padded(parts[0]) || padded(parts[1])) r->width = std::max(parts[0].size(), parts[1].size());
-    return Status::ok();
+    return true;
   }
 
   Status error(const std::string& what) {
@@ -182,9 +242,7 @@ void expandGroupThen(const Pattern& p, size_t part, const Group& g, const std::s
                      std::vector<std::string>* out, uint64_t cap) {
   if (g.isRange) {
     for (uint64_t i = 0; i < g.range.count() && out->size() < cap; ++i) {
-      std::string n = std::to_string(g.range.at(i));
-      if (n.size() < g.range.width) n.insert(0, g.range.width - n.size(), '0');
-      expandPattern(p, part + 1, prefix + n, out, cap);
+      expandPattern(p, part + 1, prefix + g.range.text(i), out, cap);
     }
     return;
   }
@@ -217,15 +275,32 @@ void expandPattern(const Pattern& p, size_t part, std::string prefix, std::vecto
 // tracked by how much of "pipe:" they have matched so far (0..5 characters;
 // anything else can no longer become a pipe and is dropped), with a count per
 // state. A numeric range writes digits or '-', neither in "pipe:", so it ends
-// every expansion still short of the full prefix. The work is linear in the
+// every expansion still short of the full prefix; a letter range (at most 52
+// entries) goes through its letters one by one. The work is linear in the
 // pattern however many shards it names.
 constexpr std::string_view kPipe = "pipe:";
 using PipeStates = std::array<uint64_t, 6>;  // expansions that matched i characters of "pipe:"
 
 PipeStates pipeStatesAfter(const Pattern& p, PipeStates in);
 
+PipeStates pipeStatesAfterChar(const PipeStates& states, char c) {
+  PipeStates next{};
+  next[kPipe.size()] = states[kPipe.size()];
+  for (size_t i = 0; i < kPipe.size(); ++i) {
+    if (kPipe[i] == c) next[i + 1] = std::min(kCountCap, next[i + 1] + states[i]);  // ':' again: add
+  }
+  return next;
+}
+
 PipeStates pipeStatesAfterGroup(const Group& g, const PipeStates& in) {
   PipeStates out{};
+  if (g.isRange && g.range.letters) {
+    for (uint64_t i = 0; i < g.range.count(); ++i) {
+      const PipeStates next = pipeStatesAfterChar(in, g.range.text(i)[0]);
+      for (size_t k = 0; k < out.size(); ++k) out[k] = std::min(kCountCap, out[k] + next[k]);
+    }
+    return out;
+  }
   if (g.isRange) {
     out[kPipe.size()] = mulCapped(in[kPipe.size()], g.range.count());
     return out;
@@ -243,14 +318,7 @@ PipeStates pipeStatesAfter(const Pattern& p, PipeStates states) {
       states = pipeStatesAfterGroup(*g, states);
       continue;
     }
-    for (const char c : std::get<std::string>(part)) {
-      PipeStates next{};
-      next[kPipe.size()] = states[kPipe.size()];
-      for (size_t i = 0; i < kPipe.size(); ++i) {
-        if (kPipe[i] == c) next[i + 1] = std::min(kCountCap, next[i + 1] + states[i]);  // ':' again: add
-      }
-      states = next;
-    }
+    for (const char c : std::get<std::string>(part)) states = pipeStatesAfterChar(states, c);
   }
   return states;
 }

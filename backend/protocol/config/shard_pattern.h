@@ -1,5 +1,5 @@
-// Shard lists as users write them: brace patterns in the manner of
-// webdataset's braceexpand ("/d/{00000..09999}.tar", "{a,b}", steps
+// Shard lists as users write them: brace patterns as webdataset's
+// braceexpand reads them ("/d/{00000..09999}.tar", "{a,b}", steps
 // "{0..100..10}", zero padding kept), several patterns joined with "::",
 // and "pipe:<command>" sources (the pattern is expanded inside the command).
 //
@@ -14,6 +14,21 @@
 #include "backend/protocol/status.h"
 
 namespace fs::protocol {
+
+// NOTE [braceexpand grammar]: patterns expand as webdataset's braceexpand
+// (0.1.7; shard_webdataset_reader_oracle_test compares them): a brace group
+// is a range when its text is exactly "a..b" or "a..b..s" with integers a,
+// b (zero padding from an endpoint written with a leading 0, other than "0"
+// and "-0"; the sign before s is ignored, s = 0 means 1) or with single
+// letters (over A-Z then a-z); else a list when it has a comma outside
+// nested braces; else it is literal text, its braces kept ("{a}", "{}",
+// "{0..x}"; nested groups inside still expand). A backslash escapes the next
+// character (it is neither a brace nor a comma) and is removed from the
+// expansion. Unbalanced braces are errors. Unlike braceexpand: integers past
+// 64 bits are errors, not expanded; a "}" before any "{" is an error (its
+// depth count goes below 0 and a later "{" makes up for it, so it reads
+// "a}b{c" as one literal); a backslash inside a group is removed once (it
+// removes one per enclosing group: "{\\\\0}" gives "{0}", we "{\\0}").
 
 // Number of shards the spec names. Errors name the pattern and the position.
 StatusOr<uint64_t> countShards(const std::string& spec);

@@ -351,7 +351,7 @@ class Checker {
 
   void launchRules() {
     const auto& l = c_.launch;
-    // ssh: the app starts one node agent per host (app/cluster/ssh_launch.h); slurm: sbatch through a
+    // ssh: the app starts one node agent per host (app/launch/ssh/ssh_launch.h); slurm: sbatch through a
     // login node, srun starts the ranks and SLURM picks the nodes, so hosts are not SLURM's to take.
     if (l.kind == "slurm" && !l.hosts.empty()) {
       error("launch.hosts",

@@ -4,7 +4,7 @@
 // started (SSH) or the job was submitted (SLURM); never by the engine. It names the
 // hosts and, per node, the agent's pid with its boot id and start time, so stop and
 // kill signal the process that was started and never a process that reused its pid
-// (NOTE [Agent identity] in app/cluster/remote_agent.h). Format: docs/run-directory.md.
+// (NOTE [Agent identity] in app/launch/ssh/remote_agent.h). Format: docs/run-directory.md.
 //
 // NOTE [Why not run.json]
 // run.json has one writer, the engine's rank 0, which rewrites it at every state

@@ -17,7 +17,7 @@
 #include <future>
 #include <memory>
 
-#include "app/cluster/remote_agent.h"
+#include "app/launch/ssh/remote_agent.h"
 #include "app/monitor/background_alive_check.h"
 #include "app/monitor/host_file_source.h"
 #include "app/monitor/run_monitor.h"

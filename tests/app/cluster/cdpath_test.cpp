@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
-#include "app/cluster/remote_agent.h"
 #include "app/cluster/remote_runs.h"
-#include "app/cluster/ssh_launch.h"
+#include "app/launch/ssh/remote_agent.h"
+#include "app/launch/ssh/ssh_launch.h"
 #include "tests/fixtures/fixture_unavailable.h"
 #include "tests/fixtures/ssh_host_open.h"
 #include "tests/fixtures/ssh_hosts.h"

@@ -11,8 +11,8 @@
 #include <filesystem>
 
 #include "app/cluster/remote_runs.h"
-#include "app/cluster/ssh_launch.h"
 #include "app/launch/run_preparation.h"
+#include "app/launch/ssh/ssh_launch.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "tests/app/cluster/ssh_test_util.h"
 #include "tests/fixtures/fixture_unavailable.h"

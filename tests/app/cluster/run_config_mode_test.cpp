@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "app/cluster/run_config_upload.h"
+#include "app/launch/run_config_upload.h"
 #include "app/remote/local_host.h"
 #include "tests/fixtures/fixture_unavailable.h"
 #include "tests/fixtures/ssh_host_open.h"

@@ -1,12 +1,12 @@
-// NOTE [sbatch option parsing] (app/cluster/sbatch_options.h): #SBATCH lines
+// NOTE [sbatch option parsing] (app/launch/slurm/sbatch_options.h): #SBATCH lines
 // read as sbatch reads them, and the check of launch.slurm.extra_args that
 // rests on it (issue 42 item 2): the options the script sets, in every form
 // getopt_long takes, and --export values that run code.
-#include "app/cluster/sbatch_options.h"
+#include "app/launch/slurm/sbatch_options.h"
 
 #include <gtest/gtest.h>
 
-#include "app/cluster/slurm_script.h"
+#include "app/launch/slurm/slurm_script.h"
 #include "backend/protocol/config/config_yaml.h"
 
 namespace fs::app::cluster {

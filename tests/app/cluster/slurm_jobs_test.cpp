@@ -7,7 +7,7 @@
 // resumes from its newest step checkpoint with losses equal, bit for bit, to
 // those of an uninterrupted run. Waits are on conditions with generous limits
 // (hang guards), never on timings.
-#include "app/cluster/slurm_jobs.h"
+#include "app/launch/slurm/slurm_jobs.h"
 
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -16,9 +16,9 @@
 #include <memory>
 
 #include "../launch/launch_test_util.h"
-#include "app/cluster/slurm_poller.h"
-#include "app/cluster/slurm_script.h"
 #include "app/common/worker_thread.h"
+#include "app/launch/slurm/slurm_poller.h"
+#include "app/launch/slurm/slurm_script.h"
 #include "app/remote/local_host.h"
 #include "backend/protocol/config/config_override.h"
 #include "tests/fixtures/fixture_unavailable.h"

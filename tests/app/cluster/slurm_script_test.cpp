@@ -2,7 +2,7 @@
 // the #SBATCH lines a config gives, validation messages naming the field,
 // hostile run directories surviving a real bash (a stand-in srun prints its
 // arguments), and squeue / scontrol lines parsed to rows.
-#include "app/cluster/slurm_script.h"
+#include "app/launch/slurm/slurm_script.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -11,10 +11,10 @@
 
 #include <filesystem>
 
-#include "app/cluster/slurm_jobs.h"
-#include "app/cluster/slurm_poller.h"
+#include "app/launch/slurm/slurm_jobs.h"
+#include "app/launch/slurm/slurm_poller.h"
 #include "app/remote/local_host.h"
-#include "app/remote/shell_quote.h"
+#include "backend/protocol/cmdline/shell_words.h"
 #include "backend/protocol/config/config_yaml.h"
 
 namespace fs::app::cluster {
@@ -113,11 +113,11 @@ TEST(SlurmScriptTest, ProblemsNameTheirField) {
 }
 
 TEST(SlurmScriptTest, QuoteForScript) {
-  EXPECT_EQ(remote::shellQuote("/plain/path-1.yaml"), "/plain/path-1.yaml");
-  EXPECT_EQ(remote::shellQuote(""), "''");
-  EXPECT_EQ(remote::shellQuote("a b"), "'a b'");
-  EXPECT_EQ(remote::shellQuote("it's"), "'it'\\''s'");
-  EXPECT_EQ(remote::shellQuote("$(id)`x`"), "'$(id)`x`'");
+  EXPECT_EQ(protocol::quoteShellWord("/plain/path-1.yaml"), "/plain/path-1.yaml");
+  EXPECT_EQ(protocol::quoteShellWord(""), "''");
+  EXPECT_EQ(protocol::quoteShellWord("a b"), "'a b'");
+  EXPECT_EQ(protocol::quoteShellWord("it's"), "'it'\\''s'");
+  EXPECT_EQ(protocol::quoteShellWord("$(id)`x`"), "'$(id)`x`'");
 }
 
 // The shell part run by a real bash, with an srun that prints its arguments.

@@ -13,10 +13,10 @@
 #include <QtTest>
 #include <memory>
 
-#include "app/cluster/slurm_jobs.h"
-#include "app/cluster/slurm_poller.h"
-#include "app/cluster/slurm_script.h"
 #include "app/common/worker_thread.h"
+#include "app/launch/slurm/slurm_jobs.h"
+#include "app/launch/slurm/slurm_poller.h"
+#include "app/launch/slurm/slurm_script.h"
 #include "app/monitor/host_file_source.h"
 #include "tests/app/cluster/follow_recorder.h"
 #include "tests/app/cluster/ssh_test_util.h"

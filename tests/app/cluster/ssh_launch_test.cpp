@@ -9,7 +9,7 @@
 // through sshd verbatim, and nothing in it is executed. The
 // launcher and follower going away leaves the run going, and a new follower gets
 // its whole history. Waits are on conditions with generous limits (hang guards).
-#include "app/cluster/ssh_launch.h"
+#include "app/launch/ssh/ssh_launch.h"
 
 #include <unistd.h>
 
@@ -19,12 +19,12 @@
 #include <memory>
 #include <string_view>
 
-#include "app/cluster/remote_agent.h"
-#include "app/cluster/ssh_launcher.h"
 #include "app/control/control_client.h"
+#include "app/launch/ssh/remote_agent.h"
+#include "app/launch/ssh/ssh_launcher.h"
 #include "app/monitor/host_file_source.h"
 #include "app/remote/local_host.h"
-#include "app/remote/shell_quote.h"
+#include "backend/protocol/cmdline/shell_words.h"
 #include "backend/protocol/config/schema.h"
 #include "backend/protocol/wire/control_file.h"
 #include "tests/app/cluster/follow_recorder.h"
@@ -235,7 +235,7 @@ class SshLaunchTest : public QObject {
                                  "agent=()\n"
                                  "while [ $# -gt 0 ] && [ \"$1\" != -- ]; do agent+=(\"$1\"); shift; done\n"
                                  "exec " +
-                                     remote::shellQuote(kEngine) +
+                                     protocol::quoteShellWord(kEngine) +
                                      " \"${agent[@]}\" -- /bin/sh -c 'printf \"%s|%s|%s\\n\" \"$FS_PLAIN\" "
                                      "\"$FS_HOSTILE\" \"${FS_EMPTY-unset}\" > \"$0/env-$RANK.tmp\" && "
                                      "mv \"$0/env-$RANK.tmp\" \"$0/env-$RANK\"; sleep 2' \"$PWD\"\n",

@@ -1,6 +1,6 @@
 // Issue 42 item 2: launch.slurm.extra_args from a config the user did not type
 // are shown before a SLURM submit (NOTE [SLURM extra args] in
-// app/cluster/slurm_script.h): provenance in ConfigDocument, approvals
+// app/launch/slurm/slurm_script.h): provenance in ConfigDocument, approvals
 // remembered per exact item in QSettings apart from the pipe: approvals.
 #include <QSettings>
 #include <QTemporaryDir>

@@ -1,4 +1,4 @@
-// shellQuote / shellCommand / loginShellCommand against real shells: hostile
+// protocol::quoteShellWord / shellCommand / loginShellCommand against real shells: hostile
 // arguments go through `sh -c "printf '%s\0' ARGS"` (and dash, bash), and
 // through `SHELL -c "exec /bin/sh -c ..."` quoted in each login shell's
 // dialect (bash, dash, zsh, fish, tcsh), and must come back byte for byte,
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/protocol/cmdline/shell_words.h"
 #include "tests/app/remote/hostile_arguments.h"
 #include "tests/fixtures/fixture_unavailable.h"
 
@@ -105,14 +106,14 @@ class ShellQuoteTest : public ::testing::Test {
 };
 
 TEST_F(ShellQuoteTest, QuotesByPosixRules) {
-  EXPECT_EQ(shellQuote("it's"), "'it'\\''s'");
-  EXPECT_EQ(shellQuote(""), "''");
-  EXPECT_EQ(shellQuote("/usr/bin/python3"), "/usr/bin/python3");
-  EXPECT_EQ(shellQuote("--lr=0.1,x:y@z%+"), "--lr=0.1,x:y@z%+");
-  EXPECT_EQ(shellQuote("a b"), "'a b'");
-  EXPECT_EQ(shellQuote("~"), "'~'");
-  EXPECT_EQ(shellQuote("*"), "'*'");
-  EXPECT_EQ(shellQuote("\xff"), "'\xff'");
+  EXPECT_EQ(protocol::quoteShellWord("it's"), "'it'\\''s'");
+  EXPECT_EQ(protocol::quoteShellWord(""), "''");
+  EXPECT_EQ(protocol::quoteShellWord("/usr/bin/python3"), "/usr/bin/python3");
+  EXPECT_EQ(protocol::quoteShellWord("--lr=0.1,x:y@z%+"), "--lr=0.1,x:y@z%+");
+  EXPECT_EQ(protocol::quoteShellWord("a b"), "'a b'");
+  EXPECT_EQ(protocol::quoteShellWord("~"), "'~'");
+  EXPECT_EQ(protocol::quoteShellWord("*"), "'*'");
+  EXPECT_EQ(protocol::quoteShellWord("\xff"), "'\xff'");
 }
 
 TEST_F(ShellQuoteTest, CommandJoinsAndQuotesAnAssignmentLikeFirstWord) {
@@ -133,8 +134,8 @@ TEST_F(ShellQuoteTest, RejectsNulNamingTheArgument) {
 }
 
 TEST_F(ShellQuoteTest, QuotesEachLoginShellDialect) {
-  EXPECT_EQ(shellQuote("=ls"), "'=ls'");  // zsh would expand =ls to the path of ls
-  EXPECT_EQ(shellQuote("a=b"), "a=b");
+  EXPECT_EQ(protocol::quoteShellWord("=ls"), "'=ls'");  // zsh would expand =ls to the path of ls
+  EXPECT_EQ(protocol::quoteShellWord("a=b"), "a=b");
   const std::string text = "it's a\\b!\n";
   EXPECT_EQ(quoteForLoginShell(LoginShell::kPosix, text), "'it'\\''s a\\b!\n'");
   EXPECT_EQ(quoteForLoginShell(LoginShell::kFish, text), "'it\\'s a\\\\b!\n'");

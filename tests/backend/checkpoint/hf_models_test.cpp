@@ -8,7 +8,10 @@
 // load through loadPretrained, and the LM's logits equal transformers' within
 // 1e-5 relative (fp32; the gates are 0 at init, so Flamingo's forward is the
 // LM's). Copies of config.json with one unsupported field each are refused by
-// validation and by the model factory, naming the field.
+// validation and by the model factory, naming the field. Each directory also
+// holds a byte-level BPE tokenizer saved by PreTrainedTokenizerFast; loadTokenizer
+// on the directory (model.lm.tokenizer_path = model.lm.path, as train.py's empty
+// --tokenizer_path) gives AutoTokenizer's ids for varied strings.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
@@ -16,15 +19,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "backend/checkpoint/weights.h"
+#include "backend/data/tokenizer/tokenizer.h"
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/hf_lm_config.h"
 #include "backend/protocol/config/model_catalog.h"
 #include "backend/protocol/config/validate.h"
+#include "tests/backend/data/tokenizer/tokenizer_test_util.h"
 #include "tests/fixtures/fixture_unavailable.h"
 
 namespace fs::engine {
@@ -54,10 +60,11 @@ const std::vector<Case>& cases() {
   static const std::vector<Case> c = {
       {"opt", {"opt", true, 1e-5, 1.0, 10000.0, false, true}},
       {"opt_post_ln", {"opt", true, 1e-5, 1.0, 10000.0, false, false}},
-      {"pythia", {"gpt_neox", false, 1e-5, 0.25, 10000.0, true, true}},
+      {"pythia", {"gpt_neox", false, 3e-4, 0.25, 10000.0, true, true}},
       {"redpajama", {"gpt_neox", false, 1e-6, 1.0, 20000.0, false, true}},
       {"llama", {"llama", false, 1e-5, 1.0, 50000.0, false, true}},
-      {"mpt", {"mpt", true, 1e-5, 1.0, 10000.0, false, true}},
+      {"llama_tied", {"llama", true, 1e-3, 1.0, 300.0, false, true}},
+      {"mpt", {"mpt", true, 1e-3, 1.0, 10000.0, false, true}},
   };
   return c;
 }
@@ -76,6 +83,13 @@ struct Fixture {
   std::string log;
 };
 
+// The tokenizer test's strings (tokenizer_test_util.h), and what the tokenizers train on.
+std::vector<std::string> tokenizerStrings() {
+  auto s = data::testing::variedStrings(2000, 4141);
+  s.insert(s.end(), {"", " ", "A photo of a dog on the beach.", "  two leading spaces", "trailing \n\n"});
+  return s;
+}
+
 // hf_models.py once per process.
 const Fixture& fixture() {
   static const Fixture f = [] {
@@ -83,9 +97,12 @@ const Fixture& fixture() {
     fsys::remove_all(root());
     fsys::create_directories(root());
     const auto log = root() / "hf_models.log";
+    const auto corpus = root() / "corpus.json", strings = root() / "strings.json";
+    std::ofstream(corpus) << nlohmann::json(data::testing::variedStrings(4000, 41)).dump();
+    std::ofstream(strings) << nlohmann::json(tokenizerStrings()).dump();
     const std::string cmd = std::string(FS_PYTHON) + " " + FS_SOURCE_DIR +
-                            "/tests/backend/checkpoint/hf_models.py " + root().string() + " > " +
-                            log.string() + " 2>&1";
+                            "/tests/backend/checkpoint/hf_models.py " + root().string() + " " +
+                            corpus.string() + " " + strings.string() + " > " + log.string() + " 2>&1";
     const int status = std::system(cmd.c_str());
     out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     std::ifstream in(log);
@@ -213,20 +230,74 @@ TEST_P(HfModels, LogitsMatchTransformers) {
   rel << std::scientific << max_diff / scale;
   RecordProperty("max_relative_difference", rel.str());
 
+  if (format != "safetensors") return;
+  // Without an <image> token the cross-attention is inert whatever its gate (OpenFlamingo's
+  // text_without_media_mask zeroes its output); the feed-forward half is not: with tanh(ff_gate)
+  // != 0 it changes every token, in OpenFlamingo as here (helpers.py GatedCrossAttentionBlock).
+  ASSERT_FALSE(ids.eq(run.model.tokens.image_id).any().item<bool>());
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& block : flamingo->gatedCrossAttentionBlocks()) block->attn_gate.fill_(1.0);
+    const double open_attn = (flamingo->forward(vision_x, ids, mask) - expected).abs().max().item<double>();
+    EXPECT_LE(open_attn, 1e-5 * scale) << c.name << ": cross-attention without media changed the logits";
+    for (auto& block : flamingo->gatedCrossAttentionBlocks()) block->ff_gate.fill_(1.0);
+    const double open_ff = (flamingo->forward(vision_x, ids, mask) - expected).abs().max().item<double>();
+    EXPECT_GT(open_ff, 1e-3 * scale) << c.name << ": the gated feed-forward changed nothing";
+  }
+
   // The comparison sees the knobs config.json set: the same weights with one of them as the
-  // family default give other logits.
-  if (format != "safetensors" || k.family == "opt") return;
-  auto wrong = options;
-  if (k.family == "gpt_neox") wrong.lm().parallel_residual(!k.parallel_residual);
-  if (k.family == "llama") wrong.lm().rotary_base(10000.0);
-  if (k.family == "mpt") wrong.lm().alibi_bias_max(4.0);
-  torch::manual_seed(0);
-  model::Flamingo other(wrong);
-  other->eval();
-  ASSERT_TRUE(loadPretrained(*other, run.model).isOk());
-  torch::NoGradGuard no_grad;
-  const double wrong_diff = (other->forward(vision_x, ids, mask) - expected).abs().max().item<double>();
-  EXPECT_GT(wrong_diff, 1e-3 * scale) << c.name << ": a wrong knob went unseen";
+  // family default (or another value) give other logits.
+  const auto differs = [&](const char* knob, const std::function<void(model::LmOptions&)>& set) {
+    auto wrong = options;
+    set(wrong.lm());
+    torch::manual_seed(0);
+    model::Flamingo other(wrong);
+    other->eval();
+    ASSERT_TRUE(loadPretrained(*other, run.model).isOk());
+    torch::NoGradGuard no_grad;
+    const double wrong_diff = (other->forward(vision_x, ids, mask) - expected).abs().max().item<double>();
+    EXPECT_GT(wrong_diff, 1e-3 * scale) << c.name << ": a wrong " << knob << " went unseen";
+  };
+  if (k.family == "gpt_neox")
+    differs("parallel_residual", [&](auto& lm) { lm.parallel_residual(!k.parallel_residual); });
+  if (k.family == "gpt_neox")
+    differs("rotary_pct", [&](auto& lm) { lm.rotary_pct(k.rotary_pct == 1.0 ? 0.5 : 1.0); });
+  if (k.family == "llama") differs("rotary_base", [&](auto& lm) { lm.rotary_base(10000.0); });
+  if (k.family == "mpt") differs("alibi_bias_max", [&](auto& lm) { lm.alibi_bias_max(4.0); });
+  if (c.name == "llama_tied") differs("rms_norm_eps", [&](auto& lm) { lm.norm_eps(1e-6); });
+  if (k.family == "mpt") differs("layer_norm_epsilon", [&](auto& lm) { lm.norm_eps(1e-5); });
+  if (c.name == "pythia") differs("layer_norm_eps", [&](auto& lm) { lm.norm_eps(1e-5); });
+}
+
+// The tokenizer save_pretrained put beside the model, loaded as the engine does when
+// model.lm.tokenizer_path is the model's directory: AutoTokenizer's ids, specials and text.
+TEST_P(HfModels, TokenizerMatchesAutoTokenizer) {
+  REQUIRE_FIXTURE();
+  const auto& [c, format] = GetParam();
+  auto run = configFor(root() / c.name / format);
+  run.model.lm.tokenizer_path = run.model.lm.path;
+  nlohmann::json hf;
+  std::ifstream(root() / c.name / "tokens.json") >> hf;
+  EXPECT_EQ(hf["class"], "TokenizersBackend");  // transformers 5's class for a plain tokenizer.json
+  auto loaded = data::loadTokenizer(run.model.lm.tokenizer_path, run.model.lm.family);
+  ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+  const data::Tokenizer& t = *loaded.value();
+  EXPECT_EQ(t.size(), hf["size"].get<int64_t>());
+  EXPECT_LE(t.size(), run.model.lm.vocab_size + 3);  // the model's rows, then OpenFlamingo's additions
+  EXPECT_EQ(t.eosId(), hf["eos"].get<int64_t>());
+  EXPECT_EQ(t.padId(), hf["pad"].get<int64_t>());
+  EXPECT_EQ(t.imageId(), hf["added"]["<image>"].get<int64_t>());
+  EXPECT_EQ(t.endofchunkId(), hf["added"]["<|endofchunk|>"].get<int64_t>());
+  const auto strings = tokenizerStrings();
+  ASSERT_EQ(hf["ids"].size(), strings.size());
+  size_t wrong = 0;
+  for (size_t i = 0; i < strings.size() && wrong < 5; ++i) {
+    const auto expected = hf["ids"][i].get<std::vector<int64_t>>();
+    const auto ids = t.encode(strings[i]);
+    wrong += ids != expected;
+    EXPECT_EQ(ids, expected) << "#" << i << " " << nlohmann::json(strings[i]).dump();
+    EXPECT_EQ(t.decode(expected), hf["decoded"][i].get<std::string>()) << "#" << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HfModels,
@@ -255,6 +326,9 @@ const std::vector<Refusal>& refusals() {
       {"llama", "/attention_bias", true, "attention_bias = true"},
       {"llama", "/mlp_bias", true, "mlp_bias = true"},
       {"llama", "/hidden_act", "gelu", "hidden_act = \"gelu\""},
+      {"llama", "/head_dim", 16, "head_dim = 16"},
+      {"llama", "/partial_rotary_factor", 0.5, "partial_rotary_factor = 0.5"},
+      {"llama", "/rope_parameters/partial_rotary_factor", 0.5, "rope_parameters.partial_rotary_factor = 0.5"},
       {"pythia", "/hidden_act", "relu", "hidden_act = \"relu\""},
       {"pythia", "/rope_scaling", {{"rope_type", "dynamic"}, {"factor", 2.0}}, "rope_scaling"},
       {"pythia", "/attention_bias", false, "attention_bias = false"},
@@ -263,6 +337,7 @@ const std::vector<Refusal>& refusals() {
       {"opt", "/enable_bias", false, "enable_bias = false"},
       {"mpt", "/attn_config/alibi", false, "attn_config.alibi = false"},
       {"mpt", "/attn_config/clip_qkv", 6.0, "attn_config.clip_qkv = 6.0"},
+      {"mpt", "/attn_config/alibi_bias_max", 4, "attn_config.alibi_bias_max = 4"},
       {"mpt", "/attn_config/softmax_scale", 0.5, "attn_config.softmax_scale = 0.5"},
       {"mpt", "/attn_config/qk_ln", true, "attn_config.qk_ln = true"},
       {"mpt", "/no_bias", false, "no_bias = false"},

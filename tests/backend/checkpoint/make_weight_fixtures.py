@@ -14,7 +14,7 @@ Writes:
   lm_bin/pytorch_model.bin       torch.save of the HF OPT state dict; lm_head.weight
                                  shares embed_tokens' storage; fc1 weights are
                                  transposed views, fc2 weights views at an offset
-  lm_st/model.safetensors        the same (no lm_head), by hand; final layer norms as F64
+  lm_st/model.safetensors        the same (no lm_head), by safetensors' save_file; final layer norms as F64
   lm_base/model.safetensors      names without "model." (facebook/opt-* are saved so)
   lm_sharded/                    model.safetensors.index.json + two shards
   lm_wrong/pytorch_model.bin     layer 0 fc1.weight of shape (48, 32)
@@ -26,10 +26,10 @@ Writes:
 """
 import json
 import os
-import struct
 import sys
 
 import torch
+from safetensors.torch import save_file
 
 WIDTH, FFN, VOCAB, LAYERS, MAX_POS = 32, 64, 128, 2, 128
 
@@ -69,23 +69,10 @@ def with_values(names):
 
 
 def write_safetensors(path, tensors, f64=()):
-    codes = {torch.float32: "F32", torch.float64: "F64"}
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        if name in f64:
-            t = t.double()
-        b = t.contiguous().numpy().tobytes()
-        header[name] = {"dtype": codes[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(b)]}
-        blobs.append(b)
-        offset += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
+    """safetensors' own writer (it was a hand-written one: issue 41 item 7); names in f64 as float64."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
+    save_file({n: (t.double() if n in f64 else t).contiguous() for n, t in tensors.items()}, path,
+              metadata={"format": "pt"})
 
 
 def strided(sd):

@@ -1,18 +1,19 @@
-"""Oracle for `flamingo-train export`: reads the exports back with code of its own
-and compares them with events.jsonl, in both directions (nothing missing, nothing
-extra).
+"""Oracle for `flamingo-train export`: reads the exports back with the packages
+that read them in practice and compares them with events.jsonl, in both
+directions (nothing missing, nothing extra).
 
-- TensorBoard: its own TFRecord reader and its own table-driven CRC-32C (checked on
-  "123456789" -> 0xE3069283) verify every record's framing; the Event protobufs are
-  decoded by protobuf (the Python environment's, pinned with tensorboard) through
-  message classes built here from a FileDescriptorProto declared with
-  TensorBoard's field numbers (not from our .proto, so a wrong number there is
-  caught). Every scalar (tag, step, wall time,
-  value as float32) and the config text are compared.
-- TensorBoard itself: its EventAccumulator (the pinned tensorboard package, the
-  code TensorBoard's own backend loads event files with) reads the same folder;
-  every scalar series (tag, step, wall time, float32 value) and the config text
-  must equal events.jsonl.
+- TensorBoard: its own record reader (tensorboard.compat.tensorflow_stub's
+  PyRecordReader_New, the one TensorBoard loads event files with when TensorFlow
+  is absent) checks every record's framing and both CRC-32Cs, to the end of the
+  file, and every record must parse as TensorBoard's own Event proto
+  (tensorboard.compat.proto.event_pb2); the first says file_version
+  "brain.Event:2". Then its EventAccumulator (size_guidance 0: everything kept)
+  gives every scalar series (tag, step, wall time, float32 value), which must
+  equal events.jsonl both ways, and the config text: one tensor under the text
+  plugin, decoded by tensorboard.util.tensor_util and rendered by the text
+  plugin's own text_array_to_html, which must show config.yaml verbatim as one
+  code block. (EventAccumulator alone would not do for the framing: it stops
+  silently at a bad CRC, so the record reader runs first and fails loudly.)
 - CSV: Python's csv module and pandas.read_csv; every row (run, series, step,
   samples, tokens, wall_time, value to the last bit) is compared.
 The series a line gives are derived here from the JSON independently of the C++
@@ -22,16 +23,16 @@ Runs on the golden 1.4 telemetry sample (every event type) and, when the build h
 the engine, on a run `flamingo-train demo` trains here.
 
 Usage: export_oracle.py FLAMINGO_TRAIN SOURCE_DIR engine|no-engine
-Exit 0 pass, 1 fail, 77 skipped (protobuf, pandas or tensorboard missing outside CI).
+Exit 0 pass, 1 fail, 77 skipped (pandas or tensorboard missing outside CI).
 """
 import collections
 import csv
+import html
 import io
 import json
 import math
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -39,11 +40,15 @@ import tempfile
 try:
     import numpy as np
     import pandas as pd
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
     from tensorboard.backend.event_processing import event_accumulator
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.compat.tensorflow_stub import errors as tb_errors
+    from tensorboard.compat.tensorflow_stub import pywrap_tensorflow
+    from tensorboard.plugins.text import text_plugin
+    from tensorboard.util import tensor_util
 except ImportError as e:  # pragma: no cover - depends on the machine
     msg = (f"export_oracle: {e} (bash scripts/install-deps.sh: python3-pandas, and "
-           f"protobuf and tensorboard in the project's Python environment)")
+           f"tensorboard in the project's Python environment)")
     if os.environ.get("CI") == "true":
         print(msg + "; required under CI", file=sys.stderr)
         sys.exit(1)
@@ -51,123 +56,20 @@ except ImportError as e:  # pragma: no cover - depends on the machine
     sys.exit(77)
 
 
-# ---- CRC-32C (Castagnoli), our own ----------------------------------------------------
-def _crc_table():
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_TABLE = _crc_table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def masked(crc):
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-assert crc32c(b"123456789") == 0xE3069283, hex(crc32c(b"123456789"))
-
-
-def read_tfrecords(path):
-    data = open(path, "rb").read()
-    records, at = [], 0
-    while at < len(data):
-        if at + 12 > len(data):
-            raise AssertionError(f"{path}: truncated record header at byte {at}")
-        header = data[at:at + 8]
-        (length,) = struct.unpack("<Q", header)
-        (len_crc,) = struct.unpack("<I", data[at + 8:at + 12])
-        if len_crc != masked(crc32c(header)):
-            raise AssertionError(f"{path}: bad length CRC at byte {at}")
-        body = data[at + 12:at + 12 + length]
-        if len(body) != length or at + 16 + length > len(data):
-            raise AssertionError(f"{path}: truncated record at byte {at}")
-        (data_crc,) = struct.unpack("<I", data[at + 12 + length:at + 16 + length])
-        if data_crc != masked(crc32c(body)):
-            raise AssertionError(f"{path}: bad data CRC in the record at byte {at}")
-        records.append(body)
-        at += 16 + length
-    return records
-
-
-# ---- TensorBoard's messages, declared from its field numbers ----------------------------
-def tensorboard_messages():
-    F = descriptor_pb2.FieldDescriptorProto
-    fdp = descriptor_pb2.FileDescriptorProto(name="oracle_tensorboard.proto", package="oracle", syntax="proto3")
-    dt = fdp.enum_type.add(name="DataType")
-    for name, number in (("DT_INVALID", 0), ("DT_FLOAT", 1), ("DT_DOUBLE", 2), ("DT_STRING", 7)):
-        dt.value.add(name=name, number=number)
-
-    def field(msg, name, number, ftype, label=F.LABEL_OPTIONAL, type_name=None, oneof=None):
-        f = msg.field.add(name=name, number=number, type=ftype, label=label)
-        if type_name:
-            f.type_name = type_name
-        if oneof is not None:
-            f.oneof_index = oneof
-
-    shape = fdp.message_type.add(name="TensorShapeProto")
-    dim = shape.nested_type.add(name="Dim")
-    field(dim, "size", 1, F.TYPE_INT64)
-    field(dim, "name", 2, F.TYPE_STRING)
-    field(shape, "dim", 2, F.TYPE_MESSAGE, F.LABEL_REPEATED, ".oracle.TensorShapeProto.Dim")
-    field(shape, "unknown_rank", 3, F.TYPE_BOOL)
-
-    tensor = fdp.message_type.add(name="TensorProto")
-    field(tensor, "dtype", 1, F.TYPE_ENUM, type_name=".oracle.DataType")
-    field(tensor, "tensor_shape", 2, F.TYPE_MESSAGE, type_name=".oracle.TensorShapeProto")
-    field(tensor, "tensor_content", 4, F.TYPE_BYTES)
-    field(tensor, "float_val", 5, F.TYPE_FLOAT, F.LABEL_REPEATED)
-    field(tensor, "double_val", 6, F.TYPE_DOUBLE, F.LABEL_REPEATED)
-    field(tensor, "string_val", 8, F.TYPE_BYTES, F.LABEL_REPEATED)
-
-    meta = fdp.message_type.add(name="SummaryMetadata")
-    plugin = meta.nested_type.add(name="PluginData")
-    field(plugin, "plugin_name", 1, F.TYPE_STRING)
-    field(plugin, "content", 2, F.TYPE_BYTES)
-    field(meta, "plugin_data", 1, F.TYPE_MESSAGE, type_name=".oracle.SummaryMetadata.PluginData")
-    field(meta, "display_name", 2, F.TYPE_STRING)
-    field(meta, "summary_description", 3, F.TYPE_STRING)
-
-    summary = fdp.message_type.add(name="Summary")
-    value = summary.nested_type.add(name="Value")
-    value.oneof_decl.add(name="value")
-    field(value, "node_name", 7, F.TYPE_STRING)
-    field(value, "tag", 1, F.TYPE_STRING)
-    field(value, "metadata", 9, F.TYPE_MESSAGE, type_name=".oracle.SummaryMetadata")
-    field(value, "simple_value", 2, F.TYPE_FLOAT, oneof=0)
-    field(value, "obsolete_old_style_histogram", 3, F.TYPE_BYTES, oneof=0)
-    field(value, "tensor", 8, F.TYPE_MESSAGE, type_name=".oracle.TensorProto", oneof=0)
-    field(summary, "value", 1, F.TYPE_MESSAGE, F.LABEL_REPEATED, ".oracle.Summary.Value")
-
-    event = fdp.message_type.add(name="Event")
-    event.oneof_decl.add(name="what")
-    field(event, "wall_time", 1, F.TYPE_DOUBLE)
-    field(event, "step", 2, F.TYPE_INT64)
-    field(event, "file_version", 3, F.TYPE_STRING, oneof=0)
-    field(event, "graph_def", 4, F.TYPE_BYTES, oneof=0)
-    field(event, "summary", 5, F.TYPE_MESSAGE, type_name=".oracle.Summary", oneof=0)
-    field(event, "meta_graph_def", 9, F.TYPE_BYTES, oneof=0)
-
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fdp)
-    descriptor = pool.FindMessageTypeByName("oracle.Event")
-    if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
-        return message_factory.GetMessageClass(descriptor)
-    return message_factory.MessageFactory(pool).GetPrototype(descriptor)
-
-
-Event = tensorboard_messages()
+# ---- TensorBoard's record reader ---------------------------------------------------------
+def read_records(path):
+    """Every record of an event file through TensorBoard's own reader; a framing or CRC error,
+    which EventAccumulator would swallow (it stops reading there), fails here."""
+    reader = pywrap_tensorflow.PyRecordReader_New(path)
+    records = []
+    while True:
+        try:
+            reader.GetNext()
+        except tb_errors.OutOfRangeError:
+            return records
+        except tb_errors.DataLossError as e:
+            raise AssertionError(f"{path}: record {len(records)}: {e.message}")
+        records.append(reader.record())
 
 
 # ---- the series of events.jsonl, derived here -------------------------------------------
@@ -302,51 +204,37 @@ def check_tensorboard(train, run_dir, out_dir):
     run([train, "export", "tensorboard", run_dir, out_dir])
     files = [f for f in os.listdir(out_dir) if f.startswith("events.out.tfevents.")]
     assert len(files) == 1, f"{out_dir}: expected one event file, found {os.listdir(out_dir)}"
-    records = read_tfrecords(os.path.join(out_dir, files[0]))
-    events = [Event.FromString(r) for r in records]
+    events = [event_pb2.Event.FromString(r) for r in read_records(os.path.join(out_dir, files[0]))]
     assert events[0].WhichOneof("what") == "file_version" and events[0].file_version == "brain.Event:2", events[0]
 
     config = open(os.path.join(run_dir, "config.yaml"), encoding="utf-8").read()
-    texts = [(e, v) for e in events for v in e.summary.value if v.WhichOneof("value") == "tensor"]
-    assert len(texts) == 1, f"expected one text summary, found {len(texts)}"
-    e, v = texts[0]
-    assert v.tag == "config" and e.step == 0, (v.tag, e.step)
-    assert v.metadata.plugin_data.plugin_name == "text", v.metadata
-    assert v.tensor.dtype == 7 and len(v.tensor.tensor_shape.dim) == 0, v.tensor
-    text = v.tensor.string_val[0].decode("utf-8")
-    assert all(l.startswith("    ") for l in text.splitlines()), "config lines are indented (Markdown code)"
     expected_config = config if config.endswith("\n") else config + "\n"
-    assert "".join(l[4:] + "\n" for l in text.splitlines()) == expected_config, "config text differs"
-
-    got = collections.Counter()
-    for e in events:
-        for v in e.summary.value:
-            if v.WhichOneof("value") == "simple_value":
-                got[(v.tag, e.step, e.wall_time, f32_key(v.simple_value))] += 1
     want = collections.Counter((s, step, t / 1000.0, f32_key(v)) for s, step, _, _, t, v in expected_points(run_dir))
-    diff(f"tensorboard {run_dir}", want, got)
-    check_event_accumulator(out_dir, want, expected_config)
-    return sum(want.values())
 
-
-def check_event_accumulator(out_dir, want, expected_config):
-    """TensorBoard's own reader on the exported folder: the same points and config text."""
     acc = event_accumulator.EventAccumulator(out_dir, size_guidance={event_accumulator.SCALARS: 0,
                                                                      event_accumulator.TENSORS: 0})
     acc.Reload()
+    assert acc.file_version == 2.0, f"EventAccumulator: file_version {acc.file_version}"
     tags = acc.Tags()
     got = collections.Counter()
     for tag in tags["scalars"]:
         for ev in acc.Scalars(tag):
             got[(tag, ev.step, ev.wall_time, f32_key(ev.value))] += 1
     diff(f"tensorboard's EventAccumulator on {out_dir}", want, got)
+
     assert tags["tensors"] == ["config"], f"EventAccumulator tensors: {tags['tensors']}, expected ['config']"
+    assert acc.SummaryMetadata("config").plugin_data.plugin_name == "text", acc.SummaryMetadata("config")
     (config_event,) = acc.Tensors("config")
     assert config_event.step == 0, config_event
-    assert acc.SummaryMetadata("config").plugin_data.plugin_name == "text"
-    text = config_event.tensor_proto.string_val[0].decode("utf-8")
-    assert "".join(l[4:] + "\n" for l in text.splitlines()) == expected_config, \
-        "EventAccumulator: config text differs"
+    text = tensor_util.make_ndarray(config_event.tensor_proto)
+    assert text.shape == () and text.dtype == object, (text.shape, text.dtype)
+    shown = text_plugin.text_array_to_html(text, enable_markdown=True)
+    start, end = "<pre><code>", "</code></pre>"
+    assert shown.startswith(start) and shown.endswith(end) and shown.count("<pre>") == 1, \
+        f"the text plugin does not show the config as one code block: {shown[:200]!r}"
+    assert html.unescape(shown[len(start):-len(end)]) == expected_config, \
+        f"the text plugin shows another config: {shown[:200]!r}"
+    return sum(want.values())
 
 
 def check_csv(train, run_dirs, out_csv):

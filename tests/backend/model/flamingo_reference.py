@@ -4,10 +4,20 @@
 The vision tower is open_clip's own VisionTransformer (the pinned open-clip-torch),
 loaded with the case's weights. The rest is written from the documented math with
 plain torch ops, reading the weights by their OpenFlamingo state-dict names:
-OpenFlamingo's perceiver
-and masked cross-attention (einsum form), and the OPT, MPT (MPT-7B and
-MosaicGPT names), GPT-NeoX and LLaMA decoders as Hugging Face transformers 4.28
-and MosaicML compute them (masks, rotary rotate-half, ALiBi).
+OpenFlamingo's perceiver and masked cross-attention (einsum form), and the OPT and
+MPT (MPT-7B and MosaicGPT names) decoders as Hugging Face transformers 4.28 and
+MosaicML compute them (masks, ALiBi).
+
+Kept only for what OpenFlamingo's own code (openflamingo_parity_test.cpp, through
+openflamingo_oracle.py) cannot build with the pinned packages:
+  - MosaicGPT (anas-awadalla/mpt-1b-redpajama-200b, OpenFlamingo-3B's LM): its
+    modelling code is remote code on the Hub, not in transformers; QK LayerNorm;
+  - ln_post on the patch tokens (open_clip after 2.20; the pinned 2.20 applies
+    ln_post to the pooled output only) and a GELU (not QuickGELU) tower with MPT;
+  - OPT, for tests/backend/trainer/replay_reference.py (flamingo-train replay's
+    oracle), which builds its step on this forward.
+GPT-NeoX and LLaMA were removed: openflamingo_parity_test checks them against
+transformers' own modules.
 
 usage: flamingo_reference.py ROOT
   ROOT/<case>/{config.json, weights.pt, inputs.pt} -> ROOT/<case>/logits.bin
@@ -118,25 +128,12 @@ def gated_xattn(x, media, media_locations, P, p, c):
     return feed_forward(x, P, p + "ff.") * P[p + "ff_gate"].tanh() + x
 
 
-# ----------------------------------------------------------------------------- masks and rotary
+# ----------------------------------------------------------------------------- masks
 def hf_4d_mask(mask, L):
     """transformers 4.28 _prepare_decoder_attention_mask: causal + padding, both finfo.min, added."""
     causal = torch.full((L, L), FMIN).triu(1)[None, None]
     padding = (1.0 - mask[:, None, None, :].float()) * FMIN
     return causal + padding  # may reach -inf; the attention clamps at finfo.min
-
-
-def rotate_half(x):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
-    return torch.cat((-x2, x1), dim=-1)
-
-
-def rotary(L, dim, base):
-    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
-    t = torch.arange(L, dtype=inv_freq.dtype)
-    freqs = torch.einsum("i,j->ij", t, inv_freq)
-    emb = torch.cat((freqs, freqs), dim=-1)
-    return emb.cos()[None, None], emb.sin()[None, None]
 
 
 def split_heads(t, h):
@@ -183,57 +180,6 @@ def mpt_layer(x, P, p, c, bias):
     return x + F.linear(F.gelu(F.linear(m, P[p + up + ".weight"])), P[p + down + ".weight"])
 
 
-def neox_layer(x, P, p, c, mask_add, cos, sin):
-    H = c["lm_heads"]
-    d = x.shape[-1] // H
-    B, L = x.shape[:2]
-
-    def attention(h):
-        qkv = linear(h, P, p + "attention.query_key_value").view(B, L, H, 3 * d).permute(0, 2, 1, 3)
-        q, k, v = qkv[..., :d], qkv[..., d: 2 * d], qkv[..., 2 * d:]
-        rd = int(d * c["rotary_pct"])
-        qr, qp, kr, kp = q[..., :rd], q[..., rd:], k[..., :rd], k[..., rd:]
-        qr = qr * cos + rotate_half(qr) * sin
-        kr = kr * cos + rotate_half(kr) * sin
-        q, k = torch.cat((qr, qp), -1), torch.cat((kr, kp), -1)
-        scores = torch.baddbmm(torch.zeros(B * H, L, L), q.reshape(B * H, L, d),
-                               k.reshape(B * H, L, d).transpose(1, 2), beta=1.0, alpha=1 / math.sqrt(d))
-        scores = scores.view(B, H, L, L)
-        causal = torch.ones(L, L, dtype=torch.bool).tril()[None, None]
-        scores = torch.where(causal, scores, torch.tensor(FMIN))
-        scores = scores + mask_add
-        return linear(merge_heads(scores.softmax(-1) @ v), P, p + "attention.dense")
-
-    def mlp(h):
-        return linear(F.gelu(linear(h, P, p + "mlp.dense_h_to_4h")), P, p + "mlp.dense_4h_to_h")
-
-    a = attention(ln(x, P, p + "input_layernorm"))
-    if c["parallel_residual"]:
-        return mlp(ln(x, P, p + "post_attention_layernorm")) + a + x
-    a = a + x
-    return mlp(ln(a, P, p + "post_attention_layernorm")) + a
-
-
-def rms(x, P, name, eps):
-    var = x.float().pow(2).mean(-1, keepdim=True)
-    return P[name + ".weight"] * (x * torch.rsqrt(var + eps))
-
-
-def llama_layer(x, P, p, c, mask4, cos, sin):
-    H = c["lm_heads"]
-    d = x.shape[-1] // H
-    h = rms(x, P, p + "input_layernorm", c["norm_eps"])
-    q = split_heads(F.linear(h, P[p + "self_attn.q_proj.weight"]), H)
-    k = split_heads(F.linear(h, P[p + "self_attn.k_proj.weight"]), H)
-    v = split_heads(F.linear(h, P[p + "self_attn.v_proj.weight"]), H)
-    q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-    w = torch.max(q @ k.transpose(2, 3) / math.sqrt(d) + mask4, torch.tensor(FMIN))
-    x = x + F.linear(merge_heads(F.softmax(w, dim=-1, dtype=torch.float32) @ v), P[p + "self_attn.o_proj.weight"])
-    h = rms(x, P, p + "post_attention_layernorm", c["norm_eps"])
-    g = F.silu(F.linear(h, P[p + "mlp.gate_proj.weight"])) * F.linear(h, P[p + "mlp.up_proj.weight"])
-    return x + F.linear(g, P[p + "mlp.down_proj.weight"])
-
-
 def alibi(H, L, bias_max):
     n = 2 ** math.ceil(math.log2(H))
     m = torch.arange(1, n + 1, dtype=torch.float32).mul(bias_max / n)
@@ -269,23 +215,6 @@ def flamingo(P, c, vision_x, ids, mask):
         layer = lambda x, p: mpt_layer(x, P, p, c, bias)
         final = lambda x: ln(x, P, lm + ("transformer.ln_f" if c["mosaic_gpt_names"] else "transformer.norm_f"))
         head = P[emb]
-    elif fam == "gpt_neox":
-        pre, emb = lm + "gpt_neox.layers.", lm + "gpt_neox.embed_in.weight"
-        x = F.embedding(ids, P[emb])
-        mask_add = (1.0 - mask[:, None, None, :].float()) * FMIN
-        d = x.shape[-1] // c["lm_heads"]
-        cos, sin = rotary(L, int(d * c["rotary_pct"]), c["rotary_base"])
-        layer = lambda x, p: neox_layer(x, P, p, c, mask_add, cos, sin)
-        final = lambda x: ln(x, P, lm + "gpt_neox.final_layer_norm")
-        head = P[lm + "embed_out.weight"]
-    elif fam == "llama":
-        pre, emb = lm + "model.layers.", lm + "model.embed_tokens.weight"
-        x = F.embedding(ids, P[emb])
-        mask4 = hf_4d_mask(mask, L)
-        cos, sin = rotary(L, x.shape[-1] // c["lm_heads"], c["rotary_base"])
-        layer = lambda x, p: llama_layer(x, P, p, c, mask4, cos, sin)
-        final = lambda x: rms(x, P, lm + "model.norm", c["norm_eps"])
-        head = P[emb] if c["tied"] else P[lm + "lm_head.weight"]
     else:
         raise SystemExit(f"unknown family {fam}")
 

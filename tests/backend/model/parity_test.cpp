@@ -27,10 +27,12 @@ struct Case {
 };
 
 const std::vector<Case>& cases() {
+  // Only what OpenFlamingo's own code cannot build (flamingo_reference.py's header): OPT, GPT-NeoX
+  // (pythia and RedPajama knobs) and LLaMA are openflamingo_parity_test's, against OpenFlamingo,
+  // open_clip and transformers themselves.
   static const std::vector<Case> c = {
-      {"opt", "opt", true, false},        {"mpt", "mpt", false, true},
-      {"mpt_1b", "mpt-1b", true, false},  {"gpt_neox", "gpt_neox", true, false},
-      {"pythia", "pythia", false, false}, {"llama", "llama", true, true},
+      {"mpt", "mpt", false, true},
+      {"mpt_1b", "mpt-1b", true, false},
   };
   return c;
 }
@@ -79,7 +81,7 @@ class Parity : public ::testing::TestWithParam<Case> {
       config.vision.quick_gelu = c.quick_gelu;
       config.vision.ln_post_on_tokens = c.ln_post_on_tokens;
       config.cross_attn.every_n_layers =
-          (c.variant == "llama") ? 2 : 1;  // also an LM layer without a gated block
+          (c.variant == "mpt-1b") ? 2 : 1;  // also an LM layer without a gated block
       auto options = FlamingoOptions::fromConfig(config);
       options.lm().noDropout();
       torch::manual_seed(100 + i);

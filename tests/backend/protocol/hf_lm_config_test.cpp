@@ -151,6 +151,9 @@ TEST(HfLmConfig, RefusesWhatNoFamilyImplements) {
       {llama2, "/mlp_bias", true, "mlp_bias = true"},
       {llama2, "/hidden_act", "gelu", "hidden_act = \"gelu\""},
       {llama2, "/head_dim", 64, "head_dim = 64"},
+      {llama2, "/partial_rotary_factor", 0.5, "partial_rotary_factor = 0.5"},
+      // transformers 5 writes it inside rope_parameters: named there, with its value
+      {llama2, "/rope_parameters/partial_rotary_factor", 0.5, "rope_parameters.partial_rotary_factor = 0.5"},
       {pythia160m, "/hidden_act", "gelu_new", "hidden_act = \"gelu_new\""},
       {pythia160m, "/rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}, "rope_scaling"},
       {pythia160m, "/attention_bias", false, "attention_bias = false"},

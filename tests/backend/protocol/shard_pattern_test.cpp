@@ -43,14 +43,56 @@ TEST(ShardPattern, FirstShardsStopsEarly) {
   EXPECT_FALSE(firstShards("{x", 3).isOk());
 }
 
+// NOTE [braceexpand grammar]; the lists are braceexpand 0.1.7's (also checked
+// against the package itself by shard_webdataset_reader_oracle_test).
+TEST(ShardPattern, ExpandsAsBraceexpand) {
+  const std::vector<std::pair<std::string, V>> cases = {
+      {"{a}", {"{a}"}},
+      {"{}", {"{}"}},
+      {"{{a,b}}", {"{a}", "{b}"}},
+      {"/d/{0..x}.tar", {"/d/{0..x}.tar"}},
+      {"/d/{0..9..0}.tar",
+       {"/d/0.tar", "/d/1.tar", "/d/2.tar", "/d/3.tar", "/d/4.tar", "/d/5.tar", "/d/6.tar", "/d/7.tar",
+        "/d/8.tar", "/d/9.tar"}},
+      {"{1..2,3}", {"1..2", "3"}},
+      {"{a..e..2}", {"a", "c", "e"}},
+      {"{Y..b}", {"Y", "Z", "a", "b"}},
+      {"{z..A..10}", {"z", "p", "f", "V", "L", "B"}},
+      {"{0..4..-2}", {"0", "2", "4"}},
+      {"{-01..1}", {"-01", "000", "001"}},
+      {"{-0..2}", {"0", "1", "2"}},
+      {"{-3..-05}", {"-03", "-04", "-05"}},
+      {"{1\\{2,3}", {"1{2", "3"}},
+      {"a\\,b{x\\,y,z}", {"a,bx,y", "a,bz"}},
+      {"back\\\\slash", {"back\\slash"}},
+      {"trailing\\", {"trailing\\"}},
+  };
+  for (const auto& [pattern, expected] : cases) {
+    auto v = expandShards(pattern);
+    ASSERT_TRUE(v.isOk()) << pattern << ": " << v.status().message();
+    EXPECT_EQ(v.value(), expected) << pattern;
+    EXPECT_EQ(countShards(pattern).value(), expected.size()) << pattern;
+  }
+  EXPECT_EQ(countPipeShards("{o..p}ipe:cat x").value(), 1u);
+  EXPECT_EQ(countPipeShards("{a..z}{a..z}pe:x").value(), 1u);
+  EXPECT_EQ(countPipeShards("\\pipe:x").value(), 1u);
+}
+
+// NOTE [braceexpand grammar]: braceexpand reads "a}b{c" as literal text and
+// gives "{0}" for "{\\\\0}"; neither is copied.
+TEST(ShardPattern, BraceexpandQuirksNotCopied) {
+  EXPECT_FALSE(countShards("a}b{c").isOk());
+  EXPECT_EQ(expandShards("{\\\\0}").value(), V{"{\\0}"});
+  EXPECT_EQ(expandShards("x{\\\\a,b}").value(), (V{"x\\a", "xb"}));
+}
+
 TEST(ShardPattern, ErrorsNameThePattern) {
-  for (const auto& [spec, expected] :
-       std::vector<std::pair<std::string, std::string>>{{"/d/{000..009.tar", "is never closed"},
-                                                        {"/d/000..009}.tar", "'}' without a matching '{'"},
-                                                        {"/d/{0..x}.tar", "is not a range"},
-                                                        {"/d/{0..9..0}.tar", "is not a range"},
-                                                        {"", "shard list is empty"},
-                                                        {"/a/x.tar::", "empty part"}}) {
+  for (const auto& [spec, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"/d/{000..009.tar", "is never closed"},
+           {"/d/000..009}.tar", "'}' without a matching '{'"},
+           {"/d/{0..99999999999999999999}.tar", "does not fit in 64 bits"},
+           {"", "shard list is empty"},
+           {"/a/x.tar::", "empty part"}}) {
     auto n = countShards(spec);
     ASSERT_FALSE(n.isOk()) << spec;
     EXPECT_NE(n.status().message().find(expected), std::string::npos)
@@ -92,7 +134,7 @@ TEST(ShardPattern, DeepOrManyBracesAreRefusedBeforeTheStackOverflows) {
   EXPECT_EQ(countPipeShards(nested).value(), 17u);
   std::string sixtyFour;
   for (int i = 0; i < 64; ++i) sixtyFour += "{a}";
-  EXPECT_EQ(expandShards(sixtyFour).value(), V{std::string(64, 'a')});
+  EXPECT_EQ(expandShards(sixtyFour).value(), V{sixtyFour});  // "{a}" is literal text, as in braceexpand
 }
 
 }  // namespace

@@ -112,6 +112,21 @@ TEST(QuoteShellWord, EverythingElseIsSingleQuoted) {
   EXPECT_EQ(quoteShellWord("caf\xc3\xa9"), "'caf\xc3\xa9'");
 }
 
+// The one POSIX quoter (app/remote/shell_quote.cpp quotes remote command lines
+// with it): a word starting with '=' is quoted, since zsh expands =cmd.
+TEST(QuoteShellWord, QuotesALeadingEqualsSign) {
+  EXPECT_EQ(quoteShellWord("=ls"), "'=ls'");
+  EXPECT_EQ(quoteShellWord("="), "'='");
+  EXPECT_EQ(quoteShellWord("a=b"), "a=b");
+}
+
+TEST(SingleQuoteShellWord, AlwaysQuotes) {
+  EXPECT_EQ(singleQuoteShellWord("plain"), "'plain'");
+  EXPECT_EQ(singleQuoteShellWord(""), "''");
+  EXPECT_EQ(singleQuoteShellWord("A=B"), "'A=B'");
+  EXPECT_EQ(singleQuoteShellWord("it's"), R"('it'\''s')");
+}
+
 TEST(JoinShellWords, JoinsWithOneSpace) {
   EXPECT_EQ(joinShellWords({}), "");
   EXPECT_EQ(joinShellWords({"a", "b c", ""}), "a 'b c' ''");

@@ -1,21 +1,22 @@
-"""Reads a safetensors file with struct + json only (an independent reader) and
+"""Reads a safetensors file with the safetensors package (safe_open, the reference
+implementation, which also checks the header: offsets, sizes, alignment) and
 writes {"metadata": {...}, "tensors": {name: [dtype, shape, hex]}} as JSON.
 
 Usage: read_safetensors.py FILE OUT_JSON
 """
 import json
-import struct
 import sys
 
-with open(sys.argv[1], "rb") as f:
-    blob = f.read()
-(n,) = struct.unpack("<Q", blob[:8])
-assert n % 8 == 0, "header not padded to 8 bytes"
-header = json.loads(blob[8:8 + n].decode("utf-8"))
-data = blob[8 + n:]
-out = {"metadata": header.pop("__metadata__", {}), "tensors": {}}
-for name, t in header.items():
-    b, e = t["data_offsets"]
-    out["tensors"][name] = [t["dtype"], t["shape"], data[b:e].hex()]
+import torch
+from safetensors import safe_open
+
+out = {"tensors": {}}
+with safe_open(sys.argv[1], framework="pt") as f:
+    out["metadata"] = f.metadata() or {}
+    for name in f.keys():
+        s = f.get_slice(name)
+        t = f.get_tensor(name).contiguous().reshape(-1)
+        raw = t.view(torch.uint8) if t.numel() else torch.empty(0, dtype=torch.uint8)
+        out["tensors"][name] = [s.get_dtype(), list(s.get_shape()), raw.numpy().tobytes().hex()]
 with open(sys.argv[2], "w") as f:
     json.dump(out, f)

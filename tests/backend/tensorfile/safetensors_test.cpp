@@ -1,5 +1,5 @@
 // safetensors: files written by hand in Python read back; our writer's files
-// read by an independent Python reader and by ours; malformed headers rejected.
+// read by the safetensors package (safe_open) and by ours; malformed headers rejected.
 #include "backend/tensorfile/safetensors.h"
 
 #include <gtest/gtest.h>

@@ -26,11 +26,11 @@
 #include "app/plan/plan_json.h"
 #include "app/plan/plan_runner.h"
 #include "plan_test_util.h"
+#include "ui/fsdp_layout/layout_table.h"
 #include "ui/monitor/monitor_page.h"
 #include "ui/plan/layout_treemap_widget.h"
 #include "ui/plan/plan_table_model.h"
 #include "ui/plan/planner_view.h"
-#include "ui/plots/layout_table.h"
 #include "ui_plan_test_util.h"
 
 using namespace fs;

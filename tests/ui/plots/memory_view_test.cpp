@@ -7,7 +7,7 @@
 #include <QTableWidget>
 #include <QtTest>
 
-#include "screenshot.h"
+#include "../screenshot.h"
 #include "ui/plots/curve_plot.h"
 
 namespace fs::ui {

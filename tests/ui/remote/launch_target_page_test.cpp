@@ -24,8 +24,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "app/cluster/slurm_script.h"
 #include "app/config/config_document.h"
+#include "app/launch/slurm/slurm_script.h"
 #include "ui/remote/host_opener_service.h"
 #include "ui/remote/preflight_table_view.h"
 #include "ui/remote/slurm_target_panel.h"

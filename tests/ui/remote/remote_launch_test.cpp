@@ -10,9 +10,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "app/cluster/ssh_launcher.h"
 #include "app/config/config_document.h"
 #include "app/launch/local_launcher.h"
+#include "app/launch/ssh/ssh_launcher.h"
 #include "ui/main_window.h"
 #include "ui/remote/launch_dispatcher.h"
 #include "ui/remote/launch_target_page.h"

@@ -13,7 +13,7 @@
 #include <QtTest>
 #include <cstdlib>
 
-#include "app/cluster/slurm_jobs.h"
+#include "app/launch/slurm/slurm_jobs.h"
 #include "ui/remote/host_opener_service.h"
 
 namespace fs::ui {

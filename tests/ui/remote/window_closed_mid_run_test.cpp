@@ -15,9 +15,9 @@
 #include <QtTest>
 #include <map>
 
-#include "app/cluster/remote_agent.h"
-#include "app/cluster/ssh_launcher.h"
 #include "app/config/config_document.h"
+#include "app/launch/ssh/remote_agent.h"
+#include "app/launch/ssh/ssh_launcher.h"
 #include "app/monitor/run_monitor.h"
 #include "app/monitor/series_names.h"
 #include "app/remote/ssh_config.h"

@@ -16,12 +16,20 @@ TEST(MemberName, KeyIsUpToFirstDotOfLastComponent) {
   EXPECT_EQ(parseMemberName("./x.txt").key, "./x");
 }
 
+// webdataset's rules (NOTE [Sample grouping]): only a top-level name that
+// starts and ends with "__" is metadata; "a." has the empty extension.
 TEST(MemberName, MetaAndNoExtension) {
-  EXPECT_EQ(parseMemberName("__key__.txt").kind, Kind::kMeta);
-  EXPECT_EQ(parseMemberName("d/__index__").kind, Kind::kMeta);
-  EXPECT_EQ(parseMemberName("__x.txt").kind, Kind::kField);
-  EXPECT_EQ(parseMemberName("___.txt").kind, Kind::kField);  // too short to both start and end with "__"
-  for (const char* n : {"a", ".a", "a.", "dir/", "d.x/a"})
+  for (const char* n : {"__index__", "__", "__k__.a__"}) EXPECT_EQ(parseMemberName(n).kind, Kind::kMeta) << n;
+  for (const char* n : {"__key__.txt", "d/__x__.txt", "__x.txt", "___.txt"}) {
+    EXPECT_EQ(parseMemberName(n).kind, Kind::kField) << n;
+  }
+  EXPECT_EQ(parseMemberName("d/__x__.txt").key, "d/__x__");
+  const MemberName trailing = parseMemberName("d/a.");
+  EXPECT_EQ(trailing.kind, Kind::kField);
+  EXPECT_EQ(trailing.key, "d/a");
+  EXPECT_EQ(trailing.ext, "");
+  EXPECT_EQ(parseMemberName("x..Y").ext, ".y");
+  for (const char* n : {"a", ".a", "dir/", "d.x/a", "d/__index__"})
     EXPECT_EQ(parseMemberName(n).kind, Kind::kNoExtension) << n;
 }
 

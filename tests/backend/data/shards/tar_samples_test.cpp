@@ -71,19 +71,21 @@ TEST(TarSamples, KeyAndExtensionRules) {
                                 {{"dir/a.b.JPG", "1"},
                                  {"dir/a.TXT", "2"},  // one sample, lowercased exts
                                  {"x.txt", "3"},
-                                 {"x.txt", "4"},  // repeated ext: two samples
-                                 {"__key__.txt", "k"},
-                                 {"d/__meta__", "m"},  // metadata: skipped
+                                 {"x.txt", "4"},        // repeated ext: two samples
+                                 {"__key__.txt", "k"},  // an ordinary member, as webdataset reads it
+                                 {"__meta__", "m"},     // metadata: skipped, not counted
+                                 {"d/__meta__", "m"},   // no extension
                                  {"y.jpg", "5"},
                                  {"z.jpg", "6"},
                                  {"y.txt", "7"},  // not consecutive: three samples
                                  {"noext", "8"},
                                  {".hidden", "9"},
-                                 {"trail.", "10"}});
+                                 {"trail.", "10"}});  // the empty extension
   DropCounts drops;
   auto r = readUrl(shard, {}, &drops);
-  EXPECT_EQ(shape(r.samples), (V{"dir/a:b.jpg,txt", "x:txt", "x:txt", "y:jpg", "z:jpg", "y:txt"}));
-  ASSERT_EQ(r.samples.size(), 6u);
+  EXPECT_EQ(shape(r.samples),
+            (V{"dir/a:b.jpg,txt", "x:txt", "x:txt", "__key__:txt", "y:jpg", "z:jpg", "y:txt", "trail:"}));
+  ASSERT_EQ(r.samples.size(), 8u);
   EXPECT_EQ(testing::field(r.samples[1], "txt"), "3");
   EXPECT_EQ(testing::field(r.samples[2], "txt"), "4");
   EXPECT_EQ(drops[DropReason::kNoExtension], 3u);

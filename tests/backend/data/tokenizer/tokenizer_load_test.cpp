@@ -187,6 +187,30 @@ TEST_F(TokenizerLoad, OptDirectoryTakesSpecialsFromFiles) {
   EXPECT_EQ(bare->bosId(), 2);
 }
 
+// NOTE [Generic tokenizer class] (tokenizer_load.cpp): what PreTrainedTokenizerFast.save_pretrained
+// writes runs tokenizer.json as saved in transformers 5: no OPT bos without a template or add_bos_token.
+TEST_F(TokenizerLoad, GenericTokenizerClassAddsNoFamilyBos) {
+  stdfs::path dir = scratchDir("generic_class");
+  writeFile(dir / "tokenizer.json", tokenizerJson(files_, false, byteLevel(false)).dump());
+  const std::vector<int64_t> plain = reference_->encode("hello world");
+  for (const char* cls : {"TokenizersBackend", "PreTrainedTokenizerFast", "GPT2Tokenizer"}) {
+    json config = {{"tokenizer_class", cls}, {"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}};
+    writeFile(dir / "tokenizer_config.json", config.dump());
+    auto t = load(dir.string(), "opt");
+    ASSERT_NE(t, nullptr) << cls;
+    const bool generic = std::string(cls) != "GPT2Tokenizer";
+    EXPECT_EQ(t->bosId().has_value(), !generic) << cls;
+    std::vector<int64_t> expected = plain;
+    if (!generic) expected.insert(expected.begin(), *t->bosId());
+    EXPECT_EQ(t->encode("hello world"), expected) << cls;
+    config["add_bos_token"] = true;  // declared: it wins, as before
+    writeFile(dir / "tokenizer_config.json", config.dump());
+    auto declared = load(dir.string(), "opt");
+    ASSERT_NE(declared, nullptr) << cls;
+    EXPECT_TRUE(declared->bosId().has_value()) << cls;
+  }
+}
+
 TEST_F(TokenizerLoad, ExistingOpenFlamingoTokensAreKept) {
   // A tokenizer saved after OpenFlamingo's additions: nothing is added twice.
   stdfs::path dir = scratchDir("saved");
