@@ -36,8 +36,8 @@ struct ResumeState {
   int64_t epoch = 0;      // epoch to continue in
   data::DataPosition data;
   train::RngSnapshot rng;
-  std::string kind;      // "epoch" | "step" | "final"
-  protocol::CheckpointManifest manifest;  // engine version, model shape, parameter names/shapes
+  std::string kind;                                  // "epoch" | "step" | "final"
+  protocol::CheckpointManifest manifest;             // engine version, model shape, parameter names/shapes
   std::optional<train::GradScalerState> gradScaler;  // fp16 precisions: the loss scale
 };
 

@@ -19,9 +19,9 @@ std::string tensorDigest(const torch::Tensor& tensor) {
 }
 
 protocol::CheckpointManifest buildCheckpointManifest(const protocol::RunConfig& config,
-                                                    const data::SpecialTokenIds& tokens,
-                                                    const model::NamedTensors& parameters,
-                                                    const model::NamedTensors& saved) {
+                                                     const data::SpecialTokenIds& tokens,
+                                                     const model::NamedTensors& parameters,
+                                                     const model::NamedTensors& saved) {
   const auto& m = config.model;
   protocol::CheckpointManifest out;
   out.engineVersion = runtime::engineVersion();
@@ -29,12 +29,13 @@ protocol::CheckpointManifest buildCheckpointManifest(const protocol::RunConfig& 
   out.vision = {m.vision.path, m.vision.width, m.vision.layers, m.vision.patch_size, m.vision.image_size};
   out.crossAttnEveryNLayers = m.cross_attn.every_n_layers;
   out.addedTokens = {{"<|endofchunk|>", tokens.endofchunk}, {"<image>", tokens.image}};
-  for (const auto& [name, t] : parameters) out.parameters.push_back({name, t.sizes().vec(), t.requires_grad()});
+  for (const auto& [name, t] : parameters)
+    out.parameters.push_back({name, t.sizes().vec(), t.requires_grad()});
   return withTensorRecords(std::move(out), saved);
 }
 
 protocol::CheckpointManifest withTensorRecords(protocol::CheckpointManifest manifest,
-                                              const model::NamedTensors& saved) {
+                                               const model::NamedTensors& saved) {
   std::vector<protocol::ManifestTensor> tensors;
   for (const auto& [name, t] : saved) {
     tensors.push_back({name, t.sizes().vec(), std::string(c10::toString(t.scalar_type())), tensorDigest(t)});
@@ -43,8 +44,8 @@ protocol::CheckpointManifest withTensorRecords(protocol::CheckpointManifest mani
   return manifest;
 }
 
-Status verifyCheckpointManifest(const protocol::CheckpointManifest& manifest, const model::NamedTensors& saved,
-                                const std::filesystem::path& path) {
+Status verifyCheckpointManifest(const protocol::CheckpointManifest& manifest,
+                                const model::NamedTensors& saved, const std::filesystem::path& path) {
   const auto bad = [&](const std::string& what) { return Status::corruption(path.string() + ": " + what); };
   if (!manifest.tensors) return Status::ok();
   std::map<std::string, const protocol::ManifestTensor*> records;

@@ -30,15 +30,15 @@ namespace fs::engine {
 std::string tensorDigest(const torch::Tensor& tensor);
 
 protocol::CheckpointManifest buildCheckpointManifest(const protocol::RunConfig& config,
-                                                    const data::SpecialTokenIds& tokens,
-                                                    const model::NamedTensors& parameters,
-                                                    const model::NamedTensors& saved);
+                                                     const data::SpecialTokenIds& tokens,
+                                                     const model::NamedTensors& parameters,
+                                                     const model::NamedTensors& saved);
 
 // `manifest` with its tensor records replaced by those of `saved`: a sharded
 // checkpoint records none (nobody holds the whole tensors when it is
 // written; its shards carry their own hashes), its reader adds them.
 protocol::CheckpointManifest withTensorRecords(protocol::CheckpointManifest manifest,
-                                              const model::NamedTensors& saved);
+                                               const model::NamedTensors& saved);
 
 // Every tensor in `saved` against the manifest's record of it: same shape,
 // dtype and hash, and every recorded tensor present. A manifest without

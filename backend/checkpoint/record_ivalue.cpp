@@ -88,8 +88,8 @@ class IValueWriter {
 
 class IValueReader {
  public:
-  IValueReader(const GDict& in, std::string prefix, std::string* error)
-      : in_(in), prefix_(std::move(prefix)), error_(error) {}
+  IValueReader(GDict in, std::string prefix, std::string* error)
+      : in_(std::move(in)), prefix_(std::move(prefix)), error_(error) {}
 
   template <class T>
   void req(const char* key, T& out) {
@@ -181,7 +181,7 @@ class IValueReader {
     }
   }
 
-  const GDict& in_;
+  GDict in_;  // a handle: toGenericDict() returns one by value
   std::string prefix_;
   std::string* error_;
 };

@@ -164,7 +164,8 @@ Status CheckpointIndex::Impl::openTorch(const std::string& file) {
         if (decoded) {
           manifest = std::move(decoded.value());
         } else {
-          warnings.push_back(path + ": " + decoded.status().message() + "; trainability and hashes are unknown");
+          warnings.push_back(path + ": " + decoded.status().message() +
+                             "; trainability and hashes are unknown");
         }
       }
     }

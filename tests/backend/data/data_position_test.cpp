@@ -105,13 +105,15 @@ TEST(DataPosition, MalformedCursorsAreRejectedNamingTheField) {
   expectError([](auto& j) { j["cursors"].erase(1); }, "1 cursors for 2 datasets");
   expectError([](auto& j) { j["cursors"][1] = 5; }, "field 'cursors[1]' is 5, expected an object");
   expectError([](auto& j) { j["cursors"][0].erase("shard"); }, "missing required field 'cursors[0].shard'");
-  expectError([](auto& j) { j["cursors"][0]["shard"] = ""; },
-              "cursors[0].shard is empty");
+  expectError([](auto& j) { j["cursors"][0]["shard"] = ""; }, "cursors[0].shard is empty");
   expectError([](auto& j) { j["cursors"][1]["samples_read"] = -3; },
               "cursors[1].samples_read is -3, below 0");
-  expectError([](auto& j) { j["cursors"][1]["pass"] = "two"; }, "field 'cursors[1].pass' is \"two\", expected an integer");
-  expectError([](auto& j) { j["cursors"][0]["worker"] = 1.5; }, "field 'cursors[0].worker' is 1.5, expected an integer");
-  expectError([](auto& j) { j["cursors"][0].erase("shard_count"); }, "missing required field 'cursors[0].shard_count'");
+  expectError([](auto& j) { j["cursors"][1]["pass"] = "two"; },
+              "field 'cursors[1].pass' is \"two\", expected an integer");
+  expectError([](auto& j) { j["cursors"][0]["worker"] = 1.5; },
+              "field 'cursors[0].worker' is 1.5, expected an integer");
+  expectError([](auto& j) { j["cursors"][0].erase("shard_count"); },
+              "missing required field 'cursors[0].shard_count'");
   expectError([](auto& j) { j["cursors"][0]["shard_index"] = 40; },
               "cursors[0].shard_index 40 is not below shard_count 40");
 }

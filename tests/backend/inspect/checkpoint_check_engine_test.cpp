@@ -146,11 +146,10 @@ TEST_F(CheckpointCheckEngineTest, StateNamesTheRunsDataPositionAndEveryOptimizer
   // Every trainable parameter stepped, named, its moments shaped as the manifest records it.
   auto ckpt = CheckpointIndex::open(step().string());
   ASSERT_TRUE(ckpt.isOk()) << ckpt.status().message();
-  const json manifest = json::parse(ckpt->manifest());
+  ASSERT_TRUE(ckpt->manifest().has_value());
   std::map<std::string, std::vector<std::int64_t>> trainable;
-  for (const auto& p : manifest.at("parameters"))
-    if (p.at("trainable").get<bool>())
-      trainable[p.at("name")] = p.at("shape").get<std::vector<std::int64_t>>();
+  for (const auto& p : ckpt->manifest()->parameters)
+    if (p.trainable) trainable[p.name] = p.shape;
   const json& params = j.at("optimizer").at("params");
   ASSERT_EQ(params.size(), trainable.size());
   std::set<std::string> named;

@@ -214,9 +214,9 @@ TEST_F(EngineCheckpointTest, DiffShowsOnlyTrainableTensorsAndTheAddedTokenRowsMo
   ASSERT_TRUE(report.isOk()) << report.status().message();
   EXPECT_GT(report->changed, 0u);
   EXPECT_EQ(report->added + report->removed + report->misShaped, 0u);
-  const auto manifest = nlohmann::json::parse(after->manifest());
+  ASSERT_TRUE(after->manifest().has_value());
   std::vector<std::int64_t> added;
-  for (const auto& [token, id] : manifest.at("added_tokens").items()) added.push_back(id.get<std::int64_t>());
+  for (const auto& [token, id] : after->manifest()->addedTokens) added.push_back(id);
   std::sort(added.begin(), added.end());
   bool sawEmbedding = false;
   for (const TensorDiff& d : report->tensors) {

@@ -139,8 +139,9 @@ TEST_F(StateCheckCliTest, BadInputNamesTheFileEntryOrOption) {
   EXPECT_NE(r.out.find(path("nope.pt")), std::string::npos) << r.out;
   r = checkpoint("state " + path("ours.pt"));  // its data position is "{}"
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find(path("ours.pt") + ": flamingo_studio.data_position: data position: missing required field"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find(path("ours.pt") + ": flamingo_studio.data_position: data position: missing required field"),
+      std::string::npos)
       << r.out;
   r = checkpoint("check " + path("ours.pt"));
   EXPECT_EQ(r.code, 2);

@@ -122,8 +122,8 @@ TEST_F(TrainingStateTest, ABareStateDictHasNoTrainingStateAndSaysSo) {
 TEST_F(TrainingStateTest, AMalformedDataPositionNamesTheFileAndEntry) {
   auto ours = read("ours.pt");  // data_position "{}"
   ASSERT_FALSE(ours.isOk());
-  EXPECT_NE(ours.status().message().find(path("ours.pt") +
-                                         ": flamingo_studio.data_position: data position: missing required field"),
+  EXPECT_NE(ours.status().message().find(
+                path("ours.pt") + ": flamingo_studio.data_position: data position: missing required field"),
             std::string::npos)
       << ours.status().message();
 }
@@ -176,9 +176,10 @@ nlohmann::json positionWithCursors() {
 TEST_F(TrainingStateTest, AMalformedShardedDataPositionNamesTheIndexAndEntry) {
   auto sharded = readWithPosition(*dir_, "sharded_empty_position", nlohmann::json::object());
   ASSERT_FALSE(sharded.isOk());
-  EXPECT_NE(sharded.status().message().find("index.json: resume.data_position: holds a record with a problem: "
-                                            "data position: missing required field"),
-            std::string::npos)
+  EXPECT_NE(
+      sharded.status().message().find("index.json: resume.data_position: holds a record with a problem: "
+                                      "data position: missing required field"),
+      std::string::npos)
       << sharded.status().message();
 }
 
@@ -203,16 +204,15 @@ TEST_F(TrainingStateTest, ADataPositionsCursorsAreReadAndPutInWords) {
   bad["cursors"][1]["samples_read"] = -1;
   auto r = readWithPosition(*dir_, "bad_cursor", bad);
   ASSERT_FALSE(r.isOk());
-  EXPECT_NE(
-      r.status().message().find("index.json: resume.data_position: holds a record with a problem: data position: cursors[1].samples_read is -1, below 0"),
-      std::string::npos)
+  EXPECT_NE(r.status().message().find("index.json: resume.data_position: holds a record with a problem: data "
+                                      "position: cursors[1].samples_read is -1, below 0"),
+            std::string::npos)
       << r.status().message();
   bad = positionWithCursors();
   bad["cursors"][0].erase("shard_index");
   r = readWithPosition(*dir_, "bad_cursor", bad);
   ASSERT_FALSE(r.isOk());
-  EXPECT_NE(r.status().message().find("missing required field 'cursors[0].shard_index'"),
-            std::string::npos)
+  EXPECT_NE(r.status().message().find("missing required field 'cursors[0].shard_index'"), std::string::npos)
       << r.status().message();
   bad = positionWithCursors();
   bad["cursors"].erase(0);
