@@ -1,6 +1,5 @@
 #include "backend/checkpoint/checkpoint_sharded_index.h"
 
-#include <cmath>
 #include <fstream>
 #include <sstream>
 

@@ -5,6 +5,8 @@
 #include <concepts>
 #include <type_traits>
 
+#include "backend/protocol/wire/pickled_record_reader.h"
+
 namespace fs::engine {
 namespace {
 
@@ -20,11 +22,6 @@ template <class T>
 concept Described = requires(IValueWriter& w, T& t) {
   describe(w, t);
 };
-
-template <class T>
-struct IsOptional : std::false_type {};
-template <class T>
-struct IsOptional<std::optional<T>> : std::true_type {};
 
 IValue bytesTensor(const Bytes& b) {
   auto t = torch::empty({static_cast<int64_t>(b.data.size())}, torch::kUInt8);
@@ -42,7 +39,7 @@ class IValueWriter {
   }
   template <class T>
   void opt(const char* key, const T& v) {
-    if constexpr (IsOptional<T>::value) {
+    if constexpr (protocol::kIsOptional<T>) {
       if (v) req(key, *v);
     } else if (!(v == T{})) {
       req(key, v);
@@ -86,104 +83,41 @@ class IValueWriter {
   GDict* out_;
 };
 
-class IValueReader {
- public:
-  IValueReader(GDict in, std::string prefix, std::string* error)
-      : in_(std::move(in)), prefix_(std::move(prefix)), error_(error) {}
-
-  template <class T>
-  void req(const char* key, T& out) {
-    if (!error_->empty()) return;
-    auto it = in_.find(key);
-    if (it == in_.end()) {
-      *error_ = prefix_ + key + " is missing";
-      return;
-    }
-    read(it->value(), prefix_ + key, out);
+// The pickled values as LibTorch unpickled them (protocol/wire/pickled_record_reader.h).
+struct IValueAdapter {
+  using Value = IValue;
+  static const IValue* find(const IValue& v, const char* key) {
+    if (!v.isGenericDict()) return nullptr;
+    const GDict d = v.toGenericDict();  // a handle: the entries live in `v`
+    auto it = d.find(key);
+    return it == d.end() ? nullptr : &it->value();
   }
-  template <class T>
-  void opt(const char* key, T& out) {
-    if (!error_->empty()) return;
-    auto it = in_.find(key);
-    if (it == in_.end() || it->value().isNone()) return;
-    if constexpr (IsOptional<T>::value) {
-      typename T::value_type v{};
-      read(it->value(), prefix_ + key, v);
-      if (error_->empty()) out = std::move(v);
-    } else {
-      read(it->value(), prefix_ + key, out);
-    }
+  static bool isNone(const IValue& v) { return v.isNone(); }
+  static bool isDict(const IValue& v) { return v.isGenericDict(); }
+  static bool isStr(const IValue& v) { return v.isString(); }
+  static bool isList(const IValue& v) { return v.isList(); }
+  static std::string typeName(const IValue& v) { return v.tagKind(); }
+  static std::optional<int64_t> asInt(const IValue& v) {
+    return v.isInt() ? std::optional<int64_t>(v.toInt()) : std::nullopt;
   }
-  template <class T>
-  void lax(const char* key, T& out) {
-    opt(key, out);
+  static std::optional<double> asNumber(const IValue& v) {
+    if (v.isDouble()) return v.toDouble();
+    if (v.isInt()) return static_cast<double>(v.toInt());
+    return std::nullopt;
   }
-
- private:
-  void fail(const std::string& field, const IValue& v, const char* expected) {
-    if (error_->empty()) *error_ = field + " is a " + v.tagKind() + ", not " + expected;
+  static std::optional<bool> asBool(const IValue& v) {
+    return v.isBool() ? std::optional<bool>(v.toBool()) : std::nullopt;
   }
-
-  bool readBytes(const IValue& v, const std::string& field, Bytes& out) {
-    if (!v.isTensor() || v.toTensor().scalar_type() != torch::kUInt8 || v.toTensor().dim() != 1) {
-      if (error_->empty()) *error_ = field + " is not a 1-d uint8 tensor";
-      return false;
-    }
+  static const std::string& str(const IValue& v) { return v.toStringRef(); }
+  static std::size_t size(const IValue& v) { return v.toListRef().size(); }
+  static const IValue& item(const IValue& v, std::size_t i) { return v.toListRef()[i]; }
+  static Status bytes(const IValue& v, const std::string& field, Bytes& out) {
+    if (!v.isTensor() || v.toTensor().scalar_type() != torch::kUInt8 || v.toTensor().dim() != 1)
+      return Status::corruption(field + " is not a 1-d uint8 tensor");
     const auto t = v.toTensor().contiguous();
     out.data.assign(t.data_ptr<uint8_t>(), t.data_ptr<uint8_t>() + t.numel());
-    return true;
+    return Status::ok();
   }
-
-  template <class T>
-  void read(const IValue& v, const std::string& field, T& out) {
-    if constexpr (std::is_same_v<T, Bytes>) {
-      readBytes(v, field, out);
-    } else if constexpr (std::is_same_v<T, std::vector<Bytes>>) {
-      if (!v.isList()) return fail(field, v, "a list");
-      out.clear();
-      const auto list = v.toListRef();
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        Bytes b;
-        if (!readBytes(list[i], field + "." + std::to_string(i), b)) return;
-        out.push_back(std::move(b));
-      }
-    } else if constexpr (std::is_same_v<T, std::vector<std::uint64_t>> ||
-                         std::is_same_v<T, std::vector<std::int64_t>>) {
-      if (!v.isList()) return fail(field, v, "a list");
-      out.clear();
-      const auto list = v.toListRef();
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        if (!list[i].isInt()) return fail(field + "." + std::to_string(i), list[i], "an int");
-        out.push_back(static_cast<typename T::value_type>(list[i].toInt()));
-      }
-    } else if constexpr (requires { protocol::decodeJsonText(std::string_view(), out.value); }) {
-      if (!v.isString()) return fail(field, v, "a str");
-      if (Status s = protocol::decodeJsonText(v.toStringRef(), out.value); !s) {
-        if (error_->empty()) *error_ = field + ": " + s.message();
-      }
-    } else if constexpr (Described<T>) {
-      if (!v.isGenericDict()) return fail(field, v, "a dict");
-      IValueReader r(v.toGenericDict(), field + ".", error_);
-      describe(r, out);
-    } else if constexpr (std::is_same_v<T, std::string>) {
-      if (!v.isString()) return fail(field, v, "a str");
-      out = v.toStringRef();
-    } else if constexpr (std::is_same_v<T, double>) {
-      if (!v.isDouble() && !v.isInt()) return fail(field, v, "a number");
-      out = v.isDouble() ? v.toDouble() : static_cast<double>(v.toInt());
-    } else if constexpr (std::is_same_v<T, bool>) {
-      if (!v.isBool()) return fail(field, v, "a bool");
-      out = v.toBool();
-    } else {
-      static_assert(std::is_same_v<T, std::int64_t>, "a field type the pickle walker does not know");
-      if (!v.isInt()) return fail(field, v, "an int");
-      out = v.toInt();
-    }
-  }
-
-  GDict in_;  // a handle: toGenericDict() returns one by value
-  std::string prefix_;
-  std::string* error_;
 };
 
 }  // namespace
@@ -196,16 +130,8 @@ IValue resumeToIValue(const protocol::ResumeRecord& record) {
 }
 
 protocol::StatusOr<protocol::ResumeRecord> resumeFromIValue(const IValue& value) {
-  if (!value.isGenericDict())
-    return Status::corruption("flamingo_studio is a " + value.tagKind() + ", not a dict");
-  protocol::ResumeRecord record;
-  std::string error;
-  IValueReader r(value.toGenericDict(), "flamingo_studio.", &error);
-  describe(r, record);
-  if (!error.empty()) return Status::corruption(error);
-  if (Status s = protocol::checkResumeRecord(record); !s)
-    return s.withMessage("flamingo_studio: " + s.message());
-  return record;
+  IValueAdapter adapter;
+  return protocol::readPickledResumeRecord(adapter, value);
 }
 
 }  // namespace fs::engine

@@ -264,21 +264,6 @@ SchedulerState readScheduler(const PyValue& s) {
   return out;
 }
 
-StatusOr<ResumeInfo> readResume(const CheckpointIndex& c, const PyValue& r) {
-  const TensorBytes bytes = [&c](const std::string& entry) -> StatusOr<std::vector<std::uint8_t>> {
-    auto i = c.find(entry, Section::kOther);
-    if (!i) return Status::corruption("is not in the checkpoint's tensor index");
-    auto data = c.data(*i);
-    if (!data) return data.status();
-    const auto contiguous = tf::toContiguous(data->view);
-    const auto* p = reinterpret_cast<const std::uint8_t*>(contiguous.data());
-    return std::vector<std::uint8_t>(p, p + contiguous.size());
-  };
-  auto record = resumeFromPyValue(r, bytes);
-  if (!record) return Status::corruption(c.path() + ": " + record.status().message());
-  return describeResume(record.value());
-}
-
 Status readTorchSave(const CheckpointIndex& c, TrainingState& out) {
   const PyValue* root = c.root();
   if (!root || !root->isDict()) return Status::ok();
@@ -290,15 +275,39 @@ Status readTorchSave(const CheckpointIndex& c, TrainingState& out) {
   }
   if (const PyValue* s = root->find("lr_scheduler_state_dict"); s && s->isDict())
     out.scheduler = readScheduler(*s);
-  if (const PyValue* r = root->find("flamingo_studio")) {
-    auto resume = readResume(c, *r);
-    if (!resume) return resume.status();
-    out.resume = std::move(resume.value());
-  }
+  auto record = readResumeRecord(c);
+  if (!record) return record.status();
+  if (record.value()) out.resume = describeResume(*record.value());
   return Status::ok();
 }
 
 }  // namespace
+
+StatusOr<std::optional<protocol::ResumeRecord>> readResumeRecord(const CheckpointIndex& c) {
+  using Found = std::optional<protocol::ResumeRecord>;
+  if (c.format() == CheckpointFormat::kFlamingoStudioSharded) {
+    auto index = readShardedIndexRecord(c);
+    if (!index) return index.status();
+    if (Status s = protocol::checkResumeRecord(index->resume); !s)
+      return bad(c, "index.json resume", s.message());
+    return Found(std::move(index->resume));
+  }
+  const PyValue* root = c.root();
+  const PyValue* ours = root && root->isDict() ? root->find("flamingo_studio") : nullptr;
+  if (!ours) return Found();
+  const TensorBytes bytes = [&c](const std::string& entry) -> StatusOr<std::vector<std::uint8_t>> {
+    auto i = c.find(entry, Section::kOther);
+    if (!i) return Status::corruption("is not in the checkpoint's tensor index");
+    auto data = c.data(*i);
+    if (!data) return data.status();
+    const auto contiguous = tf::toContiguous(data->view);
+    const auto* p = reinterpret_cast<const std::uint8_t*>(contiguous.data());
+    return std::vector<std::uint8_t>(p, p + contiguous.size());
+  };
+  auto record = resumeFromPyValue(*ours, bytes);
+  if (!record) return Status::corruption(c.path() + ": " + record.status().message());
+  return Found(std::move(record.value()));
+}
 
 StatusOr<TrainingState> readTrainingState(const CheckpointIndex& checkpoint) {
   TrainingState out;

@@ -97,6 +97,11 @@ struct TrainingState {
 // Errors (Corruption) name the checkpoint's file and the entry at fault.
 StatusOr<TrainingState> readTrainingState(const CheckpointIndex& checkpoint);
 
+// Our resume record, field for field (NOTE [Checkpoint records]): a torch.save
+// file's "flamingo_studio" (read torch-free, record_pyvalue.h) or a sharded
+// index's "resume"; nullopt when the checkpoint carries none. Errors as above.
+StatusOr<std::optional<protocol::ResumeRecord>> readResumeRecord(const CheckpointIndex& checkpoint);
+
 // "epoch 2: laion 850 batches of 4 = 3,400 samples, mmc4 850 batches of 2 =
 // 1,700 samples, on rank 0 of 1 (shards source)"; per rank with "(N over W
 // ranks)" when world > 1; exact to what the position holds. With cursors,

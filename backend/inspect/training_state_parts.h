@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/inspect/training_state.h"
+#include "backend/protocol/wire/sharded_index.h"
 
 namespace fs::inspect::detail {
 
@@ -22,6 +23,8 @@ StatusOr<std::optional<double>> norm(const CheckpointIndex& c, const std::string
                                      std::vector<std::int64_t>* shape);
 // The resume record in words, whichever file carried it.
 ResumeInfo describeResume(const protocol::ResumeRecord& record);
+// Our sharded directory's index.json, decoded (errors name the file).
+StatusOr<protocol::ShardedIndexRecord> readShardedIndexRecord(const CheckpointIndex& c);
 // Our sharded directory: index.json's groups, scheduler and resume record.
 Status readSharded(const CheckpointIndex& c, TrainingState& out);
 

@@ -20,7 +20,7 @@ using tf::PyValue;
 
 }  // namespace
 
-Status readSharded(const CheckpointIndex& c, TrainingState& out) {
+StatusOr<protocol::ShardedIndexRecord> readShardedIndexRecord(const CheckpointIndex& c) {
   const std::string indexPath = c.files().front();
   std::ifstream in(indexPath, std::ios::binary);
   if (!in) return Status::notFound(indexPath + ": cannot be read");
@@ -28,6 +28,12 @@ Status readSharded(const CheckpointIndex& c, TrainingState& out) {
   text << in.rdbuf();
   auto record = protocol::decodeShardedIndex(text.str());
   if (!record) return Status::corruption(indexPath + ": " + record.status().message());
+  return record;
+}
+
+Status readSharded(const CheckpointIndex& c, TrainingState& out) {
+  auto record = readShardedIndexRecord(c);
+  if (!record) return record.status();
   const protocol::ShardedIndexRecord& r = record.value();
   out.epoch = r.epoch;
   // The step of every flat parameter (rank file 0 holds shard 0 of each).

@@ -25,7 +25,8 @@
 //       "rng_torch_cuda" [hex], "rng_own" [4 x uint64], "manifest" (its JSON
 //       text), "grad_scaler" (fp16 runs)}}   // protocol::ResumeRecord
 //
-// Every field is required except initial_lr. The optimizer groups are the
+// Every field is required except initial_lr, and in "resume" format (absent
+// before 0.3: read as 1) and grad_scaler (fp16 runs). The optimizer groups are the
 // unsharded layout (indices over the model's trainable parameters). The
 // codec checks fields and types only; whether the layout adds up is the
 // reader's to check (each side refuses what it cannot use).

@@ -1,7 +1,7 @@
 // NOTE [Checkpoint records]: every record is written through each encoding
 // and read back equal, field for field: the JSON documents, the engine's
 // pickled "flamingo_studio" dict (writeCheckpoint) read back by the engine and
-// torch-free by the inspector (record_pyvalue.h), and a sharded index's
+// torch-free by the inspector (readResumeRecord, record_pyvalue.h), and a sharded index's
 // "resume". The sample sets every field to a value other than its default, so
 // an encoding that drops a field fails here. Files written before the records
 // were declared once (tests/assets/checkpoint-records, README there) still read
@@ -19,9 +19,7 @@
 #include "backend/checkpoint/checkpoint_io.h"
 #include "backend/checkpoint/record_ivalue.h"
 #include "backend/inspect/checkpoint_index.h"
-#include "backend/inspect/record_pyvalue.h"
 #include "backend/inspect/training_state.h"
-#include "backend/tensorfile/tensor_view.h"
 
 namespace fs::engine {
 namespace {
@@ -134,21 +132,10 @@ TEST(CheckpointRecord, AFileTheEngineWritesReadsBackEqualTorchFree) {
 
   auto index = inspect::CheckpointIndex::open(path.string());
   ASSERT_TRUE(index.isOk()) << index.status().message();
-  const auto* ours = index->root()->find("flamingo_studio");
-  ASSERT_NE(ours, nullptr);
-  const inspect::TensorBytes bytes =
-      [&](const std::string& entry) -> protocol::StatusOr<std::vector<uint8_t>> {
-    auto i = index->find(entry, inspect::Section::kOther);
-    if (!i) return protocol::Status::notFound(entry);
-    auto data = index->data(*i);
-    if (!data) return data.status();
-    const auto b = tensorfile::toContiguous(data->view);
-    const auto* p = reinterpret_cast<const uint8_t*>(b.data());
-    return std::vector<uint8_t>(p, p + b.size());
-  };
-  auto torchFree = inspect::resumeFromPyValue(*ours, bytes);
+  auto torchFree = inspect::readResumeRecord(index.value());
   ASSERT_TRUE(torchFree.isOk()) << torchFree.status().message();
-  EXPECT_EQ(*torchFree, expected);
+  ASSERT_TRUE(torchFree->has_value());
+  EXPECT_EQ(**torchFree, expected);
   fsys::remove_all(dir);
 }
 
