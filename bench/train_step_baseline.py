@@ -413,7 +413,7 @@ def mmc4_labels(ids, tk):  # OpenFlamingo's rules: mask before the first <image>
     return torch.tensor(rows, dtype=torch.long)
 
 
-def lr_multiplier(step, warmup, total):  # cosine with linear warmup (backend/train/schedule.cpp)
+def lr_multiplier(step, warmup, total):  # cosine with linear warmup (backend/step/schedule.cpp)
     if step < warmup:
         return step / max(1, warmup)
     progress = (step - warmup) / max(1, total - warmup)
@@ -456,7 +456,7 @@ class Trainer:
         self.model.embed_tokens.weight.grad.mul_(self.row_mask)
         grads = [q.grad for q in self.params if q.grad is not None]
         total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, 2) for g in grads]), 2)
-        norm = total.item()  # clip_grad_norm_ as backend/train/grad_clip.cpp does it
+        norm = total.item()  # clip_grad_norm_ as backend/step/grad_clip.cpp does it
         if not math.isfinite(norm):
             raise SystemExit("non-finite gradient norm")
         coef = torch.clamp(MAX_GRAD_NORM / (total + 1e-6), max=1.0)

@@ -55,15 +55,15 @@
 #include "backend/protocol/problem.h"
 #include "backend/protocol/wire/events.h"
 #include "backend/protocol/wire/run_dir.h"
+#include "backend/step/grad_clip.h"
+#include "backend/step/labels.h"
+#include "backend/step/loss.h"
+#include "backend/step/optimizer.h"
+#include "backend/step/precision.h"
+#include "backend/step/schedule.h"
+#include "backend/step/seeding.h"
 #include "backend/telemetry/emitter.h"
 #include "backend/telemetry/memory_tracker.h"
-#include "backend/train/grad_clip.h"
-#include "backend/train/labels.h"
-#include "backend/train/loss.h"
-#include "backend/train/optimizer.h"
-#include "backend/train/precision.h"
-#include "backend/train/schedule.h"
-#include "backend/train/seeding.h"
 #include "backend/trainer/device_batch.h"
 #include "unit_timer.h"
 
@@ -163,20 +163,20 @@ int main(int argc, char** argv) {
     if (auto s = telemetry::installCpuMemoryTracker(); !s) die("memory tracker: " + s.message());
   }
   const torch::Device device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-  auto policy = train::precisionPolicy(config.optim.precision, device);
+  auto policy = step::precisionPolicy(config.optim.precision, device);
   if (!policy) die(policy.status().message());
-  const train::PrecisionPolicy precision = policy.value();
+  const step::PrecisionPolicy precision = policy.value();
   const bool compat = config.compat == "openflamingo";
   const auto figures = protocol::deriveFigures(config);
   const data::SpecialTokenIds tokens = data::specialTokensFromConfig(config.model.tokens);
 
   // ---- model, optimizer, schedule: Trainer::buildModelAndOptimizer
-  train::seedForModelInit(config);
+  step::seedForModelInit(config);
   model::Flamingo model(model::FlamingoOptions::fromConfig(config.model));
   model->freezeAsOpenFlamingo();
   model->train();
   if (cuda) model->to(device);  // Trainer::buildModelAndOptimizer: before the optimizer sees the parameters
-  std::vector<train::NamedParameter> trainable;
+  std::vector<step::NamedParameter> trainable;
   int64_t trainableCount = 0, totalCount = 0;
   for (const auto& [name, t] : model->namedParameters()) {
     totalCount += t.numel();
@@ -185,10 +185,10 @@ int main(int argc, char** argv) {
       trainableCount += t.numel();
     }
   }
-  train::GroupedAdamW optimizer(trainable, config.optim);
+  step::GroupedAdamW optimizer(trainable, config.optim);
   std::vector<double> baseLrs(optimizer.groups().size(), config.optim.lr);
-  train::LrSchedule schedule(train::scheduleKindFromName(config.optim.scheduler), baseLrs,
-                             config.optim.warmup_steps, figures.schedulerSteps);
+  step::LrSchedule schedule(step::scheduleKindFromName(config.optim.scheduler), baseLrs,
+                            config.optim.warmup_steps, figures.schedulerSteps);
   schedule.apply(optimizer.adamw());
 
   std::shared_ptr<bench::UnitTimer> unitTimer;
@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
   }
 
   // ---- data: Trainer::setUp
-  train::seedForRank(config, 0);
+  step::seedForRank(config, 0);
   auto created = data::SyntheticSource::create(config, 0, 1);
   if (!created) die(created.status().message());
   auto source = std::move(created.value());
@@ -255,17 +255,17 @@ int main(int argc, char** argv) {
       const data::Batch& b = batches.batches[i];
       const protocol::DatasetConfig& cfg = config.data.datasets.at(i);
       const auto tf = Clock::now();
-      const torch::Tensor hostLabels = train::makeLabels(b.kind, b.inputIds, tokens);
-      train::LmLoss loss;
+      const torch::Tensor hostLabels = step::makeLabels(b.kind, b.inputIds, tokens);
+      step::LmLoss loss;
       {
         telemetry::MemoryPhase phase(telemetry::Phase::kActivations);
         // As Trainer::forwardLoss: the host-side decisions, then the batch to the device.
-        const engine::DeviceBatch d = engine::toDeviceForForward(
+        const trainer::DeviceBatch d = trainer::toDeviceForForward(
             *model, b, hostLabels, tokens.pad, config.model.lm.width, compat, device, skipPadding);
-        train::AutocastScope autocast(precision, device);
+        step::AutocastScope autocast(precision, device);
         const torch::Tensor logits = model->forward(d.batch.images.to(precision.inputDtype), d.batch.inputIds,
                                                     d.batch.attentionMask, d.padding, &d.sets);
-        loss = train::causalLmLoss(logits, d.labels, d.lossOptions);
+        loss = step::causalLmLoss(logits, d.labels, d.lossOptions);
       }
       if (loss.noTargets) die("a batch without supervised tokens");
       const double value = loss.loss.item<double>();
@@ -284,8 +284,8 @@ int main(int argc, char** argv) {
       const auto to = Clock::now();
       telemetry::MemoryPhase phase(telemetry::Phase::kOptimizer);
       if (!config.model.freeze_lm_embeddings) model->maskEmbeddingGradient();
-      const train::ClipResult clip =
-          train::clipGradNorm(optimizer.parameters(), train::ClipOptions{config.optim.max_grad_norm});
+      const step::ClipResult clip =
+          step::clipGradNorm(optimizer.parameters(), step::ClipOptions{config.optim.max_grad_norm});
       if (!clip.finite) die("non-finite gradient norm");
       gradNorm = clip.norm;
       schedule.apply(optimizer.adamw());

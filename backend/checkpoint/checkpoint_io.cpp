@@ -14,7 +14,7 @@
 #include "backend/runtime/torch_pickle.h"
 #include "backend/tensorfile/torch_file.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 namespace {
 
 using c10::IValue;
@@ -37,7 +37,7 @@ IValue ints(const std::vector<int64_t>& v) {
   return l;
 }
 
-IValue optimizerIValue(const train::OptimizerStateDict& o) {
+IValue optimizerIValue(const step::OptimizerStateDict& o) {
   GDict state(c10::IntType::get(), c10::AnyType::get());
   for (const auto& p : o.state) {
     GDict s = strDict();
@@ -69,7 +69,7 @@ IValue optimizerIValue(const train::OptimizerStateDict& o) {
   return out;
 }
 
-IValue schedulerIValue(const train::LrSchedulerStateDict& s) {
+IValue schedulerIValue(const step::LrSchedulerStateDict& s) {
   GDict d = strDict();
   d.insert("base_lrs", doubles(s.baseLrs));
   d.insert("last_epoch", s.lastEpoch);
@@ -119,7 +119,7 @@ protocol::StatusOr<CheckpointContents> parse(const IValue& root, const std::file
   const GDict opt = field(top, "optimizer_state_dict")->toGenericDict();
   for (const auto& kv : field(opt, "state")->toGenericDict()) {
     const GDict s = kv.value().toGenericDict();
-    train::AdamWParamStateDict p;
+    step::AdamWParamStateDict p;
     p.index = kv.key().toInt();
     p.step = field(s, "step")->toTensor();
     p.expAvg = field(s, "exp_avg")->toTensor();
@@ -130,7 +130,7 @@ protocol::StatusOr<CheckpointContents> parse(const IValue& root, const std::file
             [](const auto& a, const auto& b) { return a.index < b.index; });
   for (const auto& g : field(opt, "param_groups")->toListRef()) {
     const GDict d = g.toGenericDict();
-    train::AdamWGroupStateDict group;
+    step::AdamWGroupStateDict group;
     group.lr = field(d, "lr")->toDouble();
     const auto betas = field(d, "betas")->toTupleRef().elements();
     group.beta1 = betas.at(0).toDouble();
@@ -285,4 +285,4 @@ std::optional<std::filesystem::path> newestCompleteCheckpoint(const std::filesys
   return candidates.front();
 }
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -23,29 +23,29 @@
 #include "backend/protocol/io/write_env.h"
 #include "backend/protocol/status.h"
 #include "backend/protocol/wire/checkpoint_record.h"
-#include "backend/train/grad_scaler.h"
-#include "backend/train/optimizer.h"
-#include "backend/train/schedule.h"
-#include "backend/train/seeding.h"
+#include "backend/step/grad_scaler.h"
+#include "backend/step/optimizer.h"
+#include "backend/step/schedule.h"
+#include "backend/step/seeding.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 struct ResumeState {
   int64_t step = 0;       // optimizer steps taken
   int64_t iteration = 0;  // training iterations (micro-steps) taken
   int64_t epoch = 0;      // epoch to continue in
   data::DataPosition data;
-  train::RngSnapshot rng;
-  std::string kind;                                  // "epoch" | "step" | "final"
-  protocol::CheckpointManifest manifest;             // engine version, model shape, parameter names/shapes
-  std::optional<train::GradScalerState> gradScaler;  // fp16 precisions: the loss scale
+  step::RngSnapshot rng;
+  std::string kind;                                 // "epoch" | "step" | "final"
+  protocol::CheckpointManifest manifest;            // engine version, model shape, parameter names/shapes
+  std::optional<step::GradScalerState> gradScaler;  // fp16 precisions: the loss scale
 };
 
 struct CheckpointContents {
   int64_t epoch = 0;  // OpenFlamingo's "epoch": the last finished epoch
   model::NamedTensors modelState;
-  train::OptimizerStateDict optimizer;
-  train::LrSchedulerStateDict scheduler;
+  step::OptimizerStateDict optimizer;
+  step::LrSchedulerStateDict scheduler;
   ResumeState resume;
 };
 
@@ -81,4 +81,4 @@ std::vector<std::filesystem::path> checkpointCandidates(const std::filesystem::p
 std::optional<std::filesystem::path> newestCompleteCheckpoint(const std::filesystem::path& dir,
                                                               std::vector<std::string>* skipped);
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -7,7 +7,7 @@
 #include "backend/runtime/runtime_info.h"
 #include "backend/tensorfile/content_hash.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 using protocol::Status;
 
@@ -68,4 +68,4 @@ Status verifyCheckpointManifest(const protocol::CheckpointManifest& manifest,
   return Status::ok();
 }
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

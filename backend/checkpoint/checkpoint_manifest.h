@@ -22,7 +22,7 @@
 #include "backend/protocol/status.h"
 #include "backend/protocol/wire/checkpoint_record.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 // A 64-bit hash of the tensor's elements in row-major order (its dtype's
 // bytes), as 16 hex digits. Equal values of one dtype and shape hash equal,
@@ -47,4 +47,4 @@ protocol::Status verifyCheckpointManifest(const protocol::CheckpointManifest& ma
                                           const model::NamedTensors& saved,
                                           const std::filesystem::path& path);
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -7,7 +7,7 @@
 #include "backend/checkpoint/checkpoint_sharded.h"
 #include "backend/protocol/wire/run_dir.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 using protocol::Status;
 namespace stdfs = std::filesystem;
@@ -114,4 +114,4 @@ Status recoverCheckpointLeftovers(const stdfs::path& runDir, protocol::WriteEnv&
   return changed ? env.syncDir(runDir) : Status::ok();
 }
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

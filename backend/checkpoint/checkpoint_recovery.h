@@ -35,7 +35,7 @@
 #include "backend/protocol/io/write_env.h"
 #include "backend/protocol/status.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 // ".<name>.partial", ".<name>.old", ".<name>.pruned" next to `checkpoint`.
 std::filesystem::path shardedPartialName(const std::filesystem::path& checkpoint);
@@ -52,4 +52,4 @@ protocol::Status removeCheckpoint(const std::filesystem::path& checkpoint, proto
 protocol::Status recoverCheckpointLeftovers(const std::filesystem::path& runDir, protocol::WriteEnv& env,
                                             std::vector<std::string>* notes);
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -53,22 +53,22 @@
 #include <vector>
 
 #include "backend/checkpoint/checkpoint_io.h"
-#include "backend/dist/communicator.h"
+#include "backend/distributed/communicator.h"
 #include "backend/fsdp/sharded_optim_state.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 struct ShardedCheckpointSave {
   const fsdp::ShardedModel* model = nullptr;
   std::string strategy;                                       // parallel.sharding_strategy
   const std::vector<fsdp::ShardParameter>* shards = nullptr;  // what the optimizer steps
-  train::OptimizerStateDict shardOptimizer;                   // of the GroupedAdamW over `shards`
-  std::vector<train::NamedParameter> trainable;               // the model's trainable parameters, model order
+  step::OptimizerStateDict shardOptimizer;                    // of the GroupedAdamW over `shards`
+  std::vector<step::NamedParameter> trainable;                // the model's trainable parameters, model order
   double weightDecay = 0;
   std::vector<std::string> parameterOrder;  // every parameter once, model order
   model::NamedTensors buffers;              // the buffers the full checkpoint keeps
   int64_t epoch = 0;                        // CheckpointContents::epoch
-  train::LrSchedulerStateDict scheduler;
+  step::LrSchedulerStateDict scheduler;
   ResumeState resume;  // manifest without tensor records: the reader adds them (NOTE above)
 };
 
@@ -77,7 +77,7 @@ struct ShardedCheckpointSave {
 // reported on every rank (naming the rank), and then no index is written.
 // Every change goes through `env` (null: the real file system; protocol/io/write_env.h).
 protocol::Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedCheckpointSave& save,
-                                        dist::Communicator& world, protocol::WriteEnv* env = nullptr);
+                                        distributed::Communicator& world, protocol::WriteEnv* env = nullptr);
 
 // The contents a full checkpoint of the same state would hold. Errors name
 // the file and what is wrong (no index.json, a missing rank file, a shard of
@@ -90,4 +90,4 @@ protocol::StatusOr<CheckpointContents> readShardedCheckpoint(
 // names exists. Returns the resume iteration; errors say why it is incomplete.
 protocol::StatusOr<int64_t> shardedCheckpointIteration(const std::filesystem::path& dir);
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

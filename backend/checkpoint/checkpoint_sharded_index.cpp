@@ -3,19 +3,19 @@
 #include <fstream>
 #include <sstream>
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 using protocol::Status;
 
 namespace {
 
-protocol::ShardedParamGroup groupRecord(const train::AdamWGroupStateDict& g) {
+protocol::ShardedParamGroup groupRecord(const step::AdamWGroupStateDict& g) {
   return {g.lr,       {g.beta1, g.beta2}, g.eps,       g.weightDecay, g.amsgrad,
           g.maximize, g.capturable,       g.initialLr, g.params,      g.paramNames};
 }
 
-train::AdamWGroupStateDict groupFrom(const protocol::ShardedParamGroup& r) {
-  train::AdamWGroupStateDict g;
+step::AdamWGroupStateDict groupFrom(const protocol::ShardedParamGroup& r) {
+  step::AdamWGroupStateDict g;
   g.lr = r.lr;
   g.beta1 = r.betas.at(0);  // the codec checked there are two
   g.beta2 = r.betas.at(1);
@@ -125,4 +125,4 @@ protocol::StatusOr<c10::ScalarType> dtypeFromName(const std::string& name) {
   return Status::unsupported("dtype '" + name + "' is not one a parameter can have");
 }
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -14,7 +14,7 @@
 #include "backend/checkpoint/checkpoint_io.h"
 #include "backend/protocol/wire/sharded_index.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 using protocol::kShardedFormatName;
 using protocol::kShardedIndexFile;
@@ -34,8 +34,8 @@ struct ShardedIndex {
   std::vector<ShardedUnit> units;
   std::vector<std::string> parameterOrder;
   std::vector<std::string> buffers;
-  std::vector<train::AdamWGroupStateDict> paramGroups;  // with params and paramNames
-  train::LrSchedulerStateDict scheduler;
+  std::vector<step::AdamWGroupStateDict> paramGroups;  // with params and paramNames
+  step::LrSchedulerStateDict scheduler;
   int64_t epoch = 0;
   ResumeState resume;
 };
@@ -51,4 +51,4 @@ protocol::StatusOr<ShardedIndex> readShardedIndex(const std::filesystem::path& d
 // the dtypes parameters can have).
 protocol::StatusOr<c10::ScalarType> dtypeFromName(const std::string& name);
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -14,7 +14,7 @@
 #include "backend/tensorfile/content_hash.h"
 #include "backend/tensorfile/torch_file.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 using protocol::Status;
 using protocol::StatusOr;
@@ -265,4 +265,4 @@ StatusOr<int64_t> shardedCheckpointIteration(const std::filesystem::path& dir) {
   return index->resume.iteration;
 }
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -12,7 +12,7 @@
 #include "backend/protocol/wire/run_dir.h"
 #include "backend/runtime/torch_pickle.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 using protocol::Status;
 
@@ -31,12 +31,12 @@ std::string flatKey(const std::string& unitPath, size_t flat) {
 // The unsharded optimizer layout's param groups: hyperparameters from the
 // shard optimizer, indices and names over the model's trainable parameters
 // (what fsdp::toFullState returns, without the state).
-std::vector<train::AdamWGroupStateDict> fullParamGroups(const ShardedCheckpointSave& s) {
-  const auto groups = train::groupParameters(s.trainable, s.weightDecay);
-  std::vector<train::AdamWGroupStateDict> out;
+std::vector<step::AdamWGroupStateDict> fullParamGroups(const ShardedCheckpointSave& s) {
+  const auto groups = step::groupParameters(s.trainable, s.weightDecay);
+  std::vector<step::AdamWGroupStateDict> out;
   int64_t index = 0;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
-    train::AdamWGroupStateDict g = s.shardOptimizer.paramGroups.at(gi);
+    step::AdamWGroupStateDict g = s.shardOptimizer.paramGroups.at(gi);
     g.params.clear();
     g.paramNames.clear();
     for (const auto& name : groups[gi].names) {
@@ -49,8 +49,8 @@ std::vector<train::AdamWGroupStateDict> fullParamGroups(const ShardedCheckpointS
 }
 
 // The shard optimizer's state by flat key (its parameters are named by flat key: fsdp::shardParameters).
-std::map<std::string, const train::AdamWParamStateDict*> stateByFlat(const ShardedCheckpointSave& s) {
-  std::map<std::string, const train::AdamWParamStateDict*> out;
+std::map<std::string, const step::AdamWParamStateDict*> stateByFlat(const ShardedCheckpointSave& s) {
+  std::map<std::string, const step::AdamWParamStateDict*> out;
   for (const auto& e : s.shardOptimizer.state) out[e.name] = &e;
   return out;
 }
@@ -94,7 +94,7 @@ ShardedIndex buildIndex(const ShardedCheckpointSave& s, int64_t worldSize,
 
 // This rank's file: its shard of every flat parameter and their optimizer moments.
 Status writeRankFile(const std::filesystem::path& path, const ShardedCheckpointSave& s, int64_t shard,
-                     const std::map<std::string, const train::AdamWParamStateDict*>& state,
+                     const std::map<std::string, const step::AdamWParamStateDict*>& state,
                      protocol::WriteEnv& env) {
   GDict shards(c10::StringType::get(), c10::TensorType::get());
   GDict hashes(c10::StringType::get(), c10::StringType::get());
@@ -167,16 +167,16 @@ Status replaceDirectory(const std::filesystem::path& from, const std::filesystem
 }
 
 // Failures summed over every rank; every rank learns the same total.
-int64_t agreeOnFailures(dist::Communicator& world, bool failed, const std::string& what) {
+int64_t agreeOnFailures(distributed::Communicator& world, bool failed, const std::string& what) {
   torch::Tensor n = torch::tensor({failed ? 1.0 : 0.0}, torch::kFloat64);
-  if (world.size() > 1) world.allReduce(n, dist::ReduceOp::kSum, what);
+  if (world.size() > 1) world.allReduce(n, distributed::ReduceOp::kSum, what);
   return static_cast<int64_t>(n.item<double>());
 }
 
 }  // namespace
 
 Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedCheckpointSave& s,
-                              dist::Communicator& world, protocol::WriteEnv* writeEnv) {
+                              distributed::Communicator& world, protocol::WriteEnv* writeEnv) {
   protocol::WriteEnv& env = protocol::writeEnvOr(writeEnv);
   const int rank = world.rank();
   // Written under a temporary name the scan ignores, then put in place: a checkpoint of the same name
@@ -223,4 +223,4 @@ Status writeShardedCheckpoint(const std::filesystem::path& dir, const ShardedChe
   return replaceDirectory(partial, dir, env);
 }
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -13,7 +13,7 @@
 #include "backend/checkpoint/checkpoint_recovery.h"
 #include "backend/checkpoint/checkpoint_sharded.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 using protocol::Status;
 
@@ -45,8 +45,9 @@ model::NamedTensors uniqueParameters(const model::NamedTensors& all) {
 
 Checkpointer::Checkpointer(const protocol::RunConfig& config, const protocol::RunDir& dir,
                            const data::SpecialTokenIds& tokens, TrainingState& state,
-                           std::shared_ptr<dist::Communicator> comm, std::shared_ptr<spdlog::logger> log,
-                           telemetry::TelemetryEmitter* events, CheckpointerOptions options)
+                           std::shared_ptr<distributed::Communicator> comm,
+                           std::shared_ptr<spdlog::logger> log, telemetry::TelemetryEmitter* events,
+                           CheckpointerOptions options)
     : config_(config),
       dir_(dir),
       tokens_(tokens),
@@ -79,7 +80,7 @@ ResumeState Checkpointer::resumeState(protocol::CheckpointKind kind) const {
   r.iteration = state_.counters.iteration;
   r.epoch = state_.counters.epoch;
   r.data = state_.source->position();
-  r.rng = train::captureRng();
+  r.rng = step::captureRng();
   if (state_.scaler) r.gradScaler = state_.scaler->state();
   return r;
 }
@@ -90,8 +91,8 @@ Status Checkpointer::save(protocol::CheckpointKind kind) {
   const int64_t epoch = kind == protocol::CheckpointKind::kEpoch ? counters.epoch - 1 : counters.epoch;
   const auto path = dir_.checkpointFile(kind, static_cast<int>(epoch), counters.step);
   model::FlamingoImpl& model = *state_.model;
-  const train::GroupedAdamW& optimizer = *state_.optimizer;
-  const train::LrSchedule& schedule = *state_.schedule;
+  const step::GroupedAdamW& optimizer = *state_.optimizer;
+  const step::LrSchedule& schedule = *state_.schedule;
   model::NamedTensors buffers;
   for (const auto& b : model.named_buffers()) buffers.emplace_back(b.key(), b.value());
   if (state_.sharded && config_.checkpoint.format == "sharded") {
@@ -169,4 +170,4 @@ Status Checkpointer::prune(protocol::CheckpointKind kind, int64_t epoch) {
   return Status::ok();
 }
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

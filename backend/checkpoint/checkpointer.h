@@ -23,13 +23,13 @@
 #include "backend/checkpoint/training_state.h"
 #include "backend/checkpoint/weights.h"
 #include "backend/data/special_tokens.h"
-#include "backend/dist/communicator.h"
+#include "backend/distributed/communicator.h"
 #include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 #include "backend/protocol/wire/run_dir.h"
 #include "backend/telemetry/emitter.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 struct CheckpointerOptions {
   int64_t rank = 0;
@@ -56,7 +56,7 @@ class Checkpointer {
  public:
   Checkpointer(const protocol::RunConfig& config, const protocol::RunDir& dir,
                const data::SpecialTokenIds& tokens, TrainingState& state,
-               std::shared_ptr<dist::Communicator> comm, std::shared_ptr<spdlog::logger> log,
+               std::shared_ptr<distributed::Communicator> comm, std::shared_ptr<spdlog::logger> log,
                telemetry::TelemetryEmitter* events, CheckpointerOptions options);
 
   // model.lm.path and model.vision.pretrained into the built model, when set.
@@ -92,10 +92,10 @@ class Checkpointer {
   const protocol::RunDir& dir_;
   const data::SpecialTokenIds& tokens_;
   TrainingState& state_;
-  std::shared_ptr<dist::Communicator> comm_;
+  std::shared_ptr<distributed::Communicator> comm_;
   std::shared_ptr<spdlog::logger> log_;
   telemetry::TelemetryEmitter* events_;  // null: not rank 0
   CheckpointerOptions options_;
 };
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

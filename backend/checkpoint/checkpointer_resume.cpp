@@ -10,7 +10,7 @@
 #include "backend/checkpoint/checkpoint_recovery.h"
 #include "backend/checkpoint/checkpointer.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 using protocol::Status;
 
@@ -113,7 +113,7 @@ Status Checkpointer::resumeFromOpenFlamingo(const ForeignCheckpoint& foreign,
     } else {
       warn("openflamingo_optimizer_state",
            where + ": optimizer state not loaded (" + s.message() + "); starting with a fresh optimizer");
-      state_.optimizer = std::make_unique<train::GroupedAdamW>(state_.trainable, config_.optim);
+      state_.optimizer = std::make_unique<step::GroupedAdamW>(state_.trainable, config_.optim);
     }
   } else {
     warn("openflamingo_optimizer_state",
@@ -132,9 +132,9 @@ Status Checkpointer::resumeFromOpenFlamingo(const ForeignCheckpoint& foreign,
     // Continue the schedule where epoch+1 starts.
     std::vector<double> baseLrs(state_.optimizer->groups().size(), config_.optim.lr);
     state_.schedule =
-        std::make_unique<train::LrSchedule>(train::scheduleKindFromName(config_.optim.scheduler), baseLrs,
-                                            config_.optim.warmup_steps, options_.schedulerSteps);
-    train::LrSchedulerStateDict lastStep;
+        std::make_unique<step::LrSchedule>(step::scheduleKindFromName(config_.optim.scheduler), baseLrs,
+                                           config_.optim.warmup_steps, options_.schedulerSteps);
+    step::LrSchedulerStateDict lastStep;
     lastStep.baseLrs = baseLrs;
     lastStep.lastEpoch = counters.step;
     (void)state_.schedule->loadStateDict(lastStep);
@@ -168,7 +168,7 @@ Status Checkpointer::resumeFrom(const CheckpointContents& ck, const std::filesys
   // The saved generator state is rank 0's; other ranks continue from their
   // own seed (NOTE [Seeding]), so dropout differs per rank as it should.
   if (options_.rank == 0) {
-    if (Status s = train::restoreRng(ck.resume.rng); !s) return s;
+    if (Status s = step::restoreRng(ck.resume.rng); !s) return s;
   }
   TrainCounters& counters = state_.counters;
   const data::DataSource& source = *state_.source;
@@ -223,4 +223,4 @@ Status Checkpointer::restoreDataPosition(data::DataPosition p) {
   return Status::ok();
 }
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

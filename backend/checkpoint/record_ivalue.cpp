@@ -7,7 +7,7 @@
 
 #include "backend/protocol/wire/pickled_record_reader.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 namespace {
 
 using c10::IValue;
@@ -134,4 +134,4 @@ protocol::StatusOr<protocol::ResumeRecord> resumeFromIValue(const IValue& value)
   return protocol::readPickledResumeRecord(adapter, value);
 }
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

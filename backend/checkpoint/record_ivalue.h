@@ -15,7 +15,7 @@
 #include "backend/protocol/status.h"
 #include "backend/protocol/wire/checkpoint_record.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 // A dict of str keys: ints, floats, strs, uint8 tensors (Bytes), lists, and
 // a nested dict for the loss scaler.
@@ -25,4 +25,4 @@ c10::IValue resumeToIValue(const protocol::ResumeRecord& record);
 // wrong: "flamingo_studio.rng_own: 3 words, not 4".
 protocol::StatusOr<protocol::ResumeRecord> resumeFromIValue(const c10::IValue& value);
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

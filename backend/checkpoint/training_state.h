@@ -14,11 +14,11 @@
 #include "backend/fsdp/sharded_model.h"
 #include "backend/fsdp/sharded_optim_state.h"
 #include "backend/model/flamingo.h"
-#include "backend/train/grad_scaler.h"
-#include "backend/train/optimizer.h"
-#include "backend/train/schedule.h"
+#include "backend/step/grad_scaler.h"
+#include "backend/step/optimizer.h"
+#include "backend/step/schedule.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 // Where training stands.
 struct TrainCounters {
@@ -30,14 +30,14 @@ struct TrainCounters {
 
 struct TrainingState {
   model::Flamingo model{nullptr};
-  std::vector<train::NamedParameter> trainable;    // the model's trainable parameters, model order
-  std::unique_ptr<train::GroupedAdamW> optimizer;  // over `shards` under FSDP, else over `trainable`
-  std::unique_ptr<train::LrSchedule> schedule;
-  std::unique_ptr<train::GradScaler> scaler;    // loss scaling (fp16 precisions); null otherwise
+  std::vector<step::NamedParameter> trainable;    // the model's trainable parameters, model order
+  std::unique_ptr<step::GroupedAdamW> optimizer;  // over `shards` under FSDP, else over `trainable`
+  std::unique_ptr<step::LrSchedule> schedule;
+  std::unique_ptr<step::GradScaler> scaler;     // loss scaling (fp16 precisions); null otherwise
   std::unique_ptr<data::DataSource> source;     // the training stream
   std::shared_ptr<fsdp::ShardedModel> sharded;  // FSDP, once sharded
   std::vector<fsdp::ShardParameter> shards;     // FSDP: what `optimizer` steps
   TrainCounters counters;
 };
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -15,7 +15,7 @@
 #include "backend/tensorfile/torch_file.h"
 #include "backend/tensorfile/weight_set.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 using protocol::Status;
 using protocol::StatusOr;
@@ -95,22 +95,22 @@ std::optional<double> number(const tf::PyValue* v) {
 }
 
 // optimizer.state_dict() of torch.optim.AdamW -> ours; nullopt + note when it is not one.
-std::optional<train::OptimizerStateDict> parseOptimizer(const tf::TorchFile& file, const tf::PyValue& opt,
-                                                        std::string* note) {
+std::optional<step::OptimizerStateDict> parseOptimizer(const tf::TorchFile& file, const tf::PyValue& opt,
+                                                       std::string* note) {
   const tf::PyValue* state = opt.find("state");
   const tf::PyValue* groups = opt.find("param_groups");
   if (!state || !state->isDict() || !groups || !groups->isSequence()) {
     *note = "optimizer_state_dict has no state / param_groups";
     return std::nullopt;
   }
-  train::OptimizerStateDict out;
+  step::OptimizerStateDict out;
   for (const auto& [key, value] : state->entries) {
     auto index = key->asInt();
     if (!index || !value->isDict()) {
       *note = "optimizer state key " + tf::keyToString(*key) + " is not an int -> dict entry";
       return std::nullopt;
     }
-    train::AdamWParamStateDict p;
+    step::AdamWParamStateDict p;
     p.index = *index;
     p.name = "#" + std::to_string(*index);
     const tf::PyValue* step = value->find("step");
@@ -150,7 +150,7 @@ std::optional<train::OptimizerStateDict> parseOptimizer(const tf::TorchFile& fil
       *note = "optimizer param_groups entry is not a dict";
       return std::nullopt;
     }
-    train::AdamWGroupStateDict group;
+    step::AdamWGroupStateDict group;
     auto lr = number(g->find("lr"));
     if (!lr) {
       *note = "optimizer param group without lr";
@@ -186,8 +186,8 @@ std::optional<train::OptimizerStateDict> parseOptimizer(const tf::TorchFile& fil
   return out;
 }
 
-std::optional<train::LrSchedulerStateDict> parseScheduler(const tf::PyValue& s, std::string* note) {
-  train::LrSchedulerStateDict out;
+std::optional<step::LrSchedulerStateDict> parseScheduler(const tf::PyValue& s, std::string* note) {
+  step::LrSchedulerStateDict out;
   const tf::PyValue* base = s.find("base_lrs");
   auto last = s.find("last_epoch") ? s.find("last_epoch")->asInt() : std::nullopt;
   if (!base || !base->isSequence() || !last) {
@@ -434,4 +434,4 @@ StatusOr<PretrainedLoad> loadPretrained(model::FlamingoImpl& model, const protoc
   return out;
 }
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

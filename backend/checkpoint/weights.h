@@ -26,16 +26,16 @@
 
 #include "backend/model/flamingo.h"
 #include "backend/protocol/status.h"
+#include "backend/step/optimizer.h"
+#include "backend/step/schedule.h"
 #include "backend/tensorfile/tensor_view.h"
 #include "backend/tensorfile/torch_file.h"
-#include "backend/train/optimizer.h"
-#include "backend/train/schedule.h"
 
 namespace fs::protocol {
 struct ModelConfig;
 }
 
-namespace fs::engine {
+namespace fs::checkpoint {
 
 using StateDict = std::map<std::string, torch::Tensor>;
 
@@ -68,8 +68,8 @@ protocol::StatusOr<StateDict> loadWeightSet(const std::string& path);
 struct ForeignCheckpoint {
   StateDict model;
   std::optional<int64_t> epoch;
-  std::optional<train::OptimizerStateDict> optimizer;  // AdamW's state_dict(), when present and readable
-  std::optional<train::LrSchedulerStateDict> scheduler;
+  std::optional<step::OptimizerStateDict> optimizer;  // AdamW's state_dict(), when present and readable
+  std::optional<step::LrSchedulerStateDict> scheduler;
   std::vector<std::string> notes;     // why a present section could not be read
   bool hasFlamingoStudioKey = false;  // our own checkpoint: use readCheckpoint instead
 };
@@ -89,4 +89,4 @@ struct PretrainedLoad {
 protocol::StatusOr<PretrainedLoad> loadPretrained(model::FlamingoImpl& model,
                                                   const protocol::ModelConfig& config);
 
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

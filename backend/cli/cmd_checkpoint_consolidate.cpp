@@ -35,7 +35,7 @@ int runCheckpointConsolidate(const std::vector<std::string>& args, Io& io) {
   }
   ProgressLine progress(io.err, io.errIsTerminal, "consolidate", ProgressLine::Unit::kItems,
                         "flat parameters");
-  auto contents = engine::readShardedCheckpoint(in, [&](int64_t done, int64_t total) {
+  auto contents = checkpoint::readShardedCheckpoint(in, [&](int64_t done, int64_t total) {
     progress.setTotal(total);
     progress.update(done, "reading " + in.filename().string());
   });
@@ -45,7 +45,7 @@ int runCheckpointConsolidate(const std::vector<std::string>& args, Io& io) {
     return kExitFailure;
   }
   progress.show("writing " + out.string());
-  const protocol::Status written = engine::writeCheckpoint(out, contents.value());
+  const protocol::Status written = checkpoint::writeCheckpoint(out, contents.value());
   progress.finish();
   if (!written) {
     io.err << "flamingo-train checkpoint consolidate: " << written.message() << "\n";

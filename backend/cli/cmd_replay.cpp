@@ -52,7 +52,7 @@ int runReplay(const std::vector<std::string>& args, Io& io) {
   const auto problems = protocol::validateConfig(*config, protocol::FileChecks::kModelFiles);
   printProblems(parsed->get("config"), problems, io.err);
   if (protocol::hasErrors(problems)) return kExitFailure;
-  auto reference = engine::readReplayReference(parsed->get("reference"));
+  auto reference = trainer::readReplayReference(parsed->get("reference"));
   if (!reference) {
     io.err << "flamingo-train replay: " << reference.status().message() << "\n";
     return kExitFailure;
@@ -60,7 +60,7 @@ int runReplay(const std::vector<std::string>& args, Io& io) {
   const std::filesystem::path runDir =
       parsed->has("run-dir") ? std::filesystem::path(parsed->get("run-dir")) : timestampedRunDir("replay");
   config->run_root = runDir.parent_path().string();
-  engine::ReplayOptions replay;
+  trainer::ReplayOptions replay;
   replay.out = parsed->has("out") ? std::filesystem::path(parsed->get("out")) : runDir / "replay_params.pt";
   replay.onIteration = [&io](int64_t iteration, const std::map<std::string, double>& loss) {
     io.out << "iteration " << iteration;
@@ -75,7 +75,7 @@ int runReplay(const std::vector<std::string>& args, Io& io) {
          << "replaying " << reference->batches.size() << " iterations from " << parsed->get("reference")
          << "\n"
          << std::flush;
-  if (auto s = engine::runReplay(*config, reference.value(), runDir, replay); !s) {
+  if (auto s = trainer::runReplay(*config, reference.value(), runDir, replay); !s) {
     io.err << "flamingo-train replay: " << s.message() << "\n";
     return kExitFailure;
   }

@@ -31,11 +31,11 @@ int runEngine(const protocol::RunConfig& config, const std::filesystem::path& ru
   printProblems("config", problems, io.err);
   if (protocol::hasErrors(problems)) return kExitFailure;
   // A build without the data codecs refuses shard data here, before the model is built.
-  if (protocol::Status codecs = engine::checkDataCodecs(config); !codecs) {
+  if (protocol::Status codecs = trainer::checkDataCodecs(config); !codecs) {
     io.err << "flamingo-train: " << codecs.message() << "\n";
     return kExitFailure;
   }
-  engine::TrainerOptions options;
+  trainer::TrainerOptions options;
   options.rank = world.rank;
   options.world = world.worldSize;
   options.localWorld = world.localWorldSize;
@@ -50,7 +50,7 @@ int runEngine(const protocol::RunConfig& config, const std::filesystem::path& ru
   options.strict = strict;
   options.logInfoToStderr = !progressLine;
   if (progressLine) {
-    options.onProgress = [&io, first = -1.0, firstStep = int64_t{0}](const engine::Progress& p) mutable {
+    options.onProgress = [&io, first = -1.0, firstStep = int64_t{0}](const trainer::Progress& p) mutable {
       const double now = ProgressLine::steadySeconds();
       if (first < 0) {
         first = now - p.stepTimeS;
@@ -75,20 +75,20 @@ int runEngine(const protocol::RunConfig& config, const std::filesystem::path& ru
     };
   }
   if (world.rank == 0) io.out << "run directory: " << runDir.string() << "\n" << std::flush;
-  auto outcome = engine::runTraining(config, runDir, options);
+  auto outcome = trainer::runTraining(config, runDir, options);
   if (progressLine) io.out << "\n";
   if (!outcome) {
     io.err << "flamingo-train: " << outcome.status().message() << "\n";
     return kExitFailure;
   }
   switch (outcome.value()) {
-    case engine::TrainOutcome::kFinished:
+    case trainer::TrainOutcome::kFinished:
       io.out << "finished: " << runDir.string() << "\n";
       return kExitOk;
-    case engine::TrainOutcome::kStopped:
+    case trainer::TrainOutcome::kStopped:
       io.out << "stopped after a checkpoint: " << runDir.string() << "\n";
       return kExitOk;
-    case engine::TrainOutcome::kKilled:
+    case trainer::TrainOutcome::kKilled:
       io.err << "killed: no checkpoint written\n";
       return kExitFailure;
   }

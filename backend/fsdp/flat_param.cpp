@@ -4,14 +4,14 @@
 
 #include <algorithm>
 
-#include "backend/dist/shared_shards.h"
+#include "backend/distributed/shared_shards.h"
 #include "backend/fsdp_plan/sharding.h"
 #include "backend/telemetry/memory_tracker.h"
 
 namespace fs::fsdp {
 
 FlatParameter::FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize, FlatDtypes dtypes,
-                             dist::Communicator* valuesFrom, FlatPlacement placement)
+                             distributed::Communicator* valuesFrom, FlatPlacement placement)
     : members_(std::move(members)), shardRank_(shardRank), shardSize_(shardSize), placement_(placement) {
   TORCH_CHECK(!members_.empty(), "FlatParameter: no members");
   TORCH_CHECK(shardSize_ >= 1 && shardRank_ >= 0 && shardRank_ < shardSize_, "FlatParameter: rank ",
@@ -122,7 +122,7 @@ torch::Tensor FlatParameter::shardOnDevice(bool cast) const {
   return cast && cast_ ? s.to(full_.scalar_type()) : s;
 }
 
-void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
+void FlatParameter::gather(distributed::Communicator& comm, const std::string& what) {
   if (pendingGather_) {
     auto pending = std::move(pendingGather_);
     pending->wait();
@@ -140,7 +140,7 @@ void FlatParameter::gather(dist::Communicator& comm, const std::string& what) {
   }
 }
 
-void FlatParameter::beginGather(dist::Communicator& comm, const std::string& what) {
+void FlatParameter::beginGather(distributed::Communicator& comm, const std::string& what) {
   if (gathered_) return;
   if (shardSize_ == 1 || shared_) {  // nothing to wait for: gathered at once
     gather(comm, what);
@@ -167,7 +167,7 @@ void FlatParameter::free() {
   gathered_ = false;
 }
 
-void FlatParameter::moveShardInto(dist::SharedShards& store, uint64_t offset) {
+void FlatParameter::moveShardInto(distributed::SharedShards& store, uint64_t offset) {
   const uint64_t padded = static_cast<uint64_t>(paddedNumel()) * shard_.element_size();
   TORCH_CHECK(store.size() == shardSize_ && store.rank() == shardRank_, "FlatParameter ",
               members_.front().name, ": shared shards of rank ", store.rank(), " of ", store.size(),
@@ -207,7 +207,7 @@ int64_t FlatParameter::gatheredBytes() const {
   return needsGather_ ? static_cast<int64_t>(full_.storage().nbytes()) : 0;
 }
 
-torch::Tensor FlatParameter::gatherValues(dist::Communicator& comm, const std::string& what) const {
+torch::Tensor FlatParameter::gatherValues(distributed::Communicator& comm, const std::string& what) const {
   if (shardSize_ == 1) return shard_.detach();
   // On the compute device, where the collective runs (an offloaded shard is copied there first).
   torch::Tensor out =
@@ -219,8 +219,8 @@ torch::Tensor FlatParameter::gatherValues(dist::Communicator& comm, const std::s
 struct FlatParameter::Reduction {
   torch::Tensor flat;  // the full-size gradient, alive until the collective is done
   torch::Tensor mine;  // this rank's summed chunk
-  std::unique_ptr<dist::PendingCollective> pending;
-  dist::Communicator* replicas = nullptr;  // still to all-reduce across (hybrid_shard)
+  std::unique_ptr<distributed::PendingCollective> pending;
+  distributed::Communicator* replicas = nullptr;  // still to all-reduce across (hybrid_shard)
   double scale = 1.0;
   std::string what;
 };
@@ -232,15 +232,15 @@ FlatParameter::~FlatParameter() {
   }
 }
 
-void FlatParameter::reduceGradients(dist::Communicator& comm, double scale, const std::string& what,
-                                    dist::Communicator* replicas) {
+void FlatParameter::reduceGradients(distributed::Communicator& comm, double scale, const std::string& what,
+                                    distributed::Communicator* replicas) {
   beginReduce(comm, scale, what, replicas);
   finishReduce();
   if (!placement_.asyncCopies) landGradients();
 }
 
-void FlatParameter::beginReduce(dist::Communicator& comm, double scale, const std::string& what,
-                                dist::Communicator* replicas) {
+void FlatParameter::beginReduce(distributed::Communicator& comm, double scale, const std::string& what,
+                                distributed::Communicator* replicas) {
   TORCH_CHECK(trainable_, "FlatParameter::reduceGradients: frozen parameters have no gradients");
   finishReduce();  // an earlier pass's, still in flight: its sum is added first, as if it had been waited for
   torch::NoGradGuard noGrad;
@@ -261,12 +261,12 @@ void FlatParameter::beginReduce(dist::Communicator& comm, double scale, const st
   const bool replicated = replicas && replicas->size() > 1;
   if (shardSize_ > 1) {
     r->mine = torch::empty({shardNumel_}, r->flat.options());
-    r->pending = comm.reduceScatterAsync(r->mine, r->flat, dist::ReduceOp::kSum, what);
+    r->pending = comm.reduceScatterAsync(r->mine, r->flat, distributed::ReduceOp::kSum, what);
     r->replicas = replicated ? replicas : nullptr;
   } else {
     r->mine = r->flat;  // a shard group of one: the flat gradient is the shard's
     if (replicated)
-      r->pending = replicas->allReduceAsync(r->mine, dist::ReduceOp::kSum, what + " across replicas");
+      r->pending = replicas->allReduceAsync(r->mine, distributed::ReduceOp::kSum, what + " across replicas");
   }
   // Published copies need no source: the full-size gradient is gone as soon as the reduction is issued.
   if (r->pending && r->pending->inputCopied()) r->flat = torch::Tensor();
@@ -283,7 +283,7 @@ void FlatParameter::finishReduce() {
   torch::NoGradGuard noGrad;
   auto r = std::move(reduction_);
   if (r->pending) r->pending->wait();
-  if (r->replicas) r->replicas->allReduce(r->mine, dist::ReduceOp::kSum, r->what + " across replicas");
+  if (r->replicas) r->replicas->allReduce(r->mine, distributed::ReduceOp::kSum, r->what + " across replicas");
   torch::Tensor mine =
       r->mine.scalar_type() == shard_.scalar_type() ? r->mine : r->mine.to(shard_.scalar_type());
   if (r->scale != 1.0) mine.mul_(r->scale);

@@ -61,7 +61,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/dist/communicator.h"
+#include "backend/distributed/communicator.h"
 
 namespace fs::fsdp {
 
@@ -103,7 +103,7 @@ class FlatParameter {
   // parameter freed.
   // REQUIRES: 0 <= shardRank < shardSize; members not empty.
   FlatParameter(std::vector<FlatMember> members, int shardRank, int shardSize, FlatDtypes dtypes = {},
-                dist::Communicator* valuesFrom = nullptr, FlatPlacement placement = {});
+                distributed::Communicator* valuesFrom = nullptr, FlatPlacement placement = {});
   ~FlatParameter();
   FlatParameter(const FlatParameter&) = delete;
   FlatParameter& operator=(const FlatParameter&) = delete;
@@ -145,10 +145,10 @@ class FlatParameter {
   // Gives the full buffer memory and fills it from every rank's shard; the
   // members then hold the unsharded values. Waits for a gather begun by
   // beginGather(); otherwise a no-op when gathered.
-  void gather(dist::Communicator& comm, const std::string& what);
+  void gather(distributed::Communicator& comm, const std::string& what);
   // Gives the full buffer memory and starts filling it (a prefetch): the
   // members must not be read before gather() returns. No-op when gathered.
-  void beginGather(dist::Communicator& comm, const std::string& what);
+  void beginGather(distributed::Communicator& comm, const std::string& what);
   bool gathering() const { return pendingGather_ != nullptr; }
   // Releases the full buffer's memory (after waiting for a gather in
   // flight); the members keep their shapes but no data until the next
@@ -159,21 +159,21 @@ class FlatParameter {
   // Collective over the shard group: the unsharded values in the shard's
   // dtype (the master copy, not the gathered cast), padding included, in a
   // new buffer; the full buffer is left as it is.
-  torch::Tensor gatherValues(dist::Communicator& comm, const std::string& what) const;
+  torch::Tensor gatherValues(distributed::Communicator& comm, const std::string& what) const;
 
   // REQUIRES: trainable(). Reduce-scatters the members' gradients (sum over
   // the shard group `comm`, then over `replicas` when given: hybrid and
   // no_shard) into the shard's gradient, multiplied by `scale` and added to
   // what is there; the members' gradients are dropped. With asyncCopies an
   // offloaded chunk is left landing (landGradients()).
-  void reduceGradients(dist::Communicator& comm, double scale, const std::string& what,
-                       dist::Communicator* replicas = nullptr);
+  void reduceGradients(distributed::Communicator& comm, double scale, const std::string& what,
+                       distributed::Communicator* replicas = nullptr);
   // reduceGradients in two halves: begin drops the members' gradients into
   // one flat buffer and starts the reduction; finish waits for it and adds
   // the result to the shard's gradient. `comm` and `replicas` must outlive
   // the reduction. A begin while one is in flight finishes that one first.
-  void beginReduce(dist::Communicator& comm, double scale, const std::string& what,
-                   dist::Communicator* replicas = nullptr);
+  void beginReduce(distributed::Communicator& comm, double scale, const std::string& what,
+                   distributed::Communicator* replicas = nullptr);
   // Offloaded (NOTE [CPU offload]): finish leaves the chunk landing in host memory; landGradients()
   // adds what landed to the shard's gradient, in the order the reductions finished.
   void finishReduce();
@@ -181,11 +181,11 @@ class FlatParameter {
   void landGradients();
   bool reducing() const { return reduction_ != nullptr || !landing_.empty(); }
   // A reduction in flight that still holds a full-size gradient (the
-  // transport did not copy it at issue, dist::PendingCollective::inputCopied,
+  // transport did not copy it at issue, distributed::PendingCollective::inputCopied,
   // or a shard group of one all-reduces it in place).
   bool reductionHoldsInput() const;
 
-  // NOTE [Node-shared shards] (dist/shared_shards.h): the padded buffer
+  // NOTE [Node-shared shards] (distributed/shared_shards.h): the padded buffer
   // lives at `offset` of `store` (in the shard's dtype), this rank's shard
   // moved into its part of it; the shard stays the same leaf tensor for the
   // optimizer. From then on gather() needs no collective (the caller keeps
@@ -193,7 +193,7 @@ class FlatParameter {
   // with a cast (NOTE [Mixed precision in a flat parameter]), a private cast
   // copy of it. `store` must outlive this flat parameter.
   // REQUIRES: the store's group is the shard group, not gathered.
-  void moveShardInto(dist::SharedShards& store, uint64_t offset);
+  void moveShardInto(distributed::SharedShards& store, uint64_t offset);
 
  private:
   void allocateFull();
@@ -218,7 +218,7 @@ class FlatParameter {
   bool gathered_ = true;
   torch::Tensor full_;   // (paddedNumel): the storage the members view
   torch::Tensor shard_;  // (shardNumel)
-  std::unique_ptr<dist::PendingCollective> pendingGather_;
+  std::unique_ptr<distributed::PendingCollective> pendingGather_;
   uint8_t* shared_ = nullptr;  // the padded buffer in the node's segment (NOTE [Node-shared shards])
   struct Reduction;
   std::unique_ptr<Reduction> reduction_;

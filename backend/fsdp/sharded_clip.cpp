@@ -5,8 +5,8 @@
 namespace fs::fsdp {
 
 namespace {
-train::ClipResult coefficientFor(double sumOfSquares, double maxNorm) {
-  train::ClipResult r;
+step::ClipResult coefficientFor(double sumOfSquares, double maxNorm) {
+  step::ClipResult r;
   r.norm = std::sqrt(sumOfSquares);
   r.finite = std::isfinite(r.norm);
   if (!r.finite || maxNorm <= 0) return r;
@@ -16,9 +16,9 @@ train::ClipResult coefficientFor(double sumOfSquares, double maxNorm) {
 }
 }  // namespace
 
-ShardedClipResult clipShardedGradNorm(const ShardedModel& model, const train::ClipOptions& options,
+ShardedClipResult clipShardedGradNorm(const ShardedModel& model, const step::ClipOptions& options,
                                       ClipScope scope) {
-  dist::Communicator& shardGroup = model.shardGroup();
+  distributed::Communicator& shardGroup = model.shardGroup();
   // Per unit with trainable shards: the local sum of squares of its shard gradients (one tensor each, read
   // back once after the all-reduce).
   std::vector<std::vector<torch::Tensor>> grads;
@@ -41,7 +41,7 @@ ShardedClipResult clipShardedGradNorm(const ShardedModel& model, const train::Cl
   torch::Tensor sums = torch::stack(local);
   // Offloaded shards (NOTE [CPU offload]) sum in host memory; the collective runs on the model's device.
   if (sums.device() != model.computeDevice()) sums = sums.to(model.computeDevice());
-  if (shardGroup.size() > 1) shardGroup.allReduce(sums, dist::ReduceOp::kSum, "gradient norm");
+  if (shardGroup.size() > 1) shardGroup.allReduce(sums, distributed::ReduceOp::kSum, "gradient norm");
   sums = sums.to(torch::kCPU);
   const auto v = sums.accessor<double, 1>();
   double total = 0;

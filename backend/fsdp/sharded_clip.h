@@ -7,7 +7,7 @@
 //  - per unit (compat: the reference's FSDP, which clips each wrapped
 //    trainable unit by its own norm): one coefficient per flat parameter
 //    group of a unit, all norms from one all-reduce.
-// Padding is zero and adds nothing. The formula is train::clipGradNorm's
+// Padding is zero and adds nothing. The formula is step::clipGradNorm's
 // (coef = min(1, max_norm / (norm + 1e-6))); a non-finite norm leaves the
 // gradients alone and is reported, so the caller skips the step on every
 // rank (every rank sees the same reduced norm).
@@ -19,18 +19,18 @@
 #include <vector>
 
 #include "backend/fsdp/sharded_model.h"
-#include "backend/train/grad_clip.h"
+#include "backend/step/grad_clip.h"
 
 namespace fs::fsdp {
 
 enum class ClipScope { kGlobal, kPerUnit };
 
 struct ShardedClipResult {
-  train::ClipResult total;               // the global norm (measured in both scopes), coef for kGlobal
-  std::vector<train::ClipResult> units;  // kPerUnit: per unit with trainable parameters, in unit order
+  step::ClipResult total;               // the global norm (measured in both scopes), coef for kGlobal
+  std::vector<step::ClipResult> units;  // kPerUnit: per unit with trainable parameters, in unit order
 };
 
-ShardedClipResult clipShardedGradNorm(const ShardedModel& model, const train::ClipOptions& options,
+ShardedClipResult clipShardedGradNorm(const ShardedModel& model, const step::ClipOptions& options,
                                       ClipScope scope = ClipScope::kGlobal);
 
 }  // namespace fs::fsdp

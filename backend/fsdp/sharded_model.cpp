@@ -41,7 +41,7 @@ Strategy parseStrategy(const std::string& name) {
 }
 
 ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
-                           std::shared_ptr<dist::Communicator> comm, ShardingOptions options)
+                           std::shared_ptr<distributed::Communicator> comm, ShardingOptions options)
     : comm_(std::move(comm)), options_(options), streams_(options.device.value_or(deviceOf(root))) {
   const int world = comm_->size();
   switch (options_.strategy) {
@@ -50,15 +50,17 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
       shardComm_ = comm_;
       break;
     case Strategy::kNoShard:
-      shardComm_ = dist::makeSoloCommunicator();
+      shardComm_ = distributed::makeSoloCommunicator();
       replicateComm_ = comm_;
       break;
     case Strategy::kHybridShard: {
       TORCH_CHECK(options_.ranksPerNode >= 1 && world % options_.ranksPerNode == 0,
                   "hybrid_shard: ", options_.ranksPerNode, " ranks per node do not divide a world of ",
                   world);
-      shardComm_ = comm_->split(dist::intraNodeGroups(world, options_.ranksPerNode), "fsdp intra-node");
-      replicateComm_ = comm_->split(dist::interNodeGroups(world, options_.ranksPerNode), "fsdp inter-node");
+      shardComm_ =
+          comm_->split(distributed::intraNodeGroups(world, options_.ranksPerNode), "fsdp intra-node");
+      replicateComm_ =
+          comm_->split(distributed::interNodeGroups(world, options_.ranksPerNode), "fsdp inter-node");
       break;
     }
   }
@@ -95,7 +97,7 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     order_.push_back(p.key());
   }
   // NOTE [Values from the node's first rank]
-  std::shared_ptr<dist::Communicator> valuesFrom;
+  std::shared_ptr<distributed::Communicator> valuesFrom;
   if (options_.valuesFromNodeLeader) {
     const int perNode = std::clamp(options_.ranksPerNode, 1, world);
     TORCH_CHECK(world % perNode == 0, "delayed init: ", perNode, " ranks per node do not divide a world of ",
@@ -105,7 +107,7 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     } else if (options_.strategy == Strategy::kHybridShard) {
       valuesFrom = shardComm_;  // hybrid's shard group is the node already
     } else {
-      valuesFrom = comm_->split(dist::intraNodeGroups(world, perNode), "fsdp init node");
+      valuesFrom = comm_->split(distributed::intraNodeGroups(world, perNode), "fsdp init node");
     }
   }
   const bool severalNodes = valuesFrom && valuesFrom->size() < world;  // their values are compared
@@ -511,7 +513,7 @@ std::map<std::string, double> ShardedModel::gradientAbsSums() {
   torch::Tensor all = torch::tensor(sums, torch::kFloat64);
   if (shardComm_->size() > 1 && all.numel() > 0) {
     torch::Tensor wire = onCommDevice(all);
-    shardComm_->allReduce(wire, dist::ReduceOp::kSum, "gradient sums");
+    shardComm_->allReduce(wire, distributed::ReduceOp::kSum, "gradient sums");
     if (!wire.is_same(all)) all.copy_(wire);
   }
   std::map<std::string, double> out;
@@ -543,7 +545,7 @@ std::vector<torch::Tensor> ShardedModel::parameterValues(const std::vector<torch
   }
   if (shardComm_->size() > 1) {
     torch::Tensor wire = onCommDevice(all);
-    shardComm_->allReduce(wire, dist::ReduceOp::kSum, "parameter values");
+    shardComm_->allReduce(wire, distributed::ReduceOp::kSum, "parameter values");
     if (!wire.is_same(all)) all.copy_(wire);
   }
   std::vector<torch::Tensor> out;

@@ -104,8 +104,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/dist/communicator.h"
-#include "backend/dist/shared_shards.h"
+#include "backend/distributed/communicator.h"
+#include "backend/distributed/shared_shards.h"
 #include "backend/fsdp/flat_param.h"
 #include "backend/model/unit_hooks.h"
 #include "backend/runtime/device_stream.h"
@@ -139,7 +139,7 @@ struct ShardingOptions {
   // Delayed init (NOTE [Values from the node's first rank]): only the first rank of each node
   // (ranksPerNode ranks laid out node by node) holds the parameters' values.
   bool valuesFromNodeLeader = false;
-  // NOTE [Node-shared shards] (dist/shared_shards.h): when the shard group's communicator offers it
+  // NOTE [Node-shared shards] (distributed/shared_shards.h): when the shard group's communicator offers it
   // (shared memory on one node), the shards live in one node-shared segment and gathers copy them
   // without a collective. Writers of the shards then keep beginShardWrite / endShardWrite.
   bool sharedShards = true;
@@ -188,13 +188,13 @@ class ShardedModel final : public model::UnitHooks {
   // a parameter two units claim.
   // Every rank calls it at the same point (hybrid_shard and no_shard split
   // the communicator). `comm` carries tensors on the model's device only (the
-  // rank's device group: NOTE [Host and device groups] in dist/groups.h).
-  ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> units, std::shared_ptr<dist::Communicator> comm,
-               ShardingOptions options = {});
+  // rank's device group: NOTE [Host and device groups] in distributed/groups.h).
+  ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> units,
+               std::shared_ptr<distributed::Communicator> comm, ShardingOptions options = {});
   ~ShardedModel() override;
   const ShardingOptions& options() const { return options_; }
   // The ranks the parameters are sharded over (solo under no_shard).
-  dist::Communicator& shardGroup() const { return *shardComm_; }
+  distributed::Communicator& shardGroup() const { return *shardComm_; }
 
   const std::vector<Unit>& units() const { return units_; }  // the root unit last
   // Where the model's parameters (gathered units) live, and where the shards do: the same device
@@ -312,16 +312,16 @@ class ShardedModel final : public model::UnitHooks {
 
   bool freeAfterForward() const;
 
-  std::shared_ptr<dist::Communicator> comm_;
+  std::shared_ptr<distributed::Communicator> comm_;
   ShardingOptions options_;
   runtime::DeviceStreams streams_;  // of computeDevice()
   // Before units_: the flat parameters' shards point into it.
-  std::unique_ptr<dist::SharedShards> store_;
+  std::unique_ptr<distributed::SharedShards> store_;
   std::string whyNotShared_;
   int64_t storeOwnBytes_ = 0;           // this rank's shards in the segment, counted by the memory tracker
   std::vector<int64_t> shardVersions_;  // per shared flat parameter: its shard's version after the last write
-  std::shared_ptr<dist::Communicator> shardComm_;      // where parameters are sharded
-  std::shared_ptr<dist::Communicator> replicateComm_;  // null: no replicas
+  std::shared_ptr<distributed::Communicator> shardComm_;      // where parameters are sharded
+  std::shared_ptr<distributed::Communicator> replicateComm_;  // null: no replicas
   // NOTE [Values from the node's first rank]: throws naming the first flat parameter whose hash
   // (`hashes`, one per flat parameter in build order; 0 where this rank sent nothing) differs between
   // nodes of `perNode` ranks.

@@ -9,20 +9,20 @@ using protocol::Status;
 namespace {
 
 // Names in state-dict index order (group 0, then group 1).
-std::vector<std::string> indexNames(const std::vector<train::ParamGroup>& groups) {
+std::vector<std::string> indexNames(const std::vector<step::ParamGroup>& groups) {
   std::vector<std::string> names;
   for (const auto& g : groups) names.insert(names.end(), g.names.begin(), g.names.end());
   return names;
 }
 
-std::vector<train::NamedParameter> named(const std::vector<ShardParameter>& shards) {
-  std::vector<train::NamedParameter> out;
+std::vector<step::NamedParameter> named(const std::vector<ShardParameter>& shards) {
+  std::vector<step::NamedParameter> out;
   for (const auto& s : shards) out.push_back(s.param);
   return out;
 }
 
-train::AdamWGroupStateDict hyperparameters(const train::AdamWGroupStateDict& g) {
-  train::AdamWGroupStateDict out = g;
+step::AdamWGroupStateDict hyperparameters(const step::AdamWGroupStateDict& g) {
+  step::AdamWGroupStateDict out = g;
   out.params.clear();
   out.paramNames.clear();
   return out;
@@ -37,22 +37,23 @@ std::vector<ShardParameter> shardParameters(const ShardedModel& model) {
       FlatParameter& f = *u.flats[k];
       if (!f.trainable()) continue;
       // ShardedModel splits trainable members by decay group, so the first member speaks for all.
-      const bool decays = train::decaysWeight(f.members().front().name);
-      out.push_back({train::NamedParameter{u.path + "#" + std::to_string(k), f.shard(), decays}, &f});
+      const bool decays = step::decaysWeight(f.members().front().name);
+      out.push_back({step::NamedParameter{u.path + "#" + std::to_string(k), f.shard(), decays}, &f});
     }
   }
   return out;
 }
 
-protocol::StatusOr<train::OptimizerStateDict> toShardState(
-    const train::OptimizerStateDict& full, const std::vector<train::NamedParameter>& fullParams,
-    const std::vector<ShardParameter>& shards, const ShardedModel& model, double weightDecay) {
-  const auto fullNames = indexNames(train::groupParameters(fullParams, weightDecay));
+protocol::StatusOr<step::OptimizerStateDict> toShardState(const step::OptimizerStateDict& full,
+                                                          const std::vector<step::NamedParameter>& fullParams,
+                                                          const std::vector<ShardParameter>& shards,
+                                                          const ShardedModel& model, double weightDecay) {
+  const auto fullNames = indexNames(step::groupParameters(fullParams, weightDecay));
   if (full.paramGroups.size() != 2) {
     return Status::invalidArgument("optimizer state: " + std::to_string(full.paramGroups.size()) +
                                    " param groups, expected 2");
   }
-  std::map<std::string, const train::AdamWParamStateDict*> byName;
+  std::map<std::string, const step::AdamWParamStateDict*> byName;
   for (const auto& e : full.state) {
     if (e.index < 0 || e.index >= static_cast<int64_t>(fullNames.size())) {
       return Status::invalidArgument("optimizer state: index " + std::to_string(e.index) + " outside the " +
@@ -62,13 +63,13 @@ protocol::StatusOr<train::OptimizerStateDict> toShardState(
   }
   std::map<std::string, const ShardParameter*> shardByName;
   for (const auto& s : shards) shardByName[s.param.name] = &s;
-  const auto shardGroups = train::groupParameters(named(shards), weightDecay);
+  const auto shardGroups = step::groupParameters(named(shards), weightDecay);
   const int64_t rank = model.shardGroup().rank();
 
-  train::OptimizerStateDict out;
+  step::OptimizerStateDict out;
   int64_t index = 0;
   for (size_t gi = 0; gi < shardGroups.size(); ++gi) {
-    train::AdamWGroupStateDict gs = hyperparameters(full.paramGroups[gi]);
+    step::AdamWGroupStateDict gs = hyperparameters(full.paramGroups[gi]);
     for (const auto& name : shardGroups[gi].names) {
       gs.params.push_back(index);
       gs.paramNames.push_back(name);
@@ -123,15 +124,15 @@ protocol::StatusOr<train::OptimizerStateDict> toShardState(
   return out;
 }
 
-train::OptimizerStateDict toFullState(const train::OptimizerStateDict& shardState,
-                                      const std::vector<train::NamedParameter>& fullParams,
-                                      const std::vector<ShardParameter>& shards, ShardedModel& model,
-                                      double weightDecay) {
+step::OptimizerStateDict toFullState(const step::OptimizerStateDict& shardState,
+                                     const std::vector<step::NamedParameter>& fullParams,
+                                     const std::vector<ShardParameter>& shards, ShardedModel& model,
+                                     double weightDecay) {
   torch::NoGradGuard noGrad;
-  const auto shardNames = indexNames(train::groupParameters(named(shards), weightDecay));
-  std::map<std::string, const train::AdamWParamStateDict*> byShard;
+  const auto shardNames = indexNames(step::groupParameters(named(shards), weightDecay));
+  std::map<std::string, const step::AdamWParamStateDict*> byShard;
   for (const auto& e : shardState.state) byShard[shardNames.at(e.index)] = &e;
-  dist::Communicator& group = model.shardGroup();
+  distributed::Communicator& group = model.shardGroup();
 
   struct Moments {
     torch::Tensor step, m, v;
@@ -162,11 +163,11 @@ train::OptimizerStateDict toFullState(const train::OptimizerStateDict& shardStat
                                       v.narrow(0, f.offsetOf(k), p.numel()).view(p.sizes()).clone()};
     }
   }
-  const auto fullGroups = train::groupParameters(fullParams, weightDecay);
-  train::OptimizerStateDict out;
+  const auto fullGroups = step::groupParameters(fullParams, weightDecay);
+  step::OptimizerStateDict out;
   int64_t index = 0;
   for (size_t gi = 0; gi < fullGroups.size(); ++gi) {
-    train::AdamWGroupStateDict gs = hyperparameters(shardState.paramGroups.at(gi));
+    step::AdamWGroupStateDict gs = hyperparameters(shardState.paramGroups.at(gi));
     for (const auto& name : fullGroups[gi].names) {
       gs.params.push_back(index);
       gs.paramNames.push_back(name);

@@ -19,31 +19,32 @@
 
 #include "backend/fsdp/sharded_model.h"
 #include "backend/protocol/status.h"
-#include "backend/train/optimizer.h"
+#include "backend/step/optimizer.h"
 
 namespace fs::fsdp {
 
 struct ShardParameter {
-  train::NamedParameter param;  // named "<unit path>#<flat index>", decay group set
+  step::NamedParameter param;  // named "<unit path>#<flat index>", decay group set
   FlatParameter* flat = nullptr;
 };
 
-// Every trainable shard in unit order, for a train::GroupedAdamW.
+// Every trainable shard in unit order, for a step::GroupedAdamW.
 std::vector<ShardParameter> shardParameters(const ShardedModel& model);
 
 // `full`: a state dict of a GroupedAdamW over `fullParams` (the trainable
 // model parameters, in model order). Returns the state dict of a
 // GroupedAdamW over `shards`, with the same hyperparameters. Errors name the
 // parameters.
-protocol::StatusOr<train::OptimizerStateDict> toShardState(
-    const train::OptimizerStateDict& full, const std::vector<train::NamedParameter>& fullParams,
-    const std::vector<ShardParameter>& shards, const ShardedModel& model, double weightDecay);
+protocol::StatusOr<step::OptimizerStateDict> toShardState(const step::OptimizerStateDict& full,
+                                                          const std::vector<step::NamedParameter>& fullParams,
+                                                          const std::vector<ShardParameter>& shards,
+                                                          const ShardedModel& model, double weightDecay);
 
 // The inverse: `shardState` from the GroupedAdamW over `shards`; the result
 // is what a GroupedAdamW over `fullParams` would hold. Collective.
-train::OptimizerStateDict toFullState(const train::OptimizerStateDict& shardState,
-                                      const std::vector<train::NamedParameter>& fullParams,
-                                      const std::vector<ShardParameter>& shards, ShardedModel& model,
-                                      double weightDecay);
+step::OptimizerStateDict toFullState(const step::OptimizerStateDict& shardState,
+                                     const std::vector<step::NamedParameter>& fullParams,
+                                     const std::vector<ShardParameter>& shards, ShardedModel& model,
+                                     double weightDecay);
 
 }  // namespace fs::fsdp

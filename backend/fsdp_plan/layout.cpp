@@ -84,7 +84,7 @@ protocol::StatusOr<Layout> buildLayout(const ParamInventory& inv, const WrapPoli
     u.params.push_back(p.name);
     u.paramCount += p.numel;
     u.frozenCount += p.trainable ? 0 : p.numel;
-    // NOTE [Weight-decay groups] (train/optimizer.h): the optimizer's rule, which the runtime splits by.
+    // NOTE [Weight-decay groups] (step/optimizer.h): the optimizer's rule, which the runtime splits by.
     u.decayedCount += p.trainable && p.name.find("gated_cross_attn") != std::string::npos ? p.numel : 0;
   }
   Layout layout;

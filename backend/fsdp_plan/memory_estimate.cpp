@@ -134,10 +134,10 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
   const int64_t s = shards.shardSize;
   // NOTE [Transport buffers]: Gloo's list all-gather stages a flat copy of its output, and our reduce-scatter
   // over Gloo receives every rank's chunks into a buffer as large as the flat gradient. The shared-memory
-  // transport (backend/dist/shm_communicator.h) needs neither, for messages up to half its arena; it carries
-  // a group only when every member is on one node. With node-shared shards (backend/dist/shared_shards.h) a
-  // gather is a copy out of the node's segment whatever its size, and nothing is prefetched: there is no
-  // transfer to overlap, only a copy that would hold memory early.
+  // transport (backend/distributed/shm_communicator.h) needs neither, for messages up to half its arena; it
+  // carries a group only when every member is on one node. With node-shared shards
+  // (backend/distributed/shared_shards.h) a gather is a copy out of the node's segment whatever its size, and
+  // nothing is prefetched: there is no transfer to overlap, only a copy that would hold memory early.
   const bool gloo = s > 1 && !protocol::deviceGroupIsNccl(config.parallel);
   const bool shmGroup = gloo && config.parallel.intra_node_transport == "shm" &&
                         (shards.topology.nodes == 1 || shards.strategy == Strategy::kHybridShard);
@@ -246,7 +246,7 @@ RankMemory estimateRankMemory(const Layout& layout, const ShardPlan& shards, con
     u.tied = tied[k] != 0;
     u.staged = gloo && !viaShm(shards.units[i], false);
     // Over shared memory the flat gradient is copied into the arena as the reduce-scatter is issued and
-    // dropped (dist::PendingCollective::inputCopied).
+    // dropped (distributed::PendingCollective::inputCopied).
     u.reduceCopies = !gloo ? 1 : viaShm(shards.units[i], true) ? 0 : 2;
     units.push_back(u);
     unitIndex.push_back(i);

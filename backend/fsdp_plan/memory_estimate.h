@@ -50,9 +50,9 @@
 // (replicatedPrecisionOf; the engine does not cast the model it builds):
 //   parameters  every parameter, frozen too, numel x weight bytes.
 //   gradients   trainable parameters' .grad (numel x weight bytes); under ddp
-//               at world > 1 twice that: dist::GradientSync keeps flat buckets
+//               at world > 1 twice that: distributed::GradientSync keeps flat buckets
 //               of every trainable gradient for the all-reduce (NOTE [Gradient
-//               buckets] in backend/dist/gradient_sync.h). At world 1 the
+//               buckets] in backend/distributed/gradient_sync.h). At world 1 the
 //               engine makes no GradientSync, so ddp there equals single.
 //   optimizer   AdamW: 2 x trainable numel x weight bytes.
 //   gathered    0: nothing is gathered. The all-reduce is in place.

@@ -21,7 +21,7 @@
 // parallel.mode ddp runs, without FSDP's flat groups:
 //   single         one process (parallel.mode ddp at world 1): the model as
 //                  built, its gradients and AdamW state.
-//   ddp            the same on every rank, plus dist::GradientSync's flat
+//   ddp            the same on every rank, plus distributed::GradientSync's flat
 //                  gradient buckets (world > 1).
 // strategyNames() lists all six; "all" (fsdpStrategyNames()) the first four.
 //

@@ -19,7 +19,7 @@ using tf::PyValue;
 // position over all param groups' params, in group order; the names are not
 // in it. The sharded index records them (param_names). Otherwise they follow
 // from how the optimizer was built (NOTE [Weight-decay groups] in
-// backend/train/optimizer.h, OpenFlamingo's train.py): the trainable
+// backend/step/optimizer.h, OpenFlamingo's train.py): the trainable
 // parameters in model order, "gated_cross_attn" ones to group 0, the rest to
 // group 1 (one group: all of them). Ours lists the trainable parameters in
 // its manifest; OpenFlamingo's model_state_dict holds them (it drops the

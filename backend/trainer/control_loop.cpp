@@ -10,14 +10,14 @@
 #include "backend/protocol/wire/run_manifest.h"
 #include "backend/telemetry/stop_signals.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 using protocol::Status;
 
-ControlLoop::ControlLoop(int64_t rank, std::shared_ptr<dist::Communicator> comm, bool distributed,
+ControlLoop::ControlLoop(int64_t rank, std::shared_ptr<distributed::Communicator> comm, bool distributed,
                          std::filesystem::path runRoot, telemetry::ControlInbox* inbox,
-                         telemetry::TelemetryEmitter* events, const TrainCounters& counters,
-                         Checkpointer& checkpointer, RankReporter& reporter,
+                         telemetry::TelemetryEmitter* events, const checkpoint::TrainCounters& counters,
+                         checkpoint::Checkpointer& checkpointer, RankReporter& reporter,
                          std::shared_ptr<spdlog::logger> log)
     : rank_(rank),
       comm_(std::move(comm)),
@@ -78,7 +78,7 @@ ControlRequest ControlLoop::agree(ControlRequest mine) {
   if (!distributed_) return mine;
   const auto flags = mine.flags();
   torch::Tensor t = torch::tensor(std::vector<int64_t>(flags.begin(), flags.end()), torch::kInt64);
-  comm_->allReduce(t, dist::ReduceOp::kMax, "control");
+  comm_->allReduce(t, distributed::ReduceOp::kMax, "control");
   return ControlRequest::fromFlags(t.data_ptr<int64_t>());
 }
 
@@ -140,4 +140,4 @@ Status ControlLoop::act(const ControlRequest& agreed) {
   return Status::ok();
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

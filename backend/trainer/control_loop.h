@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "backend/checkpoint/checkpointer.h"
-#include "backend/dist/communicator.h"
+#include "backend/distributed/communicator.h"
 #include "backend/protocol/status.h"
 #include "backend/protocol/wire/control_file.h"
 #include "backend/telemetry/control_inbox.h"
@@ -27,16 +27,17 @@
 #include "backend/trainer/control_request.h"
 #include "backend/trainer/rank_reporter.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 class ControlLoop {
  public:
-  // `comm`: the host group (NOTE [Host and device groups] in dist/groups.h); the request travels as host
-  // flags.
-  ControlLoop(int64_t rank, std::shared_ptr<dist::Communicator> comm, bool distributed,
+  // `comm`: the host group (NOTE [Host and device groups] in distributed/groups.h); the request travels as
+  // host flags.
+  ControlLoop(int64_t rank, std::shared_ptr<distributed::Communicator> comm, bool distributed,
               std::filesystem::path runRoot, telemetry::ControlInbox* inbox,
-              telemetry::TelemetryEmitter* events, const TrainCounters& counters, Checkpointer& checkpointer,
-              RankReporter& reporter, std::shared_ptr<spdlog::logger> log);
+              telemetry::TelemetryEmitter* events, const checkpoint::TrainCounters& counters,
+              checkpoint::Checkpointer& checkpointer, RankReporter& reporter,
+              std::shared_ptr<spdlog::logger> log);
 
   // Signals and (rank 0) new control files into the pending request.
   void poll();
@@ -57,13 +58,13 @@ class ControlLoop {
   void enter(protocol::RunState state);       // pause or resume: state event, emitter, run.json
 
   int64_t rank_;
-  std::shared_ptr<dist::Communicator> comm_;
+  std::shared_ptr<distributed::Communicator> comm_;
   bool distributed_;
   std::filesystem::path runRoot_;
   telemetry::ControlInbox* inbox_;       // null: not rank 0
   telemetry::TelemetryEmitter* events_;  // null: not rank 0
-  const TrainCounters& counters_;
-  Checkpointer& checkpointer_;
+  const checkpoint::TrainCounters& counters_;
+  checkpoint::Checkpointer& checkpointer_;
   RankReporter& reporter_;
   std::shared_ptr<spdlog::logger> log_;
 
@@ -73,4 +74,4 @@ class ControlLoop {
   bool stopCheckpoint_ = true;
 };
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

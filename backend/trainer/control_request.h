@@ -11,7 +11,7 @@
 #include <array>
 #include <cstdint>
 
-namespace fs::engine {
+namespace fs::trainer {
 
 struct ControlRequest {
   static constexpr size_t kFields = 6;
@@ -40,4 +40,4 @@ struct ControlRequest {
   }
 };
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

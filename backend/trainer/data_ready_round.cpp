@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-namespace fs::engine {
+namespace fs::trainer {
 
 namespace {
 // [not ready, world - failed rank, failure length, control flags...]: all max-reduced, so the
@@ -14,7 +14,7 @@ namespace {
 constexpr size_t kNotReady = 0, kFailed = 1, kLength = 2, kControl = 3;
 }  // namespace
 
-DataRound agreeDataReady(dist::Communicator& comm, const DataReadiness& mine) {
+DataRound agreeDataReady(distributed::Communicator& comm, const DataReadiness& mine) {
   const int world = comm.size();
   const bool failed = !mine.failure.empty();
   const size_t length = std::min(mine.failure.size(), kMaxRoundMessage);
@@ -25,7 +25,7 @@ DataRound agreeDataReady(dist::Communicator& comm, const DataReadiness& mine) {
   const auto flags = mine.control.flags();
   std::copy(flags.begin(), flags.end(), v.begin() + kControl);
   torch::Tensor t = torch::tensor(v, torch::kInt64);
-  comm.allReduce(t, dist::ReduceOp::kMax, "data ready");
+  comm.allReduce(t, distributed::ReduceOp::kMax, "data ready");
   const int64_t* r = t.data_ptr<int64_t>();
 
   DataRound round;
@@ -43,4 +43,4 @@ DataRound agreeDataReady(dist::Communicator& comm, const DataReadiness& mine) {
   return round;
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -14,10 +14,10 @@
 
 #include <string>
 
-#include "backend/dist/communicator.h"
+#include "backend/distributed/communicator.h"
 #include "backend/trainer/control_request.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 // This rank's side of a round.
 struct DataReadiness {
@@ -37,9 +37,9 @@ struct DataRound {
 // Longer failure messages travel cut to this many bytes.
 inline constexpr size_t kMaxRoundMessage = 16 * 1024;
 
-// `comm`: the host group (NOTE [Host and device groups] in dist/groups.h).
+// `comm`: the host group (NOTE [Host and device groups] in distributed/groups.h).
 // REQUIRES: every rank of `comm` calls it at the same point.
-// Throws dist::CollectiveError as the collectives do.
-DataRound agreeDataReady(dist::Communicator& comm, const DataReadiness& mine);
+// Throws distributed::CollectiveError as the collectives do.
+DataRound agreeDataReady(distributed::Communicator& comm, const DataReadiness& mine);
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -9,7 +9,7 @@
 #include "backend/trainer/generated_data.h"
 #endif
 
-namespace fs::engine {
+namespace fs::trainer {
 
 using protocol::Status;
 
@@ -107,4 +107,4 @@ protocol::StatusOr<DataSources> makeDataSources(
   return out;
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -21,7 +21,7 @@
 #include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 struct DataSources {
   std::unique_ptr<data::DataSource> train;
@@ -37,4 +37,4 @@ protocol::StatusOr<DataSources> makeDataSources(
     const protocol::RunConfig& config, const std::filesystem::path& runDir, int64_t rank, int64_t world,
     const std::function<protocol::StatusOr<std::unique_ptr<data::DataSource>>()>& makeSource);
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -11,17 +11,17 @@
 #include "backend/data/batch.h"
 #include "backend/model/common.h"
 #include "backend/model/flamingo.h"
-#include "backend/train/labels.h"
-#include "backend/train/loss.h"
+#include "backend/step/labels.h"
+#include "backend/step/loss.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 struct DeviceBatch {
   data::Batch batch;     // on the device
   torch::Tensor labels;  // on the device
   model::Padding padding = model::Padding::kCompute;
   model::IndexSets sets;  // on the device
-  train::LossOptions lossOptions;
+  step::LossOptions lossOptions;
 };
 
 // skip_padding false: compute every padded position (the benchmark's --compute-padding).
@@ -32,7 +32,7 @@ inline DeviceBatch toDeviceForForward(const model::FlamingoImpl& model, const da
   out.padding = skip_padding ? model::paddingFor(host.inputIds, host.attentionMask, pad_id, lm_width)
                              : model::Padding::kCompute;
   out.lossOptions.referenceNaN = compat;
-  out.lossOptions.targets = train::countTargets(host_labels);
+  out.lossOptions.targets = step::countTargets(host_labels);
   const model::IndexSets hostSets =
       model.indexSets(host.inputIds, host.attentionMask, host.images.size(1), out.padding);
   out.batch = data::toDevice(host, device);
@@ -42,4 +42,4 @@ inline DeviceBatch toDeviceForForward(const model::FlamingoImpl& model, const da
   return out;
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

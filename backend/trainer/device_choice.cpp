@@ -4,7 +4,7 @@
 
 #include "backend/runtime/runtime_info.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 using protocol::Status;
 
@@ -41,4 +41,4 @@ DeviceFacts currentDeviceFacts() {
   return f;
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -22,7 +22,7 @@
 
 #include "backend/protocol/status.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 struct DeviceFacts {
   bool builtWithCuda = false;  // FS_WITH_CUDA: the LibTorch linked has CUDA
@@ -37,4 +37,4 @@ protocol::StatusOr<torch::Device> chooseDevice(const std::string& choice, int64_
 // The facts of this process: runtime::builtWithCuda() and, with it, torch::cuda::device_count().
 DeviceFacts currentDeviceFacts();
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 protocol::Status parse(const std::map<std::string, std::string>& env, const char* name, int64_t* rank,
@@ -37,4 +37,4 @@ protocol::StatusOr<FaultPlan> faultPlanFromEnvironment(const std::map<std::strin
   return plan;
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -19,7 +19,7 @@
 
 #include "backend/protocol/status.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 struct FaultPlan {
   int64_t nanRank = -1, nanIteration = -1;
@@ -36,4 +36,4 @@ struct FaultPlan {
 
 protocol::StatusOr<FaultPlan> faultPlanFromEnvironment(const std::map<std::string, std::string>& env);
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

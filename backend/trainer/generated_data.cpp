@@ -5,7 +5,7 @@
 
 #include "backend/data/shardgen/synthetic_shards.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 using protocol::Status;
 
@@ -71,4 +71,4 @@ protocol::StatusOr<GeneratedData> prepareGeneratedData(const protocol::RunConfig
   return out;
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

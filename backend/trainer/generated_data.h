@@ -27,7 +27,7 @@
 #include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 struct GeneratedData {
   // The config with data.source "shards", model.lm.tokenizer_path (family opt)
@@ -42,4 +42,4 @@ protocol::StatusOr<GeneratedData> prepareGeneratedData(const protocol::RunConfig
                                                        const std::filesystem::path& runDir, int64_t rank,
                                                        int64_t world);
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -6,12 +6,12 @@
 #include <chrono>
 #include <cmath>
 
-namespace fs::engine {
+namespace fs::trainer {
 
 namespace {
 constexpr size_t kClosingFields = 3;  // non-finite flag, loss x tokens, loss
 
-double waitFor(std::unique_ptr<dist::PendingCollective>& pending) {
+double waitFor(std::unique_ptr<distributed::PendingCollective>& pending) {
   if (!pending) return 0;
   const auto t0 = std::chrono::steady_clock::now();
   pending->wait();
@@ -20,7 +20,7 @@ double waitFor(std::unique_ptr<dist::PendingCollective>& pending) {
 }
 }  // namespace
 
-IterationAgreement::IterationAgreement(std::shared_ptr<dist::Communicator> comm, bool compat)
+IterationAgreement::IterationAgreement(std::shared_ptr<distributed::Communicator> comm, bool compat)
     : comm_(comm && comm->size() > 1 ? std::move(comm) : nullptr),
       compat_(compat),
       world_(comm_ ? comm_->size() : 1) {}
@@ -52,7 +52,7 @@ void IterationAgreement::open(const std::vector<int64_t>& localTargets, const st
     std::copy(figures->begin(), figures->end(), v.begin() + static_cast<std::ptrdiff_t>(at));
   }
   opening_ = torch::tensor(v, torch::kFloat64);
-  pendingOpening_ = comm_->allReduceAsync(opening_, dist::ReduceOp::kSum, "iteration opening");
+  pendingOpening_ = comm_->allReduceAsync(opening_, distributed::ReduceOp::kSum, "iteration opening");
 }
 
 void IterationAgreement::awaitOpening() {
@@ -91,7 +91,7 @@ void IterationAgreement::close(const std::vector<double>& localLoss) {
     v.insert(v.end(), {finite ? 0.0 : 1.0, finite ? l * tokens : 0.0, finite ? l : 0.0});
   }
   closing_ = torch::tensor(v, torch::kFloat64);
-  pendingClosing_ = comm_->allReduceAsync(closing_, dist::ReduceOp::kSum, "iteration closing");
+  pendingClosing_ = comm_->allReduceAsync(closing_, distributed::ReduceOp::kSum, "iteration closing");
 }
 
 void IterationAgreement::awaitClosing() {
@@ -110,4 +110,4 @@ void IterationAgreement::awaitClosing() {
   }
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -21,15 +21,15 @@
 #include <memory>
 #include <vector>
 
-#include "backend/dist/communicator.h"
+#include "backend/distributed/communicator.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 class IterationAgreement {
  public:
-  // `comm`: the host group (NOTE [Host and device groups] in dist/groups.h), or null with one rank.
+  // `comm`: the host group (NOTE [Host and device groups] in distributed/groups.h), or null with one rank.
   // `compat`: the reference's loss (mean of per-rank means, backward unscaled).
-  IterationAgreement(std::shared_ptr<dist::Communicator> comm, bool compat);
+  IterationAgreement(std::shared_ptr<distributed::Communicator> comm, bool compat);
   ~IterationAgreement();
   IterationAgreement(const IterationAgreement&) = delete;
   IterationAgreement& operator=(const IterationAgreement&) = delete;
@@ -59,15 +59,15 @@ class IterationAgreement {
   double waitSeconds() const { return waitS_; }
 
  private:
-  std::shared_ptr<dist::Communicator> comm_;  // null: one rank
+  std::shared_ptr<distributed::Communicator> comm_;  // null: one rank
   bool compat_;
   int world_ = 1;
   std::vector<int64_t> local_, global_;
   std::vector<double> loss_, gathered_;
   std::vector<bool> nonFinite_;
   at::Tensor opening_, closing_;
-  std::unique_ptr<dist::PendingCollective> pendingOpening_, pendingClosing_;
+  std::unique_ptr<distributed::PendingCollective> pendingOpening_, pendingClosing_;
   double waitS_ = 0;
 };
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace fs::engine {
+namespace fs::trainer {
 
 std::string dtypeName(c10::ScalarType t) {
   switch (t) {
@@ -78,4 +78,4 @@ protocol::LayoutEvent layoutEvent(model::FlamingoImpl& model, const fsdp::Sharde
   return e;
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -15,7 +15,7 @@
 #include "backend/model/flamingo.h"
 #include "backend/protocol/wire/events.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 // torch's Python spelling ("float32"), as the telemetry schema documents.
 std::string dtypeName(c10::ScalarType t);
@@ -31,4 +31,4 @@ std::vector<int> layoutPositions(const fsdp::ShardedModel& sharded);
 // Units the layout event lists (0 without FSDP).
 int layoutUnitCount(const fsdp::ShardedModel* sharded);
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -1,9 +1,9 @@
 #include "backend/trainer/parallelize.h"
 
 #include "backend/fsdp_plan/layout.h"
-#include "backend/train/optimizer.h"
+#include "backend/step/optimizer.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 using protocol::Status;
 
@@ -25,8 +25,8 @@ c10::ScalarType scalarType(fsdp_plan::Dtype d) {
 }  // namespace
 
 protocol::StatusOr<std::shared_ptr<fsdp::ShardedModel>> parallelizeFlamingo(
-    model::Flamingo& model, const protocol::RunConfig& config, std::shared_ptr<dist::Communicator> comm,
-    const ParallelizeOptions& options) {
+    model::Flamingo& model, const protocol::RunConfig& config,
+    std::shared_ptr<distributed::Communicator> comm, const ParallelizeOptions& options) {
   auto inventory = fsdp_plan::buildParamInventory(config.model);
   if (!inventory) return inventory.status();
   auto policy = fsdp_plan::wrapPolicyFromConfig(config.parallel);
@@ -52,7 +52,7 @@ protocol::StatusOr<std::shared_ptr<fsdp::ShardedModel>> parallelizeFlamingo(
   sharding.sharedShards = config.parallel.shared_shards;
   sharding.offloadShards = config.parallel.cpu_offload;  // NOTE [CPU offload]
   sharding.device = options.device;
-  sharding.trainableGroup = [](const std::string& name) { return train::decaysWeight(name) ? 0 : 1; };
+  sharding.trainableGroup = [](const std::string& name) { return step::decaysWeight(name) ? 0 : 1; };
   // NOTE [Planner dtypes]: units gathered in the param dtype, frozen parameters stored in it, gradients
   // reduced in the reduce dtype; trainable shards (the master copy, their gradients and AdamW's state)
   // in the weight dtype: float32 but under bf16 / fp16, which train half-precision weights.
@@ -92,4 +92,4 @@ std::vector<model::GateValues> gateValues(model::FlamingoImpl& model, fsdp::Shar
       [sharded](const std::vector<torch::Tensor>& p) { return sharded->parameterValues(p); });
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -10,13 +10,13 @@
 #include <memory>
 #include <vector>
 
-#include "backend/dist/communicator.h"
+#include "backend/distributed/communicator.h"
 #include "backend/fsdp/sharded_model.h"
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config/config_types.h"
 #include "backend/protocol/status.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 struct ParallelizeOptions {
   int ranksPerNode = 1;  // hybrid_shard's shard group
@@ -30,15 +30,15 @@ struct ParallelizeOptions {
 // Shards `model` (already frozen as OpenFlamingo does and holding its
 // initial or resumed weights) over `comm` and installs the unit hooks.
 // Trainable parameters split into flat parameters by weight-decay group
-// (train::decaysWeight), so the optimizer steps each shard as one tensor.
+// (step::decaysWeight), so the optimizer steps each shard as one tensor.
 // Errors name the config field (wrap policy, patterns, strategy, a world
 // the node size does not divide).
 protocol::StatusOr<std::shared_ptr<fsdp::ShardedModel>> parallelizeFlamingo(
-    model::Flamingo& model, const protocol::RunConfig& config, std::shared_ptr<dist::Communicator> comm,
-    const ParallelizeOptions& options);
+    model::Flamingo& model, const protocol::RunConfig& config,
+    std::shared_ptr<distributed::Communicator> comm, const ParallelizeOptions& options);
 
 // tanh of every gate. `sharded`: null without FSDP; with it the gates live
 // in shards and are read with one collective.
 std::vector<model::GateValues> gateValues(model::FlamingoImpl& model, fsdp::ShardedModel* sharded);
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -18,7 +18,7 @@
 // its dtype (each storage once: a tied head shares the embedding's);
 // grads = the trainable parameters' .grad storages as the optimizer step finds
 // them (the largest since the last entry: the engine drops them after each
-// step), plus DDP's flat gradient buckets, which dist::GradientSync allocates
+// step), plus DDP's flat gradient buckets, which distributed::GradientSync allocates
 // once beside them (NOTE [Gradient buckets]); optimizer = AdamW's state.
 // gathered stays 0 and activations the forward phase's peak, as under FSDP.
 // The planner's single and ddp strategies model the same bytes (NOTE
@@ -54,14 +54,14 @@
 #include <functional>
 #include <string>
 
-#include "backend/dist/heartbeat.h"
+#include "backend/distributed/heartbeat.h"
 #include "backend/runtime/device_memory.h"
 #include "backend/telemetry/memory_tracker.h"
 #include "backend/trainer/layout_event.h"
 #include "backend/trainer/parallelize.h"
 #include "backend/trainer/slow_ranks.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 using Clock = std::chrono::steady_clock;
 
@@ -122,10 +122,10 @@ void readDeviceSlots(const std::function<double(size_t)>& slot, const std::strin
 }
 }  // namespace
 
-RankReporter::RankReporter(const protocol::RunConfig& config, TrainingState& state,
-                           std::shared_ptr<dist::Communicator> comm, dist::Membership* membership,
-                           std::shared_ptr<spdlog::logger> log, telemetry::TelemetryEmitter* events,
-                           RankReporterOptions options)
+RankReporter::RankReporter(const protocol::RunConfig& config, checkpoint::TrainingState& state,
+                           std::shared_ptr<distributed::Communicator> comm,
+                           distributed::Membership* membership, std::shared_ptr<spdlog::logger> log,
+                           telemetry::TelemetryEmitter* events, RankReporterOptions options)
     : config_(config),
       state_(state),
       comm_(std::move(comm)),
@@ -309,7 +309,7 @@ void RankReporter::flush() {
   const int64_t K = static_cast<int64_t>(pending_->mine.size());
   torch::Tensor all = torch::zeros({options_.world * K}, torch::kFloat64);
   all.narrow(0, options_.rank * K, K).copy_(torch::tensor(pending_->mine, torch::kFloat64));
-  comm_->allReduce(all, dist::ReduceOp::kSum, "rank figures");
+  comm_->allReduce(all, distributed::ReduceOp::kSum, "rank figures");
   completeReport(std::vector<double>(all.data_ptr<double>(), all.data_ptr<double>() + all.numel()));
 }
 
@@ -407,4 +407,4 @@ void RankReporter::heartbeatIfDue(bool paused) {
   emit(std::move(h));
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

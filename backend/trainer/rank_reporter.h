@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "backend/checkpoint/training_state.h"
-#include "backend/dist/communicator.h"
-#include "backend/dist/rendezvous.h"
+#include "backend/distributed/communicator.h"
+#include "backend/distributed/rendezvous.h"
 #include "backend/protocol/config/config_types.h"
 #include "backend/protocol/wire/events.h"
 #include "backend/telemetry/emitter.h"
@@ -33,7 +33,7 @@
 #include "backend/trainer/step_result.h"
 #include "backend/trainer/trainer.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 struct RankReporterOptions {
   int64_t rank = 0;
@@ -45,9 +45,9 @@ struct RankReporterOptions {
 class RankReporter {
  public:
   // `membership`: null with one rank. `comm`: the host group (NOTE [Host and device groups] in
-  // dist/groups.h): the figures travel as host values.
-  RankReporter(const protocol::RunConfig& config, TrainingState& state,
-               std::shared_ptr<dist::Communicator> comm, dist::Membership* membership,
+  // distributed/groups.h): the figures travel as host values.
+  RankReporter(const protocol::RunConfig& config, checkpoint::TrainingState& state,
+               std::shared_ptr<distributed::Communicator> comm, distributed::Membership* membership,
                std::shared_ptr<spdlog::logger> log, telemetry::TelemetryEmitter* events,
                RankReporterOptions options);
 
@@ -94,9 +94,9 @@ class RankReporter {
   void emit(protocol::EventBody body);
 
   const protocol::RunConfig& config_;
-  TrainingState& state_;
-  std::shared_ptr<dist::Communicator> comm_;
-  dist::Membership* membership_;
+  checkpoint::TrainingState& state_;
+  std::shared_ptr<distributed::Communicator> comm_;
+  distributed::Membership* membership_;
   std::shared_ptr<spdlog::logger> log_;
   telemetry::TelemetryEmitter* events_;
   RankReporterOptions options_;
@@ -115,4 +115,4 @@ class RankReporter {
 // without CUDA). NOTE [Device figures per rank] in rank_reporter.cpp.
 std::optional<telemetry::DeviceMemoryReader> deviceMemoryReader(const torch::Device& device);
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -12,7 +12,7 @@
 #include "backend/runtime/torch_pickle.h"
 #include "backend/tensorfile/torch_file.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 using protocol::Status;
@@ -34,7 +34,7 @@ protocol::StatusOr<data::Batch> readBatchTuple(const tf::TorchFile& file, const 
   for (int i = 0; i < 3; ++i) {
     const std::string at = where + "[" + std::to_string(i) + "] (" + names[i] + ")";
     if (!v.items[i] || !v.items[i]->isTensor()) return bad(at, "expected a tensor");
-    auto tensor = tensorFromFile(file, *v.items[i]->tensor, at);
+    auto tensor = checkpoint::tensorFromFile(file, *v.items[i]->tensor, at);
     if (!tensor) return tensor.status();
     t[i] = tensor.value();
   }
@@ -167,7 +167,7 @@ protocol::StatusOr<ReplayReference> readReplayReference(const std::string& path)
   if (!init || !init->isDict()) return bad(path, "no 'init' dict (parameter name -> tensor)");
   if (!batches || !batches->isSequence()) return bad(path, "no 'batches' list");
   ReplayReference ref;
-  auto sd = stateDictFromSection(file.value(), *init);
+  auto sd = checkpoint::stateDictFromSection(file.value(), *init);
   if (!sd) return sd.status();
   ref.init = std::move(sd.value());
   if (ref.init.empty()) return bad(path, "'init' holds no tensors");
@@ -197,7 +197,7 @@ Status runReplay(const protocol::RunConfig& config, const ReplayReference& refer
   auto steps = stepBatches(config, reference);
   if (!steps) return steps.status();
   std::vector<std::string> skipped;
-  if (newestCompleteCheckpoint(runDir, &skipped)) {
+  if (checkpoint::newestCompleteCheckpoint(runDir, &skipped)) {
     return Status::invalidArgument(runDir.string() +
                                    ": holds checkpoints; a replay starts from 'init' in a new run "
                                    "directory");
@@ -231,4 +231,4 @@ Status runReplay(const protocol::RunConfig& config, const ReplayReference& refer
   return Status::ok();
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

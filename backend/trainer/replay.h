@@ -30,7 +30,7 @@
 #include "backend/protocol/status.h"
 #include "backend/trainer/trainer.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 struct ReplayReference {
   std::map<std::string, torch::Tensor> init;
@@ -51,4 +51,4 @@ struct ReplayOptions {
 protocol::Status runReplay(const protocol::RunConfig& config, const ReplayReference& reference,
                            const std::filesystem::path& runDir, const ReplayOptions& options);
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace fs::engine {
+namespace fs::trainer {
 
 std::vector<int64_t> updateSlowRanks(const std::vector<double>& work, std::set<int64_t>* flagged,
                                      double* median) {
@@ -20,4 +20,4 @@ std::vector<int64_t> updateSlowRanks(const std::vector<double>& work, std::set<i
   return became;
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

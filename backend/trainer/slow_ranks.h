@@ -13,7 +13,7 @@
 #include <set>
 #include <vector>
 
-namespace fs::engine {
+namespace fs::trainer {
 
 inline constexpr double kSlowRankFactor = 1.5;
 
@@ -23,4 +23,4 @@ inline constexpr double kSlowRankFactor = 1.5;
 std::vector<int64_t> updateSlowRanks(const std::vector<double>& work, std::set<int64_t>* flagged,
                                      double* median);
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-namespace fs::engine {
+namespace fs::trainer {
 
 struct StepResult {
   std::map<std::string, double> loss;  // per dataset (the unscaled loss)
@@ -21,4 +21,4 @@ struct StepResult {
   std::optional<double> lossScale;  // loss scaling: the scale of this window's backward passes
 };
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -11,7 +11,7 @@
 #include "backend/trainer/data_ready_round.h"
 #include "backend/trainer/trainer_impl.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 using protocol::Status;
 using Clock = std::chrono::steady_clock;
@@ -76,7 +76,7 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
       }
       return s;
     }
-    TrainCounters& counters = state_.counters;
+    checkpoint::TrainCounters& counters = state_.counters;
     data::DataSource& source = *state_.source;
     ControlLoop& control = *control_;
     emitStartEvents();
@@ -295,4 +295,4 @@ void Trainer::checkTelemetry() {
   if (Status s = emitter_->writeFailure(); !s) throw std::runtime_error("telemetry: " + s.message());
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

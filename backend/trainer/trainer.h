@@ -32,14 +32,14 @@
 namespace fs::data {
 class DataSource;
 }
-namespace fs::dist {
+namespace fs::distributed {
 struct RankGroups;
 }
 namespace fs::model {
 class FlamingoImpl;
 }
 
-namespace fs::engine {
+namespace fs::trainer {
 
 struct Progress {
   int64_t step = 0;        // optimizer steps done
@@ -53,7 +53,7 @@ struct Progress {
 
 struct TrainerOptions {
   // This rank's place in the run (backend/launch/world_env.h discovers it).
-  // world > 1: the ranks meet at masterAddr:masterPort (dist/rendezvous.h).
+  // world > 1: the ranks meet at masterAddr:masterPort (distributed/rendezvous.h).
   int64_t rank = 0;
   int64_t world = 1;
   int64_t localWorld = 1;  // ranks per node
@@ -92,9 +92,10 @@ struct TrainerOptions {
   // Tests: the rank trains on this device instead of parallel.device's choice (NOTE [Device choice]), e.g.
   // a stand-in for a GPU that runs on the CPU (tests/backend/trainer/group_routing_test.cpp).
   std::optional<c10::Device> device;
-  // Tests: called once with the rank's groups (NOTE [Host and device groups] in backend/dist/groups.h),
-  // after joining and before the run's first collective; may replace them (a routing check wraps them).
-  std::function<void(dist::RankGroups&)> wrapGroups;
+  // Tests: called once with the rank's groups (NOTE [Host and device groups] in
+  // backend/distributed/groups.h), after joining and before the run's first collective; may replace them (a
+  // routing check wraps them).
+  std::function<void(distributed::RankGroups&)> wrapGroups;
 };
 
 enum class TrainOutcome { kFinished, kStopped, kKilled };
@@ -104,4 +105,4 @@ protocol::StatusOr<TrainOutcome> runTraining(const protocol::RunConfig& config,
                                              const std::filesystem::path& runDir,
                                              const TrainerOptions& options);
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

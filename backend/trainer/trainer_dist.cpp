@@ -32,14 +32,14 @@
 //    ranks); per-rank losses are kept in rank_loss. compat: openflamingo
 //    averages per-rank means, as the reference's DDP does, and logs their
 //    plain mean.
-// Under DDP gradients are averaged by dist::GradientSync (buckets
+// Under DDP gradients are averaged by distributed::GradientSync (buckets
 // all-reduced during the backward pass that closes an accumulation window;
 // the windows' other micro-steps accumulate locally); under FSDP by the
 // units' reduce-scatters (NOTE [FSDP in the engine] in trainer_fsdp.cpp). The embedding row mask and clipping
 // run after the reduction, on identical gradients, so every rank makes the same update.
 // The agreements and the data-ready round exchange host tensors on the host
 // group, the gradients and parameters travel on the device group (NOTE [Host
-// and device groups] in backend/dist/groups.h): with parallel.dist_backend
+// and device groups] in backend/distributed/groups.h): with parallel.dist_backend
 // auto that is NCCL when the rank trains on a GPU, the host group itself
 // (Gloo) otherwise; an explicit nccl on a rank without a GPU stops at
 // start-up naming the field.
@@ -52,14 +52,14 @@
 #include "backend/runtime/runtime_info.h"
 #include "backend/trainer/trainer_impl.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 using protocol::Status;
 using protocol::StatusOr;
 
 StatusOr<std::string> Trainer::deviceBackend() const {
   const std::string& asked = config_.parallel.dist_backend;
-  // NOTE [Host and device groups] in backend/dist/groups.h: the host group is Gloo whatever is asked.
+  // NOTE [Host and device groups] in backend/distributed/groups.h: the host group is Gloo whatever is asked.
   if (asked == "auto" || asked.empty()) return std::string(device_.is_cuda() ? "nccl" : "gloo");
   if (asked != "nccl" || device_.is_cuda()) return asked;
   std::string why =
@@ -75,13 +75,13 @@ StatusOr<std::string> Trainer::deviceBackend() const {
 
 Status Trainer::joinWorld() {
   if (!place_.distributed()) {
-    groups_ = dist::soloGroups();
+    groups_ = distributed::soloGroups();
     if (options_.wrapGroups) options_.wrapGroups(groups_);
     return Status::ok();
   }
   auto backend = deviceBackend();
   if (!backend) return backend.status();
-  dist::RendezvousOptions o;
+  distributed::RendezvousOptions o;
   o.rank = static_cast<int>(options_.rank);
   o.world = static_cast<int>(options_.world);
   o.localWorld = static_cast<int>(std::max<int64_t>(1, options_.localWorld));
@@ -102,7 +102,7 @@ Status Trainer::joinWorld() {
   if (auto it = env.find("TORCHELASTIC_RESTART_COUNT"); it != env.end()) o.keyPrefix = it->second;
   log_->info("rank {} of {} joining the run at {}:{} (device group: {})", o.rank, o.world, o.masterAddr,
              o.masterPort, o.backend);
-  auto joined = dist::joinRun(o);
+  auto joined = distributed::joinRun(o);
   if (!joined) return joined.status();
   membership_ = std::move(joined.value());
   groups_ = membership_->groups();
@@ -119,12 +119,12 @@ Status Trainer::joinWorld() {
 Status Trainer::agreeAfterSetUp() {
   if (!place_.distributed()) return Status::ok();
   // Every rank must continue from the same point of the same run.
-  const TrainCounters& counters = state_.counters;
+  const checkpoint::TrainCounters& counters = state_.counters;
   torch::Tensor at = torch::tensor({counters.step, counters.iteration, counters.epoch}, torch::kInt64);
   torch::Tensor lo = -at.clone();
   torch::Tensor hi = at.clone();
-  groups_.host->allReduce(hi, dist::ReduceOp::kMax, "resume point max");
-  groups_.host->allReduce(lo, dist::ReduceOp::kMax, "resume point min");
+  groups_.host->allReduce(hi, distributed::ReduceOp::kMax, "resume point max");
+  groups_.host->allReduce(lo, distributed::ReduceOp::kMax, "resume point min");
   if (!torch::equal(hi, -lo)) {
     return Status::invalidArgument(
         "ranks resumed from different points (optimizer steps " + std::to_string(-lo[0].item<int64_t>()) +
@@ -139,12 +139,12 @@ Status Trainer::agreeAfterSetUp() {
     }
     for (const auto& b : state_.model->buffers()) state.push_back(b);
     // On the device already (buildModelAndOptimizer): the device group.
-    dist::GradientSync::broadcastFromRank0(*groups_.device, state, "initial weights from rank 0");
+    distributed::GradientSync::broadcastFromRank0(*groups_.device, state, "initial weights from rank 0");
   }
   if (place_.fsdp) return Status::ok();  // NOTE [FSDP in the engine]
   std::vector<torch::Tensor> params;
   for (const auto& p : state_.trainable) params.push_back(p.tensor);
-  gradSync_ = std::make_unique<dist::GradientSync>(groups_.device, params);
+  gradSync_ = std::make_unique<distributed::GradientSync>(groups_.device, params);
   log_->info("DDP: {} trainable tensors in {} gradient bucket(s)", params.size(), gradSync_->stats().buckets);
   return Status::ok();
 }
@@ -156,4 +156,4 @@ void Trainer::synchronizeGradients(StepResult* r) {
   r->waitS += gradSync_->stats().finishSeconds;
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

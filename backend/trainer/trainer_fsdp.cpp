@@ -33,7 +33,7 @@
 #include "backend/trainer/parallelize.h"
 #include "backend/trainer/trainer_impl.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 using protocol::Status;
 
@@ -47,9 +47,9 @@ Status Trainer::shardModel() {
   state_.sharded = std::move(sharded.value());
   state_.shards = fsdp::shardParameters(*state_.sharded);
   const auto fullState = state_.optimizer->stateDict(state_.schedule->baseLrs());
-  std::vector<train::NamedParameter> named;
+  std::vector<step::NamedParameter> named;
   for (const auto& s : state_.shards) named.push_back(s.param);
-  auto optimizer = std::make_unique<train::GroupedAdamW>(named, config_.optim);
+  auto optimizer = std::make_unique<step::GroupedAdamW>(named, config_.optim);
   auto state = fsdp::toShardState(fullState, state_.trainable, state_.shards, *state_.sharded,
                                   config_.optim.weight_decay);
   if (!state) return state.status();
@@ -93,4 +93,4 @@ void Trainer::finishShardedBackward(bool checkFlow) {
   state_.sharded->setReduceDuringBackward(structureChecked_);
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

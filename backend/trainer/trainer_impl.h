@@ -20,26 +20,26 @@
 #include "backend/checkpoint/training_state.h"
 #include "backend/data/data_source.h"
 #include "backend/data/special_tokens.h"
-#include "backend/dist/communicator.h"
-#include "backend/dist/gradient_sync.h"
-#include "backend/dist/groups.h"
-#include "backend/dist/rendezvous.h"
+#include "backend/distributed/communicator.h"
+#include "backend/distributed/gradient_sync.h"
+#include "backend/distributed/groups.h"
+#include "backend/distributed/rendezvous.h"
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config/derived.h"
 #include "backend/protocol/io/fault_write_env.h"
 #include "backend/protocol/wire/run_dir.h"
+#include "backend/step/loss.h"
+#include "backend/step/precision.h"
+#include "backend/step/step_plan.h"
 #include "backend/telemetry/control_inbox.h"
 #include "backend/telemetry/emitter.h"
-#include "backend/train/loss.h"
-#include "backend/train/precision.h"
-#include "backend/train/step_plan.h"
 #include "backend/trainer/control_loop.h"
 #include "backend/trainer/fault_injection.h"
 #include "backend/trainer/rank_reporter.h"
 #include "backend/trainer/step_result.h"
 #include "backend/trainer/trainer.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 // Hex digest of the config as written to config.yaml (run_started, pre-flight).
 std::string configHash(const protocol::RunConfig& config);
@@ -85,7 +85,7 @@ class Trainer {
   protocol::StatusOr<StepResult> trainIteration(const data::StepBatches& batches);
   // Forward and loss of one batch (labels, autocast, skipped padding); the
   // caller decides about gradients.
-  train::LmLoss forwardLoss(const data::Batch& batch, const torch::Tensor& labels, bool compat);
+  step::LmLoss forwardLoss(const data::Batch& batch, const torch::Tensor& labels, bool compat);
   void optimizerStep(StepResult* result);
   void checkGradientFlow();
 
@@ -110,26 +110,26 @@ class Trainer {
   protocol::DerivedFigures figures_;
   data::SpecialTokenIds tokens_;
   torch::Device device_{torch::kCPU};
-  train::PrecisionPolicy precision_;
+  step::PrecisionPolicy precision_;
 
   std::unique_ptr<telemetry::TelemetryEmitter> emitter_;  // rank 0
   std::unique_ptr<telemetry::ControlInbox> inbox_;        // rank 0
   std::shared_ptr<spdlog::logger> log_;
 
-  TrainingState state_;
+  checkpoint::TrainingState state_;
   std::unique_ptr<data::DataSource> valSource_;  // null: no dataset has val_shards
-  std::unique_ptr<train::StepPlan> plan_;
+  std::unique_ptr<step::StepPlan> plan_;
 
-  std::unique_ptr<dist::Membership> membership_;  // world > 1
-  // NOTE [Host and device groups] (dist/groups.h): every collective of the run goes to one of them, by
+  std::unique_ptr<distributed::Membership> membership_;  // world > 1
+  // NOTE [Host and device groups] (distributed/groups.h): every collective of the run goes to one of them, by
   // where its tensor lives. Solo with one rank; one Gloo group for both unless dist_backend is nccl.
-  dist::RankGroups groups_;
-  std::unique_ptr<dist::GradientSync> gradSync_;          // DDP with world > 1
+  distributed::RankGroups groups_;
+  std::unique_ptr<distributed::GradientSync> gradSync_;   // DDP with world > 1
   FaultPlan faults_;                                      // NOTE [Fault injection]
   std::unique_ptr<protocol::FaultWriteEnv> faultWrites_;  // FS_FAULT_WRITE_*: cuts checkpoint writes
 
   // The parts, made once the rank joined the world (setUp).
-  std::unique_ptr<Checkpointer> checkpointer_;
+  std::unique_ptr<checkpoint::Checkpointer> checkpointer_;
   std::unique_ptr<RankReporter> reporter_;
   std::unique_ptr<ControlLoop> control_;
 
@@ -140,4 +140,4 @@ class Trainer {
   std::string runId_;
 };
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -14,16 +14,16 @@
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/wire/run_manifest.h"
 #include "backend/runtime/runtime_info.h"
+#include "backend/step/seeding.h"
 #include "backend/telemetry/memory_tracker.h"
 #include "backend/telemetry/rank_log.h"
 #include "backend/telemetry/stop_signals.h"
-#include "backend/train/seeding.h"
 #include "backend/trainer/data_sources.h"
 #include "backend/trainer/device_choice.h"
 #include "backend/trainer/layout_event.h"
 #include "backend/trainer/trainer_impl.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 using protocol::Status;
 
@@ -109,7 +109,7 @@ Status Trainer::setUp() {
   // NOTE [Device memory by phase] (telemetry/memory_tracker.h): the caching allocator's figures per
   // phase in the memory events; nothing on the CPU.
   telemetry::setDeviceMemoryReader(deviceMemoryReader(device_));
-  auto policy = train::precisionPolicy(config_.optim.precision, device_);
+  auto policy = step::precisionPolicy(config_.optim.precision, device_);
   if (!policy) return policy.status();
   precision_ = policy.value();
   auto faults = faultPlanFromEnvironment(launch::currentEnvironment());
@@ -127,17 +127,17 @@ Status Trainer::setUp() {
   }
   if (Status s = joinWorld(); !s) return s;
   // The checkpointer, the reporter and the control loop exchange host tensors only: the host group (NOTE
-  // [Host and device groups] in dist/groups.h). A checkpoint's gathers of FSDP shards go through the
+  // [Host and device groups] in distributed/groups.h). A checkpoint's gathers of FSDP shards go through the
   // model's own group, taken from the device group (ShardedModel::shardGroup).
-  CheckpointerOptions c;
+  checkpoint::CheckpointerOptions c;
   c.writeEnv = checkpointEnv;
   c.rank = options_.rank;
   c.world = options_.world;
   c.shapesOnly = place_.shapesOnly;
   c.optimizerStepsPerEpoch = figures_.optimizerStepsPerEpoch;
   c.schedulerSteps = figures_.schedulerSteps;
-  checkpointer_ =
-      std::make_unique<Checkpointer>(config_, dir_, tokens_, state_, groups_.host, log_, emitter_.get(), c);
+  checkpointer_ = std::make_unique<checkpoint::Checkpointer>(config_, dir_, tokens_, state_, groups_.host,
+                                                             log_, emitter_.get(), c);
   RankReporterOptions r;
   r.rank = options_.rank;
   r.world = options_.world;
@@ -150,13 +150,13 @@ Status Trainer::setUp() {
                                            *reporter_, log_);
   log_->info("resident set before the model: {} bytes", telemetry::readProcessMemory().rss_bytes);
   if (Status s = buildModelAndOptimizer(); !s) return s;
-  train::seedForRank(config_, options_.rank);
+  step::seedForRank(config_, options_.rank);
   auto sources = makeDataSources(config_, dir_.root(), options_.rank, options_.world, options_.makeSource);
   if (!sources) return sources.status();
   state_.source = std::move(sources->train);
   valSource_ = std::move(sources->val);
-  plan_ = std::make_unique<train::StepPlan>(std::max<int64_t>(1, state_.source->stepsPerEpoch()),
-                                            config_.optim.grad_accum_steps);
+  plan_ = std::make_unique<step::StepPlan>(std::max<int64_t>(1, state_.source->stepsPerEpoch()),
+                                           config_.optim.grad_accum_steps);
   if (Status s = resume(); !s) return s;
   if (Status s = agreeAfterSetUp(); !s) return s;
   if (Status s = place_.fsdp ? shardModel() : Status::ok(); !s) return s;
@@ -235,7 +235,7 @@ Status Trainer::prepareRunDirectory() {
 }
 
 Status Trainer::buildModelAndOptimizer() {
-  train::seedForModelInit(config_);
+  step::seedForModelInit(config_);
   auto modelOptions = model::FlamingoOptions::fromConfig(config_.model);
   if (options_.disableDropout) modelOptions.lm().noDropout();
   model::Flamingo& model = state_.model;
@@ -269,16 +269,16 @@ Status Trainer::buildModelAndOptimizer() {
   for (const auto& [name, t] : model->namedParameters()) {
     if (t.requires_grad()) state_.trainable.push_back({name, t});
   }
-  state_.optimizer = std::make_unique<train::GroupedAdamW>(state_.trainable, config_.optim);
+  state_.optimizer = std::make_unique<step::GroupedAdamW>(state_.trainable, config_.optim);
   std::vector<double> baseLrs(state_.optimizer->groups().size(), config_.optim.lr);
   state_.schedule =
-      std::make_unique<train::LrSchedule>(train::scheduleKindFromName(config_.optim.scheduler), baseLrs,
-                                          config_.optim.warmup_steps, figures_.schedulerSteps);
+      std::make_unique<step::LrSchedule>(step::scheduleKindFromName(config_.optim.scheduler), baseLrs,
+                                         config_.optim.warmup_steps, figures_.schedulerSteps);
   state_.schedule->apply(state_.optimizer->adamw());
   if (precision_.lossScaling || options_.lossScaling) {  // NOTE [Loss scaling in the step]
-    train::GradScalerOptions scaling;
+    step::GradScalerOptions scaling;
     scaling.initScale = options_.initialLossScale;
-    state_.scaler = std::make_unique<train::GradScaler>(scaling);
+    state_.scaler = std::make_unique<step::GradScaler>(scaling);
   }
   log_->info("model built: {} parameters, {} trainable tensors", model->namedParameters().size(),
              state_.trainable.size());
@@ -288,10 +288,10 @@ Status Trainer::buildModelAndOptimizer() {
 Status Trainer::resume() {
   auto resumed = checkpointer_->resume();
   if (!resumed) return resumed.status();
-  if (resumed.value() == Resumed::kNo) return Status::ok();
+  if (resumed.value() == checkpoint::Resumed::kNo) return Status::ok();
   // NOTE [Gradient-flow check] in trainer_step.cpp: reported by the run that took the checkpoint. An
   // OpenFlamingo checkpoint comes without that run: its first step here checks.
-  if (resumed.value() == Resumed::kCheckpoint) {
+  if (resumed.value() == checkpoint::Resumed::kCheckpoint) {
     gradientFlowChecked_ = true;
     structureChecked_ = true;
   }
@@ -319,4 +319,4 @@ void Trainer::emitStartEvents() {
   emit(layoutEvent(*state_.model, state_.sharded.get(), config_.parallel.limit_all_gathers, options_.world));
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -9,16 +9,16 @@
 
 #include "backend/fsdp/sharded_clip.h"
 #include "backend/model/common.h"
+#include "backend/step/grad_clip.h"
+#include "backend/step/labels.h"
+#include "backend/step/loss.h"
 #include "backend/telemetry/memory_tracker.h"
-#include "backend/train/grad_clip.h"
-#include "backend/train/labels.h"
-#include "backend/train/loss.h"
 #include "backend/trainer/device_batch.h"
 #include "backend/trainer/iteration_agreement.h"
 #include "backend/trainer/parallelize.h"
 #include "backend/trainer/trainer_impl.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 using protocol::Status;
 using telemetry::MemoryPhase;
@@ -42,8 +42,8 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   std::vector<torch::Tensor> labels;
   std::vector<int64_t> targets;
   for (const data::Batch& b : batches.batches) {
-    labels.push_back(train::makeLabels(b.kind, b.inputIds, tokens_));
-    targets.push_back(train::countTargets(labels.back()));
+    labels.push_back(step::makeLabels(b.kind, b.inputIds, tokens_));
+    targets.push_back(step::countTargets(labels.back()));
   }
   IterationAgreement agreement(place_.distributed() ? groups_.host : nullptr, compat);
   agreement.open(targets, reporter_->pendingFigures());  // the ranks' token weighting
@@ -51,7 +51,7 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
   for (size_t i = 0; i < D; ++i) {
     const data::Batch& b = batches.batches[i];
     const protocol::DatasetConfig& cfg = config_.data.datasets.at(i);
-    train::LmLoss loss;
+    step::LmLoss loss;
     {
       MemoryPhase phase(Phase::kActivations);
       if (state_.sharded) state_.sharded->beginForward();
@@ -126,13 +126,13 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
 // padding, media slots and non-attending tokens out) on the meta device,
 // where any other read-back stops it. (The packed attention's row offsets,
 // lm_family.cpp, are read back on the CPU only, where its kernel runs.)
-train::LmLoss Trainer::forwardLoss(const data::Batch& host, const torch::Tensor& hostLabels, bool compat) {
+step::LmLoss Trainer::forwardLoss(const data::Batch& host, const torch::Tensor& hostLabels, bool compat) {
   const DeviceBatch d = toDeviceForForward(*state_.model, host, hostLabels, tokens_.pad,
                                            config_.model.lm.width, compat, device_);
-  train::AutocastScope autocast(precision_, device_);
+  step::AutocastScope autocast(precision_, device_);
   const torch::Tensor logits = state_.model->forward(
       d.batch.images.to(precision_.inputDtype), d.batch.inputIds, d.batch.attentionMask, d.padding, &d.sets);
-  return train::causalLmLoss(logits, d.labels, d.lossOptions);
+  return step::causalLmLoss(logits, d.labels, d.lossOptions);
 }
 
 // NOTE [Loss scaling in the step]
@@ -157,9 +157,9 @@ std::string formatScale(double s) {
 void Trainer::optimizerStep(StepResult* r) {
   synchronizeGradients(r);
   MemoryPhase phase(Phase::kOptimizer);
-  const train::ClipOptions clipOptions{config_.optim.max_grad_norm};
+  const step::ClipOptions clipOptions{config_.optim.max_grad_norm};
   if (state_.scaler) state_.scaler->unscaleWithoutCheck(state_.optimizer->parameters());
-  train::ClipResult clip;
+  step::ClipResult clip;
   if (state_.sharded) {  // the row mask is a gradient hook; the check reads the shards (NOTE [FSDP in the
                          // engine])
     const auto scope =
@@ -169,7 +169,7 @@ void Trainer::optimizerStep(StepResult* r) {
   } else {
     if (!config_.model.freeze_lm_embeddings) state_.model->maskEmbeddingGradient();
     if (!gradientFlowChecked_) checkGradientFlow();
-    clip = train::clipGradNorm(state_.optimizer->parameters(), clipOptions);
+    clip = step::clipGradNorm(state_.optimizer->parameters(), clipOptions);
     reporter_->noteGradients(gradSync_ ? gradSync_->bucketBytes() : 0);  // NOTE [Replicated model state]
   }
   if (state_.scaler) {
@@ -257,4 +257,4 @@ void Trainer::checkGradientFlow() {
   }
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

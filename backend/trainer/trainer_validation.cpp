@@ -7,11 +7,11 @@
 #include <cmath>
 #include <optional>
 
-#include "backend/train/labels.h"
-#include "backend/train/loss.h"
+#include "backend/step/labels.h"
+#include "backend/step/loss.h"
 #include "backend/trainer/trainer_impl.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 
 using protocol::Status;
 
@@ -32,7 +32,7 @@ Status Trainer::runValidation() {
       // Forwards gather units, so every rank runs as many as the rank with the most batches.
       torch::Tensor t =
           torch::tensor({int64_t{have}, int64_t{!next.isOk()}, int64_t{!have && !last}}, torch::kInt64);
-      groups_.host->allReduce(t, dist::ReduceOp::kMax, "validation batch");
+      groups_.host->allReduce(t, distributed::ReduceOp::kMax, "validation batch");
       if (t[1].item<int64_t>() && next.isOk())
         status = Status::invalidArgument("validation failed on another rank");
       if (t[1].item<int64_t>() || !t[0].item<int64_t>()) {
@@ -55,7 +55,7 @@ Status Trainer::runValidation() {
     if (have) last = *next.value();
     for (const data::Batch& b : last->batches) {
       if (state_.sharded) state_.sharded->beginForward();
-      const train::LmLoss loss = forwardLoss(b, train::makeLabels(b.kind, b.inputIds, tokens_), false);
+      const step::LmLoss loss = forwardLoss(b, step::makeLabels(b.kind, b.inputIds, tokens_), false);
       if (state_.sharded) state_.sharded->finishForward();
       if (loss.noTargets || takePart) continue;
       sum[b.dataset] += loss.loss.item<double>();
@@ -73,7 +73,7 @@ Status Trainer::runValidation() {
       v.push_back(static_cast<double>(count.count(d.name) ? count[d.name] : 0));
     }
     torch::Tensor t = torch::tensor(v, torch::kFloat64);
-    groups_.host->allReduce(t, dist::ReduceOp::kSum, "validation losses");
+    groups_.host->allReduce(t, distributed::ReduceOp::kSum, "validation losses");
     sum.clear();
     count.clear();
     for (size_t i = 0; i < ds.size(); ++i) {
@@ -94,4 +94,4 @@ Status Trainer::runValidation() {
   return Status::ok();
 }
 
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   std::ofstream lines(out);
   if (!lines) return usage(("cannot write " + out).c_str());
 
-  fs::engine::TrainerOptions options;
+  fs::trainer::TrainerOptions options;
   options.rank = world->rank;
   options.world = world->worldSize;
   options.localWorld = world->localWorldSize;
@@ -135,15 +135,15 @@ int main(int argc, char** argv) {
     };
   }
   // NOTE [Measured peak per rank]: read, then start the next step's interval.
-  options.onProgress = [&](const fs::engine::Progress& p) {
+  options.onProgress = [&](const fs::trainer::Progress& p) {
     lines << stepLine(options.rank, p.step, fs::telemetry::memorySnapshot()) << "\n" << std::flush;
     if (live.is_open()) live << "step " << p.step << ": " << fs::bench::endLiveAtPeakStep() << std::flush;
     fs::telemetry::resetMemoryPeaks();
   };
-  auto outcome = fs::engine::runTraining(*cfg, runDir, options);
+  auto outcome = fs::trainer::runTraining(*cfg, runDir, options);
   if (!outcome) {
     std::cerr << "fsdp_peak_probe: " << outcome.status().message() << "\n";
     return 1;
   }
-  return outcome.value() == fs::engine::TrainOutcome::kKilled ? 1 : 0;
+  return outcome.value() == fs::trainer::TrainOutcome::kKilled ? 1 : 0;
 }

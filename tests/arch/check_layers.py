@@ -8,11 +8,16 @@ Backend layers (BACKEND_LAYERS below): a folder may link and include only
 the folders listed for it, so the arrows point one way:
   protocol <- {runtime, tensorfile, launch, telemetry, state_keys, model, data, fsdp_plan},
   {tensorfile, state_keys} <- inspect, state_keys <- model
-           <- {train, dist} <- fsdp <- checkpoint <- trainer <- cli,
+           <- {step, distributed} <- fsdp <- checkpoint <- trainer <- cli,
   protocol <- export <- {cli, the GUI}
 and backend/fsdp/ takes nothing from backend/model/ but the published hook
 interface, backend/model/unit_hooks.h (and takes backend/runtime's device
 streams directly).
+
+Namespaces follow folders: a file in backend/X/ defines its code in
+fs::X (or a namespace inside it); backend/data/<sub>/ is fs::data, and
+backend/export/ is fs::exporter (`export` is a keyword). Another folder's
+namespace may be opened only to forward-declare its types.
 
 Usage: check_layers.py LINK_GRAPH_TSV SOURCE_DIR   (LINK_GRAPH_TSV may be '-'
 to check the sources only). Exits 1 naming every violation.
@@ -36,12 +41,12 @@ BACKEND_LAYERS = {
     "backend/telemetry": {"backend/protocol"},
     "backend/model": {"backend/protocol", "backend/runtime", "backend/state_keys"},
     "backend/fsdp_plan": {"backend/protocol", "backend/tensorfile"},
-    "backend/train": {"backend/protocol", "backend/runtime"} | _DATA,
-    "backend/dist": {"backend/protocol", "backend/telemetry"},
-    "backend/fsdp": {"backend/protocol", "backend/runtime", "backend/dist", "backend/train", "backend/telemetry",
+    "backend/step": {"backend/protocol", "backend/runtime"} | _DATA,
+    "backend/distributed": {"backend/protocol", "backend/telemetry"},
+    "backend/fsdp": {"backend/protocol", "backend/runtime", "backend/distributed", "backend/step", "backend/telemetry",
                      "backend/tensorfile", "backend/fsdp_plan"},
     "backend/checkpoint": {"backend/protocol", "backend/runtime", "backend/tensorfile", "backend/telemetry",
-                           "backend/model", "backend/train", "backend/dist", "backend/fsdp",
+                           "backend/model", "backend/step", "backend/distributed", "backend/fsdp",
                            "backend/fsdp_plan"} | _DATA,
 }
 for _d in _DATA:
@@ -78,6 +83,34 @@ def torch_free(path):
     return path.split("/")[0] in ("app", "ui", "studio") or backend_folder(path + "/x") in TORCH_FREE
 
 
+# Folders whose namespace is not fs::<folder name> (NOTE in the module docstring).
+NAMESPACE_OF = {d: "data" for d in _DATA} | {"backend/export": "exporter"}
+NAMESPACE_OPEN = re.compile(r"^namespace fs::([A-Za-z_][\w:]*) \{")
+FORWARD_DECL = re.compile(r"^\s*((class|struct|enum class|enum) \w+( : [\w:]+)?;)?\s*(//.*)?$")
+
+
+def check_namespaces(rel, lines):
+    """Errors for a backend file whose code lies outside its folder's namespace."""
+    here = backend_folder(rel)
+    if here is None:
+        return []
+    own = NAMESPACE_OF.get(here, here.split("/", 1)[1])
+    errors, opened = [], None
+    for n, line in enumerate(lines, 1):
+        m = NAMESPACE_OPEN.match(line)
+        if m:
+            top = m.group(1).split("::")[0]
+            opened = None if top == own else (m.group(1), n)
+            continue
+        if line.startswith("}"):
+            opened = None
+        elif opened and not FORWARD_DECL.match(line):
+            errors.append(f"{rel}:{n} defines code in fs::{opened[0]} (opened at line {opened[1]}): "
+                          f"{here} holds fs::{own}; another folder's namespace may only forward-declare")
+            opened = None
+    return errors
+
+
 def check_sources(source_dir):
     errors, unknown = [], {}  # unknown: folder -> its first file
     for top in ("backend", "app", "ui", "studio"):
@@ -88,7 +121,9 @@ def check_sources(source_dir):
                 path = os.path.join(root, name)
                 rel = os.path.relpath(path, source_dir)
                 here = backend_folder(rel)
-                for n, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+                lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
+                errors += check_namespaces(rel, lines)
+                for n, line in enumerate(lines, 1):
                     m = INCLUDE.match(line)
                     if not m:
                         continue

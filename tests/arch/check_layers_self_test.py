@@ -22,12 +22,16 @@ CASES = [
      "backend/model may not depend on backend/fsdp"),
     ("backend/protocol/planted.cpp", '#include "backend/data/batch.h"',
      "backend/protocol may not depend on backend/data"),
-    ("backend/train/planted.cpp", '#include "backend/trainer/trainer.h"',
-     "backend/train may not depend on backend/trainer"),
+    ("backend/step/planted.cpp", '#include "backend/trainer/trainer.h"',
+     "backend/step may not depend on backend/trainer"),
     ("backend/fsdp_plan/planted.cpp", "#include <torch/torch.h>", "includes LibTorch"),
     ("app/planted.cpp", "#include <torch/torch.h>", "includes LibTorch"),
     ("ui/planted.cpp", '#include "backend/model/flamingo.h"', "the GUI reaches only torch-free backend layers"),
     ("backend/telemetry/planted.cpp", "#include <QString>", "includes Qt"),
+    ("backend/trainer/planted.cpp", "namespace fs::engine {\nint planted = 1;\n}",
+     "defines code in fs::engine"),
+    ("backend/checkpoint/planted.h", "namespace fs::trainer {\nstruct Planted {};\n}",
+     "backend/checkpoint holds fs::checkpoint"),
     ("backend/newlayer/planted.cpp", '#include "backend/protocol/status.h"', "no layer in tests/arch"),
 ]
 
@@ -61,11 +65,11 @@ with tempfile.TemporaryDirectory(prefix="fs-arch-") as scratch:
 
 # The link graph: a planted link, in a graph of three real target names.
 LINK_CASES = [
-    ("backend/fsdp\tfs_fsdp\tfs_dist;fs_model\t\t\n", "fs_fsdp links fs_model (backend/model)"),
-    ("backend/model\tfs_model\tfs_dist\t\t\n", "backend/model may not depend on backend/dist"),
+    ("backend/fsdp\tfs_fsdp\tfs_distributed;fs_model\t\t\n", "fs_fsdp links fs_model (backend/model)"),
+    ("backend/model\tfs_model\tfs_distributed\t\t\n", "backend/model may not depend on backend/distributed"),
     ("app\tfs_app\tfs_model\t\t\n", "links LibTorch"),
 ]
-BASE = "backend/dist\tfs_dist\tfs_protocol\t\t\nbackend/model\tfs_model\ttorch\t\t\n"
+BASE = "backend/distributed\tfs_distributed\tfs_protocol\t\t\nbackend/model\tfs_model\ttorch\t\t\n"
 with tempfile.TemporaryDirectory(prefix="fs-arch-") as scratch:
     graph = os.path.join(scratch, "link_graph.tsv")
     os.makedirs(os.path.join(scratch, "src"))

@@ -10,7 +10,7 @@
 
 #include "backend/protocol/wire/agent_events.h"
 #include "backend/protocol/wire/run_dir.h"
-#include "tests/backend/dist/rank_processes.h"
+#include "tests/backend/distributed/rank_processes.h"
 #include "tests/backend/trainer/engine_test_util.h"
 #include "tests/fixtures/fixture_unavailable.h"
 #include "tests/integration/two_nodes.h"
@@ -81,7 +81,7 @@ class DistributedRunTest : public ::testing::Test {
                                      "parallel.preflight_timeout_s=60"};
     sets.insert(sets.end(), extra.begin(), extra.end());
     const auto path = root_ / (name + ".yaml");
-    EXPECT_TRUE(protocol::saveConfigFile(engine::test::tinyConfig(sets), path.string()).isOk());
+    EXPECT_TRUE(protocol::saveConfigFile(trainer::test::tinyConfig(sets), path.string()).isOk());
     return path;
   }
 
@@ -138,8 +138,8 @@ TEST_F(DistributedRunTest, TheAgentAndTorchrunStartTheSameRun) {
                           "--master_port", std::to_string(fs::testing::freePort()), "--no_python", kTrain,
                           "train", "--config", config.string(), "--run-dir", viaTorchrun.string()})});
   ASSERT_EQ(t[0].code, 0) << t[0].output;
-  const auto agentEventsRead = engine::test::readEvents(viaAgent, true);
-  const auto torchrunEvents = engine::test::readEvents(viaTorchrun, true);
+  const auto agentEventsRead = trainer::test::readEvents(viaAgent, true);
+  const auto torchrunEvents = trainer::test::readEvents(viaTorchrun, true);
   expectSameLosses(stepLosses(agentEventsRead), stepLosses(torchrunEvents), "agent vs torchrun");
   for (const auto* events : {&agentEventsRead, &torchrunEvents}) {
     bool twoRanks = false;
@@ -164,12 +164,12 @@ TEST_F(DistributedRunTest, SigtermToTheAgentStopsEveryRankAfterACheckpoint) {
       "long", 2, {"data.datasets[0].samples_per_epoch=8000", "data.datasets[1].samples_per_epoch=4000"});
   const auto dir = root_ / "run";
   const pid_t pid = start("agent", agent(dir, config, fs::testing::freePort(), 1, 2, 0, "n0"));
-  engine::test::waitForSteps(dir, 3);
+  trainer::test::waitForSteps(dir, 3);
   ::kill(pid, SIGTERM);
   auto exits = wait({pid});
   ASSERT_EQ(exits[0].code, 0) << exits[0].output;
   bool stopped = false, checkpoint = false;
-  for (const auto& e : engine::test::readEvents(dir, true)) {
+  for (const auto& e : trainer::test::readEvents(dir, true)) {
     if (const auto* f = std::get_if<protocol::RunFinishedEvent>(&e.body))
       stopped = f->status == protocol::FinishStatus::kStopped;
     checkpoint = checkpoint || std::holds_alternative<protocol::CheckpointEvent>(e.body);
@@ -189,7 +189,7 @@ TEST_F(DistributedRunTest, AKilledRankIsNamedByTheAgentAndEveryProcessExits) {
       "long", 2, {"data.datasets[0].samples_per_epoch=8000", "data.datasets[1].samples_per_epoch=4000"});
   const auto dir = root_ / "run";
   const pid_t pid = start("agent", agent(dir, config, fs::testing::freePort(), 1, 2, 0, "n0"));
-  engine::test::waitForSteps(dir, 3);
+  trainer::test::waitForSteps(dir, 3);
   int64_t rank1 = 0;
   for (const auto& e : agentEvents(dir, "n0").events) {
     if (const auto* s = std::get_if<protocol::RankSpawnedEvent>(&e.body); s && s->rank == 1) rank1 = s->pid;
@@ -219,7 +219,7 @@ TEST_F(DistributedRunTest, ANodeThatCannotReachTheMasterIsNamed) {
   auto exits = wait({node0, node1});
   EXPECT_NE(exits[0].code, 0);
   EXPECT_NE(exits[1].code, 0);
-  const std::string errors = engine::test::errorMessages(engine::test::readEvents(dir, true));
+  const std::string errors = trainer::test::errorMessages(trainer::test::readEvents(dir, true));
   EXPECT_NE(errors.find("rank 2 (node 1), rank 3 (node 1) did not join the rendezvous"), std::string::npos)
       << errors;
   const std::string rank2 = readFile(dir / "logs" / "rank-2.log");
@@ -246,8 +246,9 @@ TEST_F(DistributedRunTest, TwoNodesInNetworkNamespacesTrainAsOneProcess) {
   auto exits = wait({a, b});
   ASSERT_EQ(exits[0].code, 0) << exits[0].output;
   ASSERT_EQ(exits[1].code, 0) << exits[1].output;
-  expectSameLosses(stepLosses(engine::test::readEvents(single, true)),
-                   stepLosses(engine::test::readEvents(dir, true)), "1 process x 8 vs 2 nodes x 2 ranks x 2");
+  expectSameLosses(stepLosses(trainer::test::readEvents(single, true)),
+                   stepLosses(trainer::test::readEvents(dir, true)),
+                   "1 process x 8 vs 2 nodes x 2 ranks x 2");
   for (const auto& node : {"a", "b"}) {
     int clean = 0;
     for (const auto& e : agentEvents(dir, node).events) {

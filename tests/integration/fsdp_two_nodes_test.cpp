@@ -23,21 +23,21 @@
 namespace fs::integration {
 namespace {
 
-using engine::test::RunOutput;
+using trainer::test::RunOutput;
 
 const std::string kTrain = std::string(FS_BINARY_DIR) + "/bin/flamingo-train";
 // Per tensor, as fsdp_test: all tensors together stay within 1e-5 (NOTE [Tensor tolerance]).
 constexpr double kTensorRel = 1e-4;
 
-class FsdpTwoNodesTest : public engine::test::RankRunTest {
+class FsdpTwoNodesTest : public trainer::test::RankRunTest {
  protected:
   std::string prefix() const override { return "fs-fsdp-2nodes"; }
 
   // Global batches of 12 LAION and 12 MMC4 samples over `world` ranks, 10 steps.
   static protocol::RunConfig config(int world, std::vector<std::string> extra) {
-    auto sets = engine::test::rankRunSets(world, 12, 12, 10);
+    auto sets = trainer::test::rankRunSets(world, 12, 12, 10);
     sets.insert(sets.end(), extra.begin(), extra.end());
-    return engine::test::tinyConfig(sets);
+    return trainer::test::tinyConfig(sets);
   }
 
   // `flamingo-train launch` for node `nodeRank` of 2, 2 ranks each.
@@ -105,11 +105,11 @@ TEST_F(FsdpTwoNodesTest, HybridShardOnTwoNodesInNetworkNamespacesTrainsAsOneProc
   hybrid.exits = fs::testing::waitAll({a, b}, logs, std::chrono::seconds(500));
   ASSERT_EQ(hybrid.exits[0].code, 0) << "node A:\n" << hybrid.exits[0].output;
   ASSERT_EQ(hybrid.exits[1].code, 0) << "node B:\n" << hybrid.exits[1].output;
-  engine::test::readRunResults(&hybrid);
+  trainer::test::readRunResults(&hybrid);
 
-  engine::test::expectSameRun(one, hybrid, "hybrid_shard on 2 nodes (namespaces) x 2 ranks", 1e-5,
-                              kTensorRel);
-  engine::test::expectPlannedLayout(hybrid, cfg, fsdp_plan::Strategy::kHybridShard, 4, 2);
+  trainer::test::expectSameRun(one, hybrid, "hybrid_shard on 2 nodes (namespaces) x 2 ranks", 1e-5,
+                               kTensorRel);
+  trainer::test::expectPlannedLayout(hybrid, cfg, fsdp_plan::Strategy::kHybridShard, 4, 2);
 
   // Each agent ran its two ranks to a clean exit.
   for (const std::string node : {"a", "b"}) {

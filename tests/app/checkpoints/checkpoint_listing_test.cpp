@@ -22,7 +22,7 @@
 #include "app/checkpoints/sharded_index_reader.h"
 #include "app/history/run_dir_reader.h"
 #include "backend/protocol/wire/event_codec.h"
-#include "tests/backend/dist/rank_processes.h"
+#include "tests/backend/distributed/rank_processes.h"
 
 namespace fs::app {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "backend/checkpoint/checkpoint_io.h"
 
-namespace fs::engine::test {
+namespace fs::checkpoint::test {
 
 // Model tensors (names, order, bits), optimizer state and param groups,
 // scheduler, epoch and resume position.
@@ -43,4 +43,4 @@ inline void expectBitwiseEqual(const CheckpointContents& a, const CheckpointCont
   EXPECT_EQ(a.resume.iteration, b.resume.iteration) << what;
 }
 
-}  // namespace fs::engine::test
+}  // namespace fs::checkpoint::test

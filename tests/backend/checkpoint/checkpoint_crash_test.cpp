@@ -34,7 +34,7 @@
 #include "backend/trainer/trainer.h"
 #include "tests/backend/trainer/engine_test_util.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -312,4 +312,4 @@ TEST_F(CheckpointCrashTest, StartupRestoresOrRemovesLeftoversAndSaysSo) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

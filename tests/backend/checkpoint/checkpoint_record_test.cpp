@@ -21,7 +21,7 @@
 #include "backend/inspect/checkpoint_index.h"
 #include "backend/inspect/training_state.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -200,4 +200,4 @@ TEST_P(OldFiles, ReadAsTheirEngineSaidAndResume) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, OldFiles, testing::Values("full-step16", "sharded-step16"));
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

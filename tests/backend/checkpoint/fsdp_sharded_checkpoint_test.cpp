@@ -26,7 +26,7 @@
 #include "tests/backend/checkpoint/checkpoint_compare.h"
 #include "tests/backend/trainer/rank_runs.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 namespace {
 
 using test::RunOutput;
@@ -271,4 +271,4 @@ TEST_F(FsdpShardedCheckpointTest, AnIncompleteCheckpointIsSkippedByName) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -33,7 +33,7 @@
 #include "tests/backend/data/tokenizer/tokenizer_test_util.h"
 #include "tests/fixtures/fixture_unavailable.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -408,4 +408,4 @@ TEST(HfModelsContradiction, ValidationNamesTheFieldAndTheFile) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -18,7 +18,7 @@
 #include "backend/model/flamingo.h"
 #include "tests/backend/model/tiny_model.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -185,4 +185,4 @@ INSTANTIATE_TEST_SUITE_P(Towers, VisionOracle, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -16,13 +16,13 @@
 #include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/wire/event_codec.h"
+#include "backend/step/optimizer.h"
+#include "backend/step/seeding.h"
 #include "backend/telemetry/stop_signals.h"
-#include "backend/train/optimizer.h"
-#include "backend/train/seeding.h"
 #include "backend/trainer/trainer.h"
 #include "tests/backend/trainer/engine_test_util.h"
 
-namespace fs::engine {
+namespace fs::checkpoint {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -32,7 +32,7 @@ protocol::RunConfig tiny(const std::vector<std::string>& sets = {}) {
 }
 
 model::Flamingo buildTiny(const protocol::RunConfig& config) {
-  train::seedForModelInit(config);
+  step::seedForModelInit(config);
   model::Flamingo m(model::FlamingoOptions::fromConfig(config.model));
   m->freezeAsOpenFlamingo();
   return m;
@@ -70,7 +70,7 @@ class WeightsTest : public ::testing::Test {
     nlohmann::json spec;
     spec["vision"] = nlohmann::json::object();
     spec["checkpoint"] = nlohmann::json::object();
-    std::vector<train::NamedParameter> trainable;
+    std::vector<step::NamedParameter> trainable;
     for (const auto& [name, t] : m->namedParameters()) {
       if (startsWith(name, "vision_encoder.")) spec["vision"][name.substr(15)] = t.sizes().vec();
       if (t.requires_grad() || name.find("embed") != std::string::npos)
@@ -78,7 +78,7 @@ class WeightsTest : public ::testing::Test {
       if (t.requires_grad()) trainable.push_back({name, t});
     }
     spec["groups"] = nlohmann::json::array();
-    for (const auto& g : train::groupParameters(trainable, 0.1)) {
+    for (const auto& g : step::groupParameters(trainable, 0.1)) {
       nlohmann::json shapes = nlohmann::json::array();
       for (const auto& p : g.params) shapes.push_back(p.sizes().vec());
       spec["groups"].push_back(shapes);
@@ -321,4 +321,4 @@ TEST_F(WeightsTest, HuggingFaceIdFailsTheRunClearly) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::checkpoint

@@ -16,7 +16,7 @@
 #include <mutex>
 
 #include "backend/fsdp/sharded_model.h"
-#include "tests/backend/dist/thread_ranks.h"
+#include "tests/backend/distributed/thread_ranks.h"
 #include "tests/backend/fsdp/sharded_flamingo.h"
 
 namespace fs::fsdp {
@@ -24,7 +24,7 @@ namespace {
 
 using namespace fs::fsdp::testing;
 
-std::shared_ptr<dist::Communicator> borrowed(dist::Communicator& comm) {
+std::shared_ptr<distributed::Communicator> borrowed(distributed::Communicator& comm) {
   return {&comm, [](auto*) {}};
 }
 
@@ -54,7 +54,7 @@ Training train(const OffloadCase& setup, bool offload) {
   const mt::Batch batches[2] = {batchOf("opt"), batchOf("opt")};
   Training run;
   std::mutex mu;
-  const auto errors = fs::testing::runThreadRanks(2, [&](dist::Communicator& comm) {
+  const auto errors = fs::testing::runThreadRanks(2, [&](distributed::Communicator& comm) {
     Flamingo m = buildModel("opt", false);
     comm.barrier("models built");
     ShardingOptions o;
@@ -187,7 +187,8 @@ TEST(CpuOffloadCuda, OneRankTrainsLikeShardsOnTheDevice) {
     o.offloadShards = offload;
     o.forwardPrefetch = true;
     o.backwardPrefetch = ShardingOptions::BackwardPrefetch::kPre;
-    auto sharded = std::make_shared<ShardedModel>(*m, flamingoUnits(m), dist::makeSoloCommunicator(), o);
+    auto sharded =
+        std::make_shared<ShardedModel>(*m, flamingoUnits(m), distributed::makeSoloCommunicator(), o);
     m->setUnitHooks(sharded);
     sharded->setReduceDuringBackward(true);
     EXPECT_TRUE(sharded->streams().active());

@@ -12,7 +12,7 @@
 #include <limits>
 #include <mutex>
 
-#include "tests/backend/dist/thread_ranks.h"
+#include "tests/backend/distributed/thread_ranks.h"
 
 namespace fs::fsdp {
 namespace {
@@ -51,7 +51,7 @@ torch::Tensor globalInput() {
 TEST(FlatParameterTest, ShardsPadAndRoundTrip) {
   for (int world : {1, 2, 3}) {
     std::mutex mu;
-    const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+    const auto errors = testing::runThreadRanks(world, [&](distributed::Communicator& comm) {
       Mlp model;
       Mlp reference;
       FlatParameter flat(membersOf(*model.a, "a"), comm.rank(), comm.size());
@@ -75,7 +75,7 @@ TEST(FlatParameterTest, ShardsPadAndRoundTrip) {
   // Gather, free, gather again: the values come back, the bytes go and return.
   for (int world : {1, 3}) {
     std::mutex mu;
-    const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+    const auto errors = testing::runThreadRanks(world, [&](distributed::Communicator& comm) {
       Mlp model;
       Mlp reference;
       FlatParameter flat(membersOf(*model.b, "b"), comm.rank(), comm.size());
@@ -116,7 +116,7 @@ TEST(FlatParameterTest, FreedUnitsBackwardToTheUnshardedGradients) {
   const auto want = referenceGradients();
   for (int world : {1, 2, 3}) {
     std::mutex mu;
-    const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+    const auto errors = testing::runThreadRanks(world, [&](distributed::Communicator& comm) {
       Mlp model;
       std::vector<std::unique_ptr<FlatParameter>> units;
       const char* names[] = {"a", "b", "c"};
@@ -168,7 +168,7 @@ TEST(FlatParameterTest, OffloadedShardIsCopiedForEachGatherAndItsGradientLandsWh
     for (int world : {1, 2}) {
       const std::string what = std::string(c10::toString(inGather)) + ", world " + std::to_string(world);
       std::mutex mu;
-      const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+      const auto errors = testing::runThreadRanks(world, [&](distributed::Communicator& comm) {
         Mlp kept, offloaded;
         FlatParameter k(membersOf(*kept.layers()[0], "a"), comm.rank(), comm.size(), dtypes);
         FlatParameter f(membersOf(*offloaded.layers()[0], "a"), comm.rank(), comm.size(), dtypes, nullptr,
@@ -225,7 +225,7 @@ TEST(FlatParameterTest, StoreDtypeKeepsTheTrainableShardInIt) {
   const FlatDtypes bf16{torch::kBFloat16, torch::kBFloat16, torch::kBFloat16};
   for (int world : {1, 2}) {
     std::mutex mu;
-    const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+    const auto errors = testing::runThreadRanks(world, [&](distributed::Communicator& comm) {
       Mlp model;
       Mlp reference;
       FlatParameter f(membersOf(*model.layers()[0], "a"), comm.rank(), comm.size(), bf16);
@@ -269,7 +269,7 @@ TEST(FlatParameterTest, MixedPrecisionGathersACastAndReducesIntoTheMasterShard) 
   }
   for (int world : {1, 2, 3}) {
     std::mutex mu;
-    const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+    const auto errors = testing::runThreadRanks(world, [&](distributed::Communicator& comm) {
       Mlp model;
       Mlp reference;
       for (auto& p : model.b->parameters()) p.set_requires_grad(false);
@@ -362,7 +362,7 @@ TEST(FlatParameterTest, MixedPrecisionGathersACastAndReducesIntoTheMasterShard) 
 TEST(FlatParameterTest, ValuesComeFromRankZeroAlone) {
   for (int world : {2, 3}) {
     std::mutex mu;
-    const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+    const auto errors = testing::runThreadRanks(world, [&](distributed::Communicator& comm) {
       Mlp model;
       Mlp reference;
       if (comm.rank() != 0) {
@@ -391,7 +391,7 @@ TEST(FlatParameterTest, ValuesFromRankZeroArriveInChunks) {
   torch::nn::Linear reference(in, out);
   const int world = 3;
   std::mutex mu;
-  const auto errors = testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+  const auto errors = testing::runThreadRanks(world, [&](distributed::Communicator& comm) {
     torch::nn::Linear layer(in, out);
     {
       torch::NoGradGuard noGrad;

@@ -1,5 +1,5 @@
 // Clipping sharded gradients of the tiny Flamingo on 1-4 Gloo thread ranks
-// (every sharding strategy) against train::clipGradNorm on the unsharded
+// (every sharding strategy) against step::clipGradNorm on the unsharded
 // gradients: the global norm and clipped gradients, and the reference's
 // per-unit clipping (each unit's trainable gradients by their own norm).
 #include "backend/fsdp/sharded_clip.h"
@@ -9,7 +9,7 @@
 
 #include <mutex>
 
-#include "tests/backend/dist/thread_ranks.h"
+#include "tests/backend/distributed/thread_ranks.h"
 #include "tests/backend/fsdp/sharded_flamingo.h"
 
 namespace fs::fsdp {
@@ -43,9 +43,9 @@ void expectClippedAsUnsharded(const Case& c) {
     for (const auto& p : m->parameters()) {
       if (p.requires_grad()) all.push_back(p);
     }
-    wantNorm = train::globalGradNorm(all);
+    wantNorm = step::globalGradNorm(all);
     if (c.scope == ClipScope::kGlobal) {
-      train::clipGradNorm(all, {c.maxNorm});
+      step::clipGradNorm(all, {c.maxNorm});
     } else {
       std::set<const c10::TensorImpl*> inUnits;
       for (const auto& u : flamingoUnits(m)) {
@@ -54,23 +54,24 @@ void expectClippedAsUnsharded(const Case& c) {
           inUnits.insert(p.unsafeGetTensorImpl());
           if (p.requires_grad()) mine.push_back(p);
         }
-        if (!mine.empty()) train::clipGradNorm(mine, {c.maxNorm});
+        if (!mine.empty()) step::clipGradNorm(mine, {c.maxNorm});
       }
       std::vector<torch::Tensor> root;  // the rest: one unit
       for (const auto& p : m->parameters()) {
         if (p.requires_grad() && !inUnits.count(p.unsafeGetTensorImpl())) root.push_back(p);
       }
-      train::clipGradNorm(root, {c.maxNorm});
+      step::clipGradNorm(root, {c.maxNorm});
     }
     for (const auto& p : m->named_parameters()) {
       if (p.value().requires_grad() && p.value().grad().defined()) want[p.key()] = p.value().grad().clone();
     }
   }
   std::mutex mu;
-  const auto errors = fs::testing::runThreadRanks(c.world, [&](dist::Communicator& comm) {
+  const auto errors = fs::testing::runThreadRanks(c.world, [&](distributed::Communicator& comm) {
     Flamingo m = buildModel("opt", false);
     comm.barrier("models built");
-    ShardedModel sharded(*m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}),
+    ShardedModel sharded(*m, flamingoUnits(m),
+                         std::shared_ptr<distributed::Communicator>(&comm, [](auto*) {}),
                          ShardingOptions{parseStrategy(c.strategy), 2});
     auto hooks = std::shared_ptr<ShardedModel>(&sharded, [](auto*) {});
     m->setUnitHooks(hooks);

@@ -13,7 +13,7 @@
 #include <map>
 #include <mutex>
 
-#include "tests/backend/dist/thread_ranks.h"
+#include "tests/backend/distributed/thread_ranks.h"
 #include "tests/backend/fsdp/sharded_flamingo.h"
 
 namespace fs::fsdp {
@@ -42,13 +42,13 @@ void expectUnshardedGradients(const std::string& family, bool checkpointing, con
   }
   ASSERT_FALSE(want.empty());
   std::mutex mu;
-  const auto errors = fs::testing::runThreadRanks(world, [&](dist::Communicator& comm) {
+  const auto errors = fs::testing::runThreadRanks(world, [&](distributed::Communicator& comm) {
     Flamingo m = buildModel(family, checkpointing);
     // Checkpointing's recompute restores torch's global generator, which the other rank threads may still be
     // drawing their weights from: everyone builds first.
     comm.barrier("models built");
     auto sharded = std::make_shared<ShardedModel>(
-        *m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
+        *m, flamingoUnits(m), std::shared_ptr<distributed::Communicator>(&comm, [](auto*) {}), options);
     m->setUnitHooks(sharded);
     sharded->setReduceDuringBackward(early);
     const int64_t rows = B / world;
@@ -223,11 +223,11 @@ TEST_P(PrefetchTest, GathersAheadWithinTheLimit) {
   const bool mayPrefetch =
       (c.forward || c.backward != ShardingOptions::BackwardPrefetch::kNone) && c.limit != 1;
   std::mutex mu;
-  const auto errors = fs::testing::runThreadRanks(2, [&](dist::Communicator& comm) {
+  const auto errors = fs::testing::runThreadRanks(2, [&](distributed::Communicator& comm) {
     Flamingo m = buildModel("opt", c.checkpointing);
     comm.barrier("models built");
     auto sharded = std::make_shared<ShardedModel>(
-        *m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
+        *m, flamingoUnits(m), std::shared_ptr<distributed::Communicator>(&comm, [](auto*) {}), options);
     m->setUnitHooks(sharded);
     sharded->setReduceDuringBackward(true);
     int firstPeak = 0;
@@ -326,7 +326,7 @@ TEST_P(GatherWindowTest, RecordsTheUnitsGatheredTogetherAtThePeak) {
   options.backwardPrefetch = c.forward ? BP::kNone : BP::kPre;
   options.sharedShards = false;  // node-shared shards never prefetch (NOTE [Node-shared shards])
   std::mutex mu;
-  const auto errors = fs::testing::runThreadRanks(2, [&](dist::Communicator& comm) {
+  const auto errors = fs::testing::runThreadRanks(2, [&](distributed::Communicator& comm) {
     Flamingo m = buildFourLayers();
     comm.barrier("models built");
     std::vector<UnitSpec> units;
@@ -334,7 +334,7 @@ TEST_P(GatherWindowTest, RecordsTheUnitsGatheredTogetherAtThePeak) {
       units.push_back({"layers." + std::to_string(i), m->flamingoLayers()[i]->decoder_layer});
     }
     auto sharded = std::make_shared<ShardedModel>(
-        *m, units, std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}), options);
+        *m, units, std::shared_ptr<distributed::Communicator>(&comm, [](auto*) {}), options);
     m->setUnitHooks(sharded);
     std::vector<std::vector<size_t>> sets;
     for (int pass = 0; pass < 2; ++pass) {
@@ -370,14 +370,14 @@ TEST(DelayedInit, EveryShardComesFromItsNodesFirstRank) {
     options.ranksPerNode = 2;
     options.valuesFromNodeLeader = true;
     std::mutex mu;
-    const auto errors = fs::testing::runThreadRanks(4, [&](dist::Communicator& comm) {
+    const auto errors = fs::testing::runThreadRanks(4, [&](distributed::Communicator& comm) {
       Flamingo m = buildModel("opt", false);
       if (comm.rank() % 2 != 0) {
         torch::NoGradGuard noGrad;
         for (auto& p : m->parameters()) p.fill_(std::numeric_limits<float>::quiet_NaN());
       }
-      ShardedModel sharded(*m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}),
-                           options);
+      ShardedModel sharded(*m, flamingoUnits(m),
+                           std::shared_ptr<distributed::Communicator>(&comm, [](auto*) {}), options);
       for (const auto& u : sharded.units()) {
         for (const auto& f : u.flats) {
           torch::Tensor full = torch::empty({f->paddedNumel()}, f->shard().options().requires_grad(false));
@@ -398,7 +398,7 @@ TEST(DelayedInit, EveryShardComesFromItsNodesFirstRank) {
 // Node 1's first rank built other values for one parameter: every rank stops, naming the flat parameter
 // and the two ranks, instead of training a model stitched from two.
 TEST(DelayedInit, NodesWithDifferentValuesAreRefusedByName) {
-  const auto errors = fs::testing::runThreadRanks(4, [&](dist::Communicator& comm) {
+  const auto errors = fs::testing::runThreadRanks(4, [&](distributed::Communicator& comm) {
     Flamingo m = buildModel("opt", false);
     if (comm.rank() == 2) {
       torch::NoGradGuard noGrad;
@@ -407,8 +407,8 @@ TEST(DelayedInit, NodesWithDifferentValuesAreRefusedByName) {
     ShardingOptions options;
     options.ranksPerNode = 2;
     options.valuesFromNodeLeader = true;
-    ShardedModel sharded(*m, flamingoUnits(m), std::shared_ptr<dist::Communicator>(&comm, [](auto*) {}),
-                         options);
+    ShardedModel sharded(*m, flamingoUnits(m),
+                         std::shared_ptr<distributed::Communicator>(&comm, [](auto*) {}), options);
   });
   for (size_t r = 0; r < errors.size(); ++r) {
     EXPECT_NE(

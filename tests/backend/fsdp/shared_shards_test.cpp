@@ -12,7 +12,7 @@
 #include <mutex>
 
 #include "backend/fsdp/sharded_model.h"
-#include "tests/backend/dist/thread_ranks.h"
+#include "tests/backend/distributed/thread_ranks.h"
 #include "tests/backend/fsdp/sharded_flamingo.h"
 
 namespace fs::fsdp {
@@ -20,7 +20,7 @@ namespace {
 
 using namespace fs::fsdp::testing;
 
-std::shared_ptr<dist::Communicator> borrowed(dist::Communicator& comm) {
+std::shared_ptr<distributed::Communicator> borrowed(distributed::Communicator& comm) {
   return {&comm, [](auto*) {}};
 }
 
@@ -55,7 +55,7 @@ Training train(bool sharedShards) {
   run.forwardCollectives.assign(2, 0);
   run.whyNotShared.assign(2, "");
   std::mutex mu;
-  const auto errors = fs::testing::runThreadRanks(2, [&](dist::Communicator& comm) {
+  const auto errors = fs::testing::runThreadRanks(2, [&](distributed::Communicator& comm) {
     Flamingo m = buildModel("opt", false);
     comm.barrier("models built");
     ShardingOptions o;
@@ -131,7 +131,7 @@ TEST(NodeSharedShards, OneRankRunsAWholePassBeforeItsPeerStartsOne) {
   const double targets = batch.attention_mask.slice(1, 1).sum().item<double>();
   std::promise<void> aheadDone;
   auto ahead = aheadDone.get_future();
-  const auto errors = fs::testing::runThreadRanks(2, [&](dist::Communicator& comm) {
+  const auto errors = fs::testing::runThreadRanks(2, [&](distributed::Communicator& comm) {
     Flamingo m = buildModel("opt", false);
     comm.barrier("models built");
     auto sharded = std::make_shared<ShardedModel>(*m, flamingoUnits(m), borrowed(comm), ShardingOptions{});
@@ -159,7 +159,7 @@ TEST(NodeSharedShards, OneRankRunsAWholePassBeforeItsPeerStartsOne) {
 }
 
 TEST(NodeSharedShards, AShardWrittenOutsideTheProtocolIsRefusedByName) {
-  const auto errors = fs::testing::runThreadRanks(2, [&](dist::Communicator& comm) {
+  const auto errors = fs::testing::runThreadRanks(2, [&](distributed::Communicator& comm) {
     Flamingo m = buildModel("opt", false);
     comm.barrier("models built");
     auto sharded = std::make_shared<ShardedModel>(*m, flamingoUnits(m), borrowed(comm), ShardingOptions{});

@@ -26,7 +26,7 @@
 
 #include "backend/fsdp_plan/plan.h"
 #include "backend/protocol/config/config_yaml.h"
-#include "tests/backend/dist/rank_processes.h"
+#include "tests/backend/distributed/rank_processes.h"
 
 namespace fs::fsdp_plan {
 namespace {

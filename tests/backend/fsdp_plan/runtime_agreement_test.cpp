@@ -19,9 +19,9 @@
 #include "backend/fsdp_plan/layout.h"
 #include "backend/fsdp_plan/sharding.h"
 #include "backend/model/flamingo.h"
-#include "backend/train/optimizer.h"
+#include "backend/step/optimizer.h"
 #include "plan_test_util.h"
-#include "tests/backend/dist/thread_ranks.h"
+#include "tests/backend/distributed/thread_ranks.h"
 
 namespace fs::fsdp_plan {
 namespace {
@@ -48,7 +48,7 @@ void expectAgreement(const Case& c) {
   ASSERT_TRUE(layout.isOk()) << layout.status().message();
   const auto plan = planShards(*layout, precision, c.strategy, {c.world, c.nodes});
 
-  const auto errors = fs::testing::runThreadRanks(c.world, [&](dist::Communicator& world) {
+  const auto errors = fs::testing::runThreadRanks(c.world, [&](distributed::Communicator& world) {
     model::Flamingo m{nullptr};
     {
       std::lock_guard<std::mutex> lock(buildMutex());
@@ -63,10 +63,10 @@ void expectAgreement(const Case& c) {
       if (!u.path.empty()) specs.push_back({u.path, modules.at(u.path)});
     }
     fsdp::ShardingOptions options;
-    options.trainableGroup = [](const std::string& name) { return train::decaysWeight(name) ? 0 : 1; };
+    options.trainableGroup = [](const std::string& name) { return step::decaysWeight(name) ? 0 : 1; };
     options.strategy = c.runtime;
     options.ranksPerNode = c.world / c.nodes;
-    auto comm = std::shared_ptr<dist::Communicator>(&world, [](dist::Communicator*) {});
+    auto comm = std::shared_ptr<distributed::Communicator>(&world, [](distributed::Communicator*) {});
     fsdp::ShardedModel sharded(*m, specs, comm, options);
 
     // Runtime units: ours in spec order, the root last; the planner's: the root first.

@@ -188,7 +188,7 @@ TEST_F(CheckpointCheckEngineTest, CheckReportsClassByClassWhatTheEngineLoaderRep
   ASSERT_TRUE(load.ok());
   auto model = model::Flamingo(model::FlamingoOptions::fromConfig(load.config.model));
   model->freezeAsOpenFlamingo();
-  auto foreign = engine::readForeignCheckpoint(planted().string());
+  auto foreign = checkpoint::readForeignCheckpoint(planted().string());
   ASSERT_TRUE(foreign.isOk()) << foreign.status().message();
   auto report = model->loadStateDict(foreign->model);
   std::set<std::string> frozen;

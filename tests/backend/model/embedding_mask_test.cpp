@@ -1,4 +1,4 @@
-// The input-embedding gradient row mask (moved here from backend/train: the
+// The input-embedding gradient row mask (moved here from backend/step: the
 // model owns the token ids, so it owns the one implementation).
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -39,11 +39,11 @@
 
 #include "backend/checkpoint/weights.h"
 #include "backend/data/special_tokens.h"
-#include "backend/train/grad_clip.h"
-#include "backend/train/labels.h"
-#include "backend/train/loss.h"
-#include "backend/train/optimizer.h"
-#include "backend/train/schedule.h"
+#include "backend/step/grad_clip.h"
+#include "backend/step/labels.h"
+#include "backend/step/loss.h"
+#include "backend/step/optimizer.h"
+#include "backend/step/schedule.h"
 #include "tests/fixtures/fixture_unavailable.h"
 #include "tiny_model.h"
 
@@ -176,7 +176,7 @@ Flamingo loadOurs(const Case& c, const protocol::ModelConfig& config) {
   options.lm().noDropout();
   torch::manual_seed(0);
   Flamingo model(options);
-  auto sd = engine::loadStateDictFile((root() / c.name / "full.pt").string());
+  auto sd = checkpoint::loadStateDictFile((root() / c.name / "full.pt").string());
   EXPECT_TRUE(sd.isOk()) << sd.status().message();
   if (!sd.isOk()) return model;
   const LoadReport report = model->loadStateDict(sd.value());
@@ -203,7 +203,7 @@ TEST_P(OpenFlamingoParity, MatchesOpenFlamingosOwnCode) {
   // factory.py's freezing, train.py's groups and schedule, train_one_epoch's step.
   model->freezeAsOpenFlamingo();
   model->train();
-  std::vector<train::NamedParameter> trainable;
+  std::vector<step::NamedParameter> trainable;
   for (const auto& [name, t] : model->namedParameters())
     if (t.requires_grad()) trainable.push_back({name, t});
   // The schema's defaults (torch.optim.AdamW's betas and eps), OpenFlamingo's lr, decay and schedule.
@@ -216,9 +216,9 @@ TEST_P(OpenFlamingoParity, MatchesOpenFlamingosOwnCode) {
   optim.weight_decay = kWeightDecay;
   optim.warmup_steps = c.warmup;
   optim.scheduler = c.scheduler;
-  train::GroupedAdamW optimizer(trainable, optim);
+  step::GroupedAdamW optimizer(trainable, optim);
   std::vector<double> baseLrs(optimizer.groups().size(), kLr);
-  train::LrSchedule schedule(train::scheduleKindFromName(c.scheduler), baseLrs, c.warmup, c.total);
+  step::LrSchedule schedule(step::scheduleKindFromName(c.scheduler), baseLrs, c.warmup, c.total);
   data::SpecialTokenIds tokens;
   tokens.vocabSize = config.tokens.vocab_size;
   tokens.eos = config.tokens.eos_id;
@@ -238,7 +238,7 @@ TEST_P(OpenFlamingoParity, MatchesOpenFlamingosOwnCode) {
          {Forward{"laion" + s, "laion" + s + "_", data::DatasetKind::kLaion, kLossMultiplierLaion},
           Forward{"mmc4_" + s, "mmc4_" + s + "_", data::DatasetKind::kMmc4, kLossMultiplierMmc4}}) {
       const auto& ids = batches.at(f.prefix + "ids");
-      const torch::Tensor labels = train::makeLabels(f.kind, ids, tokens);
+      const torch::Tensor labels = step::makeLabels(f.kind, ids, tokens);
       EXPECT_TRUE(torch::equal(labels, results.at(f.key + ".labels"))) << c.name << " " << f.key << ": ours\n"
                                                                        << labels << "\nOpenFlamingo's\n"
                                                                        << results.at(f.key + ".labels");
@@ -251,14 +251,14 @@ TEST_P(OpenFlamingoParity, MatchesOpenFlamingosOwnCode) {
         EXPECT_LE(rel, 1e-5) << c.name << " " << f.key << " logits: max |ours - theirs| / max |theirs|";
         RecordProperty(f.key + "_logits_max_relative", std::to_string(rel));
       }
-      const train::LmLoss loss = train::causalLmLoss(logits, labels);
+      const step::LmLoss loss = step::causalLmLoss(logits, labels);
       const double ours = loss.loss.item<double>();
       const double theirs = results.at(f.key + ".loss").item<double>();
       EXPECT_NEAR(ours, theirs, 1e-5 * std::abs(theirs)) << c.name << " " << f.key << " loss";
       (loss.loss * f.multiplier).backward();
     }
     model->maskEmbeddingGradient();
-    train::clipGradNorm(optimizer.parameters(), train::ClipOptions{1.0});
+    step::clipGradNorm(optimizer.parameters(), step::ClipOptions{1.0});
     std::vector<torch::Tensor> grads;
     for (const auto& [name, t] : model->namedParameters())
       grads.push_back(t.grad().defined() ? t.grad().clone() : torch::zeros_like(t));
@@ -331,7 +331,7 @@ TEST_P(OpenFlamingoParity, MatchesOpenFlamingosOwnCode) {
 
   // train_utils.save_checkpoint's file (module. prefix, trainable keys plus embeddings,
   // AdamW's and LambdaLR's state): what checkpoint.resume_from reads.
-  auto foreign = engine::readForeignCheckpoint((dir / "checkpoint_0.pt").string());
+  auto foreign = checkpoint::readForeignCheckpoint((dir / "checkpoint_0.pt").string());
   ASSERT_TRUE(foreign.isOk()) << foreign.status().message();
   EXPECT_FALSE(foreign->hasFlamingoStudioKey);
   EXPECT_EQ(foreign->epoch.value_or(-1), 0);
@@ -349,7 +349,7 @@ TEST_P(OpenFlamingoParity, MatchesOpenFlamingosOwnCode) {
   for (size_t i = 0; i < resumedParams.size(); ++i)
     EXPECT_TRUE(torch::equal(resumedParams[i].second, theirParams[i].second)) << resumedParams[i].first;
   ASSERT_TRUE(foreign->optimizer.has_value());
-  train::GroupedAdamW reloaded(trainable, optim);
+  step::GroupedAdamW reloaded(trainable, optim);
   const auto loadedOptimizer = reloaded.loadStateDict(*foreign->optimizer);
   EXPECT_TRUE(loadedOptimizer.isOk()) << loadedOptimizer.message();
   ASSERT_TRUE(foreign->scheduler.has_value());

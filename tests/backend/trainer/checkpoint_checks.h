@@ -15,7 +15,7 @@
 #include "backend/checkpoint/checkpoint_manifest.h"
 #include "backend/protocol/wire/events.h"
 
-namespace fs::engine::test {
+namespace fs::trainer::test {
 
 // Each step's losses by dataset, from a run's step events (a later event of a step wins).
 inline std::map<int64_t, std::map<std::string, double>> stepLosses(
@@ -30,14 +30,15 @@ inline std::map<int64_t, std::map<std::string, double>> stepLosses(
 // The step of the newest complete checkpoint in `dir` (0: none), after checking that it reads and
 // that its tensors match the hashes in its manifest (-1, with a test failure, when they do not).
 inline int64_t newestIntact(const std::filesystem::path& dir) {
-  auto newest = newestCompleteCheckpoint(dir, nullptr);
+  auto newest = checkpoint::newestCompleteCheckpoint(dir, nullptr);
   if (!newest) return 0;
-  auto ck = readCheckpoint(*newest);
+  auto ck = checkpoint::readCheckpoint(*newest);
   EXPECT_TRUE(ck.isOk()) << ck.status().message();
   if (!ck.isOk()) return -1;
-  protocol::Status verified = verifyCheckpointManifest(ck->resume.manifest, ck->modelState, *newest);
+  protocol::Status verified =
+      checkpoint::verifyCheckpointManifest(ck->resume.manifest, ck->modelState, *newest);
   EXPECT_TRUE(verified.isOk()) << verified.message();
   return ck->resume.step;
 }
 
-}  // namespace fs::engine::test
+}  // namespace fs::trainer::test

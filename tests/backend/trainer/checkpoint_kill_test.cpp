@@ -24,7 +24,7 @@
 #include "tests/backend/trainer/checkpoint_checks.h"
 #include "tests/backend/trainer/engine_test_util.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -147,4 +147,4 @@ TEST_F(CheckpointKillTest, TwentyKillsDuringShardedCheckpointWritesResumeExactly
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

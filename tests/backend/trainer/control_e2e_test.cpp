@@ -24,15 +24,15 @@ namespace {
 namespace fsys = std::filesystem;
 using namespace fs::protocol;
 
-using Process = fs::engine::test::EngineProcess;
-using fs::engine::test::isAck;
+using Process = fs::trainer::test::EngineProcess;
+using fs::trainer::test::isAck;
 
 std::vector<Event> readEvents(const fsys::path& dir) {
-  return fs::engine::test::readEvents(dir, /*finished=*/false);
+  return fs::trainer::test::readEvents(dir, /*finished=*/false);
 }
 
 Event waitFor(const fsys::path& dir, const std::function<bool(const Event&)>& pred, const char* what) {
-  return fs::engine::test::waitForEvent(dir, pred, what);
+  return fs::trainer::test::waitForEvent(dir, pred, what);
 }
 
 class ControlE2e : public ::testing::Test {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/backend/dist/thread_ranks.h"
+#include "tests/backend/distributed/thread_ranks.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 TEST(ControlRequestTest, MergeKeepsFlagsAndTheLaterOfPauseAndResume) {
@@ -52,7 +52,7 @@ TEST(ControlRequestTest, FlagsRoundTripAndDisagreementStaysPaused) {
 // Every rank's rounds, in order.
 std::vector<std::vector<DataRound>> runRounds(const std::vector<std::vector<DataReadiness>>& perRound) {
   std::vector<std::vector<DataRound>> out(3);
-  const auto errors = fs::testing::runThreadRanks(3, [&](dist::Communicator& comm) {
+  const auto errors = fs::testing::runThreadRanks(3, [&](distributed::Communicator& comm) {
     const auto r = static_cast<size_t>(comm.rank());
     for (const auto& round : perRound) out[r].push_back(agreeDataReady(comm, round[r]));
   });
@@ -112,4 +112,4 @@ TEST(DataReadyRoundTest, AFailedSourcesMessageReachesEveryRank) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -10,7 +10,7 @@
 
 #include "tests/backend/trainer/engine_test_util.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 TEST(DataSources, SyntheticTrainsInEveryBuild) {
@@ -52,4 +52,4 @@ TEST(DataSources, WithCodecsEverySourcePassesTheCheck) {
 #endif
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -30,7 +30,7 @@
 #include "backend/protocol/wire/control_file.h"
 #include "backend/protocol/wire/event_codec.h"
 #include "backend/protocol/wire/run_manifest.h"
-#include "tests/backend/dist/rank_processes.h"
+#include "tests/backend/distributed/rank_processes.h"
 #include "tests/backend/trainer/engine_process.h"
 
 namespace {
@@ -38,17 +38,17 @@ namespace {
 namespace fsys = std::filesystem;
 using namespace fs::protocol;
 using Clock = std::chrono::steady_clock;
-constexpr auto kDeadline = fs::engine::test::kProcessDeadline;
+constexpr auto kDeadline = fs::trainer::test::kProcessDeadline;
 
-using Process = fs::engine::test::EngineProcess;
-using fs::engine::test::isAck;
+using Process = fs::trainer::test::EngineProcess;
+using fs::trainer::test::isAck;
 
 std::vector<Event> readEvents(const fsys::path& dir) {
-  return fs::engine::test::readEvents(dir, /*finished=*/false);
+  return fs::trainer::test::readEvents(dir, /*finished=*/false);
 }
 
 Event waitFor(const fsys::path& dir, const std::function<bool(const Event&)>& pred, const char* what) {
-  return fs::engine::test::waitForEvent(dir, pred, what);
+  return fs::trainer::test::waitForEvent(dir, pred, what);
 }
 
 bool waitForFile(const fsys::path& file) {

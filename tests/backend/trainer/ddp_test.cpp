@@ -22,7 +22,7 @@
 #include "backend/protocol/wire/control_file.h"
 #include "tests/backend/trainer/rank_runs.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 using test::expectSameRun;
@@ -252,4 +252,4 @@ TEST_F(DdpTest, ResumeOnAnotherWorldSizeContinuesTheRun) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

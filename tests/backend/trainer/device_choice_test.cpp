@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 DeviceFacts facts(bool built, int64_t devices) {
@@ -91,4 +91,4 @@ TEST(DeviceChoice, ThisProcessFactsAgreeWithTheBuild) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

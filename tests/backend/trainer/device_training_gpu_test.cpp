@@ -17,7 +17,7 @@
 #include "backend/trainer/trainer.h"
 #include "engine_test_util.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 class DeviceTrainingTest : public test::RunRootTest {
@@ -70,4 +70,4 @@ INSTANTIATE_TEST_SUITE_P(Precisions, LowPrecisionOnTheGpu,
                          ::testing::Values("amp_bf16", "amp_fp16", "bf16", "fp16"));
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -41,7 +41,7 @@
 #include "tests/backend/trainer/private_tmpfs.h"
 #include "tests/fixtures/fixture_unavailable.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -304,4 +304,4 @@ TEST_F(DiskFullTest, EventsThatFillTheDiskStopTheRunNamingTheFile) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -21,7 +21,7 @@
 #include "backend/protocol/wire/event_codec.h"
 #include "tests/backend/trainer/engine_test_util.h"
 
-namespace fs::engine::test {
+namespace fs::trainer::test {
 
 inline constexpr auto kProcessDeadline = std::chrono::minutes(3);
 
@@ -93,4 +93,4 @@ inline bool isAck(const protocol::Event& e, uint64_t seq) {
   return a && a->control_seq == seq;
 }
 
-}  // namespace fs::engine::test
+}  // namespace fs::trainer::test

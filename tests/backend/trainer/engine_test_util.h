@@ -16,7 +16,7 @@
 #include "backend/protocol/wire/event_codec.h"
 #include "backend/telemetry/stop_signals.h"
 
-namespace fs::engine::test {
+namespace fs::trainer::test {
 
 // The tiny preset on in-memory synthetic batches (the preset itself trains on
 // generated shards; shard_pipeline_test covers that), with `sets` applied
@@ -97,4 +97,4 @@ inline void waitForSteps(const std::filesystem::path& dir, int steps) {
   }
 }
 
-}  // namespace fs::engine::test
+}  // namespace fs::trainer::test

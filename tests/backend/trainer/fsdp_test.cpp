@@ -27,12 +27,12 @@
 #include "backend/fsdp_plan/memory_estimate.h"
 #include "backend/fsdp_plan/sharding.h"
 #include "backend/model/flamingo.h"
-#include "backend/train/seeding.h"
+#include "backend/step/seeding.h"
 #include "tests/backend/checkpoint/checkpoint_compare.h"
 #include "tests/backend/trainer/planned_layout_check.h"
 #include "tests/backend/trainer/rank_runs.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 using test::expectBitwiseEqual;
@@ -209,7 +209,7 @@ TEST_F(FsdpTest, OnlyThePerceiverTheCrossAttentionAndTheNewRowsChange) {
   const auto cfg = config(2);
   const RunOutput r = run("trained", 2, cfg);
   ASSERT_FALSE(r.state.empty());
-  train::seedForModelInit(cfg);
+  step::seedForModelInit(cfg);
   model::Flamingo initial(model::FlamingoOptions::fromConfig(cfg.model));
   std::map<std::string, torch::Tensor> before;
   for (const auto& [name, t] : initial->namedParameters()) before[name] = t.detach();
@@ -255,8 +255,8 @@ TEST_F(FsdpTest, OneRankWritesTheSingleProcessCheckpointBitForBit) {
   // Without clipping nothing is summed in another order: the sharded run must be exact.
   const RunOutput one = run("single", 1, single({"optim.max_grad_norm=0"}));
   const RunOutput sharded = run("fsdp1", 1, config(1, {"optim.max_grad_norm=0"}));
-  auto a = readCheckpoint(one.dir / "checkpoint_0.pt");
-  auto b = readCheckpoint(sharded.dir / "checkpoint_0.pt");
+  auto a = checkpoint::readCheckpoint(one.dir / "checkpoint_0.pt");
+  auto b = checkpoint::readCheckpoint(sharded.dir / "checkpoint_0.pt");
   ASSERT_TRUE(a.isOk() && b.isOk());
   expectBitwiseEqual(*a, *b, "fsdp world 1 vs one process");
 }
@@ -271,8 +271,8 @@ TEST_F(FsdpTest, CpuOffloadTrainsBitForBitLikeShardsKeptInPlace) {
   ASSERT_EQ(kept.losses.size(), 10u);
   ASSERT_EQ(offloaded.losses.size(), 10u) << offloaded.exits[0].output;
   for (size_t i = 0; i < 10; ++i) EXPECT_EQ(offloaded.losses[i], kept.losses[i]) << "step " << i + 1;
-  auto a = readCheckpoint(kept.dir / "checkpoint_0.pt");
-  auto b = readCheckpoint(offloaded.dir / "checkpoint_0.pt");
+  auto a = checkpoint::readCheckpoint(kept.dir / "checkpoint_0.pt");
+  auto b = checkpoint::readCheckpoint(offloaded.dir / "checkpoint_0.pt");
   ASSERT_TRUE(a.isOk() && b.isOk());
   expectBitwiseEqual(*a, *b, "cpu_offload vs shards kept in place");
   for (int r = 0; r < 2; ++r) {
@@ -316,8 +316,8 @@ TEST_F(FsdpTest, HybridSaveAndRestartIsBitwiseTheUninterruptedRun) {
   const RunOutput restarted = run("restarted", 4, cfg, nodes(4, 2));
   ASSERT_EQ(restarted.losses.size(), 5u);
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(restarted.losses[i], whole.losses[5 + i]) << "step " << 6 + i;
-  auto a = readCheckpoint(whole.dir / "checkpoint_0.pt");
-  auto b = readCheckpoint(restarted.dir / "checkpoint_0.pt");
+  auto a = checkpoint::readCheckpoint(whole.dir / "checkpoint_0.pt");
+  auto b = checkpoint::readCheckpoint(restarted.dir / "checkpoint_0.pt");
   ASSERT_TRUE(a.isOk() && b.isOk());
   expectBitwiseEqual(*a, *b, "restarted vs uninterrupted");
 }
@@ -451,4 +451,4 @@ TEST_F(FsdpTest, PlainBf16TrainsBfloat16Weights) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

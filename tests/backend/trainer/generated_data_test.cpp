@@ -17,7 +17,7 @@
 #include "backend/trainer/data_sources.h"
 #include "tests/backend/trainer/engine_test_util.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -97,4 +97,4 @@ TEST_F(GeneratedDataTest, CompleteCopyIsReusedAndListedAsFiles) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -1,6 +1,6 @@
 // group_routing_test: every collective of a multi-rank run goes to the group
 // its tensor belongs to (NOTE [Host and device groups] in
-// backend/dist/groups.h): host tensors to the Gloo host group, tensors on the
+// backend/distributed/groups.h): host tensors to the Gloo host group, tensors on the
 // rank's device to the device group (NCCL on GPUs). A NCCL group refuses a
 // host tensor, and Gloo would carry a GPU's gradients through host memory;
 // neither shows on a CPU run, whose host and device are one.
@@ -49,11 +49,11 @@
 #include <variant>
 #include <vector>
 
-#include "backend/dist/groups.h"
+#include "backend/distributed/groups.h"
 #include "backend/launch/world_env.h"
 #include "backend/trainer/device_choice.h"
 #include "backend/trainer/trainer.h"
-#include "tests/backend/dist/rank_processes.h"
+#include "tests/backend/distributed/rank_processes.h"
 #include "tests/backend/trainer/rank_runs.h"
 #include "tests/backend/trainer/routing_check.h"
 #include "tests/backend/trainer/stand_in_device.h"
@@ -61,7 +61,7 @@
 #include "backend/data/shardgen/synthetic_shards.h"
 #endif
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -97,7 +97,7 @@ TEST(GroupRoutingWorker, Rank) {
   std::vector<std::shared_ptr<RoutingCheck>> checks;  // host group, device group
   if (env("FS_ROUTING_DEVICE") == "stand-in") {
     o.device = testing::standInDevice();
-    o.wrapGroups = [&](dist::RankGroups& groups) {
+    o.wrapGroups = [&](distributed::RankGroups& groups) {
       testing::checkRouting(groups, *o.device);
       checks = {std::dynamic_pointer_cast<RoutingCheck>(groups.host),
                 std::dynamic_pointer_cast<RoutingCheck>(groups.device)};
@@ -268,9 +268,9 @@ TEST_F(GroupRoutingTest, ValidationAndShardedCheckpointsUnderFsdp) {
 }  // namespace
 
 // Sends `t` on `group` as the gradients; not in the anonymous namespace, so that the refusal can name it.
-void sendGradientsForTheRoutingTest(dist::Communicator& group, torch::Tensor t);
-[[gnu::noinline]] void sendGradientsForTheRoutingTest(dist::Communicator& group, torch::Tensor t) {
-  group.allReduce(t, dist::ReduceOp::kSum, "gradients on the wrong group");
+void sendGradientsForTheRoutingTest(distributed::Communicator& group, torch::Tensor t);
+[[gnu::noinline]] void sendGradientsForTheRoutingTest(distributed::Communicator& group, torch::Tensor t) {
+  group.allReduce(t, distributed::ReduceOp::kSum, "gradients on the wrong group");
 }
 
 namespace {
@@ -299,12 +299,12 @@ TEST(GroupRoutingBackend, NcclWithoutAGpuStopsNamingTheField) {
 // and the caller; the stand-in computes as the CPU does.
 TEST(GroupRoutingCheck, EachGroupRefusesTheOthersTensors) {
   const c10::Device device = testing::standInDevice();
-  dist::RankGroups groups = dist::soloGroups();
+  distributed::RankGroups groups = distributed::soloGroups();
   testing::checkRouting(groups, device);
   torch::Tensor onDevice = torch::ones({3}).to(device);
   torch::Tensor onHost = torch::ones({3});
-  groups.device->allReduce(onDevice, dist::ReduceOp::kSum, "gradients");
-  groups.host->allReduce(onHost, dist::ReduceOp::kSum, "flags");
+  groups.device->allReduce(onDevice, distributed::ReduceOp::kSum, "gradients");
+  groups.host->allReduce(onHost, distributed::ReduceOp::kSum, "flags");
   try {
     sendGradientsForTheRoutingTest(*groups.host, onDevice);
     ADD_FAILURE() << "the host group took a tensor on " << device;
@@ -313,7 +313,7 @@ TEST(GroupRoutingCheck, EachGroupRefusesTheOthersTensors) {
     EXPECT_NE(m.find("all_reduce 'gradients on the wrong group' on the host group got a tensor on standin:0"),
               std::string::npos)
         << m;
-    EXPECT_NE(m.find("issued by fs::engine::sendGradientsForTheRoutingTest("), std::string::npos)
+    EXPECT_NE(m.find("issued by fs::trainer::sendGradientsForTheRoutingTest("), std::string::npos)
         << "no caller named: " << m;
   }
   torch::Tensor out = torch::empty({3});
@@ -353,4 +353,4 @@ TEST(GroupRoutingCheck, TheStandInComputesAsTheCpu) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -9,9 +9,9 @@
 
 #include <cmath>
 
-#include "tests/backend/dist/thread_ranks.h"
+#include "tests/backend/distributed/thread_ranks.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 TEST(IterationAgreementTest, OneRankIsLocal) {
@@ -45,9 +45,10 @@ struct RankResult {
 // Figures: {r, 10 r}.
 std::vector<RankResult> runThreeRanks(bool compat) {
   std::vector<RankResult> out(3);
-  const auto errors = fs::testing::runThreadRanks(3, [&](dist::Communicator& comm) {
+  const auto errors = fs::testing::runThreadRanks(3, [&](distributed::Communicator& comm) {
     const int r = comm.rank();
-    IterationAgreement a(std::shared_ptr<dist::Communicator>(&comm, [](dist::Communicator*) {}), compat);
+    IterationAgreement a(std::shared_ptr<distributed::Communicator>(&comm, [](distributed::Communicator*) {}),
+                         compat);
     const std::vector<double> figures = {static_cast<double>(r), 10.0 * r};
     a.open({r + 1, 0}, &figures);
     a.awaitOpening();
@@ -91,4 +92,4 @@ TEST(IterationAgreementTest, CompatLogsThePlainMeanAndDoesNotScale) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -14,7 +14,7 @@
 #include "backend/trainer/trainer.h"
 #include "engine_test_util.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 using LossScalingTest = test::RunRootTest;
@@ -40,8 +40,8 @@ TEST_F(LossScalingTest, APowerOfTwoScaleChangesNoLossAndNoWeight) {
     EXPECT_EQ(*b[i].loss_scale, 65536.0);  // 16 good steps: far from the 2000 that double it
     EXPECT_FALSE(b[i].skipped);
   }
-  auto ca = readCheckpoint(root_ / "plain" / "checkpoint_0.pt");
-  auto cb = readCheckpoint(root_ / "scaled" / "checkpoint_0.pt");
+  auto ca = checkpoint::readCheckpoint(root_ / "plain" / "checkpoint_0.pt");
+  auto cb = checkpoint::readCheckpoint(root_ / "scaled" / "checkpoint_0.pt");
   ASSERT_TRUE(ca.isOk() && cb.isOk());
   ASSERT_EQ(ca->modelState.size(), cb->modelState.size());
   for (size_t i = 0; i < ca->modelState.size(); ++i) {
@@ -93,7 +93,7 @@ TEST_F(LossScalingTest, OverflowSkipsTheStepAndHalvesTheScaleUntilTheGradientsFi
   ASSERT_TRUE(runTraining(config, root_ / "plain", TrainerOptions{}).isOk());
   EXPECT_EQ(s[0].loss, test::stepEvents(root_ / "plain")[0].loss);
 
-  auto ck = readCheckpoint(root_ / "run" / "checkpoint_0.pt");
+  auto ck = checkpoint::readCheckpoint(root_ / "run" / "checkpoint_0.pt");
   ASSERT_TRUE(ck.isOk()) << ck.status().message();
   ASSERT_TRUE(ck->resume.gradScaler.has_value());
   EXPECT_EQ(ck->resume.gradScaler->scale, expected);
@@ -134,8 +134,8 @@ TEST_F(LossScalingTest, ResumeContinuesWithTheSavedScale) {
     skips += a[i].skipped && a[i].step > 7 ? 1 : 0;
   }
   EXPECT_GE(skips, 1u) << "no overflow after the resume: the test would not show the scale carried over";
-  auto ca = readCheckpoint(root_ / "full" / "checkpoint_1.pt"),
-       cb = readCheckpoint(root_ / "cut" / "checkpoint_1.pt");
+  auto ca = checkpoint::readCheckpoint(root_ / "full" / "checkpoint_1.pt"),
+       cb = checkpoint::readCheckpoint(root_ / "cut" / "checkpoint_1.pt");
   ASSERT_TRUE(ca.isOk() && cb.isOk());
   ASSERT_TRUE(ca->resume.gradScaler && cb->resume.gradScaler);
   EXPECT_EQ(cb->resume.gradScaler->scale, ca->resume.gradScaler->scale);
@@ -146,4 +146,4 @@ TEST_F(LossScalingTest, ResumeContinuesWithTheSavedScale) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

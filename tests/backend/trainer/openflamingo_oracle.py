@@ -128,7 +128,7 @@ def save_tokenizer(c, path):
 def build(c, work, out):
     """The factory's model from a CLIP checkpoint file (out/clip.pt) and a Hugging Face LM
     folder (out/lm), both random and then moved off their init (perturb), as pretrained
-    weights would be; the test loads them with our loadPretrained too."""
+    weights would be; the test loads them with our checkpoint::loadPretrained too."""
     clip_name = f"fs-oracle-vit-{c['name']}"
     clip_cfg = {"embed_dim": c["vision_output_dim"], "quick_gelu": c["quick_gelu"],
                 "vision_cfg": {"image_size": c["image_size"], "layers": c["vision_layers"], "width": c["vision_width"],

@@ -39,14 +39,14 @@
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/validate.h"
-#include "backend/train/labels.h"
-#include "backend/train/loss.h"
+#include "backend/step/labels.h"
+#include "backend/step/loss.h"
 #include "backend/trainer/replay.h"
 #include "engine_test_util.h"
 #include "replay_test_util.h"
 #include "tests/fixtures/fixture_unavailable.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -242,7 +242,7 @@ TEST_P(OpenFlamingoOracle, LoadsItsStateDictAndMatchesLogitsLabelsAndLoss) {
   torch::manual_seed(0);
   model::Flamingo model(options);
   // The normal loader of OpenFlamingo's files: a bare state dict, or the {epoch, model_state_dict} form.
-  auto foreign = readForeignCheckpoint((dir / "flamingo.pt").string());
+  auto foreign = checkpoint::readForeignCheckpoint((dir / "flamingo.pt").string());
   ASSERT_TRUE(foreign.isOk()) << foreign.status().message();
   EXPECT_EQ(foreign->epoch.has_value(), c.every_n == 2);
   const auto report = model->loadStateDict(foreign->model);
@@ -271,13 +271,13 @@ TEST_P(OpenFlamingoOracle, LoadsItsStateDictAndMatchesLogitsLabelsAndLoss) {
     RecordProperty("max_relative_logit_difference_" + kind, rel.str());
     std::cout << c.name << " " << kind << ": logits max relative difference " << rel.str();
 
-    const auto labels = train::makeLabels(b.kind, b.inputIds, tokens);
+    const auto labels = step::makeLabels(b.kind, b.inputIds, tokens);
     const auto their_labels =
         readRaw<int64_t>(dir / ("labels_" + kind + ".bin"), labels.sizes(), torch::kLong);
     EXPECT_TRUE(torch::equal(labels, their_labels)) << c.name << " " << kind << ": ours\n"
                                                     << labels << "\ntrain_one_epoch's\n"
                                                     << their_labels;
-    const double loss = train::causalLmLoss(logits, labels).loss.item<double>();
+    const double loss = step::causalLmLoss(logits, labels).loss.item<double>();
     const double their_loss = readNumber(dir / ("loss_" + kind + ".txt"));
     EXPECT_NEAR(loss, their_loss, 1e-5 * std::abs(their_loss)) << c.name << " " << kind;
     std::cout << "; loss relative difference " << std::abs(loss - their_loss) / std::abs(their_loss) << "\n";
@@ -305,20 +305,20 @@ TEST_P(OpenFlamingoOracle, PretrainedFilesPlusItsCheckpointEqualItsStateDict) {
 
   torch::manual_seed(1);
   model::Flamingo whole(options);
-  auto all = readForeignCheckpoint((dir / "flamingo.pt").string());
+  auto all = checkpoint::readForeignCheckpoint((dir / "flamingo.pt").string());
   ASSERT_TRUE(all.isOk()) << all.status().message();
   ASSERT_TRUE(whole->loadStateDict(all->model).ok());
 
   torch::manual_seed(2);
   model::Flamingo ours(options);
   ours->freezeAsOpenFlamingo();
-  auto pretrained = loadPretrained(*ours, config.model);
+  auto pretrained = checkpoint::loadPretrained(*ours, config.model);
   ASSERT_TRUE(pretrained.isOk()) << pretrained.status().message();
   for (const auto& w : pretrained->warnings) std::cout << c.name << ": " << w << "\n";
-  auto checkpoint = readForeignCheckpoint((dir / "checkpoint_0.pt").string());
-  ASSERT_TRUE(checkpoint.isOk()) << checkpoint.status().message();
-  EXPECT_EQ(checkpoint->epoch, std::optional<int64_t>(0));
-  auto report = ours->loadStateDict(checkpoint->model);
+  auto foreign = checkpoint::readForeignCheckpoint((dir / "checkpoint_0.pt").string());
+  ASSERT_TRUE(foreign.isOk()) << foreign.status().message();
+  EXPECT_EQ(foreign->epoch, std::optional<int64_t>(0));
+  auto report = ours->loadStateDict(foreign->model);
   std::set<std::string> trainable;
   for (const auto& [name, t] : ours->namedParameters()) {
     if (t.requires_grad()) trainable.insert(name);
@@ -378,4 +378,4 @@ INSTANTIATE_TEST_SUITE_P(Families, OpenFlamingoOracle, ::testing::ValuesIn(cases
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

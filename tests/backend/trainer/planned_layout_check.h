@@ -11,7 +11,7 @@
 #include "backend/fsdp_plan/sharding.h"
 #include "tests/backend/trainer/rank_runs.h"
 
-namespace fs::engine::test {
+namespace fs::trainer::test {
 
 // The run's layout event, or null when it wrote none.
 inline const protocol::LayoutEvent* layoutOf(const RunOutput& r) {
@@ -69,4 +69,4 @@ inline void expectPlannedLayout(const RunOutput& r, const protocol::RunConfig& c
   EXPECT_GT(reports, 0) << "no memory event";
 }
 
-}  // namespace fs::engine::test
+}  // namespace fs::trainer::test

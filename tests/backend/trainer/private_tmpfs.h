@@ -25,7 +25,7 @@
 #include <filesystem>
 #include <string>
 
-namespace fs::engine::test {
+namespace fs::trainer::test {
 
 class PrivateTmpfs {
  public:
@@ -74,4 +74,4 @@ class PrivateTmpfs {
   bool mounted_ = false;
 };
 
-}  // namespace fs::engine::test
+}  // namespace fs::trainer::test

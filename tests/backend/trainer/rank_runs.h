@@ -16,10 +16,10 @@
 
 #include "backend/checkpoint/checkpoint_io.h"
 #include "backend/protocol/config/config_yaml.h"
-#include "tests/backend/dist/rank_processes.h"
+#include "tests/backend/distributed/rank_processes.h"
 #include "tests/backend/trainer/engine_test_util.h"
 
-namespace fs::engine::test {
+namespace fs::trainer::test {
 
 using fs::testing::RankExit;
 
@@ -38,7 +38,7 @@ inline void readRunResults(RunOutput* out) {
   for (const auto& e : out->events) {
     if (const auto* s = std::get_if<protocol::StepEvent>(&e.body)) out->losses.push_back(s->loss);
   }
-  auto ck = readCheckpoint(out->dir / "checkpoint_0.pt");
+  auto ck = checkpoint::readCheckpoint(out->dir / "checkpoint_0.pt");
   if (ck) out->state = std::map<std::string, torch::Tensor>(ck->modelState.begin(), ck->modelState.end());
 }
 
@@ -150,4 +150,4 @@ inline void expectSameRun(const RunOutput& a, const RunOutput& b, const std::str
   EXPECT_LE(std::sqrt(diff2), rel * std::sqrt(norm2)) << what << ": all tensors together";
 }
 
-}  // namespace fs::engine::test
+}  // namespace fs::trainer::test

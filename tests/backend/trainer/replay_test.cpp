@@ -22,7 +22,7 @@
 #include "engine_test_util.h"
 #include "replay_test_util.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -197,4 +197,4 @@ TEST_F(ReplayTest, BadReferencesAreClearErrors) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace fs::engine::test {
+namespace fs::trainer::test {
 
 struct Command {
   int status = -1;     // the exit status, -1 when it did not exit normally
@@ -43,4 +43,4 @@ inline std::vector<std::pair<double, double>> parseReplayLosses(const std::strin
   return losses;
 }
 
-}  // namespace fs::engine::test
+}  // namespace fs::trainer::test

@@ -4,14 +4,14 @@
 
 #include <sstream>
 
-#include "backend/dist/shared_shards.h"
+#include "backend/distributed/shared_shards.h"
 #include "tests/backend/trainer/stand_in_device.h"
 
 namespace fs::testing {
 namespace {
 
 // The first frame of this thread's stack outside the routing check that has a symbol: who issued the
-// collective. "frame #7: fs::engine::ControlLoop::agree(...) + 0x6c (0x... in ...)" -> the symbol. Functions
+// collective. "frame #7: fs::trainer::ControlLoop::agree(...) + 0x6c (0x... in ...)" -> the symbol. Functions
 // with internal linkage have none in the dynamic symbol table: the first caller that has one is named, with
 // how many frames lie between.
 std::string caller() {
@@ -41,7 +41,8 @@ std::string caller() {
 
 }  // namespace
 
-RoutingCheck::RoutingCheck(std::shared_ptr<dist::Communicator> inner, GroupRole role, c10::Device device)
+RoutingCheck::RoutingCheck(std::shared_ptr<distributed::Communicator> inner, GroupRole role,
+                           c10::Device device)
     : inner_(std::move(inner)),
       role_(role),
       device_(device),
@@ -50,7 +51,7 @@ RoutingCheck::RoutingCheck(std::shared_ptr<dist::Communicator> inner, GroupRole 
                                                                 : " (routing check: device group)"));
 }
 
-RoutingCheck::RoutingCheck(std::shared_ptr<dist::Communicator> inner, const RoutingCheck& parent)
+RoutingCheck::RoutingCheck(std::shared_ptr<distributed::Communicator> inner, const RoutingCheck& parent)
     : RoutingCheck(std::move(inner), parent.role_, parent.device_) {
   passed_ = parent.passed_;
 }
@@ -68,14 +69,15 @@ at::Tensor RoutingCheck::admit(const at::Tensor& t, std::string_view op, std::st
   return !host && t.device() != c10::Device(c10::kCPU) ? hostViewOf(t) : t;
 }
 
-void RoutingCheck::allReduce(at::Tensor& t, dist::ReduceOp op, std::string_view what) {
+void RoutingCheck::allReduce(at::Tensor& t, distributed::ReduceOp op, std::string_view what) {
   at::Tensor wire = admit(t, "all_reduce", what);
   ++*passed_;
   inner_->allReduce(wire, op, what);
 }
 
-std::unique_ptr<dist::PendingCollective> RoutingCheck::allReduceAsync(at::Tensor t, dist::ReduceOp op,
-                                                                      std::string what) {
+std::unique_ptr<distributed::PendingCollective> RoutingCheck::allReduceAsync(at::Tensor t,
+                                                                             distributed::ReduceOp op,
+                                                                             std::string what) {
   at::Tensor wire = admit(t, "all_reduce", what);
   ++*passed_;
   return inner_->allReduceAsync(wire, op, std::move(what));
@@ -94,15 +96,15 @@ void RoutingCheck::allGather(at::Tensor& out, const at::Tensor& in, std::string_
   inner_->allGather(wireOut, wireIn, what);
 }
 
-std::unique_ptr<dist::PendingCollective> RoutingCheck::allGatherAsync(at::Tensor out, at::Tensor in,
-                                                                      std::string what) {
+std::unique_ptr<distributed::PendingCollective> RoutingCheck::allGatherAsync(at::Tensor out, at::Tensor in,
+                                                                             std::string what) {
   at::Tensor wireOut = admit(out, "all_gather", what);
   at::Tensor wireIn = admit(in, "all_gather", what);
   ++*passed_;
   return inner_->allGatherAsync(wireOut, wireIn, std::move(what));
 }
 
-void RoutingCheck::reduceScatter(at::Tensor& out, const at::Tensor& in, dist::ReduceOp op,
+void RoutingCheck::reduceScatter(at::Tensor& out, const at::Tensor& in, distributed::ReduceOp op,
                                  std::string_view what) {
   at::Tensor wireOut = admit(out, "reduce_scatter", what);
   const at::Tensor wireIn = admit(in, "reduce_scatter", what);
@@ -110,21 +112,22 @@ void RoutingCheck::reduceScatter(at::Tensor& out, const at::Tensor& in, dist::Re
   inner_->reduceScatter(wireOut, wireIn, op, what);
 }
 
-std::unique_ptr<dist::PendingCollective> RoutingCheck::reduceScatterAsync(at::Tensor out, at::Tensor in,
-                                                                          dist::ReduceOp op,
-                                                                          std::string what) {
+std::unique_ptr<distributed::PendingCollective> RoutingCheck::reduceScatterAsync(at::Tensor out,
+                                                                                 at::Tensor in,
+                                                                                 distributed::ReduceOp op,
+                                                                                 std::string what) {
   at::Tensor wireOut = admit(out, "reduce_scatter", what);
   at::Tensor wireIn = admit(in, "reduce_scatter", what);
   ++*passed_;
   return inner_->reduceScatterAsync(wireOut, wireIn, op, std::move(what));
 }
 
-std::shared_ptr<dist::Communicator> RoutingCheck::split(const std::vector<std::vector<int>>& groups,
-                                                        const std::string& name) {
+std::shared_ptr<distributed::Communicator> RoutingCheck::split(const std::vector<std::vector<int>>& groups,
+                                                               const std::string& name) {
   return std::make_shared<RoutingCheck>(inner_->split(groups, name), *this);
 }
 
-std::unique_ptr<dist::SharedShards> RoutingCheck::shareShards(uint64_t bytes, std::string* why) {
+std::unique_ptr<distributed::SharedShards> RoutingCheck::shareShards(uint64_t bytes, std::string* why) {
   if (role_ == GroupRole::kDevice) {
     if (why)
       *why = "the device group stands in for NCCL, whose collectives do not travel through shared memory";
@@ -133,7 +136,7 @@ std::unique_ptr<dist::SharedShards> RoutingCheck::shareShards(uint64_t bytes, st
   return inner_->shareShards(bytes, why);
 }
 
-void checkRouting(dist::RankGroups& groups, c10::Device device) {
+void checkRouting(distributed::RankGroups& groups, c10::Device device) {
   groups.host = std::make_shared<RoutingCheck>(groups.host, GroupRole::kHost, device);
   groups.device = std::make_shared<RoutingCheck>(groups.device, GroupRole::kDevice, device);
 }

@@ -1,6 +1,6 @@
 // A Communicator for tests that wraps a real one and refuses every
 // collective whose tensor lives in the wrong memory for its group (NOTE
-// [Host and device groups] in backend/dist/groups.h): on the host group a
+// [Host and device groups] in backend/distributed/groups.h): on the host group a
 // tensor that is not on the CPU, on the device group one that is not on the
 // rank's device. The refusal throws RoutingError naming the collective, its
 // group, the tensor's device and the function that issued it (the first
@@ -23,8 +23,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "backend/dist/communicator.h"
-#include "backend/dist/groups.h"
+#include "backend/distributed/communicator.h"
+#include "backend/distributed/groups.h"
 
 namespace fs::testing {
 
@@ -35,31 +35,32 @@ class RoutingError : public std::logic_error {
 
 enum class GroupRole { kHost, kDevice };
 
-class RoutingCheck final : public dist::Communicator {
+class RoutingCheck final : public distributed::Communicator {
  public:
   // `device`: the rank's device, where the device group's tensors must be.
-  RoutingCheck(std::shared_ptr<dist::Communicator> inner, GroupRole role, c10::Device device);
+  RoutingCheck(std::shared_ptr<distributed::Communicator> inner, GroupRole role, c10::Device device);
   // A group split from `parent`'s (it counts into the parent's passed()).
-  RoutingCheck(std::shared_ptr<dist::Communicator> inner, const RoutingCheck& parent);
+  RoutingCheck(std::shared_ptr<distributed::Communicator> inner, const RoutingCheck& parent);
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   std::string backendName() const override { return inner_->backendName(); }
-  void allReduce(at::Tensor& t, dist::ReduceOp op, std::string_view what) override;
-  std::unique_ptr<dist::PendingCollective> allReduceAsync(at::Tensor t, dist::ReduceOp op,
-                                                          std::string what) override;
+  void allReduce(at::Tensor& t, distributed::ReduceOp op, std::string_view what) override;
+  std::unique_ptr<distributed::PendingCollective> allReduceAsync(at::Tensor t, distributed::ReduceOp op,
+                                                                 std::string what) override;
   void broadcast(at::Tensor& t, int root, std::string_view what) override;
   void allGather(at::Tensor& out, const at::Tensor& in, std::string_view what) override;
-  std::unique_ptr<dist::PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in,
-                                                          std::string what) override;
-  void reduceScatter(at::Tensor& out, const at::Tensor& in, dist::ReduceOp op,
+  std::unique_ptr<distributed::PendingCollective> allGatherAsync(at::Tensor out, at::Tensor in,
+                                                                 std::string what) override;
+  void reduceScatter(at::Tensor& out, const at::Tensor& in, distributed::ReduceOp op,
                      std::string_view what) override;
-  std::unique_ptr<dist::PendingCollective> reduceScatterAsync(at::Tensor out, at::Tensor in,
-                                                              dist::ReduceOp op, std::string what) override;
+  std::unique_ptr<distributed::PendingCollective> reduceScatterAsync(at::Tensor out, at::Tensor in,
+                                                                     distributed::ReduceOp op,
+                                                                     std::string what) override;
   void barrier(std::string_view what) override { inner_->barrier(what); }
-  std::shared_ptr<dist::Communicator> split(const std::vector<std::vector<int>>& groups,
-                                            const std::string& name) override;
-  std::unique_ptr<dist::SharedShards> shareShards(uint64_t bytes, std::string* why) override;
+  std::shared_ptr<distributed::Communicator> split(const std::vector<std::vector<int>>& groups,
+                                                   const std::string& name) override;
+  std::unique_ptr<distributed::SharedShards> shareShards(uint64_t bytes, std::string* why) override;
   void setFailureDescriber(std::function<std::string()> f) override {
     inner_->setFailureDescriber(std::move(f));
   }
@@ -71,7 +72,7 @@ class RoutingCheck final : public dist::Communicator {
   // Throws RoutingError unless `t` belongs on this group; returns what the wrapped group gets.
   at::Tensor admit(const at::Tensor& t, std::string_view op, std::string_view what) const;
 
-  std::shared_ptr<dist::Communicator> inner_;
+  std::shared_ptr<distributed::Communicator> inner_;
   GroupRole role_;
   c10::Device device_;
   std::shared_ptr<std::atomic<int64_t>> passed_;  // shared with the splits
@@ -79,6 +80,6 @@ class RoutingCheck final : public dist::Communicator {
 
 // Wraps the rank's groups: the host group (role kHost) and the device group (kDevice), two wrappers of one
 // communicator when the groups are shared (Gloo).
-void checkRouting(dist::RankGroups& groups, c10::Device device);
+void checkRouting(distributed::RankGroups& groups, c10::Device device);
 
 }  // namespace fs::testing

@@ -15,7 +15,7 @@
 #include "backend/trainer/trainer.h"
 #include "engine_test_util.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -116,8 +116,8 @@ TEST_F(ShardTrainingTest, ResumedRunSeesTheSameBatchesAsAnUninterruptedOne) {
   for (int step : {10, 15}) {
     SCOPED_TRACE(step);
     const std::string file = "checkpoint_step" + std::to_string(step) + ".pt";
-    auto x = readCheckpoint(full / file);
-    auto y = readCheckpoint(part / file);
+    auto x = checkpoint::readCheckpoint(full / file);
+    auto y = checkpoint::readCheckpoint(part / file);
     ASSERT_TRUE(x) << x.status().message();
     ASSERT_TRUE(y) << y.status().message();
     data::DataPosition px = x->resume.data, py = y->resume.data;
@@ -132,4 +132,4 @@ TEST_F(ShardTrainingTest, ResumedRunSeesTheSameBatchesAsAnUninterruptedOne) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

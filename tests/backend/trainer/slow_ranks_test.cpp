@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 TEST(SlowRanks, TheSlowerOfTwoIsComparedWithTheFaster) {
@@ -34,4 +34,4 @@ TEST(SlowRanks, ExactlyAtTheFactorIsNotSlowAndIdleRanksNeverAre) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

@@ -46,14 +46,14 @@
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/config/derived.h"
 #include "backend/protocol/problem.h"
+#include "backend/step/grad_clip.h"
+#include "backend/step/labels.h"
+#include "backend/step/loss.h"
+#include "backend/step/optimizer.h"
+#include "backend/step/precision.h"
+#include "backend/step/schedule.h"
+#include "backend/step/seeding.h"
 #include "backend/telemetry/memory_tracker.h"
-#include "backend/train/grad_clip.h"
-#include "backend/train/labels.h"
-#include "backend/train/loss.h"
-#include "backend/train/optimizer.h"
-#include "backend/train/precision.h"
-#include "backend/train/schedule.h"
-#include "backend/train/seeding.h"
 #include "backend/trainer/device_batch.h"
 #include "tests/backend/trainer/op_counter.h"
 #include "tests/backend/trainer/step_budget_file.h"
@@ -178,28 +178,28 @@ class PhaseProbe {
 // counts one more.
 StepCounts countOneStep(const protocol::RunConfig& config) {
   const torch::Device device(torch::kCPU);
-  auto policy = train::precisionPolicy(config.optim.precision, device);
+  auto policy = step::precisionPolicy(config.optim.precision, device);
   require(policy.isOk(), policy.status().message());
-  const train::PrecisionPolicy precision = policy.value();
+  const step::PrecisionPolicy precision = policy.value();
   const bool compat = config.compat == "openflamingo";
   const auto figures = protocol::deriveFigures(config);
   const data::SpecialTokenIds tokens = data::specialTokensFromConfig(config.model.tokens);
 
-  train::seedForModelInit(config);
+  step::seedForModelInit(config);
   model::Flamingo model(model::FlamingoOptions::fromConfig(config.model));
   model->freezeAsOpenFlamingo();
   model->train();
-  std::vector<train::NamedParameter> trainable;
+  std::vector<step::NamedParameter> trainable;
   for (const auto& [name, t] : model->namedParameters()) {
     if (t.requires_grad()) trainable.push_back({name, t});
   }
-  train::GroupedAdamW optimizer(trainable, config.optim);
+  step::GroupedAdamW optimizer(trainable, config.optim);
   std::vector<double> baseLrs(optimizer.groups().size(), config.optim.lr);
-  train::LrSchedule schedule(train::scheduleKindFromName(config.optim.scheduler), baseLrs,
-                             config.optim.warmup_steps, figures.schedulerSteps);
+  step::LrSchedule schedule(step::scheduleKindFromName(config.optim.scheduler), baseLrs,
+                            config.optim.warmup_steps, figures.schedulerSteps);
   schedule.apply(optimizer.adamw());
 
-  train::seedForRank(config, 0);
+  step::seedForRank(config, 0);
   auto created = data::SyntheticSource::create(config, 0, 1);
   require(created.isOk(), created.status().message());
   auto source = std::move(created.value());
@@ -226,17 +226,17 @@ StepCounts countOneStep(const protocol::RunConfig& config) {
     for (size_t i = 0; i < steps[it].batches.size(); ++i) {
       const data::Batch& host = steps[it].batches[i];
       const protocol::DatasetConfig& cfg = config.data.datasets.at(i);
-      const torch::Tensor hostLabels = train::makeLabels(host.kind, host.inputIds, tokens);
-      train::LmLoss loss;
+      const torch::Tensor hostLabels = step::makeLabels(host.kind, host.inputIds, tokens);
+      step::LmLoss loss;
       {
         telemetry::MemoryPhase phase(telemetry::Phase::kActivations);
         // As Trainer::forwardLoss: host-side decisions, then the batch to the device (no copy on the CPU).
-        const engine::DeviceBatch d = engine::toDeviceForForward(*model, host, hostLabels, tokens.pad,
-                                                                 config.model.lm.width, compat, device);
-        train::AutocastScope autocast(precision, device);
+        const trainer::DeviceBatch d = trainer::toDeviceForForward(*model, host, hostLabels, tokens.pad,
+                                                                   config.model.lm.width, compat, device);
+        step::AutocastScope autocast(precision, device);
         const torch::Tensor logits = model->forward(d.batch.images.to(precision.inputDtype), d.batch.inputIds,
                                                     d.batch.attentionMask, d.padding, &d.sets);
-        loss = train::causalLmLoss(logits, d.labels, d.lossOptions);
+        loss = step::causalLmLoss(logits, d.labels, d.lossOptions);
       }
       require(!loss.noTargets, "a batch without supervised tokens");
       require(std::isfinite(loss.loss.item<double>()), "a non-finite loss");
@@ -248,8 +248,8 @@ StepCounts countOneStep(const protocol::RunConfig& config) {
     // ---- Trainer::optimizerStep (its first-step gradient-flow check aside, as in the bench)
     telemetry::MemoryPhase phase(telemetry::Phase::kOptimizer);
     if (!config.model.freeze_lm_embeddings) model->maskEmbeddingGradient();
-    const train::ClipResult clip =
-        train::clipGradNorm(optimizer.parameters(), train::ClipOptions{config.optim.max_grad_norm});
+    const step::ClipResult clip =
+        step::clipGradNorm(optimizer.parameters(), step::ClipOptions{config.optim.max_grad_norm});
     require(clip.finite, "a non-finite gradient norm");
     schedule.apply(optimizer.adamw());
     optimizer.step();

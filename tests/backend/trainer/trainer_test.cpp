@@ -23,7 +23,7 @@
 #include "backend/trainer/device_choice.h"
 #include "engine_test_util.h"
 
-namespace fs::engine {
+namespace fs::trainer {
 namespace {
 
 namespace fsys = std::filesystem;
@@ -107,7 +107,7 @@ TEST_F(TrainerTest, CheckpointIsReadByPythonTorchLoadInOpenFlamingoLayout) {
   const tensorfile::PyValue* msd = file->root().find("model_state_dict");
   ASSERT_NE(msd, nullptr);
   // Every tensor as we wrote it, and OpenFlamingo's key filter.
-  auto ours = readCheckpoint(ckpt);
+  auto ours = checkpoint::readCheckpoint(ckpt);
   ASSERT_TRUE(ours.isOk()) << ours.status().message();
   ASSERT_EQ(j["model"].size(), ours->modelState.size());
   EXPECT_EQ(msd->entries.size(), ours->modelState.size());
@@ -150,7 +150,8 @@ TEST_F(TrainerTest, ResumedRunEqualsUninterruptedRun) {
   ASSERT_EQ(b.size(), 32u);
   for (const auto& [step, loss] : a) EXPECT_EQ(b.at(step), loss) << "step " << step;
   // Same final weights.
-  auto ca = readCheckpoint(full / "checkpoint_1.pt"), cb = readCheckpoint(cut / "checkpoint_1.pt");
+  auto ca = checkpoint::readCheckpoint(full / "checkpoint_1.pt"),
+       cb = checkpoint::readCheckpoint(cut / "checkpoint_1.pt");
   ASSERT_TRUE(ca.isOk() && cb.isOk());
   ASSERT_EQ(ca->modelState.size(), cb->modelState.size());
   for (size_t i = 0; i < ca->modelState.size(); ++i) {
@@ -169,7 +170,7 @@ TEST_F(TrainerTest, TornCheckpointIsNeverPickedUp) {
   fsys::resize_file(newest, fsys::file_size(newest) / 2);
   fsys::remove(dir / "checkpoint_0.pt");
   std::vector<std::string> skipped;
-  auto picked = newestCompleteCheckpoint(dir, &skipped);
+  auto picked = checkpoint::newestCompleteCheckpoint(dir, &skipped);
   ASSERT_TRUE(picked.has_value()) << (skipped.empty() ? "" : skipped[0]);
   EXPECT_EQ(picked->filename(), "checkpoint_step12.pt");
   ASSERT_EQ(skipped.size(), 1u);
@@ -183,19 +184,19 @@ TEST_F(TrainerTest, ManifestHashesEveryTensorAndADamagedCheckpointIsRefused) {
                   .isOk());
   fsys::remove(dir / "checkpoint_0.pt");
   const auto newest = dir / "checkpoint_step16.pt";
-  auto ck = readCheckpoint(newest);
+  auto ck = checkpoint::readCheckpoint(newest);
   ASSERT_TRUE(ck.isOk()) << ck.status().message();
   ASSERT_TRUE(ck->resume.manifest.tensors.has_value());
   ASSERT_EQ(ck->resume.manifest.tensors->size(), ck->modelState.size());
   for (const auto& t : *ck->resume.manifest.tensors) EXPECT_EQ(t.hash.rfind("xxh64:", 0), 0u) << t.name;
-  EXPECT_TRUE(verifyCheckpointManifest(ck->resume.manifest, ck->modelState, newest).isOk());
+  EXPECT_TRUE(checkpoint::verifyCheckpointManifest(ck->resume.manifest, ck->modelState, newest).isOk());
 
   // One weight changed under an unchanged manifest: what a damaged or hand-edited file looks like.
   for (auto& [name, t] : ck->modelState) {
     if (name == "perceiver.latents") t = t.clone().add_(1e-3);
   }
-  ASSERT_TRUE(writeCheckpoint(newest, ck.value()).isOk());
-  const auto refused = verifyCheckpointManifest(ck->resume.manifest, ck->modelState, newest);
+  ASSERT_TRUE(checkpoint::writeCheckpoint(newest, ck.value()).isOk());
+  const auto refused = checkpoint::verifyCheckpointManifest(ck->resume.manifest, ck->modelState, newest);
   ASSERT_FALSE(refused.isOk());
   EXPECT_NE(refused.message().find("'perceiver.latents' does not match its manifest hash"), std::string::npos)
       << refused.message();
@@ -256,4 +257,4 @@ TEST_F(TrainerTest, CudaWithoutAGpuIsAClearError) {
 }
 
 }  // namespace
-}  // namespace fs::engine
+}  // namespace fs::trainer

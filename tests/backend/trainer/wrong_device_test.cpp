@@ -26,8 +26,8 @@
 #include "backend/model/common.h"
 #include "backend/model/flamingo.h"
 #include "backend/protocol/config/config_yaml.h"
-#include "backend/train/labels.h"
-#include "backend/train/loss.h"
+#include "backend/step/labels.h"
+#include "backend/step/loss.h"
 #include "backend/trainer/device_batch.h"
 #include "tests/backend/trainer/device_check.h"
 
@@ -84,8 +84,8 @@ StepOnDevice runStep(model::Flamingo& model, const protocol::RunConfig& config, 
   StepOnDevice out;
   for (const data::Batch& hb : host.batches) {
     // Host side (Trainer::trainIteration, Trainer::forwardLoss).
-    const torch::Tensor hostLabels = train::makeLabels(hb.kind, hb.inputIds, tokens);
-    const engine::DeviceBatch d = engine::toDeviceForForward(
+    const torch::Tensor hostLabels = step::makeLabels(hb.kind, hb.inputIds, tokens);
+    const trainer::DeviceBatch d = trainer::toDeviceForForward(
         *model, hb, hostLabels, tokens.pad, config.model.lm.width, config.compat == "openflamingo", device);
     // Device side, checked.
     DeviceCheckScope check(device);
@@ -93,7 +93,7 @@ StepOnDevice runStep(model::Flamingo& model, const protocol::RunConfig& config, 
       const torch::Tensor logits =
           model->forward(d.batch.images.to(torch::kFloat32), d.batch.inputIds, d.batch.attentionMask,
                          d.padding, hostIndexSets ? &d.sets : nullptr);
-      const train::LmLoss loss = train::causalLmLoss(logits, d.labels, d.lossOptions);
+      const step::LmLoss loss = step::causalLmLoss(logits, d.labels, d.lossOptions);
       (loss.loss * 0.5).backward();
     } catch (const c10::Error& e) {  // a read-back of a device value, an op without a meta kernel
       const std::string what = e.what_without_backtrace();
