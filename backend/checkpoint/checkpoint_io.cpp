@@ -10,6 +10,8 @@
 
 #include "backend/checkpoint/checkpoint_sharded.h"
 #include "backend/checkpoint/record_ivalue.h"
+#include "backend/inspect/checkpoint_index.h"
+#include "backend/inspect/training_state.h"
 #include "backend/protocol/wire/run_dir.h"
 #include "backend/runtime/torch_pickle.h"
 #include "backend/tensorfile/torch_file.h"
@@ -107,7 +109,7 @@ protocol::StatusOr<CheckpointContents> parse(const IValue& root, const std::file
   for (const char* key : {"epoch", "model_state_dict", "optimizer_state_dict", "lr_scheduler_state_dict"}) {
     if (!field(top, key)) return bad(path, std::string("missing key '") + key + "'");
   }
-  const IValue* ours = field(top, "flamingo_studio");
+  const IValue* ours = field(top, std::string(protocol::kResumeRecordKey));
   if (!ours) {
     return bad(path,
                "no 'flamingo_studio' key: not written by Flamingo Studio (use the OpenFlamingo importer)");
@@ -214,7 +216,7 @@ protocol::Status writeCheckpoint(const std::filesystem::path& path, const Checkp
   top.insert("model_state_dict", model);
   top.insert("optimizer_state_dict", optimizerIValue(c.optimizer));
   top.insert("lr_scheduler_state_dict", schedulerIValue(c.scheduler));
-  top.insert("flamingo_studio", resumeToIValue(toResumeRecord(c.resume)));
+  top.insert(std::string(protocol::kResumeRecordKey), resumeToIValue(toResumeRecord(c.resume)));
   std::vector<char> bytes;
   try {
     bytes = fs::runtime::pickleForTorchLoad(top);
@@ -257,19 +259,26 @@ std::vector<std::filesystem::path> checkpointCandidates(const std::filesystem::p
       continue;
     }
     if (!entry.is_regular_file()) continue;
-    // A torn file has no zip central directory, so opening it already fails.
-    auto file = tensorfile::openTorchFile(entry.path().string());
-    const tensorfile::PyValue* ours = file ? file->root().find("flamingo_studio") : nullptr;
-    const tensorfile::PyValue* iteration = ours ? ours->find("iteration") : nullptr;
-    if (!iteration || !iteration->asInt()) {
+    // A torn file has no zip central directory, so opening it already fails. The resume record is read
+    // torch-free, by its one field list (NOTE [Checkpoint records]), as the inspector reads it.
+    auto file = inspect::CheckpointIndex::open(entry.path().string());
+    if (!file) {
+      if (skipped)
+        skipped->push_back(entry.path().string() +
+                           ": unreadable or torn checkpoint: " + file.status().message());
+      continue;
+    }
+    auto record = inspect::readResumeRecord(file.value());
+    if (!record || !record.value()) {
       if (skipped) {
-        skipped->push_back(
-            file ? entry.path().string() + ": no flamingo_studio.iteration: not a resumable checkpoint"
-                 : entry.path().string() + ": unreadable or torn checkpoint: " + file.status().message());
+        skipped->push_back(record
+                               ? entry.path().string() + ": no " + std::string(protocol::kResumeRecordKey) +
+                                     " record: not a resumable checkpoint"
+                               : record.status().message());
       }
       continue;
     }
-    found.emplace_back(*iteration->asInt(), entry.path());
+    found.emplace_back(record.value()->iteration, entry.path());
   }
   std::stable_sort(found.begin(), found.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });

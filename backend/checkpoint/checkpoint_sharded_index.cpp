@@ -3,6 +3,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "backend/checkpoint/weights.h"
+#include "backend/tensorfile/dtype.h"
+
 namespace fs::checkpoint {
 
 using protocol::Status;
@@ -117,12 +120,9 @@ protocol::StatusOr<ShardedIndex> readShardedIndex(const std::filesystem::path& d
 }
 
 protocol::StatusOr<c10::ScalarType> dtypeFromName(const std::string& name) {
-  for (auto t : {c10::ScalarType::Float, c10::ScalarType::BFloat16, c10::ScalarType::Half,
-                 c10::ScalarType::Double, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short,
-                 c10::ScalarType::Char, c10::ScalarType::Byte, c10::ScalarType::Bool}) {
-    if (name == c10::toString(t)) return t;
-  }
-  return Status::unsupported("dtype '" + name + "' is not one a parameter can have");
+  const auto dtype = tensorfile::dtypeFromC10Name(name);
+  if (!dtype) return Status::unsupported("dtype '" + name + "' is not one a parameter can have");
+  return torchDtype(*dtype);
 }
 
 }  // namespace fs::checkpoint

@@ -47,8 +47,8 @@ protocol::StatusOr<ShardedIndex> decodeShardedIndex(const std::string& text,
 // Reads and decodes `dir`/index.json; NotFound naming it when absent.
 protocol::StatusOr<ShardedIndex> readShardedIndex(const std::filesystem::path& dir);
 
-// The index's dtype spelling back to the type (c10::toString's inverse for
-// the dtypes parameters can have).
+// The index's dtype spelling (c10::toString) back to the type, through tensorfile's one
+// table of dtype names (tensorfile/dtype.h c10Name).
 protocol::StatusOr<c10::ScalarType> dtypeFromName(const std::string& name);
 
 }  // namespace fs::checkpoint

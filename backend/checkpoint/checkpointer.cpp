@@ -44,7 +44,7 @@ model::NamedTensors uniqueParameters(const model::NamedTensors& all) {
 }  // namespace
 
 Checkpointer::Checkpointer(const protocol::RunConfig& config, const protocol::RunDir& dir,
-                           const data::SpecialTokenIds& tokens, TrainingState& state,
+                           const data::SpecialTokenIds& tokens, TrainerState& state,
                            std::shared_ptr<distributed::Communicator> comm,
                            std::shared_ptr<spdlog::logger> log, telemetry::TelemetryEmitter* events,
                            CheckpointerOptions options)

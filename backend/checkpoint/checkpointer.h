@@ -1,11 +1,11 @@
 // The run's checkpoints. At start-up: the pretrained weights, then the
 // resume (checkpoint.resume_from, else the newest complete checkpoint in the
 // run directory; our own or OpenFlamingo's). During the run: step and epoch
-// checkpoints of the TrainingState, the full OpenFlamingo-format file or,
+// checkpoints of the TrainerState, the full OpenFlamingo-format file or,
 // under FSDP with checkpoint.format: sharded, each rank's shards; then
 // pruning and the checkpoint event.
 //
-// Ownership: the Trainer owns the Checkpointer and the TrainingState it
+// Ownership: the Trainer owns the Checkpointer and the TrainerState it
 // saves and loads into; config, run directory, tokens, communicator, log and
 // emitter (rank 0's, null elsewhere) outlive it.
 // Thread-safety: the rank's training thread. save() is a collective with
@@ -20,7 +20,7 @@
 #include <string>
 
 #include "backend/checkpoint/checkpoint_io.h"
-#include "backend/checkpoint/training_state.h"
+#include "backend/checkpoint/trainer_state.h"
 #include "backend/checkpoint/weights.h"
 #include "backend/data/special_tokens.h"
 #include "backend/distributed/communicator.h"
@@ -55,7 +55,7 @@ enum class Resumed {
 class Checkpointer {
  public:
   Checkpointer(const protocol::RunConfig& config, const protocol::RunDir& dir,
-               const data::SpecialTokenIds& tokens, TrainingState& state,
+               const data::SpecialTokenIds& tokens, TrainerState& state,
                std::shared_ptr<distributed::Communicator> comm, std::shared_ptr<spdlog::logger> log,
                telemetry::TelemetryEmitter* events, CheckpointerOptions options);
 
@@ -91,7 +91,7 @@ class Checkpointer {
   const protocol::RunConfig& config_;
   const protocol::RunDir& dir_;
   const data::SpecialTokenIds& tokens_;
-  TrainingState& state_;
+  TrainerState& state_;
   std::shared_ptr<distributed::Communicator> comm_;
   std::shared_ptr<spdlog::logger> log_;
   telemetry::TelemetryEmitter* events_;  // null: not rank 0

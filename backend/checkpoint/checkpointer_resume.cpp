@@ -1,5 +1,5 @@
 // Checkpointer: which checkpoint to resume from, and loading it into the
-// TrainingState (ours exactly; OpenFlamingo's from the next epoch on).
+// TrainerState (ours exactly; OpenFlamingo's from the next epoch on).
 #include <torch/torch.h>
 
 #include <algorithm>

@@ -10,6 +10,7 @@
 
 #include "backend/protocol/config/config_types.h"
 #include "backend/protocol/config/model_catalog.h"
+#include "backend/protocol/wire/checkpoint_record.h"
 #include "backend/tensorfile/safetensors.h"
 #include "backend/tensorfile/state_dict.h"
 #include "backend/tensorfile/torch_file.h"
@@ -293,11 +294,18 @@ StatusOr<c10::ScalarType> torchDtype(tf::DType dtype) {
       return c10::ScalarType::ComplexFloat;
     case tf::DType::kComplex128:
       return c10::ScalarType::ComplexDouble;
-    default:
-      break;
+    case tf::DType::kUInt16:
+      return c10::ScalarType::UInt16;
+    case tf::DType::kUInt32:
+      return c10::ScalarType::UInt32;
+    case tf::DType::kUInt64:
+      return c10::ScalarType::UInt64;
+    case tf::DType::kFloat8E4M3:
+      return c10::ScalarType::Float8_e4m3fn;
+    case tf::DType::kFloat8E5M2:
+      return c10::ScalarType::Float8_e5m2;
   }
-  return Status::unsupported("dtype " + std::string(tf::torchName(dtype)) +
-                             " has no LibTorch 1.13 equivalent");
+  return Status::unsupported("dtype " + std::string(tf::torchName(dtype)) + " has no LibTorch equivalent");
 }
 
 StatusOr<torch::Tensor> toTorch(const tf::TensorView& view) {
@@ -365,7 +373,7 @@ StatusOr<ForeignCheckpoint> readForeignCheckpoint(const std::string& path) {
   auto file = tf::openTorchFile(path);
   if (!file) return file.status();
   const tf::PyValue& root = file->root();
-  out.hasFlamingoStudioKey = root.find("flamingo_studio") != nullptr;
+  out.hasFlamingoStudioKey = root.find(protocol::kResumeRecordKey) != nullptr;
   const auto sections = tf::checkpointSections(root);
   if (!sections.model) return Status::invalidArgument(path + ": no model state dict in it");
   auto sd = stateDictFromSection(file.value(), *sections.model);

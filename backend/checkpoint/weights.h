@@ -39,8 +39,7 @@ namespace fs::checkpoint {
 
 using StateDict = std::map<std::string, torch::Tensor>;
 
-// The torch dtype of a tensorfile dtype; Unsupported for the ones LibTorch 1.13
-// lacks (uint16/32/64, float8).
+// The torch dtype of a tensorfile dtype (LibTorch 2.x has every one).
 protocol::StatusOr<c10::ScalarType> torchDtype(tensorfile::DType dtype);
 // A packed, owning copy of `view` (its strides honoured).
 protocol::StatusOr<torch::Tensor> toTorch(const tensorfile::TensorView& view);

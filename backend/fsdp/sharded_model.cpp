@@ -31,86 +31,38 @@ c10::Device deviceOf(torch::nn::Module& root) {
 
 }  // namespace
 
-Strategy parseStrategy(const std::string& name) {
-  if (name == "full_shard") return Strategy::kFullShard;
-  if (name == "shard_grad_op") return Strategy::kShardGradOp;
-  if (name == "hybrid_shard") return Strategy::kHybridShard;
-  if (name == "no_shard") return Strategy::kNoShard;
-  TORCH_CHECK(false, "parallel.sharding_strategy: unknown strategy '", name,
-              "' (known: full_shard, shard_grad_op, hybrid_shard, no_shard)");
-}
-
 ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
                            std::shared_ptr<distributed::Communicator> comm, ShardingOptions options)
     : comm_(std::move(comm)), options_(options), streams_(options.device.value_or(deviceOf(root))) {
-  const int world = comm_->size();
-  switch (options_.strategy) {
-    case Strategy::kFullShard:
-    case Strategy::kShardGradOp:
-      shardComm_ = comm_;
-      break;
-    case Strategy::kNoShard:
-      shardComm_ = distributed::makeSoloCommunicator();
-      replicateComm_ = comm_;
-      break;
-    case Strategy::kHybridShard: {
-      TORCH_CHECK(options_.ranksPerNode >= 1 && world % options_.ranksPerNode == 0,
-                  "hybrid_shard: ", options_.ranksPerNode, " ranks per node do not divide a world of ",
-                  world);
-      shardComm_ =
-          comm_->split(distributed::intraNodeGroups(world, options_.ranksPerNode), "fsdp intra-node");
-      replicateComm_ =
-          comm_->split(distributed::interNodeGroups(world, options_.ranksPerNode), "fsdp inter-node");
-      break;
+  const ShardGroups groups = makeShardGroups(comm_, options_);
+  shardComm_ = groups.shard;
+  replicateComm_ = groups.replicate;
+  UnitMembers members = assignUnitMembers(root, specs, options_.trainableGroup);
+  order_ = std::move(members.order);
+  buildUnits(specs, members, groups);
+  if (options_.offloadShards) {
+    shards_.keepPrivate("parallel.cpu_offload: every gather copies the shard from host memory");
+  } else if (options_.sharedShards) {
+    std::vector<NodeShardStore::Flat> flats;
+    for (auto& u : units_) {
+      for (auto& f : u.flats) flats.push_back({f.get(), u.path});
     }
+    shards_.share(*shardComm_, std::move(flats));
+  } else {
+    shards_.keepPrivate("turned off (parallel.shared_shards: false)");
   }
-  // Each parameter belongs to the innermost unit around it.
-  std::vector<std::set<const torch::nn::Module*>> inside(specs.size());
-  for (size_t u = 0; u < specs.size(); ++u) {
-    TORCH_CHECK(specs[u].module, "ShardedModel: unit '", specs[u].path, "' has no module");
-    for (const auto& m : specs[u].module->modules(/*include_self=*/false)) inside[u].insert(m.get());
-  }
-  std::map<const c10::TensorImpl*, size_t> owner;
-  for (size_t u = 0; u < specs.size(); ++u) {
-    for (const auto& p : specs[u].module->parameters()) {
-      auto [it, fresh] = owner.emplace(p.unsafeGetTensorImpl(), u);
-      if (fresh) continue;
-      const size_t v = it->second;
-      if (inside[v].count(specs[u].module.get())) {
-        it->second = u;  // u lies inside v
-      } else {
-        TORCH_CHECK(inside[u].count(specs[v].module.get()), "ShardedModel: units '", specs[v].path, "' and '",
-                    specs[u].path, "' share a parameter; tied parameters must be in one unit");
-      }
-    }
-  }
-  // Members per unit, requires-grad setting and group, in the model's parameter order.
-  std::vector<std::map<std::pair<bool, int>, std::vector<FlatMember>>> members(specs.size() + 1);
-  std::set<const c10::TensorImpl*> seen;
-  for (const auto& p : root.named_parameters()) {
-    if (!seen.insert(p.value().unsafeGetTensorImpl()).second) continue;  // shared inside the root: once
-    auto it = owner.find(p.value().unsafeGetTensorImpl());
-    const size_t u = it == owner.end() ? specs.size() : it->second;
-    const bool trainable = p.value().requires_grad();
-    const int group = trainable && options_.trainableGroup ? options_.trainableGroup(p.key()) : 0;
-    members[u][{trainable, group}].push_back({p.key(), p.value()});
-    order_.push_back(p.key());
-  }
-  // NOTE [Values from the node's first rank]
-  std::shared_ptr<distributed::Communicator> valuesFrom;
-  if (options_.valuesFromNodeLeader) {
-    const int perNode = std::clamp(options_.ranksPerNode, 1, world);
-    TORCH_CHECK(world % perNode == 0, "delayed init: ", perNode, " ranks per node do not divide a world of ",
-                world);
-    if (perNode == world) {
-      valuesFrom = comm_;
-    } else if (options_.strategy == Strategy::kHybridShard) {
-      valuesFrom = shardComm_;  // hybrid's shard group is the node already
-    } else {
-      valuesFrom = comm_->split(distributed::intraNodeGroups(world, perNode), "fsdp init node");
-    }
-  }
-  const bool severalNodes = valuesFrom && valuesFrom->size() < world;  // their values are compared
+  visits_.assign(units_.size(), 0);
+  reduced_.assign(units_.size(), false);
+  endsOnGradients_.assign(units_.size(), false);
+  arrived_.assign(units_.size(), 0);
+  registerGradientHooks();
+}
+
+// Moves each unit's members into its flat parameters, one unit at a time (NOTE [Values from the node's first
+// rank]: broadcast as they are built), the root unit last.
+void ShardedModel::buildUnits(const std::vector<UnitSpec>& specs, UnitMembers& members,
+                              const ShardGroups& groups) {
+  const bool severalNodes = groups.valuesFromSeveralNodes(comm_->size());  // their values are compared
   std::vector<int64_t> valueHashes;
   std::vector<std::string> flatNames;
   for (size_t u = 0; u <= specs.size(); ++u) {
@@ -118,11 +70,11 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     unit.path = u < specs.size() ? specs[u].path : "(root)";
     unit.module = u < specs.size() ? specs[u].module.get() : nullptr;
     unit.justInTime = u < specs.size() && specs[u].justInTime;
-    for (auto& [key, list] : members[u]) {
+    for (auto& [key, list] : members.units[u]) {
       if (severalNodes) {
         uint64_t h = 0;  // chained over the members' bytes, on the rank whose values are broadcast
         for (const auto& m : list) {
-          if (valuesFrom->rank() != 0) break;
+          if (groups.valuesFrom->rank() != 0) break;
           const auto* bytes = static_cast<const std::byte*>(m.param.data_ptr());
           h = tensorfile::xxh64({bytes, static_cast<size_t>(m.param.numel()) * m.param.element_size()}, h);
         }
@@ -131,7 +83,7 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
                             " tensors)");
       }
       unit.flats.push_back(std::make_unique<FlatParameter>(
-          std::move(list), shardComm_->rank(), shardComm_->size(), options_.dtypes, valuesFrom.get(),
+          std::move(list), shardComm_->rank(), shardComm_->size(), options_.dtypes, groups.valuesFrom.get(),
           FlatPlacement{options_.offloadShards, /*asyncCopies=*/streams_.active(), computeDevice()}));
       const FlatParameter& f = *unit.flats.back();
       for (size_t m = 0; m < f.members().size(); ++m)
@@ -141,18 +93,10 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
     units_.push_back(std::move(unit));
     returnFreedMemory();
   }
-  if (severalNodes) checkNodesAgree(valueHashes, flatNames, valuesFrom->size());
-  if (options_.offloadShards) {
-    whyNotShared_ = "parallel.cpu_offload: every gather copies the shard from host memory";
-  } else if (options_.sharedShards) {
-    shareShards();
-  } else {
-    whyNotShared_ = "turned off (parallel.shared_shards: false)";
-  }
-  visits_.assign(units_.size(), 0);
-  reduced_.assign(units_.size(), false);
-  endsOnGradients_.assign(units_.size(), false);
-  arrived_.assign(units_.size(), 0);
+  if (severalNodes) checkNodesAgree(valueHashes, flatNames, groups.valuesFrom->size());
+}
+
+void ShardedModel::registerGradientHooks() {
   trainableMembers_.assign(units_.size(), 0);
   for (size_t i = 0; i < units_.size(); ++i) {
     if (!units_[i].justInTime) continue;
@@ -172,63 +116,14 @@ ShardedModel::ShardedModel(torch::nn::Module& root, std::vector<UnitSpec> specs,
   }
 }
 
-ShardedModel::~ShardedModel() {
-  telemetry::trackExternalBytes(telemetry::Phase::kParameters, -storeOwnBytes_);
-}
-
-// NOTE [Node-shared shards]: every rank builds the same flat parameters in the same order, so they agree on
-// where each padded buffer lies in the segment.
-void ShardedModel::shareShards() {
-  if (shardComm_->size() < 2) {
-    whyNotShared_ = "a shard group of one rank";
-    return;
-  }
-  std::vector<uint64_t> offsets;
-  uint64_t bytes = 0;
-  for (const auto& u : units_) {
-    for (const auto& f : u.flats) {
-      offsets.push_back(bytes);
-      bytes += (static_cast<uint64_t>(f->shardBytes()) * shardComm_->size() + 63) / 64 * 64;
-    }
-  }
-  store_ = shardComm_->shareShards(bytes, &whyNotShared_);
-  if (!store_) return;
-  size_t k = 0;
-  for (auto& u : units_) {
-    for (auto& f : u.flats) f->moveShardInto(*store_, offsets[k++]);
-  }
-  returnFreedMemory();
-  storeOwnBytes_ = shardBytes();  // its part of the node's copy; the rest is the peers'
-  telemetry::trackExternalBytes(telemetry::Phase::kParameters, storeOwnBytes_);
-  shardVersions_.resize(offsets.size());
-  endShardWrite();  // the first generation: the values moved in
-}
+ShardedModel::~ShardedModel() = default;
 
 void ShardedModel::beginShardWrite() {
-  if (store_) store_->beginWrite("before writing the shards");
+  shards_.beginWrite();
 }
 
 void ShardedModel::endShardWrite() {
-  if (!store_) return;
-  store_->endWrite();
-  size_t k = 0;
-  for (const auto& u : units_) {
-    for (const auto& f : u.flats) shardVersions_[k++] = static_cast<int64_t>(f->shard()._version());
-  }
-}
-
-// A write outside beginShardWrite / endShardWrite may have been read half-done by a peer: refuse to go on.
-void ShardedModel::checkShardsUnwritten() const {
-  size_t k = 0;
-  for (const auto& u : units_) {
-    for (const auto& f : u.flats) {
-      TORCH_CHECK(
-          static_cast<int64_t>(f->shard()._version()) == shardVersions_[k++], "FSDP: the shard of ",
-          f->members().front().name, " (unit ", u.path,
-          ") was written outside ShardedModel::beginShardWrite() / endShardWrite(); with node-shared shards "
-          "(NOTE [Node-shared shards]) its peers may have read it half-written");
-    }
-  }
+  shards_.endWrite();
 }
 
 void ShardedModel::checkNodesAgree(const std::vector<int64_t>& hashes, const std::vector<std::string>& names,
@@ -333,7 +228,7 @@ void ShardedModel::gather(Unit& u) {
   // Counted as gathered memory, not as the activations of the forward that asked for it.
   telemetry::MemoryPhase phase(telemetry::Phase::kGathered);
   const auto t0 = std::chrono::steady_clock::now();
-  if (store_) store_->awaitWritten(u.path);
+  shards_.awaitWritten(u.path);
   const c10::Stream compute = streams_.current();
   {
     // NOTE [Streams around collectives]: issued, or waited for, on the communication stream.
@@ -351,7 +246,7 @@ void ShardedModel::gather(Unit& u) {
 void ShardedModel::prefetch(std::optional<size_t> unit) {
   // A gather from node-shared shards moves nothing between ranks (a mapping, or a cast on this thread):
   // there is nothing to overlap, and gathering early only holds the unit longer (NOTE [Node-shared shards]).
-  if (!unit || store_) return;
+  if (!unit || shards_.shared()) return;
   Unit& u = units_[*unit];
   if (std::all_of(u.flats.begin(), u.flats.end(), [](const auto& f) { return f->gathered(); })) return;
   if (options_.limitAllGathers > 0 && unitsGathered() >= options_.limitAllGathers) return;
@@ -375,7 +270,7 @@ void ShardedModel::free(Unit& u) {
 }
 
 void ShardedModel::beginForward() {
-  if (store_) checkShardsUnwritten();
+  shards_.checkUnwritten();
   streams_.waitFor(streams_.communication(), streams_.current());  // the optimizer wrote the shards there
   phase_ = Phase::kForward;
   visits_.assign(units_.size(), 0);
@@ -484,7 +379,7 @@ void ShardedModel::finishBackward(bool settle) {
     reduce(i);
     free(units_[i]);
   }
-  if (settle || !store_) {
+  if (settle || !shards_.shared()) {
     settleGradients();
   } else {
     finishReductions(/*holdingInputs=*/true);

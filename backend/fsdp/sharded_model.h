@@ -105,74 +105,15 @@
 #include <vector>
 
 #include "backend/distributed/communicator.h"
-#include "backend/distributed/shared_shards.h"
 #include "backend/fsdp/flat_param.h"
+#include "backend/fsdp/node_shard_store.h"
+#include "backend/fsdp/shard_groups.h"
+#include "backend/fsdp/sharding_options.h"
+#include "backend/fsdp/unit_members.h"
 #include "backend/model/unit_hooks.h"
 #include "backend/runtime/device_stream.h"
 
 namespace fs::fsdp {
-
-// NOTE [Sharding strategies]:
-//   full_shard     shard over every rank; free after forward and after backward
-//   shard_grad_op  shard over every rank; keep gathered from forward to the unit's backward
-//   hybrid_shard   shard inside a node (ranksPerNode ranks), replicate across nodes:
-//                  reduce-scatter inside the node, then all-reduce between replicas
-//   no_shard       every rank holds everything (DDP through the same code): gradients
-//                  all-reduced; the members view the rank's whole shard (FlatParameter),
-//                  so nothing is ever gathered and the optimizer's update is in place
-enum class Strategy { kFullShard, kShardGradOp, kHybridShard, kNoShard };
-// "full_shard" | "shard_grad_op" | "hybrid_shard" | "no_shard"; c10::Error naming the value otherwise.
-Strategy parseStrategy(const std::string& name);
-
-struct ShardingOptions {
-  Strategy strategy = Strategy::kFullShard;
-  int ranksPerNode = 1;  // hybrid_shard: the shard group; must divide the world size
-  bool forwardPrefetch = false;
-  enum class BackwardPrefetch { kNone, kPre, kPost } backwardPrefetch = BackwardPrefetch::kNone;
-  int limitAllGathers = 0;  // units gathered or in flight at once that a prefetch may reach; 0 = no limit
-  // Trainable parameters of one unit with different keys go to different
-  // flat parameters (the optimizer's weight-decay groups: a flat parameter
-  // is stepped as one tensor). Null: one trainable flat parameter per unit.
-  std::function<int(const std::string& name)> trainableGroup;
-  // Mixed precision (NOTE [Mixed precision in a flat parameter]): unset keeps the parameters' dtype.
-  FlatDtypes dtypes;
-  // Delayed init (NOTE [Values from the node's first rank]): only the first rank of each node
-  // (ranksPerNode ranks laid out node by node) holds the parameters' values.
-  bool valuesFromNodeLeader = false;
-  // NOTE [Node-shared shards] (distributed/shared_shards.h): when the shard group's communicator offers it
-  // (shared memory on one node), the shards live in one node-shared segment and gathers copy them
-  // without a collective. Writers of the shards then keep beginShardWrite / endShardWrite.
-  bool sharedShards = true;
-  // NOTE [CPU offload] (flat_param.h): the shards, their gradients and the optimizer's state in host
-  // memory; gathers copy each shard to the model's device. Shards are then never node-shared.
-  bool offloadShards = false;
-  // Where the model computes: units are gathered there, and the shards live there unless offloaded.
-  // Unset: the parameters' device, which a rank that built shapes only does not have (its parameters are
-  // host tensors without values: NOTE [Values from the node's first rank]).
-  std::optional<c10::Device> device;
-};
-
-// NOTE [Values from the node's first rank]: under delayed init the model's
-// values exist on one rank per node (model/shapes_only.h: the others built
-// shapes only), which read the pretrained weights once for its node. Each
-// flat parameter's values are broadcast from it inside the node as the flat
-// parameter is built, so no other rank ever holds more than one flat
-// parameter unsharded and no weights cross between nodes. The first ranks of
-// different nodes must have built the same values (same seed, same files):
-// each hashes what it broadcasts and, on more than one node, the hashes are
-// compared once every flat parameter is built; the first flat parameter
-// whose values differ is named (c10::Error) rather than training a model
-// stitched from different weights. A shapes-only rank's parameters are host
-// tensors without values: the flat parameters it receives into are made on
-// ShardingOptions::device (the rank's device, where the leader's values are
-// broadcast from: on a GPU the device group is NCCL, which takes nothing
-// else), and its parameters are re-pointed there.
-
-struct UnitSpec {
-  std::string path;  // module path in the model, e.g. "perceiver"
-  std::shared_ptr<torch::nn::Module> module;
-  bool justInTime = true;  // false: the model never announces it; gathered with the root
-};
 
 class ShardedModel final : public model::UnitHooks {
  public:
@@ -230,8 +171,8 @@ class ShardedModel final : public model::UnitHooks {
   // Bytes of this rank's shards (frozen and trainable).
   int64_t shardBytes() const;
   // Whether the shards live in node-shared memory (NOTE [Node-shared shards]); if not, why.
-  bool shardsShared() const { return store_ != nullptr; }
-  const std::string& whyShardsNotShared() const { return whyNotShared_; }
+  bool shardsShared() const { return shards_.shared(); }
+  const std::string& whyShardsNotShared() const { return shards_.whyNotShared(); }
   // Around every write of the shards' values (the optimizer's step), on every rank the same number of
   // times: begin waits until no rank reads the current values any more, end makes the new ones readable.
   // No-ops without node-shared shards. A shard written outside them makes the next beginForward() throw.
@@ -289,6 +230,9 @@ class ShardedModel final : public model::UnitHooks {
     // Records `unit`; returns the unit that followed it last time, if any.
     std::optional<size_t> next(size_t unit);
   };
+  // Construction: the flat parameters of every unit, then the leaf hooks of their trainable members.
+  void buildUnits(const std::vector<UnitSpec>& specs, UnitMembers& members, const ShardGroups& groups);
+  void registerGradientHooks();
   void gather(Unit& u);
   void prefetch(std::optional<size_t> unit);
   void free(Unit& u);
@@ -296,8 +240,6 @@ class ShardedModel final : public model::UnitHooks {
   void reduce(size_t unit);
   // Finishes the reductions in flight; with `holdingInputs`, only those still holding a full-size gradient.
   void finishReductions(bool holdingInputs = false);
-  void shareShards();
-  void checkShardsUnwritten() const;
   void freeAll();
   void noteGathered();
   // `t` on the device the collectives run on (a copy only when it is elsewhere).
@@ -315,11 +257,8 @@ class ShardedModel final : public model::UnitHooks {
   std::shared_ptr<distributed::Communicator> comm_;
   ShardingOptions options_;
   runtime::DeviceStreams streams_;  // of computeDevice()
-  // Before units_: the flat parameters' shards point into it.
-  std::unique_ptr<distributed::SharedShards> store_;
-  std::string whyNotShared_;
-  int64_t storeOwnBytes_ = 0;           // this rank's shards in the segment, counted by the memory tracker
-  std::vector<int64_t> shardVersions_;  // per shared flat parameter: its shard's version after the last write
+  // Before units_: the flat parameters' shards point into its segment.
+  NodeShardStore shards_;
   std::shared_ptr<distributed::Communicator> shardComm_;      // where parameters are sharded
   std::shared_ptr<distributed::Communicator> replicateComm_;  // null: no replicas
   // NOTE [Values from the node's first rank]: throws naming the first flat parameter whose hash

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "backend/protocol/wire/checkpoint_record.h"
 #include "backend/protocol/wire/sharded_index.h"
 #include "backend/tensorfile/state_dict.h"
 #include "backend/tensorfile/torch_file.h"
@@ -42,18 +43,6 @@ std::string shapeKey(const std::vector<std::int64_t>& v) {
 }
 
 // c10's dtype spelling ("Float"), as the sharded index and our manifest write it.
-std::optional<tf::DType> dtypeFromC10(std::string_view name) {
-  static const std::map<std::string_view, tf::DType> kNames = {
-      {"Float", tf::DType::kFloat32},     {"Double", tf::DType::kFloat64}, {"Half", tf::DType::kFloat16},
-      {"BFloat16", tf::DType::kBFloat16}, {"Long", tf::DType::kInt64},     {"Int", tf::DType::kInt32},
-      {"Short", tf::DType::kInt16},       {"Char", tf::DType::kInt8},      {"Byte", tf::DType::kUInt8},
-      {"Bool", tf::DType::kBool},
-  };
-  auto it = kNames.find(name);
-  if (it == kNames.end()) return std::nullopt;
-  return it->second;
-}
-
 std::uint64_t sizeOf(const std::string& path) {
   std::error_code ec;
   const auto n = std::filesystem::file_size(path, ec);
@@ -155,9 +144,9 @@ Status CheckpointIndex::Impl::openTorch(const std::string& file) {
   fileBytes = sizeOf(file);
   const tf::PyValue& root = tfile.root();
   const tf::CheckpointSections sections = tf::checkpointSections(root);
-  if (root.find("flamingo_studio")) {
+  if (root.find(protocol::kResumeRecordKey)) {
     format = CheckpointFormat::kFlamingoStudio;
-    if (const auto* ours = root.find("flamingo_studio"); ours->isDict()) {
+    if (const auto* ours = root.find(protocol::kResumeRecordKey); ours->isDict()) {
       if (const auto* m = ours->find("manifest"); m && m->isStr()) {
         auto decoded = protocol::decodeCheckpointManifest(m->text);
         if (decoded) {
@@ -242,7 +231,7 @@ Status CheckpointIndex::Impl::openSharded(const std::string& dir) {
   }
   for (const auto& unit : r.units) {
     for (const auto& flat : unit.flats) {
-      const auto dtype = dtypeFromC10(flat.dtype);
+      const auto dtype = tf::dtypeFromC10Name(flat.dtype);
       if (!dtype)
         return Status::corruption(indexPath + ": flat " + flat.key + " has unknown dtype '" + flat.dtype +
                                   "'");

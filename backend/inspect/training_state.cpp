@@ -293,7 +293,7 @@ StatusOr<std::optional<protocol::ResumeRecord>> readResumeRecord(const Checkpoin
     return Found(std::move(index->resume));
   }
   const PyValue* root = c.root();
-  const PyValue* ours = root && root->isDict() ? root->find("flamingo_studio") : nullptr;
+  const PyValue* ours = root && root->isDict() ? root->find(protocol::kResumeRecordKey) : nullptr;
   if (!ours) return Found();
   const TensorBytes bytes = [&c](const std::string& entry) -> StatusOr<std::vector<std::uint8_t>> {
     auto i = c.find(entry, Section::kOther);

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "backend/model/activation_checkpoint.h"
+#include "backend/model/lm_factory.h"
 #include "backend/protocol/config/config_types.h"
 #include "backend/state_keys/flamingo_keys.h"
 

@@ -4,10 +4,6 @@
 
 #include "backend/model/common.h"
 #include "backend/model/fused_attention.h"
-#include "backend/model/gpt_neox.h"
-#include "backend/model/llama.h"
-#include "backend/model/mpt.h"
-#include "backend/model/opt.h"
 #include "backend/model/packed_attention.h"
 #include "backend/protocol/config/config_types.h"
 #include "backend/protocol/config/lm_resolver.h"
@@ -229,22 +225,6 @@ bool causalMaskSuffices(const torch::Tensor& attention_mask, Padding padding, co
   if (padding == Padding::kSkip || (sets != nullptr && sets->unpadded)) return true;
   // Looking at a device's mask would be a host sync.
   return attention_mask.device().is_cpu() && attention_mask.ne(0).all().item<bool>();
-}
-
-// ---------------------------------------------------------------- factory
-
-const std::vector<std::string>& lmFamilies() {
-  static const std::vector<std::string> families = {"opt", "mpt", "gpt_neox", "llama"};
-  return families;
-}
-
-std::shared_ptr<CausalLmImpl> makeCausalLm(const LmOptions& options) {
-  const auto& f = options.family();
-  if (f == "opt") return std::make_shared<OptLmImpl>(options);
-  if (f == "mpt") return std::make_shared<MptLmImpl>(options);
-  if (f == "gpt_neox") return std::make_shared<GptNeoxLmImpl>(options);
-  if (f == "llama") return std::make_shared<LlamaLmImpl>(options);
-  TORCH_CHECK(false, "model.lm.family: unknown LM family '", f, "' (known: opt, mpt, gpt_neox, llama)");
 }
 
 LayerContext rotaryLayerContext(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,

@@ -255,12 +255,4 @@ class CausalLmImpl : public torch::nn::Module {
   torch::nn::ModuleList layer_list_{nullptr};
 };
 
-// Builds the family named by options.family(), initialised from the current
-// torch seed (the same seed gives the same weights on every rank).
-// Throws c10::Error naming the field for an unknown family.
-std::shared_ptr<CausalLmImpl> makeCausalLm(const LmOptions& options);
-
-// The families makeCausalLm knows.
-const std::vector<std::string>& lmFamilies();
-
 }  // namespace fs::model

@@ -11,26 +11,27 @@ struct DTypeInfo {
   std::string_view torch;  // without the "torch." prefix
   std::string_view safetensors;
   std::string_view storageClass;  // legacy typed storage; empty if none
+  std::string_view c10;           // c10::toString(ScalarType): the sharded index's spelling
 };
 
 constexpr std::array<DTypeInfo, 17> kTable = {{
-    {DType::kFloat64, 8, "float64", "F64", "DoubleStorage"},
-    {DType::kFloat32, 4, "float32", "F32", "FloatStorage"},
-    {DType::kFloat16, 2, "float16", "F16", "HalfStorage"},
-    {DType::kBFloat16, 2, "bfloat16", "BF16", "BFloat16Storage"},
-    {DType::kInt64, 8, "int64", "I64", "LongStorage"},
-    {DType::kInt32, 4, "int32", "I32", "IntStorage"},
-    {DType::kInt16, 2, "int16", "I16", "ShortStorage"},
-    {DType::kInt8, 1, "int8", "I8", "CharStorage"},
-    {DType::kUInt8, 1, "uint8", "U8", "ByteStorage"},
-    {DType::kBool, 1, "bool", "BOOL", "BoolStorage"},
-    {DType::kComplex64, 8, "complex64", "C64", "ComplexFloatStorage"},
-    {DType::kComplex128, 16, "complex128", "C128", "ComplexDoubleStorage"},
-    {DType::kUInt16, 2, "uint16", "U16", ""},
-    {DType::kUInt32, 4, "uint32", "U32", ""},
-    {DType::kUInt64, 8, "uint64", "U64", ""},
-    {DType::kFloat8E4M3, 1, "float8_e4m3fn", "F8_E4M3", ""},
-    {DType::kFloat8E5M2, 1, "float8_e5m2", "F8_E5M2", ""},
+    {DType::kFloat64, 8, "float64", "F64", "DoubleStorage", "Double"},
+    {DType::kFloat32, 4, "float32", "F32", "FloatStorage", "Float"},
+    {DType::kFloat16, 2, "float16", "F16", "HalfStorage", "Half"},
+    {DType::kBFloat16, 2, "bfloat16", "BF16", "BFloat16Storage", "BFloat16"},
+    {DType::kInt64, 8, "int64", "I64", "LongStorage", "Long"},
+    {DType::kInt32, 4, "int32", "I32", "IntStorage", "Int"},
+    {DType::kInt16, 2, "int16", "I16", "ShortStorage", "Short"},
+    {DType::kInt8, 1, "int8", "I8", "CharStorage", "Char"},
+    {DType::kUInt8, 1, "uint8", "U8", "ByteStorage", "Byte"},
+    {DType::kBool, 1, "bool", "BOOL", "BoolStorage", "Bool"},
+    {DType::kComplex64, 8, "complex64", "C64", "ComplexFloatStorage", "ComplexFloat"},
+    {DType::kComplex128, 16, "complex128", "C128", "ComplexDoubleStorage", "ComplexDouble"},
+    {DType::kUInt16, 2, "uint16", "U16", "", "UInt16"},
+    {DType::kUInt32, 4, "uint32", "U32", "", "UInt32"},
+    {DType::kUInt64, 8, "uint64", "U64", "", "UInt64"},
+    {DType::kFloat8E4M3, 1, "float8_e4m3fn", "F8_E4M3", "", "Float8_e4m3fn"},
+    {DType::kFloat8E5M2, 1, "float8_e5m2", "F8_E5M2", "", "Float8_e5m2"},
 }};
 
 struct Alias {
@@ -93,6 +94,17 @@ std::optional<DType> dtypeFromStorageClass(std::string_view className) {
   if (className.empty()) return std::nullopt;
   for (const auto& row : kTable) {
     if (row.storageClass == className) return row.dtype;
+  }
+  return std::nullopt;
+}
+
+std::string_view c10Name(DType dtype) {
+  return info(dtype).c10;
+}
+
+std::optional<DType> dtypeFromC10Name(std::string_view name) {
+  for (const auto& row : kTable) {
+    if (row.c10 == name) return row.dtype;
   }
   return std::nullopt;
 }

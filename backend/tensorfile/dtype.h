@@ -1,4 +1,4 @@
-// Element types of tensor files, and their names in torch and safetensors.
+// Element types of tensor files, and their names in torch, c10 and safetensors.
 //
 // One enum for both formats so callers compare a torch.save tensor with a
 // safetensors one directly. Thread-safety: plain functions.
@@ -45,5 +45,9 @@ std::optional<DType> dtypeFromTorchName(std::string_view name);
 std::optional<DType> dtypeFromStorageClass(std::string_view className);
 // "F32" -> kFloat32 ...
 std::optional<DType> dtypeFromSafetensorsName(std::string_view name);
+// "Float", "BFloat16", "Long", ... (c10::toString of the ScalarType, as a sharded checkpoint's index.json
+// spells it) and back. tests/backend/checkpoint/weights_test.cpp holds the column to LibTorch's.
+std::string_view c10Name(DType dtype);
+std::optional<DType> dtypeFromC10Name(std::string_view name);
 
 }  // namespace fs::tensorfile

@@ -9,6 +9,7 @@
 
 #include "backend/protocol/wire/run_manifest.h"
 #include "backend/telemetry/stop_signals.h"
+#include "backend/trainer/rank_reporter.h"
 
 namespace fs::trainer {
 

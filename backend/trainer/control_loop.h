@@ -25,9 +25,10 @@
 #include "backend/telemetry/control_inbox.h"
 #include "backend/telemetry/emitter.h"
 #include "backend/trainer/control_request.h"
-#include "backend/trainer/rank_reporter.h"
 
 namespace fs::trainer {
+
+class RankReporter;  // rank_reporter.h
 
 class ControlLoop {
  public:

@@ -122,7 +122,7 @@ void readDeviceSlots(const std::function<double(size_t)>& slot, const std::strin
 }
 }  // namespace
 
-RankReporter::RankReporter(const protocol::RunConfig& config, checkpoint::TrainingState& state,
+RankReporter::RankReporter(const protocol::RunConfig& config, checkpoint::TrainerState& state,
                            std::shared_ptr<distributed::Communicator> comm,
                            distributed::Membership* membership, std::shared_ptr<spdlog::logger> log,
                            telemetry::TelemetryEmitter* events, RankReporterOptions options)

@@ -5,7 +5,7 @@
 // opening agreement and rank 0 writes the events once they arrived (NOTE
 // [Per-rank figures] in rank_reporter.cpp).
 //
-// Ownership: the Trainer owns it and the TrainingState it reads (it also
+// Ownership: the Trainer owns it and the TrainerState it reads (it also
 // resets the FSDP runtime's memory peaks it reports). Communicator,
 // membership, log and emitter (rank 0's, null elsewhere) outlive it.
 // Thread-safety: the rank's training thread.
@@ -23,15 +23,15 @@
 #include <string>
 #include <vector>
 
-#include "backend/checkpoint/training_state.h"
+#include "backend/checkpoint/trainer_state.h"
 #include "backend/distributed/communicator.h"
 #include "backend/distributed/rendezvous.h"
 #include "backend/protocol/config/config_types.h"
 #include "backend/protocol/wire/events.h"
 #include "backend/telemetry/emitter.h"
 #include "backend/telemetry/memory_tracker.h"
+#include "backend/trainer/progress.h"
 #include "backend/trainer/step_result.h"
-#include "backend/trainer/trainer.h"
 
 namespace fs::trainer {
 
@@ -46,7 +46,7 @@ class RankReporter {
  public:
   // `membership`: null with one rank. `comm`: the host group (NOTE [Host and device groups] in
   // distributed/groups.h): the figures travel as host values.
-  RankReporter(const protocol::RunConfig& config, checkpoint::TrainingState& state,
+  RankReporter(const protocol::RunConfig& config, checkpoint::TrainerState& state,
                std::shared_ptr<distributed::Communicator> comm, distributed::Membership* membership,
                std::shared_ptr<spdlog::logger> log, telemetry::TelemetryEmitter* events,
                RankReporterOptions options);
@@ -94,7 +94,7 @@ class RankReporter {
   void emit(protocol::EventBody body);
 
   const protocol::RunConfig& config_;
-  checkpoint::TrainingState& state_;
+  checkpoint::TrainerState& state_;
   std::shared_ptr<distributed::Communicator> comm_;
   distributed::Membership* membership_;
   std::shared_ptr<spdlog::logger> log_;

@@ -28,6 +28,7 @@
 #include "backend/protocol/config/config_types.h"
 #include "backend/protocol/io/write_env.h"
 #include "backend/protocol/status.h"
+#include "backend/trainer/progress.h"
 
 namespace fs::data {
 class DataSource;
@@ -40,16 +41,6 @@ class FlamingoImpl;
 }
 
 namespace fs::trainer {
-
-struct Progress {
-  int64_t step = 0;        // optimizer steps done
-  int64_t totalSteps = 0;  // optimizer steps in the run
-  int64_t epoch = 0;
-  std::map<std::string, double> loss;
-  double lr = 0;
-  double stepTimeS = 0;
-  double samplesPerS = 0;
-};
 
 struct TrainerOptions {
   // This rank's place in the run (backend/launch/world_env.h discovers it).

@@ -1,5 +1,5 @@
 // Internal: the Trainer, the loop that wires the run's parts together. It
-// owns the run directory's telemetry, the TrainingState and the parts
+// owns the run directory's telemetry, the TrainerState and the parts
 // around it: the Checkpointer (checkpoints, resume, pretrained weights),
 // the RankReporter (step, memory, heartbeat, slow-rank events) and the
 // ControlLoop (stop, pause, resume, checkpoint, kill). It keeps the step
@@ -17,7 +17,7 @@
 #include <memory>
 
 #include "backend/checkpoint/checkpointer.h"
-#include "backend/checkpoint/training_state.h"
+#include "backend/checkpoint/trainer_state.h"
 #include "backend/data/data_source.h"
 #include "backend/data/special_tokens.h"
 #include "backend/distributed/communicator.h"
@@ -116,7 +116,7 @@ class Trainer {
   std::unique_ptr<telemetry::ControlInbox> inbox_;        // rank 0
   std::shared_ptr<spdlog::logger> log_;
 
-  checkpoint::TrainingState state_;
+  checkpoint::TrainerState state_;
   std::unique_ptr<data::DataSource> valSource_;  // null: no dataset has val_shards
   std::unique_ptr<step::StepPlan> plan_;
 

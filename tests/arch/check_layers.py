@@ -7,7 +7,7 @@ reaches Qt; the torch-free backend folders never reach LibTorch.
 Backend layers (BACKEND_LAYERS below): a folder may link and include only
 the folders listed for it, so the arrows point one way:
   protocol <- {runtime, tensorfile, launch, telemetry, state_keys, model, data, fsdp_plan},
-  {tensorfile, state_keys} <- inspect, state_keys <- model
+  {tensorfile, state_keys} <- inspect <- checkpoint, state_keys <- model
            <- {step, distributed} <- fsdp <- checkpoint <- trainer <- cli,
   protocol <- export <- {cli, the GUI}
 and backend/fsdp/ takes nothing from backend/model/ but the published hook
@@ -47,7 +47,7 @@ BACKEND_LAYERS = {
                      "backend/tensorfile", "backend/fsdp_plan"},
     "backend/checkpoint": {"backend/protocol", "backend/runtime", "backend/tensorfile", "backend/telemetry",
                            "backend/model", "backend/step", "backend/distributed", "backend/fsdp",
-                           "backend/fsdp_plan"} | _DATA,
+                           "backend/fsdp_plan", "backend/inspect", "backend/state_keys"} | _DATA,
 }
 for _d in _DATA:
     BACKEND_LAYERS[_d] = {"backend/protocol", "backend/runtime"} | _DATA

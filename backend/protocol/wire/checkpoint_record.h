@@ -34,6 +34,9 @@
 
 namespace fs::protocol {
 
+// The top-level key of a torch.save checkpoint under which the resume record is pickled.
+inline constexpr std::string_view kResumeRecordKey = "flamingo_studio";
+
 // Raw bytes: a uint8 tensor in a pickle, lower-case hex in JSON.
 struct Bytes {
   std::vector<std::uint8_t> data;

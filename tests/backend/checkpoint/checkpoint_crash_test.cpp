@@ -46,7 +46,7 @@ protocol::RunConfig config(const std::vector<std::string>& extra) {
                                    "data.datasets[1].samples_per_epoch=16", "launch.threads_per_rank=1",
                                    "checkpoint.every_steps=2"};
   sets.insert(sets.end(), extra.begin(), extra.end());
-  return test::tinyConfig(sets);
+  return trainer::test::tinyConfig(sets);
 }
 
 // Runs `body` in a forked child: its return value, or 128 + the signal that ended it.
@@ -83,12 +83,12 @@ int runAttempt(const protocol::RunConfig& c, const fsys::path& dir, const Attemp
   return inChild([&] {
     telemetry::clearStopRequests();
     FaultWriteEnv env(protocol::posixWriteEnv(), {.at = a.cutAt, .action = a.action});
-    TrainerOptions options;
+    trainer::TrainerOptions options;
     options.checkpointWriteEnv = &env;
-    options.onProgress = [&](const Progress& p) {
+    options.onProgress = [&](const trainer::Progress& p) {
       if (a.stopAtStep > 0 && p.step == a.stopAtStep) std::raise(SIGTERM);
     };
-    auto outcome = runTraining(c, dir, options);
+    auto outcome = trainer::runTraining(c, dir, options);
     if (!a.traceFile.empty()) {
       std::ofstream out(a.traceFile);
       for (const auto& line : env.trace()) out << line << "\n";
@@ -156,7 +156,7 @@ class CheckpointCrashTest : public ::testing::Test {
     if (s.stopAtStep > 0) {
       ASSERT_EQ(runAttempt(c, full, {}), 0);
     }
-    const auto baseline = stepLosses(test::readEvents(full, true));
+    const auto baseline = stepLosses(trainer::test::readEvents(full, true));
     ASSERT_EQ(baseline.size(), 8u);
     const auto trace = readLines(root_ / "trace.txt");
     size_t lo = trace.size(), hi = trace.size();
@@ -200,7 +200,7 @@ class CheckpointCrashTest : public ::testing::Test {
       const auto left = leftovers(dir);
       ASSERT_EQ(runAttempt(c, dir, {}), 0) << "the resumed run finishes";
 
-      const auto events = test::readEvents(dir, true);
+      const auto events = trainer::test::readEvents(dir, true);
       size_t second = 0;  // index of the resumed attempt's run_started
       for (size_t i = 0; i < events.size(); ++i) {
         if (std::holds_alternative<protocol::RunStartedEvent>(events[i].body)) second = i;

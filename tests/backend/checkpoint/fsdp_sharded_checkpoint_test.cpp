@@ -29,7 +29,7 @@
 namespace fs::checkpoint {
 namespace {
 
-using test::RunOutput;
+using trainer::test::RunOutput;
 using Env = std::map<int, std::map<std::string, std::string>>;
 
 // stdout of a shell command; fails the test on a non-zero exit.
@@ -44,7 +44,7 @@ std::string commandOutput(const std::string& cmd) {
   return out;
 }
 
-class FsdpShardedCheckpointTest : public test::RankRunTest {
+class FsdpShardedCheckpointTest : public trainer::test::RankRunTest {
  protected:
   std::string prefix() const override { return "fs-fsdp-sharded"; }
 
@@ -53,7 +53,7 @@ class FsdpShardedCheckpointTest : public test::RankRunTest {
   protocol::RunConfig config(int world, const std::string& format, std::vector<std::string> extra = {},
                              int nodes = 1) {
     const int batch = nodes > 1 ? 8 : 6;
-    auto sets = test::rankRunSets(world, batch, batch, 4);
+    auto sets = trainer::test::rankRunSets(world, batch, batch, 4);
     sets.insert(sets.end(),
                 {"launch.nproc_per_node=" + std::to_string(world / nodes),
                  "launch.nnodes=" + std::to_string(nodes), "parallel.mode=fsdp",
@@ -61,7 +61,7 @@ class FsdpShardedCheckpointTest : public test::RankRunTest {
     if (nodes > 1)
       sets.push_back("launch.kind=external");  // the test starts the ranks with torchrun's variables
     sets.insert(sets.end(), extra.begin(), extra.end());
-    return test::tinyConfig(sets);
+    return trainer::test::tinyConfig(sets);
   }
   static Env nodes(int world, int perNode) {
     Env env;

@@ -13,12 +13,14 @@
 #include <sstream>
 
 #include "backend/checkpoint/checkpoint_io.h"
+#include "backend/checkpoint/checkpoint_sharded_index.h"
 #include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/wire/event_codec.h"
 #include "backend/step/optimizer.h"
 #include "backend/step/seeding.h"
 #include "backend/telemetry/stop_signals.h"
+#include "backend/tensorfile/dtype.h"
 #include "backend/trainer/trainer.h"
 #include "tests/backend/trainer/engine_test_util.h"
 
@@ -28,7 +30,7 @@ namespace {
 namespace fsys = std::filesystem;
 
 protocol::RunConfig tiny(const std::vector<std::string>& sets = {}) {
-  return test::tinyConfig(sets);
+  return trainer::test::tinyConfig(sets);
 }
 
 model::Flamingo buildTiny(const protocol::RunConfig& config) {
@@ -143,6 +145,28 @@ class WeightsTest : public ::testing::Test {
 fsys::path* WeightsTest::dir_ = nullptr;
 int WeightsTest::scriptStatus_ = -1;
 
+// The torch-free table of dtype names (tensorfile/dtype.h) against LibTorch itself: its c10 column is
+// what c10::toString writes into a sharded index, and the index's reader maps every name back.
+TEST(DtypeNames, TheC10ColumnIsLibTorchsSpelling) {
+  namespace tf = tensorfile;
+  int checked = 0;
+  for (int i = 0; i <= static_cast<int>(tf::DType::kFloat8E5M2); ++i) {
+    const auto dtype = static_cast<tf::DType>(i);
+    auto type = torchDtype(dtype);
+    ASSERT_TRUE(type.isOk()) << tf::torchName(dtype) << ": " << type.status().message();
+    EXPECT_EQ(tf::c10Name(dtype), c10::toString(type.value())) << tf::torchName(dtype);
+    EXPECT_EQ(tf::dtypeFromC10Name(c10::toString(type.value())), dtype) << tf::torchName(dtype);
+    auto back = dtypeFromName(std::string(tf::c10Name(dtype)));
+    ASSERT_TRUE(back.isOk()) << back.status().message();
+    EXPECT_EQ(back.value(), type.value());
+    ++checked;
+  }
+  EXPECT_EQ(checked, 17);
+  auto unknown = dtypeFromName("Float32");
+  ASSERT_FALSE(unknown.isOk());
+  EXPECT_NE(unknown.status().message().find("'Float32'"), std::string::npos) << unknown.status().message();
+}
+
 TEST_F(WeightsTest, HfTorchSaveDirectoryLoadsExactValues) {
   expectLmLoaded("lm_bin");
 }
@@ -245,11 +269,11 @@ std::vector<protocol::Event> readEvents(const fsys::path& dir) {
 // lr is 0 in it, so after epoch 1 the weights are still the file's.
 TEST_F(WeightsTest, ResumesFromAnOpenFlamingoCheckpointAtTheNextEpoch) {
   const auto run = *dir_ / "run_resume";
-  TrainerOptions options;
+  trainer::TrainerOptions options;
   options.installSignalHandlers = false;
-  auto outcome =
-      runTraining(tiny({"optim.epochs=2", "checkpoint.resume_from=" + (*dir_ / "openflamingo.pt").string()}),
-                  run, options);
+  auto outcome = trainer::runTraining(
+      tiny({"optim.epochs=2", "checkpoint.resume_from=" + (*dir_ / "openflamingo.pt").string()}), run,
+      options);
   ASSERT_TRUE(outcome.isOk()) << outcome.status().message();
   std::set<std::string> warnings;
   std::set<int> epochs;
@@ -293,9 +317,9 @@ TEST_F(WeightsTest, ResumesFromAnOpenFlamingoCheckpointAtTheNextEpoch) {
 
 TEST_F(WeightsTest, IncompatibleOptimizerStateWarnsAndStartsFresh) {
   const auto run = *dir_ / "run_badopt";
-  TrainerOptions options;
+  trainer::TrainerOptions options;
   options.installSignalHandlers = false;
-  auto outcome = runTraining(
+  auto outcome = trainer::runTraining(
       tiny({"optim.epochs=1", "checkpoint.resume_from=" + (*dir_ / "openflamingo_badopt.pt").string()}), run,
       options);
   ASSERT_TRUE(outcome.isOk()) << outcome.status().message();
@@ -311,10 +335,10 @@ TEST_F(WeightsTest, IncompatibleOptimizerStateWarnsAndStartsFresh) {
 }
 
 TEST_F(WeightsTest, HuggingFaceIdFailsTheRunClearly) {
-  TrainerOptions options;
+  trainer::TrainerOptions options;
   options.installSignalHandlers = false;
-  auto bad =
-      runTraining(tiny({"optim.epochs=1", "model.lm.path=facebook/opt-1.3b"}), *dir_ / "run_bad", options);
+  auto bad = trainer::runTraining(tiny({"optim.epochs=1", "model.lm.path=facebook/opt-1.3b"}),
+                                  *dir_ / "run_bad", options);
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("does not download weights"), std::string::npos)
       << bad.status().message();

@@ -8,6 +8,7 @@
 
 #include <set>
 
+#include "backend/model/lm_factory.h"
 #include "tiny_model.h"
 
 namespace fs::model {

@@ -59,6 +59,11 @@ TEST(TensorView, DTypeNames) {
   EXPECT_FALSE(dtypeFromStorageClass("QInt8Storage").has_value());
   EXPECT_EQ(dtypeFromSafetensorsName("F8_E4M3"), DType::kFloat8E4M3);
   EXPECT_EQ(itemSize(DType::kComplex64), 8u);
+  EXPECT_EQ(c10Name(DType::kBFloat16), "BFloat16");
+  EXPECT_EQ(c10Name(DType::kInt8), "Char");
+  EXPECT_EQ(dtypeFromC10Name("Float8_e4m3fn"), DType::kFloat8E4M3);
+  EXPECT_EQ(dtypeFromC10Name("Long"), DType::kInt64);
+  EXPECT_FALSE(dtypeFromC10Name("float").has_value());  // a torch name, not c10's
 }
 
 }  // namespace

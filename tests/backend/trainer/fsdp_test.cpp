@@ -35,7 +35,7 @@
 namespace fs::trainer {
 namespace {
 
-using test::expectBitwiseEqual;
+using checkpoint::test::expectBitwiseEqual;
 using test::expectPlannedLayout;
 using test::expectSameRun;
 using test::layoutOf;

@@ -338,7 +338,7 @@ TEST_P(OpenFlamingoOracle, PretrainedFilesPlusItsCheckpointEqualItsStateDict) {
     if (name == head) {
       const int64_t kept = config.model.lm.vocab_size;
       EXPECT_TRUE(torch::equal(mine[i].second.slice(0, 0, kept), theirs[i].second.slice(0, 0, kept))) << name;
-      EXPECT_EQ(checkpoint->model.count(name) + checkpoint->model.count("module." + name), 0u)
+      EXPECT_EQ(foreign->model.count(name) + foreign->model.count("module." + name), 0u)
           << name << " is in the checkpoint after all";
       continue;
     }

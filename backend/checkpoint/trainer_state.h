@@ -1,4 +1,4 @@
-// What a run's checkpoint holds: the model, optimizer, schedule, data
+// TrainerState: the live objects a checkpoint saves: the model, optimizer, schedule, data
 // stream and the counters of where training stands. The Trainer owns one;
 // the Checkpointer saves it and on resume loads into it; the trainer's
 // other parts read it.
@@ -28,7 +28,7 @@ struct TrainCounters {
   int64_t stepInEpoch = 0;  // iterations done in the current epoch
 };
 
-struct TrainingState {
+struct TrainerState {
   model::Flamingo model{nullptr};
   std::vector<step::NamedParameter> trainable;    // the model's trainable parameters, model order
   std::unique_ptr<step::GroupedAdamW> optimizer;  // over `shards` under FSDP, else over `trainable`
