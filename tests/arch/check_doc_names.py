@@ -161,9 +161,12 @@ class Config:
 
 class Commands:
     def __init__(self, root, train, studio):
+        # A binary built without the engine lacks the engine's commands (train, demo, shards,
+        # replay, checkpoint consolidate): those are looked up in the command table's source.
         self.table = ""
         table = os.path.join(root, "backend", "cli", "commands.cpp")
-        if os.path.isfile(table):
+        version = run([train, "version", "--json"])
+        if '"engine":false' in version.replace(" ", "") and os.path.isfile(table):
             with open(table) as f:
                 self.table = f.read()
         self.binary = train
@@ -204,10 +207,8 @@ class Commands:
         return {m.group(1) for m in re.finditer(r"^  ([a-z][a-z0-9-]*)\s{2,}", text, re.M)}
 
     def known(self, word, where, prefix=()):
-        # `help` is a command --help does not list: the binary is asked. The engine's own
-        # commands (train, demo, ...) are absent from a binary built without it; those are
-        # looked up in the command table's source instead.
-        if word in where or f'{{"{word}",' in self.table:
+        # `help` is a command --help does not list: the binary is asked.
+        if word in where or (self.table and f'{{"{word}",' in self.table):
             return True
         r = subprocess.run([self.binary, *prefix, word, "--help"], capture_output=True, text=True)
         return r.returncode == 0
