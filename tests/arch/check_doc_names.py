@@ -321,17 +321,20 @@ def main():
     cmds = Commands(root, train, studio)
     if not cmds.train:
         sys.exit(f"check_doc_names: no commands in `{train} --help`")
+    code, text = check(root, docs_root, config, cmds)
+    print(text)
+    return code
+
+
+def check(root, docs_root, config, cmds):
+    """(exit code, report) for the docs under docs_root, names resolved in root."""
     problems = []
     docs = doc_files(docs_root)
     for doc in docs:
         check_doc(root, docs_root, doc, config, cmds, problems)
     if problems:
-        print(f"{len(problems)} stale name(s) in the docs:")
-        print("\n".join(problems))
-        return 1
-    print(f"{len(docs)} docs: every path, file name, config field and command named exists")
-    return 0
-
+        return 1, f"{len(problems)} stale name(s) in the docs:\n" + "\n".join(problems)
+    return 0, f"{len(docs)} docs: every path, file name, config field and command named exists"
 
 if __name__ == "__main__":
     sys.exit(main())

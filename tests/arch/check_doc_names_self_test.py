@@ -7,16 +7,18 @@ Usage: check_doc_names_self_test.py SOURCE_DIR FLAMINGO_TRAIN [FLAMINGO_STUDIO]
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 source_dir, train = sys.argv[1], sys.argv[2]
 studio = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else ""
 here = os.path.dirname(os.path.abspath(__file__))
-checker = os.path.join(here, "check_doc_names.py")
 sys.path.insert(0, here)
-from check_doc_names import doc_files  # noqa: E402
+from check_doc_names import Commands, Config, check, doc_files  # noqa: E402
+
+# The binaries are asked once; each case runs the check on the copy.
+config = Config(train)
+cmds = Commands(source_dir, train, studio or None)
 
 # (doc to plant in, the line appended, text the failure must contain)
 CASES = [
@@ -54,9 +56,7 @@ PASSING = [
 
 
 def run(docs):
-    argv = [sys.executable, checker, source_dir, train] + ([studio] if studio else []) + ["--docs", docs]
-    r = subprocess.run(argv, capture_output=True, text=True)
-    return r.returncode, r.stdout + r.stderr
+    return check(source_dir, docs, config, cmds)
 
 
 def plant(docs, path, text):
