@@ -16,7 +16,7 @@
 #include "app/remote/prompter.h"
 #include "app/remote/remote_host.h"
 #include "app/remote/ssh_config.h"
-#include "app/remote/ssh_session.h"
+#include "app/remote/ssh_connection.h"
 
 namespace fs::app::remote {
 

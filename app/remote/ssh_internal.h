@@ -1,5 +1,5 @@
 // Internal to fs_app_remote: the pieces SshConnection is made of. Not for
-// other libraries (include ssh_session.h / ssh_host.h instead).
+// other libraries (include ssh_connection.h / ssh_host.h instead).
 //
 // Thread-safety: as SshConnection (one thread), except JumpTunnel's pump
 // thread, which alone touches the jump session once the tunnel runs, and the
@@ -20,7 +20,7 @@
 
 #include "app/remote/prompter.h"
 #include "app/remote/ssh_config.h"
-#include "app/remote/ssh_session.h"
+#include "app/remote/ssh_connection.h"
 #include "backend/protocol/status.h"
 
 namespace fs::app::remote {
@@ -56,9 +56,9 @@ protocol::StatusOr<std::unique_ptr<SshConnection::Endpoint>> openEndpoint(const 
                                                                           std::set<std::string>& warned,
                                                                           int depth = 0);
 
-// NOTE [Host keys] in ssh_session.h.
+// NOTE [Host keys] in ssh_connection.h.
 protocol::Status verifyHostKey(ssh_session session, const HostSpec& spec, Prompter& prompter);
-// NOTE [Authentication order] in ssh_session.h.
+// NOTE [Authentication order] in ssh_connection.h.
 protocol::Status authenticate(ssh_session session, const HostSpec& spec, Prompter& prompter);
 
 // A direct-tcpip channel on a jump session to host:port, exposed as one end of

@@ -1,7 +1,7 @@
 // SshConnection: connecting (hops, host keys, authentication), the watchdog,
 // noticing a dead session. Exec is in ssh_exec.cpp, SFTP in sftp_files.cpp,
 // the ProxyJump tunnel in jump_tunnel.cpp.
-#include "app/remote/ssh_session.h"
+#include "app/remote/ssh_connection.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
