@@ -1,5 +1,6 @@
-// Internal to fs_app_remote: the pieces SshConnection is made of. Not for
-// other libraries (include ssh_connection.h / ssh_host.h instead).
+// Internal to fs_app_remote: the libssh-level pieces of the SSH transport
+// (SshConnection, SshExec, SftpFiles). Not for other libraries (include
+// ssh_host.h instead).
 //
 // Thread-safety: as SshConnection (one thread), except JumpTunnel's pump
 // thread, which alone touches the jump session once the tunnel runs, and the
@@ -40,8 +41,11 @@ std::string hostLabel(const HostSpec& spec);
 class JumpTunnel;
 
 // One connected, verified, authenticated session and the tunnel under it.
+// The SFTP session on it is opened by SftpFiles and owned here, so that it is
+// freed before the session it runs on.
 struct SshConnection::Endpoint {
   ssh_session session = nullptr;
+  sftp_session sftp = nullptr;         // null until SftpFiles needs one; never on a jump host's
   std::unique_ptr<JumpTunnel> tunnel;  // null for a direct TCP connection
   ~Endpoint();
 };
