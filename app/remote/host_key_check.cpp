@@ -1,4 +1,4 @@
-// verifyHostKey: NOTE [Host keys] in ssh_session.h.
+// verifyHostKey: NOTE [Host keys] in ssh_connection.h.
 #include <mutex>
 #include <set>
 

@@ -29,7 +29,7 @@ struct StoredHostKey {
 
 struct KnownHostResult {
   // kOtherType: no key of the offered type is stored for the host, but keys
-  // of other types are (NOTE [Host keys] in ssh_session.h): not the same as
+  // of other types are (NOTE [Host keys] in ssh_connection.h): not the same as
   // kUnknown, the host is known.
   enum class Kind { kKnown, kUnknown, kOtherType, kChanged, kRevoked };
   Kind kind = Kind::kUnknown;

@@ -40,7 +40,7 @@ class Secret {
 struct HostKeyQuestion {
   // kUnknown: no key of the host is stored. kOtherType: keys of other types
   // are stored for it, and the server offers none of them (NOTE [Host keys]
-  // in ssh_session.h). A changed key is refused, never asked about.
+  // in ssh_connection.h). A changed key is refused, never asked about.
   enum class Kind { kUnknown, kOtherType };
   std::string host;  // the HostName connected to (through a jump host: as the jump host sees it)
   int port = 22;

@@ -1,4 +1,6 @@
-// SshConnection's file operations over one reused SFTP session.
+// SftpFiles: Host's file operations over one reused SFTP session.
+#include "app/remote/sftp_files.h"
+
 #include <fcntl.h>
 
 #include <deque>
@@ -40,42 +42,44 @@ FileInfo toInfo(sftp_attributes a, const std::string& name) {
 
 }  // namespace
 
-Status SshConnection::ensureSftp() {
-  if (sftp_ != nullptr) return Status::ok();
-  sftp_session sftp = sftp_new(endpoint_->session);
+Status SftpFiles::ensureSftp() {
+  if (connection_.endpoint().sftp != nullptr) return Status::ok();
+  sftp_session sftp = sftp_new(connection_.endpoint().session);
   if (sftp == nullptr)
-    return Status::ioError(label() + ": cannot open an SFTP channel: " + ssh_get_error(endpoint_->session));
+    return Status::ioError(connection_.label() +
+                           ": cannot open an SFTP channel: " + ssh_get_error(connection_.endpoint().session));
   if (sftp_init(sftp) != SSH_OK) {
-    const std::string error = ssh_get_error(endpoint_->session);
+    const std::string error = ssh_get_error(connection_.endpoint().session);
     sftp_free(sftp);
-    return Status::ioError(label() + ": the SFTP subsystem did not start: " + error);
+    return Status::ioError(connection_.label() + ": the SFTP subsystem did not start: " + error);
   }
-  sftp_ = sftp;
+  connection_.endpoint().sftp = sftp;  // freed with the session (~Endpoint)
   return Status::ok();
 }
 
 // Runs `body` with a connected SFTP session under the watchdog; a failure of
 // the session (not of the file) closes it so that the next call reconnects.
-Status SshConnection::sftpCall(const std::string& what, std::size_t bytes,
-                               const std::function<Status(void* sftp, bool* io_failed)>& body) {
-  Status connected = connect();
+Status SftpFiles::sftpCall(const std::string& what, std::size_t bytes,
+                           const std::function<Status(void* sftp, bool* io_failed)>& body) {
+  Status connected = connection_.connect();
   if (!connected.isOk()) return connected;
   bool io_failed = false;
   Status status;
   {
     const auto within =
-        std::chrono::seconds(connectTimeout(spec_) + aliveWindowSeconds() + static_cast<int>(bytes >> 20));
-    WatchdogScope guard(*watchdog_, ssh_get_fd(endpoint_->session), within);
+        std::chrono::seconds(connectTimeout(connection_.spec()) + connection_.aliveWindowSeconds() +
+                             static_cast<int>(bytes >> 20));
+    WatchdogScope guard(connection_.watchdog(), ssh_get_fd(connection_.endpoint().session), within);
     status = ensureSftp();
     if (status.isOk()) {
-      status = body(sftp_, &io_failed);
+      status = body(connection_.endpoint().sftp, &io_failed);
     } else {
       io_failed = true;
     }
   }
-  if (io_failed || watchdog_->fired()) {
-    checkAlive();
-    if (!connected_.load() && !status.isOk()) {
+  if (io_failed || connection_.watchdog().fired()) {
+    connection_.checkAlive();
+    if (!connection_.connected() && !status.isOk()) {
       return Status::ioError(status.message() + " (connection lost; the next call reconnects)");
     }
   }
@@ -120,9 +124,8 @@ static Status sftpFailure(sftp_session sftp, const std::string& what, bool* io_f
 // session's life; sftp_seek64 clears that flag), and the call returns what it has. The
 // window starts at one request and doubles with each full answer, so a small file (or a
 // poll that finds a few hundred bytes) costs one request as before.
-StatusOr<std::string> SshConnection::readFile(const std::string& path, std::uint64_t offset,
-                                              std::size_t max) {
-  const std::string what = label() + ": " + path;
+StatusOr<std::string> SftpFiles::readFile(const std::string& path, std::uint64_t offset, std::size_t max) {
+  const std::string what = connection_.label() + ": " + path;
   std::string data;
   Status status = sftpCall(what, max, [&](void* p, bool* io_failed) {
     auto sftp = static_cast<sftp_session>(p);
@@ -188,9 +191,9 @@ StatusOr<std::string> SshConnection::readFile(const std::string& path, std::uint
 // kReadChunk, kReadsInFlight of them outstanding, collected in the order sent. The
 // ranges are clipped to the file's size first, so a short answer means the file
 // changed under the read: an error.
-StatusOr<std::vector<std::string>> SshConnection::readRanges(const std::string& path,
-                                                             const std::vector<ByteRange>& ranges) {
-  const std::string what = label() + ": " + path;
+StatusOr<std::vector<std::string>> SftpFiles::readRanges(const std::string& path,
+                                                         const std::vector<ByteRange>& ranges) {
+  const std::string what = connection_.label() + ": " + path;
   std::vector<std::string> out(ranges.size());
   std::uint64_t total = 0;
   for (const ByteRange& r : ranges) total += r.length;
@@ -260,8 +263,8 @@ StatusOr<std::vector<std::string>> SshConnection::readRanges(const std::string& 
   return out;
 }
 
-StatusOr<FileInfo> SshConnection::stat(const std::string& path) {
-  const std::string what = label() + ": " + path;
+StatusOr<FileInfo> SftpFiles::stat(const std::string& path) {
+  const std::string what = connection_.label() + ": " + path;
   FileInfo info;
   Status status = sftpCall(what, 0, [&](void* p, bool* io_failed) {
     auto sftp = static_cast<sftp_session>(p);
@@ -275,8 +278,8 @@ StatusOr<FileInfo> SshConnection::stat(const std::string& path) {
   return info;
 }
 
-StatusOr<std::vector<FileInfo>> SshConnection::list(const std::string& dir) {
-  const std::string what = label() + ": " + dir;
+StatusOr<std::vector<FileInfo>> SftpFiles::list(const std::string& dir) {
+  const std::string what = connection_.label() + ": " + dir;
   std::vector<FileInfo> entries;
   Status status = sftpCall(what, 0, [&](void* p, bool* io_failed) {
     auto sftp = static_cast<sftp_session>(p);
@@ -295,22 +298,22 @@ StatusOr<std::vector<FileInfo>> SshConnection::list(const std::string& dir) {
   return entries;
 }
 
-Status SshConnection::writeFileAtomic(const std::string& path, std::string_view bytes, std::uint32_t mode) {
+Status SftpFiles::writeFileAtomic(const std::string& path, std::string_view bytes, std::uint32_t mode) {
   auto written = writeFile(path, bytes, mode, /*replace=*/true);
   return written.isOk() ? Status::ok() : written.status();
 }
 
-StatusOr<bool> SshConnection::writeFileIfAbsent(const std::string& path, std::string_view bytes,
-                                                std::uint32_t mode) {
+StatusOr<bool> SftpFiles::writeFileIfAbsent(const std::string& path, std::string_view bytes,
+                                            std::uint32_t mode) {
   return writeFile(path, bytes, mode, /*replace=*/false);
 }
 
 // A temporary file beside `path`, then SFTP's rename, which never replaces (OpenSSH's
 // server links, then unlinks); replacing falls back to mv. Without `replace`, a taken
 // name is `false`, and the temporary file is removed.
-StatusOr<bool> SshConnection::writeFile(const std::string& path, std::string_view bytes, std::uint32_t mode,
-                                        bool replace) {
-  const std::string what = label() + ": " + path;
+StatusOr<bool> SftpFiles::writeFile(const std::string& path, std::string_view bytes, std::uint32_t mode,
+                                    bool replace) {
+  const std::string what = connection_.label() + ": " + path;
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   const char* digits = "0123456789abcdefghijklmnopqrstuvwxyz";
   std::string suffix;
@@ -322,22 +325,23 @@ StatusOr<bool> SshConnection::writeFile(const std::string& path, std::string_vie
   Status status = sftpCall(what, bytes.size(), [&](void* p, bool* io_failed) {
     auto sftp = static_cast<sftp_session>(p);
     sftp_file file = sftp_open(sftp, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
-    if (file == nullptr) return sftpFailure(sftp, label() + ": " + temp, io_failed);
+    if (file == nullptr) return sftpFailure(sftp, connection_.label() + ": " + temp, io_failed);
     Status result;
     for (std::size_t done = 0; done < bytes.size() && result.isOk();) {
       const ssize_t n = sftp_write(file, bytes.data() + done, std::min(kChunk, bytes.size() - done));
       if (n <= 0) {
-        result = sftpFailure(sftp, label() + ": " + temp, io_failed);
+        result = sftpFailure(sftp, connection_.label() + ": " + temp, io_failed);
       } else {
         done += static_cast<std::size_t>(n);
       }
     }
     if (result.isOk() && sftp_extension_supported(sftp, "fsync@openssh.com", "1") && sftp_fsync(file) != 0) {
-      result = sftpFailure(sftp, label() + ": " + temp + " (fsync)", io_failed);
+      result = sftpFailure(sftp, connection_.label() + ": " + temp + " (fsync)", io_failed);
     }
-    if (sftp_close(file) != 0 && result.isOk()) result = sftpFailure(sftp, label() + ": " + temp, io_failed);
+    if (sftp_close(file) != 0 && result.isOk())
+      result = sftpFailure(sftp, connection_.label() + ": " + temp, io_failed);
     if (result.isOk() && sftp_chmod(sftp, temp.c_str(), mode) != 0) {
-      result = sftpFailure(sftp, label() + ": " + temp + " (chmod)", io_failed);
+      result = sftpFailure(sftp, connection_.label() + ": " + temp + " (chmod)", io_failed);
     }
     // SFTP v3 rename does not replace an existing file; then mv does (below).
     if (result.isOk()) renamed = sftp_rename(sftp, temp.c_str(), path.c_str()) == 0;
@@ -345,7 +349,9 @@ StatusOr<bool> SshConnection::writeFile(const std::string& path, std::string_vie
       sftp_attributes existing = sftp_lstat(sftp, path.c_str());
       taken = existing != nullptr;
       if (existing != nullptr) sftp_attributes_free(existing);
-      if (!taken) result = sftpFailure(sftp, label() + ": cannot rename " + temp + " to " + path, io_failed);
+      if (!taken)
+        result =
+            sftpFailure(sftp, connection_.label() + ": cannot rename " + temp + " to " + path, io_failed);
       if (!*io_failed) sftp_unlink(sftp, temp.c_str());
       return result;
     }
@@ -357,7 +363,7 @@ StatusOr<bool> SshConnection::writeFile(const std::string& path, std::string_vie
   if (!replace)
     return !taken ? StatusOr<bool>(Status::ioError(what + ": not written")) : StatusOr<bool>(false);
   // rename(2) through mv: atomic, and replaces the old file.
-  auto moved = run({"mv", "-f", "--", temp, path}, ExecOptions{});
+  auto moved = exec_.run({"mv", "-f", "--", temp, path}, ExecOptions{});
   if (moved.isOk() && moved->exit_code == 0) return true;
   const std::string why = moved.isOk() ? moved->err : moved.status().message();
   sftpCall(what, 0, [&](void* p, bool*) {
@@ -367,8 +373,8 @@ StatusOr<bool> SshConnection::writeFile(const std::string& path, std::string_vie
   return Status::ioError(what + ": cannot rename " + temp + " over it: " + why);
 }
 
-Status SshConnection::makeDirs(const std::string& path) {
-  const std::string what = label() + ": " + path;
+Status SftpFiles::makeDirs(const std::string& path) {
+  const std::string what = connection_.label() + ": " + path;
   return sftpCall(what, 0, [&](void* p, bool* io_failed) {
     auto sftp = static_cast<sftp_session>(p);
     std::string prefix = path.rfind('/', 0) == 0 ? "/" : "";
@@ -384,13 +390,15 @@ Status SshConnection::makeDirs(const std::string& path) {
       if (a != nullptr) {
         const bool is_dir = a->type == SSH_FILEXFER_TYPE_DIRECTORY;
         sftp_attributes_free(a);
-        if (!is_dir) return Status::ioError(label() + ": " + prefix + " exists and is not a directory");
+        if (!is_dir)
+          return Status::ioError(connection_.label() + ": " + prefix + " exists and is not a directory");
         continue;
       }
       if (sftp_mkdir(sftp, prefix.c_str(), 0755) != 0) {
         // Someone else may have made it meanwhile.
         sftp_attributes again = sftp_stat(sftp, prefix.c_str());
-        if (again == nullptr) return sftpFailure(sftp, label() + ": " + prefix + " (mkdir)", io_failed);
+        if (again == nullptr)
+          return sftpFailure(sftp, connection_.label() + ": " + prefix + " (mkdir)", io_failed);
         sftp_attributes_free(again);
       }
     }
@@ -398,8 +406,8 @@ Status SshConnection::makeDirs(const std::string& path) {
   });
 }
 
-Status SshConnection::remove(const std::string& path) {
-  const std::string what = label() + ": " + path;
+Status SftpFiles::remove(const std::string& path) {
+  const std::string what = connection_.label() + ": " + path;
   return sftpCall(what, 0, [&](void* p, bool* io_failed) {
     auto sftp = static_cast<sftp_session>(p);
     sftp_attributes a = sftp_lstat(sftp, path.c_str());

@@ -1,4 +1,4 @@
-// authenticate: NOTE [Authentication order] in ssh_session.h.
+// authenticate: NOTE [Authentication order] in ssh_connection.h.
 #include <openssl/crypto.h>
 #include <unistd.h>
 

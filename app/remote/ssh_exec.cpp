@@ -1,4 +1,7 @@
-// SshConnection::run: one exec channel per command (NOTE [Remote command lines]).
+// SshExec::run: one exec channel per command (NOTE [Remote command lines]);
+// the login shell probe. The stream channels are in ssh_stream.cpp.
+#include "app/remote/ssh_exec.h"
+
 #include <libssh/callbacks.h>
 #include <libssh/server.h>  // ssh_send_keepalive is declared here, and works for clients
 #include <poll.h>
@@ -41,28 +44,29 @@ struct ChannelCloser {
 
 }  // namespace
 
-StatusOr<SshConnection::ExecStart> SshConnection::beginExec(const std::vector<std::string>& argv) {
+StatusOr<SshExec::ExecStart> SshExec::beginExec(const std::vector<std::string>& argv) {
   auto inner = shellCommand(argv);  // a bad argv is refused before connecting
-  if (!inner.isOk()) return Status::invalidArgument(label() + ": " + inner.status().message());
-  Status connected = connect();
+  if (!inner.isOk()) return Status::invalidArgument(connection_.label() + ": " + inner.status().message());
+  Status connected = connection_.connect();
   if (!connected.isOk()) return connected;
   auto shell = loginShell();
   if (!shell.isOk()) return shell.status();
   auto line = loginShellCommand(argv, *shell);
-  if (!line.isOk()) return Status::invalidArgument(label() + ": " + line.status().message());
-  return ExecStart{std::move(line.value()), label() + ": '" + argv[0] + "'"};
+  if (!line.isOk()) return Status::invalidArgument(connection_.label() + ": " + line.status().message());
+  return ExecStart{std::move(line.value()), connection_.label() + ": '" + argv[0] + "'"};
 }
 
-StatusOr<LoginShell> SshConnection::loginShell() {
-  if (login_shell_generation_ == generation_) return login_shell_;
+StatusOr<LoginShell> SshExec::loginShell() {
+  if (login_shell_generation_ == connection_.generation()) return login_shell_;
   ExecOptions options;
-  options.timeout_ms = connectTimeout(spec_) * 1000;
-  auto result = runLine(ExecStart{kLoginShellProbe, label() + ": the login shell probe"}, options);
+  options.timeout_ms = connectTimeout(connection_.spec()) * 1000;
+  auto result =
+      runLine(ExecStart{kLoginShellProbe, connection_.label() + ": the login shell probe"}, options);
   if (!result.isOk()) return result.status();
   auto probe = parseLoginShellProbe(result->out);
   if (!probe.isOk() || result->exit_code != 0) {
     const std::string err = result->err.substr(0, 300);
-    return Status::ioError(label() + ": the login shell probe (" + kLoginShellProbe +
+    return Status::ioError(connection_.label() + ": the login shell probe (" + kLoginShellProbe +
                            ") failed with exit code " + std::to_string(result->exit_code) +
                            (err.empty() ? "" : ": '" + err + "'") +
                            (probe.isOk() ? "" : "; " + probe.status().message()));
@@ -78,39 +82,34 @@ StatusOr<LoginShell> SshConnection::loginShell() {
             (probe->parsed == LoginShell::kUnknown ? std::string("neither POSIX sh, fish nor csh")
                                                    : std::string(loginShellName(probe->parsed)));
     }
-    return Status::unsupported(label() + ": login shell '" + probe->path + "': " + why +
+    return Status::unsupported(connection_.label() + ": login shell '" + probe->path + "': " + why +
                                "; no command is sent to it (NOTE [Remote command lines])");
   }
   login_shell_ = probe->shell;
-  login_shell_generation_ = generation_;
+  login_shell_generation_ = connection_.generation();
   return login_shell_;
 }
 
-Status SshConnection::sessionError(const std::string& what, const std::string& doing) const {
-  const std::string detail = watchdog_->fired() ? "no answer in time" : ssh_get_error(endpoint_->session);
-  return Status::ioError(what + ": " + doing + ": " + detail);
-}
-
-StatusOr<CommandResult> SshConnection::run(const std::vector<std::string>& argv, const ExecOptions& options) {
+StatusOr<CommandResult> SshExec::run(const std::vector<std::string>& argv, const ExecOptions& options) {
   auto start = beginExec(argv);
   if (!start.isOk()) return start.status();
   return runLine(*start, options);
 }
 
-StatusOr<CommandResult> SshConnection::runLine(const ExecStart& start, const ExecOptions& options) {
+StatusOr<CommandResult> SshExec::runLine(const ExecStart& start, const ExecOptions& options) {
   const std::string& what = start.what;
-  ssh_session s = endpoint_->session;
+  ssh_session s = connection_.endpoint().session;
   // A failure of the session: noted here, judged (checkAlive) once the
   // channel is freed.
   bool io_failed = false;
   auto lost = [&](const std::string& doing) {
     io_failed = true;
-    return sessionError(what, doing);
+    return connection_.sessionError(what, doing);
   };
   auto attempt = [&]() -> StatusOr<CommandResult> {
-    WatchdogScope guard(
-        *watchdog_, ssh_get_fd(s),
-        std::chrono::milliseconds(options.timeout_ms) + std::chrono::seconds(aliveWindowSeconds()));
+    WatchdogScope guard(connection_.watchdog(), ssh_get_fd(s),
+                        std::chrono::milliseconds(options.timeout_ms) +
+                            std::chrono::seconds(connection_.aliveWindowSeconds()));
     ChannelCloser channel{ssh_channel_new(s)};
     if (channel.channel == nullptr) return lost("cannot create a channel");
     ExitState exit_state;
@@ -166,7 +165,7 @@ StatusOr<CommandResult> SshConnection::runLine(const ExecStart& start, const Exe
         ended = "timed out after " + std::to_string(options.timeout_ms) + " ms";
         break;
       }
-      if (now - last_keepalive >= std::chrono::seconds(aliveInterval(spec_))) {
+      if (now - last_keepalive >= std::chrono::seconds(aliveInterval(connection_.spec()))) {
         ssh_send_ignore(s, "");  // traffic, so TCP_USER_TIMEOUT notices a dead peer
         last_keepalive = now;
       }
@@ -184,9 +183,9 @@ StatusOr<CommandResult> SshConnection::runLine(const ExecStart& start, const Exe
     return result;
   };
   StatusOr<CommandResult> outcome = attempt();
-  if (io_failed || watchdog_->fired()) {
-    checkAlive();
-    if (!connected_.load() && !outcome.isOk()) {
+  if (io_failed || connection_.watchdog().fired()) {
+    connection_.checkAlive();
+    if (!connection_.connected() && !outcome.isOk()) {
       return Status::ioError(outcome.status().message() + " (connection lost; the next call reconnects)");
     }
   }

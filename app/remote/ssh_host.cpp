@@ -29,49 +29,49 @@ void SshHost::disconnect() {
 
 StatusOr<CommandResult> SshHost::run(const std::vector<std::string>& argv, const ExecOptions& options) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return connection_.run(argv, options);
+  return exec_.run(argv, options);
 }
 
 StatusOr<std::string> SshHost::readFile(const std::string& path, std::uint64_t offset, std::size_t max) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return connection_.readFile(path, offset, max);
+  return files_.readFile(path, offset, max);
 }
 
 StatusOr<std::vector<std::string>> SshHost::readRanges(const std::string& path,
                                                        const std::vector<ByteRange>& ranges) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return connection_.readRanges(path, ranges);
+  return files_.readRanges(path, ranges);
 }
 
 StatusOr<FileInfo> SshHost::stat(const std::string& path) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return connection_.stat(path);
+  return files_.stat(path);
 }
 
 StatusOr<std::vector<FileInfo>> SshHost::list(const std::string& dir) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return connection_.list(dir);
+  return files_.list(dir);
 }
 
 Status SshHost::writeFileAtomic(const std::string& path, std::string_view bytes, std::uint32_t mode) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return connection_.writeFileAtomic(path, bytes, mode);
+  return files_.writeFileAtomic(path, bytes, mode);
 }
 
 StatusOr<bool> SshHost::writeFileIfAbsent(const std::string& path, std::string_view bytes,
                                           std::uint32_t mode) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return connection_.writeFileIfAbsent(path, bytes, mode);
+  return files_.writeFileIfAbsent(path, bytes, mode);
 }
 
 Status SshHost::makeDirs(const std::string& path) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return connection_.makeDirs(path);
+  return files_.makeDirs(path);
 }
 
 Status SshHost::remove(const std::string& path) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return connection_.remove(path);
+  return files_.remove(path);
 }
 
 }  // namespace fs::app::remote

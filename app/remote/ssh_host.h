@@ -1,5 +1,7 @@
-// SshHost: the Host (remote_host.h) reached over SSH — one SshConnection, its
-// calls serialised by a mutex (a libssh session is not thread-safe).
+// SshHost: the Host (remote_host.h) reached over SSH — one SshConnection (the
+// session) and the parts that work on it, SshExec (commands, streams) and
+// SftpFiles (files), all owned here, their calls serialised by a mutex (a
+// libssh session is not thread-safe).
 //
 // Create it from a destination and the SshConfig it is resolved in; the
 // connection is made by the first call (or connect()), which may ask the
@@ -15,8 +17,10 @@
 
 #include "app/remote/prompter.h"
 #include "app/remote/remote_host.h"
+#include "app/remote/sftp_files.h"
 #include "app/remote/ssh_config.h"
-#include "app/remote/ssh_session.h"
+#include "app/remote/ssh_connection.h"
+#include "app/remote/ssh_exec.h"
 
 namespace fs::app::remote {
 
@@ -58,7 +62,11 @@ class SshHost : public Host {
   friend class SshStream;
   const std::string name_;
   std::mutex mutex_;
+  // Under mutex_. The parts hold references to the connection (files_ also
+  // to exec_): declared after what they refer to, they are destroyed first.
   SshConnection connection_;
+  SshExec exec_{connection_};
+  SftpFiles files_{connection_, exec_};
 };
 
 }  // namespace fs::app::remote

@@ -1,5 +1,6 @@
-// Internal to fs_app_remote: the pieces SshConnection is made of. Not for
-// other libraries (include ssh_session.h / ssh_host.h instead).
+// Internal to fs_app_remote: the libssh-level pieces of the SSH transport
+// (SshConnection, SshExec, SftpFiles). Not for other libraries (include
+// ssh_host.h instead).
 //
 // Thread-safety: as SshConnection (one thread), except JumpTunnel's pump
 // thread, which alone touches the jump session once the tunnel runs, and the
@@ -20,7 +21,7 @@
 
 #include "app/remote/prompter.h"
 #include "app/remote/ssh_config.h"
-#include "app/remote/ssh_session.h"
+#include "app/remote/ssh_connection.h"
 #include "backend/protocol/status.h"
 
 namespace fs::app::remote {
@@ -40,8 +41,11 @@ std::string hostLabel(const HostSpec& spec);
 class JumpTunnel;
 
 // One connected, verified, authenticated session and the tunnel under it.
+// The SFTP session on it is opened by SftpFiles and owned here, so that it is
+// freed before the session it runs on.
 struct SshConnection::Endpoint {
   ssh_session session = nullptr;
+  sftp_session sftp = nullptr;         // null until SftpFiles needs one; never on a jump host's
   std::unique_ptr<JumpTunnel> tunnel;  // null for a direct TCP connection
   ~Endpoint();
 };
@@ -56,9 +60,9 @@ protocol::StatusOr<std::unique_ptr<SshConnection::Endpoint>> openEndpoint(const 
                                                                           std::set<std::string>& warned,
                                                                           int depth = 0);
 
-// NOTE [Host keys] in ssh_session.h.
+// NOTE [Host keys] in ssh_connection.h.
 protocol::Status verifyHostKey(ssh_session session, const HostSpec& spec, Prompter& prompter);
-// NOTE [Authentication order] in ssh_session.h.
+// NOTE [Authentication order] in ssh_connection.h.
 protocol::Status authenticate(ssh_session session, const HostSpec& spec, Prompter& prompter);
 
 // A direct-tcpip channel on a jump session to host:port, exposed as one end of

@@ -1,10 +1,11 @@
-// SshConnection's stream channels and SshHost::openStream: a long-lived exec
+// SshExec's stream channels and SshHost::openStream: a long-lived exec
 // channel per stream (NOTE [Streams] in local_host.h), polled without blocking
 // under SshHost's mutex so other calls on the session go on meanwhile.
 #include <libssh/server.h>  // ssh_send_keepalive is declared here, and works for clients
 #include <poll.h>
 
 #include "app/remote/shell_quote.h"
+#include "app/remote/ssh_exec.h"
 #include "app/remote/ssh_host.h"
 #include "app/remote/ssh_internal.h"
 
@@ -13,16 +14,17 @@ namespace fs::app::remote {
 using protocol::Status;
 using protocol::StatusOr;
 
-StatusOr<SshConnection::StreamChannel> SshConnection::openStream(const std::vector<std::string>& argv) {
+StatusOr<SshExec::StreamChannel> SshExec::openStream(const std::vector<std::string>& argv) {
   auto start = beginExec(argv);
   if (!start.isOk()) return start.status();
-  ssh_session s = endpoint_->session;
+  ssh_session s = connection_.endpoint().session;
   ssh_channel channel = nullptr;
   Status failed = Status::ok();
   {
-    WatchdogScope guard(*watchdog_, ssh_get_fd(s),
-                        std::chrono::seconds(connectTimeout(spec_) + aliveWindowSeconds()));
-    auto lost = [&](const std::string& doing) { return sessionError(start->what, doing); };
+    WatchdogScope guard(
+        connection_.watchdog(), ssh_get_fd(s),
+        std::chrono::seconds(connectTimeout(connection_.spec()) + connection_.aliveWindowSeconds()));
+    auto lost = [&](const std::string& doing) { return connection_.sessionError(start->what, doing); };
     channel = ssh_channel_new(s);
     if (channel == nullptr) {
       failed = lost("cannot create a channel");
@@ -34,22 +36,23 @@ StatusOr<SshConnection::StreamChannel> SshConnection::openStream(const std::vect
   }
   if (!failed.isOk()) {
     if (channel != nullptr) ssh_channel_free(channel);
-    checkAlive();
-    if (!connected_.load())
+    connection_.checkAlive();
+    if (!connection_.connected())
       return Status::ioError(failed.message() + " (connection lost; the next call reconnects)");
     return failed;
   }
   last_ignore_ = std::chrono::steady_clock::now();
-  return StreamChannel{channel, generation_};
+  return StreamChannel{channel, connection_.generation()};
 }
 
-Status SshConnection::readStream(const StreamChannel& stream, std::string& out, std::size_t max,
-                                 std::string* err, bool* eof, std::string* exit) {
+Status SshExec::readStream(const StreamChannel& stream, std::string& out, std::size_t max, std::string* err,
+                           bool* eof, std::string* exit) {
   *eof = false;
-  if (endpoint_ == nullptr || stream.generation != generation_ || !connected_.load())
-    return Status::ioError(label() + ": connection lost while streaming; the next call reconnects");
+  if (!connection_.hasSession() || stream.generation != connection_.generation() || !connection_.connected())
+    return Status::ioError(connection_.label() +
+                           ": connection lost while streaming; the next call reconnects");
   auto channel = static_cast<ssh_channel>(stream.channel);
-  ssh_session s = endpoint_->session;
+  ssh_session s = connection_.endpoint().session;
   char buf[32768];
   int n = 0;
   while (out.size() < max) {
@@ -65,50 +68,49 @@ Status SshConnection::readStream(const StreamChannel& stream, std::string& out, 
   }
   if (n == SSH_ERROR || m == SSH_ERROR) {
     const std::string detail = ssh_get_error(s);
-    checkAlive();
-    return Status::ioError(label() + ": reading a stream: " + detail +
-                           (connected_.load() ? "" : " (connection lost; the next call reconnects)"));
+    connection_.checkAlive();
+    return Status::ioError(connection_.label() + ": reading a stream: " + detail +
+                           (connection_.connected() ? "" : " (connection lost; the next call reconnects)"));
   }
   if (out.empty() && ssh_channel_is_eof(channel)) {  // SSH_EOF (or 0) and nothing left
     *eof = true;
-    WatchdogScope guard(*watchdog_, ssh_get_fd(s), std::chrono::seconds(aliveWindowSeconds()));
+    WatchdogScope guard(connection_.watchdog(), ssh_get_fd(s),
+                        std::chrono::seconds(connection_.aliveWindowSeconds()));
     const int status = ssh_channel_get_exit_status(channel);
     *exit = status >= 0 ? "exited with code " + std::to_string(status) : "ended without an exit status";
     return Status::ok();
   }
   // Traffic while idle, so TCP_USER_TIMEOUT notices a dead peer (NOTE [Dead connections]).
   const auto now = std::chrono::steady_clock::now();
-  if (now - last_ignore_ >= std::chrono::seconds(aliveInterval(spec_))) {
+  if (now - last_ignore_ >= std::chrono::seconds(aliveInterval(connection_.spec()))) {
     ssh_send_ignore(s, "");
     last_ignore_ = now;
   }
   return Status::ok();
 }
 
-void SshConnection::closeStream(const StreamChannel& stream) {
-  if (endpoint_ == nullptr || stream.generation != generation_) return;  // freed with its session
+void SshExec::closeStream(const StreamChannel& stream) {
+  if (!connection_.hasSession() || stream.generation != connection_.generation())
+    return;  // freed with its session
   auto channel = static_cast<ssh_channel>(stream.channel);
-  if (connected_.load() && ssh_is_connected(endpoint_->session) && ssh_channel_is_open(channel)) {
-    WatchdogScope guard(*watchdog_, ssh_get_fd(endpoint_->session),
-                        std::chrono::seconds(aliveWindowSeconds()));
+  if (connection_.connected() && ssh_is_connected(connection_.endpoint().session) &&
+      ssh_channel_is_open(channel)) {
+    WatchdogScope guard(connection_.watchdog(), ssh_get_fd(connection_.endpoint().session),
+                        std::chrono::seconds(connection_.aliveWindowSeconds()));
     ssh_channel_close(channel);
   }
   ssh_channel_free(channel);
-}
-
-int SshConnection::socketFd() const {
-  return endpoint_ != nullptr && connected_.load() ? ssh_get_fd(endpoint_->session) : -1;
 }
 
 // --- SshHost::openStream
 
 class SshStream final : public CommandStream {
  public:
-  SshStream(SshHost& host, SshConnection::StreamChannel channel, std::string what)
+  SshStream(SshHost& host, SshExec::StreamChannel channel, std::string what)
       : host_(host), channel_(channel), what_(std::move(what)) {}
   ~SshStream() override {
     std::lock_guard<std::mutex> lock(host_.mutex_);
-    host_.connection_.closeStream(channel_);
+    host_.exec_.closeStream(channel_);
   }
   SshStream(const SshStream&) = delete;
   SshStream& operator=(const SshStream&) = delete;
@@ -124,7 +126,7 @@ class SshStream final : public CommandStream {
       {
         std::lock_guard<std::mutex> lock(host_.mutex_);
         std::string got;
-        Status read = host_.connection_.readStream(channel_, got, max, &err_, &eof, &exit);
+        Status read = host_.exec_.readStream(channel_, got, max, &err_, &eof, &exit);
         if (!read.isOk()) {
           done_ = true;
           return Status::ioError(what_ + ": " + read.message());
@@ -150,7 +152,7 @@ class SshStream final : public CommandStream {
 
  private:
   SshHost& host_;
-  SshConnection::StreamChannel channel_;
+  SshExec::StreamChannel channel_;
   std::string what_;
   std::string err_;
   bool done_ = false;
@@ -159,7 +161,7 @@ class SshStream final : public CommandStream {
 StatusOr<std::unique_ptr<CommandStream>> SshHost::openStream(const std::vector<std::string>& argv) {
   if (argv.empty() || argv.front().empty()) return Status::invalidArgument(name_ + ": empty command");
   std::lock_guard<std::mutex> lock(mutex_);
-  auto channel = connection_.openStream(argv);
+  auto channel = exec_.openStream(argv);
   if (!channel.isOk()) return channel.status();
   return std::unique_ptr<CommandStream>(
       std::make_unique<SshStream>(*this, *channel, name_ + ": '" + argv[0] + "'"));

@@ -1,7 +1,9 @@
-// SshConnection: one SSH session to one host (libssh 0.10), through ProxyJump
-// hosts when configured, carrying many short-lived channels: exec of argument
-// vectors and SFTP (one SFTP session, reused). SshHost (ssh_host.h) is the
-// thread-safe Host made of it.
+// SshConnection: the session core of the SSH transport — one authenticated
+// libssh session to one host (libssh 0.10), through ProxyJump hops when
+// configured, its watchdog, and noticing that it died. The parts that carry
+// work on it hold a reference: SshExec (ssh_exec.h) runs argument vectors,
+// SftpFiles (sftp_files.h) does file operations over one reused SFTP
+// session. SshHost (ssh_host.h) owns the three and is the thread-safe Host.
 //
 // Connecting verifies the host key of every hop against known_hosts ourselves
 // (known_hosts.h), asking the Prompter about unknown keys; a changed or
@@ -10,22 +12,20 @@
 // A call on a connection found dead returns kIOError and leaves connected()
 // false; the next call reconnects (NOTE [Dead connections]).
 //
-// Thread-safety: none; one thread at a time (SshHost holds a mutex). The
-// jump tunnels run their own pump threads, owned here. connected() may be
+// Thread-safety: none; one thread at a time (SshHost holds a mutex), and the
+// parts above call it on that thread. The jump tunnels run their own pump
+// threads and the watchdog its timer thread, owned here. connected() may be
 // read from any thread. Every call blocks.
 #pragma once
 
 #include <atomic>
-#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <set>
 #include <string>
-#include <vector>
 
 #include "app/remote/prompter.h"
-#include "app/remote/remote_host.h"
-#include "app/remote/shell_quote.h"
 #include "app/remote/ssh_config.h"
 #include "backend/protocol/status.h"
 
@@ -74,6 +74,9 @@ using HopResolver = std::function<protocol::StatusOr<HostSpec>(const std::string
 
 class SshConnection {
  public:
+  struct Endpoint;  // one authenticated session (+ the tunnel it runs through); ssh_internal.h
+  class Watchdog;   // ssh_internal.h
+
   // REQUIRES: prompter not null.
   SshConnection(HostSpec spec, std::shared_ptr<Prompter> prompter, HopResolver resolve_hop);
   ~SshConnection();
@@ -83,77 +86,33 @@ class SshConnection {
   const HostSpec& spec() const { return spec_; }
   // Connects (all hops, host keys, authentication) unless connected.
   protocol::Status connect();
+  // Frees the session (its SFTP session and channels with it).
   void disconnect();
   bool connected() const { return connected_.load(); }
 
-  // Host's operations (remote_host.h), connecting first when needed.
-  protocol::StatusOr<CommandResult> run(const std::vector<std::string>& argv, const ExecOptions& options);
-  protocol::StatusOr<std::string> readFile(const std::string& path, std::uint64_t offset, std::size_t max);
-  protocol::StatusOr<std::vector<std::string>> readRanges(const std::string& path,
-                                                          const std::vector<ByteRange>& ranges);
-  protocol::StatusOr<FileInfo> stat(const std::string& path);
-  protocol::StatusOr<std::vector<FileInfo>> list(const std::string& dir);
-  protocol::Status writeFileAtomic(const std::string& path, std::string_view bytes, std::uint32_t mode);
-  protocol::StatusOr<bool> writeFileIfAbsent(const std::string& path, std::string_view bytes,
-                                             std::uint32_t mode);
-  protocol::Status makeDirs(const std::string& path);
-  protocol::Status remove(const std::string& path);
-
-  // Long-lived exec channels (SshHost::openStream, NOTE [Streams] in local_host.h).
-  // A channel belongs to the session of its generation: once that session is
-  // closed (a reconnect frees it with its channels) the calls say "connection lost".
-  struct StreamChannel {
-    void* channel = nullptr;  // ssh_channel
-    std::uint64_t generation = 0;
-  };
-  protocol::StatusOr<StreamChannel> openStream(const std::vector<std::string>& argv);
-  // What the channel has now, without waiting: bytes of stdout appended to `out`
-  // (at most `max`), its stderr's end kept in `*err`; *eof once stdout ended, and
-  // *exit then says how the command ended.
-  protocol::Status readStream(const StreamChannel& stream, std::string& out, std::size_t max,
-                              std::string* err, bool* eof, std::string* exit);
-  void closeStream(const StreamChannel& stream);
+  // For the parts (SshExec, SftpFiles). REQUIRES for endpoint(): hasSession().
+  bool hasSession() const { return endpoint_ != nullptr; }
+  Endpoint& endpoint() { return *endpoint_; }
+  Watchdog& watchdog() { return *watchdog_; }
+  // Counts sessions: state tied to one session (a stream's channel, the
+  // probed login shell) records the generation it belongs to.
+  std::uint64_t generation() const { return generation_; }
   int socketFd() const;  // -1 when not connected
-
-  struct Endpoint;  // one authenticated session (+ the tunnel it runs through)
-  class Watchdog;
-
- private:
-  protocol::StatusOr<bool> writeFile(const std::string& path, std::string_view bytes, std::uint32_t mode,
-                                     bool replace);
-  protocol::Status ensureSftp();
-  protocol::Status sftpCall(const std::string& what, std::size_t bytes,
-                            const std::function<protocol::Status(void* sftp, bool* io_failed)>& body);
-  // An exec's start, shared by run() and openStream(): the quoted command line,
-  // connected, and "alias (user@host:port): 'argv0'" for messages.
-  struct ExecStart {
-    std::string line;
-    std::string what;
-  };
-  protocol::StatusOr<ExecStart> beginExec(const std::vector<std::string>& argv);
-  // Runs an already built line (run()'s body; the login shell probe).
-  protocol::StatusOr<CommandResult> runLine(const ExecStart& start, const ExecOptions& options);
-  // The login shell's dialect, probed once per session (NOTE [Remote command
-  // lines]); kUnsupported naming the shell when it is not one we can quote for.
-  // REQUIRES: connected.
-  protocol::StatusOr<LoginShell> loginShell();
   // "<what>: <doing>: <libssh's error, or 'no answer in time' when the watchdog fired>".
   protocol::Status sessionError(const std::string& what, const std::string& doing) const;
   // After a failed call: is the session still usable? If not, closes it.
   void checkAlive();
   std::string label() const;  // "alias (user@host:port)"
+  // ServerAliveInterval x ServerAliveCountMax, in seconds (NOTE [Dead connections]).
   int aliveWindowSeconds() const;
 
+ private:
   HostSpec spec_;
   std::shared_ptr<Prompter> prompter_;
   HopResolver resolve_hop_;
   std::unique_ptr<Endpoint> endpoint_;
   std::unique_ptr<Watchdog> watchdog_;
-  void* sftp_ = nullptr;          // sftp_session
-  std::uint64_t generation_ = 0;  // counts sessions; a stream's channel lives in one
-  LoginShell login_shell_ = LoginShell::kUnknown;
-  std::uint64_t login_shell_generation_ = 0;  // the session login_shell_ was probed on (0: none)
-  std::chrono::steady_clock::time_point last_ignore_{};
+  std::uint64_t generation_ = 0;
   std::atomic<bool> connected_{false};
   std::set<std::string> warned_;  // the config warnings the Prompter was given (NOTE [Host keys])
 };

@@ -1,7 +1,8 @@
 // SshConnection: connecting (hops, host keys, authentication), the watchdog,
-// noticing a dead session. Exec is in ssh_exec.cpp, SFTP in sftp_files.cpp,
-// the ProxyJump tunnel in jump_tunnel.cpp.
-#include "app/remote/ssh_session.h"
+// noticing a dead session. The ProxyJump tunnel is in jump_tunnel.cpp, host
+// keys in host_key_check.cpp, authentication in ssh_auth.cpp; exec and SFTP
+// are the parts beside it (ssh_exec.h, sftp_files.h).
+#include "app/remote/ssh_connection.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -43,6 +44,7 @@ void setTcpKeepalive(int fd, const HostSpec& spec) {
 }  // namespace
 
 SshConnection::Endpoint::~Endpoint() {
+  if (sftp != nullptr) sftp_free(sftp);
   if (session != nullptr) {
     if (ssh_is_connected(session)) ssh_disconnect(session);
     ssh_free(session);  // closes the socket (also one passed with SSH_OPTIONS_FD)
@@ -206,12 +208,17 @@ void SshConnection::disconnect() {
     // Nothing sent on a dead session may block the teardown.
     shutdown(ssh_get_fd(endpoint_->session), SHUT_RDWR);
   }
-  if (sftp_ != nullptr) {
-    sftp_free(static_cast<sftp_session>(sftp_));
-    sftp_ = nullptr;
-  }
-  endpoint_.reset();
+  endpoint_.reset();  // the SFTP session first, then the session (~Endpoint)
   connected_ = false;
+}
+
+int SshConnection::socketFd() const {
+  return endpoint_ != nullptr && connected_.load() ? ssh_get_fd(endpoint_->session) : -1;
+}
+
+Status SshConnection::sessionError(const std::string& what, const std::string& doing) const {
+  const std::string detail = watchdog_->fired() ? "no answer in time" : ssh_get_error(endpoint_->session);
+  return Status::ioError(what + ": " + doing + ": " + detail);
 }
 
 void SshConnection::checkAlive() {
