@@ -55,6 +55,7 @@
 #include "backend/protocol/problem.h"
 #include "backend/protocol/wire/events.h"
 #include "backend/protocol/wire/run_dir.h"
+#include "backend/runtime/heap_retention.h"
 #include "backend/telemetry/emitter.h"
 #include "backend/telemetry/memory_tracker.h"
 #include "backend/train/grad_clip.h"
@@ -162,6 +163,7 @@ int main(int argc, char** argv) {
   if (memoryTracker) {
     if (auto s = telemetry::installCpuMemoryTracker(); !s) die("memory tracker: " + s.message());
   }
+  runtime::retainFreedHeap();  // as Trainer::setUp (NOTE [Retained heap])
   const torch::Device device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
   auto policy = train::precisionPolicy(config.optim.precision, device);
   if (!policy) die(policy.status().message());
