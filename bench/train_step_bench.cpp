@@ -55,6 +55,7 @@
 #include "backend/protocol/problem.h"
 #include "backend/protocol/wire/events.h"
 #include "backend/protocol/wire/run_dir.h"
+#include "backend/runtime/heap_retention.h"
 #include "backend/step/grad_clip.h"
 #include "backend/step/labels.h"
 #include "backend/step/loss.h"
@@ -162,6 +163,7 @@ int main(int argc, char** argv) {
   if (memoryTracker) {
     if (auto s = telemetry::installCpuMemoryTracker(); !s) die("memory tracker: " + s.message());
   }
+  runtime::retainFreedHeap();  // as Trainer::setUp (NOTE [Retained heap])
   const torch::Device device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
   auto policy = step::precisionPolicy(config.optim.precision, device);
   if (!policy) die(policy.status().message());

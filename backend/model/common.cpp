@@ -112,7 +112,11 @@ torch::Tensor unpackTokens(const torch::Tensor& y, const torch::Tensor& real_tok
   auto rows = shape;
   rows.erase(rows.begin());
   rows.front() = b * l;
-  return torch::zeros(rows, y.options()).index_copy(0, real_tokens, y).view(shape);
+  // NOTE [Unpack in place]: index_copy_ into the fresh zeros, not index_copy, which would copy
+  // the zeros into a second fresh tensor first. Same values, same gradient (grad.index_select).
+  torch::Tensor out = torch::zeros(rows, y.options());
+  out.index_copy_(0, real_tokens, y);
+  return out.view(shape);
 }
 
 torch::Tensor onRealTokens(const torch::Tensor& x, const torch::Tensor& real_tokens,

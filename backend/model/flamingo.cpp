@@ -138,9 +138,9 @@ torch::Tensor FlamingoImpl::encodeVision(const torch::Tensor& vision_x, const to
   if (!slots.defined()) return media;
   const auto n = media.size(2);
   const auto d = media.size(3);
-  return torch::zeros({s[0] * s[1], n, d}, media.options())
-      .index_copy(0, slots, media.view({-1, n, d}))
-      .view({s[0], s[1], n, d});
+  torch::Tensor out = torch::zeros({s[0] * s[1], n, d}, media.options());
+  out.index_copy_(0, slots, media.view({-1, n, d}));  // NOTE [Unpack in place] (common.cpp)
+  return out.view({s[0], s[1], n, d});
 }
 
 torch::Tensor FlamingoImpl::forwardWithMedia(const torch::Tensor& media, const torch::Tensor& input_ids,

@@ -13,6 +13,7 @@
 #include "backend/model/shapes_only.h"
 #include "backend/protocol/config/config_yaml.h"
 #include "backend/protocol/wire/run_manifest.h"
+#include "backend/runtime/heap_retention.h"
 #include "backend/runtime/runtime_info.h"
 #include "backend/step/seeding.h"
 #include "backend/telemetry/memory_tracker.h"
@@ -82,6 +83,7 @@ Status Trainer::setUp() {
   tokens_ = data::specialTokensFromConfig(config_.model.tokens);
   if (Status s = prepareRunDirectory(); !s) return s;
   if (Status s = telemetry::installCpuMemoryTracker(); !s) log_->warn("memory tracking off: {}", s.message());
+  if (!runtime::retainFreedHeap()) log_->warn("malloc kept its defaults (NOTE [Retained heap])");
   if (config_.launch.threads_per_rank > 0) {
     at::set_num_threads(static_cast<int>(config_.launch.threads_per_rank));
   } else {
