@@ -78,7 +78,7 @@ struct FlatPlacement {
   bool asyncCopies = false;  // host <-> device copies non_blocking (the caller synchronizes)
   // The compute device: the full buffer's, and the shard's unless offloaded. Unset: the members'. A rank
   // that built shapes only holds its members on the host (NOTE [Values from the node's first rank] in
-  // sharded_model.h) and must say where the model computes.
+  // sharding_options.h) and must say where the model computes.
   std::optional<c10::Device> device;
 };
 

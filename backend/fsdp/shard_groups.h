@@ -1,6 +1,6 @@
 // ShardGroups: the communicators a ShardedModel works over, made from the run's
 // one communicator by its strategy (NOTE [Sharding strategies] in
-// sharded_model.h): where parameters are sharded, where replicas are
+// sharding_options.h): where parameters are sharded, where replicas are
 // all-reduced, and where delayed init's values are broadcast from.
 //
 // Thread-safety: made once, at the ShardedModel's construction, on the rank's

@@ -50,7 +50,7 @@ struct Placement {
   int64_t world = 1;
   int ranksPerNode = 1;  // LOCAL_WORLD_SIZE within 1..world; ranks are laid out node by node
   bool fsdp = false;     // parallel.mode = fsdp (NOTE [FSDP in the engine])
-  // NOTE [Values from the node's first rank] (fsdp/sharded_model.h): under delayed init only the first
+  // NOTE [Values from the node's first rank] (fsdp/sharding_options.h): under delayed init only the first
   // rank of each node builds values; the others build shapes only (model/shapes_only.h).
   bool delayedInit = false;
   bool shapesOnly = false;
