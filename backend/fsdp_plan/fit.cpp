@@ -1,6 +1,7 @@
 #include "backend/fsdp_plan/fit.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <set>
@@ -13,6 +14,12 @@ namespace {
 std::string seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+std::string plainNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
 
@@ -73,6 +80,14 @@ std::string reasonAfter(const FitChoice& c, const FitChoice& best, size_t rank) 
   return r;
 }
 
+int64_t withHeadroom(int64_t bytes, double headroom) {
+  return static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * (1.0 + headroom)));
+}
+
+std::string headroomText(double headroom) {
+  return headroom > 0 ? " + " + percent(headroom) + " headroom" : "";
+}
+
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> d;
   for (int64_t i = 1; i <= n; ++i)
@@ -110,6 +125,9 @@ std::string FitChoice::label() const {
 
 protocol::StatusOr<FitResult> fitToCluster(const FitRequest& req) {
   if (auto s = checkCluster(req.cluster); !s) return s;
+  if (!(req.headroom >= 0 && req.headroom < 1))
+    return protocol::Status::invalidArgument("--headroom: " + plainNumber(req.headroom) +
+                                             " must be at least 0 and below 1 (a share of the peak)");
   const Cluster& cluster = req.cluster;
   const protocol::RunConfig& base = req.config;
   const int64_t world = cluster.world();
@@ -181,6 +199,7 @@ protocol::StatusOr<FitResult> fitToCluster(const FitRequest& req) {
     for (const auto& precision : precisions) {
       for (const bool ckpt : {false, true}) {
         for (const bool offload : {false, true}) {
+          if (offload && req.device == PlanDevice::kCpu) continue;  // the device is the host
           for (const bool replicatedPass : {false, true}) {
             const auto& group = replicatedPass ? replicated : fsdp;
             if (group.empty() || (replicatedPass && offload)) continue;
@@ -213,12 +232,13 @@ protocol::StatusOr<FitResult> fitToCluster(const FitRequest& req) {
               x.time = estimateStepTime(*plan, e, prec, cfg, cluster);
               x.deviceBytes = deviceBytesOf(e, req.device, offload);
               x.hostBytes = offload ? e.memory.modelState() * cluster.gpusPerNode : 0;
-              x.margin = cluster.memoryPerGpu - x.deviceBytes;
-              if (x.deviceBytes > cluster.memoryPerGpu)
-                x.exceeds.push_back("memory per GPU: needs " + formatBytes(x.deviceBytes) + " > " +
-                                    formatBytes(cluster.memoryPerGpu) + " (over by " +
-                                    formatBytes(x.deviceBytes - cluster.memoryPerGpu) + ")");
-              if (x.hostBytes > cluster.hostMemoryPerNode)
+              const int64_t need = withHeadroom(x.deviceBytes, req.headroom);
+              x.margin = cluster.memoryPerGpu - need;
+              if (need > cluster.memoryPerGpu)
+                x.exceeds.push_back("memory per GPU: needs " + formatBytes(x.deviceBytes) +
+                                    headroomText(req.headroom) + " > " + formatBytes(cluster.memoryPerGpu) +
+                                    " (over by " + formatBytes(need - cluster.memoryPerGpu) + ")");
+              if (withHeadroom(x.hostBytes, req.headroom) > cluster.hostMemoryPerNode)
                 x.exceeds.push_back("host memory per node: " + std::to_string(cluster.gpusPerNode) +
                                     " ranks' offloaded model state " + formatBytes(x.hostBytes) + " > " +
                                     formatBytes(cluster.hostMemoryPerNode));
@@ -253,7 +273,8 @@ protocol::StatusOr<FitResult> fitToCluster(const FitRequest& req) {
   }
   if (req.device == PlanDevice::kCpu)
     result.notes.push_back(
-        "CPU mode: device bytes are the planned peak, without the CUDA allocator's rounding");
+        "CPU mode: device bytes are the planned peak, without the CUDA allocator's rounding; the device is "
+        "the host, so cpu_offload is not tried");
   return result;
 }
 

@@ -17,7 +17,11 @@
 // reserved by the caching allocator; CPU mode: the planned peak; with
 // cpu_offload without the model state, which lives on the host) are at most
 // memory per GPU and, with cpu_offload, the node's ranks' model state is at
-// most its host memory. Ranked by step time, then by margin.
+// most its host memory, both after `headroom` (default 5 %: the planned peak is
+// at most 5 % under the measured one, docs/planner.md "Accuracy of the peak";
+// GPU mode's reserved bytes are a lower bound, NOTE [Reserved for a live set]).
+// In CPU mode the device is the host: cpu_offload is not tried. Ranked by step
+// time, then by margin.
 //
 // Thread-safety: pure function over plain values.
 #pragma once
@@ -42,7 +46,7 @@ struct FitChoice {
 
   int64_t deviceBytes = 0;  // per GPU (NOTE [Fit search])
   int64_t hostBytes = 0;    // per node, offloaded model state
-  int64_t margin = 0;       // memory per GPU - deviceBytes (negative: over)
+  int64_t margin = 0;       // memory per GPU - deviceBytes x (1 + headroom) (negative: over)
   StepTime time;
   std::string reason;                // ranked: why here; misfit: what it exceeds
   std::vector<std::string> exceeds;  // misfits: each limit exceeded
@@ -59,6 +63,7 @@ struct FitRequest {
   std::vector<std::string> strategies;  // empty = all that apply (NOTE [Fit search])
   std::vector<std::string> policies;    // empty = all that apply
   std::vector<std::string> precisions;  // empty = the config's, fp32, amp_bf16, bf16
+  double headroom = 0.05;               // a choice fits when bytes x (1 + headroom) <= the limit
 };
 
 struct FitResult {

@@ -192,6 +192,7 @@ TEST(FitTest, MisfitsSayWhatTheyExceedAndNothingFitsRefuses) {
   req.cluster = h100();
   req.cluster.gpusPerNode = 2;
   req.device = PlanDevice::kCpu;
+  req.headroom = 0;
   auto roomy = fitToCluster(req);
   ASSERT_TRUE(roomy.isOk());
   std::vector<int64_t> need;
@@ -215,9 +216,25 @@ TEST(FitTest, MisfitsSayWhatTheyExceedAndNothingFitsRefuses) {
   const std::string message = noFitMessage(*none);
   EXPECT_NE(message.find("nothing fits"), std::string::npos);
   EXPECT_NE(message.find(formatBytes(need[0])), std::string::npos) << message;
+  // Headroom: the same budget refuses once 5 % is kept free.
+  req.cluster.memoryPerGpu = need[0];
+  req.headroom = 0.05;
+  auto kept = fitToCluster(req);
+  ASSERT_TRUE(kept.isOk());
+  for (const auto& c : kept->ranked) EXPECT_LE(c.deviceBytes * 105 / 100, need[0]);
+  EXPECT_NE(kept->misfits.front().reason.find("+ 5 % headroom"), std::string::npos)
+      << kept->misfits.front().reason;
+  req.headroom = 1.5;
+  auto bad = fitToCluster(req);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("--headroom: 1.5"), std::string::npos) << bad.status().message();
+  req.headroom = 0.05;
+  // In CPU mode the device is the host: no cpu_offload.
+  for (const auto& c : roomy->ranked) EXPECT_FALSE(c.cpuOffload);
   // Host memory: offloaded model state beyond the node's host memory.
   req.cluster.memoryPerGpu = 80 * kGiB;
   req.cluster.hostMemoryPerNode = 1;
+  req.device = PlanDevice::kCuda;
   auto host = fitToCluster(req);
   ASSERT_TRUE(host.isOk());
   bool saw = false;
