@@ -60,8 +60,8 @@ const std::vector<OptionSpec>& planFitOptions() {
       {"precisions", true, false, "LIST",
        "--fit: optim.precision values to try (default: the config's, fp32, amp_bf16, bf16)"},
       {"headroom", true, false, "X",
-       "--fit: share of each peak kept free (default 0.05: the planned peak is at most 5 % under the "
-       "measured)"},
+       "--fit: share added to each planned peak before it is compared (default 0.1: the planned peak "
+       "was up to 8.3 % under the measured one)"},
       {"top", true, false, "N", "--fit: choices and misfits to print (default 5)"},
       {"choice", true, false, "N", "--fit: the ranked choice --apply / --output write (default 1)"},
       {"apply", false, false, "", "--fit: write the chosen values into --config"},

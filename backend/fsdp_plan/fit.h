@@ -17,8 +17,10 @@
 // reserved by the caching allocator; CPU mode: the planned peak; with
 // cpu_offload without the model state, which lives on the host) are at most
 // memory per GPU and, with cpu_offload, the node's ranks' model state is at
-// most its host memory, both after `headroom` (default 5 %: the planned peak is
-// at most 5 % under the measured one, docs/planner.md "Accuracy of the peak";
+// most its host memory, both after `headroom` (default 10 %: the planned peak
+// was 8.3 % under the measured one for tiny, full_shard / transformer_layer,
+// micro-batch 2+1 x 2 with checkpointing on 2 ranks (fit_budget_test), beyond
+// the 5 % docs/planner.md "Accuracy of the peak" holds for accumulation 1;
 // GPU mode's reserved bytes are a lower bound, NOTE [Reserved for a live set]).
 // In CPU mode the device is the host: cpu_offload is not tried. Ranked by step
 // time, then by margin.
@@ -63,7 +65,7 @@ struct FitRequest {
   std::vector<std::string> strategies;  // empty = all that apply (NOTE [Fit search])
   std::vector<std::string> policies;    // empty = all that apply
   std::vector<std::string> precisions;  // empty = the config's, fp32, amp_bf16, bf16
-  double headroom = 0.05;               // a choice fits when bytes x (1 + headroom) <= the limit
+  double headroom = 0.10;               // a choice fits when bytes x (1 + headroom) <= the limit
 };
 
 struct FitResult {
