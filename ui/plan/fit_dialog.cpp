@@ -20,6 +20,13 @@ namespace {
 
 enum Column { kRank, kChoice, kStep, kNeeds, kMargin, kWhy, kColumns };
 
+// The model's step time: tiny presets model microseconds, so not formatDuration's h:mm:ss.
+QString stepText(double seconds) {
+  if (seconds >= 1) return QStringLiteral("%1 s").arg(seconds, 0, 'g', 3);
+  if (seconds >= 1e-3) return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'g', 3);
+  return QStringLiteral("%1 µs").arg(seconds * 1e6, 0, 'g', 3);
+}
+
 QLabel* banner(const char* name, const QString& style) {
   auto* label = new QLabel;
   label->setObjectName(QLatin1String(name));
@@ -159,7 +166,7 @@ void FitDialog::showFit(const app::FitResult& fit) {
   for (const auto& c : fit.ranked) {
     put(row, kRank, QString::number(row + 1));
     put(row, kChoice, c.label());
-    put(row, kStep, formatDuration(c.stepSeconds));
+    put(row, kStep, stepText(c.stepSeconds));
     put(row, kNeeds, formatBytes(c.deviceBytes));
     put(row, kMargin, formatBytes(c.marginBytes));
     put(row, kWhy, c.reason);
@@ -168,7 +175,7 @@ void FitDialog::showFit(const app::FitResult& fit) {
   for (const auto& c : fit.misfits) {
     put(row, kRank, tr("does not fit"));
     put(row, kChoice, c.label());
-    put(row, kStep, formatDuration(c.stepSeconds));
+    put(row, kStep, stepText(c.stepSeconds));
     put(row, kNeeds, formatBytes(c.deviceBytes));
     put(row, kMargin, formatBytes(c.marginBytes));
     put(row, kWhy, c.exceeds.join(QStringLiteral("; ")));
