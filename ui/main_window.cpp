@@ -444,6 +444,19 @@ void MainWindow::openPlanner() {
     connect(document_, &app::ConfigDocument::fieldChanged, planner_, follow);
     connect(document_, &app::ConfigDocument::datasetsChanged, planner_, follow);
     connect(document_, &app::ConfigDocument::configReset, planner_, follow);
+    // The fit's Apply: its KEY=VALUE assignments into the config being edited.
+    connect(planner_, &PlannerView::applyFit, this, [this](const QStringList& assignments) {
+      QStringList failed;
+      for (const auto& a : assignments) {
+        const auto at = a.indexOf(QLatin1Char('='));
+        const auto s = document_->setField(a.left(at).toStdString(), a.mid(at + 1).toStdString());
+        if (!s) failed << QString::fromStdString(s.message());
+      }
+      statusBar()->showMessage(failed.isEmpty()
+                                   ? tr("Applied the fit's choice to the config")
+                                   : tr("Fit not fully applied: %1").arg(failed.join(QStringLiteral("; "))),
+                               kStatusMs);
+    });
   }
   planner_->setConfig(document_->config());
   planner_->replan();

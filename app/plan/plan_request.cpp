@@ -11,6 +11,7 @@ QString runStrategy(const protocol::RunConfig& config, int world) {
 QStringList planArguments(const PlanRequest& request, const QString& configFile,
                           const std::optional<protocol::RunConfig>& readConfig) {
   QStringList args{QStringLiteral("plan"), QStringLiteral("--config"), configFile};
+  if (request.fit) return args + fitArguments(*request.fit);
   if (request.world > 0) args << QStringLiteral("--world") << QString::number(request.world);
   if (request.nodes > 0) args << QStringLiteral("--nodes") << QString::number(request.nodes);
   QStringList strategies = request.strategies;

@@ -8,6 +8,7 @@
 #include <QStringList>
 #include <optional>
 
+#include "app/plan/fit.h"
 #include "backend/protocol/config/config_types.h"
 
 namespace fs::app {
@@ -27,6 +28,9 @@ struct PlanRequest {
   // policy. Overrides strategies and policies; reads the config.
   bool runChoice = false;
   bool reference = true;  // also the reference's FSDP1 (false: --no-reference)
+  // Fit to this cluster instead (plan --fit, app/plan/fit.h): world, nodes, strategies, policies
+  // and reference are then not passed; the answer is a FitResult.
+  std::optional<FitCluster> fit;
 };
 
 // The strategy and policy a config runs with (see runChoice) on `world`

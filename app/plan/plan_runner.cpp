@@ -11,6 +11,7 @@ PlanRunner::PlanRunner(EngineSearch search, QObject* parent)
       thread_(std::make_unique<WorkerThread<PlanWorker>>(new PlanWorker, QStringLiteral("memory-planner"))) {
   qRegisterMetaType<fs::app::Plan>();
   qRegisterMetaType<fs::app::PlanError>();
+  qRegisterMetaType<fs::app::FitResult>();
   PlanWorker* worker = thread_->worker();
   connect(worker, &PlanWorker::processStarted, this, [this](quint64 ticket, qint64 pid) {
     if (ticket == ticket_) emit processStarted(pid);
@@ -19,6 +20,11 @@ PlanRunner::PlanRunner(EngineSearch search, QObject* parent)
     if (ticket != ticket_) return;
     setRunning(false);
     emit planned(plan);
+  });
+  connect(worker, &PlanWorker::fitted, this, [this](quint64 ticket, const FitResult& fit) {
+    if (ticket != ticket_) return;
+    setRunning(false);
+    emit fitted(fit);
   });
   connect(worker, &PlanWorker::failed, this, [this](quint64 ticket, const PlanError& error) {
     if (ticket != ticket_) return;

@@ -47,6 +47,7 @@ class PlanRunner : public QObject {
   void runningChanged(bool running);
   void processStarted(qint64 pid);
   void planned(const fs::app::Plan& plan);
+  void fitted(const fs::app::FitResult& fit);  // a request with PlanRequest::fit
   void failed(const fs::app::PlanError& error);
   void cancelled();
 

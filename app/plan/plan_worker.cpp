@@ -30,6 +30,7 @@ void PlanWorker::plan(quint64 ticket, const PlanRequest& request, const EngineSe
   if (shutDown_) return;
   if (stopCurrent()) emit cancelled(ticket_);
   ticket_ = ticket;
+  fit_ = request.fit.has_value();
   if (ticket <= cancelUpTo_.load()) {
     emit cancelled(ticket);
     return;
@@ -107,6 +108,19 @@ void PlanWorker::onFinished(int exitCode, QProcess::ExitStatus status) {
     return fail(PlanErrorKind::kCrash,
                 QStringLiteral("%1 plan crashed%2")
                     .arg(enginePath_, err.isEmpty() ? QString() : QStringLiteral(": ") + err));
+  }
+  if (fit_) {
+    // Exit 1 with the fit on stdout: nothing fits; its misfits are the answer.
+    FitParse parse = parseFitJson(out);
+    if (exitCode != 0 && (exitCode != 1 || !parse.ok() || !parse.fit.ranked.isEmpty()))
+      return fail(PlanErrorKind::kExit,
+                  err.isEmpty()
+                      ? QStringLiteral("%1 plan --fit exited with code %2").arg(enginePath_).arg(exitCode)
+                      : err);
+    if (!parse.ok()) return fail(PlanErrorKind::kBadOutput, parse.error);
+    if (exitCode != 0) parse.fit.refusal = err;
+    emit fitted(ticket_, parse.fit);
+    return;
   }
   if (exitCode != 0) {
     return fail(

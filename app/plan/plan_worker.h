@@ -48,6 +48,8 @@ class PlanWorker : public QObject {
  signals:
   void processStarted(quint64 ticket, qint64 pid);
   void planned(quint64 ticket, const fs::app::Plan& plan);
+  // A fit request's answer; also when nothing fits (FitResult::refusal, the engine's exit 1).
+  void fitted(quint64 ticket, const fs::app::FitResult& fit);
   void failed(quint64 ticket, const fs::app::PlanError& error);
   void cancelled(quint64 ticket);
 
@@ -59,6 +61,7 @@ class PlanWorker : public QObject {
   void fail(PlanErrorKind kind, const QString& message);
 
   quint64 ticket_ = 0;
+  bool fit_ = false;  // the running request is a fit
   QString enginePath_;
   QProcess* process_ = nullptr;
   std::unique_ptr<QTemporaryDir> tempDir_;

@@ -7,30 +7,36 @@
 #include <sstream>
 
 #include "backend/cli/args.h"
+#include "backend/cli/cmd_plan_fit.h"
 #include "backend/cli/commands.h"
 #include "backend/cli/config_input.h"
 #include "backend/fsdp_plan/plan.h"
 #include "backend/fsdp_plan/plan_report.h"
 
 namespace fs::cli {
-const std::vector<OptionSpec> kPlanOptions = {
-    {"config", true, false, "FILE", "Run config (YAML, '-' = stdin); required"},
-    {"world", true, false, "N", "Ranks in all (default: the config's launch.nnodes x nproc_per_node)"},
-    {"nodes", true, false, "M", "Nodes; --world must divide by it (default: launch.nnodes)"},
-    {"strategies", true, false, "LIST",
-     "all (the FSDP strategies), or a comma list of full_shard, shard_grad_op, hybrid_shard, no_shard, and "
-     "single / ddp (parallel.mode ddp on one rank / several) (default all)"},
-    {"policies", true, false, "LIST",
-     "all, or a comma list of openflamingo, transformer_layer, size_based, custom (default all; custom only "
-     "with parallel.wrap_patterns)"},
-    {"no-reference", false, false, "", "Leave out the reference's FSDP1 model"},
-    {"device", true, false, "cpu|cuda",
-     "cuda: also each rank's peak as the CUDA caching allocator holds it, allocated and reserved (default "
-     "cpu)"},
-    {"set", true, true, "KEY=VALUE", "Override a config field, e.g. --set parallel.limit_all_gathers=1"},
-    {"json", false, false, "", "Print the plan as one JSON object (docs/planner.md)"},
-    {"help", false, false, "", "Show this help"},
-};
+const std::vector<OptionSpec> kPlanOptions = [] {
+  std::vector<OptionSpec> options = {
+      {"config", true, false, "FILE", "Run config (YAML, '-' = stdin); required"},
+      {"world", true, false, "N", "Ranks in all (default: the config's launch.nnodes x nproc_per_node)"},
+      {"nodes", true, false, "M", "Nodes; --world must divide by it (default: launch.nnodes)"},
+      {"strategies", true, false, "LIST",
+       "all (the FSDP strategies), or a comma list of full_shard, shard_grad_op, hybrid_shard, no_shard, and "
+       "single / ddp (parallel.mode ddp on one rank / several) (default all)"},
+      {"policies", true, false, "LIST",
+       "all, or a comma list of openflamingo, transformer_layer, size_based, custom (default all; custom "
+       "only "
+       "with parallel.wrap_patterns)"},
+      {"no-reference", false, false, "", "Leave out the reference's FSDP1 model"},
+      {"device", true, false, "cpu|cuda",
+       "cuda: also each rank's peak as the CUDA caching allocator holds it, allocated and reserved (default "
+       "cpu)"},
+      {"set", true, true, "KEY=VALUE", "Override a config field, e.g. --set parallel.limit_all_gathers=1"},
+      {"json", false, false, "", "Print the plan as one JSON object (docs/planner.md)"},
+      {"help", false, false, "", "Show this help"},
+  };
+  options.insert(options.end() - 1, planFitOptions().begin(), planFitOptions().end());
+  return options;
+}();
 
 namespace {
 
@@ -58,7 +64,9 @@ protocol::StatusOr<int64_t> positiveInt(const std::string& flag, const std::stri
 int runPlan(const std::vector<std::string>& args, Io& io) {
   const std::string usage =
       "usage: flamingo-train plan --config FILE [--world N] [--nodes M] [--strategies all|LIST] "
-      "[--policies all|LIST] [--device cpu|cuda] [--json]\n";
+      "[--policies all|LIST] [--device cpu|cuda] [--json]\n"
+      "       flamingo-train plan --config FILE --fit (--gpu NAME | cluster figures) [--nodes M] "
+      "[--gpus-per-node N] [--json] [--apply | --output FILE]\n";
   auto parsed = parseArgs(args, kPlanOptions);
   if (!parsed) {
     io.err << "flamingo-train plan: " << parsed.status().message() << "\n" << usage;
@@ -81,6 +89,15 @@ int runPlan(const std::vector<std::string>& args, Io& io) {
   if (!parsed->has("config")) return fail("--config: a run config is required");
   auto config = loadRunConfig(parsed->get("config"), parsed->all("set"), io);
   if (!config) return kExitFailure;
+  if (parsed->has("fit")) {
+    if (parsed->has("world"))
+      return fail("--world: with --fit the ranks are the cluster's --nodes x --gpus-per-node");
+    return runPlanFit(*parsed, *config, io);
+  }
+  for (const auto& option : planFitOptions()) {
+    if (option.name != "fit" && parsed->has(option.name))
+      return fail("--" + option.name + ": only with --fit");
+  }
 
   fsdp_plan::PlanRequest req;
   req.config = *config;

@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "app/plan/plan_runner.h"
+#include "ui/plan/fit_dialog.h"
 #include "ui/plan/layout_map_view.h"
 #include "ui/plan/memory_warnings.h"
 #include "ui/plan/plan_table_model.h"
@@ -60,7 +61,8 @@ PlannerView::PlannerView(const app::EngineSearch& search, QWidget* parent)
       chart_(new RankBarChart),
       layoutMap_(new LayoutMapView),
       tabs_(new QTabWidget),
-      debounce_(new QTimer(this)) {
+      debounce_(new QTimer(this)),
+      fitButton_(new QPushButton(tr("Fit to cluster…"))) {
   setObjectName(QStringLiteral("plannerView"));
   world_->setObjectName(QStringLiteral("plannerWorld"));
   world_->setRange(1, 1 << 16);
@@ -96,6 +98,11 @@ PlannerView::PlannerView(const app::EngineSearch& search, QWidget* parent)
   controls->addWidget(progress_);
   controls->addWidget(plan_);
   controls->addWidget(cancel_);
+  fitButton_->setObjectName(QStringLiteral("plannerFit"));
+  fitButton_->setToolTip(
+      tr("Which strategy, wrap policy, micro-batch, checkpointing, precision and CPU offload "
+         "fit a cluster, fastest first (flamingo-train plan --fit)"));
+  controls->addWidget(fitButton_);
   auto* splitter = new QSplitter(Qt::Vertical);
   tabs_->setObjectName(QStringLiteral("plannerTabs"));
   tabs_->addTab(chart_, tr("Per-rank memory"));
@@ -112,6 +119,7 @@ PlannerView::PlannerView(const app::EngineSearch& search, QWidget* parent)
   connect(nodes_, &QSpinBox::valueChanged, debounce_, qOverload<>(&QTimer::start));
   connect(debounce_, &QTimer::timeout, this, &PlannerView::replan);
   connect(plan_, &QPushButton::clicked, this, &PlannerView::replan);
+  connect(fitButton_, &QPushButton::clicked, this, &PlannerView::openFit);
   connect(cancel_, &QPushButton::clicked, runner_, &app::PlanRunner::cancel);
   connect(device_, &QDoubleSpinBox::valueChanged, this, [this] {
     model_->setDeviceMemory(deviceMemory());
@@ -135,6 +143,7 @@ void PlannerView::setConfig(const protocol::RunConfig& config) {
   const bool topologyChanged = !config_ || config_->launch.nnodes != config.launch.nnodes ||
                                config_->launch.nproc_per_node != config.launch.nproc_per_node;
   config_ = config;
+  if (fit_) fit_->setConfig(config);
   if (topologyChanged) {
     const QSignalBlocker blockWorld(world_), blockNodes(nodes_);
     world_->setValue(static_cast<int>(std::max<std::int64_t>(1, config.worldSize())));
@@ -193,6 +202,16 @@ void PlannerView::updateWarnings() {
   const QStringList lines = memoryWarnings(model_->plan(), deviceMemory());
   warning_->setText(lines.join(QLatin1Char('\n')));
   warning_->setVisible(!lines.isEmpty());
+}
+
+void PlannerView::openFit() {
+  if (!fit_) {
+    fit_ = new FitDialog(runner_->engineSearch(), this);
+    connect(fit_, &FitDialog::applyRequested, this, &PlannerView::applyFit);
+  }
+  if (config_) fit_->setConfig(*config_);
+  fit_->show();
+  fit_->raise();
 }
 
 }  // namespace fs::ui

@@ -1,6 +1,6 @@
 // PlannerView: the FSDP memory plan of a config before it is launched.
 //
-//   [world] [nodes] [device memory GiB] [Plan] [Cancel] [progress]
+//   [world] [nodes] [device memory GiB] [Plan] [Cancel] [Fit to cluster...] [progress]
 //   [error: what the engine said]   [warning: estimates over the device memory]
 //   table: one row per engine x policy x strategy (PlanTableModel)
 //   tabs: Per-rank memory: one stacked bar per rank of the selected row, the device line
@@ -12,7 +12,10 @@
 // only re-marks the rows. World and nodes start from the config's
 // launch.nnodes x nproc_per_node and follow it when a new config changes them.
 //
-// Ownership: owns its runner. Thread-safety: GUI thread only.
+// "Fit to cluster..." opens a FitDialog (fit_dialog.h) on the same config; its Apply
+// comes out as applyFit(), which the owner writes into the config being edited.
+//
+// Ownership: owns its runner and its fit dialog. Thread-safety: GUI thread only.
 #pragma once
 
 #include <QWidget>
@@ -38,6 +41,7 @@ class PlanRunner;
 
 namespace fs::ui {
 
+class FitDialog;
 class LayoutMapView;
 class PlanTableModel;
 class RankBarChart;
@@ -69,10 +73,19 @@ class PlannerView : public QWidget {
   RankBarChart* chart() const { return chart_; }
   LayoutMapView* layoutMap() const { return layoutMap_; }
   QTabWidget* tabs() const { return tabs_; }
+  QPushButton* fitButton() const { return fitButton_; }
+  // The fit dialog, made on the first "Fit to cluster..."; nullptr before.
+  FitDialog* fitDialog() const { return fit_; }
 
  public slots:
   // Plans the current config with the current world and nodes now.
   void replan();
+  // Opens the fit dialog on the current config.
+  void openFit();
+
+ signals:
+  // KEY=VALUE config assignments of the fit's chosen row (FitDialog::applyRequested).
+  void applyFit(const QStringList& assignments);
 
  private:
   void showPlan(const app::Plan& plan);
@@ -97,6 +110,8 @@ class PlannerView : public QWidget {
   LayoutMapView* layoutMap_;
   QTabWidget* tabs_;
   QTimer* debounce_;
+  QPushButton* fitButton_;
+  FitDialog* fit_ = nullptr;
 };
 
 }  // namespace fs::ui

@@ -141,4 +141,62 @@ TEST(PlanCli, BadInputNamesTheFlagOrValue) {
   EXPECT_EQ(run("plan --help").code, 0);
 }
 
+// plan --fit (backend/fsdp_plan/fit.h): the JSON for scripts, errors naming the flag and value, a
+// refusal when nothing fits, and --output writing the chosen values into a config.
+TEST(PlanCli, FitRanksChoicesAndWritesTheChosenConfig) {
+  const std::string tiny = "plan --config '" + preset("tiny") + "' --fit";
+  auto r = run(tiny + " --gpu H100-SXM-80GB --gpus-per-node 2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "fs.fit/1");
+  EXPECT_EQ(j["cluster"]["gpus_per_node"], 2);
+  ASSERT_FALSE(j["ranked"].empty());
+  for (const auto& c : j["ranked"]) {
+    EXPECT_FALSE(c["reason"].get<std::string>().empty());
+    EXPECT_LE(c["device_bytes"].get<int64_t>(), j["cluster"]["memory_per_gpu"].get<int64_t>());
+  }
+
+  r = run(tiny + " --gpu H100-SXM-80GB --gpus-per-node 2 --top 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Fits ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#1: fastest that fits"), std::string::npos) << r.out;
+
+  const auto dir = std::filesystem::temp_directory_path() / ("fs_plan_fit_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto out = (dir / "fitted.yaml").string();
+  r = run(tiny + " --gpu A100-SXM-40GB --gpus-per-node 2 --choice 1 --output '" + out + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("wrote choice 1"), std::string::npos) << r.err;
+  const std::string written = slurp(out);
+  EXPECT_NE(written.find("nproc_per_node: 2"), std::string::npos) << written;
+  // The written config plans, and fits the same way.
+  r = run("plan --config '" + out + "' --fit --gpu A100-SXM-40GB --gpus-per-node 2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PlanCli, FitBadInputNamesTheFlagAndValue) {
+  const std::string tiny = "plan --config '" + preset("tiny") + "'";
+  auto r = run(tiny + " --fit --gpu B300");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--gpu: unknown GPU 'B300'"), std::string::npos) << r.err;
+  r = run(tiny + " --fit --gpu H100-SXM-80GB --nodes 0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("nodes: 0 must be at least 1"), std::string::npos) << r.err;
+  r = run(tiny + " --fit --gpu H100-SXM-80GB --intra-node-gbs -3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("intra_node_gbs: -3"), std::string::npos) << r.err;
+  r = run(tiny + " --fit --memory-gib 8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("missing --gpus-per-node"), std::string::npos) << r.err;
+  r = run(tiny + " --gpu H100-SXM-80GB");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--gpu: only with --fit"), std::string::npos) << r.err;
+  // Nothing fits: the least any choice needs, and exit 1.
+  r = run(tiny + " --fit --gpu H100-SXM-80GB --gpus-per-node 2 --memory-gib 0.001");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("nothing fits"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("memory per GPU: needs"), std::string::npos) << r.out;
+}
+
 }  // namespace
