@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "backend/fsdp_plan/fit.h"
-#include "tests/backend/dist/rank_processes.h"
+#include "tests/backend/distributed/rank_processes.h"
 #include "tests/backend/fsdp_plan/plan_test_util.h"
 
 namespace fs::fsdp_plan {
