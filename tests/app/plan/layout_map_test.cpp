@@ -50,7 +50,7 @@ void checkTiling(const std::vector<double>& w, const std::vector<QRectF>& rects,
 }
 
 // The real planner's plan of the tiny preset on two ranks, all policies and strategies.
-Plan tinyPlan() {
+Plan planTiny() {
   QProcess p;
   p.start(QStringLiteral(FS_TEST_FLAMINGO_TRAIN),
           {QStringLiteral("plan"), QStringLiteral("--config"),
@@ -61,6 +61,12 @@ Plan tinyPlan() {
   const PlanParse parse = parsePlanJson(p.readAllStandardOutput());
   if (!parse.ok()) qFatal("%s", qPrintable(parse.error));
   return parse.plan;
+}
+
+// The plan is run once and shared: each run of the planner is seconds on a busy machine.
+const Plan& tinyPlan() {
+  static const Plan plan = planTiny();
+  return plan;
 }
 
 int estimateOf(const Plan& plan, const QString& engine, const QString& policy) {
