@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on its built-in default (see scripts/setup.sh): the demo model
-# for a few minutes (presets/demo-long.yaml), long enough to watch, pause and
-# stop. With a display the desktop app runs it (Pause and Stop on the Monitor
+# for a few minutes on 2 ranks under FSDP full_shard (presets/demo-long.yaml),
+# long enough to watch, pause and stop. With a display the desktop app runs it (Pause and Stop on the Monitor
 # tab); without one `flamingo-train demo --long` does (Ctrl-C stops it after a
 # checkpoint). The 32-step demo, seconds long, is `flamingo-train demo` /
 # `flamingo-studio --demo`.

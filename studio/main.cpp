@@ -97,8 +97,9 @@ int main(int argc, char** argv) {
   const QCommandLineOption longDemo(
       QStringLiteral("long"),
       QStringLiteral(
-          "With --demo: the built-in default run instead (presets/demo-long.yaml), a few minutes on\n"
-          "two cores, long enough to watch, pause and stop (the Stop button on the Monitor tab)."));
+          "With --demo: the built-in default run instead (presets/demo-long.yaml: 2 local ranks under\n"
+          "FSDP full_shard), a few minutes on two cores, long enough to watch, pause and stop (the Stop\n"
+          "button on the Monitor tab)."));
   const QCommandLineOption screenshot(
       QStringLiteral("screenshot"),
       QStringLiteral("Save a PNG of the window to <file> once the config has loaded, then exit."),

@@ -126,6 +126,7 @@ enum class LayoutDiffKind {
   kDifferentBytes,   // the same parameters stored in other dtypes
   kUnfrozen,         // FSDP1 gives frozen decoder weights gradients
   kTiedConflict,     // the reference unit holding a tied head (incompatible with FSDP1)
+  kPlanAndRun,       // the plan and a live run's layout event disagree (app/plan/layout_overlay.h)
 };
 struct LayoutDifference {
   LayoutDiffKind kind = LayoutDiffKind::kOnlyOurs;

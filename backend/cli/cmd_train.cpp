@@ -1,5 +1,8 @@
 // train / demo: run the engine on a config (demo: the demo preset on
 // generated shards in a fresh run directory, with a live progress line).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include "backend/cli/pipe_gate.h"
 #include "backend/cli/progress_line.h"
 #include "backend/cli/world_flags.h"
+#include "backend/launch/node_agent.h"
 #include "backend/launch/world_env.h"
 #include "backend/protocol/config/launch_env.h"
 #include "backend/protocol/config/validate.h"
@@ -169,8 +173,50 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
   return runEngine(*config, runDir, parsed->has("strict"), parsed->has("progress"), world.value(), io);
 }
 
+// A loopback port nobody listens on now, for the ranks' rendezvous (29500 when none is found).
+std::int64_t freeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t length = sizeof(addr);
+  std::int64_t port = 29500;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// The demo's ranks on this node: `flamingo-train demo ARGS --run-dir DIR` under the node agent.
+int launchDemoRanks(const std::vector<std::string>& args, const protocol::RunConfig& config,
+                    const std::filesystem::path& runDir, Io& io) {
+  launch::NodeAgentOptions agent;
+  agent.nnodes = 1;
+  agent.nprocPerNode = config.launch.nproc_per_node;
+  agent.masterPort = freeLoopbackPort();
+  agent.runDir = runDir;
+  agent.command = {"demo"};
+  for (std::size_t i = 0; i < args.size(); ++i) {  // the agent appends the run directory used
+    if (args[i] == "--run-dir") {
+      ++i;
+    } else if (!args[i].starts_with("--run-dir=")) {
+      agent.command.push_back(args[i]);
+    }
+  }
+  auto result = launch::runNodeAgent(agent, io.err);
+  if (!result) {
+    io.err << "flamingo-train demo: " << result.status().message() << "\n";
+    return kExitFailure;
+  }
+  return result->exitCode;
+}
+
 const std::vector<OptionSpec> kDemoOptions = {
-    {"long", false, false, "", "The built-in default run: presets/demo-long.yaml, a few minutes"},
+    {"long", false, false, "", "The built-in default run: presets/demo-long.yaml, 2 ranks, a few minutes"},
     {"set", true, true, "KEY=VALUE", "Override a field of the preset"},
     {"run-dir", true, false, "DIR", "Run directory (default: a new one under the user's data directory)"},
     {"help", false, false, "", "Show this help"},
@@ -187,8 +233,9 @@ int runDemo(const std::vector<std::string>& args, Io& io) {
               "Trains the demo preset (presets/demo.yaml: 32 steps, seconds on a CPU) on this machine,\n"
               "with a live progress line, on LAION and MMC4 shards of generated pictures that it writes\n"
               "into the run directory first. --long runs the built-in default instead\n"
-              "(presets/demo-long.yaml: the same model for a few minutes on two cores), long enough to\n"
-              "follow, pause and stop. Ctrl-C stops a run after a checkpoint; a second Ctrl-C kills it.\n"
+              "(presets/demo-long.yaml: the same model for a few minutes on two cores, 2 ranks started\n"
+              "here under FSDP full_shard), long enough to follow, pause and stop. Ctrl-C stops a run after "
+              "a checkpoint; a second Ctrl-C kills it.\n"
               "Needs no network and no files of yours.\n\n"
            << formatOptions(kDemoOptions);
     return kExitOk;
@@ -203,13 +250,34 @@ int runDemo(const std::vector<std::string>& args, Io& io) {
     runDir = timestampedRunDir(isLong ? "demo-long" : "demo");
   }
   config->run_root = runDir.parent_path().string();
-  if (isLong) {
+  auto world = launch::discoverWorld(launch::currentEnvironment(), {});
+  if (!world) {
+    io.err << "flamingo-train demo: " << world.status().message() << "\n";
+    return kExitFailure;
+  }
+  // NOTE [The demo's ranks]: a preset with several ranks (demo-long.yaml: 2 under FSDP full_shard)
+  // starts them here through the node agent, as `flamingo-train launch` would; each rank runs this
+  // same command in the same run directory and, finding its world in the environment, trains.
+  const std::int64_t ranks = config->worldSize();
+  if (ranks > 1 && world->worldSize == 1) {
+    if (isLong) {
+      io.out << "The built-in default run: " << ranks << " ranks under FSDP "
+             << config->parallel.sharding_strategy
+             << ", a few minutes on two cores. Stop it with Ctrl-C (it writes a\n"
+                "checkpoint, then exits; a second Ctrl-C kills it), or follow, pause and stop it in\n"
+                "flamingo-studio --follow "
+             << runDir.string() << "\n"
+             << std::flush;
+    }
+    return launchDemoRanks(args, *config, runDir, io);
+  }
+  if (isLong && world->rank == 0 && ranks == 1) {
     io.out << "The built-in default run: a few minutes on two cores. Stop it with Ctrl-C (it writes a\n"
               "checkpoint, then exits; a second Ctrl-C kills it), or follow, pause and stop it in\n"
               "flamingo-studio --follow RUN_DIR.\n"
            << std::flush;
   }
-  return runEngine(*config, runDir, false, true, launch::WorldInfo{}, io);
+  return runEngine(*config, runDir, false, true, world.value(), io);
 }
 
 }  // namespace fs::cli

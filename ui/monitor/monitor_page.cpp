@@ -33,8 +33,10 @@
 // Estimate: the planner's figures for the run's config, world and nodes beside
 // the measured memory (EstimateView), planned when run_started arrives.
 // Layout: the units, with the gather window of the latest memory event's
-// chosen rank highlighted (LayoutTable). Layout map: the same event as a
-// treemap of the units (LayoutMapView; the event names no parameters).
+// chosen rank highlighted (LayoutTable). Layout map: the same event laid over
+// the Estimate tab's plan of the run's config.yaml, as a treemap of the units
+// beside the reference's (LayoutMapView; the plan names the parameters, the
+// event gives each rank's shard bytes, disagreements are outlined).
 //
 // Alerts also leave through alert() so the window can raise a desktop
 // notification. The page reads nothing itself: the monitor's follower does.
@@ -163,6 +165,8 @@ void MonitorPage::wireMonitor() {
   connect(monitor_, &app::RunMonitor::runStarted, this, [this](const protocol::RunStartedEvent& e) {
     estimate_->planRun(monitor_->runDir(), e.world_size, std::max(1, e.nnodes));
   });
+  connect(estimate_, &EstimateView::planned, layoutMap_, &LayoutMapView::setLivePlan);
+  connect(estimate_, &EstimateView::planFailed, layoutMap_, &LayoutMapView::setLivePlanError);
   connect(monitor_, &app::RunMonitor::delivered, this,
           [this] { estimate_->setMeasured(monitor_->measuredMemory()); });
   connect(monitor_, &app::RunMonitor::layoutChanged, this, [this] {

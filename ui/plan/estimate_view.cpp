@@ -51,6 +51,7 @@ EstimateView::EstimateView(QWidget* parent)
   connect(runner_, &app::PlanRunner::planned, this, &EstimateView::showPlan);
   connect(runner_, &app::PlanRunner::failed, this, [this](const app::PlanError& error) {
     status_->setText(tr("No estimate: %1").arg(error.message));
+    emit planFailed(error.message);
   });
 }
 
@@ -67,18 +68,22 @@ void EstimateView::planRun(const QString& runDir, int world, int nodes) {
   request.world = world;
   request.nodes = nodes;
   request.runChoice = true;
-  request.reference = false;
+  request.reference = true;  // for the live Layout map's reference side (planned())
   status_->setText(tr("Planning world %1 on %2 node(s)\u2026").arg(world).arg(nodes));
   runner_->plan(request);
   refreshTable();
 }
 
 void EstimateView::showPlan(const app::Plan& plan) {
-  if (plan.estimates.empty()) {
+  emit planned(plan);
+  const auto ours =
+      std::find_if(plan.estimates.begin(), plan.estimates.end(),
+                   [](const app::PlanEstimate& e) { return e.engine == QLatin1String("ours"); });
+  if (ours == plan.estimates.end()) {
     status_->setText(tr("No estimate: the plan has none for this run's strategy and policy"));
     return;
   }
-  estimate_ = plan.estimates.front();
+  estimate_ = *ours;
   // single and ddp (parallel.mode ddp) shard nothing: every rank holds the whole model.
   const bool replicated =
       estimate_->strategy == QLatin1String("single") || estimate_->strategy == QLatin1String("ddp");

@@ -5,7 +5,8 @@
 //
 // planRun() asks `flamingo-train plan` for the run's own config.yaml, world
 // and nodes, with the strategy and wrap policy the run uses (PlanRequest::
-// runChoice); setMeasured() takes the ranks' figures from the run's memory
+// runChoice) and the reference's FSDP1 beside it (planned() hands the plan on
+// to the monitor's Layout map); setMeasured() takes the ranks' figures from the run's memory
 // events (app::MeasuredRank, kept per run by RunMonitor). The measured side is the largest rank; the
 // error is relative to the measured peak (app::compareEstimate).
 //
@@ -47,6 +48,11 @@ class EstimateView : public QWidget {
   app::PlanRunner* runner() const { return runner_; }
   QLabel* statusLabel() const { return status_; }
   QTableWidget* table() const { return table_; }
+
+ signals:
+  // The whole plan of the run's config (ours and the reference's), for the live Layout map.
+  void planned(const app::Plan& plan);
+  void planFailed(const QString& error);
 
  private:
   void showPlan(const app::Plan& plan);

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "app/plan/layout_overlay.h"
 #include "ui/plan/layout_treemap_widget.h"
 #include "ui/plots/file_export.h"
 #include "ui/plots/format_units.h"
@@ -160,10 +161,16 @@ bool LayoutMapView::eventFilter(QObject* watched, QEvent* event) {
 }
 
 void LayoutMapView::clear() {
+  live_.reset();
+  livePlan_.reset();
+  livePlanError_.clear();
   showMaps(app::LayoutMap{}, std::nullopt, tr("No layout yet: plan a config, or follow a run."));
 }
 
 void LayoutMapView::setPlan(const app::Plan& plan, int estimate) {
+  live_.reset();
+  livePlan_.reset();
+  livePlanError_.clear();
   if (estimate < 0 || estimate >= static_cast<int>(plan.estimates.size())) {
     clear();
     return;
@@ -194,17 +201,72 @@ void LayoutMapView::setPlan(const app::Plan& plan, int estimate) {
 }
 
 void LayoutMapView::setLiveLayout(const protocol::LayoutEvent& layout) {
-  app::LayoutMap map = app::layoutMapFromLayoutEvent(layout);
-  const QString text = tr("The run's layout event (%1 units). It does not carry: %2.")
-                           .arg(map.units.size())
-                           .arg(map.missing.join(QStringLiteral(", ")));
-  showMaps(std::move(map), std::nullopt, text);
+  live_ = layout;
+  showLive();
+}
+
+void LayoutMapView::setLivePlan(const app::Plan& plan) {
+  livePlan_ = plan;
+  livePlanError_.clear();
+  showLive();
+}
+
+void LayoutMapView::setLivePlanError(const QString& error) {
+  livePlan_.reset();
+  livePlanError_ = error;
+  showLive();
+}
+
+void LayoutMapView::showLive() {
+  const int oursIndex = livePlan_ ? oursFor(*livePlan_, QString()) : -1;
+  if (oursIndex < 0) {
+    if (!live_) {
+      showMaps(app::LayoutMap{}, std::nullopt,
+               tr("Planning the run's config.yaml; waiting for its layout event."));
+      return;
+    }
+    app::LayoutMap map = app::layoutMapFromLayoutEvent(*live_);
+    QString text = tr("The run's layout event (%1 units). It does not carry: %2.")
+                       .arg(map.units.size())
+                       .arg(map.missing.join(QStringLiteral(", ")));
+    if (!livePlanError_.isEmpty())
+      text += tr(" The plan of its config.yaml failed: %1").arg(livePlanError_);
+    else if (livePlan_)
+      text += tr(" The plan of its config.yaml has no estimate of ours.");
+    else
+      text += tr(" Planning its config.yaml for the rest\u2026");
+    showMaps(std::move(map), std::nullopt, text);
+    return;
+  }
+  const app::Plan& plan = *livePlan_;
+  app::LayoutMap planned = app::layoutMapFromPlan(plan, oursIndex);
+  const int ref = app::referenceEstimateFor(plan, oursIndex);
+  std::optional<app::LayoutMap> reference;
+  if (ref >= 0) reference = app::layoutMapFromPlan(plan, ref);
+  if (!live_) {
+    showMaps(std::move(planned), std::move(reference),
+             tr("The plan of the run's config.yaml (%1 ranks); waiting for the run's layout event.")
+                 .arg(plan.world));
+    return;
+  }
+  app::LiveOverlay overlay = app::overlayLiveLayout(planned, *live_);
+  QString text = tr("The run's layout event over the plan of its config.yaml (%1, %2 ranks, %3 units): ")
+                     .arg(planned.strategy + QStringLiteral(" / ") + planned.policy)
+                     .arg(overlay.map.world)
+                     .arg(overlay.map.units.size());
+  text += overlay.disagreements.empty()
+              ? tr("the plan and the run agree unit for unit.")
+              : tr("%n disagreement(s) between the plan and the run, outlined and listed.", nullptr,
+                   int(overlay.disagreements.size()));
+  if (!reference) text += tr(" The plan has no reference layout.");
+  showMaps(std::move(overlay.map), std::move(reference), text, std::move(overlay.disagreements));
 }
 
 void LayoutMapView::showMaps(app::LayoutMap ours, std::optional<app::LayoutMap> reference,
-                             const QString& headerText) {
+                             const QString& headerText, std::vector<app::LayoutDifference> first) {
   differences_ = reference ? app::diffLayouts(ours, *reference) : std::vector<app::LayoutDifference>{};
   std::stable_partition(differences_.begin(), differences_.end(), outlined);
+  differences_.insert(differences_.begin(), first.begin(), first.end());
   const QSet<QString> marked = pathsOf(differences_);
   ours_->setMap(std::move(ours));
   ours_->setMarked(marked);

@@ -7,8 +7,13 @@
 //                                 | differences from the reference | per-rank shard bytes
 //
 // Fed from a plan (setPlan: an estimate and the reference's estimate with the
-// same strategy) or from a live run's `layout` event (setLiveLayout: ours
-// only, NOTE [What a live layout event lacks] in app/plan/layout_map.h).
+// same strategy) or from a live run: its `layout` event (setLiveLayout) laid
+// over the plan of the run's own config.yaml (setLivePlan, planned off the GUI
+// thread by the monitor's EstimateView): the planned module tree, units and
+// gathered sizes with the run's shard bytes, the reference beside it, and the
+// plan's and the run's disagreements outlined (app/plan/layout_overlay.h).
+// Until the plan arrives, or when it failed, the event alone (NOTE [What a
+// live layout event lacks] in app/plan/layout_map.h).
 // Clicking a unit in either treemap or the module tree selects it on both
 // sides. Exports render the two treemaps and the legend through
 // LayoutTreemapWidget::paintMap on the GUI thread into bytes; the file is
@@ -44,7 +49,10 @@ class LayoutMapView : public QWidget {
   // The map of plan.estimates[estimate] beside the reference's; a reference
   // estimate itself is shown beside our openflamingo one of its strategy.
   void setPlan(const app::Plan& plan, int estimate);
+  // A live run: its layout event and the plan of its config.yaml, in either order.
   void setLiveLayout(const protocol::LayoutEvent& layout);
+  void setLivePlan(const app::Plan& plan);
+  void setLivePlanError(const QString& error);
   void clear();
 
   // Selects the unit with `path` on both sides ("" = the root unit).
@@ -77,7 +85,9 @@ class LayoutMapView : public QWidget {
   bool eventFilter(QObject* watched, QEvent* event) override;  // paints the legend
 
  private:
-  void showMaps(app::LayoutMap ours, std::optional<app::LayoutMap> reference, const QString& headerText);
+  void showMaps(app::LayoutMap ours, std::optional<app::LayoutMap> reference, const QString& headerText,
+                std::vector<app::LayoutDifference> first = {});
+  void showLive();
   void fillTree();
   void fillRanks();
   void showSelected();
@@ -97,6 +107,9 @@ class LayoutMapView : public QWidget {
   QTableWidget* ranks_;
   std::vector<app::LayoutDifference> differences_;
   std::optional<QString> selected_;
+  std::optional<protocol::LayoutEvent> live_;  // a live run's, with livePlan_ or livePlanError_
+  std::optional<app::Plan> livePlan_;
+  QString livePlanError_;
 };
 
 }  // namespace fs::ui

@@ -33,6 +33,7 @@ class LayoutTreemapWidget : public QWidget {
   const app::LayoutMap& map() const { return map_; }
   // Paths of the units with a difference from the other side.
   void setMarked(QSet<QString> paths);
+  const QSet<QString>& marked() const { return marked_; }
   // The highlighted unit; std::nullopt for none ("" is the root unit).
   void setSelectedPath(std::optional<QString> path);
   // The treemap as last painted, in widget coordinates.

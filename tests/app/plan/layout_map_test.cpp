@@ -2,7 +2,8 @@
 // geometry (areas proportional to bytes, no overlaps, inside the bounds), the
 // module tree's unit boundaries, a live layout event's map, and ours against
 // the reference on the real planner's plan of the tiny preset (its FSDP1
-// unfreezes the decoder layers; its tied head conflicts).
+// unfreezes the decoder layers; its tied head conflicts), and a live event
+// laid over that plan (app/plan/layout_overlay.h).
 #include "app/plan/layout_map.h"
 
 #include <QProcess>
@@ -10,6 +11,7 @@
 #include <functional>
 #include <random>
 
+#include "app/plan/layout_overlay.h"
 #include "app/plan/plan_json.h"
 
 using namespace fs::app;
@@ -48,7 +50,7 @@ void checkTiling(const std::vector<double>& w, const std::vector<QRectF>& rects,
 }
 
 // The real planner's plan of the tiny preset on two ranks, all policies and strategies.
-Plan tinyPlan() {
+Plan planTiny() {
   QProcess p;
   p.start(QStringLiteral(FS_TEST_FLAMINGO_TRAIN),
           {QStringLiteral("plan"), QStringLiteral("--config"),
@@ -59,6 +61,12 @@ Plan tinyPlan() {
   const PlanParse parse = parsePlanJson(p.readAllStandardOutput());
   if (!parse.ok()) qFatal("%s", qPrintable(parse.error));
   return parse.plan;
+}
+
+// The plan is run once and shared: each run of the planner is seconds on a busy machine.
+const Plan& tinyPlan() {
+  static const Plan plan = planTiny();
+  return plan;
 }
 
 int estimateOf(const Plan& plan, const QString& engine, const QString& policy) {
@@ -258,6 +266,58 @@ class LayoutMapTest : public QObject {
     QCOMPARE(map.rankBytes(), (std::vector<std::int64_t>{1200, 1200}));
     QVERIFY(map.missing.contains(QStringLiteral("parameter names")));
     QCOMPARE(map.units[0].peakBytes, -1);
+  }
+
+  // A live event that is the plan's own layout overlays without a disagreement and keeps the
+  // plan's names, types and gathered sizes; every way the run differs is listed, none dropped.
+  void liveOverlayKeepsThePlanAndListsEveryDisagreement() {
+    const Plan plan = tinyPlan();
+    const LayoutMap planned = layoutMapFromPlan(plan, estimateOf(plan, "ours", "openflamingo"));
+    QVERIFY(planned.units.size() > 2);
+    fs::protocol::LayoutEvent same;
+    for (const auto& u : planned.units) {
+      same.units.push_back({u.path.toStdString(), u.paramCount, u.dtype.toStdString(), u.trainable,
+                            u.frozenParams, u.shardBytes, 0, u.gatherOrder});
+    }
+    const LiveOverlay agree = overlayLiveLayout(planned, same);
+    QVERIFY(agree.disagreements.empty());
+    QCOMPARE(agree.map.engine, QStringLiteral("live"));
+    QCOMPARE(agree.map.units.size(), planned.units.size());
+    for (size_t u = 0; u < planned.units.size(); ++u) {
+      QCOMPARE(agree.map.units[u].params.size(), planned.units[u].params.size());
+      QCOMPARE(agree.map.units[u].gatheredBytes, planned.units[u].gatheredBytes);
+      QCOMPARE(agree.map.units[u].moduleType, planned.units[u].moduleType);
+    }
+
+    // The run: the second unit missing, the third's counts and rank 1's bytes off, one unit extra.
+    fs::protocol::LayoutEvent other = same;
+    const QString missing = planned.units[1].path;
+    const QString changed = planned.units[2].path;
+    other.units.erase(other.units.begin() + 1);
+    other.units[1].param_count += 1;
+    other.units[1].shard_bytes[1] += 4;
+    other.units.push_back({"extra.module", 10, "float32", true, 0, {20, 20}, 0, 99});
+    const LiveOverlay differ = overlayLiveLayout(planned, other);
+    QCOMPARE(differ.map.units.size(), planned.units.size() + 1);
+    QCOMPARE(differ.map.units.back().path, QStringLiteral("extra.module"));
+    QCOMPARE(differ.map.units[2].shardBytes, other.units[1].shard_bytes);  // the run's bytes shown
+    QCOMPARE(differ.disagreements.size(), size_t(3));
+    QStringList paths;
+    for (const auto& d : differ.disagreements) {
+      QCOMPARE(d.kind, LayoutDiffKind::kPlanAndRun);
+      paths << d.path;
+    }
+    QCOMPARE(paths, (QStringList{missing, changed, QStringLiteral("extra.module")}));
+    QVERIFY(differ.disagreements[1].text.contains(QStringLiteral("elements")));
+    QVERIFY(differ.disagreements[1].text.contains(QStringLiteral("rank 1 holds")));
+
+    // Another world: said once, for the whole layout.
+    fs::protocol::LayoutEvent one = same;
+    for (auto& u : one.units) u.shard_bytes.resize(1);
+    const LiveOverlay world = overlayLiveLayout(planned, one);
+    QCOMPARE(world.disagreements.size(), size_t(1));
+    QVERIFY(world.disagreements[0].text.contains(QStringLiteral("2 rank")));
+    QCOMPARE(world.map.world, 1);
   }
 };
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,20 +93,97 @@ TEST(DemoPresets, LongRunIsTheDemoMadeLonger) {
   ASSERT_TRUE(longRun.ok());
   const auto steps = [](const fs::protocol::RunConfig& c) {
     const auto& laion = c.data.datasets.at(0);
-    return c.optim.epochs * laion.samples_per_epoch / laion.batch_size;
+    return c.optim.epochs * laion.samples_per_epoch / (laion.batch_size * c.worldSize());
   };
   EXPECT_EQ(steps(demo.config), kDemoSteps);
   EXPECT_GE(steps(longRun.config), 100 * kDemoSteps);
+  // The global batch is the demo's: each of the long run's ranks takes its share.
+  ASSERT_EQ(longRun.config.data.datasets.size(), demo.config.data.datasets.size());
+  for (std::size_t i = 0; i < demo.config.data.datasets.size(); ++i) {
+    EXPECT_EQ(longRun.config.data.datasets[i].batch_size * longRun.config.worldSize(),
+              demo.config.data.datasets[i].batch_size)
+        << demo.config.data.datasets[i].name;
+  }
   // Everything else is the demo's.
   longRun.config.name = demo.config.name;
-  ASSERT_EQ(longRun.config.data.datasets.size(), demo.config.data.datasets.size());
-  for (std::size_t i = 0; i < demo.config.data.datasets.size(); ++i)
+  for (std::size_t i = 0; i < demo.config.data.datasets.size(); ++i) {
     longRun.config.data.datasets[i].samples_per_epoch = demo.config.data.datasets[i].samples_per_epoch;
+    longRun.config.data.datasets[i].batch_size = demo.config.data.datasets[i].batch_size;
+  }
+  longRun.config.parallel.mode = demo.config.parallel.mode;
+  longRun.config.parallel.sharding_strategy = demo.config.parallel.sharding_strategy;
+  longRun.config.launch.nproc_per_node = demo.config.launch.nproc_per_node;
   longRun.config.optim.epochs = demo.config.optim.epochs;
   longRun.config.optim.warmup_steps = demo.config.optim.warmup_steps;
   longRun.config.checkpoint.every_steps = demo.config.checkpoint.every_steps;
   longRun.config.checkpoint.delete_previous = demo.config.checkpoint.delete_previous;
   EXPECT_TRUE(longRun.config == demo.config);
+}
+
+// The built-in default run trains the way the product is for: 2 ranks launched
+// here, one intra-op thread each, under FSDP full_shard (so the per-rank
+// memory has two lines and the unit layout several units); the demo stays one
+// process.
+TEST(DemoPresets, LongRunIsTwoLocalRanksUnderFullShard) {
+  const std::string presets = std::string(FS_SOURCE_DIR) + "/resources/presets/";
+  auto demo = fs::protocol::loadConfigFile(presets + "demo.yaml");
+  auto longRun = fs::protocol::loadConfigFile(presets + "demo-long.yaml");
+  ASSERT_TRUE(demo.ok());
+  ASSERT_TRUE(longRun.ok());
+  const auto& c = longRun.config;
+  EXPECT_EQ(c.launch.kind, "local");
+  EXPECT_EQ(c.launch.nnodes, 1);
+  EXPECT_EQ(c.launch.nproc_per_node, 2);
+  EXPECT_EQ(c.worldSize(), 2);
+  EXPECT_EQ(c.launch.threads_per_rank, 1);
+  EXPECT_EQ(c.parallel.mode, "fsdp");
+  EXPECT_EQ(c.parallel.sharding_strategy, "full_shard");
+  EXPECT_EQ(c.parallel.wrap_policy, "openflamingo");  // a unit per layer, not one for the model
+  EXPECT_EQ(demo.config.worldSize(), 1);
+}
+
+// `flamingo-train demo --long`, cut to 4 steps: it starts 2 ranks through the
+// node agent in one run directory, and the run's layout event has several
+// units, each sharded over both ranks.
+TEST_F(Demo, LongRunLaunchesTwoRanks) {
+  const std::string bin = std::string(FS_BINARY_DIR) + "/bin/flamingo-train";
+  const fsys::path run = dir_ / "long";
+  const std::string cmd = "'" + bin + "' demo --long --set optim.epochs=1" +
+                          " --set data.datasets[0].samples_per_epoch=16" +
+                          " --set data.datasets[1].samples_per_epoch=8 --set checkpoint.every_steps=0" +
+                          " --run-dir '" + run.string() + "' >'" + (dir_ / "long.out").string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output("long");
+
+  std::set<int> spawned;
+  for (const auto& entry : fsys::directory_iterator(run)) {
+    if (!entry.path().filename().string().starts_with("agent-")) continue;
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      const auto event = nlohmann::json::parse(line);
+      if (event.value("type", "") == "spawned") spawned.insert(event.at("rank").get<int>());
+    }
+  }
+  EXPECT_EQ(spawned, (std::set<int>{0, 1})) << output("long");
+
+  std::ifstream in(run / "events.jsonl");
+  int worldSize = 0, units = 0, steps = 0;
+  bool everyUnitOnBothRanks = true;
+  for (std::string line; std::getline(in, line);) {
+    const auto event = nlohmann::json::parse(line);
+    const std::string type = event.value("type", "");
+    if (type == "run_started") worldSize = event.at("world_size").get<int>();
+    if (type == "step") ++steps;
+    if (type == "layout") {
+      units = static_cast<int>(event.at("units").size());
+      for (const auto& unit : event.at("units"))
+        everyUnitOnBothRanks = everyUnitOnBothRanks && unit.at("shard_bytes").size() == 2;
+    }
+  }
+  EXPECT_EQ(worldSize, 2);
+  EXPECT_EQ(steps, 4);
+  EXPECT_GT(units, 1);
+  EXPECT_TRUE(everyUnitOnBothRanks);
 }
 
 }  // namespace

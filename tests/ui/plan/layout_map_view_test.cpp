@@ -2,8 +2,10 @@
 // rectangle centre selects that unit (on both sides) and lists its
 // parameters, gathered size and step-walk peak; the PNG export is a valid
 // image and the SVG parses as XML with one <rect> per leaf; a live layout
-// event shows ours alone and says what it lacks; the planner's "Layout map"
-// tab follows the selected row. The 9B preset's map is saved for the docs
+// event alone shows ours and says what it lacks; the monitor lays a real 2-rank
+// run's event over the plan of its config.yaml, and disagreements between the
+// plan and the run are listed; the planner's "Layout map" tab follows the
+// selected row. The 9B preset's map is saved for the docs
 // (<build>/tests/screenshots/layout-map-9b.png -> docs/images/).
 #include "ui/plan/layout_map_view.h"
 
@@ -28,6 +30,7 @@
 #include "plan_test_util.h"
 #include "ui/fsdp_layout/layout_table.h"
 #include "ui/monitor/monitor_page.h"
+#include "ui/plan/estimate_view.h"
 #include "ui/plan/layout_treemap_widget.h"
 #include "ui/plan/plan_table_model.h"
 #include "ui/plan/planner_view.h"
@@ -195,42 +198,85 @@ class LayoutMapViewTest : public QObject {
     }
   }
 
-  void monitorShowsALiveRunsLayout() {
+  // A real run directory of the built-in default (`flamingo-train demo --long`, cut to 4 steps:
+  // 2 ranks under FSDP full_shard): the monitor's Layout map is the run's layout event laid over
+  // the plan of its config.yaml, with parameter names, module tree, gathered sizes and the
+  // reference side, and the plan and the run agree unit for unit.
+  void monitorLaysTheLiveLayoutOverThePlanOfItsConfig() {
     QTemporaryDir work;
     const QString runDir = work.filePath(QStringLiteral("run"));
     QProcess train;
     train.setWorkingDirectory(work.path());
     train.setProcessChannelMode(QProcess::MergedChannels);
-    train.start(
-        QStringLiteral(FS_TEST_FLAMINGO_TRAIN),
-        {"train", "--config", app::test::tinyPresetFile(), "--run-dir", runDir, "--set", "parallel.mode=fsdp",
-         "--set", "optim.epochs=1", "--set", "optim.warmup_steps=0", "--set",
-         "data.datasets.laion.samples_per_epoch=8", "--set", "data.datasets.mmc4.samples_per_epoch=4"});
-    QVERIFY(train.waitForFinished(120000));
+    train.start(QStringLiteral(FS_TEST_FLAMINGO_TRAIN),
+                {"demo", "--long", "--run-dir", runDir, "--set", "optim.epochs=1", "--set",
+                 "data.datasets[0].samples_per_epoch=16", "--set", "data.datasets[1].samples_per_epoch=8",
+                 "--set", "checkpoint.every_steps=0"});
+    QVERIFY(train.waitForFinished(300000));
     QVERIFY2(train.exitCode() == 0, train.readAll().constData());
 
     app::RunMonitor monitor;
     app::ControlClient control;
     MonitorPage page(&monitor, &control);
     QCOMPARE(page.tabs()->indexOf(page.layoutMap()), page.tabs()->indexOf(page.layoutTable()) + 1);
+    page.estimateView()->setEngineSearch(app::test::testEngine());
     QSignalSpy layout(&monitor, &app::RunMonitor::layoutChanged);
+    QSignalSpy planned(page.estimateView(), &EstimateView::planned);
     monitor.attach(runDir);
     page.runAttached(runDir);
     QVERIFY(layout.count() > 0 || layout.wait(60000));
+    QVERIFY(planned.count() > 0 || planned.wait(120000));
+    const protocol::LayoutEvent& event = *monitor.layout();
     const app::LayoutMap& live = page.layoutMap()->oursMap()->map();
     QCOMPARE(live.engine, QStringLiteral("live"));
-    QCOMPARE(live.units.size(), monitor.layout()->units.size());
-    QVERIFY(!page.layoutMap()->referenceMap()->isVisibleTo(&page));
-    // The run's units are the planner's openflamingo units, in the same gather order.
-    const app::Plan plan = cliPlan(QStringLiteral("tiny"), {"--world", "1"});
-    const app::LayoutMap planned =
-        app::layoutMapFromPlan(plan, estimateOf(plan, "ours", "openflamingo", "full_shard"));
-    QCOMPARE(live.units.size(), planned.units.size());
+    QCOMPARE(live.strategy, QStringLiteral("full_shard"));
+    QCOMPARE(live.world, 2);
+    QVERIFY(live.units.size() > 2);
+    QCOMPARE(live.units.size(), event.units.size());
     for (size_t u = 0; u < live.units.size(); ++u) {
-      QCOMPARE(live.units[u].path, planned.units[u].path);
-      QCOMPARE(live.units[u].paramCount, planned.units[u].paramCount);
-      QCOMPARE(live.units[u].shardBytes, planned.units[u].shardBytes);
+      QCOMPARE(live.units[u].path.toStdString(), event.units[u].path);
+      QCOMPARE(live.units[u].shardBytes, event.units[u].shard_bytes);  // the ranks' own bytes
+      QVERIFY(live.units[u].gatheredBytes > 0);                        // from the plan
+      for (const auto& p : live.units[u].params) QVERIFY2(!p.name.contains('('), qPrintable(p.name));
     }
+    QVERIFY2(page.layoutMap()->header()->text().contains(QStringLiteral("agree unit for unit")),
+             qPrintable(page.layoutMap()->header()->text()));
+    QVERIFY(page.layoutMap()->referenceMap()->isVisibleTo(&page));
+    QVERIFY(!page.layoutMap()->referenceMap()->map().empty());
+    QVERIFY(page.layoutMap()->moduleTree()->topLevelItemCount() == 1);
+    QCOMPARE(page.layoutMap()->rankTable()->rowCount(), 2);
+    page.layoutMap()->selectUnit(live.units.back().path);
+    QVERIFY(page.layoutMap()->unitDetails()->text().contains(QStringLiteral("gathered: ")));
+  }
+
+  // The plan and the run disagree: the disagreements are outlined and listed first, not hidden.
+  void liveDisagreementsWithThePlanAreListed() {
+    const app::Plan plan =
+        cliPlan(QStringLiteral("demo-long"), {"--strategies", "full_shard", "--policies", "openflamingo"});
+    const int ours = estimateOf(plan, "ours", "openflamingo", "full_shard");
+    QVERIFY(ours >= 0);
+    const app::LayoutMap planned = app::layoutMapFromPlan(plan, ours);
+    QVERIFY(planned.units.size() > 2);
+    protocol::LayoutEvent event;
+    for (const auto& u : planned.units) {
+      event.units.push_back({u.path.toStdString(), u.paramCount, u.dtype.toStdString(), u.trainable,
+                             u.frozenParams, u.shardBytes, 0, u.gatherOrder});
+    }
+    const QString dropped = planned.units[1].path;
+    event.units.erase(event.units.begin() + 1);
+    LayoutMapView view;
+    view.resize(900, 700);
+    view.setLiveLayout(event);  // before the plan: the event alone, and planning said
+    QVERIFY(view.header()->text().contains(QStringLiteral("Planning")));
+    view.setLivePlan(plan);
+    QVERIFY2(view.header()->text().contains(QStringLiteral("1 disagreement")),
+             qPrintable(view.header()->text()));
+    QVERIFY(view.differences()->count() >= 1);
+    QCOMPARE(view.differences()->item(0)->data(Qt::UserRole + 1).toString(), dropped);
+    QVERIFY(view.differences()->item(0)->text().contains(QStringLiteral("the run has no such unit")));
+    QVERIFY(view.oursMap()->marked().contains(dropped));
+    view.setLivePlanError(QStringLiteral("engine not found"));
+    QVERIFY(view.header()->text().contains(QStringLiteral("engine not found")));
   }
 
   void nineBPresetPicture() {
