@@ -241,7 +241,9 @@ class LayoutMapViewTest : public QObject {
     }
     QVERIFY2(page.layoutMap()->header()->text().contains(QStringLiteral("agree unit for unit")),
              qPrintable(page.layoutMap()->header()->text()));
-    QVERIFY(page.layoutMap()->referenceMap()->isVisibleTo(&page));
+    // Visible within the map (its tab need not be the current one).
+    QVERIFY2(page.layoutMap()->referenceMap()->isVisibleTo(page.layoutMap()),
+             qPrintable(page.layoutMap()->header()->text()));
     QVERIFY(!page.layoutMap()->referenceMap()->map().empty());
     QVERIFY(page.layoutMap()->moduleTree()->topLevelItemCount() == 1);
     QCOMPARE(page.layoutMap()->rankTable()->rowCount(), 2);
