@@ -1,10 +1,5 @@
 #include "app/launch/local_launcher.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <QMetaObject>
 #include <algorithm>
 #include <string>
@@ -13,6 +8,7 @@
 
 #include "app/common/worker_thread.h"
 #include "app/launch/launch_file_worker.h"
+#include "backend/launch/free_port.h"
 #include "backend/protocol/cmdline/shell_words.h"
 #include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/launch_env.h"
@@ -63,21 +59,6 @@ QStringList engineArguments(int ranks, int masterPort, const QString& configFile
                      runDir,
                      QStringLiteral("--")} +
          train;
-}
-
-int freeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 29500;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 29500;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
 }
 
 LocalLauncher::LocalLauncher(EngineSearch search, QObject* parent)
@@ -169,7 +150,7 @@ void LocalLauncher::onPrepared(quint64 ticket, const QString& runDir, const QStr
   }
   process_ = new QProcess(this);
   process_->setProgram(enginePath);
-  process_->setArguments(engineArguments(ranks_, freeLoopbackPort(), configFile, runDir, allowPipe_));
+  process_->setArguments(engineArguments(ranks_, launch::freeLoopbackPort(), configFile, runDir, allowPipe_));
   process_->setWorkingDirectory(runDir);
   process_->setProcessEnvironment(environment_);
   process_->setStandardInputFile(QProcess::nullDevice());  // the engine reads control files, never stdin

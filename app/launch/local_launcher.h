@@ -49,8 +49,6 @@ QProcessEnvironment engineEnvironment(const LaunchRequest& request,
 // --allow-pipe to the train command (LaunchRequest::allowPipe).
 QStringList engineArguments(int ranks, int masterPort, const QString& configFile, const QString& runDir,
                             bool allowPipe = false);
-// A loopback TCP port that was free a moment ago (the ranks' rendezvous).
-int freeLoopbackPort();
 
 class LocalLauncher : public Launcher {
   Q_OBJECT

@@ -1,8 +1,5 @@
 // train / demo: run the engine on a config (demo: the demo preset on
 // generated shards in a fresh run directory, with a live progress line).
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +15,7 @@
 #include "backend/cli/pipe_gate.h"
 #include "backend/cli/progress_line.h"
 #include "backend/cli/world_flags.h"
+#include "backend/launch/free_port.h"
 #include "backend/launch/node_agent.h"
 #include "backend/launch/world_env.h"
 #include "backend/protocol/config/launch_env.h"
@@ -173,31 +171,13 @@ int runTrain(const std::vector<std::string>& args, Io& io) {
   return runEngine(*config, runDir, parsed->has("strict"), parsed->has("progress"), world.value(), io);
 }
 
-// A loopback port nobody listens on now, for the ranks' rendezvous (29500 when none is found).
-std::int64_t freeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 29500;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t length = sizeof(addr);
-  std::int64_t port = 29500;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
 // The demo's ranks on this node: `flamingo-train demo ARGS --run-dir DIR` under the node agent.
 int launchDemoRanks(const std::vector<std::string>& args, const protocol::RunConfig& config,
                     const std::filesystem::path& runDir, Io& io) {
   launch::NodeAgentOptions agent;
   agent.nnodes = 1;
   agent.nprocPerNode = config.launch.nproc_per_node;
-  agent.masterPort = freeLoopbackPort();
+  agent.masterPort = launch::freeLoopbackPort();
   agent.runDir = runDir;
   agent.command = {"demo"};
   for (std::size_t i = 0; i < args.size(); ++i) {  // the agent appends the run directory used

@@ -14,6 +14,7 @@
 #include "app/launch/engine_locator.h"
 #include "app/launch/output_lines.h"
 #include "app/launch/run_preparation.h"
+#include "backend/launch/free_port.h"
 #include "launch_test_util.h"
 
 namespace fs::app {
@@ -227,7 +228,7 @@ class LocalLauncherTest : public QObject {
              (QStringList{"train", "--config", "/r/config.yaml", "--allow-pipe", "--run-dir", "/r"}));
     QCOMPARE(engineArguments(2, 4000, QStringLiteral("/r/config.yaml"), QStringLiteral("/r"), true).mid(8),
              (QStringList{"train", "--config", "/r/config.yaml", "--allow-pipe"}));
-    const int port = freeLoopbackPort();
+    const int port = launch::freeLoopbackPort();
     QVERIFY(port > 0 && port < 65536);
   }
 
