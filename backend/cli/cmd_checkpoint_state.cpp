@@ -8,6 +8,7 @@
 #include "backend/cli/args.h"
 #include "backend/cli/commands.h"
 #include "backend/inspect/training_state.h"
+#include "backend/protocol/wire/checkpoint_record.h"
 
 namespace fs::cli {
 
@@ -36,26 +37,17 @@ json stateJson(const in::TrainingState& s) {
     j["resume"] = {
         {"kind", r.kind}, {"step", r.step}, {"iteration", r.iteration}, {"epoch", r.epoch}, {"rng", rng}};
     if (r.data) {
+      // The data position is the checkpoint's own record: its JSON is the record's field list
+      // (NOTE [Checkpoint records]), with the source's RNG state as its size, and the position in words.
       const in::DataPositionInfo& p = *r.data;
-      json cursors = json::array();
-      for (const auto& c : p.cursors) {
-        cursors.push_back({{"shard", c.shard},
-                           {"shard_index", c.shardIndex},
-                           {"shard_count", c.shardCount},
-                           {"samples_read", c.samplesRead},
-                           {"pass", c.pass},
-                           {"worker", c.worker}});
+      json position = json::parse(protocol::encodeDataPosition(p));
+      position.erase("rng_state");
+      position["rng_state_bytes"] = p.rngState.data.size();
+      for (const char* list : {"batch_sizes", "cursors"}) {  // optional in the record, always listed here
+        if (!position.contains(list)) position[list] = json::array();
       }
-      j["resume"]["data_position"] = {{"source", p.source},
-                                      {"epoch", p.epoch},
-                                      {"rank", p.rank},
-                                      {"world", p.world},
-                                      {"datasets", p.datasets},
-                                      {"batches_consumed", p.batchesConsumed},
-                                      {"batch_sizes", p.batchSizes},
-                                      {"rng_state_bytes", p.rngState.data.size()},
-                                      {"cursors", cursors},
-                                      {"text", in::describeDataPosition(p)}};
+      position["text"] = in::describeDataPosition(p);
+      j["resume"]["data_position"] = std::move(position);
     } else {
       j["resume"]["data_position"] = nullptr;
     }

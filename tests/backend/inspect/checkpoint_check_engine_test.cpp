@@ -138,6 +138,14 @@ TEST_F(CheckpointCheckEngineTest, StateNamesTheRunsDataPositionAndEveryOptimizer
   EXPECT_EQ(r.at("data_position").at("text"),
             "epoch 0: laion 3 batches of 4 = 12 samples, mmc4 3 batches of 2 = 6 samples, on rank 0 of 1 "
             "(synthetic source)");
+  // The position's fields are the record's (NOTE [Checkpoint records]); its RNG state is given as a size.
+  const json& position = r.at("data_position");
+  EXPECT_EQ(position.at("format"), 1);
+  EXPECT_EQ(position.at("datasets"), json::array({"laion", "mmc4"}));
+  EXPECT_EQ(position.at("batches_consumed"), json::array({3, 3}));
+  EXPECT_TRUE(position.at("cursors").is_array());
+  EXPECT_FALSE(position.contains("rng_state"));
+  EXPECT_TRUE(position.at("rng_state_bytes").is_number_unsigned());
   ASSERT_GE(r.at("rng").size(), 2u);
   EXPECT_EQ(r.at("rng")[0].at("name"), "torch CPU");
   EXPECT_EQ(r.at("rng")[0].at("bytes"), 5056);  // torch.get_rng_state(): the MT19937 state
