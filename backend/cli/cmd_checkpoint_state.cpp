@@ -27,33 +27,36 @@ json optional(const std::optional<std::int64_t>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
-json stateJson(const in::TrainingState& s) {
+// The resume record's own fields (its field list: NOTE [Checkpoint records]), so that a field added to
+// the record shows here too; its RNG states as sizes and hashes (`rng`), its data position as an object
+// with the position in words, and without the manifest (`checkpoint check` verifies that).
+json resumeJson(const protocol::ResumeRecord& record, const in::ResumeInfo& info) {
+  json r = json::parse(protocol::encodeResumeRecord(record));
+  for (const char* bytes : {"rng_torch_cpu", "rng_torch_cuda", "rng_own", "manifest"}) r.erase(bytes);
+  json rng = json::array();
+  for (const auto& g : info.rng) rng.push_back({{"name", g.name}, {"bytes", g.bytes}, {"hash", g.hash}});
+  r["rng"] = std::move(rng);
+  if (info.data) {
+    // The data position is a record too, with the source's RNG state given as its size.
+    const in::DataPositionInfo& p = *info.data;
+    json position = json::parse(protocol::encodeDataPosition(p));
+    position.erase("rng_state");
+    position["rng_state_bytes"] = p.rngState.data.size();
+    for (const char* list : {"batch_sizes", "cursors"}) {  // optional in the record, always listed here
+      if (!position.contains(list)) position[list] = json::array();
+    }
+    position["text"] = in::describeDataPosition(p);
+    r["data_position"] = std::move(position);
+  } else {
+    r["data_position"] = nullptr;
+  }
+  return r;
+}
+
+json stateJson(const in::TrainingState& s, const std::optional<protocol::ResumeRecord>& record) {
   json j = {
       {"path", s.path}, {"format", std::string(in::formatName(s.format))}, {"epoch", optional(s.epoch)}};
-  if (s.resume) {
-    const in::ResumeInfo& r = *s.resume;
-    json rng = json::array();
-    for (const auto& g : r.rng) rng.push_back({{"name", g.name}, {"bytes", g.bytes}, {"hash", g.hash}});
-    j["resume"] = {
-        {"kind", r.kind}, {"step", r.step}, {"iteration", r.iteration}, {"epoch", r.epoch}, {"rng", rng}};
-    if (r.data) {
-      // The data position is the checkpoint's own record: its JSON is the record's field list
-      // (NOTE [Checkpoint records]), with the source's RNG state as its size, and the position in words.
-      const in::DataPositionInfo& p = *r.data;
-      json position = json::parse(protocol::encodeDataPosition(p));
-      position.erase("rng_state");
-      position["rng_state_bytes"] = p.rngState.data.size();
-      for (const char* list : {"batch_sizes", "cursors"}) {  // optional in the record, always listed here
-        if (!position.contains(list)) position[list] = json::array();
-      }
-      position["text"] = in::describeDataPosition(p);
-      j["resume"]["data_position"] = std::move(position);
-    } else {
-      j["resume"]["data_position"] = nullptr;
-    }
-  } else {
-    j["resume"] = nullptr;
-  }
+  j["resume"] = s.resume && record ? resumeJson(*record, *s.resume) : json(nullptr);
   if (s.scheduler) {
     j["lr_scheduler"] = {{"last_epoch", optional(s.scheduler->lastEpoch)},
                          {"_step_count", optional(s.scheduler->stepCount)},
@@ -132,7 +135,12 @@ int runCheckpointState(const std::vector<std::string>& args, Io& io) {
     return kExitFailure;
   }
   if (parsed->has("json")) {
-    io.out << stateJson(state.value()).dump(1) << "\n";
+    auto record = in::readResumeRecord(ckpt.value());
+    if (!record) {
+      io.err << kWho << ": " << record.status().message() << "\n";
+      return kExitFailure;
+    }
+    io.out << stateJson(state.value(), record.value()).dump(1) << "\n";
   } else {
     io.out << in::formatTrainingState(state.value(), maxParams);
   }

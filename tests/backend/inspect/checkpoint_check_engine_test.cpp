@@ -135,6 +135,11 @@ TEST_F(CheckpointCheckEngineTest, StateNamesTheRunsDataPositionAndEveryOptimizer
   EXPECT_EQ(r.at("kind"), "step");
   EXPECT_EQ(r.at("step"), kSteps);
   EXPECT_EQ(r.at("epoch"), 0);
+  // The resume record's own fields, its RNG states as sizes and hashes only, without the manifest.
+  EXPECT_EQ(r.at("format"), 1);
+  EXPECT_EQ(r.at("iteration"), kSteps);
+  for (const char* raw : {"rng_torch_cpu", "rng_torch_cuda", "rng_own", "manifest"})
+    EXPECT_FALSE(r.contains(raw));
   EXPECT_EQ(r.at("data_position").at("text"),
             "epoch 0: laion 3 batches of 4 = 12 samples, mmc4 3 batches of 2 = 6 samples, on rank 0 of 1 "
             "(synthetic source)");
