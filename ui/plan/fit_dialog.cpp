@@ -76,7 +76,8 @@ FitDialog::FitDialog(const app::EngineSearch& search, QWidget* parent)
   for (const auto& flag : app::fitFigureFlags()) {
     auto* edit = new QLineEdit;
     edit->setObjectName(QStringLiteral("fit_") + flag);
-    edit->setPlaceholderText(flag == QStringLiteral("nodes") ? QStringLiteral("1") : tr("the catalog's"));
+    edit->setPlaceholderText(flag == QStringLiteral("nodes") ? tr("empty: 1 node")
+                                                             : tr("empty: the GPU's catalog figure"));
     figures_.insert(flag, edit);
     form->addRow(figureLabel(flag), edit);
   }
