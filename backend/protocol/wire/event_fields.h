@@ -32,7 +32,7 @@ struct FieldDecl {
   bool required = false;  // a line without it is an error naming it
 };
 
-// {"v":"1.4","seq":N,"t":<unix ms>,"type":"step", ...}
+// {"v":"1.5","seq":N,"t":<unix ms>,"type":"step", ...}
 enum class HeaderField : std::uint8_t { kV, kSeq, kT, kType, kCount };
 inline constexpr std::array<FieldDecl, 4> kHeaderFields = {{
     {"v", true},

@@ -261,6 +261,22 @@ void describe(V& v, ErrorEvent& e) {
   v.opt("where", e.where);
 }
 
+template <class V>
+void describe(V& v, RollbackEvent& e) {
+  v.req("step", e.step);
+  v.req("to_step", e.to_step);
+  v.req("checkpoint", e.checkpoint);
+  v.req("dataset", e.dataset);
+  v.req("rule", e.rule);
+  v.req("reason", e.reason);
+  v.req("losses", e.losses);
+  v.req("batches_skipped", e.batches_skipped);
+  v.req("lr_factor", e.lr_factor);
+  v.opt("lr_factor_steps", e.lr_factor_steps);
+  v.req("rollbacks", e.rollbacks);
+  v.req("max_rollbacks", e.max_rollbacks);
+}
+
 // ---- dispatch --------------------------------------------------------------------------
 
 std::string_view eventType(const EventBody& body) {

@@ -30,8 +30,8 @@ namespace fs::protocol {
 // The telemetry schema version written by this build, "MAJOR.MINOR". Readers decode
 // any 1.x line (ignoring fields and types they do not know) and reject 2.0 and later.
 inline constexpr int kEventSchemaMajor = 1;
-inline constexpr int kEventSchemaMinor = 4;
-inline constexpr std::string_view kEventSchemaVersion = "1.4";
+inline constexpr int kEventSchemaMinor = 5;
+inline constexpr std::string_view kEventSchemaVersion = "1.5";
 
 // Lifecycle of a run; shared by the `state` event and run.json.
 enum class RunState { kStarting, kRunning, kPaused, kStopping, kFinished, kFailed };
@@ -249,9 +249,28 @@ struct ErrorEvent {
   bool operator==(const ErrorEvent&) const = default;
 };
 
+// Since 1.5: the loss-spike guard took the run back to an earlier step checkpoint
+// (docs/telemetry.md; NOTE [Loss-spike guard] in the engine).
+struct RollbackEvent {
+  static constexpr std::string_view kType = "rollback";
+  std::int64_t step = 0;             // the step whose loss was the spike
+  std::int64_t to_step = 0;          // the step of the checkpoint the run went back to
+  std::string checkpoint;            // that checkpoint, relative to the run directory when inside it
+  std::string dataset;               // the dataset whose loss spiked
+  std::string rule;                  // "mad" (robust z-score) or "ema" (ratio to an EMA)
+  std::string reason;                // in words, with the figures, e.g. "laion loss 9.8 is 14.2 MADs ..."
+  std::vector<double> losses;        // that dataset's losses over the window, the spike last
+  std::int64_t batches_skipped = 0;  // batches advanced past: those that led to the spike plus the skip
+  double lr_factor = 1;              // the learning-rate factor applied from the rollback on
+  std::int64_t lr_factor_steps = 0;  // for this many steps
+  int rollbacks = 0;                 // rollbacks in this run so far, this one included
+  int max_rollbacks = 0;             // the configured limit
+  bool operator==(const RollbackEvent&) const = default;
+};
+
 using EventBody = std::variant<RunStartedEvent, LayoutEvent, StepEvent, ValidationEvent, MemoryEvent,
                                CheckpointEvent, WarningEvent, DataStatsEvent, ControlAckEvent, HeartbeatEvent,
-                               StateEvent, RunFinishedEvent, ErrorEvent>;
+                               StateEvent, RunFinishedEvent, ErrorEvent, RollbackEvent>;
 
 // One line of events.jsonl.
 struct Event {

@@ -48,7 +48,7 @@ TEST(EventCodecTest, RoundTripsEveryTypeFullAndMinimal) {
       ASSERT_EQ(got.kind, Kind::kEvent) << got.error.message() << "\n" << line;
       EXPECT_EQ(got.event, expected) << line;
       EXPECT_EQ(got.type, eventType(body));
-      EXPECT_EQ(got.version, (SchemaVersion{1, 4}));
+      EXPECT_EQ(got.version, (SchemaVersion{kEventSchemaMajor, kEventSchemaMinor}));
       seen.insert(eventType(body));
     }
   }
@@ -58,11 +58,11 @@ TEST(EventCodecTest, RoundTripsEveryTypeFullAndMinimal) {
 TEST(EventCodecTest, LineStartsWithHeaderInOrder) {
   EventEncoder encoder(40, [] { return std::int64_t{1717000000123}; });
   std::string line = encoder.encode(StateEvent{RunState::kRunning, ""});
-  EXPECT_EQ(line, R"({"v":"1.4","seq":40,"t":1717000000123,"type":"state","state":"running"})"
+  EXPECT_EQ(line, R"({"v":"1.5","seq":40,"t":1717000000123,"type":"state","state":"running"})"
                   "\n");
   EXPECT_EQ(encoder.nextSeq(), 41u);
   line = encoder.encode(LayoutEvent{}, 5);
-  EXPECT_EQ(line, R"({"v":"1.4","seq":41,"t":5,"type":"layout","units":[]})"
+  EXPECT_EQ(line, R"({"v":"1.5","seq":41,"t":5,"type":"layout","units":[]})"
                   "\n");
 }
 

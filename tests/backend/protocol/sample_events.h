@@ -67,6 +67,18 @@ inline std::vector<EventBody> fullSampleBodies() {
   out.push_back(StateEvent{RunState::kStopping, "control 8 stop"});
   out.push_back(RunFinishedEvent{FinishStatus::kStopped, 3000, {{"laion", 2.5}, {"mmc4", 2.0}}, 3600.25});
   out.push_back(ErrorEvent{"CUDA out of memory", 5, "forward"});
+  out.push_back(RollbackEvent{1300,
+                              1200,
+                              "checkpoint_step1200.pt",
+                              "laion",
+                              "mad",
+                              "laion loss 9.5 is 14.25 MADs above the window's median 2.5 (limit 6)",
+                              {2.5, 2.625, 2.375, 9.5},
+                              104,
+                              0.5,
+                              50,
+                              1,
+                              3});
   return out;
 }
 
@@ -85,6 +97,7 @@ inline std::vector<EventBody> minimalSampleBodies() {
   out.push_back(StateEvent{});
   out.push_back(RunFinishedEvent{});
   out.push_back(ErrorEvent{});
+  out.push_back(RollbackEvent{});
   return out;
 }
 
