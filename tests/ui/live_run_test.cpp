@@ -9,7 +9,9 @@
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTreeWidget>
 #include <QtTest>
 #include <fstream>
 #include <sstream>
@@ -24,7 +26,10 @@
 #include "ui/history/history_view.h"
 #include "ui/main_window.h"
 #include "ui/monitor/monitor_page.h"
+#include "ui/plan/layout_map_view.h"
+#include "ui/plan/layout_treemap_widget.h"
 #include "ui/plots/curve_plot.h"
+#include "ui/plots/memory_view.h"
 
 namespace fs::ui {
 namespace {
@@ -34,6 +39,11 @@ void save(QWidget* w, const QString& name) {
   const QString dir = QStringLiteral(FS_BINARY_DIR "/tests/screenshots");
   QVERIFY(QDir().mkpath(dir));
   QVERIFY(w->grab().save(dir + QLatin1Char('/') + name));
+}
+
+// "layout-map" for the tab "Layout map".
+QString tabFileName(const QTabWidget* tabs, int index) {
+  return tabs->tabText(index).remove(QLatin1Char('&')).toLower().replace(QLatin1Char(' '), QLatin1Char('-'));
 }
 
 // Step events in the run's events.jsonl, by the protocol decoder.
@@ -84,10 +94,9 @@ class LiveRunTest : public QObject {
 
     // Live pictures of every view of the monitor.
     MonitorPage* page = window.monitorPage();
-    const QStringList names = {"training", "gates", "timing", "memory", "layout", "logs"};
     for (int i = 0; i < page->tabs()->count(); ++i) {
       page->tabs()->setCurrentIndex(i);
-      save(&window, QStringLiteral("monitor_%1.png").arg(names.value(i, QString::number(i))));
+      save(&window, QStringLiteral("monitor_%1.png").arg(tabFileName(page->tabs(), i)));
     }
     page->tabs()->setCurrentIndex(0);
     QVERIFY(page->lossPlot()->hasCurve(QStringLiteral("loss/laion")));
@@ -121,6 +130,43 @@ class LiveRunTest : public QObject {
     save(&window, QStringLiteral("history.png"));
     window.tabs()->setCurrentIndex(0);
     save(&window, QStringLiteral("configure.png"));
+  }
+
+  // The built-in default, as `flamingo-studio --demo --long` loads it.
+  void defaultRunShowsBothRanksAndTheLiveLayout() {
+    QVERIFY(work_.isValid());
+    app::ConfigDocument doc;
+    MainWindow window(&doc);
+    window.launcher()->setEngineSearch(app::EngineSearch{{}, QStringLiteral(FS_TEST_FLAMINGO_TRAIN), {}});
+    window.resize(1500, 950);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QSignalSpy loaded(&doc, &app::ConfigDocument::loaded);
+    doc.loadFile(QStringLiteral(FS_SOURCE_DIR "/resources/presets/demo-long.yaml"));
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
+    QVERIFY(doc.setField("run_root", work_.filePath(QStringLiteral("default-runs")).toStdString()).isOk());
+
+    window.launch();
+    QTRY_VERIFY_WITH_TIMEOUT(!window.monitor()->runDir().isEmpty(), 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(window.monitor()->status().step >= 150, 180000);
+    MonitorPage* page = window.monitorPage();
+    QTRY_COMPARE_WITH_TIMEOUT(page->memoryView()->table()->rowCount(), 2, 30000);  // one row per rank
+    QVERIFY(page->lossPlot()->hasCurve(QStringLiteral("loss/laion")));
+    QVERIFY(page->lossPlot()->hasCurve(QStringLiteral("loss/mmc4")));
+    for (int i = 0; i < page->tabs()->count(); ++i) {
+      page->tabs()->setCurrentIndex(i);
+      if (page->tabs()->currentWidget() == page->layoutMap()) {
+        // The live map drawn from the run's config through the planner: several units, both ranks.
+        QTRY_VERIFY_WITH_TIMEOUT(page->layoutMap()->moduleTree()->topLevelItemCount() > 0, 30000);
+        QTRY_COMPARE_WITH_TIMEOUT(page->layoutMap()->rankTable()->rowCount(), 2, 30000);
+      }
+      save(&window, QStringLiteral("default_%1.png").arg(tabFileName(page->tabs(), i)));
+    }
+    page->tabs()->setCurrentIndex(0);
+    QTest::mouseClick(page->controlBar()->stopButton(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!window.launcher()->isActive(), 120000);
+    QTRY_VERIFY_WITH_TIMEOUT(window.monitor()->status().finished.has_value(), 30000);
+    QVERIFY(window.monitor()->status().finished->status == protocol::FinishStatus::kStopped);
   }
 
  private:
