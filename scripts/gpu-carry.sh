@@ -52,6 +52,8 @@ DEV_PACKAGES=(
   libpcre2-dev libsentencepiece-dev
   # pkg_check_modules needs a pkg-config; no GPU image promises one
   pkgconf pkgconf-bin libpkgconf3
+  # the rank benchmarks read events.jsonl with jq (gpu-check.sh's fit phase)
+  jq
 )
 # What any machine with g++ has (glibc, the GCC runtime, zlib, which dpkg and
 # Python need): never carried, and the only libraries gpu-check.sh --no-device

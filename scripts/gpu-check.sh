@@ -21,6 +21,9 @@
 #   test       cuda: ctest -L gpu; --no-device: the CPU cases                  test.log
 #   bench      a venv over FS_PYTHON with the carried wheels, then
 #              bench/run_gpu.sh (--no-device: its CPU smoke run)               bench.log
+#   fit        the fit's step-time model against measured steps: bench/fsdp/
+#              fit_rank_order.sh on tiny, one GPU, 4 choices (--no-device: a
+#              2-choice CPU smoke run of the script)                        bench.log
 # and summary.txt: one line per phase (status, seconds), the targets, the total,
 # the end of a failed phase's log; printed last. A failed carry, configure or
 # build stops the run; failed tests do not stop the benchmark. Every phase runs
@@ -721,5 +724,22 @@ if run_phase venv "$OUT/bench.log" bench_venv; then
     run_phase bench "$OUT/bench.log" env PYTHON="$BUILD/bench-venv/bin/python" bash bench/run_gpu.sh "$BUILD" --smoke
   fi
 fi
+
+# --- fit: does plan --fit rank choices as they run on this device? ------------------------------
+# jq (which the rank benchmarks read events with) comes with the carry.
+fit_order() {
+  local jqdir
+  jqdir=$(mktemp -d)
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$LIB" "$PREFIX/usr/bin/jq" >"$jqdir/jq"
+  chmod +x "$jqdir/jq"
+  if [ "$MODE" = cuda ]; then
+    PATH="$jqdir:$PATH" PYTHON="$PY" DEVICE=cuda WORLD=1 CHOICES=4 WARMUP=3 \
+      bash bench/fsdp/fit_rank_order.sh "$BUILD" 1 20 tiny
+  else
+    PATH="$jqdir:$PATH" PYTHON="$PY" WORLD=1 CHOICES=2 WARMUP=1 bash bench/fsdp/fit_rank_order.sh "$BUILD" 1 2 tiny
+  fi
+}
+export -f fit_order
+run_phase fit "$OUT/bench.log" fit_order
 
 finish

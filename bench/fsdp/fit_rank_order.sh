@@ -13,6 +13,9 @@
 #        PEAK_GFLOPS=10 (the model's FP32 FLOP/s per rank at 1 thread; 16-bit: PEAK16_GFLOPS=2.5)
 #        GBS=2 (GB/s between the ranks)  PRECISIONS=fp32  POLICIES=transformer_layer
 #        STRATEGIES=all (the fit's)
+#        DEVICE=cpu; cuda: the fit plans for a catalog GPU (FIT_GPU, default H200-SXM-141GB, WORLD of
+#        them on one node; the figures above are not used) and every run trains on the GPU
+#        (parallel.device=cuda); scripts/gpu-check.sh runs it so on a lent device
 # Needs: jq, BUILD_DIR/bin/flamingo-train, the repository's Python env (for the batch sizes).
 set -euo pipefail
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
@@ -29,6 +32,8 @@ choices="${CHOICES:-6}"
 peak="$(awk -v g="${PEAK_GFLOPS:-10}" 'BEGIN {print g / 1000}')"
 peak16="$(awk -v g="${PEAK16_GFLOPS:-2.5}" 'BEGIN {print g / 1000}')"
 gbs="${GBS:-2}"
+device="${DEVICE:-cpu}"
+[[ "$device" == cpu || "$device" == cuda ]] || { echo "DEVICE=$device: cpu or cuda" >&2; exit 2; }
 
 for preset in "${presets[@]}"; do
   read -r bl bm <<<"$(batches "$preset")"
@@ -40,22 +45,26 @@ for preset in "${presets[@]}"; do
     --set "launch.nproc_per_node=$world")
   strategies=()
   [[ "${STRATEGIES:-all}" == all ]] || strategies=(--strategies "$STRATEGIES")
-  "$bin" plan --config "$root/resources/presets/$preset.yaml" "${base[@]}" --fit --device cpu --headroom 0 \
-    --nodes 1 --gpus-per-node "$world" --memory-gib 64 --host-memory-gib 64 --intra-node-gbs "$gbs" \
-    --host-gbs "$gbs" --peak-tflops-fp32 "$peak" --peak-tflops-16 "$peak16" --efficiency 1 \
+  if [[ "$device" == cuda ]]; then
+    cluster=(--gpu "${FIT_GPU:-H200-SXM-141GB}" --nodes 1 --gpus-per-node "$world")
+  else
+    cluster=(--device cpu --nodes 1 --gpus-per-node "$world" --memory-gib 64 --host-memory-gib 64
+      --intra-node-gbs "$gbs" --host-gbs "$gbs" --peak-tflops-fp32 "$peak" --peak-tflops-16 "$peak16" --efficiency 1)
+  fi
+  "$bin" plan --config "$root/resources/presets/$preset.yaml" "${base[@]}" --fit --headroom 0 "${cluster[@]}" \
     --precisions "${PRECISIONS:-fp32}" --policies "${POLICIES:-transformer_layer}" "${strategies[@]}" \
     --json >"$tmp/fit.json"
   total="$(jq '.ranked | length' "$tmp/fit.json")"
   ((total >= 2)) || { echo "$preset: the fit ranked $total choices" >&2; exit 1; }
   picks=$((choices < total ? choices : total))
-  echo "== $preset, $world ranks: $total ranked choices, measuring $picks (reps $reps, $steps steps after $warmup)"
+  echo "== $preset, $world ranks ($device): $total ranked choices, measuring $picks (reps $reps, $steps steps after $warmup)"
   : >"$tmp/pairs"
   for ((k = 0; k < picks; ++k)); do
     i=$((picks == 1 ? 0 : k * (total - 1) / (picks - 1)))
     label="$(jq -r ".ranked[$i] | \"\(.strategy)/\(.wrap_policy) mb \(.micro_batch | map(tostring) | join(\"+\"))x\(.grad_accum_steps) ckpt=\(.gradient_checkpointing) \(.precision)\"" "$tmp/fit.json")"
     model="$(jq -r ".ranked[$i].step_s" "$tmp/fit.json")"
     mapfile -t sets < <(jq -r ".ranked[$i].set[]" "$tmp/fit.json")
-    extra=()
+    extra=(--set "parallel.device=$device")
     for s in "${sets[@]}"; do extra+=(--set "$s"); done
     times=()
     for ((r = 0; r < reps; ++r)); do
