@@ -1,5 +1,6 @@
 #include "backend/cli/cmd_plan_fit.h"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -7,6 +8,7 @@
 #include "backend/fsdp_plan/fit_report.h"
 #include "backend/protocol/config/config_override.h"
 #include "backend/protocol/config/config_yaml.h"
+#include "backend/protocol/config/validate.h"
 
 namespace fs::cli {
 namespace {
@@ -144,6 +146,27 @@ int runPlanFit(const ParsedArgs& parsed, const protocol::RunConfig& config, Io& 
   const auto problems = protocol::applyOverrides(&applied, chosen.assignments(config, fit->cluster));
   if (!problems.empty()) {
     io.err << "flamingo-train plan --fit: " << protocol::formatProblems(problems) << "\n";
+    return kExitFailure;
+  }
+  // NOTE [Fit writes a valid config]: the choice sets the node count, not the
+  // nodes; an SSH launch whose launch.hosts no longer matches launch.nnodes
+  // (or any other rule the new values break) is refused before anything is
+  // written, naming the field: the hosts are the user's to give (--set).
+  std::vector<protocol::Problem> introduced;
+  const auto before = protocol::validateConfig(config);
+  for (const auto& p : protocol::validateConfig(applied)) {
+    const bool old = std::any_of(before.begin(), before.end(), [&](const protocol::Problem& b) {
+      return b.isError() && b.path == p.path && b.message == p.message;
+    });
+    if (p.isError() && !old) introduced.push_back(p);
+  }
+  if (!introduced.empty()) {
+    io.err << "flamingo-train plan --fit: choice " << *choice << " (" << chosen.label()
+           << ") would leave the config invalid, nothing written:\n"
+           << protocol::formatProblems(introduced) << "\n";
+    if (config.launch.kind == "ssh" && static_cast<int64_t>(config.launch.hosts.size()) != fit->cluster.nodes)
+      io.err << "give the " << fit->cluster.nodes
+             << " hosts with --set 'launch.hosts=[HOST,...]' (node 0 first)\n";
     return kExitFailure;
   }
   const std::string target = parsed.has("output") ? parsed.get("output") : parsed.get("config");

@@ -172,6 +172,25 @@ TEST(PlanCli, FitRanksChoicesAndWritesTheChosenConfig) {
   // The written config plans, and fits the same way.
   r = run("plan --config '" + out + "' --fit --gpu A100-SXM-40GB --gpus-per-node 2 --json");
   ASSERT_EQ(r.code, 0) << r.err;
+
+  // An SSH launch for one host, fitted to 2 nodes: refused, nothing written, the hosts asked for.
+  const std::string ssh = tiny + " --set launch.kind=ssh --set 'launch.hosts=[node-a]'" +
+                          " --set data.datasets.0.batch_size=16 --set data.datasets.1.batch_size=8" +
+                          " --gpu A100-SXM-40GB --nodes 2 --gpus-per-node 2 --choice 1";
+  const auto sshOut = (dir / "ssh.yaml").string();
+  r = run(ssh + " --output '" + sshOut + "'");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("would leave the config invalid, nothing written"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("launch.hosts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("give the 2 hosts with --set 'launch.hosts=[HOST,...]'"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(sshOut));
+  // With the hosts given, it writes them and the fitted values.
+  r = run(ssh + " --set 'launch.hosts=[node-a,node-b]' --set launch.master_addr=node-a --output '" + sshOut +
+          "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string sshWritten = slurp(sshOut);
+  EXPECT_NE(sshWritten.find("nnodes: 2"), std::string::npos) << sshWritten;
+  EXPECT_NE(sshWritten.find("node-b"), std::string::npos) << sshWritten;
   std::filesystem::remove_all(dir);
 }
 
