@@ -452,10 +452,17 @@ void MainWindow::openPlanner() {
         const auto s = document_->setField(a.left(at).toStdString(), a.mid(at + 1).toStdString());
         if (!s) failed << QString::fromStdString(s.message());
       }
-      statusBar()->showMessage(failed.isEmpty()
-                                   ? tr("Applied the fit's choice to the config")
-                                   : tr("Fit not fully applied: %1").arg(failed.join(QStringLiteral("; "))),
-                               kStatusMs);
+      // The choice sets the node count, not the nodes (NOTE [Fit writes a valid config]
+      // in backend/cli/cmd_plan_fit.cpp): say what the config now lacks, e.g. SSH hosts.
+      QStringList broken;
+      for (const auto& p : document_->problems())
+        if (p.isError()) broken << QString::fromStdString(p.path + ": " + p.message);
+      QString message = failed.isEmpty()
+                            ? tr("Applied the fit's choice to the config")
+                            : tr("Fit not fully applied: %1").arg(failed.join(QStringLiteral("; ")));
+      if (!broken.isEmpty())
+        message += tr("; the config now needs: %1").arg(broken.join(QStringLiteral("; ")));
+      statusBar()->showMessage(message, kStatusMs);
     });
   }
   planner_->setConfig(document_->config());

@@ -19,6 +19,7 @@
 #include "backend/protocol/wire/run_manifest.h"
 #include "ui/config/config_form.h"
 #include "ui/config/field_editor.h"
+#include "ui/plan/planner_view.h"
 #include "ui/runs/runs_panel.h"
 
 namespace fs::ui {
@@ -124,6 +125,33 @@ class MainWindowTest : public QObject {
     auto* bar = window.findChild<QWidget*>(QStringLiteral("list:data.datasets"))->findChild<QTabBar*>();
     QVERIFY(bar->isVisible());
     QVERIFY(bar->height() >= bar->sizeHint().height());
+  }
+
+  // The fit's Apply sets the node count, not the nodes: an SSH config then
+  // lacks hosts, and the status bar says so rather than "applied".
+  void fitApplySaysWhatTheConfigNowNeeds() {
+    app::ConfigDocument doc;
+    MainWindow window(&doc);
+    window.runsPanel()->setAutoRefreshSeconds(0);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QSignalSpy loaded(&doc, &app::ConfigDocument::loaded);
+    doc.loadFile(QStringLiteral(FS_SOURCE_DIR "/resources/presets/tiny.yaml"));
+    QVERIFY(loaded.wait(5000));
+    QVERIFY(doc.setField("launch.kind", "ssh").isOk());
+    QVERIFY(doc.setField("launch.hosts", "[node-a]").isOk());
+    QCOMPARE(doc.errorCount(), 0);
+    window.openPlanner();
+    QVERIFY(window.plannerView() != nullptr);
+    emit window.plannerView()->applyFit({QStringLiteral("launch.nproc_per_node=2")});
+    QCOMPARE(window.statusBar()->currentMessage(), QStringLiteral("Applied the fit's choice to the config"));
+    emit window.plannerView()->applyFit({QStringLiteral("launch.nnodes=2")});
+    const QString message = window.statusBar()->currentMessage();
+    QVERIFY2(
+        message.startsWith(QStringLiteral("Applied the fit's choice to the config; the config now needs: ")),
+        qPrintable(message));
+    QVERIFY2(message.contains(QStringLiteral("launch.hosts: 1 host(s) listed for 2")), qPrintable(message));
+    window.plannerView()->window()->close();
   }
 
  private:
