@@ -50,7 +50,9 @@ int runEngine(const protocol::RunConfig& config, const std::filesystem::path& ru
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
   progressLine = progressLine && world.rank == 0 && tty;
   options.strict = strict;
-  options.logInfoToStderr = !progressLine;
+  // On a terminal the other ranks mirror warnings only (their info lines stay in
+  // logs/rank-N.log): their step lines would scroll rank 0's progress line away.
+  options.logInfoToStderr = !progressLine && (world.rank == 0 || !tty);
   if (progressLine) {
     options.onProgress = [&io, first = -1.0, firstStep = int64_t{0}](const trainer::Progress& p) mutable {
       const double now = ProgressLine::steadySeconds();

@@ -186,4 +186,30 @@ TEST_F(Demo, LongRunLaunchesTwoRanks) {
   EXPECT_TRUE(everyUnitOnBothRanks);
 }
 
+// On a terminal (a pty from script(1)) the user sees rank 0's progress line, not
+// every rank's step lines: rank 1's info lines go to its log file only.
+TEST_F(Demo, LongRunOnATerminalShowsRankZerosProgressOnly) {
+  if (::system("command -v script >/dev/null 2>&1") != 0) {
+    if (std::getenv("CI") != nullptr) FAIL() << "script(1) (bsdutils) is missing: no terminal to test on";
+    GTEST_SKIP() << "script(1) is missing";
+  }
+  const std::string bin = std::string(FS_BINARY_DIR) + "/bin/flamingo-train";
+  const fsys::path run = dir_ / "tty";
+  const std::string inner = "'" + bin + "' demo --long --set optim.epochs=1" +
+                            " --set data.datasets[0].samples_per_epoch=16" +
+                            " --set data.datasets[1].samples_per_epoch=8 --set checkpoint.every_steps=0" +
+                            " --run-dir '" + run.string() + "'";
+  const std::string cmd =
+      "script -qec \"" + inner + "\" /dev/null >'" + (dir_ / "tty.out").string() + "' 2>&1 </dev/null";
+  const int status = std::system(cmd.c_str());
+  const std::string out = output("tty");
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_EQ(out.find("[rank 1] [info] step "), std::string::npos) << out;
+  EXPECT_EQ(out.find("[rank 0] [info] step "), std::string::npos) << out;  // the progress line instead
+  // Rank 1's log file has its step lines.
+  std::ifstream log(run / "logs" / "rank-1.log");
+  const std::string rank1{std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>()};
+  EXPECT_NE(rank1.find("[rank 1] [info] step 4/4"), std::string::npos) << rank1;
+}
+
 }  // namespace
