@@ -47,6 +47,7 @@ struct RunRecord {
   qint64 endedMs = 0;
   qint64 totalSteps = 0;
   qint64 lastStep = 0;
+  int rollbacks = 0;                   // the loss-spike guard's `rollback` events
   QMap<QString, double> finalLosses;   // dataset -> last loss (run_finished's, else the last step's)
   QList<CheckpointEntry> checkpoints;  // in the order they were written
   bool operator==(const RunRecord&) const = default;
@@ -98,6 +99,7 @@ struct LiveStepProgress {
   QString runId;
   qint64 step = 0;
   QMap<QString, double> losses;  // this step's, per dataset
+  int rollbacks = 0;             // `rollback` events seen so far (the store keeps the maximum)
 };
 
 struct LiveCheckpoint {

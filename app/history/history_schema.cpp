@@ -51,6 +51,10 @@ const QList<QStringList>& migrationSteps() {
       {
           QStringLiteral("ALTER TABLE runs ADD COLUMN location TEXT NOT NULL DEFAULT ''"),
       },
+      // 3 -> 4: the loss-spike guard's rollbacks; older runs had none.
+      {
+          QStringLiteral("ALTER TABLE runs ADD COLUMN rollbacks INTEGER NOT NULL DEFAULT 0"),
+      },
   };
   return steps;
 }

@@ -13,6 +13,8 @@
 //       epoch, kind, bytes, time_ms) with ON DELETE CASCADE
 //   v3  runs + location (the SSH destination of a remote run; '' = this
 //       machine, which every older row is)
+//   v4  runs + rollbacks (the loss-spike guard's `rollback` events; 0 for
+//       every older row: no older engine rolled back)
 // To add a column: append a step to the list in history_schema.cpp, bump
 // kHistorySchemaVersion, and add the column to the store's reads and writes.
 //
@@ -27,7 +29,7 @@
 
 namespace fs::app {
 
-inline constexpr int kHistorySchemaVersion = 3;
+inline constexpr int kHistorySchemaVersion = 4;
 
 // The schema version of the open database; 0 when it has no tables yet.
 protocol::StatusOr<int> readSchemaVersion(QSqlDatabase& db);

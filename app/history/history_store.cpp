@@ -103,7 +103,7 @@ constexpr const char* kListedRunDir =
 // Columns of a listing row; find() adds config_yaml at the end.
 constexpr const char* kRowColumns =
     "run_id, name, run_dir, host, config_hash, status, engine_version, error, started_ms, ended_ms, "
-    "total_steps, last_step, final_losses, location";
+    "total_steps, last_step, final_losses, location, rollbacks";
 
 RunRecord readRow(const QSqlQuery& q) {
   RunRecord r;
@@ -121,6 +121,7 @@ RunRecord readRow(const QSqlQuery& q) {
   r.lastStep = q.value(11).toLongLong();
   r.finalLosses = lossesFromJson(q.value(12).toString());
   r.location = q.value(13).toString();
+  r.rollbacks = q.value(14).toInt();
   return r;
 }
 
@@ -364,20 +365,19 @@ Status HistoryStore::upsert(const RunRecord& record, QString* keyOut) {
   q.prepare(QStringLiteral(
       "INSERT INTO runs (run_id, name, run_dir, host, config_yaml, config_hash, status, engine_version, "
       "error,"
-      " started_ms, ended_ms, total_steps, last_step, final_losses, location) VALUES (?, ?, ?, ?, ?, ?, ?, "
-      "?, "
-      "?, ?, ?, ?, ?, ?, ?)"
+      " started_ms, ended_ms, total_steps, last_step, final_losses, location, rollbacks) VALUES (?, ?, ?, ?, "
+      "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
       " ON CONFLICT (run_id) DO UPDATE SET name = excluded.name, run_dir = excluded.run_dir, host = "
       "excluded.host, location = excluded.location,"
       " config_yaml = excluded.config_yaml, config_hash = excluded.config_hash, status = excluded.status,"
       " engine_version = excluded.engine_version, error = excluded.error, started_ms = excluded.started_ms,"
       " ended_ms = excluded.ended_ms, total_steps = excluded.total_steps, last_step = excluded.last_step,"
-      " final_losses = excluded.final_losses"));
-  bindAll(q,
-          {QVariant(r.runId), QVariant(r.name), QVariant(r.runDir), QVariant(r.host), QVariant(r.configYaml),
-           QVariant(configHash(r.configYaml)), QVariant(r.status), QVariant(r.engineVersion),
-           QVariant(r.error), QVariant(r.startedMs), QVariant(r.endedMs), QVariant(r.totalSteps),
-           QVariant(r.lastStep), QVariant(lossesToJson(r.finalLosses)), QVariant(r.location)});
+      " final_losses = excluded.final_losses, rollbacks = excluded.rollbacks"));
+  bindAll(q, {QVariant(r.runId), QVariant(r.name), QVariant(r.runDir), QVariant(r.host),
+              QVariant(r.configYaml), QVariant(configHash(r.configYaml)), QVariant(r.status),
+              QVariant(r.engineVersion), QVariant(r.error), QVariant(r.startedMs), QVariant(r.endedMs),
+              QVariant(r.totalSteps), QVariant(r.lastStep), QVariant(lossesToJson(r.finalLosses)),
+              QVariant(r.location), QVariant(r.rollbacks)});
   if (!q.exec()) return sqlError(path_, QStringLiteral("recording run %1").arg(r.runId), q.lastError());
   q.prepare(QStringLiteral("DELETE FROM checkpoints WHERE run_id = ?"));
   q.addBindValue(r.runId);
@@ -437,10 +437,11 @@ Status HistoryStore::recordProgress(const LiveStepProgress& progress) {
   if (Status s = tx.begin(path_); !s) return s;
   QSqlQuery q(db);
   q.prepare(QStringLiteral(
-      "UPDATE runs SET last_step = max(last_step, ?),"
+      "UPDATE runs SET last_step = max(last_step, ?), rollbacks = max(rollbacks, ?),"
       " final_losses = CASE WHEN ? THEN ? ELSE final_losses END,"
       " status = CASE WHEN status IN ('', 'starting') THEN 'running' ELSE status END WHERE run_id = ?"));
   q.addBindValue(p.step);
+  q.addBindValue(p.rollbacks);
   q.addBindValue(!p.losses.isEmpty());
   q.addBindValue(lossesToJson(p.losses));
   q.addBindValue(p.runId);
@@ -562,7 +563,7 @@ protocol::StatusOr<RunRecord> HistoryStore::find(const QString& runId) {
   if (!q.exec()) return sqlError(path_, QStringLiteral("reading run %1").arg(runId), q.lastError());
   if (!q.next()) return Status::notFound(QStringLiteral("%1: no run %2").arg(path_, runId).toStdString());
   RunRecord r = readRow(q);
-  r.configYaml = q.value(14).toString();
+  r.configYaml = q.value(15).toString();  // after kRowColumns
   q.finish();
   if (Status s = loadCheckpoints(&r); !s) return s;
   return r;

@@ -59,7 +59,7 @@ QList<LiveUpdate> LiveHistoryFeed::feed(const protocol::Event& event) {
   if (runId_.isEmpty()) return out;  // no run_started yet: the run id is not known
 
   if (const auto* step = std::get_if<protocol::StepEvent>(&event.body)) {
-    LiveStepProgress p{runId_, step->step, toLosses(step->loss)};
+    LiveStepProgress p{runId_, step->step, toLosses(step->loss), rollbacks_};
     if (pending_ && p.losses.isEmpty()) p.losses = pending_->losses;  // keep the last known losses
     if (!lastProgressT_ || event.t - *lastProgressT_ >= progressEveryMs_) {
       pending_.reset();
@@ -68,6 +68,8 @@ QList<LiveUpdate> LiveHistoryFeed::feed(const protocol::Event& event) {
     } else {
       pending_ = p;
     }
+  } else if (std::holds_alternative<protocol::RollbackEvent>(event.body)) {
+    ++rollbacks_;  // carried by the next progress update
   } else if (const auto* c = std::get_if<protocol::CheckpointEvent>(&event.body)) {
     takePending(&out);
     LiveCheckpoint lc;

@@ -51,6 +51,7 @@ class LiveHistoryFeed {
   qint64 progressEveryMs_;
   QString runId_;
   QString error_;                            // first error of the current attempt
+  int rollbacks_ = 0;                        // `rollback` events so far
   qint64 errorT_ = 0;                        // its event time
   std::optional<qint64> lastProgressT_;      // event time of the last progress sent
   std::optional<LiveStepProgress> pending_;  // held back by the throttle

@@ -79,6 +79,7 @@ class EventFold {
     r_->lastStep = std::max<qint64>(r_->lastStep, b.step);
     if (!b.loss.empty()) r_->finalLosses = toLosses(b.loss);
   }
+  void on(const protocol::RollbackEvent&, qint64) { ++r_->rollbacks; }
   void on(const protocol::CheckpointEvent& b, qint64 t) {
     CheckpointEntry c;
     c.path = fromStd(b.path);

@@ -13,7 +13,8 @@
 // total steps, samples/s, ETA, the run state, the latest layout and memory event
 // (the layout view shows which units a rank had gathered at its peak), each rank's
 // measured memory (MeasuredMemoryTracker, updated with every batch so that reading
-// it never walks the run's history), warnings, errors, checkpoints; control acks
+// it never walks the run's history), warnings, errors, checkpoints, the guard's
+// rollbacks, each rank's collectives from heartbeats (HeartbeatBoard); control acks
 // are re-emitted for a control client to match.
 // It also raises two alerts:
 //  - stalled(why) once when the last step is older than max(floor, K x the median
@@ -104,6 +105,8 @@ void RunMonitor::attachTo(const QString& runDir, std::shared_ptr<RunDirSource> s
     warnings_.clear();
     errors_.clear();
     checkpoints_.clear();
+    rollbacks_.clear();
+    heartbeats_.clear();
     stall_ = StallDetector(options_.stall);
   }
   run_dir_ = runDir;
@@ -170,6 +173,13 @@ void RunMonitor::applyEvent(const protocol::Event& e) {
           status_.state = body.state;
         } else if constexpr (std::is_same_v<T, protocol::HeartbeatEvent>) {
           status_.state = body.state;
+          if (!body.ranks.empty()) {
+            heartbeats_.update(body, e.t);
+            heartbeats_arrived_ = true;
+          }
+        } else if constexpr (std::is_same_v<T, protocol::RollbackEvent>) {
+          rollbacks_.push_back({body, e.t});
+          emit rollbackAdded(body);
         } else if constexpr (std::is_same_v<T, protocol::RunFinishedEvent>) {
           status_.finished = body;
           status_.state = body.status == protocol::FinishStatus::kFailed ? protocol::RunState::kFailed
@@ -195,8 +205,10 @@ void RunMonitor::apply(const FollowBatchPtr& batch) {
   store_.append(batch->series);
   measured_.update(store_);
   memory_arrived_ = false;
+  heartbeats_arrived_ = false;
   for (const protocol::Event& e : batch->events) applyEvent(e);
   if (memory_arrived_) emit memoryReported();
+  if (heartbeats_arrived_) emit heartbeatsChanged();
   if (batch->last_step) {
     const auto& s = std::get<protocol::StepEvent>(batch->last_step->body);
     status_.step = s.step;

@@ -18,6 +18,7 @@
 
 #include "app/monitor/byte_source.h"
 #include "app/monitor/follow_types.h"
+#include "app/monitor/heartbeat_board.h"
 #include "app/monitor/measured_memory_tracker.h"
 #include "app/monitor/series_store.h"
 #include "app/monitor/stall_detector.h"
@@ -96,6 +97,15 @@ class RunMonitor : public QObject {
   const std::vector<protocol::WarningEvent>& warnings() const { return warnings_; }
   const std::vector<protocol::ErrorEvent>& errors() const { return errors_; }
   const std::vector<protocol::CheckpointEvent>& checkpoints() const { return checkpoints_; }
+  // The loss-spike guard's rollbacks, in order, each with its event time (unix ms); the
+  // points they abandoned are the store's abandoned segments (NOTE [Rewinds]).
+  struct Rollback {
+    protocol::RollbackEvent event;
+    std::int64_t t_ms = 0;
+  };
+  const std::vector<Rollback>& rollbacks() const { return rollbacks_; }
+  // Per rank collectives from heartbeat events (NOTE [Heartbeat board]).
+  const HeartbeatBoard& heartbeats() const { return heartbeats_; }
   bool isStalled() const { return stall_.stalled(); }
 
  public slots:
@@ -113,6 +123,9 @@ class RunMonitor : public QObject {
   void warningAdded(const fs::protocol::WarningEvent& event);
   void errorReported(const fs::protocol::ErrorEvent& event);
   void checkpointAdded(const fs::protocol::CheckpointEvent& event);
+  void rollbackAdded(const fs::protocol::RollbackEvent& event);
+  // Once per batch that held heartbeat events with ranks: heartbeats() changed.
+  void heartbeatsChanged();
   void controlAcknowledged(const fs::protocol::ControlAckEvent& event);
   void runFinished(const fs::protocol::RunFinishedEvent& event);
   void issue(const fs::app::FollowIssue& issue);  // from the follower
@@ -147,6 +160,9 @@ class RunMonitor : public QObject {
   std::vector<protocol::WarningEvent> warnings_;
   std::vector<protocol::ErrorEvent> errors_;
   std::vector<protocol::CheckpointEvent> checkpoints_;
+  std::vector<Rollback> rollbacks_;
+  HeartbeatBoard heartbeats_;
+  bool heartbeats_arrived_ = false;  // in the batch being applied
   StallDetector stall_;
   QTimer stall_timer_;
 };

@@ -25,6 +25,11 @@
 // event's, every point at that step or later is dropped from every series before the new
 // points are appended (as TensorBoard purges orphaned steps), and reset() is emitted:
 // the curves show the attempt that counts, and x never goes backwards.
+// A rollback of the loss-spike guard (the `rollback` event) does the same: the steps
+// after its to_step repeat. The dropped points are not lost: each rewind moves them,
+// per series, into one abandoned segment (abandonedY / abandonedX, on every x axis
+// through their rows, which the row table keeps), so a plot draws them dimmed beside
+// the curve that counts.
 
 namespace fs::app {
 
@@ -61,7 +66,18 @@ std::span<const double> SeriesStore::x(std::string_view name, const XAxis& axis)
 }
 
 std::span<const double> SeriesStore::x(SeriesId id, const XAxis& axis) const {
-  Series& s = series_[id];
+  return xOf(series_[id], axis);
+}
+
+std::span<const double> SeriesStore::abandonedY(SeriesId id, std::size_t k) const {
+  return series_[id].abandoned[k].y;
+}
+
+std::span<const double> SeriesStore::abandonedX(SeriesId id, std::size_t k, const XAxis& axis) const {
+  return xOf(series_[id].abandoned[k], axis);
+}
+
+std::span<const double> SeriesStore::xOf(Series& s, const XAxis& axis) const {
   auto it = std::find_if(s.caches.begin(), s.caches.end(), [&](const XCache& c) { return c.axis == axis; });
   if (it == s.caches.end()) {
     s.caches.push_back({axis, {}});
@@ -186,6 +202,12 @@ void SeriesStore::rewindTo(double step) {
   for (Series& s : series_) {
     std::size_t n = s.rows.size();
     while (n > 0 && row_step_[s.rows[n - 1]] >= step) --n;
+    if (n < s.rows.size()) {
+      Series cut;
+      cut.rows.assign(s.rows.begin() + static_cast<std::ptrdiff_t>(n), s.rows.end());
+      cut.y.assign(s.y.begin() + static_cast<std::ptrdiff_t>(n), s.y.end());
+      s.abandoned.push_back(std::move(cut));
+    }
     s.rows.resize(n);
     s.y.resize(n);
     for (XCache& c : s.caches) {

@@ -59,6 +59,13 @@ class SeriesStore : public QObject {
   // never reused until clear(), so a reader that kept a point's row can tell after a
   // rewind which of the points it saw are still there. REQUIRES: i < size(id).
   std::uint32_t row(SeriesId id, std::size_t i) const { return series_[id].rows[i]; }
+  // Segments of `id` cut off by rewinds (NOTE [Rewinds]), oldest first: each the points
+  // a repeated step replaced, in their own order. Same span rules as y() / x().
+  // REQUIRES: id is valid; k < abandonedCount(id).
+  std::size_t abandonedCount(SeriesId id) const { return series_[id].abandoned.size(); }
+  std::span<const double> abandonedY(SeriesId id, std::size_t k) const;
+  std::span<const double> abandonedX(SeriesId id, std::size_t k, const XAxis& axis) const;
+
   // By name: empty spans for a series that does not exist (yet).
   std::span<const double> y(std::string_view name) const;
   std::span<const double> x(std::string_view name, const XAxis& axis) const;
@@ -86,7 +93,10 @@ class SeriesStore : public QObject {
     std::vector<double> y;
     std::vector<std::uint32_t> rows;  // into the row table
     std::vector<XCache> caches;       // materialised x arrays, by axis
+    std::vector<Series> abandoned;    // NOTE [Rewinds]; never themselves rewound
   };
+
+  std::span<const double> xOf(Series& s, const XAxis& axis) const;
 
   SeriesId findOrAdd(const std::string& name, bool* added);
   int datasetColumn(const std::string& name);

@@ -12,6 +12,7 @@
 
 #include "app/monitor/run_monitor.h"
 #include "app/monitor/series_names.h"
+#include "ui/monitor/rollback_marks.h"
 #include "ui/plots/curve_plot.h"
 
 namespace fs::ui {
@@ -96,6 +97,8 @@ void ComparePage::setRuns(const QStringList& runDirs) {
     app::RunMonitor* monitor = run->monitor.get();
     connect(monitor->store(), &app::SeriesStore::changed, plot_, &CurvePlot::dataGrew);
     connect(monitor->store(), &app::SeriesStore::reset, plot_, &CurvePlot::resetData);
+    const std::size_t index = runs_.size();
+    connect(monitor->store(), &app::SeriesStore::reset, this, [this, index] { addAbandoned(index); });
     connect(monitor, &app::RunMonitor::runFinished, monitor, [monitor] { monitor->detach(); });
     monitor->attach(dir);
     runs_.push_back(std::move(run));
@@ -117,6 +120,14 @@ std::size_t ComparePage::pointsOf(int i) const {
   return runs_.at(static_cast<size_t>(i))->monitor->store()->y(metricName()).size();
 }
 
+void ComparePage::addAbandoned(std::size_t i) {
+  if (i >= runs_.size()) return;
+  const app::SeriesStore* store = runs_[i]->monitor->store();
+  const app::XAxis x = axis();
+  addAbandonedCurves(plot_, store, metricName(), QFileInfo(runs_[i]->dir).fileName(),
+                     runColor(static_cast<int>(i)), [x] { return x; });
+}
+
 void ComparePage::rebuildCurves() {
   plot_->clearCurves();
   const std::string metric = metricName();
@@ -129,6 +140,7 @@ void ComparePage::rebuildCurves() {
           return CurveSpans{store->x(metric, x), store->y(metric)};
         },
         runColor(static_cast<int>(i)));
+    addAbandoned(i);
   }
   for (const auto& ref : references_) {
     const app::ReferenceCurve* r = &ref;

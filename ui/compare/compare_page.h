@@ -5,7 +5,8 @@
 // store, without rank logs, process or stall checks; a run that has finished
 // is detached once read, so only live runs keep being followed. The plot shows
 // one metric (a dataset's loss, lr, gradient norm, throughput) for every run,
-// each curve named by its run directory.
+// each curve named by its run directory. Steps a run abandoned (a rollback, a
+// resume: the store's abandoned segments) are drawn dimmed in the run's colour.
 //
 // Ownership: owns the monitors of the runs it shows and the reference curves'
 // arrays. Thread-safety: GUI thread only.
@@ -55,6 +56,7 @@ class ComparePage : public QWidget {
  private:
   struct Run;
   void rebuildCurves();
+  void addAbandoned(std::size_t i);
   std::string metricName() const;
   app::XAxis axis() const;
 

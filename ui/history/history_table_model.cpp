@@ -83,7 +83,8 @@ QVariant HistoryTableModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ForegroundRole && index.column() == kStatus && r.status == QLatin1String("failed"))
     return QColor(0xb0, 0x20, 0x20);
-  if (role == Qt::TextAlignmentRole && (index.column() == kDuration || index.column() == kSteps))
+  if (role == Qt::TextAlignmentRole &&
+      (index.column() == kDuration || index.column() == kSteps || index.column() == kRollbacks))
     return int(Qt::AlignRight | Qt::AlignVCenter);
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
@@ -100,6 +101,8 @@ QVariant HistoryTableModel::data(const QModelIndex& index, int role) const {
     case kSteps:
       return r.totalSteps > 0 ? QStringLiteral("%1 / %2").arg(r.lastStep).arg(r.totalSteps)
                               : QString::number(r.lastStep);
+    case kRollbacks:
+      return r.rollbacks > 0 ? QString::number(r.rollbacks) : QString();
     case kLosses:
       return formatLosses(r.finalLosses);
     case kRunDir:
@@ -122,6 +125,8 @@ QVariant HistoryTableModel::headerData(int section, Qt::Orientation orientation,
       return tr("Duration");
     case kSteps:
       return tr("Steps");
+    case kRollbacks:
+      return tr("Rollbacks");
     case kLosses:
       return tr("Final losses");
     case kRunDir:

@@ -2,7 +2,8 @@
 //
 // Holds the rows a HistoryPage brought and nothing else: it never sorts or
 // filters (the query does, in SQL) and never reads the database. Columns:
-// name, status, started, duration, steps, final losses, run directory.
+// name, status, started, duration, steps, rollbacks, final losses, run
+// directory.
 //
 // Thread-safety: GUI thread only.
 #pragma once
@@ -18,7 +19,7 @@ namespace fs::ui {
 class HistoryTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { kName, kStatus, kStarted, kDuration, kSteps, kLosses, kRunDir, kColumnCount };
+  enum Column { kName, kStatus, kStarted, kDuration, kSteps, kRollbacks, kLosses, kRunDir, kColumnCount };
   // Role giving a row's run id (a QString) for any column.
   static constexpr int kRunIdRole = Qt::UserRole + 1;
 

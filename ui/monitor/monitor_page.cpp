@@ -16,6 +16,9 @@
 #include "ui/control/run_control_bar.h"
 #include "ui/fsdp_layout/layout_table.h"
 #include "ui/logs/log_view.h"
+#include "ui/monitor/heartbeat_table.h"
+#include "ui/monitor/rollback_marks.h"
+#include "ui/monitor/rollback_table.h"
 #include "ui/monitor/series_router.h"
 #include "ui/plan/estimate_view.h"
 #include "ui/plan/layout_map_view.h"
@@ -27,8 +30,13 @@
 //   [run directory] [status: state, step / total, samples/s, ETA] [control buttons]
 //   [x axis: step | samples | tokens | wall time | relative time] [smoothing] [ranks]
 //   [alert banner: stalled run, dead process, broken telemetry]
-//   tabs: Training (loss, lr, grad norm, throughput) | Gates | Timing | Memory | Estimate | Layout | Layout
-//   map | Logs | Checkpoints (the run's checkpoint events; double-click: inspectCheckpoint)
+//   tabs: Training (loss, lr, grad norm, throughput; the rollbacks' table under them
+//   once there is one) | Gates | Timing | Memory | Estimate | Layout | Layout map |
+//   Ranks (the heartbeat board) | Logs | Checkpoints (the run's checkpoint events;
+//   double-click: inspectCheckpoint)
+//
+// Rollbacks: a marker per rollback on the loss plot at the spike (rollback_marks.h),
+// the abandoned steps dimmed (SeriesRouter), and a row each in the RollbackTable.
 //
 // Estimate: the planner's figures for the run's config, world and nodes beside
 // the measured memory (EstimateView), planned when run_started arrives.
@@ -99,7 +107,10 @@ MonitorPage::MonitorPage(app::RunMonitor* monitor, app::ControlClient* control, 
       layout_(new LayoutTable),
       layoutMap_(new LayoutMapView),
       logs_(new LogView),
-      checkpoints_(new RunCheckpointList) {
+      checkpoints_(new RunCheckpointList),
+      rollbacks_(new RollbackTable),
+      heartbeats_(new HeartbeatTable),
+      heartbeatSummary_(new QLabel) {
   setObjectName(QStringLiteral("monitorPage"));
   runDir_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   for (const auto& choice : kSmoothing) smoothing_->addItem(tr(choice.label));
@@ -126,6 +137,7 @@ MonitorPage::MonitorPage(app::RunMonitor* monitor, app::ControlClient* control, 
   tabs_->addTab(estimate_, tr("Estimate"));
   tabs_->addTab(layout_, tr("Layout"));
   tabs_->addTab(layoutMap_, tr("Layout map"));
+  tabs_->addTab(buildRanksTab(), tr("Ranks"));
   tabs_->addTab(logs_, tr("Logs"));
   tabs_->addTab(checkpoints_, tr("Checkpoints"));
 
@@ -152,13 +164,48 @@ QWidget* MonitorPage::buildTrainingTab() {
   grid->addWidget(lr_, 0, 1);
   grid->addWidget(gradNorm_, 1, 0);
   grid->addWidget(throughput_, 1, 1);
+  grid->addWidget(rollbacks_, 2, 0, 1, 2);
   grid->setRowStretch(0, 3);
   grid->setRowStretch(1, 2);
+  rollbacks_->setMaximumHeight(130);
+  rollbacks_->setVisible(false);
   return page;
+}
+
+QWidget* MonitorPage::buildRanksTab() {
+  auto* page = new QWidget;
+  auto* layout = new QVBoxLayout(page);
+  heartbeatSummary_->setText(HeartbeatTable::summary({}));
+  heartbeatSummary_->setWordWrap(true);
+  layout->addWidget(heartbeatSummary_);
+  layout->addWidget(heartbeats_, 1);
+  return page;
+}
+
+void MonitorPage::refreshRollbacks() {
+  rollbacks_->clearRollbacks();
+  for (const auto& r : monitor_->rollbacks()) rollbacks_->addRollback(r.event);
+  rollbacks_->setVisible(rollbacks_->rowCount() > 0);
+  refreshRollbackMarkers();
+}
+
+void MonitorPage::refreshRollbackMarkers() {
+  loss_->setMarkers(rollbackMarkers(*monitor_->store(), monitor_->rollbacks(), router_->xAxis()));
 }
 
 void MonitorPage::wireMonitor() {
   connect(monitor_, &app::RunMonitor::checkpointAdded, checkpoints_, &RunCheckpointList::add);
+  connect(monitor_, &app::RunMonitor::rollbackAdded, this, [this](const protocol::RollbackEvent& r) {
+    rollbacks_->addRollback(r);
+    rollbacks_->setVisible(true);
+    refreshRollbackMarkers();
+  });
+  // A rewind brings the abandoned points a marker on a samples / tokens axis sits on.
+  connect(monitor_->store(), &app::SeriesStore::reset, this, &MonitorPage::refreshRollbackMarkers);
+  connect(monitor_, &app::RunMonitor::heartbeatsChanged, this, [this] {
+    heartbeats_->setBoard(monitor_->heartbeats());
+    heartbeatSummary_->setText(heartbeats_->summaryText());
+  });
   connect(checkpoints_, &RunCheckpointList::inspectRequested, this, &MonitorPage::inspectCheckpoint);
   connect(monitor_, &app::RunMonitor::statusChanged, this, &MonitorPage::refreshStatus);
   connect(monitor_, &app::RunMonitor::runStarted, this, &MonitorPage::refreshAxisChoices);
@@ -218,6 +265,9 @@ void MonitorPage::runAttached(const QString& runDir) {
   logs_->clear();
   checkpoints_->reset(runDir);
   for (const auto& c : monitor_->checkpoints()) checkpoints_->add(c);
+  refreshRollbacks();
+  heartbeats_->setBoard(monitor_->heartbeats());
+  heartbeatSummary_->setText(heartbeats_->summaryText());
   layout_->setLayout(protocol::LayoutEvent{});
   layout_->setMemory(protocol::MemoryEvent{});
   layoutMap_->clear();
@@ -288,6 +338,7 @@ void MonitorPage::applyAxisChoice() {
   const QStringList data = xAxis_->currentData().toStringList();
   if (data.size() != 2) return;
   router_->setXAxis(app::XAxis{static_cast<app::XKind>(data[0].toInt()), data[1].toStdString()});
+  refreshRollbackMarkers();
 }
 
 void MonitorPage::applySmoothingChoice() {

@@ -24,6 +24,8 @@ namespace fs::ui {
 
 class CurvePlot;
 class EstimateView;
+class HeartbeatTable;
+class RollbackTable;
 class LayoutMapView;
 class LayoutTable;
 class LogView;
@@ -54,6 +56,12 @@ class MonitorPage : public QWidget {
   // The checkpoints the run has written (its checkpoint events).
   RunCheckpointList* checkpointList() const { return checkpoints_; }
   QComboBox* xAxisChoice() const { return xAxis_; }
+  CurvePlot* gatesPlot() const { return gates_; }
+  // The loss-spike guard's rollbacks (under the loss plot, shown once there is one).
+  RollbackTable* rollbackTable() const { return rollbacks_; }
+  // The per-rank heartbeat board (Ranks tab) and its one-line summary.
+  HeartbeatTable* heartbeatTable() const { return heartbeats_; }
+  QLabel* heartbeatSummary() const { return heartbeatSummary_; }
   QString alertText() const;
 
   // The monitor's status as the status bar shows it (stalled overrides running).
@@ -69,6 +77,9 @@ class MonitorPage : public QWidget {
   void wireMonitor();
   void refreshStatus();
   void refreshAxisChoices();
+  void refreshRollbacks();
+  void refreshRollbackMarkers();
+  QWidget* buildRanksTab();
   void applyAxisChoice();
   void applySmoothingChoice();
   void showAlert(const QString& title, const QString& message);
@@ -95,6 +106,9 @@ class MonitorPage : public QWidget {
   LayoutMapView* layoutMap_;
   LogView* logs_;
   RunCheckpointList* checkpoints_;
+  RollbackTable* rollbacks_;
+  HeartbeatTable* heartbeats_;
+  QLabel* heartbeatSummary_;
   SeriesRouter* router_;
 };
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "app/monitor/series_names.h"
+#include "ui/monitor/rollback_marks.h"
 #include "ui/plots/curve_plot.h"
 #include "ui/plots/memory_view.h"
 
@@ -44,6 +45,7 @@ SeriesRouter::SeriesRouter(app::SeriesStore* store, RunPlots plots, QObject* par
   plots_.timing->setAxisLabels(axisLabel(axis_), tr("seconds"));
   plots_.gates->setAxisLabels(axisLabel(axis_), tr("tanh(gate)"));
   for (const auto& name : store_->names()) route(QString::fromStdString(name));
+  addAbandoned();
 }
 
 QString SeriesRouter::axisLabel(const app::XAxis& axis) {
@@ -145,8 +147,18 @@ void SeriesRouter::onReset() {
     return;
   }
   forEachPlot([](CurvePlot* p) { p->resetData(); });  // a rewind: fewer points than drawn
+  addAbandoned();
   plots_.memory->resetData();
   updateLatestMemory();
+}
+
+void SeriesRouter::addAbandoned() {
+  const auto& datasets = store_->datasets();
+  for (std::size_t d = 0; d < datasets.size(); ++d) {
+    const std::string name = app::series::loss(datasets[d]);
+    addAbandonedCurves(plots_.loss, store_, name, QString::fromStdString(name),
+                       paletteColor(static_cast<int>(d)), [this] { return axis_; });
+  }
 }
 
 void SeriesRouter::updateLatestMemory() {

@@ -7,6 +7,8 @@
 //   lr -> lr          grad_norm -> gradNorm      samples_per_s/<ds> -> throughput
 //   step_time_s, data_time_s -> timing           gate/{attn,ff}/<n> -> gates
 //   memory/rank<r>/<part> -> memory (and its latest-figures table)
+// A dataset loss's abandoned segments (rewinds: a resume, a rollback; NOTE [Rewinds]
+// in app/monitor/series_store.cpp) are dimmed curves on the loss plot.
 //
 // Ownership: borrows the store and the views, which must outlive it.
 // Thread-safety: GUI thread only.
@@ -54,6 +56,7 @@ class SeriesRouter : public QObject {
   void onChanged();
   void onReset();
   void updateLatestMemory();
+  void addAbandoned();
   void forEachPlot(const std::function<void(CurvePlot*)>& f) const;
 
   app::SeriesStore* store_;

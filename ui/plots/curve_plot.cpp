@@ -146,11 +146,13 @@ void CurvePlot::addCurve(const QString& name, CurveSource source, const QColor& 
 }
 
 void CurvePlot::applyCurveStyle(Curve& curve) {
-  QPen pen(curve.color, 1);
+  QColor color = curve.color;
+  if (curve.dimmed) color.setAlpha(110);
+  QPen pen(color, 1, curve.dimmed ? Qt::DashLine : Qt::SolidLine);
   pen.setCosmetic(true);
   curve.line->setPen(pen);
   QColor band = curve.color;
-  band.setAlpha(60);
+  band.setAlpha(curve.dimmed ? 25 : 60);
   curve.low->setPen(Qt::NoPen);
   curve.high->setPen(Qt::NoPen);
   curve.high->setBrush(band);
@@ -208,11 +210,28 @@ void CurvePlot::setCurveVisible(const QString& name, bool visible) {
   if (curve == nullptr || curve->visible == visible) return;
   curve->visible = visible;
   applyCurveStyle(*curve);
-  if (visible)
+  if (visible && !curve->dimmed)
     curve->line->addToLegend();
   else
     curve->line->removeFromLegend();
   dataGrew();
+}
+
+void CurvePlot::setCurveDimmed(const QString& name, bool dimmed) {
+  Curve* curve = find(name);
+  if (curve == nullptr || curve->dimmed == dimmed) return;
+  curve->dimmed = dimmed;
+  applyCurveStyle(*curve);
+  if (dimmed)
+    curve->line->removeFromLegend();
+  else if (curve->visible)
+    curve->line->addToLegend();
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool CurvePlot::isCurveDimmed(const QString& name) const {
+  const Curve* curve = find(name);
+  return curve != nullptr && curve->dimmed;
 }
 
 bool CurvePlot::isCurveVisible(const QString& name) const {

@@ -26,6 +26,7 @@
 #include "ui/plots/curve_source.h"
 #include "ui/plots/smoothing.h"
 
+class QCPAbstractItem;
 class QCPGraph;
 class QCustomPlot;
 class QTimer;
@@ -35,6 +36,14 @@ namespace fs::ui {
 class PlotCrosshair;
 
 enum class PlotExportFormat { kPng, kSvg, kPdf, kCsv };
+
+// A vertical line across the plot at x, with a short label at its foot.
+struct PlotMarker {
+  double x = 0;
+  QString label;
+  QColor color = QColor(0xb0, 0x20, 0x20);
+  bool operator==(const PlotMarker&) const = default;
+};
 
 class CurvePlot : public QWidget {
   Q_OBJECT
@@ -54,6 +63,14 @@ class CurvePlot : public QWidget {
   bool isCurveVisible(const QString& name) const;
   void setLegendVisible(bool visible);
   void setCurveColor(const QString& name, const QColor& color);
+  // A dimmed curve is drawn dashed and faint and left out of the legend (e.g. the
+  // steps a rollback abandoned).
+  void setCurveDimmed(const QString& name, bool dimmed);
+  bool isCurveDimmed(const QString& name) const;
+
+  // ---- markers (curve_plot_markers.cpp): replaces every marker.
+  void setMarkers(std::vector<PlotMarker> markers);
+  const std::vector<PlotMarker>& markers() const { return markers_; }
 
   // How y values read on the axis and in the crosshair (e.g. AxisFormat::bytes());
   // the default: plain numbers. Tick labels on both axes carry the digits they
@@ -157,6 +174,8 @@ class CurvePlot : public QWidget {
   int next_color_ = 0;
   bool stale_while_hidden_ = false;
   AxisFormat y_format_;
+  std::vector<PlotMarker> markers_;
+  std::vector<QCPAbstractItem*> marker_items_;  // owned by plot_
 };
 
 }  // namespace fs::ui

@@ -15,6 +15,7 @@ struct CurvePlot::Curve {
   QString name;
   QColor color;
   bool visible = true;
+  bool dimmed = false;  // dashed, faint, not in the legend
   CurveSeries series;
   QCPGraph* line = nullptr;
   QCPGraph* low = nullptr;

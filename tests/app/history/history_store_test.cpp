@@ -592,8 +592,80 @@ class HistoryStoreTest : public QObject {
     QCOMPARE(store.find(QStringLiteral("v2-1")).value().location, QStringLiteral("login-1"));
     store.close();
     RawDb raw(path);
-    QCOMPARE(raw.scalar(QStringLiteral("SELECT version FROM schema_version")).toInt(), 3);
+    QCOMPARE(raw.scalar(QStringLiteral("SELECT version FROM schema_version")).toInt(), kHistorySchemaVersion);
     QCOMPARE(raw.scalar(QStringLiteral("PRAGMA integrity_check")).toString(), QStringLiteral("ok"));
+  }
+
+  void migratesAVersionThreeDatabaseWithNoRollbacksAndCountsThem() {
+    const QString path = dir_->filePath(QStringLiteral("v3.sqlite"));
+    {
+      // What version 3 wrote, by hand.
+      RawDb raw(path);
+      QVERIFY(raw.isOpen());
+      QVERIFY(raw.exec(QStringLiteral("CREATE TABLE schema_version (version INTEGER NOT NULL)")));
+      QVERIFY(raw.exec(QStringLiteral("INSERT INTO schema_version VALUES (3)")));
+      QVERIFY(raw.exec(QStringLiteral(
+          "CREATE TABLE runs (run_id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL DEFAULT '',"
+          " run_dir TEXT NOT NULL DEFAULT '', host TEXT NOT NULL DEFAULT '', config_yaml TEXT NOT NULL"
+          " DEFAULT '', config_hash TEXT NOT NULL DEFAULT '', status TEXT NOT NULL DEFAULT '', started_ms"
+          " INTEGER NOT NULL DEFAULT 0, ended_ms INTEGER NOT NULL DEFAULT 0, total_steps INTEGER NOT NULL"
+          " DEFAULT 0, last_step INTEGER NOT NULL DEFAULT 0, final_losses TEXT NOT NULL DEFAULT '{}',"
+          " engine_version TEXT NOT NULL DEFAULT '', error TEXT NOT NULL DEFAULT '',"
+          " location TEXT NOT NULL DEFAULT '')")));
+      QVERIFY(raw.exec(QStringLiteral(
+          "CREATE TABLE checkpoints (run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,"
+          " path TEXT NOT NULL, step INTEGER NOT NULL DEFAULT 0, epoch INTEGER NOT NULL DEFAULT 0, kind TEXT"
+          " NOT NULL DEFAULT '', bytes INTEGER NOT NULL DEFAULT 0, time_ms INTEGER NOT NULL DEFAULT 0, seq"
+          " INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (run_id, path))")));
+      QVERIFY(
+          raw.exec(QStringLiteral("INSERT INTO runs VALUES ('v3-1', 'v3 run', '/runs/v3', 'h1', 'name: "
+                                  "v3\n', 'sha256:00', 'finished',"
+                                  " 100, 300, 10, 10, '{\"laion\":2.5}', '0.1.0', '', 'login-1')")));
+    }
+    HistoryStore store;
+    QVERIFY_OK(store.open(path));
+    RunRecord r = store.find(QStringLiteral("v3-1")).value();
+    QCOMPARE(r.location, QStringLiteral("login-1"));
+    QCOMPARE(r.lastStep, 10);
+    QCOMPARE(r.rollbacks, 0);  // no older engine rolled back
+    // The new column is written and read.
+    r.rollbacks = 2;
+    QVERIFY_OK(store.upsert(r));
+    QCOMPARE(store.find(QStringLiteral("v3-1")).value().rollbacks, 2);
+    store.close();
+    RawDb raw(path);
+    QCOMPARE(raw.scalar(QStringLiteral("SELECT version FROM schema_version")).toInt(), kHistorySchemaVersion);
+    QCOMPARE(raw.scalar(QStringLiteral("SELECT rollbacks FROM runs WHERE run_id = 'v3-1'")).toInt(), 2);
+    QCOMPARE(raw.scalar(QStringLiteral("PRAGMA integrity_check")).toString(), QStringLiteral("ok"));
+  }
+
+  void aRunDirectoryWithRollbacksIsCountedAndLiveProgressKeepsTheMost() {
+    FixtureRun run = finishedRun("id-rb", 1'700'000'000'000, 10);
+    proto::RollbackEvent rb;
+    rb.step = 8;
+    rb.to_step = 5;
+    rb.rollbacks = 1;
+    run.events.insert(run.events.begin() + 9, {1'700'000'000'000 + 8500, rb});
+    rb.rollbacks = 2;
+    run.events.insert(run.events.begin() + 10, {1'700'000'000'000 + 8600, rb});
+    const QString runDir = writeRunDir(dir_->path(), QStringLiteral("run-rb"), run);
+    auto read = readRunDirectory(runDir);
+    QVERIFY2(read.isOk(), read.status().message().c_str());
+    QCOMPARE(read->record.rollbacks, 2);
+
+    HistoryStore store;
+    QVERIFY_OK(store.open(dbPath()));
+    RunRecord r = read->record;
+    r.rollbacks = 0;
+    QVERIFY_OK(store.upsert(r));
+    LiveStepProgress p;
+    p.runId = r.runId;
+    p.step = 11;
+    p.rollbacks = 3;
+    QVERIFY_OK(store.recordProgress(p));
+    p.rollbacks = 1;  // an older figure never lowers it
+    QVERIFY_OK(store.recordProgress(p));
+    QCOMPARE(store.find(r.runId).value().rollbacks, 3);
   }
 
   void refusesANewerSchemaAndChangesNothing() {

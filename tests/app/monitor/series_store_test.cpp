@@ -173,6 +173,28 @@ class SeriesStoreTest : public QObject {
     QCOMPARE(wall.back(), kT0 / 1000.0 + 68);
   }
 
+  void rewindKeepsTheCutPointsAsAnAbandonedSegment() {
+    SeriesBatchBuilder builder;
+    SeriesStore store;
+    for (int step = 1; step <= 10; ++step) builder.addEvent(stepEvent(step - 1, step, kT0 + 1000 * step));
+    store.append(builder.take());
+    const auto id = store.find(series::loss("laion"));
+    QCOMPARE(store.abandonedCount(id), std::size_t{0});
+    // A rollback to step 6: steps 7..10 are abandoned, then 7.. repeat.
+    for (int step = 7; step <= 9; ++step)
+      builder.addEvent(stepEvent(10 + step, step, kT0 + 20000 + 1000 * step));
+    store.append(builder.take());
+    QCOMPARE(store.abandonedCount(id), std::size_t{1});
+    QCOMPARE(toVector(store.abandonedX(id, 0, {XKind::kStep, {}})), (std::vector<double>{7, 8, 9, 10}));
+    const auto y = store.abandonedY(id, 0);
+    QCOMPARE(y.size(), std::size_t{4});
+    QCOMPARE(y[0], 3.0 - 0.001 * 7.0);  // step 7 of the first attempt
+    QCOMPARE(toVector(store.abandonedX(id, 0, {XKind::kWallTime, {}})).front(), kT0 / 1000.0 + 7);
+    // The curve that counts is the new attempt only, x non-decreasing.
+    QCOMPARE(toVector(store.x(id, {XKind::kStep, {}})), (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+    QCOMPARE(toVector(store.x(id, {XKind::kWallTime, {}})).back(), kT0 / 1000.0 + 29);
+  }
+
   void clearForgetsEverything() {
     SeriesBatchBuilder builder;
     SeriesStore store;
