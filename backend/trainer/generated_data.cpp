@@ -17,10 +17,12 @@ namespace {
 constexpr const char* kMarkerHeader = "flamingo-generated-data 3";
 
 // The tokenizer's corpus whatever the dataset list: the tiny preset's own
-// counts (64 LAION samples, 64 MMC4 documents), so its tokenizer is the one
-// both kinds written together give. NOTE [One tokenizer for every dataset list].
+// counts (64 LAION samples, 64 MMC4 documents of up to 2 pictures), so its
+// tokenizer is the one both kinds written together give. NOTE [One tokenizer
+// for every dataset list].
 constexpr int kTokenizerLaionSamples = 64;
 constexpr int kTokenizerMmc4Docs = 64;
+constexpr int kTokenizerMaxImages = 2;  // the documents drawn for the corpus alone (no MMC4 dataset)
 
 // One dataset's set: where it is written, and how much.
 struct DatasetSet {
@@ -92,6 +94,7 @@ protocol::StatusOr<GeneratedData> prepareGeneratedData(const protocol::RunConfig
       o.writeTokenizer = first;
       o.tokenizerLaionSamples = kTokenizerLaionSamples;
       o.tokenizerMmc4Docs = kTokenizerMmc4Docs;
+      o.maxImagesPerDoc = kTokenizerMaxImages;
       for (size_t j = i; j < sets.size(); ++j) {
         const auto& t = sets[j];
         if (t.dir != s.dir) continue;
