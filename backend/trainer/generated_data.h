@@ -3,6 +3,9 @@
 // into the run directory (shardgen/synthetic_shards.h) and then read by the
 // ordinary shard pipeline, so the demo exercises tar reading, JPEG decode,
 // CLIP preprocessing, tokenisation and the MMC4 rules like a real run.
+// Every dataset of the config's list gets a set of its own (one, two, three
+// or more; NOTE [One tokenizer for every dataset list] in generated_data.cpp);
+// validation refuses a dataset that names shards of its own.
 //
 // Each rank writes its own copy (<run>/generated-data/rank<r>): the content is
 // a pure function of the config, so the copies are identical, and no rank

@@ -216,6 +216,16 @@ StatusOr<SyntheticShardsSummary> writeSyntheticShards(
   Corpus corpus;
   if (Status s = writeLaion(o, sum, corpus, progress); !s) return s;
   if (Status s = writeMmc4(o, sum, corpus, progress); !s) return s;
+  if (!o.writeTokenizer) return sum;
+  for (int64_t index = sum.laionSamples; index < o.tokenizerLaionSamples; ++index) {
+    Rng rng(mixKey({kLaionTag, o.seed, static_cast<uint64_t>(index)}));
+    const Picture p = drawPicture(rng, o.imageWidth, o.imageHeight, 10);
+    corpus.texts.push_back(describePicture(p, rng));
+  }
+  int64_t notWrittenImages = 0;
+  for (int64_t index = sum.mmc4Documents; index < o.tokenizerMmc4Docs; ++index) {
+    if (auto doc = mmc4Document(o, index, corpus, notWrittenImages); !doc) return doc.status();
+  }
   auto bpe = trainByteLevelBpe(corpus.texts, {"<s>", "<pad>", "</s>", "<unk>"}, o.vocabSize);
   if (!bpe) return bpe.status();
   sum.tokenizerDir = (std::filesystem::path(o.outDir) / "tokenizer").string();

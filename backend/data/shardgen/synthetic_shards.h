@@ -40,6 +40,12 @@ struct SyntheticShardOptions {
   int badEvery = 0;
   uint64_t seed = 0;
   size_t vocabSize = 128;  // tokenizer length before OpenFlamingo's added tokens
+  // The tokenizer's corpus: the text of every sample written and, up to these
+  // counts, of the samples after them (drawn as they would be, not written),
+  // so that a run writing one kind only gets the tokenizer of both.
+  int tokenizerLaionSamples = 0;
+  int tokenizerMmc4Docs = 0;
+  bool writeTokenizer = true;  // false: shards only (a further set beside a tokenizer written once)
 };
 
 struct SyntheticShardsSummary {

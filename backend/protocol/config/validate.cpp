@@ -99,6 +99,12 @@ class Checker {
                 "give every rank at least one validation shard");
         }
       }
+      if (c_.data.source == "generated" && !d.shards.empty()) {
+        error(p + ".shards",
+              "'" + d.shards + "': data.source 'generated' cannot make dataset '" + d.name +
+                  "' from these files; it writes each dataset's shards itself",
+              "clear shards, or set data.source=shards to read them");
+      }
       if (c_.data.source != "shards") continue;
       if (d.shards.empty()) {
         error(p + ".shards", "empty: data.source is 'shards' but dataset '" + d.name + "' names none",

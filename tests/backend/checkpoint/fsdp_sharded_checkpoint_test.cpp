@@ -9,7 +9,8 @@
 //  - resuming from it on 3 FSDP ranks and on one process gives the losses
 //    resuming from the full checkpoint gives;
 //  - hybrid_shard on 2 nodes x 2: only the first node writes, and a restart
-//    from the sharded checkpoint is bitwise the uninterrupted run; no_shard
+//    from the sharded checkpoint is bitwise the uninterrupted run, as under
+//    shard_grad_op on 2 ranks (every rank writes); no_shard
 //    writes rank 0's file alone;
 //  - a directory without index.json or with a rank file missing is skipped
 //    by the start-up scan and named; an index that disagrees with a rank
@@ -191,6 +192,29 @@ TEST_F(FsdpShardedCheckpointTest, HybridSaveAndRestartIsBitwiseTheUninterruptedR
   auto b = readCheckpoint(restarted.dir / "checkpoint_0.pt");
   ASSERT_TRUE(a.isOk() && b.isOk()) << a.status().message() << b.status().message();
   test::expectBitwiseEqual(*a, *b, "restarted vs uninterrupted");
+}
+
+// Issue 44 item 4: shard_grad_op shards over every rank as full_shard does, so every rank writes its file;
+// the index names the strategy, and a restart from it is the uninterrupted run bit for bit.
+TEST_F(FsdpShardedCheckpointTest, ShardGradOpSaveAndRestartIsBitwiseTheUninterruptedRun) {
+  const auto cfg = config(2, "sharded", {"parallel.sharding_strategy=shard_grad_op"});
+  const RunOutput whole = run("whole", 2, cfg);
+  ASSERT_EQ(whole.losses.size(), 4u);
+  const auto step2 = whole.dir / "checkpoint_step2.pt";
+  for (const char* f : {"index.json", "rank-0.pt", "rank-1.pt"})
+    EXPECT_TRUE(std::filesystem::exists(step2 / f)) << f;
+  auto index = readShardedIndex(step2);
+  ASSERT_TRUE(index.isOk()) << index.status().message();
+  EXPECT_EQ(index->strategy, "shard_grad_op");
+  EXPECT_EQ(index->shardGroupSize, 2);
+  seed("restarted", step2);
+  const RunOutput restarted = run("restarted", 2, cfg);
+  ASSERT_EQ(restarted.losses.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(restarted.losses[i], whole.losses[2 + i]) << "step " << 3 + i;
+  auto a = readCheckpoint(whole.dir / "checkpoint_0.pt");
+  auto b = readCheckpoint(restarted.dir / "checkpoint_0.pt");
+  ASSERT_TRUE(a.isOk() && b.isOk()) << a.status().message() << b.status().message();
+  test::expectBitwiseEqual(*a, *b, "shard_grad_op restarted vs uninterrupted");
 }
 
 TEST_F(FsdpShardedCheckpointTest, NoShardWritesOneFileThatReadsAsTheFullCheckpoint) {

@@ -107,6 +107,23 @@ TEST(Validate, SingleDatasetAndThreeDatasetsAreFine) {
   EXPECT_TRUE(problemAt(validateConfig(none), "data.datasets").isError());
 }
 
+// data.source generated writes every dataset's shards itself: a dataset that names its own files is one it
+// cannot make, and is refused by name rather than trained on generated data in their place.
+TEST(Validate, GeneratedSourceRefusesADatasetWithShardsOfItsOwn) {
+  RunConfig c =
+      with(tiny(), {"data.datasets[2].name=cc3m", "data.datasets.cc3m.batch_size=8",
+                    "data.datasets.cc3m.samples_per_epoch=128", "data.datasets.cc3m.shards=/d/cc3m.tar"});
+  ASSERT_EQ(c.data.source, "generated");
+  Problem p = problemAt(validateConfig(c), "data.datasets[2].shards");
+  EXPECT_TRUE(p.isError());
+  EXPECT_EQ(
+      p.message,
+      "'/d/cc3m.tar': data.source 'generated' cannot make dataset 'cc3m' from these files; it writes each "
+      "dataset's shards itself");
+  EXPECT_EQ(p.fix, "clear shards, or set data.source=shards to read them");
+  EXPECT_FALSE(hasErrors(validateConfig(with(c, {"data.datasets.cc3m.shards="}))));
+}
+
 TEST(Validate, DuplicateDatasetNames) {
   RunConfig c = with(tiny(), {"data.datasets.mmc4.name=laion"});
   EXPECT_NE(problemAt(validateConfig(c), "data.datasets[1].name").message.find("used by two datasets"),

@@ -12,8 +12,9 @@
 //  - a NaN on one rank skips the step on every rank;
 //  - parallel.cpu_offload trains bit for bit like shards kept in place;
 //  - checkpoints: the single-process file (bitwise at world 1), resumed on
-//    other world sizes and modes, and a hybrid save / restart bitwise equal
-//    to the uninterrupted run.
+//    other world sizes and modes, and a save / restart bitwise equal to the
+//    uninterrupted run under full_shard, shard_grad_op, no_shard and
+//    hybrid_shard.
 // The LM is LLaMA-shaped: OPT's dropout would make ranks differ from one
 // process by design.
 #include <gtest/gtest.h>
@@ -65,6 +66,7 @@ class FsdpTest : public test::RankRunTest {
     c.parallel.mode = "ddp";
     return c;
   }
+  void expectRestartIsBitwise(const std::string& strategy, int world, int nodes);
   // Rank r on node r / perNode: torchrun's local variables.
   static Env nodes(int world, int perNode) {
     Env env;
@@ -305,21 +307,37 @@ TEST_F(FsdpTest, ResumesOnAnotherWorldSizeAndMode) {
   resumeWith("single", 1, one);
 }
 
-TEST_F(FsdpTest, HybridSaveAndRestartIsBitwiseTheUninterruptedRun) {
-  const std::vector<std::string> sets = {"parallel.sharding_strategy=hybrid_shard",
-                                         "checkpoint.every_steps=5", "checkpoint.keep_last=5"};
-  const auto cfg = config(4, sets, 2);
-  const RunOutput whole = run("whole", 4, cfg, nodes(4, 2));
+// A save at step 5 and a restart from it alone: the uninterrupted run's losses and final checkpoint, bit
+// for bit, under `strategy` on `world` ranks over `nodes` nodes.
+void FsdpTest::expectRestartIsBitwise(const std::string& strategy, int world, int nodes) {
+  SCOPED_TRACE(strategy);
+  const std::vector<std::string> sets = {"parallel.sharding_strategy=" + strategy, "checkpoint.every_steps=5",
+                                         "checkpoint.keep_last=5"};
+  const auto cfg = config(world, sets, nodes);
+  const Env env = FsdpTest::nodes(world, world / nodes);
+  const RunOutput whole = run(strategy + "_whole", world, cfg, env);
   ASSERT_EQ(whole.losses.size(), 10u);
-  std::filesystem::create_directories(root_ / "restarted");
-  std::filesystem::copy_file(whole.dir / "checkpoint_step5.pt", root_ / "restarted" / "checkpoint_step5.pt");
-  const RunOutput restarted = run("restarted", 4, cfg, nodes(4, 2));
+  const auto restartDir = root_ / (strategy + "_restarted");
+  std::filesystem::create_directories(restartDir);
+  std::filesystem::copy_file(whole.dir / "checkpoint_step5.pt", restartDir / "checkpoint_step5.pt");
+  const RunOutput restarted = run(strategy + "_restarted", world, cfg, env);
   ASSERT_EQ(restarted.losses.size(), 5u);
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(restarted.losses[i], whole.losses[5 + i]) << "step " << 6 + i;
   auto a = checkpoint::readCheckpoint(whole.dir / "checkpoint_0.pt");
   auto b = checkpoint::readCheckpoint(restarted.dir / "checkpoint_0.pt");
   ASSERT_TRUE(a.isOk() && b.isOk());
-  expectBitwiseEqual(*a, *b, "restarted vs uninterrupted");
+  expectBitwiseEqual(*a, *b, strategy + ": restarted vs uninterrupted");
+}
+
+TEST_F(FsdpTest, HybridSaveAndRestartIsBitwiseTheUninterruptedRun) {
+  expectRestartIsBitwise("hybrid_shard", 4, 2);
+}
+
+// Issue 44 item 4: shard_grad_op (units kept gathered from forward to backward) saves and restarts like
+// full_shard and no_shard.
+TEST_F(FsdpTest, EveryStrategySavesAndRestartsBitwise) {
+  for (const std::string strategy : {"full_shard", "shard_grad_op", "no_shard"})
+    expectRestartIsBitwise(strategy, 2, 1);
 }
 
 constexpr const char* kShapesOnly = "(delayed init: shards from the node's first rank)";

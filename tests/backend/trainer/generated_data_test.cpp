@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "backend/trainer/data_sources.h"
@@ -94,6 +95,39 @@ TEST_F(GeneratedDataTest, CompleteCopyIsReusedAndListedAsFiles) {
   EXPECT_EQ(again->shardFiles, first->shardFiles);
   EXPECT_EQ(fsys::last_write_time(shard), written);
   EXPECT_EQ(again->config.model.lm.tokenizer_path, first->config.model.lm.tokenizer_path);
+}
+
+std::string fileBytes(const fsys::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Issue 44 item 4: the config's dataset list drives what is written. LAION alone gets the tokenizer both
+// kinds give (trained on captions alone it fell short of model.lm.vocab_size, and the run was refused);
+// a third dataset gets shards of its own, not LAION's read twice.
+TEST_F(GeneratedDataTest, EveryDatasetGetsItsOwnShardsAndOneTokenizer) {
+  const auto two = prepareGeneratedData(test::tinyConfig({"data.source=generated"}), root_ / "two", 0, 1);
+  const auto one = prepareGeneratedData(test::tinyConfig({"data.source=generated", "data.datasets=laion"}),
+                                        root_ / "one", 0, 1);
+  const auto three = prepareGeneratedData(
+      test::tinyConfig({"data.source=generated", "data.datasets[2].name=cc3m",
+                        "data.datasets.cc3m.batch_size=2", "data.datasets.cc3m.samples_per_epoch=32"}),
+      root_ / "three", 0, 1);
+  ASSERT_TRUE(two.isOk() && one.isOk() && three.isOk());
+  for (const char* f : {"vocab.json", "merges.txt"}) {
+    const auto tokenizer = fileBytes(fsys::path(two->config.model.lm.tokenizer_path) / f);
+    EXPECT_FALSE(tokenizer.empty()) << f;
+    EXPECT_EQ(fileBytes(fsys::path(one->config.model.lm.tokenizer_path) / f), tokenizer) << f;
+    EXPECT_EQ(fileBytes(fsys::path(three->config.model.lm.tokenizer_path) / f), tokenizer) << f;
+  }
+  ASSERT_EQ(one->shardFiles.size(), 1u);
+  EXPECT_EQ(fileBytes(one->shardFiles[0][0]), fileBytes(two->shardFiles[0][0])) << "LAION's shards as before";
+  ASSERT_EQ(three->shardFiles.size(), 3u);
+  const fsys::path rankDir = root_ / "three" / "generated-data" / "rank0";
+  EXPECT_EQ(fsys::path(three->shardFiles[2][0]), rankDir / "extra2" / "laion-000000.tar");
+  EXPECT_FALSE(fsys::exists(rankDir / "extra2" / "tokenizer")) << "one tokenizer per run";
+  EXPECT_NE(fileBytes(three->shardFiles[2][0]), fileBytes(three->shardFiles[0][0]))
+      << "cc3m reads samples of its own";
 }
 
 }  // namespace
