@@ -1,5 +1,5 @@
 // The loss-spike guard (NOTE [Loss-spike guard] in backend/trainer/loss_spike_guard.h):
-//  - the rules (mad, ema) on given windows;
+//  - the rules (mad, ema) on given windows; FS_FAULT_SPIKE and FS_SKIP_BATCHES parsed, a bad value named;
 //  - on real flamingo-train processes, one process and 2 ranks under FSDP full_shard (Gloo, CPU):
 //    a planted bad batch (FS_FAULT_SPIKE) makes a spike and the run rolls back, with the rollback
 //    event's fields; from there its step losses and its final checkpoint equal bit for bit those of
@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "backend/trainer/fault_injection.h"
 #include "tests/backend/trainer/rank_runs.h"
 
 namespace fs::trainer {
@@ -66,6 +67,26 @@ TEST(LossSpikeRule, TheGuardWaitsForAFullWindowAndRewindsItsHistory) {
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->dataset, "a");
   EXPECT_EQ(v->losses, (std::vector<double>{1.01, 1.02, 1.03, 1.04, 9.0}));
+}
+
+TEST(LossSpikeFaults, SpikesAndSkipsParseAndAMalformedValueIsNamed) {
+  auto plan = faultPlanFromEnvironment({{"FS_FAULT_SPIKE", "0:9:20,1:13:2.5"}, {"FS_SKIP_BATCHES", "4:7"}});
+  ASSERT_TRUE(plan.isOk()) << plan.status().message();
+  EXPECT_EQ(plan->spikeAt(0, 9), 20.0);
+  EXPECT_EQ(plan->spikeAt(1, 13), 2.5);
+  EXPECT_EQ(plan->spikeAt(0, 13), 1.0);
+  EXPECT_EQ(plan->skipIteration, 4);
+  EXPECT_EQ(plan->skipCount, 7);
+  for (const char* bad : {"0:9", "0:9:0", "0:9:x", "0:9:20,", "a:9:2"}) {
+    auto p = faultPlanFromEnvironment({{"FS_FAULT_SPIKE", bad}});
+    ASSERT_FALSE(p.isOk()) << bad;
+    EXPECT_NE(p.status().message().find(std::string("FS_FAULT_SPIKE='") + bad + "'"), std::string::npos)
+        << p.status().message();
+  }
+  auto skip = faultPlanFromEnvironment({{"FS_SKIP_BATCHES", "4"}});
+  ASSERT_FALSE(skip.isOk());
+  EXPECT_NE(skip.status().message().find("FS_SKIP_BATCHES='4': expected <iteration>:<count>"),
+            std::string::npos);
 }
 
 // 16 iterations of one step each; step checkpoints every 2 steps, keep_last 1; the guard's window 4,
