@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "backend/checkpoint/checkpoint_manifest.h"
@@ -157,10 +158,36 @@ Status Checkpointer::prune(protocol::CheckpointKind kind, int64_t epoch) {
       if (name && name->kind == protocol::CheckpointKind::kStep) steps.emplace_back(name->step, e.path());
     }
     std::sort(steps.begin(), steps.end());
-    while (static_cast<int64_t>(steps.size()) > config_.checkpoint.keep_last) {
-      if (Status s = removeCheckpoint(steps.front().second, env); !s)
+    // NOTE [Loss-spike guard]: from the newest at or before step - window on, a rollback may need them.
+    // None that old yet: every one may become it.
+    int64_t pin = INT64_MAX;
+    if (guardWindow_ > 0 && !steps.empty()) {
+      pin = steps.front().first;
+      for (const auto& [step, path] : steps) {
+        if (step <= state_.counters.step - guardWindow_) pin = step;
+      }
+    }
+    std::string kept;
+    for (size_t i = 0; i + config_.checkpoint.keep_last < steps.size(); ++i) {
+      if (steps[i].first >= pin) {
+        kept += (kept.empty() ? "" : ", ") + steps[i].second.filename().string();
+        continue;
+      }
+      if (Status s = removeCheckpoint(steps[i].second, env); !s)
         return Status::ioError("pruning old checkpoints: " + s.message());
-      steps.erase(steps.begin());
+    }
+    if (!kept.empty()) {
+      const std::string message = "checkpoint.keep_last is " + std::to_string(config_.checkpoint.keep_last) +
+                                  "; also kept " + kept +
+                                  " for the loss-spike guard (a rollback goes to the newest "
+                                  "step checkpoint before its window of " +
+                                  std::to_string(guardWindow_) + " steps)";
+      if (!guardKeptWarned_) {
+        warn("guard_keeps_checkpoints", message);  // once; the log names them every time
+        guardKeptWarned_ = true;
+      } else {
+        log_->info("{}", message);
+      }
     }
   } else if (config_.checkpoint.delete_previous && epoch > 0) {
     const auto previous = dir_.checkpointFile(kind, static_cast<int>(epoch - 1), 0);
@@ -168,6 +195,49 @@ Status Checkpointer::prune(protocol::CheckpointKind kind, int64_t epoch) {
       return Status::ioError("deleting the previous epoch's checkpoint: " + s.message());
   }
   return Status::ok();
+}
+
+std::optional<std::pair<std::filesystem::path, int64_t>> Checkpointer::stepCheckpointAtOrBefore(
+    int64_t atOrBefore) const {
+  std::optional<std::pair<std::filesystem::path, int64_t>> best;
+  for (const auto& candidate : checkpointCandidates(dir_.root(), nullptr)) {  // complete ones only
+    auto name = protocol::parseCheckpointFileName(candidate.filename().string());
+    if (!name || name->kind != protocol::CheckpointKind::kStep || name->step > atOrBefore) continue;
+    if (!best || name->step > best->second) best = std::make_pair(candidate, name->step);
+  }
+  return best;
+}
+
+Status Checkpointer::rollBackTo(const std::filesystem::path& path) {
+  auto ck = readCheckpoint(path);
+  if (!ck) return ck.status();
+  if (Status s = verifyCheckpointManifest(ck->resume.manifest, ck->modelState, path); !s) return s;
+  return resumeFrom(ck.value(), path);
+}
+
+Status Checkpointer::removeAbandoned(int64_t step, int64_t epoch) {
+  Status result = Status::ok();
+  if (options_.rank == 0) {
+    protocol::WriteEnv& env = protocol::writeEnvOr(options_.writeEnv);
+    std::error_code ec;
+    std::vector<std::filesystem::path> abandoned;
+    for (const auto& e : std::filesystem::directory_iterator(dir_.root(), ec)) {
+      auto name = protocol::parseCheckpointFileName(e.path().filename().string());
+      if (!name) continue;
+      if ((name->kind == protocol::CheckpointKind::kStep && name->step > step) ||
+          (name->kind == protocol::CheckpointKind::kEpoch && name->epoch >= epoch))
+        abandoned.push_back(e.path());
+    }
+    for (const auto& p : abandoned) {
+      if (Status s = removeCheckpoint(p, env); !s) {
+        result = Status::ioError("removing a checkpoint the rollback abandoned: " + s.message());
+        break;
+      }
+      log_->info("rollback: removed {} (after the step it went back to)", p.filename().string());
+    }
+  }
+  if (options_.world > 1) comm_->barrier("rollback checkpoints");
+  return result;
 }
 
 }  // namespace fs::checkpoint

@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "backend/checkpoint/checkpoint_io.h"
 #include "backend/checkpoint/trainer_state.h"
@@ -75,6 +77,20 @@ class Checkpointer {
   // complete checkpoint in place.
   protocol::Status save(protocol::CheckpointKind kind);
 
+  // The loss-spike guard (NOTE [Loss-spike guard] in backend/trainer/loss_spike_guard.h).
+  // With window w > 0, pruning keeps, besides the newest keep_last, the newest step checkpoint at or
+  // before step - w and every newer one (all while none is that old; a rollback may need them); it
+  // names those it kept so (a `guard_keeps_checkpoints` warning the first time, the log after).
+  void setGuardWindow(int64_t window) { guardWindow_ = window; }
+  // The newest complete step checkpoint at a step <= `atOrBefore`, with its step; nullopt if none.
+  std::optional<std::pair<std::filesystem::path, int64_t>> stepCheckpointAtOrBefore(int64_t atOrBefore) const;
+  // Loads `path` (one of ours) into the state as resume() does; the state's source must be a fresh
+  // one. Every rank calls it.
+  protocol::Status rollBackTo(const std::filesystem::path& path);
+  // Removes what a rollback abandoned: step checkpoints after `step`, epoch checkpoints of epochs
+  // >= `epoch`. Rank 0 removes; a collective with several ranks.
+  protocol::Status removeAbandoned(int64_t step, int64_t epoch);
+
  private:
   // checkpointer_resume.cpp
   protocol::Status resumeFrom(const CheckpointContents& ck, const std::filesystem::path& path);
@@ -96,6 +112,8 @@ class Checkpointer {
   std::shared_ptr<spdlog::logger> log_;
   telemetry::TelemetryEmitter* events_;  // null: not rank 0
   CheckpointerOptions options_;
+  int64_t guardWindow_ = 0;
+  bool guardKeptWarned_ = false;
 };
 
 }  // namespace fs::checkpoint

@@ -44,11 +44,13 @@ Status writeRows(const std::vector<stdfs::path>& run_dirs, const ExportOptions& 
   std::string rows;
   for (const auto& dir : run_dirs) {
     const std::string run = csvField(runName(dir));
+    auto rollbacks = readRollbacks(dir, options);
+    if (!rollbacks) return rollbacks.status();
     Status s = readRunEvents(
         dir, options,
         [&](const protocol::Event& event) {
           points.clear();
-          appendSeries(event, &points);
+          appendSeries(event, &points, &rollbacks.value());
           rows.clear();
           for (const SeriesPoint& p : points) appendRow(run, p, &rows);
           report->points += points.size();

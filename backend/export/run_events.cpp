@@ -80,4 +80,21 @@ Status readRunEvents(const stdfs::path& run_dir, const ExportOptions& options,
   return Status::ok();
 }
 
+protocol::StatusOr<Rollbacks> readRollbacks(const std::filesystem::path& run_dir,
+                                            const ExportOptions& options) {
+  ExportOptions quiet;
+  quiet.cancel = options.cancel;
+  ExportReport ignored;
+  Rollbacks rollbacks;
+  const Status s = readRunEvents(
+      run_dir, quiet,
+      [&](const protocol::Event& event) {
+        rollbacks.note(event);
+        return Status::ok();
+      },
+      &ignored);
+  if (!s) return s;
+  return rollbacks;
+}
+
 }  // namespace fs::exporter

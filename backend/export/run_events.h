@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "backend/export/export_options.h"
+#include "backend/export/series.h"
 #include "backend/protocol/status.h"
 #include "backend/protocol/wire/events.h"
 
@@ -41,6 +42,11 @@ protocol::Status readRunEvents(const std::filesystem::path& run_dir, const Expor
 inline bool cancelled(const ExportOptions& options) {
   return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
 }
+
+// The rollback events of `run_dir` (NOTE [Abandoned steps in an export] in series.h): a first
+// pass over events.jsonl, without progress or warnings (the export's own pass reports them).
+protocol::StatusOr<Rollbacks> readRollbacks(const std::filesystem::path& run_dir,
+                                            const ExportOptions& options);
 
 // The name a run goes by in exports: its directory's name.
 std::string runName(const std::filesystem::path& run_dir);

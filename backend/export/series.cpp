@@ -104,7 +104,20 @@ void dataStatsSeries(const protocol::DataStatsEvent& e, Emitter em) {
 
 }  // namespace
 
-void appendSeries(const Event& event, std::vector<SeriesPoint>* out) {
+void Rollbacks::note(const Event& event) {
+  if (const auto* r = std::get_if<protocol::RollbackEvent>(&event.body))
+    at.emplace_back(event.seq, r->to_step);
+}
+
+bool Rollbacks::abandons(std::uint64_t seq, std::int64_t step) const {
+  for (const auto& [rollbackSeq, toStep] : at) {
+    if (rollbackSeq > seq && step > toStep) return true;
+  }
+  return false;
+}
+
+void appendSeries(const Event& event, std::vector<SeriesPoint>* out, const Rollbacks* rollbacks) {
+  const std::size_t first = out->size();
   std::visit(
       [&](const auto& body) {
         using T = std::decay_t<decltype(body)>;
@@ -131,9 +144,19 @@ void appendSeries(const Event& event, std::vector<SeriesPoint>* out) {
           Emitter em{body.steps, event.t, out, {}, {}};
           for (const auto& [ds, v] : body.final_loss) em.add("final_loss/" + ds, v);
           em.add("run/duration_s", body.duration_s);
+        } else if constexpr (std::is_same_v<T, protocol::RollbackEvent>) {
+          Emitter em{body.step, event.t, out, {}, {}};
+          em.add("rollback/count", body.rollbacks);
+          em.add("rollback/to_step", static_cast<double>(body.to_step));
+          em.add("rollback/batches_skipped", static_cast<double>(body.batches_skipped));
         }
       },
       event.body);
+  if (!rollbacks || rollbacks->at.empty()) return;
+  for (std::size_t i = first; i < out->size(); ++i) {
+    SeriesPoint& p = (*out)[i];
+    if (rollbacks->abandons(event.seq, p.step)) p.series = "abandoned/" + p.series;
+  }
 }
 
 }  // namespace fs::exporter

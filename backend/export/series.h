@@ -18,6 +18,11 @@
 //               data/shard_dropped/<ds>/<shard>/<reason>
 //   heartbeat   heartbeat/rank<r>/collective_seq
 //   run_finished  final_loss/<ds>, run/duration_s (at step = its `steps`)
+//   rollback    rollback/count, rollback/to_step, rollback/batches_skipped (at the spike's step)
+// NOTE [Abandoned steps in an export]: after a rollback (the loss-spike guard) the run repeats
+// the steps after its to_step. A point of an event that a later rollback went back past (its step
+// > that rollback's to_step) is abandoned: it is exported as abandoned/<series>, so loss/<ds> is
+// the run as it went on, one point per step, and the abandoned segment stays visible beside it.
 // Optional fields absent from an event give no point. Events without numbers that
 // change (run_started, layout, warning, control_ack, state, error) give none.
 //
@@ -45,7 +50,17 @@ struct SeriesPoint {
   double value = 0;
 };
 
-// Appends the points of `event` to `out`, in a fixed order (the order of the table).
-void appendSeries(const protocol::Event& event, std::vector<SeriesPoint>* out);
+// The rollbacks of a run (seq of the event, the step it went back to), in file order.
+struct Rollbacks {
+  std::vector<std::pair<std::uint64_t, std::int64_t>> at;
+  void note(const protocol::Event& event);  // records a rollback event; ignores others
+  // NOTE [Abandoned steps in an export]: a later rollback went back past `step`.
+  bool abandons(std::uint64_t seq, std::int64_t step) const;
+};
+
+// Appends the points of `event` to `out`, in a fixed order (the order of the table); with
+// `rollbacks`, the points an abandoned event gives are named abandoned/<series>.
+void appendSeries(const protocol::Event& event, std::vector<SeriesPoint>* out,
+                  const Rollbacks* rollbacks = nullptr);
 
 }  // namespace fs::exporter

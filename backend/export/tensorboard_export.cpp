@@ -127,6 +127,8 @@ protocol::StatusOr<ExportReport> exportTensorBoard(const stdfs::path& run_dir, c
   report.output = (*file)->target();
   bool preamble_done = false;
   std::vector<SeriesPoint> points;
+  auto rollbacks = readRollbacks(run_dir, options);
+  if (!rollbacks) return rollbacks.status();
   Status read = readRunEvents(
       run_dir, options,
       [&](const protocol::Event& event) -> Status {
@@ -137,7 +139,7 @@ protocol::StatusOr<ExportReport> exportTensorBoard(const stdfs::path& run_dir, c
             return s;
         }
         points.clear();
-        appendSeries(event, &points);
+        appendSeries(event, &points, &rollbacks.value());
         if (points.empty()) return Status::ok();
         tb::Event out;
         out.set_wall_time(static_cast<double>(event.t) / 1000.0);

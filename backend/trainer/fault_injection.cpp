@@ -1,5 +1,6 @@
 #include "backend/trainer/fault_injection.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace fs::trainer {
@@ -26,6 +27,35 @@ protocol::Status parse(const std::map<std::string, std::string>& env, const char
   return protocol::Status::ok();
 }
 
+// <rank>:<iteration>:<factor>[,...]
+protocol::Status parseSpikes(const std::map<std::string, std::string>& env, FaultPlan* plan) {
+  const char* name = "FS_FAULT_SPIKE";
+  const auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) return protocol::Status::ok();
+  const std::string& all = it->second;
+  const auto bad = [&] {
+    return protocol::Status::invalidArgument(
+        std::string(name) + "='" + all + "': expected <rank>:<iteration>:<factor>[,...] with factors > 0");
+  };
+  size_t begin = 0;
+  while (begin <= all.size()) {
+    const size_t comma = std::min(all.find(',', begin), all.size());
+    const std::string v = all.substr(begin, comma - begin);
+    begin = comma + 1;
+    const auto last = v.rfind(':');
+    if (last == std::string::npos || last == 0) return bad();
+    FaultPlan::Spike spike;
+    char* end = nullptr;
+    const std::string factor = v.substr(last + 1);
+    spike.factor = std::strtod(factor.c_str(), &end);
+    if (factor.empty() || *end != '\0' || !(spike.factor > 0)) return bad();
+    const std::map<std::string, std::string> head = {{name, v.substr(0, last)}};
+    if (!parse(head, name, &spike.rank, &spike.iteration)) return bad();
+    plan->spikes.push_back(spike);
+  }
+  return protocol::Status::ok();
+}
+
 }  // namespace
 
 protocol::StatusOr<FaultPlan> faultPlanFromEnvironment(const std::map<std::string, std::string>& env) {
@@ -34,6 +64,13 @@ protocol::StatusOr<FaultPlan> faultPlanFromEnvironment(const std::map<std::strin
   if (auto s = parse(env, "FS_FAULT_THROW", &plan.throwRank, &plan.throwIteration); !s) return s;
   if (auto s = parse(env, "FS_FAULT_WRITE_KILL", &plan.writeKillRank, &plan.writeKillOp); !s) return s;
   if (auto s = parse(env, "FS_FAULT_WRITE_FAIL", &plan.writeFailRank, &plan.writeFailOp); !s) return s;
+  if (auto s = parseSpikes(env, &plan); !s) return s;
+  if (auto it = env.find("FS_SKIP_BATCHES"); it != env.end() && !it->second.empty()) {
+    if (!parse(env, "FS_SKIP_BATCHES", &plan.skipIteration, &plan.skipCount)) {
+      return protocol::Status::invalidArgument("FS_SKIP_BATCHES='" + it->second +
+                                               "': expected <iteration>:<count>");
+    }
+  }
   return plan;
 }
 

@@ -77,7 +77,7 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
       return s;
     }
     checkpoint::TrainCounters& counters = state_.counters;
-    data::DataSource& source = *state_.source;
+    // state_.source, not a reference to it: a rollback replaces it (NOTE [Loss-spike guard]).
     ControlLoop& control = *control_;
     emitStartEvents();
     emit(protocol::StateEvent{protocol::RunState::kRunning, ""});
@@ -92,7 +92,7 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
       return options_.maxIterations > 0 && counters.iteration >= options_.maxIterations;
     };
     while (counters.epoch < config_.optim.epochs && !halted() && !limitReached()) {
-      if (counters.stepInEpoch == 0) source.setEpoch(counters.epoch);
+      if (counters.stepInEpoch == 0) state_.source->setEpoch(counters.epoch);
       while (!limitReached()) {
         if (halted()) break;  // agreed before the last iteration
         checkTelemetry();
@@ -102,10 +102,16 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
         }
         if (Status s = holdWhilePaused(control); !s) return s;
         if (halted()) break;
+        if (faults_.skipIteration == counters.iteration && !skipDone_) {  // NOTE [Fault injection]
+          skipDone_ = true;
+          int64_t skipped = 0;
+          if (Status s = skipBatches(faults_.skipCount, &skipped); !s) throw std::runtime_error(s.message());
+          log_->info("FS_SKIP_BATCHES: skipped {} batches at iteration {}", skipped, faults_.skipIteration);
+        }
         const auto t0 = Clock::now();
-        if (Status s = awaitData(source, control); !s) return s;
+        if (Status s = awaitData(*state_.source, control); !s) return s;
         if (halted()) break;  // stopped while waiting: the stop path below checkpoints
-        auto next = source.next();
+        auto next = state_.source->next();
         if (!next) throw std::runtime_error("data: " + next.status().message());
         if (!next.value()) break;  // end of epoch: every rank gets here at the same iteration
         const double dataTime = secondsSince(t0);
@@ -123,6 +129,14 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
           window.clearSums();
           reporter_->heartbeatIfDue(control.paused());
           window.start = Clock::now();
+          if (result->optimizerStepped && guard_.enabled()) {
+            auto rolledBack = guardStep(mean.loss);
+            if (!rolledBack) throw std::runtime_error(rolledBack.status().message());
+            if (rolledBack.value()) {
+              window.start = Clock::now();
+              continue;  // the spike's step is abandoned: no validation, no checkpoint of it
+            }
+          }
           if (result->optimizerStepped && valSource_ && counters.step % config_.data.val_every_steps == 0) {
             if (Status s = runValidation(); !s) throw std::runtime_error(s.message());
           }
@@ -131,13 +145,14 @@ protocol::StatusOr<TrainOutcome> Trainer::run() {
             if (Status s = checkpointer_->save(protocol::CheckpointKind::kStep); !s) {
               throw std::runtime_error(s.message());
             }
+            noteStepCheckpoint();
           }
         }
       }
       if (halted() || limitReached()) break;
       ++counters.epoch;
       counters.stepInEpoch = 0;
-      source.setEpoch(counters.epoch);
+      state_.source->setEpoch(counters.epoch);
       if (Status s = checkpointer_->save(protocol::CheckpointKind::kEpoch); !s)
         throw std::runtime_error(s.message());
     }

@@ -30,11 +30,13 @@
 #include "backend/protocol/wire/run_dir.h"
 #include "backend/step/loss.h"
 #include "backend/step/precision.h"
+#include "backend/step/seeding.h"
 #include "backend/step/step_plan.h"
 #include "backend/telemetry/control_inbox.h"
 #include "backend/telemetry/emitter.h"
 #include "backend/trainer/control_loop.h"
 #include "backend/trainer/fault_injection.h"
+#include "backend/trainer/loss_spike_guard.h"
 #include "backend/trainer/rank_reporter.h"
 #include "backend/trainer/step_result.h"
 #include "backend/trainer/trainer.h"
@@ -103,6 +105,13 @@ class Trainer {
   // trainer_validation.cpp
   protocol::Status runValidation();
 
+  // trainer_guard.cpp: NOTE [Loss-spike guard] in loss_spike_guard.h
+  // After an optimizer step with the step's losses: true when the run rolled back.
+  protocol::StatusOr<bool> guardStep(const std::map<std::string, double>& losses);
+  void noteStepCheckpoint();  // after a step checkpoint: this rank's RNG state for a rollback to it
+  // Takes and drops up to `count` batches (not past the epoch's end), counting them as iterations.
+  protocol::Status skipBatches(int64_t count, int64_t* skipped);
+
   protocol::RunConfig config_;
   protocol::RunDir dir_;
   TrainerOptions options_;
@@ -132,6 +141,12 @@ class Trainer {
   std::unique_ptr<checkpoint::Checkpointer> checkpointer_;
   std::unique_ptr<RankReporter> reporter_;
   std::unique_ptr<ControlLoop> control_;
+
+  LossSpikeGuard guard_;
+  std::map<int64_t, step::RngSnapshot> rngAtCheckpoint_;  // by step: the checkpoints a rollback may use
+  double lrFactor_ = 1;                                   // after a rollback, for lrFactorStepsLeft_ steps
+  int64_t lrFactorStepsLeft_ = 0;
+  bool skipDone_ = false;  // FS_SKIP_BATCHES
 
   bool gradientFlowChecked_ = false;  // NOTE [Gradient-flow check] in trainer_step.cpp
   bool structureChecked_ = false;

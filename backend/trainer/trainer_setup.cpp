@@ -67,7 +67,11 @@ Placement placementOf(const protocol::RunConfig& config, const TrainerOptions& o
 
 Trainer::Trainer(const protocol::RunConfig& config, std::filesystem::path runDir,
                  const TrainerOptions& options)
-    : config_(config), dir_(std::move(runDir)), options_(options), place_(placementOf(config, options)) {}
+    : config_(config),
+      dir_(std::move(runDir)),
+      options_(options),
+      place_(placementOf(config, options)),
+      guard_(config.guard, config.checkpoint.every_steps) {}
 
 Status Trainer::setUp() {
   // The figures of the world this run really has (the config's launch
@@ -140,6 +144,7 @@ Status Trainer::setUp() {
   c.schedulerSteps = figures_.schedulerSteps;
   checkpointer_ = std::make_unique<checkpoint::Checkpointer>(config_, dir_, tokens_, state_, groups_.host,
                                                              log_, emitter_.get(), c);
+  if (config_.guard.enabled) checkpointer_->setGuardWindow(config_.guard.window);
   RankReporterOptions r;
   r.rank = options_.rank;
   r.world = options_.world;

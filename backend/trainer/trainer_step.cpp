@@ -59,6 +59,8 @@ protocol::StatusOr<StepResult> Trainer::trainIteration(const data::StepBatches& 
     }
     if (i == 0 && faults_.nanLossAt(options_.rank, state_.counters.iteration))
       loss.loss = loss.loss * std::nan("");
+    if (const double f = faults_.spikeAt(options_.rank, state_.counters.iteration); i == 0 && f != 1.0)
+      loss.loss = loss.loss * f;
     r.samples[b.dataset] = b.samples;
     r.tokens[b.dataset] = b.tokens;
     values[i] = loss.noTargets ? 0.0 : loss.loss.item<double>();
@@ -192,6 +194,11 @@ void Trainer::optimizerStep(StepResult* r) {
   }
   r->gradNorm = clip.norm;
   state_.schedule->apply(state_.optimizer->adamw());
+  if (lrFactorStepsLeft_ > 0) {  // after a rollback (NOTE [Loss-spike guard] in loss_spike_guard.h)
+    for (auto& group : state_.optimizer->adamw().param_groups())
+      group.options().set_lr(group.options().get_lr() * lrFactor_);
+    --lrFactorStepsLeft_;
+  }
   if (state_.sharded) state_.sharded->beginShardWrite();
   state_.optimizer->step();
   if (state_.sharded) state_.sharded->endShardWrite();

@@ -13,7 +13,8 @@ using detail::SectionBuilder;
 
 struct Schema {
   SectionSpec vision, perceiver, crossAttn, lm, tokens, model;
-  SectionSpec dataset, data, optim, mixedPrecision, parallel, checkpoint, telemetry, slurm, launch, root;
+  SectionSpec dataset, data, optim, mixedPrecision, parallel, checkpoint, guard, telemetry, slurm, launch,
+      root;
 
   Schema() {
     declareModel();
@@ -313,6 +314,38 @@ struct Schema {
           .choices({"full", "sharded"});
     }
     {
+      SectionBuilder<GuardConfig> b(guard, "guard", "Loss-spike guard: roll back to a step checkpoint");
+      b.field(&GuardConfig::enabled, "enabled", false,
+              "Watch each dataset's step loss; on a spike go back to the newest step checkpoint before the "
+              "window and skip the batches that led to it");
+      b.field(&GuardConfig::window, "window", 8, "Steps of loss history per dataset the rule looks at")
+          .unit("steps")
+          .range(4, 10000);
+      b.field(&GuardConfig::rule, "rule", "mad",
+              "mad: robust z-score over the window (median and MAD); ema: ratio of the loss to an EMA of "
+              "the window")
+          .choices({"mad", "ema"});
+      b.field(&GuardConfig::threshold, "threshold", 6.0,
+              "A spike: z-score above it (mad) or loss / EMA above it (ema, > 1)")
+          .range(0.0, 1e6);
+      b.field(&GuardConfig::ema_beta, "ema_beta", 0.9,
+              "ema: weight of the EMA's past per step, 0 <= beta < 1")
+          .range(0.0, 1.0);
+      b.field(&GuardConfig::skip_batches, "skip_batches", 0,
+              "Batches skipped past the spike's, besides those from the checkpoint to it")
+          .unit("batches")
+          .min(0);
+      b.field(&GuardConfig::lr_factor, "lr_factor", 1.0,
+              "Learning-rate factor after a rollback, 0 < f <= 1 (1: none)")
+          .range(0.0, 1.0);
+      b.field(&GuardConfig::lr_factor_steps, "lr_factor_steps", 0, "Optimizer steps the factor applies for")
+          .unit("steps")
+          .min(0);
+      b.field(&GuardConfig::max_rollbacks, "max_rollbacks", 3,
+              "Rollbacks allowed; one more spike stops the run with an error")
+          .range(1, 1000);
+    }
+    {
       SectionBuilder<TelemetryConfig> b(telemetry, "telemetry", "Live telemetry and logs");
       b.field(&TelemetryConfig::logging_steps, "logging_steps", 100,
               "Progress and log line interval (--logging_steps)")
@@ -388,6 +421,7 @@ struct Schema {
     b.section(&RunConfig::optim, optim);
     b.section(&RunConfig::parallel, parallel);
     b.section(&RunConfig::checkpoint, checkpoint);
+    b.section(&RunConfig::guard, guard);
     b.section(&RunConfig::telemetry, telemetry);
     b.section(&RunConfig::launch, launch);
   }

@@ -175,6 +175,20 @@ struct CheckpointConfig {
   bool operator==(const CheckpointConfig&) const = default;
 };
 
+// The loss-spike guard (NOTE [Loss-spike guard] in backend/trainer/loss_spike_guard.h).
+struct GuardConfig {
+  bool enabled{};
+  int64_t window{};           // steps of loss history per dataset
+  std::string rule;           // mad | ema
+  double threshold{};         // mad: robust z-score limit; ema: ratio to the EMA
+  double ema_beta{};          // ema: the EMA's decay per step
+  int64_t skip_batches{};     // batches skipped past the spike's
+  double lr_factor{};         // 0 < f <= 1, applied after a rollback
+  int64_t lr_factor_steps{};  // for this many optimizer steps
+  int64_t max_rollbacks{};    // one more spike stops the run
+  bool operator==(const GuardConfig&) const = default;
+};
+
 struct TelemetryConfig {
   int64_t logging_steps{};   // --logging_steps: progress line / log file
   int64_t interval_steps{};  // step events in events.jsonl
@@ -220,6 +234,7 @@ struct RunConfig {
   OptimConfig optim;
   ParallelConfig parallel;
   CheckpointConfig checkpoint;
+  GuardConfig guard;
   TelemetryConfig telemetry;
   LaunchConfig launch;
   bool operator==(const RunConfig&) const = default;

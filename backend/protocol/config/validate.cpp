@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "backend/protocol/config/derived.h"
 #include "backend/protocol/config/host_address.h"
@@ -30,6 +31,7 @@ class Checker {
     parallelRules();
     launchRules();
     scheduleRules();
+    guardRules();
     return std::move(problems_);
   }
 
@@ -420,6 +422,37 @@ class Checker {
       warning("checkpoint.every_steps", num(c_.checkpoint.every_steps) + " > the run's " + num(f.totalSteps) +
                                             " steps: only epoch checkpoints will be written");
     }
+  }
+
+  // The schema checks each field's range; what is left are the open ends and the rules across fields.
+  void guardRules() {
+    const GuardConfig& g = c_.guard;
+    if (g.lr_factor <= 0.0) {
+      error("guard.lr_factor", "is " + dbl(g.lr_factor) + "; a learning-rate factor must be > 0 (and <= 1)",
+            "use 1 for no factor, or a value such as 0.5");
+    }
+    if (g.ema_beta >= 1.0) {
+      error("guard.ema_beta", "is " + dbl(g.ema_beta) + "; the EMA's decay must be < 1 (1 never moves)",
+            "use 0.9");
+    }
+    if (g.threshold <= 0.0) {
+      error("guard.threshold", "is " + dbl(g.threshold) + "; a spike threshold must be > 0", "use 6 (mad)");
+    } else if (g.rule == "ema" && g.threshold <= 1.0) {
+      error("guard.threshold",
+            "is " + dbl(g.threshold) + " with rule ema: a ratio to the EMA <= 1 calls every step a spike",
+            "use a ratio above 1, such as 2");
+    }
+    if (g.enabled && c_.checkpoint.every_steps == 0) {
+      error("guard.enabled",
+            "is true but checkpoint.every_steps is 0: the guard rolls back to step checkpoints and there "
+            "would be none",
+            "set checkpoint.every_steps (e.g. 100) or guard.enabled=false");
+    }
+  }
+  static std::string dbl(double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
   }
 
   const RunConfig& c_;

@@ -89,6 +89,62 @@ TEST_F(RunExportTest, CsvOfTwoRunsToAStream) {
   EXPECT_NE(out.str().find("\n\"second, \"\"quoted\"\"\",loss/laion,1250,"), std::string::npos);
 }
 
+// NOTE [Abandoned steps in an export]: a run that rolled back from step 4 to step 2 and went on to 5.
+TEST_F(RunExportTest, AbandonedStepsAreExportedApartAndTheRollbackAsASeries) {
+  const stdfs::path run = root_ / "rolled";
+  stdfs::create_directories(run);
+  std::string events;
+  int seq = 0;
+  auto step = [&](int s, double loss) {
+    events +=
+        "{\"v\":\"1.5\",\"seq\":" + std::to_string(seq++) +
+        ",\"t\":1717000000000,\"type\":\"step\",\"epoch\":0,\"loss\":{\"laion\":" + std::to_string(loss) +
+        "},\"lr\":0.5,\"step\":" + std::to_string(s) + ",\"step_time_s\":1.0}\n";
+  };
+  step(1, 3.0);
+  step(2, 2.0);
+  step(3, 1.0);
+  step(4, 9.0);
+  events +=
+      "{\"v\":\"1.5\",\"seq\":" + std::to_string(seq++) +
+      ",\"t\":1717000000000,\"type\":\"rollback\",\"batches_skipped\":3,\"checkpoint\":"
+      "\"checkpoint_step2.pt\",\"dataset\":\"laion\",\"losses\":[3.0,2.0,1.0,9.0],\"lr_factor\":1.0,"
+      "\"max_rollbacks\":3,\"reason\":\"r\",\"rollbacks\":1,\"rule\":\"mad\",\"step\":4,\"to_step\":2}\n";
+  step(3, 1.5);
+  step(4, 1.25);
+  step(5, 1.125);
+  writeFile(run / "events.jsonl", events);
+  std::ostringstream out;
+  auto report = exportCsv({run}, out);
+  ASSERT_TRUE(report.isOk()) << report.status().message();
+  const std::string csv = out.str();
+  auto count = [&](const std::string& prefix) {
+    std::size_t n = 0;
+    for (std::size_t at = csv.find("\n" + prefix); at != std::string::npos;
+         at = csv.find("\n" + prefix, at + 1))
+      ++n;
+    return n;
+  };
+  // loss/laion: the run as it went on, one point per step.
+  EXPECT_EQ(count("rolled,loss/laion,"), 5u) << csv;
+  EXPECT_NE(csv.find("\nrolled,loss/laion,3,,,1717000000.000,1.5\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nrolled,loss/laion,4,,,1717000000.000,1.25\n"), std::string::npos) << csv;
+  // The abandoned steps 3 and 4, apart.
+  EXPECT_EQ(count("rolled,abandoned/loss/laion,"), 2u) << csv;
+  EXPECT_NE(csv.find("\nrolled,abandoned/loss/laion,4,,,1717000000.000,9\n"), std::string::npos) << csv;
+  EXPECT_EQ(count("rolled,abandoned/lr,"), 2u) << csv;
+  // The rollback, at the spike's step.
+  EXPECT_NE(csv.find("\nrolled,rollback/count,4,,,1717000000.000,1\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nrolled,rollback/to_step,4,,,1717000000.000,2\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nrolled,rollback/batches_skipped,4,,,1717000000.000,3\n"), std::string::npos) << csv;
+  // TensorBoard gets the same tags.
+  auto tb = exportTensorBoard(run, root_ / "tb");
+  ASSERT_TRUE(tb.isOk()) << tb.status().message();
+  const std::string file = readFile(tb->output);
+  EXPECT_NE(file.find("abandoned/loss/laion"), std::string::npos);
+  EXPECT_NE(file.find("rollback/to_step"), std::string::npos);
+}
+
 TEST_F(RunExportTest, MissingRunDirAndMissingEventsAreNamed) {
   auto missing = exportCsv({root_ / "nope"}, root_ / "out.csv");
   ASSERT_FALSE(missing.isOk());

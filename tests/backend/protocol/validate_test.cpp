@@ -66,6 +66,32 @@ TEST(Validate, ReturnsEveryProblemAtOnce) {
             std::string::npos);
 }
 
+TEST(Validate, GuardNamesEveryBadValue) {
+  EXPECT_TRUE(
+      validateConfig(with(tiny(), {"guard.enabled=true"})).empty());  // tiny checkpoints every 8 steps
+  // Out-of-range values are refused by --set already; a YAML file or the form may still hold them.
+  RunConfig c = with(tiny(), {"guard.enabled=true", "guard.lr_factor=0", "guard.ema_beta=1"});
+  c.guard.window = 2;
+  c.guard.skip_batches = -1;
+  c.guard.max_rollbacks = 0;
+  auto problems = validateConfig(c);
+  EXPECT_NE(problemAt(problems, "guard.window").message.find("2 is out of range"), std::string::npos);
+  EXPECT_NE(problemAt(problems, "guard.lr_factor").message.find("is 0; a learning-rate factor must be > 0"),
+            std::string::npos);
+  EXPECT_NE(problemAt(problems, "guard.ema_beta").message.find("is 1; the EMA's decay must be < 1"),
+            std::string::npos);
+  EXPECT_NE(problemAt(problems, "guard.skip_batches").message.find("-1 is out of range"), std::string::npos);
+  EXPECT_NE(problemAt(problems, "guard.max_rollbacks").message.find("0 is out of range"), std::string::npos);
+  c = with(tiny(), {"guard.rule=ema", "guard.threshold=1"});
+  c.guard.lr_factor = 1.5;
+  problems = validateConfig(c);
+  EXPECT_NE(problemAt(problems, "guard.threshold").message.find("is 1 with rule ema"), std::string::npos);
+  EXPECT_NE(problemAt(problems, "guard.lr_factor").message.find("1.5 is out of range"), std::string::npos);
+  problems = validateConfig(with(tiny(), {"guard.enabled=true", "checkpoint.every_steps=0"}));
+  EXPECT_NE(problemAt(problems, "guard.enabled").message.find("checkpoint.every_steps is 0"),
+            std::string::npos);
+}
+
 TEST(Validate, ShardCountVersusWorkersTimesWorld) {
   RunConfig c = with(tiny(), {"data.source=shards", "data.datasets.laion.shards=/d/{00..11}.tar",
                               "data.datasets.mmc4.shards=/m/{0000..0999}.tar",
