@@ -42,11 +42,15 @@
 // before the others; its agent then exits 1, its peers' ranks fail again at their
 // rendezvous or first collective, and those agents restart or give up in turn, so the
 // run ends failed on every node within max_restarts+1 attempts of each, never hangs.
-// A node whose ranks are still blocked in a collective of the old attempt keeps the new
-// one waiting at its rendezvous until they fail (parallel.collective_timeout_s); if the
-// rendezvous times out first (parallel.preflight_timeout_s), that attempt fails as well
-// and costs a restart. run.json's reason is the failure rank 0's node saw (a peer's death
-// shows there as rank 0's failed collective); each node's own is in its agent-<node>.jsonl.
+// A rank of the new attempt takes seconds to reach the rendezvous (LibTorch, the
+// model); the old attempt's ranks see a dead peer's closed connections at once, so
+// the old rendezvous is gone by then. A node whose ranks are still blocked in a
+// collective of the old attempt keeps the new one waiting at its rendezvous until
+// they fail (parallel.collective_timeout_s); if the rendezvous times out first
+// (parallel.preflight_timeout_s), that attempt fails as well and costs a restart.
+// run.json's reason is the failure rank 0's node saw (a peer's death shows there as
+// rank 0's failed collective); each node's own is in its agent-<node>.jsonl.
+//
 // Thread-safety: runNodeAgent installs process-wide signal handlers for its duration and
 // reaps its children by pid: call it from the main thread, one agent per process.
 #pragma once
