@@ -46,19 +46,19 @@ QProcessEnvironment engineEnvironment(const LaunchRequest& request, QProcessEnvi
 }
 
 QStringList engineArguments(int ranks, int masterPort, const QString& configFile, const QString& runDir,
-                            bool allowPipe) {
+                            bool allowPipe, int maxRestarts) {
   QStringList train = {QStringLiteral("train"), QStringLiteral("--config"), configFile};
   if (allowPipe) train << QStringLiteral("--allow-pipe");
-  if (ranks <= 1) return train + QStringList{QStringLiteral("--run-dir"), runDir};
-  return QStringList{QStringLiteral("launch"),
-                     QStringLiteral("--nproc-per-node"),
-                     QString::number(ranks),
-                     QStringLiteral("--master-port"),
-                     QString::number(masterPort),
-                     QStringLiteral("--run-dir"),
-                     runDir,
-                     QStringLiteral("--")} +
-         train;
+  if (ranks <= 1 && maxRestarts <= 0) return train + QStringList{QStringLiteral("--run-dir"), runDir};
+  QStringList agent = {QStringLiteral("launch"),
+                       QStringLiteral("--nproc-per-node"),
+                       QString::number(std::max(1, ranks)),
+                       QStringLiteral("--master-port"),
+                       QString::number(masterPort),
+                       QStringLiteral("--run-dir"),
+                       runDir};
+  if (maxRestarts > 0) agent << QStringLiteral("--max-restarts") << QString::number(maxRestarts);
+  return agent + QStringList{QStringLiteral("--")} + train;
 }
 
 LocalLauncher::LocalLauncher(EngineSearch search, QObject* parent)
@@ -102,6 +102,7 @@ void LocalLauncher::launch(const LaunchRequest& request) {
   stdout_ = OutputLines();
   stderr_ = OutputLines();
   ranks_ = ranksPerNode(request);
+  maxRestarts_ = static_cast<int>(std::max<int64_t>(0, requestedLaunch(request).max_restarts));
   allowPipe_ = request.allowPipe;
   environment_ = engineEnvironment(request);
   launchEnv_ = protocol::launchEnvAssignments(requestedLaunch(request));
@@ -150,7 +151,8 @@ void LocalLauncher::onPrepared(quint64 ticket, const QString& runDir, const QStr
   }
   process_ = new QProcess(this);
   process_->setProgram(enginePath);
-  process_->setArguments(engineArguments(ranks_, launch::freeLoopbackPort(), configFile, runDir, allowPipe_));
+  process_->setArguments(
+      engineArguments(ranks_, launch::freeLoopbackPort(), configFile, runDir, allowPipe_, maxRestarts_));
   process_->setWorkingDirectory(runDir);
   process_->setProcessEnvironment(environment_);
   process_->setStandardInputFile(QProcess::nullDevice());  // the engine reads control files, never stdin

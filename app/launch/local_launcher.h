@@ -46,9 +46,11 @@ QProcessEnvironment engineEnvironment(const LaunchRequest& request,
 // one; for more, the node agent (`launch --nproc-per-node N --master-port P
 // --run-dir D -- train --config F`), which starts the ranks, forwards
 // SIGTERM to them and stops them all when one fails. `allowPipe` adds
-// --allow-pipe to the train command (LaunchRequest::allowPipe).
+// --allow-pipe to the train command (LaunchRequest::allowPipe). `maxRestarts`
+// (launch.max_restarts) above 0 always goes through the agent, with
+// `--max-restarts N`, even for one rank: the agent restarts, the engine resumes.
 QStringList engineArguments(int ranks, int masterPort, const QString& configFile, const QString& runDir,
-                            bool allowPipe = false);
+                            bool allowPipe = false, int maxRestarts = 0);
 
 class LocalLauncher : public Launcher {
   Q_OBJECT
@@ -91,6 +93,7 @@ class LocalLauncher : public Launcher {
   OutputLines stdout_;
   OutputLines stderr_;
   int ranks_ = 1;                       // processes of the current launch
+  int maxRestarts_ = 0;                 // launch.max_restarts of the current launch
   bool allowPipe_ = false;              // the current launch's LaunchRequest::allowPipe
   QProcessEnvironment environment_;     // the current launch's engineEnvironment()
   std::vector<std::string> launchEnv_;  // its launch.env as NAME=VALUE, for the log

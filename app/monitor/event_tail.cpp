@@ -93,6 +93,8 @@ bool EventTail::poll(std::vector<FollowIssue>* issues) {
   if (!stat) return false;
   const std::uint64_t size = stat->size;
   file_size_ = size;
+  // NOTE [Restarted writer]: a partial line held from the last poll must still be there.
+  if (!skipping_ && buf_->size > 0 && !heldLineStillThere(size)) buf_->size = 0;
   std::uint64_t read_pos = line_start_ + buf_->size;
   // A file truncated and rewritten past our position between two polls does not
   // shrink; the byte before a line start that is no longer '\n' gives it away.
@@ -165,6 +167,18 @@ bool EventTail::poll(std::vector<FollowIssue>* issues) {
   if (!stat->identity || !watch_.checkPath(seq_.skippingSeqs(), issues)) return false;
   restartFromBeginning();
   return true;
+}
+
+bool EventTail::heldLineStillThere(std::uint64_t size) {
+  if (size < line_start_ + buf_->size) return false;
+  std::string now(buf_->size, '\0');
+  std::size_t got = 0;
+  while (got < now.size()) {
+    auto n = watch_.source().read(line_start_ + got, now.data() + got, now.size() - got);
+    if (!n || *n == 0) return false;
+    got += *n;
+  }
+  return std::memcmp(now.data(), buf_->data.get(), now.size()) == 0;
 }
 
 void EventTail::drain(std::vector<FollowIssue>* issues) {

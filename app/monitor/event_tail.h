@@ -22,6 +22,16 @@
 // decoded, overlapping with the decoding of the pieces after it. A live run's few new lines per poll take the
 // plain one-thread path.
 //
+// NOTE [Restarted writer]
+// A rank 0 killed mid-append leaves a partial last line; the engine that resumes on the
+// run directory (a node agent's restart, launch.max_restarts) cuts it and appends its
+// own lines from there, continuing the seqs (backend/telemetry/event_sink.h). The file
+// may never shrink below what we read, so neither the size nor the byte before our
+// line start can tell. So a partial line kept across polls is compared with the file's
+// bytes at its place before more is appended to it (at most one line, re-read while a
+// writer is mid-line); when they differ it is dropped and read again as it now is: a
+// replaced tail is neither lost nor doubled (tests/app/monitor/event_tail_restart_test.cpp).
+//
 // Thread-safety: not thread-safe; one thread at a time (it uses its helpers itself).
 // Does I/O through its source.
 #pragma once
@@ -77,6 +87,8 @@ class EventTail {
   struct Buffer;
   // The lines start again at the file's first byte (the caller tells the FileWatch).
   void restartFromBeginning();
+  // Whether the file still holds the partial line in buf_ at line_start_ (NOTE [Restarted writer]).
+  bool heldLineStillThere(std::uint64_t size);
   void processLines(std::vector<FollowIssue>* issues);
   // Decodes the complete lines of the buffer with backlog_'s helpers; returns the
   // buffer position after the last line handled (0 when it did nothing).

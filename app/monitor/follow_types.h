@@ -15,6 +15,7 @@
 
 #include "app/monitor/series_batch.h"
 #include "backend/protocol/wire/events.h"
+#include "backend/protocol/wire/run_manifest.h"
 
 namespace fs::app {
 
@@ -58,6 +59,9 @@ struct FollowBatch {
   std::optional<protocol::Event> last_step;  // the last step event delivered, if any
   FollowPosition position;                   // where the follower stands after this batch
   bool at_end = false;                       // events.jsonl was read to its end by this poll
+  // run.json's attempts, read when the batch holds a run_started (rank 0 records the attempt
+  // before it emits that event); unset otherwise or when run.json could not be read.
+  std::optional<std::vector<protocol::RunAttempt>> attempts;
 };
 using FollowBatchPtr = std::shared_ptr<const FollowBatch>;
 

@@ -150,6 +150,10 @@ void RunFollower::emitPending(std::vector<FollowIssue>& issues, QList<RankLogLin
     auto batch = std::make_shared<FollowBatch>(s_->events->takeBatch());
     if (s_->logs) batch->position.log_offsets = s_->logs->offsets();
     batch->at_end = atEnd;
+    const bool started = std::any_of(
+        batch->events.begin(), batch->events.end(),
+        [](const protocol::Event& e) { return std::holds_alternative<protocol::RunStartedEvent>(e.body); });
+    if (started) batch->attempts = readAttempts();
     emit batchReady(std::move(batch));
   }
   if (!lines.isEmpty()) emit logLines(lines);
@@ -199,15 +203,27 @@ void RunFollower::pace(bool sawNew) {
   if (timer_ != nullptr && timer_->isActive()) timer_->setInterval(next);
 }
 
-void RunFollower::checkProcess() {
+std::optional<protocol::RunManifest> RunFollower::readManifest() {
   // run.json is replaced whole (rename) at every change: read what the path names now.
   if (!s_->manifest) s_->manifest = s_->dir->open(std::string(protocol::kManifestFileName));
   s_->manifest->reopen();
   auto text = readWhole(*s_->manifest, kMaxManifestBytes);
-  if (!text.isOk()) return;  // no run.json (yet), or unreadable: nothing to check against
+  if (!text.isOk()) return std::nullopt;  // no run.json (yet), or unreadable
   auto manifest = protocol::decodeManifest(text.value(), s_->manifest->describe());
-  if (!manifest.isOk()) return;
-  const protocol::RunManifest& m = manifest.value();
+  if (!manifest.isOk()) return std::nullopt;
+  return std::move(manifest).value();
+}
+
+std::optional<std::vector<protocol::RunAttempt>> RunFollower::readAttempts() {
+  auto m = readManifest();
+  if (!m) return std::nullopt;
+  return std::move(m->attempts);
+}
+
+void RunFollower::checkProcess() {
+  const std::optional<protocol::RunManifest> manifest = readManifest();
+  if (!manifest) return;  // nothing to check against
+  const protocol::RunManifest& m = *manifest;
   if (!m.pid || protocol::isTerminal(m.state) || s_->reported_pid == m.pid) return;
   const std::optional<bool> alive = options_.process_alive(m);
   if (!alive || *alive) return;

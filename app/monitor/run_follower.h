@@ -93,6 +93,9 @@ class RunFollower : public QObject {
   struct State;
   bool readEvents();  // one chunk; true when more bytes are waiting
   void checkProcess();
+  // run.json as the path names it now; nullopt when missing or unreadable.
+  std::optional<protocol::RunManifest> readManifest();
+  std::optional<std::vector<protocol::RunAttempt>> readAttempts();
   void emitPending(std::vector<FollowIssue>& issues, QList<RankLogLine>& lines, bool atEnd);
   void pace(bool sawNew);
 

@@ -219,6 +219,7 @@ void RunMonitor::apply(const FollowBatchPtr& batch) {
     status_.samples_per_s = rate;
   }
   status_.events += batch->seqs.size();
+  if (batch->attempts) status_.attempts = *batch->attempts;
   if (batch->at_end) caught_up_ = true;
   updateEta();
   emit statusChanged();

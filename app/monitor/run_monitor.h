@@ -43,6 +43,8 @@ struct RunStatus {
   std::optional<double> eta_s;               // remaining steps x median s/step
   std::optional<protocol::RunFinishedEvent> finished;
   std::uint64_t events = 0;  // events delivered
+  // run.json's, as of the latest run_started (attemptLine() in run_attempts.h says them).
+  std::vector<protocol::RunAttempt> attempts;
 };
 
 class RunMonitor : public QObject {

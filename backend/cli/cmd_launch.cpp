@@ -33,7 +33,10 @@ const char* const kHelp =
     "Stopping: SIGTERM, SIGINT or SIGHUP to the agent is forwarded once to every rank (SIGHUP as\n"
     "SIGTERM); ranks checkpoint and exit; SIGKILL follows after --stop-grace-s. A second SIGINT kills\n"
     "every rank at once. When a rank exits non-zero or by a signal, the agent stops the others the\n"
-    "same way and exits 1, printing which rank failed and how. Ranks die with the agent even when it\n"
+    "same way and exits 1, printing which rank failed and how; with --max-restarts N it then starts\n"
+    "every rank again, up to N times (the engine resumes from the newest complete step checkpoint;\n"
+    "ranks see TORCHELASTIC_RESTART_COUNT and FLAMINGO_RESTART_REASON). Ranks die with the agent even when "
+    "it\n"
     "is killed (they receive SIGTERM). Exit 0 when every rank exited 0; 2 for bad options.\n\n"
     "torchrun's spellings with underscores (--nproc_per_node, --node_rank, --master_addr, ...) work too.\n\n"
     "--print-env prints, as JSON, the world this process would discover from its environment (RANK,\n"
@@ -56,6 +59,7 @@ std::vector<OptionSpec> launchOptions() {
       {"master-port", true, false, "PORT", "Rank 0's rendezvous port (default 29500)"},
       {"run-dir", true, false, "DIR", "Run directory (required; created when missing)"},
       {"stop-grace-s", true, false, "S", "Seconds from SIGTERM to SIGKILL when stopping ranks (default 30)"},
+      {"max-restarts", true, false, "N", "Times to start every rank again after a failure (default 0)"},
       {"node-name", true, false, "NAME", "Names DIR/agent-NAME.jsonl (default: this host's name)"},
       {"print-env", false, false, "", "Print the discovered world as JSON and exit (see below)"},
   };
@@ -153,7 +157,8 @@ int runLaunch(const std::vector<std::string>& args, Io& io) {
   agent.nodeName = parsed->get("node-name");
   for (auto [name, slot] :
        {std::pair{"nnodes", &agent.nnodes}, std::pair{"nproc-per-node", &agent.nprocPerNode},
-        std::pair{"node-rank", &agent.nodeRank}, std::pair{"master-port", &agent.masterPort}}) {
+        std::pair{"node-rank", &agent.nodeRank}, std::pair{"master-port", &agent.masterPort},
+        std::pair{"max-restarts", &agent.maxRestarts}}) {
     if (auto s = readInt(parsed.value(), name, slot); !s) return usageError(s.message());
   }
   if (parsed->has("stop-grace-s")) {

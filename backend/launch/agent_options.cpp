@@ -16,6 +16,7 @@ namespace {
 constexpr std::array<std::string_view, 3> kSelfSubcommands = {"train", "demo", "replay"};
 constexpr std::int64_t kMaxNodes = 100000;
 constexpr std::int64_t kMaxProcPerNode = 4096;
+constexpr std::int64_t kMaxRestarts = 1000;  // launch.max_restarts' range
 
 bool isSelfSubcommand(std::string_view word) {
   for (auto s : kSelfSubcommands) {
@@ -54,6 +55,9 @@ Status validateAgentOptions(const NodeAgentOptions& o) {
   if (!std::isfinite(o.stopGraceS) || o.stopGraceS < 0 || o.stopGraceS > 86400) {
     return Status::invalidArgument("--stop-grace-s " + std::to_string(o.stopGraceS) +
                                    " is out of range; expected 0..86400 seconds");
+  }
+  if (o.maxRestarts < 0 || o.maxRestarts > kMaxRestarts) {
+    return outOfRange("--max-restarts", o.maxRestarts, 0, kMaxRestarts);
   }
   if (o.runDir.empty()) return Status::invalidArgument("--run-dir is required");
   if (o.command.empty()) return Status::invalidArgument("no rank command: give it after '--'");

@@ -15,6 +15,7 @@
 #include "backend/launch/agent_event_log.h"
 #include "backend/launch/agent_signals.h"
 #include "backend/launch/world_env.h"
+#include "backend/protocol/wire/events.h"
 #include "backend/protocol/wire/run_dir.h"
 
 namespace fs::launch {
@@ -76,7 +77,11 @@ class Agent {
     while (true) {
       reap();  // first: exits seen while starting ranks drained their SIGCHLD bytes
       checkDeadlines();
-      if (liveCount() == 0 || gave_up_) break;
+      if (liveCount() == 0 || gave_up_) {
+        if (!mayRestart()) break;
+        restart();
+        continue;
+      }
       pollfd pfd{signals_.fd(), POLLIN, 0};
       if (::poll(&pfd, 1, pollTimeoutMs()) < 0 && errno != EINTR) {
         say(std::string("poll failed: ") + std::strerror(errno));
@@ -117,11 +122,48 @@ class Agent {
     return s;
   }
 
+  // NOTE [Restarts] in node_agent.h: a failure of a rank, not a stop, with restarts left.
+  bool mayRestart() const {
+    return failed_ && !gave_up_ && !signalled_ && !start_failed_ && restarts_ < o_.maxRestarts;
+  }
+
+  void restart() {
+    ++restarts_;
+    last_reason_ = reason_;
+    record(
+        protocol::AgentRestartingEvent{restarts_, static_cast<int>(o_.maxRestarts), reason_, failed_rank_});
+    say("restarting every rank (restart " + std::to_string(restarts_) + " of " +
+        std::to_string(o_.maxRestarts) + ") after: " + reason_);
+    ranks_.clear();
+    stopping_ = failed_ = false;
+    reason_.clear();
+    failed_rank_.reset();
+    kill_at_.reset();
+    give_up_at_.reset();
+    spawnAll();
+  }
+
+  // The attempt's variables on top of the agent's environment (NOTE [Restarts]).
+  std::map<std::string, std::string> attemptEnvironment() const {
+    auto env = env_;
+    env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(restarts_);
+    env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(o_.maxRestarts);
+    env["FLAMINGO_RESTART_REASON"] = restarts_ == 0 ? "start" : last_reason_;
+    if (restarts_ == 0) {
+      env.erase("FLAMINGO_RESTART_FAILED_MS");
+    } else {
+      env["FLAMINGO_RESTART_FAILED_MS"] = std::to_string(failed_ms_);
+    }
+    return env;
+  }
+
   void spawnAll() {
+    const auto env = attemptEnvironment();
     for (int local = 0; local < o_.nprocPerNode && !stopping_; ++local) {
       int rank = static_cast<int>(o_.nodeRank * o_.nprocPerNode) + local;
-      auto pid = spawnRank(command_, rankEnvironment(env_, o_, local));
+      auto pid = spawnRank(command_, rankEnvironment(env, o_, local));
       if (!pid) {
+        start_failed_ = true;
         fail("cannot start rank " + std::to_string(rank) + ": " + pid.status().message(), std::nullopt);
         return;
       }
@@ -138,6 +180,7 @@ class Agent {
       return;
     }
     if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP) return;
+    signalled_ = true;  // a stop asked for: never restarted
     std::string received = "received " + signalName(sig);
     if (stopping_) {
       say(received + " while stopping" + (sig == SIGINT ? "; a second SIGINT kills every rank" : ""));
@@ -159,6 +202,8 @@ class Agent {
     if (!failed_) {
       failed_ = true;
       reason_ = reason;
+      failed_rank_ = rank;
+      failed_ms_ = protocol::unixMillisNow();
     }
     if (stopping_) return;
     stopping_ = true;
@@ -249,6 +294,14 @@ class Agent {
   NodeAgentResult finish() {
     NodeAgentResult result;
     result.exitCode = failed_ ? 1 : 0;
+    if (failed_ && restarts_ > 0 && !signalled_ && !start_failed_ && !gave_up_) {
+      // "rank 1 failed again after 1 restart (--max-restarts / launch.max_restarts: 1): rank 1 (pid 4321)
+      // ..."
+      std::string who = failed_rank_ ? "rank " + std::to_string(*failed_rank_) : std::string("a rank");
+      reason_ = who + " failed again after " + std::to_string(restarts_) + " restart" +
+                (restarts_ == 1 ? "" : "s") +
+                " (--max-restarts / launch.max_restarts: " + std::to_string(o_.maxRestarts) + "): " + reason_;
+    }
     result.reason =
         failed_ ? reason_ : (stop_cause_.empty() ? "" : stop_cause_ + "; ") + "every rank exited with code 0";
     record(protocol::AgentFinishedEvent{result.exitCode, result.reason});
@@ -266,9 +319,15 @@ class Agent {
   Clock::duration grace_;
 
   std::vector<RankState> ranks_;
-  bool stopping_ = false;  // the ranks were told to stop (or some failed to start)
-  bool failed_ = false;    // the agent will exit 1 with reason_
-  bool gave_up_ = false;   // ranks that SIGKILL could not end are left behind
+  bool stopping_ = false;           // the ranks were told to stop (or some failed to start)
+  bool failed_ = false;             // the agent will exit 1 with reason_
+  bool gave_up_ = false;            // ranks that SIGKILL could not end are left behind
+  bool signalled_ = false;          // SIGTERM, SIGINT or SIGHUP came: a stop, never restarted
+  bool start_failed_ = false;       // a rank could not be started: not restarted either
+  int restarts_ = 0;                // attempts after the first so far
+  std::optional<int> failed_rank_;  // the rank whose exit failed this attempt, if one did
+  std::int64_t failed_ms_ = 0;      // unix ms of this attempt's failure
+  std::string last_reason_;         // why the current attempt was started
   int sigints_ = 0;
   std::string reason_;      // the first failure
   std::string stop_cause_;  // "received SIGTERM" when a signal asked for the stop

@@ -13,13 +13,43 @@
 //    SIGTERM are not forwarded again. A second SIGINT sends SIGKILL to every rank.
 //  - A rank that exits non-zero or by a signal while others run: event `stopping` with
 //    the reason, SIGTERM to the others, SIGKILL to those still alive after the grace
-//    period; the agent then exits 1 and prints the reason.
+//    period. With restarts left (--max-restarts), once every rank has exited the agent
+//    records `restarting` and starts every rank again (NOTE [Restarts]); otherwise it
+//    exits 1 and prints the reason, naming the limit when restarts were allowed.
 //  - A rank that exits 0 is done; the others go on. Exit 0 when every rank exited 0.
 //  - Nothing waits without bound except for ranks that are running normally: after
 //    SIGTERM, SIGKILL follows in stop_grace_s; after SIGKILL the agent waits at most
 //    kKillWaitS more and then gives up on a rank it cannot reap (and says so).
 //  - The event loop sleeps in poll() on the signal self-pipe (agent_signals.h); SIGCHLD
 //    wakes it to reap. No busy waiting.
+//
+//
+// NOTE [Restarts]
+// As torchrun's --max-restarts, per node: an attempt ends when one of this node's ranks
+// fails and every rank of it has exited; attempt k+1 starts the same command with the
+// same environment plus TORCHELASTIC_RESTART_COUNT=k+1 (torchrun's name; 0 for the first),
+// FLAMINGO_RESTART_REASON (why: "start", or the failed rank's exit) and, when known,
+// FLAMINGO_RESTART_FAILED_MS (unix ms of the failure). The engine resumes from the newest
+// complete checkpoint in the run directory by itself (checkpoint.resume_from empty), and
+// its rank 0 appends the attempt to run.json (docs/run-directory.md). A signal to the
+// agent (a stop) or a rank that cannot start is never restarted.
+// Several nodes: there is no rendezvous between agents (torchrun's c10d store). A rank
+// that dies makes the others fail on their next collective (Gloo/NCCL timeouts), so
+// every node's agent sees a failure, stops its ranks and restarts them; each restart
+// opens a fresh rendezvous at MASTER_ADDR:MASTER_PORT that waits for the whole world,
+// so the attempts line up by themselves. Each agent counts its own restarts: a node
+// whose ranks failed for a reason of their own (one bad disk) can use up its restarts
+// before the others; its agent then exits 1, its peers' ranks fail again at their
+// rendezvous or first collective, and those agents restart or give up in turn, so the
+// run ends failed on every node within max_restarts+1 attempts of each, never hangs.
+// A rank of the new attempt takes seconds to reach the rendezvous (LibTorch, the
+// model); the old attempt's ranks see a dead peer's closed connections at once, so
+// the old rendezvous is gone by then. A node whose ranks are still blocked in a
+// collective of the old attempt keeps the new one waiting at its rendezvous until
+// they fail (parallel.collective_timeout_s); if the rendezvous times out first
+// (parallel.preflight_timeout_s), that attempt fails as well and costs a restart.
+// run.json's reason is the failure rank 0's node saw (a peer's death shows there as
+// rank 0's failed collective); each node's own is in its agent-<node>.jsonl.
 //
 // Thread-safety: runNodeAgent installs process-wide signal handlers for its duration and
 // reaps its children by pid: call it from the main thread, one agent per process.
@@ -47,6 +77,7 @@ struct NodeAgentOptions {
   std::int64_t masterPort = 29500;
   std::filesystem::path runDir;                      // required; created when missing
   double stopGraceS = 30;                            // SIGTERM -> SIGKILL
+  std::int64_t maxRestarts = 0;                      // torchrun --max-restarts: attempts after the first
   std::string nodeName;                              // names agent-<node>.jsonl; empty: this host's name
   std::vector<std::string> command;                  // what every rank runs; see resolveRankCommand
   std::filesystem::path selfExe = "/proc/self/exe";  // flamingo-train itself

@@ -6,6 +6,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #endif
 
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -229,6 +230,10 @@ Status Trainer::prepareRunDirectory() {
   m.state = protocol::RunState::kStarting;
   m.pid = static_cast<int64_t>(::getpid());
   m.updated = protocol::unixMillisNow();
+  // This start, with a node agent's restart count and reason (NOTE [Restarts], node_agent.h).
+  protocol::recordAttempt(
+      &m, protocol::attemptEnvironment([](const char* n) -> const char* { return std::getenv(n); }),
+      m.updated);
   protocol::AtomicWriteOptions manifestWrite;
   manifestWrite.env = options_.writeEnv;
   if (Status s = protocol::writeManifest(dir_.root(), m, manifestWrite); !s) return s;

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "app/control/control_client.h"
+#include "app/monitor/run_attempts.h"
 #include "app/plan/estimate_comparison.h"
 #include "ui/checkpoints/run_checkpoint_list.h"
 #include "ui/control/run_control_bar.h"
@@ -121,6 +122,10 @@ MonitorPage::MonitorPage(app::RunMonitor* monitor, app::ControlClient* control, 
 
   auto* top = new QHBoxLayout;
   top->addWidget(runDir_, 1);
+  attempt_ = new QLabel;
+  attempt_->setObjectName(QStringLiteral("runAttempt"));
+  attempt_->setVisible(false);
+  top->addWidget(attempt_);
   top->addWidget(status_);
   auto* row = new QHBoxLayout;
   row->addWidget(controls_);
@@ -310,6 +315,8 @@ RunStatus MonitorPage::displayStatus(const app::RunStatus& s, bool stalled) {
 void MonitorPage::refreshStatus() {
   const auto& s = monitor_->status();
   status_->setStatus(displayStatus(s, monitor_->isStalled()));
+  attempt_->setText(app::attemptLine(s.attempts));
+  attempt_->setVisible(!attempt_->text().isEmpty());
   if (s.state) control_->setRunState(*s.state);
 }
 

@@ -87,6 +87,7 @@ class MonitorPage : public QWidget {
   app::RunMonitor* monitor_;
   app::ControlClient* control_;
   QLabel* runDir_;
+  QLabel* attempt_ = nullptr;  // "attempt 2 of 3 — restarted after: ..." (app/monitor/run_attempts.h)
   RunStatusBar* status_;
   RunControlBar* controls_;
   QComboBox* xAxis_;

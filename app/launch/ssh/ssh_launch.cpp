@@ -126,6 +126,8 @@ std::vector<std::string> agentArgv(const SshLaunchPlan& plan, const std::string&
                                    runDir,
                                    "--node-name",
                                    nodeName(l.hosts, node),
+                                   "--max-restarts",
+                                   std::to_string(l.max_restarts),
                                    "--",
                                    "train",
                                    "--config",

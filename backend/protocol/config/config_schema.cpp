@@ -402,6 +402,10 @@ struct Schema {
       b.field(&LaunchConfig::env, "env", StringMap{},
               "Environment variables for every rank on every node, NAME: value (e.g. OPENBLAS_CORETYPE); "
               "set by the launcher as torchrun's ranks inherit its environment");
+      b.field(&LaunchConfig::max_restarts, "max_restarts", 0,
+              "Times the node agents start every rank again after one fails, resuming from the newest "
+              "checkpoint (local and ssh; torchrun --max-restarts)")
+          .range(0, 1000);
       b.section(&LaunchConfig::slurm, slurm);
     }
     SectionBuilder<RunConfig> b(root, "", "Flamingo Studio run configuration");

@@ -219,6 +219,7 @@ struct LaunchConfig {
   std::string remote_workdir;
   // NAME -> VALUE set for every rank on every node (NOTE [Launch environment], launch_env.h)
   std::map<std::string, std::string> env;
+  int64_t max_restarts{};  // torchrun --max-restarts (local and ssh; NOTE [Restarts], node_agent.h)
   SlurmConfig slurm;
   bool operator==(const LaunchConfig&) const = default;
 };

@@ -71,8 +71,10 @@ std::vector<Problem> validateLaunchEnv(const LaunchConfig& launch) {
                            " is set by the launcher for each rank (node agent, torchrun, srun) and rank "
                            "discovery reads it, so launch.env cannot set it",
             slurmOwn ? "remove it; SLURM options go in launch.slurm.* or launch.slurm.extra_args"
-                     : "remove it; the world comes from launch.nnodes, launch.nproc_per_node, "
-                       "launch.master_addr and launch.master_port");
+            : name.starts_with("TORCHELASTIC_") || name.starts_with("FLAMINGO_RESTART_")
+                ? "remove it; the node agent sets it for each attempt from launch.max_restarts"
+                : "remove it; the world comes from launch.nnodes, launch.nproc_per_node, "
+                  "launch.master_addr and launch.master_port");
       continue;
     }
     if (const std::string bad = firstControlCharacter(value); !bad.empty()) {

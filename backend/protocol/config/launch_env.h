@@ -50,31 +50,15 @@ namespace fs::protocol {
 // What the launchers (the node agent, torchrun, srun, PMI, Open MPI) set for each rank and
 // rank discovery reads (NOTE [World discovery rules], backend/launch/world_env.h). Every
 // SLURM_* name is refused as well (isLauncherVariable).
-inline constexpr std::array<std::string_view, 25> kLauncherVariables = {"RANK",
-                                                                        "WORLD_SIZE",
-                                                                        "LOCAL_RANK",
-                                                                        "LOCAL_WORLD_SIZE",
-                                                                        "GROUP_RANK",
-                                                                        "NODE_RANK",
-                                                                        "MASTER_ADDR",
-                                                                        "MASTER_PORT",
-                                                                        "PMI_RANK",
-                                                                        "PMI_SIZE",
-                                                                        "MPI_LOCALRANKID",
-                                                                        "MPI_LOCALNRANKS",
-                                                                        "OMPI_COMM_WORLD_RANK",
-                                                                        "OMPI_COMM_WORLD_SIZE",
-                                                                        "OMPI_COMM_WORLD_LOCAL_RANK",
-                                                                        "OMPI_COMM_WORLD_LOCAL_SIZE",
-                                                                        "OMPI_COMM_WORLD_NODE_RANK",
-                                                                        "SLURM_PROCID",
-                                                                        "SLURM_NTASKS",
-                                                                        "SLURM_LOCALID",
-                                                                        "SLURM_NTASKS_PER_NODE",
-                                                                        "SLURM_TASKS_PER_NODE",
-                                                                        "SLURM_NODEID",
-                                                                        "SLURM_JOB_NODELIST",
-                                                                        "SLURM_NODELIST"};
+inline constexpr std::array<std::string_view, 29> kLauncherVariables = {
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK", "MASTER_ADDR",
+    "MASTER_PORT", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "OMPI_COMM_WORLD_NODE_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
+    "SLURM_TASKS_PER_NODE", "SLURM_NODEID", "SLURM_JOB_NODELIST", "SLURM_NODELIST",
+    // a node agent's attempt (NOTE [Restarts])
+    "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "FLAMINGO_RESTART_REASON",
+    "FLAMINGO_RESTART_FAILED_MS"};
 
 // [A-Za-z_][A-Za-z0-9_]*
 bool isEnvName(std::string_view name);

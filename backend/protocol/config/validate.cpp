@@ -367,6 +367,14 @@ class Checker {
                 " host(s) listed with launch.kind=slurm: SLURM chooses the nodes",
             "remove launch.hosts (use launch.slurm.extra_args with --nodelist=... to pin nodes)");
     }
+    // NOTE [Restarts] (backend/launch/node_agent.h): only the node agents restart ranks.
+    if (l.max_restarts > 0 && (l.kind == "slurm" || l.kind == "external")) {
+      error("launch.max_restarts",
+            num(l.max_restarts) + " with launch.kind=" + l.kind + ": only local and ssh runs restart " +
+                (l.kind == "slurm" ? "(SLURM requeues a failed job itself)" : "(their launcher is yours)"),
+            l.kind == "slurm" ? "set launch.max_restarts: 0 (the batch script asks SLURM for --requeue)"
+                              : "set launch.max_restarts: 0 and use torchrun --max-restarts");
+    }
     if (l.kind == "local" && l.nnodes > 1) {
       error("launch.nnodes", num(l.nnodes) + " nodes with launch.kind=local: a local run is one node",
             "use launch.kind=external and start the ranks on each node yourself, or nnodes=1");

@@ -54,6 +54,14 @@ void describe(V& v, AgentStoppingEvent& e) {
 }
 
 template <class V>
+void describe(V& v, AgentRestartingEvent& e) {
+  v.req("attempt", e.attempt);
+  v.req("max_restarts", e.max_restarts);
+  v.req("reason", e.reason);
+  v.opt("rank", e.rank);
+}
+
+template <class V>
 void describe(V& v, AgentFinishedEvent& e) {
   v.req("exit_code", e.exit_code);
   v.req("reason", e.reason);

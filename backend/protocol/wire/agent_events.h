@@ -10,6 +10,8 @@
 //   signal_forwarded  the agent sent a signal to its live ranks (forwarded or its own)
 //   stopping          a rank failed (or a signal asked): the agent stops the others
 //   exited            one per rank, when the agent reaped it: exit code xor signal
+//   restarting        (--max-restarts) every rank exited after a failure: the next
+//                     attempt's spawned events follow (schema 1.1)
 //   agent_finished    once, last: the agent's exit code and why
 //
 // Compatibility, as for telemetry: unknown fields are ignored, an unknown `type` is
@@ -30,8 +32,8 @@
 namespace fs::protocol {
 
 inline constexpr int kAgentEventSchemaMajor = 1;
-inline constexpr int kAgentEventSchemaMinor = 0;
-inline constexpr std::string_view kAgentEventSchemaVersion = "1.0";
+inline constexpr int kAgentEventSchemaMinor = 1;
+inline constexpr std::string_view kAgentEventSchemaVersion = "1.1";
 
 struct AgentStartedEvent {
   static constexpr std::string_view kType = "agent_started";
@@ -82,6 +84,16 @@ struct AgentStoppingEvent {
   bool operator==(const AgentStoppingEvent&) const = default;
 };
 
+// The agent starts every rank again (NOTE [Restarts] in backend/launch/node_agent.h).
+struct AgentRestartingEvent {
+  static constexpr std::string_view kType = "restarting";
+  int attempt = 1;          // the attempt about to start: 1 for the first restart
+  int max_restarts = 0;     // the agent's --max-restarts
+  std::string reason;       // the failure that ended the previous attempt
+  std::optional<int> rank;  // the rank whose exit it was, if one
+  bool operator==(const AgentRestartingEvent&) const = default;
+};
+
 struct AgentFinishedEvent {
   static constexpr std::string_view kType = "agent_finished";
   int exit_code = 0;
@@ -89,8 +101,9 @@ struct AgentFinishedEvent {
   bool operator==(const AgentFinishedEvent&) const = default;
 };
 
-using AgentEventBody = std::variant<AgentStartedEvent, RankSpawnedEvent, RankExitedEvent,
-                                    SignalForwardedEvent, AgentStoppingEvent, AgentFinishedEvent>;
+using AgentEventBody =
+    std::variant<AgentStartedEvent, RankSpawnedEvent, RankExitedEvent, SignalForwardedEvent,
+                 AgentStoppingEvent, AgentRestartingEvent, AgentFinishedEvent>;
 
 struct AgentEvent {
   std::uint64_t seq = 0;

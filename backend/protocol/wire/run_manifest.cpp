@@ -1,5 +1,7 @@
 #include "backend/protocol/wire/run_manifest.h"
 
+#include <charconv>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "backend/protocol/wire/event_codec.h"
@@ -34,6 +36,16 @@ std::string_view enumChoices(LauncherKind) {
   return "local|ssh|slurm";
 }
 
+template <class V>
+void describe(V& v, RunAttempt& a) {
+  v.req("attempt", a.attempt);
+  v.req("started", a.started);
+  v.req("reason", a.reason);
+  v.opt("restart", a.restart);
+  v.opt("max_restarts", a.max_restarts);
+  v.opt("failed", a.failed);
+}
+
 // The one field list of run.json (docs/run-directory.md).
 template <class V>
 void describe(V& v, RunManifest& m) {
@@ -51,6 +63,43 @@ void describe(V& v, RunManifest& m) {
   v.opt("agent_pid", m.agent_pid);
   v.req("updated", m.updated);
   v.opt("config_file", m.config_file);
+  v.opt("attempts", m.attempts);
+}
+
+namespace {
+
+template <class T>
+std::optional<T> wholeNumber(const char* text) {
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  T value{};
+  const char* end = text + std::strlen(text);
+  auto [p, ec] = std::from_chars(text, end, value);
+  if (ec != std::errc() || p != end || value < 0) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+AttemptEnvironment attemptEnvironment(const char* (*getenv)(const char*)) {
+  AttemptEnvironment e;
+  if (getenv == nullptr) return e;
+  e.restart = wholeNumber<int>(getenv("TORCHELASTIC_RESTART_COUNT"));
+  e.max_restarts = wholeNumber<int>(getenv("TORCHELASTIC_MAX_RESTARTS"));
+  e.failed = wholeNumber<std::int64_t>(getenv("FLAMINGO_RESTART_FAILED_MS"));
+  if (const char* r = getenv("FLAMINGO_RESTART_REASON")) e.reason = r;
+  return e;
+}
+
+void recordAttempt(RunManifest* m, const AttemptEnvironment& env, std::int64_t now_ms) {
+  RunAttempt a;
+  a.attempt = static_cast<int>(m->attempts.size());
+  a.started = now_ms;
+  a.restart = env.restart;
+  a.max_restarts = env.max_restarts;
+  const bool restarted = env.restart.value_or(0) > 0;
+  if (restarted) a.failed = env.failed;
+  a.reason = restarted && !env.reason.empty() ? env.reason : a.attempt == 0 ? "start" : "resumed";
+  m->attempts.push_back(std::move(a));
 }
 
 Status validateManifest(const RunManifest& m) {
@@ -73,6 +122,12 @@ Status validateManifest(const RunManifest& m) {
   }
   if (m.created < 0) return bad("created is " + std::to_string(m.created) + "; expected unix milliseconds");
   if (m.updated < 0) return bad("updated is " + std::to_string(m.updated) + "; expected unix milliseconds");
+  for (std::size_t i = 0; i < m.attempts.size(); ++i) {
+    if (m.attempts[i].attempt != static_cast<int>(i)) {
+      return bad("attempts[" + std::to_string(i) + "].attempt is " + std::to_string(m.attempts[i].attempt) +
+                 "; expected " + std::to_string(i) + " (attempts in order, from 0)");
+    }
+  }
   if (m.config_file.empty() || m.config_file.find('/') != std::string::npos) {
     return bad("config_file is '" + m.config_file + "'; expected a file name inside the run directory");
   }

@@ -22,14 +22,35 @@
 namespace fs::protocol {
 
 inline constexpr int kManifestSchemaMajor = 1;
-inline constexpr int kManifestSchemaMinor = 0;
-inline constexpr std::string_view kManifestSchemaVersion = "1.0";
+inline constexpr int kManifestSchemaMinor = 1;
+inline constexpr std::string_view kManifestSchemaVersion = "1.1";  // 1.1: attempts
 
 // How the ranks were started.
 enum class LauncherKind { kLocal, kSsh, kSlurm };
 std::string_view toString(LauncherKind k);  // "local", "ssh", "slurm"
 bool parseEnum(std::string_view text, LauncherKind* out);
 std::string_view enumChoices(LauncherKind);
+
+// One start of the engine on this run directory (NOTE [Restarts] in backend/launch/node_agent.h).
+struct RunAttempt {
+  int attempt = 0;                     // 0-based, run-wide: index in RunManifest::attempts
+  std::int64_t started = 0;            // unix ms rank 0 began it
+  std::string reason;                  // "start", "resumed", or the failure a node agent restarted after
+  std::optional<int> restart;          // the agent's restart count (TORCHELASTIC_RESTART_COUNT), if any
+  std::optional<int> max_restarts;     // the agent's --max-restarts, if any
+  std::optional<std::int64_t> failed;  // unix ms the agent saw the failure (restarts only)
+  bool operator==(const RunAttempt&) const = default;
+};
+
+// What a starting rank 0 learns of its attempt from the node agent's variables
+// (TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_MAX_RESTARTS, FLAMINGO_RESTART_REASON,
+// FLAMINGO_RESTART_FAILED_MS); `getenv` is the lookup (null: none set).
+struct AttemptEnvironment {
+  std::optional<int> restart, max_restarts;
+  std::optional<std::int64_t> failed;
+  std::string reason;
+};
+AttemptEnvironment attemptEnvironment(const char* (*getenv)(const char*));
 
 struct RunManifest {
   std::string run_id;
@@ -47,8 +68,13 @@ struct RunManifest {
   std::optional<std::int64_t> agent_pid;                   // launcher / node agent process id, on hosts[0]
   std::int64_t updated = 0;                                // unix ms of the last write
   std::string config_file = std::string(kConfigFileName);  // relative to the run directory
+  std::vector<RunAttempt> attempts;                        // every start, oldest first (1.1; empty before)
   bool operator==(const RunManifest&) const = default;
 };
+
+// Appends this start to m->attempts: attempt = its index; reason the agent's, else "start"
+// for a run's first start and "resumed" for a later one without an agent restart.
+void recordAttempt(RunManifest* m, const AttemptEnvironment& env, std::int64_t now_ms);
 
 // OK, or InvalidArgument naming the first inconsistent field (e.g. world_size must be
 // nnodes x nproc_per_node; hosts, when given, one per node).

@@ -63,6 +63,7 @@ class FollowRecorder : public QObject {
   bool finished = false;
   protocol::FinishStatus finishStatus = protocol::FinishStatus::kOk;
   int batches = 0;
+  std::vector<protocol::RunAttempt> attempts;  // run.json's, as of the latest run_started
 
  private:
   void take(const FollowBatch& b) {
@@ -79,6 +80,7 @@ class FollowRecorder : public QObject {
         finishStatus = f->status;
       }
     }
+    if (b.attempts) attempts = *b.attempts;
     // Steps come as series points: "loss/<dataset>" per step row (app/monitor/series_names.h).
     for (const auto& points : b.series.series) {
       if (!points.name.starts_with("loss/") || points.name.find('/', 5) != std::string::npos) continue;

@@ -11,6 +11,7 @@
 // its whole history. Waits are on conditions with generous limits (hang guards).
 #include "app/launch/ssh/ssh_launch.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <QSignalSpy>
@@ -26,6 +27,7 @@
 #include "app/remote/local_host.h"
 #include "backend/protocol/cmdline/shell_words.h"
 #include "backend/protocol/config/schema.h"
+#include "backend/protocol/wire/agent_events.h"
 #include "backend/protocol/wire/control_file.h"
 #include "tests/app/cluster/follow_recorder.h"
 #include "tests/app/cluster/ssh_test_util.h"
@@ -218,6 +220,72 @@ class SshLaunchTest : public QObject {
       QVERIFY2(local.count(step) == 1, qPrintable(QStringLiteral("step %1").arg(step)));
       QVERIFY2(local.at(step) == losses, qPrintable(QStringLiteral("losses differ at step %1").arg(step)));
     }
+  }
+
+  // launch.max_restarts over SSH (NOTE [Restarts] in backend/launch/node_agent.h): rank 1, alone on
+  // node 1, is killed with -9 after a step checkpoint; rank 0 fails on its next collective; both
+  // agents start their ranks again, the run resumes from the checkpoint, and the follower goes on
+  // over SFTP across the attempts with every seq once. Stopped once the new attempt has stepped on.
+  void aKilledRankIsRestartedOnEveryNode() {
+    test::SshOpener opener(*hosts_);
+    SshLauncher launcher(opener.function());
+    launcher.setPollIntervalMs(300);
+    QSignalSpy started(&launcher, &Launcher::started);
+    QSignalSpy failed(&launcher, &Launcher::failed);
+    QSignalSpy finished(&launcher, &Launcher::finished);
+    LaunchRequest request;
+    request.config = test::tinyRun(
+        {"optim.epochs=1000", "launch.kind=ssh", "launch.nnodes=2", "launch.nproc_per_node=1",
+         "launch.hosts=[" + hosts_->alias(0) + ", " + hosts_->alias(1) + "]",
+         "launch.master_addr=" + hosts_->hostAddress(0), "launch.master_port=" + std::to_string(portFor(4)),
+         "launch.max_restarts=1", "checkpoint.every_steps=3", "parallel.collective_timeout_s=60"});
+    request.runRoot = runs_.filePath(QStringLiteral("restart"));
+    request.remoteEngine = QString::fromStdString(kEngine);
+    launcher.launch(request);
+    QTRY_VERIFY_WITH_TIMEOUT(started.count() == 1 || failed.count() == 1, kWaitMs);
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
+    const std::string runDir = launcher.record().run_dir;
+    auto head = opener.open(hosts_->alias(0));
+    QVERIFY(head.isOk());
+    ControlClient control;
+    control.setRunDir(QString::fromStdString(runDir), head.value());
+    QSignalSpy acked(&control, &ControlClient::acknowledged);
+    test::FollowRecorder follow(std::make_shared<HostRunDir>(*head.value(), runDir), &control);
+    // A complete step checkpoint, then kill -9 of rank 1 (the namespaces share this machine's pids).
+    const std::string node1 = runDir + "/agent-" + nodeName(request.config.launch.hosts, 1) + ".jsonl";
+    auto rankOnePids = [&] {
+      std::vector<std::int64_t> pids;
+      remote::LocalHost local;
+      auto text = local.readFile(node1, 0, 1 << 20);
+      if (!text.isOk()) return pids;
+      for (const auto& e : protocol::decodeAgentEvents(text.value()).events)
+        if (const auto* s = std::get_if<protocol::RankSpawnedEvent>(&e.body)) pids.push_back(s->pid);
+      return pids;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(QString::fromStdString(runDir + "/checkpoint_step3.pt")),
+                             kWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(rankOnePids().size() == 1, kWaitMs);
+    QCOMPARE(::kill(static_cast<pid_t>(rankOnePids()[0]), SIGKILL), 0);
+    // Both nodes restarted: run.json's second attempt, then a step of it.
+    QTRY_VERIFY_WITH_TIMEOUT(follow.attempts.size() == 2, kWaitMs);
+    QCOMPARE(rankOnePids().size(), std::size_t{2});
+    QCOMPARE(follow.attempts[1].restart.value_or(-1), 1);
+    QCOMPARE(follow.attempts[1].max_restarts.value_or(-1), 1);
+    QVERIFY2(follow.attempts[1].reason.starts_with("rank 0 (pid "), follow.attempts[1].reason.c_str());
+    const qint64 stepsBefore = static_cast<qint64>(follow.losses.size());
+    const std::size_t seqsAtRestart = follow.seqs.size();
+    QTRY_VERIFY_WITH_TIMEOUT(follow.seqs.size() > seqsAtRestart + 5, kWaitMs);
+    QVERIFY(stepsBefore > 0);
+    control.stop();
+    QTRY_COMPARE_WITH_TIMEOUT(acked.count(), 1, kWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(follow.finished, kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kWaitMs);
+    QCOMPARE(finished.at(0).at(0).toInt(), 0);
+    QString why;
+    QVERIFY2(follow.seqsComplete(&why), qPrintable(why));
+    QCOMPARE(follow.losses, test::lossesByStep(runDir));
+    for (const auto& i : follow.issues)
+      QVERIFY2(i.kind != FollowIssue::Kind::kUndecodable, qPrintable(i.message));
   }
 
   // NOTE [Launch environment]: launch.env reaches every rank of every node through sshd, each value

@@ -228,6 +228,13 @@ class LocalLauncherTest : public QObject {
              (QStringList{"train", "--config", "/r/config.yaml", "--allow-pipe", "--run-dir", "/r"}));
     QCOMPARE(engineArguments(2, 4000, QStringLiteral("/r/config.yaml"), QStringLiteral("/r"), true).mid(8),
              (QStringList{"train", "--config", "/r/config.yaml", "--allow-pipe"}));
+    // launch.max_restarts: always the node agent (one rank too), with --max-restarts.
+    QCOMPARE(engineArguments(1, 4000, QStringLiteral("/r/config.yaml"), QStringLiteral("/r"), false, 2),
+             (QStringList{"launch", "--nproc-per-node", "1", "--master-port", "4000", "--run-dir", "/r",
+                          "--max-restarts", "2", "--", "train", "--config", "/r/config.yaml"}));
+    QCOMPARE(
+        engineArguments(2, 4000, QStringLiteral("/r/config.yaml"), QStringLiteral("/r"), false, 1).mid(7, 2),
+        (QStringList{"--max-restarts", "1"}));
     const int port = launch::freeLoopbackPort();
     QVERIFY(port > 0 && port < 65536);
   }

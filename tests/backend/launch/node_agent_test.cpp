@@ -487,6 +487,105 @@ TEST_F(NodeAgentTest, PrintEnvShowsWhatARankSees) {
   EXPECT_EQ(nlohmann::json::parse(slurp(file("stdout")))["master_addr"], "gpu07");
 }
 
+// Restart tests (NOTE [Restarts]): each rank records its attempt's variables; in the first
+// `fails` attempts rank 1 kills itself once its peers are up, the others stop on SIGTERM;
+// later attempts exit 0.
+std::string restartingRanks(int fails) {
+  return R"(a="$TORCHELASTIC_RESTART_COUNT"
+printf '%s\n' "$a" "$TORCHELASTIC_MAX_RESTARTS" "$FLAMINGO_RESTART_REASON" "${FLAMINGO_RESTART_FAILED_MS:-none}" > "$dir/env.tmp-$a-$RANK"
+mv "$dir/env.tmp-$a-$RANK" "$dir/env-$a-$RANK"
+if [ "$a" -lt )" +
+         std::to_string(fails) + R"( ]; then
+  trap 'exit 0' TERM
+  if [ "$RANK" = 1 ]; then wait_for ready-$a-0; wait_for ready-$a-2; kill -9 $$; fi
+  touch "$dir/ready-$a-$RANK"
+  wait_for never
+fi
+)";
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+TEST_F(NodeAgentTest, RestartsEveryRankAfterAFailure) {
+  std::string s = script("restart.sh", restartingRanks(1));
+  ASSERT_EQ(run(launch({"--max-restarts", "2"}, s)), 0) << stderrText();
+  auto ev = checkedEvents(0);
+  auto spawned = eventsOf<RankSpawnedEvent>(ev);
+  ASSERT_EQ(spawned.size(), 6u) << "every rank, twice";
+  const std::string reason = "rank 1 (pid " + std::to_string(spawned[1].pid) + ") was killed by SIGKILL";
+  auto restarting = eventsOf<AgentRestartingEvent>(ev);
+  ASSERT_EQ(restarting.size(), 1u);
+  EXPECT_EQ(restarting[0], (AgentRestartingEvent{1, 2, reason, 1}));
+  // In file order: the first attempt's exits, then `restarting`, then the second attempt's spawns.
+  std::size_t at = 0, exitsBefore = 0;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (std::holds_alternative<AgentRestartingEvent>(ev[i].body)) at = i;
+  }
+  for (std::size_t i = 0; i < at; ++i) exitsBefore += std::holds_alternative<RankExitedEvent>(ev[i].body);
+  EXPECT_EQ(exitsBefore, 3u);
+  EXPECT_TRUE(std::holds_alternative<RankSpawnedEvent>(ev[at + 1].body));
+  for (int rank = 0; rank < 3; ++rank) {
+    auto first = lines(slurp(file("env-0-" + std::to_string(rank))));
+    ASSERT_EQ(first.size(), 4u);
+    EXPECT_EQ(first[0], "0");
+    EXPECT_EQ(first[1], "2");
+    EXPECT_EQ(first[2], "start");
+    EXPECT_EQ(first[3], "none");
+    auto second = lines(slurp(file("env-1-" + std::to_string(rank))));
+    ASSERT_EQ(second.size(), 4u);
+    EXPECT_EQ(second[0], "1");
+    EXPECT_EQ(second[2], reason);
+    EXPECT_GT(std::stoll(second[3]), 0) << "the failure's time";
+  }
+  EXPECT_NE(stderrText().find("restarting every rank (restart 1 of 2) after: " + reason), std::string::npos)
+      << stderrText();
+}
+
+TEST_F(NodeAgentTest, FailingAgainAfterTheLastRestartNamesTheLimit) {
+  std::string s = script("restart.sh", restartingRanks(2));
+  ASSERT_EQ(run(launch({"--max_restarts=1"}, s)), 1) << stderrText();
+  auto ev = checkedEvents(1);
+  auto spawned = eventsOf<RankSpawnedEvent>(ev);
+  ASSERT_EQ(spawned.size(), 6u);
+  EXPECT_EQ(eventsOf<AgentRestartingEvent>(ev).size(), 1u);
+  const std::string reason =
+      "rank 1 failed again after 1 restart (--max-restarts / launch.max_restarts: 1): rank 1 (pid " +
+      std::to_string(spawned[4].pid) + ") was killed by SIGKILL";
+  EXPECT_EQ(std::get<AgentFinishedEvent>(ev.back().body).reason, reason);
+  EXPECT_NE(stderrText().find("flamingo-train launch: " + reason + "\n"), std::string::npos) << stderrText();
+}
+
+TEST_F(NodeAgentTest, WithoutRestartsLeftOrAllowedTheFirstFailureEndsTheRun) {
+  std::string s = script("restart.sh", restartingRanks(1));
+  ASSERT_EQ(run(launch({"--max-restarts", "0"}, s)), 1) << stderrText();
+  auto ev = checkedEvents(1);
+  EXPECT_TRUE(eventsOf<AgentRestartingEvent>(ev).empty());
+  EXPECT_EQ(eventsOf<RankSpawnedEvent>(ev).size(), 3u);
+  EXPECT_EQ(std::get<AgentFinishedEvent>(ev.back().body).reason,
+            "rank 1 (pid " + std::to_string(pidOf(ev, 1)) + ") was killed by SIGKILL")
+      << "today's message when no restart was allowed";
+}
+
+TEST_F(NodeAgentTest, AStopIsNeverRestarted) {
+  // Every rank waits; SIGTERM to the agent is forwarded, the ranks exit 3: a failure, but asked for.
+  std::string s = script("stop.sh", R"(trap 'exit 3' TERM
+touch "$dir/ready-$TORCHELASTIC_RESTART_COUNT-$RANK"
+wait_for never
+)");
+  start(launch({"--max-restarts", "3"}, s));
+  ASSERT_TRUE(waitUntil([&] { return allExist("ready-0-"); }));
+  ::kill(agent_, SIGTERM);
+  ASSERT_EQ(finish(), 1) << stderrText();
+  auto ev = checkedEvents(1);
+  EXPECT_TRUE(eventsOf<AgentRestartingEvent>(ev).empty());
+  EXPECT_EQ(eventsOf<RankSpawnedEvent>(ev).size(), 3u);
+}
+
 TEST_F(NodeAgentTest, BadOptionsAreUsageErrors) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"launch", "--", "/bin/true"}, "--run-dir is required"},
@@ -496,6 +595,10 @@ TEST_F(NodeAgentTest, BadOptionsAreUsageErrors) {
       {{"launch", "--run-dir", "r", "--nproc-per-node", "two", "--", "/bin/true"},
        "'two' is not a whole number"},
       {{"launch", "--run-dir", "r", "--stop-grace-s", "-1", "--", "/bin/true"}, "--stop-grace-s"},
+      {{"launch", "--run-dir", "r", "--max-restarts", "-1", "--", "/bin/true"},
+       "--max-restarts -1 is out of range; expected 0..1000"},
+      {{"launch", "--run-dir", "r", "--max-restarts", "1.5", "--", "/bin/true"},
+       "--max-restarts '1.5' is not a whole number"},
       {{"launch", "--run-dir", "r", "--nprocs", "2", "--", "/bin/true"}, "unknown option '--nprocs'"},
       {{"launch", "--run-dir", "r", "/bin/true"}, "goes after '--'"},
       {{"launch", "--run-dir", "r", "--rank", "1", "--", "/bin/true"}, "--rank is only for --print-env"},

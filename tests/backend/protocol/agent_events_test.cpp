@@ -28,6 +28,8 @@ std::vector<AgentEventBody> sampleBodies() {
           bySignal,
           AgentStoppingEvent{"rank 4 (pid 5001) exited with code 3", 4},
           AgentStoppingEvent{"received SIGINT", std::nullopt},
+          AgentRestartingEvent{1, 2, "rank 1 (pid 4321) was killed by SIGKILL", 1},
+          AgentRestartingEvent{2, 2, "cannot reach rank 0", std::nullopt},
           AgentFinishedEvent{1, "rank 4 (pid 5001) exited with code 3"}};
 }
 
@@ -39,7 +41,7 @@ TEST(AgentEventsTest, RoundTripsEveryType) {
     std::string line = encodeAgentEvent(event);
     ASSERT_EQ(line.back(), '\n');
     ASSERT_EQ(line.find('\n'), line.size() - 1) << "one line per event";
-    EXPECT_EQ(line.rfind("{\"v\":\"1.0\",\"seq\":" + std::to_string(event.seq) +
+    EXPECT_EQ(line.rfind("{\"v\":\"1.1\",\"seq\":" + std::to_string(event.seq) +
                              ",\"t\":1717000000123,\"type\":\"" + std::string(agentEventType(body)) + "\"",
                          0),
               0u)

@@ -18,6 +18,8 @@ TEST(LaunchEnv, VariableNamesAreShellIdentifiers) {
 TEST(LaunchEnv, TheLaunchersVariablesAreRecognised) {
   for (const auto name : kLauncherVariables) EXPECT_TRUE(isLauncherVariable(name)) << name;
   EXPECT_TRUE(isLauncherVariable("SLURM_CPUS_PER_TASK"));
+  EXPECT_TRUE(isLauncherVariable("TORCHELASTIC_RESTART_COUNT"));  // a node agent's attempt
+  EXPECT_TRUE(isLauncherVariable("FLAMINGO_RESTART_REASON"));
   for (const char* free : {"OPENBLAS_CORETYPE", "OMP_NUM_THREADS", "RANKS", "MY_RANK", "SLURM", "PATH"})
     EXPECT_FALSE(isLauncherVariable(free)) << free;
 }

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "backend/protocol/io/fault_write_env.h"
@@ -56,11 +57,57 @@ TEST_F(RunManifestTest, RoundTrip) {
   EXPECT_EQ(decoded.value(), minimal);
 }
 
+// NOTE [Restarts] (backend/launch/node_agent.h): rank 0 appends each start with the agent's variables.
+TEST_F(RunManifestTest, AttemptsRoundTripAndAreRecordedFromTheAgentsVariables) {
+  RunManifest m = sample();
+  recordAttempt(&m, attemptEnvironment(nullptr), 100);
+  ASSERT_EQ(m.attempts.size(), 1u);
+  EXPECT_EQ(m.attempts[0], (RunAttempt{0, 100, "start", std::nullopt, std::nullopt, std::nullopt}));
+  // The agent's restart: its count, limit, reason and the failure's time.
+  static std::map<std::string, std::string> env;
+  env = {{"TORCHELASTIC_RESTART_COUNT", "1"},
+         {"TORCHELASTIC_MAX_RESTARTS", "3"},
+         {"FLAMINGO_RESTART_REASON", "rank 1 (pid 4321) was killed by SIGKILL"},
+         {"FLAMINGO_RESTART_FAILED_MS", "90"}};
+  auto lookup = [](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  recordAttempt(&m, attemptEnvironment(lookup), 200);
+  ASSERT_EQ(m.attempts.size(), 2u);
+  EXPECT_EQ(m.attempts[1], (RunAttempt{1, 200, "rank 1 (pid 4321) was killed by SIGKILL", 1, 3, 90}));
+  // Started again without an agent restart (by hand, SLURM's requeue): "resumed".
+  env = {{"TORCHELASTIC_RESTART_COUNT", "0"}, {"FLAMINGO_RESTART_REASON", "start"}};
+  recordAttempt(&m, attemptEnvironment(lookup), 300);
+  EXPECT_EQ(m.attempts[2], (RunAttempt{2, 300, "resumed", 0, std::nullopt, std::nullopt}));
+  // Garbage in the variables is not a number.
+  env = {{"TORCHELASTIC_RESTART_COUNT", "x"}, {"FLAMINGO_RESTART_FAILED_MS", "-5"}};
+  EXPECT_FALSE(attemptEnvironment(lookup).restart.has_value());
+  EXPECT_FALSE(attemptEnvironment(lookup).failed.has_value());
+
+  ASSERT_TRUE(writeManifest(dir_, m).isOk());
+  auto back = readManifest(dir_);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(back.value(), m);
+  // Out of order: named.
+  m.attempts[1].attempt = 5;
+  Status bad = writeManifest(dir_, m);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.message().find("attempts[1].attempt is 5; expected 1"), std::string::npos) << bad.message();
+  // A 1.0 file (no attempts) still reads.
+  auto j = nlohmann::json::parse(encodeManifest(sample()));
+  j["schema_version"] = "1.0";
+  j.erase("attempts");
+  auto old = decodeManifest(j.dump());
+  ASSERT_TRUE(old.isOk()) << old.status().message();
+  EXPECT_TRUE(old->attempts.empty());
+}
+
 TEST_F(RunManifestTest, EncodingIsReadableJson) {
   std::string text = encodeManifest(sample());
   EXPECT_EQ(text.back(), '\n');
   auto j = nlohmann::json::parse(text);
-  EXPECT_EQ(j["schema_version"], "1.0");
+  EXPECT_EQ(j["schema_version"], "1.1");
   EXPECT_EQ(j["launcher"], "ssh");
   EXPECT_EQ(j["state"], "running");
   EXPECT_EQ(j["created"], 1717000000000);

@@ -382,6 +382,30 @@ TEST(Validate, LaunchRules) {
   EXPECT_NE(problemAt(problems, "launch.master_addr").fix.find("node0"), std::string::npos);
 }
 
+// launch.max_restarts: a whole number 0..1000, and only where a node agent restarts (local, ssh).
+TEST(Validate, MaxRestarts) {
+  EXPECT_FALSE(hasErrors(validateConfig(with(tiny(), {"launch.max_restarts=2"}))));
+  EXPECT_FALSE(hasErrors(
+      validateConfig(with(tiny(), {"launch.kind=ssh", "launch.hosts=[a]", "launch.max_restarts=1"}))));
+  RunConfig negative = tiny();
+  negative.launch.max_restarts = -1;
+  Problem p = problemAt(validateConfig(negative), "launch.max_restarts");
+  EXPECT_TRUE(p.isError());
+  EXPECT_NE(p.message.find("-1"), std::string::npos) << p.message;
+  RunConfig c = tiny();
+  auto bad = applyOverrides(&c, {"launch.max_restarts=1.5"});
+  ASSERT_FALSE(bad.empty());
+  EXPECT_NE(bad[0].message.find("launch.max_restarts"), std::string::npos) << bad[0].message;
+  EXPECT_NE(bad[0].message.find("1.5"), std::string::npos) << bad[0].message;
+  for (const char* kind : {"slurm", "external"}) {
+    Problem q =
+        problemAt(validateConfig(with(tiny(), {std::string("launch.kind=") + kind, "launch.max_restarts=1"})),
+                  "launch.max_restarts");
+    EXPECT_TRUE(q.isError()) << kind;
+    EXPECT_NE(q.message.find(std::string("1 with launch.kind=") + kind), std::string::npos) << q.message;
+  }
+}
+
 TEST(Validate, ReferenceFsdpCannotTrainTiedEmbeddings) {
   RunConfig c = with(tiny(), {"parallel.mode=fsdp", "compat=openflamingo"});
   EXPECT_TRUE(problemAt(validateConfig(c), "model.freeze_lm_embeddings").isError());
