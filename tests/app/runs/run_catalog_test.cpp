@@ -70,8 +70,12 @@ class RunCatalogTest : public QObject {
     QVERIFY(newer.open(QIODevice::ReadOnly));
     QByteArray text = newer.readAll();
     newer.close();
-    QVERIFY(text.contains("\"1.0\""));
-    text.replace("\"1.0\"", "\"2.0\"");
+    const QByteArray current =
+        "\"" +
+        QByteArray(proto::kManifestSchemaVersion.data(), qsizetype(proto::kManifestSchemaVersion.size())) +
+        "\"";
+    QVERIFY(text.contains(current));
+    text.replace(current, "\"2.0\"");
     writeText(newer.fileName(), text);
     // Not runs: a folder without run.json, a file, a hidden folder with a run.json.
     QVERIFY(QDir(r).mkpath(QStringLiteral("not-a-run/logs")));
