@@ -142,7 +142,9 @@ class RemoteCliTest : public QObject {
 
   // Issue 26 item 5: pipe: commands are refused without --allow-pipe, before any host is contacted.
   void pipeCommandsNeedAllowPipe() {
-    const QStringList pipe = {"--set", "data.datasets[0].shards=pipe:cat /d/{0..1}.tar"};
+    const QStringList pipe = {"--set", "data.source=shards",
+                              "--set", "data.datasets[0].shards=pipe:cat /d/{0..1}.tar",
+                              "--set", "data.datasets[1].shards=/d/mmc4-{0..1}.tar"};
     Result refused =
         studio(QStringList{"launch", "--config", config_, "--hosts", "no-such-host.invalid"} + pipe);
     QCOMPARE(refused.code, 2);
