@@ -16,6 +16,7 @@
 #include "backend/protocol/wire/run_dir.h"
 #include "backend/protocol/wire/run_manifest.h"
 #include "tests/backend/distributed/rank_processes.h"
+#include "tests/backend/protocol/test_util.h"
 #include "tests/backend/trainer/engine_test_util.h"
 
 namespace fs::integration {
@@ -25,12 +26,7 @@ using fs::testing::RankExit;
 
 const std::string kTrain = std::string(FS_BINARY_DIR) + "/bin/flamingo-train";
 
-std::string readFile(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using fs::test::readFile;
 
 std::vector<protocol::AgentEvent> agentEvents(const std::filesystem::path& dir) {
   return protocol::decodeAgentEvents(readFile(dir / protocol::agentEventsFileName("n0"))).events;

@@ -71,18 +71,10 @@ class LiveRunTest : public QObject {
   void initTestCase() { QStandardPaths::setTestModeEnabled(true); }  // history under ~/.qttest
 
   void launchFollowControlAndRecord() {
-    QVERIFY(work_.isValid());
     app::ConfigDocument doc;
     MainWindow window(&doc);
-    window.launcher()->setEngineSearch(app::EngineSearch{{}, QStringLiteral(FS_TEST_FLAMINGO_TRAIN), {}});
-    window.resize(1500, 950);
-    window.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&window));
-
-    QSignalSpy loaded(&doc, &app::ConfigDocument::loaded);
-    doc.loadFile(QStringLiteral(FS_SOURCE_DIR "/resources/presets/tiny.yaml"));
-    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
-    QVERIFY(doc.setField("run_root", work_.filePath(QStringLiteral("runs")).toStdString()).isOk());
+    showWithPreset(window, doc, "tiny", QStringLiteral("runs"));
+    if (QTest::currentTestFailed()) return;
     QVERIFY(doc.setField("optim.epochs", "500").isOk());  // long enough to be stopped by hand
     QVERIFY(doc.setField("checkpoint.every_steps", "200").isOk());
 
@@ -134,17 +126,10 @@ class LiveRunTest : public QObject {
 
   // The built-in default, as `flamingo-studio --demo --long` loads it.
   void defaultRunShowsBothRanksAndTheLiveLayout() {
-    QVERIFY(work_.isValid());
     app::ConfigDocument doc;
     MainWindow window(&doc);
-    window.launcher()->setEngineSearch(app::EngineSearch{{}, QStringLiteral(FS_TEST_FLAMINGO_TRAIN), {}});
-    window.resize(1500, 950);
-    window.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&window));
-    QSignalSpy loaded(&doc, &app::ConfigDocument::loaded);
-    doc.loadFile(QStringLiteral(FS_SOURCE_DIR "/resources/presets/demo-long.yaml"));
-    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
-    QVERIFY(doc.setField("run_root", work_.filePath(QStringLiteral("default-runs")).toStdString()).isOk());
+    showWithPreset(window, doc, "demo-long", QStringLiteral("default-runs"));
+    if (QTest::currentTestFailed()) return;
 
     window.launch();
     QTRY_VERIFY_WITH_TIMEOUT(!window.monitor()->runDir().isEmpty(), 30000);
@@ -170,6 +155,22 @@ class LiveRunTest : public QObject {
   }
 
  private:
+  // Shows `window` running our flamingo-train, with presets/<preset>.yaml loaded
+  // and its runs under <work>/<runRoot>.
+  void showWithPreset(MainWindow& window, app::ConfigDocument& doc, const char* preset,
+                      const QString& runRoot) {
+    QVERIFY(work_.isValid());
+    window.launcher()->setEngineSearch(app::EngineSearch{{}, QStringLiteral(FS_TEST_FLAMINGO_TRAIN), {}});
+    window.resize(1500, 950);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QSignalSpy loaded(&doc, &app::ConfigDocument::loaded);
+    doc.loadFile(QStringLiteral(FS_SOURCE_DIR "/resources/presets/") + QLatin1String(preset) +
+                 QStringLiteral(".yaml"));
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
+    QVERIFY(doc.setField("run_root", work_.filePath(runRoot).toStdString()).isOk());
+  }
+
   QTemporaryDir work_;
 };
 

@@ -42,6 +42,16 @@ void writeRun(const QString& dir, const std::string& id, std::int64_t created, p
   QVERIFY(proto::writeManifest(p, m).isOk());
 }
 
+// Shows `window` with the tiny preset loaded into `doc` (the runs list not refreshing by itself).
+void showWithTiny(MainWindow& window, app::ConfigDocument& doc) {
+  window.runsPanel()->setAutoRefreshSeconds(0);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QSignalSpy loaded(&doc, &app::ConfigDocument::loaded);
+  doc.loadFile(QStringLiteral(FS_SOURCE_DIR "/resources/presets/tiny.yaml"));
+  QVERIFY(loaded.wait(5000));
+}
+
 void save(QWidget* w, const QString& name) {
   QTest::qWait(50);  // let posted layout requests run, as they would before a paint
   const QString dir = QStringLiteral(FS_BINARY_DIR "/tests/screenshots");
@@ -107,12 +117,8 @@ class MainWindowTest : public QObject {
   void showsProblemsBesideFields() {
     app::ConfigDocument doc;
     MainWindow window(&doc);
-    window.runsPanel()->setAutoRefreshSeconds(0);
-    window.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&window));
-    QSignalSpy loaded(&doc, &app::ConfigDocument::loaded);
-    doc.loadFile(QStringLiteral(FS_SOURCE_DIR "/resources/presets/tiny.yaml"));
-    QVERIFY(loaded.wait(5000));
+    showWithTiny(window, doc);
+    if (QTest::currentTestFailed()) return;
     QVERIFY(doc.setField("data.datasets[1].min_num_images", "5").isOk());
     QVERIFY(doc.setField("data.datasets[1].batch_size", "0").isOk());
     QVERIFY(doc.setField("optim.warmup_steps", "100000").isOk());
@@ -132,12 +138,8 @@ class MainWindowTest : public QObject {
   void fitApplySaysWhatTheConfigNowNeeds() {
     app::ConfigDocument doc;
     MainWindow window(&doc);
-    window.runsPanel()->setAutoRefreshSeconds(0);
-    window.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&window));
-    QSignalSpy loaded(&doc, &app::ConfigDocument::loaded);
-    doc.loadFile(QStringLiteral(FS_SOURCE_DIR "/resources/presets/tiny.yaml"));
-    QVERIFY(loaded.wait(5000));
+    showWithTiny(window, doc);
+    if (QTest::currentTestFailed()) return;
     QVERIFY(doc.setField("launch.kind", "ssh").isOk());
     QVERIFY(doc.setField("launch.hosts", "[node-a]").isOk());
     QCOMPARE(doc.errorCount(), 0);
