@@ -11,7 +11,8 @@
 // compute only). The CPU memory tracker is installed as the trainer does
 // (--no-memory-tracker to measure its cost). Padding is skipped as the trainer
 // skips it (NOTE [Skipped padding] in backend/model/common.h);
-// --compute-padding computes it, as the reference does.
+// --compute-padding computes it, and every position's logits, as the reference does
+// (NOTE [Logits at the targets] in backend/model/output_head.h).
 // Telemetry: per step a StepEvent is built as RankReporter::reportStep does and
 // emitted on a TelemetryEmitter over a temporary run directory; both the build
 // (gate values included) and the emit() call are timed.
@@ -265,9 +266,7 @@ int main(int argc, char** argv) {
         const trainer::DeviceBatch d = trainer::toDeviceForForward(
             *model, b, hostLabels, tokens.pad, config.model.lm.width, compat, device, skipPadding);
         step::AutocastScope autocast(precision, device);
-        const torch::Tensor logits = model->forward(d.batch.images.to(precision.inputDtype), d.batch.inputIds,
-                                                    d.batch.attentionMask, d.padding, &d.sets);
-        loss = step::causalLmLoss(logits, d.labels, d.lossOptions);
+        loss = trainer::forwardLossOn(*model, d, precision.inputDtype);
       }
       if (loss.noTargets) die("a batch without supervised tokens");
       const double value = loss.loss.item<double>();

@@ -24,7 +24,7 @@ int64_t squaredLengths(int64_t real, int64_t length) {
 
 // NOTE [Activation formula] for one dataset along one path.
 DatasetActivations forPath(const protocol::RunConfig& c, const protocol::DatasetConfig& ds, Dtype compute,
-                           Path path) {
+                           Path path, HeadLogits head) {
   const auto& m = c.model;
   const bool mmc4 = ds.type == "mmc4";
   DatasetActivations a;
@@ -92,10 +92,15 @@ DatasetActivations forPath(const protocol::RunConfig& c, const protocol::Dataset
   // under a 16-bit compute dtype and the fp32 log-softmax; after forward only
   // the log-softmax stays. Backward starts with the fp32 loss gradient and the
   // logits gradient (compute dtype, twice through the scatter).
+  // Ours (NOTE [Logits at the targets]): the product at the targets, at most one per real token, its
+  // fp32 cast and log-softmax; backward the fp32 loss and log-softmax gradients and the cast back.
+  const bool everyPosition = head == HeadLogits::kEveryPosition;
   const int64_t blv = tokens * rows;
   const int64_t product = real * rows * e;
-  const int64_t logitsForward = product + blv * (2 * e + (e < 4 ? 4 : 0) + 4);
-  const int64_t logitsBackward = blv * (4 + 4 + 2 * e);
+  const int64_t logitsForward = everyPosition ? product + blv * (2 * e + (e < 4 ? 4 : 0) + 4)
+                                              : product + real * rows * ((e < 4 ? 4 : 0) + 4);
+  const int64_t logitsBackward =
+      everyPosition ? blv * (4 + 4 + 2 * e) : real * rows * (4 + 4 + (e < 4 ? e : 0));
   const int64_t bias = b * l * l * e;  // the causal attention bias, held for the whole forward
 
   const int64_t keptElems = features + perceiver + media + blocks * gatedBlock + m.lm.layers * decoderLayer;
@@ -136,8 +141,8 @@ DatasetActivations forPath(const protocol::RunConfig& c, const protocol::Dataset
   r.bias = bias;
   r.headForward = logitsForward;
   r.headBackward = logitsBackward;
-  r.headInUnitForward = product + blv * e;
-  r.headInUnitBackward = blv * e + 2 * product;
+  r.headInUnitForward = everyPosition ? product + blv * e : product;
+  r.headInUnitBackward = everyPosition ? blv * e + 2 * product : product;
   r.keptWithoutCheckpointing = keptElems * e;
   r.keptWithCheckpointing = inputs * e;
   return a;
@@ -147,13 +152,13 @@ DatasetActivations forPath(const protocol::RunConfig& c, const protocol::Dataset
 // least ceil(2^18 / d^2) padded positions (model::paddingFor) may skip them, and then the most it holds
 // is with exactly that many padded and every sequence full but one. Either can come: the planner walks
 // both (the skipping path keeps more per real token, the other more tokens).
-DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::DatasetConfig& ds,
-                              Dtype compute) {
-  auto a = forPath(c, ds, compute, Path{});
+DatasetActivations forDataset(const protocol::RunConfig& c, const protocol::DatasetConfig& ds, Dtype compute,
+                              HeadLogits head) {
+  auto a = forPath(c, ds, compute, Path{}, head);
   const int64_t tokens = a.batch * a.tokens;
   const int64_t padded = paddedPositionsToSkip(c.model.lm.width);
   if (padded <= 0 || padded >= tokens) return a;  // a batch cannot skip padding and keep a real token
-  const auto s = forPath(c, ds, compute, Path{true, tokens - padded});
+  const auto s = forPath(c, ds, compute, Path{true, tokens - padded}, head);
   a.withoutCheckpointing = std::max(a.withoutCheckpointing, s.withoutCheckpointing);
   a.withCheckpointing = std::max(a.withCheckpointing, s.withCheckpointing);
   a.paths.push_back(s.paths.front());
@@ -168,10 +173,10 @@ int64_t paddedPositionsToSkip(int64_t width) {
   return (kSkipFrom + width * width - 1) / (width * width);
 }
 
-ActivationEstimate estimateActivations(const protocol::RunConfig& config, Dtype compute) {
+ActivationEstimate estimateActivations(const protocol::RunConfig& config, Dtype compute, HeadLogits head) {
   ActivationEstimate est;
   for (const auto& ds : config.data.datasets) {
-    est.datasets.push_back(forDataset(config, ds, compute));
+    est.datasets.push_back(forDataset(config, ds, compute, head));
     est.withoutCheckpointing = std::max(est.withoutCheckpointing, est.datasets.back().withoutCheckpointing);
     est.withCheckpointing = std::max(est.withCheckpointing, est.datasets.back().withCheckpointing);
   }

@@ -45,7 +45,13 @@
 //                  and keeps the larger peak.
 //                  Checked per operator with fsdp_peak_probe --live-at-peak
 //                  on OPT (docs/planner.md "Accuracy of the peak")
-//   head + loss    inside the head's unit: the product on the real tokens
+//   head + loss    ours (HeadLogits::kTargets): inside the head's unit the
+//                  product at the targets P V (P counted as the real tokens,
+//                  its bound); after it its fp32 cast (16-bit compute) and
+//                  the fp32 log-softmax; backward starts with the fp32 loss
+//                  and log-softmax gradients and, inside the unit, the logits
+//                  gradient. The reference (kEveryPosition): inside the
+//                  head's unit the product on the real tokens
 //                  N V and its scatter B L V; after it, beside both, the
 //                  shifted copy, its fp32 cast (16-bit compute) and the fp32
 //                  log-softmax. Backward starts outside every unit with the
@@ -114,7 +120,12 @@ struct ActivationEstimate {
   int64_t withCheckpointing = 0;
 };
 
-ActivationEstimate estimateActivations(const protocol::RunConfig& config, Dtype compute);
+// Which logits the loss reads from: ours at its targets only (NOTE [Logits at the targets] in
+// backend/model/output_head.h; at most one per real token), the reference's at every position.
+enum class HeadLogits { kTargets, kEveryPosition };
+
+ActivationEstimate estimateActivations(const protocol::RunConfig& config, Dtype compute,
+                                       HeadLogits head = HeadLogits::kTargets);
 
 // The fewest padded positions with which a batch skips its padding (model::paddingFor: padded x width^2
 // >= 2^18; param_inventory_test holds the two to the same answer); 0 for a width <= 0.

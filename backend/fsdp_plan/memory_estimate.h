@@ -31,8 +31,9 @@
 //               holding a tied head (Unit::aliases) is gathered again at the
 //               head, and its unsharded gradient, begun there, lives through
 //               the whole backward until the unit's own backward.
-//   activations activation_estimate.h, the same for ours and the reference
-//               (same model); `activations` follows model.gradient_checkpointing.
+//   activations activation_estimate.h, the same model for ours and the
+//               reference but for the head (ours computes the logits at the
+//               targets only); `activations` follows model.gradient_checkpointing.
 // peak = model state + the step's input batches + the step walk's largest
 // moment (NOTE [Step walk] in step_walk.h): gathered units and activations
 // are not summed at their own largest (activations peak at the end of a

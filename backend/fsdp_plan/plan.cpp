@@ -15,6 +15,8 @@ protocol::StatusOr<Plan> makePlan(const PlanRequest& req) {
   plan.precision = *precision;
   plan.referencePrecision = referencePrecision(*precision);
   plan.activations = estimateActivations(req.config, plan.precision.compute);
+  plan.referenceActivations =
+      estimateActivations(req.config, plan.precision.compute, HeadLogits::kEveryPosition);
 
   auto strategies = req.strategies;
   if (strategies.empty()) {
@@ -56,7 +58,8 @@ protocol::StatusOr<Plan> makePlan(const PlanRequest& req) {
       e.layout = index;
       const PrecisionPlan& p = isReplicated(strategy) ? replicatedPrecision : prec;
       e.shards = planShards(plan.layouts[index], p, strategy, req.topology, reference);
-      e.memory = estimateRankMemory(plan.layouts[index], e.shards, p, req.config, plan.activations);
+      e.memory = estimateRankMemory(plan.layouts[index], e.shards, p, req.config,
+                                    reference ? plan.referenceActivations : plan.activations);
       if (req.device == PlanDevice::kCuda)
         e.device = estimateCudaMemory(plan.inventory, e.shards, p, e.memory);
       plan.entries.push_back(std::move(e));

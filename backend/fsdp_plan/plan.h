@@ -45,7 +45,8 @@ struct Plan {
   ParamInventory inventory;
   PrecisionPlan precision;  // ours
   PrecisionPlan referencePrecision;
-  ActivationEstimate activations;
+  ActivationEstimate activations;           // ours
+  ActivationEstimate referenceActivations;  // the reference's (every position's logits)
   PlanDevice device = PlanDevice::kCpu;
   std::vector<Layout> layouts;     // ours per policy, then the reference's
   std::vector<PlanEntry> entries;  // per layout, per strategy

@@ -83,12 +83,12 @@ bool skippingPays(int64_t skipped, int64_t work_per_item) {
 }
 
 Padding paddingFor(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t pad_id,
-                   int64_t width) {
+                   int64_t width, const torch::Tensor& dead) {
   // At most every position is padding: when even that does not pay, no need to look.
   if (!skippingPays(attention_mask.numel(), width * width)) return Padding::kCompute;
   const auto masked = attention_mask.eq(0);
-  const auto padded = masked.sum().item<int64_t>();
-  if (!skippingPays(padded, width * width)) return Padding::kCompute;
+  const auto skipped = (dead.defined() ? (masked | dead) : masked).sum().item<int64_t>();
+  if (!skippingPays(skipped, width * width)) return Padding::kCompute;
   if ((masked & input_ids.ne(pad_id)).any().item<bool>()) return Padding::kCompute;
   return Padding::kSkip;
 }

@@ -94,7 +94,10 @@ torch::Tensor scaledDotAttention(const torch::Tensor& q, const torch::Tensor& k,
 enum class Padding { kCompute, kSkip };
 
 // The padding policy for one batch: kSkip when every masked position holds
-// `pad_id` (so the label rules make it -100) and skipping pays.
+// `pad_id` (so the label rules make it -100) and skipping pays. `dead`
+// (B, L) bool, optional: positions the caller vouches nothing it reads
+// depends on (NOTE [Dead positions] in backend/step/labels.h); they count
+// as skipped work, and the caller masks them out when the answer is kSkip.
 // NOTE [When skipping pays]: gathering and scattering cost a few extra ops
 // per layer, about the same whatever the width (~0.5 ms a step on the tiny
 // preset, 7 % slower), while the work saved grows with padding x width^2:
@@ -117,7 +120,7 @@ enum class Padding { kCompute, kSkip };
 // cross-attention's attending tokens.
 bool skippingPays(int64_t skipped, int64_t work_per_item);
 Padding paddingFor(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t pad_id,
-                   int64_t width);
+                   int64_t width, const torch::Tensor& dead = {});
 // NOTE [Index sets from the host]: the index sets a forward leaves work out
 // with (the real tokens of skipped padding, the referenced media slots, the
 // cross-attention's attending tokens) are picked from token values: on a GPU

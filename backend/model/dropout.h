@@ -10,7 +10,9 @@
 // differ from `torch::dropout`'s stream but are as reproducible: they depend
 // only on the generator's state (seeding, checkpoints and activation
 // checkpointing's saved RNG state all keep working) and not on the thread
-// count. Inputs other than fp32 CPU tensors take `torch::dropout`.
+// count. Inputs other than fp32 CPU tensors take `torch::dropout`. NOTE
+// [Fused dropout] in dropout.cpp: one pass, a byte per element kept for
+// backward.
 #pragma once
 
 #include <ATen/core/Tensor.h>

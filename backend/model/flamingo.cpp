@@ -145,17 +145,18 @@ torch::Tensor FlamingoImpl::encodeVision(const torch::Tensor& vision_x, const to
 
 torch::Tensor FlamingoImpl::forwardWithMedia(const torch::Tensor& media, const torch::Tensor& input_ids,
                                              const torch::Tensor& attention_mask, Padding padding,
-                                             const IndexSets* sets) {
+                                             const IndexSets* sets, const LogitSelection* select) {
   TORCH_CHECK(media.size(0) == input_ids.size(0), "Flamingo: media batch ", media.size(0),
               " does not match input_ids batch ", input_ids.size(0));
   const auto text_time = mediaTextTime(input_ids, options_.image_id());
-  return lang_encoder_->forward(input_ids, attention_mask, media, text_time, padding, sets);
+  return lang_encoder_->forward(input_ids, attention_mask, media, text_time, padding, sets, select);
 }
 
 torch::Tensor FlamingoImpl::forward(const torch::Tensor& vision_x, const torch::Tensor& input_ids,
                                     const torch::Tensor& attention_mask, Padding padding,
-                                    const IndexSets* sets) {
-  return forwardWithMedia(encodeVision(vision_x, input_ids, sets), input_ids, attention_mask, padding, sets);
+                                    const IndexSets* sets, const LogitSelection* select) {
+  return forwardWithMedia(encodeVision(vision_x, input_ids, sets), input_ids, attention_mask, padding, sets,
+                          select);
 }
 
 // ---------------------------------------------------------------- structure and training
@@ -188,6 +189,24 @@ torch::Tensor FlamingoImpl::embeddingGradientRowMask() const {
   mask[options_.image_id()] = 1;
   mask[options_.endofchunk_id()] = 1;
   return mask;
+}
+
+LogitSelection FlamingoImpl::targetSelection(const torch::Tensor& positions) const {
+  LogitSelection select{positions, {}};
+  if (lang_encoder_->tiedHead() && !options_.freeze_lm_embeddings()) {
+    const auto rows = inputEmbedding()->weight.size(0);
+    for (const auto id : {options_.image_id(), options_.endofchunk_id()}) {
+      TORCH_CHECK(id >= 0 && id < rows, "model.tokens: special token id ", id, " is outside the embedding's ",
+                  rows, " rows");
+    }
+    TORCH_CHECK(options_.image_id() != options_.endofchunk_id(),
+                "model.tokens: image_id and endofchunk_id are both ", options_.image_id());
+    auto kept = torch::empty({2}, torch::kLong);  // one op, not torch::tensor's fill per element
+    kept.data_ptr<int64_t>()[0] = options_.image_id();
+    kept.data_ptr<int64_t>()[1] = options_.endofchunk_id();
+    select.weight_rows = kept.to(positions.device());
+  }
+  return select;
 }
 
 void FlamingoImpl::maskEmbeddingGradient() {

@@ -85,9 +85,11 @@ class FlamingoImpl : public torch::nn::Module {
   // Padding::kSkip: NOTE [Skipped padding] in common.h.
   // sets: the index sets picked by the caller, on the model's device (NOTE
   // [Index sets from the host] in common.h, indexSets); null = picked here.
+  // select: logits (P, vocab) at the selected positions only (NOTE [Logits at
+  // the targets] in output_head.h, targetSelection); null = every position.
   torch::Tensor forward(const torch::Tensor& vision_x, const torch::Tensor& input_ids,
                         const torch::Tensor& attention_mask, Padding padding = Padding::kCompute,
-                        const IndexSets* sets = nullptr);
+                        const IndexSets* sets = nullptr, const LogitSelection* select = nullptr);
   // The index sets forward() would pick for this batch, computed where input_ids and attention_mask
   // are (the host batch, in the trainer). images_per_sample: vision_x's T_img.
   IndexSets indexSets(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
@@ -101,7 +103,7 @@ class FlamingoImpl : public torch::nn::Module {
   // The LM conditioned on precomputed media.
   torch::Tensor forwardWithMedia(const torch::Tensor& media, const torch::Tensor& input_ids,
                                  const torch::Tensor& attention_mask, Padding padding = Padding::kCompute,
-                                 const IndexSets* sets = nullptr);
+                                 const IndexSets* sets = nullptr, const LogitSelection* select = nullptr);
 
   // ---- structure (wrap units for FSDP and checkpoint policies)
   const FlamingoOptions& options() const { return options_; }
@@ -127,6 +129,11 @@ class FlamingoImpl : public torch::nn::Module {
   // After backward: multiplies the input embedding's gradient by the row mask,
   // so only the two new tokens' rows change. No-op without a gradient.
   void maskEmbeddingGradient();
+  // The selection of NOTE [Logits at the targets] (output_head.h) for a
+  // caller that masks the embedding gradient after backward (the trainer):
+  // `positions` as given, and with a tied head and a trainable embedding,
+  // the two rows the mask keeps (on the positions' device).
+  LogitSelection targetSelection(const torch::Tensor& positions) const;
   // `read` gives the current values of the parameters passed (e.g. assembled
   // from FSDP shards: the gates may not live in the module's own storage);
   // without it they are read as they are.

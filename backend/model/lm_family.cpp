@@ -187,7 +187,7 @@ torch::Tensor CausalLmImpl::runLayers(const torch::Tensor& input_ids, const torc
 
 torch::Tensor CausalLmImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                     const torch::Tensor& media, const torch::Tensor& text_time,
-                                    Padding padding, const IndexSets* sets) {
+                                    Padding padding, const IndexSets* sets, const LogitSelection* select) {
   const auto mask = defaultMask(input_ids, attention_mask);
   const auto real = sets != nullptr             ? sets->realTokens
                     : padding == Padding::kSkip ? realTokenIndex(mask)
@@ -196,7 +196,13 @@ torch::Tensor CausalLmImpl::forward(const torch::Tensor& input_ids, const torch:
   torch::nn::Module& head = lm_head_ ? static_cast<torch::nn::Module&>(*lm_head_) : *embed_tokens_;
   return runUnit(hooks, head, hidden, [&] {
     const auto weight = outputHeadWeight().to(hidden.scalar_type());
-    return onRealTokens(hidden, real, [&](const torch::Tensor& h) { return torch::linear(h, weight); });
+    if (select == nullptr)
+      return onRealTokens(hidden, real, [&](const torch::Tensor& h) { return torch::linear(h, weight); });
+    // NOTE [Logits at the targets] in output_head.h.
+    TORCH_CHECK(select->positions.defined() && select->positions.dim() == 1,
+                "CausalLm: the logit selection needs 1-D positions");
+    const auto rows = hidden.reshape({-1, hidden.size(-1)}).index_select(0, select->positions);
+    return headLogits(rows, weight, select->weight_rows);
   });
 }
 

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "backend/model/common.h"
+#include "backend/model/output_head.h"
 #include "backend/model/unit_hooks.h"
 
 namespace fs::protocol {
@@ -223,9 +224,12 @@ class CausalLmImpl : public torch::nn::Module {
   // input ids (B, L), attention mask (B, L) (1 = token, 0 = right padding;
   // undefined = all ones), optional Flamingo conditioning -> logits (B, L, V).
   // sets: NOTE [Index sets from the host] in common.h; null = picked here.
+  // select: logits (P, V) at select->positions only (NOTE [Logits at the
+  // targets] in output_head.h); null = every position.
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                         const torch::Tensor& media = {}, const torch::Tensor& text_time = {},
-                        Padding padding = Padding::kCompute, const IndexSets* sets = nullptr);
+                        Padding padding = Padding::kCompute, const IndexSets* sets = nullptr,
+                        const LogitSelection* select = nullptr);
   // The same up to and including the final norm (B, L, width).
   torch::Tensor hiddenStates(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                              const torch::Tensor& media = {}, const torch::Tensor& text_time = {},

@@ -81,4 +81,44 @@ int64_t countTargets(const torch::Tensor& labels) {
   return n;
 }
 
+Targets targetsOf(const torch::Tensor& labels) {
+  TORCH_CHECK(labels.dim() == 2 && labels.scalar_type() == torch::kInt64 && labels.device().is_cpu(),
+              "targetsOf: labels must be (B, L) int64 on the CPU, got ", labels.sizes(), " ",
+              labels.scalar_type(), " on ", labels.device());
+  const int64_t n = countTargets(labels);
+  const int64_t B = labels.size(0), L = labels.size(1);
+  const int64_t s0 = labels.stride(0), s1 = labels.stride(1);
+  const int64_t* p = labels.data_ptr<int64_t>();
+  Targets out{torch::empty({n}, torch::kLong), torch::empty({n}, torch::kLong)};
+  int64_t* position = out.positions.data_ptr<int64_t>();
+  int64_t* label = out.labels.data_ptr<int64_t>();
+  for (int64_t r = 0; r < B; ++r) {
+    for (int64_t i = 1; i < L; ++i) {
+      const int64_t value = p[r * s0 + i * s1];
+      if (value == kIgnoreIndex) continue;
+      *position++ = r * L + i - 1;
+      *label++ = value;
+    }
+  }
+  return out;
+}
+
+torch::Tensor deadPositions(const torch::Tensor& labels) {
+  TORCH_CHECK(labels.dim() == 2 && labels.scalar_type() == torch::kInt64 && labels.device().is_cpu(),
+              "deadPositions: labels must be (B, L) int64 on the CPU, got ", labels.sizes(), " ",
+              labels.scalar_type(), " on ", labels.device());
+  const int64_t B = labels.size(0), L = labels.size(1);
+  const int64_t s0 = labels.stride(0), s1 = labels.stride(1);
+  const int64_t* p = labels.data_ptr<int64_t>();
+  auto dead = torch::zeros({B, L}, torch::kBool);
+  bool* d = dead.data_ptr<bool>();
+  for (int64_t r = 0; r < B; ++r) {
+    int64_t last = L - 1;
+    while (last > 0 && p[r * s0 + last * s1] == kIgnoreIndex) --last;
+    if (last == 0) continue;  // no target: label 0 is never one
+    for (int64_t i = last; i < L; ++i) d[r * L + i] = true;
+  }
+  return dead;
+}
+
 }  // namespace fs::step

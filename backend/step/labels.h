@@ -54,4 +54,27 @@ LabelStats labelStats(const torch::Tensor& labels);
 // REQUIRES: labels (B, L) int64, on the CPU.
 int64_t countTargets(const torch::Tensor& labels);
 
+// The loss's targets in the order it averages them (NOTE [Logits at the
+// targets] in backend/model/output_head.h): every (b, t) with t < L - 1 and
+// labels[b, t + 1] != -100, as flat positions b * L + t of the logits that
+// predict them, and those labels.
+struct Targets {
+  torch::Tensor positions;  // (P) int64, ascending
+  torch::Tensor labels;     // (P) int64
+};
+// REQUIRES: labels (B, L) int64, on the CPU.
+Targets targetsOf(const torch::Tensor& labels);
+
+// NOTE [Dead positions]: position t of a row reaches the loss only through
+// the logits at t and at later positions (attention is causal), and only
+// the logits at t < the row's last target label are read. So every position
+// from the row's last target label on computes nothing the loss sees: the
+// eos of a LAION caption, the final <|endofchunk|> and eos of an MMC4
+// document, and any padding. They may be skipped like padding (NOTE
+// [Skipped padding] in backend/model/common.h). A row with no target keeps
+// every position (a batch left empty would be a special case for nothing).
+// Returns (B, L) bool, true at the dead positions.
+// REQUIRES: labels (B, L) int64, on the CPU.
+torch::Tensor deadPositions(const torch::Tensor& labels);
+
 }  // namespace fs::step

@@ -39,4 +39,12 @@ struct LmLoss {
 LmLoss causalLmLoss(const torch::Tensor& logits, const torch::Tensor& labels,
                     const LossOptions& options = {});
 
+// The same loss from the logits at the targets only (NOTE [Logits at the
+// targets] in backend/model/output_head.h): logits (P, V) and their labels
+// (P) as targetsOf picks them, so every row is a target; the same value,
+// mean, empty-batch rule and float32 as causalLmLoss.
+// REQUIRES: logits (P, V) floating, targets (P) int64 on the same device.
+LmLoss lmLossAtTargets(const torch::Tensor& logits, const torch::Tensor& targets,
+                       const LossOptions& options = {});
+
 }  // namespace fs::step

@@ -132,9 +132,7 @@ step::LmLoss Trainer::forwardLoss(const data::Batch& host, const torch::Tensor& 
   const DeviceBatch d = toDeviceForForward(*state_.model, host, hostLabels, tokens_.pad,
                                            config_.model.lm.width, compat, device_);
   step::AutocastScope autocast(precision_, device_);
-  const torch::Tensor logits = state_.model->forward(
-      d.batch.images.to(precision_.inputDtype), d.batch.inputIds, d.batch.attentionMask, d.padding, &d.sets);
-  return step::causalLmLoss(logits, d.labels, d.lossOptions);
+  return forwardLossOn(*state_.model, d, precision_.inputDtype);
 }
 
 // NOTE [Loss scaling in the step]

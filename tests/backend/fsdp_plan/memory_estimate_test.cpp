@@ -287,9 +287,22 @@ TEST(MemoryEstimate, BothPathsThroughTheLanguageModelArePlanned) {
                               508 * (2 * d + 2 * 4 * d) + 4 * 2 * 48 * 128) *
                                  4);
   EXPECT_EQ(every.gatedBlock, (512 * (6 * d + 2 * 128 + 2 * 4 * d + 2 * 4 * 48) + 4 * 2 * 48 * 128) * 4);
-  // The head's product on the real tokens and its scatter, inside the head's unit.
-  EXPECT_EQ(skip.headInUnitForward, (508 + 512) * v * 4);
-  EXPECT_EQ(every.headInUnitForward, 2 * 512 * v * 4);
+  // Ours: the head's product at the targets, at most one per real token, inside the head's unit
+  // (NOTE [Logits at the targets]); after it its log-softmax, and backward the loss and log-softmax
+  // gradients.
+  EXPECT_EQ(skip.headInUnitForward, 508 * v * 4);
+  EXPECT_EQ(every.headInUnitForward, 512 * v * 4);
+  EXPECT_EQ(skip.headForward, 508 * v * (4 + 4));
+  EXPECT_EQ(skip.headBackward, 508 * v * (4 + 4));
+  // The reference: the product on the real tokens and its scatter to every position, inside the unit.
+  protocol::RunConfig c = test::preset("small");
+  c.data.datasets[1].batch_size = 4;
+  c.data.datasets[1].max_tokens = 128;
+  const auto reference = estimateActivations(c, Dtype::kFloat32, HeadLogits::kEveryPosition).datasets[1];
+  ASSERT_EQ(reference.paths.size(), 2u);
+  EXPECT_EQ(reference.paths[1].headInUnitForward, (508 + 512) * v * 4);
+  EXPECT_EQ(reference.paths[0].headInUnitForward, 2 * 512 * v * 4);
+  EXPECT_GT(reference.withoutCheckpointing, opt.withoutCheckpointing);
   EXPECT_GT(opt.withoutCheckpointing, 0);
 
   // The composite attention (MPT's ALiBi; any 16-bit compute) keeps 10 d per position, and the MLP part

@@ -4,10 +4,12 @@
 // thread count.
 #include "backend/model/dropout.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <mutex>
 
 namespace fs::model {
 namespace {
@@ -64,6 +66,37 @@ TEST(Dropout, GradientIsTheScaledMask) {
   const auto mask = y.detach().ne(0).to(torch::kFloat) / 0.75f;
   EXPECT_TRUE(torch::allclose(x.grad(), mask));
   EXPECT_TRUE(torch::allclose(y.detach(), x.detach() * mask));
+}
+
+// NOTE [Fused dropout]: the one pass gives exactly x * (1 / (1 - p)) where dropoutKeeps keeps the element
+// and 0 elsewhere, from a strided input too, and the same mask to the gradient.
+TEST(Dropout, FusedPassIsTheProductWithTheCounterMask) {
+  torch::manual_seed(6);
+  const auto base = torch::randn({40, 70});
+  const auto x = base.t().requires_grad_(false);  // strided
+  auto gen = at::detail::getDefaultCPUGenerator();
+  const auto state = gen.get_state();
+  const uint64_t seed = [&] {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    return gen.get<at::CPUGeneratorImpl>()->random64();
+  }();
+  gen.set_state(state);
+  const double p = 0.2;
+  const auto threshold = static_cast<uint64_t>(std::llround((1.0 - p) * 4294967296.0));
+  const auto scale = static_cast<float>(1.0 / (1.0 - p));
+  const auto flat = x.contiguous().view({-1});
+  auto expected = torch::empty_like(flat);
+  for (int64_t i = 0; i < flat.numel(); ++i)
+    expected[i] =
+        flat[i].item<float>() * (dropoutKeeps(seed, static_cast<uint64_t>(i), threshold) ? scale : 0.0f);
+  const auto leaf = x.detach().clone().requires_grad_(true);
+  gen.set_state(state);
+  const auto y = applyDropout(leaf, p, true);
+  EXPECT_TRUE(torch::equal(y.detach().view({-1}), expected));
+  const auto upstream = torch::randn_like(y);
+  y.backward(upstream);
+  const auto kept = expected.view(y.sizes()).ne(0).to(torch::kFloat) * scale;
+  EXPECT_TRUE(torch::equal(leaf.grad(), upstream * kept));
 }
 
 TEST(Dropout, IdentityWhenOffAndClearErrorsOutOfRange) {

@@ -172,5 +172,36 @@ TEST(Labels, MatchOpenFlamingosTrainOneEpoch) {
   }
 }
 
+// NOTE [Logits at the targets]: the targets in the loss's order, each with the position that predicts it.
+TEST(TargetsOf, FlatPositionsOfThePredictingLogitsInRowOrder) {
+  const auto labels = torch::tensor(V{X, 7, 8, X, 9, X, X, 5, X, 6}, torch::kInt64).view({2, 5});
+  const Targets t = targetsOf(labels);
+  EXPECT_EQ(vec(t.positions), (V{0, 1, 3, 6, 8}));
+  EXPECT_EQ(vec(t.labels), (V{7, 8, 9, 5, 6}));
+  EXPECT_EQ(t.positions.size(0), countTargets(labels));
+  // Label 0 is never a target; no target at all gives empty tensors.
+  const Targets none = targetsOf(torch::tensor(V{4, X, X}, torch::kInt64).view({1, 3}));
+  EXPECT_EQ(none.positions.numel(), 0);
+  EXPECT_EQ(none.labels.numel(), 0);
+}
+
+// NOTE [Dead positions]: from each row's last target label on; a row without targets keeps everything.
+TEST(DeadPositions, FromEachRowsLastTargetOn) {
+  const auto labels = torch::cat({torch::tensor(V{X, 7, 8, X, X}, torch::kInt64).view({1, 5}),
+                                  torch::tensor(V{X, X, X, X, X}, torch::kInt64).view({1, 5}),
+                                  torch::tensor(V{X, 7, X, 8, 9}, torch::kInt64).view({1, 5}),
+                                  torch::tensor(V{5, X, X, X, X}, torch::kInt64).view({1, 5})});
+  const auto dead = deadPositions(labels).to(torch::kInt64);
+  EXPECT_EQ(vec(dead), (V{0, 0, 1, 1, 1, /**/ 0, 0, 0, 0, 0, /**/ 0, 0, 0, 0, 1, /**/ 0, 0, 0, 0, 0}));
+  // On real MMC4 labels: the final <|endofchunk|> and the eos after it.
+  const auto ids = row({IMG, 10, 11, EOC, IMG, 12, EOC, EOS, PAD});
+  EXPECT_EQ(vec(deadPositions(mmc4Labels(ids, kTokens)).to(torch::kInt64)), (V{0, 0, 0, 0, 0, 0, 1, 1, 1}));
+}
+
+TEST(TargetsOf, RefusesLabelsOffTheHostOrOfAnotherShape) {
+  EXPECT_THROW(targetsOf(torch::zeros({3}, torch::kInt64)), c10::Error);
+  EXPECT_THROW(deadPositions(torch::zeros({2, 3}, torch::kInt32)), c10::Error);
+}
+
 }  // namespace
 }  // namespace fs::step

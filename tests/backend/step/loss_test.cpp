@@ -79,6 +79,45 @@ TEST(CausalLmLoss, NoTargetsGivesTheReferenceNaNInCompatMode) {
   EXPECT_TRUE(std::isnan(r.loss.item<double>()));
 }
 
+// NOTE [Logits at the targets]: the loss from the targets' logits alone is causalLmLoss's, value and
+// gradient, including the empty batch's 0 (or the reference's NaN) and bf16 logits in float32.
+TEST(LmLossAtTargets, EqualsTheShiftedLossOverEveryPosition) {
+  torch::manual_seed(4);
+  const auto logits = torch::randn({3, 6, 9}, torch::requires_grad());
+  auto labels = torch::randint(0, 9, {3, 6}, torch::kInt64);
+  labels.masked_fill_(torch::rand({3, 6}) < 0.4, X);
+  const LmLoss full = causalLmLoss(logits, labels);
+  full.loss.backward();
+  const auto fullGrad = logits.grad().clone();
+  logits.mutable_grad().reset();
+  const Targets t = targetsOf(labels);
+  const auto picked = logits.reshape({-1, 9}).index_select(0, t.positions);
+  const LmLoss at = lmLossAtTargets(picked, t.labels, LossOptions{.targets = countTargets(labels)});
+  EXPECT_EQ(at.targets, full.targets);
+  EXPECT_FALSE(at.noTargets);
+  EXPECT_NEAR(at.loss.item<double>(), full.loss.item<double>(), 1e-6);
+  at.loss.backward();
+  EXPECT_TRUE(torch::allclose(logits.grad(), fullGrad, 1e-6, 1e-7));
+  // A count that disagrees with the targets given is refused.
+  EXPECT_THROW(lmLossAtTargets(picked, t.labels, LossOptions{.targets = 1}), c10::Error);
+  EXPECT_THROW(lmLossAtTargets(picked, t.labels.narrow(0, 0, 1)), c10::Error);
+  // bf16 logits: float32, as causalLmLoss.
+  EXPECT_EQ(lmLossAtTargets(picked.detach().to(torch::kBFloat16), t.labels).loss.scalar_type(),
+            torch::kFloat32);
+}
+
+TEST(LmLossAtTargets, NoTargetsGivesZeroOrTheReferenceNaN) {
+  const auto logits = torch::randn({0, 7}, torch::requires_grad());
+  const auto targets = torch::empty({0}, torch::kInt64);
+  const LmLoss r = lmLossAtTargets(logits, targets);
+  EXPECT_TRUE(r.noTargets);
+  EXPECT_EQ(r.loss.item<double>(), 0.0);
+  r.loss.backward();
+  EXPECT_TRUE(logits.grad().defined());
+  EXPECT_TRUE(
+      std::isnan(lmLossAtTargets(logits, targets, LossOptions{.referenceNaN = true}).loss.item<double>()));
+}
+
 TEST(CausalLmLoss, Bf16LogitsAreComputedInFloat32) {
   const auto logits = torch::randn({2, 4, 9});
   const auto labels = torch::randint(0, 9, {2, 4}, torch::kInt64);

@@ -234,9 +234,7 @@ StepCounts countOneStep(const protocol::RunConfig& config) {
         const trainer::DeviceBatch d = trainer::toDeviceForForward(*model, host, hostLabels, tokens.pad,
                                                                    config.model.lm.width, compat, device);
         step::AutocastScope autocast(precision, device);
-        const torch::Tensor logits = model->forward(d.batch.images.to(precision.inputDtype), d.batch.inputIds,
-                                                    d.batch.attentionMask, d.padding, &d.sets);
-        loss = step::causalLmLoss(logits, d.labels, d.lossOptions);
+        loss = trainer::forwardLossOn(*model, d, precision.inputDtype);
       }
       require(!loss.noTargets, "a batch without supervised tokens");
       require(std::isfinite(loss.loss.item<double>()), "a non-finite loss");

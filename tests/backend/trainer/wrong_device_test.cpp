@@ -90,10 +90,7 @@ StepOnDevice runStep(model::Flamingo& model, const protocol::RunConfig& config, 
     // Device side, checked.
     DeviceCheckScope check(device);
     try {
-      const torch::Tensor logits =
-          model->forward(d.batch.images.to(torch::kFloat32), d.batch.inputIds, d.batch.attentionMask,
-                         d.padding, hostIndexSets ? &d.sets : nullptr);
-      const step::LmLoss loss = step::causalLmLoss(logits, d.labels, d.lossOptions);
+      const step::LmLoss loss = trainer::forwardLossOn(*model, d, torch::kFloat32, hostIndexSets);
       (loss.loss * 0.5).backward();
     } catch (const c10::Error& e) {  // a read-back of a device value, an op without a meta kernel
       const std::string what = e.what_without_backtrace();
