@@ -5,6 +5,11 @@
 namespace fs::model {
 namespace {
 
+// t in `dtype`, without an op when it already is.
+torch::Tensor as(const torch::Tensor& t, c10::ScalarType dtype) {
+  return t.scalar_type() == dtype ? t : t.to(dtype);
+}
+
 // NOTE [Logits at the targets] in output_head.h.
 class RowMaskedHeadFn : public torch::autograd::Function<RowMaskedHeadFn> {
  public:
@@ -26,11 +31,11 @@ class RowMaskedHeadFn : public torch::autograd::Function<RowMaskedHeadFn> {
     const auto dtype = grad.scalar_type();
     torch::Tensor dHidden, dWeight;
     if (ctx->needs_input_grad(0))
-      dHidden = grad.mm(weight.to(dtype)).to(hidden.scalar_type()).view(hidden.sizes());
+      dHidden = as(grad.mm(as(weight, dtype)), hidden.scalar_type()).view(hidden.sizes());
     if (ctx->needs_input_grad(1)) {
-      const auto flatHidden = hidden.reshape({-1, weight.size(1)}).to(dtype);
+      const auto flatHidden = as(hidden.reshape({-1, weight.size(1)}), dtype);
       dWeight = torch::zeros_like(weight);
-      dWeight.index_copy_(0, rows, grad.index_select(1, rows).t().mm(flatHidden).to(weight.scalar_type()));
+      dWeight.index_copy_(0, rows, as(grad.index_select(1, rows).t().mm(flatHidden), weight.scalar_type()));
     }
     return {dHidden, dWeight, torch::Tensor()};
   }
