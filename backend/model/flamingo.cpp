@@ -178,13 +178,22 @@ void FlamingoImpl::freezeAsOpenFlamingo() {
   if (!options_.freeze_lm_embeddings()) inputEmbedding()->weight.set_requires_grad(true);
 }
 
-torch::Tensor FlamingoImpl::embeddingGradientRowMask() const {
-  const auto& weight = inputEmbedding()->weight;
-  const auto rows = weight.size(0);
-  for (const auto id : {options_.image_id(), options_.endofchunk_id()}) {
+namespace {
+
+// The rows the embedding-gradient mask keeps must exist.
+void checkMaskRows(const FlamingoOptions& options, int64_t rows) {
+  for (const auto id : {options.image_id(), options.endofchunk_id()}) {
     TORCH_CHECK(id >= 0 && id < rows, "model.tokens: special token id ", id, " is outside the embedding's ",
                 rows, " rows");
   }
+}
+
+}  // namespace
+
+torch::Tensor FlamingoImpl::embeddingGradientRowMask() const {
+  const auto& weight = inputEmbedding()->weight;
+  const auto rows = weight.size(0);
+  checkMaskRows(options_, rows);
   auto mask = torch::zeros({rows, 1}, torch::TensorOptions().dtype(weight.dtype()).device(weight.device()));
   mask[options_.image_id()] = 1;
   mask[options_.endofchunk_id()] = 1;
@@ -194,11 +203,7 @@ torch::Tensor FlamingoImpl::embeddingGradientRowMask() const {
 LogitSelection FlamingoImpl::targetSelection(const torch::Tensor& positions) const {
   LogitSelection select{positions, {}};
   if (lang_encoder_->tiedHead() && !options_.freeze_lm_embeddings()) {
-    const auto rows = inputEmbedding()->weight.size(0);
-    for (const auto id : {options_.image_id(), options_.endofchunk_id()}) {
-      TORCH_CHECK(id >= 0 && id < rows, "model.tokens: special token id ", id, " is outside the embedding's ",
-                  rows, " rows");
-    }
+    checkMaskRows(options_, inputEmbedding()->weight.size(0));
     TORCH_CHECK(options_.image_id() != options_.endofchunk_id(),
                 "model.tokens: image_id and endofchunk_id are both ", options_.image_id());
     auto kept = torch::empty({2}, torch::kLong);  // one op, not torch::tensor's fill per element

@@ -45,7 +45,9 @@ inline DeviceBatch toDeviceForForward(const model::FlamingoImpl& model, const da
   if (out.padding == model::Padding::kSkip && dead.any().item<bool>())
     forward.attentionMask = host.attentionMask.masked_fill(dead, 0);
   out.lossOptions.referenceNaN = compat;
-  out.lossOptions.targets = step::countTargets(host_labels);
+  step::Targets targets;
+  if (skip_padding) targets = step::targetsOf(host_labels);
+  out.lossOptions.targets = skip_padding ? targets.positions.size(0) : step::countTargets(host_labels);
   const model::IndexSets hostSets =
       model.indexSets(forward.inputIds, forward.attentionMask, forward.images.size(1), out.padding);
   out.batch = data::toDevice(forward, device);
@@ -53,7 +55,6 @@ inline DeviceBatch toDeviceForForward(const model::FlamingoImpl& model, const da
   out.sets = {data::toDevice(hostSets.realTokens, device), data::toDevice(hostSets.slots, device),
               data::toDevice(hostSets.attending, device), hostSets.unpadded};
   if (skip_padding) {
-    const step::Targets targets = step::targetsOf(host_labels);
     out.select = model.targetSelection(data::toDevice(targets.positions, device));
     out.targets = data::toDevice(targets.labels, device);
   }

@@ -84,13 +84,8 @@ class MainWindowTest : public QObject {
   void showsTheTinyPresetAndItsRuns() {
     app::ConfigDocument doc;
     MainWindow window(&doc);
-    window.runsPanel()->setAutoRefreshSeconds(0);
-    window.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&window));
-
-    QSignalSpy loaded(&doc, &app::ConfigDocument::loaded);
-    doc.loadFile(QStringLiteral(FS_SOURCE_DIR "/resources/presets/tiny.yaml"));
-    QVERIFY(loaded.wait(5000));
+    showWithTiny(window, doc);
+    if (QTest::currentTestFailed()) return;
     QVERIFY2(window.windowTitle().startsWith(QStringLiteral("tiny.yaml")), qPrintable(window.windowTitle()));
     QCOMPARE(window.configForm()->editor(QStringLiteral("name"))->value().value(),
              proto::Value(std::string("tiny")));
