@@ -295,7 +295,7 @@ endfunction()
 # CPU train step in sgemm_kernel_SKYLAKEX, 1 % in MKL), unlike the same model in
 # Python. libtorch_cpu is therefore named right after libstdc++, before any
 # library that brings OpenBLAS, and our own direct BLAS calls use its sgemm_
-# too (backend/model/row_major_gemm.h). blas_binding_test checks the binding.
+# too (backend/model/row_major_gemm.h). probe_cli_test checks the binding.
 # Link LibTorch (+ c10d Gloo) and reuse one precompiled header across every
 # LibTorch translation unit: torch/torch.h costs ~20 s per file otherwise.
 function(fs_use_torch target)

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <mutex>
 
+#include "backend/model/intra_op.h"
+
 namespace fs::model {
 namespace {
 
@@ -50,7 +52,7 @@ class DropoutFn : public torch::autograd::Function<DropoutFn> {
     float* o = out.data_ptr<float>();
     uint8_t* k = kept.data_ptr<uint8_t>();
     // Indices, not threads, pick each decision: the mask is the same at any thread count.
-    at::parallel_for(0, input.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
+    parallelFor(0, input.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const bool keep = keeps(seed, static_cast<uint64_t>(i), threshold);
         k[i] = keep;
@@ -71,7 +73,7 @@ class DropoutFn : public torch::autograd::Function<DropoutFn> {
     const float* g = grad.data_ptr<float>();
     const uint8_t* k = kept.data_ptr<uint8_t>();
     float* o = out.data_ptr<float>();
-    at::parallel_for(0, grad.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
+    parallelFor(0, grad.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) o[i] = g[i] * (k[i] ? scale : 0.0f);
     });
     return {out, torch::Tensor()};

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/model/intra_op.h"
 #include "backend/model/row_major_gemm.h"
 
 namespace fs::model {
@@ -22,9 +23,11 @@ struct Block {
   int64_t col;
 };
 
-// Every (sample, head) block with its probabilities' offset (blocks in
-// sample-major order, each n x n floats), so blocks can run in parallel: each
-// writes its own rows x head columns of the outputs.
+// Every (sample, head) block with its probabilities' offset (blocks and
+// probabilities in head-major order, each n x n floats), so blocks can run in
+// parallel: each writes its own rows x head columns of the outputs. Head-major,
+// the contiguous chunks parallelFor hands the threads share the samples'
+// uneven n^2 costs alike whenever the thread count divides the heads.
 struct PlacedBlock {
   Block block;
   int64_t probs;  // offset of its n x n probabilities
@@ -33,10 +36,10 @@ struct PlacedBlock {
 std::vector<PlacedBlock> placedBlocks(const std::vector<int64_t>& offsets, int64_t heads, int64_t head_dim) {
   std::vector<PlacedBlock> blocks;
   int64_t at = 0;
-  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
-    const int64_t n = offsets[b + 1] - offsets[b];
-    if (n == 0) continue;
-    for (int64_t h = 0; h < heads; ++h) {
+  for (int64_t h = 0; h < heads; ++h) {
+    for (size_t b = 0; b + 1 < offsets.size(); ++b) {
+      const int64_t n = offsets[b + 1] - offsets[b];
+      if (n == 0) continue;
       blocks.push_back({Block{offsets[b], n, h * head_dim}, at});
       at += n * n;
     }
@@ -51,7 +54,7 @@ template <typename F>
 void forEachBlock(const std::vector<int64_t>& offsets, int64_t heads, int64_t head_dim,
                   int64_t scratch_floats, F&& f) {
   const auto blocks = placedBlocks(offsets, heads, head_dim);
-  at::parallel_for(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
+  parallelForSerialBlas(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch(static_cast<size_t>(scratch_floats));
     for (int64_t i = begin; i < end; ++i) {
       const auto& placed = blocks[static_cast<size_t>(i)];

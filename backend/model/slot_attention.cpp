@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/model/intra_op.h"
 #include "backend/model/row_major_gemm.h"
 
 namespace fs::model {
@@ -72,7 +73,7 @@ class SlotAttentionFn : public torch::autograd::Function<SlotAttentionFn> {
     float* pp = probs.data_ptr<float>();
     const auto alpha = static_cast<float>(scale);
     // Heads in parallel: each writes its own columns of out and its own probabilities.
-    at::parallel_for(0, heads, 1, [&](int64_t h0, int64_t h1) {
+    parallelForSerialBlas(0, heads, 1, [&](int64_t h0, int64_t h1) {
       for (int64_t h = h0; h < h1; ++h) {
         for (const auto& r : runs) {
           const int m = static_cast<int>(r.rows);
@@ -121,7 +122,7 @@ class SlotAttentionFn : public torch::autograd::Function<SlotAttentionFn> {
     float* dkp = dk.data_ptr<float>();
     float* dvp = dv.data_ptr<float>();
     // Heads in parallel: each writes its own columns of dq, dk and dv.
-    at::parallel_for(0, heads, 1, [&](int64_t h0, int64_t h1) {
+    parallelForSerialBlas(0, heads, 1, [&](int64_t h0, int64_t h1) {
       std::vector<float> ds(static_cast<size_t>(longest * latents));
       for (int64_t h = h0; h < h1; ++h) {
         for (const auto& r : runs) {
