@@ -13,6 +13,7 @@
 #include "backend/model/intra_op.h"
 #include "backend/model/packed_attention.h"
 #include "backend/model/row_major_gemm.h"
+#include "backend/model/slot_attention.h"
 
 namespace fs::model {
 namespace {
@@ -75,7 +76,7 @@ TEST(SerialBlas, InsideAParallelRegionBlasIsSerialAndRestoredAfter) {
 
 TEST(SerialBlas, ParallelForRunsItsChunksOnDistinctThreads) {
   const IntraOpThreads threads(2);
-  std::atomic<int> distinct{0};
+  std::atomic<int> inlineNested{0};
   std::vector<int> thread(2, -1);
   parallelFor(0, 2, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) thread[static_cast<size_t>(i)] = at::get_thread_num();
@@ -83,12 +84,32 @@ TEST(SerialBlas, ParallelForRunsItsChunksOnDistinctThreads) {
   EXPECT_EQ(thread[0], 0);
   EXPECT_EQ(thread[1], 1) << "the second chunk ran on the calling thread: no parallel region";
   // Inside a region, a nested call runs inline on the calling thread.
-  parallelFor(0, 2, 1, [&](int64_t b, int64_t) {
+  parallelFor(0, 2, 1, [&](int64_t, int64_t) {
     int calls = 0;
     parallelFor(0, 4, 1, [&](int64_t, int64_t) { ++calls; });
-    if (calls == 1) ++distinct;
+    if (calls == 1) ++inlineNested;
   });
-  EXPECT_EQ(distinct.load(), 2);
+  EXPECT_EQ(inlineNested.load(), 2);
+}
+
+// Slot attention forward and backward: 8 heads of 64, 3 slots of 16 latents, runs of uneven length.
+std::vector<torch::Tensor> slotAttentionAt(int threads) {
+  const IntraOpThreads scope(threads);
+  torch::manual_seed(9);
+  const std::vector<SlotRun> runs{{0, 40, 0}, {40, 7, 1}, {47, 90, 2}, {137, 3, 0}};
+  auto q = torch::randn({140, 512}).requires_grad_(true);
+  auto k = torch::randn({48, 512}).requires_grad_(true);
+  auto v = torch::randn({48, 512}).requires_grad_(true);
+  const auto upstream = torch::randn({140, 512});
+  const auto out = slotAttention(q, k, v, 8, 16, 0.125, runs);
+  (out * upstream).sum().backward();
+  return {out.detach(), q.grad(), k.grad(), v.grad()};
+}
+
+TEST(SerialBlas, SlotAttentionGivesTheSameBitsAtOneAndTwoThreads) {
+  const auto one = slotAttentionAt(1);
+  const auto two = slotAttentionAt(2);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], two[i])) << "tensor " << i;
 }
 
 TEST(SerialBlas, DropoutGivesTheSameBitsAtOneAndTwoThreads) {
