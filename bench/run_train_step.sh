@@ -43,11 +43,11 @@ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -m), $(nproc) cores, $
 echo "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}; OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=threads per run; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "reps=$reps warmup=$warmup iters=$iters  ours=$bin  python=$python ($("$python" -c 'import torch; print(torch.__version__)'))"
 echo "reference packages: $("$python" -c 'import importlib.metadata as m; print(", ".join(d + " " + m.version(d) for d in ("open-flamingo", "open-clip-torch", "einops", "einops-exts")))')"
-printf '\n%-7s %3s | %9s %8s | %9s %8s | %9s %8s | %7s %7s | %9s %8s\n' \
-  preset thr ours_ms ours_sps py_ms py_sps of_ms of_sps ours/py ours/of telem_us telem_%
+printf '\n%-7s %3s | %9s %8s | %9s %8s | %9s %8s | %7s %7s | %17s | %9s %8s\n' \
+  preset thr ours_ms ours_sps py_ms py_sps of_ms of_sps ours/py ours/of "paired of (range)" telem_us telem_%
 for preset in $presets; do
   for t in $threads_list; do
-    o_ms=(); o_sps=(); p_ms=(); p_sps=(); f_ms=(); f_sps=(); tel=(); pct=()
+    o_ms=(); o_sps=(); p_ms=(); p_sps=(); f_ms=(); f_sps=(); tel=(); pct=(); pair=()
     for ((r = 0; r < reps; ++r)); do
       out=$(run_side "$t" "$bin" "$(ours_config "$preset")" "$t" "$warmup" "$iters")
       echo "$out" | sed 's/^/  # /' >&2
@@ -59,7 +59,13 @@ for preset in $presets; do
       out=$(run_side "$t" "$python" "$here/train_step_openflamingo.py" "$preset" "$t" "$warmup" "$iters")
       echo "$out" | sed 's/^/  # /' >&2
       f_ms+=("$(echo "$out" | field median_step_ms)"); f_sps+=("$(echo "$out" | field samples_per_s)")
+      # This repetition's own ratio: both sides ran within seconds of each other, so a slow spell of
+      # the machine that lasts minutes moves both (NOTE in docs/benchmarks.md, "Paired ratios").
+      pair+=("$(awk -v a="${o_sps[-1]}" -v b="${f_sps[-1]}" 'BEGIN {printf "%.3f", a / b}')")
     done
+    pm_of=$(printf '%s\n' "${pair[@]}" | med)
+    pr_lo=$(printf '%s\n' "${pair[@]}" | sort -g | head -1); pr_hi=$(printf '%s\n' "${pair[@]}" | sort -g | tail -1)
+    paired=$(awk -v m="$pm_of" -v l="$pr_lo" -v h="$pr_hi" 'BEGIN {printf "%.2fx (%.2f-%.2f)", m, l, h}')
     om=$(printf '%s\n' "${o_ms[@]}" | med); os=$(printf '%s\n' "${o_sps[@]}" | med)
     pm=$(printf '%s\n' "${p_ms[@]}" | med); ps=$(printf '%s\n' "${p_sps[@]}" | med)
     tu=$(printf '%s\n' "${tel[@]}" | med); tp=$(printf '%s\n' "${pct[@]}" | med)
@@ -67,10 +73,11 @@ for preset in $presets; do
     fm=$(printf '%s\n' "${f_ms[@]}" | med); fs=$(printf '%s\n' "${f_sps[@]}" | med)
     ratio_of=$(awk -v a="$os" -v b="$fs" 'BEGIN {printf "%.2fx", a / b}')
     fm=$(printf '%.2f' "$fm"); fs=$(printf '%.1f' "$fs")
-    printf '%-7s %3s | %9.2f %8.1f | %9.2f %8.1f | %9s %8s | %7s %7s | %9.1f %7.3f%%\n' \
-      "$preset" "$t" "$om" "$os" "$pm" "$ps" "$fm" "$fs" "$ratio_py" "$ratio_of" "$tu" "$tp"
+    printf '%-7s %3s | %9.2f %8.1f | %9.2f %8.1f | %9s %8s | %7s %7s | %17s | %9.1f %7.3f%%\n' \
+      "$preset" "$t" "$om" "$os" "$pm" "$ps" "$fm" "$fs" "$ratio_py" "$ratio_of" "$paired" "$tu" "$tp"
   done
 done
 echo
 echo "py = bench/train_step_baseline.py (ours in PyTorch eager); of = bench/train_step_openflamingo.py (OpenFlamingo's modules)."
 echo "ratios = ours samples/s / theirs (medians over $reps repetitions); target ours/of >= 1.5. telem = StepEvent build + emit() per step."
+echo "paired of = the median over repetitions of each repetition's ours/of, with the lowest and highest."
