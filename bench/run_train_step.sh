@@ -59,8 +59,8 @@ for preset in $presets; do
       out=$(run_side "$t" "$python" "$here/train_step_openflamingo.py" "$preset" "$t" "$warmup" "$iters")
       echo "$out" | sed 's/^/  # /' >&2
       f_ms+=("$(echo "$out" | field median_step_ms)"); f_sps+=("$(echo "$out" | field samples_per_s)")
-      # This repetition's own ratio: both sides ran within seconds of each other, so a slow spell of
-      # the machine that lasts minutes moves both (docs/benchmarks.md, "Paired ratios, and where a 2-thread step goes").
+      # This repetition's own ratio: both sides ran within half a minute of each other, so a slow spell
+      # of the machine that lasts minutes moves both (docs/benchmarks.md, "Paired ratios, and where a 2-thread step goes").
       pair+=("$(awk -v a="${o_sps[-1]}" -v b="${f_sps[-1]}" 'BEGIN {printf "%.3f", a / b}')")
     done
     pm_of=$(printf '%s\n' "${pair[@]}" | med)

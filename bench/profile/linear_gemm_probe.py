@@ -10,7 +10,9 @@ import time
 
 import torch
 
-SHAPES = [  # (M, K, N): LM FFN up / down, ViT qkv, a LAION-sized FFN up, ViT qkv / MLP down, the head
+# (M, K, N). At MMC4's ~400 real tokens: the LM's FFN up and down, a 3 x 128 projection; at LAION's
+# ~160: FFN up; at 12 images x 65 ViT tokens: qkv and MLP down; a 514-word head over 400 rows.
+SHAPES = [
     (400, 128, 512), (400, 512, 128), (400, 128, 384), (160, 128, 512),
     (780, 128, 384), (780, 512, 128), (400, 128, 514),
 ]
